@@ -1,0 +1,204 @@
+/**
+ * The `gemm` command line: `gemm check`, `gemm compile`. Run as
+ * `deno task gemm <command> ...`.
+ *
+ * Exit codes: 0 success, 1 diagnostics in the input, 2 bad usage,
+ * 3 an internal error (a compiler bug; never a stack trace for bad input).
+ *
+ * @module
+ */
+
+import { parseArgs } from "node:util";
+import { check, compile, type CompiledKernel, formatDiagnostics } from "./compiler.ts";
+import type { Target } from "./ir/gemm.ts";
+
+/** Where the CLI writes; replaced in tests. */
+export interface CliIO {
+  readonly out: (s: string) => void;
+  readonly err: (s: string) => void;
+  readonly readFile: (path: string) => string;
+  readonly writeFile: (path: string, text: string) => void;
+}
+
+class UsageError extends Error {}
+
+const MAIN_HELP = `gemm: a GEMM compiler for NVIDIA Ampere (sm_80, sm_86)
+
+Usage: gemm <command> [options]
+
+Commands:
+  check FILE...       Check DSL files and print diagnostics
+  compile FILE        Compile a DSL file and print the requested stage
+
+Run "gemm <command> --help" for a command's options.
+Exit codes: 0 success, 1 errors in the input, 2 bad usage, 3 internal error.
+`;
+
+const CHECK_HELP = `Usage: gemm check FILE... [--target sm80|sm86]
+
+Parses and checks each file; prints every diagnostic as
+FILE:LINE:COL: error[CODE]: message, with the source line and a caret.
+Exits 0 when every file is clean, 1 otherwise.
+`;
+
+const COMPILE_HELP = `Usage: gemm compile FILE [options]
+
+Options:
+  --kernel NAME        Compile only this kernel (default: every kernel in FILE)
+  --emit STAGE         What to print: ir (GEMM IR; the default), kernel-ir, ptx, json
+  --dump-after PASS    Print the IR after PASS (or "all") to stderr
+  --target sm80|sm86   Override the schedule's target
+  -o, --output OUT     Write the output to OUT instead of stdout
+  -h, --help           This help
+`;
+
+const EMITS = ["ir", "kernel-ir", "ptx", "json"] as const;
+type Emit = typeof EMITS[number];
+
+function parseTarget(v: string | undefined): Target | undefined {
+  if (v === undefined) return undefined;
+  if (v === "sm80" || v === "sm86") return v;
+  if (v === "sm_80") return "sm80";
+  if (v === "sm_86") return "sm86";
+  throw new UsageError(`Unknown target "${v}": expected sm80 or sm86`);
+}
+
+function readSource(io: CliIO, file: string): string {
+  try {
+    return io.readFile(file);
+  } catch (e) {
+    const why = e instanceof Deno.errors.NotFound ? "no such file" : (e as Error).message;
+    throw new UsageError(`Cannot read "${file}": ${why}`);
+  }
+}
+
+function cmdCheck(args: string[], io: CliIO): number {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { target: { type: "string" }, help: { type: "boolean", short: "h" } },
+  });
+  if (values.help) {
+    io.out(CHECK_HELP);
+    return 0;
+  }
+  if (positionals.length === 0) throw new UsageError("gemm check: no input file");
+  const target = parseTarget(values.target);
+  let bad = false;
+  for (const file of positionals) {
+    const text = readSource(io, file);
+    const r = check(text, { file, ...(target !== undefined ? { target } : {}) });
+    if (r.diagnostics.length > 0) {
+      bad = true;
+      io.err(formatDiagnostics(r.diagnostics, text));
+    }
+  }
+  return bad ? 1 : 0;
+}
+
+function cmdCompile(args: string[], io: CliIO): number {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: {
+      kernel: { type: "string" },
+      emit: { type: "string", default: "ir" },
+      "dump-after": { type: "string" },
+      target: { type: "string" },
+      output: { type: "string", short: "o" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+  if (values.help) {
+    io.out(COMPILE_HELP);
+    return 0;
+  }
+  const [file, ...extra] = positionals;
+  if (file === undefined) throw new UsageError("gemm compile: no input file");
+  if (extra.length > 0) throw new UsageError(`gemm compile: one file at a time, got ${positionals.length}`);
+  const emit = values.emit as Emit;
+  if (!(EMITS as readonly string[]).includes(emit)) {
+    throw new UsageError(`Unknown --emit "${values.emit}": expected ${EMITS.join(", ")}`);
+  }
+  if (emit !== "ir") {
+    throw new UsageError(
+      `--emit ${emit} is not available yet: this build has the front end only (--emit ir)`,
+    );
+  }
+  if (values["dump-after"] !== undefined) {
+    throw new UsageError(
+      `--dump-after is not available yet: this build has no lowering passes`,
+    );
+  }
+  const target = parseTarget(values.target);
+  const text = readSource(io, file);
+  const r = compile(text, {
+    file,
+    ...(target !== undefined ? { target } : {}),
+    ...(values.kernel !== undefined ? { kernel: values.kernel } : {}),
+  });
+  if (!r.ok) {
+    io.err(formatDiagnostics(r.diagnostics, text));
+    return 1;
+  }
+  if (r.kernels.length === 0) {
+    throw new UsageError(
+      values.kernel !== undefined
+        ? `No kernel named "${values.kernel}" in "${file}"`
+        : `No kernel in "${file}"`,
+    );
+  }
+  const output = r.kernels.map((k: CompiledKernel) => k.gemmText).join("\n");
+  if (values.output !== undefined) io.writeFile(values.output, output);
+  else io.out(output);
+  return 0;
+}
+
+/**
+ * Runs the CLI.
+ *
+ * @param args The arguments after the program name.
+ * @param io Where to read and write.
+ * @returns The exit code.
+ */
+export function main(args: readonly string[], io: CliIO): number {
+  const [cmd, ...rest] = args;
+  try {
+    switch (cmd) {
+      case undefined:
+      case "-h":
+      case "--help":
+      case "help":
+        io.out(MAIN_HELP);
+        return cmd === undefined ? 2 : 0;
+      case "check":
+        return cmdCheck(rest, io);
+      case "compile":
+        return cmdCompile(rest, io);
+      default:
+        throw new UsageError(`Unknown command "${cmd}": expected check or compile`);
+    }
+  } catch (e) {
+    if (e instanceof UsageError) {
+      io.err(`gemm: ${e.message}\n`);
+      return 2;
+    }
+    if (e instanceof TypeError && "code" in e && String(e.code).startsWith("ERR_PARSE_ARGS")) {
+      io.err(`gemm: ${e.message}\n`);
+      return 2;
+    }
+    io.err(`gemm: internal error: ${(e as Error).message}\n`);
+    return 3;
+  }
+}
+
+if (import.meta.main) {
+  const enc = new TextEncoder();
+  const code = main(Deno.args, {
+    out: (s) => Deno.stdout.writeSync(enc.encode(s)),
+    err: (s) => Deno.stderr.writeSync(enc.encode(s)),
+    readFile: (p) => Deno.readTextFileSync(p),
+    writeFile: (p, t) => Deno.writeTextFileSync(p, t),
+  });
+  Deno.exit(code);
+}

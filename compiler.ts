@@ -1,0 +1,118 @@
+/**
+ * The compiler driver: source text in, kernels (with every stage's IR) and
+ * diagnostics out, as values. Nothing here prints.
+ *
+ * @module
+ */
+
+import { parseProgram, type ParseResult } from "./dsl/parse.ts";
+import { checkProgram, type CheckResult } from "./dsl/check.ts";
+import { type Diagnostic, renderDiagnostic } from "./dsl/diagnostics.ts";
+import type { GemmKernel, Target } from "./ir/gemm.ts";
+import { verifyGemm } from "./ir/verify_gemm.ts";
+import { printGemm } from "./ir/print_gemm.ts";
+
+/** Options shared by {@link parse}, {@link check} and {@link compile}. */
+export interface SourceOptions {
+  /** The file name used in diagnostics (default `"<input>"`). */
+  readonly file?: string;
+  /** Overrides every kernel's `target` schedule line. */
+  readonly target?: Target;
+}
+
+/** Options of {@link compile}. */
+export interface CompileOptions extends SourceOptions {
+  /** Compile only the kernel of this name. */
+  readonly kernel?: string;
+}
+
+/** One compiled kernel, with its IR at each stage that exists. */
+export interface CompiledKernel {
+  readonly name: string;
+  /** The checked GEMM IR. */
+  readonly gemm: GemmKernel;
+  /** The textual form of {@link CompiledKernel.gemm}. */
+  readonly gemmText: string;
+}
+
+/** The result of {@link compile}: `ok` when there are no diagnostics. */
+export interface CompileResult {
+  readonly ok: boolean;
+  readonly kernels: readonly CompiledKernel[];
+  readonly diagnostics: readonly Diagnostic[];
+}
+
+/**
+ * Parses DSL source into its AST.
+ *
+ * @param source The DSL text.
+ * @param options `file` for diagnostics.
+ * @returns The AST or a syntax diagnostic.
+ * @example
+ * ```ts
+ * import { parse } from "./compiler.ts";
+ * console.assert(parse("kernel k { }").ok);
+ * ```
+ */
+export function parse(source: string, options: SourceOptions = {}): ParseResult {
+  return parseProgram(source, options.file ?? "<input>");
+}
+
+/**
+ * Parses and checks DSL source into GEMM IR kernels.
+ *
+ * @param source The DSL text.
+ * @param options `file` for diagnostics, `target` to override the schedule.
+ * @returns The checked kernels and the diagnostics.
+ * @example
+ * ```ts
+ * import { check } from "./compiler.ts";
+ * const r = check("kernel k { A: f16[M, K]\n B: f16[K, N] col\n D: f32[M, N]\n D[m, n] = A[m, k] * B[k, n] }");
+ * console.assert(r.diagnostics.length === 0 && r.kernels[0]?.problem.b.layout === "col");
+ * ```
+ */
+export function check(source: string, options: SourceOptions = {}): CheckResult {
+  const file = options.file ?? "<input>";
+  const p = parseProgram(source, file);
+  if (!p.ok) return { kernels: [], diagnostics: p.diagnostics };
+  const r = checkProgram(p.ast, { file, text: source }, {
+    ...(options.target !== undefined ? { target: options.target } : {}),
+  });
+  for (const k of r.kernels) verifyGemm(k);
+  return r;
+}
+
+/**
+ * Compiles DSL source: parse, check, and every later stage that exists.
+ *
+ * @param source The DSL text.
+ * @param options File name, target, and which kernel.
+ * @returns The kernels and diagnostics; `ok` is false when there are diagnostics.
+ * @example
+ * ```ts
+ * import { compile } from "./compiler.ts";
+ * const r = compile("kernel k { A: s8[M, K]\n B: s8[K, N] col\n D: s32[M, N]\n D[m, n] = A[m, k] * B[k, n] }");
+ * console.assert(r.ok && r.kernels[0]?.gemm.math.acc === "s32");
+ * ```
+ */
+export function compile(source: string, options: CompileOptions = {}): CompileResult {
+  const r = check(source, options);
+  let kernels = r.kernels;
+  const diagnostics = [...r.diagnostics];
+  if (options.kernel !== undefined) {
+    kernels = kernels.filter((k) => k.name === options.kernel);
+  }
+  const compiled = kernels.map((gemm) => ({ name: gemm.name, gemm, gemmText: printGemm(gemm) }));
+  return { ok: diagnostics.length === 0, kernels: compiled, diagnostics };
+}
+
+/**
+ * Renders diagnostics as the CLI prints them.
+ *
+ * @param diagnostics The diagnostics.
+ * @param source The text their spans point into.
+ * @returns The rendered text.
+ */
+export function formatDiagnostics(diagnostics: readonly Diagnostic[], source: string): string {
+  return diagnostics.map((d) => renderDiagnostic(d, source)).join("");
+}

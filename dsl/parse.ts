@@ -1,0 +1,207 @@
+/**
+ * The parser: DSL source text to {@link ProgramAst}, or a syntax diagnostic.
+ * The grammar is `gemm.ohm` beside this file.
+ *
+ * @module
+ */
+
+import * as ohm from "ohm-js";
+import grammarSource from "./gemm.ohm" with { type: "text" };
+import type {
+  AccessAst,
+  DimAst,
+  ExprAst,
+  Ident,
+  ItemAst,
+  KernelAst,
+  ProgramAst,
+  ScheduleLineAst,
+} from "./ast.ts";
+import type { Dtype, Span } from "../ir/gemm.ts";
+import { type Diagnostic, diagnostic } from "./diagnostics.ts";
+
+/** The Ohm grammar of the DSL, built once. */
+export const gemmGrammar: ohm.Grammar = ohm.grammar(grammarSource);
+
+function span(node: ohm.Node): Span {
+  return { start: node.source.startIdx, end: node.source.endIdx };
+}
+
+function ident(node: ohm.Node): Ident {
+  return { text: node.sourceString, span: span(node) };
+}
+
+const semantics = gemmGrammar.createSemantics();
+semantics.addOperation<unknown>("ast", {
+  Program(kernels, _end) {
+    return {
+      kind: "program",
+      kernels: kernels.children.map((k) => k["ast"]()),
+      span: span(this),
+    } satisfies ProgramAst;
+  },
+  Kernel(_kw, name, _open, items, _close) {
+    return {
+      kind: "kernel",
+      name: ident(name),
+      items: items.children.map((i) => i["ast"]()),
+      span: span(this),
+    } satisfies KernelAst;
+  },
+  TensorDecl(name, _colon, dtype, _lb, dims, _rb, layout, align) {
+    const l = layout.children[0];
+    const a = align.children[0];
+    return {
+      kind: "tensorDecl",
+      name: ident(name),
+      dtype: dtype.sourceString as Dtype,
+      dtypeSpan: span(dtype),
+      dims: dims.asIteration().children.map((d) => d["ast"]()),
+      layout: l === undefined ? null : { value: l.sourceString as "row" | "col", span: span(l) },
+      align: a === undefined ? null : a["ast"](),
+      span: span(this),
+    } satisfies ItemAst;
+  },
+  DimSpec_symbolic(name) {
+    return { kind: "sym", name: name.sourceString, span: span(this) } satisfies DimAst;
+  },
+  DimSpec_literal(lit) {
+    return { kind: "const", value: Number(lit.sourceString), span: span(this) } satisfies DimAst;
+  },
+  AlignSpec(_kw, n) {
+    return { value: Number(n.sourceString), span: span(n) };
+  },
+  ScalarDecl(name, _colon, dtype, dflt) {
+    const d = dflt.children[0];
+    return {
+      kind: "scalarDecl",
+      name: ident(name),
+      dtype: dtype.sourceString as Dtype,
+      dtypeSpan: span(dtype),
+      default: d === undefined ? null : d["ast"](),
+      span: span(this),
+    } satisfies ItemAst;
+  },
+  ScalarDefault(_eq, n) {
+    const text = n.sourceString.replace(/\s+/g, "");
+    return { value: Number(text), text, span: span(n) };
+  },
+  Statement(target, _eq, expr) {
+    return {
+      kind: "statement",
+      target: target["ast"](),
+      expr: expr["ast"](),
+      span: span(this),
+    } satisfies ItemAst;
+  },
+  Access(name, _lb, indices, _rb) {
+    return {
+      kind: "access",
+      tensor: ident(name),
+      indices: indices.asIteration().children.map(ident),
+      span: span(this),
+    } satisfies AccessAst;
+  },
+  AddExpr_add(lhs, _op, rhs) {
+    return binary("+", lhs, rhs, span(this));
+  },
+  AddExpr_sub(lhs, _op, rhs) {
+    return binary("-", lhs, rhs, span(this));
+  },
+  MulExpr_mul(lhs, _op, rhs) {
+    return binary("*", lhs, rhs, span(this));
+  },
+  UnaryExpr_neg(_minus, operand) {
+    return { kind: "neg", operand: operand["ast"](), span: span(this) } satisfies ExprAst;
+  },
+  Primary_paren(_lp, inner, _rp) {
+    return { kind: "paren", inner: inner["ast"](), span: span(this) } satisfies ExprAst;
+  },
+  Primary_number(n) {
+    return { kind: "number", value: Number(n.sourceString), text: n.sourceString, span: span(n) };
+  },
+  Primary_name(n) {
+    return { kind: "name", name: ident(n), span: span(n) } satisfies ExprAst;
+  },
+  Popc(_kw, _lp, lhs, op, rhs, _rp) {
+    return {
+      kind: "popc",
+      op: op.sourceString as "&" | "^",
+      lhs: lhs["ast"](),
+      rhs: rhs["ast"](),
+      span: span(this),
+    } satisfies ExprAst;
+  },
+  Call(callee, _lp, args, _rp) {
+    return {
+      kind: "call",
+      callee: ident(callee),
+      args: args.asIteration().children.map((a) => a["ast"]()),
+      span: span(this),
+    } satisfies ExprAst;
+  },
+  Schedule(_kw, _lb, lines, _rb) {
+    return {
+      kind: "schedule",
+      lines: lines.children.map((l) => l["ast"]()),
+      span: span(this),
+    } satisfies ItemAst;
+  },
+  ScheduleLine(key, value) {
+    return {
+      key: ident(key),
+      value: { text: value.sourceString, span: span(value) },
+      span: span(this),
+    } satisfies ScheduleLineAst;
+  },
+});
+
+function binary(op: "+" | "-" | "*", lhs: ohm.Node, rhs: ohm.Node, s: Span): ExprAst {
+  return { kind: "binary", op, lhs: lhs["ast"](), rhs: rhs["ast"](), span: s };
+}
+
+/** The result of parsing: an AST, or the syntax diagnostic. */
+export type ParseResult =
+  | { readonly ok: true; readonly ast: ProgramAst }
+  | { readonly ok: false; readonly diagnostics: readonly Diagnostic[] };
+
+/**
+ * Parses DSL source text.
+ *
+ * @param text The source.
+ * @param file The file name used in diagnostics.
+ * @returns The AST, or one `E0001` syntax diagnostic at the furthest point the parser reached.
+ * @example
+ * ```ts
+ * import { parseProgram } from "./parse.ts";
+ * const r = parseProgram("kernel k { A: f16[M, K] }", "k.gemm");
+ * console.assert(r.ok);
+ * ```
+ */
+export function parseProgram(text: string, file: string): ParseResult {
+  const m = gemmGrammar.match(text);
+  if (m.failed()) {
+    const pos = m.getRightmostFailurePosition();
+    const found = describeFound(text, pos);
+    const message = `Expected ${m.getExpectedText()}, found ${found}`;
+    const end = pos >= text.length ? pos : pos + Math.max(1, tokenLength(text, pos));
+    return {
+      ok: false,
+      diagnostics: [diagnostic("E0001", message, { file, text }, { start: pos, end })],
+    };
+  }
+  return { ok: true, ast: semantics(m)["ast"]() as ProgramAst };
+}
+
+function tokenLength(text: string, pos: number): number {
+  const word = /^[A-Za-z0-9_.]+/.exec(text.slice(pos));
+  return word ? word[0].length : 1;
+}
+
+function describeFound(text: string, pos: number): string {
+  if (pos >= text.length) return "end of input";
+  const ch = text[pos] ?? "";
+  if (ch === "\n" || ch === "\r") return "end of line";
+  const len = tokenLength(text, pos);
+  return `"${text.slice(pos, pos + len)}"`;
+}

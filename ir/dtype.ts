@@ -1,0 +1,71 @@
+/**
+ * Element types of gemmc and their facts, as data.
+ *
+ * @module
+ */
+
+/** Every element type the DSL knows (DESIGN.md §2). */
+export type Dtype = "f64" | "f32" | "tf32" | "f16" | "bf16" | "s32" | "s8" | "u8" | "s4" | "u4" | "b1";
+
+/** Facts about one element type. */
+export interface DtypeInfo {
+  /** Storage width in bits (tf32 is stored as 32-bit f32). */
+  readonly bits: number;
+  /** Floating-point type. */
+  readonly float: boolean;
+  /** Signed integer type (false for floats, unsigned and b1). */
+  readonly signed: boolean;
+  /** The PTX type a scalar parameter of this type is passed as, if it may be a scalar. */
+  readonly ptxParam: "f64" | "f32" | "s32" | "u32" | null;
+}
+
+/** The table of element types, frozen. */
+export const DTYPE_INFO: Readonly<Record<Dtype, DtypeInfo>> = Object.freeze({
+  f64: Object.freeze({ bits: 64, float: true, signed: false, ptxParam: "f64" }),
+  f32: Object.freeze({ bits: 32, float: true, signed: false, ptxParam: "f32" }),
+  tf32: Object.freeze({ bits: 32, float: true, signed: false, ptxParam: "f32" }),
+  f16: Object.freeze({ bits: 16, float: true, signed: false, ptxParam: "f32" }),
+  bf16: Object.freeze({ bits: 16, float: true, signed: false, ptxParam: "f32" }),
+  s32: Object.freeze({ bits: 32, float: false, signed: true, ptxParam: "s32" }),
+  s8: Object.freeze({ bits: 8, float: false, signed: true, ptxParam: "s32" }),
+  u8: Object.freeze({ bits: 8, float: false, signed: false, ptxParam: "u32" }),
+  s4: Object.freeze({ bits: 4, float: false, signed: true, ptxParam: "s32" }),
+  u4: Object.freeze({ bits: 4, float: false, signed: false, ptxParam: "u32" }),
+  b1: Object.freeze({ bits: 1, float: false, signed: false, ptxParam: "u32" }),
+} as const);
+
+/** All dtypes in the order DESIGN.md lists them. */
+export const DTYPES: readonly Dtype[] = Object.freeze(
+  ["f64", "f32", "tf32", "f16", "bf16", "s32", "s8", "u8", "s4", "u4", "b1"] as const,
+);
+
+/**
+ * Whether a string names a dtype.
+ *
+ * @param s The candidate name.
+ * @returns True for one of {@link DTYPES}.
+ * @example
+ * ```ts
+ * import { isDtype } from "./dtype.ts";
+ * console.assert(isDtype("bf16") && !isDtype("f8"));
+ * ```
+ */
+export function isDtype(s: string): s is Dtype {
+  return (DTYPES as readonly string[]).includes(s);
+}
+
+/**
+ * The default alignment of a tensor of this type, in elements: 16 bytes, the
+ * widest vector a cp.async or a global load moves (DESIGN.md §2).
+ *
+ * @param t The element type.
+ * @returns 128 / bits.
+ * @example
+ * ```ts
+ * import { defaultAlign } from "./dtype.ts";
+ * console.assert(defaultAlign("f16") === 8);
+ * ```
+ */
+export function defaultAlign(t: Dtype): number {
+  return 128 / DTYPE_INFO[t].bits;
+}

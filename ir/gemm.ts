@@ -1,0 +1,236 @@
+/**
+ * The GEMM IR: a checked GEMM (problem, math, epilogue) together with its
+ * schedule, possibly partial. The DSL checker produces it; the passes in
+ * `passes/` complete the schedule; the lowering turns it into the kernel IR.
+ *
+ * Every node is readonly. Spans point into the kernel's source so that
+ * diagnostics raised by later passes can quote the line they concern.
+ *
+ * @module
+ */
+
+import type { Dtype } from "./dtype.ts";
+export type { Dtype } from "./dtype.ts";
+
+/** A half-open range of character offsets into a source text. */
+export interface Span {
+  readonly start: number;
+  readonly end: number;
+}
+
+/** A dimension: a runtime size passed to the kernel, or a compile-time constant. */
+export type DimRef =
+  | { readonly kind: "sym"; readonly name: string }
+  | { readonly kind: "const"; readonly value: number };
+
+/** Storage order of a matrix. In a normalised operand view `row` means the
+ * second logical dimension is contiguous (K for A, N for B, N for C/D). */
+export type Layout = "row" | "col";
+
+/** What a tensor is to the GEMM. */
+export type Role = "A" | "B" | "C" | "D" | "bias";
+
+/** A tensor parameter, as declared. */
+export interface TensorParam {
+  readonly kind: "tensor";
+  readonly name: string;
+  readonly dtype: Dtype;
+  /** Declared dimensions, in declaration order (batch first when rank 3). */
+  readonly dims: readonly DimRef[];
+  /** Declared layout of the last two dimensions (`row`: last contiguous). */
+  readonly layout: Layout;
+  /** Guaranteed alignment of every row/column start, in elements. */
+  readonly align: number;
+  readonly role: Role;
+  readonly span: Span;
+}
+
+/** A scalar parameter. */
+export interface ScalarParam {
+  readonly kind: "scalar";
+  readonly name: string;
+  readonly dtype: Dtype;
+  readonly default: number | null;
+  readonly span: Span;
+}
+
+/** A kernel parameter in declaration order. */
+export type Param = TensorParam | ScalarParam;
+
+/** How the GEMM sees one matrix tensor: which tensor, its normalised layout,
+ * and whether it has the batch dimension (absent: broadcast over the batch). */
+export interface MatrixView {
+  readonly tensor: string;
+  readonly layout: Layout;
+  readonly batched: boolean;
+}
+
+/** The problem: sizes, roles and the normalised operand layouts. */
+export interface Problem {
+  readonly m: DimRef;
+  readonly n: DimRef;
+  readonly k: DimRef;
+  readonly batch: DimRef | null;
+  /** The user's index names for m, n, k and the batch. */
+  readonly indices: {
+    readonly m: string;
+    readonly n: string;
+    readonly k: string;
+    readonly batch: string | null;
+  };
+  readonly a: MatrixView;
+  readonly b: MatrixView;
+  readonly d: MatrixView;
+}
+
+/** How the main loop computes. */
+export type MathMode =
+  /** Tensor-core `mma.sync` on the operand types (f32 operands rounded to tf32). */
+  | "tensor"
+  /** f32 operands split into big + small tf32 parts, three MMAs each. */
+  | "3xtf32"
+  /** CUDA-core FMA, no tensor cores. */
+  | "simt";
+
+/** The main loop's types. */
+export interface MathSpec {
+  /** Operand element types as stored. */
+  readonly a: Dtype;
+  readonly b: Dtype;
+  /** The types the MMA instruction consumes (`tf32` for f32 operands). */
+  readonly mmaA: Dtype;
+  readonly mmaB: Dtype;
+  /** The accumulator type. */
+  readonly acc: Dtype;
+  readonly mode: MathMode;
+  /** The product: multiply-add, or a binary `popc` of `and` / `xor`. */
+  readonly op: "mul" | "and.popc" | "xor.popc";
+}
+
+/** Epilogue arithmetic type: every epilogue value is computed in it. */
+export type ComputeType = "f32" | "f64" | "s32";
+
+/** An elementwise epilogue expression over the accumulator. */
+export type EpilogueExpr =
+  | { readonly op: "acc" }
+  | { readonly op: "const"; readonly value: number }
+  | { readonly op: "scalar"; readonly name: string }
+  | {
+    readonly op: "load";
+    readonly tensor: string;
+    /** Varies with the output row (m), the column (n), the batch. */
+    readonly rows: boolean;
+    readonly cols: boolean;
+    readonly batched: boolean;
+  }
+  | {
+    readonly op: "unary";
+    readonly fn: "neg" | "relu" | "gelu" | "sigmoid" | "silu" | "abs";
+    readonly x: EpilogueExpr;
+  }
+  | {
+    readonly op: "binary";
+    readonly fn: "add" | "sub" | "mul" | "min" | "max";
+    readonly a: EpilogueExpr;
+    readonly b: EpilogueExpr;
+  }
+  | {
+    readonly op: "clamp";
+    readonly x: EpilogueExpr;
+    readonly lo: EpilogueExpr;
+    readonly hi: EpilogueExpr;
+  }
+  | { readonly op: "cast"; readonly to: Dtype; readonly x: EpilogueExpr };
+
+/** The epilogue: computed per output element, then converted to D's type. */
+export interface Epilogue {
+  readonly compute: ComputeType;
+  readonly expr: EpilogueExpr;
+  /** Layouts of the epilogue tensors that are indexed by both m and n. */
+  readonly views: readonly MatrixView[];
+}
+
+/** An M x N x K shape. */
+export interface Shape3 {
+  readonly m: number;
+  readonly n: number;
+  readonly k: number;
+}
+
+/** A compile target. */
+export type Target = "sm80" | "sm86";
+
+/** Keys of the schedule block that remain schedule settings in the IR
+ * (`math` and `accumulate` become part of {@link MathSpec}). */
+export type ScheduleKey =
+  | "threadblock"
+  | "warp"
+  | "mma"
+  | "stages"
+  | "swizzle"
+  | "split_k"
+  | "math"
+  | "accumulate"
+  | "target";
+
+/** The schedule as far as it is known: given by the user, or chosen by passes. */
+export interface Schedule {
+  readonly threadblock?: Shape3;
+  readonly warp?: Shape3;
+  readonly mma?: Shape3;
+  readonly stages?: number;
+  readonly swizzle?: number;
+  readonly splitK?: number;
+}
+
+/** One kernel in the GEMM IR. */
+export interface GemmKernel {
+  readonly kind: "gemm";
+  readonly name: string;
+  readonly target: Target;
+  /** Tensors and scalars, in declaration order. */
+  readonly params: readonly Param[];
+  /** Runtime dimensions, in order of first appearance in the declarations. */
+  readonly dims: readonly string[];
+  readonly problem: Problem;
+  readonly math: MathSpec;
+  readonly epilogue: Epilogue;
+  /** The schedule as given (possibly partial). */
+  readonly schedule: Schedule;
+  /** Where each given schedule line is, for diagnostics raised by passes. */
+  readonly scheduleSpans: Readonly<Partial<Record<ScheduleKey, Span>>>;
+  readonly span: Span;
+  /** The file name and source the spans point into. */
+  readonly source: { readonly file: string; readonly text: string };
+}
+
+/**
+ * Throws on a value that a `switch` should never reach; its parameter type
+ * `never` makes the compiler prove that every case is handled.
+ *
+ * @param x The impossible value.
+ * @returns Never returns.
+ * @example
+ * ```ts
+ * import { unreachable } from "./gemm.ts";
+ * type T = "a";
+ * const f = (t: T) => { switch (t) { case "a": return 1; default: return unreachable(t); } };
+ * console.assert(f("a") === 1);
+ * ```
+ */
+export function unreachable(x: never): never {
+  throw new Error(`Unreachable: ${JSON.stringify(x)}`);
+}
+
+/**
+ * A tensor parameter by name.
+ *
+ * @param k The kernel.
+ * @param name The tensor's name.
+ * @returns The parameter; throws if there is none (a verifier bug).
+ */
+export function tensorParam(k: GemmKernel, name: string): TensorParam {
+  const p = k.params.find((q) => q.name === name);
+  if (p === undefined || p.kind !== "tensor") throw new Error(`No tensor named "${name}"`);
+  return p;
+}

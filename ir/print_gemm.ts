@@ -1,0 +1,147 @@
+/**
+ * The textual form of the GEMM IR: stable, one fact a line, for golden tests
+ * and `gemm compile --emit ir`.
+ *
+ * @module
+ */
+
+import {
+  type DimRef,
+  type EpilogueExpr,
+  type GemmKernel,
+  type Schedule,
+  type Shape3,
+  unreachable,
+} from "./gemm.ts";
+
+function dim(d: DimRef): string {
+  return d.kind === "sym" ? d.name : String(d.value);
+}
+
+function shape(s: Shape3): string {
+  return `${s.m}x${s.n}x${s.k}`;
+}
+
+/**
+ * Prints an epilogue expression in infix form, fully parenthesised.
+ *
+ * @param e The expression.
+ * @param ix The user's index names, for tensor loads.
+ * @returns The text.
+ * @example
+ * ```ts
+ * import { printEpilogueExpr } from "./print_gemm.ts";
+ * const t = printEpilogueExpr({ op: "unary", fn: "relu", x: { op: "acc" } }, { m: "m", n: "n", batch: null });
+ * console.assert(t === "relu(acc)");
+ * ```
+ */
+export function printEpilogueExpr(
+  e: EpilogueExpr,
+  ix: { readonly m: string; readonly n: string; readonly batch: string | null },
+): string {
+  const p = (x: EpilogueExpr) => printEpilogueExpr(x, ix);
+  switch (e.op) {
+    case "acc":
+      return "acc";
+    case "const":
+      return String(e.value);
+    case "scalar":
+      return e.name;
+    case "load": {
+      const idx = [
+        ...(e.batched && ix.batch !== null ? [ix.batch] : []),
+        ...(e.rows ? [ix.m] : []),
+        ...(e.cols ? [ix.n] : []),
+      ];
+      return `${e.tensor}[${idx.join(", ")}]`;
+    }
+    case "unary":
+      return e.fn === "neg" ? `-(${p(e.x)})` : `${e.fn}(${p(e.x)})`;
+    case "binary": {
+      const fn = e.fn;
+      switch (fn) {
+        case "add":
+          return `(${p(e.a)} + ${p(e.b)})`;
+        case "sub":
+          return `(${p(e.a)} - ${p(e.b)})`;
+        case "mul":
+          return `(${p(e.a)} * ${p(e.b)})`;
+        case "min":
+        case "max":
+          return `${fn}(${p(e.a)}, ${p(e.b)})`;
+        default:
+          return unreachable(fn);
+      }
+    }
+    case "clamp":
+      return `clamp(${p(e.x)}, ${p(e.lo)}, ${p(e.hi)})`;
+    case "cast":
+      return `${e.to}(${p(e.x)})`;
+    default:
+      return unreachable(e);
+  }
+}
+
+/**
+ * Prints a schedule's settings, `-` for those not yet chosen.
+ *
+ * @param s The schedule.
+ * @returns One line of `key value` pairs.
+ */
+export function printSchedule(s: Schedule): string {
+  const f = (v: Shape3 | number | undefined) =>
+    v === undefined ? "-" : typeof v === "number" ? String(v) : shape(v);
+  return `threadblock ${f(s.threadblock)}, warp ${f(s.warp)}, mma ${f(s.mma)}, stages ${
+    f(s.stages)
+  }, swizzle ${f(s.swizzle)}, split_k ${f(s.splitK)}`;
+}
+
+/**
+ * Prints a GEMM IR kernel.
+ *
+ * @param k The kernel.
+ * @returns Its textual form, ending in a newline.
+ */
+export function printGemm(k: GemmKernel): string {
+  const out: string[] = [];
+  out.push(`gemm @${k.name} target ${k.target} {`);
+  for (const p of k.params) {
+    if (p.kind === "tensor") {
+      out.push(
+        `  tensor ${p.name}: ${p.dtype}[${p.dims.map(dim).join(", ")}] ${p.layout} align ${p.align}` +
+          ` role ${p.role}`,
+      );
+    } else {
+      out.push(
+        `  scalar ${p.name}: ${p.dtype}${p.default === null ? "" : ` = ${p.default}`}`,
+      );
+    }
+  }
+  out.push(`  dims (${k.dims.join(", ")})`);
+  const pr = k.problem;
+  out.push(
+    `  problem m ${dim(pr.m)} (${pr.indices.m}), n ${dim(pr.n)} (${pr.indices.n}), k ${
+      dim(pr.k)
+    } (${pr.indices.k}), batch ${
+      pr.batch === null ? "none" : `${dim(pr.batch)} (${pr.indices.batch})`
+    }`,
+  );
+  for (const [role, v] of [["A", pr.a], ["B", pr.b], ["D", pr.d]] as const) {
+    out.push(`  operand ${role} = ${v.tensor} ${v.layout}${v.batched ? " batched" : ""}`);
+  }
+  const m = k.math;
+  out.push(
+    `  math ${m.a} x ${m.b} -> ${m.acc}, mma ${m.mmaA} x ${m.mmaB}, mode ${m.mode}, op ${m.op}`,
+  );
+  for (const v of k.epilogue.views) {
+    out.push(`  epilogue-operand ${v.tensor} ${v.layout}${v.batched ? " batched" : ""}`);
+  }
+  out.push(
+    `  epilogue ${k.epilogue.compute}: ${pr.d.tensor} = ${
+      printEpilogueExpr(k.epilogue.expr, pr.indices)
+    }`,
+  );
+  out.push(`  schedule ${printSchedule(k.schedule)}`);
+  out.push(`}`);
+  return out.join("\n") + "\n";
+}

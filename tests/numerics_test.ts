@@ -1,0 +1,763 @@
+import assert from "node:assert/strict";
+import {
+  addSatS32,
+  bf16BitsToF32,
+  bitOf,
+  bitsF32,
+  f16BitsToF32,
+  f32Bits,
+  f32ToBf16Bits,
+  f32ToF16Bits,
+  f32ToTf32Rna,
+  fmaF64,
+  gelu,
+  packNibbles,
+  packS8x4,
+  packSubByte,
+  popc32,
+  relu,
+  roundBf16,
+  roundF16,
+  satS32,
+  sigmoid,
+  silu,
+  tf32Truncate,
+  ulpDistanceF16,
+  ulpDistanceF32,
+  unpackS4,
+  unpackS8,
+  unpackU4,
+  unpackU8,
+} from "../backends/sim/numerics.ts";
+
+// ---------------------------------------------------------------------------
+// Test helpers (deliberately independent of the module under test)
+// ---------------------------------------------------------------------------
+
+/** Deterministic PRNG (mulberry32) returning uint32. */
+function rng(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return (t ^ (t >>> 14)) >>> 0;
+  };
+}
+
+const dv = new DataView(new ArrayBuffer(8));
+
+function f32FromBits(u: number): number {
+  dv.setUint32(0, u >>> 0);
+  return dv.getFloat32(0);
+}
+
+function f64Bits(x: number): bigint {
+  dv.setFloat64(0, x);
+  return dv.getBigUint64(0);
+}
+
+function f64FromBits(b: bigint): number {
+  dv.setBigUint64(0, b);
+  return dv.getFloat64(0);
+}
+
+function hex(n: number): string {
+  return "0x" + n.toString(16);
+}
+
+/** Slow value of f16 bits by the textbook formula (no bit tricks). */
+function slowF16Value(h: number): number {
+  const s = (h & 0x8000) ? -1 : 1;
+  const e = (h >> 10) & 0x1f;
+  const m = h & 0x3ff;
+  if (e === 0) return s * m * Math.pow(2, -24);
+  if (e === 31) return m ? NaN : s * Infinity;
+  return s * (1 + m / 1024) * Math.pow(2, e - 15);
+}
+
+/**
+ * Nearest-candidate reference rounding of any double `x` to a format whose
+ * positive finite values are `value(0..maxBits)` in increasing order, with
+ * `infBits` the +infinity pattern (treated as the next value `2^(emax+1)` for
+ * the overflow midpoint). Ties go to the even bit pattern. Midpoints of
+ * neighbouring values of a narrow format are exact doubles, so every
+ * comparison is exact.
+ */
+function refRound(
+  x: number,
+  value: (bits: number) => number,
+  maxBits: number,
+  infBits: number,
+  infValue: number,
+): number {
+  const sign = x < 0 || Object.is(x, -0) ? 1 << 15 : 0;
+  const a = Math.abs(x);
+  let lo = 0;
+  let hi = maxBits;
+  if (a >= value(maxBits)) {
+    lo = maxBits;
+  } else {
+    // largest bits with value(bits) <= a
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (value(mid) <= a) lo = mid;
+      else hi = mid - 1;
+    }
+  }
+  const next = lo + 1;
+  const vlo = value(lo);
+  const vnext = lo === maxBits ? infValue : value(next);
+  const nextBits = lo === maxBits ? infBits : next;
+  const mid = (vlo + vnext) / 2;
+  let r: number;
+  if (a < mid) r = lo;
+  else if (a > mid) r = nextBits;
+  else r = (lo & 1) === 0 ? lo : nextBits;
+  return sign | r;
+}
+
+function refF16Bits(x: number): number {
+  if (Number.isNaN(x)) return 0x7fff;
+  if (x === Infinity) return 0x7c00;
+  if (x === -Infinity) return 0xfc00;
+  return refRound(x, slowF16Value, 0x7bff, 0x7c00, 65536);
+}
+
+function slowBf16Value(h: number): number {
+  return f32FromBits(h << 16);
+}
+
+function refBf16Bits(x: number): number {
+  if (Number.isNaN(x)) return 0x7fff;
+  if (x === Infinity) return 0x7f80;
+  if (x === -Infinity) return 0xff80;
+  return refRound(x, slowBf16Value, 0x7f7f, 0x7f80, 2 ** 128);
+}
+
+/** Random f32 value: half uniform bit patterns, half in/near the f16 range. */
+function randomF32(next: () => number): number {
+  const r = next();
+  if (r & 1) return f32FromBits(next());
+  const exp = 95 + (next() % 60); // 2^-32 .. 2^27
+  return f32FromBits(((r & 0x80000000) | (exp << 23) | (next() & 0x7fffff)) >>> 0);
+}
+
+// ---------------------------------------------------------------------------
+// f32 bit casts
+// ---------------------------------------------------------------------------
+
+Deno.test("f32Bits / bitsF32", () => {
+  assert.equal(f32Bits(1), 0x3f800000);
+  assert.equal(f32Bits(-2), 0xc0000000);
+  assert.equal(f32Bits(-0), 0x80000000);
+  assert.equal(f32Bits(0), 0);
+  assert.equal(f32Bits(Infinity), 0x7f800000);
+  assert.equal(f32Bits(0.1), 0x3dcccccd); // rounds via fround
+  assert.equal(bitsF32(0x3f800000), 1);
+  assert.equal(bitsF32(0xff800000), -Infinity);
+  assert.equal(bitsF32(-0x80000000), -0); // signed input accepted
+  assert.ok(Object.is(bitsF32(0x80000000), -0));
+  assert.ok(Number.isNaN(bitsF32(0x7fc00000)));
+  assert.equal(bitsF32(1), 2 ** -149);
+  const next = rng(1);
+  for (let i = 0; i < 10000; i++) {
+    const u = next();
+    if ((u & 0x7fffffff) > 0x7f800000) continue;
+    assert.equal(f32Bits(bitsF32(u)), u);
+  }
+});
+
+// ---------------------------------------------------------------------------
+// f16
+// ---------------------------------------------------------------------------
+
+Deno.test("f32ToF16Bits: known bit patterns", () => {
+  const cases: [number, number][] = [
+    [1, 0x3c00],
+    [-1, 0xbc00],
+    [2, 0x4000],
+    [0.5, 0x3800],
+    [65504, 0x7bff],
+    [65519.99, 0x7bff],
+    [65520, 0x7c00],
+    [-65520, 0xfc00],
+    [1e10, 0x7c00],
+    [2 ** -14, 0x0400],
+    [2 ** -24, 0x0001],
+    [2 ** -25, 0x0000], // tie to even
+    [-(2 ** -25), 0x8000],
+    [3 * 2 ** -26, 0x0001],
+    [3 * 2 ** -25, 0x0002], // 1.5 units: tie to even (2)
+    [5 * 2 ** -25, 0x0002], // 2.5 units: tie to even (2)
+    [2 ** -25 + 2 ** -40, 0x0001],
+    [2 ** -14 - 2 ** -25, 0x0400], // 1023.5 units: tie to even -> smallest normal
+    [2 ** -149, 0x0000],
+    [0, 0x0000],
+    [-0, 0x8000],
+    [Infinity, 0x7c00],
+    [-Infinity, 0xfc00],
+    [NaN, 0x7fff],
+    [1 + 2 ** -11, 0x3c00], // tie, even
+    [1 + 3 * 2 ** -11, 0x3c02], // tie, odd -> up
+    [1 + 2 ** -11 + 2 ** -23, 0x3c01],
+    [0.1, 0x2e66],
+    [-3.14159, 0xc248],
+  ];
+  for (const [x, bits] of cases) {
+    assert.equal(hex(f32ToF16Bits(x)), hex(bits), `f32ToF16Bits(${x})`);
+  }
+  assert.equal(f32ToF16Bits(bitsF32(0xffc00001)), 0x7fff); // negative NaN -> canonical
+});
+
+Deno.test("f32ToF16Bits: no double rounding from f64 input", () => {
+  // 1 + 2^-11 + 2^-30 is above the f16 tie, but fround takes it to the tie
+  // first: the conversion is documented to act on the f32 value.
+  const x = 1 + 2 ** -11 + 2 ** -30;
+  assert.equal(f32ToF16Bits(x), f32ToF16Bits(Math.fround(x)));
+  assert.equal(f32ToF16Bits(x), 0x3c00);
+  // ...whereas roundF16 rounds the double directly.
+  assert.equal(roundF16(x), 1 + 2 ** -10);
+});
+
+Deno.test("f16BitsToF32: known values", () => {
+  assert.equal(f16BitsToF32(0x3c00), 1);
+  assert.equal(f16BitsToF32(0x7bff), 65504);
+  assert.equal(f16BitsToF32(0x0001), 2 ** -24);
+  assert.equal(f16BitsToF32(0x03ff), 1023 * 2 ** -24);
+  assert.equal(f16BitsToF32(0x0400), 2 ** -14);
+  assert.equal(f16BitsToF32(0x7c00), Infinity);
+  assert.equal(f16BitsToF32(0xfc00), -Infinity);
+  assert.ok(Object.is(f16BitsToF32(0x8000), -0));
+  assert.ok(Number.isNaN(f16BitsToF32(0x7e00)));
+  assert.ok(Number.isNaN(f16BitsToF32(0x7fff)));
+});
+
+Deno.test("f16: exhaustive round trip of all 65536 bit patterns", () => {
+  for (let h = 0; h < 65536; h++) {
+    const v = f16BitsToF32(h);
+    const slow = slowF16Value(h);
+    const isNaN = (h & 0x7c00) === 0x7c00 && (h & 0x3ff) !== 0;
+    if (isNaN) {
+      assert.ok(Number.isNaN(v), hex(h));
+      assert.equal(f32ToF16Bits(v), 0x7fff);
+      continue;
+    }
+    assert.ok(Object.is(v, slow), `value of ${hex(h)}: ${v} vs ${slow}`);
+    assert.equal(Math.fround(v), v, `${hex(h)} exact in f32`);
+    const back = f32ToF16Bits(v);
+    if (back !== h) assert.fail(`round trip ${hex(h)} -> ${v} -> ${hex(back)}`);
+    assert.ok(Object.is(roundF16(v), v));
+  }
+});
+
+Deno.test("f32ToF16Bits: randomized against nearest-candidate reference", () => {
+  const next = rng(0x16);
+  for (let i = 0; i < 200000; i++) {
+    const x = randomF32(next);
+    const got = f32ToF16Bits(x);
+    const want = refF16Bits(x);
+    if (got !== want) assert.fail(`f32ToF16Bits(${x} = ${hex(f32Bits(x))}) = ${hex(got)}, want ${hex(want)}`);
+  }
+  // All f32 values near every f16 midpoint (ties and their neighbours).
+  for (let h = 0; h < 0x7c00; h++) {
+    const mid = (slowF16Value(h) + (h === 0x7bff ? 65536 : slowF16Value(h + 1))) / 2;
+    const mb = f32Bits(mid);
+    assert.equal(bitsF32(mb), mid); // midpoints are exact f32 values
+    for (let d = -2; d <= 2; d++) {
+      const x = bitsF32(mb + d);
+      for (const s of [x, -x]) {
+        const got = f32ToF16Bits(s);
+        const want = refF16Bits(s);
+        if (got !== want) assert.fail(`f32ToF16Bits(${s}) = ${hex(got)}, want ${hex(want)}`);
+      }
+    }
+  }
+});
+
+Deno.test("roundF16: f32 inputs agree with the bit path; f64 inputs round once", () => {
+  const next = rng(0xf16);
+  for (let i = 0; i < 100000; i++) {
+    const x = randomF32(next);
+    const want = f16BitsToF32(f32ToF16Bits(x));
+    const got = roundF16(x);
+    if (Number.isNaN(x)) assert.ok(Number.isNaN(got));
+    else if (!Object.is(got, want)) assert.fail(`roundF16(${x}) = ${got}, want ${want}`);
+  }
+  for (let i = 0; i < 100000; i++) {
+    // random doubles with 53-bit significands around the f16 range
+    const m = 1 + (next() * 2 ** 32 + next()) * 2 ** -64;
+    const x = (next() & 1 ? -1 : 1) * m * 2 ** ((next() % 50) - 30);
+    const want = f16BitsToF32(refF16Bits(x));
+    const got = roundF16(x);
+    if (!Object.is(got, want)) assert.fail(`roundF16(${x}) = ${got}, want ${want}`);
+  }
+  assert.ok(Object.is(roundF16(-0), -0));
+  assert.ok(Object.is(roundF16(-1e-30), -0));
+  assert.equal(roundF16(65519.999999), 65504);
+  assert.equal(roundF16(65520), Infinity);
+  assert.equal(roundF16(-1e300), -Infinity);
+  assert.equal(roundF16(5e-324), 0);
+  assert.equal(roundF16(2 ** -25 + 2 ** -60), 2 ** -24);
+  assert.ok(Number.isNaN(roundF16(NaN)));
+});
+
+// ---------------------------------------------------------------------------
+// bf16
+// ---------------------------------------------------------------------------
+
+Deno.test("f32ToBf16Bits: known bit patterns", () => {
+  const cases: [number, number][] = [
+    [1, 0x3f80],
+    [-2, 0xc000],
+    [bitsF32(0x3f808000), 0x3f80], // tie -> even
+    [bitsF32(0x3f818000), 0x3f82], // tie -> even (up)
+    [bitsF32(0x3f808001), 0x3f81],
+    [bitsF32(0x3f807fff), 0x3f80],
+    [bitsF32(0x7f7fffff), 0x7f80], // max f32 rounds to inf
+    [bitsF32(0x7f7f7fff), 0x7f7f],
+    [bitsF32(0x00000001), 0x0000],
+    [bitsF32(0x00008000), 0x0000], // subnormal tie -> even
+    [bitsF32(0x00018000), 0x0002],
+    [0, 0],
+    [-0, 0x8000],
+    [Infinity, 0x7f80],
+    [-Infinity, 0xff80],
+    [NaN, 0x7fff],
+    [bitsF32(0xff800001), 0x7fff],
+  ];
+  for (const [x, bits] of cases) {
+    assert.equal(hex(f32ToBf16Bits(x)), hex(bits), `f32ToBf16Bits(${hex(f32Bits(x))})`);
+  }
+});
+
+Deno.test("bf16: exhaustive round trip and randomized reference", () => {
+  for (let h = 0; h < 65536; h++) {
+    const v = bf16BitsToF32(h);
+    if ((h & 0x7f80) === 0x7f80 && (h & 0x7f) !== 0) {
+      assert.ok(Number.isNaN(v));
+      assert.equal(f32ToBf16Bits(v), 0x7fff);
+      continue;
+    }
+    assert.ok(Object.is(v, slowBf16Value(h)));
+    assert.equal(f32ToBf16Bits(v), h, hex(h));
+    assert.ok(Object.is(roundBf16(v), v));
+  }
+  const next = rng(0xbf);
+  for (let i = 0; i < 100000; i++) {
+    const x = f32FromBits(next());
+    const want = refBf16Bits(x);
+    assert.equal(f32ToBf16Bits(x), want);
+    if (!Number.isNaN(x)) assert.ok(Object.is(roundBf16(x), bf16BitsToF32(want)));
+  }
+  // f64 inputs: single rounding
+  assert.equal(roundBf16(1 + 2 ** -8), 1);
+  assert.equal(roundBf16(1 + 2 ** -8 + 2 ** -40), 1 + 2 ** -7);
+  assert.equal(roundBf16(3.14159), 3.140625);
+  assert.equal(roundBf16(3.4e38), Infinity);
+  assert.equal(roundBf16(-(2 - 2 ** -8) * 2 ** 127), -Infinity);
+  assert.equal(roundBf16((2 - 2 ** -7) * 2 ** 127), (2 - 2 ** -7) * 2 ** 127);
+  assert.equal(roundBf16(2 ** -134 + 2 ** -170), 2 ** -133);
+  assert.equal(roundBf16(2 ** -134), 0);
+});
+
+// ---------------------------------------------------------------------------
+// tf32
+// ---------------------------------------------------------------------------
+
+function refTf32Rna(x: number): number {
+  if (!Number.isFinite(x)) return x;
+  const u = f32Bits(x);
+  const sign = u & 0x80000000;
+  const magLo = (u & 0x7fffe000) >>> 0;
+  const lo = bitsF32(magLo);
+  const hi = bitsF32(magLo + 0x2000);
+  const a = Math.abs(x);
+  const r = a - lo < hi - a ? magLo : magLo + 0x2000; // ties away from zero
+  return bitsF32((sign | r) >>> 0);
+}
+
+Deno.test("f32ToTf32Rna: ties away from zero", () => {
+  const bitCases: [number, number][] = [
+    [0x3f800000, 0x3f800000],
+    [0x3f801000, 0x3f802000], // tie -> away
+    [0xbf801000, 0xbf802000], // negative tie -> away (more negative)
+    [0x3f803000, 0x3f804000], // tie at odd -> away (not even)
+    [0x3f800fff, 0x3f800000],
+    [0x3f801001, 0x3f802000],
+    [0x3fffffff, 0x40000000], // carry into exponent
+    [0x7f7fffff, 0x7f800000], // rounds up to inf
+    [0x00001000, 0x00002000], // subnormal tie
+    [0x80000000, 0x80000000],
+    [0x7f800000, 0x7f800000],
+    [0xff800000, 0xff800000],
+  ];
+  for (const [inBits, outBits] of bitCases) {
+    assert.equal(hex(f32Bits(f32ToTf32Rna(bitsF32(inBits)))), hex(outBits), hex(inBits));
+  }
+  assert.ok(Number.isNaN(f32ToTf32Rna(NaN)));
+  const next = rng(0x7f32);
+  for (let i = 0; i < 100000; i++) {
+    const x = f32FromBits(next());
+    if (Number.isNaN(x)) continue;
+    const got = f32ToTf32Rna(x);
+    assert.ok(Object.is(got, refTf32Rna(x)), `rna ${hex(f32Bits(x))}`);
+    if (Number.isFinite(got)) assert.equal(f32Bits(got) & 0x1fff, 0);
+  }
+});
+
+Deno.test("tf32Truncate keeps the top 19 bits", () => {
+  assert.equal(f32Bits(tf32Truncate(bitsF32(0x3f801fff))), 0x3f800000);
+  assert.equal(f32Bits(tf32Truncate(bitsF32(0xbf803fff))), 0xbf802000);
+  assert.equal(f32Bits(tf32Truncate(bitsF32(0x7f7fffff))), 0x7f7fe000);
+  assert.equal(tf32Truncate(1), 1);
+  assert.equal(tf32Truncate(-Infinity), -Infinity);
+  assert.ok(Object.is(tf32Truncate(bitsF32(0x80001fff)), -0));
+  assert.ok(Number.isNaN(tf32Truncate(NaN)));
+  const next = rng(0x19);
+  for (let i = 0; i < 10000; i++) {
+    const u = next();
+    if ((u & 0x7fffffff) > 0x7f800000) continue;
+    assert.equal(f32Bits(tf32Truncate(bitsF32(u))), (u & 0xffffe000) >>> 0);
+  }
+});
+
+// ---------------------------------------------------------------------------
+// Integer packing
+// ---------------------------------------------------------------------------
+
+Deno.test("8-bit packing", () => {
+  const r = packS8x4(1, -1, 0, -128);
+  assert.equal(r, 0x8000ff01);
+  assert.deepEqual([0, 1, 2, 3].map((i) => unpackS8(r, i)), [1, -1, 0, -128]);
+  assert.deepEqual([0, 1, 2, 3].map((i) => unpackU8(r, i)), [1, 255, 0, 128]);
+  assert.equal(packS8x4(255, 254, 127, 128), 0x807ffeff);
+  const next = rng(8);
+  for (let i = 0; i < 1000; i++) {
+    const v = [0, 1, 2, 3].map(() => (next() % 256) - 128);
+    const p = packS8x4(v[0]!, v[1]!, v[2]!, v[3]!);
+    assert.ok(p >= 0 && p < 2 ** 32);
+    for (let k = 0; k < 4; k++) {
+      assert.equal(unpackS8(p, k), v[k]);
+      assert.equal(unpackU8(p, k), v[k]! & 0xff);
+    }
+    assert.equal(packSubByte(v, 8), p);
+  }
+});
+
+Deno.test("4-bit and 1-bit packing", () => {
+  const r = packNibbles([7, -1, 0, -8, 1, 2, 3, 4]);
+  assert.equal(r, 0x432180f7);
+  assert.deepEqual([0, 1, 2, 3, 4, 5, 6, 7].map((i) => unpackS4(r, i)), [7, -1, 0, -8, 1, 2, 3, 4]);
+  assert.deepEqual(
+    [0, 1, 2, 3, 4, 5, 6, 7].map((i) => unpackU4(r, i)),
+    [7, 15, 0, 8, 1, 2, 3, 4],
+  );
+  assert.equal(packNibbles([0xf, 0xf, 0xf, 0xf, 0xf, 0xf, 0xf, 0xf]), 0xffffffff);
+  assert.equal(unpackS4(0xf0000000, 7), -1);
+  assert.equal(packNibbles([]), 0);
+  assert.equal(packNibbles(new Int8Array([1, 2])), 0x21);
+
+  const bits = Array.from({ length: 32 }, (_, i) => (i * 7 + 3) % 3 === 0 ? 1 : 0);
+  const b = packSubByte(bits, 1);
+  for (let i = 0; i < 32; i++) assert.equal(bitOf(b, i), bits[i]);
+  assert.equal(packSubByte([1, 0, 1, 1], 1), 0b1101);
+  assert.equal(packSubByte([3, 2, 1, 0], 2), 0b00011011);
+  assert.equal(packSubByte([0xffff, 1], 16), 0x0001ffff);
+  assert.equal(bitOf(0x80000000, 31), 1);
+  assert.throws(() => packSubByte([1, 2, 3], 3), RangeError);
+  assert.throws(() => packNibbles([0, 0, 0, 0, 0, 0, 0, 0, 0]), RangeError);
+});
+
+// ---------------------------------------------------------------------------
+// Integer arithmetic
+// ---------------------------------------------------------------------------
+
+Deno.test("saturation", () => {
+  assert.equal(satS32(0), 0);
+  assert.equal(satS32(2 ** 31), 2147483647);
+  assert.equal(satS32(2 ** 31 - 1), 2147483647);
+  assert.equal(satS32(2 ** 40), 2147483647);
+  assert.equal(satS32(-(2 ** 31)), -2147483648);
+  assert.equal(satS32(-(2 ** 31) - 1), -2147483648);
+  assert.equal(satS32(Infinity), 2147483647);
+  assert.equal(satS32(-Infinity), -2147483648);
+  assert.equal(satS32(NaN), 0);
+  assert.equal(satS32(-3.7), -3);
+  assert.equal(satS32(12345), 12345);
+  assert.equal(addSatS32(2147483647, 1), 2147483647);
+  assert.equal(addSatS32(-2147483648, -1), -2147483648);
+  assert.equal(addSatS32(-2147483648, -2147483648), -2147483648);
+  assert.equal(addSatS32(2147483647, -2147483648), -1);
+  assert.equal(addSatS32(-5, 3), -2);
+});
+
+Deno.test("popc32", () => {
+  assert.equal(popc32(0), 0);
+  assert.equal(popc32(0xffffffff), 32);
+  assert.equal(popc32(-1), 32);
+  assert.equal(popc32(0x80000000), 1);
+  assert.equal(popc32(0b1011), 3);
+  const next = rng(0x9c);
+  for (let i = 0; i < 10000; i++) {
+    const x = next();
+    let n = 0;
+    for (let k = 0; k < 32; k++) n += Math.floor(x / 2 ** k) % 2;
+    assert.equal(popc32(x), n);
+  }
+});
+
+// ---------------------------------------------------------------------------
+// Activations
+// ---------------------------------------------------------------------------
+
+Deno.test("activation reference definitions", () => {
+  assert.equal(relu(-2), 0);
+  assert.equal(relu(1.5), 1.5);
+  assert.equal(relu(0.1), Math.fround(0.1));
+  assert.ok(Object.is(relu(-0), 0));
+  assert.equal(relu(NaN), 0);
+  assert.equal(relu(Infinity), Infinity);
+
+  assert.equal(gelu(0), 0);
+  assert.equal(gelu(1), Math.fround(0.8411919906082768));
+  assert.equal(gelu(Infinity), Infinity);
+  assert.ok(Object.is(gelu(-Infinity), -0));
+  assert.ok(Object.is(gelu(-100), -0));
+  assert.equal(gelu(100), 100);
+  assert.ok(Number.isNaN(gelu(NaN)));
+
+  assert.equal(sigmoid(0), 0.5);
+  assert.equal(sigmoid(Infinity), 1);
+  assert.equal(sigmoid(-Infinity), 0);
+  assert.equal(sigmoid(2), Math.fround(1 / (1 + Math.exp(-2))));
+
+  assert.equal(silu(0), 0);
+  assert.equal(silu(1), Math.fround(1 / (1 + Math.exp(-1))));
+  assert.equal(silu(Infinity), Infinity);
+  assert.ok(Object.is(silu(-Infinity), -0));
+
+  const next = rng(0xac);
+  for (let i = 0; i < 1000; i++) {
+    const x = f32FromBits(next());
+    for (const f of [relu, gelu, sigmoid, silu]) {
+      const y = f(x);
+      assert.ok(Number.isNaN(y) || Math.fround(y) === y, `${f.name}(${x}) is f32`);
+    }
+  }
+});
+
+// ---------------------------------------------------------------------------
+// ULP distances
+// ---------------------------------------------------------------------------
+
+Deno.test("ulpDistanceF32", () => {
+  assert.equal(ulpDistanceF32(1, 1), 0);
+  assert.equal(ulpDistanceF32(1, bitsF32(0x3f800001)), 1);
+  assert.equal(ulpDistanceF32(bitsF32(0x3f800001), 1), 1);
+  assert.equal(ulpDistanceF32(-0, 0), 0);
+  assert.equal(ulpDistanceF32(2 ** -149, -(2 ** -149)), 2);
+  assert.equal(ulpDistanceF32(bitsF32(0x7f7fffff), Infinity), 1);
+  assert.equal(ulpDistanceF32(-Infinity, Infinity), 2 * 0x7f800000);
+  assert.equal(ulpDistanceF32(1, 2), 0x800000);
+  assert.equal(ulpDistanceF32(NaN, NaN), 0);
+  assert.equal(ulpDistanceF32(NaN, 1), Infinity);
+  assert.equal(ulpDistanceF32(1, bitsF32(0x3f7fffff)), 1);
+});
+
+Deno.test("ulpDistanceF16", () => {
+  assert.equal(ulpDistanceF16(0x3c00, 0x3c01), 1);
+  assert.equal(ulpDistanceF16(0x0001, 0x8001), 2);
+  assert.equal(ulpDistanceF16(0x0000, 0x8000), 0);
+  assert.equal(ulpDistanceF16(0x7bff, 0x7c00), 1);
+  assert.equal(ulpDistanceF16(0xfc00, 0x7c00), 2 * 0x7c00);
+  assert.equal(ulpDistanceF16(0x7e00, 0xffff), 0);
+  assert.equal(ulpDistanceF16(0x7e00, 0x3c00), Infinity);
+  assert.equal(ulpDistanceF16(0x3bff, 0x3c00), 1);
+});
+
+// ---------------------------------------------------------------------------
+// fmaF64
+// ---------------------------------------------------------------------------
+
+const MIN_SUB = 5e-324;
+const MAX_F64 = Number.MAX_VALUE;
+
+/** x * 2^2200 as an exact BigInt (finite x). */
+function scaled(x: number): bigint {
+  if (x === 0) return 0n;
+  const bits = f64Bits(x);
+  const be = Number((bits >> 52n) & 0x7ffn);
+  const frac = bits & ((1n << 52n) - 1n);
+  const m = be === 0 ? frac : frac | (1n << 52n);
+  const e = (be === 0 ? -1074 : be - 1075) + 2200;
+  const v = m << BigInt(e);
+  return x < 0 ? -v : v;
+}
+
+function nextUp(x: number): number {
+  if (x === 0) return MIN_SUB;
+  const b = f64Bits(x);
+  return f64FromBits(x > 0 ? b + 1n : b - 1n);
+}
+
+function nextDown(x: number): number {
+  return -nextUp(-x);
+}
+
+/**
+ * Asserts that `r` is the correctly rounded (nearest, ties to even) value of
+ * a*b + c, by exact comparison of the true value with the midpoints between
+ * `r` and its neighbours. Only for finite a, b, c.
+ */
+function assertCorrectlyRounded(a: number, b: number, c: number, r: number): void {
+  const msg = `fmaF64(${a}, ${b}, ${c}) = ${r}`;
+  // Exact a*b + c in units of 2^-2200 (the product's quantum is >= 2^-2148).
+  const X = (scaled(a) * scaled(b) >> 2200n) + scaled(c);
+  const A = X < 0n ? -X : X;
+  const TOP = 1n << (1024n + 2200n); // 2^1024, the "value" after MAX_F64
+  if (r === Infinity || r === -Infinity) {
+    assert.ok(2n * A >= scaled(MAX_F64) + TOP, msg);
+    assert.equal(r > 0, X > 0n, msg + " sign");
+    return;
+  }
+  assert.ok(Number.isFinite(r), msg);
+  if (r === 0) {
+    assert.ok(2n * A <= scaled(MIN_SUB), msg);
+    if (X !== 0n) assert.ok(Object.is(r, X > 0n ? 0 : -0), msg + " sign");
+    return;
+  }
+  assert.equal(r > 0, X > 0n, msg + " sign");
+  const m = Math.abs(r);
+  const M = scaled(m);
+  const lo = M + scaled(nextDown(m)); // 2 * lower midpoint
+  const hi = M + (m === MAX_F64 ? TOP : scaled(nextUp(m))); // 2 * upper midpoint
+  const even = (f64Bits(m) & 1n) === 0n;
+  if (even) assert.ok(lo <= 2n * A && 2n * A <= hi, msg);
+  else assert.ok(lo < 2n * A && 2n * A < hi, msg);
+}
+
+/** Random double with sign, binary exponent `e` in [-1074, 1023] and random low bits. */
+function randomDouble(next: () => number, e: number): number {
+  const frac = (BigInt(next() & 0xfffff) << 32n) | BigInt(next());
+  let bits: bigint;
+  if (e >= -1022) {
+    bits = (BigInt(e + 1023) << 52n) | frac;
+  } else {
+    const top = BigInt(e + 1074); // position of the leading bit
+    bits = (1n << top) | (frac & ((1n << top) - 1n));
+  }
+  const x = f64FromBits(bits);
+  return next() & 1 ? -x : x;
+}
+
+function clampExp(e: number): number {
+  return Math.max(-1074, Math.min(1023, e));
+}
+
+Deno.test("fmaF64: cases where naive a*b+c differs", () => {
+  const a1 = 1 + 2 ** -27;
+  assert.equal(a1 * a1 - (1 + 2 ** -26), 0);
+  assert.equal(fmaF64(a1, a1, -(1 + 2 ** -26)), 2 ** -54);
+
+  const a2 = 1 + 2 ** -52;
+  const b2 = 1 - 2 ** -53;
+  assert.equal(a2 * b2 - 1, 0);
+  assert.equal(fmaF64(a2, b2, -1), 2 ** -53 - 2 ** -105);
+
+  // ab = 1 + 3*2^-27 + 2^-53 is an exact f64 tie; a tiny c decides it.
+  const a3 = 1 + 2 ** -26;
+  const b3 = 1 + 2 ** -27;
+  assert.equal(a3 * b3 + 2 ** -100, 1 + 3 * 2 ** -27);
+  assert.equal(fmaF64(a3, b3, 2 ** -100), 1 + 3 * 2 ** -27 + 2 ** -52);
+  assert.equal(fmaF64(a3, b3, -(2 ** -100)), 1 + 3 * 2 ** -27);
+  assert.equal(fmaF64(a3, b3, 0), 1 + 3 * 2 ** -27);
+
+  // 0.1 * 10 - 1 exposes the rounding error of the product.
+  assert.equal(0.1 * 10 - 1, 0);
+  assert.equal(fmaF64(0.1, 10, -1), 2 ** -54);
+
+  // Overflow of the intermediate product.
+  assert.equal(2 ** 1023 * 2 - 2 ** 1023, Infinity);
+  assert.equal(fmaF64(2 ** 1023, 2, -(2 ** 1023)), 2 ** 1023);
+  assert.equal(fmaF64(MAX_F64, 1, MAX_F64), Infinity);
+  assert.equal(fmaF64(MAX_F64, 2, -MAX_F64), MAX_F64);
+  assert.equal(fmaF64(2 ** 600, 2 ** 600, -Infinity), -Infinity);
+
+  // Underflow and subnormal results.
+  assert.equal(fmaF64(2 ** -600, 2 ** -500, 0), 0);
+  assert.ok(Object.is(fmaF64(2 ** -600, -(2 ** -600), 0), -0)); // naive gives +0
+  assert.equal(fmaF64(2 ** -537, 2 ** -538, 0), 0); // 2^-1075: tie -> even (0)
+  assert.equal(fmaF64(2 ** -537, 2 ** -537, 0), MIN_SUB);
+  assert.equal(fmaF64(3 * 2 ** -538, 2 ** -537, 0), 2 ** -1073); // 1.5 units -> 2
+  assert.equal(2 ** -538 * 2 ** -537 + MIN_SUB, MIN_SUB);
+  assert.equal(fmaF64(2 ** -538, 2 ** -537, MIN_SUB), 2 ** -1073); // 1.5 units -> 2
+  const a4 = 2 ** -485 * (1 + 2 ** -52);
+  const b4 = 2 ** -485 * (1 - 2 ** -52);
+  assert.equal(a4 * b4 - 2 ** -970, 0);
+  assert.ok(Object.is(fmaF64(a4, b4, -(2 ** -970)), -MIN_SUB));
+
+  // Signed zeros and exact cancellation.
+  assert.ok(Object.is(fmaF64(1, 1, -1), 0));
+  assert.ok(Object.is(fmaF64(1, -0, -0), -0));
+  assert.ok(Object.is(fmaF64(1, 0, -0), 0));
+  assert.ok(Object.is(fmaF64(-0, -0, -0), 0));
+  assert.ok(Object.is(fmaF64(0, -5, -0), -0));
+  assert.equal(fmaF64(0, 5, 3), 3);
+
+  // Special values.
+  assert.ok(Number.isNaN(fmaF64(Infinity, 0, 1)));
+  assert.ok(Number.isNaN(fmaF64(Infinity, 1, -Infinity)));
+  assert.ok(Number.isNaN(fmaF64(NaN, 1, 1)));
+  assert.ok(Number.isNaN(fmaF64(1, 1, NaN)));
+  assert.equal(fmaF64(Infinity, -2, 1e308), -Infinity);
+  assert.equal(fmaF64(1e300, 1e300, Infinity), Infinity);
+
+  for (const [a, b, c] of [[a1, a1, -(1 + 2 ** -26)], [a3, b3, 2 ** -100], [a4, b4, -(2 ** -970)]]) {
+    assertCorrectlyRounded(a!, b!, c!, fmaF64(a!, b!, c!));
+  }
+});
+
+Deno.test("fmaF64: randomized, verified exactly with BigInt", () => {
+  const next = rng(0xf4a);
+  let differsFromNaive = 0;
+  const check = (a: number, b: number, c: number) => {
+    if (!Number.isFinite(c)) return; // -(a*b) may overflow in the generators
+    const r = fmaF64(a, b, c);
+    assertCorrectlyRounded(a, b, c, r);
+    if (!Object.is(r, a * b + c)) differsFromNaive++;
+  };
+  for (let i = 0; i < 20000; i++) {
+    // moderate exponents, c comparable to the product
+    const ea = (next() % 120) - 60;
+    const eb = (next() % 120) - 60;
+    const a = randomDouble(next, ea);
+    const b = randomDouble(next, eb);
+    check(a, b, randomDouble(next, clampExp(ea + eb + (next() % 120) - 60)));
+    // heavy cancellation: c close to -a*b
+    const p = a * b;
+    const k = next() % 4;
+    const c = k === 0 ? -p : k === 1 ? -nextUp(p) : k === 2 ? -nextDown(p) : -p * (1 + 2 ** -40);
+    check(a, b, c);
+  }
+  for (let i = 0; i < 20000; i++) {
+    // the whole exponent range: overflow, underflow, subnormals, fast-path edges
+    const ep = (next() % 2200) - 1150;
+    const ea = clampExp(Math.trunc(ep / 2) + (next() % 200) - 100);
+    const eb = clampExp(ep - ea);
+    const a = randomDouble(next, ea);
+    const b = randomDouble(next, eb);
+    const ec = clampExp(ea + eb + (next() % 240) - 120);
+    check(a, b, randomDouble(next, ec));
+    check(a, b, -(a * b) || randomDouble(next, ec));
+  }
+  for (let i = 0; i < 5000; i++) {
+    // uniformly random bit patterns (finite only)
+    const a = f64FromBits((BigInt(next()) << 32n) | BigInt(next()));
+    const b = f64FromBits((BigInt(next()) << 32n) | BigInt(next()));
+    const c = f64FromBits((BigInt(next()) << 32n) | BigInt(next()));
+    if (Number.isFinite(a) && Number.isFinite(b) && Number.isFinite(c)) check(a, b, c);
+  }
+  assert.ok(differsFromNaive > 1000, `only ${differsFromNaive} cases differ from naive`);
+});
