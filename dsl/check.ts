@@ -563,10 +563,6 @@ class KernelChecker {
 
   /** Every product chain of an expression (maximal, flattened through parens and minus). */
   #products(e: ExprAst, out: Product[]): void {
-    const isChain = (x: ExprAst): boolean =>
-      (x.kind === "binary" && x.op === "*") ||
-      ((x.kind === "paren" || x.kind === "neg") &&
-        isChain(x.kind === "paren" ? x.inner : x.operand));
     if (e.kind === "binary" && e.op === "*") {
       const factors: ExprAst[] = [];
       let neg = false;
@@ -574,12 +570,13 @@ class KernelChecker {
         if (x.kind === "binary" && x.op === "*") {
           walk(x.lhs);
           walk(x.rhs);
-        } else if (x.kind === "paren" && isChain(x.inner)) walk(x.inner);
-        else if (x.kind === "neg") {
+        } else if (x.kind === "paren") {
+          // Parentheses group, they add no factor: `(A[m, k]) * B[k, n]` is a contraction.
+          walk(x.inner);
+        } else if (x.kind === "neg") {
           neg = !neg;
           walk(x.operand);
-        } else if (x.kind === "paren" && x.inner.kind === "neg") walk(x.inner);
-        else factors.push(x);
+        } else factors.push(x);
       };
       walk(e);
       out.push({ root: e, factors, negated: neg });

@@ -147,7 +147,7 @@ semantics.addOperation<unknown>("ast", {
       span: span(this),
     } satisfies ItemAst;
   },
-  ScheduleLine(key, value) {
+  scheduleLine(key, _space, value) {
     return {
       key: ident(key),
       value: { text: value.sourceString, span: span(value) },

@@ -258,7 +258,9 @@ Deno.test("f32ToF16Bits: randomized against nearest-candidate reference", () => 
     const x = randomF32(next);
     const got = f32ToF16Bits(x);
     const want = refF16Bits(x);
-    if (got !== want) assert.fail(`f32ToF16Bits(${x} = ${hex(f32Bits(x))}) = ${hex(got)}, want ${hex(want)}`);
+    if (got !== want) {
+      assert.fail(`f32ToF16Bits(${x} = ${hex(f32Bits(x))}) = ${hex(got)}, want ${hex(want)}`);
+    }
   }
   // All f32 values near every f16 midpoint (ties and their neighbours).
   for (let h = 0; h < 0x7c00; h++) {
@@ -714,7 +716,9 @@ Deno.test("fmaF64: cases where naive a*b+c differs", () => {
   assert.equal(fmaF64(Infinity, -2, 1e308), -Infinity);
   assert.equal(fmaF64(1e300, 1e300, Infinity), Infinity);
 
-  for (const [a, b, c] of [[a1, a1, -(1 + 2 ** -26)], [a3, b3, 2 ** -100], [a4, b4, -(2 ** -970)]]) {
+  for (
+    const [a, b, c] of [[a1, a1, -(1 + 2 ** -26)], [a3, b3, 2 ** -100], [a4, b4, -(2 ** -970)]]
+  ) {
     assertCorrectlyRounded(a!, b!, c!, fmaF64(a!, b!, c!));
   }
 });
@@ -751,6 +755,18 @@ Deno.test("fmaF64: randomized, verified exactly with BigInt", () => {
     const ec = clampExp(ea + eb + (next() % 240) - 120);
     check(a, b, randomDouble(next, ec));
     check(a, b, -(a * b) || randomDouble(next, ec));
+  }
+  for (let i = 0; i < 20000; i++) {
+    // near the fast-path guards (ep ~ -970 / 1018, ec ~ -1022 / 1019, |a| ~ 2^995)
+    const lowEnd = (i & 1) === 0;
+    const ep = lowEnd ? -980 + (next() % 20) : 1005 + (next() % 20);
+    const ea = lowEnd ? (next() % 40) - 20 - 490 : 985 + (next() % 20);
+    const eb = clampExp(ep - ea);
+    const a = randomDouble(next, ea);
+    const b = randomDouble(next, eb);
+    const ec = lowEnd ? -1030 + (next() % 60) : 1000 + (next() % 24);
+    check(a, b, randomDouble(next, clampExp(ec)));
+    check(a, b, -(a * b));
   }
   for (let i = 0; i < 5000; i++) {
     // uniformly random bit patterns (finite only)

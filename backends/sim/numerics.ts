@@ -31,9 +31,11 @@
  *    product has at most 22 bits, and the exponent range fits in f64.
  * 3. The k products and the f32 accumulator `c` are summed in f64 (in
  *    ascending k order, accumulator first) and the sum is rounded *once* to
- *    f32 with round-to-nearest-even (`Math.fround`). For the k used by sm_80
- *    MMA shapes (k <= 16) and inputs in range, the f64 sum is exact or very
- *    nearly so, so this is essentially "exact dot product, one rounding".
+ *    f32 with round-to-nearest-even (`Math.fround`). For the k of sm_80 MMA
+ *    shapes (k <= 16) the f64 sum is exact unless the terms span more than
+ *    about 30 binades, and otherwise its error is far below the final f32
+ *    rounding (barring massive cancellation), so this is essentially "exact
+ *    dot product, rounded once".
  *
  * Real tensor cores do not do this: they align products to the largest
  * exponent, truncate the shifted-out bits and round (or truncate) the

@@ -1,0 +1,577 @@
+/**
+ * The kernel IR: a thread-level program, the single input of both the PTX
+ * printer (`backends/ptx`) and the simulator (`backends/sim`). It says
+ * everything the GPU will do: every address computation, predicate, copy,
+ * barrier, fragment load, MMA, conversion and store. Neither backend adds
+ * semantics of its own; the comment on each operation below is its meaning,
+ * lane by lane, and the simulator is its executable definition.
+ *
+ * Execution model (the CUDA one): a grid of blocks; a block of `blockDim`
+ * threads = warps of 32 lanes. The body runs once per thread. Registers are
+ * per thread and mutable (not SSA): `for` loops update them in place.
+ * Control flow is structured: {@link ForOp} (a uniform trip count across the
+ * block) and {@link IfOp} (marked uniform or not). Any operation may carry a
+ * {@link Guard}: when the guard predicate is false for a lane, the operation
+ * does nothing for that lane (PTX `@p` / `@!p`).
+ *
+ * Address spaces:
+ * - Global: `u64` byte addresses. A tensor parameter's register holds the
+ *   address of its element 0 (already converted with `cvta.to.global`).
+ * - Shared: `u32` byte addresses into the block's dynamic shared memory; the
+ *   {@link SmemBaseOp} gives the address of its first byte.
+ *
+ * @module
+ */
+
+import { type Dtype, unreachable } from "./gemm.ts";
+import type { Target } from "./gemm.ts";
+
+/** Types of virtual registers. `b16`/`b32` hold raw bits (f16, packed
+ * f16x2/bf16x2/s8x4/s4x8/b1x32, tf32); `u64` holds global addresses. */
+export type RegType = "pred" | "b16" | "b32" | "u32" | "s32" | "f32" | "u64" | "f64";
+
+/** A virtual register: a unique id and a type. `name` is a hint for readers. */
+export interface Reg {
+  readonly kind: "reg";
+  readonly id: number;
+  readonly type: RegType;
+  readonly name?: string;
+}
+
+/** An immediate operand. Integers for integer types, numbers for floats. */
+export interface Imm {
+  readonly kind: "imm";
+  readonly value: number;
+}
+
+/** An operand: a register or an immediate. */
+export type Operand = Reg | Imm;
+
+/** Executes the operation only in lanes where `pred` is true (false with `negate`). */
+export interface Guard {
+  readonly pred: Reg;
+  readonly negate: boolean;
+}
+
+/** Special registers. */
+export type SpecialReg =
+  | "tid.x"
+  | "ctaid.x"
+  | "ctaid.y"
+  | "ctaid.z"
+  | "nctaid.x"
+  | "nctaid.y"
+  | "nctaid.z"
+  | "laneid";
+
+/** `dst = the kernel parameter named `name``. The parameter's PTX type comes
+ * from the kernel's parameter list; tensor parameters are read as `u64` and
+ * converted to global addresses. */
+export interface ParamOp {
+  readonly op: "param";
+  readonly dst: Reg;
+  readonly name: string;
+  readonly guard?: Guard;
+}
+
+/** `dst = special register` (always u32). */
+export interface SregOp {
+  readonly op: "sreg";
+  readonly dst: Reg;
+  readonly sreg: SpecialReg;
+  readonly guard?: Guard;
+}
+
+/** `dst = src`, both of one type (or an immediate). */
+export interface MovOp {
+  readonly op: "mov";
+  readonly dst: Reg;
+  readonly src: Operand;
+  readonly guard?: Guard;
+}
+
+/** `dst = shared-memory address of byte 0 of the dynamic shared buffer` (u32). */
+export interface SmemBaseOp {
+  readonly op: "smembase";
+  readonly dst: Reg;
+  readonly guard?: Guard;
+}
+
+/** Binary arithmetic and logic. Integer types (`u32`, `s32`, `u64`) wrap
+ * modulo 2^bits (`mul` keeps the low half); `div`/`rem` are integer and
+ * truncating, undefined for a zero divisor (the lowering never emits one);
+ * `shl`/`shr` take the shift in `b` (`shr` is logical for u32/u64, arithmetic
+ * for s32); `and`/`or`/`xor` are bitwise (also on `b32` and `pred`). Float
+ * types (`f32`, `f64`) round to nearest even; `min`/`max` follow PTX (NaN
+ * loses to a number). */
+export interface BinOp {
+  readonly op: "bin";
+  readonly fn: BinFn;
+  readonly type: "u32" | "s32" | "u64" | "b32" | "pred" | "f32" | "f64";
+  readonly dst: Reg;
+  readonly a: Operand;
+  readonly b: Operand;
+  readonly guard?: Guard;
+}
+
+/** Functions of {@link BinOp}. */
+export type BinFn =
+  | "add"
+  | "sub"
+  | "mul"
+  | "div"
+  | "rem"
+  | "min"
+  | "max"
+  | "shl"
+  | "shr"
+  | "and"
+  | "or"
+  | "xor";
+
+/** `dst = a * b + c`: `mad.lo` for integers (wrapping), `fma.rn` for floats
+ * (one rounding). */
+export interface MadOp {
+  readonly op: "mad";
+  readonly type: "u32" | "s32" | "u64" | "f32" | "f64";
+  readonly dst: Reg;
+  readonly a: Operand;
+  readonly b: Operand;
+  readonly c: Operand;
+  readonly guard?: Guard;
+}
+
+/** `dst(u64) = a(u32) * b(u32)`, the full 64-bit product (`mul.wide.u32`). */
+export interface MulWideOp {
+  readonly op: "mulwide";
+  readonly dst: Reg;
+  readonly a: Operand;
+  readonly b: Operand;
+  readonly guard?: Guard;
+}
+
+/** Unary functions. `neg`, `abs` exact; `not` bitwise (b32/u32/pred);
+ * `ex2`, `rcp`, `tanh` are the PTX `.approx.f32` instructions (the simulator
+ * models them to within their documented error, see its numerics module);
+ * `popc` counts set bits of a b32/u32. */
+export interface UnOp {
+  readonly op: "un";
+  readonly fn: "neg" | "abs" | "not" | "ex2" | "rcp" | "tanh" | "popc";
+  readonly type: "u32" | "s32" | "b32" | "pred" | "f32" | "f64";
+  readonly dst: Reg;
+  readonly src: Operand;
+  readonly guard?: Guard;
+}
+
+/** Comparison to a predicate: `dst = a CMP b` (floats: ordered compares). */
+export interface SetpOp {
+  readonly op: "setp";
+  readonly cmp: "lt" | "le" | "gt" | "ge" | "eq" | "ne";
+  readonly type: "u32" | "s32" | "u64" | "f32" | "f64";
+  readonly dst: Reg;
+  readonly a: Operand;
+  readonly b: Operand;
+  readonly guard?: Guard;
+}
+
+/** `dst = p ? a : b`. */
+export interface SelpOp {
+  readonly op: "selp";
+  readonly type: "u32" | "s32" | "b32" | "f32" | "f64" | "u64";
+  readonly dst: Reg;
+  readonly a: Operand;
+  readonly b: Operand;
+  readonly p: Reg;
+  readonly guard?: Guard;
+}
+
+/**
+ * Conversions, each exactly one PTX `cvt` (or `mov` for bit moves):
+ * - `f32.f16`: f16 bits (b16) to f32, exact.
+ * - `f32.bf16`: bf16 bits (b16) to f32, exact.
+ * - `f16.f32`: f32 to f16 bits, round to nearest even (`cvt.rn.f16.f32`).
+ * - `bf16.f32`: f32 to bf16 bits, round to nearest even (`cvt.rn.bf16.f32`).
+ * - `tf32.f32`: f32 to tf32 bits in a b32, round to nearest, ties away
+ *   (`cvt.rna.tf32.f32`); the low 13 bits are zero.
+ * - `f64.f32`, `f32.f64` (round to nearest even).
+ * - `f32.s32`, `f64.s32`: integer to float, round to nearest even.
+ * - `s32.f32`, `s32.f64`: float to integer, round to nearest even,
+ *   saturating, NaN to 0 (`cvt.rni.sat.s32.f32`).
+ * - `s8.s32`, `u8.s32`: saturate an s32 to the 8-bit range, result in a u32
+ *   (`cvt.sat.s8.s32` / `cvt.sat.u8.s32`, the low 8 bits meaningful).
+ * - `u64.u32`: zero-extend.
+ * - `b32.f32`, `f32.b32`, `b32.u32`, `u32.b32`, `s32.b32`, `b32.s32`: bit moves.
+ */
+export interface CvtOp {
+  readonly op: "cvt";
+  readonly kind: CvtKind;
+  readonly dst: Reg;
+  readonly src: Operand;
+  readonly guard?: Guard;
+}
+
+/** Kinds of {@link CvtOp}, named `DST.SRC`. */
+export type CvtKind =
+  | "f32.f16"
+  | "f32.bf16"
+  | "f16.f32"
+  | "bf16.f32"
+  | "tf32.f32"
+  | "f64.f32"
+  | "f32.f64"
+  | "f32.s32"
+  | "f64.s32"
+  | "s32.f32"
+  | "s32.f64"
+  | "s8.s32"
+  | "u8.s32"
+  | "u64.u32"
+  | "b32.f32"
+  | "f32.b32"
+  | "b32.u32"
+  | "u32.b32"
+  | "s32.b32"
+  | "b32.s32";
+
+/** `dst(b32) = hi << 16 | lo` from two b16 registers (`mov.b32 d, {lo, hi}`). */
+export interface PackOp {
+  readonly op: "pack";
+  readonly dst: Reg;
+  readonly lo: Reg;
+  readonly hi: Reg;
+  readonly guard?: Guard;
+}
+
+/** `lo = src & 0xffff`, `hi = src >> 16` into two b16 registers (`mov.b32 {lo, hi}, s`). */
+export interface UnpackOp {
+  readonly op: "unpack";
+  readonly lo: Reg;
+  readonly hi: Reg;
+  readonly src: Reg;
+  readonly guard?: Guard;
+}
+
+/**
+ * `cp.async.{ca,cg}.shared.global [dst], [src], bytes, srcBytes`: copies
+ * `bytes` (4, 8 or 16; `cg` only with 16) from global `src` to shared `dst`
+ * asynchronously; only the first `srcBytes` are read and the rest of the
+ * destination is zero-filled (`srcBytes` = 0 reads nothing and writes zeros).
+ * The data lands in shared memory no earlier than the completion of the
+ * commit group this copy belongs to ({@link WaitOp}). `dst` must be aligned to
+ * `bytes`; so must `src` when `srcBytes > 0`.
+ */
+export interface CpAsyncOp {
+  readonly op: "cpasync";
+  readonly cache: "ca" | "cg";
+  readonly bytes: 4 | 8 | 16;
+  readonly dst: Reg;
+  readonly dstOffset: number;
+  readonly src: Reg;
+  readonly srcBytes: Operand;
+  readonly guard?: Guard;
+}
+
+/** `cp.async.commit_group`: closes the current group of this thread's copies. */
+export interface CommitOp {
+  readonly op: "commit";
+}
+
+/** `cp.async.wait_group n`: waits until at most `n` of this thread's committed
+ * groups are still pending; the data of all older groups is then visible to
+ * this thread (and to the block after a following barrier). */
+export interface WaitOp {
+  readonly op: "wait";
+  readonly n: number;
+}
+
+/** `bar.sync 0`: a block-wide barrier; must be in uniform control flow. */
+export interface BarOp {
+  readonly op: "bar";
+}
+
+/**
+ * `ldmatrix.sync.aligned.m8n8.x{num}[.trans].shared.b16 {dst...}, [addr + offset]`:
+ * lane i supplies (in `addr`) the address of row i % 8 of matrix i / 8 (lanes
+ * beyond 8 * num supply nothing); each row is 16 bytes. Register j of every
+ * lane receives from matrix j: without `trans`, the b16 pair at row lane / 4,
+ * columns 2 (lane % 4) + {0, 1}; with `trans`, rows 2 (lane % 4) + {0, 1} of
+ * column lane / 4. Element 0 is the low half. Warp-collective.
+ */
+export interface LdmatrixOp {
+  readonly op: "ldmatrix";
+  readonly num: 1 | 2 | 4;
+  readonly trans: boolean;
+  readonly dst: readonly Reg[];
+  readonly addr: Reg;
+  readonly offset: number;
+}
+
+/** Memory access widths of {@link LdsOp}, {@link StsOp}, {@link LdgOp}, {@link StgOp}:
+ * `b8` uses the low 8 bits of a 32-bit register (loads zero-extend), `b16` a
+ * b16 register, `b32` a 32-bit register, `b64` an f64 register. */
+export type MemWidth = "b8" | "b16" | "b32" | "b64";
+
+/** `ld.shared[.v2|.v4].WIDTH {dst...}, [addr + offset]`: `dst.length`
+ * consecutive elements (1, 2 or 4), aligned to their total size. */
+export interface LdsOp {
+  readonly op: "lds";
+  readonly width: MemWidth;
+  readonly dst: readonly Reg[];
+  readonly addr: Reg;
+  readonly offset: number;
+  readonly guard?: Guard;
+}
+
+/** `st.shared[.v2|.v4].WIDTH [addr + offset], {src...}`. */
+export interface StsOp {
+  readonly op: "sts";
+  readonly width: MemWidth;
+  readonly src: readonly Operand[];
+  readonly addr: Reg;
+  readonly offset: number;
+  readonly guard?: Guard;
+}
+
+/** `ld.global[.v2|.v4].WIDTH {dst...}, [addr + offset]`. A guarded-off lane
+ * leaves `dst` unchanged, so the lowering moves a default in first. */
+export interface LdgOp {
+  readonly op: "ldg";
+  readonly width: MemWidth;
+  readonly dst: readonly Reg[];
+  readonly addr: Reg;
+  readonly offset: number;
+  readonly guard?: Guard;
+}
+
+/** `st.global[.v2|.v4].WIDTH [addr + offset], {src...}`. */
+export interface StgOp {
+  readonly op: "stg";
+  readonly width: MemWidth;
+  readonly src: readonly Operand[];
+  readonly addr: Reg;
+  readonly offset: number;
+  readonly guard?: Guard;
+}
+
+/**
+ * `mma.sync.aligned` of the MMA table row named `shape` (ir/mma_table.ts):
+ * `d = a * b + c` with the row's fragment maps. Registers: `a`, `b`, `c`, `d`
+ * as many as the row's fragment maps say (b32 for packed and tf32 operands,
+ * f32/s32 for f32/s32 accumulators, b32 holding f16x2 for f16 accumulators,
+ * f64 for f64). Warp-collective; `d` may be the same registers as `c`.
+ */
+export interface MmaOp {
+  readonly op: "mma";
+  readonly shape: string;
+  readonly d: readonly Reg[];
+  readonly a: readonly Reg[];
+  readonly b: readonly Reg[];
+  readonly c: readonly Reg[];
+}
+
+/** A loop with a trip count that is the same for every thread of the block:
+ * `for (iv = from; iv < to; iv += step) body` (u32 compare). */
+export interface ForOp {
+  readonly op: "for";
+  readonly iv: Reg;
+  readonly from: Operand;
+  readonly to: Operand;
+  readonly step: number;
+  readonly body: readonly Op[];
+}
+
+/** `if (cond) then else otherwise`. `uniform` promises that `cond` is the
+ * same for every thread of the block (so barriers may appear inside). */
+export interface IfOp {
+  readonly op: "if";
+  readonly cond: Reg;
+  readonly negate: boolean;
+  readonly uniform: boolean;
+  readonly then: readonly Op[];
+  readonly otherwise: readonly Op[];
+}
+
+/** A comment carried into the PTX and shown in dumps; no effect. */
+export interface CommentOp {
+  readonly op: "comment";
+  readonly text: string;
+}
+
+/** Every kernel-IR operation. */
+export type Op =
+  | ParamOp
+  | SregOp
+  | MovOp
+  | SmemBaseOp
+  | BinOp
+  | MadOp
+  | MulWideOp
+  | UnOp
+  | SetpOp
+  | SelpOp
+  | CvtOp
+  | PackOp
+  | UnpackOp
+  | CpAsyncOp
+  | CommitOp
+  | WaitOp
+  | BarOp
+  | LdmatrixOp
+  | LdsOp
+  | StsOp
+  | LdgOp
+  | StgOp
+  | MmaOp
+  | ForOp
+  | IfOp
+  | CommentOp;
+
+/** A kernel parameter as the ABI passes it (DESIGN.md §3). */
+export interface KernelParam {
+  readonly name: string;
+  readonly kind: "tensor" | "dim" | "scalar";
+  readonly ptx: "u64" | "u32" | "f32" | "f64" | "s32";
+  /** For tensors and scalars: the element type. */
+  readonly dtype?: Dtype;
+}
+
+/** How the grid follows from the runtime sizes: x = ceil(N / tileN) * swizzle
+ * grouping, and so on, written as data so that both a launcher and the
+ * manifest can evaluate it. */
+export interface GridPlan {
+  readonly tileM: number;
+  readonly tileN: number;
+  /** Rasterisation group size (CUTLASS's identity swizzle with log tile). */
+  readonly swizzle: number;
+  readonly splitK: number;
+  /** Dimension names (or constants) for M, N and batch. */
+  readonly m: string | number;
+  readonly n: string | number;
+  readonly batch: string | number | null;
+}
+
+/** A whole kernel-IR program. */
+export interface Kernel {
+  readonly kind: "kernel";
+  readonly name: string;
+  readonly target: Target;
+  readonly params: readonly KernelParam[];
+  /** Threads per block (x only). */
+  readonly threads: number;
+  readonly dynamicSmemBytes: number;
+  readonly grid: GridPlan;
+  /** Every register, indexed by id. */
+  readonly regs: readonly Reg[];
+  readonly body: readonly Op[];
+}
+
+/**
+ * The registers an operation reads and writes (not descending into bodies).
+ *
+ * @param o The operation.
+ * @returns `reads` and `writes` (registers only, immediates skipped).
+ */
+export function opRegs(o: Op): { reads: Reg[]; writes: Reg[] } {
+  const r = (...xs: (Operand | undefined)[]) =>
+    xs.filter((x): x is Reg => x !== undefined && x.kind === "reg");
+  const g = "guard" in o && o.guard !== undefined ? [o.guard.pred] : [];
+  switch (o.op) {
+    case "param":
+    case "sreg":
+    case "smembase":
+      return { reads: g, writes: [o.dst] };
+    case "mov":
+    case "un":
+    case "cvt":
+      return { reads: [...g, ...r(o.src)], writes: [o.dst] };
+    case "bin":
+    case "setp":
+    case "mulwide":
+      return { reads: [...g, ...r(o.a, o.b)], writes: [o.dst] };
+    case "mad":
+      return { reads: [...g, ...r(o.a, o.b, o.c)], writes: [o.dst] };
+    case "selp":
+      return { reads: [...g, ...r(o.a, o.b, o.p)], writes: [o.dst] };
+    case "pack":
+      return { reads: [...g, o.lo, o.hi], writes: [o.dst] };
+    case "unpack":
+      return { reads: [...g, o.src], writes: [o.lo, o.hi] };
+    case "cpasync":
+      return { reads: [...g, o.dst, o.src, ...r(o.srcBytes)], writes: [] };
+    case "commit":
+    case "wait":
+    case "bar":
+    case "comment":
+      return { reads: [], writes: [] };
+    case "ldmatrix":
+      return { reads: [o.addr], writes: [...o.dst] };
+    case "lds":
+    case "ldg":
+      return { reads: [...g, o.addr], writes: [...o.dst] };
+    case "sts":
+    case "stg":
+      return { reads: [...g, o.addr, ...r(...o.src)], writes: [] };
+    case "mma":
+      return { reads: [...o.a, ...o.b, ...o.c], writes: [...o.d] };
+    case "for":
+      return { reads: r(o.from, o.to), writes: [o.iv] };
+    case "if":
+      return { reads: [o.cond], writes: [] };
+    default:
+      return unreachable(o);
+  }
+}
+
+/**
+ * Visits every operation of a body, depth first, in program order.
+ *
+ * @param body The operations.
+ * @param f Called for each, with the nesting path of enclosing loops/ifs.
+ */
+export function walkOps(
+  body: readonly Op[],
+  f: (o: Op, path: readonly (ForOp | IfOp)[]) => void,
+  path: readonly (ForOp | IfOp)[] = [],
+): void {
+  for (const o of body) {
+    f(o, path);
+    if (o.op === "for") walkOps(o.body, f, [...path, o]);
+    else if (o.op === "if") {
+      walkOps(o.then, f, [...path, o]);
+      walkOps(o.otherwise, f, [...path, o]);
+    }
+  }
+}
+
+/**
+ * The launch grid for given runtime sizes: `[tilesM * swizzle,
+ * ceil(tilesN / swizzle), batch * splitK]` (CUTLASS's identity swizzle: block
+ * x selects tile row `x / swizzle` and tile column `y * swizzle + x % swizzle`;
+ * blocks past the last tile column exit at once).
+ *
+ * @param plan The kernel's grid plan.
+ * @param dims Runtime sizes by dimension name.
+ * @returns `[x, y, z]`.
+ * @example
+ * ```ts
+ * import { gridFor } from "./kernel.ts";
+ * const g = gridFor({ tileM: 128, tileN: 128, swizzle: 1, splitK: 1, m: "M", n: "N", batch: null },
+ *   { M: 256, N: 384 });
+ * console.assert(g.join() === "2,3,1");
+ * ```
+ */
+export function gridFor(
+  plan: GridPlan,
+  dims: Readonly<Record<string, number>>,
+): [number, number, number] {
+  const val = (d: string | number): number => {
+    if (typeof d === "number") return d;
+    const v = dims[d];
+    if (v === undefined) throw new Error(`Missing size for dimension "${d}"`);
+    return v;
+  };
+  const tilesM = Math.ceil(val(plan.m) / plan.tileM);
+  const tilesN = Math.ceil(val(plan.n) / plan.tileN);
+  const batch = plan.batch === null ? 1 : val(plan.batch);
+  return [tilesM * plan.swizzle, Math.ceil(tilesN / plan.swizzle), batch * plan.splitK];
+}

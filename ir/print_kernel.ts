@@ -1,0 +1,163 @@
+/**
+ * The textual form of the kernel IR, for `--emit kernel-ir`, dumps and
+ * golden tests. One operation a line, PTX-like, registers shown as
+ * `%<type-prefix><id>` with the name hint as a trailing comment where given.
+ *
+ * @module
+ */
+
+import { type Guard, type Kernel, type Op, type Operand, type Reg, type RegType } from "./kernel.ts";
+import { unreachable } from "./gemm.ts";
+
+const PREFIX: Readonly<Record<RegType, string>> = Object.freeze({
+  pred: "p",
+  b16: "h",
+  b32: "b",
+  u32: "r",
+  s32: "s",
+  f32: "f",
+  u64: "rd",
+  f64: "fd",
+});
+
+/**
+ * The name of a register as both the kernel-IR text and the PTX use it.
+ *
+ * @param r The register.
+ * @returns `%` + type prefix + id, e.g. `%r12`.
+ */
+export function regName(r: Reg): string {
+  return `%${PREFIX[r.type]}${r.id}`;
+}
+
+function opd(o: Operand): string {
+  return o.kind === "reg" ? regName(o) : String(o.value);
+}
+
+function guard(g: Guard | undefined): string {
+  return g === undefined ? "" : `@${g.negate ? "!" : ""}${regName(g.pred)} `;
+}
+
+function list(rs: readonly Operand[]): string {
+  return `{${rs.map(opd).join(", ")}}`;
+}
+
+function addr(a: Reg, off: number): string {
+  return off === 0 ? `[${regName(a)}]` : `[${regName(a)} + ${off}]`;
+}
+
+function line(o: Op): string {
+  const g = "guard" in o ? guard(o.guard) : "";
+  switch (o.op) {
+    case "param":
+      return `${g}${regName(o.dst)} = param ${o.name}`;
+    case "sreg":
+      return `${g}${regName(o.dst)} = sreg ${o.sreg}`;
+    case "mov":
+      return `${g}${regName(o.dst)} = mov.${o.dst.type} ${opd(o.src)}`;
+    case "smembase":
+      return `${g}${regName(o.dst)} = smembase`;
+    case "bin":
+      return `${g}${regName(o.dst)} = ${o.fn}.${o.type} ${opd(o.a)}, ${opd(o.b)}`;
+    case "mad":
+      return `${g}${regName(o.dst)} = mad.${o.type} ${opd(o.a)}, ${opd(o.b)}, ${opd(o.c)}`;
+    case "mulwide":
+      return `${g}${regName(o.dst)} = mulwide.u32 ${opd(o.a)}, ${opd(o.b)}`;
+    case "un":
+      return `${g}${regName(o.dst)} = ${o.fn}.${o.type} ${opd(o.src)}`;
+    case "setp":
+      return `${g}${regName(o.dst)} = setp.${o.cmp}.${o.type} ${opd(o.a)}, ${opd(o.b)}`;
+    case "selp":
+      return `${g}${regName(o.dst)} = selp.${o.type} ${opd(o.a)}, ${opd(o.b)}, ${regName(o.p)}`;
+    case "cvt":
+      return `${g}${regName(o.dst)} = cvt.${o.kind} ${opd(o.src)}`;
+    case "pack":
+      return `${g}${regName(o.dst)} = pack ${regName(o.lo)}, ${regName(o.hi)}`;
+    case "unpack":
+      return `${g}${regName(o.lo)}, ${regName(o.hi)} = unpack ${regName(o.src)}`;
+    case "cpasync":
+      return `${g}cpasync.${o.cache}.${o.bytes} ${addr(o.dst, o.dstOffset)}, [${regName(o.src)}], ${
+        opd(o.srcBytes)
+      }`;
+    case "commit":
+      return "commit";
+    case "wait":
+      return `wait ${o.n}`;
+    case "bar":
+      return "bar";
+    case "ldmatrix":
+      return `${list(o.dst)} = ldmatrix.x${o.num}${o.trans ? ".trans" : ""} ${addr(o.addr, o.offset)}`;
+    case "lds":
+      return `${g}${list(o.dst)} = lds.${o.width} ${addr(o.addr, o.offset)}`;
+    case "ldg":
+      return `${g}${list(o.dst)} = ldg.${o.width} ${addr(o.addr, o.offset)}`;
+    case "sts":
+      return `${g}sts.${o.width} ${addr(o.addr, o.offset)}, ${list(o.src)}`;
+    case "stg":
+      return `${g}stg.${o.width} ${addr(o.addr, o.offset)}, ${list(o.src)}`;
+    case "mma":
+      return `${list(o.d)} = mma ${o.shape} ${list(o.a)}, ${list(o.b)}, ${list(o.c)}`;
+    case "comment":
+      return `// ${o.text}`;
+    case "for":
+    case "if":
+      throw new Error("structured ops are printed by printBody");
+    default:
+      return unreachable(o);
+  }
+}
+
+/**
+ * Prints a body of operations, indented.
+ *
+ * @param body The operations.
+ * @param indent The indentation of this level.
+ * @param out The lines so far.
+ */
+export function printBody(body: readonly Op[], indent: string, out: string[]): void {
+  for (const o of body) {
+    if (o.op === "for") {
+      out.push(
+        `${indent}for ${regName(o.iv)} = ${opd(o.from)} to ${opd(o.to)} step ${o.step} {`,
+      );
+      printBody(o.body, indent + "  ", out);
+      out.push(`${indent}}`);
+    } else if (o.op === "if") {
+      out.push(
+        `${indent}if${o.uniform ? ".uniform" : ""} ${o.negate ? "!" : ""}${regName(o.cond)} {`,
+      );
+      printBody(o.then, indent + "  ", out);
+      if (o.otherwise.length > 0) {
+        out.push(`${indent}} else {`);
+        printBody(o.otherwise, indent + "  ", out);
+      }
+      out.push(`${indent}}`);
+    } else {
+      out.push(indent + line(o));
+    }
+  }
+}
+
+/**
+ * Prints a kernel-IR program.
+ *
+ * @param k The kernel.
+ * @returns Its text, ending in a newline.
+ */
+export function printKernel(k: Kernel): string {
+  const out: string[] = [];
+  const params = k.params.map((p) =>
+    `${p.name}: ${p.ptx} ${p.kind}${p.dtype !== undefined ? ` ${p.dtype}` : ""}`
+  );
+  out.push(`kernel @${k.name} target ${k.target} (${params.join(", ")})`);
+  const g = k.grid;
+  out.push(
+    `  threads ${k.threads}, dynamic smem ${k.dynamicSmemBytes} bytes, grid tiles ${g.tileM}x${g.tileN} over (m ${g.m}, n ${g.n}, batch ${
+      g.batch ?? "none"
+    }), swizzle ${g.swizzle}, split_k ${g.splitK}`,
+  );
+  out.push("{");
+  printBody(k.body, "  ", out);
+  out.push("}");
+  return out.join("\n") + "\n";
+}
