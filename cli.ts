@@ -11,6 +11,7 @@
 import { parseArgs } from "node:util";
 import { check, compile, type CompiledKernel, formatDiagnostics } from "./compiler.ts";
 import type { Target } from "./ir/gemm.ts";
+import { PASS_NAMES } from "./passes/pipeline_list.ts";
 
 /** Where the CLI writes; replaced in tests. */
 export interface CliIO {
@@ -120,14 +121,15 @@ function cmdCompile(args: string[], io: CliIO): number {
   if (!(EMITS as readonly string[]).includes(emit)) {
     throw new UsageError(`Unknown --emit "${values.emit}": expected ${EMITS.join(", ")}`);
   }
-  if (emit !== "ir") {
+  if (emit === "ptx" || emit === "json") {
     throw new UsageError(
-      `--emit ${emit} is not available yet: this build has the front end only (--emit ir)`,
+      `--emit ${emit} is not available yet: this build stops at the kernel IR (--emit ir, kernel-ir)`,
     );
   }
-  if (values["dump-after"] !== undefined) {
+  const dumpAfter = values["dump-after"];
+  if (dumpAfter !== undefined && dumpAfter !== "all" && !PASS_NAMES.includes(dumpAfter)) {
     throw new UsageError(
-      `--dump-after is not available yet: this build has no lowering passes`,
+      `Unknown pass "${dumpAfter}" for --dump-after: expected all or one of ${PASS_NAMES.join(", ")}`,
     );
   }
   const target = parseTarget(values.target);
@@ -136,6 +138,13 @@ function cmdCompile(args: string[], io: CliIO): number {
     file,
     ...(target !== undefined ? { target } : {}),
     ...(values.kernel !== undefined ? { kernel: values.kernel } : {}),
+    ...(dumpAfter !== undefined
+      ? {
+        dump: (pass: string, dumpText: string) => {
+          if (dumpAfter === "all" || dumpAfter === pass) io.err(dumpText + "\n");
+        },
+      }
+      : {}),
   });
   if (!r.ok) {
     io.err(formatDiagnostics(r.diagnostics, text));
@@ -148,7 +157,8 @@ function cmdCompile(args: string[], io: CliIO): number {
         : `No kernel in "${file}"`,
     );
   }
-  const output = r.kernels.map((k: CompiledKernel) => k.gemmText).join("\n");
+  const output = r.kernels.map((k: CompiledKernel) => emit === "ir" ? k.gemmText : k.kernelText)
+    .join("\n");
   if (values.output !== undefined) io.writeFile(values.output, output);
   else io.out(output);
   return 0;
@@ -194,9 +204,20 @@ export function main(args: readonly string[], io: CliIO): number {
 
 if (import.meta.main) {
   const enc = new TextEncoder();
+  // A closed pipe (`gemm ... | head`) ends the output quietly.
+  const write = (f: typeof Deno.stdout, s: string) => {
+    try {
+      const bytes = enc.encode(s);
+      let off = 0;
+      while (off < bytes.length) off += f.writeSync(bytes.subarray(off));
+    } catch (e) {
+      if (e instanceof Deno.errors.BrokenPipe) Deno.exit(0);
+      throw e;
+    }
+  };
   const code = main(Deno.args, {
-    out: (s) => Deno.stdout.writeSync(enc.encode(s)),
-    err: (s) => Deno.stderr.writeSync(enc.encode(s)),
+    out: (s) => write(Deno.stdout, s),
+    err: (s) => write(Deno.stderr, s),
     readFile: (p) => Deno.readTextFileSync(p),
     writeFile: (p, t) => Deno.writeTextFileSync(p, t),
   });

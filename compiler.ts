@@ -11,6 +11,10 @@ import { type Diagnostic, renderDiagnostic } from "./dsl/diagnostics.ts";
 import type { GemmKernel, Target } from "./ir/gemm.ts";
 import { verifyGemm } from "./ir/verify_gemm.ts";
 import { printGemm } from "./ir/print_gemm.ts";
+import type { Kernel } from "./ir/kernel.ts";
+import { printKernel } from "./ir/print_kernel.ts";
+import { type DumpHook, runPipeline } from "./passes/pipeline_list.ts";
+import { DiagnosticError } from "./dsl/diagnostics.ts";
 
 /** Options shared by {@link parse}, {@link check} and {@link compile}. */
 export interface SourceOptions {
@@ -24,6 +28,8 @@ export interface SourceOptions {
 export interface CompileOptions extends SourceOptions {
   /** Compile only the kernel of this name. */
   readonly kernel?: string;
+  /** Receives the IR after each pass (`--dump-after`). */
+  readonly dump?: DumpHook;
 }
 
 /** One compiled kernel, with its IR at each stage that exists. */
@@ -33,6 +39,12 @@ export interface CompiledKernel {
   readonly gemm: GemmKernel;
   /** The textual form of {@link CompiledKernel.gemm}. */
   readonly gemmText: string;
+  /** The GEMM IR after every pass (the complete plan). */
+  readonly planned: GemmKernel;
+  /** The kernel IR. */
+  readonly kernel: Kernel;
+  /** The textual form of {@link CompiledKernel.kernel}. */
+  readonly kernelText: string;
 }
 
 /** The result of {@link compile}: `ok` when there are no diagnostics. */
@@ -102,7 +114,26 @@ export function compile(source: string, options: CompileOptions = {}): CompileRe
   if (options.kernel !== undefined) {
     kernels = kernels.filter((k) => k.name === options.kernel);
   }
-  const compiled = kernels.map((gemm) => ({ name: gemm.name, gemm, gemmText: printGemm(gemm) }));
+  const compiled: CompiledKernel[] = [];
+  for (const gemm of kernels) {
+    try {
+      const { gemm: planned, kernel } = runPipeline(
+        gemm,
+        options.dump === undefined ? undefined : options.dump,
+      );
+      compiled.push({
+        name: gemm.name,
+        gemm,
+        gemmText: printGemm(gemm),
+        planned,
+        kernel,
+        kernelText: printKernel(kernel),
+      });
+    } catch (e) {
+      if (e instanceof DiagnosticError) diagnostics.push(...e.diagnostics);
+      else throw e;
+    }
+  }
   return { ok: diagnostics.length === 0, kernels: compiled, diagnostics };
 }
 

@@ -777,6 +777,14 @@ class KernelChecker {
     const bAcc = rx === "A" ? y : x;
     const aDecl = this.#tensors.get(aAcc.tensor.text)!;
     const bDecl = this.#tensors.get(bAcc.tensor.text)!;
+    if (aDecl === bDecl) {
+      // The kernel takes one pointer per role; A·A would need the same tensor as A and B.
+      this.#fail(
+        "E0118",
+        `Tensor "${aDecl.name.text}" is both operands of the contraction: declare the second operand as its own tensor`,
+        bAcc.span,
+      );
+    }
 
     const view = (
       acc: AccessAst,
@@ -901,6 +909,7 @@ class KernelChecker {
       math,
       epilogue: { ...epi, views },
       schedule: sched.schedule,
+      plan: {},
       scheduleSpans: sched.spans,
       span: this.#k.span,
       source: this.#src,
@@ -1054,14 +1063,20 @@ class KernelChecker {
             );
           }
           roles.set(e.tensor.text, role);
-          if (rows && cols && !views.some((v) => v.tensor === e.tensor.text)) {
+          if (rows && cols) {
             const mat = batched ? names.slice(1) : names;
             const contiguous = (t.layout?.value ?? "row") === "row" ? mat[1] : mat[0];
-            views.push({
-              tensor: e.tensor.text,
-              layout: contiguous === ix.colIx ? "row" : "col",
-              batched,
-            });
+            const layout = contiguous === ix.colIx ? "row" : "col";
+            const prev = views.find((v) => v.tensor === e.tensor.text);
+            if (prev === undefined) views.push({ tensor: e.tensor.text, layout, batched });
+            else if (prev.layout !== layout || prev.batched !== batched) {
+              // One view per epilogue matrix: a load carries no index order of its own.
+              this.#fail(
+                "E0118",
+                `Tensor "${e.tensor.text}" is read in two different index orders: an epilogue matrix is read one way`,
+                e.span,
+              );
+            }
           }
           return { op: "load", tensor: e.tensor.text, rows, cols, batched };
         }

@@ -45,6 +45,8 @@ export const DIAGNOSTIC_CODES = Object.freeze({
   E0208: "register estimate over the budget",
   E0209: "illegal tile shape",
   E0210: "unknown kernel",
+  E0211: "operand layout not supported for this type",
+  E0212: "not implemented yet",
 } as const);
 
 /** A diagnostic code. */

@@ -181,9 +181,19 @@ export type ParseResult =
 export function parseProgram(text: string, file: string): ParseResult {
   const m = gemmGrammar.match(text);
   if (m.failed()) {
-    const pos = m.getRightmostFailurePosition();
-    const found = describeFound(text, pos);
-    const message = `Expected ${m.getExpectedText()}, found ${found}`;
+    // Ohm drops the failed `kernel` at a point where `Kernel*` stopped (a "fluffy" failure),
+    // but wherever the end of input may come, so may another kernel.
+    const expected = m.getExpectedText() === "end of input"
+      ? `end of input or "kernel"`
+      : m.getExpectedText();
+    const failure = m.getRightmostFailurePosition();
+    const pos = errorPosition(text, failure, expected);
+    const found = failure >= text.length
+      ? "end of input"
+      : pos !== failure
+      ? "end of line"
+      : describeFound(text, pos);
+    const message = `Expected ${expected}, found ${found}`;
     const end = pos >= text.length ? pos : pos + Math.max(1, tokenLength(text, pos));
     return {
       ok: false,
@@ -191,6 +201,28 @@ export function parseProgram(text: string, file: string): ParseResult {
     };
   }
   return { ok: true, ast: semantics(m)["ast"]() as ProgramAst };
+}
+
+/**
+ * Where to report a syntax error. Ohm fails after skipping whitespace and
+ * comments, so a `]` missing at the end of a line would be reported at the
+ * start of the next one; report it right after the last token instead
+ * ("found end of line"). But where a new item, line or kernel could start at
+ * the failure (a `}` or the end of input is among the expected), the token
+ * there is itself the problem: keep it.
+ */
+function errorPosition(text: string, failure: number, expected: string): number {
+  const canStartThere = expected.includes(`"}"`) || expected.includes("end of input");
+  if (failure < text.length && canStartThere) return failure;
+  let p = Math.min(failure, text.length);
+  for (;;) {
+    while (p > 0 && /\s/.test(text[p - 1] ?? "")) p--;
+    // The DSL has no string literals, so a `//` before `p` on its line starts a comment.
+    const comment = text.indexOf("//", text.lastIndexOf("\n", p - 1) + 1);
+    if (comment === -1 || comment >= p) break;
+    p = comment;
+  }
+  return text.slice(p, failure).includes("\n") ? p : failure;
 }
 
 function tokenLength(text: string, pos: number): number {

@@ -183,6 +183,81 @@ export interface Schedule {
   readonly splitK?: number;
 }
 
+/** Tiling decisions (pass `gemm-tile`). */
+export interface TilePlan {
+  readonly threadblock: Shape3;
+  readonly swizzle: number;
+  readonly splitK: number;
+  /** Whether each dimension may leave a partial tile (false only when the
+   * size is a compile-time multiple of the tile). Partial tiles are handled
+   * by predication: zero-filled copies and guarded stores. */
+  readonly partial: { readonly m: boolean; readonly n: boolean; readonly k: boolean };
+}
+
+/** Warp partitioning (pass `gemm-warp`). */
+export interface WarpPlan {
+  readonly warp: Shape3;
+  /** Warps along M and N; warp w covers rows (w % warpsM) and columns (w / warpsM). */
+  readonly warpsM: number;
+  readonly warpsN: number;
+  readonly threads: number;
+}
+
+/** The shared-memory tile of one operand in one stage (pass `gemm-pipeline`).
+ * Stored as `rows` lines of `rowBytes`, the contiguous dimension along a
+ * line; 16-byte chunks are XOR-swizzled: chunk `c` of the tile (row-major
+ * numbering) is stored at `c ^ ((c >> shift) & 7)`, which makes both the
+ * 16-byte cp.async stores of a warp and the eight 16-byte rows an ldmatrix
+ * phase reads fall in distinct bank groups. */
+export interface OperandSmem {
+  /** `k`: K is contiguous in the tile (A row-major, B column-major); `outer`: M (or N) is. */
+  readonly contiguous: "k" | "outer";
+  readonly rows: number;
+  readonly rowBytes: number;
+  readonly swizzleShift: number;
+  /** Offset of this operand's stage 0 in the dynamic shared buffer. */
+  readonly offset: number;
+  readonly stageBytes: number;
+  /** Bytes per global->shared copy: 16/8/4 with cp.async, or 1/2 with a
+   * synchronous load and store (alignments below 4 bytes). */
+  readonly copyBytes: number;
+  readonly async: boolean;
+  /** Copies per thread per stage. */
+  readonly copiesPerThread: number;
+}
+
+/** Stage pipelining (pass `gemm-pipeline`). */
+export interface PipelinePlan {
+  readonly stages: number;
+  readonly a: OperandSmem;
+  readonly b: OperandSmem;
+  readonly smemBytes: number;
+  /** The `cp.async.wait_group` depth of the steady state (stages - 2). */
+  readonly waitDepth: number;
+}
+
+/** MMA selection (pass `gemm-mma`). */
+export interface MmaPlan {
+  /** The MMA table row (ir/mma_table.ts). */
+  readonly shape: string;
+  readonly instr: Shape3;
+  /** How fragments come from shared memory. */
+  readonly aLoad: "ldmatrix" | "ldmatrix.trans" | "lds";
+  readonly bLoad: "ldmatrix" | "ldmatrix.trans" | "lds";
+  /** k-steps per threadblock tile (tile K / instruction K). */
+  readonly kSteps: number;
+  /** Estimated registers per thread (accumulators + double-buffered fragments + addressing). */
+  readonly regEstimate: number;
+}
+
+/** What the passes decided, each filled in by its pass. */
+export interface Plan {
+  readonly tile?: TilePlan;
+  readonly warp?: WarpPlan;
+  readonly pipeline?: PipelinePlan;
+  readonly mma?: MmaPlan;
+}
+
 /** One kernel in the GEMM IR. */
 export interface GemmKernel {
   readonly kind: "gemm";
@@ -197,6 +272,8 @@ export interface GemmKernel {
   readonly epilogue: Epilogue;
   /** The schedule as given (possibly partial). */
   readonly schedule: Schedule;
+  /** What the passes decided so far. */
+  readonly plan: Plan;
   /** Where each given schedule line is, for diagnostics raised by passes. */
   readonly scheduleSpans: Readonly<Partial<Record<ScheduleKey, Span>>>;
   readonly span: Span;

@@ -142,6 +142,38 @@ export function printGemm(k: GemmKernel): string {
     }`,
   );
   out.push(`  schedule ${printSchedule(k.schedule)}`);
+  const pl = k.plan;
+  if (pl.tile !== undefined) {
+    const t = pl.tile;
+    out.push(
+      `  plan.tile threadblock ${shape(t.threadblock)}, swizzle ${t.swizzle}, split_k ${t.splitK}, ` +
+        `partial m ${t.partial.m} n ${t.partial.n} k ${t.partial.k}`,
+    );
+  }
+  if (pl.warp !== undefined) {
+    const w = pl.warp;
+    out.push(
+      `  plan.warp warp ${shape(w.warp)}, warps ${w.warpsM}x${w.warpsN}, threads ${w.threads}`,
+    );
+  }
+  if (pl.pipeline !== undefined) {
+    const p = pl.pipeline;
+    out.push(`  plan.pipeline stages ${p.stages}, smem ${p.smemBytes} bytes, wait_group ${p.waitDepth}`);
+    for (const [n, o] of [["A", p.a], ["B", p.b]] as const) {
+      out.push(
+        `  plan.smem ${n}: ${o.contiguous}-contiguous, ${o.rows} rows x ${o.rowBytes} bytes, ` +
+          `xor-swizzle shift ${o.swizzleShift}, offset ${o.offset}, stage ${o.stageBytes} bytes, ` +
+          `${o.async ? `cp.async ${o.copyBytes}` : `sync copy ${o.copyBytes}`} bytes x ${o.copiesPerThread}/thread`,
+      );
+    }
+  }
+  if (pl.mma !== undefined) {
+    const m = pl.mma;
+    out.push(
+      `  plan.mma ${m.shape} (${shape(m.instr)}), A by ${m.aLoad}, B by ${m.bLoad}, ` +
+        `k-steps ${m.kSteps}, ~${m.regEstimate} registers`,
+    );
+  }
   out.push(`}`);
   return out.join("\n") + "\n";
 }

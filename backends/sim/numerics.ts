@@ -837,3 +837,149 @@ function fmaExact(a: number, b: number, c: number): number {
   const v = ldexpExact(m, q);
   return neg ? -v : v;
 }
+
+// ---------------------------------------------------------------------------
+// Scalar instructions of the kernel IR (used by the simulator's interpreter)
+// ---------------------------------------------------------------------------
+
+/**
+ * Correctly rounded fused multiply-add in f32, like PTX `fma.rn.f32` (and the
+ * kernel IR's `mad.f32`): `a * b + c` computed exactly and rounded once to the
+ * nearest f32 (ties to even). The inputs are f32 values.
+ *
+ * The product of two f32 values is exact in f64 (at most 48 significand bits,
+ * exponents far inside the f64 range); the sum with `c` is rounded to f64 *to
+ * odd* and then to f32, and rounding to odd at 53 bits followed by rounding to
+ * nearest at 24 bits is a correct single rounding (Boldo & Melquiond), so
+ * there is no double-rounding error.
+ *
+ * @param a An f32 value.
+ * @param b An f32 value.
+ * @param c An f32 value.
+ * @returns `RN_f32(a * b + c)`.
+ * @example
+ * ```ts
+ * import { fmaF32 } from "./numerics.ts";
+ * const a = 1 + 2 ** -12;
+ * console.assert(fmaF32(a, a, -1) === 2 ** -11 + 2 ** -24); // a*a - 1 exactly
+ * ```
+ */
+export function fmaF32(a: number, b: number, c: number): number {
+  const p = a * b;
+  if (!Number.isFinite(p) || !Number.isFinite(c)) return Math.fround(p + c);
+  return Math.fround(addRoundToOdd(p, c));
+}
+
+/**
+ * PTX `cvt.rni.sat.s32.f32` / `cvt.rni.sat.s32.f64`: round to the nearest
+ * integer, ties to even, saturate to the s32 range; NaN gives 0.
+ *
+ * @param x A number.
+ * @returns An s32 value.
+ * @example
+ * ```ts
+ * import { rniSatS32 } from "./numerics.ts";
+ * console.assert(rniSatS32(2.5) === 2 && rniSatS32(-1.5) === -2 && rniSatS32(1e10) === 2147483647);
+ * ```
+ */
+export function rniSatS32(x: number): number {
+  if (x !== x) return 0;
+  if (x >= S32_MAX) return S32_MAX;
+  if (x <= S32_MIN) return S32_MIN;
+  let r = Math.round(x); // ties toward +infinity
+  if (r - x === 0.5 && (r & 1) !== 0) r -= 1; // ties to even instead
+  return r | 0;
+}
+
+/**
+ * PTX `min.f32` / `min.f64` (no `.NaN` qualifier): a NaN operand loses to a
+ * number (NaN only when both are NaN), and -0 counts as less than +0.
+ *
+ * @param a A number.
+ * @param b A number.
+ * @returns The smaller.
+ * @example
+ * ```ts
+ * import { minPtx } from "./numerics.ts";
+ * console.assert(minPtx(NaN, 3) === 3 && Object.is(minPtx(0, -0), -0));
+ * ```
+ */
+export function minPtx(a: number, b: number): number {
+  if (a !== a) return b;
+  if (b !== b) return a;
+  if (a === b) return a === 0 && (1 / a < 0 || 1 / b < 0) ? -0 : a;
+  return a < b ? a : b;
+}
+
+/**
+ * PTX `max.f32` / `max.f64` (no `.NaN` qualifier): a NaN operand loses to a
+ * number, and +0 counts as greater than -0.
+ *
+ * @param a A number.
+ * @param b A number.
+ * @returns The larger.
+ * @example
+ * ```ts
+ * import { maxPtx } from "./numerics.ts";
+ * console.assert(maxPtx(2, NaN) === 2 && Object.is(maxPtx(-0, 0), 0));
+ * ```
+ */
+export function maxPtx(a: number, b: number): number {
+  if (a !== a) return b;
+  if (b !== b) return a;
+  if (a === b) return a === 0 && (1 / a > 0 || 1 / b > 0) ? 0 : a;
+  return a > b ? a : b;
+}
+
+/**
+ * The simulator's `ex2.approx.f32`: `2^x` evaluated in f64 and rounded once to
+ * f32. The GPU's approximate instruction has a documented maximum relative
+ * error of about 2 ulp (PTX ISA, `ex2`), so GPU results may differ from this
+ * by a few ulp; compare epilogue results that use it with a tolerance.
+ *
+ * @param x An f32 value.
+ * @returns An f32 value.
+ * @example
+ * ```ts
+ * import { ex2Approx } from "./numerics.ts";
+ * console.assert(ex2Approx(3) === 8 && ex2Approx(-Infinity) === 0);
+ * ```
+ */
+export function ex2Approx(x: number): number {
+  return Math.fround(Math.pow(2, x));
+}
+
+/**
+ * The simulator's `rcp.approx.f32`: `1 / x` rounded once to f32 (correctly
+ * rounded). The GPU's approximate reciprocal has a maximum error of about
+ * 1 ulp, so results may differ from this by an ulp.
+ *
+ * @param x An f32 value.
+ * @returns An f32 value.
+ * @example
+ * ```ts
+ * import { rcpApprox } from "./numerics.ts";
+ * console.assert(rcpApprox(4) === 0.25 && rcpApprox(0) === Infinity);
+ * ```
+ */
+export function rcpApprox(x: number): number {
+  return Math.fround(1 / x);
+}
+
+/**
+ * The simulator's `tanh.approx.f32`: `Math.tanh` in f64 rounded once to f32.
+ * The GPU's approximate tanh has a maximum relative error of about 2^-11
+ * (PTX ISA, `tanh`), i.e. it may differ from this by many f32 ulp, so
+ * compare results that use it with a tolerance of that size.
+ *
+ * @param x An f32 value.
+ * @returns An f32 value.
+ * @example
+ * ```ts
+ * import { tanhApprox } from "./numerics.ts";
+ * console.assert(tanhApprox(0) === 0 && tanhApprox(Infinity) === 1);
+ * ```
+ */
+export function tanhApprox(x: number): number {
+  return Math.fround(Math.tanh(x));
+}

@@ -1,0 +1,878 @@
+/**
+ * The PTX printer: kernel IR (ir/kernel.ts) to one PTX module for `sm_80` or
+ * `sm_86`. It adds no semantics of its own (DESIGN.md §1): every instruction
+ * it prints is the meaning of one kernel-IR operation, as written in the
+ * tables below (operation → PTX template), and the simulator executes the
+ * very same operations.
+ *
+ * What the printer adds beyond the operations, all of it plumbing:
+ * - the module header, the shared-memory symbol and the entry signatures;
+ * - register declarations (`.reg .TYPE %prefix<N>;`, names as
+ *   {@link regName} gives them, so that the PTX and the kernel-IR text agree);
+ * - branches and labels for `for` and `if`, with one scratch predicate
+ *   `%tp0` for loop tests (declared only where a loop exists);
+ * - for `cvt` from f16/bf16 of an immediate, a `mov.b16` of the bits into a
+ *   scratch `%th0` first, as ptxas takes no immediate source there.
+ *
+ * Malformed IR (an operation/type pair PTX has no instruction for, a vector
+ * width PTX lacks, a fragment of the wrong size) throws a {@link PtxError};
+ * the printer never guesses.
+ *
+ * @module
+ */
+
+import type {
+  BinOp,
+  CvtKind,
+  Guard,
+  Kernel,
+  KernelParam,
+  MemWidth,
+  Op,
+  Operand,
+  Reg,
+  RegType,
+  SpecialReg,
+  UnOp,
+} from "../../ir/kernel.ts";
+import { opRegs } from "../../ir/kernel.ts";
+import { regName } from "../../ir/print_kernel.ts";
+import { MMA_SHAPES, type MmaShape } from "../../ir/mma_table.ts";
+import { type Target, unreachable } from "../../ir/gemm.ts";
+
+/** The PTX ISA version printed in the header: accepted by the ptxas of CUDA 12.0 and later. */
+export const PTX_VERSION = "8.0";
+
+/** The symbol of the dynamic shared-memory buffer (`smembase` takes its address). */
+export const SMEM_SYMBOL = "gemmc_smem";
+
+/** The scratch predicate the printer uses for loop tests (not an IR register). */
+export const LOOP_PRED = "%tp0";
+
+/** The scratch b16 register through which the printer passes an immediate to a
+ * conversion from f16/bf16: ptxas accepts no immediate there (not an IR register). */
+export const HALF_TMP = "%th0";
+
+/** A kernel IR that the printer cannot render (an IR bug, never a user error). */
+export class PtxError extends Error {
+  /**
+   * @param message What is wrong, naming the kernel and the operation.
+   */
+  constructor(message: string) {
+    super(message);
+    this.name = "PtxError";
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tables: the whole mapping from kernel-IR operations to PTX
+// ---------------------------------------------------------------------------------------------
+
+/** How an immediate operand is written in a given position: its PTX type. */
+export type ImmType = "pred" | "u8" | "b16" | "u32" | "s32" | "b32" | "u64" | "f32" | "f64";
+
+/** PTX type of the `.reg` declaration of each register type. */
+export const REG_PTX: Readonly<Record<RegType, string>> = Object.freeze({
+  pred: "pred",
+  b16: "b16",
+  b32: "b32",
+  u32: "u32",
+  s32: "s32",
+  f32: "f32",
+  u64: "u64",
+  f64: "f64",
+});
+
+/** Size of each register type in bits (pred counts as 1). */
+const REG_BITS: Readonly<Record<RegType, number>> = Object.freeze({
+  pred: 1,
+  b16: 16,
+  b32: 32,
+  u32: 32,
+  s32: 32,
+  f32: 32,
+  u64: 64,
+  f64: 64,
+});
+
+/** Special registers: `mov.u32 %r, %SREG`. */
+export const SREG_PTX: Readonly<Record<SpecialReg, string>> = Object.freeze({
+  "tid.x": "%tid.x",
+  "ctaid.x": "%ctaid.x",
+  "ctaid.y": "%ctaid.y",
+  "ctaid.z": "%ctaid.z",
+  "nctaid.x": "%nctaid.x",
+  "nctaid.y": "%nctaid.y",
+  "nctaid.z": "%nctaid.z",
+  "laneid": "%laneid",
+});
+
+type BinType = BinOp["type"];
+
+/**
+ * {@link BinOp} mnemonics by function and type; a missing entry has no PTX
+ * instruction (and is an IR error). Floats carry `.rn` explicitly: it is the
+ * IR's rounding, and an explicit rounding mode also forbids ptxas from
+ * contracting a `mul` and an `add` into an `fma` (which would round once
+ * where the simulator rounds twice). Shifts take their amount as `u32`.
+ */
+export const BIN_PTX: Readonly<Record<BinOp["fn"], Readonly<Partial<Record<BinType, string>>>>> =
+  Object.freeze({
+    add: { u32: "add.u32", s32: "add.s32", u64: "add.u64", f32: "add.rn.f32", f64: "add.rn.f64" },
+    sub: { u32: "sub.u32", s32: "sub.s32", u64: "sub.u64", f32: "sub.rn.f32", f64: "sub.rn.f64" },
+    mul: {
+      u32: "mul.lo.u32",
+      s32: "mul.lo.s32",
+      u64: "mul.lo.u64",
+      f32: "mul.rn.f32",
+      f64: "mul.rn.f64",
+    },
+    // Integer division truncates; float division is IEEE (`.rn`), both as the IR says.
+    div: { u32: "div.u32", s32: "div.s32", u64: "div.u64", f32: "div.rn.f32", f64: "div.rn.f64" },
+    rem: { u32: "rem.u32", s32: "rem.s32", u64: "rem.u64" },
+    // PTX min/max on floats return the number when the other operand is NaN.
+    min: { u32: "min.u32", s32: "min.s32", u64: "min.u64", f32: "min.f32", f64: "min.f64" },
+    max: { u32: "max.u32", s32: "max.s32", u64: "max.u64", f32: "max.f32", f64: "max.f64" },
+    shl: { u32: "shl.b32", s32: "shl.b32", b32: "shl.b32", u64: "shl.b64" },
+    // Logical for u32/u64/b32, arithmetic for s32.
+    shr: { u32: "shr.u32", s32: "shr.s32", b32: "shr.b32", u64: "shr.u64" },
+    and: { u32: "and.b32", s32: "and.b32", b32: "and.b32", u64: "and.b64", pred: "and.pred" },
+    or: { u32: "or.b32", s32: "or.b32", b32: "or.b32", u64: "or.b64", pred: "or.pred" },
+    xor: { u32: "xor.b32", s32: "xor.b32", b32: "xor.b32", u64: "xor.b64", pred: "xor.pred" },
+  });
+
+/** `mad` mnemonics: `mad.lo` (wrapping) for integers, `fma.rn` (one rounding) for floats. */
+export const MAD_PTX: Readonly<Record<"u32" | "s32" | "u64" | "f32" | "f64", string>> = Object
+  .freeze({
+    u32: "mad.lo.u32",
+    s32: "mad.lo.s32",
+    u64: "mad.lo.u64",
+    f32: "fma.rn.f32",
+    f64: "fma.rn.f64",
+  });
+
+/**
+ * {@link UnOp} mnemonics by function and type. `ex2`, `rcp` and `tanh` are
+ * the approximate PTX instructions the IR names (`.approx.f32`, without
+ * `.ftz`: subnormals are kept); `neg` of a u32 is the two's complement
+ * (`neg.s32`, the same bits).
+ */
+export const UN_PTX: Readonly<Record<UnOp["fn"], Readonly<Partial<Record<UnOp["type"], string>>>>> =
+  Object.freeze({
+    neg: { s32: "neg.s32", u32: "neg.s32", f32: "neg.f32", f64: "neg.f64" },
+    abs: { s32: "abs.s32", f32: "abs.f32", f64: "abs.f64" },
+    not: { b32: "not.b32", u32: "not.b32", s32: "not.b32", pred: "not.pred" },
+    ex2: { f32: "ex2.approx.f32" },
+    rcp: { f32: "rcp.approx.f32" },
+    tanh: { f32: "tanh.approx.f32" },
+    popc: { b32: "popc.b32", u32: "popc.b32" },
+  });
+
+/** One conversion: a template over `$d` (destination) and `$a` (source), the
+ * PTX type an immediate source is written in, and the sizes of both sides. */
+export interface CvtRule {
+  readonly tpl: string;
+  readonly src: ImmType;
+  readonly srcBits: number;
+  readonly dstBits: number;
+  /** An immediate source goes through {@link HALF_TMP} (ptxas rejects `cvt.f32.f16 %f, 15360`
+   * with "Arguments mismatch", whatever the literal's form). */
+  readonly immViaHalf: boolean;
+}
+
+function cvtRule(tpl: string, src: ImmType, srcBits: number, dstBits: number): CvtRule {
+  return Object.freeze({ tpl, src, srcBits, dstBits, immViaHalf: srcBits === 16 });
+}
+
+/**
+ * Every {@link CvtKind} as exactly one PTX instruction (the IR's list, in order):
+ * - `f32.f16`, `f32.bf16`, `f64.f32`: exact widenings; PTX forbids a rounding
+ *   modifier on them. `cvt.f32.bf16` needs PTX 7.1 and sm_80 (the `.ftz`
+ *   form would need sm_90; it is not used).
+ * - `f16.f32`, `bf16.f32`, `f32.f64`: round to nearest even (`.rn`).
+ * - `tf32.f32`: round to nearest, ties away (`cvt.rna.tf32.f32`, sm_80, into a `.b32`).
+ * - `f32.s32`, `f64.s32`: `.rn` (PTX requires a rounding mode on int → float;
+ *   s32 → f64 is exact anyway).
+ * - `s32.f32`, `s32.f64`: `.rni` (nearest even) with `.sat` (PTX clamps and
+ *   sends NaN to 0).
+ * - `s8.s32`, `u8.s32`: `cvt.sat.{s8,u8}.s32` into a 32-bit register (PTX
+ *   sign-/zero-extends the 8-bit result; the IR reads only the low 8 bits).
+ * - `u64.u32`: zero extension.
+ * - The six bit moves: `mov.b32`.
+ */
+export const CVT_PTX: Readonly<Record<CvtKind, CvtRule>> = Object.freeze({
+  "f32.f16": cvtRule("cvt.f32.f16 $d, $a", "b16", 16, 32),
+  "f32.bf16": cvtRule("cvt.f32.bf16 $d, $a", "b16", 16, 32),
+  "f16.f32": cvtRule("cvt.rn.f16.f32 $d, $a", "f32", 32, 16),
+  "bf16.f32": cvtRule("cvt.rn.bf16.f32 $d, $a", "f32", 32, 16),
+  "tf32.f32": cvtRule("cvt.rna.tf32.f32 $d, $a", "f32", 32, 32),
+  "f64.f32": cvtRule("cvt.f64.f32 $d, $a", "f32", 32, 64),
+  "f32.f64": cvtRule("cvt.rn.f32.f64 $d, $a", "f64", 64, 32),
+  "f32.s32": cvtRule("cvt.rn.f32.s32 $d, $a", "s32", 32, 32),
+  "f64.s32": cvtRule("cvt.rn.f64.s32 $d, $a", "s32", 32, 64),
+  "s32.f32": cvtRule("cvt.rni.sat.s32.f32 $d, $a", "f32", 32, 32),
+  "s32.f64": cvtRule("cvt.rni.sat.s32.f64 $d, $a", "f64", 64, 32),
+  "s8.s32": cvtRule("cvt.sat.s8.s32 $d, $a", "s32", 32, 32),
+  "u8.s32": cvtRule("cvt.sat.u8.s32 $d, $a", "s32", 32, 32),
+  "u64.u32": cvtRule("cvt.u64.u32 $d, $a", "u32", 32, 64),
+  "b32.f32": cvtRule("mov.b32 $d, $a", "f32", 32, 32),
+  "f32.b32": cvtRule("mov.b32 $d, $a", "b32", 32, 32),
+  "b32.u32": cvtRule("mov.b32 $d, $a", "u32", 32, 32),
+  "u32.b32": cvtRule("mov.b32 $d, $a", "b32", 32, 32),
+  "s32.b32": cvtRule("mov.b32 $d, $a", "b32", 32, 32),
+  "b32.s32": cvtRule("mov.b32 $d, $a", "s32", 32, 32),
+});
+
+/** One memory width: the PTX type suffix, the register size it moves, how an
+ * immediate store operand is written, and the vector lengths PTX allows on sm_80
+ * (at most 128 bits: no `.v4.b64`). */
+export interface MemRule {
+  readonly ptx: string;
+  readonly regBits: number;
+  readonly imm: ImmType;
+  readonly vec: readonly number[];
+}
+
+/** {@link MemWidth} to PTX: `b8` is `.u8` (loads zero-extend into a 32-bit register). */
+export const MEM_PTX: Readonly<Record<MemWidth, MemRule>> = Object.freeze({
+  b8: Object.freeze({ ptx: "u8", regBits: 32, imm: "u8", vec: Object.freeze([1, 2, 4]) }),
+  b16: Object.freeze({ ptx: "b16", regBits: 16, imm: "b16", vec: Object.freeze([1, 2, 4]) }),
+  b32: Object.freeze({ ptx: "b32", regBits: 32, imm: "b32", vec: Object.freeze([1, 2, 4]) }),
+  b64: Object.freeze({ ptx: "b64", regBits: 64, imm: "u64", vec: Object.freeze([1, 2]) }),
+});
+
+const VEC: Readonly<Record<number, string>> = Object.freeze({ 1: "", 2: ".v2", 4: ".v4" });
+
+/** Immediate type of a `mov`/`setp`/... operand of a register type. */
+const IMM_OF_REG: Readonly<Record<RegType, ImmType>> = Object.freeze({
+  pred: "pred",
+  b16: "b16",
+  b32: "b32",
+  u32: "u32",
+  s32: "s32",
+  f32: "f32",
+  u64: "u64",
+  f64: "f64",
+});
+
+/** Templates of the simple (non-structured) operations, over `$name` holes. */
+export const OP_TEMPLATES = Object.freeze({
+  param: "ld.param.$t $d, [$name]",
+  cvta: "cvta.to.global.u64 $d, $d",
+  sreg: "mov.u32 $d, $sreg",
+  mov: "mov.$t $d, $a",
+  smembase: `mov.u32 $d, ${SMEM_SYMBOL}`,
+  bin: "$mn $d, $a, $b",
+  mad: "$mn $d, $a, $b, $c",
+  mulwide: "mul.wide.u32 $d, $a, $b",
+  un: "$mn $d, $a",
+  setp: "setp.$cmp.$t $d, $a, $b",
+  selp: "selp.$t $d, $a, $b, $p",
+  pack: "mov.b32 $d, {$lo, $hi}",
+  unpack: "mov.b32 {$lo, $hi}, $a",
+  cpasync: "cp.async.$cache.shared.global [$dst], [$src], $bytes, $n",
+  commit: "cp.async.commit_group",
+  wait: "cp.async.wait_group $n",
+  bar: "bar.sync 0",
+  ldmatrix: "ldmatrix.sync.aligned.m8n8.x$num$trans.shared.b16 $d, [$addr]",
+  lds: "ld.shared$v.$w $d, [$addr]",
+  sts: "st.shared$v.$w [$addr], $a",
+  ldg: "ld.global$v.$w $d, [$addr]",
+  stg: "st.global$v.$w [$addr], $a",
+  mma: "$mn $d, $a, $b, $c",
+  comment: "// $text",
+  // Structured control flow.
+  forInit: "mov.u32 $iv, $from",
+  forEnter: `setp.ge.u32 ${LOOP_PRED}, $iv, $to`,
+  forSkip: `@${LOOP_PRED} bra.uni $label`,
+  forStep: "add.u32 $iv, $iv, $step",
+  forTest: `setp.lt.u32 ${LOOP_PRED}, $iv, $to`,
+  forBack: `@${LOOP_PRED} bra.uni $label`,
+  branch: "bra$uni $label",
+  branchIf: "@$not$p bra$uni $label",
+  ret: "ret",
+});
+
+const MMA_BY_NAME: ReadonlyMap<string, MmaShape> = new Map(MMA_SHAPES.map((s) => [s.name, s]));
+
+// ---------------------------------------------------------------------------------------------
+// Operands
+// ---------------------------------------------------------------------------------------------
+
+function fill(tpl: string, holes: Readonly<Record<string, string>>): string {
+  return tpl.replace(/\$(\w+)/g, (_, k: string) => {
+    const v = holes[k];
+    if (v === undefined) throw new Error(`PTX template "${tpl}": no value for "$${k}"`);
+    return v;
+  });
+}
+
+const F32 = new DataView(new ArrayBuffer(8));
+
+function hex(n: bigint | number, digits: number): string {
+  return n.toString(16).toUpperCase().padStart(digits, "0");
+}
+
+/** Ranges of integer immediates by type: [min, max] accepted, and whether the
+ * value is printed signed. Negative values in unsigned types are printed as
+ * their two's complement, so the bits are exactly the IR's. */
+const INT_IMM: Readonly<Partial<Record<ImmType, { bits: number; signed: boolean }>>> = Object
+  .freeze({
+    u8: { bits: 8, signed: false },
+    b16: { bits: 16, signed: false },
+    u32: { bits: 32, signed: false },
+    b32: { bits: 32, signed: false },
+    s32: { bits: 32, signed: true },
+    u64: { bits: 64, signed: false },
+  });
+
+/**
+ * The PTX text of an immediate: integers in decimal (two's complement for a
+ * negative value in an unsigned or bit type), `f32` as `0fXXXXXXXX` (the value
+ * rounded to f32 with `Math.fround`, nearest even), `f64` as `0dXXXXXXXXXXXXXXXX`
+ * (exact), predicates as 0 or 1.
+ *
+ * @param value The immediate.
+ * @param type The PTX type of the operand position.
+ * @returns The literal.
+ * @example
+ * ```ts
+ * import { immText } from "./print.ts";
+ * console.assert(immText(1, "f32") === "0f3F800000");
+ * console.assert(immText(-1, "u32") === "4294967295");
+ * ```
+ */
+export function immText(value: number, type: ImmType): string {
+  if (type === "f32") {
+    F32.setFloat32(0, value);
+    return `0f${hex(F32.getUint32(0), 8)}`;
+  }
+  if (type === "f64") {
+    F32.setFloat64(0, value);
+    return `0d${hex(F32.getBigUint64(0), 16)}`;
+  }
+  if (type === "pred") {
+    if (value !== 0 && value !== 1) {
+      throw new PtxError(`Bad predicate immediate: ${value} is not 0 or 1`);
+    }
+    return String(value);
+  }
+  const info = INT_IMM[type]!;
+  if (!Number.isSafeInteger(value)) {
+    throw new PtxError(`Bad ${type} immediate: ${value} is not an exact integer`);
+  }
+  const big = BigInt(value);
+  const span = 1n << BigInt(info.bits);
+  const lo = -(span >> 1n);
+  if (big < lo || big >= span) {
+    throw new PtxError(`Bad ${type} immediate: ${value} does not fit in ${info.bits} bits`);
+  }
+  if (info.signed) return String(big >= span >> 1n ? big - span : big);
+  return String(big < 0n ? big + span : big);
+}
+
+function opd(o: Operand, type: ImmType): string {
+  return o.kind === "reg" ? regName(o) : immText(o.value, type);
+}
+
+function vec(xs: readonly string[]): string {
+  return xs.length === 1 ? xs[0]! : `{${xs.join(", ")}}`;
+}
+
+function addr(r: Reg, offset: number): string {
+  if (!Number.isSafeInteger(offset)) throw new PtxError(`Bad address offset ${offset}`);
+  return offset === 0 ? regName(r) : `${regName(r)}+${offset}`;
+}
+
+function guardText(g: Guard | undefined): string {
+  return g === undefined ? "" : `@${g.negate ? "!" : ""}${regName(g.pred)} `;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rendering the simple operations
+// ---------------------------------------------------------------------------------------------
+
+interface Ctx {
+  readonly kernel: Kernel;
+  readonly params: ReadonlyMap<string, KernelParam>;
+  readonly lines: string[];
+  labels: number;
+  loops: number;
+  halfTmp: boolean;
+  divergent: boolean;
+}
+
+type Simple = Exclude<Op, { op: "for" | "if" }>;
+type Renderers = { readonly [K in Simple["op"]]: (o: Extract<Op, { op: K }>, cx: Ctx) => string[] };
+
+function checkBits(what: string, r: Operand, bits: number): void {
+  if (r.kind === "reg" && REG_BITS[r.type] !== bits) {
+    throw new PtxError(`${what}: register ${regName(r)} (${r.type}) is not ${bits}-bit`);
+  }
+}
+
+function memOperands(
+  what: string,
+  width: MemWidth,
+  regs: readonly Operand[],
+): { v: string; w: string; list: string } {
+  const rule = MEM_PTX[width];
+  if (!rule.vec.includes(regs.length)) {
+    throw new PtxError(`${what}.${width}: ${regs.length} registers (PTX allows ${rule.vec})`);
+  }
+  regs.forEach((r) => checkBits(`${what}.${width}`, r, rule.regBits));
+  return { v: VEC[regs.length]!, w: rule.ptx, list: vec(regs.map((r) => opd(r, rule.imm))) };
+}
+
+function table<T>(what: string, entry: T | undefined): T {
+  if (entry === undefined) throw new PtxError(`No PTX instruction for ${what}`);
+  return entry;
+}
+
+const RENDER: Renderers = {
+  param(o, cx) {
+    const p = cx.params.get(o.name);
+    if (p === undefined) {
+      throw new PtxError(`Unknown parameter "${o.name}" in kernel "${cx.kernel.name}"`);
+    }
+    const d = regName(o.dst);
+    const ld = fill(OP_TEMPLATES.param, { t: p.ptx, d, name: paramSymbol(p) });
+    if (p.kind !== "tensor") return [ld];
+    if (o.dst.type !== "u64") {
+      throw new PtxError(`Tensor parameter "${p.name}" loaded into ${o.dst.type} register ${d}`);
+    }
+    return [ld, fill(OP_TEMPLATES.cvta, { d })];
+  },
+  sreg: (o) => [fill(OP_TEMPLATES.sreg, { d: regName(o.dst), sreg: SREG_PTX[o.sreg] })],
+  mov(o) {
+    // A register source of another type of the same size moves its bits (`mov.bN`).
+    const t = o.src.kind === "reg" && o.src.type !== o.dst.type && o.dst.type !== "pred"
+      ? `b${REG_BITS[o.dst.type]}`
+      : REG_PTX[o.dst.type];
+    checkBits("mov", o.src, REG_BITS[o.dst.type]);
+    return [
+      fill(OP_TEMPLATES.mov, { t, d: regName(o.dst), a: opd(o.src, IMM_OF_REG[o.dst.type]) }),
+    ];
+  },
+  smembase: (o) => [fill(OP_TEMPLATES.smembase, { d: regName(o.dst) })],
+  bin(o) {
+    const mn = table(`bin ${o.fn}.${o.type}`, BIN_PTX[o.fn][o.type]);
+    const bType = o.fn === "shl" || o.fn === "shr" ? "u32" : o.type;
+    return [
+      fill(OP_TEMPLATES.bin, {
+        mn,
+        d: regName(o.dst),
+        a: opd(o.a, o.type),
+        b: opd(o.b, bType),
+      }),
+    ];
+  },
+  mad: (o) => [
+    fill(OP_TEMPLATES.mad, {
+      mn: MAD_PTX[o.type],
+      d: regName(o.dst),
+      a: opd(o.a, o.type),
+      b: opd(o.b, o.type),
+      c: opd(o.c, o.type),
+    }),
+  ],
+  mulwide: (o) => [
+    fill(OP_TEMPLATES.mulwide, { d: regName(o.dst), a: opd(o.a, "u32"), b: opd(o.b, "u32") }),
+  ],
+  un(o) {
+    const mn = table(`un ${o.fn}.${o.type}`, UN_PTX[o.fn][o.type]);
+    return [fill(OP_TEMPLATES.un, { mn, d: regName(o.dst), a: opd(o.src, o.type) })];
+  },
+  setp: (o) => [
+    fill(OP_TEMPLATES.setp, {
+      cmp: o.cmp,
+      t: o.type,
+      d: regName(o.dst),
+      a: opd(o.a, o.type),
+      b: opd(o.b, o.type),
+    }),
+  ],
+  selp: (o) => [
+    fill(OP_TEMPLATES.selp, {
+      t: o.type,
+      d: regName(o.dst),
+      a: opd(o.a, o.type),
+      b: opd(o.b, o.type),
+      p: regName(o.p),
+    }),
+  ],
+  cvt(o, cx) {
+    const rule = CVT_PTX[o.kind];
+    checkBits(`cvt.${o.kind} source`, o.src, rule.srcBits);
+    checkBits(`cvt.${o.kind} destination`, o.dst, rule.dstBits);
+    if (o.src.kind === "imm" && rule.immViaHalf) {
+      cx.halfTmp = true;
+      return [
+        fill(OP_TEMPLATES.mov, { t: "b16", d: HALF_TMP, a: immText(o.src.value, "b16") }),
+        fill(rule.tpl, { d: regName(o.dst), a: HALF_TMP }),
+      ];
+    }
+    return [fill(rule.tpl, { d: regName(o.dst), a: opd(o.src, rule.src) })];
+  },
+  pack(o) {
+    checkBits("pack", o.dst, 32);
+    checkBits("pack", o.lo, 16);
+    checkBits("pack", o.hi, 16);
+    return [fill(OP_TEMPLATES.pack, { d: regName(o.dst), lo: regName(o.lo), hi: regName(o.hi) })];
+  },
+  unpack(o) {
+    checkBits("unpack", o.src, 32);
+    checkBits("unpack", o.lo, 16);
+    checkBits("unpack", o.hi, 16);
+    return [
+      fill(OP_TEMPLATES.unpack, { lo: regName(o.lo), hi: regName(o.hi), a: regName(o.src) }),
+    ];
+  },
+  cpasync(o) {
+    if (o.cache === "cg" && o.bytes !== 16) {
+      throw new PtxError(`cp.async.cg copies 16 bytes, not ${o.bytes}`);
+    }
+    checkBits("cp.async destination", o.dst, 32);
+    checkBits("cp.async source", o.src, 64);
+    return [
+      fill(OP_TEMPLATES.cpasync, {
+        cache: o.cache,
+        dst: addr(o.dst, o.dstOffset),
+        src: regName(o.src),
+        bytes: String(o.bytes),
+        n: opd(o.srcBytes, "u32"),
+      }),
+    ];
+  },
+  commit: () => [OP_TEMPLATES.commit],
+  wait(o) {
+    if (!Number.isInteger(o.n) || o.n < 0 || o.n > 7) {
+      throw new PtxError(`cp.async.wait_group ${o.n}: the count must be 0..7`);
+    }
+    return [fill(OP_TEMPLATES.wait, { n: String(o.n) })];
+  },
+  bar(_o, cx) {
+    if (cx.divergent) {
+      throw new PtxError(`bar.sync inside a non-uniform if in kernel "${cx.kernel.name}"`);
+    }
+    return [OP_TEMPLATES.bar];
+  },
+  ldmatrix(o) {
+    if (o.dst.length !== o.num) {
+      throw new PtxError(`ldmatrix.x${o.num} with ${o.dst.length} destination registers`);
+    }
+    o.dst.forEach((r) => checkBits("ldmatrix", r, 32));
+    checkBits("ldmatrix address", o.addr, 32);
+    return [
+      fill(OP_TEMPLATES.ldmatrix, {
+        num: String(o.num),
+        trans: o.trans ? ".trans" : "",
+        d: `{${o.dst.map(regName).join(", ")}}`,
+        addr: addr(o.addr, o.offset),
+      }),
+    ];
+  },
+  lds(o) {
+    checkBits("ld.shared address", o.addr, 32);
+    const m = memOperands("ld.shared", o.width, o.dst);
+    return [fill(OP_TEMPLATES.lds, { v: m.v, w: m.w, d: m.list, addr: addr(o.addr, o.offset) })];
+  },
+  sts(o) {
+    checkBits("st.shared address", o.addr, 32);
+    const m = memOperands("st.shared", o.width, o.src);
+    return [fill(OP_TEMPLATES.sts, { v: m.v, w: m.w, a: m.list, addr: addr(o.addr, o.offset) })];
+  },
+  ldg(o) {
+    checkBits("ld.global address", o.addr, 64);
+    const m = memOperands("ld.global", o.width, o.dst);
+    return [fill(OP_TEMPLATES.ldg, { v: m.v, w: m.w, d: m.list, addr: addr(o.addr, o.offset) })];
+  },
+  stg(o) {
+    checkBits("st.global address", o.addr, 64);
+    const m = memOperands("st.global", o.width, o.src);
+    return [fill(OP_TEMPLATES.stg, { v: m.v, w: m.w, a: m.list, addr: addr(o.addr, o.offset) })];
+  },
+  mma(o) {
+    const row = MMA_BY_NAME.get(o.shape);
+    if (row === undefined) throw new PtxError(`Unknown mma shape "${o.shape}"`);
+    const frag = (what: string, rs: readonly Reg[], regs: number, bits: number): string => {
+      if (rs.length !== regs) {
+        throw new PtxError(`mma ${row.name}: ${what} has ${rs.length} registers, not ${regs}`);
+      }
+      rs.forEach((r) => checkBits(`mma ${row.name} ${what}`, r, bits));
+      return `{${rs.map(regName).join(", ")}}`;
+    };
+    return [
+      fill(OP_TEMPLATES.mma, {
+        mn: row.ptx,
+        d: frag("d", o.d, row.c.regs, row.c.regBits),
+        a: frag("a", o.a, row.a.regs, row.a.regBits),
+        b: frag("b", o.b, row.b.regs, row.b.regBits),
+        c: frag("c", o.c, row.c.regs, row.c.regBits),
+      }),
+    ];
+  },
+  comment: (o) => [fill(OP_TEMPLATES.comment, { text: o.text.replace(/[\r\n]+/g, " ") })],
+};
+
+// ---------------------------------------------------------------------------------------------
+// Bodies and structured control flow
+// ---------------------------------------------------------------------------------------------
+
+function emitBody(body: readonly Op[], cx: Ctx, indent: string): void {
+  const put = (s: string) => cx.lines.push(`${indent}${s};`);
+  const label = (n: number) => cx.lines.push(`$L_${n}:`);
+  for (const o of body) {
+    switch (o.op) {
+      case "for": {
+        if (!Number.isSafeInteger(o.step) || o.step <= 0) {
+          throw new PtxError(`for ${regName(o.iv)}: step ${o.step} is not a positive integer`);
+        }
+        cx.loops++;
+        const top = cx.labels++;
+        const end = cx.labels++;
+        const iv = regName(o.iv);
+        const to = opd(o.to, "u32");
+        cx.lines.push(
+          `${indent}// for ${iv} = ${opd(o.from, "u32")} to ${to} step ${o.step}`,
+        );
+        put(fill(OP_TEMPLATES.forInit, { iv, from: opd(o.from, "u32") }));
+        // A zero trip count skips the body; known-nonzero constant bounds need no test.
+        const known = o.from.kind === "imm" && o.to.kind === "imm";
+        if (!known) {
+          put(fill(OP_TEMPLATES.forEnter, { iv, to }));
+          put(fill(OP_TEMPLATES.forSkip, { label: `$L_${end}` }));
+        } else if (o.from.value >= o.to.value) {
+          put(fill(OP_TEMPLATES.branch, { uni: ".uni", label: `$L_${end}` }));
+        }
+        label(top);
+        emitBody(o.body, cx, indent + "  ");
+        put(fill(OP_TEMPLATES.forStep, { iv, step: immText(o.step, "u32") }));
+        put(fill(OP_TEMPLATES.forTest, { iv, to }));
+        put(fill(OP_TEMPLATES.forBack, { label: `$L_${top}` }));
+        label(end);
+        break;
+      }
+      case "if": {
+        const other = cx.labels++;
+        const end = o.otherwise.length > 0 ? cx.labels++ : other;
+        const uni = o.uniform ? ".uni" : "";
+        const cond = `${o.negate ? "!" : ""}${regName(o.cond)}`;
+        cx.lines.push(`${indent}// if${o.uniform ? ".uniform" : ""} ${cond}`);
+        // Branch around the then-part when the condition fails.
+        put(
+          fill(OP_TEMPLATES.branchIf, {
+            not: o.negate ? "" : "!",
+            p: regName(o.cond),
+            uni,
+            label: `$L_${other}`,
+          }),
+        );
+        const outer = cx.divergent;
+        cx.divergent = outer || !o.uniform;
+        emitBody(o.then, cx, indent + "  ");
+        if (o.otherwise.length > 0) {
+          put(fill(OP_TEMPLATES.branch, { uni, label: `$L_${end}` }));
+          label(other);
+          cx.lines.push(`${indent}// else`);
+          emitBody(o.otherwise, cx, indent + "  ");
+        }
+        cx.divergent = outer;
+        label(end);
+        break;
+      }
+      case "comment":
+        cx.lines.push(indent + RENDER.comment(o, cx)[0]!);
+        break;
+      default: {
+        const g = "guard" in o ? guardText(o.guard) : "";
+        const lines = (RENDER[o.op] as (o: Op, cx: Ctx) => string[])(o, cx);
+        for (const l of lines) put(g + l);
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Entries and the module
+// ---------------------------------------------------------------------------------------------
+
+const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** The PTX name of a kernel parameter (`param_NAME`: no clash with PTX keywords). */
+function paramSymbol(p: KernelParam): string {
+  return `param_${p.name}`;
+}
+
+const PARAM_PTX: Readonly<Record<KernelParam["kind"], readonly KernelParam["ptx"][]>> = Object
+  .freeze({
+    tensor: ["u64"],
+    dim: ["u32"],
+    scalar: ["u32", "s32", "f32", "f64", "u64"],
+  });
+
+function regPrefix(r: Reg): string {
+  return regName(r).slice(1).replace(/\d+$/, "");
+}
+
+/** `.reg` declarations for every register the kernel lists or uses, by prefix. */
+function regDecls(k: Kernel): string[] {
+  const byId = new Map<number, Reg>();
+  const note = (r: Reg) => {
+    if (!Number.isSafeInteger(r.id) || r.id < 0) {
+      throw new PtxError(`Bad register id ${r.id} in kernel "${k.name}"`);
+    }
+    const seen = byId.get(r.id);
+    if (seen !== undefined && seen.type !== r.type) {
+      throw new PtxError(
+        `Register id ${r.id} is both ${seen.type} and ${r.type} in kernel "${k.name}"`,
+      );
+    }
+    byId.set(r.id, r);
+  };
+  k.regs.forEach(note);
+  const walk = (body: readonly Op[]): void => {
+    for (const o of body) {
+      const { reads, writes } = opRegs(o);
+      reads.forEach(note);
+      writes.forEach(note);
+      if (o.op === "for") walk(o.body);
+      else if (o.op === "if") {
+        walk(o.then);
+        walk(o.otherwise);
+      }
+    }
+  };
+  walk(k.body);
+  const max = new Map<RegType, number>();
+  for (const r of byId.values()) max.set(r.type, Math.max(max.get(r.type) ?? -1, r.id));
+  const out: string[] = [];
+  for (const t of Object.keys(REG_PTX) as RegType[]) {
+    const m = max.get(t);
+    if (m === undefined) continue;
+    const prefix = regPrefix({ kind: "reg", id: 0, type: t });
+    out.push(`.reg .${REG_PTX[t]} %${prefix}<${m + 1}>;`);
+  }
+  return out;
+}
+
+function printEntry(k: Kernel): string[] {
+  if (!IDENT.test(k.name)) throw new PtxError(`Kernel name "${k.name}" is not a PTX identifier`);
+  if (!Number.isInteger(k.threads) || k.threads < 1 || k.threads > 1024) {
+    throw new PtxError(`Kernel "${k.name}": ${k.threads} threads per block is not 1..1024`);
+  }
+  const params = new Map<string, KernelParam>();
+  for (const p of k.params) {
+    if (!IDENT.test(p.name)) {
+      throw new PtxError(`Parameter "${p.name}" of kernel "${k.name}" is not a PTX identifier`);
+    }
+    if (params.has(p.name)) {
+      throw new PtxError(`Duplicate parameter "${p.name}" in kernel "${k.name}"`);
+    }
+    if (!PARAM_PTX[p.kind].includes(p.ptx)) {
+      throw new PtxError(`Parameter "${p.name}": a ${p.kind} is not passed as .${p.ptx}`);
+    }
+    params.set(p.name, p);
+  }
+  const cx: Ctx = {
+    kernel: k,
+    params,
+    lines: [],
+    labels: 0,
+    loops: 0,
+    halfTmp: false,
+    divergent: false,
+  };
+  emitBody(k.body, cx, "  ");
+  const decls = regDecls(k);
+  if (cx.loops > 0) decls.push(`.reg .pred %tp<1>; // scratch: loop tests`);
+  if (cx.halfTmp) decls.push(`.reg .b16 %th<1>; // scratch: f16/bf16 immediates`);
+  const sig = k.params.map((p, i) =>
+    `  .param .${p.ptx} ${paramSymbol(p)}${i + 1 < k.params.length ? "," : ""}`
+  );
+  return [
+    `// ${k.name}: ${k.threads} threads, ${k.dynamicSmemBytes} bytes of dynamic shared memory`,
+    `.visible .entry ${k.name}(`,
+    ...sig,
+    ")",
+    `.maxntid ${k.threads}, 1, 1`,
+    "{",
+    ...decls.map((d) => `  ${d}`),
+    "",
+    ...cx.lines,
+    `  ${OP_TEMPLATES.ret};`,
+    "}",
+  ];
+}
+
+/**
+ * The PTX target of a gemmc target.
+ *
+ * @param t `sm80` or `sm86`.
+ * @returns `sm_80` or `sm_86`.
+ * @example
+ * ```ts
+ * import { ptxTarget } from "./print.ts";
+ * console.assert(ptxTarget("sm86") === "sm_86");
+ * ```
+ */
+export function ptxTarget(t: Target): "sm_80" | "sm_86" {
+  switch (t) {
+    case "sm80":
+      return "sm_80";
+    case "sm86":
+      return "sm_86";
+    default:
+      return unreachable(t);
+  }
+}
+
+/**
+ * Prints kernels as one PTX module: the header (`.version 8.0`, the kernels'
+ * common `.target`, `.address_size 64`), the dynamic shared-memory symbol
+ * `gemmc_smem`, and one `.visible .entry` per kernel, its parameters in the
+ * kernel's order (named `param_NAME`), `.maxntid THREADS, 1, 1`, its register
+ * declarations and its body.
+ *
+ * @param kernels The kernels; they must share one target and have distinct names.
+ * @returns The PTX text, ending in a newline.
+ * @throws {PtxError} When the kernels are empty, disagree on the target, or an
+ * operation has no PTX form.
+ * @example
+ * ```ts
+ * import { printPtx } from "./print.ts";
+ * const ptx = printPtx([{
+ *   kind: "kernel", name: "nop", target: "sm80", params: [], threads: 32,
+ *   dynamicSmemBytes: 0, regs: [], body: [],
+ *   grid: { tileM: 1, tileN: 1, swizzle: 1, splitK: 1, m: 1, n: 1, batch: null },
+ * }]);
+ * console.assert(ptx.includes(".visible .entry nop("));
+ * ```
+ */
+export function printPtx(kernels: readonly Kernel[]): string {
+  const first = kernels[0];
+  if (first === undefined) throw new PtxError("Cannot print a PTX module without kernels");
+  const names = new Set<string>();
+  for (const k of kernels) {
+    if (k.target !== first.target) {
+      throw new PtxError(
+        `Kernels of one module must share a target: "${first.name}" is ${first.target}, "${k.name}" is ${k.target}`,
+      );
+    }
+    if (names.has(k.name)) throw new PtxError(`Duplicate kernel name "${k.name}"`);
+    names.add(k.name);
+  }
+  const out = [
+    "//",
+    "// Generated by gemmc from the kernel IR.",
+    "//",
+    "",
+    `.version ${PTX_VERSION}`,
+    `.target ${ptxTarget(first.target)}`,
+    ".address_size 64",
+    "",
+    `.extern .shared .align 128 .b8 ${SMEM_SYMBOL}[];`,
+  ];
+  for (const k of kernels) out.push("", ...printEntry(k));
+  return out.join("\n") + "\n";
+}

@@ -1,0 +1,724 @@
+/**
+ * The state of one simulated launch: registers (one typed array of `threads`
+ * lanes per virtual register), global and shared memory, the cp.async
+ * machinery, the hazard tracker and the statistics. The operation closures of
+ * `_ops.ts`, `_alu.ts` and `_mma.ts` read and write it directly.
+ *
+ * @module
+ */
+
+import type { Kernel, Op, Reg, RegType } from "../../ir/kernel.ts";
+import {
+  type BankStats,
+  type BlockCoord,
+  type Hazard,
+  type HazardKind,
+  type SimArg,
+  SimError,
+  type SimErrorWhere,
+  type SimStats,
+} from "./types.ts";
+
+/** An operation with its printed line and position, for messages. */
+export interface OpInfo {
+  readonly index: number;
+  readonly op: Op;
+  /** The kernel-IR line (unindented). */
+  readonly text: string;
+  /** Index path, e.g. `4/else/0`. */
+  readonly path: string;
+  /** 1-based line in `printKernel(kernel)`. */
+  readonly line: number;
+}
+
+/** The lanes a piece of code runs for: `m[t]` is 1 for an active thread. */
+export interface Mask {
+  readonly m: Uint8Array;
+  /** Warps with at least one active lane (for instruction counts). */
+  warps: number;
+  /** The whole block (top level, or under uniform control flow only). */
+  readonly root: boolean;
+}
+
+/** A compiled operation: runs it for all active lanes of the current block. */
+export type Run = () => void;
+
+/** The typed views of one register (those that exist for its type). */
+export interface RegViews {
+  readonly type: RegType;
+  readonly u32?: Uint32Array;
+  readonly s32?: Int32Array;
+  readonly f32?: Float32Array;
+  readonly b16?: Uint16Array;
+  readonly pred?: Uint8Array;
+  readonly u64?: Float64Array;
+  readonly f64?: Float64Array;
+  /** The f64 register as pairs of 32-bit words (for 64-bit memory accesses). */
+  readonly w64?: Uint32Array;
+}
+
+/** A typed array view of registers. */
+export type RegArray = Uint32Array | Int32Array | Float32Array | Uint16Array | Uint8Array | Float64Array;
+
+/** Byte distance between the base addresses of consecutive tensor parameters. */
+export const TENSOR_STRIDE = 2 ** 36;
+
+/** Largest u64 value the simulator represents exactly (u64 registers are JS numbers). */
+export const U64_MAX_EXACT = 2 ** 53 - 1;
+
+function hex(n: number): string {
+  return Number.isFinite(n) && n >= 0 ? `0x${n.toString(16)}` : String(n);
+}
+
+function newBank(): BankStats {
+  return { requests: 0, wavefronts: 0, ideal: 0 };
+}
+
+/** The simulator's state for one launch. */
+export class Machine {
+  readonly kernel: Kernel;
+  /** Threads per block. */
+  readonly T: number;
+  /** Warps per block (the last may be partial). */
+  readonly W: number;
+  readonly infos: OpInfo[];
+  readonly regs: RegViews[];
+  readonly grid: readonly [number, number, number];
+
+  // Global memory: tensor parameter i lives at (i + 1) * TENSOR_STRIDE.
+  readonly gNames: string[] = [];
+  readonly gBytes: Uint8Array[] = [];
+  readonly gView: DataView[] = [];
+  /** Scalar and dim parameters, and tensor base addresses, by name. */
+  readonly paramValues = new Map<string, number>();
+  /** Set by {@link gResolve}: byte offset of the access in its tensor. */
+  gOff = 0;
+
+  // Shared memory.
+  readonly smemSize: number;
+  readonly smem: Uint8Array;
+  readonly smemU16: Uint16Array;
+  readonly smemU32: Uint32Array;
+  readonly smemDV: DataView;
+
+  // The current block.
+  bx = 0;
+  by = 0;
+  bz = 0;
+  readonly rootMask: Mask;
+
+  // Statistics.
+  /** Warp-instructions per operation index. */
+  readonly counts: Float64Array;
+  globalBytesRead = 0;
+  globalBytesWritten = 0;
+  sharedBytesRead = 0;
+  sharedBytesWritten = 0;
+  mmas = 0;
+  readonly banks = { lds: newBank(), sts: newBank(), ldmatrix: newBank(), cpasync: newBank() };
+
+  // cp.async: per-thread group counters and a pool of in-flight copies.
+  /** The group a thread's next copy joins; groups below it are committed. */
+  readonly openGroup: Int32Array;
+  #cpCap = 0;
+  cpThread = new Int32Array(0);
+  cpGroup = new Int32Array(0);
+  cpDst = new Int32Array(0);
+  cpBytes = new Int32Array(0);
+  cpOp = new Int32Array(0);
+  cpData = new Uint8Array(0);
+  #cpFree = new Int32Array(0);
+  #cpFreeN = 0;
+  /** Slots of issued, not yet landed copies, in issue order. */
+  pending = new Int32Array(0);
+  pendingN = 0;
+
+  // Hazards.
+  readonly hazardsOn: boolean;
+  readonly maxHazards: number;
+  readonly hazards: Hazard[] = [];
+  hazardCount = 0;
+  readonly #hazardKeys = new Map<string, Hazard>();
+  /** Outstanding cp.async copies covering each 4-byte word of shared memory. */
+  readonly pendWords: Int32Array;
+  /** The warp that issued the latest outstanding copy of each word. */
+  readonly pendWarp: Int16Array;
+  /** Per byte: the barrier epoch of the last write, and its warp. */
+  readonly wEpoch: Int32Array;
+  readonly wWarp: Int16Array;
+  /** Per byte: the barrier epoch of the reads recorded in {@link rMask}, and the reading warps. */
+  readonly rEpoch: Int32Array;
+  readonly rMask: Int32Array;
+  /** Incremented at every `bar` and every block start. */
+  epoch = 0;
+
+  // Bank-conflict scratch.
+  readonly laneAddr = new Int32Array(32);
+  readonly #bankCnt = new Int32Array(32);
+  readonly #bankWords = new Int32Array(32 * 128);
+
+  /**
+   * @param kernel The kernel.
+   * @param infos Its operations, indexed.
+   * @param grid The launch grid.
+   * @param args The launch arguments.
+   * @param hazards Whether to track hazards.
+   * @param maxHazards How many distinct hazards to record.
+   */
+  constructor(
+    kernel: Kernel,
+    infos: OpInfo[],
+    grid: readonly [number, number, number],
+    args: Readonly<Record<string, SimArg>>,
+    hazards: boolean,
+    maxHazards: number,
+  ) {
+    this.kernel = kernel;
+    this.infos = infos;
+    this.grid = grid;
+    const T = kernel.threads;
+    if (!Number.isInteger(T) || T < 1 || T > 1024) {
+      throw new SimError(`Bad block size: ${T} threads (1 to 1024)`);
+    }
+    this.T = T;
+    this.W = Math.ceil(T / 32);
+    this.regs = kernel.regs.map((r, i) => {
+      if (r.id !== i) throw new SimError(`Register table is not indexed by id: entry ${i} has id ${r.id}`);
+      return makeViews(r.type, T);
+    });
+    this.counts = new Float64Array(infos.length);
+    this.openGroup = new Int32Array(T);
+    const m = new Uint8Array(T).fill(1);
+    this.rootMask = { m, warps: this.W, root: true };
+
+    let tensors = 0;
+    for (const p of kernel.params) {
+      const a = args[p.name];
+      if (a === undefined) throw new SimError(`Missing argument for parameter "${p.name}"`);
+      if (p.kind === "tensor") {
+        if (typeof a === "number") {
+          throw new SimError(`Argument "${p.name}" must be a tensor ({ bytes }), got a number`);
+        }
+        tensors++;
+        this.gNames.push(p.name);
+        this.gBytes.push(a.bytes);
+        this.gView.push(new DataView(a.bytes.buffer, a.bytes.byteOffset, a.bytes.byteLength));
+        this.paramValues.set(p.name, tensors * TENSOR_STRIDE);
+      } else {
+        if (typeof a !== "number") {
+          throw new SimError(`Argument "${p.name}" must be a number (a ${p.kind})`);
+        }
+        let v = a;
+        if (p.ptx === "u32") v = a >>> 0;
+        else if (p.ptx === "s32") v = a | 0;
+        else if (p.ptx === "f32") v = Math.fround(a);
+        if (p.ptx !== "f32" && p.ptx !== "f64" && v !== a) {
+          throw new SimError(`Argument "${p.name}" = ${a} does not fit its type ${p.ptx}`);
+        }
+        this.paramValues.set(p.name, v);
+      }
+    }
+
+    const S = kernel.dynamicSmemBytes;
+    if (!Number.isInteger(S) || S < 0) throw new SimError(`Bad shared-memory size ${S}`);
+    this.smemSize = S;
+    const sbuf = new ArrayBuffer(Math.ceil(S / 4) * 4);
+    this.smem = new Uint8Array(sbuf, 0, S);
+    this.smemU16 = new Uint16Array(sbuf);
+    this.smemU32 = new Uint32Array(sbuf);
+    this.smemDV = new DataView(sbuf);
+
+    this.hazardsOn = hazards;
+    this.maxHazards = maxHazards;
+    const words = hazards ? Math.ceil(S / 4) : 0;
+    const bytes = hazards ? S : 0;
+    this.pendWords = new Int32Array(words);
+    this.pendWarp = new Int16Array(words);
+    this.wEpoch = new Int32Array(bytes).fill(-1);
+    this.wWarp = new Int16Array(bytes);
+    this.rEpoch = new Int32Array(bytes).fill(-1);
+    this.rMask = new Int32Array(bytes);
+    this.#growCp(256);
+  }
+
+  /** The current block's coordinates. */
+  get block(): BlockCoord {
+    return [this.bx, this.by, this.bz];
+  }
+
+  /**
+   * Where operation `idx` is, and (when `t >= 0`) which thread ran it.
+   *
+   * @param idx Operation index.
+   * @param t Thread index in the block, or -1.
+   * @param inBlock Whether a block is running.
+   * @returns The location.
+   */
+  where(idx: number, t: number, inBlock = true): SimErrorWhere {
+    const i = this.infos[idx]!;
+    return {
+      op: i.text,
+      path: i.path,
+      line: i.line,
+      block: inBlock ? this.block : null,
+      warp: t >= 0 ? t >> 5 : null,
+      lane: t >= 0 ? t & 31 : null,
+    };
+  }
+
+  /**
+   * Raises a {@link SimError} at an operation and thread.
+   *
+   * @param idx Operation index.
+   * @param t Thread (or -1 for the whole block).
+   * @param message What went wrong.
+   */
+  fail(idx: number, t: number, message: string): never {
+    throw new SimError(message, this.where(idx, t));
+  }
+
+  /** For generated code: a u64 result outside the exactly representable range. */
+  u64Fail(idx: number, t: number, v: number): never {
+    this.fail(
+      idx,
+      t,
+      `u64 result ${v} is outside the simulator's exact range [0, 2^53) (u64 registers are numbers)`,
+    );
+  }
+
+  /** For generated code: an integer division by zero. */
+  divZero(idx: number, t: number): never {
+    this.fail(idx, t, "Integer division by zero");
+  }
+
+  /**
+   * A register's view as `type`; raises when the register has no such view
+   * (a size mismatch).
+   *
+   * @param r The register.
+   * @param type How the operation reads or writes it.
+   * @param idx The operation, for the message.
+   * @returns The typed array.
+   */
+  view(r: Reg, type: RegType, idx: number): RegArray {
+    const v = this.regs[r.id];
+    if (v === undefined || this.kernel.regs[r.id]?.type !== r.type) {
+      throw new SimError(`Unknown register ${r.id}`, this.where(idx, -1, false));
+    }
+    const key = type === "b32" ? "u32" : type;
+    const a = v[key];
+    if (a === undefined) {
+      throw new SimError(
+        `Register of type ${r.type} cannot be used as ${type}`,
+        this.where(idx, -1, false),
+      );
+    }
+    return a;
+  }
+
+  /** Resets the per-block state and poisons registers and shared memory. */
+  startBlock(x: number, y: number, z: number): void {
+    this.bx = x;
+    this.by = y;
+    this.bz = z;
+    for (const v of this.regs) poison(v);
+    this.smem.fill(0xff); // f16/f32 NaN: an unwritten element shows
+    this.openGroup.fill(0);
+    this.epoch++;
+  }
+
+  /** Reports copies still pending at the end of the block and drops them. */
+  endBlock(): void {
+    if (this.pendingN === 0) return;
+    let uncommitted = 0;
+    const warps = new Set<number>();
+    for (let i = 0; i < this.pendingN; i++) {
+      const s = this.pending[i]!;
+      const t = this.cpThread[s]!;
+      if (this.cpGroup[s]! >= this.openGroup[t]!) uncommitted++;
+      warps.add(t >> 5);
+    }
+    const first = this.pending[0]!;
+    this.report(
+      "unbalanced-cp.async",
+      this.cpOp[first]!,
+      [...warps].sort((a, b) => a - b),
+      this.cpDst[first]!,
+      `${this.pendingN} cp.async copies still pending at the end of the block (${uncommitted} never committed, ${
+        this.pendingN - uncommitted
+      } committed but never waited for)`,
+    );
+    for (let i = 0; i < this.pendingN; i++) this.#freeCp(this.pending[i]!);
+    this.pendingN = 0;
+    this.pendWords.fill(0);
+  }
+
+  // ---------------------------------------------------------------------------
+  // Global memory
+  // ---------------------------------------------------------------------------
+
+  /**
+   * Finds the tensor holding `[addr, addr + size)` and sets {@link gOff}.
+   * Raises for an access outside every tensor or misaligned to `align`.
+   *
+   * @returns The tensor index.
+   */
+  gResolve(idx: number, t: number, addr: number, size: number, align: number, what: string): number {
+    const ti = Math.floor(addr / TENSOR_STRIDE) - 1;
+    if (!(ti >= 0 && ti < this.gBytes.length)) {
+      this.fail(idx, t, `Out-of-bounds ${what}: address ${hex(addr)} is in no tensor`);
+    }
+    const off = addr - (ti + 1) * TENSOR_STRIDE;
+    const len = this.gBytes[ti]!.length;
+    if (off + size > len) {
+      this.fail(
+        idx,
+        t,
+        `Out-of-bounds ${what}: ${size} bytes at offset ${off} of tensor "${
+          this.gNames[ti]
+        }" (${len} bytes)`,
+      );
+    }
+    if (addr % align !== 0) {
+      this.fail(idx, t, `Misaligned ${what}: address ${hex(addr)} is not a multiple of ${align}`);
+    }
+    this.gOff = off;
+    return ti;
+  }
+
+  /**
+   * Checks a shared-memory access `[addr, addr + size)` aligned to `align`.
+   */
+  sCheck(idx: number, t: number, addr: number, size: number, align: number, what: string): void {
+    if (!(addr >= 0 && addr + size <= this.smemSize)) {
+      this.fail(
+        idx,
+        t,
+        `Out-of-bounds ${what}: ${size} bytes at shared address ${hex(addr)} (shared memory has ${this.smemSize} bytes)`,
+      );
+    }
+    if (addr % align !== 0) {
+      this.fail(
+        idx,
+        t,
+        `Misaligned ${what}: shared address ${hex(addr)} is not a multiple of ${align}`,
+      );
+    }
+  }
+
+  // ---------------------------------------------------------------------------
+  // Bank conflicts
+  // ---------------------------------------------------------------------------
+
+  /**
+   * Counts the wavefronts of one warp-level shared access: lanes `0..n-1` of
+   * {@link laneAddr} (-1 for an inactive lane) each access `bytes` bytes. The
+   * warp is served in phases of 128 bytes' worth of lanes (32 lanes for
+   * accesses of 4 bytes or less, 16 for 8 bytes, 8 for 16 bytes); a phase
+   * needs as many wavefronts as the most distinct 4-byte words any one of the
+   * 32 banks holds (lanes sharing a word are served together), and ideally
+   * `ceil(distinct words / 32)`.
+   */
+  countBanks(st: BankStats, n: number, bytes: number): void {
+    const per = bytes >= 16 ? 8 : bytes === 8 ? 16 : 32;
+    const cnt = this.#bankCnt;
+    const words = this.#bankWords;
+    const addr = this.laneAddr;
+    st.requests++;
+    for (let p = 0; p < n; p += per) {
+      cnt.fill(0);
+      let distinct = 0;
+      let worst = 0;
+      const end = Math.min(n, p + per);
+      for (let l = p; l < end; l++) {
+        const a = addr[l]!;
+        if (a < 0) continue;
+        const w1 = (a + bytes - 1) >> 2;
+        for (let w = a >> 2; w <= w1; w++) {
+          const b = w & 31;
+          const c = cnt[b]!;
+          let seen = false;
+          for (let i = 0; i < c; i++) {
+            if (words[b * 128 + i] === w) {
+              seen = true;
+              break;
+            }
+          }
+          if (seen) continue;
+          words[b * 128 + c] = w;
+          cnt[b] = c + 1;
+          distinct++;
+          if (c + 1 > worst) worst = c + 1;
+        }
+      }
+      if (distinct > 0) {
+        st.wavefronts += worst;
+        st.ideal += Math.ceil(distinct / 32);
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------------------
+  // Hazards
+  // ---------------------------------------------------------------------------
+
+  /**
+   * Records a hazard occurrence: the first of each kind and operation is kept
+   * (up to {@link maxHazards}), later ones only counted.
+   */
+  report(
+    kind: HazardKind,
+    idx: number,
+    warps: readonly number[],
+    address: number | null,
+    message: string,
+  ): void {
+    this.hazardCount++;
+    const key = `${kind}:${idx}`;
+    const h = this.#hazardKeys.get(key);
+    if (h !== undefined) {
+      h.count++;
+      return;
+    }
+    if (this.hazards.length >= this.maxHazards) return;
+    const i = this.infos[idx]!;
+    const nh: Hazard = {
+      kind,
+      message,
+      op: i.text,
+      path: i.path,
+      line: i.line,
+      block: this.block,
+      warps,
+      address,
+      count: 1,
+    };
+    this.hazards.push(nh);
+    this.#hazardKeys.set(key, nh);
+  }
+
+  /** Checks and records a read of shared bytes `[addr, addr + len)` by warp `w`. */
+  hzRead(idx: number, w: number, addr: number, len: number): void {
+    const ep = this.epoch;
+    const bit = 1 << w;
+    const wE = this.wEpoch;
+    const wW = this.wWarp;
+    const rE = this.rEpoch;
+    const rM = this.rMask;
+    let raced = false;
+    for (let b = addr; b < addr + len; b++) {
+      if (wE[b] === ep && wW[b] !== w && !raced) {
+        raced = true;
+        this.report("race", idx, [w, wW[b]!], b, `Warp ${w} reads a shared byte that warp ${
+          wW[b]
+        } wrote with no bar in between`);
+      }
+      if (rE[b] !== ep) {
+        rE[b] = ep;
+        rM[b] = bit;
+      } else rM[b]! |= bit;
+    }
+    const pw = this.pendWords;
+    for (let x = addr >> 2; x <= (addr + len - 1) >> 2; x++) {
+      if (pw[x]! > 0) {
+        this.report(
+          "read-before-landed",
+          idx,
+          [w, this.pendWarp[x]!],
+          x * 4 > addr ? x * 4 : addr,
+          `Warp ${w} reads shared memory before the cp.async of warp ${
+            this.pendWarp[x]
+          } that writes it has landed (its group was not waited for)`,
+        );
+        break;
+      }
+    }
+  }
+
+  /**
+   * Checks and records a write of shared bytes `[addr, addr + len)` by warp
+   * `w` (an `sts`, or a cp.async when issued or when landing).
+   *
+   * @param what How the message names the write.
+   * @param pendingCheck Whether to flag bytes an outstanding cp.async also writes.
+   */
+  hzWrite(
+    idx: number,
+    w: number,
+    addr: number,
+    len: number,
+    what: string,
+    pendingCheck: boolean,
+  ): void {
+    if (pendingCheck) {
+      const pw = this.pendWords;
+      for (let x = addr >> 2; x <= (addr + len - 1) >> 2; x++) {
+        if (pw[x]! > 0) {
+          this.report(
+            "write-before-landed",
+            idx,
+            [w, this.pendWarp[x]!],
+            x * 4 > addr ? x * 4 : addr,
+            `${what} of warp ${w} writes shared memory that an outstanding cp.async of warp ${
+              this.pendWarp[x]
+            } also writes`,
+          );
+          break;
+        }
+      }
+    }
+    const ep = this.epoch;
+    const others = ~(1 << w);
+    const wE = this.wEpoch;
+    const wW = this.wWarp;
+    const rE = this.rEpoch;
+    const rM = this.rMask;
+    let raced = false;
+    for (let b = addr; b < addr + len; b++) {
+      if (!raced) {
+        if (wE[b] === ep && wW[b] !== w) {
+          raced = true;
+          this.report("race", idx, [w, wW[b]!], b, `${what} of warp ${w} writes a shared byte that warp ${
+            wW[b]
+          } wrote with no bar in between`);
+        } else if (rE[b] === ep && (rM[b]! & others) !== 0) {
+          raced = true;
+          const o = 31 - Math.clz32(rM[b]! & others);
+          this.report("race", idx, [w, o], b, `${what} of warp ${w} writes a shared byte that warp ${o} read with no bar in between`);
+        }
+      }
+      wE[b] = ep;
+      wW[b] = w;
+    }
+  }
+
+  // ---------------------------------------------------------------------------
+  // cp.async pool
+  // ---------------------------------------------------------------------------
+
+  #growCp(cap: number): void {
+    const old = this.#cpCap;
+    const g32 = (a: Int32Array) => {
+      const n = new Int32Array(cap);
+      n.set(a);
+      return n;
+    };
+    this.cpThread = g32(this.cpThread);
+    this.cpGroup = g32(this.cpGroup);
+    this.cpDst = g32(this.cpDst);
+    this.cpBytes = g32(this.cpBytes);
+    this.cpOp = g32(this.cpOp);
+    const d = new Uint8Array(cap * 16);
+    d.set(this.cpData);
+    this.cpData = d;
+    const f = new Int32Array(cap);
+    f.set(this.#cpFree.subarray(0, this.#cpFreeN));
+    for (let s = cap - 1; s >= old; s--) f[this.#cpFreeN++] = s;
+    this.#cpFree = f;
+    this.pending = g32(this.pending);
+    this.#cpCap = cap;
+  }
+
+  /** A free copy slot, appended to the pending list. */
+  allocCp(): number {
+    if (this.#cpFreeN === 0) this.#growCp(this.#cpCap * 2);
+    const s = this.#cpFree[--this.#cpFreeN]!;
+    this.pending[this.pendingN++] = s;
+    return s;
+  }
+
+  #freeCp(s: number): void {
+    this.#cpFree[this.#cpFreeN++] = s;
+  }
+
+  /**
+   * Lands every pending copy of an active thread whose group is complete after
+   * `wait n` (all but the newest `n` committed groups of that thread).
+   */
+  landCopies(idx: number, m: Uint8Array, n: number): void {
+    let keep = 0;
+    const P = this.pending;
+    for (let i = 0; i < this.pendingN; i++) {
+      const s = P[i]!;
+      const t = this.cpThread[s]!;
+      if (m[t] !== 0 && this.cpGroup[s]! < this.openGroup[t]! - n) this.#land(idx, s);
+      else P[keep++] = s;
+    }
+    this.pendingN = keep;
+  }
+
+  #land(idx: number, s: number): void {
+    const dst = this.cpDst[s]!;
+    const bytes = this.cpBytes[s]!;
+    this.smem.set(this.cpData.subarray(s * 16, s * 16 + bytes), dst);
+    if (this.hazardsOn) {
+      for (let x = dst >> 2; x <= (dst + bytes - 1) >> 2; x++) this.pendWords[x]!--;
+      const w = this.cpThread[s]! >> 5;
+      const what = `cp.async "${this.infos[this.cpOp[s]!]!.text}" landing`;
+      this.hzWrite(idx, w, dst, bytes, what, false);
+    }
+    this.#freeCp(s);
+  }
+
+  // ---------------------------------------------------------------------------
+  // Results
+  // ---------------------------------------------------------------------------
+
+  /** The statistics gathered so far. */
+  stats(): SimStats {
+    const byKind: Record<string, number> = {};
+    let total = 0;
+    for (const i of this.infos) {
+      const c = this.counts[i.index]!;
+      if (c === 0) continue;
+      byKind[i.op.op] = (byKind[i.op.op] ?? 0) + c;
+      total += c;
+    }
+    return {
+      warpInstructions: total,
+      byKind,
+      globalBytesRead: this.globalBytesRead,
+      globalBytesWritten: this.globalBytesWritten,
+      sharedBytesRead: this.sharedBytesRead,
+      sharedBytesWritten: this.sharedBytesWritten,
+      mmas: this.mmas,
+      banks: {
+        lds: { ...this.banks.lds },
+        sts: { ...this.banks.sts },
+        ldmatrix: { ...this.banks.ldmatrix },
+        cpasync: { ...this.banks.cpasync },
+      },
+    };
+  }
+}
+
+function makeViews(type: RegType, T: number): RegViews {
+  switch (type) {
+    case "pred":
+      return { type, pred: new Uint8Array(T) };
+    case "b16":
+      return { type, b16: new Uint16Array(T) };
+    case "b32":
+    case "u32":
+    case "s32":
+    case "f32": {
+      const b = new ArrayBuffer(4 * T);
+      return { type, u32: new Uint32Array(b), s32: new Int32Array(b), f32: new Float32Array(b) };
+    }
+    case "u64":
+      return { type, u64: new Float64Array(T) };
+    case "f64": {
+      const b = new ArrayBuffer(8 * T);
+      return { type, f64: new Float64Array(b), w64: new Uint32Array(b) };
+    }
+  }
+}
+
+/** Fills a register with garbage that shows when read before written. */
+function poison(v: RegViews): void {
+  if (v.pred !== undefined) v.pred.fill(0);
+  else if (v.b16 !== undefined) v.b16.fill(0x7fff); // f16 NaN
+  else if (v.u32 !== undefined) v.u32.fill(0x7fbadbad); // f32 NaN, a huge u32
+  else if (v.u64 !== undefined) v.u64.fill(NaN); // an address no tensor holds
+  else if (v.f64 !== undefined) v.f64.fill(NaN);
+}

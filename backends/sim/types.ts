@@ -1,0 +1,159 @@
+/**
+ * The public types of the simulator: what a launch passes in, what it gets
+ * back, and the error it raises.
+ *
+ * @module
+ */
+
+/** Block coordinates `[x, y, z]` in the grid. */
+export type BlockCoord = readonly [number, number, number];
+
+/** A tensor argument: its dense storage, read in place and written in place for outputs. */
+export interface SimTensorArg {
+  readonly bytes: Uint8Array;
+}
+
+/** An argument of a launch: a tensor's storage, or the number a dim or scalar parameter holds. */
+export type SimArg = SimTensorArg | number;
+
+/** One launch: the grid and an argument for every kernel parameter, by name. */
+export interface SimLaunch {
+  readonly grid: readonly [number, number, number];
+  readonly args: Readonly<Record<string, SimArg>>;
+}
+
+/** Options of {@link simulate}. */
+export interface SimOptions {
+  /** Simulate only these blocks (default: the whole grid, x fastest, then y, then z). */
+  readonly blocks?: readonly BlockCoord[];
+  /** Check shared-memory hazards (default true). Turning it off saves about a third of the time. */
+  readonly hazards?: boolean;
+  /** Record at most this many distinct hazards (default 20); later ones are only counted. */
+  readonly maxHazards?: number;
+}
+
+/**
+ * Kinds of shared-memory hazard:
+ * - `read-before-landed`: an `lds` or `ldmatrix` read bytes that an issued
+ *   cp.async (of any thread of the block) will write but whose group has not
+ *   completed yet.
+ * - `write-before-landed`: an `sts` or another cp.async wrote bytes that an
+ *   outstanding cp.async will also write (the order of the two is undefined).
+ * - `race`: a shared byte written by one warp and read or written by another
+ *   warp with no `bar` in between (cp.async data counts as written by the
+ *   issuing warp both when it is issued and when it lands).
+ * - `unbalanced-cp.async`: copies still pending (never committed, or committed
+ *   and never waited for) when the block ends.
+ */
+export type HazardKind = "read-before-landed" | "write-before-landed" | "race" | "unbalanced-cp.async";
+
+/** A hazard, reported once per kind and operation (the first occurrence), with a count. */
+export interface Hazard {
+  readonly kind: HazardKind;
+  /** What happened, in words. */
+  readonly message: string;
+  /** The operation's kernel-IR line (as `printKernel` prints it, without indentation). */
+  readonly op: string;
+  /** Position of the operation: indices into nested bodies, `else` marking an else branch. */
+  readonly path: string;
+  /** 1-based line of the operation in `printKernel(kernel)`. */
+  readonly line: number;
+  /** The block of the first occurrence. */
+  readonly block: BlockCoord;
+  /** The warps involved (the accessing warp first). */
+  readonly warps: readonly number[];
+  /** Shared-memory byte address of the first occurrence, or null. */
+  readonly address: number | null;
+  /** How many lane accesses (or, for `unbalanced-cp.async`, blocks) showed it. */
+  count: number;
+}
+
+/** Bank-conflict figures of one kind of shared-memory access. */
+export interface BankStats {
+  /** Warp-level requests. */
+  requests: number;
+  /** Wavefronts needed (32 banks of 4 bytes; lanes reading one word share it). */
+  wavefronts: number;
+  /** Wavefronts a conflict-free access of the same bytes would need. */
+  ideal: number;
+}
+
+/** Statistics of a launch (over the simulated blocks). */
+export interface SimStats {
+  /** Warp-level instructions issued (a warp issues an op when any lane reaches it, guarded or not). */
+  warpInstructions: number;
+  /** The same, by op kind (`bin`, `ldg`, `mma`, ...). */
+  readonly byKind: Record<string, number>;
+  globalBytesRead: number;
+  globalBytesWritten: number;
+  sharedBytesRead: number;
+  sharedBytesWritten: number;
+  /** Warp-level `mma` instructions. */
+  mmas: number;
+  /** Bank conflicts by access kind. */
+  readonly banks: {
+    readonly lds: BankStats;
+    readonly sts: BankStats;
+    readonly ldmatrix: BankStats;
+    readonly cpasync: BankStats;
+  };
+}
+
+/** What {@link simulate} returns. */
+export interface SimResult {
+  /** Blocks simulated. */
+  readonly blocks: number;
+  /** The first distinct hazards (at most `maxHazards`). */
+  readonly hazards: readonly Hazard[];
+  /** All hazard occurrences, recorded or not. */
+  readonly hazardCount: number;
+  readonly stats: SimStats;
+}
+
+/** Where in the kernel and the launch an error happened. */
+export interface SimErrorWhere {
+  /** The operation's kernel-IR line. */
+  readonly op: string;
+  /** Its position (see {@link Hazard.path}). */
+  readonly path: string;
+  /** Its 1-based line in `printKernel(kernel)`. */
+  readonly line: number;
+  readonly block: BlockCoord | null;
+  readonly warp: number | null;
+  readonly lane: number | null;
+}
+
+/**
+ * An error of the simulated program (out-of-bounds or misaligned access, a bad
+ * cp.async size, non-uniform control flow where the IR promises uniformity, a
+ * malformed operation). The message names the operation, its position, the
+ * block, warp and lane; the same facts are fields.
+ */
+export class SimError extends Error {
+  /** The operation and the thread, where known. */
+  readonly where: SimErrorWhere | null;
+
+  /**
+   * @param message What went wrong (the location is appended when given).
+   * @param where Where it went wrong.
+   */
+  constructor(message: string, where: SimErrorWhere | null = null) {
+    super(where === null ? message : `${message}: ${describeWhere(where)}`);
+    this.name = "SimError";
+    this.where = where;
+  }
+}
+
+/**
+ * The location part of a {@link SimError} message.
+ *
+ * @param w The location.
+ * @returns E.g. `at "{%b3} = ldg.b32 [%rd2]" (op 4/1, line 9), block (0, 0, 0), warp 1, lane 3`.
+ */
+export function describeWhere(w: SimErrorWhere): string {
+  let s = `at "${w.op}" (op ${w.path}, line ${w.line})`;
+  if (w.block !== null) s += `, block (${w.block.join(", ")})`;
+  if (w.warp !== null) s += `, warp ${w.warp}`;
+  if (w.lane !== null) s += `, lane ${w.lane}`;
+  return s;
+}

@@ -1,0 +1,189 @@
+/**
+ * The kernel-IR verifier: operand types, barriers only in uniform control
+ * flow, balanced cp.async groups, immediate shared-memory offsets inside the
+ * buffer, MMA operands that match the MMA table. A failure is a compiler bug
+ * and throws an `Error` naming the operation.
+ *
+ * Shortcut: register-held shared-memory addresses are not range-checked
+ * statically; the simulator checks every access at run time.
+ *
+ * @module
+ */
+
+import { type Kernel, type Op, type Operand, type Reg, type RegType, walkOps } from "./kernel.ts";
+import { MMA_SHAPES } from "./mma_table.ts";
+import { printBody } from "./print_kernel.ts";
+import { unreachable } from "./gemm.ts";
+
+function show(o: Op): string {
+  const out: string[] = [];
+  if (o.op === "for" || o.op === "if") return o.op;
+  printBody([o], "", out);
+  return out[0] ?? o.op;
+}
+
+/**
+ * Verifies a kernel-IR program.
+ *
+ * @param k The kernel.
+ * @throws Error naming the first broken invariant and the operation.
+ */
+export function verifyKernel(k: Kernel): void {
+  const fail = (o: Op, msg: string): never => {
+    throw new Error(`Kernel IR verifier: kernel "${k.name}": ${msg}: ${show(o)}`);
+  };
+  const ids = new Set<number>();
+  for (const r of k.regs) {
+    if (ids.has(r.id)) throw new Error(`Kernel IR verifier: duplicate register id ${r.id}`);
+    ids.add(r.id);
+  }
+  const params = new Map(k.params.map((p) => [p.name, p]));
+  const known = (o: Op, r: Reg) => {
+    const decl = k.regs[r.id];
+    if (decl === undefined || decl.type !== r.type) fail(o, `register %${r.id} is not declared as ${r.type}`);
+  };
+  const is = (o: Op, x: Operand, types: readonly RegType[], what: string) => {
+    if (x.kind === "imm") return;
+    known(o, x);
+    if (!types.includes(x.type)) fail(o, `${what} has type ${x.type}, expected ${types.join("|")}`);
+  };
+  const bits32: readonly RegType[] = ["b32", "u32", "s32", "f32"];
+  let commits = 0;
+  let waited = true;
+  walkOps(k.body, (o, path) => {
+    const g = "guard" in o ? o.guard : undefined;
+    if (g !== undefined) is(o, g.pred, ["pred"], "guard");
+    switch (o.op) {
+      case "param": {
+        const p = params.get(o.name);
+        if (p === undefined) fail(o, `no parameter "${o.name}"`);
+        is(o, o.dst, [p!.ptx === "u64" ? "u64" : p!.ptx], "destination");
+        return;
+      }
+      case "sreg":
+      case "smembase":
+        return is(o, o.dst, ["u32"], "destination");
+      case "mov":
+        return is(o, o.src, [o.dst.type], "source");
+      case "bin": {
+        const t: RegType = o.type;
+        is(o, o.dst, o.type === "pred" ? ["pred"] : [t], "destination");
+        const shift = o.fn === "shl" || o.fn === "shr";
+        is(o, o.a, [t], "a");
+        is(o, o.b, shift ? ["u32", t] : [t], "b");
+        if (o.fn === "div" || o.fn === "rem") {
+          if (o.b.kind === "imm" && o.b.value === 0) fail(o, "division by zero");
+        }
+        return;
+      }
+      case "mad":
+        is(o, o.dst, [o.type], "destination");
+        is(o, o.a, [o.type], "a");
+        is(o, o.b, [o.type], "b");
+        return is(o, o.c, [o.type], "c");
+      case "mulwide":
+        is(o, o.dst, ["u64"], "destination");
+        is(o, o.a, ["u32"], "a");
+        return is(o, o.b, ["u32"], "b");
+      case "un":
+        is(o, o.dst, o.fn === "popc" ? ["u32"] : [o.type], "destination");
+        return is(o, o.src, [o.type], "source");
+      case "setp":
+        is(o, o.dst, ["pred"], "destination");
+        is(o, o.a, [o.type], "a");
+        return is(o, o.b, [o.type], "b");
+      case "selp":
+        is(o, o.dst, [o.type], "destination");
+        is(o, o.a, [o.type], "a");
+        is(o, o.b, [o.type], "b");
+        return is(o, o.p, ["pred"], "predicate");
+      case "cvt": {
+        const [d, s] = o.kind.split(".") as [string, string];
+        const regOf = (t: string): RegType =>
+          t === "f16" || t === "bf16" ? "b16" : t === "tf32" ? "b32" : t === "s8" || t === "u8" ? "u32" : t as RegType;
+        is(o, o.dst, [regOf(d)], "destination");
+        return is(o, o.src, [regOf(s)], "source");
+      }
+      case "pack":
+        is(o, o.dst, ["b32"], "destination");
+        is(o, o.lo, ["b16"], "lo");
+        return is(o, o.hi, ["b16"], "hi");
+      case "unpack":
+        is(o, o.src, ["b32"], "source");
+        is(o, o.lo, ["b16"], "lo");
+        return is(o, o.hi, ["b16"], "hi");
+      case "cpasync":
+        if (o.cache === "cg" && o.bytes !== 16) fail(o, "cp.async.cg copies 16 bytes");
+        if (o.dstOffset < 0 || o.dstOffset + o.bytes > k.dynamicSmemBytes) fail(o, "offset outside shared memory");
+        is(o, o.dst, ["u32"], "destination address");
+        is(o, o.src, ["u64"], "source address");
+        is(o, o.srcBytes, ["u32"], "source size");
+        waited = false;
+        return;
+      case "commit":
+        commits++;
+        return;
+      case "wait":
+        if (o.n < 0) fail(o, "negative wait depth");
+        if (o.n === 0) waited = true;
+        return;
+      case "bar":
+        for (const p of path) {
+          if (p.op === "if" && !p.uniform) fail(o, "barrier inside non-uniform control flow");
+        }
+        return;
+      case "ldmatrix":
+        if (o.dst.length !== o.num) fail(o, `ldmatrix.x${o.num} writes ${o.num} registers`);
+        for (const r of o.dst) is(o, r, ["b32"], "destination");
+        return is(o, o.addr, ["u32"], "address");
+      case "lds":
+      case "ldg":
+      case "sts":
+      case "stg": {
+        const regs = o.op === "lds" || o.op === "ldg" ? o.dst : o.src;
+        if (![1, 2, 4].includes(regs.length)) fail(o, "vector of 1, 2 or 4");
+        const want: readonly RegType[] = o.width === "b64"
+          ? ["f64", "u64"]
+          : o.width === "b16"
+          ? ["b16"]
+          : o.width === "b8"
+          ? ["u32", "s32", "b32"]
+          : bits32;
+        for (const r of regs) is(o, r, want, "data");
+        is(o, o.addr, o.op === "lds" || o.op === "sts" ? ["u32"] : ["u64"], "address");
+        if ((o.op === "lds" || o.op === "sts") && o.offset >= k.dynamicSmemBytes) {
+          fail(o, "offset outside shared memory");
+        }
+        return;
+      }
+      case "mma": {
+        const s = MMA_SHAPES.find((x) => x.name === o.shape);
+        if (s === undefined) fail(o, `unknown MMA shape "${o.shape}"`);
+        const fr = (r: readonly Reg[], n: number, w: string) => {
+          if (r.length !== n) fail(o, `${w} has ${r.length} registers, ${s!.name} takes ${n}`);
+        };
+        fr(o.a, s!.a.regs, "a");
+        fr(o.b, s!.b.regs, "b");
+        fr(o.c, s!.c.regs, "c");
+        fr(o.d, s!.c.regs, "d");
+        for (const p of path) {
+          if (p.op === "if" && !p.uniform) fail(o, "warp-collective mma inside non-uniform control flow");
+        }
+        return;
+      }
+      case "for":
+        is(o, o.iv, ["u32"], "induction variable");
+        is(o, o.from, ["u32"], "start");
+        return is(o, o.to, ["u32"], "end");
+      case "if":
+        return is(o, o.cond, ["pred"], "condition");
+      case "comment":
+        return;
+      default:
+        return unreachable(o);
+    }
+  });
+  if (commits > 0 && !waited) {
+    throw new Error(`Kernel IR verifier: kernel "${k.name}": cp.async groups are not drained by a final wait 0`);
+  }
+}

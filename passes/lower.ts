@@ -1,0 +1,1282 @@
+/**
+ * `lower-kernel`: GEMM IR with a complete plan -> kernel IR.
+ *
+ * The program it writes, per thread (CUTLASS's Ampere multistage design):
+ *
+ * 1. Parameters, thread/warp/lane indices, the threadblock's tile from the
+ *    block index through the rasterisation swizzle; blocks past the last tile
+ *    column skip the whole body (a uniform `if`).
+ * 2. Copy set-up: for each operand, each of this thread's copies per stage
+ *    gets a global pointer, a bounds predicate for its M/N row, its k index
+ *    within the tile, and a swizzled shared-memory offset.
+ * 3. Prologue: fill `stages - 1` stages (cp.async, one commit group each;
+ *    copies past K are zero-filled), `wait_group stages-2`, barrier, and the
+ *    fragments of k-step 0.
+ * 4. Main loop over k-tiles, k-steps unrolled: at k-step 0 issue the copies of
+ *    tile `kt + stages - 1` into the stage freed by the previous iteration and
+ *    commit; before the last k-step wait for the next stage and barrier; load
+ *    the fragments of the next k-step into the other fragment buffer
+ *    (double buffering) while the MMAs of this k-step run.
+ * 5. Drain (`wait_group 0`), then the epilogue straight from the accumulator
+ *    registers: per element (or pair of adjacent elements) the row and
+ *    column, bounds predicates, the fused epilogue expression, conversion,
+ *    and a guarded (vector) store.
+ *
+ * Shortcuts (named, to be lifted): split-K > 1 and SIMT f32 are rejected
+ * earlier by the passes; the epilogue stores from registers (no shared-memory
+ * staging); copy pointers are recomputed per k-tile from one pointer per copy.
+ *
+ * @module
+ */
+
+import type {
+  EpilogueExpr,
+  GemmKernel,
+  MatrixView,
+  OperandSmem,
+  TensorParam,
+} from "../ir/gemm.ts";
+import { tensorParam, unreachable } from "../ir/gemm.ts";
+import { DTYPE_INFO, type Dtype } from "../ir/dtype.ts";
+import type { Kernel, KernelParam, MemWidth, Operand, Reg, RegType } from "../ir/kernel.ts";
+import { imm, KernelBuilder } from "../ir/builder.ts";
+import { MMA_SHAPES, type MmaShape } from "../ir/mma_table.ts";
+
+function log2(x: number): number {
+  const l = Math.round(Math.log2(x));
+  if (2 ** l !== x) throw new Error(`Not a power of two: ${x}`);
+  return l;
+}
+
+/** Per-thread index features that addresses are affine in. */
+type Feature = "lane7" | "lane8" | "lane16" | "g" | "tig" | "wm" | "wn" | "tidHi" | "tidLo" | "tid";
+
+/** An affine recipe: value = c + sum(coef * feature). */
+interface Affine {
+  readonly c: number;
+  readonly terms: readonly (readonly [Feature, number])[];
+}
+
+/** A shared-memory location recipe: (row, byte in row) of an operand tile. */
+interface SmemRecipe {
+  readonly row: Affine;
+  readonly byte: Affine;
+}
+
+/** The swizzled, stage-relative byte offset of (row, byte) in an operand tile. */
+export function swizzleOffset(p: OperandSmem, row: number, byte: number): number {
+  const rowChunks = p.rowBytes / 16;
+  const linear = row * rowChunks + (byte >> 4);
+  const phys = linear ^ ((linear >> p.swizzleShift) & 7);
+  return p.offset + phys * 16 + (byte & 15);
+}
+
+class Lowering {
+  readonly b = new KernelBuilder();
+  readonly k: GemmKernel;
+  readonly shape: MmaShape;
+  readonly threads: number;
+  readonly params = new Map<string, Reg>();
+  readonly features = new Map<Feature, Reg>();
+  tidHiShift = 0;
+  tidLoMask = 0;
+
+  constructor(k: GemmKernel) {
+    this.k = k;
+    const name = k.plan.mma!.shape;
+    const s = MMA_SHAPES.find((x) => x.name === name);
+    if (s === undefined) throw new Error(`Unknown MMA shape "${name}"`);
+    this.shape = s;
+    this.threads = k.plan.warp!.threads;
+  }
+
+  // ---- small emitters ----------------------------------------------------
+
+  bin(
+    fn: "add" | "sub" | "mul" | "div" | "rem" | "min" | "max" | "shl" | "shr" | "and" | "or" | "xor",
+    type: "u32" | "s32" | "u64" | "b32" | "pred" | "f32" | "f64",
+    a: Operand,
+    b: Operand,
+    name?: string,
+  ): Reg {
+    const rt: RegType = type === "b32" ? "b32" : type;
+    const dst = this.b.reg(rt, name);
+    this.b.emit({ op: "bin", fn, type, dst, a, b });
+    return dst;
+  }
+
+  u32(v: number | Reg): Operand {
+    return typeof v === "number" ? imm(v) : v;
+  }
+
+  setp(
+    cmp: "lt" | "le" | "gt" | "ge" | "eq" | "ne",
+    type: "u32" | "s32" | "u64" | "f32" | "f64",
+    a: Operand,
+    b: Operand,
+  ): Reg {
+    const dst = this.b.reg("pred");
+    this.b.emit({ op: "setp", cmp, type, dst, a, b });
+    return dst;
+  }
+
+  and(p: Reg | null, q: Reg | null): Reg | null {
+    if (p === null) return q;
+    if (q === null) return p;
+    return this.bin("and", "pred", p, q);
+  }
+
+  mov(type: RegType, v: Operand, name?: string): Reg {
+    const dst = this.b.reg(type, name);
+    this.b.emit({ op: "mov", dst, src: v });
+    return dst;
+  }
+
+  /** A dimension's value: an immediate for a constant, else its parameter. */
+  dim(d: { kind: "sym"; name: string } | { kind: "const"; value: number }): Operand {
+    return d.kind === "const" ? imm(d.value) : this.params.get(d.name)!;
+  }
+
+  // ---- affine recipes ----------------------------------------------------
+
+  featureValue(f: Feature, tid: number): number {
+    const lane = tid & 31;
+    const warp = tid >> 5;
+    const wp = this.k.plan.warp!;
+    switch (f) {
+      case "lane7":
+        return lane & 7;
+      case "lane8":
+        return (lane >> 3) & 1;
+      case "lane16":
+        return (lane >> 4) & 1;
+      case "g":
+        return lane >> 2;
+      case "tig":
+        return lane & 3;
+      case "wm":
+        return warp % wp.warpsM;
+      case "wn":
+        return Math.floor(warp / wp.warpsM);
+      case "tidHi":
+        return tid >> this.tidHiShift;
+      case "tidLo":
+        return tid & this.tidLoMask;
+      case "tid":
+        return tid;
+      default:
+        return unreachable(f);
+    }
+  }
+
+  evalAffine(a: Affine, tid: number): number {
+    let v = a.c;
+    for (const [f, c] of a.terms) v += c * this.featureValue(f, tid);
+    return v;
+  }
+
+  /** Emits `a` for this thread as a u32 register. */
+  emitAffine(a: Affine): Operand {
+    let acc: Operand | null = null;
+    for (const [f, c] of a.terms) {
+      if (c === 0) continue;
+      const fr = this.features.get(f)!;
+      if (acc === null) {
+        acc = c === 1 ? fr : this.bin("mul", "u32", fr, imm(c));
+      } else {
+        const dst = this.b.reg("u32");
+        this.b.emit({ op: "mad", type: "u32", dst, a: fr, b: imm(c), c: acc });
+        acc = dst;
+      }
+    }
+    if (acc === null) return imm(a.c);
+    return a.c === 0 ? acc : this.bin("add", "u32", acc, imm(a.c));
+  }
+
+  /** Emits the swizzled offset of a recipe: a u32 register. */
+  emitSwizzled(p: OperandSmem, r: SmemRecipe, smemBase: Reg): Reg {
+    const row = this.emitAffine(r.row);
+    const byte = this.emitAffine(r.byte);
+    const rowChunks = p.rowBytes / 16;
+    const chunk = byte.kind === "imm" ? imm(byte.value >> 4) : this.bin("shr", "u32", byte, imm(4));
+    const linear = this.b.reg("u32");
+    this.b.emit({ op: "mad", type: "u32", dst: linear, a: row, b: imm(rowChunks), c: chunk });
+    const hi = this.bin("shr", "u32", linear, imm(p.swizzleShift));
+    const m = this.bin("and", "u32", hi, imm(7));
+    const phys = this.bin("xor", "u32", linear, m);
+    const off = this.bin("shl", "u32", phys, imm(4));
+    let inChunk: Operand = byte.kind === "imm" ? imm(byte.value & 15) : this.bin("and", "u32", byte, imm(15));
+    if (inChunk.kind === "imm" && inChunk.value === 0) inChunk = imm(0);
+    const withIn = inChunk.kind === "imm" && inChunk.value === 0 ? off : this.bin("add", "u32", off, inChunk);
+    return this.bin("add", "u32", withIn, imm(p.offset), "smemoff");
+  }
+
+  /**
+   * Shares base registers between recipes whose offsets differ by one
+   * constant for every thread: returns, per recipe, a base register and an
+   * immediate offset.
+   */
+  groupRecipes(
+    p: OperandSmem,
+    recipes: readonly SmemRecipe[],
+    smemBase: Reg,
+  ): { base: Reg; offset: number }[] {
+    const vecs = recipes.map((r) => {
+      const v = new Int32Array(this.threads);
+      for (let t = 0; t < this.threads; t++) {
+        v[t] = swizzleOffset(p, this.evalAffine(r.row, t), this.evalAffine(r.byte, t));
+      }
+      return v;
+    });
+    const reps: { vec: Int32Array; base: Reg }[] = [];
+    return vecs.map((v, i) => {
+      for (const rep of reps) {
+        const d = v[0]! - rep.vec[0]!;
+        let same = true;
+        for (let t = 1; t < this.threads && same; t++) same = v[t]! - rep.vec[t]! === d;
+        if (same) return { base: rep.base, offset: d };
+      }
+      const off = this.emitSwizzled(p, recipes[i]!, smemBase);
+      const base = this.bin("add", "u32", smemBase, off, "sbase");
+      reps.push({ vec: v, base });
+      return { base, offset: 0 };
+    });
+  }
+
+  // ---- the kernel --------------------------------------------------------
+
+  run(): Kernel {
+    const k = this.k;
+    const b = this.b;
+    const tile = k.plan.tile!;
+    const wp = k.plan.warp!;
+    const pipe = k.plan.pipeline!;
+    const mp = k.plan.mma!;
+    const tb = tile.threadblock;
+
+    // Parameters in ABI order: tensors, dims, scalars.
+    const kparams: KernelParam[] = [];
+    for (const p of k.params) {
+      if (p.kind === "tensor") kparams.push({ name: p.name, kind: "tensor", ptx: "u64", dtype: p.dtype });
+    }
+    for (const d of k.dims) kparams.push({ name: d, kind: "dim", ptx: "u32" });
+    for (const p of k.params) {
+      if (p.kind === "scalar") {
+        const ptx = p.dtype === "f64" ? "f64" : p.dtype === "s32" ? "s32" : "f32";
+        kparams.push({ name: p.name, kind: "scalar", ptx, dtype: p.dtype });
+      }
+    }
+    for (const p of kparams) {
+      const t: RegType = p.ptx === "u64" ? "u64" : p.ptx;
+      const r = b.reg(t, p.name);
+      b.emit({ op: "param", dst: r, name: p.name });
+      this.params.set(p.name, r);
+    }
+
+    // Indices.
+    const tid = b.reg("u32", "tid");
+    b.emit({ op: "sreg", dst: tid, sreg: "tid.x" });
+    const lane = this.bin("and", "u32", tid, imm(31), "lane");
+    const warp = this.bin("shr", "u32", tid, imm(5), "warp");
+    this.features.set("tid", tid);
+    this.features.set("lane7", this.bin("and", "u32", lane, imm(7)));
+    this.features.set("lane8", this.bin("and", "u32", this.bin("shr", "u32", lane, imm(3)), imm(1)));
+    this.features.set("lane16", this.bin("shr", "u32", lane, imm(4)));
+    this.features.set("g", this.bin("shr", "u32", lane, imm(2), "g"));
+    this.features.set("tig", this.bin("and", "u32", lane, imm(3), "tig"));
+    this.features.set("wm", this.bin("and", "u32", warp, imm(wp.warpsM - 1), "wm"));
+    this.features.set("wn", this.bin("shr", "u32", warp, imm(log2(wp.warpsM)), "wn"));
+
+    const bx = b.reg("u32", "bx");
+    b.emit({ op: "sreg", dst: bx, sreg: "ctaid.x" });
+    const by = b.reg("u32", "by");
+    b.emit({ op: "sreg", dst: by, sreg: "ctaid.y" });
+    const bz = b.reg("u32", "bz");
+    b.emit({ op: "sreg", dst: bz, sreg: "ctaid.z" });
+    const ls = log2(tile.swizzle);
+    const tileMIdx = ls === 0 ? bx : this.bin("shr", "u32", bx, imm(ls));
+    const tileNIdx = ls === 0
+      ? by
+      : this.bin("add", "u32", this.bin("shl", "u32", by, imm(ls)), this.bin("and", "u32", bx, imm(tile.swizzle - 1)));
+    const M = this.dim(k.problem.m);
+    const N = this.dim(k.problem.n);
+    const K = this.dim(k.problem.k);
+    const tilesN = this.bin("shr", "u32", this.bin("add", "u32", N, imm(tb.n - 1)), imm(log2(tb.n)));
+    const inGrid = this.setp("lt", "u32", tileNIdx, tilesN);
+    b.if(inGrid, true, () => {
+      const m0 = this.bin("shl", "u32", tileMIdx, imm(log2(tb.m)), "m0");
+      const n0 = this.bin("shl", "u32", tileNIdx, imm(log2(tb.n)), "n0");
+      const smem = b.reg("u32", "smem");
+      b.emit({ op: "smembase", dst: smem });
+
+      const aCopy = this.copySetup("A", k.problem.a, pipe.a, m0, M, K, bz, smem);
+      const bCopy = this.copySetup("B", k.problem.b, pipe.b, n0, N, K, bz, smem);
+
+      // Fragment address set-up.
+      const aFrag = this.fragSetup("A", pipe.a, mp.aLoad, smem);
+      const bFrag = this.fragSetup("B", pipe.b, mp.bLoad, smem);
+
+      // Accumulators.
+      const mTiles = wp.warp.m / this.shape.m;
+      const nTiles = wp.warp.n / this.shape.n;
+      const accType: RegType = this.shape.cType === "f32"
+        ? "f32"
+        : this.shape.cType === "s32"
+        ? "s32"
+        : this.shape.cType === "f64"
+        ? "f64"
+        : "b32";
+      const acc: Reg[][][] = [];
+      for (let i = 0; i < mTiles; i++) {
+        const row: Reg[][] = [];
+        for (let j = 0; j < nTiles; j++) {
+          const regs: Reg[] = [];
+          for (let r = 0; r < this.shape.c.regs; r++) {
+            regs.push(this.mov(accType, imm(0), `acc${i}_${j}_${r}`));
+          }
+          row.push(regs);
+        }
+        acc.push(row);
+      }
+
+      // k-tiles.
+      const kTiles = K.kind === "imm"
+        ? imm(Math.ceil(K.value / tb.k))
+        : this.bin("shr", "u32", this.bin("add", "u32", K, imm(tb.k - 1)), imm(log2(tb.k)), "ktiles");
+      const S = pipe.stages;
+      // kRem of the next tile to fetch: K - t * tileK (s32, may go negative).
+      const kRem = this.mov("s32", K.kind === "imm" ? K : imm(0), "kfetch");
+      if (K.kind !== "imm") b.emit({ op: "cvt", kind: "s32.b32", dst: kRem, src: this.bitsOf(K) });
+      const writeOff = this.mov("u32", imm(0), "wstage");
+      const readOff = this.mov("u32", imm(0), "rstage");
+
+      const issue = () => {
+        this.issueCopies(aCopy, pipe.a, writeOff, kRem);
+        this.issueCopies(bCopy, pipe.b, writeOff, kRem);
+        b.emit({ op: "commit" });
+        b.emit({ op: "bin", fn: "sub", type: "s32", dst: kRem, a: kRem, b: imm(tb.k) });
+        this.advanceStage(writeOff, S);
+      };
+
+      b.emit({ op: "comment", text: `prologue: fill ${S - 1} stages` });
+      for (let s = 0; s < S - 1; s++) issue();
+      b.emit({ op: "wait", n: pipe.waitDepth });
+      b.emit({ op: "bar" });
+
+      // Fragment buffers.
+      const fragRegs = (op: MmaShape["a"], tiles: number): Reg[][] =>
+        Array.from({ length: tiles }, () =>
+          Array.from({ length: op.regs }, () => b.reg(op.regBits === 64 ? "f64" : "b32")));
+      const aBuf = [fragRegs(this.shape.a, mTiles), fragRegs(this.shape.a, mTiles)];
+      const bBuf = [fragRegs(this.shape.b, nTiles), fragRegs(this.shape.b, nTiles)];
+      const loadFrags = (kk: number, buf: number) => {
+        this.loadFrags(aFrag, aBuf[buf]!, kk, readOff, pipe.a);
+        this.loadFrags(bFrag, bBuf[buf]!, kk, readOff, pipe.b);
+      };
+      loadFrags(0, 0);
+
+      const kt = b.reg("u32", "kt");
+      const KK = mp.kSteps;
+      b.for(kt, imm(0), kTiles, 1, () => {
+        for (let kk = 0; kk < KK; kk++) {
+          const cur = kk % 2;
+          const nextBuf = (kk + 1) % 2;
+          const late = nextBuf === cur; // KK odd, last step: load after the MMAs
+          if (kk === KK - 1) {
+            b.emit({ op: "wait", n: pipe.waitDepth });
+            b.emit({ op: "bar" });
+            this.advanceStage(readOff, S);
+          }
+          if (!late) loadFrags((kk + 1) % KK, nextBuf);
+          if (kk === 0) {
+            b.emit({ op: "comment", text: `copies of k-tile kt + ${S - 1}` });
+            issue();
+          }
+          this.mmas(acc, aBuf[cur]!, bBuf[cur]!);
+          if (late) loadFrags(0, 0);
+        }
+      });
+      b.emit({ op: "wait", n: 0 });
+
+      this.epilogue(acc, m0, n0, M, N, bz);
+    });
+
+    return {
+      kind: "kernel",
+      name: k.name,
+      target: k.target,
+      params: kparams,
+      threads: this.threads,
+      dynamicSmemBytes: pipe.smemBytes,
+      grid: {
+        tileM: tb.m,
+        tileN: tb.n,
+        swizzle: tile.swizzle,
+        splitK: tile.splitK,
+        m: k.problem.m.kind === "sym" ? k.problem.m.name : k.problem.m.value,
+        n: k.problem.n.kind === "sym" ? k.problem.n.name : k.problem.n.value,
+        batch: k.problem.batch === null
+          ? null
+          : k.problem.batch.kind === "sym"
+          ? k.problem.batch.name
+          : k.problem.batch.value,
+      },
+      regs: b.regs,
+      body: b.body,
+    };
+  }
+
+  /** The raw bits of a u32 operand as b32 (for bit moves). */
+  bitsOf(o: Operand): Operand {
+    if (o.kind === "imm") return o;
+    const r = this.b.reg("b32");
+    this.b.emit({ op: "cvt", kind: "b32.u32", dst: r, src: o });
+    return r;
+  }
+
+  advanceStage(off: Reg, stages: number): void {
+    // Stage offsets count in stage indices; byte offsets are index * stageBytes.
+    const next = this.bin("add", "u32", off, imm(1));
+    const wrap = this.setp("eq", "u32", next, imm(stages));
+    this.b.emit({ op: "selp", type: "u32", dst: off, a: imm(0), b: next, p: wrap });
+  }
+
+  // ---- global -> shared copies ---------------------------------------------
+
+  copySetup(
+    role: "A" | "B",
+    view: MatrixView,
+    p: OperandSmem,
+    x0: Reg,
+    outerSize: Operand,
+    K: Operand,
+    bz: Reg,
+    smem: Reg,
+  ): CopyPlan {
+    const k = this.k;
+    const t = tensorParam(k, view.tensor);
+    const bits = DTYPE_INFO[t.dtype].bits;
+    const cpr = p.rowBytes / p.copyBytes; // copies per row
+    const epc = (p.copyBytes * 8) / bits; // elements per copy
+    const T = this.threads;
+    const total = p.rows * cpr;
+    // Thread tid's copy j covers copy index c = tid + j*T: row c / cpr, column c % cpr.
+    this.tidHiShift = log2(cpr);
+    this.tidLoMask = cpr - 1;
+    const tidHi = this.bin("shr", "u32", this.features.get("tid")!, imm(log2(cpr)));
+    const tidLo = this.bin("and", "u32", this.features.get("tid")!, imm(cpr - 1));
+    this.features.set("tidHi", tidHi);
+    this.features.set("tidLo", tidLo);
+    const rowOf = (j: number): Affine =>
+      T % cpr === 0
+        ? { c: (j * T) / cpr, terms: [["tidHi", 1]] }
+        : { c: Math.floor(j / (cpr / T)), terms: [] };
+    const colOf = (j: number): Affine =>
+      T % cpr === 0 ? { c: 0, terms: [["tidLo", 1]] } : { c: (j % (cpr / T)) * T, terms: [["tid", 1]] };
+    const copies: CopyOne[] = [];
+    // Base pointer, with the batch offset.
+    const base: Reg = view.batched ? this.vectorBase(t, bz) : this.params.get(view.tensor)!;
+    // Leading dimension in bytes: the size of the contiguous logical dim.
+    const kContig = p.contiguous === "k";
+    const ldElems = kContig ? K : outerSize;
+    const ldBytes = bytesOfElems(this, ldElems.kind === "imm" ? ldElems : b64(this, ldElems), bits);
+    const recipes: SmemRecipe[] = [];
+    const valid: (Reg | null)[] = [];
+    for (let j = 0; j < Math.ceil(total / T); j++) {
+      const row = rowOf(j);
+      const col = colOf(j);
+      recipes.push({
+        row,
+        byte: { c: col.c * p.copyBytes, terms: col.terms.map(([f, c]) => [f, c * p.copyBytes]) },
+      });
+      // Partial last round of copies: only threads with c < total copy.
+      valid.push(total % T === 0 || (j + 1) * T <= total ? null : this.setp("lt", "u32", this.features.get("tid")!, imm(total - j * T)));
+    }
+    const dst = this.groupRecipes(p, recipes, smem);
+    for (let j = 0; j < recipes.length; j++) {
+      const rowV = this.emitAffine(recipes[j]!.row);
+      const colV = this.emitAffine(colOf(j));
+      // Logical (outer, k) of the copy's first element.
+      let outerIdx: Operand;
+      let kIdx: Operand;
+      if (kContig) {
+        outerIdx = this.bin("add", "u32", x0, rowV);
+        kIdx = colV.kind === "imm" ? imm(colV.value * epc) : this.bin("mul", "u32", colV, imm(epc));
+      } else {
+        kIdx = rowV;
+        const oc = colV.kind === "imm" ? imm(colV.value * epc) : this.bin("mul", "u32", colV, imm(epc));
+        outerIdx = this.bin("add", "u32", x0, oc);
+      }
+      const outerOk = this.setp("lt", "u32", outerIdx, outerSize);
+      const okRow = this.and(outerOk, valid[j]!);
+      // Global byte address of k-tile 0.
+      const lineIdx = kContig ? outerIdx : kIdx;
+      const inLine = kContig ? kIdx : outerIdx;
+      const lineOff = this.mulU64(lineIdx, ldBytes);
+      const inOff = bytesOfElems(this, b64(this, inLine), bits);
+      const ptr = this.bin("add", "u64", this.bin("add", "u64", base, lineOff), inOff, `${view.tensor}p${j}`);
+      // k index for the bounds check: as s32.
+      const kS = this.b.reg("s32");
+      this.b.emit({ op: "cvt", kind: "s32.b32", dst: kS, src: this.bitsOf(kIdx) });
+      copies.push({ ptr, okRow, kIdx: kS, dst: dst[j]! });
+    }
+    // Bytes to advance per k-tile.
+    const step: Operand = kContig
+      ? imm((this.k.plan.tile!.threadblock.k * bits) / 8)
+      : ldBytes.kind === "imm"
+      ? imm(ldBytes.value * this.k.plan.tile!.threadblock.k)
+      : this.bin("mul", "u64", ldBytes, imm(this.k.plan.tile!.threadblock.k));
+    return { copies, step, bits, epc };
+  }
+
+  mulU64(a: Operand, ldBytes: Operand): Operand {
+    if (a.kind === "imm" && ldBytes.kind === "imm") return imm(a.value * ldBytes.value);
+    const a64 = a.kind === "imm" ? a : b64(this, a);
+    return this.bin("mul", "u64", a64, ldBytes);
+  }
+
+  issueCopies(c: CopyPlan, p: OperandSmem, stage: Reg, kRem: Reg): void {
+    const b = this.b;
+    const stageOff = this.bin("mul", "u32", stage, imm(p.stageBytes));
+    for (const one of c.copies) {
+      const kOk = this.setp("lt", "s32", one.kIdx, kRem);
+      const ok = this.and(one.okRow, kOk)!;
+      const dst = this.bin("add", "u32", one.dst.base, stageOff);
+      if (p.async) {
+        const n = this.b.reg("u32");
+        b.emit({ op: "selp", type: "u32", dst: n, a: imm(p.copyBytes), b: imm(0), p: ok });
+        b.emit({
+          op: "cpasync",
+          cache: p.copyBytes === 16 ? "cg" : "ca",
+          bytes: p.copyBytes as 4 | 8 | 16,
+          dst,
+          dstOffset: one.dst.offset,
+          src: one.ptr,
+          srcBytes: n,
+        });
+      } else {
+        const width: MemWidth = p.copyBytes === 2 ? "b16" : "b8";
+        const v = this.mov(width === "b16" ? "b16" : "u32", imm(0));
+        b.emit({ op: "ldg", width, dst: [v], addr: one.ptr, offset: 0, guard: { pred: ok, negate: false } });
+        b.emit({ op: "sts", width, src: [v], addr: dst, offset: one.dst.offset });
+      }
+      b.emit({ op: "bin", fn: "add", type: "u64", dst: one.ptr, a: one.ptr, b: c.step });
+    }
+  }
+
+  // ---- fragments -------------------------------------------------------------
+
+  /** Plans every fragment load of a warp tile: per (tile, k-step) instruction, its recipe. */
+  fragSetup(
+    role: "A" | "B",
+    p: OperandSmem,
+    load: "ldmatrix" | "ldmatrix.trans" | "lds",
+    smem: Reg,
+  ): FragPlan {
+    const wp = this.k.plan.warp!;
+    const mp = this.k.plan.mma!;
+    const frag = role === "A" ? this.shape.a : this.shape.b;
+    const bits = DTYPE_INFO[role === "A" ? this.k.math.a : this.k.math.b].bits;
+    const tileOuter = role === "A" ? this.shape.m : this.shape.n;
+    const tiles = role === "A" ? wp.warp.m / this.shape.m : wp.warp.n / this.shape.n;
+    const warpFeat: Feature = role === "A" ? "wm" : "wn";
+    const warpOuter = role === "A" ? wp.warp.m : wp.warp.n;
+    // (outer, k) of a fragment element, in the warp tile, for lane/reg/elem.
+    const at = (lane: number, reg: number, elem: number): [number, number] => {
+      const [r, c] = frag.coord(lane, reg, elem);
+      return role === "A" ? [r, c] : [c, r];
+    };
+    // Converts (outer, kElem) plus warp origin into an smem (row, byte) recipe.
+    const toRecipe = (outer: Affine, kE: Affine): SmemRecipe => {
+      const scale = (a: Affine, s: number): Affine => ({
+        c: a.c * s,
+        terms: a.terms.map(([f, c]) => [f, c * s]),
+      });
+      const o: Affine = { c: outer.c, terms: [...outer.terms, [warpFeat, warpOuter]] };
+      return p.contiguous === "k"
+        ? { row: o, byte: scale(kE, bits / 8) }
+        : { row: kE, byte: scale(o, bits / 8) };
+    };
+    const instrs: FragInstr[] = [];
+    if (load === "lds") {
+      // One ld.shared per register; (outer, k) affine in g and tig.
+      for (let t = 0; t < tiles; t++) {
+        for (let kk = 0; kk < mp.kSteps; kk++) {
+          for (let r = 0; r < frag.regs; r++) {
+            const fit = (f: (l: number) => number): Affine => {
+              const c0 = f(0);
+              const cg = f(4) - c0;
+              const ct = f(1) - c0;
+              for (let l = 0; l < 32; l++) {
+                if (f(l) !== c0 + cg * (l >> 2) + ct * (l & 3)) {
+                  throw new Error(`Fragment map of ${this.shape.name} ${role} is not affine in (g, tig)`);
+                }
+              }
+              return { c: c0, terms: [["g", cg], ["tig", ct]] };
+            };
+            const outer = fit((l) => at(l, r, 0)[0]);
+            const kE = fit((l) => at(l, r, 0)[1]);
+            instrs.push({
+              tile: t,
+              kk,
+              regs: [r],
+              num: 1,
+              trans: false,
+              recipe: toRecipe(
+                { c: outer.c + t * tileOuter, terms: outer.terms },
+                { c: kE.c + kk * this.shape.k, terms: kE.terms },
+              ),
+            });
+          }
+        }
+      }
+    } else {
+      const trans = load === "ldmatrix.trans";
+      // Each register is one 8x8 b16 matrix; find the (outer, k) origin of each.
+      const origin = (r: number): [number, number] => {
+        let o = Infinity;
+        let kk = Infinity;
+        for (let l = 0; l < 32; l++) {
+          for (let e = 0; e < frag.elemsPerReg; e++) {
+            const [a, c] = at(l, r, e);
+            o = Math.min(o, a);
+            kk = Math.min(kk, c);
+          }
+        }
+        return [o, kk];
+      };
+      // Validate: ldmatrix delivers exactly this fragment register.
+      const kPer16B = (16 * 8) / bits; // k elements in 16 bytes
+      for (let r = 0; r < frag.regs; r++) {
+        const [o0, k0] = origin(r);
+        for (let l = 0; l < 32; l++) {
+          for (let e = 0; e < frag.elemsPerReg; e++) {
+            const [o, kEl] = at(l, r, e);
+            // Position in the 8x8 b16 matrix as stored.
+            const bitInRow = (kEl - k0) * bits; // along k
+            if (!trans) {
+              const storedRow = o - o0;
+              const b16col = Math.floor(bitInRow / 16);
+              const ok = storedRow === l >> 2 && Math.floor(b16col / 2) === (l & 3) &&
+                (bitInRow % 32) === e * bits;
+              if (!ok) throw new Error(`ldmatrix does not produce the ${this.shape.name} ${role} fragment`);
+            } else {
+              // Stored rows are k, columns outer (16-bit types only).
+              const ok = bits === 16 && (kEl - k0) === 2 * (l & 3) + e && o - o0 === l >> 2;
+              if (!ok) throw new Error(`ldmatrix.trans does not produce the ${this.shape.name} ${role} fragment`);
+            }
+          }
+        }
+        void kPer16B;
+      }
+      // Group matrices into x4 (or x2/x1) instructions: all (tile, reg) of one k-step.
+      for (let kk = 0; kk < mp.kSteps; kk++) {
+        const mats: { tile: number; reg: number; o: number; k: number }[] = [];
+        for (let t = 0; t < tiles; t++) {
+          for (let r = 0; r < frag.regs; r++) {
+            const [o0, k0] = origin(r);
+            mats.push({ tile: t, reg: r, o: o0 + t * tileOuter, k: k0 + kk * this.shape.k });
+          }
+        }
+        for (let i = 0; i < mats.length;) {
+          const num = mats.length - i >= 4 ? 4 : mats.length - i >= 2 ? 2 : 1;
+          const group = mats.slice(i, i + num);
+          i += num;
+          // Lane l addresses row (l & 7) of matrix (l >> 3) % num.
+          const pick = (bit: 0 | 1, f: (m: { o: number; k: number }) => number): number => {
+            const m0 = group[0]!;
+            const m1 = group[bit === 0 ? 1 : 2];
+            return m1 === undefined ? 0 : f(m1) - f(m0);
+          };
+          // Check affine in (lane8, lane16) bits.
+          const g0 = group[0]!;
+          const dO8 = num >= 2 ? pick(0, (m) => m.o) : 0;
+          const dK8 = num >= 2 ? pick(0, (m) => m.k) : 0;
+          const dO16 = num === 4 ? pick(1, (m) => m.o) : 0;
+          const dK16 = num === 4 ? pick(1, (m) => m.k) : 0;
+          if (num === 4) {
+            const g3 = group[3]!;
+            if (g3.o !== g0.o + dO8 + dO16 || g3.k !== g0.k + dK8 + dK16) {
+              throw new Error("ldmatrix matrices are not affine in the lane bits");
+            }
+          }
+          const outer: Affine = trans
+            ? { c: g0.o, terms: [["lane8", dO8], ["lane16", dO16]] }
+            : { c: g0.o, terms: [["lane7", 1], ["lane8", dO8], ["lane16", dO16]] };
+          const kE: Affine = trans
+            ? { c: g0.k, terms: [["lane7", 1], ["lane8", dK8], ["lane16", dK16]] }
+            : { c: g0.k, terms: [["lane8", dK8], ["lane16", dK16]] };
+          instrs.push({
+            tile: -1,
+            kk,
+            regs: group.map((m) => m.tile * frag.regs + m.reg),
+            num,
+            trans,
+            recipe: toRecipe(outer, kE),
+          });
+        }
+      }
+    }
+    const bases = this.groupRecipes(p, instrs.map((i) => i.recipe), smem);
+    return { instrs, bases, regBits: frag.regBits, regsPerTile: frag.regs, load };
+  }
+
+  loadFrags(f: FragPlan, buf: Reg[][], kk: number, readStage: Reg, p: OperandSmem): void {
+    const stageOff = this.bin("mul", "u32", readStage, imm(p.stageBytes));
+    const bases = new Map<Reg, Reg>();
+    f.instrs.forEach((ins, i) => {
+      if (ins.kk !== kk) return;
+      const { base, offset } = f.bases[i]!;
+      let addr = bases.get(base);
+      if (addr === undefined) {
+        addr = this.bin("add", "u32", base, stageOff);
+        bases.set(base, addr);
+      }
+      const flat = buf.flat();
+      if (f.load === "lds") {
+        const reg = buf[ins.tile]![ins.regs[0]!]!;
+        this.b.emit({ op: "lds", width: f.regBits === 64 ? "b64" : "b32", dst: [reg], addr, offset });
+      } else {
+        this.b.emit({
+          op: "ldmatrix",
+          num: ins.num as 1 | 2 | 4,
+          trans: ins.trans,
+          dst: ins.regs.map((r) => flat[r]!),
+          addr,
+          offset,
+        });
+      }
+    });
+  }
+
+  // ---- MMAs ---------------------------------------------------------------------
+
+  mmas(acc: Reg[][][], aFr: Reg[][], bFr: Reg[][]): void {
+    const b = this.b;
+    const mode = this.k.math.mode;
+    const split = (regs: Reg[]): { big: Reg[]; small: Reg[] } => {
+      const big: Reg[] = [];
+      const small: Reg[] = [];
+      for (const r of regs) {
+        const f = b.reg("f32");
+        b.emit({ op: "cvt", kind: "f32.b32", dst: f, src: r });
+        const hi = b.reg("b32");
+        b.emit({ op: "cvt", kind: "tf32.f32", dst: hi, src: f });
+        const hiF = b.reg("f32");
+        b.emit({ op: "cvt", kind: "f32.b32", dst: hiF, src: hi });
+        const rest = this.bin("sub", "f32", f, hiF);
+        const lo = b.reg("b32");
+        b.emit({ op: "cvt", kind: "tf32.f32", dst: lo, src: rest });
+        big.push(hi);
+        small.push(lo);
+      }
+      return { big, small };
+    };
+    const aS = mode === "3xtf32" ? aFr.map(split) : null;
+    const bS = mode === "3xtf32" ? bFr.map(split) : null;
+    for (let i = 0; i < acc.length; i++) {
+      const row = acc[i]!;
+      for (let jj = 0; jj < row.length; jj++) {
+        const j = i % 2 === 0 ? jj : row.length - 1 - jj; // serpentine
+        const c = row[j]!;
+        if (aS !== null && bS !== null) {
+          const A = aS[i]!;
+          const B = bS[j]!;
+          for (const [x, y] of [[A.small, B.big], [A.big, B.small], [A.big, B.big]] as const) {
+            b.emit({ op: "mma", shape: this.shape.name, d: c, a: x, b: y, c });
+          }
+        } else {
+          b.emit({ op: "mma", shape: this.shape.name, d: c, a: aFr[i]!, b: bFr[j]!, c });
+        }
+      }
+    }
+  }
+
+  // ---- epilogue -----------------------------------------------------------------
+
+  epilogue(acc: Reg[][][], m0: Reg, n0: Reg, M: Operand, N: Operand, bz: Reg): void {
+    const k = this.k;
+    const b = this.b;
+    const wp = k.plan.warp!;
+    const s = this.shape;
+    const compute = k.epilogue.compute;
+    const cType: RegType = compute;
+    const d = tensorParam(k, k.problem.d.tensor);
+    b.emit({ op: "comment", text: "epilogue" });
+    // Warp origin.
+    const wRow = this.bin("add", "u32", m0, this.bin("mul", "u32", this.features.get("wm")!, imm(wp.warp.m)));
+    const wCol = this.bin("add", "u32", n0, this.bin("mul", "u32", this.features.get("wn")!, imm(wp.warp.n)));
+    // Accumulator element positions: (row, col) = (g*ag + tig*at + dr, g*bg + tig*bt + dc).
+    const fitC = (f: (l: number) => number): Affine => {
+      const c0 = f(0);
+      const cg = f(4) - c0;
+      const ct = f(1) - c0;
+      for (let l = 0; l < 32; l++) {
+        if (f(l) !== c0 + cg * (l >> 2) + ct * (l & 3)) {
+          throw new Error(`Accumulator map of ${s.name} is not affine in (g, tig)`);
+        }
+      }
+      return { c: c0, terms: [["g", cg], ["tig", ct]] };
+    };
+    const base0R = fitC((l) => s.c.coord(l, 0, 0)[0]);
+    const base0C = fitC((l) => s.c.coord(l, 0, 0)[1]);
+    const laneRow = this.bin("add", "u32", wRow, this.emitAffine({ c: 0, terms: base0R.terms }));
+    const laneCol = this.bin("add", "u32", wCol, this.emitAffine({ c: 0, terms: base0C.terms }));
+    // Elements of one tile's fragment, as (reg, elem, dRow, dCol), grouped into row runs.
+    const elems: { reg: number; elem: number; dr: number; dc: number }[] = [];
+    for (let r = 0; r < s.c.regs; r++) {
+      for (let e = 0; e < s.c.elemsPerReg; e++) {
+        const [rr, cc] = s.c.coord(0, r, e);
+        elems.push({ reg: r, elem: e, dr: rr - base0R.c, dc: cc - base0C.c });
+      }
+    }
+    // Pairs of column-adjacent elements (vectorised when D is row-major and aligned).
+    const dRowMajor = k.problem.d.layout === "row";
+    const dBytes = DTYPE_INFO[d.dtype].bits / 8;
+    const pairOk = dRowMajor && d.align >= 2 && dBytes >= 2;
+    const groups: (typeof elems)[] = [];
+    const used = new Set<number>();
+    elems.forEach((e, i) => {
+      if (used.has(i)) return;
+      used.add(i);
+      const j = elems.findIndex((f, jj) => !used.has(jj) && f.dr === e.dr && f.dc === e.dc + 1);
+      if (pairOk && j >= 0 && e.dc % 2 === 0) {
+        used.add(j);
+        groups.push([e, elems[j]!]);
+      } else groups.push([e]);
+    });
+    // D's base and leading dimension.
+    const dBase = this.tensorBase(k.problem.d, d, bz);
+    const ldD = dRowMajor ? N : M;
+    // Epilogue tensors.
+    const loads = new Map<string, { base: Reg; t: TensorParam; view: MatrixView | null }>();
+    const collect = (e: EpilogueExpr): void => {
+      switch (e.op) {
+        case "load":
+          if (!loads.has(e.tensor)) {
+            const t = tensorParam(k, e.tensor);
+            const view = k.epilogue.views.find((v) => v.tensor === e.tensor) ?? null;
+            const base = view !== null
+              ? this.tensorBase(view, t, bz)
+              : e.batched
+              ? this.vectorBase(t, bz)
+              : this.params.get(t.name)!;
+            loads.set(e.tensor, { base, t, view });
+          }
+          return;
+        case "unary":
+        case "cast":
+          return collect(e.x);
+        case "binary":
+          collect(e.a);
+          return collect(e.b);
+        case "clamp":
+          collect(e.x);
+          collect(e.lo);
+          return collect(e.hi);
+        case "acc":
+        case "const":
+        case "scalar":
+          return;
+        default:
+          return unreachable(e);
+      }
+    };
+    collect(k.epilogue.expr);
+
+    for (let i = 0; i < acc.length; i++) {
+      for (let j = 0; j < acc[i]!.length; j++) {
+        const regs = acc[i]![j]!;
+        for (const grp of groups) {
+          const e0 = grp[0]!;
+          const row = this.bin("add", "u32", laneRow, imm(i * s.m + e0.dr));
+          const col = this.bin("add", "u32", laneCol, imm(j * s.n + e0.dc));
+          const rowOk = this.setp("lt", "u32", row, M);
+          const vals: Reg[] = [];
+          const oks: Reg[] = [];
+          grp.forEach((e, q) => {
+            const cq = q === 0 ? col : this.bin("add", "u32", col, imm(q));
+            const ok = this.bin("and", "pred", rowOk, this.setp("lt", "u32", cq, N));
+            oks.push(ok);
+            const accV = this.accValue(regs[e.reg]!, e.elem, cType);
+            vals.push(this.evalEpilogue(k.epilogue.expr, accV, row, cq, ok, loads, cType));
+          });
+          // Store.
+          const line = dRowMajor ? row : col;
+          const inLine = dRowMajor ? col : row;
+          const lineOff = this.mulU64(line, b64Op(this, ldD));
+          const idx = this.bin("add", "u64", lineOff, b64(this, inLine));
+          const byteOff = bytesOfElems(this, idx, dBytes * 8);
+          const addr = this.bin("add", "u64", dBase, byteOff);
+          const outs = vals.map((v) => this.convertOut(v, cType, d.dtype));
+          if (grp.length === 2) {
+            this.storePair(addr, outs, d.dtype, oks[0]!);
+          } else {
+            this.storeOne(addr, outs[0]!, d.dtype, oks[0]!);
+          }
+        }
+      }
+    }
+  }
+
+  /** Base address of a matrix tensor with the batch offset applied. */
+  tensorBase(view: MatrixView, t: TensorParam, bz: Reg): Reg {
+    const base = this.params.get(t.name)!;
+    if (!view.batched) return base;
+    return this.vectorBase(t, bz);
+  }
+
+  /** Base of a batched tensor (any rank): base + bz * (elements per batch) * bytes. */
+  vectorBase(t: TensorParam, bz: Reg): Reg {
+    const base = this.params.get(t.name)!;
+    let stride: Operand = imm(1);
+    for (const d of t.dims.slice(1)) {
+      const v: Operand = d.kind === "const" ? imm(d.value) : b64(this, this.params.get(d.name)!);
+      stride = stride.kind === "imm" && v.kind === "imm"
+        ? imm(stride.value * v.value)
+        : this.bin("mul", "u64", stride, v);
+    }
+    const bytes = bytesOfElems(this, stride, DTYPE_INFO[t.dtype].bits);
+    const off = this.bin("mul", "u64", b64(this, bz), bytes);
+    return this.bin("add", "u64", base, off);
+  }
+
+  /** An accumulator element as the compute type. */
+  accValue(r: Reg, elem: number, c: "f32" | "f64" | "s32"): Reg {
+    const b = this.b;
+    const at = this.shape.cType;
+    if (at === "f16") {
+      const lo = b.reg("b16");
+      const hi = b.reg("b16");
+      b.emit({ op: "unpack", lo, hi, src: r });
+      const f = b.reg("f32");
+      b.emit({ op: "cvt", kind: "f32.f16", dst: f, src: elem === 0 ? lo : hi });
+      return f;
+    }
+    if (at === "f32" && c === "f32") return r;
+    if (at === "f64" && c === "f64") return r;
+    if (at === "s32" && c === "s32") return r;
+    if (at === "s32" && c === "f32") {
+      const f = b.reg("f32");
+      b.emit({ op: "cvt", kind: "f32.s32", dst: f, src: r });
+      return f;
+    }
+    if (at === "s32" && c === "f64") {
+      const f = b.reg("f64");
+      b.emit({ op: "cvt", kind: "f64.s32", dst: f, src: r });
+      return f;
+    }
+    throw new Error(`No conversion from accumulator ${at} to compute ${c}`);
+  }
+
+  /** Converts a value of type `from` into the compute type. */
+  toCompute(v: Reg, from: RegType, c: "f32" | "f64" | "s32"): Reg {
+    if (from === c) return v;
+    const b = this.b;
+    const dst = b.reg(c);
+    const kinds: Record<string, "f64.f32" | "f32.f64" | "f32.s32" | "f64.s32" | "s32.f32" | "s32.f64"> = {
+      "f32>f64": "f64.f32",
+      "f64>f32": "f32.f64",
+      "s32>f32": "f32.s32",
+      "s32>f64": "f64.s32",
+      "f32>s32": "s32.f32",
+      "f64>s32": "s32.f64",
+    };
+    const kind = kinds[`${from}>${c}`];
+    if (kind === undefined) throw new Error(`No conversion ${from} -> ${c}`);
+    b.emit({ op: "cvt", kind, dst, src: v });
+    return dst;
+  }
+
+  evalEpilogue(
+    e: EpilogueExpr,
+    accV: Reg,
+    row: Reg,
+    col: Reg,
+    ok: Reg,
+    loads: Map<string, { base: Reg; t: TensorParam; view: MatrixView | null }>,
+    c: "f32" | "f64" | "s32",
+  ): Reg {
+    const b = this.b;
+    const ev = (x: EpilogueExpr) => this.evalEpilogue(x, accV, row, col, ok, loads, c);
+    const constant = (v: number): Reg => this.mov(c, imm(v));
+    switch (e.op) {
+      case "acc":
+        return accV;
+      case "const":
+        return constant(e.value);
+      case "scalar": {
+        const r = this.params.get(e.name)!;
+        return this.toCompute(r, r.type, c);
+      }
+      case "load":
+        return this.loadElem(e, loads.get(e.tensor)!, row, col, ok, c);
+      case "unary": {
+        const x = ev(e.x);
+        const fn = e.fn;
+        switch (fn) {
+          case "neg":
+          case "abs": {
+            const dst = b.reg(c);
+            b.emit({ op: "un", fn, type: c, dst, src: x });
+            return dst;
+          }
+          case "relu":
+            return this.bin("max", c, x, imm(0));
+          case "gelu":
+          case "sigmoid":
+          case "silu": {
+            // Evaluated in f32 with PTX approximate instructions.
+            const xf = c === "f32" ? x : this.toCompute(x, c, "f32");
+            const r = this.activation(fn, xf);
+            return c === "f32" ? r : this.toCompute(r, "f32", c);
+          }
+          default:
+            return unreachable(fn);
+        }
+      }
+      case "binary":
+        return this.bin(e.fn, c, ev(e.a), ev(e.b));
+      case "clamp":
+        return this.bin("min", c, this.bin("max", c, ev(e.x), ev(e.lo)), ev(e.hi));
+      case "cast":
+        return this.castTo(ev(e.x), c, e.to);
+      default:
+        return unreachable(e);
+    }
+  }
+
+  /** gelu (tanh form), sigmoid, silu in f32 with ex2/rcp/tanh.approx. */
+  activation(fn: "gelu" | "sigmoid" | "silu", x: Reg): Reg {
+    const b = this.b;
+    const un = (f: "ex2" | "rcp" | "tanh", v: Reg) => {
+      const dst = b.reg("f32");
+      b.emit({ op: "un", fn: f, type: "f32", dst, src: v });
+      return dst;
+    };
+    const mad = (a: Operand, m: Operand, c: Operand) => {
+      const dst = b.reg("f32");
+      b.emit({ op: "mad", type: "f32", dst, a, b: m, c });
+      return dst;
+    };
+    const sigmoid = (v: Reg) => {
+      // 1 / (1 + 2^(-v * log2(e)))
+      const t = this.bin("mul", "f32", v, imm(-Math.LOG2E));
+      const ex = un("ex2", t);
+      const den = this.bin("add", "f32", ex, imm(1));
+      return un("rcp", den);
+    };
+    if (fn === "sigmoid") return sigmoid(x);
+    if (fn === "silu") return this.bin("mul", "f32", x, sigmoid(x));
+    // gelu: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+    const x2 = this.bin("mul", "f32", x, x);
+    const inner = mad(x2, imm(0.044715), imm(1)); // 1 + 0.044715 x^2
+    const u = this.bin("mul", "f32", this.bin("mul", "f32", x, inner), imm(Math.sqrt(2 / Math.PI)));
+    const th = un("tanh", u);
+    const half = this.bin("mul", "f32", x, imm(0.5));
+    return mad(half, th, half);
+  }
+
+  /** Rounds a compute value to `to` and back (a cast inside the epilogue). */
+  castTo(x: Reg, c: "f32" | "f64" | "s32", to: Dtype): Reg {
+    const b = this.b;
+    if (to === c) return x;
+    if (to === "f16" || to === "bf16") {
+      const xf = c === "f32" ? x : this.toCompute(x, c, "f32");
+      const h = b.reg("b16");
+      b.emit({ op: "cvt", kind: to === "f16" ? "f16.f32" : "bf16.f32", dst: h, src: xf });
+      const back = b.reg("f32");
+      b.emit({ op: "cvt", kind: to === "f16" ? "f32.f16" : "f32.bf16", dst: back, src: h });
+      return c === "f32" ? back : this.toCompute(back, "f32", c);
+    }
+    if (to === "f32") {
+      const xf = this.toCompute(x, c, "f32");
+      return this.toCompute(xf, "f32", c);
+    }
+    if (to === "f64") return c === "s32" ? x : x; // f64 holds every f32 and s32 value exactly
+    // Integer casts: round to s32 (saturating), then clamp to the type's range.
+    const xi = c === "s32" ? x : this.toCompute(x, c, "s32");
+    const [lo, hi] = to === "s8" ? [-128, 127] : to === "u8" ? [0, 255] : [null, null];
+    const clamped = lo === null ? xi : this.bin("min", "s32", this.bin("max", "s32", xi, imm(lo)), imm(hi!));
+    return c === "s32" ? clamped : this.toCompute(clamped, "s32", c);
+  }
+
+  /** A compute value converted to D's type, in the register type the store takes. */
+  convertOut(v: Reg, c: "f32" | "f64" | "s32", out: Dtype): Reg {
+    const b = this.b;
+    switch (out) {
+      case "f32":
+        return this.toCompute(v, c, "f32");
+      case "f64":
+        return this.toCompute(v, c, "f64");
+      case "f16":
+      case "bf16": {
+        const f = this.toCompute(v, c, "f32");
+        const h = b.reg("b16");
+        b.emit({ op: "cvt", kind: out === "f16" ? "f16.f32" : "bf16.f32", dst: h, src: f });
+        return h;
+      }
+      case "s32":
+        return this.toCompute(v, c, "s32");
+      case "s8":
+      case "u8": {
+        const i = this.toCompute(v, c, "s32");
+        const [lo, hi] = out === "s8" ? [-128, 127] : [0, 255];
+        return this.bin("min", "s32", this.bin("max", "s32", i, imm(lo)), imm(hi));
+      }
+      default:
+        throw new Error(`Unsupported output type "${out}"`);
+    }
+  }
+
+  storeOne(addr: Reg, v: Reg, t: Dtype, ok: Reg): void {
+    const width: MemWidth = t === "f64" ? "b64" : t === "f16" || t === "bf16" ? "b16" : t === "s8" || t === "u8" ? "b8" : "b32";
+    this.b.emit({ op: "stg", width, src: [v], addr, offset: 0, guard: { pred: ok, negate: false } });
+  }
+
+  storePair(addr: Reg, vs: Reg[], t: Dtype, ok: Reg): void {
+    const b = this.b;
+    if (t === "f16" || t === "bf16") {
+      const w = b.reg("b32");
+      b.emit({ op: "pack", dst: w, lo: vs[0]!, hi: vs[1]! });
+      b.emit({ op: "stg", width: "b32", src: [w], addr, offset: 0, guard: { pred: ok, negate: false } });
+      return;
+    }
+    const width: MemWidth = t === "f64" ? "b64" : "b32";
+    b.emit({ op: "stg", width, src: vs, addr, offset: 0, guard: { pred: ok, negate: false } });
+  }
+
+  /** Loads one epilogue tensor element (guarded; 0 where out of bounds). */
+  loadElem(
+    e: Extract<EpilogueExpr, { op: "load" }>,
+    info: { base: Reg; t: TensorParam; view: MatrixView | null },
+    row: Reg,
+    col: Reg,
+    ok: Reg,
+    c: "f32" | "f64" | "s32",
+  ): Reg {
+    const b = this.b;
+    const t = info.t;
+    const bits = DTYPE_INFO[t.dtype].bits;
+    let idx: Operand;
+    if (e.rows && e.cols) {
+      const v = info.view!;
+      const M = this.dim(this.k.problem.m);
+      const N = this.dim(this.k.problem.n);
+      const line = v.layout === "row" ? row : col;
+      const inLine = v.layout === "row" ? col : row;
+      const ld = v.layout === "row" ? N : M;
+      const lo = this.mulU64(line, b64Op(this, ld));
+      idx = this.bin("add", "u64", lo, b64(this, inLine));
+    } else {
+      idx = b64(this, e.rows ? row : e.cols ? col : this.mov("u32", imm(0)));
+    }
+    const off = bytesOfElems(this, idx, bits);
+    const addr = this.bin("add", "u64", info.base, off);
+    const width: MemWidth = bits === 64 ? "b64" : bits === 16 ? "b16" : bits === 8 ? "b8" : "b32";
+    const rt: RegType = bits === 64 ? "f64" : bits === 16 ? "b16" : bits === 8 ? "u32" : t.dtype === "f32" ? "f32" : "s32";
+    const v = this.mov(rt, imm(0));
+    b.emit({ op: "ldg", width, dst: [v], addr, offset: 0, guard: { pred: ok, negate: false } });
+    switch (t.dtype) {
+      case "f16":
+      case "bf16": {
+        const f = b.reg("f32");
+        b.emit({ op: "cvt", kind: t.dtype === "f16" ? "f32.f16" : "f32.bf16", dst: f, src: v });
+        return this.toCompute(f, "f32", c);
+      }
+      case "f32":
+      case "f64":
+      case "s32":
+        return this.toCompute(v, v.type, c);
+      case "s8": {
+        // Sign-extend the low byte: (v << 24) >> 24 (arithmetic).
+        const s = b.reg("s32");
+        b.emit({ op: "cvt", kind: "s32.b32", dst: s, src: this.bitsOfU(v) });
+        const sh = this.bin("shl", "s32", s, imm(24));
+        const ext = this.bin("shr", "s32", sh, imm(24));
+        return this.toCompute(ext, "s32", c);
+      }
+      case "u8": {
+        const s = b.reg("s32");
+        b.emit({ op: "cvt", kind: "s32.b32", dst: s, src: this.bitsOfU(v) });
+        return this.toCompute(s, "s32", c);
+      }
+      default:
+        throw new Error(`Unsupported epilogue tensor type "${t.dtype}"`);
+    }
+  }
+
+  bitsOfU(v: Reg): Reg {
+    const r = this.b.reg("b32");
+    this.b.emit({ op: "cvt", kind: "b32.u32", dst: r, src: v });
+    return r;
+  }
+}
+
+interface CopyOne {
+  readonly ptr: Reg;
+  readonly okRow: Reg | null;
+  readonly kIdx: Reg;
+  readonly dst: { base: Reg; offset: number };
+}
+
+interface CopyPlan {
+  readonly copies: readonly CopyOne[];
+  readonly step: Operand;
+  readonly bits: number;
+  readonly epc: number;
+}
+
+interface FragInstr {
+  /** The tile for `lds` (one register); -1 for ldmatrix groups (regs are flat indices). */
+  readonly tile: number;
+  readonly kk: number;
+  readonly regs: readonly number[];
+  readonly num: number;
+  readonly trans: boolean;
+  readonly recipe: SmemRecipe;
+}
+
+interface FragPlan {
+  readonly instrs: readonly FragInstr[];
+  readonly bases: readonly { base: Reg; offset: number }[];
+  readonly regBits: 32 | 64;
+  readonly regsPerTile: number;
+  readonly load: "ldmatrix" | "ldmatrix.trans" | "lds";
+}
+
+/** Zero-extends a u32 register to u64. */
+function b64(l: Lowering, v: Operand): Operand & Reg {
+  if (v.kind === "imm") throw new Error("b64 of an immediate");
+  if (v.type === "u64") return v;
+  const r = l.b.reg("u64");
+  l.b.emit({ op: "cvt", kind: "u64.u32", dst: r, src: v });
+  return r;
+}
+
+function b64Op(l: Lowering, v: Operand): Operand {
+  return v.kind === "imm" ? v : b64(l, v);
+}
+
+/** Element count (u64 or imm) to bytes: `n * bits / 8`. */
+function bytesOfElems(l: Lowering, n: Operand, bits: number): Operand & (Reg | { kind: "imm"; value: number }) {
+  if (n.kind === "imm") return imm((n.value * bits) / 8);
+  if (bits >= 8) {
+    const m = bits / 8;
+    return m === 1 ? n : l.bin("shl", "u64", n, imm(log2(m)));
+  }
+  return l.bin("shr", "u64", n, imm(log2(8 / bits)));
+}
+
+/**
+ * Lowers a fully planned GEMM IR kernel to the kernel IR.
+ *
+ * @param k The kernel after `gemm-mma`.
+ * @returns The kernel-IR program.
+ */
+export function lowerToKernel(k: GemmKernel): Kernel {
+  if (k.plan.tile === undefined || k.plan.warp === undefined || k.plan.pipeline === undefined || k.plan.mma === undefined) {
+    throw new Error(`lower-kernel: kernel "${k.name}" is not fully planned`);
+  }
+  return new Lowering(k).run();
+}

@@ -1,0 +1,127 @@
+/**
+ * `gemm-mma`: the `mma.sync` instruction from the frozen MMA table
+ * (ir/mma_table.ts), and how fragments come from shared memory: `ldmatrix`
+ * where the type and layout allow (K-contiguous tiles of any type but f64;
+ * `.trans` for 16-bit types with M/N-contiguous tiles), `ld.shared`
+ * otherwise (f64; tf32 with M/N-contiguous tiles). Fragments are double
+ * buffered across the k-steps of a tile.
+ *
+ * @module
+ */
+
+import type { GemmKernel, MmaPlan } from "../ir/gemm.ts";
+import { type MmaDtype, mmaShapesFor } from "../ir/mma_table.ts";
+import { DTYPE_INFO } from "../ir/dtype.ts";
+import { type GemmPass, scheduleError } from "./pass.ts";
+
+/** Registers a thread may use (the PTX limit). */
+export const REGISTER_BUDGET = 255;
+
+/** Registers the estimate reserves for addressing, predicates and the epilogue. */
+const ADDRESSING_REGS = 40;
+
+/** The pass. */
+export const mmaPass: GemmPass = {
+  name: "gemm-mma",
+  title: "MmaSelect",
+  summary: "Select the mma.sync instruction and the fragment loads",
+  run(k: GemmKernel): GemmKernel {
+    const m = k.math;
+    const op = m.op === "mul" ? undefined : m.op;
+    const shapes = mmaShapesFor(m.mmaA as MmaDtype, m.mmaB as MmaDtype, m.acc as MmaDtype, op);
+    if (m.mode === "simt") {
+      scheduleError(
+        k,
+        "math",
+        "E0212",
+        `math f32 (SIMT, no tensor cores) is not implemented yet: use math tf32 or math 3xtf32`,
+      );
+    }
+    const want = k.schedule.mma;
+    const list = shapes.map((s) => `${s.m}x${s.n}x${s.k}`).join(", ");
+    const shape = want === undefined
+      ? shapes[shapes.length - 1]
+      : shapes.find((s) => s.m === want.m && s.n === want.n && s.k === want.k);
+    if (shape === undefined) {
+      scheduleError(
+        k,
+        "mma",
+        "E0203",
+        want === undefined
+          ? `No mma.sync instruction for ${m.mmaA} x ${m.mmaB} -> ${m.acc}`
+          : `No mma.sync instruction ${want.m}x${want.n}x${want.k} for ${m.mmaA} x ${m.mmaB} -> ${m.acc}: ` +
+            `SM80 has ${list}`,
+      );
+    }
+    const w = k.plan.warp!.warp;
+    const tb = k.plan.tile!.threadblock;
+    if (w.m % shape.m !== 0 || w.n % shape.n !== 0 || tb.k % shape.k !== 0) {
+      scheduleError(
+        k,
+        ["mma", "warp"],
+        "E0202",
+        `Warp ${w.m}x${w.n}x${w.k} is not divisible by the instruction ${shape.m}x${shape.n}x${shape.k}`,
+      );
+    }
+    const kSteps = tb.k / shape.k;
+    if (kSteps < 2) {
+      scheduleError(
+        k,
+        ["threadblock", "mma"],
+        "E0209",
+        `Tile K ${tb.k} holds ${kSteps} k-step of the ${shape.m}x${shape.n}x${shape.k} instruction: ` +
+          `the fragment pipeline needs at least 2 (use threadblock K ${2 * shape.k})`,
+      );
+    }
+    const pipe = k.plan.pipeline!;
+    const load = (
+      role: "A" | "B",
+      contiguous: "k" | "outer",
+      t: string,
+    ): MmaPlan["aLoad"] => {
+      const bits = DTYPE_INFO[role === "A" ? m.a : m.b].bits;
+      if (bits === 64) return "lds";
+      if (contiguous === "k") return "ldmatrix";
+      if (bits === 16) return "ldmatrix.trans";
+      if (bits === 32) return "lds";
+      return scheduleError(
+        k,
+        "mma",
+        "E0211",
+        `Operand ${role} ("${t}", ${role === "A" ? m.a : m.b}) must be K-contiguous ` +
+          `(${role === "A" ? "A row-major" : "B column-major"}): ${bits}-bit MMA fragments ` +
+          `cannot be transposed from shared memory`,
+      );
+    };
+    const aLoad = load("A", pipe.a.contiguous, k.problem.a.tensor);
+    const bLoad = load("B", pipe.b.contiguous, k.problem.b.tensor);
+    const mTiles = w.m / shape.m;
+    const nTiles = w.n / shape.n;
+    const regWords = shape.regBits / 32;
+    const acc = mTiles * nTiles * shape.c.regs * regWords;
+    const frags = 2 * (mTiles * shape.a.regs + nTiles * shape.b.regs) * regWords;
+    const regEstimate = acc + frags + ADDRESSING_REGS;
+    if (regEstimate > REGISTER_BUDGET) {
+      scheduleError(
+        k,
+        ["warp", "threadblock"],
+        "E0208",
+        `Estimated ${regEstimate} registers per thread (${acc} accumulators, ${frags} fragments) ` +
+          `exceed ${REGISTER_BUDGET}: use a smaller warp tile`,
+      );
+    }
+    const plan: MmaPlan = {
+      shape: shape.name,
+      instr: { m: shape.m, n: shape.n, k: shape.k },
+      aLoad,
+      bLoad,
+      kSteps,
+      regEstimate,
+    };
+    return {
+      ...k,
+      schedule: { ...k.schedule, mma: plan.instr },
+      plan: { ...k.plan, mma: plan },
+    };
+  },
+};

@@ -1,0 +1,118 @@
+/**
+ * `gemm-pipeline`: the multistage shared-memory pipeline. Chooses the number
+ * of stages (default: the most that fit, capped at 4), lays out each
+ * operand's tile per stage (16-byte chunks XOR-swizzled, see
+ * {@link OperandSmem}), the copy width from the alignment (cp.async of 16, 8
+ * or 4 bytes; `.cg` for 16; a synchronous load/store below 4 bytes), the
+ * copies per thread, and the wait depth.
+ *
+ * @module
+ */
+
+import type { GemmKernel, MatrixView, OperandSmem, PipelinePlan } from "../ir/gemm.ts";
+import { tensorParam } from "../ir/gemm.ts";
+import { DTYPE_INFO } from "../ir/dtype.ts";
+import { type GemmPass, scheduleError } from "./pass.ts";
+
+/** Shared memory a block may use, in bytes (cudaDevAttrMaxSharedMemoryPerBlockOptin). */
+export const SMEM_BUDGET: Readonly<Record<"sm80" | "sm86", number>> = Object.freeze({
+  sm80: 166912,
+  sm86: 101376,
+});
+
+function log2(x: number): number {
+  return Math.round(Math.log2(x));
+}
+
+/** Plans one operand's stage tile (offset filled in by the caller). */
+function operandSmem(
+  k: GemmKernel,
+  view: MatrixView,
+  role: "A" | "B",
+  outer: number,
+  tileK: number,
+  threads: number,
+): Omit<OperandSmem, "offset"> {
+  const t = tensorParam(k, view.tensor);
+  const bits = DTYPE_INFO[t.dtype].bits;
+  const kContig = role === "A" ? view.layout === "row" : view.layout === "col";
+  const rows = kContig ? outer : tileK;
+  const rowBytes = ((kContig ? tileK : outer) * bits) / 8;
+  if (rowBytes % 16 !== 0 || !Number.isInteger(rowBytes)) {
+    scheduleError(
+      k,
+      "threadblock",
+      "E0209",
+      `Operand ${role} ("${view.tensor}", ${t.dtype}) has ${rowBytes}-byte tile rows: ` +
+        `they must be a multiple of 16 bytes (increase the threadblock's ${kContig ? "K" : role === "A" ? "M" : "N"})`,
+    );
+  }
+  const rowChunks = rowBytes / 16;
+  if ((rows * rowChunks) % 8 !== 0) {
+    scheduleError(
+      k,
+      "threadblock",
+      "E0209",
+      `Operand ${role} tile of ${rows} x ${rowBytes} bytes is not a whole number of 128-byte lines`,
+    );
+  }
+  const stageBytes = rows * rowBytes;
+  const copyBytes = Math.min(16, (t.align * bits) / 8);
+  return {
+    contiguous: kContig ? "k" : "outer",
+    rows,
+    rowBytes,
+    swizzleShift: log2(Math.max(8, rowChunks)),
+    stageBytes,
+    copyBytes,
+    async: copyBytes >= 4,
+    copiesPerThread: Math.ceil(stageBytes / copyBytes / threads),
+  };
+}
+
+/** The pass. */
+export const pipelinePass: GemmPass = {
+  name: "gemm-pipeline",
+  title: "StagePipeline",
+  summary: "Lay out the shared-memory stages, choose copy widths and the stage count",
+  run(k: GemmKernel): GemmKernel {
+    const tb = k.plan.tile!.threadblock;
+    const threads = k.plan.warp!.threads;
+    const a = operandSmem(k, k.problem.a, "A", tb.m, tb.k, threads);
+    const b = operandSmem(k, k.problem.b, "B", tb.n, tb.k, threads);
+    const perStage = a.stageBytes + b.stageBytes;
+    const budget = SMEM_BUDGET[k.target];
+    const fit = Math.floor(budget / perStage);
+    const given = k.schedule.stages;
+    if (given !== undefined && given < 2) {
+      scheduleError(
+        k,
+        "stages",
+        "E0206",
+        `stages ${given}: a cp.async pipeline needs at least 2 stages`,
+      );
+    }
+    const stages = given ?? Math.min(4, fit);
+    if (stages < 2 || stages * perStage > budget) {
+      const need = stages * perStage;
+      const hint = fit >= 2
+        ? `use stages ${fit} or fewer`
+        : `use a smaller threadblock tile (2 stages need ${2 * perStage} bytes)`;
+      scheduleError(
+        k,
+        ["stages", "threadblock"],
+        "E0204",
+        `Shared memory over the budget: ${stages} stages x ${perStage} bytes = ${need} bytes > ` +
+          `${budget} bytes on ${k.target}; ${hint}`,
+      );
+    }
+    const pipe: PipelinePlan = {
+      stages,
+      a: { ...a, offset: 0 },
+      b: { ...b, offset: stages * a.stageBytes },
+      smemBytes: stages * perStage,
+      waitDepth: stages - 2,
+    };
+    return { ...k, schedule: { ...k.schedule, stages }, plan: { ...k.plan, pipeline: pipe } };
+  },
+};

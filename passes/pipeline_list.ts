@@ -1,0 +1,60 @@
+/**
+ * The whole compilation pipeline, in order: one readable list. GEMM IR
+ * passes first (each verified with the GEMM IR verifier), then the lowering
+ * to the kernel IR (verified with the kernel-IR verifier).
+ *
+ * @module
+ */
+
+import type { GemmKernel } from "../ir/gemm.ts";
+import type { Kernel } from "../ir/kernel.ts";
+import { verifyGemm } from "../ir/verify_gemm.ts";
+import { verifyKernel } from "../ir/verify_kernel.ts";
+import { printGemm } from "../ir/print_gemm.ts";
+import { printKernel } from "../ir/print_kernel.ts";
+import { dumpHeader, type GemmPass } from "./pass.ts";
+import { tilePass } from "./tile.ts";
+import { warpPass } from "./warp.ts";
+import { pipelinePass } from "./pipeline.ts";
+import { mmaPass } from "./mma.ts";
+import { lowerToKernel } from "./lower.ts";
+
+/** The GEMM IR passes, in order. */
+export const GEMM_PASSES: readonly GemmPass[] = Object.freeze([tilePass, warpPass, pipelinePass, mmaPass]);
+
+/** The lowering's name and title, as `--dump-after` and dumps show them. */
+export const LOWER_PASS = Object.freeze({
+  name: "lower-kernel",
+  title: "LowerToKernelIR",
+  summary: "Lower the planned GEMM to the thread-level kernel IR",
+});
+
+/** Every pass name, in pipeline order. */
+export const PASS_NAMES: readonly string[] = Object.freeze([
+  ...GEMM_PASSES.map((p) => p.name),
+  LOWER_PASS.name,
+]);
+
+/** Receives the IR text after a pass. */
+export type DumpHook = (passName: string, text: string) => void;
+
+/**
+ * Runs every pass on a checked GEMM IR kernel, verifying after each.
+ *
+ * @param k The checked kernel.
+ * @param dump Called after each pass with the dump (header + IR text).
+ * @returns The planned GEMM IR and the kernel IR.
+ * @throws DiagnosticError for schedules that cannot be honoured.
+ */
+export function runPipeline(k: GemmKernel, dump?: DumpHook): { gemm: GemmKernel; kernel: Kernel } {
+  let cur = k;
+  for (const p of GEMM_PASSES) {
+    cur = p.run(cur);
+    verifyGemm(cur);
+    dump?.(p.name, `${dumpHeader(p.title, p.name)}\n${printGemm(cur)}`);
+  }
+  const kernel = lowerToKernel(cur);
+  verifyKernel(kernel);
+  dump?.(LOWER_PASS.name, `${dumpHeader(LOWER_PASS.title, LOWER_PASS.name)}\n${printKernel(kernel)}`);
+  return { gemm: cur, kernel };
+}

@@ -1,0 +1,56 @@
+/**
+ * `gemm-warp`: the warp tile, the number of warps and threads, and which
+ * sub-tile each warp computes. Default warp tile 64x64 (32x32 for f64) on the
+ * M x N face, clipped to the threadblock; the warp's K is the tile's K.
+ *
+ * @module
+ */
+
+import type { GemmKernel, Shape3, WarpPlan } from "../ir/gemm.ts";
+import { type GemmPass, scheduleError } from "./pass.ts";
+
+/** The pass. */
+export const warpPass: GemmPass = {
+  name: "gemm-warp",
+  title: "WarpPartition",
+  summary: "Partition the threadblock tile among warps; fix the thread count",
+  run(k: GemmKernel): GemmKernel {
+    const tb = k.plan.tile!.threadblock;
+    let warp: Shape3 = k.schedule.warp ?? (() => {
+      const d = k.math.mmaA === "f64" ? 32 : 64;
+      return { m: Math.min(d, tb.m), n: Math.min(d, tb.n), k: tb.k };
+    })();
+    if (warp.k !== tb.k) {
+      scheduleError(
+        k,
+        "warp",
+        "E0201",
+        `Warp tile ${warp.m}x${warp.n}x${warp.k} must span the threadblock's K (${tb.k}): ` +
+          `warps split only M and N`,
+      );
+    }
+    if (tb.m % warp.m !== 0 || tb.n % warp.n !== 0) {
+      scheduleError(
+        k,
+        ["warp", "threadblock"],
+        "E0201",
+        `Threadblock ${tb.m}x${tb.n}x${tb.k} is not divisible by warp ${warp.m}x${warp.n}x${warp.k}`,
+      );
+    }
+    const warpsM = tb.m / warp.m;
+    const warpsN = tb.n / warp.n;
+    const threads = warpsM * warpsN * 32;
+    if (threads > 1024) {
+      scheduleError(
+        k,
+        ["warp", "threadblock"],
+        "E0205",
+        `${warpsM * warpsN} warps (${threads} threads) per block exceed 1024 threads: ` +
+          `use a larger warp tile or a smaller threadblock`,
+      );
+    }
+    warp = { ...warp };
+    const plan: WarpPlan = { warp, warpsM, warpsN, threads };
+    return { ...k, schedule: { ...k.schedule, warp }, plan: { ...k.plan, warp: plan } };
+  },
+};
