@@ -36,7 +36,7 @@ import type {
   UnOp,
 } from "../../ir/kernel.ts";
 import { opRegs } from "../../ir/kernel.ts";
-import { regName } from "../../ir/print_kernel.ts";
+import { printBody, regName } from "../../ir/print_kernel.ts";
 import { MMA_SHAPES, type MmaShape } from "../../ir/mma_table.ts";
 import { type Target, unreachable } from "../../ir/gemm.ts";
 
@@ -418,7 +418,9 @@ function memOperands(
 ): { v: string; w: string; list: string } {
   const rule = MEM_PTX[width];
   if (!rule.vec.includes(regs.length)) {
-    throw new PtxError(`${what}.${width}: ${regs.length} registers (PTX allows ${rule.vec})`);
+    throw new PtxError(
+      `${what}.${width}: ${regs.length} registers (PTX allows ${rule.vec.join(", ")})`,
+    );
   }
   regs.forEach((r) => checkBits(`${what}.${width}`, r, rule.regBits));
   return { v: VEC[regs.length]!, w: rule.ptx, list: vec(regs.map((r) => opd(r, rule.imm))) };
@@ -433,7 +435,7 @@ const RENDER: Renderers = {
   param(o, cx) {
     const p = cx.params.get(o.name);
     if (p === undefined) {
-      throw new PtxError(`Unknown parameter "${o.name}" in kernel "${cx.kernel.name}"`);
+      throw new PtxError(`Unknown parameter "${o.name}"`);
     }
     const d = regName(o.dst);
     const ld = fill(OP_TEMPLATES.param, { t: p.ptx, d, name: paramSymbol(p) });
@@ -553,7 +555,7 @@ const RENDER: Renderers = {
   },
   bar(_o, cx) {
     if (cx.divergent) {
-      throw new PtxError(`bar.sync inside a non-uniform if in kernel "${cx.kernel.name}"`);
+      throw new PtxError("bar.sync inside a non-uniform if");
     }
     return [OP_TEMPLATES.bar];
   },
@@ -626,7 +628,11 @@ function emitBody(body: readonly Op[], cx: Ctx, indent: string): void {
     switch (o.op) {
       case "for": {
         if (!Number.isSafeInteger(o.step) || o.step <= 0) {
-          throw new PtxError(`for ${regName(o.iv)}: step ${o.step} is not a positive integer`);
+          throw new PtxError(
+            `Kernel "${cx.kernel.name}": for ${
+              regName(o.iv)
+            }: step ${o.step} is not a positive integer`,
+          );
         }
         cx.loops++;
         const top = cx.labels++;
@@ -686,7 +692,15 @@ function emitBody(body: readonly Op[], cx: Ctx, indent: string): void {
         break;
       default: {
         const g = "guard" in o ? guardText(o.guard) : "";
-        const lines = (RENDER[o.op] as (o: Op, cx: Ctx) => string[])(o, cx);
+        let lines: string[];
+        try {
+          lines = (RENDER[o.op] as (o: Op, cx: Ctx) => string[])(o, cx);
+        } catch (e) {
+          if (!(e instanceof PtxError)) throw e;
+          const text: string[] = [];
+          printBody([o], "", text);
+          throw new PtxError(`Kernel "${cx.kernel.name}": ${e.message}: at "${text.join(" ")}"`);
+        }
         for (const l of lines) put(g + l);
       }
     }

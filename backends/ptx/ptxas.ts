@@ -84,8 +84,25 @@ export function findPtxas(explicit?: string): string | null {
   return candidates.find(isFile) ?? null;
 }
 
-/** Reads numbers out of `ptxas -v` output, kernel by kernel. */
-function parseLog(log: string): PtxasKernelInfo[] {
+/**
+ * Reads the per-kernel numbers out of `ptxas -v` output (the lines after
+ * `Compiling entry function 'NAME'`: `Function properties for NAME`, the stack
+ * frame and spill line, and `Used N registers[, used B barriers][, S bytes smem][, C bytes cmem[i]]...`).
+ *
+ * @param log What ptxas printed.
+ * @returns One entry per kernel, in the order ptxas reported them.
+ * @example
+ * ```ts
+ * import { parsePtxasLog } from "./ptxas.ts";
+ * const [k] = parsePtxasLog([
+ *   "ptxas info    : Compiling entry function 'k' for 'sm_80'",
+ *   "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads",
+ *   "ptxas info    : Used 40 registers, 368 bytes cmem[0]",
+ * ].join("\n"));
+ * console.assert(k?.name === "k" && k.registers === 40 && k.constBytes === 368);
+ * ```
+ */
+export function parsePtxasLog(log: string): PtxasKernelInfo[] {
   type Mutable = { -readonly [K in keyof PtxasKernelInfo]: PtxasKernelInfo[K] };
   const byName = new Map<string, Mutable>();
   const get = (name: string): Mutable => {
@@ -170,7 +187,7 @@ export async function runPtxas(ptx: string, opts: PtxasOptions): Promise<PtxasRe
       const i = order.indexOf(n);
       return i < 0 ? order.length : i;
     };
-    const kernels = parseLog(log).sort((a, b) => rank(a.name) - rank(b.name));
+    const kernels = parsePtxasLog(log).sort((a, b) => rank(a.name) - rank(b.name));
     return { ok: out.success, log, kernels };
   } finally {
     await Deno.remove(file).catch(() => {});

@@ -421,6 +421,13 @@ export function memoryOpsKernel(target: Target): Kernel {
   b.emit({ op: "bin", fn: "add", type: "u64", dst: gmine, a: gmine, b: imm(4096) });
   const rep = b.reg("u32", "rep");
   b.for(rep, imm(0), imm(2), 1, () => {
+    const acc = b.reg("u32");
+    b.emit({ op: "mov", dst: acc, src: rep });
+    const q = b.reg("u32");
+    b.for(q, imm(0), imm(3), 1, () => {
+      b.emit({ op: "mad", type: "u32", dst: acc, a: acc, b: imm(3), c: q });
+    });
+    b.emit({ op: "stg", width: "b32", src: [acc], addr: gmine, offset: 768 });
     const odd = b.reg("pred");
     const lane = b.reg("u32");
     b.emit({ op: "bin", fn: "and", type: "u32", dst: lane, a: tid, b: imm(1) });

@@ -1,0 +1,69 @@
+/**
+ * Compares a kernel's output with the reference: integers must be
+ * identical; floats must lie within the per-element bound of
+ * {@link referenceGemm}. Reports the relative Frobenius error, the largest
+ * element error relative to its bound, and the count of elements over it.
+ *
+ * @module
+ */
+
+import type { Dtype } from "../../ir/dtype.ts";
+import { readElem } from "./tensor.ts";
+import type { Reference } from "./reference.ts";
+
+/** The verdict of a comparison. */
+export interface Comparison {
+  readonly ok: boolean;
+  readonly elements: number;
+  /** Elements whose error exceeds the bound (for integers: that differ). */
+  readonly overBound: number;
+  /** ||D - R||_F / ||R||_F (0 when R is zero). */
+  readonly relFrobenius: number;
+  /** max |D - R| / bound over elements with a non-zero bound. */
+  readonly worstRatio: number;
+  readonly maxAbsError: number;
+  /** The first offending element, if any. */
+  readonly first: { readonly index: number; readonly got: number; readonly want: number } | null;
+}
+
+/**
+ * Compares an output buffer with the reference.
+ *
+ * @param out The kernel's output bytes (D's storage).
+ * @param dtype D's element type.
+ * @param ref The reference.
+ * @returns The comparison.
+ */
+export function compareOutput(out: Uint8Array, dtype: Dtype, ref: Reference): Comparison {
+  let over = 0;
+  let num = 0;
+  let den = 0;
+  let worst = 0;
+  let maxAbs = 0;
+  let first: Comparison["first"] = null;
+  for (let i = 0; i < ref.values.length; i++) {
+    const got = readElem(out, dtype, i);
+    const want = ref.values[i]!;
+    const err = Math.abs(got - want);
+    const bad = ref.exact ? got !== want : !(err <= ref.bound[i]!);
+    if (bad) {
+      over++;
+      if (first === null) first = { index: i, got, want };
+    }
+    if (Number.isFinite(err)) {
+      num += err * err;
+      maxAbs = Math.max(maxAbs, err);
+    } else num = Infinity;
+    den += want * want;
+    if (ref.bound[i]! > 0 && Number.isFinite(err)) worst = Math.max(worst, err / ref.bound[i]!);
+  }
+  return {
+    ok: over === 0,
+    elements: ref.values.length,
+    overBound: over,
+    relFrobenius: den === 0 ? Math.sqrt(num) : Math.sqrt(num / den),
+    worstRatio: worst,
+    maxAbsError: maxAbs,
+    first,
+  };
+}

@@ -1,0 +1,138 @@
+/**
+ * Random inputs and poisoned outputs for a launch, from a seed.
+ *
+ * Inputs are never zeros or all-ones: floats uniform in [-1, 1) (then
+ * rounded to the type), integers uniform over a range that keeps sums away
+ * from saturation, b1 fair coin flips. Outputs are filled with a poison
+ * pattern (NaN bits for floats, 0x5a bytes for integers) so that an unwritten
+ * element fails the comparison.
+ *
+ * @module
+ */
+
+import type { GemmKernel, TensorParam } from "../../ir/gemm.ts";
+import { DTYPE_INFO } from "../../ir/dtype.ts";
+import { tensorShape, writeElem } from "./tensor.ts";
+
+/** A small, fast, seedable PRNG (mulberry32). */
+export class Rng {
+  #s: number;
+  /** @param seed Any integer. */
+  constructor(seed: number) {
+    this.#s = seed >>> 0;
+  }
+  /** Uniform in [0, 1). */
+  next(): number {
+    let t = (this.#s = (this.#s + 0x6d2b79f5) >>> 0);
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  }
+  /** Uniform integer in [lo, hi]. */
+  int(lo: number, hi: number): number {
+    return lo + Math.floor(this.next() * (hi - lo + 1));
+  }
+}
+
+/** The integer range random inputs of a type are drawn from. */
+export function intRange(dtype: string): [number, number] {
+  switch (dtype) {
+    case "s8":
+      return [-128, 127];
+    case "u8":
+      return [0, 255];
+    case "s4":
+      return [-8, 7];
+    case "u4":
+      return [0, 15];
+    case "b1":
+      return [0, 1];
+    default:
+      return [-1000, 1000];
+  }
+}
+
+/**
+ * Fills a tensor with random values of its type.
+ *
+ * @param t The parameter.
+ * @param sizes Runtime sizes.
+ * @param rng The generator.
+ * @returns The storage.
+ */
+export function randomTensor(
+  t: TensorParam,
+  sizes: Readonly<Record<string, number>>,
+  rng: Rng,
+): Uint8Array {
+  const sh = tensorShape(t, sizes);
+  const bytes = new Uint8Array(sh.bytes);
+  const info = DTYPE_INFO[t.dtype];
+  if (info.float) {
+    for (let i = 0; i < sh.elements; i++) writeElem(bytes, t.dtype, i, rng.next() * 2 - 1);
+  } else {
+    const [lo, hi] = intRange(t.dtype);
+    for (let i = 0; i < sh.elements; i++) writeElem(bytes, t.dtype, i, rng.int(lo, hi));
+  }
+  return bytes;
+}
+
+/**
+ * Poisons an output: every byte 0xff for floats (NaN in every float type),
+ * 0x5a for integers.
+ *
+ * @param bytes The storage.
+ * @param float Whether the element type is a float.
+ */
+export function poison(bytes: Uint8Array, float: boolean): void {
+  bytes.fill(float ? 0xff : 0x5a);
+}
+
+/** Concrete arguments of a launch: tensors as bytes, dims and scalars as numbers. */
+export interface LaunchArgs {
+  readonly tensors: Map<string, Uint8Array>;
+  readonly scalars: Map<string, number>;
+  readonly sizes: Readonly<Record<string, number>>;
+}
+
+/**
+ * Random arguments for a kernel: every input tensor random, the output
+ * poisoned, scalars random (floats in [0.5, 1.5), s32 in [1, 3]) unless
+ * given.
+ *
+ * @param k The kernel.
+ * @param sizes Runtime sizes.
+ * @param seed The seed.
+ * @param scalars Scalar values that override the random ones.
+ * @returns The arguments.
+ */
+export function randomArgs(
+  k: GemmKernel,
+  sizes: Readonly<Record<string, number>>,
+  seed: number,
+  scalars: Readonly<Record<string, number>> = {},
+): LaunchArgs {
+  const rng = new Rng(seed);
+  const tensors = new Map<string, Uint8Array>();
+  const sv = new Map<string, number>();
+  for (const p of k.params) {
+    if (p.kind === "tensor") {
+      if (p.role === "D") {
+        const bytes = new Uint8Array(tensorShape(p, sizes).bytes);
+        poison(bytes, DTYPE_INFO[p.dtype].float);
+        tensors.set(p.name, bytes);
+      } else tensors.set(p.name, randomTensor(p, sizes, rng));
+    } else {
+      const given = scalars[p.name];
+      sv.set(
+        p.name,
+        given !== undefined
+          ? given
+          : p.dtype === "s32"
+          ? rng.int(1, 3)
+          : Math.fround(0.5 + rng.next()),
+      );
+    }
+  }
+  return { tensors, scalars: sv, sizes };
+}

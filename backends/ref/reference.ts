@@ -1,0 +1,281 @@
+/**
+ * The reference GEMM: plain loops over the declared tensors, f64
+ * accumulation for floats (exact products of the stored values), exact
+ * integer arithmetic for integers, and the same epilogue evaluated in f64
+ * (float compute) or exact s32 (integer compute). With each element it
+ * returns an error bound that a correct kernel must meet, derived below.
+ *
+ * ## The bound
+ *
+ * Let P = Σ_k |a_k b_k| (the magnitude of the dot product). A kernel's
+ * accumulator differs from the exact dot product by at most
+ * `e = P · (ε_in + K · u_acc)` where
+ * - ε_in is the error of the operands as the MMA reads them: 0 for f16, bf16,
+ *   f64 and integers (exact); 2·2^-10 for tf32 (each f32 operand truncated to
+ *   10 mantissa bits loses < 2^-10 relatively, a product < 2·2^-10 + 2^-20);
+ *   2^-18 for 3xtf32 (the dropped small·small term and the split's rounding);
+ * - u_acc bounds the relative error of one addition into the accumulator,
+ *   whatever the order and rounding mode of the hardware: 2^-23 for f32
+ *   (truncation loses < 1 ulp), 2^-10 for f16, 2^-52 for f64; K additions at
+ *   most, each relative to a partial sum bounded by P.
+ * The epilogue maps the accumulator through f; the bound of the output is
+ * `max |f(acc ± e) - f(acc)|` (every epilogue function is monotone or
+ * Lipschitz on the interval), plus the error of the approximate PTX
+ * functions (tanh.approx: 2^-10.9 relative; ex2/rcp.approx: 2^-21) scaled by
+ * the output, plus one rounding of the output type (half an ulp, taken as a
+ * full ulp of |R| to cover intermediate casts), plus 2^-20 relative for f32
+ * arithmetic in the epilogue. Integer results carry no bound: they must be
+ * identical.
+ *
+ * @module
+ */
+
+import type { EpilogueExpr, GemmKernel, TensorParam } from "../../ir/gemm.ts";
+import { tensorParam, unreachable } from "../../ir/gemm.ts";
+import { DTYPE_INFO, type Dtype } from "../../ir/dtype.ts";
+import { readElem, tensorShape } from "./tensor.ts";
+import type { LaunchArgs } from "./inputs.ts";
+import { roundBf16, roundF16 } from "../sim/numerics.ts";
+
+/** The reference result of a GEMM. */
+export interface Reference {
+  /** Output values in D's storage order. */
+  readonly values: Float64Array;
+  /** Per element, the largest admissible |kernel - reference| (0 for integers). */
+  readonly bound: Float64Array;
+  readonly exact: boolean;
+}
+
+function ulp(x: number, t: Dtype): number {
+  const a = Math.abs(x);
+  const bits = t === "f16" ? 10 : t === "bf16" ? 7 : t === "f64" ? 52 : 23;
+  const minExp = t === "f16" ? -14 : t === "bf16" ? -126 : t === "f64" ? -1022 : -126;
+  const e = a === 0 ? minExp : Math.max(minExp, Math.floor(Math.log2(a)));
+  return 2 ** (e - bits);
+}
+
+function roundTo(x: number, t: Dtype): number {
+  switch (t) {
+    case "f16":
+      return roundF16(x);
+    case "bf16":
+      return roundBf16(x);
+    case "f32":
+    case "tf32":
+      return Math.fround(x);
+    case "f64":
+      return x;
+    default:
+      return x;
+  }
+}
+
+function roundHalfEven(x: number): number {
+  const r = Math.round(x);
+  return Math.abs(x % 1) === 0.5 && r % 2 !== 0 ? r - 1 : r;
+}
+
+function intRangeOf(t: Dtype): [number, number] {
+  return t === "s8" ? [-128, 127] : t === "u8" ? [0, 255] : [-(2 ** 31), 2 ** 31 - 1];
+}
+
+/**
+ * Computes the reference GEMM and its error bounds.
+ *
+ * @param k The kernel (checked GEMM IR).
+ * @param args The launch arguments (inputs as bytes).
+ * @returns Values and bounds in D's storage order.
+ */
+export function referenceGemm(k: GemmKernel, args: LaunchArgs): Reference {
+  const p = k.problem;
+  const sizes = args.sizes;
+  const dimVal = (d: { kind: "sym"; name: string } | { kind: "const"; value: number }) =>
+    d.kind === "const" ? d.value : sizes[d.name]!;
+  const M = dimVal(p.m);
+  const N = dimVal(p.n);
+  const K = dimVal(p.k);
+  const L = p.batch === null ? 1 : dimVal(p.batch);
+  const A = tensorParam(k, p.a.tensor);
+  const B = tensorParam(k, p.b.tensor);
+  const D = tensorParam(k, p.d.tensor);
+  const aSh = tensorShape(A, sizes);
+  const bSh = tensorShape(B, sizes);
+  const dSh = tensorShape(D, sizes);
+  const aBytes = args.tensors.get(A.name)!;
+  const bBytes = args.tensors.get(B.name)!;
+  const floatOps = DTYPE_INFO[A.dtype].float;
+  const m = k.math;
+  const epsIn = m.mode === "3xtf32" ? 2 ** -18 : m.mmaA === "tf32" ? 2 * 2 ** -10 + 2 ** -20 : 0;
+  const uAcc = m.acc === "f32" ? 2 ** -23 : m.acc === "f16" ? 2 ** -10 : m.acc === "f64" ? 2 ** -52 : 0;
+  const exact = !DTYPE_INFO[D.dtype].float && k.epilogue.compute === "s32";
+  const values = new Float64Array(dSh.elements);
+  const bound = new Float64Array(dSh.elements);
+  // Element offsets: logical (b, row, col) -> storage index, via the access
+  // order recorded in the views (normalised layout) and the declared layout.
+  const elemIndex = (t: TensorParam, sh: ReturnType<typeof tensorShape>, viewLayout: "row" | "col", batched: boolean) => {
+    // A view's normalised layout says whether the second logical index is
+    // contiguous; the tensor's declared layout says which declared position is
+    // contiguous. Together they fix whether the declared order is (first,
+    // second) or (second, first) of the logical indices.
+    const declContigLast = t.layout === "row";
+    const logicalSecondContig = viewLayout === "row";
+    const swap = declContigLast !== logicalSecondContig;
+    return (b: number, r: number, c: number) => {
+      const mat = swap ? [c, r] : [r, c];
+      return sh.index(batched ? [b, mat[0]!, mat[1]!] : mat);
+    };
+  };
+  const aIdx = elemIndex(A, aSh, p.a.layout, p.a.batched);
+  const bIdx = elemIndex(B, bSh, p.b.layout, p.b.batched);
+  const dIdx = elemIndex(D, dSh, p.d.layout, p.d.batched);
+  // Epilogue tensors.
+  const epi = new Map<string, (b: number, r: number, c: number) => number>();
+  for (const prm of k.params) {
+    if (prm.kind !== "tensor" || (prm.role !== "C" && prm.role !== "bias")) continue;
+    const sh = tensorShape(prm, sizes);
+    const bytes = args.tensors.get(prm.name)!;
+    const view = k.epilogue.views.find((v) => v.tensor === prm.name);
+    if (view !== undefined) {
+      const f = elemIndex(prm, sh, view.layout, view.batched);
+      epi.set(prm.name, (b, r, c) => readElem(bytes, prm.dtype, f(b, r, c)));
+    }
+  }
+  const loadOf = (e: Extract<EpilogueExpr, { op: "load" }>, b: number, r: number, c: number) => {
+    const f = epi.get(e.tensor);
+    if (f !== undefined) return f(b, r, c);
+    const t = tensorParam(k, e.tensor);
+    const sh = tensorShape(t, sizes);
+    const bytes = args.tensors.get(t.name)!;
+    const idx = [
+      ...(e.batched ? [b] : []),
+      ...(e.rows ? [r] : []),
+      ...(e.cols ? [c] : []),
+    ];
+    return readElem(bytes, t.dtype, sh.index(idx));
+  };
+  const compute = k.epilogue.compute;
+  // Evaluates the epilogue; approx counts the approximate functions on the path.
+  const evalE = (e: EpilogueExpr, acc: number, b: number, r: number, c: number): number => {
+    const ev = (x: EpilogueExpr) => evalE(x, acc, b, r, c);
+    const fix = (x: number) => compute === "s32" ? x | 0 : compute === "f32" ? x : x;
+    switch (e.op) {
+      case "acc":
+        return acc;
+      case "const":
+        return e.value;
+      case "scalar":
+        return args.scalars.get(e.name)!;
+      case "load":
+        return loadOf(e, b, r, c);
+      case "unary": {
+        const x = ev(e.x);
+        const fn = e.fn;
+        switch (fn) {
+          case "neg":
+            return fix(-x);
+          case "abs":
+            return fix(Math.abs(x));
+          case "relu":
+            return Math.max(x, 0);
+          case "gelu":
+            return 0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x + 0.044715 * x * x * x)));
+          case "sigmoid":
+            return 1 / (1 + Math.exp(-x));
+          case "silu":
+            return x / (1 + Math.exp(-x));
+          default:
+            return unreachable(fn);
+        }
+      }
+      case "binary": {
+        const a = ev(e.a);
+        const bb = ev(e.b);
+        const fn = e.fn;
+        switch (fn) {
+          case "add":
+            return fix(a + bb);
+          case "sub":
+            return fix(a - bb);
+          case "mul":
+            return compute === "s32" ? Math.imul(a, bb) : a * bb;
+          case "min":
+            return Math.min(a, bb);
+          case "max":
+            return Math.max(a, bb);
+          default:
+            return unreachable(fn);
+        }
+      }
+      case "clamp":
+        return Math.min(Math.max(ev(e.x), ev(e.lo)), ev(e.hi));
+      case "cast": {
+        const x = ev(e.x);
+        if (DTYPE_INFO[e.to].float) return roundTo(x, e.to);
+        const [lo, hi] = intRangeOf(e.to);
+        return Math.min(Math.max(roundHalfEven(x), lo), hi);
+      }
+      default:
+        return unreachable(e);
+    }
+  };
+  const hasApprox = (e: EpilogueExpr): boolean => {
+    switch (e.op) {
+      case "unary":
+        return e.fn === "gelu" || e.fn === "sigmoid" || e.fn === "silu" || hasApprox(e.x);
+      case "binary":
+        return hasApprox(e.a) || hasApprox(e.b);
+      case "clamp":
+        return hasApprox(e.x) || hasApprox(e.lo) || hasApprox(e.hi);
+      case "cast":
+        return hasApprox(e.x);
+      default:
+        return false;
+    }
+  };
+  const approx = hasApprox(k.epilogue.expr);
+  const out = D.dtype;
+  const popc = m.op !== "mul";
+  for (let b = 0; b < L; b++) {
+    for (let r = 0; r < M; r++) {
+      for (let c = 0; c < N; c++) {
+        let acc = 0;
+        let mag = 0;
+        for (let kk = 0; kk < K; kk++) {
+          const x = readElem(aBytes, A.dtype, aIdx(b, r, kk));
+          const y = readElem(bBytes, B.dtype, bIdx(b, kk, c));
+          if (popc) acc += m.op === "and.popc" ? (x & y) : (x ^ y);
+          else {
+            acc += x * y;
+            mag += Math.abs(x * y);
+          }
+        }
+        if (!floatOps) {
+          acc = Math.min(Math.max(acc, -(2 ** 31)), 2 ** 31 - 1);
+        }
+        const e = mag * (epsIn + K * uAcc);
+        let v = evalE(k.epilogue.expr, acc, b, r, c);
+        let bnd = 0;
+        if (!exact) {
+          if (e > 0) {
+            const hi = evalE(k.epilogue.expr, acc + e, b, r, c);
+            const lo = evalE(k.epilogue.expr, acc - e, b, r, c);
+            bnd = Math.max(Math.abs(hi - v), Math.abs(lo - v));
+          }
+          if (approx) bnd += 2 ** -10 * Math.max(1, Math.abs(v));
+          bnd += 2 ** -20 * Math.abs(v) + 2 * ulp(v, out === "f64" ? "f64" : out === "f16" || out === "bf16" ? out : "f32");
+        }
+        // Convert to the output type.
+        if (DTYPE_INFO[out].float) v = roundTo(v, out);
+        else {
+          const [lo, hi] = intRangeOf(out);
+          v = Math.min(Math.max(compute === "s32" ? v : roundHalfEven(v), lo), hi);
+          if (!exact) bnd = Math.max(bnd, 1);
+        }
+        const i = dIdx(b, r, c);
+        values[i] = v;
+        bound[i] = bnd;
+      }
+    }
+  }
+  return { values, bound, exact };
+}

@@ -1,0 +1,141 @@
+/**
+ * Dense tensors as the kernel ABI stores them (DESIGN.md §3): bytes in the
+ * declared layout, batch outermost, sub-byte types packed along the
+ * contiguous dimension with the lowest index in the least significant bits.
+ * Element codecs and index arithmetic, shared by the reference GEMM, the
+ * input generator and the GPU runner.
+ *
+ * @module
+ */
+
+import type { DimRef, TensorParam } from "../../ir/gemm.ts";
+import { DTYPE_INFO, type Dtype } from "../../ir/dtype.ts";
+import {
+  bf16BitsToF32,
+  f16BitsToF32,
+  f32ToBf16Bits,
+  f32ToF16Bits,
+} from "../sim/numerics.ts";
+
+/** A tensor's concrete shape and strides (in elements). */
+export interface TensorShape {
+  readonly dims: readonly number[];
+  readonly elements: number;
+  readonly bytes: number;
+  /** Element index of a multi-index in declared dimension order. */
+  readonly index: (ix: readonly number[]) => number;
+}
+
+/**
+ * The concrete shape of a tensor parameter for given runtime sizes.
+ *
+ * @param t The parameter.
+ * @param sizes Runtime sizes by dimension name.
+ * @returns Its shape, byte size and index function.
+ */
+export function tensorShape(t: TensorParam, sizes: Readonly<Record<string, number>>): TensorShape {
+  const val = (d: DimRef) => {
+    if (d.kind === "const") return d.value;
+    const v = sizes[d.name];
+    if (v === undefined) throw new Error(`Missing size for dimension "${d.name}"`);
+    return v;
+  };
+  const dims = t.dims.map(val);
+  const elements = dims.reduce((a, b) => a * b, 1);
+  const bits = DTYPE_INFO[t.dtype].bits;
+  const bytes = Math.ceil((elements * bits) / 8);
+  const r = dims.length;
+  let index: (ix: readonly number[]) => number;
+  if (r === 1) index = (ix) => ix[0]!;
+  else {
+    const d0 = dims[r - 2]!;
+    const d1 = dims[r - 1]!;
+    const batchStride = d0 * d1;
+    const mat = t.layout === "row"
+      ? (i: number, j: number) => i * d1 + j
+      : (i: number, j: number) => i + j * d0;
+    index = r === 2
+      ? (ix) => mat(ix[0]!, ix[1]!)
+      : (ix) => ix[0]! * batchStride + mat(ix[1]!, ix[2]!);
+  }
+  return { dims, elements, bytes, index };
+}
+
+/**
+ * Reads element `i` (in storage order) as a number: floats as their value,
+ * integers as their signed or unsigned value, b1 as 0 or 1.
+ *
+ * @param bytes The storage.
+ * @param t The element type.
+ * @param i The element index.
+ * @returns The value.
+ */
+export function readElem(bytes: Uint8Array, t: Dtype, i: number): number {
+  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  switch (t) {
+    case "f64":
+      return dv.getFloat64(i * 8, true);
+    case "f32":
+    case "tf32":
+      return dv.getFloat32(i * 4, true);
+    case "f16":
+      return f16BitsToF32(dv.getUint16(i * 2, true));
+    case "bf16":
+      return bf16BitsToF32(dv.getUint16(i * 2, true));
+    case "s32":
+      return dv.getInt32(i * 4, true);
+    case "s8":
+      return dv.getInt8(i);
+    case "u8":
+      return dv.getUint8(i);
+    case "s4": {
+      const v = (bytes[i >> 1]! >> ((i & 1) * 4)) & 15;
+      return v >= 8 ? v - 16 : v;
+    }
+    case "u4":
+      return (bytes[i >> 1]! >> ((i & 1) * 4)) & 15;
+    case "b1":
+      return (bytes[i >> 3]! >> (i & 7)) & 1;
+  }
+}
+
+/**
+ * Writes element `i` (in storage order); floats are rounded to the type
+ * (round to nearest even), integers must be in range.
+ *
+ * @param bytes The storage.
+ * @param t The element type.
+ * @param i The element index.
+ * @param v The value.
+ */
+export function writeElem(bytes: Uint8Array, t: Dtype, i: number, v: number): void {
+  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  switch (t) {
+    case "f64":
+      return dv.setFloat64(i * 8, v, true);
+    case "f32":
+    case "tf32":
+      return dv.setFloat32(i * 4, v, true);
+    case "f16":
+      return dv.setUint16(i * 2, f32ToF16Bits(v), true);
+    case "bf16":
+      return dv.setUint16(i * 2, f32ToBf16Bits(v), true);
+    case "s32":
+      return dv.setInt32(i * 4, v, true);
+    case "s8":
+      return dv.setInt8(i, v);
+    case "u8":
+      return dv.setUint8(i, v);
+    case "s4":
+    case "u4": {
+      const sh = (i & 1) * 4;
+      bytes[i >> 1] = (bytes[i >> 1]! & ~(15 << sh)) | ((v & 15) << sh);
+      return;
+    }
+    case "b1": {
+      const sh = i & 7;
+      bytes[i >> 3] = (bytes[i >> 3]! & ~(1 << sh)) | ((v & 1) << sh);
+      return;
+    }
+  }
+}

@@ -1,0 +1,14 @@
+/**
+ * The gemmc simulator: executes the kernel IR (ir/kernel.ts), the same program
+ * the PTX backend prints, on the CPU, block by block with each block's
+ * threads in lockstep. It checks every access (bounds, alignment), reports
+ * shared-memory hazards (reads before a cp.async landed, races between warps
+ * without a barrier, unbalanced cp.async groups) and gathers statistics
+ * (warp-instructions by kind, global and shared bytes, MMAs, bank conflicts
+ * in wavefronts). Numerics are those of `numerics.ts`.
+ *
+ * @module
+ */
+
+export * from "./simulate.ts";
+export * from "./types.ts";
