@@ -119,7 +119,9 @@ Deno.test("cli: check on good and bad files together reports the bad and exits 1
 });
 
 Deno.test("cli: compile --emit ir prints the GEMM IR of every example", async () => {
-  const runs = await gemmAll(EXAMPLES.map((n) => ["compile", `examples/${n}.gemm`, "--emit", "ir"]));
+  const runs = await gemmAll(
+    EXAMPLES.map((n) => ["compile", `examples/${n}.gemm`, "--emit", "ir"]),
+  );
   EXAMPLES.forEach((name, i) => {
     const r = runs[i]!;
     assert.equal(r.code, 0, `${name}: ${r.stderr}`);
@@ -258,7 +260,11 @@ Deno.test("cli: a missing file exits 2 with one line", async () => {
     ["check", "examples/no_such_file.gemm"],
     ["compile", "no/such/dir/x.gemm"],
   ]);
-  assertUsageError(c!, "check missing", /^gemm: Cannot read "examples\/no_such_file\.gemm": no such file\n$/);
+  assertUsageError(
+    c!,
+    "check missing",
+    /^gemm: Cannot read "examples\/no_such_file\.gemm": no such file\n$/,
+  );
   assertUsageError(k!, "compile missing", /"no\/such\/dir\/x\.gemm"/);
 });
 

@@ -210,7 +210,9 @@ Deno.test("diagnostics: other kernels of a file are still checked", () => {
 Deno.test("diagnostics: file name defaults to <input>", () => {
   const r = check("kernel k {\n  A: f8[M]\n}\n");
   assert.equal(r.diagnostics[0]?.file, "<input>");
-  assert.ok(formatDiagnostics(r.diagnostics, "kernel k {\n  A: f8[M]\n}\n").startsWith("<input>:2:6:"));
+  assert.ok(
+    formatDiagnostics(r.diagnostics, "kernel k {\n  A: f8[M]\n}\n").startsWith("<input>:2:6:"),
+  );
 });
 
 Deno.test("renderDiagnostic: a tab before the span keeps the caret aligned", () => {

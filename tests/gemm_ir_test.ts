@@ -170,13 +170,12 @@ const BROKEN: [string, (k: any) => void, RegExp][] = [
   ],
   [
     "a broken tensor deep in the epilogue",
-    (k) =>
-      (k.epilogue.expr = {
-        op: "clamp",
-        x: { op: "acc" },
-        lo: { op: "const", value: 0 },
-        hi: { op: "unary", fn: "relu", x: { op: "load", tensor: "nope", rows: true, cols: false } },
-      }),
+    (k) => (k.epilogue.expr = {
+      op: "clamp",
+      x: { op: "acc" },
+      lo: { op: "const", value: 0 },
+      hi: { op: "unary", fn: "relu", x: { op: "load", tensor: "nope", rows: true, cols: false } },
+    }),
     /no tensor "nope"/,
   ],
   [
@@ -267,15 +266,27 @@ function layouts(decl: [string, string, string], access: [string, string, string
 Deno.test("layout: declared layout plus index order gives the normalised layout", () => {
   const plain: [string, string, string] = ["m, k", "k, n", "m, n"];
   // A[K, M] col read as A[k, m]: K is contiguous, so A is row-major (k fastest).
-  assert.equal(layouts(["K, M] col", "K, N] row", "M, N] row"], ["k, m", "k, n", "m, n"]), "A:row B:row D:row");
+  assert.equal(
+    layouts(["K, M] col", "K, N] row", "M, N] row"], ["k, m", "k, n", "m, n"]),
+    "A:row B:row D:row",
+  );
   assert.equal(layouts(["M, K] col", "K, N] col", "M, N] col"], plain), "A:col B:col D:col");
-  assert.equal(layouts(["M, K] row", "N, K] row", "M, N] row"], ["m, k", "n, k", "m, n"]), "A:row B:col D:row");
+  assert.equal(
+    layouts(["M, K] row", "N, K] row", "M, N] row"], ["m, k", "n, k", "m, n"]),
+    "A:row B:col D:row",
+  );
   // A[K, M] row read as A[k, m]: M is contiguous, a column-major A; B[N, K] col: N contiguous.
-  assert.equal(layouts(["K, M] row", "N, K] col", "M, N] col"], ["k, m", "n, k", "m, n"]), "A:col B:row D:col");
+  assert.equal(
+    layouts(["K, M] row", "N, K] col", "M, N] col"], ["k, m", "n, k", "m, n"]),
+    "A:col B:row D:col",
+  );
   // No layout is row.
   assert.equal(layouts(["M, K]", "K, N]", "M, N]"], plain), "A:row B:row D:row");
   // The output's index order decides the roles: D[n, m] makes B's rows the M of the GEMM.
-  assert.equal(layouts(["M, K] row", "N, K] row", "N, M] row"], ["m, k", "n, k", "n, m"]), "B:row A:col D:row");
+  assert.equal(
+    layouts(["M, K] row", "N, K] row", "N, M] row"], ["m, k", "n, k", "n, m"]),
+    "B:row A:col D:row",
+  );
 });
 
 Deno.test("layout: epilogue matrices get a normalised view too", () => {
@@ -434,7 +445,14 @@ Deno.test("parameters: declaration order, default alignment of 16 bytes, scalar 
         ? `${p.name}:${p.dtype}:${p.layout}:${p.align}:${p.role}`
         : `${p.name}:${p.dtype}=${p.default}`
     ),
-    ["A:s4:row:32:A", "B:s4:col:8:B", "bias:s32:row:4:bias", "D:s32:row:4:D", "shift:s32=-3", "scale:f32=null"],
+    [
+      "A:s4:row:32:A",
+      "B:s4:col:8:B",
+      "bias:s32:row:4:bias",
+      "D:s32:row:4:D",
+      "shift:s32=-3",
+      "scale:f32=null",
+    ],
   );
   const widths: [string, number][] = [["f64", 2], ["f32", 4], ["f16", 8], ["s8", 16], ["b1", 128]];
   for (const [t, a] of widths) {

@@ -62,7 +62,9 @@ function gemm(statement: string, extra = ""): string {
   A: f16[M, K] row
   B: f16[K, N] col
 ${uses("C") ? "  C: f32[M, N] row\n" : ""}  D: f32[M, N] row
-${uses("bias") ? "  bias: f32[N]\n" : ""}${uses("rowbias") ? "  rowbias: f32[M]\n" : ""}  alpha: f32 = 1.0
+${uses("bias") ? "  bias: f32[N]\n" : ""}${
+    uses("rowbias") ? "  rowbias: f32[M]\n" : ""
+  }  alpha: f32 = 1.0
   beta: f32 = 0.0
 ${extra}  ${statement}
 }
@@ -324,7 +326,9 @@ Deno.test("grammar accepts: redundant parentheses around a contraction and its f
     const [g] = checks(gemm(s));
     assert.equal(epilogue(g!), "acc", s);
   }
-  const [g] = checks(gemm("D[m, n] = alpha * (A[m, k]) * B[k, n] + C[m, n] + bias[n] + rowbias[m]"));
+  const [g] = checks(
+    gemm("D[m, n] = alpha * (A[m, k]) * B[k, n] + C[m, n] + bias[n] + rowbias[m]"),
+  );
   assert.equal(epilogue(g!), "((((alpha * acc) + C[m, n]) + bias[n]) + rowbias[m])");
 });
 
@@ -508,7 +512,13 @@ interface Rejected {
 const K = "kernel k {\n";
 const REJECTED: readonly Rejected[] = [
   { name: "an unknown dtype", src: `${K}  A: f8[M, K]\n}`, line: 2, column: 6, says: 'found "f8"' },
-  { name: "a dtype in capitals", src: `${K}  A: F16[M, K]\n}`, line: 2, column: 6, says: "a dtype" },
+  {
+    name: "a dtype in capitals",
+    src: `${K}  A: F16[M, K]\n}`,
+    line: 2,
+    column: 6,
+    says: "a dtype",
+  },
   {
     name: "a missing closing brace",
     src: `${K}  A: f16[M, K]\n`,
@@ -542,7 +552,13 @@ const REJECTED: readonly Rejected[] = [
     says: 'found "row"',
   },
   { name: "empty dims", src: `${K}  A: f16[]\n}`, line: 2, column: 10, says: 'found "]"' },
-  { name: "a trailing comma in dims", src: `${K}  A: f16[M,]\n}`, line: 2, column: 12, says: '"]"' },
+  {
+    name: "a trailing comma in dims",
+    src: `${K}  A: f16[M,]\n}`,
+    line: 2,
+    column: 12,
+    says: '"]"',
+  },
   { name: "a decimal dim", src: `${K}  A: f16[M, 6.4]\n}`, line: 2, column: 14, says: '".4"' },
   { name: "dims in parentheses", src: `${K}  A: f16(M, K)\n}`, line: 2, column: 9, says: '"("' },
   { name: "a missing colon", src: `${K}  A f16[M, K]\n}`, line: 2, column: 5, says: '":"' },
@@ -568,8 +584,20 @@ const REJECTED: readonly Rejected[] = [
     column: 21,
     says: "Expected an integer, found end of line",
   },
-  { name: "align of a name", src: `${K}  A: f16[M, K] align x\n}`, line: 2, column: 22, says: '"x"' },
-  { name: "a keyword as tensor name", src: `${K}  col: f16[M]\n}`, line: 2, column: 3, says: '"col"' },
+  {
+    name: "align of a name",
+    src: `${K}  A: f16[M, K] align x\n}`,
+    line: 2,
+    column: 22,
+    says: '"x"',
+  },
+  {
+    name: "a keyword as tensor name",
+    src: `${K}  col: f16[M]\n}`,
+    line: 2,
+    column: 3,
+    says: '"col"',
+  },
   {
     name: "a scalar default missing",
     src: `${K}  alpha: f32 =\n}`,
@@ -600,8 +628,20 @@ const REJECTED: readonly Rejected[] = [
     column: 13,
     says: '"1.5.2"',
   },
-  { name: "division", src: `${K}  D[m, n] = A[m, k] / B[k, n]\n}`, line: 2, column: 21, says: '"/"' },
-  { name: "a power", src: `${K}  D[m, n] = A[m, k] ** B[k, n]\n}`, line: 2, column: 22, says: '"*"' },
+  {
+    name: "division",
+    src: `${K}  D[m, n] = A[m, k] / B[k, n]\n}`,
+    line: 2,
+    column: 21,
+    says: '"/"',
+  },
+  {
+    name: "a power",
+    src: `${K}  D[m, n] = A[m, k] ** B[k, n]\n}`,
+    line: 2,
+    column: 22,
+    says: '"*"',
+  },
   {
     name: "& outside popc",
     src: `${K}  D[m, n] = A[m, k] & B[k, n]\n}`,
@@ -673,7 +713,13 @@ const REJECTED: readonly Rejected[] = [
     says: "found end of line",
   },
   { name: "==", src: `${K}  D[m, n] == A[m, k]\n}`, line: 2, column: 12, says: '"="' },
-  { name: "an output without indices", src: `${K}  D = A[m, k]\n}`, line: 2, column: 5, says: '"="' },
+  {
+    name: "an output without indices",
+    src: `${K}  D = A[m, k]\n}`,
+    line: 2,
+    column: 5,
+    says: '"="',
+  },
   { name: "an empty index list", src: `${K}  D[] = A[m, k]\n}`, line: 2, column: 5, says: '"]"' },
   {
     name: "a statement with no right-hand side",

@@ -1,0 +1,83 @@
+/**
+ * The launch manifest (DESIGN.md §3): what a launcher needs to run a
+ * compiled kernel. `gemm compile --emit json` prints it; the API returns it
+ * as data, with the grid as a function of the runtime sizes.
+ *
+ * @module
+ */
+
+import type { GemmKernel } from "../ir/gemm.ts";
+import { type GridPlan, gridFor, type Kernel } from "../ir/kernel.ts";
+
+/** One parameter of the entry point, in ABI order. */
+export interface ManifestParam {
+  readonly name: string;
+  readonly kind: "tensor" | "dim" | "scalar";
+  readonly ptx: "u64" | "u32" | "f32" | "f64" | "s32";
+  readonly dtype?: string;
+  /** Declared dimensions (names or constants), for tensors. */
+  readonly shape?: readonly (string | number)[];
+  readonly layout?: "row" | "col";
+  /** Alignment in elements, for tensors. */
+  readonly align?: number;
+  readonly role?: string;
+  readonly default?: number | null;
+}
+
+/** The manifest of one kernel. */
+export interface KernelManifest {
+  readonly name: string;
+  readonly entry: string;
+  readonly target: "sm_80" | "sm_86";
+  readonly params: readonly ManifestParam[];
+  readonly block: readonly [number, number, number];
+  readonly dynamicSmemBytes: number;
+  /** How the grid follows from the sizes (see {@link gridFor}). */
+  readonly gridPlan: GridPlan;
+  /** The concrete grid, when sizes were given. */
+  readonly grid?: readonly [number, number, number];
+}
+
+/**
+ * Builds the manifest of a compiled kernel.
+ *
+ * @param gemm The checked GEMM IR kernel (for declarations).
+ * @param kernel The kernel IR (for the ABI, block and shared memory).
+ * @param sizes Runtime sizes, to include the concrete grid.
+ * @returns The manifest.
+ */
+export function kernelManifest(
+  gemm: GemmKernel,
+  kernel: Kernel,
+  sizes?: Readonly<Record<string, number>>,
+): KernelManifest {
+  const params: ManifestParam[] = kernel.params.map((p) => {
+    const decl = gemm.params.find((q) => q.name === p.name);
+    if (p.kind === "tensor" && decl?.kind === "tensor") {
+      return {
+        name: p.name,
+        kind: p.kind,
+        ptx: p.ptx,
+        dtype: decl.dtype,
+        shape: decl.dims.map((d) => d.kind === "sym" ? d.name : d.value),
+        layout: decl.layout,
+        align: decl.align,
+        role: decl.role,
+      };
+    }
+    if (p.kind === "scalar" && decl?.kind === "scalar") {
+      return { name: p.name, kind: p.kind, ptx: p.ptx, dtype: decl.dtype, default: decl.default };
+    }
+    return { name: p.name, kind: p.kind, ptx: p.ptx };
+  });
+  return {
+    name: gemm.name,
+    entry: kernel.name,
+    target: kernel.target === "sm86" ? "sm_86" : "sm_80",
+    params,
+    block: [kernel.threads, 1, 1],
+    dynamicSmemBytes: kernel.dynamicSmemBytes,
+    gridPlan: kernel.grid,
+    ...(sizes !== undefined ? { grid: gridFor(kernel.grid, sizes) } : {}),
+  };
+}

@@ -1,0 +1,65 @@
+/**
+ * gemmc: a GEMM compiler for NVIDIA Ampere (sm_80 / sm_86), in TypeScript.
+ *
+ * A GEMM is written as a small tensor expression; {@link compile} parses it
+ * (Ohm grammar), checks it into the GEMM IR, runs the passes (tiling, warp
+ * partitioning, multistage cp.async pipelining, MMA selection) and lowers it
+ * to a thread-level kernel IR. From that one kernel IR the PTX backend prints
+ * PTX and the simulator executes the same program on the CPU.
+ *
+ * @example
+ * ```ts
+ * import { compile } from "./mod.ts";
+ * const src = `kernel hgemm {
+ *   A: f16[M, K] row
+ *   B: f16[K, N] col
+ *   D: f32[M, N] row
+ *   D[m, n] = A[m, k] * B[k, n]
+ * }`;
+ * const r = compile(src, { file: "hgemm.gemm" });
+ * console.assert(r.ok && r.kernels[0]?.planned.plan.mma?.shape === "m16n8k16.f16.f32");
+ * ```
+ *
+ * @module
+ */
+
+export {
+  check,
+  compile,
+  type CompiledKernel,
+  type CompileOptions,
+  type CompileResult,
+  formatDiagnostics,
+  parse,
+  type SourceOptions,
+} from "./compiler.ts";
+export {
+  type Diagnostic,
+  type DiagnosticCode,
+  DIAGNOSTIC_CODES,
+  DiagnosticError,
+  renderDiagnostic,
+} from "./dsl/diagnostics.ts";
+export type { ProgramAst } from "./dsl/ast.ts";
+export type {
+  DimRef,
+  Epilogue,
+  EpilogueExpr,
+  GemmKernel,
+  MathSpec,
+  Plan,
+  Problem,
+  Schedule,
+  Shape3,
+  Target,
+} from "./ir/gemm.ts";
+export { type Dtype, DTYPES } from "./ir/dtype.ts";
+export { printGemm } from "./ir/print_gemm.ts";
+export { gridFor, type GridPlan, type Kernel, type Op } from "./ir/kernel.ts";
+export { printKernel } from "./ir/print_kernel.ts";
+export { MMA_SHAPES, type MmaShape } from "./ir/mma_table.ts";
+export { GEMM_PASSES, PASS_NAMES, runPipeline } from "./passes/pipeline_list.ts";
+export { kernelManifest, type KernelManifest, type ManifestParam } from "./backends/manifest.ts";
+export { referenceGemm, type Reference } from "./backends/ref/reference.ts";
+export { type Comparison, compareOutput } from "./backends/ref/compare.ts";
+export { type LaunchArgs, randomArgs } from "./backends/ref/inputs.ts";
