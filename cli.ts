@@ -116,7 +116,9 @@ function cmdCompile(args: string[], io: CliIO): number {
   }
   const [file, ...extra] = positionals;
   if (file === undefined) throw new UsageError("gemm compile: no input file");
-  if (extra.length > 0) throw new UsageError(`gemm compile: one file at a time, got ${positionals.length}`);
+  if (extra.length > 0) {
+    throw new UsageError(`gemm compile: one file at a time, got ${positionals.length}`);
+  }
   const emit = values.emit as Emit;
   if (!(EMITS as readonly string[]).includes(emit)) {
     throw new UsageError(`Unknown --emit "${values.emit}": expected ${EMITS.join(", ")}`);
@@ -129,7 +131,9 @@ function cmdCompile(args: string[], io: CliIO): number {
   const dumpAfter = values["dump-after"];
   if (dumpAfter !== undefined && dumpAfter !== "all" && !PASS_NAMES.includes(dumpAfter)) {
     throw new UsageError(
-      `Unknown pass "${dumpAfter}" for --dump-after: expected all or one of ${PASS_NAMES.join(", ")}`,
+      `Unknown pass "${dumpAfter}" for --dump-after: expected all or one of ${
+        PASS_NAMES.join(", ")
+      }`,
     );
   }
   const target = parseTarget(values.target);

@@ -35,8 +35,8 @@ export {
 } from "./compiler.ts";
 export {
   type Diagnostic,
-  type DiagnosticCode,
   DIAGNOSTIC_CODES,
+  type DiagnosticCode,
   DiagnosticError,
   renderDiagnostic,
 } from "./dsl/diagnostics.ts";
@@ -59,7 +59,7 @@ export { gridFor, type GridPlan, type Kernel, type Op } from "./ir/kernel.ts";
 export { printKernel } from "./ir/print_kernel.ts";
 export { MMA_SHAPES, type MmaShape } from "./ir/mma_table.ts";
 export { GEMM_PASSES, PASS_NAMES, runPipeline } from "./passes/pipeline_list.ts";
-export { kernelManifest, type KernelManifest, type ManifestParam } from "./backends/manifest.ts";
-export { referenceGemm, type Reference } from "./backends/ref/reference.ts";
-export { type Comparison, compareOutput } from "./backends/ref/compare.ts";
+export { type KernelManifest, kernelManifest, type ManifestParam } from "./backends/manifest.ts";
+export { type Reference, referenceGemm } from "./backends/ref/reference.ts";
+export { compareOutput, type Comparison } from "./backends/ref/compare.ts";
 export { type LaunchArgs, randomArgs } from "./backends/ref/inputs.ts";

@@ -7,7 +7,7 @@
  */
 
 import type { GemmKernel } from "../ir/gemm.ts";
-import { type GridPlan, gridFor, type Kernel } from "../ir/kernel.ts";
+import { gridFor, type GridPlan, type Kernel } from "../ir/kernel.ts";
 
 /** One parameter of the entry point, in ABI order. */
 export interface ManifestParam {

@@ -69,17 +69,19 @@ interface Src {
 }
 
 /** The schedule keys of DESIGN.md §2, in the order the docs list them. */
-export const SCHEDULE_KEYS: readonly ScheduleKey[] = Object.freeze([
-  "threadblock",
-  "warp",
-  "mma",
-  "stages",
-  "swizzle",
-  "split_k",
-  "math",
-  "accumulate",
-  "target",
-] as const);
+export const SCHEDULE_KEYS: readonly ScheduleKey[] = Object.freeze(
+  [
+    "threadblock",
+    "warp",
+    "mma",
+    "stages",
+    "swizzle",
+    "split_k",
+    "math",
+    "accumulate",
+    "target",
+  ] as const,
+);
 
 /** Epilogue functions and their arity. */
 const FUNCTIONS: Readonly<Record<string, number>> = Object.freeze({
@@ -116,7 +118,11 @@ const LEGAL_COMBOS = "f16 x f16 (accumulate f32 or f16), bf16 x bf16, f32|tf32 x
  * if (r.ok) console.assert(checkProgram(r.ast, { file: "k.gemm", text }).kernels.length === 1);
  * ```
  */
-export function checkProgram(ast: ProgramAst, source: Src, options: CheckOptions = {}): CheckResult {
+export function checkProgram(
+  ast: ProgramAst,
+  source: Src,
+  options: CheckOptions = {},
+): CheckResult {
   const kernels: GemmKernel[] = [];
   const diagnostics: Diagnostic[] = [];
   const seen = new Map<string, KernelAst>();
@@ -397,7 +403,11 @@ class KernelChecker {
           break;
         case "math":
           if (v !== "tf32" && v !== "3xtf32" && v !== "f32") {
-            this.#fail("E0112", `Malformed value "${v}" for "math": expected tf32, 3xtf32 or f32`, vs);
+            this.#fail(
+              "E0112",
+              `Malformed value "${v}" for "math": expected tf32, 3xtf32 or f32`,
+              vs,
+            );
           }
           math = { value: v, span: vs };
           break;
@@ -435,7 +445,11 @@ class KernelChecker {
     }
     const [mm, nn, kk] = [Number(m[1]), Number(m[2]), Number(m[3])];
     if (mm <= 0 || nn <= 0 || kk <= 0) {
-      this.#fail("E0112", `Malformed shape "${v}" for "${key}": every extent must be positive`, span);
+      this.#fail(
+        "E0112",
+        `Malformed shape "${v}" for "${key}": every extent must be positive`,
+        span,
+      );
     }
     return { m: mm, n: nn, k: kk };
   }
@@ -488,7 +502,9 @@ class KernelChecker {
           "E0104",
           `Index "${ix.text}" spans two different dimensions: "${
             dimText(prev.dim)
-          }" of "${prev.tensor}" (line ${this.#line(prev.span)}) and "${dimText(dim)}" of "${name}"`,
+          }" of "${prev.tensor}" (line ${this.#line(prev.span)}) and "${
+            dimText(dim)
+          }" of "${name}"`,
           ix.span,
         );
       }
@@ -548,7 +564,9 @@ class KernelChecker {
         if (e.args.length !== arity) {
           this.#fail(
             "E0116",
-            `Function "${f}" takes ${arity} argument${arity === 1 ? "" : "s"}, got ${e.args.length}`,
+            `Function "${f}" takes ${arity} argument${
+              arity === 1 ? "" : "s"
+            }, got ${e.args.length}`,
             e.span,
           );
         }
@@ -636,7 +654,11 @@ class KernelChecker {
     const target = stmt.target;
     const outName = target.tensor.text;
     if (this.#scalars.has(outName)) {
-      this.#fail("E0115", `The output "${outName}" is a scalar: the output must be a tensor`, target.span);
+      this.#fail(
+        "E0115",
+        `The output "${outName}" is a scalar: the output must be a tensor`,
+        target.span,
+      );
     }
     const outDecl = this.#access(target);
     if (outDecl.dims.length < 2) {
@@ -649,7 +671,9 @@ class KernelChecker {
     if (!EPILOGUE_DTYPES.includes(outDecl.dtype)) {
       this.#fail(
         "E0120",
-        `The output "${outName}" has dtype "${outDecl.dtype}": outputs are ${EPILOGUE_DTYPES.join(", ")}`,
+        `The output "${outName}" has dtype "${outDecl.dtype}": outputs are ${
+          EPILOGUE_DTYPES.join(", ")
+        }`,
         outDecl.dtypeSpan,
       );
     }
@@ -878,16 +902,18 @@ class KernelChecker {
         for (const d of item.dims) {
           if (d.kind === "sym" && !dims.includes(d.name)) dims.push(d.name);
         }
-        params.push({
-          kind: "tensor",
-          name: item.name.text,
-          dtype: item.dtype,
-          dims: item.dims.map(toDimRef),
-          layout: item.layout?.value ?? "row",
-          align: item.align?.value ?? defaultAlign(item.dtype),
-          role,
-          span: item.span,
-        } satisfies TensorParam);
+        params.push(
+          {
+            kind: "tensor",
+            name: item.name.text,
+            dtype: item.dtype,
+            dims: item.dims.map(toDimRef),
+            layout: item.layout?.value ?? "row",
+            align: item.align?.value ?? defaultAlign(item.dtype),
+            role,
+            span: item.span,
+          } satisfies TensorParam,
+        );
       } else if (item.kind === "scalarDecl") {
         params.push({
           kind: "scalar",
@@ -924,12 +950,10 @@ class KernelChecker {
   ): MathSpec {
     const ta = a.dtype;
     const tb = b.dtype;
-    const span = main.root.kind === "popc"
-      ? main.root.span
-      : cover(
-        main.factors.find((f) => f.kind === "access" && f.tensor.text === a.name.text)!.span,
-        main.factors.find((f) => f.kind === "access" && f.tensor.text === b.name.text)!.span,
-      );
+    const span = main.root.kind === "popc" ? main.root.span : cover(
+      main.factors.find((f) => f.kind === "access" && f.tensor.text === a.name.text)!.span,
+      main.factors.find((f) => f.kind === "access" && f.tensor.text === b.name.text)!.span,
+    );
     const popc = main.root.kind === "popc" ? main.root.op : null;
     const illegal = (why: string): never =>
       this.#fail(
@@ -988,7 +1012,11 @@ class KernelChecker {
           sched.math.span,
         );
       }
-      mode = sched.math.value === "tf32" ? "tensor" : sched.math.value === "3xtf32" ? "3xtf32" : "simt";
+      mode = sched.math.value === "tf32"
+        ? "tensor"
+        : sched.math.value === "3xtf32"
+        ? "3xtf32"
+        : "simt";
     }
     return {
       a: ta,

@@ -5,7 +5,18 @@
  */
 
 /** Every element type the DSL knows (DESIGN.md §2). */
-export type Dtype = "f64" | "f32" | "tf32" | "f16" | "bf16" | "s32" | "s8" | "u8" | "s4" | "u4" | "b1";
+export type Dtype =
+  | "f64"
+  | "f32"
+  | "tf32"
+  | "f16"
+  | "bf16"
+  | "s32"
+  | "s8"
+  | "u8"
+  | "s4"
+  | "u4"
+  | "b1";
 
 /** Facts about one element type. */
 export interface DtypeInfo {
@@ -20,19 +31,21 @@ export interface DtypeInfo {
 }
 
 /** The table of element types, frozen. */
-export const DTYPE_INFO: Readonly<Record<Dtype, DtypeInfo>> = Object.freeze({
-  f64: Object.freeze({ bits: 64, float: true, signed: false, ptxParam: "f64" }),
-  f32: Object.freeze({ bits: 32, float: true, signed: false, ptxParam: "f32" }),
-  tf32: Object.freeze({ bits: 32, float: true, signed: false, ptxParam: "f32" }),
-  f16: Object.freeze({ bits: 16, float: true, signed: false, ptxParam: "f32" }),
-  bf16: Object.freeze({ bits: 16, float: true, signed: false, ptxParam: "f32" }),
-  s32: Object.freeze({ bits: 32, float: false, signed: true, ptxParam: "s32" }),
-  s8: Object.freeze({ bits: 8, float: false, signed: true, ptxParam: "s32" }),
-  u8: Object.freeze({ bits: 8, float: false, signed: false, ptxParam: "u32" }),
-  s4: Object.freeze({ bits: 4, float: false, signed: true, ptxParam: "s32" }),
-  u4: Object.freeze({ bits: 4, float: false, signed: false, ptxParam: "u32" }),
-  b1: Object.freeze({ bits: 1, float: false, signed: false, ptxParam: "u32" }),
-} as const);
+export const DTYPE_INFO: Readonly<Record<Dtype, DtypeInfo>> = Object.freeze(
+  {
+    f64: Object.freeze({ bits: 64, float: true, signed: false, ptxParam: "f64" }),
+    f32: Object.freeze({ bits: 32, float: true, signed: false, ptxParam: "f32" }),
+    tf32: Object.freeze({ bits: 32, float: true, signed: false, ptxParam: "f32" }),
+    f16: Object.freeze({ bits: 16, float: true, signed: false, ptxParam: "f32" }),
+    bf16: Object.freeze({ bits: 16, float: true, signed: false, ptxParam: "f32" }),
+    s32: Object.freeze({ bits: 32, float: false, signed: true, ptxParam: "s32" }),
+    s8: Object.freeze({ bits: 8, float: false, signed: true, ptxParam: "s32" }),
+    u8: Object.freeze({ bits: 8, float: false, signed: false, ptxParam: "u32" }),
+    s4: Object.freeze({ bits: 4, float: false, signed: true, ptxParam: "s32" }),
+    u4: Object.freeze({ bits: 4, float: false, signed: false, ptxParam: "u32" }),
+    b1: Object.freeze({ bits: 1, float: false, signed: false, ptxParam: "u32" }),
+  } as const,
+);
 
 /** All dtypes in the order DESIGN.md lists them. */
 export const DTYPES: readonly Dtype[] = Object.freeze(

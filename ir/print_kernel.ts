@@ -6,7 +6,7 @@
  * @module
  */
 
-import { type Guard, type Kernel, type Op, type Operand, type Reg, type RegType } from "./kernel.ts";
+import type { Guard, Kernel, Op, Operand, Reg, RegType } from "./kernel.ts";
 import { unreachable } from "./gemm.ts";
 
 const PREFIX: Readonly<Record<RegType, string>> = Object.freeze({
@@ -86,7 +86,9 @@ function line(o: Op): string {
     case "bar":
       return "bar";
     case "ldmatrix":
-      return `${list(o.dst)} = ldmatrix.x${o.num}${o.trans ? ".trans" : ""} ${addr(o.addr, o.offset)}`;
+      return `${list(o.dst)} = ldmatrix.x${o.num}${o.trans ? ".trans" : ""} ${
+        addr(o.addr, o.offset)
+      }`;
     case "lds":
       return `${g}${list(o.dst)} = lds.${o.width} ${addr(o.addr, o.offset)}`;
     case "ldg":

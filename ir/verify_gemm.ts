@@ -24,7 +24,9 @@ export function verifyGemm(k: GemmKernel): void {
     if (names.has(p.name)) fail(`duplicate parameter "${p.name}"`);
     names.add(p.name);
     if (p.kind === "tensor") {
-      if (p.dims.length < 1 || p.dims.length > 3) fail(`tensor "${p.name}" has rank ${p.dims.length}`);
+      if (p.dims.length < 1 || p.dims.length > 3) {
+        fail(`tensor "${p.name}" has rank ${p.dims.length}`);
+      }
       if (p.align < 1 || (p.align & (p.align - 1)) !== 0) {
         fail(`tensor "${p.name}" has alignment ${p.align}`);
       }
@@ -41,12 +43,18 @@ export function verifyGemm(k: GemmKernel): void {
   const a = tensor(k.problem.a.tensor);
   const b = tensor(k.problem.b.tensor);
   const d = tensor(k.problem.d.tensor);
-  if (a.role !== "A" || b.role !== "B" || d.role !== "D") fail("operand roles disagree with the problem");
+  if (a.role !== "A" || b.role !== "B" || d.role !== "D") {
+    fail("operand roles disagree with the problem");
+  }
   if (a.dtype !== k.math.a || b.dtype !== k.math.b) fail("math types disagree with the operands");
-  if (k.problem.batch === null && (k.problem.a.batched || k.problem.b.batched || k.problem.d.batched)) {
+  if (
+    k.problem.batch === null && (k.problem.a.batched || k.problem.b.batched || k.problem.d.batched)
+  ) {
     fail("a batched operand in an unbatched problem");
   }
-  if (k.problem.batch !== null && !k.problem.d.batched) fail("the output of a batched GEMM is not batched");
+  if (k.problem.batch !== null && !k.problem.d.batched) {
+    fail("the output of a batched GEMM is not batched");
+  }
   const accOk = k.math.op === "mul"
     ? DTYPE_INFO[k.math.acc].float === DTYPE_INFO[k.math.a].float
     : k.math.acc === "s32";
@@ -58,12 +66,16 @@ export function verifyGemm(k: GemmKernel): void {
         return;
       case "scalar": {
         const p = k.params.find((q) => q.name === e.name);
-        if (p === undefined || p.kind !== "scalar") fail(`epilogue reads unknown scalar "${e.name}"`);
+        if (p === undefined || p.kind !== "scalar") {
+          fail(`epilogue reads unknown scalar "${e.name}"`);
+        }
         return;
       }
       case "load": {
         const t = tensor(e.tensor);
-        if (t.role !== "C" && t.role !== "bias") fail(`epilogue reads "${e.tensor}" of role ${t.role}`);
+        if (t.role !== "C" && t.role !== "bias") {
+          fail(`epilogue reads "${e.tensor}" of role ${t.role}`);
+        }
         if (e.rows && e.cols && !k.epilogue.views.some((v) => v.tensor === e.tensor)) {
           fail(`epilogue matrix "${e.tensor}" has no view`);
         }
@@ -86,7 +98,9 @@ export function verifyGemm(k: GemmKernel): void {
   };
   walk(k.epilogue.expr);
   const pos = (s: Shape3 | undefined, what: string) => {
-    if (s !== undefined && (s.m <= 0 || s.n <= 0 || s.k <= 0)) fail(`${what} has a non-positive extent`);
+    if (s !== undefined && (s.m <= 0 || s.n <= 0 || s.k <= 0)) {
+      fail(`${what} has a non-positive extent`);
+    }
   };
   pos(k.schedule.threadblock, "threadblock");
   pos(k.schedule.warp, "warp");

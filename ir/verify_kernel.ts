@@ -40,7 +40,9 @@ export function verifyKernel(k: Kernel): void {
   const params = new Map(k.params.map((p) => [p.name, p]));
   const known = (o: Op, r: Reg) => {
     const decl = k.regs[r.id];
-    if (decl === undefined || decl.type !== r.type) fail(o, `register %${r.id} is not declared as ${r.type}`);
+    if (decl === undefined || decl.type !== r.type) {
+      fail(o, `register %${r.id} is not declared as ${r.type}`);
+    }
   };
   const is = (o: Op, x: Operand, types: readonly RegType[], what: string) => {
     if (x.kind === "imm") return;
@@ -100,7 +102,13 @@ export function verifyKernel(k: Kernel): void {
       case "cvt": {
         const [d, s] = o.kind.split(".") as [string, string];
         const regOf = (t: string): RegType =>
-          t === "f16" || t === "bf16" ? "b16" : t === "tf32" ? "b32" : t === "s8" || t === "u8" ? "u32" : t as RegType;
+          t === "f16" || t === "bf16"
+            ? "b16"
+            : t === "tf32"
+            ? "b32"
+            : t === "s8" || t === "u8"
+            ? "u32"
+            : t as RegType;
         is(o, o.dst, [regOf(d)], "destination");
         return is(o, o.src, [regOf(s)], "source");
       }
@@ -114,7 +122,9 @@ export function verifyKernel(k: Kernel): void {
         return is(o, o.hi, ["b16"], "hi");
       case "cpasync":
         if (o.cache === "cg" && o.bytes !== 16) fail(o, "cp.async.cg copies 16 bytes");
-        if (o.dstOffset < 0 || o.dstOffset + o.bytes > k.dynamicSmemBytes) fail(o, "offset outside shared memory");
+        if (o.dstOffset < 0 || o.dstOffset + o.bytes > k.dynamicSmemBytes) {
+          fail(o, "offset outside shared memory");
+        }
         is(o, o.dst, ["u32"], "destination address");
         is(o, o.src, ["u64"], "source address");
         is(o, o.srcBytes, ["u32"], "source size");
@@ -167,7 +177,9 @@ export function verifyKernel(k: Kernel): void {
         fr(o.c, s!.c.regs, "c");
         fr(o.d, s!.c.regs, "d");
         for (const p of path) {
-          if (p.op === "if" && !p.uniform) fail(o, "warp-collective mma inside non-uniform control flow");
+          if (p.op === "if" && !p.uniform) {
+            fail(o, "warp-collective mma inside non-uniform control flow");
+          }
         }
         return;
       }
@@ -184,6 +196,8 @@ export function verifyKernel(k: Kernel): void {
     }
   });
   if (commits > 0 && !waited) {
-    throw new Error(`Kernel IR verifier: kernel "${k.name}": cp.async groups are not drained by a final wait 0`);
+    throw new Error(
+      `Kernel IR verifier: kernel "${k.name}": cp.async groups are not drained by a final wait 0`,
+    );
   }
 }

@@ -29,15 +29,9 @@
  * @module
  */
 
-import type {
-  EpilogueExpr,
-  GemmKernel,
-  MatrixView,
-  OperandSmem,
-  TensorParam,
-} from "../ir/gemm.ts";
+import type { EpilogueExpr, GemmKernel, MatrixView, OperandSmem, TensorParam } from "../ir/gemm.ts";
 import { tensorParam, unreachable } from "../ir/gemm.ts";
-import { DTYPE_INFO, type Dtype } from "../ir/dtype.ts";
+import { type Dtype, DTYPE_INFO } from "../ir/dtype.ts";
 import type { Kernel, KernelParam, MemWidth, Operand, Reg, RegType } from "../ir/kernel.ts";
 import { imm, KernelBuilder } from "../ir/builder.ts";
 import { MMA_SHAPES, type MmaShape } from "../ir/mma_table.ts";
@@ -93,7 +87,19 @@ class Lowering {
   // ---- small emitters ----------------------------------------------------
 
   bin(
-    fn: "add" | "sub" | "mul" | "div" | "rem" | "min" | "max" | "shl" | "shr" | "and" | "or" | "xor",
+    fn:
+      | "add"
+      | "sub"
+      | "mul"
+      | "div"
+      | "rem"
+      | "min"
+      | "max"
+      | "shl"
+      | "shr"
+      | "and"
+      | "or"
+      | "xor",
     type: "u32" | "s32" | "u64" | "b32" | "pred" | "f32" | "f64",
     a: Operand,
     b: Operand,
@@ -194,7 +200,7 @@ class Lowering {
   }
 
   /** Emits the swizzled offset of a recipe: a u32 register. */
-  emitSwizzled(p: OperandSmem, r: SmemRecipe, smemBase: Reg): Reg {
+  emitSwizzled(p: OperandSmem, r: SmemRecipe): Reg {
     const row = this.emitAffine(r.row);
     const byte = this.emitAffine(r.byte);
     const rowChunks = p.rowBytes / 16;
@@ -205,9 +211,13 @@ class Lowering {
     const m = this.bin("and", "u32", hi, imm(7));
     const phys = this.bin("xor", "u32", linear, m);
     const off = this.bin("shl", "u32", phys, imm(4));
-    let inChunk: Operand = byte.kind === "imm" ? imm(byte.value & 15) : this.bin("and", "u32", byte, imm(15));
+    let inChunk: Operand = byte.kind === "imm"
+      ? imm(byte.value & 15)
+      : this.bin("and", "u32", byte, imm(15));
     if (inChunk.kind === "imm" && inChunk.value === 0) inChunk = imm(0);
-    const withIn = inChunk.kind === "imm" && inChunk.value === 0 ? off : this.bin("add", "u32", off, inChunk);
+    const withIn = inChunk.kind === "imm" && inChunk.value === 0
+      ? off
+      : this.bin("add", "u32", off, inChunk);
     return this.bin("add", "u32", withIn, imm(p.offset), "smemoff");
   }
 
@@ -236,7 +246,7 @@ class Lowering {
         for (let t = 1; t < this.threads && same; t++) same = v[t]! - rep.vec[t]! === d;
         if (same) return { base: rep.base, offset: d };
       }
-      const off = this.emitSwizzled(p, recipes[i]!, smemBase);
+      const off = this.emitSwizzled(p, recipes[i]!);
       const base = this.bin("add", "u32", smemBase, off, "sbase");
       reps.push({ vec: v, base });
       return { base, offset: 0 };
@@ -257,7 +267,9 @@ class Lowering {
     // Parameters in ABI order: tensors, dims, scalars.
     const kparams: KernelParam[] = [];
     for (const p of k.params) {
-      if (p.kind === "tensor") kparams.push({ name: p.name, kind: "tensor", ptx: "u64", dtype: p.dtype });
+      if (p.kind === "tensor") {
+        kparams.push({ name: p.name, kind: "tensor", ptx: "u64", dtype: p.dtype });
+      }
     }
     for (const d of k.dims) kparams.push({ name: d, kind: "dim", ptx: "u32" });
     for (const p of k.params) {
@@ -280,7 +292,10 @@ class Lowering {
     const warp = this.bin("shr", "u32", tid, imm(5), "warp");
     this.features.set("tid", tid);
     this.features.set("lane7", this.bin("and", "u32", lane, imm(7)));
-    this.features.set("lane8", this.bin("and", "u32", this.bin("shr", "u32", lane, imm(3)), imm(1)));
+    this.features.set(
+      "lane8",
+      this.bin("and", "u32", this.bin("shr", "u32", lane, imm(3)), imm(1)),
+    );
     this.features.set("lane16", this.bin("shr", "u32", lane, imm(4)));
     this.features.set("g", this.bin("shr", "u32", lane, imm(2), "g"));
     this.features.set("tig", this.bin("and", "u32", lane, imm(3), "tig"));
@@ -295,13 +310,21 @@ class Lowering {
     b.emit({ op: "sreg", dst: bz, sreg: "ctaid.z" });
     const ls = log2(tile.swizzle);
     const tileMIdx = ls === 0 ? bx : this.bin("shr", "u32", bx, imm(ls));
-    const tileNIdx = ls === 0
-      ? by
-      : this.bin("add", "u32", this.bin("shl", "u32", by, imm(ls)), this.bin("and", "u32", bx, imm(tile.swizzle - 1)));
+    const tileNIdx = ls === 0 ? by : this.bin(
+      "add",
+      "u32",
+      this.bin("shl", "u32", by, imm(ls)),
+      this.bin("and", "u32", bx, imm(tile.swizzle - 1)),
+    );
     const M = this.dim(k.problem.m);
     const N = this.dim(k.problem.n);
     const K = this.dim(k.problem.k);
-    const tilesN = this.bin("shr", "u32", this.bin("add", "u32", N, imm(tb.n - 1)), imm(log2(tb.n)));
+    const tilesN = this.bin(
+      "shr",
+      "u32",
+      this.bin("add", "u32", N, imm(tb.n - 1)),
+      imm(log2(tb.n)),
+    );
     const inGrid = this.setp("lt", "u32", tileNIdx, tilesN);
     b.if(inGrid, true, () => {
       const m0 = this.bin("shl", "u32", tileMIdx, imm(log2(tb.m)), "m0");
@@ -340,9 +363,13 @@ class Lowering {
       }
 
       // k-tiles.
-      const kTiles = K.kind === "imm"
-        ? imm(Math.ceil(K.value / tb.k))
-        : this.bin("shr", "u32", this.bin("add", "u32", K, imm(tb.k - 1)), imm(log2(tb.k)), "ktiles");
+      const kTiles = K.kind === "imm" ? imm(Math.ceil(K.value / tb.k)) : this.bin(
+        "shr",
+        "u32",
+        this.bin("add", "u32", K, imm(tb.k - 1)),
+        imm(log2(tb.k)),
+        "ktiles",
+      );
       const S = pipe.stages;
       // kRem of the next tile to fetch: K - t * tileK (s32, may go negative).
       const kRem = this.mov("s32", K.kind === "imm" ? K : imm(0), "kfetch");
@@ -365,8 +392,10 @@ class Lowering {
 
       // Fragment buffers.
       const fragRegs = (op: MmaShape["a"], tiles: number): Reg[][] =>
-        Array.from({ length: tiles }, () =>
-          Array.from({ length: op.regs }, () => b.reg(op.regBits === 64 ? "f64" : "b32")));
+        Array.from(
+          { length: tiles },
+          () => Array.from({ length: op.regs }, () => b.reg(op.regBits === 64 ? "f64" : "b32")),
+        );
       const aBuf = [fragRegs(this.shape.a, mTiles), fragRegs(this.shape.a, mTiles)];
       const bBuf = [fragRegs(this.shape.b, nTiles), fragRegs(this.shape.b, nTiles)];
       const loadFrags = (kk: number, buf: number) => {
@@ -444,7 +473,7 @@ class Lowering {
   // ---- global -> shared copies ---------------------------------------------
 
   copySetup(
-    role: "A" | "B",
+    _role: "A" | "B",
     view: MatrixView,
     p: OperandSmem,
     x0: Reg,
@@ -472,7 +501,9 @@ class Lowering {
         ? { c: (j * T) / cpr, terms: [["tidHi", 1]] }
         : { c: Math.floor(j / (cpr / T)), terms: [] };
     const colOf = (j: number): Affine =>
-      T % cpr === 0 ? { c: 0, terms: [["tidLo", 1]] } : { c: (j % (cpr / T)) * T, terms: [["tid", 1]] };
+      T % cpr === 0
+        ? { c: 0, terms: [["tidLo", 1]] }
+        : { c: (j % (cpr / T)) * T, terms: [["tid", 1]] };
     const copies: CopyOne[] = [];
     // Base pointer, with the batch offset.
     const base: Reg = view.batched ? this.vectorBase(t, bz) : this.params.get(view.tensor)!;
@@ -490,7 +521,11 @@ class Lowering {
         byte: { c: col.c * p.copyBytes, terms: col.terms.map(([f, c]) => [f, c * p.copyBytes]) },
       });
       // Partial last round of copies: only threads with c < total copy.
-      valid.push(total % T === 0 || (j + 1) * T <= total ? null : this.setp("lt", "u32", this.features.get("tid")!, imm(total - j * T)));
+      valid.push(
+        total % T === 0 || (j + 1) * T <= total
+          ? null
+          : this.setp("lt", "u32", this.features.get("tid")!, imm(total - j * T)),
+      );
     }
     const dst = this.groupRecipes(p, recipes, smem);
     for (let j = 0; j < recipes.length; j++) {
@@ -504,7 +539,9 @@ class Lowering {
         kIdx = colV.kind === "imm" ? imm(colV.value * epc) : this.bin("mul", "u32", colV, imm(epc));
       } else {
         kIdx = rowV;
-        const oc = colV.kind === "imm" ? imm(colV.value * epc) : this.bin("mul", "u32", colV, imm(epc));
+        const oc = colV.kind === "imm"
+          ? imm(colV.value * epc)
+          : this.bin("mul", "u32", colV, imm(epc));
         outerIdx = this.bin("add", "u32", x0, oc);
       }
       const outerOk = this.setp("lt", "u32", outerIdx, outerSize);
@@ -514,7 +551,13 @@ class Lowering {
       const inLine = kContig ? kIdx : outerIdx;
       const lineOff = this.mulU64(lineIdx, ldBytes);
       const inOff = bytesOfElems(this, b64(this, inLine), bits);
-      const ptr = this.bin("add", "u64", this.bin("add", "u64", base, lineOff), inOff, `${view.tensor}p${j}`);
+      const ptr = this.bin(
+        "add",
+        "u64",
+        this.bin("add", "u64", base, lineOff),
+        inOff,
+        `${view.tensor}p${j}`,
+      );
       // k index for the bounds check: as s32.
       const kS = this.b.reg("s32");
       this.b.emit({ op: "cvt", kind: "s32.b32", dst: kS, src: this.bitsOf(kIdx) });
@@ -557,7 +600,14 @@ class Lowering {
       } else {
         const width: MemWidth = p.copyBytes === 2 ? "b16" : "b8";
         const v = this.mov(width === "b16" ? "b16" : "u32", imm(0));
-        b.emit({ op: "ldg", width, dst: [v], addr: one.ptr, offset: 0, guard: { pred: ok, negate: false } });
+        b.emit({
+          op: "ldg",
+          width,
+          dst: [v],
+          addr: one.ptr,
+          offset: 0,
+          guard: { pred: ok, negate: false },
+        });
         b.emit({ op: "sts", width, src: [v], addr: dst, offset: one.dst.offset });
       }
       b.emit({ op: "bin", fn: "add", type: "u64", dst: one.ptr, a: one.ptr, b: c.step });
@@ -609,7 +659,9 @@ class Lowering {
               const ct = f(1) - c0;
               for (let l = 0; l < 32; l++) {
                 if (f(l) !== c0 + cg * (l >> 2) + ct * (l & 3)) {
-                  throw new Error(`Fragment map of ${this.shape.name} ${role} is not affine in (g, tig)`);
+                  throw new Error(
+                    `Fragment map of ${this.shape.name} ${role} is not affine in (g, tig)`,
+                  );
                 }
               }
               return { c: c0, terms: [["g", cg], ["tig", ct]] };
@@ -659,11 +711,19 @@ class Lowering {
               const b16col = Math.floor(bitInRow / 16);
               const ok = storedRow === l >> 2 && Math.floor(b16col / 2) === (l & 3) &&
                 (bitInRow % 32) === e * bits;
-              if (!ok) throw new Error(`ldmatrix does not produce the ${this.shape.name} ${role} fragment`);
+              if (!ok) {
+                throw new Error(
+                  `ldmatrix does not produce the ${this.shape.name} ${role} fragment`,
+                );
+              }
             } else {
               // Stored rows are k, columns outer (16-bit types only).
               const ok = bits === 16 && (kEl - k0) === 2 * (l & 3) + e && o - o0 === l >> 2;
-              if (!ok) throw new Error(`ldmatrix.trans does not produce the ${this.shape.name} ${role} fragment`);
+              if (!ok) {
+                throw new Error(
+                  `ldmatrix.trans does not produce the ${this.shape.name} ${role} fragment`,
+                );
+              }
             }
           }
         }
@@ -735,7 +795,13 @@ class Lowering {
       const flat = buf.flat();
       if (f.load === "lds") {
         const reg = buf[ins.tile]![ins.regs[0]!]!;
-        this.b.emit({ op: "lds", width: f.regBits === 64 ? "b64" : "b32", dst: [reg], addr, offset });
+        this.b.emit({
+          op: "lds",
+          width: f.regBits === 64 ? "b64" : "b32",
+          dst: [reg],
+          addr,
+          offset,
+        });
       } else {
         this.b.emit({
           op: "ldmatrix",
@@ -804,8 +870,18 @@ class Lowering {
     const d = tensorParam(k, k.problem.d.tensor);
     b.emit({ op: "comment", text: "epilogue" });
     // Warp origin.
-    const wRow = this.bin("add", "u32", m0, this.bin("mul", "u32", this.features.get("wm")!, imm(wp.warp.m)));
-    const wCol = this.bin("add", "u32", n0, this.bin("mul", "u32", this.features.get("wn")!, imm(wp.warp.n)));
+    const wRow = this.bin(
+      "add",
+      "u32",
+      m0,
+      this.bin("mul", "u32", this.features.get("wm")!, imm(wp.warp.m)),
+    );
+    const wCol = this.bin(
+      "add",
+      "u32",
+      n0,
+      this.bin("mul", "u32", this.features.get("wn")!, imm(wp.warp.n)),
+    );
     // Accumulator element positions: (row, col) = (g*ag + tig*at + dr, g*bg + tig*bt + dc).
     const fitC = (f: (l: number) => number): Affine => {
       const c0 = f(0);
@@ -974,7 +1050,10 @@ class Lowering {
     if (from === c) return v;
     const b = this.b;
     const dst = b.reg(c);
-    const kinds: Record<string, "f64.f32" | "f32.f64" | "f32.s32" | "f64.s32" | "s32.f32" | "s32.f64"> = {
+    const kinds: Record<
+      string,
+      "f64.f32" | "f32.f64" | "f32.s32" | "f64.s32" | "s32.f32" | "s32.f64"
+    > = {
       "f32>f64": "f64.f32",
       "f64>f32": "f32.f64",
       "s32>f32": "f32.s32",
@@ -997,7 +1076,6 @@ class Lowering {
     loads: Map<string, { base: Reg; t: TensorParam; view: MatrixView | null }>,
     c: "f32" | "f64" | "s32",
   ): Reg {
-    const b = this.b;
     const ev = (x: EpilogueExpr) => this.evalEpilogue(x, accV, row, col, ok, loads, c);
     const constant = (v: number): Reg => this.mov(c, imm(v));
     switch (e.op) {
@@ -1011,30 +1089,8 @@ class Lowering {
       }
       case "load":
         return this.loadElem(e, loads.get(e.tensor)!, row, col, ok, c);
-      case "unary": {
-        const x = ev(e.x);
-        const fn = e.fn;
-        switch (fn) {
-          case "neg":
-          case "abs": {
-            const dst = b.reg(c);
-            b.emit({ op: "un", fn, type: c, dst, src: x });
-            return dst;
-          }
-          case "relu":
-            return this.bin("max", c, x, imm(0));
-          case "gelu":
-          case "sigmoid":
-          case "silu": {
-            // Evaluated in f32 with PTX approximate instructions.
-            const xf = c === "f32" ? x : this.toCompute(x, c, "f32");
-            const r = this.activation(fn, xf);
-            return c === "f32" ? r : this.toCompute(r, "f32", c);
-          }
-          default:
-            return unreachable(fn);
-        }
-      }
+      case "unary":
+        return this.unary(e.fn, ev(e.x), c);
       case "binary":
         return this.bin(e.fn, c, ev(e.a), ev(e.b));
       case "clamp":
@@ -1043,6 +1099,34 @@ class Lowering {
         return this.castTo(ev(e.x), c, e.to);
       default:
         return unreachable(e);
+    }
+  }
+
+  /** A unary epilogue function in the compute type. */
+  unary(
+    fn: "neg" | "abs" | "relu" | "gelu" | "sigmoid" | "silu",
+    x: Reg,
+    c: "f32" | "f64" | "s32",
+  ): Reg {
+    switch (fn) {
+      case "neg":
+      case "abs": {
+        const dst = this.b.reg(c);
+        this.b.emit({ op: "un", fn, type: c, dst, src: x });
+        return dst;
+      }
+      case "relu":
+        return this.bin("max", c, x, imm(0));
+      case "gelu":
+      case "sigmoid":
+      case "silu": {
+        // Evaluated in f32 with PTX approximate instructions.
+        const xf = c === "f32" ? x : this.toCompute(x, c, "f32");
+        const r = this.activation(fn, xf);
+        return c === "f32" ? r : this.toCompute(r, "f32", c);
+      }
+      default:
+        return unreachable(fn);
     }
   }
 
@@ -1097,7 +1181,9 @@ class Lowering {
     // Integer casts: round to s32 (saturating), then clamp to the type's range.
     const xi = c === "s32" ? x : this.toCompute(x, c, "s32");
     const [lo, hi] = to === "s8" ? [-128, 127] : to === "u8" ? [0, 255] : [null, null];
-    const clamped = lo === null ? xi : this.bin("min", "s32", this.bin("max", "s32", xi, imm(lo)), imm(hi!));
+    const clamped = lo === null
+      ? xi
+      : this.bin("min", "s32", this.bin("max", "s32", xi, imm(lo)), imm(hi!));
     return c === "s32" ? clamped : this.toCompute(clamped, "s32", c);
   }
 
@@ -1130,8 +1216,21 @@ class Lowering {
   }
 
   storeOne(addr: Reg, v: Reg, t: Dtype, ok: Reg): void {
-    const width: MemWidth = t === "f64" ? "b64" : t === "f16" || t === "bf16" ? "b16" : t === "s8" || t === "u8" ? "b8" : "b32";
-    this.b.emit({ op: "stg", width, src: [v], addr, offset: 0, guard: { pred: ok, negate: false } });
+    const width: MemWidth = t === "f64"
+      ? "b64"
+      : t === "f16" || t === "bf16"
+      ? "b16"
+      : t === "s8" || t === "u8"
+      ? "b8"
+      : "b32";
+    this.b.emit({
+      op: "stg",
+      width,
+      src: [v],
+      addr,
+      offset: 0,
+      guard: { pred: ok, negate: false },
+    });
   }
 
   storePair(addr: Reg, vs: Reg[], t: Dtype, ok: Reg): void {
@@ -1139,7 +1238,14 @@ class Lowering {
     if (t === "f16" || t === "bf16") {
       const w = b.reg("b32");
       b.emit({ op: "pack", dst: w, lo: vs[0]!, hi: vs[1]! });
-      b.emit({ op: "stg", width: "b32", src: [w], addr, offset: 0, guard: { pred: ok, negate: false } });
+      b.emit({
+        op: "stg",
+        width: "b32",
+        src: [w],
+        addr,
+        offset: 0,
+        guard: { pred: ok, negate: false },
+      });
       return;
     }
     const width: MemWidth = t === "f64" ? "b64" : "b32";
@@ -1174,7 +1280,15 @@ class Lowering {
     const off = bytesOfElems(this, idx, bits);
     const addr = this.bin("add", "u64", info.base, off);
     const width: MemWidth = bits === 64 ? "b64" : bits === 16 ? "b16" : bits === 8 ? "b8" : "b32";
-    const rt: RegType = bits === 64 ? "f64" : bits === 16 ? "b16" : bits === 8 ? "u32" : t.dtype === "f32" ? "f32" : "s32";
+    const rt: RegType = bits === 64
+      ? "f64"
+      : bits === 16
+      ? "b16"
+      : bits === 8
+      ? "u32"
+      : t.dtype === "f32"
+      ? "f32"
+      : "s32";
     const v = this.mov(rt, imm(0));
     b.emit({ op: "ldg", width, dst: [v], addr, offset: 0, guard: { pred: ok, negate: false } });
     switch (t.dtype) {
@@ -1259,7 +1373,11 @@ function b64Op(l: Lowering, v: Operand): Operand {
 }
 
 /** Element count (u64 or imm) to bytes: `n * bits / 8`. */
-function bytesOfElems(l: Lowering, n: Operand, bits: number): Operand & (Reg | { kind: "imm"; value: number }) {
+function bytesOfElems(
+  l: Lowering,
+  n: Operand,
+  bits: number,
+): Operand & (Reg | { kind: "imm"; value: number }) {
   if (n.kind === "imm") return imm((n.value * bits) / 8);
   if (bits >= 8) {
     const m = bits / 8;
@@ -1275,7 +1393,10 @@ function bytesOfElems(l: Lowering, n: Operand, bits: number): Operand & (Reg | {
  * @returns The kernel-IR program.
  */
 export function lowerToKernel(k: GemmKernel): Kernel {
-  if (k.plan.tile === undefined || k.plan.warp === undefined || k.plan.pipeline === undefined || k.plan.mma === undefined) {
+  if (
+    k.plan.tile === undefined || k.plan.warp === undefined || k.plan.pipeline === undefined ||
+    k.plan.mma === undefined
+  ) {
     throw new Error(`lower-kernel: kernel "${k.name}" is not fully planned`);
   }
   return new Lowering(k).run();

@@ -6,7 +6,12 @@
  * @module
  */
 
-import { type Diagnostic, diagnostic, type DiagnosticCode, DiagnosticError } from "../dsl/diagnostics.ts";
+import {
+  type Diagnostic,
+  diagnostic,
+  type DiagnosticCode,
+  DiagnosticError,
+} from "../dsl/diagnostics.ts";
 import type { GemmKernel, ScheduleKey, Span } from "../ir/gemm.ts";
 
 /** A pass over the GEMM IR. */

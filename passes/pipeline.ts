@@ -44,7 +44,9 @@ function operandSmem(
       "threadblock",
       "E0209",
       `Operand ${role} ("${view.tensor}", ${t.dtype}) has ${rowBytes}-byte tile rows: ` +
-        `they must be a multiple of 16 bytes (increase the threadblock's ${kContig ? "K" : role === "A" ? "M" : "N"})`,
+        `they must be a multiple of 16 bytes (increase the threadblock's ${
+          kContig ? "K" : role === "A" ? "M" : "N"
+        })`,
     );
   }
   const rowChunks = rowBytes / 16;

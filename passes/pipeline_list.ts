@@ -20,7 +20,12 @@ import { mmaPass } from "./mma.ts";
 import { lowerToKernel } from "./lower.ts";
 
 /** The GEMM IR passes, in order. */
-export const GEMM_PASSES: readonly GemmPass[] = Object.freeze([tilePass, warpPass, pipelinePass, mmaPass]);
+export const GEMM_PASSES: readonly GemmPass[] = Object.freeze([
+  tilePass,
+  warpPass,
+  pipelinePass,
+  mmaPass,
+]);
 
 /** The lowering's name and title, as `--dump-after` and dumps show them. */
 export const LOWER_PASS = Object.freeze({
@@ -55,6 +60,9 @@ export function runPipeline(k: GemmKernel, dump?: DumpHook): { gemm: GemmKernel;
   }
   const kernel = lowerToKernel(cur);
   verifyKernel(kernel);
-  dump?.(LOWER_PASS.name, `${dumpHeader(LOWER_PASS.title, LOWER_PASS.name)}\n${printKernel(kernel)}`);
+  dump?.(
+    LOWER_PASS.name,
+    `${dumpHeader(LOWER_PASS.title, LOWER_PASS.name)}\n${printKernel(kernel)}`,
+  );
   return { gemm: cur, kernel };
 }

@@ -98,7 +98,9 @@ export const tilePass: GemmPass = {
           k,
           "split_k",
           "E0207",
-          `split_k ${splitK} exceeds the ${Math.ceil(kc / tb.k)} k-tiles of K=${kc} (tile K ${tb.k})`,
+          `split_k ${splitK} exceeds the ${
+            Math.ceil(kc / tb.k)
+          } k-tiles of K=${kc} (tile K ${tb.k})`,
         );
       }
       scheduleError(
@@ -115,6 +117,10 @@ export const tilePass: GemmPass = {
       splitK,
       partial: { m: partial(p.m, tb.m), n: partial(p.n, tb.n), k: partial(p.k, tb.k) },
     };
-    return { ...k, schedule: { ...k.schedule, threadblock: tb, swizzle, splitK }, plan: { ...k.plan, tile } };
+    return {
+      ...k,
+      schedule: { ...k.schedule, threadblock: tb, swizzle, splitK },
+      plan: { ...k.plan, tile },
+    };
   },
 };

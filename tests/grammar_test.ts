@@ -58,17 +58,20 @@ function rhs(k: KernelAst): ExprAst {
  * (an unused tensor is an error). */
 function gemm(statement: string, extra = ""): string {
   const uses = (t: string) => new RegExp(`\\b${t}\\[`).test(statement);
-  return `kernel k {
-  A: f16[M, K] row
-  B: f16[K, N] col
-${uses("C") ? "  C: f32[M, N] row\n" : ""}  D: f32[M, N] row
-${uses("bias") ? "  bias: f32[N]\n" : ""}${
-    uses("rowbias") ? "  rowbias: f32[M]\n" : ""
-  }  alpha: f32 = 1.0
-  beta: f32 = 0.0
-${extra}  ${statement}
-}
-`;
+  const lines = [
+    "kernel k {",
+    "  A: f16[M, K] row",
+    "  B: f16[K, N] col",
+    ...(uses("C") ? ["  C: f32[M, N] row"] : []),
+    "  D: f32[M, N] row",
+    ...(uses("bias") ? ["  bias: f32[N]"] : []),
+    ...(uses("rowbias") ? ["  rowbias: f32[M]"] : []),
+    "  alpha: f32 = 1.0",
+    "  beta: f32 = 0.0",
+    `${extra}  ${statement}`,
+    "}",
+  ];
+  return lines.join("\n") + "\n";
 }
 
 /** The epilogue as the IR prints it. */
@@ -151,7 +154,7 @@ kernel second {
   assert.deepEqual(checks(src).map((k) => k.math.acc), ["f32", "s32"]);
 });
 
-Deno.test("grammar accepts: three kernels separated only by comments", () => {
+Deno.test("grammar accepts: three kernels, separated by comments or by nothing", () => {
   const body = "{ A: f16[M, K]\n B: f16[K, N] col\n D: f32[M, N]\n D[m, n] = A[m, k] * B[k, n] }";
   const src = `kernel a ${body} // one\n// two\nkernel b ${body}kernel c ${body}`;
   assert.deepEqual(checks(src).map((k) => k.name), ["a", "b", "c"]);

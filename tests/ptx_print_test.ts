@@ -340,6 +340,15 @@ Deno.test("ptx rendering of single operations", () => {
       b.emit({ op: "pack", dst: w, lo, hi });
       b.emit({ op: "unpack", lo, hi, src: w });
     }, ["mov.b32 %b0, {%h1, %h2};", "mov.b32 {%h1, %h2}, %b0;"]],
+    ["immediates beside float registers keep their bits", (b) => {
+      const f = b.reg("f32");
+      const a = b.reg("u32");
+      b.emit({ op: "sts", width: "b32", src: [f, imm(-1)], addr: a, offset: 8 });
+      b.emit({ op: "sts", width: "b32", src: [b.reg("u32"), imm(-1)], addr: a, offset: 8 });
+    }, [
+      "st.shared.v2.b32 [%r1+8], {%f0, 0fFFFFFFFF};",
+      "st.shared.v2.b32 [%r1+8], {%r2, 4294967295};",
+    ]],
     ["bit move across register types", (b) => {
       b.emit({ op: "mov", dst: b.reg("f32"), src: b.reg("u32") });
     }, ["mov.b32 %f0, %r1;"]],
@@ -421,7 +430,37 @@ Deno.test("ptx printer rejects IR with no PTX form", () => {
     }, /ld\.global\.b64: 4 registers/],
     ["b16 from a 32-bit register", (b) => {
       b.emit({ op: "sts", width: "b16", src: [b.reg("u32")], addr: b.reg("u32"), offset: 0 });
-    }, /is not 16-bit/],
+    }, /st\.shared\.b16: register %r0 is u32, PTX takes b16 here/],
+    ["tf32 into an f32 register", (b) => {
+      b.emit({ op: "cvt", kind: "tf32.f32", dst: b.reg("f32"), src: b.reg("f32") });
+    }, /cvt\.tf32\.f32 destination: register %f0 is f32, PTX takes b32 here/],
+    ["f32 operand of an integer add", (b) => {
+      const x = b.reg("u32");
+      b.emit({ op: "bin", fn: "add", type: "u32", dst: x, a: x, b: b.reg("f32") });
+    }, /add\.u32 operand b: register %f1 is f32/],
+    ["u64 shift amount", (b) => {
+      const x = b.reg("u64");
+      b.emit({ op: "bin", fn: "shl", type: "u64", dst: x, a: x, b: x });
+    }, /shl\.b64 shift amount: register %rd0 is u64/],
+    ["predicate from an integer", (b) => {
+      b.emit({ op: "mov", dst: b.reg("pred"), src: b.reg("u32") });
+    }, /mov: u32 register %r1 into pred/],
+    ["a vector of f32 and u32 registers", (b) => {
+      const rs = [b.reg("f32"), b.reg("u32")];
+      b.emit({ op: "lds", width: "b32", dst: rs, addr: b.reg("u32"), offset: 0 });
+    }, /ld\.shared\.b32: a vector mixes f32 register %f0 and u32 register %r1/],
+    ["mma fragment in u32 registers", (b) => {
+      const r = () => b.reg("u32");
+      const f = () => b.reg("f32");
+      b.emit({
+        op: "mma",
+        shape: "m16n8k8.f16.f32",
+        d: [f(), f(), f(), f()],
+        a: [r(), r()],
+        b: [r()],
+        c: [f(), f(), f(), f()],
+      });
+    }, /mma m16n8k8\.f16\.f32 a: register %r4 is u32, PTX takes b32 here/],
     ["shared address in a u64", (b) => {
       b.emit({ op: "lds", width: "b32", dst: [b.reg("u32")], addr: b.reg("u64"), offset: 0 });
     }, /ld\.shared address/],

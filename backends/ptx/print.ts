@@ -25,6 +25,7 @@ import type {
   BinOp,
   CvtKind,
   Guard,
+  Imm,
   Kernel,
   KernelParam,
   MemWidth,
@@ -37,7 +38,7 @@ import type {
 } from "../../ir/kernel.ts";
 import { opRegs } from "../../ir/kernel.ts";
 import { printBody, regName } from "../../ir/print_kernel.ts";
-import { MMA_SHAPES, type MmaShape } from "../../ir/mma_table.ts";
+import { MMA_SHAPES, type MmaDtype, type MmaShape } from "../../ir/mma_table.ts";
 import { type Target, unreachable } from "../../ir/gemm.ts";
 
 /** The PTX ISA version printed in the header: accepted by the ptxas of CUDA 12.0 and later. */
@@ -94,6 +95,48 @@ const REG_BITS: Readonly<Record<RegType, number>> = Object.freeze({
   u64: 64,
   f64: 64,
 });
+
+/** Classes of PTX operands by the register types ptxas accepts for them. */
+export type RegClass = "pred" | "b16" | "b32" | "i32" | "x32" | "f32" | "u64" | "b64" | "f64";
+
+/**
+ * The register types PTX accepts for an operand of each class (its relaxed
+ * type checking, as ptxas 13 applies it): a `.bN` operand takes any register
+ * of N bits, `.u32`/`.s32` any 32-bit integer or bit register, `.f32` an f32 or
+ * b32 register. `x32` is a `.b32` that must be a b32 register: the `mma`
+ * A/B fragments, f16x2 accumulators and the result of `cvt.rna.tf32.f32`
+ * (ptxas rejects u32/s32/f32 registers there with "Arguments mismatch").
+ */
+export const REG_CLASS: Readonly<Record<RegClass, readonly RegType[]>> = Object.freeze({
+  pred: ["pred"],
+  b16: ["b16"],
+  b32: ["b32", "u32", "s32", "f32"],
+  i32: ["u32", "s32", "b32"],
+  x32: ["b32"],
+  f32: ["f32", "b32"],
+  u64: ["u64"],
+  b64: ["u64", "f64"],
+  f64: ["f64"],
+});
+
+/** The class of an operand of PTX type `t` (the last part of a mnemonic). */
+function classOf(t: string): RegClass {
+  switch (t) {
+    case "u32":
+    case "s32":
+      return "i32";
+    case "pred":
+    case "b16":
+    case "b32":
+    case "f32":
+    case "u64":
+    case "b64":
+    case "f64":
+      return t;
+    default:
+      throw new Error(`No register class for PTX type "${t}"`);
+  }
+}
 
 /** Special registers: `mov.u32 %r, %SREG`. */
 export const SREG_PTX: Readonly<Record<SpecialReg, string>> = Object.freeze({
@@ -169,19 +212,19 @@ export const UN_PTX: Readonly<Record<UnOp["fn"], Readonly<Partial<Record<UnOp["t
   });
 
 /** One conversion: a template over `$d` (destination) and `$a` (source), the
- * PTX type an immediate source is written in, and the sizes of both sides. */
+ * PTX type an immediate source is written in, and the register classes of both sides. */
 export interface CvtRule {
   readonly tpl: string;
   readonly src: ImmType;
-  readonly srcBits: number;
-  readonly dstBits: number;
+  readonly srcRegs: RegClass;
+  readonly dstRegs: RegClass;
   /** An immediate source goes through {@link HALF_TMP} (ptxas rejects `cvt.f32.f16 %f, 15360`
    * with "Arguments mismatch", whatever the literal's form). */
   readonly immViaHalf: boolean;
 }
 
-function cvtRule(tpl: string, src: ImmType, srcBits: number, dstBits: number): CvtRule {
-  return Object.freeze({ tpl, src, srcBits, dstBits, immViaHalf: srcBits === 16 });
+function cvtRule(tpl: string, src: ImmType, srcRegs: RegClass, dstRegs: RegClass): CvtRule {
+  return Object.freeze({ tpl, src, srcRegs, dstRegs, immViaHalf: srcRegs === "b16" });
 }
 
 /**
@@ -201,44 +244,44 @@ function cvtRule(tpl: string, src: ImmType, srcBits: number, dstBits: number): C
  * - The six bit moves: `mov.b32`.
  */
 export const CVT_PTX: Readonly<Record<CvtKind, CvtRule>> = Object.freeze({
-  "f32.f16": cvtRule("cvt.f32.f16 $d, $a", "b16", 16, 32),
-  "f32.bf16": cvtRule("cvt.f32.bf16 $d, $a", "b16", 16, 32),
-  "f16.f32": cvtRule("cvt.rn.f16.f32 $d, $a", "f32", 32, 16),
-  "bf16.f32": cvtRule("cvt.rn.bf16.f32 $d, $a", "f32", 32, 16),
-  "tf32.f32": cvtRule("cvt.rna.tf32.f32 $d, $a", "f32", 32, 32),
-  "f64.f32": cvtRule("cvt.f64.f32 $d, $a", "f32", 32, 64),
-  "f32.f64": cvtRule("cvt.rn.f32.f64 $d, $a", "f64", 64, 32),
-  "f32.s32": cvtRule("cvt.rn.f32.s32 $d, $a", "s32", 32, 32),
-  "f64.s32": cvtRule("cvt.rn.f64.s32 $d, $a", "s32", 32, 64),
-  "s32.f32": cvtRule("cvt.rni.sat.s32.f32 $d, $a", "f32", 32, 32),
-  "s32.f64": cvtRule("cvt.rni.sat.s32.f64 $d, $a", "f64", 64, 32),
-  "s8.s32": cvtRule("cvt.sat.s8.s32 $d, $a", "s32", 32, 32),
-  "u8.s32": cvtRule("cvt.sat.u8.s32 $d, $a", "s32", 32, 32),
-  "u64.u32": cvtRule("cvt.u64.u32 $d, $a", "u32", 32, 64),
-  "b32.f32": cvtRule("mov.b32 $d, $a", "f32", 32, 32),
-  "f32.b32": cvtRule("mov.b32 $d, $a", "b32", 32, 32),
-  "b32.u32": cvtRule("mov.b32 $d, $a", "u32", 32, 32),
-  "u32.b32": cvtRule("mov.b32 $d, $a", "b32", 32, 32),
-  "s32.b32": cvtRule("mov.b32 $d, $a", "b32", 32, 32),
-  "b32.s32": cvtRule("mov.b32 $d, $a", "s32", 32, 32),
+  "f32.f16": cvtRule("cvt.f32.f16 $d, $a", "b16", "b16", "f32"),
+  "f32.bf16": cvtRule("cvt.f32.bf16 $d, $a", "b16", "b16", "f32"),
+  "f16.f32": cvtRule("cvt.rn.f16.f32 $d, $a", "f32", "f32", "b16"),
+  "bf16.f32": cvtRule("cvt.rn.bf16.f32 $d, $a", "f32", "f32", "b16"),
+  "tf32.f32": cvtRule("cvt.rna.tf32.f32 $d, $a", "f32", "f32", "x32"),
+  "f64.f32": cvtRule("cvt.f64.f32 $d, $a", "f32", "f32", "f64"),
+  "f32.f64": cvtRule("cvt.rn.f32.f64 $d, $a", "f64", "f64", "f32"),
+  "f32.s32": cvtRule("cvt.rn.f32.s32 $d, $a", "s32", "i32", "f32"),
+  "f64.s32": cvtRule("cvt.rn.f64.s32 $d, $a", "s32", "i32", "f64"),
+  "s32.f32": cvtRule("cvt.rni.sat.s32.f32 $d, $a", "f32", "f32", "i32"),
+  "s32.f64": cvtRule("cvt.rni.sat.s32.f64 $d, $a", "f64", "f64", "i32"),
+  "s8.s32": cvtRule("cvt.sat.s8.s32 $d, $a", "s32", "i32", "i32"),
+  "u8.s32": cvtRule("cvt.sat.u8.s32 $d, $a", "s32", "i32", "i32"),
+  "u64.u32": cvtRule("cvt.u64.u32 $d, $a", "u32", "i32", "u64"),
+  "b32.f32": cvtRule("mov.b32 $d, $a", "f32", "b32", "b32"),
+  "f32.b32": cvtRule("mov.b32 $d, $a", "b32", "b32", "b32"),
+  "b32.u32": cvtRule("mov.b32 $d, $a", "u32", "b32", "b32"),
+  "u32.b32": cvtRule("mov.b32 $d, $a", "b32", "b32", "b32"),
+  "s32.b32": cvtRule("mov.b32 $d, $a", "b32", "b32", "b32"),
+  "b32.s32": cvtRule("mov.b32 $d, $a", "s32", "b32", "b32"),
 });
 
-/** One memory width: the PTX type suffix, the register size it moves, how an
+/** One memory width: the PTX type suffix, the registers it moves, how an
  * immediate store operand is written, and the vector lengths PTX allows on sm_80
  * (at most 128 bits: no `.v4.b64`). */
 export interface MemRule {
   readonly ptx: string;
-  readonly regBits: number;
+  readonly regs: RegClass;
   readonly imm: ImmType;
   readonly vec: readonly number[];
 }
 
 /** {@link MemWidth} to PTX: `b8` is `.u8` (loads zero-extend into a 32-bit register). */
 export const MEM_PTX: Readonly<Record<MemWidth, MemRule>> = Object.freeze({
-  b8: Object.freeze({ ptx: "u8", regBits: 32, imm: "u8", vec: Object.freeze([1, 2, 4]) }),
-  b16: Object.freeze({ ptx: "b16", regBits: 16, imm: "b16", vec: Object.freeze([1, 2, 4]) }),
-  b32: Object.freeze({ ptx: "b32", regBits: 32, imm: "b32", vec: Object.freeze([1, 2, 4]) }),
-  b64: Object.freeze({ ptx: "b64", regBits: 64, imm: "u64", vec: Object.freeze([1, 2]) }),
+  b8: Object.freeze({ ptx: "u8", regs: "i32", imm: "u8", vec: Object.freeze([1, 2, 4]) }),
+  b16: Object.freeze({ ptx: "b16", regs: "b16", imm: "b16", vec: Object.freeze([1, 2, 4]) }),
+  b32: Object.freeze({ ptx: "b32", regs: "b32", imm: "b32", vec: Object.freeze([1, 2, 4]) }),
+  b64: Object.freeze({ ptx: "b64", regs: "b64", imm: "u64", vec: Object.freeze([1, 2]) }),
 });
 
 const VEC: Readonly<Record<number, string>> = Object.freeze({ 1: "", 2: ".v2", 4: ".v4" });
@@ -291,6 +334,23 @@ export const OP_TEMPLATES = Object.freeze({
   branch: "bra$uni $label",
   branchIf: "@$not$p bra$uni $label",
   ret: "ret",
+});
+
+/** Registers of `mma` fragments by element type: packed and tf32 operands and
+ * f16x2 accumulators in b32 registers, f32 accumulators in f32 (or b32), s32 in
+ * any 32-bit integer register, f64 in f64 (ir/kernel.ts, MmaOp). */
+export const MMA_OPERAND_REGS: Readonly<Record<MmaDtype, RegClass>> = Object.freeze({
+  f16: "x32",
+  bf16: "x32",
+  tf32: "x32",
+  s8: "x32",
+  u8: "x32",
+  s4: "x32",
+  u4: "x32",
+  b1: "x32",
+  f32: "f32",
+  s32: "i32",
+  f64: "f64",
 });
 
 const MMA_BY_NAME: ReadonlyMap<string, MmaShape> = new Map(MMA_SHAPES.map((s) => [s.name, s]));
@@ -405,10 +465,21 @@ interface Ctx {
 type Simple = Exclude<Op, { op: "for" | "if" }>;
 type Renderers = { readonly [K in Simple["op"]]: (o: Extract<Op, { op: K }>, cx: Ctx) => string[] };
 
-function checkBits(what: string, r: Operand, bits: number): void {
-  if (r.kind === "reg" && REG_BITS[r.type] !== bits) {
-    throw new PtxError(`${what}: register ${regName(r)} (${r.type}) is not ${bits}-bit`);
+/** Checks that register operands fit their PTX operand class (immediates always do). */
+function expect(what: string, cls: RegClass, ...xs: readonly Operand[]): void {
+  const ok = REG_CLASS[cls];
+  for (const x of xs) {
+    if (x.kind === "reg" && !ok.includes(x.type)) {
+      throw new PtxError(
+        `${what}: register ${regName(x)} is ${x.type}, PTX takes ${ok.join(" or ")} here`,
+      );
+    }
   }
+}
+
+/** The class of the operands of a mnemonic, from its last part (`add.rn.f32` → f32). */
+function classOfMnemonic(mn: string): RegClass {
+  return classOf(mn.slice(mn.lastIndexOf(".") + 1));
 }
 
 function memOperands(
@@ -422,8 +493,40 @@ function memOperands(
       `${what}.${width}: ${regs.length} registers (PTX allows ${rule.vec.join(", ")})`,
     );
   }
-  regs.forEach((r) => checkBits(`${what}.${width}`, r, rule.regBits));
-  return { v: VEC[regs.length]!, w: rule.ptx, list: vec(regs.map((r) => opd(r, rule.imm))) };
+  expect(`${what}.${width}`, rule.regs, ...regs);
+  const floats = uniformVector(`${what}.${width}`, regs);
+  // Beside float registers an integer literal is "a different type": write the
+  // same bits as a float literal.
+  const im = (x: Imm): string => {
+    const t = immText(x.value, rule.imm);
+    if (!floats) return t;
+    return width === "b64"
+      ? `0d${hex(BigInt.asUintN(64, BigInt(t)), 16)}`
+      : `0f${hex(Number(t), 8)}`;
+  };
+  const list = vec(regs.map((r) => (r.kind === "reg" ? regName(r) : im(r))));
+  return { v: VEC[regs.length]!, w: rule.ptx, list };
+}
+
+/**
+ * Checks that a vector does not mix float (f32/f64) and integer (u32/s32/u64)
+ * registers: ptxas rejects that in `ld`, `st` and `ldmatrix` ("Vector with
+ * elements of different types are not allowed"); b32 registers go with either.
+ *
+ * @returns Whether the vector holds a float register.
+ */
+function uniformVector(what: string, xs: readonly Operand[]): boolean {
+  const regs = xs.filter((x): x is Reg => x.kind === "reg");
+  const f = regs.find((r) => r.type === "f32" || r.type === "f64");
+  const i = regs.find((r) => r.type === "u32" || r.type === "s32" || r.type === "u64");
+  if (xs.length > 1 && f !== undefined && i !== undefined) {
+    throw new PtxError(
+      `${what}: a vector mixes ${f.type} register ${regName(f)} and ${i.type} register ${
+        regName(i)
+      }`,
+    );
+  }
+  return f !== undefined;
 }
 
 function table<T>(what: string, entry: T | undefined): T {
@@ -438,28 +541,41 @@ const RENDER: Renderers = {
       throw new PtxError(`Unknown parameter "${o.name}"`);
     }
     const d = regName(o.dst);
+    expect(`parameter "${p.name}"`, classOf(p.ptx), o.dst);
     const ld = fill(OP_TEMPLATES.param, { t: p.ptx, d, name: paramSymbol(p) });
-    if (p.kind !== "tensor") return [ld];
-    if (o.dst.type !== "u64") {
-      throw new PtxError(`Tensor parameter "${p.name}" loaded into ${o.dst.type} register ${d}`);
-    }
-    return [ld, fill(OP_TEMPLATES.cvta, { d })];
+    return p.kind === "tensor" ? [ld, fill(OP_TEMPLATES.cvta, { d })] : [ld];
   },
-  sreg: (o) => [fill(OP_TEMPLATES.sreg, { d: regName(o.dst), sreg: SREG_PTX[o.sreg] })],
+  sreg(o) {
+    expect("sreg", "i32", o.dst);
+    return [fill(OP_TEMPLATES.sreg, { d: regName(o.dst), sreg: SREG_PTX[o.sreg] })];
+  },
   mov(o) {
     // A register source of another type of the same size moves its bits (`mov.bN`).
     const t = o.src.kind === "reg" && o.src.type !== o.dst.type && o.dst.type !== "pred"
       ? `b${REG_BITS[o.dst.type]}`
       : REG_PTX[o.dst.type];
-    checkBits("mov", o.src, REG_BITS[o.dst.type]);
+    if (
+      o.src.kind === "reg" &&
+      (REG_BITS[o.src.type] !== REG_BITS[o.dst.type] ||
+        (o.src.type === "pred") !== (o.dst.type === "pred"))
+    ) {
+      throw new PtxError(`mov: ${o.src.type} register ${regName(o.src)} into ${o.dst.type}`);
+    }
     return [
       fill(OP_TEMPLATES.mov, { t, d: regName(o.dst), a: opd(o.src, IMM_OF_REG[o.dst.type]) }),
     ];
   },
-  smembase: (o) => [fill(OP_TEMPLATES.smembase, { d: regName(o.dst) })],
+  smembase(o) {
+    expect("smembase", "i32", o.dst);
+    return [fill(OP_TEMPLATES.smembase, { d: regName(o.dst) })];
+  },
   bin(o) {
     const mn = table(`bin ${o.fn}.${o.type}`, BIN_PTX[o.fn][o.type]);
-    const bType = o.fn === "shl" || o.fn === "shr" ? "u32" : o.type;
+    const shift = o.fn === "shl" || o.fn === "shr";
+    const bType = shift ? "u32" : o.type;
+    const cls = classOfMnemonic(mn);
+    expect(`${mn}`, cls, o.dst, o.a);
+    expect(`${mn} ${shift ? "shift amount" : "operand b"}`, shift ? "i32" : cls, o.b);
     return [
       fill(OP_TEMPLATES.bin, {
         mn,
@@ -469,44 +585,62 @@ const RENDER: Renderers = {
       }),
     ];
   },
-  mad: (o) => [
-    fill(OP_TEMPLATES.mad, {
-      mn: MAD_PTX[o.type],
-      d: regName(o.dst),
-      a: opd(o.a, o.type),
-      b: opd(o.b, o.type),
-      c: opd(o.c, o.type),
-    }),
-  ],
-  mulwide: (o) => [
-    fill(OP_TEMPLATES.mulwide, { d: regName(o.dst), a: opd(o.a, "u32"), b: opd(o.b, "u32") }),
-  ],
+  mad(o) {
+    const mn = MAD_PTX[o.type];
+    expect(mn, classOfMnemonic(mn), o.dst, o.a, o.b, o.c);
+    return [
+      fill(OP_TEMPLATES.mad, {
+        mn,
+        d: regName(o.dst),
+        a: opd(o.a, o.type),
+        b: opd(o.b, o.type),
+        c: opd(o.c, o.type),
+      }),
+    ];
+  },
+  mulwide(o) {
+    expect("mul.wide.u32", "u64", o.dst);
+    expect("mul.wide.u32", "i32", o.a, o.b);
+    return [
+      fill(OP_TEMPLATES.mulwide, { d: regName(o.dst), a: opd(o.a, "u32"), b: opd(o.b, "u32") }),
+    ];
+  },
   un(o) {
     const mn = table(`un ${o.fn}.${o.type}`, UN_PTX[o.fn][o.type]);
+    expect(mn, classOfMnemonic(mn), o.src);
+    expect(mn, o.fn === "popc" ? "i32" : classOfMnemonic(mn), o.dst);
     return [fill(OP_TEMPLATES.un, { mn, d: regName(o.dst), a: opd(o.src, o.type) })];
   },
-  setp: (o) => [
-    fill(OP_TEMPLATES.setp, {
-      cmp: o.cmp,
-      t: o.type,
-      d: regName(o.dst),
-      a: opd(o.a, o.type),
-      b: opd(o.b, o.type),
-    }),
-  ],
-  selp: (o) => [
-    fill(OP_TEMPLATES.selp, {
-      t: o.type,
-      d: regName(o.dst),
-      a: opd(o.a, o.type),
-      b: opd(o.b, o.type),
-      p: regName(o.p),
-    }),
-  ],
+  setp(o) {
+    expect("setp", "pred", o.dst);
+    expect(`setp.${o.cmp}.${o.type}`, classOf(o.type), o.a, o.b);
+    return [
+      fill(OP_TEMPLATES.setp, {
+        cmp: o.cmp,
+        t: o.type,
+        d: regName(o.dst),
+        a: opd(o.a, o.type),
+        b: opd(o.b, o.type),
+      }),
+    ];
+  },
+  selp(o) {
+    expect(`selp.${o.type}`, classOf(o.type), o.dst, o.a, o.b);
+    expect("selp predicate", "pred", o.p);
+    return [
+      fill(OP_TEMPLATES.selp, {
+        t: o.type,
+        d: regName(o.dst),
+        a: opd(o.a, o.type),
+        b: opd(o.b, o.type),
+        p: regName(o.p),
+      }),
+    ];
+  },
   cvt(o, cx) {
     const rule = CVT_PTX[o.kind];
-    checkBits(`cvt.${o.kind} source`, o.src, rule.srcBits);
-    checkBits(`cvt.${o.kind} destination`, o.dst, rule.dstBits);
+    expect(`cvt.${o.kind} source`, rule.srcRegs, o.src);
+    expect(`cvt.${o.kind} destination`, rule.dstRegs, o.dst);
     if (o.src.kind === "imm" && rule.immViaHalf) {
       cx.halfTmp = true;
       return [
@@ -517,15 +651,13 @@ const RENDER: Renderers = {
     return [fill(rule.tpl, { d: regName(o.dst), a: opd(o.src, rule.src) })];
   },
   pack(o) {
-    checkBits("pack", o.dst, 32);
-    checkBits("pack", o.lo, 16);
-    checkBits("pack", o.hi, 16);
+    expect("pack", "b32", o.dst);
+    expect("pack", "b16", o.lo, o.hi);
     return [fill(OP_TEMPLATES.pack, { d: regName(o.dst), lo: regName(o.lo), hi: regName(o.hi) })];
   },
   unpack(o) {
-    checkBits("unpack", o.src, 32);
-    checkBits("unpack", o.lo, 16);
-    checkBits("unpack", o.hi, 16);
+    expect("unpack", "b32", o.src);
+    expect("unpack", "b16", o.lo, o.hi);
     return [
       fill(OP_TEMPLATES.unpack, { lo: regName(o.lo), hi: regName(o.hi), a: regName(o.src) }),
     ];
@@ -534,8 +666,9 @@ const RENDER: Renderers = {
     if (o.cache === "cg" && o.bytes !== 16) {
       throw new PtxError(`cp.async.cg copies 16 bytes, not ${o.bytes}`);
     }
-    checkBits("cp.async destination", o.dst, 32);
-    checkBits("cp.async source", o.src, 64);
+    expect("cp.async shared address", "i32", o.dst);
+    expect("cp.async global address", "u64", o.src);
+    expect("cp.async source size", "i32", o.srcBytes);
     return [
       fill(OP_TEMPLATES.cpasync, {
         cache: o.cache,
@@ -563,8 +696,9 @@ const RENDER: Renderers = {
     if (o.dst.length !== o.num) {
       throw new PtxError(`ldmatrix.x${o.num} with ${o.dst.length} destination registers`);
     }
-    o.dst.forEach((r) => checkBits("ldmatrix", r, 32));
-    checkBits("ldmatrix address", o.addr, 32);
+    expect("ldmatrix", "b32", ...o.dst);
+    uniformVector("ldmatrix", o.dst);
+    expect("ldmatrix address", "i32", o.addr);
     return [
       fill(OP_TEMPLATES.ldmatrix, {
         num: String(o.num),
@@ -575,42 +709,44 @@ const RENDER: Renderers = {
     ];
   },
   lds(o) {
-    checkBits("ld.shared address", o.addr, 32);
+    expect("ld.shared address", "i32", o.addr);
     const m = memOperands("ld.shared", o.width, o.dst);
     return [fill(OP_TEMPLATES.lds, { v: m.v, w: m.w, d: m.list, addr: addr(o.addr, o.offset) })];
   },
   sts(o) {
-    checkBits("st.shared address", o.addr, 32);
+    expect("st.shared address", "i32", o.addr);
     const m = memOperands("st.shared", o.width, o.src);
     return [fill(OP_TEMPLATES.sts, { v: m.v, w: m.w, a: m.list, addr: addr(o.addr, o.offset) })];
   },
   ldg(o) {
-    checkBits("ld.global address", o.addr, 64);
+    expect("ld.global address", "u64", o.addr);
     const m = memOperands("ld.global", o.width, o.dst);
     return [fill(OP_TEMPLATES.ldg, { v: m.v, w: m.w, d: m.list, addr: addr(o.addr, o.offset) })];
   },
   stg(o) {
-    checkBits("st.global address", o.addr, 64);
+    expect("st.global address", "u64", o.addr);
     const m = memOperands("st.global", o.width, o.src);
     return [fill(OP_TEMPLATES.stg, { v: m.v, w: m.w, a: m.list, addr: addr(o.addr, o.offset) })];
   },
   mma(o) {
     const row = MMA_BY_NAME.get(o.shape);
     if (row === undefined) throw new PtxError(`Unknown mma shape "${o.shape}"`);
-    const frag = (what: string, rs: readonly Reg[], regs: number, bits: number): string => {
+    const frag = (what: string, rs: readonly Reg[], regs: number, cls: RegClass): string => {
       if (rs.length !== regs) {
         throw new PtxError(`mma ${row.name}: ${what} has ${rs.length} registers, not ${regs}`);
       }
-      rs.forEach((r) => checkBits(`mma ${row.name} ${what}`, r, bits));
+      expect(`mma ${row.name} ${what}`, cls, ...rs);
       return `{${rs.map(regName).join(", ")}}`;
     };
+    const ab = MMA_OPERAND_REGS[row.aType];
+    const acc = MMA_OPERAND_REGS[row.cType];
     return [
       fill(OP_TEMPLATES.mma, {
         mn: row.ptx,
-        d: frag("d", o.d, row.c.regs, row.c.regBits),
-        a: frag("a", o.a, row.a.regs, row.a.regBits),
-        b: frag("b", o.b, row.b.regs, row.b.regBits),
-        c: frag("c", o.c, row.c.regs, row.c.regBits),
+        d: frag("d", o.d, row.c.regs, acc),
+        a: frag("a", o.a, row.a.regs, ab),
+        b: frag("b", o.b, row.b.regs, ab),
+        c: frag("c", o.c, row.c.regs, acc),
       }),
     ];
   },
@@ -621,39 +757,47 @@ const RENDER: Renderers = {
 // Bodies and structured control flow
 // ---------------------------------------------------------------------------------------------
 
+/** Runs `f`, naming the kernel and the operation in any {@link PtxError} it throws. */
+function located<T>(cx: Ctx, where: () => string, f: () => T): T {
+  try {
+    return f();
+  } catch (e) {
+    if (!(e instanceof PtxError)) throw e;
+    throw new PtxError(`Kernel "${cx.kernel.name}": ${e.message}: at "${where()}"`);
+  }
+}
+
 function emitBody(body: readonly Op[], cx: Ctx, indent: string): void {
   const put = (s: string) => cx.lines.push(`${indent}${s};`);
   const label = (n: number) => cx.lines.push(`$L_${n}:`);
   for (const o of body) {
     switch (o.op) {
       case "for": {
-        if (!Number.isSafeInteger(o.step) || o.step <= 0) {
-          throw new PtxError(
-            `Kernel "${cx.kernel.name}": for ${
-              regName(o.iv)
-            }: step ${o.step} is not a positive integer`,
-          );
-        }
+        const iv = regName(o.iv);
+        const ir = (x: Operand) => (x.kind === "reg" ? regName(x) : String(x.value));
+        const head = () => `for ${iv} = ${ir(o.from)} to ${ir(o.to)} step ${o.step}`;
+        const [from, to, step] = located(cx, head, () => {
+          expect("for", "i32", o.iv, o.from, o.to);
+          if (!Number.isSafeInteger(o.step) || o.step <= 0) {
+            throw new PtxError(`step ${o.step} is not a positive integer`);
+          }
+          return [opd(o.from, "u32"), opd(o.to, "u32"), immText(o.step, "u32")];
+        });
         cx.loops++;
         const top = cx.labels++;
         const end = cx.labels++;
-        const iv = regName(o.iv);
-        const to = opd(o.to, "u32");
-        cx.lines.push(
-          `${indent}// for ${iv} = ${opd(o.from, "u32")} to ${to} step ${o.step}`,
-        );
-        put(fill(OP_TEMPLATES.forInit, { iv, from: opd(o.from, "u32") }));
-        // A zero trip count skips the body; known-nonzero constant bounds need no test.
-        const known = o.from.kind === "imm" && o.to.kind === "imm";
-        if (!known) {
+        cx.lines.push(`${indent}// for ${iv} = ${from} to ${to} step ${step}`);
+        put(fill(OP_TEMPLATES.forInit, { iv, from }));
+        // A zero trip count skips the body; constant bounds need no run-time test.
+        if (o.from.kind === "reg" || o.to.kind === "reg") {
           put(fill(OP_TEMPLATES.forEnter, { iv, to }));
           put(fill(OP_TEMPLATES.forSkip, { label: `$L_${end}` }));
-        } else if (o.from.value >= o.to.value) {
+        } else if (Number(from) >= Number(to)) {
           put(fill(OP_TEMPLATES.branch, { uni: ".uni", label: `$L_${end}` }));
         }
         label(top);
         emitBody(o.body, cx, indent + "  ");
-        put(fill(OP_TEMPLATES.forStep, { iv, step: immText(o.step, "u32") }));
+        put(fill(OP_TEMPLATES.forStep, { iv, step }));
         put(fill(OP_TEMPLATES.forTest, { iv, to }));
         put(fill(OP_TEMPLATES.forBack, { label: `$L_${top}` }));
         label(end);
@@ -664,6 +808,7 @@ function emitBody(body: readonly Op[], cx: Ctx, indent: string): void {
         const end = o.otherwise.length > 0 ? cx.labels++ : other;
         const uni = o.uniform ? ".uni" : "";
         const cond = `${o.negate ? "!" : ""}${regName(o.cond)}`;
+        located(cx, () => `if ${cond}`, () => expect("if", "pred", o.cond));
         cx.lines.push(`${indent}// if${o.uniform ? ".uniform" : ""} ${cond}`);
         // Branch around the then-part when the condition fails.
         put(
@@ -691,17 +836,17 @@ function emitBody(body: readonly Op[], cx: Ctx, indent: string): void {
         cx.lines.push(indent + RENDER.comment(o, cx)[0]!);
         break;
       default: {
-        const g = "guard" in o ? guardText(o.guard) : "";
-        let lines: string[];
-        try {
-          lines = (RENDER[o.op] as (o: Op, cx: Ctx) => string[])(o, cx);
-        } catch (e) {
-          if (!(e instanceof PtxError)) throw e;
+        const g = "guard" in o ? o.guard : undefined;
+        const where = () => {
           const text: string[] = [];
           printBody([o], "", text);
-          throw new PtxError(`Kernel "${cx.kernel.name}": ${e.message}: at "${text.join(" ")}"`);
-        }
-        for (const l of lines) put(g + l);
+          return text.join(" ");
+        };
+        const lines = located(cx, where, () => {
+          if (g !== undefined) expect("guard", "pred", g.pred);
+          return (RENDER[o.op] as (o: Op, cx: Ctx) => string[])(o, cx);
+        });
+        for (const l of lines) put(guardText(g) + l);
       }
     }
   }

@@ -32,7 +32,7 @@
 
 import type { EpilogueExpr, GemmKernel, TensorParam } from "../../ir/gemm.ts";
 import { tensorParam, unreachable } from "../../ir/gemm.ts";
-import { DTYPE_INFO, type Dtype } from "../../ir/dtype.ts";
+import { type Dtype, DTYPE_INFO } from "../../ir/dtype.ts";
 import { readElem, tensorShape } from "./tensor.ts";
 import type { LaunchArgs } from "./inputs.ts";
 import { roundBf16, roundF16 } from "../sim/numerics.ts";
@@ -106,13 +106,24 @@ export function referenceGemm(k: GemmKernel, args: LaunchArgs): Reference {
   const floatOps = DTYPE_INFO[A.dtype].float;
   const m = k.math;
   const epsIn = m.mode === "3xtf32" ? 2 ** -18 : m.mmaA === "tf32" ? 2 * 2 ** -10 + 2 ** -20 : 0;
-  const uAcc = m.acc === "f32" ? 2 ** -23 : m.acc === "f16" ? 2 ** -10 : m.acc === "f64" ? 2 ** -52 : 0;
+  const uAcc = m.acc === "f32"
+    ? 2 ** -23
+    : m.acc === "f16"
+    ? 2 ** -10
+    : m.acc === "f64"
+    ? 2 ** -52
+    : 0;
   const exact = !DTYPE_INFO[D.dtype].float && k.epilogue.compute === "s32";
   const values = new Float64Array(dSh.elements);
   const bound = new Float64Array(dSh.elements);
   // Element offsets: logical (b, row, col) -> storage index, via the access
   // order recorded in the views (normalised layout) and the declared layout.
-  const elemIndex = (t: TensorParam, sh: ReturnType<typeof tensorShape>, viewLayout: "row" | "col", batched: boolean) => {
+  const elemIndex = (
+    t: TensorParam,
+    sh: ReturnType<typeof tensorShape>,
+    viewLayout: "row" | "col",
+    batched: boolean,
+  ) => {
     // A view's normalised layout says whether the second logical index is
     // contiguous; the tensor's declared layout says which declared position is
     // contiguous. Together they fix whether the declared order is (first,
@@ -262,7 +273,8 @@ export function referenceGemm(k: GemmKernel, args: LaunchArgs): Reference {
             bnd = Math.max(Math.abs(hi - v), Math.abs(lo - v));
           }
           if (approx) bnd += 2 ** -10 * Math.max(1, Math.abs(v));
-          bnd += 2 ** -20 * Math.abs(v) + 2 * ulp(v, out === "f64" ? "f64" : out === "f16" || out === "bf16" ? out : "f32");
+          bnd += 2 ** -20 * Math.abs(v) +
+            2 * ulp(v, out === "f64" ? "f64" : out === "f16" || out === "bf16" ? out : "f32");
         }
         // Convert to the output type.
         if (DTYPE_INFO[out].float) v = roundTo(v, out);

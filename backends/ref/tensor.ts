@@ -9,13 +9,8 @@
  */
 
 import type { DimRef, TensorParam } from "../../ir/gemm.ts";
-import { DTYPE_INFO, type Dtype } from "../../ir/dtype.ts";
-import {
-  bf16BitsToF32,
-  f16BitsToF32,
-  f32ToBf16Bits,
-  f32ToF16Bits,
-} from "../sim/numerics.ts";
+import { type Dtype, DTYPE_INFO } from "../../ir/dtype.ts";
+import { bf16BitsToF32, f16BitsToF32, f32ToBf16Bits, f32ToF16Bits } from "../sim/numerics.ts";
 
 /** A tensor's concrete shape and strides (in elements). */
 export interface TensorShape {

@@ -650,7 +650,9 @@ export class Machine {
   #land(idx: number, s: number): void {
     const dst = this.cpDst[s]!;
     const bytes = this.cpBytes[s]!;
-    this.smem.set(this.cpData.subarray(s * 16, s * 16 + bytes), dst);
+    const sm = this.smem;
+    const data = this.cpData;
+    for (let i = 0; i < bytes; i++) sm[dst + i] = data[s * 16 + i]!;
     if (this.hazardsOn) {
       for (let x = dst >> 2; x <= (dst + bytes - 1) >> 2; x++) this.pendWords[x]!--;
       const w = this.cpThread[s]! >> 5;

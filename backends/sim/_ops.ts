@@ -331,10 +331,11 @@ export function compileCpAsync(M: Machine, info: OpInfo, mask: Mask): Run {
         if (sb > 0) {
           const ti = M.gResolve(idx, t, srcA[t]!, sb, bytes, "cp.async source");
           const p = M.gOff;
-          data.set(M.gBytes[ti]!.subarray(p, p + sb), s * 16);
+          const src = M.gBytes[ti]!;
+          for (let i = 0; i < sb; i++) data[s * 16 + i] = src[p + i]!;
           gbytes += sb;
         }
-        data.fill(0, s * 16 + sb, s * 16 + bytes);
+        for (let i = sb; i < bytes; i++) data[s * 16 + i] = 0;
         M.cpThread[s] = t;
         M.cpGroup[s] = M.openGroup[t]!;
         M.cpDst[s] = d;

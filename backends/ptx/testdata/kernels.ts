@@ -610,6 +610,139 @@ export function saxpyKernel(target: Target): Kernel {
 }
 
 /**
+ * The register types the printer accepts besides the usual ones (its
+ * `REG_CLASS` table), so that ptxas confirms them: memory widths from every
+ * allowed register type, integer operations on s32/b32 registers, float
+ * operations on b32 registers, conversions and bit moves across the allowed
+ * types, and MMA accumulators in b32/u32 registers.
+ *
+ * @param target The target.
+ * @returns The kernel `ops_register_classes`.
+ */
+export function registerClassKernel(target: Target): Kernel {
+  const b = new KernelBuilder();
+  const out = b.reg("u64", "out");
+  b.emit({ op: "param", dst: out, name: "out" });
+  const sink = new Sink(b, out);
+  const smem = b.reg("b32", "smem");
+  b.emit({ op: "smembase", dst: smem });
+  const lane = b.reg("s32", "lane");
+  b.emit({ op: "sreg", dst: lane, sreg: "laneid" });
+  const g = b.reg("u64");
+  b.emit({ op: "mulwide", dst: g, a: lane, b: smem });
+  // Memory from every register type of each width's class.
+  const widths: [MemWidth, RegType[]][] = [
+    ["b8", ["u32", "s32", "b32"]],
+    ["b32", ["u32", "s32", "b32", "f32"]],
+    ["b64", ["u64", "f64"]],
+  ];
+  let off = 0;
+  for (const [width, types] of widths) {
+    for (const t of types) {
+      const r = b.reg(t);
+      b.emit({ op: "lds", width, dst: [r], addr: smem, offset: off });
+      b.emit({ op: "stg", width, src: [r], addr: out, offset: off });
+      off += 8;
+    }
+  }
+  const i32 = { u32: b.reg("u32"), s32: b.reg("s32"), b32: b.reg("b32") };
+  const f32 = { f32: b.reg("f32"), b32: b.reg("b32") };
+  for (const r of [...Object.values(i32), ...Object.values(f32)]) {
+    b.emit({ op: "lds", width: "b32", dst: [r], addr: smem, offset: 0 });
+  }
+  for (const t of ["u32", "s32"] as const) {
+    const d = b.reg(t === "u32" ? "b32" : "u32");
+    b.emit({ op: "bin", fn: "add", type: t, dst: d, a: i32.s32, b: i32.b32 });
+    b.emit({ op: "mad", type: t, dst: d, a: i32.b32, b: i32.u32, c: d });
+    b.emit({ op: "bin", fn: "shl", type: t, dst: d, a: d, b: i32.s32 });
+    sink.keep(d);
+  }
+  const fb = b.reg("b32");
+  b.emit({ op: "bin", fn: "add", type: "f32", dst: fb, a: f32.b32, b: f32.f32 });
+  b.emit({ op: "mad", type: "f32", dst: fb, a: fb, b: f32.b32, c: imm(1) });
+  b.emit({ op: "un", fn: "neg", type: "f32", dst: fb, src: fb });
+  sink.keep(fb);
+  const xf = b.reg("f32");
+  b.emit({ op: "bin", fn: "and", type: "b32", dst: xf, a: f32.f32, b: i32.s32 });
+  sink.keep(xf);
+  const pc = b.reg("s32");
+  b.emit({ op: "un", fn: "popc", type: "b32", dst: pc, src: i32.u32 });
+  sink.keep(pc);
+  const p = b.reg("pred");
+  b.emit({ op: "setp", cmp: "lt", type: "f32", dst: p, a: f32.b32, b: imm(2) });
+  b.emit({ op: "setp", cmp: "ge", type: "s32", dst: p, a: i32.u32, b: i32.b32 });
+  const sel = b.reg("b32");
+  b.emit({ op: "selp", type: "f32", dst: sel, a: f32.b32, b: f32.f32, p });
+  sink.keep(sel);
+  // Conversions across the allowed register types.
+  const cv: [CvtKind, RegType, Reg][] = [
+    ["f32.s32", "b32", i32.u32],
+    ["f32.s32", "f32", i32.b32],
+    ["s32.f32", "u32", f32.b32],
+    ["s32.f32", "b32", f32.f32],
+    ["s8.s32", "s32", i32.u32],
+    ["u8.s32", "b32", i32.b32],
+    ["u64.u32", "u64", i32.s32],
+    ["f16.f32", "b16", f32.b32],
+    ["b32.f32", "u32", f32.f32],
+    ["f32.b32", "f32", i32.s32],
+    ["u32.b32", "s32", f32.f32],
+  ];
+  for (const [kind, dt, src] of cv) {
+    const d = b.reg(dt);
+    b.emit({ op: "cvt", kind, dst: d, src });
+    sink.keep(d);
+  }
+  const h = b.reg("b16");
+  b.emit({ op: "cvt", kind: "f16.f32", dst: h, src: f32.f32 });
+  const wide = b.reg("b32");
+  b.emit({ op: "cvt", kind: "f32.f16", dst: wide, src: h });
+  sink.keep(wide);
+  const pf = b.reg("f32");
+  b.emit({ op: "pack", dst: pf, lo: h, hi: h });
+  sink.keep(pf);
+  const lo = b.reg("b16");
+  const hi = b.reg("b16");
+  b.emit({ op: "unpack", lo, hi, src: i32.u32 });
+  sink.keep(lo);
+  sink.keep(hi);
+  const lm = [b.reg("u32"), b.reg("s32"), b.reg("b32"), b.reg("u32")];
+  b.emit({ op: "ldmatrix", num: 4, trans: false, dst: lm, addr: smem, offset: 0 });
+  lm.forEach((r) => sink.keep(r));
+  // Vectors: b32 registers go with float and integer ones; immediates beside floats.
+  const vf = [b.reg("f32"), b.reg("b32")];
+  b.emit({ op: "lds", width: "b32", dst: vf, addr: smem, offset: 0 });
+  b.emit({ op: "sts", width: "b32", src: [vf[0]!, imm(0x3f800000)], addr: smem, offset: 0 });
+  b.emit({
+    op: "sts",
+    width: "b32",
+    src: [imm(-1), vf[1]!, vf[0]!, imm(7)],
+    addr: smem,
+    offset: 0,
+  });
+  const vd = b.reg("f64");
+  b.emit({ op: "lds", width: "b64", dst: [vd], addr: smem, offset: 0 });
+  b.emit({ op: "stg", width: "b64", src: [imm(-2), vd], addr: out, offset: 0 });
+  const vi = [b.reg("u32"), b.reg("b32"), b.reg("s32"), b.reg("u32")];
+  b.emit({ op: "lds", width: "b32", dst: vi, addr: smem, offset: 0 });
+  b.emit({ op: "stg", width: "b32", src: [...vi.slice(0, 3), imm(-5)], addr: out, offset: 0 });
+  // Accumulators in b32 (f32 rows) and u32/b32 (s32 rows).
+  const frag = (n: number, t: RegType) => Array.from({ length: n }, () => b.reg(t));
+  const a = frag(4, "b32");
+  const bb = frag(2, "b32");
+  b.emit({ op: "lds", width: "b32", dst: a, addr: smem, offset: 0 });
+  b.emit({ op: "lds", width: "b32", dst: bb, addr: smem, offset: 16 });
+  const cf = frag(4, "b32");
+  b.emit({ op: "lds", width: "b32", dst: cf, addr: smem, offset: 32 });
+  b.emit({ op: "mma", shape: "m16n8k16.f16.f32", d: cf, a, b: bb, c: cf });
+  const ci = [b.reg("u32"), b.reg("b32"), b.reg("s32"), b.reg("u32")];
+  b.emit({ op: "lds", width: "b32", dst: ci, addr: smem, offset: 48 });
+  b.emit({ op: "mma", shape: "m16n8k32.s8.s32", d: ci, a, b: bb, c: ci });
+  [...cf, ...ci].forEach((r) => sink.keep(r));
+  return kernel("ops_register_classes", target, [OUT], 32, 64, b);
+}
+
+/**
  * Every test kernel: the two operation kernels and one kernel per MMA table row.
  *
  * @param target The target.
@@ -618,6 +751,7 @@ export function saxpyKernel(target: Target): Kernel {
 export function allTestKernels(target: Target): Kernel[] {
   return [
     registerOpsKernel(target),
+    registerClassKernel(target),
     memoryOpsKernel(target),
     saxpyKernel(target),
     ...MMA_SHAPES.map((r) => mmaKernel(r, target)),

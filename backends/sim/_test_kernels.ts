@@ -1,0 +1,280 @@
+/**
+ * Hand-built kernel-IR programs and helpers for the simulator's tests and
+ * benchmarks (tests/sim_*_test.ts): a small emitter over {@link KernelBuilder},
+ * a seeded random generator, and a multistage cp.async + ldmatrix + mma GEMM
+ * whose mutants (a missing wait, a missing barrier, a short stage distance)
+ * the hazard checker must catch.
+ *
+ * @module
+ */
+
+import { imm, KernelBuilder } from "../../ir/builder.ts";
+import type { Kernel, KernelParam, Operand, Reg } from "../../ir/kernel.ts";
+
+/** A seeded generator of uniform numbers in [0, 1) (mulberry32). */
+export function rng(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** A uniform random integer in [lo, hi]. */
+export function randInt(r: () => number, lo: number, hi: number): number {
+  return lo + Math.floor(r() * (hi - lo + 1));
+}
+
+/** Parameter declarations: tensors (`name: dtype`), dims (`name`), by kind. */
+export interface ParamSpec {
+  readonly tensors?: readonly string[];
+  readonly dims?: readonly string[];
+}
+
+/** KernelBuilder with shorthands for the operations tests use most. */
+export class Emitter extends KernelBuilder {
+  /** `dst = param name`. */
+  param(name: string, type: "u64" | "u32" = "u64"): Reg {
+    const d = this.reg(type, name);
+    this.emit({ op: "param", dst: d, name });
+    return d;
+  }
+
+  /** `dst = tid.x`. */
+  tid(): Reg {
+    const d = this.reg("u32", "tid");
+    this.emit({ op: "sreg", dst: d, sreg: "tid.x" });
+    return d;
+  }
+
+  /** `dst = a FN b` of `type`. */
+  bin(
+    fn: "add" | "sub" | "mul" | "div" | "rem" | "min" | "max" | "shl" | "shr" | "and" | "or" | "xor",
+    type: "u32" | "s32" | "u64" | "b32" | "pred" | "f32" | "f64",
+    a: Operand,
+    b: Operand | number,
+  ): Reg {
+    const d = this.reg(type === "b32" ? "b32" : type);
+    this.emit({ op: "bin", fn, type, dst: d, a, b: typeof b === "number" ? imm(b) : b });
+    return d;
+  }
+
+  /** `dst(u64) = base + index * scale` (index u32). */
+  addr(base: Reg, index: Operand, scale: number): Reg {
+    const off = this.reg("u64");
+    this.emit({ op: "mulwide", dst: off, a: index, b: imm(scale) });
+    return this.bin("add", "u64", base, off);
+  }
+
+  /** `dst(pred) = a CMP b`. */
+  setp(cmp: "lt" | "le" | "gt" | "ge" | "eq" | "ne", type: "u32" | "s32", a: Operand, b: Operand | number): Reg {
+    const d = this.reg("pred");
+    this.emit({ op: "setp", cmp, type, dst: d, a, b: typeof b === "number" ? imm(b) : b });
+    return d;
+  }
+}
+
+/**
+ * A kernel around a built body.
+ *
+ * @param e The emitter holding registers and body.
+ * @param name Kernel name.
+ * @param threads Threads per block.
+ * @param smem Dynamic shared-memory bytes.
+ * @param params Tensor and dim parameter names.
+ * @returns The kernel.
+ */
+export function kernelOf(
+  e: KernelBuilder,
+  name: string,
+  threads: number,
+  smem: number,
+  params: ParamSpec,
+): Kernel {
+  const ps: KernelParam[] = [
+    ...(params.tensors ?? []).map((n): KernelParam => ({ name: n, kind: "tensor", ptx: "u64" })),
+    ...(params.dims ?? []).map((n): KernelParam => ({ name: n, kind: "dim", ptx: "u32" })),
+  ];
+  return {
+    kind: "kernel",
+    name,
+    target: "sm80",
+    params: ps,
+    threads,
+    dynamicSmemBytes: smem,
+    grid: { tileM: 1, tileN: 1, swizzle: 1, splitK: 1, m: 1, n: 1, batch: null },
+    regs: e.regs,
+    body: e.body,
+  };
+}
+
+/** Mutations of {@link pipelinedGemm} that the hazard checker must catch. */
+export type GemmMutant = "none" | "no-wait" | "no-bar" | "wait-too-permissive" | "short-distance";
+
+/** Shape of {@link pipelinedGemm}'s tiles. */
+export const PIPE = Object.freeze({ BM: 32, BN: 32, BK: 32, stages: 3, threads: 128 });
+
+/**
+ * A multistage f16 GEMM `D(f32, M x N, row-major) = A(f16, M x K, row-major) *
+ * B(f16, K x N, column-major, i.e. N x K with K contiguous)`, as the lowering
+ * writes them: a 32x32x32 block tile, 4 warps of 16x16 (two m16n8k16 each),
+ * 3 stages of cp.async (16 bytes a thread per operand per stage), `wait
+ * stages-2` and `bar` at the top of each k-tile, then the copy of the k-tile
+ * `stages-1` ahead, then ldmatrix.x4 fragments and the MMAs. Sizes must be
+ * multiples of 32, and K at least 64. Grid: `[N / 32, M / 32, 1]`.
+ *
+ * @param mutant A deliberate bug, or "none".
+ * @returns The kernel (parameters A, B, D; dims M, N, K).
+ */
+export function pipelinedGemm(mutant: GemmMutant = "none"): Kernel {
+  const { BM, BN, BK, stages: S, threads } = PIPE;
+  const e = new Emitter();
+  const A = e.param("A");
+  const B = e.param("B");
+  const D = e.param("D");
+  const N = e.param("N", "u32");
+  const K = e.param("K", "u32");
+  const tid = e.tid();
+  const bx = e.reg("u32", "bx");
+  const by = e.reg("u32", "by");
+  e.emit({ op: "sreg", dst: bx, sreg: "ctaid.x" });
+  e.emit({ op: "sreg", dst: by, sreg: "ctaid.y" });
+  const smem = e.reg("u32", "smem");
+  e.emit({ op: "smembase", dst: smem });
+  const stageBytes = (BM + BN) * BK * 2; // A tile then B tile
+  const bOff = BM * BK * 2;
+
+  // Copy assignment: thread t copies 16 bytes = 8 halves of row t / 4, chunk t % 4.
+  const row = e.bin("shr", "u32", tid, 2);
+  const chunk = e.bin("and", "u32", tid, 3);
+  // Global: A + ((by * BM + row) * K + chunk * 8) * 2 + kt * BK * 2.
+  const aRow = e.reg("u32");
+  e.emit({ op: "mad", type: "u32", dst: aRow, a: by, b: imm(BM), c: row });
+  const aIdx = e.reg("u32");
+  e.emit({ op: "mad", type: "u32", dst: aIdx, a: aRow, b: K, c: e.bin("shl", "u32", chunk, 3) });
+  const aSrc0 = e.addr(A, aIdx, 2);
+  const bRow = e.reg("u32");
+  e.emit({ op: "mad", type: "u32", dst: bRow, a: bx, b: imm(BN), c: row });
+  const bIdx = e.reg("u32");
+  e.emit({ op: "mad", type: "u32", dst: bIdx, a: bRow, b: K, c: e.bin("shl", "u32", chunk, 3) });
+  const bSrc0 = e.addr(B, bIdx, 2);
+  // Shared: row * BK * 2 + chunk * 16 within the stage's tile.
+  const sDst = e.reg("u32");
+  e.emit({ op: "mad", type: "u32", dst: sDst, a: row, b: imm(BK * 2), c: e.bin("shl", "u32", chunk, 4) });
+  e.emit({ op: "bin", fn: "add", type: "u32", dst: sDst, a: sDst, b: smem });
+  const kTiles = e.bin("div", "u32", K, BK);
+
+  /** Issues the copies of k-tile `kt` into stage `kt % S` (guarded off when kt >= kTiles). */
+  const issue = (kt: Reg) => {
+    const stage = e.bin("rem", "u32", kt, S);
+    const dst = e.reg("u32");
+    e.emit({ op: "mad", type: "u32", dst, a: stage, b: imm(stageBytes), c: sDst });
+    const kOff = e.bin("mul", "u32", kt, BK * 2);
+    const kOff64 = e.reg("u64");
+    e.emit({ op: "cvt", kind: "u64.u32", dst: kOff64, src: kOff });
+    const aSrc = e.bin("add", "u64", aSrc0, kOff64);
+    const bSrc = e.bin("add", "u64", bSrc0, kOff64);
+    const live = e.setp("lt", "u32", kt, kTiles);
+    const guard = { pred: live, negate: false };
+    e.emit({ op: "cpasync", cache: "cg", bytes: 16, dst, dstOffset: 0, src: aSrc, srcBytes: imm(16), guard });
+    e.emit({ op: "cpasync", cache: "cg", bytes: 16, dst, dstOffset: bOff, src: bSrc, srcBytes: imm(16), guard });
+  };
+
+  // Prologue: k-tiles 0 .. S-2.
+  const pk = e.reg("u32", "pk");
+  e.for(pk, imm(0), imm(S - 1), 1, () => {
+    issue(pk);
+    e.emit({ op: "commit" });
+  });
+
+  // Warp tile: warp w computes rows (w / 2) * 16, columns (w % 2) * 16.
+  const warp = e.bin("shr", "u32", tid, 5);
+  const lane = e.bin("and", "u32", tid, 31);
+  const wm = e.bin("shr", "u32", warp, 1);
+  const wn = e.bin("and", "u32", warp, 1);
+  // ldmatrix lane addresses (byte offsets in a stage). A x4: matrix j = lane / 8 holds rows
+  // (j & 1) * 8 + lane % 8, k columns (j >> 1) * 8.
+  const lj = e.bin("shr", "u32", lane, 3);
+  const l8 = e.bin("and", "u32", lane, 7);
+  const aR = e.reg("u32");
+  e.emit({ op: "mad", type: "u32", dst: aR, a: e.bin("and", "u32", lj, 1), b: imm(8), c: l8 });
+  e.emit({ op: "mad", type: "u32", dst: aR, a: wm, b: imm(16), c: aR });
+  const aC = e.bin("mul", "u32", e.bin("shr", "u32", lj, 1), 16); // bytes
+  const aLd = e.reg("u32");
+  e.emit({ op: "mad", type: "u32", dst: aLd, a: aR, b: imm(BK * 2), c: aC });
+  // B x4: matrix j holds n rows (j >> 1) * 8 + lane % 8, k columns (j & 1) * 8.
+  const bR = e.reg("u32");
+  e.emit({ op: "mad", type: "u32", dst: bR, a: e.bin("shr", "u32", lj, 1), b: imm(8), c: l8 });
+  e.emit({ op: "mad", type: "u32", dst: bR, a: wn, b: imm(16), c: bR });
+  const bC = e.bin("mul", "u32", e.bin("and", "u32", lj, 1), 16);
+  const bLd = e.reg("u32");
+  e.emit({ op: "mad", type: "u32", dst: bLd, a: bR, b: imm(BK * 2), c: bC });
+  e.emit({ op: "bin", fn: "add", type: "u32", dst: bLd, a: bLd, b: imm(bOff) });
+
+  const acc = [0, 1].map(() => [0, 1, 2, 3].map(() => e.reg("f32", "acc")));
+  for (const t of acc) for (const r of t) e.emit({ op: "mov", dst: r, src: imm(0) });
+  const af = [0, 1, 2, 3].map(() => e.reg("b32", "a"));
+  const bf = [0, 1, 2, 3].map(() => e.reg("b32", "b"));
+
+  const kt = e.reg("u32", "kt");
+  e.for(kt, imm(0), kTiles, 1, () => {
+    const waitN = mutant === "wait-too-permissive" ? S - 1 : S - 2;
+    if (mutant !== "no-wait") e.emit({ op: "wait", n: waitN });
+    if (mutant !== "no-bar") e.emit({ op: "bar" });
+    const next = e.bin("add", "u32", kt, mutant === "short-distance" ? S : S - 1);
+    issue(next);
+    e.emit({ op: "commit" });
+    const stage = e.bin("rem", "u32", kt, S);
+    const sBase = e.reg("u32");
+    e.emit({ op: "mad", type: "u32", dst: sBase, a: stage, b: imm(stageBytes), c: smem });
+    const aAddr = e.bin("add", "u32", sBase, aLd);
+    const bAddr = e.bin("add", "u32", sBase, bLd);
+    for (let kk = 0; kk < BK / 16; kk++) {
+      e.emit({ op: "ldmatrix", num: 4, trans: false, dst: af, addr: aAddr, offset: kk * 32 });
+      e.emit({ op: "ldmatrix", num: 4, trans: false, dst: bf, addr: bAddr, offset: kk * 32 });
+      for (let nt = 0; nt < 2; nt++) {
+        e.emit({
+          op: "mma",
+          shape: "m16n8k16.f16.f32",
+          d: acc[nt]!,
+          a: af,
+          b: [bf[2 * nt]!, bf[2 * nt + 1]!],
+          c: acc[nt]!,
+        });
+      }
+    }
+  });
+  e.emit({ op: "wait", n: 0 });
+
+  // Epilogue: acc[nt][i] is row g + 8 * (i >> 1), column 2 * (lane % 4) + (i & 1) of tile nt.
+  const g = e.bin("shr", "u32", lane, 2);
+  const t4 = e.bin("and", "u32", lane, 3);
+  const r0 = e.reg("u32");
+  e.emit({ op: "mad", type: "u32", dst: r0, a: by, b: imm(BM), c: g });
+  e.emit({ op: "mad", type: "u32", dst: r0, a: wm, b: imm(16), c: r0 });
+  const c0 = e.reg("u32");
+  e.emit({ op: "mad", type: "u32", dst: c0, a: bx, b: imm(BN), c: e.bin("shl", "u32", t4, 1) });
+  e.emit({ op: "mad", type: "u32", dst: c0, a: wn, b: imm(16), c: c0 });
+  for (let nt = 0; nt < 2; nt++) {
+    for (let h = 0; h < 2; h++) {
+      const rr = e.bin("add", "u32", r0, h * 8);
+      const ix = e.reg("u32");
+      e.emit({ op: "mad", type: "u32", dst: ix, a: rr, b: N, c: c0 });
+      const p = e.addr(D, ix, 4);
+      e.emit({
+        op: "stg",
+        width: "b32",
+        src: [acc[nt]![2 * h]!, acc[nt]![2 * h + 1]!],
+        addr: p,
+        offset: nt * 32,
+      });
+    }
+  }
+  return kernelOf(e, `pipelined_gemm_${mutant.replaceAll("-", "_")}`, threads, S * stageBytes, {
+    tensors: ["A", "B", "D"],
+    dims: ["M", "N", "K"],
+  });
+}
