@@ -524,6 +524,13 @@ Deno.test("ptx modules: one target, distinct names, at least one kernel", () => 
   assert.match(printPtx([{ ...b, target: "sm80" }, a]), /entry other\([^]*entry saxpy\(/);
 });
 
+Deno.test("ptx .minnctapersm only on request", () => {
+  const k = saxpyKernel("sm80");
+  assert.ok(!printPtx([k]).includes(".minnctapersm"));
+  assert.match(printPtx([k], { minBlocksPerSm: 1 }), /\.maxntid 128, 1, 1\n\.minnctapersm 1\n\{/);
+  assert.throws(() => printPtx([k], { minBlocksPerSm: 0 }), PtxError);
+});
+
 Deno.test("ptx conversion table: every kind is one instruction", () => {
   for (const [kind, rule] of Object.entries(CVT_PTX)) {
     assert.match(rule.tpl, /^(cvt|mov)\.[a-z0-9.]+ \$d, \$a$/, kind);

@@ -70,6 +70,15 @@ for (const target of ["sm80", "sm86"] as const) {
   });
 }
 
+ptxasTest("ptxas accepts .minnctapersm", async (ptxas) => {
+  const ks = allTestKernels("sm80");
+  const r = await runPtxas(printPtx(ks, { minBlocksPerSm: 1 }), {
+    arch: "sm_80",
+    ptxasPath: ptxas,
+  });
+  assertClean(r, ks.map((k) => k.name));
+});
+
 ptxasTest("ptxas rejects bad PTX with its message", async (ptxas) => {
   const bad = ".version 8.0\n.target sm_80\n.address_size 64\n" +
     ".visible .entry k()\n{\n  frobnicate;\n  ret;\n}\n";

@@ -56,7 +56,13 @@ function landingKernel(opts: { srcBytes: number; wait: boolean; commit: boolean 
   if (opts.wait) e.emit({ op: "wait", n: 0 });
   const late = [0, 1, 2, 3].map(() => e.reg("b32"));
   e.emit({ op: "lds", width: "b32", dst: late, addr: dst, offset: 0 });
-  e.emit({ op: "stg", width: "b32", src: early, addr: e.addr(e.param("Early"), tid, 16), offset: 0 });
+  e.emit({
+    op: "stg",
+    width: "b32",
+    src: early,
+    addr: e.addr(e.param("Early"), tid, 16),
+    offset: 0,
+  });
   e.emit({ op: "stg", width: "b32", src: late, addr: e.addr(e.param("Late"), tid, 16), offset: 0 });
   return kernelOf(e, "landing", 32, 512, { tensors: ["In", "Early", "Late"] });
 }
@@ -192,7 +198,9 @@ function gemmModel(a: Uint16Array, b: Uint16Array, M: number, N: number, K: numb
       let acc = 0;
       for (let k0 = 0; k0 < K; k0 += 16) {
         let s = acc;
-        for (let k = k0; k < k0 + 16; k++) s += f16BitsToF32(a[i * K + k]!) * f16BitsToF32(b[j * K + k]!);
+        for (let k = k0; k < k0 + 16; k++) {
+          s += f16BitsToF32(a[i * K + k]!) * f16BitsToF32(b[j * K + k]!);
+        }
         acc = Math.fround(s);
       }
       d[i * N + j] = acc;
@@ -302,7 +310,12 @@ Deno.test("maxHazards bounds the recorded list; the count goes on", () => {
 // cp.async errors
 // ---------------------------------------------------------------------------------------------
 
-function cpKernel(bytes: 4 | 8 | 16, srcBytes: number, dstOffset: number, cache: "ca" | "cg" = "ca") {
+function cpKernel(
+  bytes: 4 | 8 | 16,
+  srcBytes: number,
+  dstOffset: number,
+  cache: "ca" | "cg" = "ca",
+) {
   const e = new Emitter();
   const tid = e.tid();
   const src = e.addr(e.param("In"), tid, bytes);

@@ -43,12 +43,14 @@ function randomElem(r: () => number, dt: MmaDtype): Elem {
     }
     case "tf32": {
       // Raw f32 bits with nonzero low mantissa bits: the MMA must ignore the low 13.
-      const u = ((sign << 31) | (randInt(r, 127 - 10, 127 + 10) << 23) | randInt(r, 1, 0x7fffff)) >>>
+      const u =
+        ((sign << 31) | (randInt(r, 127 - 10, 127 + 10) << 23) | randInt(r, 1, 0x7fffff)) >>>
         0;
       return { value: tf32Truncate(bitsF32(u)), bits: u };
     }
     case "f32": {
-      const u = ((sign << 31) | (randInt(r, 127 - 8, 127 + 8) << 23) | randInt(r, 0, 0x7fffff)) >>> 0;
+      const u = ((sign << 31) | (randInt(r, 127 - 8, 127 + 8) << 23) | randInt(r, 0, 0x7fffff)) >>>
+        0;
       return { value: bitsF32(u), bits: u };
     }
     case "f64": {
@@ -81,7 +83,19 @@ function intElem(v: number, bits: number): Elem {
 }
 
 function bitsOf(dt: MmaDtype): number {
-  return { f16: 16, bf16: 16, tf32: 32, f64: 64, s8: 8, u8: 8, s4: 4, u4: 4, b1: 1, f32: 32, s32: 32 }[
+  return {
+    f16: 16,
+    bf16: 16,
+    tf32: 32,
+    f64: 64,
+    s8: 8,
+    u8: 8,
+    s4: 4,
+    u4: 4,
+    b1: 1,
+    f32: 32,
+    s32: 32,
+  }[
     dt
   ];
 }
@@ -137,13 +151,20 @@ function decode(f: FragmentMap, bytes: Uint8Array): number[] {
 }
 
 /** The documented model, written independently of the simulator. */
-function reference(s: MmaShape, a: readonly Elem[], b: readonly Elem[], c: readonly Elem[]): number[] {
+function reference(
+  s: MmaShape,
+  a: readonly Elem[],
+  b: readonly Elem[],
+  c: readonly Elem[],
+): number[] {
   const out: number[] = [];
   for (let i = 0; i < s.m; i++) {
     for (let j = 0; j < s.n; j++) {
       let acc = c[i * s.n + j]!.value;
       if (s.aType === "f64") {
-        for (let k = 0; k < s.k; k++) acc = fmaF64(a[i * s.k + k]!.value, b[k * s.n + j]!.value, acc);
+        for (let k = 0; k < s.k; k++) {
+          acc = fmaF64(a[i * s.k + k]!.value, b[k * s.n + j]!.value, acc);
+        }
       } else if (s.aType === "b1") {
         let n = 0;
         for (let k = 0; k < s.k; k++) {
@@ -175,7 +196,13 @@ function mmaKernel(s: MmaShape) {
     const p = e.addr(base, tid, f.regs * bytes);
     return Array.from({ length: f.regs }, (_, j) => {
       const r = e.reg(type, `${name}${j}`);
-      e.emit({ op: "ldg", width: bytes === 8 ? "b64" : "b32", dst: [r], addr: p, offset: j * bytes });
+      e.emit({
+        op: "ldg",
+        width: bytes === 8 ? "b64" : "b32",
+        dst: [r],
+        addr: p,
+        offset: j * bytes,
+      });
       return r;
     });
   };
@@ -193,7 +220,9 @@ function mmaKernel(s: MmaShape) {
   d.forEach((r, j) => {
     e.emit({ op: "stg", width: bytes === 8 ? "b64" : "b32", src: [r], addr: p, offset: j * bytes });
   });
-  return kernelOf(e, `mma_${s.name.replaceAll(".", "_")}`, 32, 0, { tensors: ["A", "B", "C", "D"] });
+  return kernelOf(e, `mma_${s.name.replaceAll(".", "_")}`, 32, 0, {
+    tensors: ["A", "B", "C", "D"],
+  });
 }
 
 function same(x: number, y: number): boolean {
@@ -230,11 +259,17 @@ for (const s of MMA_SHAPES) {
           : s.cType === "f16"
           ? f32ToF16Bits(g) === f32ToF16Bits(w)
           : same(g, w);
-        assert.ok(ok, `${s.name} trial ${trial}: D[${Math.floor(i / s.n)}][${i % s.n}] = ${g}, want ${w}`);
+        assert.ok(
+          ok,
+          `${s.name} trial ${trial}: D[${Math.floor(i / s.n)}][${i % s.n}] = ${g}, want ${w}`,
+        );
       }
       if (s.cType === "s32" && s.aType !== "b1") {
         // Saturation happened somewhere (C holds values near the ends of the range).
-        assert.ok(want.some((v) => v === 2 ** 31 - 1 || v === -(2 ** 31)), "no saturation exercised");
+        assert.ok(
+          want.some((v) => v === 2 ** 31 - 1 || v === -(2 ** 31)),
+          "no saturation exercised",
+        );
       }
     }
   });

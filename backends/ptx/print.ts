@@ -367,15 +367,16 @@ function fill(tpl: string, holes: Readonly<Record<string, string>>): string {
   });
 }
 
-const F32 = new DataView(new ArrayBuffer(8));
+const SCRATCH = new DataView(new ArrayBuffer(8));
 
 function hex(n: bigint | number, digits: number): string {
   return n.toString(16).toUpperCase().padStart(digits, "0");
 }
 
-/** Ranges of integer immediates by type: [min, max] accepted, and whether the
- * value is printed signed. Negative values in unsigned types are printed as
- * their two's complement, so the bits are exactly the IR's. */
+/** Integer immediates by type: the width (values from -2^(bits-1) to 2^bits - 1
+ * are accepted) and whether the value is printed signed. Negative values in
+ * unsigned and bit types are printed as their two's complement, so the bits are
+ * exactly the IR's. */
 const INT_IMM: Readonly<Partial<Record<ImmType, { bits: number; signed: boolean }>>> = Object
   .freeze({
     u8: { bits: 8, signed: false },
@@ -404,12 +405,12 @@ const INT_IMM: Readonly<Partial<Record<ImmType, { bits: number; signed: boolean 
  */
 export function immText(value: number, type: ImmType): string {
   if (type === "f32") {
-    F32.setFloat32(0, value);
-    return `0f${hex(F32.getUint32(0), 8)}`;
+    SCRATCH.setFloat32(0, value);
+    return `0f${hex(SCRATCH.getUint32(0), 8)}`;
   }
   if (type === "f64") {
-    F32.setFloat64(0, value);
-    return `0d${hex(F32.getBigUint64(0), 16)}`;
+    SCRATCH.setFloat64(0, value);
+    return `0d${hex(SCRATCH.getBigUint64(0), 16)}`;
   }
   if (type === "pred") {
     if (value !== 0 && value !== 1) {
@@ -681,8 +682,8 @@ const RENDER: Renderers = {
   },
   commit: () => [OP_TEMPLATES.commit],
   wait(o) {
-    if (!Number.isInteger(o.n) || o.n < 0 || o.n > 7) {
-      throw new PtxError(`cp.async.wait_group ${o.n}: the count must be 0..7`);
+    if (!Number.isSafeInteger(o.n) || o.n < 0) {
+      throw new PtxError(`cp.async.wait_group ${o.n}: the count must be a non-negative integer`);
     }
     return [fill(OP_TEMPLATES.wait, { n: String(o.n) })];
   },
@@ -915,7 +916,18 @@ function regDecls(k: Kernel): string[] {
   return out;
 }
 
-function printEntry(k: Kernel): string[] {
+/** Options of {@link printPtx}. */
+export interface PrintPtxOptions {
+  /**
+   * Emit `.minnctapersm N` after `.maxntid` (off by default). A performance
+   * hint only: with `.maxntid` alone, ptxas 13 for sm_80 may squeeze a kernel
+   * that has to spill anyway into 32 registers (aiming at full occupancy);
+   * `.minnctapersm 1` lets it use up to 65536 / threads registers instead.
+   */
+  readonly minBlocksPerSm?: number;
+}
+
+function printEntry(k: Kernel, opts: PrintPtxOptions): string[] {
   if (!IDENT.test(k.name)) throw new PtxError(`Kernel name "${k.name}" is not a PTX identifier`);
   if (!Number.isInteger(k.threads) || k.threads < 1 || k.threads > 1024) {
     throw new PtxError(`Kernel "${k.name}": ${k.threads} threads per block is not 1..1024`);
@@ -955,6 +967,7 @@ function printEntry(k: Kernel): string[] {
     ...sig,
     ")",
     `.maxntid ${k.threads}, 1, 1`,
+    ...(opts.minBlocksPerSm === undefined ? [] : [`.minnctapersm ${opts.minBlocksPerSm}`]),
     "{",
     ...decls.map((d) => `  ${d}`),
     "",
@@ -994,6 +1007,7 @@ export function ptxTarget(t: Target): "sm_80" | "sm_86" {
  * declarations and its body.
  *
  * @param kernels The kernels; they must share one target and have distinct names.
+ * @param opts Performance hints for ptxas (none by default).
  * @returns The PTX text, ending in a newline.
  * @throws {PtxError} When the kernels are empty, disagree on the target, or an
  * operation has no PTX form.
@@ -1008,7 +1022,11 @@ export function ptxTarget(t: Target): "sm_80" | "sm_86" {
  * console.assert(ptx.includes(".visible .entry nop("));
  * ```
  */
-export function printPtx(kernels: readonly Kernel[]): string {
+export function printPtx(kernels: readonly Kernel[], opts: PrintPtxOptions = {}): string {
+  const mb = opts.minBlocksPerSm;
+  if (mb !== undefined && (!Number.isInteger(mb) || mb < 1)) {
+    throw new PtxError(`Bad minBlocksPerSm ${mb}: a positive integer`);
+  }
   const first = kernels[0];
   if (first === undefined) throw new PtxError("Cannot print a PTX module without kernels");
   const names = new Set<string>();
@@ -1032,6 +1050,6 @@ export function printPtx(kernels: readonly Kernel[]): string {
     "",
     `.extern .shared .align 128 .b8 ${SMEM_SYMBOL}[];`,
   ];
-  for (const k of kernels) out.push("", ...printEntry(k));
+  for (const k of kernels) out.push("", ...printEntry(k, opts));
   return out.join("\n") + "\n";
 }

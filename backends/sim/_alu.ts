@@ -21,8 +21,8 @@ import type {
   MulWideOp,
   Operand,
   PackOp,
-  Reg,
   ParamOp,
+  Reg,
   RegType,
   SelpOp,
   SetpOp,
@@ -68,7 +68,7 @@ export type AluOp =
   | UnpackOp;
 
 /** Exact value of every f16 bit pattern. */
-const F16_VALUES: Float64Array = (() => {
+export const F16_VALUES: Float64Array = (() => {
   const t = new Float64Array(65536);
   for (let h = 0; h < 65536; h++) t[h] = f16BitsToF32(h);
   return t;

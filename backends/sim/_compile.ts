@@ -174,9 +174,9 @@ class Compiler {
             M.fail(
               idx,
               t,
-              `Loop trip count is not uniform: thread ${first} ${
-                go ? "continues" : "stops"
-              } at ${iv[first]} but thread ${t} ${c ? "continues" : "stops"} at ${iv[t]}`,
+              `Loop trip count is not uniform: thread ${first} ${go ? "continues" : "stops"} at ${
+                iv[first]
+              } but thread ${t} ${c ? "continues" : "stops"} at ${iv[t]}`,
             );
           }
         }

@@ -58,7 +58,13 @@ export interface RegViews {
 }
 
 /** A typed array view of registers. */
-export type RegArray = Uint32Array | Int32Array | Float32Array | Uint16Array | Uint8Array | Float64Array;
+export type RegArray =
+  | Uint32Array
+  | Int32Array
+  | Float32Array
+  | Uint16Array
+  | Uint8Array
+  | Float64Array;
 
 /** Byte distance between the base addresses of consecutive tensor parameters. */
 export const TENSOR_STRIDE = 2 ** 36;
@@ -183,7 +189,9 @@ export class Machine {
     this.T = T;
     this.W = Math.ceil(T / 32);
     this.regs = kernel.regs.map((r, i) => {
-      if (r.id !== i) throw new SimError(`Register table is not indexed by id: entry ${i} has id ${r.id}`);
+      if (r.id !== i) {
+        throw new SimError(`Register table is not indexed by id: entry ${i} has id ${r.id}`);
+      }
       return makeViews(r.type, T);
     });
     this.counts = new Float64Array(infos.length);
@@ -363,7 +371,14 @@ export class Machine {
    *
    * @returns The tensor index.
    */
-  gResolve(idx: number, t: number, addr: number, size: number, align: number, what: string): number {
+  gResolve(
+    idx: number,
+    t: number,
+    addr: number,
+    size: number,
+    align: number,
+    what: string,
+  ): number {
     const ti = Math.floor(addr / TENSOR_STRIDE) - 1;
     if (!(ti >= 0 && ti < this.gBytes.length)) {
       this.fail(idx, t, `Out-of-bounds ${what}: address ${hex(addr)} is in no tensor`);
@@ -394,7 +409,9 @@ export class Machine {
       this.fail(
         idx,
         t,
-        `Out-of-bounds ${what}: ${size} bytes at shared address ${hex(addr)} (shared memory has ${this.smemSize} bytes)`,
+        `Out-of-bounds ${what}: ${size} bytes at shared address ${
+          hex(addr)
+        } (shared memory has ${this.smemSize} bytes)`,
       );
     }
     if (addr % align !== 0) {
@@ -509,9 +526,13 @@ export class Machine {
     for (let b = addr; b < addr + len; b++) {
       if (wE[b] === ep && wW[b] !== w && !raced) {
         raced = true;
-        this.report("race", idx, [w, wW[b]!], b, `Warp ${w} reads a shared byte that warp ${
-          wW[b]
-        } wrote with no bar in between`);
+        this.report(
+          "race",
+          idx,
+          [w, wW[b]!],
+          b,
+          `Warp ${w} reads a shared byte that warp ${wW[b]} wrote with no bar in between`,
+        );
       }
       if (rE[b] !== ep) {
         rE[b] = ep;
@@ -578,13 +599,25 @@ export class Machine {
       if (!raced) {
         if (wE[b] === ep && wW[b] !== w) {
           raced = true;
-          this.report("race", idx, [w, wW[b]!], b, `${what} of warp ${w} writes a shared byte that warp ${
-            wW[b]
-          } wrote with no bar in between`);
+          this.report(
+            "race",
+            idx,
+            [w, wW[b]!],
+            b,
+            `${what} of warp ${w} writes a shared byte that warp ${
+              wW[b]
+            } wrote with no bar in between`,
+          );
         } else if (rE[b] === ep && (rM[b]! & others) !== 0) {
           raced = true;
           const o = 31 - Math.clz32(rM[b]! & others);
-          this.report("race", idx, [w, o], b, `${what} of warp ${w} writes a shared byte that warp ${o} read with no bar in between`);
+          this.report(
+            "race",
+            idx,
+            [w, o],
+            b,
+            `${what} of warp ${w} writes a shared byte that warp ${o} read with no bar in between`,
+          );
         }
       }
       wE[b] = ep;

@@ -18,16 +18,9 @@
 
 import type { MmaOp, Reg } from "../../ir/kernel.ts";
 import { type FragmentMap, MMA_SHAPES, type MmaDtype, type MmaShape } from "../../ir/mma_table.ts";
-import {
-  bitsF32,
-  f16BitsToF32,
-  f32ToF16Bits,
-  fmaF64,
-  roundF16,
-  satS32,
-  tf32Truncate,
-} from "./numerics.ts";
+import { bitsF32, f32ToF16Bits, fmaF64, roundF16, satS32, tf32Truncate } from "./numerics.ts";
 import type { Machine, Mask, OpInfo, RegArray, Run } from "./_machine.ts";
+import { F16_VALUES } from "./_alu.ts";
 import { warpActive } from "./_ops.ts";
 import { SimError } from "./types.ts";
 
@@ -79,14 +72,16 @@ function plan(s: MmaShape): Plan {
   return p;
 }
 
-const F16: Float64Array = (() => {
-  const t = new Float64Array(65536);
-  for (let h = 0; h < 65536; h++) t[h] = f16BitsToF32(h);
-  return t;
-})();
+const F16 = F16_VALUES;
 
 /** Unpacks `regs` (lanes `base..base+31`) of element type `dt` into `out` through `idx`. */
-function gather(dt: MmaDtype, regs: readonly RegArray[], base: number, idx: Int32Array, out: Float64Array): void {
+function gather(
+  dt: MmaDtype,
+  regs: readonly RegArray[],
+  base: number,
+  idx: Int32Array,
+  out: Float64Array,
+): void {
   const R = regs.length;
   let i = 0;
   for (let l = 0; l < 32; l++) {
@@ -137,7 +132,13 @@ function regViews(M: Machine, info: OpInfo, regs: readonly Reg[], f: FragmentMap
       { op: info.text, path: info.path, line: info.line, block: null, warp: null, lane: null },
     );
   }
-  const as = f.dtype === "f64" ? "f64" : f.dtype === "f32" ? "f32" : f.dtype === "s32" ? "s32" : "u32";
+  const as = f.dtype === "f64"
+    ? "f64"
+    : f.dtype === "f32"
+    ? "f32"
+    : f.dtype === "s32"
+    ? "s32"
+    : "u32";
   return regs.map((r) => M.view(r, as, info.index));
 }
 

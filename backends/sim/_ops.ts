@@ -76,7 +76,9 @@ function slot(M: Machine, info: OpInfo, o: Operand, width: MemWidth): Slot {
 }
 
 function vectorCount(info: OpInfo, n: number): void {
-  if (n !== 1 && n !== 2 && n !== 4) bad(info, `A vector access moves 1, 2 or 4 elements, not ${n}`);
+  if (n !== 1 && n !== 2 && n !== 4) {
+    bad(info, `A vector access moves 1, 2 or 4 elements, not ${n}`);
+  }
 }
 
 function guardOf(M: Machine, info: OpInfo, g: { pred: Reg; negate: boolean } | undefined) {
@@ -299,7 +301,9 @@ export function compileCpAsync(M: Machine, info: OpInfo, mask: Mask): Run {
   if (bytes !== 4 && bytes !== 8 && bytes !== 16) {
     bad(info, `Bad cp.async size: ${bytes} bytes (4, 8 or 16)`);
   }
-  if (o.cache === "cg" && bytes !== 16) bad(info, `Bad cp.async size: cp.async.cg copies 16 bytes, not ${bytes}`);
+  if (o.cache === "cg" && bytes !== 16) {
+    bad(info, `Bad cp.async size: cp.async.cg copies 16 bytes, not ${bytes}`);
+  }
   const dstA = M.view(o.dst, "u32", idx);
   const srcA = M.view(o.src, "u64", idx);
   const sbA = o.srcBytes.kind === "reg" ? M.view(o.srcBytes, "u32", idx) : null;
@@ -399,7 +403,13 @@ export function compileBar(M: Machine, info: OpInfo, mask: Mask): Run {
  *
  * @returns Whether the warp takes part.
  */
-export function warpActive(M: Machine, idx: number, m: Uint8Array, wp: number, what: string): boolean {
+export function warpActive(
+  M: Machine,
+  idx: number,
+  m: Uint8Array,
+  wp: number,
+  what: string,
+): boolean {
   const base = wp * 32;
   let on = 0;
   let off = -1;
@@ -440,7 +450,9 @@ export function compileLdmatrix(M: Machine, info: OpInfo, mask: Mask): Run {
   const o = info.op as LdmatrixOp;
   const idx = info.index;
   const num = o.num;
-  if (num !== 1 && num !== 2 && num !== 4) bad(info, `ldmatrix loads 1, 2 or 4 matrices, not ${num}`);
+  if (num !== 1 && num !== 2 && num !== 4) {
+    bad(info, `ldmatrix loads 1, 2 or 4 matrices, not ${num}`);
+  }
   if (o.dst.length !== num) {
     bad(info, `ldmatrix.x${num} writes ${num} registers, not ${o.dst.length}`);
   }

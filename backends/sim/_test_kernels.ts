@@ -52,7 +52,19 @@ export class Emitter extends KernelBuilder {
 
   /** `dst = a FN b` of `type`. */
   bin(
-    fn: "add" | "sub" | "mul" | "div" | "rem" | "min" | "max" | "shl" | "shr" | "and" | "or" | "xor",
+    fn:
+      | "add"
+      | "sub"
+      | "mul"
+      | "div"
+      | "rem"
+      | "min"
+      | "max"
+      | "shl"
+      | "shr"
+      | "and"
+      | "or"
+      | "xor",
     type: "u32" | "s32" | "u64" | "b32" | "pred" | "f32" | "f64",
     a: Operand,
     b: Operand | number,
@@ -70,7 +82,12 @@ export class Emitter extends KernelBuilder {
   }
 
   /** `dst(pred) = a CMP b`. */
-  setp(cmp: "lt" | "le" | "gt" | "ge" | "eq" | "ne", type: "u32" | "s32", a: Operand, b: Operand | number): Reg {
+  setp(
+    cmp: "lt" | "le" | "gt" | "ge" | "eq" | "ne",
+    type: "u32" | "s32",
+    a: Operand,
+    b: Operand | number,
+  ): Reg {
     const d = this.reg("pred");
     this.emit({ op: "setp", cmp, type, dst: d, a, b: typeof b === "number" ? imm(b) : b });
     return d;
@@ -163,7 +180,14 @@ export function pipelinedGemm(mutant: GemmMutant = "none"): Kernel {
   const bSrc0 = e.addr(B, bIdx, 2);
   // Shared: row * BK * 2 + chunk * 16 within the stage's tile.
   const sDst = e.reg("u32");
-  e.emit({ op: "mad", type: "u32", dst: sDst, a: row, b: imm(BK * 2), c: e.bin("shl", "u32", chunk, 4) });
+  e.emit({
+    op: "mad",
+    type: "u32",
+    dst: sDst,
+    a: row,
+    b: imm(BK * 2),
+    c: e.bin("shl", "u32", chunk, 4),
+  });
   e.emit({ op: "bin", fn: "add", type: "u32", dst: sDst, a: sDst, b: smem });
   const kTiles = e.bin("div", "u32", K, BK);
 
@@ -179,8 +203,26 @@ export function pipelinedGemm(mutant: GemmMutant = "none"): Kernel {
     const bSrc = e.bin("add", "u64", bSrc0, kOff64);
     const live = e.setp("lt", "u32", kt, kTiles);
     const guard = { pred: live, negate: false };
-    e.emit({ op: "cpasync", cache: "cg", bytes: 16, dst, dstOffset: 0, src: aSrc, srcBytes: imm(16), guard });
-    e.emit({ op: "cpasync", cache: "cg", bytes: 16, dst, dstOffset: bOff, src: bSrc, srcBytes: imm(16), guard });
+    e.emit({
+      op: "cpasync",
+      cache: "cg",
+      bytes: 16,
+      dst,
+      dstOffset: 0,
+      src: aSrc,
+      srcBytes: imm(16),
+      guard,
+    });
+    e.emit({
+      op: "cpasync",
+      cache: "cg",
+      bytes: 16,
+      dst,
+      dstOffset: bOff,
+      src: bSrc,
+      srcBytes: imm(16),
+      guard,
+    });
   };
 
   // Prologue: k-tiles 0 .. S-2.

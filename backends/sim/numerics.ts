@@ -36,6 +36,11 @@
  *    about 30 binades, and otherwise its error is far below the final f32
  *    rounding (barring massive cancellation), so this is essentially "exact
  *    dot product, rounded once".
+ * 4. With an f16 accumulator (`m16n8k*.f16.f16`) the accumulator is widened
+ *    exactly and the same f64 sum is rounded once, directly to f16
+ *    ({@link roundF16}, round to nearest even).
+ * 5. A tf32 operand register that holds raw f32 bits is read through
+ *    {@link tf32Truncate} (its low 13 mantissa bits ignored).
  *
  * Real tensor cores do not do this: they align products to the largest
  * exponent, truncate the shifted-out bits and round (or truncate) the

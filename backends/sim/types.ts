@@ -45,7 +45,11 @@ export interface SimOptions {
  * - `unbalanced-cp.async`: copies still pending (never committed, or committed
  *   and never waited for) when the block ends.
  */
-export type HazardKind = "read-before-landed" | "write-before-landed" | "race" | "unbalanced-cp.async";
+export type HazardKind =
+  | "read-before-landed"
+  | "write-before-landed"
+  | "race"
+  | "unbalanced-cp.async";
 
 /** A hazard, reported once per kind and operation (the first occurrence), with a count. */
 export interface Hazard {
