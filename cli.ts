@@ -9,11 +9,13 @@
  */
 
 import { parseArgs } from "node:util";
-import { check, compile, type CompiledKernel, formatDiagnostics } from "./compiler.ts";
+import { check, compile, type CompiledKernel, formatDiagnostics, ptxModule } from "./compiler.ts";
+import { kernelManifest } from "./backends/manifest.ts";
+import { findPtxas, formatPtxasReport, runPtxas } from "./backends/ptx/ptxas.ts";
 import type { Target } from "./ir/gemm.ts";
 import { PASS_NAMES } from "./passes/pipeline_list.ts";
 import { simulateGemm, type SimulateReport } from "./backends/simulate_gemm.ts";
-import { parseSizes } from "./backends/sizes.ts";
+import { parseSizes, resolveSizes } from "./backends/sizes.ts";
 import { SimError } from "./backends/sim/mod.ts";
 
 /** Where the CLI writes; replaced in tests. */
@@ -53,6 +55,10 @@ Options:
   --emit STAGE         What to print: ir (GEMM IR; the default), kernel-ir, ptx, json
   --dump-after PASS    Print the IR after PASS (or "all") to stderr
   --target sm80|sm86   Override the schedule's target
+  --size SIZES         With --emit json: the concrete grid for these sizes (M=..,N=..,K=..)
+  --ptxas              Assemble the PTX with ptxas -v and print registers, shared memory,
+                       stack frame and spills per kernel (fails if ptxas rejects it)
+  --ptxas-path PATH    The ptxas to use (default: PATH, /usr/local/bin, /usr/local/cuda/bin)
   -o, --output OUT     Write the output to OUT instead of stdout
   -h, --help           This help
 `;
@@ -122,7 +128,7 @@ function cmdCheck(args: string[], io: CliIO): number {
   return bad ? 1 : 0;
 }
 
-function cmdCompile(args: string[], io: CliIO): number {
+async function cmdCompile(args: string[], io: CliIO): Promise<number> {
   const { values, positionals } = parseArgs({
     args,
     allowPositionals: true,
@@ -132,6 +138,9 @@ function cmdCompile(args: string[], io: CliIO): number {
       "dump-after": { type: "string" },
       target: { type: "string" },
       output: { type: "string", short: "o" },
+      size: { type: "string" },
+      ptxas: { type: "boolean" },
+      "ptxas-path": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -147,11 +156,6 @@ function cmdCompile(args: string[], io: CliIO): number {
   const emit = values.emit as Emit;
   if (!(EMITS as readonly string[]).includes(emit)) {
     throw new UsageError(`Unknown --emit "${values.emit}": expected ${EMITS.join(", ")}`);
-  }
-  if (emit === "ptx" || emit === "json") {
-    throw new UsageError(
-      `--emit ${emit} is not available yet: this build stops at the kernel IR (--emit ir, kernel-ir)`,
-    );
   }
   const dumpAfter = values["dump-after"];
   if (dumpAfter !== undefined && dumpAfter !== "all" && !PASS_NAMES.includes(dumpAfter)) {
@@ -186,10 +190,58 @@ function cmdCompile(args: string[], io: CliIO): number {
         : `No kernel in "${file}"`,
     );
   }
-  const output = r.kernels.map((k: CompiledKernel) => emit === "ir" ? k.gemmText : k.kernelText)
-    .join("\n");
+  let output: string;
+  switch (emit) {
+    case "ir":
+      output = r.kernels.map((k: CompiledKernel) => k.gemmText).join("\n");
+      break;
+    case "kernel-ir":
+      output = r.kernels.map((k: CompiledKernel) => k.kernelText).join("\n");
+      break;
+    case "ptx":
+      output = ptxModule(r.kernels);
+      break;
+    case "json": {
+      let sizes: Record<string, number> | undefined;
+      if (values.size !== undefined) {
+        try {
+          sizes = parseSizes(values.size);
+        } catch (e) {
+          throw new UsageError((e as Error).message);
+        }
+      }
+      const kernels = r.kernels.map((k) => {
+        if (sizes === undefined) return k.manifest;
+        let resolved: Record<string, number>;
+        try {
+          resolved = resolveSizes(k.gemm, sizes);
+        } catch (e) {
+          throw new UsageError((e as Error).message);
+        }
+        return kernelManifest(k.gemm, k.kernel, resolved);
+      });
+      output = JSON.stringify({ kernels }, null, 2) + "\n";
+      break;
+    }
+  }
   if (values.output !== undefined) io.writeFile(values.output, output);
   else io.out(output);
+  if (values.ptxas || values["ptxas-path"] !== undefined) {
+    const bin = findPtxas(values["ptxas-path"]);
+    if (bin === null) {
+      throw new UsageError(
+        "--ptxas: ptxas is not on the PATH nor in /usr/local/bin or /usr/local/cuda/bin; " +
+          "give --ptxas-path",
+      );
+    }
+    const arch = r.kernels[0]!.kernel.target === "sm86" ? "sm_86" : "sm_80";
+    const res = await runPtxas(ptxModule(r.kernels), { arch, ptxasPath: bin });
+    if (!res.ok) {
+      io.err(`gemm: ptxas rejected the PTX for ${arch}:\n${res.log.trimEnd()}\n`);
+      return 1;
+    }
+    io.out(`ptxas -arch=${arch}:\n${formatPtxasReport(res)}\n`);
+  }
   return 0;
 }
 
@@ -352,7 +404,7 @@ function cmdSimulate(args: string[], io: CliIO): number {
  * @param io Where to read and write.
  * @returns The exit code.
  */
-export function main(args: readonly string[], io: CliIO): number {
+export async function main(args: readonly string[], io: CliIO): Promise<number> {
   const [cmd, ...rest] = args;
   try {
     switch (cmd) {
@@ -365,7 +417,7 @@ export function main(args: readonly string[], io: CliIO): number {
       case "check":
         return cmdCheck(rest, io);
       case "compile":
-        return cmdCompile(rest, io);
+        return await cmdCompile(rest, io);
       case "simulate":
         return cmdSimulate(rest, io);
       default:
@@ -398,7 +450,7 @@ if (import.meta.main) {
       throw e;
     }
   };
-  const code = main(Deno.args, {
+  const code = await main(Deno.args, {
     out: (s) => write(Deno.stdout, s),
     err: (s) => write(Deno.stderr, s),
     readFile: (p) => Deno.readTextFileSync(p),

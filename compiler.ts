@@ -15,6 +15,8 @@ import type { Kernel } from "./ir/kernel.ts";
 import { printKernel } from "./ir/print_kernel.ts";
 import { type DumpHook, runPipeline } from "./passes/pipeline_list.ts";
 import { DiagnosticError } from "./dsl/diagnostics.ts";
+import { printPtx } from "./backends/ptx/print.ts";
+import { type KernelManifest, kernelManifest } from "./backends/manifest.ts";
 
 /** Options shared by {@link parse}, {@link check} and {@link compile}. */
 export interface SourceOptions {
@@ -45,6 +47,25 @@ export interface CompiledKernel {
   readonly kernel: Kernel;
   /** The textual form of {@link CompiledKernel.kernel}. */
   readonly kernelText: string;
+  /** A PTX module holding this kernel alone. */
+  readonly ptx: string;
+  /** The launch manifest (grid as a plan; see {@link kernelManifest} for sizes). */
+  readonly manifest: KernelManifest;
+}
+
+/** Options every PTX module of gemmc is printed with: at least one block per
+ * SM, so that ptxas may use up to 65536 / threads registers (CUTLASS's
+ * `__launch_bounds__(threads, 1)`). */
+export const PTX_OPTIONS = Object.freeze({ minBlocksPerSm: 1 });
+
+/**
+ * One PTX module holding several compiled kernels (they must share a target).
+ *
+ * @param kernels The kernels.
+ * @returns The module text.
+ */
+export function ptxModule(kernels: readonly CompiledKernel[]): string {
+  return printPtx(kernels.map((k) => k.kernel), PTX_OPTIONS);
 }
 
 /** The result of {@link compile}: `ok` when there are no diagnostics. */
@@ -128,6 +149,8 @@ export function compile(source: string, options: CompileOptions = {}): CompileRe
         planned,
         kernel,
         kernelText: printKernel(kernel),
+        ptx: printPtx([kernel], PTX_OPTIONS),
+        manifest: kernelManifest(gemm, kernel),
       });
     } catch (e) {
       if (e instanceof DiagnosticError) diagnostics.push(...e.diagnostics);

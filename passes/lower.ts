@@ -528,6 +528,56 @@ class Lowering {
       );
     }
     const dst = this.groupRecipes(p, recipes, smem);
+    const tileK = this.k.plan.tile!.threadblock.k;
+    // Bytes to advance per k-tile.
+    const step: Operand = kContig
+      ? imm((tileK * bits) / 8)
+      : ldBytes.kind === "imm"
+      ? imm(ldBytes.value * tileK)
+      : this.bin("mul", "u64", ldBytes, imm(tileK));
+    if (T % cpr === 0) {
+      // Every round of copies covers dr whole rows: copy j is copy 0 moved by j*dr rows.
+      const dr = T / cpr;
+      const tidLoE = (p.copyBytes * 8) / bits;
+      const colE = tidLoE === 1 ? tidLo : this.bin("mul", "u32", tidLo, imm(tidLoE));
+      const outer0 = this.bin("add", "u32", x0, kContig ? tidHi : colE);
+      const kIdx0 = kContig ? colE : tidHi;
+      const lineOff = this.mulU64(kContig ? outer0 : kIdx0, ldBytes);
+      const inOff = bytesOfElems(this, b64(this, kContig ? kIdx0 : outer0), bits);
+      const ptr0 = this.bin(
+        "add",
+        "u64",
+        this.bin("add", "u64", base, lineOff),
+        inOff,
+        `${view.tensor}ptr`,
+      );
+      const stride: Operand = ldBytes.kind === "imm"
+        ? imm(ldBytes.value * dr)
+        : this.bin("mul", "u64", ldBytes, imm(dr));
+      const toS32 = (v: Operand): Reg => {
+        const r = this.b.reg("s32");
+        this.b.emit({ op: "cvt", kind: "s32.b32", dst: r, src: this.bitsOf(v) });
+        return r;
+      };
+      // K-contiguous: rows are M/N; outer-contiguous: rows are k.
+      const outerRem = kContig
+        ? this.bin("sub", "s32", toS32(outerSize), toS32(outer0), `${view.tensor}orem`)
+        : null;
+      const outerOk = kContig ? null : this.setp("lt", "u32", outer0, outerSize);
+      return {
+        kind: "strided",
+        ptr0,
+        stride,
+        step,
+        dr,
+        kContig,
+        outerRem,
+        outerOk,
+        kIdx: toS32(kIdx0),
+        dst,
+        valid,
+      };
+    }
     for (let j = 0; j < recipes.length; j++) {
       const rowV = this.emitAffine(recipes[j]!.row);
       const colV = this.emitAffine(colOf(j));
@@ -563,13 +613,7 @@ class Lowering {
       this.b.emit({ op: "cvt", kind: "s32.b32", dst: kS, src: this.bitsOf(kIdx) });
       copies.push({ ptr, okRow, kIdx: kS, dst: dst[j]! });
     }
-    // Bytes to advance per k-tile.
-    const step: Operand = kContig
-      ? imm((this.k.plan.tile!.threadblock.k * bits) / 8)
-      : ldBytes.kind === "imm"
-      ? imm(ldBytes.value * this.k.plan.tile!.threadblock.k)
-      : this.bin("mul", "u64", ldBytes, imm(this.k.plan.tile!.threadblock.k));
-    return { copies, step, bits, epc };
+    return { kind: "each", copies, step };
   }
 
   mulU64(a: Operand, ldBytes: Operand): Operand {
@@ -581,10 +625,56 @@ class Lowering {
   issueCopies(c: CopyPlan, p: OperandSmem, stage: Reg, kRem: Reg): void {
     const b = this.b;
     const stageOff = this.bin("mul", "u32", stage, imm(p.stageBytes));
+    const bases = new Map<Reg, Reg>();
+    const dstOf = (d: { base: Reg; offset: number }) => {
+      let r = bases.get(d.base);
+      if (r === undefined) {
+        r = this.bin("add", "u32", d.base, stageOff);
+        bases.set(d.base, r);
+      }
+      return r;
+    };
+    if (c.kind === "strided") {
+      const kOk = c.kContig ? this.setp("lt", "s32", c.kIdx, kRem) : null;
+      const kRemT = c.kContig ? null : this.bin("sub", "s32", kRem, c.kIdx);
+      c.dst.forEach((d, j) => {
+        const rowOk = c.kContig
+          ? this.setp("lt", "s32", imm(j * c.dr), c.outerRem!)
+          : this.setp("lt", "s32", imm(j * c.dr), kRemT!);
+        const ok = this.and(this.and(rowOk, c.kContig ? kOk : c.outerOk), c.valid[j]!)!;
+        let ptr: Reg = c.ptr0;
+        if (j > 0) {
+          ptr = this.b.reg("u64");
+          if (c.stride.kind === "imm") {
+            b.emit({
+              op: "bin",
+              fn: "add",
+              type: "u64",
+              dst: ptr,
+              a: c.ptr0,
+              b: imm(j * c.stride.value),
+            });
+          } else {
+            b.emit({ op: "mad", type: "u64", dst: ptr, a: c.stride, b: imm(j), c: c.ptr0 });
+          }
+        }
+        this.copyOne(p, ok, ptr, dstOf(d), d.offset);
+      });
+      b.emit({ op: "bin", fn: "add", type: "u64", dst: c.ptr0, a: c.ptr0, b: c.step });
+      return;
+    }
     for (const one of c.copies) {
       const kOk = this.setp("lt", "s32", one.kIdx, kRem);
       const ok = this.and(one.okRow, kOk)!;
-      const dst = this.bin("add", "u32", one.dst.base, stageOff);
+      this.copyOne(p, ok, one.ptr, dstOf(one.dst), one.dst.offset);
+      b.emit({ op: "bin", fn: "add", type: "u64", dst: one.ptr, a: one.ptr, b: c.step });
+    }
+  }
+
+  /** One global->shared copy: cp.async with zero-fill, or a guarded load and a store. */
+  copyOne(p: OperandSmem, ok: Reg, src: Reg, dst: Reg, dstOffset: number): void {
+    const b = this.b;
+    {
       if (p.async) {
         const n = this.b.reg("u32");
         b.emit({ op: "selp", type: "u32", dst: n, a: imm(p.copyBytes), b: imm(0), p: ok });
@@ -593,8 +683,8 @@ class Lowering {
           cache: p.copyBytes === 16 ? "cg" : "ca",
           bytes: p.copyBytes as 4 | 8 | 16,
           dst,
-          dstOffset: one.dst.offset,
-          src: one.ptr,
+          dstOffset,
+          src,
           srcBytes: n,
         });
       } else {
@@ -604,13 +694,12 @@ class Lowering {
           op: "ldg",
           width,
           dst: [v],
-          addr: one.ptr,
+          addr: src,
           offset: 0,
           guard: { pred: ok, negate: false },
         });
-        b.emit({ op: "sts", width, src: [v], addr: dst, offset: one.dst.offset });
+        b.emit({ op: "sts", width, src: [v], addr: dst, offset: dstOffset });
       }
-      b.emit({ op: "bin", fn: "add", type: "u64", dst: one.ptr, a: one.ptr, b: c.step });
     }
   }
 
@@ -1334,12 +1423,35 @@ interface CopyOne {
   readonly dst: { base: Reg; offset: number };
 }
 
-interface CopyPlan {
+/** Copies with one pointer each (used when a round of copies is not whole rows). */
+interface EachCopies {
+  readonly kind: "each";
   readonly copies: readonly CopyOne[];
   readonly step: Operand;
-  readonly bits: number;
-  readonly epc: number;
 }
+
+/** Copies that are copy 0 moved by whole rows: one pointer for all of them. */
+interface StridedCopies {
+  readonly kind: "strided";
+  /** Pointer of copy 0 (advanced by `step` per k-tile). */
+  readonly ptr0: Reg;
+  /** Bytes between copy j and j+1. */
+  readonly stride: Operand;
+  readonly step: Operand;
+  /** Rows between copy j and j+1. */
+  readonly dr: number;
+  readonly kContig: boolean;
+  /** K-contiguous: rows (M/N) left from copy 0's row (s32). */
+  readonly outerRem: Reg | null;
+  /** Outer-contiguous: whether the column run is inside M/N. */
+  readonly outerOk: Reg | null;
+  /** k index of copy 0 within the tile (s32). */
+  readonly kIdx: Reg;
+  readonly dst: readonly { base: Reg; offset: number }[];
+  readonly valid: readonly (Reg | null)[];
+}
+
+type CopyPlan = EachCopies | StridedCopies;
 
 interface FragInstr {
   /** The tile for `lds` (one register); -1 for ldmatrix groups (regs are flat indices). */

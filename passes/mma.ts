@@ -99,7 +99,8 @@ export const mmaPass: GemmPass = {
     const nTiles = w.n / shape.n;
     const regWords = shape.regBits / 32;
     const acc = mTiles * nTiles * shape.c.regs * regWords;
-    const frags = 2 * (mTiles * shape.a.regs + nTiles * shape.b.regs) * regWords;
+    const frags = (k.math.mode === "3xtf32" ? 4 : 2) *
+      (mTiles * shape.a.regs + nTiles * shape.b.regs) * regWords;
     const regEstimate = acc + frags + ADDRESSING_REGS;
     if (regEstimate > REGISTER_BUDGET) {
       scheduleError(

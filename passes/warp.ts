@@ -17,8 +17,11 @@ export const warpPass: GemmPass = {
   run(k: GemmKernel): GemmKernel {
     const tb = k.plan.tile!.threadblock;
     let warp: Shape3 = k.schedule.warp ?? (() => {
-      const d = k.math.mmaA === "f64" ? 32 : 64;
-      return { m: Math.min(d, tb.m), n: Math.min(d, tb.n), k: tb.k };
+      // 64x64 (CUTLASS's Ampere default); f64 32x32; 3xtf32 64x32, since the
+      // split operands (big and small parts) need twice the fragment registers.
+      const dm = k.math.mmaA === "f64" ? 32 : 64;
+      const dn = k.math.mmaA === "f64" || k.math.mode === "3xtf32" ? 32 : 64;
+      return { m: Math.min(dm, tb.m), n: Math.min(dn, tb.n), k: tb.k };
     })();
     if (warp.k !== tb.k) {
       scheduleError(

@@ -1,7 +1,10 @@
 /**
  * `mma.sync.aligned` for every row of the MMA table, per warp: gather the
- * operand tiles from the 32 lanes' registers through index tables built once
- * per shape from the row's fragment maps, multiply, scatter D back.
+ * operand tiles from the 32 lanes' registers through index tables built from
+ * the row's fragment maps (ir/mma_table.ts), multiply, scatter D back. The
+ * code of each row is generated once (unrolled over registers and packed
+ * elements, with the tile sizes as constants) and compiled with
+ * `new Function`, so that every row runs its own monomorphic loop.
  *
  * Numerics (see numerics.ts, "Accumulation model"):
  * - f16 / bf16 / tf32 operands: each product is exact in f64; the accumulator
@@ -18,26 +21,37 @@
 
 import type { MmaOp, Reg } from "../../ir/kernel.ts";
 import { type FragmentMap, MMA_SHAPES, type MmaDtype, type MmaShape } from "../../ir/mma_table.ts";
-import { bitsF32, f32ToF16Bits, fmaF64, roundF16, satS32, tf32Truncate } from "./numerics.ts";
-import type { Machine, Mask, OpInfo, RegArray, Run } from "./_machine.ts";
+import {
+  bf16BitsToF32,
+  bitsF32,
+  f32ToF16Bits,
+  fmaF64,
+  roundF16,
+  tf32Truncate,
+} from "./numerics.ts";
+import type { Machine, Mask, OpInfo, Run } from "./_machine.ts";
 import { F16_VALUES } from "./_alu.ts";
 import { warpActive } from "./_ops.ts";
 import { SimError } from "./types.ts";
 
-/** Index tables and scratch tiles of one MMA shape. */
-interface Plan {
-  readonly shape: MmaShape;
-  /** (lane, reg, elem) -> i * K + k. */
-  readonly aIdx: Int32Array;
-  /** (lane, reg, elem) -> j * K + k (B stored transposed). */
-  readonly bIdx: Int32Array;
-  /** (lane, reg, elem) -> i * N + j. */
-  readonly cIdx: Int32Array;
-  readonly A: Float64Array;
-  readonly Bt: Float64Array;
-  readonly C: Float64Array;
-}
+/** Exact value of every bf16 bit pattern. */
+const BF16_VALUES: Float64Array = (() => {
+  const t = new Float64Array(65536);
+  for (let h = 0; h < 65536; h++) t[h] = bf16BitsToF32(h);
+  return t;
+})();
 
+const HELPERS = Object.freeze({
+  F16: F16_VALUES,
+  BF16: BF16_VALUES,
+  tf32: (w: number) => tf32Truncate(bitsF32(w)),
+  fmaF64,
+  roundF16,
+  toF16: f32ToF16Bits,
+  warpActive,
+});
+
+/** (lane, reg, elem) -> index, in that nesting order. */
 function table(f: FragmentMap, index: (r: number, c: number) => number): Int32Array {
   const out = new Int32Array(32 * f.regs * f.elemsPerReg);
   let i = 0;
@@ -52,77 +66,159 @@ function table(f: FragmentMap, index: (r: number, c: number) => number): Int32Ar
   return out;
 }
 
+/** Element `e` of register value `w` as a number, by element type. */
+function decode(dt: MmaDtype, e: number): string {
+  switch (dt) {
+    case "f16":
+      return e === 0 ? "H.F16[w & 0xffff]" : "H.F16[w >>> 16]";
+    case "bf16":
+      return e === 0 ? "H.BF16[w & 0xffff]" : "H.BF16[w >>> 16]";
+    case "tf32":
+      return "H.tf32(w)";
+    case "f32":
+    case "s32":
+    case "f64":
+      return "w";
+    case "s8":
+      return `(w << ${24 - 8 * e}) >> 24`;
+    case "u8":
+      return `(w >>> ${8 * e}) & 0xff`;
+    case "s4":
+      return `(w << ${28 - 4 * e}) >> 28`;
+    case "u4":
+      return `(w >>> ${4 * e}) & 0xf`;
+    case "b1":
+      return `(w >>> ${e}) & 1`;
+  }
+}
+
+/** Statements that gather operand `name` (registers `name0..`) into tile `out` via `idx`. */
+function gatherCode(f: FragmentMap, dt: MmaDtype, name: string, out: string, idx: string): string {
+  const per = f.regs * f.elemsPerReg;
+  const lines = [`for (let l = 0, q = 0; l < 32; l++, q += ${per}) {`, "  const t = base + l;"];
+  for (let r = 0; r < f.regs; r++) {
+    lines.push(`  { const w = ${name}${r}[t];`);
+    for (let e = 0; e < f.elemsPerReg; e++) {
+      lines.push(`    ${out}[${idx}[q + ${r * f.elemsPerReg + e}]] = ${decode(dt, e)};`);
+    }
+    lines.push("  }");
+  }
+  lines.push("}");
+  return lines.join("\n");
+}
+
+/** The generated source of one table row (everything but the register arrays). */
+function mmaSource(s: MmaShape): string {
+  const { m: M, n: N, k: K } = s;
+  let inner: string;
+  let finish = "";
+  if (s.aType === "f64") {
+    inner = "acc = H.fmaF64(A[ao + k], B[bo + k], acc);";
+  } else if (s.aType === "b1") {
+    inner = s.op === "xor.popc" ? "n += A[ao + k] ^ B[bo + k];" : "n += A[ao + k] & B[bo + k];";
+    finish = "acc = (acc + n) | 0;";
+  } else {
+    inner = "acc += A[ao + k] * B[bo + k];";
+    if (s.cType === "s32") {
+      finish = s.satfinite
+        ? "acc = acc > 2147483647 ? 2147483647 : acc < -2147483648 ? -2147483648 : acc;"
+        : "acc = acc | 0;";
+    } else if (s.cType === "f16") finish = "acc = H.roundF16(acc);";
+  }
+  const cdt: MmaDtype = s.cType === "f16" ? "f16" : s.cType;
+  const scatter: string[] = [
+    `for (let l = 0, q = 0; l < 32; l++, q += ${s.c.regs * s.c.elemsPerReg}) {`,
+    "  const t = base + l;",
+  ];
+  for (let r = 0; r < s.c.regs; r++) {
+    if (s.cType === "f16") {
+      scatter.push(
+        `  d${r}[t] = H.toF16(C[ci[q + ${2 * r}]]) | (H.toF16(C[ci[q + ${2 * r + 1}]]) << 16);`,
+      );
+    } else {
+      // f32: the Float32Array store rounds the f64 sum once, to nearest even.
+      scatter.push(`  d${r}[t] = C[ci[q + ${r}]];`);
+    }
+  }
+  scatter.push("}");
+  return `"use strict";
+return function run() {
+  const m = MK.m;
+  for (let wp = 0; wp < M.W; wp++) {
+    if (!H.warpActive(M, I, m, wp, "mma")) continue;
+    const base = wp * 32;
+${gatherCode(s.a, s.aType, "a", "A", "ai")}
+${gatherCode(s.b, s.bType, "b", "B", "bi")}
+${gatherCode(s.c, cdt, "c", "C", "ci")}
+    for (let i = 0; i < ${M}; i++) {
+      const ao = i * ${K};
+      for (let j = 0; j < ${N}; j++) {
+        const bo = j * ${K};
+        let acc = C[i * ${N} + j];
+        let n = 0;
+        for (let k = 0; k < ${K}; k++) ${inner}
+        ${finish}
+        C[i * ${N} + j] = acc;
+      }
+    }
+${scatter.join("\n")}
+    M.mmas++;
+  }
+  CNT[I] += MK.warps;
+};`;
+}
+
+/** Per row: the compiled factory, its index tables and scratch tiles. */
+interface Plan {
+  readonly factory: (...args: unknown[]) => Run;
+  readonly ai: Int32Array;
+  readonly bi: Int32Array;
+  readonly ci: Int32Array;
+  readonly A: Float64Array;
+  /** B transposed: element (k, j) at j * K + k. */
+  readonly B: Float64Array;
+  readonly C: Float64Array;
+}
+
 const PLANS = new Map<string, Plan>();
+
+function params(s: MmaShape): string[] {
+  const regs = (p: string, n: number) => Array.from({ length: n }, (_, i) => `${p}${i}`);
+  return [
+    "M",
+    "MK",
+    "CNT",
+    "I",
+    "H",
+    "ai",
+    "bi",
+    "ci",
+    "A",
+    "B",
+    "C",
+    ...regs("a", s.a.regs),
+    ...regs("b", s.b.regs),
+    ...regs("c", s.c.regs),
+    ...regs("d", s.c.regs),
+  ];
+}
 
 function plan(s: MmaShape): Plan {
   let p = PLANS.get(s.name);
   if (p === undefined) {
     const { m: M, n: N, k: K } = s;
     p = {
-      shape: s,
-      aIdx: table(s.a, (i, k) => i * K + k),
-      bIdx: table(s.b, (k, j) => j * K + k),
-      cIdx: table(s.c, (i, j) => i * N + j),
+      factory: new Function(...params(s), mmaSource(s)) as Plan["factory"],
+      ai: table(s.a, (i, k) => i * K + k),
+      bi: table(s.b, (k, j) => j * K + k),
+      ci: table(s.c, (i, j) => i * N + j),
       A: new Float64Array(M * K),
-      Bt: new Float64Array(N * K),
+      B: new Float64Array(N * K),
       C: new Float64Array(M * N),
     };
     PLANS.set(s.name, p);
   }
   return p;
-}
-
-const F16 = F16_VALUES;
-
-/** Unpacks `regs` (lanes `base..base+31`) of element type `dt` into `out` through `idx`. */
-function gather(
-  dt: MmaDtype,
-  regs: readonly RegArray[],
-  base: number,
-  idx: Int32Array,
-  out: Float64Array,
-): void {
-  const R = regs.length;
-  let i = 0;
-  for (let l = 0; l < 32; l++) {
-    const t = base + l;
-    for (let r = 0; r < R; r++) {
-      const w = regs[r]![t]!;
-      switch (dt) {
-        case "f16":
-          out[idx[i++]!] = F16[w & 0xffff]!;
-          out[idx[i++]!] = F16[w >>> 16]!;
-          break;
-        case "bf16":
-          out[idx[i++]!] = bitsF32(w << 16);
-          out[idx[i++]!] = bitsF32(w & 0xffff0000);
-          break;
-        case "tf32":
-          out[idx[i++]!] = tf32Truncate(bitsF32(w));
-          break;
-        case "f32":
-        case "s32":
-        case "f64":
-          out[idx[i++]!] = w;
-          break;
-        case "s8":
-          for (let e = 0; e < 4; e++) out[idx[i++]!] = (w << (24 - 8 * e)) >> 24;
-          break;
-        case "u8":
-          for (let e = 0; e < 4; e++) out[idx[i++]!] = (w >>> (8 * e)) & 0xff;
-          break;
-        case "s4":
-          for (let e = 0; e < 8; e++) out[idx[i++]!] = (w << (28 - 4 * e)) >> 28;
-          break;
-        case "u4":
-          for (let e = 0; e < 8; e++) out[idx[i++]!] = (w >>> (4 * e)) & 0xf;
-          break;
-        case "b1":
-          for (let e = 0; e < 32; e++) out[idx[i++]!] = (w >>> e) & 1;
-          break;
-      }
-    }
-  }
 }
 
 function regViews(M: Machine, info: OpInfo, regs: readonly Reg[], f: FragmentMap, what: string) {
@@ -145,7 +241,6 @@ function regViews(M: Machine, info: OpInfo, regs: readonly Reg[], f: FragmentMap
 /** `mma.sync.aligned`: see {@link MmaOp}. */
 export function compileMma(M: Machine, info: OpInfo, mask: Mask): Run {
   const o = info.op as MmaOp;
-  const idx = info.index;
   const s = MMA_SHAPES.find((x) => x.name === o.shape);
   if (s === undefined) {
     throw new SimError(`Unknown mma shape "${o.shape}"`, {
@@ -158,71 +253,21 @@ export function compileMma(M: Machine, info: OpInfo, mask: Mask): Run {
     });
   }
   const p = plan(s);
-  const a = regViews(M, info, o.a, s.a, "A");
-  const b = regViews(M, info, o.b, s.b, "B");
-  const c = regViews(M, info, o.c, s.c, "C");
-  const d = regViews(M, info, o.d, s.c, "D");
-  const { m: Mm, n: N, k: K } = s;
-  const kind = s.aType === "f64"
-    ? 1
-    : s.aType === "b1"
-    ? (s.op === "xor.popc" ? 4 : 3)
-    : s.cType === "s32"
-    ? 2
-    : 0;
-  const f16acc = s.cType === "f16";
-  const sat = s.satfinite;
-  const { A, Bt, C } = p;
-  const cRegs = s.c.regs;
-  const cEpr = s.c.elemsPerReg;
-  return () => {
-    const m = mask.m;
-    for (let wp = 0; wp < M.W; wp++) {
-      if (!warpActive(M, idx, m, wp, "mma")) continue;
-      const base = wp * 32;
-      gather(s.aType, a, base, p.aIdx, A);
-      gather(s.bType, b, base, p.bIdx, Bt);
-      gather(f16acc ? "f16" : s.cType, c, base, p.cIdx, C);
-      for (let i = 0; i < Mm; i++) {
-        const ao = i * K;
-        for (let j = 0; j < N; j++) {
-          const bo = j * K;
-          let acc = C[i * N + j]!;
-          if (kind === 0 || kind === 2) {
-            for (let k = 0; k < K; k++) acc += A[ao + k]! * Bt[bo + k]!;
-            if (kind === 2) acc = sat ? satS32(acc) : acc | 0;
-            else if (f16acc) acc = roundF16(acc);
-          } else if (kind === 1) {
-            for (let k = 0; k < K; k++) acc = fmaF64(A[ao + k]!, Bt[bo + k]!, acc);
-          } else if (kind === 3) {
-            let n = 0;
-            for (let k = 0; k < K; k++) n += A[ao + k]! * Bt[bo + k]!;
-            acc = (acc + n) | 0;
-          } else {
-            let n = 0;
-            for (let k = 0; k < K; k++) n += A[ao + k]! !== Bt[bo + k]! ? 1 : 0;
-            acc = (acc + n) | 0;
-          }
-          C[i * N + j] = acc;
-        }
-      }
-      // Scatter D (C now holds it; d may alias c, and every c was read above).
-      const ci = p.cIdx;
-      let q = 0;
-      for (let l = 0; l < 32; l++) {
-        const t = base + l;
-        for (let r = 0; r < cRegs; r++) {
-          if (f16acc) {
-            const v0 = f32ToF16Bits(C[ci[q++]!]!);
-            const v1 = f32ToF16Bits(C[ci[q++]!]!);
-            d[r]![t] = v0 | (v1 << 16);
-          } else {
-            for (let e = 0; e < cEpr; e++) d[r]![t] = C[ci[q++]!]!;
-          }
-        }
-      }
-      M.mmas++;
-    }
-    M.counts[idx]! += mask.warps;
-  };
+  return p.factory(
+    M,
+    mask,
+    M.counts,
+    info.index,
+    HELPERS,
+    p.ai,
+    p.bi,
+    p.ci,
+    p.A,
+    p.B,
+    p.C,
+    ...regViews(M, info, o.a, s.a, "A"),
+    ...regViews(M, info, o.b, s.b, "B"),
+    ...regViews(M, info, o.c, s.c, "C"),
+    ...regViews(M, info, o.d, s.c, "D"),
+  );
 }
