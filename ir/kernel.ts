@@ -17,6 +17,8 @@
  * Address spaces:
  * - Global: `u64` byte addresses. A tensor parameter's register holds the
  *   address of its element 0 (already converted with `cvta.to.global`).
+ *   Address arithmetic never goes below 0 nor to 2^53 and above (the
+ *   simulator holds u64 values exactly as numbers and raises otherwise).
  * - Shared: `u32` byte addresses into the block's dynamic shared memory; the
  *   {@link SmemBaseOp} gives the address of its first byte.
  *
@@ -38,7 +40,9 @@ export interface Reg {
   readonly name?: string;
 }
 
-/** An immediate operand. Integers for integer types, numbers for floats. */
+/** An immediate operand. Integers for integer types, numbers for floats (an
+ * f32 immediate is rounded with `Math.fround`). An immediate of a bit type
+ * (`b16`, `b32`, and the widths of `sts`/`stg`) is the bit pattern, an integer. */
 export interface Imm {
   readonly kind: "imm";
   readonly value: number;
@@ -197,8 +201,9 @@ export interface SelpOp {
  * - `f32.s32`, `f64.s32`: integer to float, round to nearest even.
  * - `s32.f32`, `s32.f64`: float to integer, round to nearest even,
  *   saturating, NaN to 0 (`cvt.rni.sat.s32.f32`).
- * - `s8.s32`, `u8.s32`: saturate an s32 to the 8-bit range, result in a u32
- *   (`cvt.sat.s8.s32` / `cvt.sat.u8.s32`, the low 8 bits meaningful).
+ * - `s8.s32`, `u8.s32`: saturate an s32 to the 8-bit range
+ *   (`cvt.sat.s8.s32` / `cvt.sat.u8.s32`), the result sign-extended (s8) or
+ *   zero-extended (u8) to 32 bits.
  * - `u64.u32`: zero-extend.
  * - `b32.f32`, `f32.b32`, `b32.u32`, `u32.b32`, `s32.b32`, `b32.s32`: bit moves.
  */
@@ -370,7 +375,8 @@ export interface MmaOp {
 }
 
 /** A loop with a trip count that is the same for every thread of the block:
- * `for (iv = from; iv < to; iv += step) body` (u32 compare). */
+ * `for (iv = from; iv < to; iv += step) body` (u32 compare); `step` is a
+ * positive integer. */
 export interface ForOp {
   readonly op: "for";
   readonly iv: Reg;
