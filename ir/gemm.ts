@@ -206,15 +206,19 @@ export interface WarpPlan {
 /** The shared-memory tile of one operand in one stage (pass `gemm-pipeline`).
  * Stored as `rows` lines of `rowBytes`, the contiguous dimension along a
  * line; 16-byte chunks are XOR-swizzled: chunk `c` of the tile (row-major
- * numbering) is stored at `c ^ ((c >> shift) & 7)`, which makes both the
- * 16-byte cp.async stores of a warp and the eight 16-byte rows an ldmatrix
- * phase reads fall in distinct bank groups. */
+ * numbering) is stored at `c ^ (((c >> shift) * scale) & 7)`. With scale 1
+ * the eight 16-byte rows an ldmatrix phase reads fall in distinct bank
+ * groups; with scale 2 (tiles read by `ld.shared`, where a phase reads four
+ * rows of 32 bytes) so do those. The 16-byte cp.async stores of a warp cover
+ * whole 128-byte lines, conflict-free under any such permutation. */
 export interface OperandSmem {
   /** `k`: K is contiguous in the tile (A row-major, B column-major); `outer`: M (or N) is. */
   readonly contiguous: "k" | "outer";
   readonly rows: number;
   readonly rowBytes: number;
   readonly swizzleShift: number;
+  /** 1 for ldmatrix-read tiles, 2 for ld.shared-read tiles. */
+  readonly swizzleScale: 1 | 2;
   /** Offset of this operand's stage 0 in the dynamic shared buffer. */
   readonly offset: number;
   readonly stageBytes: number;

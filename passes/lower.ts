@@ -61,7 +61,7 @@ interface SmemRecipe {
 export function swizzleOffset(p: OperandSmem, row: number, byte: number): number {
   const rowChunks = p.rowBytes / 16;
   const linear = row * rowChunks + (byte >> 4);
-  const phys = linear ^ ((linear >> p.swizzleShift) & 7);
+  const phys = linear ^ (((linear >> p.swizzleShift) * p.swizzleScale) & 7);
   return p.offset + phys * 16 + (byte & 15);
 }
 
@@ -207,7 +207,8 @@ class Lowering {
     const chunk = byte.kind === "imm" ? imm(byte.value >> 4) : this.bin("shr", "u32", byte, imm(4));
     const linear = this.b.reg("u32");
     this.b.emit({ op: "mad", type: "u32", dst: linear, a: row, b: imm(rowChunks), c: chunk });
-    const hi = this.bin("shr", "u32", linear, imm(p.swizzleShift));
+    const hi0 = this.bin("shr", "u32", linear, imm(p.swizzleShift));
+    const hi = p.swizzleScale === 1 ? hi0 : this.bin("shl", "u32", hi0, imm(1));
     const m = this.bin("and", "u32", hi, imm(7));
     const phys = this.bin("xor", "u32", linear, m);
     const off = this.bin("shl", "u32", phys, imm(4));

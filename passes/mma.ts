@@ -13,6 +13,7 @@ import type { GemmKernel, MmaPlan } from "../ir/gemm.ts";
 import { type MmaDtype, mmaShapesFor } from "../ir/mma_table.ts";
 import { DTYPE_INFO } from "../ir/dtype.ts";
 import { type GemmPass, scheduleError } from "./pass.ts";
+import { fragmentLoad } from "./pipeline.ts";
 
 /** Registers a thread may use (the PTX limit). */
 export const REGISTER_BUDGET = 255;
@@ -80,10 +81,8 @@ export const mmaPass: GemmPass = {
       t: string,
     ): MmaPlan["aLoad"] => {
       const bits = DTYPE_INFO[role === "A" ? m.a : m.b].bits;
-      if (bits === 64) return "lds";
-      if (contiguous === "k") return "ldmatrix";
-      if (bits === 16) return "ldmatrix.trans";
-      if (bits === 32) return "lds";
+      const l = fragmentLoad(bits, contiguous);
+      if (l !== null) return l;
       return scheduleError(
         k,
         "mma",
