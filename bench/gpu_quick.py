@@ -1,0 +1,131 @@
+"""Cross-check harness (Python, CuPy + PyTorch) for gemmc's PTX on a GPU.
+
+Independent of gemmc's own Deno runner: loads the PTX and launch manifests
+that `gemm compile --emit ptx/json` wrote into a folder, checks each pure-GEMM
+benchmark kernel against a float64 product on the GPU, times it (median of
+CUDA-event-timed launches after warm-up, four input sets rotated), times
+cuBLAS (through PyTorch) on the same problem, and the mma.sync ceiling
+kernels of bench/mma_peak.ts.
+
+usage: python3 bench/gpu_quick.py GEN_DIR [sizes...]
+"""
+import json, sys, os, statistics
+import numpy as np
+import cupy as cp
+import torch
+
+GEN = sys.argv[1]
+SIZES = [tuple(int(x) for x in s.split("x")) for s in (sys.argv[2:] or ["4096x4096x4096"])]
+torch.backends.cuda.matmul.allow_tf32 = True
+DT = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32, "f64": torch.float64,
+      "s8": torch.int8, "s32": torch.int32}
+
+def load(name):
+    man = json.load(open(f"{GEN}/{name}.json"))["kernels"][0]
+    mod = cp.RawModule(path=f"{GEN}/{name}.ptx")
+    fn = mod.get_function(man["entry"])
+    if man["dynamicSmemBytes"] > 48 * 1024:
+        fn.max_dynamic_shared_size_bytes = man["dynamicSmemBytes"]
+    return man, fn
+
+def grid_for(gp, sz):
+    M, N = sz["M"], sz["N"]
+    tm = -(-M // gp["tileM"]); tn = -(-N // gp["tileN"]); s = gp["swizzle"]
+    return (tm * s, -(-tn // s), 1)
+
+def rand(shape, dt):
+    if dt == torch.int8:
+        return torch.randint(-128, 128, shape, dtype=dt, device="cuda")
+    return (torch.rand(shape, device="cuda", dtype=torch.float32) * 2 - 1).to(dt)
+
+def event_time(f, iters=20, warm=5):
+    for _ in range(warm): f()
+    ts = []
+    for _ in range(iters):
+        a = torch.cuda.Event(enable_timing=True); b = torch.cuda.Event(enable_timing=True)
+        a.record(); f(); b.record(); b.synchronize(); ts.append(a.elapsed_time(b))
+    return statistics.median(ts)
+
+def run_kernel(name, M, N, K, sets=4, check=True):
+    man, fn = load(name)
+    ps = {p["name"]: p for p in man["params"]}
+    ta, tb, td = (ps[n]["dtype"] for n in ("A", "B", "D"))
+    As = [rand((M, K), DT["f32" if ta == "f32" else ta]) for _ in range(sets)]
+    Bs = [rand((N, K), DT["f32" if tb == "f32" else tb]) for _ in range(sets)]  # B col-major = (N, K) rows
+    D = torch.full((M, N), float("nan") if td != "s32" else 0x5a5a5a5a, device="cuda",
+                   dtype=DT[td]) if td != "s32" else torch.full((M, N), 0x5a5a5a5a, dtype=torch.int32, device="cuda")
+    sz = {"M": M, "N": N, "K": K}
+    grid = grid_for(man["gridPlan"], sz)
+    block = tuple(man["block"])
+    smem = man["dynamicSmemBytes"]
+    def args(i):
+        out = []
+        for p in man["params"]:
+            if p["kind"] == "tensor":
+                t = {"A": As[i], "B": Bs[i], "D": D}[p["name"]]
+                out.append(np.uint64(t.data_ptr()))
+            elif p["kind"] == "dim":
+                out.append(np.uint32(sz[p["name"]]))
+            else:
+                out.append(np.float32(1.0) if p["ptx"] == "f32" else np.float64(1.0))
+        return tuple(out)
+    argsets = [args(i) for i in range(sets)]
+    fn(grid, block, argsets[0], shared_mem=smem)
+    torch.cuda.synchronize()
+    verdict = ""
+    if check:
+        ref = As[0].double() @ Bs[0].double().T
+        got = D.double()
+        if td == "s32":
+            bad = int((got != ref).sum().item())
+            verdict = f"exact, {bad} differ"
+            ok = bad == 0
+        else:
+            rel = ((got - ref).norm() / ref.norm()).item()
+            ok = rel < {"f16": 2e-3, "bf16": 1e-2, "f32": 3e-3, "f64": 1e-12}[td] and not torch.isnan(got).any().item()
+            verdict = f"rel {rel:.2e}"
+        verdict = ("OK " if ok else "FAIL ") + verdict
+    k = [0]
+    def launch():
+        k[0] = (k[0] + 1) % sets
+        fn(grid, block, argsets[k[0]], shared_mem=smem)
+    t = event_time(launch)
+    # cuBLAS through PyTorch, same problem and layouts (TN).
+    if ta == "s8":
+        cub = lambda: torch._int_mm(As[k[0]], Bs[k[0]].T)
+    else:
+        cub = lambda: torch.matmul(As[k[0]], Bs[k[0]].T)
+    tc = event_time(cub)
+    flops = 2 * M * N * K
+    return verdict, flops / t / 1e9, flops / tc / 1e9, grid, fn.num_regs
+
+def peak():
+    mod = cp.RawModule(path=f"{GEN}/peak.ptx")
+    res = {}
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for line in open(f"{GEN}/peak.json"):
+        name, entry, m, n, k = line.split()
+        fn = mod.get_function(entry)
+        blocks = sms * 4
+        out = torch.empty(blocks * 256 * 2, dtype=torch.float64, device="cuda")
+        iters = 2048
+        f = lambda: fn((blocks, 1, 1), (256, 1, 1), (np.uint64(out.data_ptr()), np.uint32(iters)))
+        t = event_time(f, iters=5, warm=2)
+        ops = 2 * int(m) * int(n) * int(k) * 8 * iters * blocks * 8
+        res[name] = ops / t / 1e9
+    return res
+
+if __name__ == "__main__":
+    p = torch.cuda.get_device_properties(0)
+    print(f"# {p.name}, {p.multi_processor_count} SMs, torch {torch.__version__}")
+    pk = peak()
+    for n, v in pk.items(): print(f"peak {n}: {v:.0f} TOPS")
+    for name in ["bench_f16", "bench_bf16", "bench_tf32", "bench_s8", "bench_f64"]:
+        for (M, N, K) in SIZES:
+            try:
+                v, ours, cub, grid, regs = run_kernel(name, M, N, K)
+                typ = name.split("_")[1]
+                ceil = pk.get(typ, float("nan"))
+                print(f"{name} {M}x{N}x{K}: {v}; ours {ours:.1f} TFLOPS, cuBLAS {cub:.1f}, ratio {ours/cub:.2f}, of ceiling {ours/ceil:.2f}; grid {grid} regs {regs}", flush=True)
+            except Exception as e:
+                print(f"{name} {M}x{N}x{K}: ERROR {type(e).__name__}: {e}", flush=True)

@@ -1,0 +1,140 @@
+/**
+ * The `mma.sync` ceiling microbenchmark: kernels that issue only independent
+ * `mma.sync` instructions from registers (eight accumulator sets per thread,
+ * 256 threads per block, several blocks per SM), written in gemmc's own
+ * kernel IR and printed by its PTX backend, one per MMA shape that the
+ * benchmarks compare against.
+ *
+ * Run on a GPU through `bench/gpu_bench.ts`; `deno run bench/mma_peak.ts
+ * --ptx` prints the module.
+ *
+ * @module
+ */
+
+import { imm, KernelBuilder } from "../ir/builder.ts";
+import type { Kernel, Reg, RegType } from "../ir/kernel.ts";
+import { MMA_SHAPES } from "../ir/mma_table.ts";
+import { printPtx } from "../backends/ptx/print.ts";
+
+/** Accumulator sets per thread: enough independent MMAs to fill the pipe. */
+export const PEAK_ACCUMULATORS = 8;
+/** Threads per block. */
+export const PEAK_THREADS = 256;
+
+/** The shapes measured, by benchmark type. */
+export const PEAK_SHAPES: Readonly<Record<string, string>> = Object.freeze({
+  f16: "m16n8k16.f16.f32",
+  bf16: "m16n8k16.bf16.f32",
+  tf32: "m16n8k8.tf32.f32",
+  s8: "m16n8k32.s8.s32",
+  f64: "m8n8k4.f64.f64",
+  s4: "m16n8k64.s4.s32",
+  b1: "m16n8k256.b1.s32.and.popc",
+});
+
+/**
+ * A peak kernel for one MMA table row: `iters` rounds of eight independent
+ * MMAs; each thread writes one value derived from its accumulators.
+ *
+ * @param shapeName The MMA table row.
+ * @returns The kernel (params: `out` tensor, `iters` dim).
+ */
+export function peakKernel(shapeName: string): Kernel {
+  const s = MMA_SHAPES.find((x) => x.name === shapeName);
+  if (s === undefined) throw new Error(`Unknown MMA shape "${shapeName}"`);
+  const b = new KernelBuilder();
+  const out = b.reg("u64", "out");
+  b.emit({ op: "param", dst: out, name: "out" });
+  const iters = b.reg("u32", "iters");
+  b.emit({ op: "param", dst: iters, name: "iters" });
+  const tid = b.reg("u32", "tid");
+  b.emit({ op: "sreg", dst: tid, sreg: "tid.x" });
+  const bid = b.reg("u32", "bid");
+  b.emit({ op: "sreg", dst: bid, sreg: "ctaid.x" });
+  const wide = s.regBits === 64;
+  // Operand registers: finite, small values from the thread index.
+  const operand = (n: number, salt: number): Reg[] =>
+    Array.from({ length: n }, (_, i) => {
+      if (wide) {
+        const f = b.reg("f32");
+        b.emit({ op: "cvt", kind: "f32.s32", dst: f, src: imm(i + salt) });
+        const d = b.reg("f64");
+        b.emit({ op: "cvt", kind: "f64.f32", dst: d, src: f });
+        return d;
+      }
+      const x = b.reg("u32");
+      b.emit({ op: "bin", fn: "and", type: "u32", dst: x, a: tid, b: imm(0x00ff00ff) });
+      const y = b.reg("u32");
+      b.emit({ op: "bin", fn: "or", type: "u32", dst: y, a: x, b: imm(0x38003800 + salt + i) });
+      const r = b.reg("b32");
+      b.emit({ op: "cvt", kind: "b32.u32", dst: r, src: y });
+      return r;
+    });
+  const A = operand(s.a.regs, 1);
+  const B = operand(s.b.regs, 7);
+  const accType: RegType = s.cType === "f32"
+    ? "f32"
+    : s.cType === "s32"
+    ? "s32"
+    : s.cType === "f64"
+    ? "f64"
+    : "b32";
+  const acc: Reg[][] = Array.from({ length: PEAK_ACCUMULATORS }, () =>
+    Array.from({ length: s.c.regs }, () => {
+      const r = b.reg(accType);
+      b.emit({ op: "mov", dst: r, src: imm(0) });
+      return r;
+    }));
+  const i = b.reg("u32", "i");
+  b.for(i, imm(0), iters, 1, () => {
+    for (const c of acc) b.emit({ op: "mma", shape: s.name, d: c, a: A, b: B, c });
+  });
+  // Keep every accumulator live: combine the first register of each set.
+  let sum = acc[0]![0]!;
+  for (let a = 1; a < acc.length; a++) {
+    const t = b.reg(accType);
+    const ty = accType === "b32" ? "b32" : accType;
+    b.emit({ op: "bin", fn: accType === "b32" ? "xor" : "add", type: ty, dst: t, a: sum, b: acc[a]![0]! });
+    sum = t;
+  }
+  const gtid = b.reg("u32");
+  b.emit({ op: "mad", type: "u32", dst: gtid, a: bid, b: imm(PEAK_THREADS), c: tid });
+  const off = b.reg("u64");
+  b.emit({ op: "mulwide", dst: off, a: gtid, b: imm(wide ? 8 : 4) });
+  const addr = b.reg("u64");
+  b.emit({ op: "bin", fn: "add", type: "u64", dst: addr, a: out, b: off });
+  b.emit({ op: "stg", width: wide ? "b64" : "b32", src: [sum], addr, offset: 0 });
+  return {
+    kind: "kernel",
+    name: `peak_${s.name.replaceAll(".", "_")}`,
+    target: "sm80",
+    params: [
+      { name: "out", kind: "tensor", ptx: "u64" },
+      { name: "iters", kind: "dim", ptx: "u32" },
+    ],
+    threads: PEAK_THREADS,
+    dynamicSmemBytes: 0,
+    grid: { tileM: 1, tileN: 1, swizzle: 1, splitK: 1, m: 1, n: 1, batch: null },
+    regs: b.regs,
+    body: b.body,
+  };
+}
+
+/**
+ * Operations one peak-kernel launch performs (2 per multiply-add).
+ *
+ * @param shapeName The MMA table row.
+ * @param blocks Blocks launched.
+ * @param iters The loop count.
+ * @returns The operation count.
+ */
+export function peakOps(shapeName: string, blocks: number, iters: number): number {
+  const s = MMA_SHAPES.find((x) => x.name === shapeName)!;
+  const warps = (blocks * PEAK_THREADS) / 32;
+  return 2 * s.m * s.n * s.k * PEAK_ACCUMULATORS * iters * warps;
+}
+
+if (import.meta.main) {
+  const kernels = Object.values(PEAK_SHAPES).map(peakKernel);
+  console.log(printPtx(kernels, { minBlocksPerSm: 1 }));
+}
