@@ -9,7 +9,8 @@
  * @module
  */
 
-import type { GemmKernel, MmaPlan } from "../ir/gemm.ts";
+import { type GemmKernel, type MmaPlan, tensorParam } from "../ir/gemm.ts";
+import { diagnostic, DiagnosticError } from "../dsl/diagnostics.ts";
 import { type MmaDtype, mmaShapesFor } from "../ir/mma_table.ts";
 import { DTYPE_INFO } from "../ir/dtype.ts";
 import { type GemmPass, scheduleError } from "./pass.ts";
@@ -35,7 +36,7 @@ export const mmaPass: GemmPass = {
         k,
         "math",
         "E0212",
-        `math f32 (SIMT, no tensor cores) is not implemented yet: use math tf32 or math 3xtf32`,
+        `"math f32" (SIMT, no tensor cores) is not implemented yet: use math tf32 or math 3xtf32`,
       );
     }
     const want = k.schedule.mma;
@@ -83,14 +84,15 @@ export const mmaPass: GemmPass = {
       const bits = DTYPE_INFO[role === "A" ? m.a : m.b].bits;
       const l = fragmentLoad(bits, contiguous);
       if (l !== null) return l;
-      return scheduleError(
-        k,
-        "mma",
+      // A layout problem, not a schedule one: point at the operand's declaration.
+      throw new DiagnosticError([diagnostic(
         "E0211",
         `Operand ${role} ("${t}", ${role === "A" ? m.a : m.b}) must be K-contiguous ` +
           `(${role === "A" ? "A row-major" : "B column-major"}): ${bits}-bit MMA fragments ` +
           `cannot be transposed from shared memory`,
-      );
+        k.source,
+        tensorParam(k, t).span,
+      )]);
     };
     const aLoad = load("A", pipe.a.contiguous, k.problem.a.tensor);
     const bLoad = load("B", pipe.b.contiguous, k.problem.b.tensor);

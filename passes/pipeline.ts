@@ -95,6 +95,18 @@ function operandSmem(
   };
 }
 
+/**
+ * The preferred stage count when the schedule is silent: 4, and 5 for tf32
+ * (whose 128x256x16 tile has half the bytes per stage; 5 stages measured
+ * best on the H200). Capped by what fits.
+ *
+ * @param k The kernel.
+ * @returns The stage count to try.
+ */
+export function defaultStages(k: GemmKernel): number {
+  return k.math.mmaA === "tf32" ? 5 : 4;
+}
+
 /** The pass. */
 export const pipelinePass: GemmPass = {
   name: "gemm-pipeline",
@@ -114,10 +126,12 @@ export const pipelinePass: GemmPass = {
         k,
         "stages",
         "E0206",
-        `stages ${given}: a cp.async pipeline needs at least 2 stages`,
+        `"stages ${given}": a cp.async pipeline needs at least 2 stages`,
       );
     }
-    const stages = given ?? Math.min(4, fit);
+    // At least 2 when the schedule is silent, so that an over-budget tile is
+    // reported with the figure of the smallest pipeline (2 stages).
+    const stages = given ?? Math.max(2, Math.min(defaultStages(k), fit));
     if (stages < 2 || stages * perStage > budget) {
       const need = stages * perStage;
       const hint = fit >= 2
