@@ -19,6 +19,9 @@ import { fragmentLoad } from "./pipeline.ts";
 /** Registers a thread may use (the PTX limit). */
 export const REGISTER_BUDGET = 255;
 
+/** Registers of one SM's register file (sm_80, sm_86). */
+export const REGISTER_FILE = 65536;
+
 /** Registers the estimate reserves for addressing, predicates and the epilogue. */
 const ADDRESSING_REGS = 40;
 
@@ -110,6 +113,16 @@ export const mmaPass: GemmPass = {
         "E0208",
         `Estimated ${regEstimate} registers per thread (${acc} accumulators, ${frags} fragments) ` +
           `exceed ${REGISTER_BUDGET}: use a smaller warp tile`,
+      );
+    }
+    const threads = k.plan.warp!.threads;
+    if (regEstimate * threads > REGISTER_FILE) {
+      scheduleError(
+        k,
+        ["warp", "threadblock"],
+        "E0208",
+        `Estimated ${regEstimate} registers x ${threads} threads = ${regEstimate * threads} ` +
+          `registers per block exceed the ${REGISTER_FILE} of an SM: use fewer warps`,
       );
     }
     const plan: MmaPlan = {

@@ -64,6 +64,10 @@ export function defaultSwizzle(tilesN: number | null): number {
   return s;
 }
 
+/** Blocks a default tile should give at least, when the sizes are known:
+ * the SM count of an A100, the chip sm_80 was made for. */
+export const MIN_BLOCKS = 108;
+
 function constOf(d: DimRef): number | null {
   return d.kind === "const" ? d.value : null;
 }
@@ -84,13 +88,27 @@ export const tilePass: GemmPass = {
     const p = k.problem;
     let tb = k.schedule.threadblock;
     if (tb === undefined) {
-      const d = defaultThreadblock(k.math.mmaA);
+      // 3xtf32 needs twice the fragment registers: a 128x128 tile keeps 8 warps of 64x32.
+      const d = k.math.mode === "3xtf32"
+        ? { m: 128, n: 128, k: 16 }
+        : defaultThreadblock(k.math.mmaA);
       const minM = k.math.mmaA === "f64" ? 32 : 64;
       tb = {
         m: shrink(d.m, constOf(p.m), minM),
         n: shrink(d.n, constOf(p.n), minM),
         k: d.k,
       };
+      // With both sizes known, keep at least one block per SM of an A100
+      // (108): halve the larger side of the tile while the grid is smaller,
+      // down to 64 (skinny problems such as M=128, N=K=8192).
+      const mc = constOf(p.m);
+      const nc = constOf(p.n);
+      if (mc !== null && nc !== null) {
+        const blocks = (t: Shape3) => Math.ceil(mc / t.m) * Math.ceil(nc / t.n);
+        while (blocks(tb) < MIN_BLOCKS && (tb.m > minM || tb.n > minM)) {
+          tb = tb.n >= tb.m && tb.n > minM ? { ...tb, n: tb.n / 2 } : { ...tb, m: tb.m / 2 };
+        }
+      }
     }
     for (const [ax, v] of [["M", tb.m], ["N", tb.n], ["K", tb.k]] as const) {
       if ((v & (v - 1)) !== 0) {

@@ -21,7 +21,14 @@ export const warpPass: GemmPass = {
       // split operands (big and small parts) need twice the fragment registers.
       const dm = k.math.mmaA === "f64" ? 32 : 64;
       const dn = k.math.mmaA === "f64" || k.math.mode === "3xtf32" ? 32 : 64;
-      return { m: Math.min(dm, tb.m), n: Math.min(dn, tb.n), k: tb.k };
+      const w = { m: Math.min(dm, tb.m), n: Math.min(dn, tb.n), k: tb.k };
+      // Small tiles: keep at least 4 warps (halving the warp tile down to 32)
+      // so that the SM has warps to switch between.
+      while ((tb.m / w.m) * (tb.n / w.n) < 4 && (w.m > 32 || w.n > 32)) {
+        if (w.n >= w.m && w.n > 32) w.n /= 2;
+        else w.m /= 2;
+      }
+      return w;
     })();
     if (warp.k !== tb.k) {
       scheduleError(
