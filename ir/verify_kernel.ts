@@ -11,7 +11,7 @@
  */
 
 import { type Kernel, type Op, type Operand, type Reg, type RegType, walkOps } from "./kernel.ts";
-import { MMA_SHAPES } from "./mma_table.ts";
+import { MMA_SHAPES, type MmaDtype } from "./mma_table.ts";
 import { printBody } from "./print_kernel.ts";
 import { unreachable } from "./gemm.ts";
 
@@ -50,6 +50,16 @@ export function verifyKernel(k: Kernel): void {
     if (!types.includes(x.type)) fail(o, `${what} has type ${x.type}, expected ${types.join("|")}`);
   };
   const bits32: readonly RegType[] = ["b32", "u32", "s32", "f32"];
+  const widthBytes = { b8: 1, b16: 2, b32: 4, b64: 8 } as const;
+  // The register of an MMA fragment element (ir/kernel.ts, MmaOp): f64, f32 and s32
+  // accumulators in registers of their type, every packed or tf32 operand in a b32.
+  const fragType = (t: MmaDtype): RegType =>
+    t === "f64" ? "f64" : t === "f32" ? "f32" : t === "s32" ? "s32" : "b32";
+  const inSmem = (o: Op, offset: number, bytes: number) => {
+    if (offset < 0 || offset + bytes > k.dynamicSmemBytes) {
+      fail(o, "offset outside shared memory");
+    }
+  };
   let commits = 0;
   let waited = true;
   walkOps(k.body, (o, path) => {
@@ -144,6 +154,7 @@ export function verifyKernel(k: Kernel): void {
         return;
       case "ldmatrix":
         if (o.dst.length !== o.num) fail(o, `ldmatrix.x${o.num} writes ${o.num} registers`);
+        inSmem(o, o.offset, 16);
         for (const r of o.dst) is(o, r, ["b32"], "destination");
         return is(o, o.addr, ["u32"], "address");
       case "lds":
@@ -161,8 +172,8 @@ export function verifyKernel(k: Kernel): void {
           : bits32;
         for (const r of regs) is(o, r, want, "data");
         is(o, o.addr, o.op === "lds" || o.op === "sts" ? ["u32"] : ["u64"], "address");
-        if ((o.op === "lds" || o.op === "sts") && o.offset >= k.dynamicSmemBytes) {
-          fail(o, "offset outside shared memory");
+        if (o.op === "lds" || o.op === "sts") {
+          inSmem(o, o.offset, widthBytes[o.width] * regs.length);
         }
         return;
       }
@@ -176,6 +187,10 @@ export function verifyKernel(k: Kernel): void {
         fr(o.b, s!.b.regs, "b");
         fr(o.c, s!.c.regs, "c");
         fr(o.d, s!.c.regs, "d");
+        for (const r of o.a) is(o, r, [fragType(s!.aType)], "a");
+        for (const r of o.b) is(o, r, [fragType(s!.bType)], "b");
+        for (const r of o.c) is(o, r, [fragType(s!.cType)], "c");
+        for (const r of o.d) is(o, r, [fragType(s!.cType)], "d");
         for (const p of path) {
           if (p.op === "if" && !p.uniform) {
             fail(o, "warp-collective mma inside non-uniform control flow");
