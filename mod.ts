@@ -5,7 +5,10 @@
  * (Ohm grammar), checks it into the GEMM IR, runs the passes (tiling, warp
  * partitioning, multistage cp.async pipelining, MMA selection) and lowers it
  * to a thread-level kernel IR. From that one kernel IR the PTX backend prints
- * PTX and the simulator executes the same program on the CPU.
+ * PTX and the simulator executes the same program on the CPU:
+ * {@link simulateGemm} runs a compiled kernel on random inputs over its whole
+ * grid and compares the output with the reference GEMM; {@link simulate} is
+ * the simulator itself (any kernel-IR program, any launch).
  *
  * @example
  * ```ts
@@ -63,3 +66,44 @@ export { type KernelManifest, kernelManifest, type ManifestParam } from "./backe
 export { type Reference, referenceGemm } from "./backends/ref/reference.ts";
 export { compareOutput, type Comparison } from "./backends/ref/compare.ts";
 export { type LaunchArgs, randomArgs } from "./backends/ref/inputs.ts";
+export {
+  simArgs,
+  simulateGemm,
+  type SimulateOptions,
+  type SimulateReport,
+} from "./backends/simulate_gemm.ts";
+export {
+  type BankStats,
+  type BlockCoord,
+  describeWhere,
+  type Hazard,
+  type HazardKind,
+  type SimArg,
+  SimError,
+  type SimErrorWhere,
+  type SimLaunch,
+  type SimOptions,
+  type SimResult,
+  type SimStats,
+  type SimTensorArg,
+  simulate,
+} from "./backends/sim/mod.ts";
+export {
+  checkRun,
+  type RunCheck,
+  runGemm,
+  runGemm as run,
+  type RunOptions,
+  type RunReport,
+  type RunTiming,
+} from "./backends/run_gemm.ts";
+export {
+  Cuda,
+  cudaAvailable,
+  CudaError,
+  CudaUnavailableError,
+  type DeviceInfo,
+  type FunctionAttributes,
+  JitError,
+} from "./backends/cuda/driver.ts";
+export { formatProbe, type ProbeResult, runProbe } from "./backends/cuda/probe.ts";

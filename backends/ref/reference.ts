@@ -246,14 +246,26 @@ export function referenceGemm(k: GemmKernel, args: LaunchArgs): Reference {
   const approx = hasApprox(k.epilogue.expr);
   const out = D.dtype;
   const popc = m.op !== "mul";
+  // The operands of one batch, decoded once into K-contiguous rows (A as
+  // [M][K], B as [N][K]), so that the dot products below read plain arrays.
+  const aRows = new Float64Array(M * K);
+  const bCols = new Float64Array(N * K);
   for (let b = 0; b < L; b++) {
+    for (let r = 0; r < M; r++) {
+      for (let kk = 0; kk < K; kk++) aRows[r * K + kk] = readElem(aBytes, A.dtype, aIdx(b, r, kk));
+    }
+    for (let c = 0; c < N; c++) {
+      for (let kk = 0; kk < K; kk++) bCols[c * K + kk] = readElem(bBytes, B.dtype, bIdx(b, kk, c));
+    }
     for (let r = 0; r < M; r++) {
       for (let c = 0; c < N; c++) {
         let acc = 0;
         let mag = 0;
+        const ar = r * K;
+        const bc = c * K;
         for (let kk = 0; kk < K; kk++) {
-          const x = readElem(aBytes, A.dtype, aIdx(b, r, kk));
-          const y = readElem(bBytes, B.dtype, bIdx(b, kk, c));
+          const x = aRows[ar + kk]!;
+          const y = bCols[bc + kk]!;
           if (popc) acc += m.op === "and.popc" ? (x & y) : (x ^ y);
           else {
             acc += x * y;

@@ -1,0 +1,159 @@
+/**
+ * `deno task bench`: the project's benchmarks, printed as tables.
+ *
+ * 1. The simulator (bench/sim_bench.ts): a 256x256x256 f16 GEMM, whole grid,
+ *    hazards on and off; recorded in `bench/results/sim-DATE.md`.
+ * 2. Compile time: for every kernel of every example, the median time to
+ *    compile it from source to PTX in-process (parse, check, passes,
+ *    lowering, PTX printing), after warm-up. Target: <= 10 ms per kernel.
+ * 3. `--gpu`: imports `./gpu_bench.ts` when it exists and calls its exported
+ *    `main(args)` with the remaining arguments; otherwise says that the GPU
+ *    benchmark is not available.
+ *
+ * Options: `--no-sim`, `--no-compile`, `--no-record` (do not write the
+ * simulator record), `--gpu`.
+ *
+ * @module
+ */
+
+import { compile } from "../compiler.ts";
+import { simBenchMain } from "./sim_bench.ts";
+
+/** Target: milliseconds to compile one kernel from source to PTX. */
+export const COMPILE_TARGET_MS = 10;
+
+/** One kernel's compile-time figures. */
+export interface CompileBenchRow {
+  readonly file: string;
+  readonly kernel: string;
+  readonly medianMs: number;
+  readonly minMs: number;
+  /** The first compile in this process (includes JIT warm-up of the compiler). */
+  readonly coldMs: number;
+  readonly ptxLines: number;
+}
+
+function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+/**
+ * Times compiling every kernel of every example to PTX.
+ *
+ * @param options `warmup` untimed compiles and `runs` timed ones per kernel.
+ * @returns One row per kernel.
+ */
+export function runCompileBench(
+  options: { warmup?: number; runs?: number } = {},
+): CompileBenchRow[] {
+  const warmup = options.warmup ?? 5;
+  const runs = options.runs ?? 21;
+  const dir = new URL("../examples/", import.meta.url);
+  const files = [...Deno.readDirSync(dir)]
+    .filter((e) => e.isFile && e.name.endsWith(".gemm"))
+    .map((e) => e.name)
+    .sort();
+  const rows: CompileBenchRow[] = [];
+  for (const name of files) {
+    const file = `examples/${name}`;
+    const source = Deno.readTextFileSync(new URL(name, dir));
+    const all = compile(source, { file });
+    if (!all.ok) throw new Error(`${file} does not compile`);
+    for (const k of all.kernels) {
+      const once = () => {
+        const t0 = performance.now();
+        const r = compile(source, { file, kernel: k.name });
+        const ms = performance.now() - t0;
+        const ptx = r.kernels[0]?.ptx;
+        if (!r.ok || ptx === undefined || ptx.length === 0) {
+          throw new Error(`${file}: ${k.name} gave no PTX`);
+        }
+        return { ms, ptx };
+      };
+      const cold = once();
+      for (let i = 0; i < warmup; i++) once();
+      const times: number[] = [];
+      for (let i = 0; i < runs; i++) times.push(once().ms);
+      rows.push({
+        file,
+        kernel: k.name,
+        medianMs: median(times),
+        minMs: Math.min(...times),
+        coldMs: cold.ms,
+        ptxLines: cold.ptx.split("\n").length,
+      });
+    }
+  }
+  return rows;
+}
+
+/** The compile-time table. */
+export function compileBenchTable(rows: readonly CompileBenchRow[]): string {
+  const lines = [
+    `| example | kernel | median ms | min ms | first ms | PTX lines | target <= ${COMPILE_TARGET_MS} ms |`,
+    "| ------- | ------ | --------: | -----: | -------: | --------: | ------------- |",
+  ];
+  for (const r of rows) {
+    lines.push(
+      `| ${r.file} | ${r.kernel} | ${r.medianMs.toFixed(2)} | ${r.minMs.toFixed(2)} | ${
+        r.coldMs.toFixed(1)
+      } | ${r.ptxLines} | ${r.medianMs <= COMPILE_TARGET_MS ? "met" : "MISSED"} |`,
+    );
+  }
+  const met = rows.filter((r) => r.medianMs <= COMPILE_TARGET_MS).length;
+  lines.push("", `${met} of ${rows.length} kernels within ${COMPILE_TARGET_MS} ms (median).`);
+  return lines.join("\n");
+}
+
+/**
+ * The `--gpu` hook: runs `./gpu_bench.ts` when it exists.
+ *
+ * @param args Arguments passed on to its `main`.
+ * @returns Whether a GPU benchmark ran.
+ */
+export async function gpuBench(args: readonly string[]): Promise<boolean> {
+  const url = new URL("./gpu_bench.ts", import.meta.url);
+  try {
+    Deno.statSync(url);
+  } catch {
+    console.log("GPU benchmark: not available (bench/gpu_bench.ts does not exist yet).");
+    return false;
+  }
+  // A computed specifier: the module is optional, so it is not part of the type-checked graph.
+  const mod = await import(url.href) as { main?: (args: readonly string[]) => unknown };
+  if (typeof mod.main !== "function") {
+    console.log("GPU benchmark: bench/gpu_bench.ts exports no main(args); nothing to run.");
+    return false;
+  }
+  await mod.main(args);
+  return true;
+}
+
+if (import.meta.main) {
+  const args = [...Deno.args];
+  const flag = (f: string) => {
+    const i = args.indexOf(f);
+    if (i >= 0) args.splice(i, 1);
+    return i >= 0;
+  };
+  const noSim = flag("--no-sim");
+  const noCompile = flag("--no-compile");
+  const noRecord = flag("--no-record");
+  const gpu = flag("--gpu");
+  if (!noSim) {
+    console.log("## Simulator\n");
+    await simBenchMain(!noRecord, ["deno task bench", ...Deno.args].join(" "));
+    console.log("");
+  }
+  if (!noCompile) {
+    console.log("## Compile time (source to PTX, in-process)\n");
+    console.log(compileBenchTable(runCompileBench()));
+    console.log("");
+  }
+  if (gpu) {
+    console.log("## GPU\n");
+    await gpuBench(args);
+  }
+}
