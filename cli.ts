@@ -17,6 +17,8 @@ import { PASS_NAMES } from "./passes/pipeline_list.ts";
 import { simulateGemm, type SimulateReport } from "./backends/simulate_gemm.ts";
 import { parseSizes, resolveSizes } from "./backends/sizes.ts";
 import { SimError } from "./backends/sim/mod.ts";
+import { checkRun, runGemm, type RunReport } from "./backends/run_gemm.ts";
+import { Cuda, cudaAvailable, CudaError, CudaUnavailableError } from "./backends/cuda/driver.ts";
 
 /** Where the CLI writes; replaced in tests. */
 export interface CliIO {
@@ -36,6 +38,7 @@ Commands:
   check FILE...       Check DSL files and print diagnostics
   compile FILE        Compile a DSL file and print the requested stage
   simulate FILE       Run the compiled kernel IR on the CPU and check it
+  run FILE            Run the compiled PTX on the GPU (CUDA driver), check and time it
 
 Run "gemm <command> --help" for a command's options.
 Exit codes: 0 success, 1 errors in the input, 2 bad usage, 3 internal error.
@@ -82,6 +85,37 @@ Options:
   -h, --help           This help
 
 Exit codes: 0 agreement and no hazard, 1 mismatch, hazard or errors in the input.
+`;
+
+const RUN_HELP = `Usage: gemm run FILE --size M=..,N=..,K=..[,L=..] [options]
+
+Compiles FILE, loads the PTX through the CUDA driver (libcuda.so.1), fills the
+inputs with random values (never zeros), poisons the output, launches the
+kernel and compares its output with the reference GEMM (integers: identical;
+floats: within a bound per element). Above 2^26 multiply-adds the reference
+runs on sampled rows and columns (first, last, tile edges, random), and every
+element is still checked for being written. Then the kernel is timed: warm-up
+launches, then the median of timed launches (CUDA events each).
+
+Options:
+  --size SIZES         Runtime sizes: dimension names, or M, N, K, L for the roles
+  --kernel NAME        Run only this kernel
+  --seed N             Seed of the random inputs (default 1)
+  --scalar VALUES      Scalar values, e.g. alpha=1.5,beta=0.5 (default: random)
+  --check WHAT         ref (default): the reference GEMM; sim: also the simulator on the
+                       same inputs (integers identical, floats: largest ulp difference;
+                       a sample of blocks above 2^27 multiply-adds); none: no check
+  --full-check         Check every element and simulate every block, at any size (slow)
+  --no-hazards         With --check sim: skip the simulator's hazard checker
+  --iters N            Timed launches (default 20; 0: no timing)
+  --warmup N           Untimed launches before them (default 3)
+  --input-sets N       Copies of the inputs the timed launches rotate among (default 1)
+  --target sm80|sm86   Override the schedule's target
+  --json               Print the reports as JSON
+  -h, --help           This help
+
+Exit codes: 0 every kernel agrees, 1 a mismatch, a JIT or driver failure, no CUDA
+driver, or errors in the input; 2 bad usage (sizes that break an alignment included).
 `;
 
 const EMITS = ["ir", "kernel-ir", "ptx", "json"] as const;
@@ -397,6 +431,235 @@ function cmdSimulate(args: string[], io: CliIO): number {
   return ok ? 0 : 1;
 }
 
+function nonNegative(name: string, v: string): number {
+  const n = Number(v);
+  if (!/^[0-9]+$/.test(v) || !Number.isSafeInteger(n)) {
+    throw new UsageError(`Malformed --${name} "${v}": expected a non-negative integer`);
+  }
+  return n;
+}
+
+function runJson(r: RunReport): unknown {
+  const { output: _o, args: _a, ...rest } = r;
+  return rest;
+}
+
+function runLines(r: RunReport): string[] {
+  const sz = Object.entries(r.sizes).map(([k, v]) => `${k}=${v}`).join(", ");
+  const ref = r.reference;
+  const sim = r.sim;
+  const intOut = sim !== null && sim.maxUlp === null;
+  const verdict = ref !== null && !ref.comparison.ok
+    ? "MISMATCH with the reference"
+    : (r.unwritten ?? 0) > 0
+    ? "UNWRITTEN output elements"
+    : sim !== null && intOut && sim.differing > 0
+    ? `${ref === null ? "RAN" : "AGREES with the reference"}, but DIFFERS from the simulator`
+    : sim !== null && sim.hazardCount > 0
+    ? "HAZARDS in the simulator; the output agrees with the reference"
+    : ref === null
+    ? "RAN (not checked)"
+    : sim !== null
+    ? "AGREES with the reference and the simulator"
+    : "AGREES with the reference";
+  const lines = [`${r.kernel}: ${verdict} (${sz})`];
+  if (ref !== null) {
+    const c = ref.comparison;
+    const what = ref.sampled === null
+      ? "every element"
+      : `sampled ${
+        Object.entries(ref.sampled).map(([n, s]) => `${n} ${s.chosen} of ${s.of}`).join(", ")
+      }`;
+    lines.push(
+      `  reference (${what}): ${c.overBound} of ${c.elements} elements over the bound; ` +
+        `relative Frobenius ${c.relFrobenius.toExponential(2)}; worst error/bound ${
+          c.worstRatio.toFixed(3)
+        }; max |error| ${c.maxAbsError.toExponential(2)}`,
+    );
+    if (ref.first !== null) {
+      lines.push(
+        `  first mismatch: element [${ref.first.coords.join(", ")}]: got ${ref.first.got}, ` +
+          `want ${ref.first.want}`,
+      );
+    }
+  }
+  if (r.unwritten !== null && r.unwritten > 0) {
+    lines.push(`  unwritten: ${r.unwritten} output elements still hold the poison`);
+  }
+  if (sim !== null) {
+    const where = `${sim.blocks} of ${sim.totalBlocks} blocks, ${sim.compared} elements`;
+    const agree = sim.maxUlp === null
+      ? (sim.differing === 0 ? "identical" : `${sim.differing} elements differ`)
+      : sim.identical
+      ? "bit-identical"
+      : `largest difference ${sim.maxUlp} ulp (${sim.dtype}); ${sim.differing} elements differ; ` +
+        `max |GPU - simulator| ${sim.maxAbsDiff!.toExponential(2)} = ${
+          sim.ulpsAtScale!.toPrecision(3)
+        } ulp of the largest |value|`;
+    lines.push(`  simulator (${where}): ${agree}`);
+    if (sim.first !== null && sim.differing > 0) {
+      lines.push(
+        `  first difference: element [${sim.first.coords.join(", ")}]: GPU ${sim.first.gpu}, ` +
+          `simulator ${sim.first.sim}`,
+      );
+    }
+    if (sim.hazardCount > 0) {
+      lines.push(`  hazards: ${sim.hazardCount}`);
+      for (const h of sim.hazards) {
+        lines.push(`    ${h.kind}: ${h.message} at line ${h.line}: ${h.op}`);
+      }
+    }
+  }
+  const t = r.timing;
+  if (t !== null) {
+    lines.push(
+      `  time: median ${t.medianMs.toPrecision(4)} ms of ${t.iters} launches (min ${
+        t.minMs.toPrecision(4)
+      }, max ${t.maxMs.toPrecision(4)}; ${t.warmup} warm-up, ${t.inputSets} input set${
+        t.inputSets === 1 ? "" : "s"
+      }): ${t.rate.toPrecision(3)} ${t.unit}`,
+    );
+  }
+  const f = r.function;
+  lines.push(
+    `  launch: grid ${r.grid.join("x")}, block ${r.block.join("x")}, ${r.dynamicSmemBytes} B ` +
+      `dynamic shared memory; ${f.registers} registers, ${f.localBytes} B local memory per thread`,
+  );
+  return lines;
+}
+
+function cmdRun(args: string[], io: CliIO): number {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: {
+      kernel: { type: "string" },
+      size: { type: "string" },
+      seed: { type: "string", default: "1" },
+      scalar: { type: "string" },
+      check: { type: "string", default: "ref" },
+      "full-check": { type: "boolean" },
+      "no-hazards": { type: "boolean" },
+      iters: { type: "string", default: "20" },
+      warmup: { type: "string", default: "3" },
+      "input-sets": { type: "string", default: "1" },
+      target: { type: "string" },
+      json: { type: "boolean" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+  if (values.help) {
+    io.out(RUN_HELP);
+    return 0;
+  }
+  const [file, ...extra] = positionals;
+  if (file === undefined) throw new UsageError("gemm run: no input file");
+  if (extra.length > 0) throw new UsageError("gemm run: one file at a time");
+  if (values.size === undefined) throw new UsageError("gemm run: --size is required");
+  let sizes: Record<string, number>;
+  try {
+    sizes = parseSizes(values.size);
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+  const seed = Number(values.seed);
+  if (!Number.isInteger(seed)) throw new UsageError(`Malformed --seed "${values.seed}"`);
+  const check = values.check;
+  if (check !== "ref" && check !== "sim" && check !== "none") {
+    throw new UsageError(`Unknown --check "${check}": expected ref, sim or none`);
+  }
+  const iters = nonNegative("iters", values.iters);
+  const warmup = nonNegative("warmup", values.warmup);
+  const inputSets = nonNegative("input-sets", values["input-sets"]);
+  if (inputSets < 1) throw new UsageError("--input-sets must be at least 1");
+  const scalars = parseScalars(values.scalar);
+  const target = parseTarget(values.target);
+  const text = readSource(io, file);
+  const r = compile(text, {
+    file,
+    ...(target !== undefined ? { target } : {}),
+    ...(values.kernel !== undefined ? { kernel: values.kernel } : {}),
+  });
+  if (!r.ok) {
+    io.err(formatDiagnostics(r.diagnostics, text));
+    return 1;
+  }
+  if (r.kernels.length === 0) {
+    throw new UsageError(`No kernel named "${values.kernel}" in "${file}"`);
+  }
+  // Sizes and alignments of every kernel first: nothing touches the driver before.
+  for (const ck of r.kernels) {
+    try {
+      checkRun(ck, sizes);
+    } catch (e) {
+      throw new UsageError(`${ck.name}: ${(e as Error).message}`);
+    }
+  }
+  const avail = cudaAvailable();
+  if (!avail.ok) {
+    io.err(`gemm: ${avail.why}\n`);
+    return 1;
+  }
+  let cuda: Cuda;
+  try {
+    cuda = Cuda.open();
+  } catch (e) {
+    if (e instanceof CudaUnavailableError || e instanceof CudaError) {
+      io.err(`gemm: ${e.message}\n`);
+      return 1;
+    }
+    throw e;
+  }
+  let ok = true;
+  const reports: unknown[] = [];
+  try {
+    const dv = cuda.device;
+    if (!values.json) {
+      io.out(
+        `device: ${dv.name} (${dv.arch}, ${dv.multiprocessors} SMs), CUDA driver ` +
+          `${dv.driverVersionText}, ${dv.library}\n`,
+      );
+    }
+    const full = values["full-check"] === true;
+    for (const ck of r.kernels) {
+      let rep: RunReport;
+      try {
+        rep = runGemm(ck, sizes, {
+          seed,
+          iters,
+          warmup,
+          inputSets,
+          check,
+          scalars,
+          hazards: !values["no-hazards"],
+          cuda,
+          ...(full ? { refMaxMacs: Infinity, simMaxMacs: Infinity } : {}),
+        });
+      } catch (e) {
+        if (e instanceof CudaError || e instanceof SimError) {
+          io.err(`gemm: ${ck.name}: ${e.message}\n`);
+          ok = false;
+          if (values.json) reports.push({ kernel: ck.name, error: e.message });
+          continue;
+        }
+        throw e;
+      }
+      ok &&= rep.ok;
+      if (values.json) reports.push(runJson(rep));
+      else io.out(runLines(rep).join("\n") + "\n");
+    }
+  } finally {
+    try {
+      cuda.close();
+    } catch (e) {
+      io.err(`gemm: releasing the CUDA context: ${(e as Error).message}\n`);
+      ok = false;
+    }
+  }
+  if (values.json) io.out(JSON.stringify({ reports }, null, 2) + "\n");
+  return ok ? 0 : 1;
+}
+
 /**
  * Runs the CLI.
  *
@@ -420,8 +683,12 @@ export async function main(args: readonly string[], io: CliIO): Promise<number> 
         return await cmdCompile(rest, io);
       case "simulate":
         return cmdSimulate(rest, io);
+      case "run":
+        return cmdRun(rest, io);
       default:
-        throw new UsageError(`Unknown command "${cmd}": expected check, compile or simulate`);
+        throw new UsageError(
+          `Unknown command "${cmd}": expected check, compile, simulate or run`,
+        );
     }
   } catch (e) {
     if (e instanceof UsageError) {

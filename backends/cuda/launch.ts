@@ -1,0 +1,126 @@
+/**
+ * From a launch manifest (DESIGN.md §3) to a launch: the kernel arguments in
+ * ABI order, and the checks a launch must pass before it is attempted
+ * (block size, grid limits, dynamic shared memory against the device).
+ * Pure functions: no driver needed.
+ *
+ * @module
+ */
+
+import type { KernelManifest } from "../manifest.ts";
+import type { KernelArg } from "./driver.ts";
+
+/**
+ * The arguments of a launch, in the manifest's parameter order: a `u64`
+ * device address per tensor, a `u32` per runtime dimension, and each scalar
+ * as its PTX type (`f32`, `f64`, `s32`).
+ *
+ * @param manifest The kernel's manifest.
+ * @param tensors Device addresses by tensor name.
+ * @param sizes Runtime sizes by dimension name.
+ * @param scalars Scalar values by name.
+ * @returns The arguments; throws naming any that is missing or out of range.
+ * @example
+ * ```ts
+ * import { kernelArgs } from "./launch.ts";
+ * const args = kernelArgs({
+ *   name: "k", entry: "k", target: "sm_80", block: [128, 1, 1], dynamicSmemBytes: 0,
+ *   gridPlan: { tileM: 64, tileN: 64, swizzle: 1, splitK: 1, m: "M", n: "N", batch: null },
+ *   params: [
+ *     { name: "A", kind: "tensor", ptx: "u64" },
+ *     { name: "M", kind: "dim", ptx: "u32" },
+ *     { name: "alpha", kind: "scalar", ptx: "f32" },
+ *   ],
+ * }, new Map([["A", 0x7f0000000000n]]), { M: 96 }, new Map([["alpha", 1.5]]));
+ * console.assert(args[1]?.type === "u32" && args[1].value === 96);
+ * ```
+ */
+export function kernelArgs(
+  manifest: KernelManifest,
+  tensors: ReadonlyMap<string, bigint>,
+  sizes: Readonly<Record<string, number>>,
+  scalars: ReadonlyMap<string, number>,
+): KernelArg[] {
+  return manifest.params.map((p): KernelArg => {
+    switch (p.kind) {
+      case "tensor": {
+        const v = tensors.get(p.name);
+        if (v === undefined) throw new Error(`No device buffer for tensor "${p.name}"`);
+        return { type: "u64", value: v };
+      }
+      case "dim": {
+        const v = sizes[p.name];
+        if (v === undefined) throw new Error(`No size for dimension "${p.name}"`);
+        if (!Number.isInteger(v) || v < 0 || v > 0xffffffff) {
+          throw new RangeError(`Size ${p.name}=${v} does not fit a u32`);
+        }
+        return { type: "u32", value: v };
+      }
+      case "scalar": {
+        const v = scalars.get(p.name);
+        if (v === undefined) throw new Error(`No value for scalar "${p.name}"`);
+        if (p.ptx === "u64") throw new Error(`Scalar "${p.name}" passed as .u64`);
+        if (p.ptx === "s32" && (!Number.isInteger(v) || v < -(2 ** 31) || v >= 2 ** 31)) {
+          throw new RangeError(`Scalar ${p.name}=${v} is not an s32`);
+        }
+        return { type: p.ptx, value: v };
+      }
+    }
+  });
+}
+
+/** What {@link launchProblems} checks a launch against. */
+export interface LaunchLimits {
+  readonly maxGrid: readonly [number, number, number];
+  readonly maxSharedPerBlockOptin: number;
+}
+
+/**
+ * Why a launch cannot run on a device (empty when it can): block size, grid
+ * dimensions and dynamic shared memory.
+ *
+ * @param name The kernel (for messages).
+ * @param grid The grid.
+ * @param block The block.
+ * @param dynamicSmemBytes Dynamic shared memory per block.
+ * @param limits The device's limits.
+ * @returns One message per problem.
+ * @example
+ * ```ts
+ * import { launchProblems } from "./launch.ts";
+ * const p = launchProblems("k", [1, 70000, 1], [128, 1, 1], 0,
+ *   { maxGrid: [2147483647, 65535, 65535], maxSharedPerBlockOptin: 232448 });
+ * console.assert(p.length === 1);
+ * ```
+ */
+export function launchProblems(
+  name: string,
+  grid: readonly [number, number, number],
+  block: readonly [number, number, number],
+  dynamicSmemBytes: number,
+  limits: LaunchLimits,
+): string[] {
+  const out: string[] = [];
+  const threads = block[0] * block[1] * block[2];
+  if (!(threads >= 1 && threads <= 1024)) {
+    out.push(`Kernel "${name}": a block of ${threads} threads is not 1..1024`);
+  }
+  const axes = ["x", "y", "z"] as const;
+  for (let i = 0; i < 3; i++) {
+    const g = grid[i]!;
+    if (!Number.isInteger(g) || g < 1 || g > limits.maxGrid[i]!) {
+      out.push(
+        `Kernel "${name}": grid ${axes[i]} = ${g} is outside 1..${
+          limits.maxGrid[i]
+        } on this device`,
+      );
+    }
+  }
+  if (dynamicSmemBytes > limits.maxSharedPerBlockOptin) {
+    out.push(
+      `Kernel "${name}" needs ${dynamicSmemBytes} bytes of shared memory per block; ` +
+        `this device allows ${limits.maxSharedPerBlockOptin}`,
+    );
+  }
+  return out;
+}

@@ -1,0 +1,593 @@
+/**
+ * The fragment-layout probe: for every row of the MMA table
+ * (ir/mma_table.ts), a one-warp kernel-IR program loads each lane's A, B and
+ * C fragment registers from memory, runs that row's `mma`, and stores the D
+ * registers. The host fills the registers from matrices through the table's
+ * fragment maps and reads D back through them, so each launch tests the
+ * table against the hardware:
+ *
+ * 1. **C/D map, rows**: A holds the row number in column 0 (floats; for
+ *    integer and b1 rows, `i + 1` ones along row `i`) and B ones, so
+ *    `D[i][j] = i + 1`: every lane, register and element of D says which row
+ *    it holds.
+ * 2. **C/D map, columns**: likewise with `D[i][j] = j + 1`.
+ *    Together: the (row, column) of every D element on the hardware, compared
+ *    with the table's map of C/D, element by element.
+ * 3. **Product**: A, B and C random (small integers for float types, so that
+ *    every product and sum is exact; the whole range for integer types), and
+ *    D read through the table must equal A·B + C computed on the host,
+ *    exactly. This checks the A and B maps: a wrong map scrambles the
+ *    product. (One ambiguity no `mma` can expose: the same permutation of k
+ *    applied to both the A and the B map leaves every product unchanged.)
+ *
+ * Modes: `gpu` launches the PTX through the CUDA driver and also runs the
+ * simulator on the same registers (the raw D registers must be identical);
+ * `sim` runs the simulator alone (which uses the table, so it checks the
+ * probe's own code, on any machine).
+ *
+ * Run `deno run -A backends/cuda/probe.ts [--sim] [--json]`.
+ *
+ * @module
+ */
+
+import { type FragmentMap, MMA_SHAPES, type MmaDtype, type MmaShape } from "../../ir/mma_table.ts";
+import { imm, KernelBuilder } from "../../ir/builder.ts";
+import type { Kernel, Reg, RegType } from "../../ir/kernel.ts";
+import { verifyKernel } from "../../ir/verify_kernel.ts";
+import { printPtx } from "../ptx/print.ts";
+import { simulate } from "../sim/mod.ts";
+import { Rng } from "../ref/inputs.ts";
+import {
+  bf16BitsToF32,
+  bitsF32,
+  f16BitsToF32,
+  f32Bits,
+  f32ToBf16Bits,
+  f32ToF16Bits,
+} from "../sim/numerics.ts";
+import { Cuda, cudaAvailable, CudaError, type DeviceBuffer } from "./driver.ts";
+
+/** Where the probe runs. */
+export type ProbeMode = "gpu" | "sim";
+
+/** One element of D whose position on the hardware differs from the table's. */
+export interface ProbeMismatch {
+  readonly lane: number;
+  readonly reg: number;
+  readonly elem: number;
+  /** The table's (row, col). */
+  readonly table: readonly [number, number];
+  /** What the launch says it holds (row, col); NaN where it held no valid id. */
+  readonly observed: readonly [number, number];
+}
+
+/** The probe's verdict on one MMA table row. */
+export interface ProbeResult {
+  readonly shape: string;
+  readonly ptx: string;
+  readonly mode: ProbeMode;
+  /** C/D map: elements whose (row, col) the launches confirm, of all. */
+  readonly cMap: {
+    readonly agree: number;
+    readonly total: number;
+    /** The first few mismatches. */
+    readonly mismatches: readonly ProbeMismatch[];
+  };
+  /** Random A, B, C: elements of D equal to the host's A·B + C, of all. */
+  readonly product: { readonly agree: number; readonly total: number };
+  /** GPU mode: the raw D registers of all three launches equal the simulator's; sim mode: null. */
+  readonly simIdentical: boolean | null;
+  /** A JIT or driver failure, if the shape could not run. */
+  readonly error: string | null;
+  readonly ok: boolean;
+}
+
+/** Register type of an mma operand of element type `t` (ir/kernel.ts, MmaOp). */
+function regType(t: MmaDtype): RegType {
+  return t === "f64" ? "f64" : t === "f32" ? "f32" : t === "s32" ? "s32" : "b32";
+}
+
+/** The PTX entry name of a row's probe. */
+export function probeName(s: MmaShape): string {
+  return `probe_${s.name.replace(/\./g, "_")}`;
+}
+
+/**
+ * The probe kernel of one MMA table row: 32 threads; parameters `a`, `b`, `c`
+ * (each lane's fragment registers, lane-major, 4 or 8 bytes each) and `d`
+ * (written likewise).
+ *
+ * @param s The row.
+ * @returns The kernel-IR program.
+ * @example
+ * ```ts
+ * import { MMA_SHAPES } from "../../ir/mma_table.ts";
+ * import { probeKernel } from "./probe.ts";
+ * const k = probeKernel(MMA_SHAPES[0]!);
+ * console.assert(k.threads === 32 && k.params.length === 4);
+ * ```
+ */
+export function probeKernel(s: MmaShape): Kernel {
+  const b = new KernelBuilder();
+  const tid = b.reg("u32", "tid");
+  b.emit({ op: "sreg", dst: tid, sreg: "tid.x" });
+  const operand = (name: string, map: FragmentMap, type: RegType) => {
+    const base = b.reg("u64", name);
+    b.emit({ op: "param", dst: base, name });
+    const rb = map.regBits / 8;
+    const off = b.reg("u64");
+    b.emit({ op: "mulwide", dst: off, a: tid, b: imm(map.regs * rb) });
+    const addr = b.reg("u64");
+    b.emit({ op: "bin", fn: "add", type: "u64", dst: addr, a: base, b: off });
+    const regs: Reg[] = [];
+    for (let r = 0; r < map.regs; r++) regs.push(b.reg(type, `${name}${r}`));
+    return { addr, regs, width: rb === 8 ? "b64" as const : "b32" as const, rb };
+  };
+  const A = operand("a", s.a, regType(s.aType));
+  const B = operand("b", s.b, regType(s.bType));
+  const C = operand("c", s.c, regType(s.cType));
+  const D = operand("d", s.c, regType(s.cType));
+  for (const X of [A, B, C]) {
+    X.regs.forEach((r, i) =>
+      b.emit({ op: "ldg", width: X.width, dst: [r], addr: X.addr, offset: i * X.rb })
+    );
+  }
+  b.emit({ op: "mma", shape: s.name, d: D.regs, a: A.regs, b: B.regs, c: C.regs });
+  D.regs.forEach((r, i) =>
+    b.emit({ op: "stg", width: D.width, src: [r], addr: D.addr, offset: i * D.rb })
+  );
+  const k: Kernel = {
+    kind: "kernel",
+    name: probeName(s),
+    target: "sm80",
+    params: ["a", "b", "c", "d"].map((name) => ({ name, kind: "tensor", ptx: "u64" })),
+    threads: 32,
+    dynamicSmemBytes: 0,
+    grid: { tileM: 1, tileN: 1, swizzle: 1, splitK: 1, m: 1, n: 1, batch: null },
+    regs: b.regs,
+    body: b.body,
+  };
+  verifyKernel(k);
+  return k;
+}
+
+/** Bits of one element of type `t` holding the (exactly representable) value `v`. */
+function encode(t: MmaDtype, v: number): number {
+  switch (t) {
+    case "f16":
+      return f32ToF16Bits(v);
+    case "bf16":
+      return f32ToBf16Bits(v);
+    case "tf32":
+    case "f32":
+      return f32Bits(v);
+    case "s32":
+      return v | 0;
+    case "s8":
+    case "u8":
+      return v & 0xff;
+    case "s4":
+    case "u4":
+      return v & 0xf;
+    case "b1":
+      return v & 1;
+    case "f64":
+      throw new Error("f64 is not packed");
+  }
+}
+
+/** The value of element `e` of a 32-bit register word of type `t`. */
+function decode(t: MmaDtype, w: number, e: number): number {
+  switch (t) {
+    case "f16":
+      return f16BitsToF32((w >>> (16 * e)) & 0xffff);
+    case "bf16":
+      return bf16BitsToF32((w >>> (16 * e)) & 0xffff);
+    case "tf32":
+    case "f32":
+      return bitsF32(w >>> 0);
+    case "s32":
+      return w | 0;
+    case "s8":
+      return ((w >>> (8 * e)) << 24) >> 24;
+    case "u8":
+      return (w >>> (8 * e)) & 0xff;
+    case "s4":
+      return ((w >>> (4 * e)) << 28) >> 28;
+    case "u4":
+      return (w >>> (4 * e)) & 0xf;
+    case "b1":
+      return (w >>> e) & 1;
+    case "f64":
+      throw new Error("f64 is not packed");
+  }
+}
+
+/**
+ * Each lane's fragment registers for a matrix, through the table's map:
+ * lane-major, register by register (little-endian words; f64 as doubles).
+ *
+ * @param map The operand's fragment map.
+ * @param value The matrix, by (row, col).
+ * @returns The bytes a probe kernel loads.
+ */
+export function packFragment(
+  map: FragmentMap,
+  value: (r: number, c: number) => number,
+): Uint8Array {
+  const rb = map.regBits / 8;
+  const bytes = new Uint8Array(32 * map.regs * rb);
+  const dv = new DataView(bytes.buffer);
+  const bits = map.regBits / map.elemsPerReg;
+  for (let lane = 0; lane < 32; lane++) {
+    for (let r = 0; r < map.regs; r++) {
+      const off = (lane * map.regs + r) * rb;
+      if (map.dtype === "f64") {
+        const [row, col] = map.coord(lane, r, 0);
+        dv.setFloat64(off, value(row, col), true);
+        continue;
+      }
+      let w = 0;
+      for (let e = 0; e < map.elemsPerReg; e++) {
+        const [row, col] = map.coord(lane, r, e);
+        const x = encode(map.dtype, value(row, col));
+        w = bits === 32 ? x : (w | (x << (bits * e))) >>> 0;
+      }
+      dv.setUint32(off, w >>> 0, true);
+    }
+  }
+  return bytes;
+}
+
+/**
+ * The values a probe kernel stored, by (lane, reg, elem).
+ *
+ * @param map The C/D fragment map.
+ * @param bytes The D buffer.
+ * @returns `value(lane, reg, elem)`.
+ */
+export function unpackFragment(
+  map: FragmentMap,
+  bytes: Uint8Array,
+): (lane: number, reg: number, elem: number) => number {
+  const rb = map.regBits / 8;
+  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return (lane, reg, elem) => {
+    const off = (lane * map.regs + reg) * rb;
+    if (map.dtype === "f64") return dv.getFloat64(off, true);
+    return decode(map.dtype, dv.getUint32(off, true), elem);
+  };
+}
+
+/** A launch's inputs: A (M x K), B (K x N), C (M x N) by (row, col). */
+interface ProbeInputs {
+  readonly a: (r: number, c: number) => number;
+  readonly b: (r: number, c: number) => number;
+  readonly c: (r: number, c: number) => number;
+}
+
+const INT_TYPES = new Set<MmaDtype>(["s8", "u8", "s4", "u4", "b1"]);
+
+/** Matrices whose product gives every D element its row + 1 (`rows`) or column + 1. */
+function idInputs(s: MmaShape, which: "rows" | "cols"): ProbeInputs {
+  const zero = () => 0;
+  if (!INT_TYPES.has(s.aType)) {
+    // Floats: the id in column / row 0 of the k dimension, exact in every type.
+    return which === "rows"
+      ? { a: (i, k) => (k === 0 ? i + 1 : 0), b: (k) => (k === 0 ? 1 : 0), c: zero }
+      : { a: (_i, k) => (k === 0 ? 1 : 0), b: (k, j) => (k === 0 ? j + 1 : 0), c: zero };
+  }
+  // Integers and bits: i + 1 ones along k (K >= 16 >= M here), the other side all ones;
+  // for xor.popc the other side is all zeros (x ^ 0 = x).
+  const other = s.op === "xor.popc" ? 0 : 1;
+  return which === "rows"
+    ? { a: (i, k) => (k <= i ? 1 : 0), b: () => other, c: zero }
+    : { a: () => other, b: (k, j) => (k <= j ? 1 : 0), c: zero };
+}
+
+/** Random A, B, C whose every product and sum is exact in the row's types. */
+function randomInputs(s: MmaShape, rng: Rng): ProbeInputs {
+  const range = (t: MmaDtype): [number, number] => {
+    switch (t) {
+      case "s8":
+        return [-128, 127];
+      case "u8":
+        return [0, 255];
+      case "s4":
+        return [-8, 7];
+      case "u4":
+        return [0, 15];
+      case "b1":
+        return [0, 1];
+      default:
+        return [-4, 4]; // floats: small integers, so products and sums are exact
+    }
+  };
+  const matrix = (rows: number, cols: number, [lo, hi]: [number, number]) => {
+    const m = new Float64Array(rows * cols);
+    for (let i = 0; i < m.length; i++) m[i] = rng.int(lo, hi);
+    return (r: number, c: number) => m[r * cols + c]!;
+  };
+  const cRange: [number, number] = INT_TYPES.has(s.aType) ? [-1000, 1000] : [-16, 16];
+  return {
+    a: matrix(s.m, s.k, range(s.aType)),
+    b: matrix(s.k, s.n, range(s.bType)),
+    c: matrix(s.m, s.n, cRange),
+  };
+}
+
+/** D = A·B + C on the host (b1: popc of and / xor), exact. */
+function hostProduct(s: MmaShape, x: ProbeInputs): (i: number, j: number) => number {
+  return (i, j) => {
+    let acc = x.c(i, j);
+    for (let k = 0; k < s.k; k++) {
+      const a = x.a(i, k);
+      const b = x.b(k, j);
+      acc += s.op === "and.popc" ? a & b : s.op === "xor.popc" ? a ^ b : a * b;
+    }
+    return acc;
+  };
+}
+
+/** Runs one probe launch on fragment register bytes A, B, C; returns D's bytes. */
+export type ProbeLauncher = (a: Uint8Array, b: Uint8Array, c: Uint8Array) => Uint8Array;
+
+/**
+ * A launcher that runs a row's probe kernel on the simulator.
+ *
+ * @param s The row.
+ * @param kernel Its probe kernel (default {@link probeKernel}).
+ * @returns The launcher.
+ */
+export function simProbeLauncher(s: MmaShape, kernel: Kernel = probeKernel(s)): ProbeLauncher {
+  return (a, b, c) => {
+    const d = new Uint8Array(32 * s.c.regs * (s.c.regBits / 8)).fill(0xff);
+    simulate(kernel, {
+      grid: [1, 1, 1],
+      args: {
+        a: { bytes: a.slice() },
+        b: { bytes: b.slice() },
+        c: { bytes: c.slice() },
+        d: { bytes: d },
+      },
+    });
+    return d;
+  };
+}
+
+/**
+ * The three probe launches of one row, judged against a table row: `s`'s
+ * fragment maps fill the registers and read D back, whatever kernel `launch`
+ * runs (so a test can hand it a deliberately wrong table row).
+ *
+ * @param s The table row under test.
+ * @param mode Recorded in the result.
+ * @param launch Runs the probe kernel.
+ * @param sim Also runs it on the simulator, to compare raw D registers (or null).
+ * @param seed Seed of the random product check.
+ * @returns The verdict.
+ */
+export function evaluateProbe(
+  s: MmaShape,
+  mode: ProbeMode,
+  launch: ProbeLauncher,
+  sim: ProbeLauncher | null,
+  seed: number,
+): ProbeResult {
+  const run = (x: ProbeInputs) => {
+    const a = packFragment(s.a, x.a);
+    const b = packFragment(s.b, x.b);
+    const c = packFragment(s.c, x.c);
+    const d = launch(a, b, c);
+    const same = sim === null ? null : equalBytes(d, sim(a, b, c));
+    return { d: unpackFragment(s.c, d), same };
+  };
+  const rows = run(idInputs(s, "rows"));
+  const cols = run(idInputs(s, "cols"));
+  const rnd = randomInputs(s, new Rng(seed));
+  const prod = run(rnd);
+  const want = hostProduct(s, rnd);
+  const mismatches: ProbeMismatch[] = [];
+  let agree = 0;
+  let prodAgree = 0;
+  let total = 0;
+  const asId = (v: number, n: number) => (Number.isInteger(v) && v >= 1 && v <= n ? v - 1 : NaN);
+  for (let lane = 0; lane < 32; lane++) {
+    for (let r = 0; r < s.c.regs; r++) {
+      for (let e = 0; e < s.c.elemsPerReg; e++) {
+        total++;
+        const table = s.c.coord(lane, r, e);
+        const observed: [number, number] = [
+          asId(rows.d(lane, r, e), s.m),
+          asId(cols.d(lane, r, e), s.n),
+        ];
+        if (observed[0] === table[0] && observed[1] === table[1]) agree++;
+        else if (mismatches.length < 8) mismatches.push({ lane, reg: r, elem: e, table, observed });
+        if (prod.d(lane, r, e) === want(table[0], table[1])) prodAgree++;
+      }
+    }
+  }
+  const simIdentical = sim === null ? null : rows.same === true && cols.same === true &&
+    prod.same === true;
+  return {
+    shape: s.name,
+    ptx: s.ptx,
+    mode,
+    cMap: { agree, total, mismatches },
+    product: { agree: prodAgree, total },
+    simIdentical,
+    error: null,
+    ok: agree === total && prodAgree === total && simIdentical !== false,
+  };
+}
+
+function equalBytes(x: Uint8Array, y: Uint8Array): boolean {
+  return x.length === y.length && x.every((v, i) => v === y[i]);
+}
+
+/** Options of {@link runProbe}. */
+export interface ProbeOptions {
+  /** `gpu` (default) or `sim`. */
+  readonly mode?: ProbeMode;
+  /** The rows to probe (default: every row of the MMA table). */
+  readonly shapes?: readonly MmaShape[];
+  /** Seed of the random product check (default 1). */
+  readonly seed?: number;
+  /** GPU mode: an open driver handle (left open); default: one opened and closed here. */
+  readonly cuda?: Cuda;
+}
+
+/**
+ * Runs the fragment-layout probe on every MMA table row.
+ *
+ * @param options Mode, rows, seed, driver.
+ * @returns One verdict per row.
+ * @throws {CudaUnavailableError} In GPU mode, when no driver can be used.
+ * @example
+ * ```ts
+ * import { MMA_SHAPES } from "../../ir/mma_table.ts";
+ * import { runProbe } from "./probe.ts";
+ * const [r] = await runProbe({ mode: "sim", shapes: [MMA_SHAPES[0]!] });
+ * console.assert(r?.ok);
+ * ```
+ */
+export async function runProbe(options: ProbeOptions = {}): Promise<ProbeResult[]> {
+  const mode = options.mode ?? "gpu";
+  const shapes = options.shapes ?? MMA_SHAPES;
+  const seed = options.seed ?? 1;
+  const results: ProbeResult[] = [];
+  if (mode === "sim") {
+    for (const s of shapes) {
+      results.push(evaluateProbe(s, "sim", simProbeLauncher(s), null, seed));
+    }
+    return await Promise.resolve(results);
+  }
+  const cuda = options.cuda ?? Cuda.open();
+  try {
+    for (const s of shapes) {
+      const kernel = probeKernel(s);
+      let result: ProbeResult;
+      const buffers: DeviceBuffer[] = [];
+      let unload: (() => void) | null = null;
+      try {
+        const module = cuda.loadModule(printPtx([kernel]));
+        unload = () => module.unload();
+        const fn = module.getFunction(kernel.name);
+        const dBytes = 32 * s.c.regs * (s.c.regBits / 8);
+        const bufs = [
+          32 * s.a.regs * (s.a.regBits / 8),
+          32 * s.b.regs * (s.b.regBits / 8),
+          dBytes,
+          dBytes,
+        ].map((n) => {
+          const b = cuda.alloc(n);
+          buffers.push(b);
+          return b;
+        });
+        const [ba, bb, bc, bd] = bufs as [DeviceBuffer, DeviceBuffer, DeviceBuffer, DeviceBuffer];
+        const gpu: ProbeLauncher = (a, b, c) => {
+          ba.upload(a);
+          bb.upload(b);
+          bc.upload(c);
+          bd.fill(0xff);
+          cuda.launch(fn, { grid: [1, 1, 1], block: [32, 1, 1], dynamicSmemBytes: 0 }, [
+            { type: "u64", value: ba.ptr },
+            { type: "u64", value: bb.ptr },
+            { type: "u64", value: bc.ptr },
+            { type: "u64", value: bd.ptr },
+          ]);
+          cuda.synchronize();
+          return bd.download();
+        };
+        result = evaluateProbe(s, "gpu", gpu, simProbeLauncher(s, kernel), seed);
+      } catch (e) {
+        if (!(e instanceof CudaError)) throw e;
+        result = {
+          shape: s.name,
+          ptx: s.ptx,
+          mode,
+          cMap: { agree: 0, total: 32 * s.c.regs * s.c.elemsPerReg, mismatches: [] },
+          product: { agree: 0, total: 32 * s.c.regs * s.c.elemsPerReg },
+          simIdentical: null,
+          error: e.message,
+          ok: false,
+        };
+      } finally {
+        for (const b of buffers) {
+          try {
+            b.free();
+          } catch { /* reported by the launch that failed */ }
+        }
+        try {
+          unload?.();
+        } catch { /* likewise */ }
+      }
+      results.push(result);
+    }
+  } finally {
+    if (options.cuda === undefined) cuda.close();
+  }
+  return results;
+}
+
+/**
+ * The probe's results as a table, one line per row.
+ *
+ * @param results From {@link runProbe}.
+ * @returns The text.
+ */
+export function formatProbe(results: readonly ProbeResult[]): string {
+  const w = Math.max(5, ...results.map((r) => r.shape.length));
+  const lines = [
+    `${"shape".padEnd(w)}  ${"C/D map".padEnd(9)}  ${"A·B + C".padEnd(9)}  ${
+      "simulator".padEnd(10)
+    }  verdict`,
+  ];
+  for (const r of results) {
+    if (r.error !== null) {
+      lines.push(`${r.shape.padEnd(w)}  FAILED: ${r.error.split("\n")[0]}`);
+      continue;
+    }
+    const sim = r.simIdentical === null ? "-" : r.simIdentical ? "identical" : "DIFFERS";
+    lines.push(
+      `${r.shape.padEnd(w)}  ${`${r.cMap.agree}/${r.cMap.total}`.padEnd(9)}  ${
+        `${r.product.agree}/${r.product.total}`.padEnd(9)
+      }  ${sim.padEnd(10)}  ${r.ok ? "OK" : "MISMATCH"}`,
+    );
+    for (const m of r.cMap.mismatches) {
+      lines.push(
+        `${"".padEnd(w)}    lane ${m.lane} reg ${m.reg} elem ${m.elem}: table (${
+          m.table.join(", ")
+        }), ${r.mode === "gpu" ? "GPU" : "simulator"} (${m.observed.join(", ")})`,
+      );
+    }
+  }
+  const bad = results.filter((r) => !r.ok).length;
+  lines.push(
+    bad === 0
+      ? `All ${results.length} MMA shapes agree with the table (${results[0]?.mode ?? "gpu"})`
+      : `${bad} of ${results.length} MMA shapes disagree with the table`,
+  );
+  return lines.join("\n") + "\n";
+}
+
+if (import.meta.main) {
+  const sim = Deno.args.includes("--sim");
+  const json = Deno.args.includes("--json");
+  const unknown = Deno.args.filter((a) => a !== "--sim" && a !== "--json");
+  if (unknown.length > 0) {
+    console.error(`probe: unknown argument "${unknown[0]}": expected --sim, --json`);
+    Deno.exit(2);
+  }
+  if (!sim) {
+    const a = cudaAvailable();
+    if (!a.ok) {
+      console.error(`probe: ${a.why} (probe.ts --sim runs the probe there)`);
+      Deno.exit(1);
+    }
+  }
+  const results = await runProbe({ mode: sim ? "sim" : "gpu" });
+  if (json) console.log(JSON.stringify({ results }, null, 2));
+  else Deno.stdout.writeSync(new TextEncoder().encode(formatProbe(results)));
+  Deno.exit(results.every((r) => r.ok) ? 0 : 1);
+}

@@ -1,0 +1,367 @@
+/**
+ * Runs a compiled GEMM on the GPU through the CUDA driver and checks it:
+ * sizes and alignments are checked before anything touches the driver;
+ * inputs are random (never zeros) and the output poisoned; the PTX is
+ * JIT-compiled and launched with the manifest's grid, block and dynamic
+ * shared memory; the output is compared with the reference GEMM (in full, or
+ * on sampled rows and columns above a budget) and, on request, with the
+ * simulator running the same kernel IR on the same inputs (integers:
+ * identical; floats: the largest ulp difference); then the kernel is timed
+ * (warm-up launches, then the median of timed launches, each between two
+ * events).
+ *
+ * @module
+ */
+
+import type { CompiledKernel } from "../compiler.ts";
+import { gridFor } from "../ir/kernel.ts";
+import { tensorParam } from "../ir/gemm.ts";
+import { DTYPE_INFO } from "../ir/dtype.ts";
+import { type LaunchArgs, randomArgs } from "./ref/inputs.ts";
+import { tensorShape } from "./ref/tensor.ts";
+import { alignmentViolations, resolveSizes } from "./sizes.ts";
+import { kernelManifest } from "./manifest.ts";
+import {
+  Cuda,
+  type CudaEvent,
+  type CudaModule,
+  DEFAULT_DYNAMIC_SMEM_LIMIT,
+  type DeviceBuffer,
+  type DeviceInfo,
+  type FunctionAttributes,
+  type JitInfo,
+} from "./cuda/driver.ts";
+import { kernelArgs, launchProblems } from "./cuda/launch.ts";
+import {
+  chooseBlocks,
+  chooseReferenceSample,
+  type ReferenceCheck,
+  referenceCheck,
+  type SimAgreement,
+  simAgreement,
+  unwrittenCount,
+} from "./cuda/checks.ts";
+
+/** What to compare the GPU's output with. */
+export type RunCheck = "ref" | "sim" | "none";
+
+/** Options of {@link runGemm}. */
+export interface RunOptions {
+  /** Seed of the random inputs (default 1). */
+  readonly seed?: number;
+  /** Timed launches (default 20; 0: no timing). */
+  readonly iters?: number;
+  /** Untimed launches before them (default 3). */
+  readonly warmup?: number;
+  /** `ref` (default): the reference GEMM; `sim`: also the simulator; `none`: neither. */
+  readonly check?: RunCheck;
+  /** Copies of the inputs the timed launches rotate among, so that they miss in L2 (default 1). */
+  readonly inputSets?: number;
+  /** Scalar values (default: random, as `gemm simulate`). */
+  readonly scalars?: Readonly<Record<string, number>>;
+  /** Inputs to use instead of random ones (their buffers are checked against the sizes). */
+  readonly args?: LaunchArgs;
+  /** Above this many multiply-adds the reference runs on sampled rows and columns (default 2^26). */
+  readonly refMaxMacs?: number;
+  /** Above this many multiply-adds the simulator runs a sample of blocks (default 2^27). */
+  readonly simMaxMacs?: number;
+  /** Check shared-memory hazards in the simulator (default true). */
+  readonly hazards?: boolean;
+  /**
+   * The driver: an open handle (left open), or a function opening one
+   * (called only after every check on the sizes has passed; the handle is
+   * closed at the end). Default: {@link Cuda.open}.
+   */
+  readonly cuda?: Cuda | (() => Cuda);
+}
+
+/** Launch timings. */
+export interface RunTiming {
+  readonly warmup: number;
+  readonly iters: number;
+  readonly inputSets: number;
+  /** Each timed launch (ms), in order. */
+  readonly samplesMs: readonly number[];
+  readonly medianMs: number;
+  readonly minMs: number;
+  readonly maxMs: number;
+  /** 2·M·N·K·L operations. */
+  readonly ops: number;
+  /** ops / median, in 10^12 per second. */
+  readonly rate: number;
+  /** `TFLOP/s` for float operands, `TOPS` for integer and b1 operands. */
+  readonly unit: "TFLOP/s" | "TOPS";
+}
+
+/** What {@link runGemm} returns. */
+export interface RunReport {
+  readonly kernel: string;
+  readonly entry: string;
+  readonly sizes: Readonly<Record<string, number>>;
+  readonly grid: readonly [number, number, number];
+  readonly block: readonly [number, number, number];
+  readonly dynamicSmemBytes: number;
+  readonly device: DeviceInfo;
+  /** Registers, local memory (spills) and the like, from the driver. */
+  readonly function: FunctionAttributes;
+  readonly jit: JitInfo;
+  /** D's elements still poisoned after the launch (null where the type cannot tell). */
+  readonly unwritten: number | null;
+  readonly reference: ReferenceCheck | null;
+  readonly sim: SimAgreement | null;
+  readonly timing: RunTiming | null;
+  /**
+   * Nothing unwritten, agreement with the reference (when checked), and with
+   * `sim`: no hazard and, for integer outputs, identical to the simulator.
+   */
+  readonly ok: boolean;
+  /** D's bytes as the GPU wrote them (first launch). */
+  readonly output: Uint8Array;
+  readonly args: LaunchArgs;
+}
+
+interface GpuPhase {
+  readonly output: Uint8Array;
+  readonly fnAttrs: FunctionAttributes;
+  readonly jit: JitInfo;
+  readonly timing: RunTiming | null;
+}
+
+function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const n = s.length;
+  return n % 2 === 1 ? s[(n - 1) / 2]! : (s[n / 2 - 1]! + s[n / 2]!) / 2;
+}
+
+function count(name: string, v: number | undefined, dflt: number, min: number): number {
+  const x = v ?? dflt;
+  if (!Number.isInteger(x) || x < min) {
+    throw new RangeError(`Option ${name} must be an integer of at least ${min}, got ${x}`);
+  }
+  return x;
+}
+
+/**
+ * Checks everything about a run that needs no GPU, in the order a launch
+ * would meet it: sizes (every dimension given, in range), alignments, given
+ * buffers large enough. Throws one Error listing every problem.
+ *
+ * @param ck The compiled kernel.
+ * @param given Sizes by dimension name or role letter.
+ * @param args Given inputs, if any.
+ * @returns The resolved sizes.
+ */
+export function checkRun(
+  ck: CompiledKernel,
+  given: Readonly<Record<string, number>>,
+  args?: LaunchArgs,
+): Record<string, number> {
+  const sizes = resolveSizes(ck.gemm, given);
+  const bad = alignmentViolations(ck.gemm, sizes);
+  const grid = gridFor(ck.kernel.grid, sizes);
+  if (grid.some((g) => g < 1)) {
+    bad.push(
+      `Kernel "${ck.name}": the sizes give an empty grid [${grid.join(", ")}]: ` +
+        "every output dimension must be at least 1",
+    );
+  }
+  if (args !== undefined) {
+    for (const p of ck.gemm.params) {
+      if (p.kind === "tensor") {
+        const need = tensorShape(p, sizes).bytes;
+        const b = args.tensors.get(p.name);
+        if (b === undefined) bad.push(`No buffer for tensor "${p.name}"`);
+        else if (b.byteLength < need) {
+          bad.push(
+            `Buffer of tensor "${p.name}" holds ${b.byteLength} bytes; the sizes need ${need}`,
+          );
+        }
+      } else if (!args.scalars.has(p.name)) bad.push(`No value for scalar "${p.name}"`);
+    }
+    for (const [n, v] of Object.entries(sizes)) {
+      if (args.sizes[n] !== v) {
+        bad.push(`The given inputs were made for ${n}=${args.sizes[n]}, not ${n}=${v}`);
+      }
+    }
+  }
+  if (bad.length > 0) throw new Error(bad.join("\n"));
+  return sizes;
+}
+
+/**
+ * Runs one compiled kernel on the GPU, checks and times it.
+ *
+ * @param ck The compiled kernel.
+ * @param given Sizes by dimension name or role letter (M, N, K, L).
+ * @param options Seed, timing, what to check against, the driver.
+ * @returns The report.
+ * @throws {Error} For sizes, alignments or buffers that do not fit, before any driver call.
+ * @throws {CudaUnavailableError} When no driver can be used.
+ * @throws {JitError} With the JIT's log when it rejects the PTX.
+ * @throws {CudaError} When a driver call fails (a launch fault included).
+ */
+export function runGemm(
+  ck: CompiledKernel,
+  given: Readonly<Record<string, number>>,
+  options: RunOptions = {},
+): RunReport {
+  // 1. Everything that needs no GPU.
+  const sizes = checkRun(ck, given, options.args);
+  const seed = options.seed ?? 1;
+  const iters = count("iters", options.iters, 20, 0);
+  const warmup = count("warmup", options.warmup, 3, 0);
+  const inputSets = count("inputSets", options.inputSets, 1, 1);
+  const check = options.check ?? "ref";
+  const args = options.args ?? randomArgs(ck.gemm, sizes, seed, options.scalars ?? {});
+  const manifest = kernelManifest(ck.gemm, ck.kernel, sizes);
+  const grid = manifest.grid!;
+  const block = manifest.block;
+  const smem = manifest.dynamicSmemBytes;
+  const d = tensorParam(ck.gemm, ck.gemm.problem.d.tensor);
+
+  // 2. The GPU.
+  const owned = typeof options.cuda !== "object";
+  const cuda = typeof options.cuda === "object"
+    ? options.cuda
+    : (options.cuda ?? (() => Cuda.open()))();
+  const buffers: DeviceBuffer[] = [];
+  const events: CudaEvent[] = [];
+  let module: CudaModule | null = null;
+  const gpu = (): GpuPhase => {
+    const problems = launchProblems(ck.name, grid, block, smem, cuda.device);
+    if (problems.length > 0) throw new Error(problems.join("\n"));
+    module = cuda.loadModule(ck.ptx);
+    const fn = module.getFunction(manifest.entry);
+    if (smem > DEFAULT_DYNAMIC_SMEM_LIMIT) fn.setMaxDynamicSharedBytes(smem);
+    const fnAttrs = fn.attributes();
+    const alloc = (bytes: Uint8Array) => {
+      const b = cuda.alloc(bytes.byteLength);
+      buffers.push(b);
+      b.upload(bytes);
+      return b;
+    };
+    // Set 0 holds every tensor (D poisoned); sets 1.. copy the inputs and share D.
+    const set0 = new Map<string, DeviceBuffer>();
+    for (const [n, bytes] of args.tensors) set0.set(n, alloc(bytes));
+    const dBuf = set0.get(d.name)!;
+    const sets: Map<string, bigint>[] = [new Map([...set0].map(([n, b]) => [n, b.ptr]))];
+    for (let s = 1; s < (iters > 0 ? inputSets : 1); s++) {
+      const m = new Map<string, bigint>();
+      for (const [n, bytes] of args.tensors) m.set(n, n === d.name ? dBuf.ptr : alloc(bytes).ptr);
+      sets.push(m);
+    }
+    const launchArgs = sets.map((m) => kernelArgs(manifest, m, sizes, args.scalars));
+    const config = { grid, block, dynamicSmemBytes: smem };
+    cuda.launch(fn, config, launchArgs[0]!);
+    cuda.synchronize();
+    const output = dBuf.download();
+    if (iters === 0) return { output, fnAttrs, jit: module.jit, timing: null };
+
+    for (let i = 0; i < warmup; i++) cuda.launch(fn, config, launchArgs[i % sets.length]!);
+    cuda.synchronize();
+    for (let i = 0; i < 2 * iters; i++) events.push(cuda.createEvent());
+    for (let i = 0; i < iters; i++) {
+      events[2 * i]!.record();
+      cuda.launch(fn, config, launchArgs[i % sets.length]!);
+      events[2 * i + 1]!.record();
+    }
+    events[2 * iters - 1]!.synchronize();
+    const samplesMs = Array.from(
+      { length: iters },
+      (_, i) => events[2 * i + 1]!.elapsedSince(events[2 * i]!),
+    );
+    const p = ck.gemm.problem;
+    const dim = (x: typeof p.m) => (x.kind === "const" ? x.value : sizes[x.name]!);
+    const ops = 2 * dim(p.m) * dim(p.n) * dim(p.k) * (p.batch === null ? 1 : dim(p.batch));
+    const med = median(samplesMs);
+    const timing: RunTiming = {
+      warmup,
+      iters,
+      inputSets: sets.length,
+      samplesMs,
+      medianMs: med,
+      minMs: Math.min(...samplesMs),
+      maxMs: Math.max(...samplesMs),
+      ops,
+      rate: ops / (med * 1e-3) / 1e12,
+      unit: DTYPE_INFO[ck.gemm.math.a].float ? "TFLOP/s" : "TOPS",
+    };
+    return { output, fnAttrs, jit: module.jit, timing };
+  };
+  let phase: GpuPhase | null = null;
+  let failure: unknown = null;
+  try {
+    phase = gpu();
+  } catch (e) {
+    failure = e;
+  }
+  // Release what this run made, whatever happened; then the context, if ours.
+  // A release failure is raised only when the run itself succeeded.
+  const attempt = (f: () => void) => {
+    try {
+      f();
+    } catch (e) {
+      failure ??= e;
+    }
+  };
+  for (const e of events) attempt(() => e.destroy());
+  for (const b of buffers) attempt(() => b.free());
+  const m = module as CudaModule | null;
+  if (m !== null) attempt(() => m.unload());
+  if (owned) attempt(() => cuda.close());
+  if (failure !== null || phase === null) throw failure;
+  const { output, fnAttrs, jit, timing } = phase;
+
+  // 3. The checks, on the CPU.
+  const unwritten = unwrittenCount(d.dtype, output);
+  let reference: ReferenceCheck | null = null;
+  let sim: SimAgreement | null = null;
+  if (check !== "none") {
+    const sample = chooseReferenceSample(
+      ck.gemm,
+      sizes,
+      options.refMaxMacs ?? 2 ** 26,
+      seed,
+      { m: ck.kernel.grid.tileM, n: ck.kernel.grid.tileN },
+    );
+    reference = referenceCheck(ck.gemm, args, output, sample);
+  }
+  if (check === "sim") {
+    const p = ck.gemm.problem;
+    const K = p.k.kind === "const" ? p.k.value : sizes[p.k.name]!;
+    const blocks = chooseBlocks(
+      ck.kernel.grid,
+      grid,
+      K,
+      options.simMaxMacs ?? 2 ** 27,
+      seed,
+      sizes,
+    );
+    sim = simAgreement(ck.gemm, ck.kernel, grid, args, output, {
+      blocks,
+      hazards: options.hazards ?? true,
+    });
+  }
+  const intOut = !DTYPE_INFO[d.dtype].float;
+  const ok = (unwritten ?? 0) === 0 &&
+    (reference === null || reference.comparison.ok) &&
+    (sim === null || (sim.hazardCount === 0 && (!intOut || sim.differing === 0)));
+  return {
+    kernel: ck.name,
+    entry: manifest.entry,
+    sizes,
+    grid,
+    block,
+    dynamicSmemBytes: smem,
+    device: cuda.device,
+    function: fnAttrs,
+    jit,
+    unwritten,
+    reference,
+    sim,
+    timing,
+    ok,
+    output,
+    args,
+  };
+}

@@ -1,0 +1,330 @@
+/**
+ * Running on the GPU through the CUDA driver (backends/cuda, backends/run_gemm.ts,
+ * `gemm run`).
+ *
+ * Where a CUDA driver loads, every example (each kernel of each file) runs on
+ * the GPU at a size that is a multiple of its tile and at one that is not,
+ * and must agree with the reference GEMM; integer outputs must also be
+ * identical to the simulator on the same inputs, and float outputs are
+ * compared with it in ulps. Where none loads these tests are listed as
+ * ignored, "(skipped: no CUDA driver)".
+ *
+ * Everywhere: the no-driver path (one sentence, exit 1), checks that run
+ * before any driver call, the checking machinery itself (sampled reference,
+ * partial simulation) on simulator outputs, and the FFI plumbing against a
+ * fake libcuda built from testdata/fake_libcuda.c (when a C compiler exists).
+ */
+
+import assert from "node:assert/strict";
+import { compile, type CompiledKernel } from "../../compiler.ts";
+import { runGemm } from "../../backends/run_gemm.ts";
+import { cudaAvailable } from "../../backends/cuda/driver.ts";
+import {
+  chooseBlocks,
+  chooseReferenceSample,
+  referenceCheck,
+  simAgreement,
+  unwrittenCount,
+} from "../../backends/cuda/checks.ts";
+import { simulateGemm } from "../../backends/simulate_gemm.ts";
+import { randomArgs } from "../../backends/ref/inputs.ts";
+import { DTYPE_INFO } from "../../ir/dtype.ts";
+import { tensorParam } from "../../ir/gemm.ts";
+import { gridFor } from "../../ir/kernel.ts";
+
+const ROOT = new URL("../../", import.meta.url);
+const EXAMPLES = new URL("examples/", ROOT);
+const dec = new TextDecoder();
+
+function exampleFiles(): string[] {
+  return [...Deno.readDirSync(EXAMPLES)]
+    .filter((e) => e.isFile && e.name.endsWith(".gemm"))
+    .map((e) => e.name)
+    .sort();
+}
+
+function compileExample(file: string): CompiledKernel[] {
+  const r = compile(Deno.readTextFileSync(new URL(file, EXAMPLES)), { file });
+  assert.ok(r.ok, `${file}: ${r.diagnostics.map((d) => d.message).join("; ")}`);
+  return [...r.kernels];
+}
+
+function example(file: string, kernel?: string): CompiledKernel {
+  const ks = compileExample(file);
+  const k = kernel === undefined ? ks[0] : ks.find((x) => x.name === kernel);
+  assert.ok(k !== undefined, `${file}: no kernel ${kernel}`);
+  return k;
+}
+
+async function gemm(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "cli.ts", ...args],
+    cwd: ROOT.pathname,
+    env: { NO_COLOR: "1", ...env },
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+}
+
+const CUDA = cudaAvailable();
+const SKIP = CUDA.ok ? "" : " (skipped: no CUDA driver)";
+
+/** A GPU test: runs where the driver loads, listed as skipped elsewhere. */
+function gpuTest(name: string, fn: () => void | Promise<void>): void {
+  Deno.test({ name: `${name}${SKIP}`, ignore: !CUDA.ok, fn });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Everywhere
+// ---------------------------------------------------------------------------------------------
+
+Deno.test("cudaAvailable never throws and says why in one sentence", () => {
+  const r = cudaAvailable();
+  if (r.ok) return;
+  assert.match(r.why, /^No (usable )?CUDA (driver|device): /);
+  assert.match(r.why, /`gemm simulate` runs the same kernel on the CPU$/);
+  assert.doesNotMatch(r.why, /\n/);
+});
+
+Deno.test("gemm run without a driver: one sentence on stderr, exit 1", async () => {
+  const r = await gemm(
+    ["run", "examples/hgemm.gemm", "--size", "M=64,N=64,K=64"],
+    { GEMMC_LIBCUDA: "/nonexistent/libcuda.so.1" },
+  );
+  assert.equal(r.code, 1, r.stderr);
+  assert.equal(r.stdout, "");
+  assert.match(
+    r.stderr,
+    /^gemm: No CUDA driver: \/nonexistent\/libcuda\.so\.1 could not be loaded \([^\n]+\); `gemm simulate` runs the same kernel on the CPU\n$/,
+  );
+});
+
+Deno.test("gemm run on this machine: exit 1 with the sentence, or exit 0 on a GPU", async () => {
+  const r = await gemm(["run", "examples/hgemm.gemm", "--size", "M=64,N=64,K=64"]);
+  if (!CUDA.ok) {
+    assert.equal(r.code, 1, r.stderr);
+    assert.equal(r.stderr, `gemm: ${CUDA.why}\n`);
+    assert.equal(r.stdout, "");
+  } else {
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    assert.match(r.stdout, /hgemm: AGREES with the reference/);
+  }
+});
+
+Deno.test("gemm run: bad usage is exit 2 before any driver call", async () => {
+  const cases: [string[], RegExp][] = [
+    [["run", "examples/hgemm.gemm"], /--size is required/],
+    [["run", "examples/hgemm.gemm", "--size", "M=64,N=64,K=64", "--check", "gpu"], /--check/],
+    [["run", "examples/hgemm.gemm", "--size", "M=64,N=64,K=64", "--iters", "x"], /--iters/],
+    [["run", "examples/b1_and.gemm", "--size", "M=64,N=64,K=64"], /declares align 128/],
+  ];
+  for (const [args, says] of cases) {
+    const r = await gemm(args, { GEMMC_LIBCUDA: "/nonexistent/libcuda.so.1" });
+    assert.equal(r.code, 2, `${args.join(" ")}: ${r.stderr}`);
+    assert.match(r.stderr, says);
+    assert.doesNotMatch(r.stderr, /CUDA driver|^\s+at /m);
+  }
+});
+
+Deno.test("alignment violations and short buffers are raised before any CUDA call", () => {
+  let opened = 0;
+  const cuda = () => {
+    opened++;
+    throw new Error("the driver was touched");
+  };
+  const b1 = example("b1_and.gemm");
+  assert.throws(
+    () => runGemm(b1, { M: 64, N: 64, K: 64 }, { cuda }),
+    /Tensor "A" declares align 128 but its leading dimension K=64/,
+  );
+  const h = example("hgemm.gemm");
+  const sizes = { M: 64, N: 64, K: 64 };
+  const args = randomArgs(h.gemm, sizes, 1);
+  args.tensors.set("B", new Uint8Array(10));
+  assert.throws(
+    () => runGemm(h, sizes, { cuda, args }),
+    /Buffer of tensor "B" holds 10 bytes; the sizes need 8192/,
+  );
+  assert.throws(() => runGemm(h, { M: 0, N: 64, K: 64 }, { cuda }), /empty grid/);
+  assert.throws(() => runGemm(h, { M: 64, N: 64 }, { cuda }), /No size for dimension "K"/);
+  assert.equal(opened, 0);
+});
+
+Deno.test("the sampled reference agrees with the full one, and catches a wrong element", () => {
+  const ck = example("hgemm.gemm");
+  const sizes = { M: 80, N: 72, K: 64 };
+  const rep = simulateGemm(ck, sizes, { seed: 3, hazards: false });
+  assert.ok(rep.ok);
+  const sample = chooseReferenceSample(ck.gemm, sizes, 12 * 10 * 64, 3, { m: 128, n: 256 });
+  assert.ok(sample !== null);
+  const rows = sample.get("M")!;
+  const cols = sample.get("N")!;
+  assert.ok(rows.includes(0) && rows.includes(79) && cols.includes(0) && cols.includes(71));
+  assert.ok(rows.length * cols.length * 64 <= 12 * 10 * 64);
+  const full = referenceCheck(ck.gemm, rep.args, rep.output, null);
+  const part = referenceCheck(ck.gemm, rep.args, rep.output, sample);
+  assert.ok(full.comparison.ok && part.comparison.ok);
+  assert.equal(part.elements, rows.length * cols.length);
+  assert.deepEqual(part.sampled, {
+    M: { chosen: rows.length, of: 80 },
+    N: { chosen: cols.length, of: 72 },
+  });
+  // Corrupt one sampled element: the sample must see it, at its full coordinates.
+  const bad = rep.output.slice();
+  const r = rows[1]!;
+  const c = cols[2]!;
+  new DataView(bad.buffer).setFloat32((r * 72 + c) * 4, 1e6, true);
+  const caught = referenceCheck(ck.gemm, rep.args, bad, sample);
+  assert.equal(caught.comparison.overBound, 1);
+  assert.deepEqual(caught.first?.coords, [r, c]);
+  assert.equal(caught.first?.index, r * 72 + c);
+});
+
+Deno.test("a partial simulation compares only what its blocks wrote; narrow integers too", () => {
+  // u8 output: the poison byte is a legal result, so coverage needs the second poison.
+  const ck = example("u8_gemm.gemm");
+  const sizes = { M: 300, N: 260, K: 64 };
+  const rep = simulateGemm(ck, sizes, { seed: 5, hazards: false });
+  assert.ok(rep.ok);
+  const grid = gridFor(ck.kernel.grid, sizes);
+  const plan = ck.kernel.grid;
+  const blocks = chooseBlocks(plan, grid, 64, plan.tileM * plan.tileN * 64 * 2, 5, sizes);
+  assert.ok(blocks !== null && blocks.length === 2 * grid[2]);
+  const same = simAgreement(ck.gemm, ck.kernel, grid, rep.args, rep.output, { blocks });
+  assert.equal(same.blocks, blocks.length);
+  assert.ok(same.compared > 0 && same.compared < 300 * 260);
+  assert.equal(same.differing, 0);
+  assert.ok(same.identical);
+  assert.equal(same.maxUlp, null);
+  // The last tile (partial in both dimensions) is among the blocks: its corner element counts.
+  const bad = rep.output.slice();
+  bad[299 * 260 + 259] = (bad[299 * 260 + 259]! + 1) & 0xff;
+  const diff = simAgreement(ck.gemm, ck.kernel, grid, rep.args, bad, { blocks, hazards: false });
+  assert.equal(diff.differing, 1);
+  assert.deepEqual(diff.first?.coords, [299, 259]);
+  assert.equal(unwrittenCount("u8", bad), null, "u8 poison is a legal value");
+});
+
+Deno.test("float outputs: the simulator comparison reports ulps of the output type", () => {
+  const ck = example("hgemm_f16acc.gemm");
+  const sizes = { M: 64, N: 64, K: 32 };
+  const rep = simulateGemm(ck, sizes, { seed: 9, hazards: false });
+  const grid = gridFor(ck.kernel.grid, sizes);
+  const same = simAgreement(ck.gemm, ck.kernel, grid, rep.args, rep.output, { hazards: false });
+  assert.ok(same.identical && same.maxUlp === 0 && same.compared === 64 * 64);
+  assert.equal(same.maxAbsDiff, 0);
+  const bad = rep.output.slice();
+  const dv = new DataView(bad.buffer);
+  dv.setUint16(2 * 100, dv.getUint16(2 * 100, true) + 3, true);
+  const d = simAgreement(ck.gemm, ck.kernel, grid, rep.args, bad, { hazards: false });
+  assert.equal(d.maxUlp, 3);
+  assert.equal(d.differing, 1);
+  assert.ok(d.maxAbsDiff! > 0 && d.ulpsAtScale! > 0 && d.ulpsAtScale! <= 3);
+  assert.equal(unwrittenCount("f16", rep.output), 0);
+  const d2 = tensorParam(ck.gemm, ck.gemm.problem.d.tensor);
+  assert.ok(DTYPE_INFO[d2.dtype].float);
+});
+
+Deno.test("the FFI bindings against a fake libcuda (C), end to end", async (t) => {
+  const cc = ["cc", "gcc", "clang"].find((c) => {
+    try {
+      return new Deno.Command(c, { args: ["--version"], stdout: "null", stderr: "null" })
+        .outputSync().success;
+    } catch {
+      return false;
+    }
+  });
+  if (cc === undefined) {
+    await t.step({ name: "skipped: no C compiler", ignore: true, fn: () => {} });
+    return;
+  }
+  const dir = await Deno.makeTempDir({ prefix: "gemmc_fake_cuda_" });
+  try {
+    const lib = `${dir}/libfakecuda.so`;
+    const src = new URL("testdata/fake_libcuda.c", import.meta.url).pathname;
+    const built = await new Deno.Command(cc, {
+      args: ["-shared", "-fPIC", "-O1", "-o", lib, src],
+      stderr: "piped",
+    }).output();
+    assert.ok(built.success, dec.decode(built.stderr));
+    const r = await new Deno.Command(Deno.execPath(), {
+      args: ["test", "-A", "tests/gpu/testdata/fake_driver_check.ts"],
+      cwd: ROOT.pathname,
+      env: { NO_COLOR: "1", GEMMC_LIBCUDA: lib },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert.ok(r.success, dec.decode(r.stdout) + dec.decode(r.stderr));
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+// ---------------------------------------------------------------------------------------------
+// On the GPU
+// ---------------------------------------------------------------------------------------------
+
+/** Sizes legal for every example: K a multiple of 128 (b1), N of 8, M of 4. */
+const ODD = { M: 100, N: 72, K: 384, L: 2 };
+const TILED = { M: 256, N: 256, K: 256, L: 2 };
+
+for (const file of exampleFiles()) {
+  gpuTest(`${file} on the GPU agrees with the reference and the simulator`, () => {
+    for (const ck of compileExample(file)) {
+      for (const sizes of [TILED, ODD]) {
+        const rep = runGemm(ck, sizes, { seed: 7, iters: 2, warmup: 1, check: "sim" });
+        const where = `${ck.name} at ${JSON.stringify(rep.sizes)}`;
+        const ref = rep.reference!;
+        assert.ok(
+          ref.comparison.ok,
+          `${where}: ${ref.comparison.overBound} elements over the bound; first ${
+            JSON.stringify(ref.first)
+          }`,
+        );
+        assert.equal(rep.unwritten ?? 0, 0, `${where}: unwritten elements`);
+        const sim = rep.sim!;
+        assert.equal(sim.blocks, sim.totalBlocks, `${where}: the whole grid simulated`);
+        assert.equal(sim.hazardCount, 0, `${where}: hazards`);
+        if (sim.maxUlp === null) {
+          assert.equal(
+            sim.differing,
+            0,
+            `${where}: differs from the simulator: ${JSON.stringify(sim.first)}`,
+          );
+        }
+        assert.ok(rep.ok, where);
+        assert.ok(rep.timing !== null && rep.timing.medianMs > 0);
+      }
+    }
+  });
+}
+
+gpuTest("align 1 at odd sizes on the GPU", () => {
+  const ck = example("align1.gemm");
+  for (const sizes of [{ M: 33, N: 17, K: 9 }, { M: 1, N: 1, K: 1 }, { M: 130, N: 259, K: 67 }]) {
+    const rep = runGemm(ck, sizes, { seed: 11, iters: 0, check: "sim" });
+    assert.ok(rep.ok, `${JSON.stringify(sizes)}: ${JSON.stringify(rep.reference?.first)}`);
+  }
+});
+
+gpuTest("gemm run --check sim end to end on the GPU", async () => {
+  const r = await gemm([
+    "run",
+    "examples/s8_gemm.gemm",
+    "--size",
+    "M=256,N=128,K=128",
+    "--check",
+    "sim",
+    "--iters",
+    "3",
+  ]);
+  assert.equal(r.code, 0, r.stdout + r.stderr);
+  assert.match(r.stdout, /s8_gemm: AGREES with the reference and the simulator/);
+  assert.match(r.stdout, /simulator \(\d+ of \d+ blocks, \d+ elements\): identical/);
+  assert.match(r.stdout, /TOPS/);
+});

@@ -1,0 +1,231 @@
+/**
+ * Run by tests/gpu/run_test.ts as `deno test` in a child process with
+ * `GEMMC_LIBCUDA` pointing at the fake driver built from fake_libcuda.c (the
+ * driver is loaded once per process, so this needs a process of its own).
+ * It drives the real bindings end to end against the fake and checks what
+ * arrived on the C side: the kernel arguments as the ABI says, the launch
+ * geometry, the JIT options and log, the dynamic shared-memory attribute,
+ * and that every buffer, event, module and context reference is released,
+ * on success and on failure.
+ */
+
+import assert from "node:assert/strict";
+import { compile } from "../../../compiler.ts";
+import { runGemm } from "../../../backends/run_gemm.ts";
+import {
+  Cuda,
+  cudaAvailable,
+  CudaError,
+  JitError,
+  packKernelParams,
+} from "../../../backends/cuda/driver.ts";
+import { runProbe } from "../../../backends/cuda/probe.ts";
+import { MMA_SHAPES } from "../../../ir/mma_table.ts";
+import { main } from "../../../cli.ts";
+
+const LIB = Deno.env.get("GEMMC_LIBCUDA")!;
+const fake = Deno.dlopen(LIB, {
+  fake_stats: { parameters: ["buffer"], result: "i32" },
+  fake_last_launch: { parameters: ["buffer", "buffer", "buffer"], result: "i32" },
+});
+
+function stats() {
+  const s = new BigInt64Array(8);
+  fake.symbols.fake_stats(s);
+  const v = (i: number) => Number(s[i]!);
+  return {
+    allocs: v(0),
+    modules: v(1),
+    events: v(2),
+    ctxRefs: v(3),
+    launches: v(4),
+    current: v(5),
+    jitOpts: v(6),
+    dynSmem: v(7),
+  };
+}
+
+function lastLaunch() {
+  const geo = new Uint32Array(7);
+  const bits = new BigUint64Array(64);
+  const types = new Uint8Array(64 * 8);
+  const n = fake.symbols.fake_last_launch(geo, bits, types);
+  const dec = new TextDecoder();
+  return {
+    grid: [...geo.subarray(0, 3)],
+    block: [...geo.subarray(3, 6)],
+    smem: geo[6]!,
+    params: Array.from({ length: n }, (_, i) => ({
+      type: dec.decode(types.subarray(8 * i, 8 * i + 8)).replace(/\0.*$/, ""),
+      bits: bits[i]!,
+    })),
+  };
+}
+
+function released() {
+  const s = stats();
+  assert.equal(s.allocs, 0, "buffers left allocated");
+  assert.equal(s.modules, 0, "modules left loaded");
+  assert.equal(s.events, 0, "events left");
+  assert.equal(s.ctxRefs, 0, "primary context still retained");
+}
+
+const ex = (f: string) => Deno.readTextFileSync(new URL(`../../../examples/${f}`, import.meta.url));
+
+Deno.test("the fake driver loads through the real bindings", () => {
+  assert.deepEqual(cudaAvailable(), { ok: true });
+  const cuda = Cuda.open();
+  try {
+    assert.equal(cuda.device.name, "Fake GPU");
+    assert.equal(cuda.device.arch, "sm_90");
+    assert.equal(cuda.device.driverVersionText, "13.0");
+    assert.equal(cuda.device.maxSharedPerBlockOptin, 232448);
+    const b = cuda.alloc(64);
+    const src = new Uint8Array(64).map((_, i) => i * 3);
+    b.upload(src);
+    assert.deepEqual(b.download(), src);
+    b.fill(0xab);
+    assert.ok(b.download().every((x) => x === 0xab));
+    assert.equal(stats().allocs, 1);
+  } finally {
+    cuda.close();
+  }
+  released();
+});
+
+Deno.test("kernel arguments arrive as the manifest's PTX types, in order", () => {
+  const ck = compile(ex("dgemm.gemm")).kernels[0]!;
+  const rep = runGemm(ck, { M: 64, N: 64, K: 32 }, { iters: 0, check: "none" });
+  const l = lastLaunch();
+  assert.deepEqual(l.params.map((p) => p.type), ck.manifest.params.map((p) => p.ptx));
+  assert.deepEqual(l.grid, [...rep.grid]);
+  assert.deepEqual(l.block, [...rep.block]);
+  assert.equal(l.smem, rep.dynamicSmemBytes);
+  const ptrs = new Set<bigint>();
+  ck.manifest.params.forEach((p, i) => {
+    const bits = l.params[i]!.bits;
+    if (p.kind === "tensor") {
+      assert.notEqual(bits, 0n);
+      ptrs.add(bits);
+    } else if (p.kind === "dim") assert.equal(Number(bits), rep.sizes[p.name]);
+    else {
+      const dv = new DataView(new ArrayBuffer(8));
+      dv.setBigUint64(0, bits, true);
+      const v = p.ptx === "f64" ? dv.getFloat64(0, true) : dv.getFloat32(0, true);
+      assert.equal(v, rep.args.scalars.get(p.name), p.name);
+    }
+  });
+  assert.equal(ptrs.size, ck.manifest.params.filter((p) => p.kind === "tensor").length);
+  // The fake runs nothing: the output is still poison, and the run says so.
+  assert.equal(rep.unwritten, 64 * 64);
+  assert.equal(rep.ok, false);
+  assert.equal(rep.function.registers, 42);
+  assert.match(rep.jit.infoLog, /Used 42 registers/);
+  assert.equal(rep.jit.wallMs, 1.5);
+  assert.equal(stats().jitOpts, 1, "JIT options as the driver expects them");
+  released();
+});
+
+Deno.test("more than 48 KiB of dynamic shared memory is requested first", () => {
+  const ck = compile(ex("hgemm.gemm")).kernels[0]!;
+  assert.ok(ck.manifest.dynamicSmemBytes > 48 * 1024, "hgemm's schedule needs > 48 KiB");
+  runGemm(ck, { M: 128, N: 256, K: 64 }, { iters: 2, warmup: 1, check: "none" });
+  assert.equal(stats().dynSmem, ck.manifest.dynamicSmemBytes);
+  assert.equal(lastLaunch().smem, ck.manifest.dynamicSmemBytes);
+  released();
+});
+
+Deno.test("timing: events around each launch, rotating input sets, median", () => {
+  const ck = compile(ex("s8_gemm.gemm")).kernels[0]!;
+  const before = stats().launches;
+  const rep = runGemm(ck, { M: 64, N: 64, K: 64 }, {
+    iters: 5,
+    warmup: 2,
+    inputSets: 3,
+    check: "ref",
+  });
+  assert.equal(stats().launches - before, 1 + 2 + 5);
+  assert.ok(rep.timing !== null);
+  assert.equal(rep.timing.medianMs, 0.25);
+  assert.equal(rep.timing.inputSets, 3);
+  assert.equal(rep.timing.unit, "TOPS");
+  assert.equal(rep.timing.ops, 2 * 64 * 64 * 64);
+  assert.ok(rep.reference !== null && !rep.reference.comparison.ok);
+  released();
+});
+
+Deno.test("a JIT failure raises the JIT's log and releases everything", () => {
+  const cuda = Cuda.open();
+  try {
+    assert.throws(
+      () => cuda.loadModule("// FAKE_JIT_ERROR\n.version 8.0\n"),
+      (e: unknown) =>
+        e instanceof JitError && /fake error at line 7/.test(e.message) &&
+        e.errorName === "CUDA_ERROR_INVALID_PTX",
+    );
+  } finally {
+    cuda.close();
+  }
+  released();
+});
+
+Deno.test("driver errors name the function, the error and its description", () => {
+  const cuda = Cuda.open();
+  try {
+    const m = cuda.loadModule(".visible .entry k(\n)\n{ ret; }\n");
+    assert.throws(
+      () => m.getFunction("nope"),
+      (e: unknown) =>
+        e instanceof CudaError && e.fn === "cuModuleGetFunction" &&
+        e.message ===
+          'cuModuleGetFunction failed: CUDA_ERROR_NOT_FOUND (named symbol not found): "nope"',
+    );
+  } finally {
+    cuda.close();
+  }
+  released();
+});
+
+Deno.test("the probe runs end to end through the driver", async () => {
+  const rs = await runProbe({ mode: "gpu", shapes: [MMA_SHAPES[0]!, MMA_SHAPES[8]!] });
+  // Nothing ran, so nothing agrees; but every launch went through.
+  assert.equal(rs.length, 2);
+  assert.ok(rs.every((r) => r.error === null && !r.ok));
+  assert.equal(lastLaunch().params.length, 4);
+  released();
+});
+
+Deno.test("gemm run through the driver: device line, a verdict, exit 1 on mismatch", async () => {
+  let out = "";
+  let err = "";
+  const code = await main(
+    ["run", "examples/u8_gemm.gemm", "--size", "M=32,N=32,K=64", "--iters", "2"],
+    {
+      out: (s) => (out += s),
+      err: (s) => (err += s),
+      readFile: (p) => Deno.readTextFileSync(new URL(`../../../${p}`, import.meta.url)),
+      writeFile: () => {},
+    },
+  );
+  assert.equal(code, 1, err);
+  assert.match(out, /^device: Fake GPU \(sm_90, 132 SMs\), CUDA driver 13\.0/);
+  assert.match(out, /u8_gemm: MISMATCH with the reference/);
+  assert.match(out, /42 registers/);
+  released();
+});
+
+Deno.test("kernelParams point at 8-byte slots holding each value", () => {
+  const p = packKernelParams([
+    { type: "u64", value: 0x123456789abcn },
+    { type: "f32", value: 1.5 },
+    { type: "s32", value: -7 },
+    { type: "f64", value: -2.25 },
+  ]);
+  const base = BigInt(Deno.UnsafePointer.value(Deno.UnsafePointer.of(p.values)));
+  assert.deepEqual([...p.pointers].map((x) => x - base), [0n, 8n, 16n, 24n]);
+  const dv = new DataView(p.values);
+  assert.equal(dv.getBigUint64(0, true), 0x123456789abcn);
+  assert.equal(dv.getFloat32(8, true), 1.5);
+  assert.equal(dv.getInt32(16, true), -7);
+  assert.equal(dv.getFloat64(24, true), -2.25);
+});
