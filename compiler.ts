@@ -30,6 +30,9 @@ export interface SourceOptions {
 export interface CompileOptions extends SourceOptions {
   /** Compile only the kernel of this name. */
   readonly kernel?: string;
+  /** Expected sizes by dimension name (or M, N, K, L for the roles): the
+   * default schedule is chosen for them; the kernel works for any size. */
+  readonly sizeHints?: Readonly<Record<string, number>>;
   /** Receives the IR after each pass (`--dump-after`). */
   readonly dump?: DumpHook;
 }
@@ -138,8 +141,11 @@ export function compile(source: string, options: CompileOptions = {}): CompileRe
   const compiled: CompiledKernel[] = [];
   for (const gemm of kernels) {
     try {
+      const hinted = options.sizeHints === undefined
+        ? gemm
+        : { ...gemm, sizeHints: hintsFor(gemm, options.sizeHints) };
       const { gemm: planned, kernel } = runPipeline(
-        gemm,
+        hinted,
         options.dump === undefined ? undefined : options.dump,
       );
       compiled.push({
@@ -158,6 +164,18 @@ export function compile(source: string, options: CompileOptions = {}): CompileRe
     }
   }
   return { ok: diagnostics.length === 0, kernels: compiled, diagnostics };
+}
+
+/** Size hints by the kernel's dimension names (role letters M, N, K, L accepted). */
+function hintsFor(k: GemmKernel, given: Readonly<Record<string, number>>): Record<string, number> {
+  const out: Record<string, number> = {};
+  const roles = [["M", k.problem.m], ["N", k.problem.n], ["K", k.problem.k], ["L", k.problem.batch]] as const;
+  for (const d of k.dims) {
+    const role = roles.find(([, r]) => r !== null && r.kind === "sym" && r.name === d);
+    const v = given[d] ?? (role !== undefined ? given[role[0]] : undefined);
+    if (v !== undefined) out[d] = v;
+  }
+  return out;
 }
 
 /**

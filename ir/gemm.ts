@@ -278,6 +278,10 @@ export interface GemmKernel {
   readonly schedule: Schedule;
   /** What the passes decided so far. */
   readonly plan: Plan;
+  /** Expected runtime sizes, by dimension name: they shape the default
+   * schedule (tile size for skinny problems, swizzle) as compile-time sizes
+   * would, but the kernel stays correct for any size. */
+  readonly sizeHints?: Readonly<Record<string, number>>;
   /** Where each given schedule line is, for diagnostics raised by passes. */
   readonly scheduleSpans: Readonly<Partial<Record<ScheduleKey, Span>>>;
   readonly span: Span;

@@ -68,9 +68,6 @@ export function defaultSwizzle(tilesN: number | null): number {
  * the SM count of an A100, the chip sm_80 was made for. */
 export const MIN_BLOCKS = 108;
 
-function constOf(d: DimRef): number | null {
-  return d.kind === "const" ? d.value : null;
-}
 
 function shrink(tile: number, size: number | null, min: number): number {
   if (size === null) return tile;
@@ -86,6 +83,9 @@ export const tilePass: GemmPass = {
   summary: "Choose the threadblock tile, rasterisation swizzle and split-K; plan partial tiles",
   run(k: GemmKernel): GemmKernel {
     const p = k.problem;
+    // Sizes known at compile time, or expected (size hints): they shape the defaults.
+    const constOf = (d: DimRef): number | null =>
+      d.kind === "const" ? d.value : k.sizeHints?.[d.name] ?? null;
     let tb = k.schedule.threadblock;
     if (tb === undefined) {
       // 3xtf32 needs twice the fragment registers: a 128x128 tile keeps 8 warps of 64x32.

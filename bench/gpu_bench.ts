@@ -1,0 +1,460 @@
+/**
+ * `deno task bench --gpu`: gemmc's kernels against cuBLAS and the mma.sync
+ * ceiling, in one process on one GPU.
+ *
+ * For f16 (f32 accumulation), bf16, tf32, s8 and f64, at 4096³, 8192³, a
+ * skinny shape (M=128, N=K=8192) and an odd one (M=N=K=5000): our kernel at
+ * its default schedule for the problem (compiled with the sizes as hints),
+ * checked against the reference on sampled rows and columns of the same
+ * run's output (a result counts only if it agrees), then timed: warm-up,
+ * then the median of CUDA-event-timed launches rotating among several input
+ * sets (so that L2 does not flatter); cuBLAS (`cublasGemmEx`) on the same
+ * buffers; the mma.sync ceiling measured on the spot by bench/mma_peak.ts.
+ * Prints a table and writes `bench/results/<date>-<gpu>.csv` with the SM
+ * clock read (nvidia-smi) during the run.
+ *
+ * @module
+ */
+
+import { compile, type CompiledKernel } from "../compiler.ts";
+import { Cuda, type CudaFunction, type DeviceBuffer } from "../backends/cuda/driver.ts";
+import { kernelArgs } from "../backends/cuda/launch.ts";
+import { kernelManifest } from "../backends/manifest.ts";
+import { chooseReferenceSample, referenceCheck } from "../backends/cuda/checks.ts";
+import type { LaunchArgs } from "../backends/ref/inputs.ts";
+import { tensorShape } from "../backends/ref/tensor.ts";
+import { f32ToF16Bits } from "../backends/sim/numerics.ts";
+import { tensorParam } from "../ir/gemm.ts";
+import { type BlasType, Cublas } from "./cublas.ts";
+import { PEAK_ACCUMULATORS, PEAK_SHAPES, PEAK_THREADS, peakKernel, peakOps } from "./mma_peak.ts";
+import { printPtx } from "../backends/ptx/print.ts";
+import { MMA_SHAPES } from "../ir/mma_table.ts";
+
+interface Problem {
+  readonly shape: string;
+  readonly M: number;
+  readonly N: number;
+  readonly K: number;
+}
+
+const PROBLEMS: readonly Problem[] = [
+  { shape: "4096", M: 4096, N: 4096, K: 4096 },
+  { shape: "8192", M: 8192, N: 8192, K: 8192 },
+  { shape: "skinny", M: 128, N: 8192, K: 8192 },
+  { shape: "odd", M: 5000, N: 5000, K: 5000 },
+];
+
+const TYPES: readonly BlasType[] = ["f16", "bf16", "tf32", "s8", "f64"];
+
+/** The benchmark kernel's source file, per type (s8 at 5000 needs 8-byte alignment). */
+function sourceFor(t: BlasType, p: Problem): string {
+  const file = t === "s8" && p.K % 16 !== 0 ? "s8_align8" : t;
+  return Deno.readTextFileSync(new URL(`./kernels/${file}.gemm`, import.meta.url));
+}
+
+/** A fast xorshift generator for filling large inputs. */
+function xorshift(seed: number): () => number {
+  let x = seed >>> 0 || 1;
+  return () => {
+    x ^= x << 13;
+    x >>>= 0;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    x >>>= 0;
+    return x;
+  };
+}
+
+/** Random bytes of a tensor: floats uniform in [-1, 1), integers over their range. */
+function fill(dtype: string, elements: number, seed: number): Uint8Array {
+  const r = xorshift(seed);
+  const u = () => r() / 4294967296 * 2 - 1;
+  switch (dtype) {
+    case "f16": {
+      const a = new Uint16Array(elements);
+      for (let i = 0; i < elements; i++) a[i] = f32ToF16Bits(u());
+      return new Uint8Array(a.buffer);
+    }
+    case "bf16": {
+      const a = new Uint16Array(elements);
+      const f = new Float32Array(1);
+      const b = new Uint32Array(f.buffer);
+      for (let i = 0; i < elements; i++) {
+        f[0] = u();
+        a[i] = b[0]! >>> 16; // truncation: a valid bf16 value
+      }
+      return new Uint8Array(a.buffer);
+    }
+    case "f32":
+    case "tf32": {
+      const a = new Float32Array(elements);
+      for (let i = 0; i < elements; i++) a[i] = u();
+      return new Uint8Array(a.buffer);
+    }
+    case "f64": {
+      const a = new Float64Array(elements);
+      for (let i = 0; i < elements; i++) a[i] = u();
+      return new Uint8Array(a.buffer);
+    }
+    case "s8": {
+      const a = new Uint32Array(Math.ceil(elements / 4));
+      for (let i = 0; i < a.length; i++) a[i] = r();
+      return new Uint8Array(a.buffer, 0, elements);
+    }
+    default:
+      throw new Error(`No filler for ${dtype}`);
+  }
+}
+
+/** CUTLASS-style kernel name, e.g. `s16816gemm_f16_128x256_32x4_tn_align8`. */
+export function cutlassName(ck: CompiledKernel, t: BlasType): string {
+  const p = ck.planned.plan;
+  const mma = p.mma!;
+  const tb = p.tile!.threadblock;
+  const a = tensorParam(ck.gemm, ck.gemm.problem.a.tensor);
+  const shape = `${mma.instr.m}${mma.instr.n}${mma.instr.k}`;
+  const prefix = t === "f64"
+    ? `d${shape}gemm`
+    : t === "s8"
+    ? `i${shape}gemm_s8`
+    : t === "tf32"
+    ? `s${shape}tf32gemm`
+    : `s${shape}gemm_${t}`;
+  const la = ck.gemm.problem.a.layout === "row" ? "t" : "n";
+  const lb = ck.gemm.problem.b.layout === "col" ? "n" : "t";
+  return `${prefix}_${tb.m}x${tb.n}_${tb.k}x${p.pipeline!.stages}_${la}${lb}_align${a.align}`;
+}
+
+function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const n = s.length;
+  return n % 2 ? s[(n - 1) / 2]! : (s[n / 2 - 1]! + s[n / 2]!) / 2;
+}
+
+/** Samples the SM clock every 100 ms with nvidia-smi in the background. */
+class ClockSampler {
+  readonly #child: Deno.ChildProcess | null;
+  readonly #text: Promise<string>;
+
+  constructor() {
+    let child: Deno.ChildProcess | null = null;
+    try {
+      child = new Deno.Command("nvidia-smi", {
+        args: ["--query-gpu=timestamp,clocks.sm", "--format=csv,noheader,nounits", "-lms", "100"],
+        stdout: "piped",
+        stderr: "null",
+      }).spawn();
+    } catch {
+      child = null;
+    }
+    this.#child = child;
+    this.#text = child === null ? Promise.resolve("") : new Response(child.stdout).text();
+  }
+
+  /** Stops sampling; returns (time in ms since the epoch, MHz) pairs. */
+  async stop(): Promise<[number, number][]> {
+    if (this.#child === null) return [];
+    try {
+      this.#child.kill("SIGTERM");
+    } catch {
+      // already gone
+    }
+    const text = await this.#text;
+    const out: [number, number][] = [];
+    for (const line of text.split("\n")) {
+      const m = /^(\d+)\/(\d+)\/(\d+) (\d+):(\d+):(\d+)\.(\d+),\s*(\d+)/.exec(line.trim());
+      if (m === null) continue;
+      const t = Date.UTC(
+        +m[1]!,
+        +m[2]! - 1,
+        +m[3]!,
+        +m[4]!,
+        +m[5]!,
+        +m[6]!,
+        +m[7]!.padEnd(3, "0").slice(0, 3),
+      );
+      out.push([t, +m[8]!]);
+    }
+    return out;
+  }
+}
+
+/** Times `launch` with events: `warmup` untimed, median of `iters` (ms). */
+function timeIt(cuda: Cuda, launch: (i: number) => void, warmup: number, iters: number): number {
+  for (let i = 0; i < warmup; i++) launch(i);
+  cuda.synchronize();
+  const ev = Array.from({ length: 2 * iters }, () => cuda.createEvent());
+  for (let i = 0; i < iters; i++) {
+    ev[2 * i]!.record();
+    launch(i);
+    ev[2 * i + 1]!.record();
+  }
+  ev[2 * iters - 1]!.synchronize();
+  const ms = Array.from({ length: iters }, (_, i) => ev[2 * i + 1]!.elapsedSince(ev[2 * i]!));
+  for (const e of ev) e.destroy();
+  return median(ms);
+}
+
+/** The mma.sync ceiling per type, TOPS. */
+function ceilings(cuda: Cuda): Map<string, number> {
+  const out = new Map<string, number>();
+  const kernels = Object.entries(PEAK_SHAPES).map(([t, s]) => [t, s, peakKernel(s)] as const);
+  const mod = cuda.loadModule(printPtx(kernels.map((k) => k[2]), { minBlocksPerSm: 1 }));
+  const blocks = cuda.device.multiprocessors * 4;
+  const buf = cuda.alloc(blocks * PEAK_THREADS * 8);
+  const iters = 2048;
+  for (const [t, s, k] of kernels) {
+    const fn = mod.getFunction(k.name);
+    const ms = timeIt(
+      cuda,
+      () =>
+        cuda.launch(
+          fn,
+          { grid: [blocks, 1, 1], block: [PEAK_THREADS, 1, 1], dynamicSmemBytes: 0 },
+          [
+            { type: "u64", value: buf.ptr },
+            { type: "u32", value: iters },
+          ],
+        ),
+      2,
+      5,
+    );
+    out.set(t, peakOps(s, blocks, iters) / (ms * 1e-3) / 1e12);
+  }
+  buf.free();
+  mod.unload();
+  void MMA_SHAPES;
+  void PEAK_ACCUMULATORS;
+  return out;
+}
+
+/** One row of the results. */
+export interface BenchRow {
+  readonly type: BlasType;
+  readonly shape: string;
+  readonly M: number;
+  readonly N: number;
+  readonly K: number;
+  readonly kernel: string;
+  readonly verified: boolean;
+  readonly relError: number;
+  readonly ours: number;
+  readonly cublas: number;
+  readonly ceiling: number;
+  /** Median SM clock sampled while our kernel was timed (nvidia-smi). */
+  readonly smClockMHz: number | null;
+  /** Wall-clock window of our timed launches (ms since the epoch). */
+  readonly window: readonly [number, number];
+  readonly registers: number;
+}
+
+function benchOne(cuda: Cuda, blas: Cublas, t: BlasType, p: Problem, ceiling: number): BenchRow {
+  const src = sourceFor(t, p);
+  const r = compile(src, { file: `bench_${t}.gemm`, sizeHints: { M: p.M, N: p.N, K: p.K } });
+  if (!r.ok) throw new Error(r.diagnostics.map((d) => d.message).join("; "));
+  const ck = r.kernels[0]!;
+  const sizes = { M: p.M, N: p.N, K: p.K };
+  const manifest = kernelManifest(ck.gemm, ck.kernel, sizes);
+  const A = tensorParam(ck.gemm, "A");
+  const B = tensorParam(ck.gemm, "B");
+  const D = tensorParam(ck.gemm, "D");
+  const bytesA = tensorShape(A, sizes).bytes;
+  const bytesB = tensorShape(B, sizes).bytes;
+  const bytesD = tensorShape(D, sizes).bytes;
+  // Enough input sets that they do not fit in L2 together (60 MB on the H200).
+  const sets = Math.max(2, Math.min(8, Math.ceil((3 * 60e6) / (bytesA + bytesB))));
+  const host = {
+    A: fill(A.dtype, tensorShape(A, sizes).elements, 11),
+    B: fill(B.dtype, tensorShape(B, sizes).elements, 23),
+  };
+  const bufs: DeviceBuffer[] = [];
+  const alloc = (n: number) => {
+    const b = cuda.alloc(n);
+    bufs.push(b);
+    return b;
+  };
+  try {
+    const aBufs = Array.from({ length: sets }, () => alloc(bytesA));
+    const bBufs = Array.from({ length: sets }, () => alloc(bytesB));
+    aBufs[0]!.upload(host.A);
+    bBufs[0]!.upload(host.B);
+    for (let s = 1; s < sets; s++) {
+      // Different data per set: the same bytes rotated by s*4096 (cheap, not identical).
+      const rot = (x: Uint8Array) => {
+        const k = (s * 4096) % x.length;
+        const y = new Uint8Array(x.length);
+        y.set(x.subarray(k));
+        y.set(x.subarray(0, k), x.length - k);
+        return y;
+      };
+      aBufs[s]!.upload(rot(host.A));
+      bBufs[s]!.upload(rot(host.B));
+    }
+    const dBuf = alloc(bytesD);
+    const cBuf = alloc(bytesD);
+    dBuf.fill(D.dtype === "s32" ? 0x5a : 0xff); // poison
+    const mod = cuda.loadModule(ck.ptx);
+    const fn: CudaFunction = mod.getFunction(manifest.entry);
+    if (manifest.dynamicSmemBytes > 48 * 1024) {
+      fn.setMaxDynamicSharedBytes(manifest.dynamicSmemBytes);
+    }
+    const config = {
+      grid: manifest.grid!,
+      block: manifest.block,
+      dynamicSmemBytes: manifest.dynamicSmemBytes,
+    };
+    const argsOf = (s: number) =>
+      kernelArgs(
+        manifest,
+        new Map([["A", aBufs[s]!.ptr], ["B", bBufs[s]!.ptr], ["D", dBuf.ptr]]),
+        sizes,
+        new Map(),
+      );
+    const argSets = Array.from({ length: sets }, (_, s) => argsOf(s));
+    // Verify set 0 against the reference on sampled rows and columns.
+    cuda.launch(fn, config, argSets[0]!);
+    cuda.synchronize();
+    const out = dBuf.download();
+    const launchArgs: LaunchArgs = {
+      tensors: new Map([["A", host.A], ["B", host.B], ["D", out]]),
+      scalars: new Map(),
+      sizes,
+    };
+    const sample = chooseReferenceSample(ck.gemm, sizes, 2 ** 24, 7, {
+      m: ck.kernel.grid.tileM,
+      n: ck.kernel.grid.tileN,
+    });
+    const check = referenceCheck(ck.gemm, launchArgs, out, sample);
+    const ops = 2 * p.M * p.N * p.K;
+    const iters = p.M * p.N * p.K > 2 ** 36 ? 20 : 50;
+    const t0 = Date.now();
+    const ms = timeIt(cuda, (i) => cuda.launch(fn, config, argSets[i % sets]!), 5, iters);
+    const t1 = Date.now();
+    const msBlas = timeIt(
+      cuda,
+      (i) => blas.gemmTN(t, p.M, p.N, p.K, aBufs[i % sets]!.ptr, bBufs[i % sets]!.ptr, cBuf.ptr),
+      5,
+      iters,
+    );
+    const attrs = fn.attributes();
+    mod.unload();
+    return {
+      type: t,
+      shape: p.shape,
+      M: p.M,
+      N: p.N,
+      K: p.K,
+      kernel: cutlassName(ck, t),
+      verified: check.comparison.ok,
+      relError: check.comparison.relFrobenius,
+      ours: ops / (ms * 1e-3) / 1e12,
+      cublas: ops / (msBlas * 1e-3) / 1e12,
+      ceiling,
+      smClockMHz: null,
+      window: [t0, t1],
+      registers: attrs.registers,
+    };
+  } finally {
+    for (const b of bufs) b.free();
+  }
+}
+
+/**
+ * Runs the benchmark.
+ *
+ * @param args `--types f16,s8`, `--shapes 4096,8192,skinny,odd`, `--out DIR`.
+ */
+export async function main(args: readonly string[] = Deno.args): Promise<void> {
+  const opt = (name: string) => {
+    const i = args.indexOf(name);
+    return i >= 0 ? args[i + 1] : undefined;
+  };
+  const types = (opt("--types")?.split(",") ?? TYPES) as BlasType[];
+  const shapes = opt("--shapes")?.split(",");
+  const problems = PROBLEMS.filter((p) => shapes === undefined || shapes.includes(p.shape));
+  const cuda = Cuda.open();
+  const blas = Cublas.open();
+  const rows: BenchRow[] = [];
+  const sampler = new ClockSampler();
+  try {
+    const dev = cuda.device;
+    console.log(
+      `# ${dev.name} (${dev.arch}, ${dev.multiprocessors} SMs), driver ${dev.driverVersionText}, ${blas.path}`,
+    );
+    const ceil = ceilings(cuda);
+    console.log(
+      `# mma.sync ceiling (TOPS): ${[...ceil].map(([t, v]) => `${t} ${v.toFixed(0)}`).join(", ")}`,
+    );
+    for (const t of types) {
+      for (const p of problems) {
+        let row: BenchRow;
+        try {
+          row = benchOne(cuda, blas, t, p, ceil.get(t) ?? NaN);
+        } catch (e) {
+          console.log(`${t} ${p.shape}: ERROR ${(e as Error).message}`);
+          continue;
+        }
+        rows.push(row);
+        console.log(
+          `${t.padEnd(5)} ${`${p.M}x${p.N}x${p.K}`.padEnd(16)} ${row.kernel.padEnd(40)} ` +
+            `${row.verified ? "verified" : "WRONG   "} ours ${row.ours.toFixed(1).padStart(7)}  ` +
+            `cuBLAS ${row.cublas.toFixed(1).padStart(7)}  ratio ${
+              (row.ours / row.cublas).toFixed(2)
+            }  ` +
+            `of ceiling ${(row.ours / row.ceiling).toFixed(2)}  (${row.registers} regs)`,
+        );
+      }
+    }
+  } finally {
+    blas.close();
+    cuda.close();
+  }
+  const samples = await sampler.stop();
+  for (let i = 0; i < rows.length; i++) {
+    const r = rows[i]!;
+    const inWin = samples.filter(([t]) => t >= r.window[0] - 50 && t <= r.window[1] + 50).map(
+      ([, v]) => v,
+    );
+    rows[i] = { ...r, smClockMHz: inWin.length > 0 ? median(inWin) : null };
+  }
+  if (samples.length > 0) {
+    console.log(
+      `# SM clock during the timed launches: ${
+        rows.map((r) => r.smClockMHz ?? "?").join(", ")
+      } MHz`,
+    );
+  }
+  const date = new Date().toISOString().slice(0, 10);
+  const gpu = cuda.device.name.replace(/^NVIDIA\s+/, "").toLowerCase().replace(/[^a-z0-9]+/g, "-");
+  const dir = opt("--out") ?? new URL("./results/", import.meta.url).pathname;
+  const csv = [
+    "date,gpu,driver,type,shape,M,N,K,kernel,verified,rel_error,ours_tflops,cublas_tflops,ceiling_tflops,ratio_cublas,ratio_ceiling,sm_clock_mhz,registers",
+    ...rows.map((r) =>
+      [
+        date,
+        cuda.device.name,
+        cuda.device.driverVersionText,
+        r.type,
+        r.shape,
+        r.M,
+        r.N,
+        r.K,
+        r.kernel,
+        r.verified,
+        r.relError.toExponential(2),
+        r.ours.toFixed(1),
+        r.cublas.toFixed(1),
+        r.ceiling.toFixed(1),
+        (r.ours / r.cublas).toFixed(3),
+        (r.ours / r.ceiling).toFixed(3),
+        r.smClockMHz ?? "",
+        r.registers,
+      ].join(",")
+    ),
+  ].join("\n") + "\n";
+  const path = `${dir}/${date}-${gpu}.csv`;
+  Deno.writeTextFileSync(path, csv);
+  console.log(`wrote ${path}`);
+}
+
+if (import.meta.main) await main();
