@@ -17,7 +17,12 @@
  */
 
 import { compile, type CompiledKernel } from "../compiler.ts";
-import { Cuda, type CudaFunction, type DeviceBuffer } from "../backends/cuda/driver.ts";
+import {
+  Cuda,
+  cudaAvailable,
+  type CudaFunction,
+  type DeviceBuffer,
+} from "../backends/cuda/driver.ts";
 import { kernelArgs } from "../backends/cuda/launch.ts";
 import { kernelManifest } from "../backends/manifest.ts";
 import { chooseReferenceSample, referenceCheck } from "../backends/cuda/checks.ts";
@@ -372,6 +377,11 @@ export async function main(args: readonly string[] = Deno.args): Promise<void> {
   const types = (opt("--types")?.split(",") ?? TYPES) as BlasType[];
   const shapes = opt("--shapes")?.split(",");
   const problems = PROBLEMS.filter((p) => shapes === undefined || shapes.includes(p.shape));
+  const avail = cudaAvailable();
+  if (!avail.ok) {
+    console.log(`GPU benchmark: no CUDA driver (${avail.why}).`);
+    return;
+  }
   const cuda = Cuda.open();
   const blas = Cublas.open();
   const rows: BenchRow[] = [];
