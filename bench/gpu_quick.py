@@ -48,7 +48,7 @@ def event_time(f, iters=20, warm=5):
 
 CUBLAS_CACHE = {}
 
-def run_kernel(name, M, N, K, sets=4, check=True):
+def run_kernel(name, M, N, K, sets=4, check=True, profile=False):
     man, fn = load(name)
     ps = {p["name"]: p for p in man["params"]}
     ta, tb, td = (ps[n]["dtype"] for n in ("A", "B", "D"))
@@ -87,6 +87,9 @@ def run_kernel(name, M, N, K, sets=4, check=True):
             ok = rel < {"f16": 2e-3, "bf16": 1e-2, "f32": 3e-3, "f64": 1e-12}[td] and not torch.isnan(got).any().item()
             verdict = f"rel {rel:.2e}"
         verdict = ("OK " if ok else "FAIL ") + verdict
+    if profile:
+        torch.cuda.synchronize()
+        return "profiled"
     k = [0]
     def launch():
         k[0] = (k[0] + 1) % sets
@@ -125,6 +128,13 @@ def peak():
 if __name__ == "__main__":
     p = torch.cuda.get_device_properties(0)
     print(f"# {p.name}, {p.multi_processor_count} SMs, torch {torch.__version__}")
+    if os.environ.get("PROFILE"):
+        # One launch per kernel, for ncu: no timing, no cuBLAS, no ceiling.
+        for name in os.environ["PROFILE"].split(","):
+            for (M, N, K) in SIZES:
+                man, fn = load(name)
+                print(name, run_kernel(name, M, N, K, sets=1, check=False, profile=True), flush=True)
+        sys.exit(0)
     pk = peak()
     for n, v in pk.items(): print(f"peak {n}: {v:.0f} TOPS")
     names = ["bench_f16", "bench_bf16", "bench_tf32", "bench_s8", "bench_f64"]

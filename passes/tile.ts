@@ -13,7 +13,7 @@
  */
 
 import type { DimRef, GemmKernel, Shape3, TilePlan } from "../ir/gemm.ts";
-import type { Dtype } from "../ir/dtype.ts";
+import { type Dtype, DTYPE_INFO } from "../ir/dtype.ts";
 import { type GemmPass, scheduleError } from "./pass.ts";
 
 /**
@@ -64,10 +64,23 @@ export function defaultSwizzle(tilesN: number | null): number {
   return s;
 }
 
+/**
+ * Whether an operand is aligned to less than 4 bytes, so that its tiles are
+ * copied synchronously, one element per load and store (no cp.async).
+ *
+ * @param k The kernel.
+ * @returns True when A or B needs synchronous copies.
+ */
+export function hasSyncCopies(k: GemmKernel): boolean {
+  return [k.problem.a.tensor, k.problem.b.tensor].some((n) => {
+    const t = k.params.find((q) => q.name === n);
+    return t !== undefined && t.kind === "tensor" && t.align * DTYPE_INFO[t.dtype].bits < 32;
+  });
+}
+
 /** Blocks a default tile should give at least, when the sizes are known:
  * the SM count of an A100, the chip sm_80 was made for. */
 export const MIN_BLOCKS = 108;
-
 
 function shrink(tile: number, size: number | null, min: number): number {
   if (size === null) return tile;
@@ -89,8 +102,14 @@ export const tilePass: GemmPass = {
     let tb = k.schedule.threadblock;
     if (tb === undefined) {
       // 3xtf32 needs twice the fragment registers: a 128x128 tile keeps 8 warps of 64x32.
+      // Operands aligned to less than 4 bytes are copied synchronously, one
+      // element per load and store (no cp.async): a 128x128 tile keeps the
+      // copies per thread (and their registers) in bounds.
+      const syncCopy = hasSyncCopies(k);
       const d = k.math.mode === "3xtf32"
         ? { m: 128, n: 128, k: 16 }
+        : syncCopy
+        ? { m: 128, n: 128, k: defaultThreadblock(k.math.mmaA).k }
         : defaultThreadblock(k.math.mmaA);
       const minM = k.math.mmaA === "f64" ? 32 : 64;
       tb = {

@@ -8,6 +8,7 @@
 
 import type { GemmKernel, Shape3, WarpPlan } from "../ir/gemm.ts";
 import { type GemmPass, scheduleError } from "./pass.ts";
+import { hasSyncCopies } from "./tile.ts";
 
 /** The pass. */
 export const warpPass: GemmPass = {
@@ -20,7 +21,9 @@ export const warpPass: GemmPass = {
       // 64x64 (CUTLASS's Ampere default); f64 32x32; 3xtf32 64x32, since the
       // split operands (big and small parts) need twice the fragment registers.
       const dm = k.math.mmaA === "f64" ? 32 : 64;
-      const dn = k.math.mmaA === "f64" || k.math.mode === "3xtf32" ? 32 : 64;
+      // Synchronous copies (operands aligned below 4 bytes) hold their data in
+      // registers too: 64x32 warps (202 registers for align-1 f16, no spills).
+      const dn = k.math.mmaA === "f64" || k.math.mode === "3xtf32" || hasSyncCopies(k) ? 32 : 64;
       const w = { m: Math.min(dm, tb.m), n: Math.min(dn, tb.n), k: tb.k };
       // Small tiles: keep at least 4 warps (halving the warp tile down to 32)
       // so that the SM has warps to switch between.

@@ -541,9 +541,10 @@ Deno.test("gemm-pipeline: the cp.async width follows the alignment (16/8/4 bytes
   const cases: readonly [string, string, string, string][] = [
     ["f16[M, K] row", "f16[K, N] col", "cp.async 16B x2", "cp.async 16B x4"],
     ["f16[M, K] row align 4", "f16[K, N] col align 2", "cp.async 8B x4", "cp.async 4B x16"],
-    ["f16[M, K] row align 1", "f16[K, N] col align 1", "sync 2B x16", "sync 2B x32"],
+    // Synchronous copies: 128x128 tiles with 64x32 warps (8 warps).
+    ["f16[M, K] row align 1", "f16[K, N] col align 1", "sync 2B x16", "sync 2B x16"],
     ["s8[M, K] row align 8", "s8[K, N] col align 4", "cp.async 8B x4", "cp.async 4B x16"],
-    ["s8[M, K] row align 2", "s8[K, N] col align 1", "sync 2B x16", "sync 1B x64"],
+    ["s8[M, K] row align 2", "s8[K, N] col align 1", "sync 2B x16", "sync 1B x32"],
   ];
   for (const [a, b, ca, cb] of cases) {
     const d = a.startsWith("s8") ? "s32[M, N] row" : "f32[M, N] row";
