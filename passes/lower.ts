@@ -375,18 +375,19 @@ class Lowering {
       // kRem of the next tile to fetch: K - t * tileK (s32, may go negative).
       const kRem = this.mov("s32", K.kind === "imm" ? K : imm(0), "kfetch");
       if (K.kind !== "imm") b.emit({ op: "cvt", kind: "s32.b32", dst: kRem, src: this.bitsOf(K) });
-      // Copies of the next tile to fetch into stage `stage` (a compile-time
-      // index: the k-loop is unrolled by the stage count, so that every shared
-      // address is a base register plus an immediate).
-      const issue = (stage: number) => {
-        this.issueCopies(aCopy, pipe.a, stage, kRem);
-        this.issueCopies(bCopy, pipe.b, stage, kRem);
+      const writeOff = this.mov("u32", imm(0), "wstage");
+      const readOff = this.mov("u32", imm(0), "rstage");
+
+      const issue = () => {
+        this.issueCopies(aCopy, pipe.a, writeOff, kRem);
+        this.issueCopies(bCopy, pipe.b, writeOff, kRem);
         b.emit({ op: "commit" });
         b.emit({ op: "bin", fn: "sub", type: "s32", dst: kRem, a: kRem, b: imm(tb.k) });
+        this.advanceStage(writeOff, S);
       };
 
       b.emit({ op: "comment", text: `prologue: fill ${S - 1} stages` });
-      for (let s = 0; s < S - 1; s++) issue(s);
+      for (let s = 0; s < S - 1; s++) issue();
       b.emit({ op: "wait", n: pipe.waitDepth });
       b.emit({ op: "bar" });
 
@@ -398,44 +399,31 @@ class Lowering {
         );
       const aBuf = [fragRegs(this.shape.a, mTiles), fragRegs(this.shape.a, mTiles)];
       const bBuf = [fragRegs(this.shape.b, nTiles), fragRegs(this.shape.b, nTiles)];
-      const loadFrags = (kk: number, buf: number, stage: number) => {
-        this.loadFrags(aFrag, aBuf[buf]!, kk, stage, pipe.a);
-        this.loadFrags(bFrag, bBuf[buf]!, kk, stage, pipe.b);
+      const loadFrags = (kk: number, buf: number) => {
+        this.loadFrags(aFrag, aBuf[buf]!, kk, readOff, pipe.a);
+        this.loadFrags(bFrag, bBuf[buf]!, kk, readOff, pipe.b);
       };
-      loadFrags(0, 0, 0);
+      loadFrags(0, 0);
 
+      const kt = b.reg("u32", "kt");
       const KK = mp.kSteps;
-      if (KK % 2 !== 0) {
-        throw new Error(
-          `lower-kernel: ${KK} k-steps per tile: the fragment double buffer needs an even count`,
-        );
-      }
-      // One k-tile: tile kt lives in stage kt % S; its copies go to the stage
-      // freed by tile kt - 1, (kt + S - 1) % S.
-      const tile = (s: number) => {
+      b.for(kt, imm(0), kTiles, 1, () => {
         for (let kk = 0; kk < KK; kk++) {
+          const cur = kk % 2;
+          const nextBuf = (kk + 1) % 2;
+          const late = nextBuf === cur; // KK odd, last step: load after the MMAs
           if (kk === KK - 1) {
             b.emit({ op: "wait", n: pipe.waitDepth });
             b.emit({ op: "bar" });
+            this.advanceStage(readOff, S);
           }
-          const last = kk === KK - 1;
-          loadFrags((kk + 1) % KK, (kk + 1) % 2, last ? (s + 1) % S : s);
+          if (!late) loadFrags((kk + 1) % KK, nextBuf);
           if (kk === 0) {
-            b.emit({
-              op: "comment",
-              text: `copies of k-tile kt + ${S - 1} into stage ${(s + S - 1) % S}`,
-            });
-            issue((s + S - 1) % S);
+            b.emit({ op: "comment", text: `copies of k-tile kt + ${S - 1}` });
+            issue();
           }
-          this.mmas(acc, aBuf[kk % 2]!, bBuf[kk % 2]!);
-        }
-      };
-      const kt = b.reg("u32", "kt");
-      b.for(kt, imm(0), kTiles, S, () => {
-        tile(0);
-        for (let s = 1; s < S; s++) {
-          const more = this.setp("lt", "u32", this.bin("add", "u32", kt, imm(s)), kTiles);
-          b.if(more, true, () => tile(s));
+          this.mmas(acc, aBuf[cur]!, bBuf[cur]!);
+          if (late) loadFrags(0, 0);
         }
       });
       b.emit({ op: "wait", n: 0 });
@@ -474,6 +462,13 @@ class Lowering {
     const r = this.b.reg("b32");
     this.b.emit({ op: "cvt", kind: "b32.u32", dst: r, src: o });
     return r;
+  }
+
+  advanceStage(off: Reg, stages: number): void {
+    // Stage offsets count in stage indices; byte offsets are index * stageBytes.
+    const next = this.bin("add", "u32", off, imm(1));
+    const wrap = this.setp("eq", "u32", next, imm(stages));
+    this.b.emit({ op: "selp", type: "u32", dst: off, a: imm(0), b: next, p: wrap });
   }
 
   // ---- global -> shared copies ---------------------------------------------
@@ -570,12 +565,7 @@ class Lowering {
         ? this.bin("sub", "s32", toS32(outerSize), toS32(outer0), `${view.tensor}orem`)
         : null;
       const outerOk = kContig ? null : this.setp("lt", "u32", outer0, outerSize);
-      // K-contiguous: whether copy j's row is inside M/N, fixed for the whole k-loop.
-      const rowOks = kContig
-        ? dst.map((_, j) => this.setp("lt", "s32", imm(j * dr), outerRem!))
-        : [];
       return {
-        rowOks,
         kind: "strided",
         ptr0,
         stride,
@@ -633,15 +623,25 @@ class Lowering {
     return this.bin("mul", "u64", a64, ldBytes);
   }
 
-  issueCopies(c: CopyPlan, p: OperandSmem, stage: number, kRem: Reg): void {
+  issueCopies(c: CopyPlan, p: OperandSmem, stage: Reg, kRem: Reg): void {
     const b = this.b;
-    const stageOff = stage * p.stageBytes;
-    const dstOf = (d: { base: Reg; offset: number }) => d.base;
+    const stageOff = this.bin("mul", "u32", stage, imm(p.stageBytes));
+    const bases = new Map<Reg, Reg>();
+    const dstOf = (d: { base: Reg; offset: number }) => {
+      let r = bases.get(d.base);
+      if (r === undefined) {
+        r = this.bin("add", "u32", d.base, stageOff);
+        bases.set(d.base, r);
+      }
+      return r;
+    };
     if (c.kind === "strided") {
       const kOk = c.kContig ? this.setp("lt", "s32", c.kIdx, kRem) : null;
       const kRemT = c.kContig ? null : this.bin("sub", "s32", kRem, c.kIdx);
       c.dst.forEach((d, j) => {
-        const rowOk = c.kContig ? c.rowOks[j]! : this.setp("lt", "s32", imm(j * c.dr), kRemT!);
+        const rowOk = c.kContig
+          ? this.setp("lt", "s32", imm(j * c.dr), c.outerRem!)
+          : this.setp("lt", "s32", imm(j * c.dr), kRemT!);
         const ok = this.and(this.and(rowOk, c.kContig ? kOk : c.outerOk), c.valid[j]!)!;
         let ptr: Reg = c.ptr0;
         if (j > 0) {
@@ -659,7 +659,7 @@ class Lowering {
             b.emit({ op: "mad", type: "u64", dst: ptr, a: c.stride, b: imm(j), c: c.ptr0 });
           }
         }
-        this.copyOne(p, ok, ptr, dstOf(d), d.offset + stageOff);
+        this.copyOne(p, ok, ptr, dstOf(d), d.offset);
       });
       b.emit({ op: "bin", fn: "add", type: "u64", dst: c.ptr0, a: c.ptr0, b: c.step });
       return;
@@ -667,7 +667,7 @@ class Lowering {
     for (const one of c.copies) {
       const kOk = this.setp("lt", "s32", one.kIdx, kRem);
       const ok = this.and(one.okRow, kOk)!;
-      this.copyOne(p, ok, one.ptr, dstOf(one.dst), one.dst.offset + stageOff);
+      this.copyOne(p, ok, one.ptr, dstOf(one.dst), one.dst.offset);
       b.emit({ op: "bin", fn: "add", type: "u64", dst: one.ptr, a: one.ptr, b: c.step });
     }
   }
@@ -775,7 +775,7 @@ class Lowering {
     } else {
       const trans = load === "ldmatrix.trans";
       // Each register is one 8x8 b16 matrix; find the (outer, k) origin of each.
-      const originOf = (r: number): [number, number] => {
+      const origin = (r: number): [number, number] => {
         let o = Infinity;
         let kk = Infinity;
         for (let l = 0; l < 32; l++) {
@@ -787,9 +787,6 @@ class Lowering {
         }
         return [o, kk];
       };
-      // Memoised: the grouping below asks again for every tile and k-step.
-      const origins: [number, number][] = [];
-      const origin = (r: number): [number, number] => (origins[r] ??= originOf(r));
       // Validate: ldmatrix delivers exactly this fragment register.
       const kPer16B = (16 * 8) / bits; // k elements in 16 bytes
       for (let r = 0; r < frag.regs; r++) {
@@ -874,13 +871,17 @@ class Lowering {
     return { instrs, bases, regBits: frag.regBits, regsPerTile: frag.regs, load };
   }
 
-  loadFrags(f: FragPlan, buf: Reg[][], kk: number, stage: number, p: OperandSmem): void {
-    const stageOff = stage * p.stageBytes;
+  loadFrags(f: FragPlan, buf: Reg[][], kk: number, readStage: Reg, p: OperandSmem): void {
+    const stageOff = this.bin("mul", "u32", readStage, imm(p.stageBytes));
+    const bases = new Map<Reg, Reg>();
     f.instrs.forEach((ins, i) => {
       if (ins.kk !== kk) return;
-      const { base, offset: off0 } = f.bases[i]!;
-      const addr = base;
-      const offset = off0 + stageOff;
+      const { base, offset } = f.bases[i]!;
+      let addr = bases.get(base);
+      if (addr === undefined) {
+        addr = this.bin("add", "u32", base, stageOff);
+        bases.set(base, addr);
+      }
       const flat = buf.flat();
       if (f.load === "lds") {
         const reg = buf[ins.tile]![ins.regs[0]!]!;
@@ -1445,8 +1446,6 @@ interface StridedCopies {
   readonly outerRem: Reg | null;
   /** Outer-contiguous: whether the column run is inside M/N. */
   readonly outerOk: Reg | null;
-  /** K-contiguous: per copy, whether its row is inside M/N. */
-  readonly rowOks: readonly Reg[];
   /** k index of copy 0 within the tile (s32). */
   readonly kIdx: Reg;
   readonly dst: readonly { base: Reg; offset: number }[];
