@@ -148,7 +148,7 @@ function cmdCheck(args: string[], io: CliIO): number {
     io.out(CHECK_HELP);
     return 0;
   }
-  if (positionals.length === 0) throw new UsageError("gemm check: no input file");
+  if (positionals.length === 0) throw new UsageError("check: no input file");
   const target = parseTarget(values.target);
   let bad = false;
   for (const file of positionals) {
@@ -183,9 +183,9 @@ async function cmdCompile(args: string[], io: CliIO): Promise<number> {
     return 0;
   }
   const [file, ...extra] = positionals;
-  if (file === undefined) throw new UsageError("gemm compile: no input file");
+  if (file === undefined) throw new UsageError("compile: no input file");
   if (extra.length > 0) {
-    throw new UsageError(`gemm compile: one file at a time, got ${positionals.length}`);
+    throw new UsageError(`compile: one file at a time, got ${positionals.length}`);
   }
   const emit = values.emit as Emit;
   if (!(EMITS as readonly string[]).includes(emit)) {
@@ -333,9 +333,9 @@ function cmdSimulate(args: string[], io: CliIO): number {
     return 0;
   }
   const [file, ...extra] = positionals;
-  if (file === undefined) throw new UsageError("gemm simulate: no input file");
-  if (extra.length > 0) throw new UsageError("gemm simulate: one file at a time");
-  if (values.size === undefined) throw new UsageError("gemm simulate: --size is required");
+  if (file === undefined) throw new UsageError("simulate: no input file");
+  if (extra.length > 0) throw new UsageError("simulate: one file at a time");
+  if (values.size === undefined) throw new UsageError("simulate: --size is required");
   let sizes: Record<string, number>;
   try {
     sizes = parseSizes(values.size);
@@ -553,9 +553,9 @@ function cmdRun(args: string[], io: CliIO): number {
     return 0;
   }
   const [file, ...extra] = positionals;
-  if (file === undefined) throw new UsageError("gemm run: no input file");
-  if (extra.length > 0) throw new UsageError("gemm run: one file at a time");
-  if (values.size === undefined) throw new UsageError("gemm run: --size is required");
+  if (file === undefined) throw new UsageError("run: no input file");
+  if (extra.length > 0) throw new UsageError("run: one file at a time");
+  if (values.size === undefined) throw new UsageError("run: --size is required");
   let sizes: Record<string, number>;
   try {
     sizes = parseSizes(values.size);

@@ -184,7 +184,7 @@ export function checkRun(
       }
     }
   }
-  if (bad.length > 0) throw new Error(bad.join("\n"));
+  if (bad.length > 0) throw new Error(bad.join("; "));
   return sizes;
 }
 

@@ -68,7 +68,7 @@ export function simulateGemm(
 ): SimulateReport {
   const sizes = resolveSizes(ck.gemm, given);
   const bad = alignmentViolations(ck.gemm, sizes);
-  if (bad.length > 0) throw new Error(bad.join("\n"));
+  if (bad.length > 0) throw new Error(bad.join("; "));
   const args = randomArgs(ck.gemm, sizes, options.seed ?? 1, options.scalars ?? {});
   const grid = gridFor(ck.kernel.grid, sizes);
   const t0 = performance.now();
