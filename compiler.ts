@@ -48,9 +48,9 @@ export interface CompiledKernel {
   readonly planned: GemmKernel;
   /** The kernel IR. */
   readonly kernel: Kernel;
-  /** The textual form of {@link CompiledKernel.kernel}. */
+  /** The textual form of {@link CompiledKernel.kernel} (printed on first use). */
   readonly kernelText: string;
-  /** A PTX module holding this kernel alone. */
+  /** A PTX module holding this kernel alone (printed on first use). */
   readonly ptx: string;
   /** The launch manifest (grid as a plan; see {@link kernelManifest} for sizes). */
   readonly manifest: KernelManifest;
@@ -148,16 +148,7 @@ export function compile(source: string, options: CompileOptions = {}): CompileRe
         hinted,
         options.dump === undefined ? undefined : options.dump,
       );
-      compiled.push({
-        name: gemm.name,
-        gemm,
-        gemmText: printGemm(gemm),
-        planned,
-        kernel,
-        kernelText: printKernel(kernel),
-        ptx: printPtx([kernel], PTX_OPTIONS),
-        manifest: kernelManifest(gemm, kernel),
-      });
+      compiled.push(compiledKernel(gemm, planned, kernel));
     } catch (e) {
       if (e instanceof DiagnosticError) diagnostics.push(...e.diagnostics);
       else throw e;
@@ -166,10 +157,40 @@ export function compile(source: string, options: CompileOptions = {}): CompileRe
   return { ok: diagnostics.length === 0, kernels: compiled, diagnostics };
 }
 
+/**
+ * A {@link CompiledKernel} whose texts of the kernel IR and of the PTX are
+ * printed on first use and then kept: most callers read one of them or none,
+ * and printing is most of the cost of compiling. They are getters, read as
+ * the fields they were (also by `JSON.stringify` and object spread).
+ */
+function compiledKernel(gemm: GemmKernel, planned: GemmKernel, kernel: Kernel): CompiledKernel {
+  let kernelText: string | undefined;
+  let ptx: string | undefined;
+  return {
+    name: gemm.name,
+    gemm,
+    gemmText: printGemm(gemm),
+    planned,
+    kernel,
+    get kernelText(): string {
+      return kernelText ??= printKernel(kernel);
+    },
+    get ptx(): string {
+      return ptx ??= printPtx([kernel], PTX_OPTIONS);
+    },
+    manifest: kernelManifest(gemm, kernel),
+  };
+}
+
 /** Size hints by the kernel's dimension names (role letters M, N, K, L accepted). */
 function hintsFor(k: GemmKernel, given: Readonly<Record<string, number>>): Record<string, number> {
   const out: Record<string, number> = {};
-  const roles = [["M", k.problem.m], ["N", k.problem.n], ["K", k.problem.k], ["L", k.problem.batch]] as const;
+  const roles = [
+    ["M", k.problem.m],
+    ["N", k.problem.n],
+    ["K", k.problem.k],
+    ["L", k.problem.batch],
+  ] as const;
   for (const d of k.dims) {
     const role = roles.find(([, r]) => r !== null && r.kind === "sym" && r.name === d);
     const v = given[d] ?? (role !== undefined ? given[role[0]] : undefined);

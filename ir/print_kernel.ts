@@ -20,6 +20,16 @@ const PREFIX: Readonly<Record<RegType, string>> = Object.freeze({
   f64: "fd",
 });
 
+/** Register ids below this have their names cached (per type, in {@link NAMES}). */
+const NAME_CACHE_SIZE = 1 << 16;
+
+/** Cached register names by type and id (see {@link regName}); no prototype, so that a
+ * malformed type finds no entry. */
+const NAMES: Readonly<Record<string, string[] | undefined>> = Object.assign(
+  Object.create(null),
+  { pred: [], b16: [], b32: [], u32: [], s32: [], f32: [], u64: [], f64: [] },
+);
+
 /**
  * The name of a register as both the kernel-IR text and the PTX use it.
  *
@@ -27,7 +37,13 @@ const PREFIX: Readonly<Record<RegType, string>> = Object.freeze({
  * @returns `%` + type prefix + id, e.g. `%r12`.
  */
 export function regName(r: Reg): string {
-  return `%${PREFIX[r.type]}${r.id}`;
+  const id = r.id;
+  // The printers name every register several times: names of small ids are built once.
+  if (id >= 0 && id < NAME_CACHE_SIZE && Number.isInteger(id)) {
+    const names = NAMES[r.type];
+    if (names !== undefined) return names[id] ??= `%${PREFIX[r.type]}${id}`;
+  }
+  return `%${PREFIX[r.type]}${id}`;
 }
 
 function opd(o: Operand): string {

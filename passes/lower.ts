@@ -775,7 +775,7 @@ class Lowering {
     } else {
       const trans = load === "ldmatrix.trans";
       // Each register is one 8x8 b16 matrix; find the (outer, k) origin of each.
-      const origin = (r: number): [number, number] => {
+      const originOf = (r: number): [number, number] => {
         let o = Infinity;
         let kk = Infinity;
         for (let l = 0; l < 32; l++) {
@@ -787,6 +787,9 @@ class Lowering {
         }
         return [o, kk];
       };
+      // Memoised: the grouping below asks again for every tile and k-step.
+      const origins: [number, number][] = [];
+      const origin = (r: number): [number, number] => (origins[r] ??= originOf(r));
       // Validate: ldmatrix delivers exactly this fragment register.
       const kPer16B = (16 * 8) / bits; // k elements in 16 bytes
       for (let r = 0; r < frag.regs; r++) {

@@ -24,7 +24,9 @@
 import type {
   BinOp,
   CvtKind,
+  ForOp,
   Guard,
+  IfOp,
   Imm,
   Kernel,
   KernelParam,
@@ -36,7 +38,6 @@ import type {
   SpecialReg,
   UnOp,
 } from "../../ir/kernel.ts";
-import { opRegs } from "../../ir/kernel.ts";
 import { printBody, regName } from "../../ir/print_kernel.ts";
 import { MMA_SHAPES, type MmaDtype, type MmaShape } from "../../ir/mma_table.ts";
 import { type Target, unreachable } from "../../ir/gemm.ts";
@@ -359,13 +360,52 @@ const MMA_BY_NAME: ReadonlyMap<string, MmaShape> = new Map(MMA_SHAPES.map((s) =>
 // Operands
 // ---------------------------------------------------------------------------------------------
 
-function fill(tpl: string, holes: Readonly<Record<string, string>>): string {
-  return tpl.replace(/\$(\w+)/g, (_, k: string) => {
-    const v = holes[k];
-    if (v === undefined) throw new Error(`PTX template "${tpl}": no value for "$${k}"`);
-    return v;
-  });
+/** A template split at its `$name` holes: `lits[0] hole[0] lits[1] ... lits[n]`. */
+interface CompiledTemplate {
+  readonly lits: readonly string[];
+  readonly holes: readonly string[];
 }
+
+/** Templates split once (the tables are fixed; printing is on the compile path). */
+const COMPILED = new Map<string, CompiledTemplate>();
+
+function compileTemplate(tpl: string): CompiledTemplate {
+  const lits: string[] = [];
+  const holes: string[] = [];
+  const re = /\$(\w+)/g;
+  let last = 0;
+  for (let m = re.exec(tpl); m !== null; m = re.exec(tpl)) {
+    lits.push(tpl.slice(last, m.index));
+    holes.push(m[1]!);
+    last = m.index + m[0].length;
+  }
+  lits.push(tpl.slice(last));
+  const c = { lits, holes };
+  COMPILED.set(tpl, c);
+  return c;
+}
+
+/**
+ * `text` followed by a template with its `$name` holes filled (every hole
+ * must have a value). The printer appends everything to one string, which V8
+ * keeps as a rope and flattens once at the end: far cheaper than joining an
+ * array of thousands of pieces or of lines.
+ */
+function fillAfter(text: string, tpl: string, holes: Readonly<Record<string, string>>): string {
+  const c = COMPILED.get(tpl) ?? compileTemplate(tpl);
+  const { lits, holes: names } = c;
+  let s = text + lits[0]!;
+  for (let i = 0; i < names.length; i++) {
+    const v = holes[names[i]!];
+    if (v === undefined) throw new Error(`PTX template "${tpl}": no value for "$${names[i]}"`);
+    s += v;
+    s += lits[i + 1]!;
+  }
+  return s;
+}
+
+/** A template without holes. */
+const NO_HOLES: Readonly<Record<string, string>> = Object.freeze({});
 
 const SCRATCH = new DataView(new ArrayBuffer(8));
 
@@ -422,6 +462,15 @@ export function immText(value: number, type: ImmType): string {
   if (!Number.isSafeInteger(value)) {
     throw new PtxError(`Bad ${type} immediate: ${value} is not an exact integer`);
   }
+  if (info.bits <= 32) {
+    // Exact in doubles: the same as the BigInt arithmetic below, without BigInts.
+    const span = 2 ** info.bits;
+    if (value < -(span / 2) || value >= span) {
+      throw new PtxError(`Bad ${type} immediate: ${value} does not fit in ${info.bits} bits`);
+    }
+    if (info.signed) return String(value >= span / 2 ? value - span : value);
+    return String(value < 0 ? value + span : value);
+  }
   const big = BigInt(value);
   const span = 1n << BigInt(info.bits);
   const lo = -(span >> 1n);
@@ -456,7 +505,10 @@ function guardText(g: Guard | undefined): string {
 interface Ctx {
   readonly kernel: Kernel;
   readonly params: ReadonlyMap<string, KernelParam>;
-  readonly lines: string[];
+  /** The body's text so far (every line ends in `\n`). */
+  text: string;
+  /** What starts the current operation's lines: the indentation and any guard. */
+  pre: string;
   labels: number;
   loops: number;
   halfTmp: boolean;
@@ -464,7 +516,17 @@ interface Ctx {
 }
 
 type Simple = Exclude<Op, { op: "for" | "if" }>;
-type Renderers = { readonly [K in Simple["op"]]: (o: Extract<Op, { op: K }>, cx: Ctx) => string[] };
+type Renderers = { readonly [K in Simple["op"]]: (o: Extract<Op, { op: K }>, cx: Ctx) => void };
+
+/** Appends one instruction line: {@link Ctx.pre}, the filled template, `;`. */
+function put(cx: Ctx, tpl: string, holes: Readonly<Record<string, string>>): void {
+  cx.text = fillAfter(cx.text + cx.pre, tpl, holes) + ";\n";
+}
+
+/** Appends one line without the `;` (a comment). */
+function putLine(cx: Ctx, tpl: string, holes: Readonly<Record<string, string>>): void {
+  cx.text = fillAfter(cx.text + cx.pre, tpl, holes) + "\n";
+}
 
 /** Checks that register operands fit their PTX operand class (immediates always do). */
 function expect(what: string, cls: RegClass, ...xs: readonly Operand[]): void {
@@ -478,9 +540,47 @@ function expect(what: string, cls: RegClass, ...xs: readonly Operand[]): void {
   }
 }
 
+/** Whether a register operand fits class `cls` (immediates always do): {@link expect}
+ * without building its message, for the operations printed most. */
+function fits(cls: RegClass, x: Operand): boolean {
+  return x.kind !== "reg" || CLASS_HAS[cls][x.type] === true;
+}
+
+/** {@link REG_CLASS} as sets: `CLASS_HAS[cls][type]` is true when `cls` takes `type`. */
+const CLASS_HAS: Readonly<Record<RegClass, Readonly<Record<string, true>>>> = (() => {
+  const out = {} as Record<RegClass, Record<string, true>>;
+  for (const cls of Object.keys(REG_CLASS) as RegClass[]) {
+    // No prototype: a malformed type such as "toString" is in no class.
+    const set = Object.create(null) as Record<string, true>;
+    for (const t of REG_CLASS[cls]) set[t] = true;
+    out[cls] = set;
+  }
+  return out;
+})();
+
+/** Whether every operand of `xs` {@link fits} class `cls`. */
+function fitsAll(cls: RegClass, xs: readonly Operand[]): boolean {
+  for (let i = 0; i < xs.length; i++) if (!fits(cls, xs[i]!)) return false;
+  return true;
+}
+
+const MNEMONIC_CLASS = new Map<string, RegClass>();
+
 /** The class of the operands of a mnemonic, from its last part (`add.rn.f32` → f32). */
 function classOfMnemonic(mn: string): RegClass {
-  return classOf(mn.slice(mn.lastIndexOf(".") + 1));
+  let c = MNEMONIC_CLASS.get(mn);
+  if (c === undefined) {
+    c = classOf(mn.slice(mn.lastIndexOf(".") + 1));
+    MNEMONIC_CLASS.set(mn, c);
+  }
+  return c;
+}
+
+/** Registers as a PTX vector operand: `{%r1, %r2}`. */
+function regList(rs: readonly Reg[]): string {
+  let s = "{";
+  for (let i = 0; i < rs.length; i++) s += i === 0 ? regName(rs[i]!) : ", " + regName(rs[i]!);
+  return s + "}";
 }
 
 function memOperands(
@@ -494,8 +594,8 @@ function memOperands(
       `${what}.${width}: ${regs.length} registers (PTX allows ${rule.vec.join(", ")})`,
     );
   }
-  expect(`${what}.${width}`, rule.regs, ...regs);
-  const floats = uniformVector(`${what}.${width}`, regs);
+  if (!fitsAll(rule.regs, regs)) expect(`${what}.${width}`, rule.regs, ...regs);
+  const floats = uniformVector(what, regs, width);
   // Beside float registers an integer literal is "a different type": write the
   // same bits as a float literal.
   const im = (x: Imm): string => {
@@ -505,7 +605,9 @@ function memOperands(
       ? `0d${hex(BigInt.asUintN(64, BigInt(t)), 16)}`
       : `0f${hex(Number(t), 8)}`;
   };
-  const list = vec(regs.map((r) => (r.kind === "reg" ? regName(r) : im(r))));
+  const list = regs.length === 1
+    ? (regs[0]!.kind === "reg" ? regName(regs[0]!) : im(regs[0]!))
+    : vec(regs.map((r) => (r.kind === "reg" ? regName(r) : im(r))));
   return { v: VEC[regs.length]!, w: rule.ptx, list };
 }
 
@@ -516,23 +618,22 @@ function memOperands(
  *
  * @returns Whether the vector holds a float register.
  */
-function uniformVector(what: string, xs: readonly Operand[]): boolean {
-  const regs = xs.filter((x): x is Reg => x.kind === "reg");
-  const f = regs.find((r) => r.type === "f32" || r.type === "f64");
-  const i = regs.find((r) => r.type === "u32" || r.type === "s32" || r.type === "u64");
+function uniformVector(what: string, xs: readonly Operand[], width?: MemWidth): boolean {
+  let f: Reg | undefined;
+  let i: Reg | undefined;
+  for (const x of xs) {
+    if (x.kind !== "reg") continue;
+    if (f === undefined && (x.type === "f32" || x.type === "f64")) f = x;
+    if (i === undefined && (x.type === "u32" || x.type === "s32" || x.type === "u64")) i = x;
+  }
   if (xs.length > 1 && f !== undefined && i !== undefined) {
     throw new PtxError(
-      `${what}: a vector mixes ${f.type} register ${regName(f)} and ${i.type} register ${
-        regName(i)
-      }`,
+      `${width === undefined ? what : `${what}.${width}`}: a vector mixes ${f.type} register ${
+        regName(f)
+      } and ${i.type} register ${regName(i)}`,
     );
   }
   return f !== undefined;
-}
-
-function table<T>(what: string, entry: T | undefined): T {
-  if (entry === undefined) throw new PtxError(`No PTX instruction for ${what}`);
-  return entry;
 }
 
 const RENDER: Renderers = {
@@ -543,14 +644,14 @@ const RENDER: Renderers = {
     }
     const d = regName(o.dst);
     expect(`parameter "${p.name}"`, classOf(p.ptx), o.dst);
-    const ld = fill(OP_TEMPLATES.param, { t: p.ptx, d, name: paramSymbol(p) });
-    return p.kind === "tensor" ? [ld, fill(OP_TEMPLATES.cvta, { d })] : [ld];
+    put(cx, OP_TEMPLATES.param, { t: p.ptx, d, name: paramSymbol(p) });
+    if (p.kind === "tensor") put(cx, OP_TEMPLATES.cvta, { d });
   },
-  sreg(o) {
+  sreg(o, cx) {
     expect("sreg", "i32", o.dst);
-    return [fill(OP_TEMPLATES.sreg, { d: regName(o.dst), sreg: SREG_PTX[o.sreg] })];
+    put(cx, OP_TEMPLATES.sreg, { d: regName(o.dst), sreg: SREG_PTX[o.sreg] });
   },
-  mov(o) {
+  mov(o, cx) {
     // A register source of another type of the same size moves its bits (`mov.bN`).
     const t = o.src.kind === "reg" && o.src.type !== o.dst.type && o.dst.type !== "pred"
       ? `b${REG_BITS[o.dst.type]}`
@@ -562,295 +663,375 @@ const RENDER: Renderers = {
     ) {
       throw new PtxError(`mov: ${o.src.type} register ${regName(o.src)} into ${o.dst.type}`);
     }
-    return [
-      fill(OP_TEMPLATES.mov, { t, d: regName(o.dst), a: opd(o.src, IMM_OF_REG[o.dst.type]) }),
-    ];
+    put(cx, OP_TEMPLATES.mov, { t, d: regName(o.dst), a: opd(o.src, IMM_OF_REG[o.dst.type]) });
   },
-  smembase(o) {
+  smembase(o, cx) {
     expect("smembase", "i32", o.dst);
-    return [fill(OP_TEMPLATES.smembase, { d: regName(o.dst) })];
+    put(cx, OP_TEMPLATES.smembase, { d: regName(o.dst) });
   },
-  bin(o) {
-    const mn = table(`bin ${o.fn}.${o.type}`, BIN_PTX[o.fn][o.type]);
+  bin(o, cx) {
+    const mn = BIN_PTX[o.fn][o.type];
+    if (mn === undefined) throw new PtxError(`No PTX instruction for bin ${o.fn}.${o.type}`);
     const shift = o.fn === "shl" || o.fn === "shr";
     const bType = shift ? "u32" : o.type;
     const cls = classOfMnemonic(mn);
-    expect(`${mn}`, cls, o.dst, o.a);
-    expect(`${mn} ${shift ? "shift amount" : "operand b"}`, shift ? "i32" : cls, o.b);
-    return [
-      fill(OP_TEMPLATES.bin, {
-        mn,
-        d: regName(o.dst),
-        a: opd(o.a, o.type),
-        b: opd(o.b, bType),
-      }),
-    ];
+    if (!fits(cls, o.dst) || !fits(cls, o.a)) expect(mn, cls, o.dst, o.a);
+    const bCls = shift ? "i32" : cls;
+    if (!fits(bCls, o.b)) expect(`${mn} ${shift ? "shift amount" : "operand b"}`, bCls, o.b);
+    put(cx, OP_TEMPLATES.bin, {
+      mn,
+      d: regName(o.dst),
+      a: opd(o.a, o.type),
+      b: opd(o.b, bType),
+    });
   },
-  mad(o) {
+  mad(o, cx) {
     const mn = MAD_PTX[o.type];
-    expect(mn, classOfMnemonic(mn), o.dst, o.a, o.b, o.c);
-    return [
-      fill(OP_TEMPLATES.mad, {
-        mn,
-        d: regName(o.dst),
-        a: opd(o.a, o.type),
-        b: opd(o.b, o.type),
-        c: opd(o.c, o.type),
-      }),
-    ];
+    const cls = classOfMnemonic(mn);
+    if (!fits(cls, o.dst) || !fits(cls, o.a) || !fits(cls, o.b) || !fits(cls, o.c)) {
+      expect(mn, cls, o.dst, o.a, o.b, o.c);
+    }
+    put(cx, OP_TEMPLATES.mad, {
+      mn,
+      d: regName(o.dst),
+      a: opd(o.a, o.type),
+      b: opd(o.b, o.type),
+      c: opd(o.c, o.type),
+    });
   },
-  mulwide(o) {
+  mulwide(o, cx) {
     expect("mul.wide.u32", "u64", o.dst);
     expect("mul.wide.u32", "i32", o.a, o.b);
-    return [
-      fill(OP_TEMPLATES.mulwide, { d: regName(o.dst), a: opd(o.a, "u32"), b: opd(o.b, "u32") }),
-    ];
+    put(cx, OP_TEMPLATES.mulwide, { d: regName(o.dst), a: opd(o.a, "u32"), b: opd(o.b, "u32") });
   },
-  un(o) {
-    const mn = table(`un ${o.fn}.${o.type}`, UN_PTX[o.fn][o.type]);
+  un(o, cx) {
+    const mn = UN_PTX[o.fn][o.type];
+    if (mn === undefined) throw new PtxError(`No PTX instruction for un ${o.fn}.${o.type}`);
     expect(mn, classOfMnemonic(mn), o.src);
     expect(mn, o.fn === "popc" ? "i32" : classOfMnemonic(mn), o.dst);
-    return [fill(OP_TEMPLATES.un, { mn, d: regName(o.dst), a: opd(o.src, o.type) })];
+    put(cx, OP_TEMPLATES.un, { mn, d: regName(o.dst), a: opd(o.src, o.type) });
   },
-  setp(o) {
+  setp(o, cx) {
     expect("setp", "pred", o.dst);
-    expect(`setp.${o.cmp}.${o.type}`, classOf(o.type), o.a, o.b);
-    return [
-      fill(OP_TEMPLATES.setp, {
-        cmp: o.cmp,
-        t: o.type,
-        d: regName(o.dst),
-        a: opd(o.a, o.type),
-        b: opd(o.b, o.type),
-      }),
-    ];
+    const cls = classOf(o.type);
+    if (!fits(cls, o.a) || !fits(cls, o.b)) expect(`setp.${o.cmp}.${o.type}`, cls, o.a, o.b);
+    put(cx, OP_TEMPLATES.setp, {
+      cmp: o.cmp,
+      t: o.type,
+      d: regName(o.dst),
+      a: opd(o.a, o.type),
+      b: opd(o.b, o.type),
+    });
   },
-  selp(o) {
-    expect(`selp.${o.type}`, classOf(o.type), o.dst, o.a, o.b);
+  selp(o, cx) {
+    const cls = classOf(o.type);
+    if (!fits(cls, o.dst) || !fits(cls, o.a) || !fits(cls, o.b)) {
+      expect(`selp.${o.type}`, cls, o.dst, o.a, o.b);
+    }
     expect("selp predicate", "pred", o.p);
-    return [
-      fill(OP_TEMPLATES.selp, {
-        t: o.type,
-        d: regName(o.dst),
-        a: opd(o.a, o.type),
-        b: opd(o.b, o.type),
-        p: regName(o.p),
-      }),
-    ];
+    put(cx, OP_TEMPLATES.selp, {
+      t: o.type,
+      d: regName(o.dst),
+      a: opd(o.a, o.type),
+      b: opd(o.b, o.type),
+      p: regName(o.p),
+    });
   },
   cvt(o, cx) {
     const rule = CVT_PTX[o.kind];
-    expect(`cvt.${o.kind} source`, rule.srcRegs, o.src);
-    expect(`cvt.${o.kind} destination`, rule.dstRegs, o.dst);
+    if (!fits(rule.srcRegs, o.src)) expect(`cvt.${o.kind} source`, rule.srcRegs, o.src);
+    if (!fits(rule.dstRegs, o.dst)) expect(`cvt.${o.kind} destination`, rule.dstRegs, o.dst);
     if (o.src.kind === "imm" && rule.immViaHalf) {
       cx.halfTmp = true;
-      return [
-        fill(OP_TEMPLATES.mov, { t: "b16", d: HALF_TMP, a: immText(o.src.value, "b16") }),
-        fill(rule.tpl, { d: regName(o.dst), a: HALF_TMP }),
-      ];
+      put(cx, OP_TEMPLATES.mov, { t: "b16", d: HALF_TMP, a: immText(o.src.value, "b16") });
+      put(cx, rule.tpl, { d: regName(o.dst), a: HALF_TMP });
+      return;
     }
-    return [fill(rule.tpl, { d: regName(o.dst), a: opd(o.src, rule.src) })];
+    put(cx, rule.tpl, { d: regName(o.dst), a: opd(o.src, rule.src) });
   },
-  pack(o) {
+  pack(o, cx) {
     expect("pack", "b32", o.dst);
     expect("pack", "b16", o.lo, o.hi);
-    return [fill(OP_TEMPLATES.pack, { d: regName(o.dst), lo: regName(o.lo), hi: regName(o.hi) })];
+    put(cx, OP_TEMPLATES.pack, { d: regName(o.dst), lo: regName(o.lo), hi: regName(o.hi) });
   },
-  unpack(o) {
+  unpack(o, cx) {
     expect("unpack", "b32", o.src);
     expect("unpack", "b16", o.lo, o.hi);
-    return [
-      fill(OP_TEMPLATES.unpack, { lo: regName(o.lo), hi: regName(o.hi), a: regName(o.src) }),
-    ];
+    put(cx, OP_TEMPLATES.unpack, { lo: regName(o.lo), hi: regName(o.hi), a: regName(o.src) });
   },
-  cpasync(o) {
+  cpasync(o, cx) {
     if (o.cache === "cg" && o.bytes !== 16) {
       throw new PtxError(`cp.async.cg copies 16 bytes, not ${o.bytes}`);
     }
     expect("cp.async shared address", "i32", o.dst);
     expect("cp.async global address", "u64", o.src);
     expect("cp.async source size", "i32", o.srcBytes);
-    return [
-      fill(OP_TEMPLATES.cpasync, {
-        cache: o.cache,
-        dst: addr(o.dst, o.dstOffset),
-        src: regName(o.src),
-        bytes: String(o.bytes),
-        n: opd(o.srcBytes, "u32"),
-      }),
-    ];
+    put(cx, OP_TEMPLATES.cpasync, {
+      cache: o.cache,
+      dst: addr(o.dst, o.dstOffset),
+      src: regName(o.src),
+      bytes: String(o.bytes),
+      n: opd(o.srcBytes, "u32"),
+    });
   },
-  commit: () => [OP_TEMPLATES.commit],
-  wait(o) {
+  commit: (_o, cx) => put(cx, OP_TEMPLATES.commit, NO_HOLES),
+  wait(o, cx) {
     if (!Number.isSafeInteger(o.n) || o.n < 0) {
       throw new PtxError(`cp.async.wait_group ${o.n}: the count must be a non-negative integer`);
     }
-    return [fill(OP_TEMPLATES.wait, { n: String(o.n) })];
+    put(cx, OP_TEMPLATES.wait, { n: String(o.n) });
   },
   bar(_o, cx) {
     if (cx.divergent) {
       throw new PtxError("bar.sync inside a non-uniform if");
     }
-    return [OP_TEMPLATES.bar];
+    put(cx, OP_TEMPLATES.bar, NO_HOLES);
   },
-  ldmatrix(o) {
+  ldmatrix(o, cx) {
     if (o.dst.length !== o.num) {
       throw new PtxError(`ldmatrix.x${o.num} with ${o.dst.length} destination registers`);
     }
-    expect("ldmatrix", "b32", ...o.dst);
+    if (!fitsAll("b32", o.dst)) expect("ldmatrix", "b32", ...o.dst);
     uniformVector("ldmatrix", o.dst);
     expect("ldmatrix address", "i32", o.addr);
-    return [
-      fill(OP_TEMPLATES.ldmatrix, {
-        num: String(o.num),
-        trans: o.trans ? ".trans" : "",
-        d: `{${o.dst.map(regName).join(", ")}}`,
-        addr: addr(o.addr, o.offset),
-      }),
-    ];
+    put(cx, OP_TEMPLATES.ldmatrix, {
+      num: String(o.num),
+      trans: o.trans ? ".trans" : "",
+      d: regList(o.dst),
+      addr: addr(o.addr, o.offset),
+    });
   },
-  lds(o) {
+  lds(o, cx) {
     expect("ld.shared address", "i32", o.addr);
     const m = memOperands("ld.shared", o.width, o.dst);
-    return [fill(OP_TEMPLATES.lds, { v: m.v, w: m.w, d: m.list, addr: addr(o.addr, o.offset) })];
+    put(cx, OP_TEMPLATES.lds, { v: m.v, w: m.w, d: m.list, addr: addr(o.addr, o.offset) });
   },
-  sts(o) {
+  sts(o, cx) {
     expect("st.shared address", "i32", o.addr);
     const m = memOperands("st.shared", o.width, o.src);
-    return [fill(OP_TEMPLATES.sts, { v: m.v, w: m.w, a: m.list, addr: addr(o.addr, o.offset) })];
+    put(cx, OP_TEMPLATES.sts, { v: m.v, w: m.w, a: m.list, addr: addr(o.addr, o.offset) });
   },
-  ldg(o) {
+  ldg(o, cx) {
     expect("ld.global address", "u64", o.addr);
     const m = memOperands("ld.global", o.width, o.dst);
-    return [fill(OP_TEMPLATES.ldg, { v: m.v, w: m.w, d: m.list, addr: addr(o.addr, o.offset) })];
+    put(cx, OP_TEMPLATES.ldg, { v: m.v, w: m.w, d: m.list, addr: addr(o.addr, o.offset) });
   },
-  stg(o) {
+  stg(o, cx) {
     expect("st.global address", "u64", o.addr);
     const m = memOperands("st.global", o.width, o.src);
-    return [fill(OP_TEMPLATES.stg, { v: m.v, w: m.w, a: m.list, addr: addr(o.addr, o.offset) })];
+    put(cx, OP_TEMPLATES.stg, { v: m.v, w: m.w, a: m.list, addr: addr(o.addr, o.offset) });
   },
-  mma(o) {
+  mma(o, cx) {
     const row = MMA_BY_NAME.get(o.shape);
     if (row === undefined) throw new PtxError(`Unknown mma shape "${o.shape}"`);
-    const frag = (what: string, rs: readonly Reg[], regs: number, cls: RegClass): string => {
-      if (rs.length !== regs) {
-        throw new PtxError(`mma ${row.name}: ${what} has ${rs.length} registers, not ${regs}`);
-      }
-      expect(`mma ${row.name} ${what}`, cls, ...rs);
-      return `{${rs.map(regName).join(", ")}}`;
-    };
     const ab = MMA_OPERAND_REGS[row.aType];
     const acc = MMA_OPERAND_REGS[row.cType];
-    return [
-      fill(OP_TEMPLATES.mma, {
-        mn: row.ptx,
-        d: frag("d", o.d, row.c.regs, acc),
-        a: frag("a", o.a, row.a.regs, ab),
-        b: frag("b", o.b, row.b.regs, ab),
-        c: frag("c", o.c, row.c.regs, acc),
-      }),
-    ];
+    put(cx, OP_TEMPLATES.mma, {
+      mn: row.ptx,
+      d: mmaFrag(row, "d", o.d, row.c.regs, acc),
+      a: mmaFrag(row, "a", o.a, row.a.regs, ab),
+      b: mmaFrag(row, "b", o.b, row.b.regs, ab),
+      c: mmaFrag(row, "c", o.c, row.c.regs, acc),
+    });
   },
-  comment: (o) => [fill(OP_TEMPLATES.comment, { text: o.text.replace(/[\r\n]+/g, " ") })],
+  comment: (o, cx) => putLine(cx, OP_TEMPLATES.comment, { text: o.text.replace(/[\r\n]+/g, " ") }),
 };
+
+/** One `mma` fragment operand, `{%b1, %b2, ...}`, checked against the shape. */
+function mmaFrag(
+  row: MmaShape,
+  what: string,
+  rs: readonly Reg[],
+  regs: number,
+  cls: RegClass,
+): string {
+  if (rs.length !== regs) {
+    throw new PtxError(`mma ${row.name}: ${what} has ${rs.length} registers, not ${regs}`);
+  }
+  if (!fitsAll(cls, rs)) expect(`mma ${row.name} ${what}`, cls, ...rs);
+  return regList(rs);
+}
+
+/** {@link RENDER} by operation, through one call site per operation (a table lookup
+ * and one shared call site would be megamorphic, and this is the printer's inner loop). */
+function render(o: Simple, cx: Ctx): void {
+  switch (o.op) {
+    case "param":
+      return RENDER.param(o, cx);
+    case "sreg":
+      return RENDER.sreg(o, cx);
+    case "mov":
+      return RENDER.mov(o, cx);
+    case "smembase":
+      return RENDER.smembase(o, cx);
+    case "bin":
+      return RENDER.bin(o, cx);
+    case "mad":
+      return RENDER.mad(o, cx);
+    case "mulwide":
+      return RENDER.mulwide(o, cx);
+    case "un":
+      return RENDER.un(o, cx);
+    case "setp":
+      return RENDER.setp(o, cx);
+    case "selp":
+      return RENDER.selp(o, cx);
+    case "cvt":
+      return RENDER.cvt(o, cx);
+    case "pack":
+      return RENDER.pack(o, cx);
+    case "unpack":
+      return RENDER.unpack(o, cx);
+    case "cpasync":
+      return RENDER.cpasync(o, cx);
+    case "commit":
+      return RENDER.commit(o, cx);
+    case "wait":
+      return RENDER.wait(o, cx);
+    case "bar":
+      return RENDER.bar(o, cx);
+    case "ldmatrix":
+      return RENDER.ldmatrix(o, cx);
+    case "lds":
+      return RENDER.lds(o, cx);
+    case "sts":
+      return RENDER.sts(o, cx);
+    case "ldg":
+      return RENDER.ldg(o, cx);
+    case "stg":
+      return RENDER.stg(o, cx);
+    case "mma":
+      return RENDER.mma(o, cx);
+    case "comment":
+      return RENDER.comment(o, cx);
+    default:
+      return unreachable(o);
+  }
+}
 
 // ---------------------------------------------------------------------------------------------
 // Bodies and structured control flow
 // ---------------------------------------------------------------------------------------------
+
+/** `e` with the kernel and the operation named, when it is a {@link PtxError}. */
+function locatedError(cx: Ctx, where: () => string, e: unknown): unknown {
+  if (!(e instanceof PtxError)) return e;
+  return new PtxError(`Kernel "${cx.kernel.name}": ${e.message}: at "${where()}"`);
+}
 
 /** Runs `f`, naming the kernel and the operation in any {@link PtxError} it throws. */
 function located<T>(cx: Ctx, where: () => string, f: () => T): T {
   try {
     return f();
   } catch (e) {
-    if (!(e instanceof PtxError)) throw e;
-    throw new PtxError(`Kernel "${cx.kernel.name}": ${e.message}: at "${where()}"`);
+    throw locatedError(cx, where, e);
   }
 }
 
+/** The kernel-IR text of one simple operation (for error messages). */
+function opText(o: Op): string {
+  const text: string[] = [];
+  printBody([o], "", text);
+  return text.join(" ");
+}
+
 function emitBody(body: readonly Op[], cx: Ctx, indent: string): void {
-  const put = (s: string) => cx.lines.push(`${indent}${s};`);
-  const label = (n: number) => cx.lines.push(`$L_${n}:`);
+  // No closure here captures `o`: that would allocate a context per operation.
   for (const o of body) {
     switch (o.op) {
-      case "for": {
-        const iv = regName(o.iv);
-        const ir = (x: Operand) => (x.kind === "reg" ? regName(x) : String(x.value));
-        const head = () => `for ${iv} = ${ir(o.from)} to ${ir(o.to)} step ${o.step}`;
-        const [from, to, step] = located(cx, head, () => {
-          expect("for", "i32", o.iv, o.from, o.to);
-          if (!Number.isSafeInteger(o.step) || o.step <= 0) {
-            throw new PtxError(`step ${o.step} is not a positive integer`);
-          }
-          return [opd(o.from, "u32"), opd(o.to, "u32"), immText(o.step, "u32")];
-        });
-        cx.loops++;
-        const top = cx.labels++;
-        const end = cx.labels++;
-        cx.lines.push(`${indent}// for ${iv} = ${from} to ${to} step ${step}`);
-        put(fill(OP_TEMPLATES.forInit, { iv, from }));
-        // A zero trip count skips the body; constant bounds need no run-time test.
-        if (o.from.kind === "reg" || o.to.kind === "reg") {
-          put(fill(OP_TEMPLATES.forEnter, { iv, to }));
-          put(fill(OP_TEMPLATES.forSkip, { label: `$L_${end}` }));
-        } else if (Number(from) >= Number(to)) {
-          put(fill(OP_TEMPLATES.branch, { uni: ".uni", label: `$L_${end}` }));
-        }
-        label(top);
-        emitBody(o.body, cx, indent + "  ");
-        put(fill(OP_TEMPLATES.forStep, { iv, step }));
-        put(fill(OP_TEMPLATES.forTest, { iv, to }));
-        put(fill(OP_TEMPLATES.forBack, { label: `$L_${top}` }));
-        label(end);
+      case "for":
+        emitFor(o, cx, indent);
         break;
-      }
-      case "if": {
-        const other = cx.labels++;
-        const end = o.otherwise.length > 0 ? cx.labels++ : other;
-        const uni = o.uniform ? ".uni" : "";
-        const cond = `${o.negate ? "!" : ""}${regName(o.cond)}`;
-        located(cx, () => `if ${cond}`, () => expect("if", "pred", o.cond));
-        cx.lines.push(`${indent}// if${o.uniform ? ".uniform" : ""} ${cond}`);
-        // Branch around the then-part when the condition fails.
-        put(
-          fill(OP_TEMPLATES.branchIf, {
-            not: o.negate ? "" : "!",
-            p: regName(o.cond),
-            uni,
-            label: `$L_${other}`,
-          }),
-        );
-        const outer = cx.divergent;
-        cx.divergent = outer || !o.uniform;
-        emitBody(o.then, cx, indent + "  ");
-        if (o.otherwise.length > 0) {
-          put(fill(OP_TEMPLATES.branch, { uni, label: `$L_${end}` }));
-          label(other);
-          cx.lines.push(`${indent}// else`);
-          emitBody(o.otherwise, cx, indent + "  ");
-        }
-        cx.divergent = outer;
-        label(end);
+      case "if":
+        emitIf(o, cx, indent);
         break;
-      }
       case "comment":
-        cx.lines.push(indent + RENDER.comment(o, cx)[0]!);
+        cx.pre = indent;
+        RENDER.comment(o, cx);
         break;
       default: {
         const g = "guard" in o ? o.guard : undefined;
-        const where = () => {
-          const text: string[] = [];
-          printBody([o], "", text);
-          return text.join(" ");
-        };
-        const lines = located(cx, where, () => {
+        try {
           if (g !== undefined) expect("guard", "pred", g.pred);
-          return (RENDER[o.op] as (o: Op, cx: Ctx) => string[])(o, cx);
-        });
-        for (const l of lines) put(guardText(g) + l);
+          cx.pre = g === undefined ? indent : indent + guardText(g);
+          render(o, cx);
+        } catch (e) {
+          throw opError(cx, o, e);
+        }
       }
     }
   }
+}
+
+/** {@link locatedError} for a simple operation. */
+function opError(cx: Ctx, o: Op, e: unknown): unknown {
+  return locatedError(cx, () => opText(o), e);
+}
+
+function label(cx: Ctx, n: number): void {
+  cx.text += `$L_${n}:\n`;
+}
+
+function emitFor(o: ForOp, cx: Ctx, indent: string): void {
+  const iv = regName(o.iv);
+  const ir = (x: Operand) => (x.kind === "reg" ? regName(x) : String(x.value));
+  const head = () => `for ${iv} = ${ir(o.from)} to ${ir(o.to)} step ${o.step}`;
+  const [from, to, step] = located(cx, head, () => {
+    expect("for", "i32", o.iv, o.from, o.to);
+    if (!Number.isSafeInteger(o.step) || o.step <= 0) {
+      throw new PtxError(`step ${o.step} is not a positive integer`);
+    }
+    return [opd(o.from, "u32"), opd(o.to, "u32"), immText(o.step, "u32")];
+  });
+  cx.loops++;
+  const top = cx.labels++;
+  const end = cx.labels++;
+  cx.text += `${indent}// for ${iv} = ${from} to ${to} step ${step}\n`;
+  cx.pre = indent;
+  put(cx, OP_TEMPLATES.forInit, { iv, from });
+  // A zero trip count skips the body; constant bounds need no run-time test.
+  if (o.from.kind === "reg" || o.to.kind === "reg") {
+    put(cx, OP_TEMPLATES.forEnter, { iv, to });
+    put(cx, OP_TEMPLATES.forSkip, { label: `$L_${end}` });
+  } else if (Number(from) >= Number(to)) {
+    put(cx, OP_TEMPLATES.branch, { uni: ".uni", label: `$L_${end}` });
+  }
+  label(cx, top);
+  emitBody(o.body, cx, indent + "  ");
+  cx.pre = indent;
+  put(cx, OP_TEMPLATES.forStep, { iv, step });
+  put(cx, OP_TEMPLATES.forTest, { iv, to });
+  put(cx, OP_TEMPLATES.forBack, { label: `$L_${top}` });
+  label(cx, end);
+}
+
+function emitIf(o: IfOp, cx: Ctx, indent: string): void {
+  const other = cx.labels++;
+  const end = o.otherwise.length > 0 ? cx.labels++ : other;
+  const uni = o.uniform ? ".uni" : "";
+  const cond = `${o.negate ? "!" : ""}${regName(o.cond)}`;
+  located(cx, () => `if ${cond}`, () => expect("if", "pred", o.cond));
+  cx.text += `${indent}// if${o.uniform ? ".uniform" : ""} ${cond}\n`;
+  // Branch around the then-part when the condition fails.
+  cx.pre = indent;
+  put(cx, OP_TEMPLATES.branchIf, {
+    not: o.negate ? "" : "!",
+    p: regName(o.cond),
+    uni,
+    label: `$L_${other}`,
+  });
+  const outer = cx.divergent;
+  cx.divergent = outer || !o.uniform;
+  emitBody(o.then, cx, indent + "  ");
+  if (o.otherwise.length > 0) {
+    cx.pre = indent;
+    put(cx, OP_TEMPLATES.branch, { uni, label: `$L_${end}` });
+    label(cx, other);
+    cx.text += `${indent}// else\n`;
+    emitBody(o.otherwise, cx, indent + "  ");
+  }
+  cx.divergent = outer;
+  label(cx, end);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -875,27 +1056,141 @@ function regPrefix(r: Reg): string {
   return regName(r).slice(1).replace(/\d+$/, "");
 }
 
+/**
+ * Calls `f` on each register an operation reads, then each it writes, in the
+ * order of `opRegs` in ir/kernel.ts (immediates skipped, bodies not entered),
+ * without building arrays: the printer visits every operation of every kernel.
+ */
+function eachOpReg(o: Op, f: (r: Reg) => void): void {
+  switch (o.op) {
+    case "param":
+    case "sreg":
+    case "smembase":
+      guardReg(o, f);
+      f(o.dst);
+      return;
+    case "mov":
+    case "un":
+    case "cvt":
+      guardReg(o, f);
+      ifReg(o.src, f);
+      f(o.dst);
+      return;
+    case "bin":
+    case "setp":
+    case "mulwide":
+      guardReg(o, f);
+      ifReg(o.a, f);
+      ifReg(o.b, f);
+      f(o.dst);
+      return;
+    case "mad":
+      guardReg(o, f);
+      ifReg(o.a, f);
+      ifReg(o.b, f);
+      ifReg(o.c, f);
+      f(o.dst);
+      return;
+    case "selp":
+      guardReg(o, f);
+      ifReg(o.a, f);
+      ifReg(o.b, f);
+      ifReg(o.p, f);
+      f(o.dst);
+      return;
+    case "pack":
+      guardReg(o, f);
+      f(o.lo);
+      f(o.hi);
+      f(o.dst);
+      return;
+    case "unpack":
+      guardReg(o, f);
+      f(o.src);
+      f(o.lo);
+      f(o.hi);
+      return;
+    case "cpasync":
+      guardReg(o, f);
+      f(o.dst);
+      f(o.src);
+      ifReg(o.srcBytes, f);
+      return;
+    case "commit":
+    case "wait":
+    case "bar":
+    case "comment":
+      return;
+    case "ldmatrix":
+      f(o.addr);
+      o.dst.forEach(f);
+      return;
+    case "lds":
+    case "ldg":
+      guardReg(o, f);
+      f(o.addr);
+      o.dst.forEach(f);
+      return;
+    case "sts":
+    case "stg":
+      guardReg(o, f);
+      f(o.addr);
+      for (const v of o.src) ifReg(v, f);
+      return;
+    case "mma":
+      o.a.forEach(f);
+      o.b.forEach(f);
+      o.c.forEach(f);
+      o.d.forEach(f);
+      return;
+    case "for":
+      ifReg(o.from, f);
+      ifReg(o.to, f);
+      f(o.iv);
+      return;
+    case "if":
+      f(o.cond);
+      return;
+    default:
+      unreachable(o);
+  }
+}
+
+/** `f(v)` when `v` is a register. */
+function ifReg(v: Operand, f: (r: Reg) => void): void {
+  if (v.kind === "reg") f(v);
+}
+
+/** `f` on the guard's predicate, when the operation has a guard. */
+function guardReg(o: Op, f: (r: Reg) => void): void {
+  if ("guard" in o && o.guard !== undefined) f(o.guard.pred);
+}
+
 /** `.reg` declarations for every register the kernel lists or uses, by prefix. */
 function regDecls(k: Kernel): string[] {
-  const byId = new Map<number, Reg>();
+  // Register ids are small integers in practice: the type seen for each id in an array.
+  const typeById: RegType[] = [];
+  const max = new Map<RegType, number>();
   const note = (r: Reg) => {
-    if (!Number.isSafeInteger(r.id) || r.id < 0) {
-      throw new PtxError(`Bad register id ${r.id} in kernel "${k.name}"`);
+    const id = r.id;
+    if (!Number.isSafeInteger(id) || id < 0) {
+      throw new PtxError(`Bad register id ${id} in kernel "${k.name}"`);
     }
-    const seen = byId.get(r.id);
-    if (seen !== undefined && seen.type !== r.type) {
-      throw new PtxError(
-        `Register id ${r.id} is both ${seen.type} and ${r.type} in kernel "${k.name}"`,
-      );
+    const seen = typeById[id];
+    if (seen !== undefined && seen !== r.type) {
+      throw new PtxError(`Register id ${id} is both ${seen} and ${r.type} in kernel "${k.name}"`);
     }
-    byId.set(r.id, r);
+    // The map ends with the type of every id's last note (the same type, as checked above).
+    if (seen === undefined) {
+      typeById[id] = r.type;
+      const m = max.get(r.type);
+      if (m === undefined || id > m) max.set(r.type, id);
+    }
   };
   k.regs.forEach(note);
   const walk = (body: readonly Op[]): void => {
     for (const o of body) {
-      const { reads, writes } = opRegs(o);
-      reads.forEach(note);
-      writes.forEach(note);
+      eachOpReg(o, note);
       if (o.op === "for") walk(o.body);
       else if (o.op === "if") {
         walk(o.then);
@@ -904,8 +1199,6 @@ function regDecls(k: Kernel): string[] {
     }
   };
   walk(k.body);
-  const max = new Map<RegType, number>();
-  for (const r of byId.values()) max.set(r.type, Math.max(max.get(r.type) ?? -1, r.id));
   const out: string[] = [];
   for (const t of Object.keys(REG_PTX) as RegType[]) {
     const m = max.get(t);
@@ -927,7 +1220,8 @@ export interface PrintPtxOptions {
   readonly minBlocksPerSm?: number;
 }
 
-function printEntry(k: Kernel, opts: PrintPtxOptions): string[] {
+/** Appends the lines of one `.entry` to `out`. */
+function printEntry(k: Kernel, opts: PrintPtxOptions, out: string[]): void {
   if (!IDENT.test(k.name)) throw new PtxError(`Kernel name "${k.name}" is not a PTX identifier`);
   if (!Number.isInteger(k.threads) || k.threads < 1 || k.threads > 1024) {
     throw new PtxError(`Kernel "${k.name}": ${k.threads} threads per block is not 1..1024`);
@@ -948,7 +1242,8 @@ function printEntry(k: Kernel, opts: PrintPtxOptions): string[] {
   const cx: Ctx = {
     kernel: k,
     params,
-    lines: [],
+    text: "",
+    pre: "",
     labels: 0,
     loops: 0,
     halfTmp: false,
@@ -961,7 +1256,7 @@ function printEntry(k: Kernel, opts: PrintPtxOptions): string[] {
   const sig = k.params.map((p, i) =>
     `  .param .${p.ptx} ${paramSymbol(p)}${i + 1 < k.params.length ? "," : ""}`
   );
-  return [
+  out.push(
     `// ${k.name}: ${k.threads} threads, ${k.dynamicSmemBytes} bytes of dynamic shared memory`,
     `.visible .entry ${k.name}(`,
     ...sig,
@@ -971,10 +1266,9 @@ function printEntry(k: Kernel, opts: PrintPtxOptions): string[] {
     "{",
     ...decls.map((d) => `  ${d}`),
     "",
-    ...cx.lines,
-    `  ${OP_TEMPLATES.ret};`,
-    "}",
-  ];
+  );
+  // The body (every line ending in a newline) and the `ret`, as one line of the module.
+  out.push(`${cx.text}  ${OP_TEMPLATES.ret};`, "}");
 }
 
 /**
@@ -1050,6 +1344,9 @@ export function printPtx(kernels: readonly Kernel[], opts: PrintPtxOptions = {})
     "",
     `.extern .shared .align 128 .b8 ${SMEM_SYMBOL}[];`,
   ];
-  for (const k of kernels) out.push("", ...printEntry(k, opts));
+  for (const k of kernels) {
+    out.push("");
+    printEntry(k, opts, out);
+  }
   return out.join("\n") + "\n";
 }
