@@ -151,6 +151,28 @@ export function checkProgram(
   return { kernels, diagnostics };
 }
 
+/**
+ * The default alignment of a tensor (DESIGN.md §2: 16 bytes), lowered when the
+ * contiguous dimension is a literal that is not a multiple of it: then every
+ * row start is aligned to the largest power of two dividing that literal, and
+ * the default must say so (`A: s8[5000, 5000]` gets `align 8`).
+ *
+ * @param d The declaration.
+ * @returns The alignment in elements.
+ */
+function literalAlign(d: TensorDeclAst): number {
+  const full = defaultAlign(d.dtype);
+  if (d.dims.length < 2) return full;
+  const mat = d.dims.slice(-2);
+  const contiguous = (d.layout?.value ?? "row") === "row" ? mat[1]! : mat[0]!;
+  if (contiguous.kind !== "const") return full;
+  let a = full;
+  while (a > 1 && contiguous.value % a !== 0) a /= 2;
+  // Sub-byte types need whole bytes.
+  const minElems = Math.max(1, 8 / DTYPE_INFO[d.dtype].bits);
+  return Math.max(a, Math.min(minElems, full));
+}
+
 function dimEq(a: DimRef, b: DimRef): boolean {
   return a.kind === "sym"
     ? b.kind === "sym" && a.name === b.name
@@ -909,7 +931,7 @@ class KernelChecker {
             dtype: item.dtype,
             dims: item.dims.map(toDimRef),
             layout: item.layout?.value ?? "row",
-            align: item.align?.value ?? defaultAlign(item.dtype),
+            align: item.align?.value ?? literalAlign(item),
             role,
             span: item.span,
           } satisfies TensorParam,
