@@ -2,7 +2,12 @@
 # The GPU evidence of issues 6 and 7, in one call on the device machine:
 # the fragment-layout probe, every example at a tile-multiple size and at an
 # odd size (align-1 example at odd sizes) with --check sim, then the
-# benchmark. Output under $OUT. Needs .devcarry/deno.gz and node_modules.
+# benchmark. Output under $OUT. Needs .devcarry/deno.gz and node_modules:
+#   mkdir -p .devcarry && echo /.devcarry/ >> .git/info/exclude
+#   gzip -c "$(npx -y deno@2.9.6 eval 'console.log(Deno.execPath())')" > .devcarry/deno.gz
+#   deno cache mod.ts cli.ts bench/gpu_bench.ts   # fills node_modules with ohm-js
+# then call the device tool with carry [".devcarry", "node_modules"] and
+# `bash bench/gpu_evidence.sh` (SKIP_EXAMPLES=1 or SKIP_BENCH=1 to do less).
 set -u
 mkdir -p /tmp/denobin && gunzip -c .devcarry/deno.gz > /tmp/denobin/deno && chmod +x /tmp/denobin/deno
 export PATH=/tmp/denobin:$PATH DENO_DIR=/tmp/denodir NO_COLOR=1
