@@ -81,6 +81,8 @@ Options:
   --scalar VALUES      Scalar values, e.g. alpha=1.5,beta=0.5 (default: random)
   --target sm80|sm86   Override the schedule's target
   --no-hazards         Skip the hazard checker (faster)
+  --tune               Choose the default schedule for these sizes (as compile-time sizes
+                       would: smaller tiles for small or skinny problems)
   --json               Print the reports as JSON
   -h, --help           This help
 
@@ -111,6 +113,8 @@ Options:
   --warmup N           Untimed launches before them (default 3)
   --input-sets N       Copies of the inputs the timed launches rotate among (default 1)
   --target sm80|sm86   Override the schedule's target
+  --tune               Choose the default schedule for these sizes (as compile-time sizes
+                       would: smaller tiles for small or skinny problems)
   --json               Print the reports as JSON
   -h, --help           This help
 
@@ -324,6 +328,7 @@ function cmdSimulate(args: string[], io: CliIO): number {
       scalar: { type: "string" },
       target: { type: "string" },
       "no-hazards": { type: "boolean" },
+      tune: { type: "boolean" },
       json: { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
@@ -351,6 +356,7 @@ function cmdSimulate(args: string[], io: CliIO): number {
     file,
     ...(target !== undefined ? { target } : {}),
     ...(values.kernel !== undefined ? { kernel: values.kernel } : {}),
+    ...(values.tune ? { sizeHints: sizes } : {}),
   });
   if (!r.ok) {
     io.err(formatDiagnostics(r.diagnostics, text));
@@ -544,6 +550,7 @@ function cmdRun(args: string[], io: CliIO): number {
       warmup: { type: "string", default: "3" },
       "input-sets": { type: "string", default: "1" },
       target: { type: "string" },
+      tune: { type: "boolean" },
       json: { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
@@ -579,6 +586,7 @@ function cmdRun(args: string[], io: CliIO): number {
     file,
     ...(target !== undefined ? { target } : {}),
     ...(values.kernel !== undefined ? { kernel: values.kernel } : {}),
+    ...(values.tune ? { sizeHints: sizes } : {}),
   });
   if (!r.ok) {
     io.err(formatDiagnostics(r.diagnostics, text));
