@@ -35,6 +35,7 @@ import { type Dtype, DTYPE_INFO } from "../ir/dtype.ts";
 import type { Kernel, KernelParam, MemWidth, Operand, Reg, RegType } from "../ir/kernel.ts";
 import { imm, KernelBuilder } from "../ir/builder.ts";
 import { MMA_SHAPES, type MmaShape } from "../ir/mma_table.ts";
+import { SIMT_PREFIX, simtShape } from "../ir/simt.ts";
 
 function log2(x: number): number {
   const l = Math.round(Math.log2(x));
@@ -78,7 +79,10 @@ class Lowering {
   constructor(k: GemmKernel) {
     this.k = k;
     const name = k.plan.mma!.shape;
-    const s = MMA_SHAPES.find((x) => x.name === name);
+    const w = k.plan.warp!.warp;
+    const s = name.startsWith(SIMT_PREFIX)
+      ? simtShape(w.m, w.n)
+      : MMA_SHAPES.find((x) => x.name === name);
     if (s === undefined) throw new Error(`Unknown MMA shape "${name}"`);
     this.shape = s;
     this.threads = k.plan.warp!.threads;
@@ -395,7 +399,11 @@ class Lowering {
       const fragRegs = (op: MmaShape["a"], tiles: number): Reg[][] =>
         Array.from(
           { length: tiles },
-          () => Array.from({ length: op.regs }, () => b.reg(op.regBits === 64 ? "f64" : "b32")),
+          () =>
+            Array.from(
+              { length: op.regs },
+              () => b.reg(op.regBits === 64 ? "f64" : this.k.math.mode === "simt" ? "f32" : "b32"),
+            ),
         );
       const aBuf = [fragRegs(this.shape.a, mTiles), fragRegs(this.shape.a, mTiles)];
       const bBuf = [fragRegs(this.shape.b, nTiles), fragRegs(this.shape.b, nTiles)];
@@ -913,6 +921,24 @@ class Lowering {
   mmas(acc: Reg[][][], aFr: Reg[][], bFr: Reg[][]): void {
     const b = this.b;
     const mode = this.k.math.mode;
+    if (mode === "simt") {
+      // One k of the outer product: acc[i][j] += a[i] * b[j] (fma.rn.f32).
+      const c = acc[0]![0]!;
+      const a = aFr[0]!;
+      const bb = bFr[0]!;
+      const TN = bb.length;
+      c.forEach((r, idx) => {
+        b.emit({
+          op: "mad",
+          type: "f32",
+          dst: r,
+          a: a[Math.floor(idx / TN)]!,
+          b: bb[idx % TN]!,
+          c: r,
+        });
+      });
+      return;
+    }
     const split = (regs: Reg[]): { big: Reg[]; small: Reg[] } => {
       const big: Reg[] = [];
       const small: Reg[] = [];

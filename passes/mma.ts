@@ -15,6 +15,7 @@ import { type MmaDtype, mmaShapesFor } from "../ir/mma_table.ts";
 import { DTYPE_INFO } from "../ir/dtype.ts";
 import { type GemmPass, scheduleError } from "./pass.ts";
 import { fragmentLoad } from "./pipeline.ts";
+import { simtShape } from "../ir/simt.ts";
 
 /** Registers a thread may use (the PTX limit). */
 export const REGISTER_BUDGET = 255;
@@ -25,6 +26,44 @@ export const REGISTER_FILE = 65536;
 /** Registers the estimate reserves for addressing, predicates and the epilogue. */
 const ADDRESSING_REGS = 40;
 
+/** The SIMT plan of `math f32`: fma.rn.f32 outer products, fragments by ld.shared. */
+function simtPlan(k: GemmKernel): GemmKernel {
+  const w = k.plan.warp!.warp;
+  const tb = k.plan.tile!.threadblock;
+  if (w.m % 8 !== 0 || w.n % 4 !== 0) {
+    scheduleError(
+      k,
+      "warp",
+      "E0202",
+      `Warp ${w.m}x${w.n}x${w.k} does not fit SIMT's 8x4 lanes: M must be a multiple of 8, N of 4`,
+    );
+  }
+  if (tb.k < 2) {
+    scheduleError(k, "threadblock", "E0209", `Tile K ${tb.k}: SIMT needs at least 2 k-steps`);
+  }
+  const TM = w.m / 8;
+  const TN = w.n / 4;
+  const regEstimate = TM * TN + 2 * (TM + TN) + ADDRESSING_REGS;
+  if (regEstimate > REGISTER_BUDGET) {
+    scheduleError(
+      k,
+      ["warp", "threadblock"],
+      "E0208",
+      `Estimated ${regEstimate} registers per thread (${TM * TN} accumulators) exceed ` +
+        `${REGISTER_BUDGET}: use a smaller warp tile`,
+    );
+  }
+  const plan: MmaPlan = {
+    shape: simtShape(w.m, w.n).name,
+    instr: { m: w.m, n: w.n, k: 1 },
+    aLoad: "lds",
+    bLoad: "lds",
+    kSteps: tb.k,
+    regEstimate,
+  };
+  return { ...k, plan: { ...k.plan, mma: plan } };
+}
+
 /** The pass. */
 export const mmaPass: GemmPass = {
   name: "gemm-mma",
@@ -34,14 +73,7 @@ export const mmaPass: GemmPass = {
     const m = k.math;
     const op = m.op === "mul" ? undefined : m.op;
     const shapes = mmaShapesFor(m.mmaA as MmaDtype, m.mmaB as MmaDtype, m.acc as MmaDtype, op);
-    if (m.mode === "simt") {
-      scheduleError(
-        k,
-        "math",
-        "E0212",
-        `"math f32" (SIMT, no tensor cores) is not implemented yet: use math tf32 or math 3xtf32`,
-      );
-    }
+    if (m.mode === "simt") return simtPlan(k);
     const want = k.schedule.mma;
     const list = shapes.map((s) => `${s.m}x${s.n}x${s.k}`).join(", ");
     const shape = want === undefined

@@ -106,7 +106,10 @@ export const tilePass: GemmPass = {
       // element per load and store (no cp.async): a 128x128 tile keeps the
       // copies per thread (and their registers) in bounds.
       const syncCopy = hasSyncCopies(k);
-      const d = k.math.mode === "3xtf32"
+      // SIMT f32 (math f32): CUTLASS's sgemm tile.
+      const d = k.math.mode === "simt"
+        ? { m: 128, n: 128, k: 8 }
+        : k.math.mode === "3xtf32"
         ? { m: 128, n: 128, k: 16 }
         : syncCopy
         ? { m: 128, n: 128, k: defaultThreadblock(k.math.mmaA).k }

@@ -43,7 +43,6 @@ const EXPECTED: Readonly<Record<string, readonly [DiagnosticCode, number, number
   E0209_smaller_than_mma: ["E0209", 10, 5],
   E0211_s4_row_major_b: ["E0211", 4, 3],
   E0211_s8_col_major_a: ["E0211", 3, 3],
-  E0212_math_f32: ["E0212", 10, 5],
   E0212_split_k: ["E0212", 10, 5],
 };
 
@@ -82,8 +81,6 @@ const MESSAGES: Readonly<Record<string, string>> = {
     "MMA fragments cannot be transposed from shared memory",
   E0211_s8_col_major_a: `Operand A ("A", s8) must be K-contiguous (A row-major): 8-bit ` +
     "MMA fragments cannot be transposed from shared memory",
-  E0212_math_f32: `"math f32" (SIMT, no tensor cores) is not implemented yet: ` +
-    "use math tf32 or math 3xtf32",
   E0212_split_k: `"split_k 2" is not implemented yet: the lowering computes each tile's ` +
     "full K (split_k 1)",
 };
@@ -176,7 +173,6 @@ Deno.test("schedule diagnostics: the caret is under the schedule line the messag
     E0209_smaller_than_mma: "threadblock",
     E0211_s4_row_major_b: "B:",
     E0211_s8_col_major_a: "A:",
-    E0212_math_f32: "math",
     E0212_split_k: "split_k",
   };
   for (const name of programs()) {
