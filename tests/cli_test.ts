@@ -8,49 +8,12 @@
  */
 
 import assert from "node:assert/strict";
+import { assertNoStackTrace, gemm, gemmAll, type Run } from "./_cli.ts";
 
 const ROOT = new URL("../", import.meta.url);
 const ROOT_PATH = ROOT.pathname;
 
-interface Run {
-  readonly code: number;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
 const dec = new TextDecoder();
-
-async function gemm(...args: string[]): Promise<Run> {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "cli.ts", ...args],
-    cwd: ROOT_PATH,
-    env: { NO_COLOR: "1" },
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
-}
-
-/** Runs many invocations, a few at a time. */
-async function gemmAll(argLists: string[][], width = 8): Promise<Run[]> {
-  const results: Run[] = new Array(argLists.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < argLists.length) {
-      const i = next++;
-      results[i] = await gemm(...argLists[i]!);
-    }
-  };
-  await Promise.all(Array.from({ length: width }, worker));
-  return results;
-}
-
-function assertNoStackTrace(r: Run, what: string): void {
-  const all = r.stdout + r.stderr;
-  assert.doesNotMatch(all, /^\s+at /m, `${what}: a stack trace\n${all}`);
-  assert.doesNotMatch(all, /Stack backtrace|Uncaught|gemm: internal error/, `${what}\n${all}`);
-}
 
 /** A usage error: exit 2, nothing on stdout, one line on stderr starting "gemm: ". */
 function assertUsageError(r: Run, what: string, says?: RegExp): void {

@@ -14,6 +14,7 @@ import { type KernelManifest, kernelManifest } from "../backends/manifest.ts";
 import { gridFor } from "../ir/kernel.ts";
 import type { Target } from "../ir/gemm.ts";
 import { resolveSizes } from "../backends/sizes.ts";
+import { gemm } from "./_cli.ts";
 
 const ROOT = new URL("../", import.meta.url);
 const TARGETS: readonly Target[] = ["sm80", "sm86"];
@@ -170,25 +171,6 @@ Deno.test("manifest: the grid as a function of the sizes", () => {
   ];
   assert.deepEqual(gridFor(bg, { L: 7, M: 300, N: 500, K: 64 }), want);
 });
-
-interface Run {
-  readonly code: number;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-async function gemm(...args: string[]): Promise<Run> {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "cli.ts", ...args],
-    cwd: ROOT.pathname,
-    env: { NO_COLOR: "1" },
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const dec = new TextDecoder();
-  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
-}
 
 Deno.test("cli: --emit json --size gives every kernel's manifest with the concrete grid", async () => {
   const cases: readonly [string, string, Target, Record<string, number>][] = [

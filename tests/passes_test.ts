@@ -22,6 +22,7 @@ import { dumpHeader } from "../passes/pass.ts";
 import { GEMM_PASSES, LOWER_PASS, PASS_NAMES, runPipeline } from "../passes/pipeline_list.ts";
 import { defaultSwizzle, defaultThreadblock, MIN_BLOCKS } from "../passes/tile.ts";
 import { defaultStages } from "../passes/pipeline.ts";
+import { gemm } from "./_cli.ts";
 
 const ROOT = new URL("../", import.meta.url);
 const UPDATE = Deno.env.get("UPDATE_GOLDEN") === "1";
@@ -820,25 +821,6 @@ for (const name of examples()) {
       }
     }
   });
-}
-
-interface Run {
-  readonly code: number;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-async function gemm(...args: string[]): Promise<Run> {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "cli.ts", ...args],
-    cwd: ROOT.pathname,
-    env: { NO_COLOR: "1" },
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const dec = new TextDecoder();
-  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
 }
 
 Deno.test("cli: gemm compile --emit kernel-ir --target sm86 prints every kernel's IR", async () => {

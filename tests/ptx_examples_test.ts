@@ -21,6 +21,7 @@ import { compile, type CompiledKernel, formatDiagnostics, ptxModule } from "../c
 import { findPtxas, type PtxasResult, runPtxas } from "../backends/ptx/ptxas.ts";
 import { ptxTarget } from "../backends/ptx/print.ts";
 import type { Target } from "../ir/gemm.ts";
+import { gemm } from "./_cli.ts";
 
 const ROOT = new URL("../", import.meta.url);
 const UPDATE = Deno.env.get("UPDATE_GOLDEN") === "1";
@@ -488,25 +489,6 @@ Deno.test("golden PTX: one per snapshot, none stale", () => {
 });
 
 // ---- the CLI -------------------------------------------------------------------------------
-
-interface Run {
-  readonly code: number;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-async function gemm(...args: string[]): Promise<Run> {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "cli.ts", ...args],
-    cwd: ROOT.pathname,
-    env: { NO_COLOR: "1" },
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const dec = new TextDecoder();
-  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
-}
 
 Deno.test("cli: gemm compile --emit ptx prints the golden module", async () => {
   const r = await gemm("compile", "examples/s8_gemm.gemm", "--emit", "ptx");

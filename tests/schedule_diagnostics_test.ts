@@ -17,6 +17,7 @@ import { DIAGNOSTIC_CODES, type DiagnosticCode, DiagnosticError } from "../dsl/d
 import { scheduleError } from "../passes/pass.ts";
 import { SMEM_BUDGET } from "../passes/pipeline.ts";
 import { REGISTER_BUDGET, REGISTER_FILE } from "../passes/mma.ts";
+import { gemm, type Run } from "./_cli.ts";
 
 const ROOT = new URL("../", import.meta.url);
 const DIR = "tests/testdata/schedule";
@@ -241,25 +242,6 @@ Deno.test("scheduleError: without the schedule line, points at the kernel's name
 });
 
 // ---- the CLI ------------------------------------------------------------------------------
-
-interface Run {
-  readonly code: number;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-async function gemm(...args: string[]): Promise<Run> {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "cli.ts", ...args],
-    cwd: ROOT.pathname,
-    env: { NO_COLOR: "1" },
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const dec = new TextDecoder();
-  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
-}
 
 Deno.test("schedule diagnostics: gemm compile exits 1 and prints the golden", async () => {
   const names = programs();

@@ -7,47 +7,9 @@
  */
 
 import assert from "node:assert/strict";
+import { assertNoStackTrace, gemm, gemmAll, type Run } from "./_cli.ts";
 
 const ROOT_PATH = new URL("../", import.meta.url).pathname;
-const dec = new TextDecoder();
-
-interface Run {
-  readonly code: number;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-async function gemm(...args: string[]): Promise<Run> {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "cli.ts", ...args],
-    cwd: ROOT_PATH,
-    env: { NO_COLOR: "1" },
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
-}
-
-/** Runs many invocations, two at a time (this machine has two cores). */
-async function gemmAll(argLists: string[][], width = 2): Promise<Run[]> {
-  const results: Run[] = new Array(argLists.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < argLists.length) {
-      const i = next++;
-      results[i] = await gemm(...argLists[i]!);
-    }
-  };
-  await Promise.all(Array.from({ length: width }, worker));
-  return results;
-}
-
-function assertNoStackTrace(r: Run, what: string): void {
-  const all = r.stdout + r.stderr;
-  assert.doesNotMatch(all, /^\s+at /m, `${what}: a stack trace\n${all}`);
-  assert.doesNotMatch(all, /Stack backtrace|Uncaught|internal error/, `${what}\n${all}`);
-}
 
 function examples(): string[] {
   return [...Deno.readDirSync(`${ROOT_PATH}examples`)]
