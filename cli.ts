@@ -337,27 +337,12 @@ function cmdSimulate(args: string[], io: CliIO): number {
     io.out(SIMULATE_HELP);
     return 0;
   }
-  const [file, ...extra] = positionals;
-  if (file === undefined) throw new UsageError("simulate: no input file");
-  if (extra.length > 0) throw new UsageError("simulate: one file at a time");
-  if (values.size === undefined) throw new UsageError("simulate: --size is required");
-  let sizes: Record<string, number>;
-  try {
-    sizes = parseSizes(values.size);
-  } catch (e) {
-    throw new UsageError((e as Error).message);
-  }
-  const seed = Number(values.seed);
-  if (!Number.isInteger(seed)) throw new UsageError(`Malformed --seed "${values.seed}"`);
-  const scalars = parseScalars(values.scalar);
-  const target = parseTarget(values.target);
-  const text = readSource(io, file);
-  const r = compile(text, {
-    file,
-    ...(target !== undefined ? { target } : {}),
-    ...(values.kernel !== undefined ? { kernel: values.kernel } : {}),
-    ...(values.tune ? { sizeHints: sizes } : {}),
-  });
+  const { file, text, sizes, seed, scalars, result: r } = prepare(
+    "simulate",
+    positionals,
+    values,
+    io,
+  );
   if (!r.ok) {
     io.err(formatDiagnostics(r.diagnostics, text));
     return 1;
@@ -559,18 +544,7 @@ function cmdRun(args: string[], io: CliIO): number {
     io.out(RUN_HELP);
     return 0;
   }
-  const [file, ...extra] = positionals;
-  if (file === undefined) throw new UsageError("run: no input file");
-  if (extra.length > 0) throw new UsageError("run: one file at a time");
-  if (values.size === undefined) throw new UsageError("run: --size is required");
-  let sizes: Record<string, number>;
-  try {
-    sizes = parseSizes(values.size);
-  } catch (e) {
-    throw new UsageError((e as Error).message);
-  }
-  const seed = Number(values.seed);
-  if (!Number.isInteger(seed)) throw new UsageError(`Malformed --seed "${values.seed}"`);
+  const { file, text, sizes, seed, scalars, result: r } = prepare("run", positionals, values, io);
   const check = values.check;
   if (check !== "ref" && check !== "sim" && check !== "none") {
     throw new UsageError(`Unknown --check "${check}": expected ref, sim or none`);
@@ -579,15 +553,6 @@ function cmdRun(args: string[], io: CliIO): number {
   const warmup = nonNegative("warmup", values.warmup);
   const inputSets = nonNegative("input-sets", values["input-sets"]);
   if (inputSets < 1) throw new UsageError("--input-sets must be at least 1");
-  const scalars = parseScalars(values.scalar);
-  const target = parseTarget(values.target);
-  const text = readSource(io, file);
-  const r = compile(text, {
-    file,
-    ...(target !== undefined ? { target } : {}),
-    ...(values.kernel !== undefined ? { kernel: values.kernel } : {}),
-    ...(values.tune ? { sizeHints: sizes } : {}),
-  });
   if (!r.ok) {
     io.err(formatDiagnostics(r.diagnostics, text));
     return 1;
@@ -666,6 +631,54 @@ function cmdRun(args: string[], io: CliIO): number {
   }
   if (values.json) io.out(JSON.stringify({ reports }, null, 2) + "\n");
   return ok ? 0 : 1;
+}
+
+/** What `simulate` and `run` share: the file, sizes, seed, scalars, and the compiled kernels. */
+interface Prepared {
+  readonly file: string;
+  readonly text: string;
+  readonly sizes: Record<string, number>;
+  readonly seed: number;
+  readonly scalars: Record<string, number>;
+  readonly result: ReturnType<typeof compile>;
+}
+
+/** Reads the positional file and the options common to `simulate` and `run`, and compiles. */
+function prepare(
+  cmd: "simulate" | "run",
+  positionals: readonly string[],
+  values: {
+    size?: string | undefined;
+    seed?: string | undefined;
+    scalar?: string | undefined;
+    target?: string | undefined;
+    kernel?: string | undefined;
+    tune?: boolean | undefined;
+  },
+  io: CliIO,
+): Prepared {
+  const [file, ...extra] = positionals;
+  if (file === undefined) throw new UsageError(`${cmd}: no input file`);
+  if (extra.length > 0) throw new UsageError(`${cmd}: one file at a time`);
+  if (values.size === undefined) throw new UsageError(`${cmd}: --size is required`);
+  let sizes: Record<string, number>;
+  try {
+    sizes = parseSizes(values.size);
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+  const seed = Number(values.seed ?? "1");
+  if (!Number.isInteger(seed)) throw new UsageError(`Malformed --seed "${values.seed}"`);
+  const scalars = parseScalars(values.scalar);
+  const target = parseTarget(values.target);
+  const text = readSource(io, file);
+  const result = compile(text, {
+    file,
+    ...(target !== undefined ? { target } : {}),
+    ...(values.kernel !== undefined ? { kernel: values.kernel } : {}),
+    ...(values.tune ? { sizeHints: sizes } : {}),
+  });
+  return { file, text, sizes, seed, scalars, result };
 }
 
 /**
