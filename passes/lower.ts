@@ -32,7 +32,7 @@
 import type { EpilogueExpr, GemmKernel, MatrixView, OperandSmem, TensorParam } from "../ir/gemm.ts";
 import { tensorParam, unreachable } from "../ir/gemm.ts";
 import { type Dtype, DTYPE_INFO } from "../ir/dtype.ts";
-import type { Kernel, KernelParam, MemWidth, Operand, Reg, RegType } from "../ir/kernel.ts";
+import type { BinFn, Kernel, KernelParam, MemWidth, Operand, Reg, RegType } from "../ir/kernel.ts";
 import { imm, KernelBuilder } from "../ir/builder.ts";
 import { MMA_SHAPES, type MmaShape } from "../ir/mma_table.ts";
 import { SIMT_PREFIX, simtShape } from "../ir/simt.ts";
@@ -91,19 +91,7 @@ class Lowering {
   // ---- small emitters ----------------------------------------------------
 
   bin(
-    fn:
-      | "add"
-      | "sub"
-      | "mul"
-      | "div"
-      | "rem"
-      | "min"
-      | "max"
-      | "shl"
-      | "shr"
-      | "and"
-      | "or"
-      | "xor",
+    fn: BinFn,
     type: "u32" | "s32" | "u64" | "b32" | "pred" | "f32" | "f64",
     a: Operand,
     b: Operand,

@@ -36,7 +36,7 @@ import type { Kernel, Reg, RegType } from "../../ir/kernel.ts";
 import { verifyKernel } from "../../ir/verify_kernel.ts";
 import { printPtx } from "../ptx/print.ts";
 import { simulate } from "../sim/mod.ts";
-import { Rng } from "../ref/inputs.ts";
+import { intRange, Rng } from "../ref/inputs.ts";
 import {
   bf16BitsToF32,
   bitsF32,
@@ -287,22 +287,9 @@ function idInputs(s: MmaShape, which: "rows" | "cols"): ProbeInputs {
 
 /** Random A, B, C whose every product and sum is exact in the row's types. */
 function randomInputs(s: MmaShape, rng: Rng): ProbeInputs {
-  const range = (t: MmaDtype): [number, number] => {
-    switch (t) {
-      case "s8":
-        return [-128, 127];
-      case "u8":
-        return [0, 255];
-      case "s4":
-        return [-8, 7];
-      case "u4":
-        return [0, 15];
-      case "b1":
-        return [0, 1];
-      default:
-        return [-4, 4]; // floats: small integers, so products and sums are exact
-    }
-  };
+  // Integers over their whole range; floats as small integers, so products and sums are exact.
+  const range = (t: MmaDtype): [number, number] =>
+    ["s8", "u8", "s4", "u4", "b1"].includes(t) ? intRange(t) : [-4, 4];
   const matrix = (rows: number, cols: number, [lo, hi]: [number, number]) => {
     const m = new Float64Array(rows * cols);
     for (let i = 0; i < m.length; i++) m[i] = rng.int(lo, hi);
