@@ -268,6 +268,10 @@ export interface UnpackOp {
 export interface CpAsyncOp {
   readonly op: "cpasync";
   readonly cache: "ca" | "cg";
+  /** An L2 prefetch-size hint (`.L2::128B`): the L2 may fetch the whole
+   * 128-byte line around the source. A performance hint only: no effect on
+   * what lands in shared memory (the simulator ignores it). */
+  readonly prefetch?: 128;
   readonly bytes: 4 | 8 | 16;
   readonly dst: Reg;
   readonly dstOffset: number;

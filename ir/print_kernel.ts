@@ -92,9 +92,9 @@ function line(o: Op): string {
     case "unpack":
       return `${g}${regName(o.lo)}, ${regName(o.hi)} = unpack ${regName(o.src)}`;
     case "cpasync":
-      return `${g}cpasync.${o.cache}.${o.bytes} ${addr(o.dst, o.dstOffset)}, [${regName(o.src)}], ${
-        opd(o.srcBytes)
-      }`;
+      return `${g}cpasync.${o.cache}.${o.bytes}${
+        o.prefetch !== undefined ? `.L2::${o.prefetch}B` : ""
+      } ${addr(o.dst, o.dstOffset)}, [${regName(o.src)}], ${opd(o.srcBytes)}`;
     case "commit":
       return "commit";
     case "wait":

@@ -678,6 +678,9 @@ class Lowering {
         b.emit({
           op: "cpasync",
           cache: p.copyBytes === 16 ? "cg" : "ca",
+          // The L2 may fetch whole 128-byte lines: +5% for tf32 at 8192^3 on the H200
+          // (bench/NOTES.md 6).
+          ...(p.copyBytes === 16 ? { prefetch: 128 as const } : {}),
           bytes: p.copyBytes as 4 | 8 | 16,
           dst,
           dstOffset,

@@ -216,7 +216,7 @@ Deno.test("kernel IR verifier: operands of the wrong type", () => {
   );
   rejects(
     edit(HGEMM, is("cpasync"), (o) => ({ ...o, src: r }) as Op),
-    /^source address has type u32, expected u64: cpasync\.cg\.16 /,
+    /^source address has type u32, expected u64: cpasync\.cg\.16(?:\.L2::128B)? /,
   );
   rejects(
     edit(HGEMM, is("ldmatrix"), (o) => {
@@ -247,7 +247,7 @@ Deno.test("kernel IR verifier: operands of the wrong type", () => {
 Deno.test("kernel IR verifier: cp.async.cg copies 16 bytes", () => {
   rejects(
     edit(HGEMM, is("cpasync"), (o) => ({ ...o, bytes: 8 }) as Op),
-    /^cp\.async\.cg copies 16 bytes: cpasync\.cg\.8 \[%r\d+\], \[%rd\d+\], %r\d+$/,
+    /^cp\.async\.cg copies 16 bytes: cpasync\.cg\.8(?:\.L2::128B)? \[%r\d+\], \[%rd\d+\], %r\d+$/,
   );
   // .ca of 8 bytes is legal.
   verifyKernel(edit(HGEMM, is("cpasync"), (o) => ({ ...o, bytes: 8, cache: "ca" }) as Op));
@@ -299,7 +299,9 @@ Deno.test("kernel IR verifier: shared-memory offsets outside the buffer", () => 
   const size = HGEMM.dynamicSmemBytes;
   rejects(
     edit(HGEMM, is("cpasync"), (o) => ({ ...o, dstOffset: size }) as Op),
-    new RegExp(`^offset outside shared memory: cpasync\\.cg\\.16 \\[%r\\d+ \\+ ${size}\\]`),
+    new RegExp(
+      `^offset outside shared memory: cpasync\\.cg\\.16(?:\\.L2::128B)? \\[%r\\d+ \\+ ${size}\\]`,
+    ),
   );
   // Straddling the end: the last 16 bytes start 8 bytes before it.
   rejects(

@@ -570,7 +570,7 @@ Deno.test("gemm-pipeline: the cp.async width follows the alignment (16/8/4 bytes
 Deno.test("gemm-pipeline: the kernel copies with cp.async.cg 16, .ca 8/4, or ld/st below 4", () => {
   const count = (ck: CompiledKernel, re: RegExp) => ck.kernelText.match(re)?.length ?? 0;
   const wide = compileOk(program(...F16));
-  assert.ok(count(wide, /cpasync\.cg\.16 /g) > 0);
+  assert.ok(count(wide, /cpasync\.cg\.16\.L2::128B /g) > 0);
   assert.equal(count(wide, /cpasync\.ca\./g), 0);
   const mid = compileOk(program("f16[M, K] row align 4", "f16[K, N] col align 2", F16[2]));
   assert.ok(count(mid, /cpasync\.ca\.8 /g) > 0);

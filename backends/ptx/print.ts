@@ -314,7 +314,7 @@ export const OP_TEMPLATES = Object.freeze({
   selp: "selp.$t $d, $a, $b, $p",
   pack: "mov.b32 $d, {$lo, $hi}",
   unpack: "mov.b32 {$lo, $hi}, $a",
-  cpasync: "cp.async.$cache.shared.global [$dst], [$src], $bytes, $n",
+  cpasync: "cp.async.$cache.shared.global$hint [$dst], [$src], $bytes, $n",
   commit: "cp.async.commit_group",
   wait: "cp.async.wait_group $n",
   bar: "bar.sync 0",
@@ -768,6 +768,7 @@ const RENDER: Renderers = {
     expect("cp.async source size", "i32", o.srcBytes);
     put(cx, OP_TEMPLATES.cpasync, {
       cache: o.cache,
+      hint: o.prefetch === undefined ? "" : `.L2::${o.prefetch}B`,
       dst: addr(o.dst, o.dstOffset),
       src: regName(o.src),
       bytes: String(o.bytes),
