@@ -31,9 +31,8 @@ import { tensorShape } from "../backends/ref/tensor.ts";
 import { f32ToF16Bits } from "../backends/sim/numerics.ts";
 import { tensorParam } from "../ir/gemm.ts";
 import { type BlasType, Cublas } from "./cublas.ts";
-import { PEAK_ACCUMULATORS, PEAK_SHAPES, PEAK_THREADS, peakKernel, peakOps } from "./mma_peak.ts";
+import { PEAK_SHAPES, PEAK_THREADS, peakKernel, peakOps } from "./mma_peak.ts";
 import { printPtx } from "../backends/ptx/print.ts";
-import { MMA_SHAPES } from "../ir/mma_table.ts";
 
 interface Problem {
   readonly shape: string;
@@ -228,8 +227,6 @@ function ceilings(cuda: Cuda): Map<string, number> {
   }
   buf.free();
   mod.unload();
-  void MMA_SHAPES;
-  void PEAK_ACCUMULATORS;
   return out;
 }
 

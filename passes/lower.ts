@@ -204,10 +204,9 @@ class Lowering {
     const m = this.bin("and", "u32", hi, imm(7));
     const phys = this.bin("xor", "u32", linear, m);
     const off = this.bin("shl", "u32", phys, imm(4));
-    let inChunk: Operand = byte.kind === "imm"
+    const inChunk: Operand = byte.kind === "imm"
       ? imm(byte.value & 15)
       : this.bin("and", "u32", byte, imm(15));
-    if (inChunk.kind === "imm" && inChunk.value === 0) inChunk = imm(0);
     const withIn = inChunk.kind === "imm" && inChunk.value === 0
       ? off
       : this.bin("add", "u32", off, inChunk);
@@ -365,8 +364,7 @@ class Lowering {
       );
       const S = pipe.stages;
       // kRem of the next tile to fetch: K - t * tileK (s32, may go negative).
-      const kRem = this.mov("s32", K.kind === "imm" ? K : imm(0), "kfetch");
-      if (K.kind !== "imm") b.emit({ op: "cvt", kind: "s32.b32", dst: kRem, src: this.bitsOf(K) });
+      const kRem = this.s32Of(K, "kfetch");
       const writeOff = this.mov("u32", imm(0), "wstage");
       const readOff = this.mov("u32", imm(0), "rstage");
 
@@ -403,23 +401,22 @@ class Lowering {
 
       const kt = b.reg("u32", "kt");
       const KK = mp.kSteps;
+      // k-steps per tile are a power of two >= 2 (gemm-mma), so the two fragment
+      // buffers alternate evenly across tiles: k-step kk uses buffer kk % 2.
+      if (KK % 2 !== 0) throw new Error(`lower-kernel: ${KK} k-steps per tile is odd`);
       b.for(kt, imm(0), kTiles, 1, () => {
         for (let kk = 0; kk < KK; kk++) {
-          const cur = kk % 2;
-          const nextBuf = (kk + 1) % 2;
-          const late = nextBuf === cur; // KK odd, last step: load after the MMAs
           if (kk === KK - 1) {
             b.emit({ op: "wait", n: pipe.waitDepth });
             b.emit({ op: "bar" });
             this.advanceStage(readOff, S);
           }
-          if (!late) loadFrags((kk + 1) % KK, nextBuf);
+          loadFrags((kk + 1) % KK, (kk + 1) % 2);
           if (kk === 0) {
             b.emit({ op: "comment", text: `copies of k-tile kt + ${S - 1}` });
             issue();
           }
-          this.mmas(acc, aBuf[cur]!, bBuf[cur]!);
-          if (late) loadFrags(0, 0);
+          this.mmas(acc, aBuf[kk % 2]!, bBuf[kk % 2]!);
         }
       });
       b.emit({ op: "wait", n: 0 });
@@ -452,12 +449,17 @@ class Lowering {
     };
   }
 
-  /** The raw bits of a u32 operand as b32 (for bit moves). */
-  bitsOf(o: Operand): Operand {
-    if (o.kind === "imm") return o;
-    const r = this.b.reg("b32");
-    this.b.emit({ op: "cvt", kind: "b32.u32", dst: r, src: o });
-    return r;
+  /** A u32 operand's bits as an s32 register (two bit moves; free in PTX). */
+  s32Of(o: Operand, name?: string): Reg {
+    const dst = this.b.reg("s32", name);
+    if (o.kind === "imm") {
+      this.b.emit({ op: "mov", dst, src: o });
+      return dst;
+    }
+    const bits = this.b.reg("b32");
+    this.b.emit({ op: "cvt", kind: "b32.u32", dst: bits, src: o });
+    this.b.emit({ op: "cvt", kind: "s32.b32", dst, src: bits });
+    return dst;
   }
 
   advanceStage(off: Reg, stages: number): void {
@@ -551,14 +553,9 @@ class Lowering {
       const stride: Operand = ldBytes.kind === "imm"
         ? imm(ldBytes.value * dr)
         : this.bin("mul", "u64", ldBytes, imm(dr));
-      const toS32 = (v: Operand): Reg => {
-        const r = this.b.reg("s32");
-        this.b.emit({ op: "cvt", kind: "s32.b32", dst: r, src: this.bitsOf(v) });
-        return r;
-      };
       // K-contiguous: rows are M/N; outer-contiguous: rows are k.
       const outerRem = kContig
-        ? this.bin("sub", "s32", toS32(outerSize), toS32(outer0), `${view.tensor}orem`)
+        ? this.bin("sub", "s32", this.s32Of(outerSize), this.s32Of(outer0), `${view.tensor}orem`)
         : null;
       const outerOk = kContig ? null : this.setp("lt", "u32", outer0, outerSize);
       return {
@@ -570,7 +567,7 @@ class Lowering {
         kContig,
         outerRem,
         outerOk,
-        kIdx: toS32(kIdx0),
+        kIdx: this.s32Of(kIdx0),
         dst,
         valid,
       };
@@ -606,9 +603,7 @@ class Lowering {
         `${view.tensor}p${j}`,
       );
       // k index for the bounds check: as s32.
-      const kS = this.b.reg("s32");
-      this.b.emit({ op: "cvt", kind: "s32.b32", dst: kS, src: this.bitsOf(kIdx) });
-      copies.push({ ptr, okRow, kIdx: kS, dst: dst[j]! });
+      copies.push({ ptr, okRow, kIdx: this.s32Of(kIdx), dst: dst[j]! });
     }
     return { kind: "each", copies, step };
   }
@@ -671,35 +666,33 @@ class Lowering {
   /** One global->shared copy: cp.async with zero-fill, or a guarded load and a store. */
   copyOne(p: OperandSmem, ok: Reg, src: Reg, dst: Reg, dstOffset: number): void {
     const b = this.b;
-    {
-      if (p.async) {
-        const n = this.b.reg("u32");
-        b.emit({ op: "selp", type: "u32", dst: n, a: imm(p.copyBytes), b: imm(0), p: ok });
-        b.emit({
-          op: "cpasync",
-          cache: p.copyBytes === 16 ? "cg" : "ca",
-          // The L2 may fetch whole 128-byte lines: +5% for tf32 at 8192^3 on the H200
-          // (bench/NOTES.md 6).
-          ...(p.copyBytes === 16 ? { prefetch: 128 as const } : {}),
-          bytes: p.copyBytes as 4 | 8 | 16,
-          dst,
-          dstOffset,
-          src,
-          srcBytes: n,
-        });
-      } else {
-        const width: MemWidth = p.copyBytes === 2 ? "b16" : "b8";
-        const v = this.mov(width === "b16" ? "b16" : "u32", imm(0));
-        b.emit({
-          op: "ldg",
-          width,
-          dst: [v],
-          addr: src,
-          offset: 0,
-          guard: { pred: ok, negate: false },
-        });
-        b.emit({ op: "sts", width, src: [v], addr: dst, offset: dstOffset });
-      }
+    if (p.async) {
+      const n = this.b.reg("u32");
+      b.emit({ op: "selp", type: "u32", dst: n, a: imm(p.copyBytes), b: imm(0), p: ok });
+      b.emit({
+        op: "cpasync",
+        cache: p.copyBytes === 16 ? "cg" : "ca",
+        // The L2 may fetch whole 128-byte lines: +5% for tf32 at 8192^3 on the H200
+        // (bench/NOTES.md 6).
+        ...(p.copyBytes === 16 ? { prefetch: 128 as const } : {}),
+        bytes: p.copyBytes as 4 | 8 | 16,
+        dst,
+        dstOffset,
+        src,
+        srcBytes: n,
+      });
+    } else {
+      const width: MemWidth = p.copyBytes === 2 ? "b16" : "b8";
+      const v = this.mov(width === "b16" ? "b16" : "u32", imm(0));
+      b.emit({
+        op: "ldg",
+        width,
+        dst: [v],
+        addr: src,
+        offset: 0,
+        guard: { pred: ok, negate: false },
+      });
+      b.emit({ op: "sts", width, src: [v], addr: dst, offset: dstOffset });
     }
   }
 
@@ -790,7 +783,6 @@ class Lowering {
       const origins: [number, number][] = [];
       const origin = (r: number): [number, number] => (origins[r] ??= originOf(r));
       // Validate: ldmatrix delivers exactly this fragment register.
-      const kPer16B = (16 * 8) / bits; // k elements in 16 bytes
       for (let r = 0; r < frag.regs; r++) {
         const [o0, k0] = origin(r);
         for (let l = 0; l < 32; l++) {
@@ -819,7 +811,6 @@ class Lowering {
             }
           }
         }
-        void kPer16B;
       }
       // Group matrices into x4 (or x2/x1) instructions: all (tile, reg) of one k-step.
       for (let kk = 0; kk < mp.kSteps; kk++) {
@@ -1287,7 +1278,7 @@ class Lowering {
       const xf = this.toCompute(x, c, "f32");
       return this.toCompute(xf, "f32", c);
     }
-    if (to === "f64") return c === "s32" ? x : x; // f64 holds every f32 and s32 value exactly
+    if (to === "f64") return x; // f64 holds every f32 and s32 value exactly
     // Integer casts: round to s32 (saturating), then clamp to the type's range.
     const xi = c === "s32" ? x : this.toCompute(x, c, "s32");
     const [lo, hi] = to === "s8" ? [-128, 127] : to === "u8" ? [0, 255] : [null, null];
@@ -1414,26 +1405,15 @@ class Lowering {
         return this.toCompute(v, v.type, c);
       case "s8": {
         // Sign-extend the low byte: (v << 24) >> 24 (arithmetic).
-        const s = b.reg("s32");
-        b.emit({ op: "cvt", kind: "s32.b32", dst: s, src: this.bitsOfU(v) });
-        const sh = this.bin("shl", "s32", s, imm(24));
+        const sh = this.bin("shl", "s32", this.s32Of(v), imm(24));
         const ext = this.bin("shr", "s32", sh, imm(24));
         return this.toCompute(ext, "s32", c);
       }
-      case "u8": {
-        const s = b.reg("s32");
-        b.emit({ op: "cvt", kind: "s32.b32", dst: s, src: this.bitsOfU(v) });
-        return this.toCompute(s, "s32", c);
-      }
+      case "u8":
+        return this.toCompute(this.s32Of(v), "s32", c);
       default:
         throw new Error(`Unsupported epilogue tensor type "${t.dtype}"`);
     }
-  }
-
-  bitsOfU(v: Reg): Reg {
-    const r = this.b.reg("b32");
-    this.b.emit({ op: "cvt", kind: "b32.u32", dst: r, src: v });
-    return r;
   }
 }
 

@@ -38,6 +38,7 @@ import type {
   SpecialReg,
   UnOp,
 } from "../../ir/kernel.ts";
+import { opRegs, walkOps } from "../../ir/kernel.ts";
 import { printBody, regName } from "../../ir/print_kernel.ts";
 import { MMA_SHAPES, type MmaDtype, type MmaShape } from "../../ir/mma_table.ts";
 import { type Target, unreachable } from "../../ir/gemm.ts";
@@ -1057,116 +1058,6 @@ function regPrefix(r: Reg): string {
   return regName(r).slice(1).replace(/\d+$/, "");
 }
 
-/**
- * Calls `f` on each register an operation reads, then each it writes, in the
- * order of `opRegs` in ir/kernel.ts (immediates skipped, bodies not entered),
- * without building arrays: the printer visits every operation of every kernel.
- */
-function eachOpReg(o: Op, f: (r: Reg) => void): void {
-  switch (o.op) {
-    case "param":
-    case "sreg":
-    case "smembase":
-      guardReg(o, f);
-      f(o.dst);
-      return;
-    case "mov":
-    case "un":
-    case "cvt":
-      guardReg(o, f);
-      ifReg(o.src, f);
-      f(o.dst);
-      return;
-    case "bin":
-    case "setp":
-    case "mulwide":
-      guardReg(o, f);
-      ifReg(o.a, f);
-      ifReg(o.b, f);
-      f(o.dst);
-      return;
-    case "mad":
-      guardReg(o, f);
-      ifReg(o.a, f);
-      ifReg(o.b, f);
-      ifReg(o.c, f);
-      f(o.dst);
-      return;
-    case "selp":
-      guardReg(o, f);
-      ifReg(o.a, f);
-      ifReg(o.b, f);
-      ifReg(o.p, f);
-      f(o.dst);
-      return;
-    case "pack":
-      guardReg(o, f);
-      f(o.lo);
-      f(o.hi);
-      f(o.dst);
-      return;
-    case "unpack":
-      guardReg(o, f);
-      f(o.src);
-      f(o.lo);
-      f(o.hi);
-      return;
-    case "cpasync":
-      guardReg(o, f);
-      f(o.dst);
-      f(o.src);
-      ifReg(o.srcBytes, f);
-      return;
-    case "commit":
-    case "wait":
-    case "bar":
-    case "comment":
-      return;
-    case "ldmatrix":
-      f(o.addr);
-      o.dst.forEach(f);
-      return;
-    case "lds":
-    case "ldg":
-      guardReg(o, f);
-      f(o.addr);
-      o.dst.forEach(f);
-      return;
-    case "sts":
-    case "stg":
-      guardReg(o, f);
-      f(o.addr);
-      for (const v of o.src) ifReg(v, f);
-      return;
-    case "mma":
-      o.a.forEach(f);
-      o.b.forEach(f);
-      o.c.forEach(f);
-      o.d.forEach(f);
-      return;
-    case "for":
-      ifReg(o.from, f);
-      ifReg(o.to, f);
-      f(o.iv);
-      return;
-    case "if":
-      f(o.cond);
-      return;
-    default:
-      unreachable(o);
-  }
-}
-
-/** `f(v)` when `v` is a register. */
-function ifReg(v: Operand, f: (r: Reg) => void): void {
-  if (v.kind === "reg") f(v);
-}
-
-/** `f` on the guard's predicate, when the operation has a guard. */
-function guardReg(o: Op, f: (r: Reg) => void): void {
-  if ("guard" in o && o.guard !== undefined) f(o.guard.pred);
-}
-
 /** `.reg` declarations for every register the kernel lists or uses, by prefix. */
 function regDecls(k: Kernel): string[] {
   // Register ids are small integers in practice: the type seen for each id in an array.
@@ -1189,17 +1080,11 @@ function regDecls(k: Kernel): string[] {
     }
   };
   k.regs.forEach(note);
-  const walk = (body: readonly Op[]): void => {
-    for (const o of body) {
-      eachOpReg(o, note);
-      if (o.op === "for") walk(o.body);
-      else if (o.op === "if") {
-        walk(o.then);
-        walk(o.otherwise);
-      }
-    }
-  };
-  walk(k.body);
+  walkOps(k.body, (o) => {
+    const { reads, writes } = opRegs(o);
+    reads.forEach(note);
+    writes.forEach(note);
+  });
   const out: string[] = [];
   for (const t of Object.keys(REG_PTX) as RegType[]) {
     const m = max.get(t);

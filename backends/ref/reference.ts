@@ -168,7 +168,7 @@ export function referenceGemm(k: GemmKernel, args: LaunchArgs): Reference {
   // Evaluates the epilogue; approx counts the approximate functions on the path.
   const evalE = (e: EpilogueExpr, acc: number, b: number, r: number, c: number): number => {
     const ev = (x: EpilogueExpr) => evalE(x, acc, b, r, c);
-    const fix = (x: number) => compute === "s32" ? x | 0 : compute === "f32" ? x : x;
+    const fix = (x: number) => (compute === "s32" ? x | 0 : x);
     switch (e.op) {
       case "acc":
         return acc;

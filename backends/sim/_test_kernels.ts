@@ -9,7 +9,7 @@
  */
 
 import { imm, KernelBuilder } from "../../ir/builder.ts";
-import type { Kernel, KernelParam, Operand, Reg } from "../../ir/kernel.ts";
+import type { BinFn, Kernel, KernelParam, Operand, Reg } from "../../ir/kernel.ts";
 
 /** A seeded generator of uniform numbers in [0, 1) (mulberry32). */
 export function rng(seed: number): () => number {
@@ -52,19 +52,7 @@ export class Emitter extends KernelBuilder {
 
   /** `dst = a FN b` of `type`. */
   bin(
-    fn:
-      | "add"
-      | "sub"
-      | "mul"
-      | "div"
-      | "rem"
-      | "min"
-      | "max"
-      | "shl"
-      | "shr"
-      | "and"
-      | "or"
-      | "xor",
+    fn: BinFn,
     type: "u32" | "s32" | "u64" | "b32" | "pred" | "f32" | "f64",
     a: Operand,
     b: Operand | number,
