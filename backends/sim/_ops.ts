@@ -199,65 +199,33 @@ export function compileStg(M: Machine, info: OpInfo, mask: Mask): Run {
 
 /** `ld.shared`: see {@link LdsOp}. */
 export function compileLds(M: Machine, info: OpInfo, mask: Mask): Run {
-  const o = info.op as LdsOp;
-  const idx = info.index;
-  const n = o.dst.length;
-  vectorCount(info, n);
-  const eb = WIDTH_BYTES[o.width];
-  const size = n * eb;
-  const addr = M.view(o.addr, "u32", idx);
-  const dst = o.dst.map((r) => slot(M, info, r, o.width));
-  const g = guardOf(M, info, o.guard);
-  const off = o.offset;
-  const T = M.T;
-  const w = o.width;
-  const la = M.laneAddr;
-  return () => {
-    const m = mask.m;
-    const s8 = M.smem;
-    const s16 = M.smemU16;
-    const s32 = M.smemU32;
-    for (let wp = 0; wp < M.W; wp++) {
-      let any = false;
-      for (let l = 0; l < 32; l++) {
-        const t = wp * 32 + l;
-        la[l] = -1;
-        if (t >= T || m[t] === 0 || (g.arr !== null && g.arr[t] === g.skip)) continue;
-        const a = addr[t]! + off;
-        M.sCheck(idx, t, a, size, size, "shared load");
-        la[l] = a;
-        any = true;
-        if (M.hazardsOn) M.hzRead(idx, wp, a, size);
-        for (let i = 0; i < n; i++) {
-          const q = a + i * eb;
-          if (w === "b8") put(M, idx, dst[i]!, t, s8[q]!, 0);
-          else if (w === "b16") put(M, idx, dst[i]!, t, s16[q >> 1]!, 0);
-          else if (w === "b32") put(M, idx, dst[i]!, t, s32[q >> 2]!, 0);
-          else put(M, idx, dst[i]!, t, s32[q >> 2]!, s32[(q >> 2) + 1]!);
-        }
-        M.sharedBytesRead += size;
-      }
-      if (any) M.countBanks(M.banks.lds, 32, size);
-    }
-    M.counts[idx]! += mask.warps;
-  };
+  return compileShared(M, info, mask, "load");
 }
 
 /** `st.shared`: see {@link StsOp}. */
 export function compileSts(M: Machine, info: OpInfo, mask: Mask): Run {
-  const o = info.op as StsOp;
+  return compileShared(M, info, mask, "store");
+}
+
+/** `ld.shared` and `st.shared`: the same lanes, checks, hazards and bank counting; only the
+ * direction of each element differs. */
+function compileShared(M: Machine, info: OpInfo, mask: Mask, dir: "load" | "store"): Run {
+  const o = info.op as LdsOp | StsOp;
   const idx = info.index;
-  const n = o.src.length;
+  const regs = o.op === "lds" ? o.dst : o.src;
+  const n = regs.length;
   vectorCount(info, n);
   const eb = WIDTH_BYTES[o.width];
   const size = n * eb;
   const addr = M.view(o.addr, "u32", idx);
-  const src = o.src.map((r) => slot(M, info, r, o.width));
+  const slots = regs.map((r) => slot(M, info, r, o.width));
   const g = guardOf(M, info, o.guard);
   const off = o.offset;
   const T = M.T;
   const w = o.width;
   const la = M.laneAddr;
+  const load = dir === "load";
+  const banks = load ? M.banks.lds : M.banks.sts;
   return () => {
     const m = mask.m;
     const s8 = M.smem;
@@ -270,24 +238,35 @@ export function compileSts(M: Machine, info: OpInfo, mask: Mask): Run {
         la[l] = -1;
         if (t >= T || m[t] === 0 || (g.arr !== null && g.arr[t] === g.skip)) continue;
         const a = addr[t]! + off;
-        M.sCheck(idx, t, a, size, size, "shared store");
+        M.sCheck(idx, t, a, size, size, load ? "shared load" : "shared store");
         la[l] = a;
         any = true;
-        if (M.hazardsOn) M.hzWrite(idx, wp, a, size, "st.shared", true);
+        if (M.hazardsOn) {
+          if (load) M.hzRead(idx, wp, a, size);
+          else M.hzWrite(idx, wp, a, size, "st.shared", true);
+        }
         for (let i = 0; i < n; i++) {
           const q = a + i * eb;
-          get(M, idx, src[i]!, t);
-          if (w === "b8") s8[q] = lo;
-          else if (w === "b16") s16[q >> 1] = lo;
-          else if (w === "b32") s32[q >> 2] = lo;
-          else {
-            s32[q >> 2] = lo;
-            s32[(q >> 2) + 1] = hi;
+          if (load) {
+            if (w === "b8") put(M, idx, slots[i]!, t, s8[q]!, 0);
+            else if (w === "b16") put(M, idx, slots[i]!, t, s16[q >> 1]!, 0);
+            else if (w === "b32") put(M, idx, slots[i]!, t, s32[q >> 2]!, 0);
+            else put(M, idx, slots[i]!, t, s32[q >> 2]!, s32[(q >> 2) + 1]!);
+          } else {
+            get(M, idx, slots[i]!, t);
+            if (w === "b8") s8[q] = lo;
+            else if (w === "b16") s16[q >> 1] = lo;
+            else if (w === "b32") s32[q >> 2] = lo;
+            else {
+              s32[q >> 2] = lo;
+              s32[(q >> 2) + 1] = hi;
+            }
           }
         }
-        M.sharedBytesWritten += size;
+        if (load) M.sharedBytesRead += size;
+        else M.sharedBytesWritten += size;
       }
-      if (any) M.countBanks(M.banks.sts, 32, size);
+      if (any) M.countBanks(banks, 32, size);
     }
     M.counts[idx]! += mask.warps;
   };
