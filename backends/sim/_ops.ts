@@ -123,76 +123,62 @@ function get(M: Machine, idx: number, s: Slot, t: number): void {
 
 /** `ld.global`: see {@link LdgOp}. */
 export function compileLdg(M: Machine, info: OpInfo, mask: Mask): Run {
-  const o = info.op as LdgOp;
-  const idx = info.index;
-  const n = o.dst.length;
-  vectorCount(info, n);
-  const eb = WIDTH_BYTES[o.width];
-  const size = n * eb;
-  const addr = M.view(o.addr, "u64", idx);
-  const dst = o.dst.map((r) => slot(M, info, r, o.width));
-  const g = guardOf(M, info, o.guard);
-  const off = o.offset;
-  const T = M.T;
-  const w = o.width;
-  return () => {
-    const m = mask.m;
-    let bytes = 0;
-    for (let t = 0; t < T; t++) {
-      if (m[t] === 0 || (g.arr !== null && g.arr[t] === g.skip)) continue;
-      const ti = M.gResolve(idx, t, addr[t]! + off, size, size, "global load");
-      const dv = M.gView[ti]!;
-      const p = M.gOff;
-      for (let i = 0; i < n; i++) {
-        const q = p + i * eb;
-        if (w === "b8") put(M, idx, dst[i]!, t, dv.getUint8(q), 0);
-        else if (w === "b16") put(M, idx, dst[i]!, t, dv.getUint16(q, true), 0);
-        else if (w === "b32") put(M, idx, dst[i]!, t, dv.getUint32(q, true), 0);
-        else put(M, idx, dst[i]!, t, dv.getUint32(q, true), dv.getUint32(q + 4, true));
-      }
-      bytes += size;
-    }
-    M.globalBytesRead += bytes;
-    M.counts[idx]! += mask.warps;
-  };
+  return compileGlobal(M, info, mask, "load");
 }
 
 /** `st.global`: see {@link StgOp}. */
 export function compileStg(M: Machine, info: OpInfo, mask: Mask): Run {
-  const o = info.op as StgOp;
+  return compileGlobal(M, info, mask, "store");
+}
+
+/** `ld.global` and `st.global`: the same lanes and bounds checks; only the direction of each
+ * element differs. */
+function compileGlobal(M: Machine, info: OpInfo, mask: Mask, dir: "load" | "store"): Run {
+  const o = info.op as LdgOp | StgOp;
   const idx = info.index;
-  const n = o.src.length;
+  const regs = o.op === "ldg" ? o.dst : o.src;
+  const n = regs.length;
   vectorCount(info, n);
   const eb = WIDTH_BYTES[o.width];
   const size = n * eb;
   const addr = M.view(o.addr, "u64", idx);
-  const src = o.src.map((r) => slot(M, info, r, o.width));
+  const slots = regs.map((r) => slot(M, info, r, o.width));
   const g = guardOf(M, info, o.guard);
   const off = o.offset;
   const T = M.T;
   const w = o.width;
+  const load = dir === "load";
   return () => {
     const m = mask.m;
     let bytes = 0;
     for (let t = 0; t < T; t++) {
       if (m[t] === 0 || (g.arr !== null && g.arr[t] === g.skip)) continue;
-      const ti = M.gResolve(idx, t, addr[t]! + off, size, size, "global store");
+      const what = load ? "global load" : "global store";
+      const ti = M.gResolve(idx, t, addr[t]! + off, size, size, what);
       const dv = M.gView[ti]!;
       const p = M.gOff;
       for (let i = 0; i < n; i++) {
         const q = p + i * eb;
-        get(M, idx, src[i]!, t);
-        if (w === "b8") dv.setUint8(q, lo & 0xff);
-        else if (w === "b16") dv.setUint16(q, lo & 0xffff, true);
-        else if (w === "b32") dv.setUint32(q, lo, true);
-        else {
-          dv.setUint32(q, lo, true);
-          dv.setUint32(q + 4, hi, true);
+        if (load) {
+          if (w === "b8") put(M, idx, slots[i]!, t, dv.getUint8(q), 0);
+          else if (w === "b16") put(M, idx, slots[i]!, t, dv.getUint16(q, true), 0);
+          else if (w === "b32") put(M, idx, slots[i]!, t, dv.getUint32(q, true), 0);
+          else put(M, idx, slots[i]!, t, dv.getUint32(q, true), dv.getUint32(q + 4, true));
+        } else {
+          get(M, idx, slots[i]!, t);
+          if (w === "b8") dv.setUint8(q, lo & 0xff);
+          else if (w === "b16") dv.setUint16(q, lo & 0xffff, true);
+          else if (w === "b32") dv.setUint32(q, lo, true);
+          else {
+            dv.setUint32(q, lo, true);
+            dv.setUint32(q + 4, hi, true);
+          }
         }
       }
       bytes += size;
     }
-    M.globalBytesWritten += bytes;
+    if (load) M.globalBytesRead += bytes;
+    else M.globalBytesWritten += bytes;
     M.counts[idx]! += mask.warps;
   };
 }
