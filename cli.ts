@@ -9,7 +9,7 @@
  */
 
 import { parseArgs } from "node:util";
-import { check, compile, type CompiledKernel, formatDiagnostics, ptxModule } from "./compiler.ts";
+import { compile, type CompiledKernel, formatDiagnostics, ptxModule } from "./compiler.ts";
 import { kernelManifest } from "./backends/manifest.ts";
 import { findPtxas, formatPtxasReport, runPtxas } from "./backends/ptx/ptxas.ts";
 import type { Target } from "./ir/gemm.ts";
@@ -46,7 +46,8 @@ Exit codes: 0 success, 1 errors in the input, 2 bad usage, 3 internal error.
 
 const CHECK_HELP = `Usage: gemm check FILE... [--target sm80|sm86]
 
-Parses and checks each file; prints every diagnostic as
+Parses and checks each file, and runs the passes so that schedules that cannot be
+honoured are reported too; prints every diagnostic as
 FILE:LINE:COL: error[CODE]: message, with the source line and a caret.
 Exits 0 when every file is clean, 1 otherwise.
 `;
@@ -157,7 +158,9 @@ function cmdCheck(args: string[], io: CliIO): number {
   let bad = false;
   for (const file of positionals) {
     const text = readSource(io, file);
-    const r = check(text, { file, ...(target !== undefined ? { target } : {}) });
+    // The whole pipeline, so that schedule diagnostics (E02xx, raised by the passes) are
+    // reported too; nothing is printed but diagnostics.
+    const r = compile(text, { file, ...(target !== undefined ? { target } : {}) });
     if (r.diagnostics.length > 0) {
       bad = true;
       io.err(formatDiagnostics(r.diagnostics, text));

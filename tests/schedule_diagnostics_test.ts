@@ -261,3 +261,13 @@ Deno.test("schedule diagnostics: gemm compile exits 1 and prints the golden", as
     assert.equal(r.stderr, Deno.readTextFileSync(new URL(`${DIR}/${name}.txt`, ROOT)), name);
   });
 });
+
+Deno.test("cli: gemm check reports schedule diagnostics too (exit 1)", async () => {
+  const r = await gemm("check", "tests/testdata/schedule/E0204_smem_sm80.gemm");
+  assert.equal(r.code, 1);
+  assert.match(
+    r.stderr,
+    /^tests\/testdata\/schedule\/E0204_smem_sm80\.gemm:\d+:\d+: error\[E0204\]/,
+  );
+  assert.equal(r.stdout, "");
+});
