@@ -9,9 +9,16 @@
  * run's output (a result counts only if it agrees), then timed: warm-up,
  * then the median of CUDA-event-timed launches rotating among several input
  * sets (so that L2 does not flatter); cuBLAS (`cublasGemmEx`) on the same
- * buffers; the mma.sync ceiling measured on the spot by bench/mma_peak.ts.
- * Prints a table and writes `bench/results/<date>-<gpu>.csv` with the SM
- * clock read (nvidia-smi) during the run.
+ * buffers; the mma.sync ceiling measured on the spot by bench/mma_peak.ts
+ * three ways: a short burst with fixed operands (as ../shared/ANCHORS.md
+ * measures it, and what the targets of issue 7 are stated against), the same
+ * with random operands, and random operands timed like the GEMMs (a rest,
+ * then 5 + 20 launches of ~2.7 ms). After each timed series the SM clock is
+ * read by bench/clock_probe.ts: on the H200 the 8192³ f16/bf16/tf32 GEMMs
+ * run into the 700 W cap and the clock drops to ~1.65–1.75 GHz, which
+ * nvidia-smi does not show (bench/NOTES.md 8). Prints a table (ratios to the
+ * burst ceiling, to the sustained one, and per clock cycle) and writes
+ * `bench/results/<date>-<gpu>.csv`.
  *
  * @module
  */
@@ -33,6 +40,7 @@ import { tensorParam } from "../ir/gemm.ts";
 import { type BlasType, Cublas } from "./cublas.ts";
 import { PEAK_SHAPES, PEAK_THREADS, peakKernel, peakOps } from "./mma_peak.ts";
 import { printPtx } from "../backends/ptx/print.ts";
+import { ClockProbe } from "./clock_probe.ts";
 
 interface Problem {
   readonly shape: string;
@@ -135,7 +143,7 @@ function median(xs: readonly number[]): number {
   return n % 2 ? s[(n - 1) / 2]! : (s[n / 2 - 1]! + s[n / 2]!) / 2;
 }
 
-/** Samples the SM clock every 100 ms with nvidia-smi in the background. */
+/** Samples the SM clock and the power draw every 50 ms with nvidia-smi in the background. */
 class ClockSampler {
   readonly #child: Deno.ChildProcess | null;
   readonly #text: Promise<string>;
@@ -143,8 +151,21 @@ class ClockSampler {
   constructor() {
     let child: Deno.ChildProcess | null = null;
     try {
+      // The instantaneous power where the driver has it: `power.draw` is a
+      // one-second average on recent drivers, which hides 60 ms bursts.
+      const instant = new Deno.Command("nvidia-smi", {
+        args: ["--query-gpu=power.draw.instant", "--format=csv,noheader,nounits"],
+        stdout: "piped",
+        stderr: "null",
+      }).outputSync();
+      const ok = instant.success && /^\s*[\d.]+\s*$/.test(new TextDecoder().decode(instant.stdout));
       child = new Deno.Command("nvidia-smi", {
-        args: ["--query-gpu=timestamp,clocks.sm", "--format=csv,noheader,nounits", "-lms", "100"],
+        args: [
+          `--query-gpu=timestamp,clocks.sm,${ok ? "power.draw.instant" : "power.draw"}`,
+          "--format=csv,noheader,nounits",
+          "-lms",
+          "50",
+        ],
         stdout: "piped",
         stderr: "null",
       }).spawn();
@@ -155,8 +176,8 @@ class ClockSampler {
     this.#text = child === null ? Promise.resolve("") : new Response(child.stdout).text();
   }
 
-  /** Stops sampling; returns (time in ms since the epoch, MHz) pairs. */
-  async stop(): Promise<[number, number][]> {
+  /** Stops sampling; returns (time in ms since the epoch, MHz, W) triples. */
+  async stop(): Promise<[number, number, number][]> {
     if (this.#child === null) return [];
     try {
       this.#child.kill("SIGTERM");
@@ -164,9 +185,11 @@ class ClockSampler {
       // already gone
     }
     const text = await this.#text;
-    const out: [number, number][] = [];
+    const out: [number, number, number][] = [];
     for (const line of text.split("\n")) {
-      const m = /^(\d+)\/(\d+)\/(\d+) (\d+):(\d+):(\d+)\.(\d+),\s*(\d+)/.exec(line.trim());
+      const m = /^(\d+)\/(\d+)\/(\d+) (\d+):(\d+):(\d+)\.(\d+),\s*(\d+),\s*([\d.]+)/.exec(
+        line.trim(),
+      );
       if (m === null) continue;
       const t = Date.UTC(
         +m[1]!,
@@ -177,7 +200,7 @@ class ClockSampler {
         +m[6]!,
         +m[7]!.padEnd(3, "0").slice(0, 3),
       );
-      out.push([t, +m[8]!]);
+      out.push([t, +m[8]!, +m[9]!]);
     }
     return out;
   }
@@ -199,16 +222,36 @@ function timeIt(cuda: Cuda, launch: (i: number) => void, warmup: number, iters: 
   return median(ms);
 }
 
-/** The mma.sync ceiling per type, TOPS. */
-function ceilings(cuda: Cuda): Map<string, number> {
-  const out = new Map<string, number>();
-  const kernels = Object.entries(PEAK_SHAPES).map(([t, s]) => [t, s, peakKernel(s)] as const);
-  const mod = cuda.loadModule(printPtx(kernels.map((k) => k[2]), { minBlocksPerSm: 1 }));
+/** One type's mma.sync ceilings (TOPS) and the SM clock (MHz) each ran at. */
+interface Ceiling {
+  /** Operands fixed per thread: the ceiling as ../shared/ANCHORS.md measures it. */
+  readonly fixed: number;
+  readonly fixedClock: number;
+  /** Random operands rotated across MMAs, same short burst. */
+  readonly random: number;
+  readonly randomClock: number;
+  /** Random operands, timed as the GEMMs are (after a rest, 5 warm-up and 20
+   * timed launches of about 2.7 ms): the ceiling under the card's power cap. */
+  readonly sustained: number;
+  readonly sustainedClock: number;
+}
+
+/** Blocks the thread for `ms` (a rest for the card between measurements). */
+function sleepMs(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
+/** The mma.sync ceilings per type. */
+function ceilings(cuda: Cuda, probe: ClockProbe): Map<string, Ceiling> {
+  const out = new Map<string, Ceiling>();
+  const kernels = Object.entries(PEAK_SHAPES).flatMap(([t, s]) =>
+    (["fixed", "random"] as const).map((o) => [t, s, o, peakKernel(s, undefined, o)] as const)
+  );
+  const mod = cuda.loadModule(printPtx(kernels.map((k) => k[3]), { minBlocksPerSm: 1 }));
   const blocks = cuda.device.multiprocessors * 4;
   const buf = cuda.alloc(blocks * PEAK_THREADS * 8);
-  const iters = 2048;
-  for (const [t, s, k] of kernels) {
-    const fn = mod.getFunction(k.name);
+  const got = new Map<string, [number, number]>();
+  const measure = (fn: CudaFunction, s: string, iters: number, warm: number, timed: number) => {
     const ms = timeIt(
       cuda,
       () =>
@@ -220,10 +263,24 @@ function ceilings(cuda: Cuda): Map<string, number> {
             { type: "u32", value: iters },
           ],
         ),
-      2,
-      5,
+      warm,
+      timed,
     );
-    out.set(t, peakOps(s, blocks, iters) / (ms * 1e-3) / 1e12);
+    return [peakOps(s, blocks, iters) / (ms * 1e-3) / 1e12, probe.read()] as [number, number];
+  };
+  for (const [t, s, o, k] of kernels) {
+    const fn = mod.getFunction(k.name);
+    got.set(`${t} ${o}`, measure(fn, s, 2048, 2, 5));
+    if (o === "random") {
+      sleepMs(1000);
+      got.set(`${t} sustained`, measure(fn, s, 3 * 2048, 5, 20));
+    }
+  }
+  for (const t of Object.keys(PEAK_SHAPES)) {
+    const [fixed, fixedClock] = got.get(`${t} fixed`)!;
+    const [random, randomClock] = got.get(`${t} random`)!;
+    const [sustained, sustainedClock] = got.get(`${t} sustained`)!;
+    out.set(t, { fixed, fixedClock, random, randomClock, sustained, sustainedClock });
   }
   buf.free();
   mod.unload();
@@ -242,15 +299,33 @@ export interface BenchRow {
   readonly relError: number;
   readonly ours: number;
   readonly cublas: number;
-  readonly ceiling: number;
+  readonly ceiling: Ceiling;
+  /** SM clock read by bench/clock_probe.ts right after our timed launches. */
+  readonly clockOurs: number;
+  /** The same after cuBLAS's timed launches. */
+  readonly clockBlas: number;
   /** Median SM clock sampled while our kernel was timed (nvidia-smi). */
   readonly smClockMHz: number | null;
+  /** Median power draw sampled while our kernel was timed (nvidia-smi), W. */
+  readonly powerW: number | null;
   /** Wall-clock window of our timed launches (ms since the epoch). */
   readonly window: readonly [number, number];
   readonly registers: number;
 }
 
-function benchOne(cuda: Cuda, blas: Cublas, t: BlasType, p: Problem, ceiling: number): BenchRow {
+/** Our rate over the (fixed-operand) ceiling's, each per SM clock cycle as the probe read it. */
+function perClock(r: BenchRow): number {
+  return (r.ours / r.clockOurs) / (r.ceiling.fixed / r.ceiling.fixedClock);
+}
+
+function benchOne(
+  cuda: Cuda,
+  blas: Cublas,
+  probe: ClockProbe,
+  t: BlasType,
+  p: Problem,
+  ceiling: Ceiling,
+): BenchRow {
   const src = sourceFor(t, p);
   const r = compile(src, { file: `bench_${t}.gemm`, sizeHints: { M: p.M, N: p.N, K: p.K } });
   if (!r.ok) throw new Error(r.diagnostics.map((d) => d.message).join("; "));
@@ -332,12 +407,14 @@ function benchOne(cuda: Cuda, blas: Cublas, t: BlasType, p: Problem, ceiling: nu
     const t0 = Date.now();
     const ms = timeIt(cuda, (i) => cuda.launch(fn, config, argSets[i % sets]!), 5, iters);
     const t1 = Date.now();
+    const clockOurs = probe.read();
     const msBlas = timeIt(
       cuda,
       (i) => blas.gemmTN(t, p.M, p.N, p.K, aBufs[i % sets]!.ptr, bBufs[i % sets]!.ptr, cBuf.ptr),
       5,
       iters,
     );
+    const clockBlas = probe.read();
     const attrs = fn.attributes();
     mod.unload();
     return {
@@ -352,7 +429,10 @@ function benchOne(cuda: Cuda, blas: Cublas, t: BlasType, p: Problem, ceiling: nu
       ours: ops / (ms * 1e-3) / 1e12,
       cublas: ops / (msBlas * 1e-3) / 1e12,
       ceiling,
+      clockOurs,
+      clockBlas,
       smClockMHz: null,
+      powerW: null,
       window: [t0, t1],
       registers: attrs.registers,
     };
@@ -383,20 +463,35 @@ export async function main(args: readonly string[] = Deno.args): Promise<void> {
   const blas = Cublas.open();
   const rows: BenchRow[] = [];
   const sampler = new ClockSampler();
+  const probe = new ClockProbe(cuda);
   try {
     const dev = cuda.device;
     console.log(
       `# ${dev.name} (${dev.arch}, ${dev.multiprocessors} SMs), driver ${dev.driverVersionText}, ${blas.path}`,
     );
-    const ceil = ceilings(cuda);
+    const ceil = ceilings(cuda, probe);
     console.log(
-      `# mma.sync ceiling (TOPS): ${[...ceil].map(([t, v]) => `${t} ${v.toFixed(0)}`).join(", ")}`,
+      `# mma.sync ceiling, TOPS@MHz (burst, fixed operands | burst, random | sustained, random): ${
+        [...ceil].map(([t, c]) =>
+          `${t} ${c.fixed.toFixed(0)}@${c.fixedClock.toFixed(0)} | ${c.random.toFixed(0)}@${
+            c.randomClock.toFixed(0)
+          } | ${c.sustained.toFixed(0)}@${c.sustainedClock.toFixed(0)}`
+        ).join(", ")
+      }`,
     );
     for (const t of types) {
       for (const p of problems) {
         let row: BenchRow;
         try {
-          row = benchOne(cuda, blas, t, p, ceil.get(t) ?? NaN);
+          const c = ceil.get(t) ?? {
+            fixed: NaN,
+            fixedClock: NaN,
+            random: NaN,
+            randomClock: NaN,
+            sustained: NaN,
+            sustainedClock: NaN,
+          };
+          row = benchOne(cuda, blas, probe, t, p, c);
         } catch (e) {
           console.log(`${t} ${p.shape}: ERROR ${(e as Error).message}`);
           continue;
@@ -408,34 +503,43 @@ export async function main(args: readonly string[] = Deno.args): Promise<void> {
             `cuBLAS ${row.cublas.toFixed(1).padStart(7)}  ratio ${
               (row.ours / row.cublas).toFixed(2)
             }  ` +
-            `of ceiling ${(row.ours / row.ceiling).toFixed(2)}  (${row.registers} regs)`,
+            `of ceiling ${(row.ours / row.ceiling.fixed).toFixed(2)} (sustained ${
+              (row.ours / row.ceiling.sustained).toFixed(2)
+            }, per clock ${perClock(row).toFixed(2)}) at ${
+              row.clockOurs.toFixed(0)
+            } MHz  (${row.registers} regs)`,
         );
       }
     }
   } finally {
+    probe.close();
     blas.close();
     cuda.close();
   }
   const samples = await sampler.stop();
   for (let i = 0; i < rows.length; i++) {
     const r = rows[i]!;
-    const inWin = samples.filter(([t]) => t >= r.window[0] - 50 && t <= r.window[1] + 50).map(
-      ([, v]) => v,
-    );
-    rows[i] = { ...r, smClockMHz: inWin.length > 0 ? median(inWin) : null };
+    const inWin = samples.filter(([t]) => t >= r.window[0] - 50 && t <= r.window[1] + 50);
+    rows[i] = {
+      ...r,
+      smClockMHz: inWin.length > 0 ? median(inWin.map(([, v]) => v)) : null,
+      powerW: inWin.length > 0 ? median(inWin.map(([, , w]) => w)) : null,
+    };
   }
   if (samples.length > 0) {
     console.log(
-      `# SM clock during the timed launches: ${
-        rows.map((r) => r.smClockMHz ?? "?").join(", ")
-      } MHz`,
+      `# nvidia-smi during the timed launches (MHz/W): ${
+        rows.map((r) => `${r.smClockMHz ?? "?"}/${r.powerW?.toFixed(0) ?? "?"}`).join(", ")
+      }`,
     );
   }
   const date = new Date().toISOString().slice(0, 10);
   const gpu = cuda.device.name.replace(/^NVIDIA\s+/, "").toLowerCase().replace(/[^a-z0-9]+/g, "-");
   const dir = opt("--out") ?? new URL("./results/", import.meta.url).pathname;
   const csv = [
-    "date,gpu,driver,type,shape,M,N,K,kernel,verified,rel_error,ours_tflops,cublas_tflops,ceiling_tflops,ratio_cublas,ratio_ceiling,sm_clock_mhz,registers",
+    "date,gpu,driver,type,shape,M,N,K,kernel,verified,rel_error,ours_tflops,cublas_tflops,ceiling_tflops,ratio_cublas,ratio_ceiling,sm_clock_mhz,registers," +
+    "ceiling_random_tflops,ceiling_sustained_tflops,ratio_ceiling_sustained,clock_ours_mhz,clock_cublas_mhz," +
+    "clock_ceiling_mhz,clock_sustained_mhz,ratio_ceiling_per_clock,power_w",
     ...rows.map((r) =>
       [
         date,
@@ -451,11 +555,20 @@ export async function main(args: readonly string[] = Deno.args): Promise<void> {
         r.relError.toExponential(2),
         r.ours.toFixed(1),
         r.cublas.toFixed(1),
-        r.ceiling.toFixed(1),
+        r.ceiling.fixed.toFixed(1),
         (r.ours / r.cublas).toFixed(3),
-        (r.ours / r.ceiling).toFixed(3),
+        (r.ours / r.ceiling.fixed).toFixed(3),
         r.smClockMHz ?? "",
         r.registers,
+        r.ceiling.random.toFixed(1),
+        r.ceiling.sustained.toFixed(1),
+        (r.ours / r.ceiling.sustained).toFixed(3),
+        r.clockOurs.toFixed(0),
+        r.clockBlas.toFixed(0),
+        r.ceiling.fixedClock.toFixed(0),
+        r.ceiling.sustainedClock.toFixed(0),
+        perClock(r).toFixed(3),
+        r.powerW?.toFixed(0) ?? "",
       ].join(",")
     ),
   ].join("\n") + "\n";

@@ -9,7 +9,7 @@ kernels of bench/mma_peak.ts.
 
 usage: python3 bench/gpu_quick.py GEN_DIR [sizes...]
 """
-import json, sys, os, statistics
+import json, sys, os, statistics, time
 import numpy as np
 import cupy as cp
 import torch
@@ -90,6 +90,9 @@ def run_kernel(name, M, N, K, sets=4, check=True, profile=False):
     if profile:
         torch.cuda.synchronize()
         return "profiled"
+    # A pause before timing: on a power-capped card the clock depends on how
+    # long the card has been busy, so every kernel starts from a rested card.
+    time.sleep(float(os.environ.get("PAUSE", "1.0")))
     k = [0]
     def launch():
         k[0] = (k[0] + 1) % sets
@@ -140,12 +143,25 @@ if __name__ == "__main__":
     names = ["bench_f16", "bench_bf16", "bench_tf32", "bench_s8", "bench_f64"]
     if os.environ.get("VARIANTS"):
         names = sorted(f[:-5] for f in os.listdir(GEN) if f.startswith("var_") and f.endswith(".json"))
-    for name in names:
-        for (M, N, K) in SIZES:
-            try:
-                v, ours, cub, grid, regs = run_kernel(name, M, N, K)
-                typ = name.split("_")[1]
-                ceil = pk.get(typ, float("nan"))
-                print(f"{name} {M}x{N}x{K}: {v}; ours {ours:.1f} TFLOPS, cuBLAS {cub:.1f}, ratio {ours/cub:.2f}, of ceiling {ours/ceil:.2f}; grid {grid} regs {regs}", flush=True)
-            except Exception as e:
-                print(f"{name} {M}x{N}x{K}: ERROR {type(e).__name__}: {e}", flush=True)
+        if os.environ["VARIANTS"] != "1":  # comma-separated name prefixes
+            names = [n for n in names if any(n.startswith(p) for p in os.environ["VARIANTS"].split(","))]
+    # ROUNDS > 1: the whole list again, interleaved, so that a drift of the
+    # machine (temperature, power) falls on every variant alike; the summary
+    # gives each variant's median over the rounds.
+    rounds = int(os.environ.get("ROUNDS", "1"))
+    seen = {}
+    for r in range(rounds):
+        for name in names:
+            for (M, N, K) in SIZES:
+                try:
+                    v, ours, cub, grid, regs = run_kernel(name, M, N, K, check=(r == 0))
+                    typ = name.split("_")[1]
+                    ceil = pk.get(typ, float("nan"))
+                    seen.setdefault((name, M, N, K), []).append(ours / ceil)
+                    print(f"{name} {M}x{N}x{K}: {v}; ours {ours:.1f} TFLOPS, cuBLAS {cub:.1f}, ratio {ours/cub:.2f}, of ceiling {ours/ceil:.2f}; grid {grid} regs {regs}", flush=True)
+                except Exception as e:
+                    print(f"{name} {M}x{N}x{K}: ERROR {type(e).__name__}: {e}", flush=True)
+    if rounds > 1:
+        print("# median ratio to the ceiling over the rounds (min..max)")
+        for (name, M, N, K), xs in seen.items():
+            print(f"{name} {M}x{N}x{K}: {statistics.median(xs):.3f} ({min(xs):.3f}..{max(xs):.3f})")

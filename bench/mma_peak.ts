@@ -13,12 +13,21 @@
 
 import { imm, KernelBuilder } from "../ir/builder.ts";
 import type { Kernel, Reg, RegType } from "../ir/kernel.ts";
-import { MMA_SHAPES } from "../ir/mma_table.ts";
+import { MMA_SHAPES, type MmaShape } from "../ir/mma_table.ts";
 import { printPtx } from "../backends/ptx/print.ts";
 
 /** Accumulator sets per thread: enough independent MMAs to fill the pipe
  * (16 measured 3-4% above 8 on the H200, 2026-11-29). */
 export const PEAK_ACCUMULATORS = 16;
+/** Operand values of a peak kernel: `fixed`, one A and one B fragment per
+ * thread, the same for every MMA (the ceiling as ../shared/ANCHORS.md measures
+ * it); `random`, {@link OPERAND_SETS} fragments of random bits rotated across
+ * the accumulators. The tensor cores draw more power on changing random
+ * operands, and the H200 holds 700 W by lowering its clock: `random` is the
+ * ceiling at the power a GEMM on random data draws (bench/NOTES.md 8). */
+export type PeakOperands = "fixed" | "random";
+/** Different A (and B) fragments of a `random` peak kernel. */
+export const OPERAND_SETS = 4;
 /** Threads per block. */
 export const PEAK_THREADS = 256;
 
@@ -41,7 +50,11 @@ export const PEAK_SHAPES: Readonly<Record<string, string>> = Object.freeze({
  * @param accumulators Independent accumulator sets per thread.
  * @returns The kernel (params: `out` tensor, `iters` dim).
  */
-export function peakKernel(shapeName: string, accumulators = PEAK_ACCUMULATORS): Kernel {
+export function peakKernel(
+  shapeName: string,
+  accumulators = PEAK_ACCUMULATORS,
+  operands: PeakOperands = "fixed",
+): Kernel {
   const s = MMA_SHAPES.find((x) => x.name === shapeName);
   if (s === undefined) throw new Error(`Unknown MMA shape "${shapeName}"`);
   const b = new KernelBuilder();
@@ -72,8 +85,57 @@ export function peakKernel(shapeName: string, accumulators = PEAK_ACCUMULATORS):
       b.emit({ op: "cvt", kind: "b32.u32", dst: r, src: y });
       return r;
     });
-  const A = operand(s.a.regs, 1);
-  const B = operand(s.b.regs, 7);
+  // "random": OPERAND_SETS different A and B fragments of random-looking bits
+  // (finite values of the operand type), rotated so that consecutive MMAs see
+  // different operands, as in a GEMM on random data.
+  const hashed = (n: number, salt: number, t: MmaShape["aType"]): Reg[] =>
+    Array.from({ length: n }, (_, i) => {
+      const h1 = b.reg("u32");
+      b.emit({
+        op: "mad",
+        type: "u32",
+        dst: h1,
+        a: tid,
+        b: imm(0x9e3779b1),
+        c: imm(salt * 977 + i * 131 + 1),
+      });
+      const h2 = b.reg("u32");
+      b.emit({ op: "bin", fn: "shr", type: "u32", dst: h2, a: h1, b: imm(15) });
+      const h3 = b.reg("u32");
+      b.emit({ op: "bin", fn: "xor", type: "u32", dst: h3, a: h1, b: h2 });
+      const h = b.reg("u32");
+      b.emit({ op: "bin", fn: "mul", type: "u32", dst: h, a: h3, b: imm(0x85ebca6b) });
+      if (wide) {
+        const hb = b.reg("b32");
+        b.emit({ op: "cvt", kind: "b32.u32", dst: hb, src: h });
+        const si = b.reg("s32");
+        b.emit({ op: "cvt", kind: "s32.b32", dst: si, src: hb });
+        const d = b.reg("f64");
+        b.emit({ op: "cvt", kind: "f64.s32", dst: d, src: si });
+        return d;
+      }
+      // Sign and mantissa random, exponent fixed (|x| in [0.5, 1)).
+      const [keep, set] = t === "f16"
+        ? [0x83ff83ff, 0x38003800]
+        : t === "bf16"
+        ? [0x807f807f, 0x3f003f00]
+        : t === "tf32"
+        ? [0x807fe000, 0x3f000000]
+        : [0xffffffff, 0];
+      const x = b.reg("u32");
+      b.emit({ op: "bin", fn: "and", type: "u32", dst: x, a: h, b: imm(keep) });
+      const y = b.reg("u32");
+      b.emit({ op: "bin", fn: "or", type: "u32", dst: y, a: x, b: imm(set) });
+      const r = b.reg("b32");
+      b.emit({ op: "cvt", kind: "b32.u32", dst: r, src: y });
+      return r;
+    });
+  const As = operands === "fixed"
+    ? [operand(s.a.regs, 1)]
+    : Array.from({ length: OPERAND_SETS }, (_, j) => hashed(s.a.regs, 2 * j + 1, s.aType));
+  const Bs = operands === "fixed"
+    ? [operand(s.b.regs, 7)]
+    : Array.from({ length: OPERAND_SETS }, (_, j) => hashed(s.b.regs, 2 * j + 2, s.bType));
   const accType: RegType = s.cType === "f32"
     ? "f32"
     : s.cType === "s32"
@@ -92,7 +154,11 @@ export function peakKernel(shapeName: string, accumulators = PEAK_ACCUMULATORS):
   );
   const i = b.reg("u32", "i");
   b.for(i, imm(0), iters, 1, () => {
-    for (const c of acc) b.emit({ op: "mma", shape: s.name, d: c, a: A, b: B, c });
+    acc.forEach((c, j) => {
+      const a = As[j % As.length]!;
+      const bb = Bs[Math.floor(j / As.length) % Bs.length]!;
+      b.emit({ op: "mma", shape: s.name, d: c, a, b: bb, c });
+    });
   });
   // Keep every accumulator live: combine the first register of each set.
   let sum = acc[0]![0]!;
@@ -120,7 +186,7 @@ export function peakKernel(shapeName: string, accumulators = PEAK_ACCUMULATORS):
     kind: "kernel",
     name: `peak_${s.name.replaceAll(".", "_")}${
       accumulators === PEAK_ACCUMULATORS ? "" : `_a${accumulators}`
-    }`,
+    }${operands === "fixed" ? "" : "_rand"}`,
     target: "sm80",
     params: [
       { name: "out", kind: "tensor", ptx: "u64" },

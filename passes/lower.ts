@@ -72,6 +72,8 @@ class Lowering {
   readonly shape: MmaShape;
   readonly threads: number;
   readonly params = new Map<string, Reg>();
+  /** f32 registers that hold `cvt.f32(h)` of a 16-bit float h (see convertOut). */
+  readonly narrowed = new Map<Reg, { readonly to: Dtype; readonly h: Reg }>();
   readonly features = new Map<Feature, Reg>();
   tidHiShift = 0;
   tidLoMask = 0;
@@ -1272,6 +1274,7 @@ class Lowering {
       b.emit({ op: "cvt", kind: to === "f16" ? "f16.f32" : "bf16.f32", dst: h, src: xf });
       const back = b.reg("f32");
       b.emit({ op: "cvt", kind: to === "f16" ? "f32.f16" : "f32.bf16", dst: back, src: h });
+      if (c === "f32") this.narrowed.set(back, { to, h });
       return c === "f32" ? back : this.toCompute(back, "f32", c);
     }
     if (to === "f32") {
@@ -1298,6 +1301,10 @@ class Lowering {
         return this.toCompute(v, c, "f64");
       case "f16":
       case "bf16": {
+        // `out(x)` of a value that is already `cvt.f32(h)` with h of type
+        // `out`: h itself (the round trip is exact), as in D = f16(A * B).
+        const n = c === "f32" ? this.narrowed.get(v) : undefined;
+        if (n !== undefined && n.to === out) return n.h;
         const f = this.toCompute(v, c, "f32");
         const h = b.reg("b16");
         b.emit({ op: "cvt", kind: out === "f16" ? "f16.f32" : "bf16.f32", dst: h, src: f });

@@ -1,0 +1,83 @@
+/**
+ * The SM clock as the GPU ran it, not as `nvidia-smi` reports it: one warp
+ * spins for a fixed number of `%clock64` cycles and reads `%globaltimer`
+ * (nanoseconds) around the spin. Launched right after a kernel's timed
+ * launches, it reads the clock the power controller had set for them: on the
+ * H200 a GEMM on random data holds 700 W by running at 1.6–1.8 GHz while
+ * `nvidia-smi` still reports 1980 MHz (bench/NOTES.md 8).
+ *
+ * Hand-written PTX: the kernel IR has no 64-bit clock registers (nothing but
+ * this probe needs them).
+ *
+ * @module
+ */
+
+import type { Cuda, CudaFunction, CudaModule, DeviceBuffer } from "../backends/cuda/driver.ts";
+
+/** The probe module: entry `clock_probe(out: u64, cycles: u64)`; thread 0 writes [ns, cycles]. */
+export const CLOCK_PROBE_PTX = `.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry clock_probe(.param .u64 out, .param .u64 cycles)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<12>;
+  mov.u32 %r1, %tid.x;
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 bra DONE;
+  ld.param.u64 %rd1, [out];
+  ld.param.u64 %rd2, [cycles];
+  cvta.to.global.u64 %rd1, %rd1;
+  mov.u64 %rd3, %globaltimer;
+  mov.u64 %rd4, %clock64;
+  add.u64 %rd5, %rd4, %rd2;
+SPIN:
+  mov.u64 %rd6, %clock64;
+  setp.lt.u64 %p0, %rd6, %rd5;
+  @%p0 bra SPIN;
+  mov.u64 %rd7, %globaltimer;
+  sub.u64 %rd8, %rd7, %rd3;
+  sub.u64 %rd9, %rd6, %rd4;
+  st.global.u64 [%rd1], %rd8;
+  st.global.u64 [%rd1+8], %rd9;
+DONE:
+  ret;
+}
+`;
+
+/** A loaded probe: call {@link ClockProbe.read} right after the work to measure. */
+export class ClockProbe {
+  readonly #cuda: Cuda;
+  readonly #mod: CudaModule;
+  readonly #fn: CudaFunction;
+  readonly #buf: DeviceBuffer;
+
+  constructor(cuda: Cuda) {
+    this.#cuda = cuda;
+    this.#mod = cuda.loadModule(CLOCK_PROBE_PTX);
+    this.#fn = this.#mod.getFunction("clock_probe");
+    this.#buf = cuda.alloc(16);
+  }
+
+  /**
+   * Spins `cycles` SM cycles (about 0.1 ms at 2 GHz by default) and returns
+   * the clock in MHz. Waits for the work queued before it.
+   */
+  read(cycles = 200_000): number {
+    this.#cuda.launch(this.#fn, { grid: [1, 1, 1], block: [32, 1, 1], dynamicSmemBytes: 0 }, [
+      { type: "u64", value: this.#buf.ptr },
+      { type: "u64", value: BigInt(cycles) },
+    ]);
+    this.#cuda.synchronize();
+    const v = new BigUint64Array(this.#buf.download().buffer);
+    const ns = Number(v[0]!);
+    const cyc = Number(v[1]!);
+    return ns > 0 ? (cyc / ns) * 1e3 : NaN;
+  }
+
+  close(): void {
+    this.#buf.free();
+    this.#mod.unload();
+  }
+}

@@ -1,0 +1,139 @@
+/**
+ * The benchmark's own kernels (bench/): the mma.sync ceiling kernels with
+ * fixed and with random operands, run in the simulator (random operands must
+ * be finite values of the operand type, rotated across the MMAs); the clock
+ * probe's hand-written PTX assembles; the ablation kernels of bench/ablate.ts
+ * remove exactly what they say.
+ *
+ * ptxas tests are skipped visibly without ptxas, and fail without it under
+ * `CI=true`.
+ */
+
+import assert from "node:assert/strict";
+import { simulate } from "../backends/sim/mod.ts";
+import { findPtxas, runPtxas } from "../backends/ptx/ptxas.ts";
+import { printPtx } from "../backends/ptx/print.ts";
+import { compile } from "../compiler.ts";
+import { type Op, walkOps } from "../ir/kernel.ts";
+import { MMA_SHAPES } from "../ir/mma_table.ts";
+import { OPERAND_SETS, PEAK_SHAPES, PEAK_THREADS, peakKernel } from "../bench/mma_peak.ts";
+import { CLOCK_PROBE_PTX } from "../bench/clock_probe.ts";
+import { ablate } from "../bench/ablate.ts";
+
+const PTXAS = findPtxas();
+const CI = Deno.env.get("CI") === "true";
+
+function ptxasTest(name: string, fn: (ptxas: string) => Promise<void>): void {
+  if (PTXAS !== null) Deno.test(name, () => fn(PTXAS));
+  else if (CI) {
+    Deno.test(name, () => {
+      throw new Error("ptxas not found and CI=true");
+    });
+  } else Deno.test({ name: `${name} (skipped: no ptxas)`, ignore: true, fn: () => {} });
+}
+
+function ops(body: readonly Op[], kind: Op["op"]): Op[] {
+  const out: Op[] = [];
+  walkOps(body, (o) => {
+    if (o.op === kind) out.push(o);
+  });
+  return out;
+}
+
+/** Each thread's output of a one-block peak run (the sum of its accumulators). */
+function runPeak(shape: string, operands: "fixed" | "random"): number[] {
+  const k = peakKernel(shape, undefined, operands);
+  const wide = MMA_SHAPES.find((s) => s.name === shape)!.regBits === 64;
+  const out = new Uint8Array(PEAK_THREADS * 8).fill(0xff); // poison (NaN as f32 and f64)
+  const res = simulate(k, { grid: [1, 1, 1], args: { out: { bytes: out }, iters: 1 } });
+  assert.deepEqual(res.hazards, []);
+  assert.equal(res.stats.mmas, 16 * (PEAK_THREADS / 32));
+  const view = new DataView(out.buffer);
+  const c = MMA_SHAPES.find((s) => s.name === shape)!.cType;
+  return Array.from(
+    { length: PEAK_THREADS },
+    (_, t) =>
+      wide
+        ? view.getFloat64(t * 8, true)
+        : c === "f32"
+        ? view.getFloat32(t * 4, true)
+        : view.getInt32(t * 4, true),
+  );
+}
+
+for (const [type, shape] of Object.entries(PEAK_SHAPES)) {
+  Deno.test(`peak kernel ${type}: random operands are finite and differ from the fixed ones`, () => {
+    const fixed = runPeak(shape, "fixed");
+    const random = runPeak(shape, "random");
+    assert.ok(random.every(Number.isFinite), `${type}: a non-finite result`);
+    assert.ok(fixed.every(Number.isFinite), `${type}: a non-finite result (fixed)`);
+    assert.ok(random.some((v, i) => v !== fixed[i]), `${type}: random operands change nothing`);
+    // Distinct thread results: the operands depend on the thread.
+    assert.ok(new Set(random).size > PEAK_THREADS / 4, `${type}: too few distinct results`);
+  });
+
+  Deno.test(`peak kernel ${type}: random operands rotate across the MMAs`, () => {
+    const mmas = ops(peakKernel(shape, undefined, "random").body, "mma") as Extract<
+      Op,
+      { op: "mma" }
+    >[];
+    const aSets = new Set(mmas.map((m) => m.a.map((r) => r.id).join()));
+    const bSets = new Set(mmas.map((m) => m.b.map((r) => r.id).join()));
+    assert.equal(aSets.size, OPERAND_SETS);
+    assert.equal(bSets.size, OPERAND_SETS);
+    for (let i = 1; i < mmas.length; i++) {
+      assert.notEqual(mmas[i]!.a, mmas[i - 1]!.a, "consecutive MMAs share A");
+    }
+  });
+}
+
+ptxasTest(
+  "peak kernels (fixed and random) and the clock probe assemble for sm_80",
+  async (ptxas) => {
+    const kernels = Object.values(PEAK_SHAPES).flatMap((s) => [
+      peakKernel(s),
+      peakKernel(s, undefined, "random"),
+    ]);
+    const r = await runPtxas(printPtx(kernels, { minBlocksPerSm: 1 }), {
+      arch: "sm_80",
+      ptxasPath: ptxas,
+    });
+    assert.ok(r.ok, r.log);
+    assert.equal(r.kernels.length, kernels.length);
+    assert.ok(r.kernels.every((k) => k.spillStoreBytes === 0 && k.stackFrameBytes === 0));
+    const p = await runPtxas(CLOCK_PROBE_PTX, { arch: "sm_80", ptxasPath: ptxas });
+    assert.ok(p.ok, p.log);
+    assert.deepEqual(p.kernels.map((k) => k.name), ["clock_probe"]);
+  },
+);
+
+Deno.test("ablation kernels remove exactly one side of the main loop", () => {
+  const src = Deno.readTextFileSync(new URL("../bench/kernels/f16.gemm", import.meta.url));
+  const r = compile(src);
+  assert.ok(r.ok);
+  const k = r.kernels[0]!.kernel;
+  const count = (body: readonly Op[], kind: Op["op"]) => ops(body, kind).length;
+  assert.ok(count(k.body, "mma") > 0 && count(k.body, "cpasync") > 0);
+  const copy = ablate(k, "copy", "k_copy");
+  assert.equal(count(copy.body, "mma"), 0);
+  assert.equal(count(copy.body, "ldmatrix"), 0);
+  assert.equal(count(copy.body, "cpasync"), count(k.body, "cpasync"));
+  assert.equal(count(copy.body, "bar"), count(k.body, "bar"));
+  assert.ok(copy.dynamicSmemBytes >= 116 * 1024, "copy-only keeps one block per SM");
+  const math = ablate(k, "math", "k_math");
+  assert.equal(count(math.body, "cpasync"), 0);
+  assert.equal(count(math.body, "mma"), count(k.body, "mma"));
+  assert.equal(count(math.body, "wait"), count(k.body, "wait"));
+  assert.equal(math.dynamicSmemBytes, k.dynamicSmemBytes);
+  assert.equal(math.name, "k_math");
+});
+
+Deno.test("D = f16(A * B) rounds each accumulator to f16 once (no f16 -> f32 -> f16 round trip)", () => {
+  const src = Deno.readTextFileSync(new URL("../bench/kernels/f16.gemm", import.meta.url));
+  const r = compile(src);
+  assert.ok(r.ok);
+  const k = r.kernels[0]!.kernel;
+  const toF16 = ops(k.body, "cvt").filter((o) => o.op === "cvt" && o.kind === "f16.f32").length;
+  const accs = ops(k.body, "mma").length > 0 ? 64 * 64 / 32 : 0; // 64x64 warp tile, 32 lanes
+  assert.equal(toF16, accs);
+});
