@@ -192,6 +192,10 @@ export interface TilePlan {
    * size is a compile-time multiple of the tile). Partial tiles are handled
    * by predication: zero-filled copies and guarded stores. */
   readonly partial: { readonly m: boolean; readonly n: boolean; readonly k: boolean };
+  /** Set when gemm-tile shrank a 16-bit default tile for a small known (or
+   * hinted) problem: about one block per SM with a long K, latency-bound, so
+   * the k-tile is doubled and gemm-warp keeps 8 warps. */
+  readonly smallGrid?: true;
 }
 
 /** Warp partitioning (pass `gemm-warp`). */

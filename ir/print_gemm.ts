@@ -142,7 +142,8 @@ export function printGemm(k: GemmKernel): string {
       `  plan.tile threadblock ${
         shape(t.threadblock)
       }, swizzle ${t.swizzle}, split_k ${t.splitK}, ` +
-        `partial m ${t.partial.m} n ${t.partial.n} k ${t.partial.k}`,
+        `partial m ${t.partial.m} n ${t.partial.n} k ${t.partial.k}` +
+        (t.smallGrid ? ", small grid" : ""),
     );
   }
   if (pl.warp !== undefined) {

@@ -100,6 +100,7 @@ export const tilePass: GemmPass = {
     const constOf = (d: DimRef): number | null =>
       d.kind === "const" ? d.value : k.sizeHints?.[d.name] ?? null;
     let tb = k.schedule.threadblock;
+    let smallGrid = false;
     if (tb === undefined) {
       // 3xtf32 needs twice the fragment registers: a 128x128 tile keeps 8 warps of 64x32.
       // Operands aligned to less than 4 bytes are copied synchronously, one
@@ -131,6 +132,14 @@ export const tilePass: GemmPass = {
           tb = tb.n >= tb.m && tb.n > minM ? { ...tb, n: tb.n / 2 } : { ...tb, m: tb.m / 2 };
         }
       }
+      // A shrunk 16-bit tile (about one block per SM, each with a long K)
+      // is latency-bound: a 64-deep k-tile halves the barriers and doubles
+      // the bytes in flight per stage (with 32x32 warps, gemm-warp): M=128,
+      // N=K=8192 f16 went from 0.29 to 0.40 of the ceiling on the H200
+      // (bench/NOTES.md 10). tf32 and s8 measured no gain.
+      smallGrid = !syncCopy && k.math.mode === "tensor" &&
+        (k.math.mmaA === "f16" || k.math.mmaA === "bf16") && tb.m * tb.n < d.m * d.n;
+      if (smallGrid) tb = { ...tb, k: 2 * tb.k };
     }
     for (const [ax, v] of [["M", tb.m], ["N", tb.n], ["K", tb.k]] as const) {
       if ((v & (v - 1)) !== 0) {
@@ -179,6 +188,7 @@ export const tilePass: GemmPass = {
       swizzle,
       splitK,
       partial: { m: partial(p.m, tb.m), n: partial(p.n, tb.n), k: partial(p.k, tb.k) },
+      ...(smallGrid ? { smallGrid: true as const } : {}),
     };
     return {
       ...k,

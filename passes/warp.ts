@@ -28,8 +28,10 @@ export const warpPass: GemmPass = {
         ? { m: Math.min(32, tb.m), n: Math.min(64, tb.n), k: tb.k } // 4 x 16 per thread
         : { m: Math.min(dm, tb.m), n: Math.min(dn, tb.n), k: tb.k };
       // Small tiles: keep at least 4 warps (halving the warp tile down to 32)
-      // so that the SM has warps to switch between.
-      while ((tb.m / w.m) * (tb.n / w.n) < 4 && (w.m > 32 || w.n > 32)) {
+      // so that the SM has warps to switch between; 8 for a shrunk 16-bit
+      // tile (bench/NOTES.md 10).
+      const minWarps = k.plan.tile!.smallGrid ? 8 : 4;
+      while ((tb.m / w.m) * (tb.n / w.n) < minWarps && (w.m > 32 || w.n > 32)) {
         if (w.n >= w.m && w.n > 32) w.n /= 2;
         else w.m /= 2;
       }

@@ -395,46 +395,47 @@ Deno.test("gemm-tile: known sizes shrink the tile (to fill 108 SMs), never below
   assert.equal(MIN_BLOCKS, 108);
   // A, B, D, tile, warp, partial m/n/k. With both M and N known, the larger side of the tile
   // halves while the grid has fewer than 108 blocks; the warp tile halves (to 32) until a
-  // block has 4 warps.
+  // block has 4 warps. A shrunk 16-bit tile ("small grid") also doubles its k-tile and keeps
+  // 8 warps where 32x32 warp tiles allow (bench/NOTES.md 10).
   const cases: readonly [string, string, string, string, string, string][] = [
     [
       "f16[64, K] row",
       "f16[K, 32] col",
       "f32[64, 32] row",
-      "64x64x32",
-      "32x32x32",
+      "64x64x64",
+      "32x32x64",
       "false true true",
     ],
     [
       "f16[100, 64] row",
       "f16[64, 129] col",
       "f32[100, 129] row",
-      "64x64x32",
-      "32x32x32",
+      "64x64x64",
+      "32x32x64",
       "true true false",
     ],
     [
       "f16[128, 64] row",
       "f16[64, 256] col",
       "f32[128, 256] row",
-      "64x64x32",
-      "32x32x32",
+      "64x64x64",
+      "32x32x64",
       "false false false",
     ],
     [
       "f16[65, K] row",
       "f16[K, 128] col",
       "f32[65, 128] row",
-      "64x64x32",
-      "32x32x32",
+      "64x64x64",
+      "32x32x64",
       "true false true",
     ],
     [
       "f16[16, K] row",
       "f16[K, 16] col",
       "f32[16, 16] row",
-      "64x64x32",
-      "32x32x32",
+      "64x64x64",
+      "32x32x64",
       "true true true",
     ],
     // Skinny: 1 x 32 blocks of 128x256; 128x64 gives 128 blocks.
@@ -442,8 +443,8 @@ Deno.test("gemm-tile: known sizes shrink the tile (to fill 108 SMs), never below
       "f16[128, K] row",
       "f16[K, 8192] col",
       "f32[128, 8192] row",
-      "128x64x32",
-      "64x32x32",
+      "128x64x64",
+      "32x32x64",
       "false false true",
     ],
     // Large: 32 x 16 = 512 blocks of the default tile.
@@ -489,6 +490,8 @@ Deno.test("gemm-tile: known sizes shrink the tile (to fill 108 SMs), never below
     assert.equal(shape(w.warp), warp, `${a} ${b}`);
     assert.equal(`${t.partial.m} ${t.partial.n} ${t.partial.k}`, partial, `${a} ${b}`);
     assert.equal(w.threads, (t.threadblock.m / w.warp.m) * (t.threadblock.n / w.warp.n) * 32);
+    const shrunk16 = a.startsWith("f16") && tile !== "128x256x32";
+    assert.equal(t.smallGrid === true, shrunk16, `${a} ${b}: small grid`);
   }
   // A given threadblock is never shrunk.
   const k = compileOk(
