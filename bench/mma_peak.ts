@@ -88,32 +88,25 @@ export function peakKernel(
   // "random": OPERAND_SETS different A and B fragments of random-looking bits
   // (finite values of the operand type), rotated so that consecutive MMAs see
   // different operands, as in a GEMM on random data.
+  const u32 = (fn: "shr" | "xor" | "mul" | "and" | "or", a: Reg, v: number): Reg => {
+    const d = b.reg("u32");
+    b.emit({ op: "bin", fn, type: "u32", dst: d, a, b: imm(v) });
+    return d;
+  };
+  const cvt = (kind: "b32.u32" | "s32.b32" | "f64.s32", type: RegType, src: Reg): Reg => {
+    const d = b.reg(type);
+    b.emit({ op: "cvt", kind, dst: d, src });
+    return d;
+  };
   const hashed = (n: number, salt: number, t: MmaShape["aType"]): Reg[] =>
     Array.from({ length: n }, (_, i) => {
       const h1 = b.reg("u32");
-      b.emit({
-        op: "mad",
-        type: "u32",
-        dst: h1,
-        a: tid,
-        b: imm(0x9e3779b1),
-        c: imm(salt * 977 + i * 131 + 1),
-      });
-      const h2 = b.reg("u32");
-      b.emit({ op: "bin", fn: "shr", type: "u32", dst: h2, a: h1, b: imm(15) });
+      const c = imm(salt * 977 + i * 131 + 1);
+      b.emit({ op: "mad", type: "u32", dst: h1, a: tid, b: imm(0x9e3779b1), c });
       const h3 = b.reg("u32");
-      b.emit({ op: "bin", fn: "xor", type: "u32", dst: h3, a: h1, b: h2 });
-      const h = b.reg("u32");
-      b.emit({ op: "bin", fn: "mul", type: "u32", dst: h, a: h3, b: imm(0x85ebca6b) });
-      if (wide) {
-        const hb = b.reg("b32");
-        b.emit({ op: "cvt", kind: "b32.u32", dst: hb, src: h });
-        const si = b.reg("s32");
-        b.emit({ op: "cvt", kind: "s32.b32", dst: si, src: hb });
-        const d = b.reg("f64");
-        b.emit({ op: "cvt", kind: "f64.s32", dst: d, src: si });
-        return d;
-      }
+      b.emit({ op: "bin", fn: "xor", type: "u32", dst: h3, a: h1, b: u32("shr", h1, 15) });
+      const h = u32("mul", h3, 0x85ebca6b);
+      if (wide) return cvt("f64.s32", "f64", cvt("s32.b32", "s32", cvt("b32.u32", "b32", h)));
       // Sign and mantissa random, exponent fixed (|x| in [0.5, 1)).
       const [keep, set] = t === "f16"
         ? [0x83ff83ff, 0x38003800]
@@ -122,13 +115,7 @@ export function peakKernel(
         : t === "tf32"
         ? [0x807fe000, 0x3f000000]
         : [0xffffffff, 0];
-      const x = b.reg("u32");
-      b.emit({ op: "bin", fn: "and", type: "u32", dst: x, a: h, b: imm(keep) });
-      const y = b.reg("u32");
-      b.emit({ op: "bin", fn: "or", type: "u32", dst: y, a: x, b: imm(set) });
-      const r = b.reg("b32");
-      b.emit({ op: "cvt", kind: "b32.u32", dst: r, src: y });
-      return r;
+      return cvt("b32.u32", "b32", u32("or", u32("and", h, keep), set));
     });
   const As = operands === "fixed"
     ? [operand(s.a.regs, 1)]
