@@ -9,6 +9,9 @@
  * - `math`: every cp.async removed (commit, wait and barriers kept); the
  *   fragments come from whatever shared memory holds. Its time is the
  *   shared-memory→tensor-core side's floor.
+ * - `nostore`: the real kernel whose global stores never happen (guarded by
+ *   a predicate false at run time, so nothing becomes dead code): the cost of
+ *   writing D.
  *
  * Both compute wrong results on purpose: they are diagnostics, timed by
  * bench/gpu_quick.py (whose check then says FAIL), never benchmark results.
@@ -19,12 +22,13 @@
  */
 
 import { compile, ptxModule } from "../compiler.ts";
-import type { Kernel, Op } from "../ir/kernel.ts";
+import type { Kernel, Op, Reg } from "../ir/kernel.ts";
+import { imm } from "../ir/builder.ts";
 import { kernelManifest } from "../backends/manifest.ts";
 import { printPtx } from "../backends/ptx/print.ts";
 import { PTX_OPTIONS } from "../compiler.ts";
 
-type Ablation = "copy" | "math";
+type Ablation = "copy" | "math" | "nostore";
 
 function strip(body: readonly Op[], drop: (o: Op) => boolean): Op[] {
   const out: Op[] = [];
@@ -38,8 +42,31 @@ function strip(body: readonly Op[], drop: (o: Op) => boolean): Op[] {
   return out;
 }
 
-/** The kernel with one side of the main loop removed (see the module doc). */
+/** Every global store guarded by a predicate that is false at run time (M is
+ * never 0xffffffff), so that nothing is written but nothing is dead code. */
+function noStores(k: Kernel, name: string): Kernel {
+  const never: Reg = { kind: "reg", id: k.regs.length, type: "pred", name: "never" };
+  const m = k.body.find((o): o is Extract<Op, { op: "param" }> =>
+    o.op === "param" && o.name === "M"
+  );
+  if (m === undefined) throw new Error("nostore: the kernel has no parameter M");
+  const setp: Op = { op: "setp", cmp: "eq", type: "u32", dst: never, a: m.dst, b: imm(0xffffffff) };
+  const guard = (body: readonly Op[]): Op[] =>
+    body.map((o): Op => {
+      if (o.op === "stg") return { ...o, guard: { pred: never, negate: false } };
+      if (o.op === "for") return { ...o, body: guard(o.body) };
+      if (o.op === "if") return { ...o, then: guard(o.then), otherwise: guard(o.otherwise) };
+      return o;
+    });
+  const i = k.body.indexOf(m) + 1;
+  const body = guard(k.body);
+  body.splice(i, 0, setp);
+  return { ...k, name, regs: [...k.regs, never], body };
+}
+
+/** The kernel with one side of the main loop removed, or its stores (see the module doc). */
 export function ablate(k: Kernel, which: Ablation, name: string): Kernel {
+  if (which === "nostore") return noStores(k, name);
   const drop = which === "copy"
     ? (o: Op) => o.op === "mma" || o.op === "ldmatrix"
     : (o: Op) => o.op === "cpasync";
@@ -75,11 +102,11 @@ if (import.meta.main) {
     };
     const base = `var_${typ}_${tag}`;
     write(base, ck.kernel, ptxModule(r.kernels));
-    for (const a of ["copy", "math"] as const) {
+    for (const a of ["copy", "math", "nostore"] as const) {
       const name = `${base}_abl${a}`;
       const k = ablate(ck.kernel, a, name);
       write(name, k, printPtx([k], PTX_OPTIONS));
     }
-    console.log(`${base}: real, copy-only, math-only`);
+    console.log(`${base}: real, copy-only, math-only, no stores`);
   }
 }
