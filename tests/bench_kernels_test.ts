@@ -3,7 +3,7 @@
  * fixed and with random operands, run in the simulator (random operands must
  * be finite values of the operand type, rotated across the MMAs); the clock
  * probe's hand-written PTX assembles; the ablation kernels of bench/ablate.ts
- * remove exactly what they say.
+ * remove exactly what they say (and the no-store one still verifies).
  *
  * ptxas tests are skipped visibly without ptxas, and fail without it under
  * `CI=true`.
@@ -16,6 +16,7 @@ import { printPtx } from "../backends/ptx/print.ts";
 import { compile } from "../compiler.ts";
 import { type Op, walkOps } from "../ir/kernel.ts";
 import { MMA_SHAPES } from "../ir/mma_table.ts";
+import { verifyKernel } from "../ir/verify_kernel.ts";
 import { OPERAND_SETS, PEAK_SHAPES, PEAK_THREADS, peakKernel } from "../bench/mma_peak.ts";
 import { CLOCK_PROBE_PTX } from "../bench/clock_probe.ts";
 import { ablate } from "../bench/ablate.ts";
@@ -126,6 +127,15 @@ Deno.test("ablation kernels remove exactly one side of the main loop", () => {
   assert.equal(count(math.body, "wait"), count(k.body, "wait"));
   assert.equal(math.dynamicSmemBytes, k.dynamicSmemBytes);
   assert.equal(math.name, "k_math");
+  const nostore = ablate(k, "nostore", "k_nostore");
+  const stores = ops(nostore.body, "stg") as Extract<Op, { op: "stg" }>[];
+  assert.equal(stores.length, count(k.body, "stg"));
+  const never = stores[0]!.guard!.pred;
+  assert.ok(stores.every((o) => o.guard?.pred === never && !o.guard.negate));
+  const def = ops(nostore.body, "setp").find((o) => o.op === "setp" && o.dst === never);
+  assert.ok(def !== undefined && def.op === "setp" && def.cmp === "eq", "the predicate is M == ~0");
+  assert.equal(count(nostore.body, "mma"), count(k.body, "mma"));
+  verifyKernel(nostore);
 });
 
 Deno.test("D = f16(A * B) rounds each accumulator to f16 once (no f16 -> f32 -> f16 round trip)", () => {
