@@ -32,7 +32,17 @@
 import type { EpilogueExpr, GemmKernel, MatrixView, OperandSmem, TensorParam } from "../ir/gemm.ts";
 import { tensorParam, unreachable } from "../ir/gemm.ts";
 import { type Dtype, DTYPE_INFO } from "../ir/dtype.ts";
-import type { BinFn, Kernel, KernelParam, MemWidth, Operand, Reg, RegType } from "../ir/kernel.ts";
+import type {
+  BinFn,
+  Kernel,
+  KernelParam,
+  MemWidth,
+  Op,
+  Operand,
+  Reg,
+  RegType,
+} from "../ir/kernel.ts";
+import { opRegs, walkOps } from "../ir/kernel.ts";
 import { imm, KernelBuilder } from "../ir/builder.ts";
 import { MMA_SHAPES, type MmaShape } from "../ir/mma_table.ts";
 import { SIMT_PREFIX, simtShape } from "../ir/simt.ts";
@@ -1519,5 +1529,48 @@ export function lowerToKernel(k: GemmKernel): Kernel {
   ) {
     throw new Error(`lower-kernel: kernel "${k.name}" is not fully planned`);
   }
-  return new Lowering(k).run();
+  return withoutDeadCode(new Lowering(k).run());
+}
+
+/** Operations without side effects: removable when nothing reads what they write. */
+const PURE: ReadonlySet<Op["op"]> = new Set<Op["op"]>([
+  "mov",
+  "bin",
+  "mad",
+  "mulwide",
+  "un",
+  "setp",
+  "selp",
+  "cvt",
+  "pack",
+  "unpack",
+]);
+
+/**
+ * The kernel without pure operations whose results nothing reads (to a fixed
+ * point), such as the f32 value of an epilogue cast whose only use became the
+ * 16-bit value itself (convertOut). ptxas would drop them too; this keeps the
+ * kernel IR, the PTX and the simulator's work free of them.
+ */
+export function withoutDeadCode(k: Kernel): Kernel {
+  let body = k.body;
+  for (;;) {
+    const read = new Set<number>();
+    walkOps(body, (o) => {
+      for (const r of opRegs(o).reads) read.add(r.id);
+    });
+    let removed = 0;
+    const prune = (ops: readonly Op[]): Op[] =>
+      ops.flatMap((o): Op[] => {
+        if (PURE.has(o.op) && opRegs(o).writes.every((r) => !read.has(r.id))) {
+          removed++;
+          return [];
+        }
+        if (o.op === "for") return [{ ...o, body: prune(o.body) }];
+        if (o.op === "if") return [{ ...o, then: prune(o.then), otherwise: prune(o.otherwise) }];
+        return [o];
+      });
+    body = prune(body);
+    if (removed === 0) return { ...k, body };
+  }
 }

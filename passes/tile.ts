@@ -136,7 +136,7 @@ export const tilePass: GemmPass = {
       // is latency-bound: a 64-deep k-tile halves the barriers and doubles
       // the bytes in flight per stage (with 32x32 warps, gemm-warp): M=128,
       // N=K=8192 f16 went from 0.29 to 0.40 of the ceiling on the H200
-      // (bench/NOTES.md 10). tf32 and s8 measured no gain.
+      // (bench/NOTES.md 11). tf32 and s8 measured no gain.
       smallGrid = !syncCopy && k.math.mode === "tensor" &&
         (k.math.mmaA === "f16" || k.math.mmaA === "bf16") && tb.m * tb.n < d.m * d.n;
       if (smallGrid) tb = { ...tb, k: 2 * tb.k };

@@ -29,7 +29,7 @@ export const warpPass: GemmPass = {
         : { m: Math.min(dm, tb.m), n: Math.min(dn, tb.n), k: tb.k };
       // Small tiles: keep at least 4 warps (halving the warp tile down to 32)
       // so that the SM has warps to switch between; 8 for a shrunk 16-bit
-      // tile (bench/NOTES.md 10).
+      // tile (bench/NOTES.md 11).
       const minWarps = k.plan.tile!.smallGrid ? 8 : 4;
       while ((tb.m / w.m) * (tb.n / w.n) < minWarps && (w.m > 32 || w.n > 32)) {
         if (w.n >= w.m && w.n > 32) w.n /= 2;
