@@ -81,6 +81,21 @@ export class KernelBuilder {
     this.emit({ op: "if", cond, negate, uniform, then: t, otherwise: e } satisfies IfOp);
   }
 
+  /**
+   * Takes back an operation emitted into the current body, when what it
+   * computed turned out to be unused (the caller knows nothing reads it).
+   *
+   * @param o The operation, as emitted.
+   * @returns Whether it was found (and removed).
+   */
+  retract(o: Op): boolean {
+    const body = this.#stack[this.#stack.length - 1]!;
+    const i = body.lastIndexOf(o);
+    if (i < 0) return false;
+    body.splice(i, 1);
+    return true;
+  }
+
   /** The finished top-level body. */
   get body(): readonly Op[] {
     if (this.#stack.length !== 1) throw new Error("KernelBuilder: unbalanced nesting");

@@ -475,6 +475,10 @@ export interface Kernel {
   readonly body: readonly Op[];
 }
 
+function pushReg(to: Reg[], x: Operand | undefined): void {
+  if (x !== undefined && x.kind === "reg") to.push(x);
+}
+
 /**
  * The registers an operation reads and writes (not descending into bodies).
  *
@@ -482,51 +486,73 @@ export interface Kernel {
  * @returns `reads` and `writes` (registers only, immediates skipped).
  */
 export function opRegs(o: Op): { reads: Reg[]; writes: Reg[] } {
-  const r = (...xs: (Operand | undefined)[]) =>
-    xs.filter((x): x is Reg => x !== undefined && x.kind === "reg");
-  const g = "guard" in o && o.guard !== undefined ? [o.guard.pred] : [];
+  // Hot (the PTX printer and lower-kernel's dead-code removal call it for
+  // every operation): plain pushes, no rest parameters or filters.
+  const reads: Reg[] = [];
+  if ("guard" in o && o.guard !== undefined) reads.push(o.guard.pred);
   switch (o.op) {
     case "param":
     case "sreg":
     case "smembase":
-      return { reads: g, writes: [o.dst] };
+      return { reads, writes: [o.dst] };
     case "mov":
     case "un":
     case "cvt":
-      return { reads: [...g, ...r(o.src)], writes: [o.dst] };
+      pushReg(reads, o.src);
+      return { reads, writes: [o.dst] };
     case "bin":
     case "setp":
     case "mulwide":
-      return { reads: [...g, ...r(o.a, o.b)], writes: [o.dst] };
+      pushReg(reads, o.a);
+      pushReg(reads, o.b);
+      return { reads, writes: [o.dst] };
     case "mad":
-      return { reads: [...g, ...r(o.a, o.b, o.c)], writes: [o.dst] };
+      pushReg(reads, o.a);
+      pushReg(reads, o.b);
+      pushReg(reads, o.c);
+      return { reads, writes: [o.dst] };
     case "selp":
-      return { reads: [...g, ...r(o.a, o.b, o.p)], writes: [o.dst] };
+      pushReg(reads, o.a);
+      pushReg(reads, o.b);
+      pushReg(reads, o.p);
+      return { reads, writes: [o.dst] };
     case "pack":
-      return { reads: [...g, o.lo, o.hi], writes: [o.dst] };
+      reads.push(o.lo, o.hi);
+      return { reads, writes: [o.dst] };
     case "unpack":
-      return { reads: [...g, o.src], writes: [o.lo, o.hi] };
+      reads.push(o.src);
+      return { reads, writes: [o.lo, o.hi] };
     case "cpasync":
-      return { reads: [...g, o.dst, o.src, ...r(o.srcBytes)], writes: [] };
+      reads.push(o.dst, o.src);
+      pushReg(reads, o.srcBytes);
+      return { reads, writes: [] };
     case "commit":
     case "wait":
     case "bar":
     case "comment":
-      return { reads: [], writes: [] };
+      return { reads, writes: [] };
     case "ldmatrix":
-      return { reads: [o.addr], writes: [...o.dst] };
+      reads.push(o.addr);
+      return { reads, writes: [...o.dst] };
     case "lds":
     case "ldg":
-      return { reads: [...g, o.addr], writes: [...o.dst] };
+      reads.push(o.addr);
+      return { reads, writes: [...o.dst] };
     case "sts":
     case "stg":
-      return { reads: [...g, o.addr, ...r(...o.src)], writes: [] };
+      reads.push(o.addr);
+      for (const x of o.src) pushReg(reads, x);
+      return { reads, writes: [] };
     case "mma":
-      return { reads: [...o.a, ...o.b, ...o.c], writes: [...o.d] };
+      reads.push(...o.a, ...o.b, ...o.c);
+      return { reads, writes: [...o.d] };
     case "for":
-      return { reads: r(o.from, o.to), writes: [o.iv] };
+      pushReg(reads, o.from);
+      pushReg(reads, o.to);
+      return { reads, writes: [o.iv] };
     case "if":
-      return { reads: [o.cond], writes: [] };
+      reads.push(o.cond);
+      return { reads, writes: [] };
     default:
       return unreachable(o);
   }

@@ -42,7 +42,6 @@ import type {
   Reg,
   RegType,
 } from "../ir/kernel.ts";
-import { opRegs, walkOps } from "../ir/kernel.ts";
 import { imm, KernelBuilder } from "../ir/builder.ts";
 import { MMA_SHAPES, type MmaShape } from "../ir/mma_table.ts";
 import { SIMT_PREFIX, simtShape } from "../ir/simt.ts";
@@ -83,7 +82,7 @@ class Lowering {
   readonly threads: number;
   readonly params = new Map<string, Reg>();
   /** f32 registers that hold `cvt.f32(h)` of a 16-bit float h (see convertOut). */
-  readonly narrowed = new Map<Reg, { readonly to: Dtype; readonly h: Reg }>();
+  readonly narrowed = new Map<Reg, { readonly to: Dtype; readonly h: Reg; readonly widen: Op }>();
   readonly features = new Map<Feature, Reg>();
   tidHiShift = 0;
   tidLoMask = 0;
@@ -1084,8 +1083,14 @@ class Lowering {
           const vals: Reg[] = [];
           const oks: Reg[] = [];
           grp.forEach((e, q) => {
-            const cq = q === 0 ? col : this.bin("add", "u32", col, imm(q));
-            const ok = this.bin("and", "pred", rowOk, this.setp("lt", "u32", cq, N));
+            // The second element of a pair needs its own column and bounds
+            // predicate only for the epilogue's loads (the pair is stored
+            // under the first one's).
+            const own = q === 0 || loads.size > 0;
+            const cq = own && q > 0 ? this.bin("add", "u32", col, imm(q)) : col;
+            const ok = own
+              ? this.bin("and", "pred", rowOk, this.setp("lt", "u32", cq, N))
+              : oks[0]!;
             oks.push(ok);
             const accV = this.accValue(regs[e.reg]!, e.elem, cType);
             vals.push(this.evalEpilogue(k.epilogue.expr, accV, row, cq, ok, loads, cType));
@@ -1283,8 +1288,14 @@ class Lowering {
       const h = b.reg("b16");
       b.emit({ op: "cvt", kind: to === "f16" ? "f16.f32" : "bf16.f32", dst: h, src: xf });
       const back = b.reg("f32");
-      b.emit({ op: "cvt", kind: to === "f16" ? "f32.f16" : "f32.bf16", dst: back, src: h });
-      if (c === "f32") this.narrowed.set(back, { to, h });
+      const widen: Op = {
+        op: "cvt",
+        kind: to === "f16" ? "f32.f16" : "f32.bf16",
+        dst: back,
+        src: h,
+      };
+      b.emit(widen);
+      if (c === "f32") this.narrowed.set(back, { to, h, widen });
       return c === "f32" ? back : this.toCompute(back, "f32", c);
     }
     if (to === "f32") {
@@ -1313,8 +1324,13 @@ class Lowering {
       case "bf16": {
         // `out(x)` of a value that is already `cvt.f32(h)` with h of type
         // `out`: h itself (the round trip is exact), as in D = f16(A * B).
+        // The widening is then unread (v was the expression's value): taken back.
         const n = c === "f32" ? this.narrowed.get(v) : undefined;
-        if (n !== undefined && n.to === out) return n.h;
+        if (n !== undefined && n.to === out) {
+          this.b.retract(n.widen);
+          this.narrowed.delete(v);
+          return n.h;
+        }
         const f = this.toCompute(v, c, "f32");
         const h = b.reg("b16");
         b.emit({ op: "cvt", kind: out === "f16" ? "f16.f32" : "bf16.f32", dst: h, src: f });
@@ -1529,48 +1545,5 @@ export function lowerToKernel(k: GemmKernel): Kernel {
   ) {
     throw new Error(`lower-kernel: kernel "${k.name}" is not fully planned`);
   }
-  return withoutDeadCode(new Lowering(k).run());
-}
-
-/** Operations without side effects: removable when nothing reads what they write. */
-const PURE: ReadonlySet<Op["op"]> = new Set<Op["op"]>([
-  "mov",
-  "bin",
-  "mad",
-  "mulwide",
-  "un",
-  "setp",
-  "selp",
-  "cvt",
-  "pack",
-  "unpack",
-]);
-
-/**
- * The kernel without pure operations whose results nothing reads (to a fixed
- * point), such as the f32 value of an epilogue cast whose only use became the
- * 16-bit value itself (convertOut). ptxas would drop them too; this keeps the
- * kernel IR, the PTX and the simulator's work free of them.
- */
-export function withoutDeadCode(k: Kernel): Kernel {
-  let body = k.body;
-  for (;;) {
-    const read = new Set<number>();
-    walkOps(body, (o) => {
-      for (const r of opRegs(o).reads) read.add(r.id);
-    });
-    let removed = 0;
-    const prune = (ops: readonly Op[]): Op[] =>
-      ops.flatMap((o): Op[] => {
-        if (PURE.has(o.op) && opRegs(o).writes.every((r) => !read.has(r.id))) {
-          removed++;
-          return [];
-        }
-        if (o.op === "for") return [{ ...o, body: prune(o.body) }];
-        if (o.op === "if") return [{ ...o, then: prune(o.then), otherwise: prune(o.otherwise) }];
-        return [o];
-      });
-    body = prune(body);
-    if (removed === 0) return { ...k, body };
-  }
+  return new Lowering(k).run();
 }

@@ -146,4 +146,9 @@ Deno.test("D = f16(A * B) rounds each accumulator to f16 once (no f16 -> f32 -> 
   const toF16 = ops(k.body, "cvt").filter((o) => o.op === "cvt" && o.kind === "f16.f32").length;
   const accs = ops(k.body, "mma").length > 0 ? 64 * 64 / 32 : 0; // 64x64 warp tile, 32 lanes
   assert.equal(toF16, accs);
+  const widen = ops(k.body, "cvt").filter((o) => o.op === "cvt" && o.kind === "f32.f16").length;
+  assert.equal(widen, 0, "no f16 -> f32 conversion is left behind");
+  // Pairs stored together: one bounds predicate per pair (64 pairs), none for the second element.
+  const bounds = ops(k.body, "setp").filter((o) => o.op === "setp" && o.type === "u32").length;
+  assert.ok(bounds <= 64 + 64 + 8, `${bounds} u32 compares in the kernel`);
 });
