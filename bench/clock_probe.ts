@@ -4,7 +4,9 @@
  * (nanoseconds) around the spin. Launched right after a kernel's timed
  * launches, it reads the clock the power controller had set for them: on the
  * H200 a GEMM on random data holds 700 W by running at 1.6–1.8 GHz while
- * `nvidia-smi` still reports 1980 MHz (bench/NOTES.md 8).
+ * `nvidia-smi` still reports 1980 MHz (bench/NOTES.md 8). Its blind spot:
+ * the clock can recover between the last launch and the probe, so a reading
+ * near 1980 MHz does not prove that the launches ran at it (NOTES 12).
  *
  * Hand-written PTX: the kernel IR has no 64-bit clock registers (nothing but
  * this probe needs them).
