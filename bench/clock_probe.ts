@@ -14,9 +14,18 @@
  * @module
  */
 
-import type { Cuda, CudaFunction, CudaModule, DeviceBuffer } from "../backends/cuda/driver.ts";
+import type {
+  Cuda,
+  CudaFunction,
+  CudaModule,
+  CudaStream,
+  DeviceBuffer,
+} from "../backends/cuda/driver.ts";
 
-/** The probe module: entry `clock_probe(out: u64, cycles: u64)`; thread 0 writes [ns, cycles]. */
+/** The probe module. `clock_probe(out: u64, cycles: u64)` spins `cycles`;
+ * `clock_probe_for(out: u64, ns: u64)` sleeps in 1 µs steps for `ns` of
+ * %globaltimer (so that it takes almost no issue slots from work beside it).
+ * Thread 0 of either writes [ns, cycles] elapsed. */
 export const CLOCK_PROBE_PTX = `.version 8.0
 .target sm_80
 .address_size 64
@@ -46,6 +55,34 @@ SPIN:
 DONE:
   ret;
 }
+
+.visible .entry clock_probe_for(.param .u64 out, .param .u64 ns)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<12>;
+  mov.u32 %r1, %tid.x;
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 bra DONE2;
+  ld.param.u64 %rd1, [out];
+  ld.param.u64 %rd2, [ns];
+  cvta.to.global.u64 %rd1, %rd1;
+  mov.u64 %rd3, %globaltimer;
+  mov.u64 %rd4, %clock64;
+  add.u64 %rd5, %rd3, %rd2;
+SPIN2:
+  nanosleep.u32 1000;
+  mov.u64 %rd7, %globaltimer;
+  setp.lt.u64 %p0, %rd7, %rd5;
+  @%p0 bra SPIN2;
+  mov.u64 %rd6, %clock64;
+  sub.u64 %rd8, %rd7, %rd3;
+  sub.u64 %rd9, %rd6, %rd4;
+  st.global.u64 [%rd1], %rd8;
+  st.global.u64 [%rd1+8], %rd9;
+DONE2:
+  ret;
+}
 `;
 
 /** A loaded probe: call {@link ClockProbe.read} right after the work to measure. */
@@ -53,13 +90,51 @@ export class ClockProbe {
   readonly #cuda: Cuda;
   readonly #mod: CudaModule;
   readonly #fn: CudaFunction;
+  readonly #fnFor: CudaFunction;
   readonly #buf: DeviceBuffer;
+  readonly #stream: CudaStream | null;
 
   constructor(cuda: Cuda) {
     this.#cuda = cuda;
     this.#mod = cuda.loadModule(CLOCK_PROBE_PTX);
     this.#fn = this.#mod.getFunction("clock_probe");
+    this.#fnFor = this.#mod.getFunction("clock_probe_for");
     this.#buf = cuda.alloc(16);
+    this.#stream = cuda.createStream();
+  }
+
+  /** Whether {@link ClockProbe.during} can run beside the work (the driver has streams). */
+  get beside(): boolean {
+    return this.#stream !== null;
+  }
+
+  /**
+   * The SM clock (MHz) while `work` runs: the probe sleeps on its own
+   * non-blocking stream for `ns` while `work` queues launches on the default
+   * stream (choose `ns` a little under their duration); without streams,
+   * {@link ClockProbe.read} after the work.
+   */
+  during(work: () => void, ns: number): number {
+    if (this.#stream === null) {
+      work();
+      return this.read();
+    }
+    this.#cuda.launch(
+      this.#fnFor,
+      { grid: [1, 1, 1], block: [32, 1, 1], dynamicSmemBytes: 0 },
+      [{ type: "u64", value: this.#buf.ptr }, { type: "u64", value: BigInt(Math.round(ns)) }],
+      this.#stream,
+    );
+    work();
+    this.#cuda.synchronize();
+    return this.#result();
+  }
+
+  #result(): number {
+    const v = new BigUint64Array(this.#buf.download().buffer);
+    const ns = Number(v[0]!);
+    const cyc = Number(v[1]!);
+    return ns > 0 ? (cyc / ns) * 1e3 : NaN;
   }
 
   /**
@@ -72,13 +147,11 @@ export class ClockProbe {
       { type: "u64", value: BigInt(cycles) },
     ]);
     this.#cuda.synchronize();
-    const v = new BigUint64Array(this.#buf.download().buffer);
-    const ns = Number(v[0]!);
-    const cyc = Number(v[1]!);
-    return ns > 0 ? (cyc / ns) * 1e3 : NaN;
+    return this.#result();
   }
 
   close(): void {
+    this.#stream?.destroy();
     this.#buf.free();
     this.#mod.unload();
   }

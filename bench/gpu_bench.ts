@@ -13,8 +13,9 @@
  * three ways: a short burst with fixed operands (as ../shared/ANCHORS.md
  * measures it, and what the targets of issue 7 are stated against), the same
  * with random operands, and random operands timed like the GEMMs (a rest,
- * then 5 + 20 launches of ~2.7 ms). After each timed series the SM clock is
- * read by bench/clock_probe.ts: on the H200 the 8192³ f16/bf16/tf32 GEMMs
+ * then 5 + 20 launches of ~2.7 ms). After each timed series, 10 more launches
+ * run with bench/clock_probe.ts beside them (a second stream), which reads
+ * the SM clock they ran at: on the H200 the 8192³ f16/bf16/tf32 GEMMs
  * run into the 700 W cap and the clock drops to ~1.65–1.75 GHz, which
  * nvidia-smi does not show (bench/NOTES.md 8). Prints a table (ratios to the
  * burst ceiling, to the sustained one, and per clock cycle) and writes
@@ -222,6 +223,19 @@ function timeIt(cuda: Cuda, launch: (i: number) => void, warmup: number, iters: 
   return median(ms);
 }
 
+/** Launches after a timed series, during which the clock probe runs beside them. */
+const PROBE_LAUNCHES = 10;
+
+/**
+ * The SM clock (MHz) while `launch` runs {@link PROBE_LAUNCHES} more times
+ * (each about `ms`), read by the probe beside them (bench/clock_probe.ts).
+ */
+function clockDuring(probe: ClockProbe, launch: (i: number) => void, ms: number): number {
+  return probe.during(() => {
+    for (let i = 0; i < PROBE_LAUNCHES; i++) launch(i);
+  }, 0.8 * PROBE_LAUNCHES * ms * 1e6);
+}
+
 /** One type's mma.sync ceilings (TOPS) and the SM clock (MHz) each ran at. */
 interface Ceiling {
   /** Operands fixed per thread: the ceiling as ../shared/ANCHORS.md measures it. */
@@ -252,21 +266,20 @@ function ceilings(cuda: Cuda, probe: ClockProbe): Map<string, Ceiling> {
   const buf = cuda.alloc(blocks * PEAK_THREADS * 8);
   const got = new Map<string, [number, number]>();
   const measure = (fn: CudaFunction, s: string, iters: number, warm: number, timed: number) => {
-    const ms = timeIt(
-      cuda,
-      () =>
-        cuda.launch(
-          fn,
-          { grid: [blocks, 1, 1], block: [PEAK_THREADS, 1, 1], dynamicSmemBytes: 0 },
-          [
-            { type: "u64", value: buf.ptr },
-            { type: "u32", value: iters },
-          ],
-        ),
-      warm,
-      timed,
-    );
-    return [peakOps(s, blocks, iters) / (ms * 1e-3) / 1e12, probe.read()] as [number, number];
+    const launch = () =>
+      cuda.launch(
+        fn,
+        { grid: [blocks, 1, 1], block: [PEAK_THREADS, 1, 1], dynamicSmemBytes: 0 },
+        [
+          { type: "u64", value: buf.ptr },
+          { type: "u32", value: iters },
+        ],
+      );
+    const ms = timeIt(cuda, launch, warm, timed);
+    return [peakOps(s, blocks, iters) / (ms * 1e-3) / 1e12, clockDuring(probe, launch, ms)] as [
+      number,
+      number,
+    ];
   };
   for (const [t, s, o, k] of kernels) {
     const fn = mod.getFunction(k.name);
@@ -300,7 +313,7 @@ export interface BenchRow {
   readonly ours: number;
   readonly cublas: number;
   readonly ceiling: Ceiling;
-  /** SM clock read by bench/clock_probe.ts right after our timed launches. */
+  /** SM clock read by bench/clock_probe.ts beside 10 launches after our timed ones. */
   readonly clockOurs: number;
   /** The same after cuBLAS's timed launches. */
   readonly clockBlas: number;
@@ -407,14 +420,18 @@ function benchOne(
     const t0 = Date.now();
     const ms = timeIt(cuda, (i) => cuda.launch(fn, config, argSets[i % sets]!), 5, iters);
     const t1 = Date.now();
-    const clockOurs = probe.read();
+    const clockOurs = clockDuring(probe, (i) => cuda.launch(fn, config, argSets[i % sets]!), ms);
     const msBlas = timeIt(
       cuda,
       (i) => blas.gemmTN(t, p.M, p.N, p.K, aBufs[i % sets]!.ptr, bBufs[i % sets]!.ptr, cBuf.ptr),
       5,
       iters,
     );
-    const clockBlas = probe.read();
+    const clockBlas = clockDuring(
+      probe,
+      (i) => blas.gemmTN(t, p.M, p.N, p.K, aBufs[i % sets]!.ptr, bBufs[i % sets]!.ptr, cBuf.ptr),
+      msBlas,
+    );
     const attrs = fn.attributes();
     mod.unload();
     return {

@@ -133,6 +133,8 @@ const SYMBOLS = {
     optional: true,
   },
   cuEventDestroy_v2: { parameters: ["pointer"], result: "i32", optional: true },
+  cuStreamCreate: { parameters: ["buffer", "u32"], result: "i32", optional: true },
+  cuStreamDestroy_v2: { parameters: ["pointer"], result: "i32", optional: true },
 } as const;
 
 type Symbols = Deno.DynamicLibrary<typeof SYMBOLS>["symbols"];
@@ -172,6 +174,9 @@ interface Driver {
   readonly cuEventSynchronize: Sym<"cuEventSynchronize">;
   readonly cuEventElapsedTime: Sym<"cuEventElapsedTime_v2">;
   readonly cuEventDestroy: Sym<"cuEventDestroy_v2">;
+  /** Optional: streams are used only to run a probe beside other work. */
+  readonly cuStreamCreate: Symbols["cuStreamCreate"];
+  readonly cuStreamDestroy: Symbols["cuStreamDestroy_v2"];
 }
 
 /** A failed driver call: the function, the CUresult, its name and description. */
@@ -309,6 +314,8 @@ function bindDriver(path: string, s: Symbols): Driver | string {
       s.cuEventElapsedTime_v2 ?? s.cuEventElapsedTime,
     ),
     cuEventDestroy: need("cuEventDestroy_v2", s.cuEventDestroy_v2),
+    cuStreamCreate: s.cuStreamCreate,
+    cuStreamDestroy: s.cuStreamDestroy_v2,
   };
   return missing.length === 0 ? d : `it lacks ${missing.join(", ")}`;
 }
@@ -779,6 +786,38 @@ export class CudaEvent {
   }
 }
 
+/**
+ * A stream that does not synchronise with the default stream
+ * (`CU_STREAM_NON_BLOCKING`): work launched on it runs beside the default
+ * stream's. Create with {@link Cuda.createStream}.
+ */
+export class CudaStream {
+  readonly #cuda: Cuda;
+  #handle: Deno.PointerValue;
+
+  /** @internal Use {@link Cuda.createStream}. */
+  constructor(cuda: Cuda, handle: Deno.PointerValue) {
+    this.#cuda = cuda;
+    this.#handle = handle;
+  }
+
+  /** @internal The handle for cuLaunchKernel. */
+  get handle(): Deno.PointerValue {
+    if (this.#handle === null) throw new Error("Stream used after destroy");
+    return this.#handle;
+  }
+
+  /** Destroys the stream (idempotent); work already queued on it still runs. */
+  destroy(): void {
+    if (this.#handle === null) return;
+    const h = this.#handle;
+    this.#handle = null;
+    this.#cuda.forget(this);
+    const d = this.#cuda.driver;
+    if (d.cuStreamDestroy !== null) check(d, "cuStreamDestroy_v2", d.cuStreamDestroy(h));
+  }
+}
+
 /** Launch geometry. */
 export interface LaunchConfig {
   readonly grid: readonly [number, number, number];
@@ -798,7 +837,7 @@ export class Cuda {
   readonly device: DeviceInfo;
   #open = true;
   #lastParams: ArrayBuffer | null = null;
-  readonly #owned = new Set<DeviceBuffer | CudaModule | CudaEvent>();
+  readonly #owned = new Set<DeviceBuffer | CudaModule | CudaEvent | CudaStream>();
 
   private constructor(driver: Driver, device: DeviceInfo) {
     this.driver = driver;
@@ -871,7 +910,7 @@ export class Cuda {
   }
 
   /** @internal Drops a resource from the set released by {@link Cuda.close}. */
-  forget(r: DeviceBuffer | CudaModule | CudaEvent): void {
+  forget(r: DeviceBuffer | CudaModule | CudaEvent | CudaStream): void {
     this.#owned.delete(r);
   }
 
@@ -969,13 +1008,36 @@ export class Cuda {
   }
 
   /**
-   * Launches a kernel on the default stream (`cuLaunchKernel`); asynchronous.
+   * A non-blocking stream, or null when the driver lacks `cuStreamCreate`.
+   *
+   * @returns The stream (freed by {@link Cuda.close} at the latest).
+   */
+  createStream(): CudaStream | null {
+    this.#live();
+    const d = this.driver;
+    if (d.cuStreamCreate === null) return null;
+    const out = new BigUint64Array(new ArrayBuffer(8));
+    check(d, "cuStreamCreate", d.cuStreamCreate(out, 1 /* CU_STREAM_NON_BLOCKING */));
+    const st = new CudaStream(this, Deno.UnsafePointer.create(out[0]!));
+    this.#owned.add(st);
+    return st;
+  }
+
+  /**
+   * Launches a kernel (`cuLaunchKernel`) on the default stream, or on
+   * `stream`; asynchronous.
    *
    * @param fn The kernel.
    * @param config Grid, block and dynamic shared memory.
    * @param args The arguments, in parameter order.
+   * @param stream A stream from {@link Cuda.createStream}; the default stream when absent.
    */
-  launch(fn: CudaFunction, config: LaunchConfig, args: readonly KernelArg[]): void {
+  launch(
+    fn: CudaFunction,
+    config: LaunchConfig,
+    args: readonly KernelArg[],
+    stream?: CudaStream,
+  ): void {
     this.#live();
     const d = this.driver;
     const { values, pointers } = packKernelParams(args);
@@ -990,7 +1052,7 @@ export class Cuda {
       by,
       bz,
       config.dynamicSmemBytes,
-      null,
+      stream === undefined ? null : stream.handle,
       pointers,
       null,
     );
@@ -1028,7 +1090,7 @@ export class Cuda {
     for (const r of [...this.#owned]) {
       try {
         if (r instanceof DeviceBuffer) r.free();
-        else if (r instanceof CudaEvent) r.destroy();
+        else if (r instanceof CudaEvent || r instanceof CudaStream) r.destroy();
         else r.unload();
       } catch (e) {
         first ??= e;

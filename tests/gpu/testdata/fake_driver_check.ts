@@ -30,7 +30,7 @@ const fake = Deno.dlopen(LIB, {
 });
 
 function stats() {
-  const s = new BigInt64Array(8);
+  const s = new BigInt64Array(10);
   fake.symbols.fake_stats(s);
   const v = (i: number) => Number(s[i]!);
   return {
@@ -42,6 +42,8 @@ function stats() {
     current: v(5),
     jitOpts: v(6),
     dynSmem: v(7),
+    streams: v(8),
+    streamLaunches: v(9),
   };
 }
 
@@ -68,7 +70,36 @@ function released() {
   assert.equal(s.modules, 0, "modules left loaded");
   assert.equal(s.events, 0, "events left");
   assert.equal(s.ctxRefs, 0, "primary context still retained");
+  assert.equal(s.streams, 0, "streams left");
 }
+
+Deno.test("streams: a launch on a non-blocking stream reaches the driver with it; close frees it", () => {
+  const cuda = Cuda.open();
+  try {
+    const mod = cuda.loadModule(
+      ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k(.param .u32 n)\n{\n  ret;\n}\n",
+    );
+    const fn = mod.getFunction("k");
+    const st = cuda.createStream();
+    assert.ok(st !== null, "the fake has cuStreamCreate");
+    const before = stats().streamLaunches;
+    cuda.launch(fn, { grid: [1, 1, 1], block: [32, 1, 1], dynamicSmemBytes: 0 }, [
+      { type: "u32", value: 7 },
+    ], st);
+    cuda.launch(fn, { grid: [1, 1, 1], block: [32, 1, 1], dynamicSmemBytes: 0 }, [
+      { type: "u32", value: 7 },
+    ]);
+    assert.equal(
+      stats().streamLaunches,
+      before + 1,
+      "one launch on the stream, one on the default",
+    );
+    assert.equal(stats().streams, 1);
+  } finally {
+    cuda.close();
+  }
+  released();
+});
 
 const ex = (f: string) => Deno.readTextFileSync(new URL(`../../../examples/${f}`, import.meta.url));
 

@@ -21,6 +21,8 @@ typedef uint64_t CUdeviceptr;
 enum { OK = 0, INVALID_VALUE = 1, INVALID_PTX = 218, NOT_FOUND = 500, INVALID_HANDLE = 400 };
 
 static long live_allocs, live_modules, live_events, ctx_refs, launches;
+static long live_streams, stream_launches;
+struct stream { unsigned magic; };
 static void *current_ctx;
 static int fake_ctx_storage;
 
@@ -215,7 +217,9 @@ CUresult cuMemsetD8_v2(CUdeviceptr p, unsigned char c, size_t n) {
 CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                         unsigned bz, unsigned smem, void *stream, void **params, void **extra) {
   struct function *f = fn;
-  if (!f || stream || extra) return INVALID_VALUE;
+  if (!f || extra) return INVALID_VALUE;
+  if (stream && ((struct stream *)stream)->magic != 0x57AE) return INVALID_HANDLE;
+  if (stream) stream_launches++;
   if (smem > 49152 && (int)smem > dyn_smem_attr) return INVALID_VALUE;
   char pat[160];
   snprintf(pat, sizeof pat, ".entry %s(", f->name);
@@ -266,11 +270,28 @@ CUresult cuEventDestroy_v2(void *e) {
   return OK;
 }
 
+CUresult cuStreamCreate(void **s, unsigned flags) {
+  if (flags != 1) return INVALID_VALUE; /* gemmc asks for CU_STREAM_NON_BLOCKING only */
+  struct stream *st = calloc(1, sizeof(struct stream));
+  st->magic = 0x57AE;
+  *s = st;
+  live_streams++;
+  return OK;
+}
+CUresult cuStreamDestroy_v2(void *s) {
+  if (!s || ((struct stream *)s)->magic != 0x57AE) return INVALID_HANDLE;
+  ((struct stream *)s)->magic = 0;
+  free(s);
+  live_streams--;
+  return OK;
+}
+
 /* For the test: counts of live resources and what the last launch received. */
 int fake_stats(int64_t *out) {
   out[0] = live_allocs; out[1] = live_modules; out[2] = live_events; out[3] = ctx_refs;
   out[4] = launches; out[5] = current_ctx != 0; out[6] = jit_opts_ok; out[7] = dyn_smem_attr;
-  return 8;
+  out[8] = live_streams; out[9] = stream_launches;
+  return 10;
 }
 int fake_last_launch(uint32_t *geometry, uint64_t *bits, char *types) {
   for (int i = 0; i < 3; i++) { geometry[i] = last_grid[i]; geometry[3 + i] = last_block[i]; }
