@@ -1,12 +1,12 @@
 /**
  * The SM clock as the GPU ran it, not as `nvidia-smi` reports it: one warp
- * spins for a fixed number of `%clock64` cycles and reads `%globaltimer`
- * (nanoseconds) around the spin. Launched right after a kernel's timed
- * launches, it reads the clock the power controller had set for them: on the
- * H200 a GEMM on random data holds 700 W by running at 1.6–1.8 GHz while
- * `nvidia-smi` still reports 1980 MHz (bench/NOTES.md 8). Its blind spot:
- * the clock can recover between the last launch and the probe, so a reading
- * near 1980 MHz does not prove that the launches ran at it (NOTES 12).
+ * counts `%clock64` cycles against `%globaltimer` nanoseconds.
+ * {@link ClockProbe.during} runs it on a stream of its own beside the work
+ * (sleeping in 1 µs steps, so it takes almost no issue slots): on the H200,
+ * 8192³ f16/bf16/tf32 GEMMs on random data hold 700 W at 1.5–1.6 GHz, other
+ * tensor-core work runs at about 1.8 GHz, and `nvidia-smi` reports 1980 MHz
+ * throughout (bench/NOTES.md 8, 12). {@link ClockProbe.read} runs it after
+ * the work, where the clock may already have recovered.
  *
  * Hand-written PTX: the kernel IR has no 64-bit clock registers (nothing but
  * this probe needs them).

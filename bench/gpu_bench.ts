@@ -16,8 +16,9 @@
  * then 5 + 20 launches of ~2.7 ms). After each timed series, 10 more launches
  * run with bench/clock_probe.ts beside them (a second stream), which reads
  * the SM clock they ran at: on the H200 the 8192³ f16/bf16/tf32 GEMMs
- * run into the 700 W cap and the clock drops to ~1.65–1.75 GHz, which
- * nvidia-smi does not show (bench/NOTES.md 8). Prints a table (ratios to the
+ * run into the 700 W cap and the clock drops to ~1.5–1.6 GHz (other
+ * tensor-core work runs at ~1.8), which nvidia-smi does not show
+ * (bench/NOTES.md 8, 12). Prints a table (ratios to the
  * burst ceiling, to the sustained one, and per clock cycle) and writes
  * `bench/results/<date>-<gpu>.csv`.
  *
