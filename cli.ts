@@ -320,21 +320,24 @@ function fmtStats(r: SimulateReport): string[] {
   ];
 }
 
+/** The options `simulate` and `run` share (a kernel, sizes, inputs, target, output). */
+const LAUNCH_OPTIONS = {
+  kernel: { type: "string" },
+  size: { type: "string" },
+  seed: { type: "string", default: "1" },
+  scalar: { type: "string" },
+  target: { type: "string" },
+  "no-hazards": { type: "boolean" },
+  tune: { type: "boolean" },
+  json: { type: "boolean" },
+  help: { type: "boolean", short: "h" },
+} as const;
+
 function cmdSimulate(args: string[], io: CliIO): number {
   const { values, positionals } = parseArgs({
     args,
     allowPositionals: true,
-    options: {
-      kernel: { type: "string" },
-      size: { type: "string" },
-      seed: { type: "string", default: "1" },
-      scalar: { type: "string" },
-      target: { type: "string" },
-      "no-hazards": { type: "boolean" },
-      tune: { type: "boolean" },
-      json: { type: "boolean" },
-      help: { type: "boolean", short: "h" },
-    },
+    options: LAUNCH_OPTIONS,
   });
   if (values.help) {
     io.out(SIMULATE_HELP);
@@ -527,20 +530,12 @@ function cmdRun(args: string[], io: CliIO): number {
     args,
     allowPositionals: true,
     options: {
-      kernel: { type: "string" },
-      size: { type: "string" },
-      seed: { type: "string", default: "1" },
-      scalar: { type: "string" },
+      ...LAUNCH_OPTIONS,
       check: { type: "string", default: "ref" },
       "full-check": { type: "boolean" },
-      "no-hazards": { type: "boolean" },
       iters: { type: "string", default: "20" },
       warmup: { type: "string", default: "3" },
       "input-sets": { type: "string", default: "1" },
-      target: { type: "string" },
-      tune: { type: "boolean" },
-      json: { type: "boolean" },
-      help: { type: "boolean", short: "h" },
     },
   });
   if (values.help) {

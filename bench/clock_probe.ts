@@ -5,8 +5,8 @@
  * (sleeping in 1 µs steps, so it takes almost no issue slots): on the H200,
  * 8192³ f16/bf16/tf32 GEMMs on random data hold 700 W at 1.5–1.6 GHz, other
  * tensor-core work runs at about 1.8 GHz, and `nvidia-smi` reports 1980 MHz
- * throughout (bench/NOTES.md 8, 12). {@link ClockProbe.read} runs it after
- * the work, where the clock may already have recovered.
+ * throughout (bench/NOTES.md 8, 12). Without streams it runs after the work,
+ * where the clock may already have recovered (the blind spot of NOTES 12).
  *
  * Hand-written PTX: the kernel IR has no 64-bit clock registers (nothing but
  * this probe needs them).
@@ -14,22 +14,15 @@
  * @module
  */
 
-import type {
-  Cuda,
-  CudaFunction,
-  CudaModule,
-  CudaStream,
-  DeviceBuffer,
-} from "../backends/cuda/driver.ts";
+import type { Cuda, CudaModule, CudaStream, DeviceBuffer } from "../backends/cuda/driver.ts";
 
-/** The probe module. `clock_probe(out: u64, cycles: u64)` spins `cycles`;
- * `clock_probe_for(out: u64, ns: u64)` sleeps in 1 µs steps for `ns` of
- * %globaltimer (so that it takes almost no issue slots from work beside it).
- * Thread 0 of either writes [ns, cycles] elapsed. */
+/** The probe module: `clock_probe(out: u64, ns: u64)` sleeps in 1 µs steps
+ * for `ns` of %globaltimer (so that it takes almost no issue slots from work
+ * beside it); thread 0 writes the [ns, SM cycles] that elapsed. */
 export const CLOCK_PROBE_PTX = `.version 8.0
 .target sm_80
 .address_size 64
-.visible .entry clock_probe(.param .u64 out, .param .u64 cycles)
+.visible .entry clock_probe(.param .u64 out, .param .u64 ns)
 {
   .reg .pred %p<2>;
   .reg .b32 %r<2>;
@@ -38,16 +31,17 @@ export const CLOCK_PROBE_PTX = `.version 8.0
   setp.ne.u32 %p1, %r1, 0;
   @%p1 bra DONE;
   ld.param.u64 %rd1, [out];
-  ld.param.u64 %rd2, [cycles];
+  ld.param.u64 %rd2, [ns];
   cvta.to.global.u64 %rd1, %rd1;
   mov.u64 %rd3, %globaltimer;
   mov.u64 %rd4, %clock64;
-  add.u64 %rd5, %rd4, %rd2;
+  add.u64 %rd5, %rd3, %rd2;
 SPIN:
-  mov.u64 %rd6, %clock64;
-  setp.lt.u64 %p0, %rd6, %rd5;
-  @%p0 bra SPIN;
+  nanosleep.u32 1000;
   mov.u64 %rd7, %globaltimer;
+  setp.lt.u64 %p0, %rd7, %rd5;
+  @%p0 bra SPIN;
+  mov.u64 %rd6, %clock64;
   sub.u64 %rd8, %rd7, %rd3;
   sub.u64 %rd9, %rd6, %rd4;
   st.global.u64 [%rd1], %rd8;
@@ -55,99 +49,50 @@ SPIN:
 DONE:
   ret;
 }
-
-.visible .entry clock_probe_for(.param .u64 out, .param .u64 ns)
-{
-  .reg .pred %p<2>;
-  .reg .b32 %r<2>;
-  .reg .b64 %rd<12>;
-  mov.u32 %r1, %tid.x;
-  setp.ne.u32 %p1, %r1, 0;
-  @%p1 bra DONE2;
-  ld.param.u64 %rd1, [out];
-  ld.param.u64 %rd2, [ns];
-  cvta.to.global.u64 %rd1, %rd1;
-  mov.u64 %rd3, %globaltimer;
-  mov.u64 %rd4, %clock64;
-  add.u64 %rd5, %rd3, %rd2;
-SPIN2:
-  nanosleep.u32 1000;
-  mov.u64 %rd7, %globaltimer;
-  setp.lt.u64 %p0, %rd7, %rd5;
-  @%p0 bra SPIN2;
-  mov.u64 %rd6, %clock64;
-  sub.u64 %rd8, %rd7, %rd3;
-  sub.u64 %rd9, %rd6, %rd4;
-  st.global.u64 [%rd1], %rd8;
-  st.global.u64 [%rd1+8], %rd9;
-DONE2:
-  ret;
-}
 `;
 
-/** A loaded probe: call {@link ClockProbe.read} right after the work to measure. */
+/** Probe time when it cannot run beside the work (no streams): after it, 0.1 ms. */
+const AFTER_NS = 100_000;
+
+/** A loaded probe; {@link ClockProbe.during} measures. */
 export class ClockProbe {
   readonly #cuda: Cuda;
   readonly #mod: CudaModule;
-  readonly #fn: CudaFunction;
-  readonly #fnFor: CudaFunction;
   readonly #buf: DeviceBuffer;
   readonly #stream: CudaStream | null;
 
   constructor(cuda: Cuda) {
     this.#cuda = cuda;
     this.#mod = cuda.loadModule(CLOCK_PROBE_PTX);
-    this.#fn = this.#mod.getFunction("clock_probe");
-    this.#fnFor = this.#mod.getFunction("clock_probe_for");
     this.#buf = cuda.alloc(16);
     this.#stream = cuda.createStream();
-  }
-
-  /** Whether {@link ClockProbe.during} can run beside the work (the driver has streams). */
-  get beside(): boolean {
-    return this.#stream !== null;
   }
 
   /**
    * The SM clock (MHz) while `work` runs: the probe sleeps on its own
    * non-blocking stream for `ns` while `work` queues launches on the default
-   * stream (choose `ns` a little under their duration); without streams,
-   * {@link ClockProbe.read} after the work.
+   * stream (choose `ns` a little under their duration). Without streams it
+   * runs for 0.1 ms after the work instead.
    */
   during(work: () => void, ns: number): number {
-    if (this.#stream === null) {
+    const probe = (stream: CudaStream | undefined, t: number) =>
+      this.#cuda.launch(
+        this.#mod.getFunction("clock_probe"),
+        { grid: [1, 1, 1], block: [32, 1, 1], dynamicSmemBytes: 0 },
+        [{ type: "u64", value: this.#buf.ptr }, { type: "u64", value: BigInt(Math.round(t)) }],
+        stream,
+      );
+    if (this.#stream !== null) {
+      probe(this.#stream, ns);
       work();
-      return this.read();
+    } else {
+      work();
+      probe(undefined, AFTER_NS);
     }
-    this.#cuda.launch(
-      this.#fnFor,
-      { grid: [1, 1, 1], block: [32, 1, 1], dynamicSmemBytes: 0 },
-      [{ type: "u64", value: this.#buf.ptr }, { type: "u64", value: BigInt(Math.round(ns)) }],
-      this.#stream,
-    );
-    work();
     this.#cuda.synchronize();
-    return this.#result();
-  }
-
-  #result(): number {
     const v = new BigUint64Array(this.#buf.download().buffer);
-    const ns = Number(v[0]!);
-    const cyc = Number(v[1]!);
-    return ns > 0 ? (cyc / ns) * 1e3 : NaN;
-  }
-
-  /**
-   * Spins `cycles` SM cycles (about 0.1 ms at 2 GHz by default) and returns
-   * the clock in MHz. Waits for the work queued before it.
-   */
-  read(cycles = 200_000): number {
-    this.#cuda.launch(this.#fn, { grid: [1, 1, 1], block: [32, 1, 1], dynamicSmemBytes: 0 }, [
-      { type: "u64", value: this.#buf.ptr },
-      { type: "u64", value: BigInt(cycles) },
-    ]);
-    this.#cuda.synchronize();
-    return this.#result();
+    const elapsed = Number(v[0]!);
+    return elapsed > 0 ? (Number(v[1]!) / elapsed) * 1e3 : NaN;
   }
 
   close(): void {

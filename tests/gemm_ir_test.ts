@@ -12,17 +12,10 @@ import { check, compile, formatDiagnostics } from "../compiler.ts";
 import type { GemmKernel, TensorParam } from "../ir/gemm.ts";
 import { printGemm } from "../ir/print_gemm.ts";
 import { verifyGemm } from "../ir/verify_gemm.ts";
+import { examples, ROOT } from "./_examples.ts";
 
-const ROOT = new URL("../", import.meta.url);
 const GOLDEN_DIR = "tests/golden/ir";
 const UPDATE = Deno.env.get("UPDATE_GOLDEN") === "1";
-
-function examples(): string[] {
-  return [...Deno.readDirSync(new URL("examples/", ROOT))]
-    .filter((e) => e.isFile && e.name.endsWith(".gemm"))
-    .map((e) => e.name.slice(0, -".gemm".length))
-    .sort();
-}
 
 /** Checks a source that must be clean; returns its kernels. */
 function kernels(src: string, options: { target?: "sm80" | "sm86" } = {}): GemmKernel[] {

@@ -15,16 +15,9 @@ import { gridFor } from "../ir/kernel.ts";
 import type { Target } from "../ir/gemm.ts";
 import { resolveSizes } from "../backends/sizes.ts";
 import { gemm } from "./_cli.ts";
+import { examples, ROOT } from "./_examples.ts";
 
-const ROOT = new URL("../", import.meta.url);
 const TARGETS: readonly Target[] = ["sm80", "sm86"];
-
-function examples(): string[] {
-  return [...Deno.readDirSync(new URL("examples/", ROOT))]
-    .filter((e) => e.isFile && e.name.endsWith(".gemm"))
-    .map((e) => e.name.slice(0, -".gemm".length))
-    .sort();
-}
 
 function compileExample(name: string, target: Target): CompiledKernel[] {
   const file = `examples/${name}.gemm`;

@@ -29,21 +29,16 @@ import {
   unpackU4,
   unpackU8,
 } from "../backends/sim/numerics.ts";
+import { rng as uniform } from "../backends/sim/_test_kernels.ts";
 
 // ---------------------------------------------------------------------------
 // Test helpers (deliberately independent of the module under test)
 // ---------------------------------------------------------------------------
 
-/** Deterministic PRNG (mulberry32) returning uint32. */
+/** Deterministic uint32 generator: the test kernels' mulberry32, scaled back to integers. */
 function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return (t ^ (t >>> 14)) >>> 0;
-  };
+  const r = uniform(seed);
+  return () => r() * 4294967296;
 }
 
 const dv = new DataView(new ArrayBuffer(8));

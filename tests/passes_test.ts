@@ -23,17 +23,10 @@ import { GEMM_PASSES, LOWER_PASS, PASS_NAMES, runPipeline } from "../passes/pipe
 import { defaultSwizzle, defaultThreadblock, MIN_BLOCKS } from "../passes/tile.ts";
 import { defaultStages } from "../passes/pipeline.ts";
 import { gemm } from "./_cli.ts";
+import { examples, ROOT } from "./_examples.ts";
 
-const ROOT = new URL("../", import.meta.url);
 const UPDATE = Deno.env.get("UPDATE_GOLDEN") === "1";
 const TARGETS: readonly Target[] = ["sm80", "sm86"];
-
-function examples(): string[] {
-  return [...Deno.readDirSync(new URL("examples/", ROOT))]
-    .filter((e) => e.isFile && e.name.endsWith(".gemm"))
-    .map((e) => e.name.slice(0, -".gemm".length))
-    .sort();
-}
 
 function readExample(name: string): { file: string; text: string } {
   const file = `examples/${name}.gemm`;

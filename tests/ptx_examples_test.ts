@@ -22,8 +22,8 @@ import { findPtxas, type PtxasResult, runPtxas } from "../backends/ptx/ptxas.ts"
 import { ptxTarget } from "../backends/ptx/print.ts";
 import type { Target } from "../ir/gemm.ts";
 import { gemm } from "./_cli.ts";
+import { examples, ROOT } from "./_examples.ts";
 
-const ROOT = new URL("../", import.meta.url);
 const UPDATE = Deno.env.get("UPDATE_GOLDEN") === "1";
 const PTXAS = findPtxas();
 const CI = Deno.env.get("CI") === "true";
@@ -43,13 +43,6 @@ function ptxasTest(name: string, fn: (ptxas: string) => Promise<void>): void {
 }
 
 // ---- what to assemble ------------------------------------------------------------------------
-
-function examples(): string[] {
-  return [...Deno.readDirSync(new URL("examples/", ROOT))]
-    .filter((e) => e.isFile && e.name.endsWith(".gemm"))
-    .map((e) => e.name.slice(0, -".gemm".length))
-    .sort();
-}
 
 function compileOk(text: string, file: string, target: Target): CompiledKernel[] {
   const r = compile(text, { file, target });

@@ -7,7 +7,13 @@
 
 import assert from "node:assert/strict";
 import type { Reg } from "../ir/kernel.ts";
-import { type FragmentMap, MMA_SHAPES, type MmaDtype, type MmaShape } from "../ir/mma_table.ts";
+import {
+  type FragmentMap,
+  MMA_DTYPE_BITS,
+  MMA_SHAPES,
+  type MmaDtype,
+  type MmaShape,
+} from "../ir/mma_table.ts";
 import { simulate } from "../backends/sim/mod.ts";
 import {
   bf16BitsToF32,
@@ -82,24 +88,6 @@ function intElem(v: number, bits: number): Elem {
   return { value: v, bits: v & ((1 << bits) - 1) };
 }
 
-function bitsOf(dt: MmaDtype): number {
-  return {
-    f16: 16,
-    bf16: 16,
-    tf32: 32,
-    f64: 64,
-    s8: 8,
-    u8: 8,
-    s4: 4,
-    u4: 4,
-    b1: 1,
-    f32: 32,
-    s32: 32,
-  }[
-    dt
-  ];
-}
-
 /** A random rows x cols matrix of `dt`, row-major. */
 function randomMatrix(r: () => number, dt: MmaDtype, rows: number, cols: number): Elem[] {
   return Array.from({ length: rows * cols }, () => randomElem(r, dt));
@@ -109,7 +97,7 @@ function randomMatrix(r: () => number, dt: MmaDtype, rows: number, cols: number)
 function encode(f: FragmentMap, mat: readonly Elem[]): Uint8Array {
   const bytes = new Uint8Array(32 * f.regs * (f.regBits / 8));
   const dv = new DataView(bytes.buffer);
-  const w = bitsOf(f.dtype);
+  const w = MMA_DTYPE_BITS[f.dtype];
   for (let l = 0; l < 32; l++) {
     for (let j = 0; j < f.regs; j++) {
       const at = (l * f.regs + j) * (f.regBits / 8);

@@ -8,14 +8,13 @@
 
 import assert from "node:assert/strict";
 import { assertNoStackTrace, gemm, gemmAll, type Run } from "./_cli.ts";
+import { examples } from "./_examples.ts";
 
 const ROOT_PATH = new URL("../", import.meta.url).pathname;
 
-function examples(): string[] {
-  return [...Deno.readDirSync(`${ROOT_PATH}examples`)]
-    .filter((e) => e.isFile && e.name.endsWith(".gemm"))
-    .map((e) => `examples/${e.name}`)
-    .sort();
+/** Example files, as paths from the repository root. */
+function exampleFiles(): string[] {
+  return examples().map((n) => `examples/${n}.gemm`);
 }
 
 /** Kernel names declared in a file. */
@@ -25,7 +24,7 @@ function kernelNames(file: string): string[] {
 }
 
 Deno.test("simulate: every example agrees at M=80,N=72,K=256,L=3; align 1 at M=77,N=45,K=33", async () => {
-  const files = examples();
+  const files = exampleFiles();
   const align1 = files.filter((f) => /\balign 1\b/.test(Deno.readTextFileSync(`${ROOT_PATH}${f}`)));
   assert.ok(align1.length > 0, "no align-1 example");
   const cases = [

@@ -694,17 +694,52 @@ export interface JitInfo {
   readonly wallMs: number;
 }
 
-/** A loaded module (`CUmodule`). */
-export class CudaModule {
+/**
+ * A driver handle that a {@link Cuda} owns (module, event, stream): usable
+ * until released, released once (idempotent), and forgotten by its owner
+ * then, so that {@link Cuda.close} frees only what is still alive.
+ */
+abstract class OwnedHandle {
   readonly #cuda: Cuda;
   #handle: Deno.PointerValue;
+  readonly #what: string;
+
+  constructor(cuda: Cuda, handle: Deno.PointerValue, what: string) {
+    this.#cuda = cuda;
+    this.#handle = handle;
+    this.#what = what;
+  }
+
+  /** The owning context. */
+  protected get cuda(): Cuda {
+    return this.#cuda;
+  }
+
+  /** The handle; an error once released. */
+  protected get live(): Deno.PointerValue {
+    if (this.#handle === null) throw new Error(`${this.#what} used after it was released`);
+    return this.#handle;
+  }
+
+  /** Releases the handle with `call` (once; later calls do nothing). */
+  protected release(fn: string, call: (d: Driver, h: Deno.PointerValue) => number): void {
+    if (this.#handle === null) return;
+    const h = this.#handle;
+    this.#handle = null;
+    this.#cuda.forget(this);
+    const d = this.#cuda.driver;
+    check(d, fn, call(d, h));
+  }
+}
+
+/** A loaded module (`CUmodule`). */
+export class CudaModule extends OwnedHandle {
   /** The JIT's log and time. */
   readonly jit: JitInfo;
 
   /** @internal Use {@link Cuda.loadModule}. */
   constructor(cuda: Cuda, handle: Deno.PointerValue, jit: JitInfo) {
-    this.#cuda = cuda;
-    this.#handle = handle;
+    super(cuda, handle, "Module");
     this.jit = jit;
   }
 
@@ -715,51 +750,37 @@ export class CudaModule {
    * @returns The function.
    */
   getFunction(name: string): CudaFunction {
-    if (this.#handle === null) throw new Error("Module used after unload");
-    const d = this.#cuda.driver;
+    const h = this.live;
+    const d = this.cuda.driver;
     const out = new BigUint64Array(new ArrayBuffer(8));
     const cname = new TextEncoder().encode(name + "\0");
-    check(d, "cuModuleGetFunction", d.cuModuleGetFunction(out, this.#handle, cname), `"${name}"`);
-    return new CudaFunction(this.#cuda, Deno.UnsafePointer.create(out[0]!), name);
+    check(d, "cuModuleGetFunction", d.cuModuleGetFunction(out, h, cname), `"${name}"`);
+    return new CudaFunction(this.cuda, Deno.UnsafePointer.create(out[0]!), name);
   }
 
   /** Unloads the module (idempotent). */
   unload(): void {
-    if (this.#handle === null) return;
-    const h = this.#handle;
-    this.#handle = null;
-    this.#cuda.forget(this);
-    const d = this.#cuda.driver;
-    check(d, "cuModuleUnload", d.cuModuleUnload(h));
+    this.release("cuModuleUnload", (d, h) => d.cuModuleUnload(h));
   }
 }
 
 /** A CUDA event (timing enabled). */
-export class CudaEvent {
-  readonly #cuda: Cuda;
-  #handle: Deno.PointerValue;
-
+export class CudaEvent extends OwnedHandle {
   /** @internal Use {@link Cuda.createEvent}. */
   constructor(cuda: Cuda, handle: Deno.PointerValue) {
-    this.#cuda = cuda;
-    this.#handle = handle;
-  }
-
-  #h(): Deno.PointerValue {
-    if (this.#handle === null) throw new Error("Event used after destroy");
-    return this.#handle;
+    super(cuda, handle, "Event");
   }
 
   /** Records the event on the default stream. */
   record(): void {
-    const d = this.#cuda.driver;
-    check(d, "cuEventRecord", d.cuEventRecord(this.#h(), null));
+    const d = this.cuda.driver;
+    check(d, "cuEventRecord", d.cuEventRecord(this.live, null));
   }
 
   /** Waits for the event. */
   synchronize(): void {
-    const d = this.#cuda.driver;
-    check(d, "cuEventSynchronize", d.cuEventSynchronize(this.#h()));
+    const d = this.cuda.driver;
+    check(d, "cuEventSynchronize", d.cuEventSynchronize(this.live));
   }
 
   /**
@@ -769,20 +790,15 @@ export class CudaEvent {
    * @returns The elapsed time (ms).
    */
   elapsedSince(start: CudaEvent): number {
-    const d = this.#cuda.driver;
+    const d = this.cuda.driver;
     const out = new Float32Array(new ArrayBuffer(4));
-    check(d, "cuEventElapsedTime", d.cuEventElapsedTime(out, start.#h(), this.#h()));
+    check(d, "cuEventElapsedTime", d.cuEventElapsedTime(out, start.live, this.live));
     return out[0]!;
   }
 
   /** Destroys the event (idempotent). */
   destroy(): void {
-    if (this.#handle === null) return;
-    const h = this.#handle;
-    this.#handle = null;
-    this.#cuda.forget(this);
-    const d = this.#cuda.driver;
-    check(d, "cuEventDestroy_v2", d.cuEventDestroy(h));
+    this.release("cuEventDestroy_v2", (d, h) => d.cuEventDestroy(h));
   }
 }
 
@@ -791,30 +807,20 @@ export class CudaEvent {
  * (`CU_STREAM_NON_BLOCKING`): work launched on it runs beside the default
  * stream's. Create with {@link Cuda.createStream}.
  */
-export class CudaStream {
-  readonly #cuda: Cuda;
-  #handle: Deno.PointerValue;
-
+export class CudaStream extends OwnedHandle {
   /** @internal Use {@link Cuda.createStream}. */
   constructor(cuda: Cuda, handle: Deno.PointerValue) {
-    this.#cuda = cuda;
-    this.#handle = handle;
+    super(cuda, handle, "Stream");
   }
 
   /** @internal The handle for cuLaunchKernel. */
   get handle(): Deno.PointerValue {
-    if (this.#handle === null) throw new Error("Stream used after destroy");
-    return this.#handle;
+    return this.live;
   }
 
   /** Destroys the stream (idempotent); work already queued on it still runs. */
   destroy(): void {
-    if (this.#handle === null) return;
-    const h = this.#handle;
-    this.#handle = null;
-    this.#cuda.forget(this);
-    const d = this.#cuda.driver;
-    if (d.cuStreamDestroy !== null) check(d, "cuStreamDestroy_v2", d.cuStreamDestroy(h));
+    this.release("cuStreamDestroy_v2", (d, h) => d.cuStreamDestroy?.(h) ?? 0);
   }
 }
 
@@ -837,7 +843,7 @@ export class Cuda {
   readonly device: DeviceInfo;
   #open = true;
   #lastParams: ArrayBuffer | null = null;
-  readonly #owned = new Set<DeviceBuffer | CudaModule | CudaEvent | CudaStream>();
+  readonly #owned = new Set<DeviceBuffer | OwnedHandle>();
 
   private constructor(driver: Driver, device: DeviceInfo) {
     this.driver = driver;
@@ -910,7 +916,7 @@ export class Cuda {
   }
 
   /** @internal Drops a resource from the set released by {@link Cuda.close}. */
-  forget(r: DeviceBuffer | CudaModule | CudaEvent | CudaStream): void {
+  forget(r: DeviceBuffer | OwnedHandle): void {
     this.#owned.delete(r);
   }
 
@@ -1090,8 +1096,8 @@ export class Cuda {
     for (const r of [...this.#owned]) {
       try {
         if (r instanceof DeviceBuffer) r.free();
-        else if (r instanceof CudaEvent || r instanceof CudaStream) r.destroy();
-        else r.unload();
+        else if (r instanceof CudaModule) r.unload();
+        else (r as CudaEvent | CudaStream).destroy();
       } catch (e) {
         first ??= e;
       }

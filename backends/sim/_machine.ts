@@ -539,21 +539,25 @@ export class Machine {
         rM[b] = bit;
       } else rM[b]! |= bit;
     }
-    const pw = this.pendWords;
-    for (let x = addr >> 2; x <= (addr + len - 1) >> 2; x++) {
-      if (pw[x]! > 0) {
-        this.report(
-          "read-before-landed",
-          idx,
-          [w, this.pendWarp[x]!],
-          x * 4 > addr ? x * 4 : addr,
-          `Warp ${w} reads shared memory before the cp.async of warp ${
-            this.pendWarp[x]
-          } that writes it has landed (its group was not waited for)`,
-        );
-        break;
-      }
+    const x = this.firstPending(addr, len);
+    if (x >= 0) {
+      this.report(
+        "read-before-landed",
+        idx,
+        [w, this.pendWarp[x]!],
+        x * 4 > addr ? x * 4 : addr,
+        `Warp ${w} reads shared memory before the cp.async of warp ${
+          this.pendWarp[x]
+        } that writes it has landed (its group was not waited for)`,
+      );
     }
+  }
+
+  /** The first 4-byte word of `[addr, addr + len)` that an outstanding cp.async writes, or -1. */
+  firstPending(addr: number, len: number): number {
+    const pw = this.pendWords;
+    for (let x = addr >> 2; x <= (addr + len - 1) >> 2; x++) if (pw[x]! > 0) return x;
+    return -1;
   }
 
   /**
@@ -571,22 +575,17 @@ export class Machine {
     what: string,
     pendingCheck: boolean,
   ): void {
-    if (pendingCheck) {
-      const pw = this.pendWords;
-      for (let x = addr >> 2; x <= (addr + len - 1) >> 2; x++) {
-        if (pw[x]! > 0) {
-          this.report(
-            "write-before-landed",
-            idx,
-            [w, this.pendWarp[x]!],
-            x * 4 > addr ? x * 4 : addr,
-            `${what} of warp ${w} writes shared memory that an outstanding cp.async of warp ${
-              this.pendWarp[x]
-            } also writes`,
-          );
-          break;
-        }
-      }
+    const x = pendingCheck ? this.firstPending(addr, len) : -1;
+    if (x >= 0) {
+      this.report(
+        "write-before-landed",
+        idx,
+        [w, this.pendWarp[x]!],
+        x * 4 > addr ? x * 4 : addr,
+        `${what} of warp ${w} writes shared memory that an outstanding cp.async of warp ${
+          this.pendWarp[x]
+        } also writes`,
+      );
     }
     const ep = this.epoch;
     const others = ~(1 << w);

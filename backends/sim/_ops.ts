@@ -121,6 +121,28 @@ function get(M: Machine, idx: number, s: Slot, t: number): void {
   }
 }
 
+/** What a load or store of registers needs, compiled once: the element width and count,
+ * the address view, the registers' slots and the guard. */
+function memAccess(M: Machine, info: OpInfo, addrType: "u32" | "u64") {
+  const o = info.op as LdgOp | StgOp | LdsOp | StsOp;
+  const regs = o.op === "ldg" || o.op === "lds" ? o.dst : o.src;
+  const n = regs.length;
+  vectorCount(info, n);
+  const eb = WIDTH_BYTES[o.width];
+  return {
+    idx: info.index,
+    n,
+    eb,
+    size: n * eb,
+    addr: M.view(o.addr, addrType, info.index),
+    slots: regs.map((r) => slot(M, info, r, o.width)),
+    g: guardOf(M, info, o.guard),
+    off: o.offset,
+    T: M.T,
+    w: o.width,
+  };
+}
+
 /** `ld.global`: see {@link LdgOp}. */
 export function compileLdg(M: Machine, info: OpInfo, mask: Mask): Run {
   return compileGlobal(M, info, mask, "load");
@@ -134,19 +156,7 @@ export function compileStg(M: Machine, info: OpInfo, mask: Mask): Run {
 /** `ld.global` and `st.global`: the same lanes and bounds checks; only the direction of each
  * element differs. */
 function compileGlobal(M: Machine, info: OpInfo, mask: Mask, dir: "load" | "store"): Run {
-  const o = info.op as LdgOp | StgOp;
-  const idx = info.index;
-  const regs = o.op === "ldg" ? o.dst : o.src;
-  const n = regs.length;
-  vectorCount(info, n);
-  const eb = WIDTH_BYTES[o.width];
-  const size = n * eb;
-  const addr = M.view(o.addr, "u64", idx);
-  const slots = regs.map((r) => slot(M, info, r, o.width));
-  const g = guardOf(M, info, o.guard);
-  const off = o.offset;
-  const T = M.T;
-  const w = o.width;
+  const { idx, n, eb, size, addr, slots, g, off, T, w } = memAccess(M, info, "u64");
   const load = dir === "load";
   return () => {
     const m = mask.m;
@@ -196,19 +206,7 @@ export function compileSts(M: Machine, info: OpInfo, mask: Mask): Run {
 /** `ld.shared` and `st.shared`: the same lanes, checks, hazards and bank counting; only the
  * direction of each element differs. */
 function compileShared(M: Machine, info: OpInfo, mask: Mask, dir: "load" | "store"): Run {
-  const o = info.op as LdsOp | StsOp;
-  const idx = info.index;
-  const regs = o.op === "lds" ? o.dst : o.src;
-  const n = regs.length;
-  vectorCount(info, n);
-  const eb = WIDTH_BYTES[o.width];
-  const size = n * eb;
-  const addr = M.view(o.addr, "u32", idx);
-  const slots = regs.map((r) => slot(M, info, r, o.width));
-  const g = guardOf(M, info, o.guard);
-  const off = o.offset;
-  const T = M.T;
-  const w = o.width;
+  const { idx, n, eb, size, addr, slots, g, off, T, w } = memAccess(M, info, "u32");
   const la = M.laneAddr;
   const load = dir === "load";
   const banks = load ? M.banks.lds : M.banks.sts;
