@@ -84,6 +84,8 @@ Options:
   --no-hazards         Skip the hazard checker (faster)
   --tune               Choose the default schedule for these sizes (as compile-time sizes
                        would: smaller tiles for small or skinny problems)
+  --sms N              With --tune: the GPU's SM count, which the tile choice weighs
+                       waves of blocks against (default 108, an A100)
   --json               Print the reports as JSON
   -h, --help           This help
 
@@ -116,6 +118,8 @@ Options:
   --target sm80|sm86   Override the schedule's target
   --tune               Choose the default schedule for these sizes (as compile-time sizes
                        would: smaller tiles for small or skinny problems)
+  --sms N              With --tune: the GPU's SM count, which the tile choice weighs
+                       waves of blocks against (default 108, an A100)
   --json               Print the reports as JSON
   -h, --help           This help
 
@@ -329,6 +333,7 @@ const LAUNCH_OPTIONS = {
   target: { type: "string" },
   "no-hazards": { type: "boolean" },
   tune: { type: "boolean" },
+  sms: { type: "string" },
   json: { type: "boolean" },
   help: { type: "boolean", short: "h" },
 } as const;
@@ -652,6 +657,7 @@ function prepare(
     target?: string | undefined;
     kernel?: string | undefined;
     tune?: boolean | undefined;
+    sms?: string | undefined;
   },
   io: CliIO,
 ): Prepared {
@@ -669,12 +675,17 @@ function prepare(
   if (!Number.isInteger(seed)) throw new UsageError(`Malformed --seed "${values.seed}"`);
   const scalars = parseScalars(values.scalar);
   const target = parseTarget(values.target);
+  const sms = values.sms === undefined ? undefined : Number(values.sms);
+  if (sms !== undefined && !(Number.isInteger(sms) && sms > 0)) {
+    throw new UsageError(`Malformed --sms "${values.sms}": a positive integer`);
+  }
   const text = readSource(io, file);
   const result = compile(text, {
     file,
     ...(target !== undefined ? { target } : {}),
     ...(values.kernel !== undefined ? { kernel: values.kernel } : {}),
     ...(values.tune ? { sizeHints: sizes } : {}),
+    ...(sms !== undefined ? { sms } : {}),
   });
   return { file, text, sizes, seed, scalars, result };
 }

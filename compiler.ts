@@ -33,6 +33,10 @@ export interface CompileOptions extends SourceOptions {
   /** Expected sizes by dimension name (or M, N, K, L for the roles): the
    * default schedule is chosen for them; the kernel works for any size. */
   readonly sizeHints?: Readonly<Record<string, number>>;
+  /** The SM count of the GPU the kernels are for (default 108, an A100):
+   * with known or hinted M and N the default tile weighs the waves of
+   * blocks on that many SMs. */
+  readonly sms?: number;
   /** Receives the IR after each pass (`--dump-after`). */
   readonly dump?: DumpHook;
 }
@@ -141,9 +145,13 @@ export function compile(source: string, options: CompileOptions = {}): CompileRe
   const compiled: CompiledKernel[] = [];
   for (const gemm of kernels) {
     try {
-      const hinted = options.sizeHints === undefined
-        ? gemm
-        : { ...gemm, sizeHints: hintsFor(gemm, options.sizeHints) };
+      const hinted = {
+        ...gemm,
+        ...(options.sizeHints === undefined
+          ? {}
+          : { sizeHints: hintsFor(gemm, options.sizeHints) }),
+        ...(options.sms === undefined ? {} : { sms: options.sms }),
+      };
       const { gemm: planned, kernel } = runPipeline(
         hinted,
         options.dump === undefined ? undefined : options.dump,

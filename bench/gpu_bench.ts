@@ -341,7 +341,13 @@ function benchOne(
   ceiling: Ceiling,
 ): BenchRow {
   const src = sourceFor(t, p);
-  const r = compile(src, { file: `bench_${t}.gemm`, sizeHints: { M: p.M, N: p.N, K: p.K } });
+  // The sizes as hints and the device's SM count: the default schedule a
+  // user gets with `gemm run --tune --sms N` (tile shrinking, wave-aware tiles).
+  const r = compile(src, {
+    file: `bench_${t}.gemm`,
+    sizeHints: { M: p.M, N: p.N, K: p.K },
+    sms: cuda.device.multiprocessors,
+  });
   if (!r.ok) throw new Error(r.diagnostics.map((d) => d.message).join("; "));
   const ck = r.kernels[0]!;
   const sizes = { M: p.M, N: p.N, K: p.K };

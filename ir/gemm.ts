@@ -254,8 +254,16 @@ export interface MmaPlan {
   readonly bLoad: "ldmatrix" | "ldmatrix.trans" | "lds";
   /** k-steps per threadblock tile (tile K / instruction K). */
   readonly kSteps: number;
-  /** Estimated registers per thread (accumulators + double-buffered fragments + addressing). */
+  /** Estimated registers per thread (accumulators + fragments + addressing). */
   readonly regEstimate: number;
+  /**
+   * How the next k-step's fragments are loaded. "double": all of them before
+   * the current k-step's MMAs, into a second set of registers. "interleaved":
+   * each fragment right after the last MMA that reads the one it replaces,
+   * so that about one set is live (warp tiles whose accumulators leave no room
+   * for two sets, such as 96x64 with f32 accumulators).
+   */
+  readonly fragments: "double" | "interleaved";
 }
 
 /** What the passes decided, each filled in by its pass. */
@@ -286,6 +294,10 @@ export interface GemmKernel {
    * schedule (tile size for skinny problems, swizzle) as compile-time sizes
    * would, but the kernel stays correct for any size. */
   readonly sizeHints?: Readonly<Record<string, number>>;
+  /** The SM count of the GPU the kernel is for: with known or hinted M and N
+   * the default tile weighs the waves of blocks on that many SMs (default
+   * 108, an A100). */
+  readonly sms?: number;
   /** Where each given schedule line is, for diagnostics raised by passes. */
   readonly scheduleSpans: Readonly<Partial<Record<ScheduleKey, Span>>>;
   readonly span: Span;

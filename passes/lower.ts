@@ -16,7 +16,10 @@
  *    tile `kt + stages - 1` into the stage freed by the previous iteration and
  *    commit; before the last k-step wait for the next stage and barrier; load
  *    the fragments of the next k-step into the other fragment buffer
- *    (double buffering) while the MMAs of this k-step run.
+ *    (double buffering) while the MMAs of this k-step run. Warp tiles too
+ *    large for two buffers (the mma plan's `fragments: "interleaved"`) load
+ *    each next fragment right after the MMAs that last read the one it
+ *    replaces, so that about one buffer's registers are live.
  * 5. Drain (`wait_group 0`), then the epilogue straight from the accumulator
  *    registers: per element (or pair of adjacent elements) the row and
  *    column, bounds predicates, the fused epilogue expression, conversion,
@@ -74,6 +77,9 @@ export function swizzleOffset(p: OperandSmem, row: number, byte: number): number
   const phys = linear ^ (((linear >> p.swizzleShift) * p.swizzleScale) & 7);
   return p.offset + phys * 16 + (byte & 15);
 }
+
+/** The most distinct feature tuples {@link Lowering.groupRecipes} tells apart by table. */
+const MAX_THREAD_KEYS = 4096;
 
 class Lowering {
   readonly b = new KernelBuilder();
@@ -234,24 +240,96 @@ class Lowering {
     recipes: readonly SmemRecipe[],
     smemBase: Reg,
   ): { base: Reg; offset: number }[] {
-    const vecs = recipes.map((r) => {
-      const v = new Int32Array(this.threads);
-      for (let t = 0; t < this.threads; t++) {
-        v[t] = swizzleOffset(p, this.evalAffine(r.row, t), this.evalAffine(r.byte, t));
+    // The offsets are functions of the features the recipes use, so they are
+    // evaluated on one thread per distinct tuple of those features' values
+    // (the first such thread: thread 0 comes first); every other thread
+    // repeats one of these. (Evaluating every term of every recipe for every
+    // thread was most of the lowering's time for SIMT kernels, with their
+    // many recipes.)
+    const threads = this.threads;
+    const cols = new Map<Feature, Int32Array>();
+    const key = new Int32Array(threads);
+    let keys = 1;
+    const use = (f: Feature): void => {
+      if (cols.has(f)) return;
+      const col = new Int32Array(threads);
+      let lo = Infinity;
+      let hi = -Infinity;
+      for (let t = 0; t < threads; t++) {
+        const v = this.featureValue(f, t);
+        col[t] = v;
+        lo = Math.min(lo, v);
+        hi = Math.max(hi, v);
       }
-      return v;
+      cols.set(f, col);
+      const span = hi - lo + 1;
+      keys *= span;
+      if (keys <= MAX_THREAD_KEYS) {
+        for (let t = 0; t < threads; t++) key[t] = key[t]! * span + (col[t]! - lo);
+      }
+    };
+    for (const r of recipes) {
+      for (const [f] of r.row.terms) use(f);
+      for (const [f] of r.byte.terms) use(f);
+    }
+    const tids: number[] = [];
+    if (keys <= MAX_THREAD_KEYS) {
+      const seen = new Uint8Array(keys);
+      for (let t = 0; t < threads; t++) {
+        if (seen[key[t]!] === 0) {
+          seen[key[t]!] = 1;
+          tids.push(t);
+        }
+      }
+    } else {
+      for (let t = 0; t < threads; t++) tids.push(t);
+    }
+    const n = tids.length;
+    // A recipe's affine parts are evaluated as their constant plus the sum of
+    // their terms, kept per distinct list of terms (recipes differ mostly in
+    // the constant). The values are small integers or multiples of 1/8, so
+    // the sums are exact in any order.
+    const sums: { terms: Affine["terms"]; sum: Float64Array }[] = [];
+    const termSum = (terms: Affine["terms"]): Float64Array => {
+      for (const e of sums) {
+        if (
+          e.terms.length === terms.length &&
+          e.terms.every(([f, c], j) => f === terms[j]![0] && c === terms[j]![1])
+        ) {
+          return e.sum;
+        }
+      }
+      const sum = new Float64Array(n);
+      for (const [f, c] of terms) {
+        if (c === 0) continue;
+        const col = cols.get(f)!;
+        for (let i = 0; i < n; i++) sum[i]! += c * col[tids[i]!]!;
+      }
+      sums.push({ terms, sum });
+      return sum;
+    };
+    const offs = new Int32Array(recipes.length * n);
+    recipes.forEach((r, i) => {
+      const rowC = r.row.c;
+      const byteC = r.byte.c;
+      const rows = termSum(r.row.terms);
+      const bytes = termSum(r.byte.terms);
+      for (let t = 0; t < n; t++) {
+        offs[i * n + t] = swizzleOffset(p, rowC + rows[t]!, byteC + bytes[t]!);
+      }
     });
-    const reps: { vec: Int32Array; base: Reg }[] = [];
-    return vecs.map((v, i) => {
+    const reps: { at: number; base: Reg }[] = [];
+    return recipes.map((r, i) => {
+      const at = i * n;
       for (const rep of reps) {
-        const d = v[0]! - rep.vec[0]!;
+        const d = offs[at]! - offs[rep.at]!;
         let same = true;
-        for (let t = 1; t < this.threads && same; t++) same = v[t]! - rep.vec[t]! === d;
+        for (let t = 1; t < n && same; t++) same = offs[at + t]! - offs[rep.at + t]! === d;
         if (same) return { base: rep.base, offset: d };
       }
-      const off = this.emitSwizzled(p, recipes[i]!);
+      const off = this.emitSwizzled(p, r);
       const base = this.bin("add", "u32", smemBase, off, "sbase");
-      reps.push({ vec: v, base });
+      reps.push({ at, base });
       return { base, offset: 0 };
     });
   }
@@ -302,8 +380,8 @@ class Lowering {
     this.features.set("lane16", this.bin("shr", "u32", lane, imm(4)));
     this.features.set("g", this.bin("shr", "u32", lane, imm(2), "g"));
     this.features.set("tig", this.bin("and", "u32", lane, imm(3), "tig"));
-    this.features.set("wm", this.bin("and", "u32", warp, imm(wp.warpsM - 1), "wm"));
-    this.features.set("wn", this.bin("shr", "u32", warp, imm(log2(wp.warpsM)), "wn"));
+    this.features.set("wm", this.divRem("rem", warp, wp.warpsM, "wm"));
+    this.features.set("wn", this.divRem("div", warp, wp.warpsM, "wn"));
 
     const bx = b.reg("u32", "bx");
     b.emit({ op: "sreg", dst: bx, sreg: "ctaid.x" });
@@ -322,16 +400,11 @@ class Lowering {
     const M = this.dim(k.problem.m);
     const N = this.dim(k.problem.n);
     const K = this.dim(k.problem.k);
-    const tilesN = this.bin(
-      "shr",
-      "u32",
-      this.bin("add", "u32", N, imm(tb.n - 1)),
-      imm(log2(tb.n)),
-    );
+    const tilesN = this.divRem("div", this.bin("add", "u32", N, imm(tb.n - 1)), tb.n);
     const inGrid = this.setp("lt", "u32", tileNIdx, tilesN);
     b.if(inGrid, true, () => {
-      const m0 = this.bin("shl", "u32", tileMIdx, imm(log2(tb.m)), "m0");
-      const n0 = this.bin("shl", "u32", tileNIdx, imm(log2(tb.n)), "n0");
+      const m0 = this.mulImm(tileMIdx, tb.m, "m0");
+      const n0 = this.mulImm(tileNIdx, tb.n, "n0");
       const smem = b.reg("u32", "smem");
       b.emit({ op: "smembase", dst: smem });
 
@@ -422,7 +495,26 @@ class Lowering {
             b.emit({ op: "bar" });
             this.advanceStage(readOff, S);
           }
-          loadFrags((kk + 1) % KK, (kk + 1) % 2);
+          const next = (kk + 1) % 2;
+          if (mp.fragments === "interleaved") {
+            if (kk === 0) {
+              b.emit({ op: "comment", text: `copies of k-tile kt + ${S - 1}` });
+              issue();
+            }
+            // Each load of k-step kk+1 right after the MMAs that free its tiles.
+            const aNext = this.fragLoader(aFrag, aBuf[next]!, (kk + 1) % KK, readOff, pipe.a);
+            const bNext = this.fragLoader(bFrag, bBuf[next]!, (kk + 1) % KK, readOff, pipe.b);
+            const bDone = new Set<number>();
+            this.mmas(acc, aBuf[kk % 2]!, bBuf[kk % 2]!, (i, j, rowDone) => {
+              if (i === mTiles - 1) {
+                bDone.add(j);
+                bNext((t) => bDone.has(t));
+              }
+              if (rowDone) aNext((t) => t <= i);
+            });
+            continue;
+          }
+          loadFrags((kk + 1) % KK, next);
           if (kk === 0) {
             b.emit({ op: "comment", text: `copies of k-tile kt + ${S - 1}` });
             issue();
@@ -458,6 +550,23 @@ class Lowering {
       regs: b.regs,
       body: b.body,
     };
+  }
+
+  /** `x / d` or `x % d` for a constant d: a shift or mask when d is a power of two. */
+  divRem(fn: "div" | "rem", x: Reg, d: number, name?: string): Reg {
+    if ((d & (d - 1)) === 0) {
+      return fn === "div"
+        ? this.bin("shr", "u32", x, imm(log2(d)), name)
+        : this.bin("and", "u32", x, imm(d - 1), name);
+    }
+    return this.bin(fn, "u32", x, imm(d), name);
+  }
+
+  /** `x * c` for a constant c: a shift when c is a power of two. */
+  mulImm(x: Reg, c: number, name?: string): Reg {
+    return (c & (c - 1)) === 0
+      ? this.bin("shl", "u32", x, imm(log2(c)), name)
+      : this.bin("mul", "u32", x, imm(c), name);
   }
 
   /** A u32 operand's bits as an s32 register (two bit moves; free in PTX). */
@@ -600,7 +709,7 @@ class Lowering {
         outerIdx = this.bin("add", "u32", x0, oc);
       }
       const outerOk = this.setp("lt", "u32", outerIdx, outerSize);
-      const okRow = this.and(outerOk, valid[j]!);
+      const okRow = outerOk;
       // Global byte address of k-tile 0.
       const lineIdx = kContig ? outerIdx : kIdx;
       const inLine = kContig ? kIdx : outerIdx;
@@ -614,7 +723,7 @@ class Lowering {
         `${view.tensor}p${j}`,
       );
       // k index for the bounds check: as s32.
-      copies.push({ ptr, okRow, kIdx: this.s32Of(kIdx), dst: dst[j]! });
+      copies.push({ ptr, okRow, valid: valid[j]!, kIdx: this.s32Of(kIdx), dst: dst[j]! });
     }
     return { kind: "each", copies, step };
   }
@@ -644,7 +753,7 @@ class Lowering {
         const rowOk = c.kContig
           ? this.setp("lt", "s32", imm(j * c.dr), c.outerRem!)
           : this.setp("lt", "s32", imm(j * c.dr), kRemT!);
-        const ok = this.and(this.and(rowOk, c.kContig ? kOk : c.outerOk), c.valid[j]!)!;
+        const ok = this.and(rowOk, c.kContig ? kOk : c.outerOk)!;
         let ptr: Reg = c.ptr0;
         if (j > 0) {
           ptr = this.b.reg("u64");
@@ -661,7 +770,7 @@ class Lowering {
             b.emit({ op: "mad", type: "u64", dst: ptr, a: c.stride, b: imm(j), c: c.ptr0 });
           }
         }
-        this.copyOne(p, ok, ptr, dstOf(d), d.offset);
+        this.copyOne(p, ok, ptr, dstOf(d), d.offset, c.valid[j]!);
       });
       b.emit({ op: "bin", fn: "add", type: "u64", dst: c.ptr0, a: c.ptr0, b: c.step });
       return;
@@ -669,14 +778,27 @@ class Lowering {
     for (const one of c.copies) {
       const kOk = this.setp("lt", "s32", one.kIdx, kRem);
       const ok = this.and(one.okRow, kOk)!;
-      this.copyOne(p, ok, one.ptr, dstOf(one.dst), one.dst.offset);
+      this.copyOne(p, ok, one.ptr, dstOf(one.dst), one.dst.offset, one.valid);
       b.emit({ op: "bin", fn: "add", type: "u64", dst: one.ptr, a: one.ptr, b: c.step });
     }
   }
 
-  /** One global->shared copy: cp.async with zero-fill, or a guarded load and a store. */
-  copyOne(p: OperandSmem, ok: Reg, src: Reg, dst: Reg, dstOffset: number): void {
+  /**
+   * One global->shared copy: cp.async with zero-fill, or a guarded load and a
+   * store. `ok` false (past M, N or K) writes zeros; `only` false (a thread
+   * past the tile in a partial round of copies, whose destination lies
+   * outside the tile) copies nothing.
+   */
+  copyOne(
+    p: OperandSmem,
+    ok: Reg,
+    src: Reg,
+    dst: Reg,
+    dstOffset: number,
+    only: Reg | null,
+  ): void {
     const b = this.b;
+    const guard = only === null ? {} : { guard: { pred: only, negate: false } };
     if (p.async) {
       const n = this.b.reg("u32");
       b.emit({ op: "selp", type: "u32", dst: n, a: imm(p.copyBytes), b: imm(0), p: ok });
@@ -691,6 +813,7 @@ class Lowering {
         dstOffset,
         src,
         srcBytes: n,
+        ...guard,
       });
     } else {
       const width: MemWidth = p.copyBytes === 2 ? "b16" : "b8";
@@ -703,7 +826,7 @@ class Lowering {
         offset: 0,
         guard: { pred: ok, negate: false },
       });
-      b.emit({ op: "sts", width, src: [v], addr: dst, offset: dstOffset });
+      b.emit({ op: "sts", width, src: [v], addr: dst, offset: dstOffset, ...guard });
     }
   }
 
@@ -743,6 +866,7 @@ class Lowering {
     const instrs: FragInstr[] = [];
     if (load === "lds") {
       // One ld.shared per register; (outer, k) affine in g and tig.
+      const fitted: [Affine, Affine][] = []; // per register: the same for every tile and k-step
       for (let t = 0; t < tiles; t++) {
         for (let kk = 0; kk < mp.kSteps; kk++) {
           for (let r = 0; r < frag.regs; r++) {
@@ -759,8 +883,10 @@ class Lowering {
               }
               return { c: c0, terms: [["g", cg], ["tig", ct]] };
             };
-            const outer = fit((l) => at(l, r, 0)[0]);
-            const kE = fit((l) => at(l, r, 0)[1]);
+            const [outer, kE] = fitted[r] ??= [
+              fit((l) => at(l, r, 0)[0]),
+              fit((l) => at(l, r, 0)[1]),
+            ];
             instrs.push({
               tile: t,
               kk,
@@ -876,42 +1002,83 @@ class Lowering {
   }
 
   loadFrags(f: FragPlan, buf: Reg[][], kk: number, readStage: Reg, p: OperandSmem): void {
-    const stageOff = this.bin("mul", "u32", readStage, imm(p.stageBytes));
+    this.fragLoader(f, buf, kk, readStage, p)(() => true);
+  }
+
+  /**
+   * The loads of k-step kk's fragments as a function that emits, each time
+   * it is called, those not yet emitted whose tiles all pass `ready`.
+   */
+  fragLoader(
+    f: FragPlan,
+    buf: Reg[][],
+    kk: number,
+    readStage: Reg,
+    p: OperandSmem,
+  ): (ready: (tile: number) => boolean) => void {
+    const tilesOf = (ins: FragInstr): number[] =>
+      ins.tile >= 0 ? [ins.tile] : [...new Set(ins.regs.map((r) => Math.floor(r / f.regsPerTile)))];
+    const pending = f.instrs.map((ins, i) => [ins, i] as const).filter(([ins]) => ins.kk === kk);
+    let stageOff: Reg | null = null;
     const bases = new Map<Reg, Reg>();
-    f.instrs.forEach((ins, i) => {
-      if (ins.kk !== kk) return;
-      const { base, offset } = f.bases[i]!;
-      let addr = bases.get(base);
-      if (addr === undefined) {
-        addr = this.bin("add", "u32", base, stageOff);
-        bases.set(base, addr);
+    return (ready) => {
+      for (let n = 0; n < pending.length;) {
+        const [ins, i] = pending[n]!;
+        if (!tilesOf(ins).every(ready)) {
+          n++;
+          continue;
+        }
+        pending.splice(n, 1);
+        stageOff ??= this.bin("mul", "u32", readStage, imm(p.stageBytes));
+        this.emitFragLoad(f, buf, ins, i, stageOff, bases);
       }
+    };
+  }
+
+  emitFragLoad(
+    f: FragPlan,
+    buf: Reg[][],
+    ins: FragInstr,
+    i: number,
+    stageOff: Reg,
+    bases: Map<Reg, Reg>,
+  ): void {
+    const { base, offset } = f.bases[i]!;
+    let addr = bases.get(base);
+    if (addr === undefined) {
+      addr = this.bin("add", "u32", base, stageOff);
+      bases.set(base, addr);
+    }
+    if (f.load === "lds") {
+      const reg = buf[ins.tile]![ins.regs[0]!]!;
+      this.b.emit({ op: "lds", width: f.regBits === 64 ? "b64" : "b32", dst: [reg], addr, offset });
+    } else {
       const flat = buf.flat();
-      if (f.load === "lds") {
-        const reg = buf[ins.tile]![ins.regs[0]!]!;
-        this.b.emit({
-          op: "lds",
-          width: f.regBits === 64 ? "b64" : "b32",
-          dst: [reg],
-          addr,
-          offset,
-        });
-      } else {
-        this.b.emit({
-          op: "ldmatrix",
-          num: ins.num as 1 | 2 | 4,
-          trans: ins.trans,
-          dst: ins.regs.map((r) => flat[r]!),
-          addr,
-          offset,
-        });
-      }
-    });
+      this.b.emit({
+        op: "ldmatrix",
+        num: ins.num as 1 | 2 | 4,
+        trans: ins.trans,
+        dst: ins.regs.map((r) => flat[r]!),
+        addr,
+        offset,
+      });
+    }
   }
 
   // ---- MMAs ---------------------------------------------------------------------
 
-  mmas(acc: Reg[][][], aFr: Reg[][], bFr: Reg[][]): void {
+  /**
+   * One k-step's MMAs, rows of the warp tile in order and columns
+   * serpentine (a B fragment is reused across the turn). `after(i, j,
+   * rowDone)` runs after each plain tensor MMA (the interleaved fragment
+   * loads hook in there).
+   */
+  mmas(
+    acc: Reg[][][],
+    aFr: Reg[][],
+    bFr: Reg[][],
+    after?: (i: number, j: number, rowDone: boolean) => void,
+  ): void {
     const b = this.b;
     const mode = this.k.math.mode;
     if (mode === "simt") {
@@ -965,6 +1132,7 @@ class Lowering {
           }
         } else {
           b.emit({ op: "mma", shape: this.shape.name, d: c, a: aFr[i]!, b: bFr[j]!, c });
+          after?.(i, j, jj === row.length - 1);
         }
       }
     }
@@ -1453,6 +1621,8 @@ class Lowering {
 interface CopyOne {
   readonly ptr: Reg;
   readonly okRow: Reg | null;
+  /** False for a thread past the tile in a partial round (see copyOne's `only`). */
+  readonly valid: Reg | null;
   readonly kIdx: Reg;
   readonly dst: { base: Reg; offset: number };
 }

@@ -82,6 +82,53 @@ export function hasSyncCopies(k: GemmKernel): boolean {
  * the SM count of an A100, the chip sm_80 was made for. */
 export const MIN_BLOCKS = 108;
 
+/** The SM count the default tile assumes when the compile options give
+ * none: an A100's. */
+export const DEFAULT_SMS = 108;
+
+/** Tiles {@link waveAwareTile} weighs against the 128x256 default (16-bit and
+ * tf32 MMAs; warps of 64x64, 80x64, 64x80, 96x64 or 64x96, the larger ones
+ * with interleaved fragment loads). */
+const WAVE_TILES: readonly (readonly [number, number])[] = [
+  [160, 256],
+  [256, 160],
+  [192, 256],
+  [256, 192],
+];
+
+/**
+ * The fraction of the SMs' tile-time that computes the problem, for M x N
+ * in tiles of tm x tn on `sms` SMs running one block each: partial tiles and
+ * the idle SMs of the last wave are the waste.
+ */
+export function waveUse(m: number, n: number, tm: number, tn: number, sms: number): number {
+  const tiles = Math.ceil(m / tm) * Math.ceil(n / tn);
+  return (m * n) / (Math.ceil(tiles / sms) * sms * tm * tn);
+}
+
+/**
+ * The default tile for a known (or hinted) M x N: the 128x256 default
+ * unless a larger non-power-of-two tile wastes less of the last wave. At
+ * 5000^3 on the H200's 132 SMs 160x256 uses 0.92 of the waves against
+ * 0.83 and measured +10% (f16, bf16) and +15% (tf32); at 8192^3, 4096^3 and
+ * 6144^3 the default stays (bench/NOTES.md 14: the larger tiles were within
+ * the run-to-run spread there).
+ */
+export function waveAwareTile(tb: Shape3, m: number, n: number, sms: number): Shape3 {
+  let best = tb;
+  let bestUse = waveUse(m, n, tb.m, tb.n, sms);
+  for (const [tm, tn] of WAVE_TILES) {
+    const use = waveUse(m, n, tm, tn, sms);
+    // A clear margin: the larger tiles run at about the default's speed per
+    // tile, so only a real cut in waste pays for them.
+    if (use > bestUse * 1.03) {
+      best = { m: tm, n: tn, k: tb.k };
+      bestUse = use;
+    }
+  }
+  return best;
+}
+
 function shrink(tile: number, size: number | null, min: number): number {
   if (size === null) return tile;
   let t = tile;
@@ -140,16 +187,26 @@ export const tilePass: GemmPass = {
       smallGrid = !syncCopy && k.math.mode === "tensor" &&
         (k.math.mmaA === "f16" || k.math.mmaA === "bf16") && tb.m * tb.n < d.m * d.n;
       if (smallGrid) tb = { ...tb, k: 2 * tb.k };
-    }
-    for (const [ax, v] of [["M", tb.m], ["N", tb.n], ["K", tb.k]] as const) {
-      if ((v & (v - 1)) !== 0) {
-        scheduleError(
-          k,
-          "threadblock",
-          "E0209",
-          `Threadblock ${tb.m}x${tb.n}x${tb.k}: the ${ax} extent ${v} is not a power of two`,
-        );
+      else if (
+        mc !== null && nc !== null && !syncCopy && k.math.mode === "tensor" &&
+        (k.math.mmaA === "f16" || k.math.mmaA === "bf16" || k.math.mmaA === "tf32") &&
+        tb.m === d.m && tb.n === d.n
+      ) {
+        tb = waveAwareTile(tb, mc, nc, k.sms ?? DEFAULT_SMS);
       }
+    }
+    // K is a power of two (the k-loop counts tiles with a shift). M and N
+    // may be any multiple of 16 and 8: 192x256 tiles of 96x64 warps read
+    // fewer shared-memory and L2 bytes per MMA than any power-of-two tile
+    // whose accumulators fit (bench/NOTES.md 14); the warp pass checks that
+    // warps divide them.
+    if ((tb.k & (tb.k - 1)) !== 0) {
+      scheduleError(
+        k,
+        "threadblock",
+        "E0209",
+        `Threadblock ${tb.m}x${tb.n}x${tb.k}: the K extent ${tb.k} is not a power of two`,
+      );
     }
     if (tb.m < 16 || tb.n < 8) {
       scheduleError(
@@ -158,6 +215,16 @@ export const tilePass: GemmPass = {
         "E0209",
         `Threadblock ${tb.m}x${tb.n}x${tb.k} is smaller than one MMA (16x8)`,
       );
+    }
+    for (const [ax, v, q] of [["M", tb.m, 16], ["N", tb.n, 8]] as const) {
+      if (v % q !== 0) {
+        scheduleError(
+          k,
+          "threadblock",
+          "E0209",
+          `Threadblock ${tb.m}x${tb.n}x${tb.k}: the ${ax} extent ${v} is not a multiple of ${q}`,
+        );
+      }
     }
     const nConst = constOf(p.n);
     const swizzle = k.schedule.swizzle ??

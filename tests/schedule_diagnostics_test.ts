@@ -38,6 +38,7 @@ const EXPECTED: Readonly<Record<string, readonly [DiagnosticCode, number, number
   E0207_split_k_literal_k: ["E0207", 11, 5],
   E0208_register_file: ["E0208", 11, 5],
   E0208_registers: ["E0208", 11, 5],
+  E0209_not_multiple: ["E0209", 10, 5],
   E0209_not_power_of_two: ["E0209", 10, 5],
   E0209_one_k_step: ["E0209", 10, 5],
   E0209_row_bytes: ["E0209", 10, 5],
@@ -70,9 +71,10 @@ const MESSAGES: Readonly<Record<string, string>> = {
   E0207_split_k_literal_k: `"split_k 4" exceeds the 2 k-tiles of K=64 (tile K 32)`,
   E0208_register_file: "Estimated 232 registers x 512 threads = 118784 registers per block " +
     "exceed the 65536 of an SM: use fewer warps",
-  E0208_registers: "Estimated 680 registers per thread (512 accumulators, 128 fragments) " +
-    "exceed 255: use a smaller warp tile",
-  E0209_not_power_of_two: "Threadblock 96x128x32: the M extent 96 is not a power of two",
+  E0208_registers: "Estimated 596 registers per thread (512 accumulators, 64 fragments in one " +
+    "buffer) exceed 255: use a smaller warp tile",
+  E0209_not_multiple: "Threadblock 100x128x32: the M extent 100 is not a multiple of 16",
+  E0209_not_power_of_two: "Threadblock 128x128x48: the K extent 48 is not a power of two",
   E0209_one_k_step: "Tile K 16 holds 1 k-step of the 16x8x16 instruction: the fragment " +
     "pipeline needs at least 2 (use threadblock K 32)",
   E0209_row_bytes: `Operand A ("A", f16) has 8-byte tile rows: they must be a multiple of ` +
@@ -168,6 +170,7 @@ Deno.test("schedule diagnostics: the caret is under the schedule line the messag
     E0207_split_k_literal_k: "split_k",
     E0208_register_file: "warp",
     E0208_registers: "warp",
+    E0209_not_multiple: "threadblock",
     E0209_not_power_of_two: "threadblock",
     E0209_one_k_step: "threadblock",
     E0209_row_bytes: "threadblock",

@@ -154,6 +154,7 @@ interface Combo {
   /** Something the kernel IR must show (the path the combination is about). */
   readonly ir?: RegExp;
   readonly mma?: string;
+  readonly fragments?: "double" | "interleaved";
   readonly scalars?: Record<string, number>;
 }
 
@@ -558,6 +559,62 @@ const COMBOS: Combo[] = [
     sizes: [{ M: 80, N: 72, K: 224 }, { M: 64, N: 64, K: 64 }],
     ir: /wait 3\n/,
   },
+  // A round of copies that only some threads make (B: 16 rows x 4 copies for
+  // 128 threads): the others must copy nothing (they once zero-filled 16 bytes
+  // past the tile, out of shared memory here).
+  {
+    name: "partial round of copies (128x16 tile, 4 warps)",
+    source: kernel(
+      `${F16_MN}; D: f32[M, N]`,
+      "D[m, n] = A[m, k] * B[k, n]",
+      sched("128x16x32", "32x16x32", "stages 3"),
+    ),
+    sizes: [{ M: 100, N: 40, K: 96 }],
+    ir: /@%\w+ cpasync/,
+  },
+  // Tiles that are not powers of two, and warp tiles too large for two
+  // fragment buffers (the next k-step's loads interleaved with the MMAs).
+  {
+    name: "f16 192x256 tile of 96x64 warps (interleaved fragments)",
+    source: kernel(
+      `${F16_MN}; D: f16[M, N]`,
+      "D[m, n] = f16(A[m, k] * B[k, n])",
+      sched("192x256x32", "96x64x32", "stages 3"),
+    ),
+    sizes: [{ M: 200, N: 264, K: 96 }],
+    fragments: "interleaved",
+  },
+  {
+    name: "f16 160x96 tile of 80x48 warps, runtime sizes past the tile",
+    source: kernel(
+      `${F16_MN}; D: f32[M, N]`,
+      "D[m, n] = A[m, k] * B[k, n]",
+      sched("160x96x32", "80x48x32", "stages 3"),
+    ),
+    sizes: [{ M: 170, N: 200, K: 64 }],
+    fragments: "double",
+  },
+  {
+    name: "tf32 96x128 tile of 96x64 warps (interleaved fragments)",
+    source: kernel(
+      "A: f32[M, K] row; B: f32[K, N] col; D: f32[M, N]",
+      "D[m, n] = A[m, k] * B[k, n]",
+      sched("96x128x16", "96x64x16", "stages 3"),
+    ),
+    sizes: [{ M: 100, N: 136, K: 48 }],
+    mma: "m16n8k8.tf32.f32",
+    fragments: "interleaved",
+  },
+  {
+    name: "s8 192x128 tile of 96x64 warps (interleaved fragments)",
+    source: kernel(
+      "A: s8[M, K] row; B: s8[K, N] col; D: s32[M, N]",
+      "D[m, n] = A[m, k] * B[k, n]",
+      sched("192x128x64", "96x64x64", "stages 3"),
+    ),
+    sizes: [{ M: 200, N: 136, K: 128 }],
+    fragments: "interleaved",
+  },
   // Batched variants.
   {
     name: "batched with shared B, batch-broadcast bias[l, n]",
@@ -593,6 +650,9 @@ for (const combo of COMBOS) {
     const [ck] = compileSource(combo.source, `<${combo.name}>`);
     if (combo.ir !== undefined) assert.match(ck!.kernelText, combo.ir, combo.name);
     if (combo.mma !== undefined) assert.equal(ck!.planned.plan.mma?.shape, combo.mma);
+    if (combo.fragments !== undefined) {
+      assert.equal(ck!.planned.plan.mma?.fragments, combo.fragments);
+    }
     combo.sizes.forEach((sizes, i) => expectAgrees(ck!, { ...sizes }, seeds[i]!, combo.scalars));
   });
 }

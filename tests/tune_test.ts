@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { compile } from "../compiler.ts";
 import { simulateGemm } from "../backends/simulate_gemm.ts";
+import { waveAwareTile, waveUse } from "../passes/tile.ts";
 
 const SRC = Deno.readTextFileSync(new URL("../examples/hgemm_f16acc.gemm", import.meta.url));
 
@@ -21,4 +22,37 @@ Deno.test("size hints choose a smaller default tile for a skinny problem, still 
     const rep = simulateGemm(tuned.kernels[0]!, sizes, { seed: 5 });
     assert.ok(rep.ok, JSON.stringify(rep.comparison.first));
   }
+});
+
+Deno.test("waveUse: partial tiles and the idle SMs of the last wave are the waste", () => {
+  // 8192^2 in 128x256 tiles: 2048 tiles, 15.5 waves of 132 -> 16.
+  assert.equal(waveUse(8192, 8192, 128, 256, 132), 2048 / (16 * 132));
+  // One wave exactly, whole tiles: nothing wasted.
+  assert.equal(waveUse(128 * 12, 256 * 11, 128, 256, 132), 1);
+  // 5000^2 in 160x256 tiles: 32 x 20 = 640 tiles, 5 waves of 132, and padding.
+  assert.equal(waveUse(5000, 5000, 160, 256, 132), (5000 * 5000) / (5 * 132 * 160 * 256));
+});
+
+Deno.test("wave-aware default tile: 160x256 for 5000^2 on 132 SMs, 128x256 where it wastes less", () => {
+  const d = { m: 128, n: 256, k: 32 };
+  assert.deepEqual(waveAwareTile(d, 5000, 5000, 132), { m: 160, n: 256, k: 32 });
+  for (const s of [4096, 6144, 8192]) assert.deepEqual(waveAwareTile(d, s, s, 132), d);
+  // The same 5000^2 problem on an A100's 108 SMs: 8 waves of 128x256 against 6 of 160x256.
+  assert.deepEqual(waveAwareTile(d, 5000, 5000, 108), { m: 160, n: 256, k: 32 });
+});
+
+Deno.test("sms and size hints pick a 160x256 tile of 80x64 warps that computes the right thing", () => {
+  const src = Deno.readTextFileSync(new URL("../bench/kernels/f16.gemm", import.meta.url));
+  const r = compile(src, {
+    file: "hgemm.gemm",
+    sizeHints: { M: 5000, N: 5000, K: 5000 },
+    sms: 132,
+  });
+  assert.ok(r.ok, r.diagnostics.map((d) => d.message).join("; "));
+  const plan = r.kernels[0]!.planned.plan;
+  assert.deepEqual([plan.tile!.threadblock.m, plan.tile!.threadblock.n], [160, 256]);
+  assert.deepEqual([plan.warp!.warp.m, plan.warp!.warp.n, plan.warp!.threads], [80, 64, 256]);
+  assert.equal(plan.mma!.fragments, "interleaved");
+  const rep = simulateGemm(r.kernels[0]!, { M: 170, N: 264, K: 64 }, { seed: 9 });
+  assert.ok(rep.ok, JSON.stringify(rep.comparison.first));
 });
