@@ -86,14 +86,20 @@ export const MIN_BLOCKS = 108;
  * none: an A100's. */
 export const DEFAULT_SMS = 108;
 
-/** Tiles {@link waveAwareTile} weighs against the 128x256 default (16-bit and
- * tf32 MMAs; warps of 64x64, 80x64, 64x80, 96x64 or 64x96, the larger ones
- * with interleaved fragment loads). */
-const WAVE_TILES: readonly (readonly [number, number])[] = [
-  [160, 256],
-  [256, 160],
-  [192, 256],
-  [256, 192],
+/**
+ * Tiles {@link waveAwareTile} weighs against the 128x256 default (16-bit and
+ * tf32 MMAs; warps of 80x64, 64x80, 96x64 or 64x96, with interleaved
+ * fragment loads), each with its speed per tile-time relative to 128x256:
+ * measured on the H200 by alternating launches of the two kernels (same
+ * power state; bench/NOTES.md 16): 160x256 and 256x160 +2.0-2.6% at 8192^3
+ * although they waste 1.4% more of the waves, so 1.035; 192x256 and 256x192
+ * 1.01.
+ */
+const WAVE_TILES: readonly { readonly m: number; readonly n: number; readonly speed: number }[] = [
+  { m: 160, n: 256, speed: 1.035 },
+  { m: 256, n: 160, speed: 1.035 },
+  { m: 192, n: 256, speed: 1.01 },
+  { m: 256, n: 192, speed: 1.01 },
 ];
 
 /**
@@ -107,23 +113,20 @@ export function waveUse(m: number, n: number, tm: number, tn: number, sms: numbe
 }
 
 /**
- * The default tile for a known (or hinted) M x N: the 128x256 default
- * unless a larger non-power-of-two tile wastes less of the last wave. At
- * 5000^3 on the H200's 132 SMs 160x256 uses 0.92 of the waves against
- * 0.83 and measured +10% (f16, bf16) and +15% (tf32); at 8192^3, 4096^3 and
- * 6144^3 the default stays (bench/NOTES.md 14: the larger tiles were within
- * the run-to-run spread there).
+ * The default tile for a known (or hinted) M x N: the one among 128x256 and
+ * {@link WAVE_TILES} with the most work per tile-time over the waves (its
+ * wave use times its speed), 128x256 unless another is 1% ahead. On the
+ * H200's 132 SMs: 8192^3 160x256, 5000^3 160x256 (7 waves of 128x256
+ * against 5), 4096^3 and 6144^3 128x256 (192x256 ties at 6144^3).
  */
 export function waveAwareTile(tb: Shape3, m: number, n: number, sms: number): Shape3 {
   let best = tb;
-  let bestUse = waveUse(m, n, tb.m, tb.n, sms);
-  for (const [tm, tn] of WAVE_TILES) {
-    const use = waveUse(m, n, tm, tn, sms);
-    // A clear margin: the larger tiles run at about the default's speed per
-    // tile, so only a real cut in waste pays for them.
-    if (use > bestUse * 1.03) {
-      best = { m: tm, n: tn, k: tb.k };
-      bestUse = use;
+  let bestScore = waveUse(m, n, tb.m, tb.n, sms) * 1.01;
+  for (const t of WAVE_TILES) {
+    const score = waveUse(m, n, t.m, t.n, sms) * t.speed;
+    if (score > bestScore) {
+      best = { m: t.m, n: t.n, k: tb.k };
+      bestScore = score;
     }
   }
   return best;

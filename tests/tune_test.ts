@@ -33,10 +33,16 @@ Deno.test("waveUse: partial tiles and the idle SMs of the last wave are the wast
   assert.equal(waveUse(5000, 5000, 160, 256, 132), (5000 * 5000) / (5 * 132 * 160 * 256));
 });
 
-Deno.test("wave-aware default tile: 160x256 for 5000^2 on 132 SMs, 128x256 where it wastes less", () => {
+Deno.test("wave-aware default tile: by wave use and measured speed per tile", () => {
   const d = { m: 128, n: 256, k: 32 };
   assert.deepEqual(waveAwareTile(d, 5000, 5000, 132), { m: 160, n: 256, k: 32 });
-  for (const s of [4096, 6144, 8192]) assert.deepEqual(waveAwareTile(d, s, s, 132), d);
+  assert.deepEqual(waveAwareTile(d, 8192, 8192, 132), { m: 160, n: 256, k: 32 });
+  // 6144 = 32 x 192: whole waves of 192x256 tiles too, but only 1% faster per tile: a tie.
+  assert.deepEqual(waveAwareTile(d, 6144, 6144, 132), d);
+  // 4096^2: 4 waves of 128x256 (0.97 used), 4 of 160x256 (0.78): the default stays.
+  assert.deepEqual(waveAwareTile(d, 4096, 4096, 132), d);
+  // One wave of 128x256 tiles exactly: nothing to gain.
+  assert.deepEqual(waveAwareTile(d, 128 * 12, 256 * 11, 132), d);
   // The same 5000^2 problem on an A100's 108 SMs: 8 waves of 128x256 against 6 of 160x256.
   assert.deepEqual(waveAwareTile(d, 5000, 5000, 108), { m: 160, n: 256, k: 32 });
 });

@@ -1,0 +1,66 @@
+"""Two kernels under the same power state: alternate launches (bench/NOTES.md 16).
+
+On a power-capped card a kernel's speed moves with the card's state (entry
+14: 224-257 TFLOPS for one tf32 kernel within a minute), more than the
+difference between two schedules. Here kernel X and kernel Y run
+alternately (X Y X Y ...), each launch timed with its own events, on the same
+problem and rotating two input sets, so that both see the same clock and
+power; the ratio of their median times is the comparison. Each pair is
+measured in several rounds with a rest before each.
+
+usage: python3 bench/ab_probe.py GEN_DIR MxNxK X:Y[,X:Y...] [ROUNDS]
+"""
+import sys, time, statistics
+import numpy as np
+import torch
+
+GEN, size, pairs = sys.argv[1], sys.argv[2], [p.split(":") for p in sys.argv[3].split(",")]
+ROUNDS = int(sys.argv[4]) if len(sys.argv) > 4 else 3
+M, N, K = (int(x) for x in size.split("x"))
+sys.argv = [sys.argv[0], GEN]
+import gpu_quick as q  # noqa: E402
+
+def prepare(name, As, Bs, D):
+    man, fn = q.load(name)
+    sz = {"M": M, "N": N, "K": K}
+    grid, block, smem = q.grid_for(man["gridPlan"], sz), tuple(man["block"]), man["dynamicSmemBytes"]
+    def args(i):
+        out = []
+        for p in man["params"]:
+            if p["kind"] == "tensor":
+                out.append(np.uint64({"A": As[i], "B": Bs[i], "D": D}[p["name"]].data_ptr()))
+            elif p["kind"] == "dim":
+                out.append(np.uint32(sz[p["name"]]))
+            else:
+                out.append(np.float32(1.0) if p["ptx"] == "f32" else np.float64(1.0))
+        return tuple(out)
+    sets = [args(0), args(1)]
+    return lambda i: fn(grid, block, sets[i % 2], shared_mem=smem)
+
+flops = 2 * M * N * K
+for x, y in pairs:
+    man, _ = q.load(x)
+    ps = {p["name"]: p for p in man["params"]}
+    dt = q.DT["f32" if ps["A"]["dtype"] == "f32" else ps["A"]["dtype"]]
+    As = [q.rand((M, K), dt) for _ in range(2)]
+    Bs = [q.rand((N, K), dt) for _ in range(2)]
+    D = torch.empty((M, N), dtype=q.DT[ps["D"]["dtype"]], device="cuda")
+    lx, ly = prepare(x, As, Bs, D), prepare(y, As, Bs, D)
+    ratios = []
+    for r in range(ROUNDS):
+        time.sleep(1.0)
+        for i in range(4):
+            lx(i); ly(i)
+        n = 20
+        ev = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)] for _ in range(2)]
+        for i in range(n):
+            for j, l in enumerate((lx, ly) if i % 2 == 0 else (ly, lx)):
+                e = ev[j if i % 2 == 0 else 1 - j][i]
+                e[0].record(); l(i); e[1].record()
+        torch.cuda.synchronize()
+        tx = statistics.median(a.elapsed_time(b) for a, b in ev[0])
+        ty = statistics.median(a.elapsed_time(b) for a, b in ev[1])
+        ratios.append(tx / ty)
+        print(f"{x} vs {y} round {r}: {flops / tx / 1e9:.1f} vs {flops / ty / 1e9:.1f} TFLOPS, Y/X speed {tx / ty:.3f}", flush=True)
+    print(f"== {y} / {x} at {size}: speed ratio median {statistics.median(ratios):.3f} ({min(ratios):.3f}..{max(ratios):.3f})", flush=True)
+    del As, Bs, D
