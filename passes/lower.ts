@@ -184,12 +184,6 @@ class Lowering {
     }
   }
 
-  evalAffine(a: Affine, tid: number): number {
-    let v = a.c;
-    for (const [f, c] of a.terms) v += c * this.featureValue(f, tid);
-    return v;
-  }
-
   /** Emits `a` for this thread as a u32 register. */
   emitAffine(a: Affine): Operand {
     let acc: Operand | null = null;
