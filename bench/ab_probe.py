@@ -11,7 +11,6 @@ measured in several rounds with a rest before each.
 usage: python3 bench/ab_probe.py GEN_DIR MxNxK X:Y[,X:Y...] [ROUNDS]
 """
 import sys, time, statistics
-import numpy as np
 import torch
 
 GEN, size, pairs = sys.argv[1], sys.argv[2], [p.split(":") for p in sys.argv[3].split(",")]
@@ -24,17 +23,7 @@ def prepare(name, As, Bs, D):
     man, fn = q.load(name)
     sz = {"M": M, "N": N, "K": K}
     grid, block, smem = q.grid_for(man["gridPlan"], sz), tuple(man["block"]), man["dynamicSmemBytes"]
-    def args(i):
-        out = []
-        for p in man["params"]:
-            if p["kind"] == "tensor":
-                out.append(np.uint64({"A": As[i], "B": Bs[i], "D": D}[p["name"]].data_ptr()))
-            elif p["kind"] == "dim":
-                out.append(np.uint32(sz[p["name"]]))
-            else:
-                out.append(np.float32(1.0) if p["ptx"] == "f32" else np.float64(1.0))
-        return tuple(out)
-    sets = [args(0), args(1)]
+    sets = [q.kernel_args(man, {"A": As[i], "B": Bs[i], "D": D}, sz) for i in range(2)]
     return lambda i: fn(grid, block, sets[i % 2], shared_mem=smem)
 
 flops = 2 * M * N * K

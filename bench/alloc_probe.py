@@ -45,17 +45,7 @@ for name in names:
         As = [q.rand((M, K), dt) for _ in range(2)]
         Bs = [q.rand((N, K), dt) for _ in range(2)]
         D = torch.empty((M, N), dtype=q.DT[ps["D"]["dtype"]], device="cuda")
-        def args(i):
-            out = []
-            for p in man["params"]:
-                if p["kind"] == "tensor":
-                    out.append(np.uint64({"A": As[i], "B": Bs[i], "D": D}[p["name"]].data_ptr()))
-                elif p["kind"] == "dim":
-                    out.append(np.uint32(sz[p["name"]]))
-                else:
-                    out.append(np.float32(1.0) if p["ptx"] == "f32" else np.float64(1.0))
-            return tuple(out)
-        argsets = [args(0), args(1)]
+        argsets = [q.kernel_args(man, {"A": As[i], "B": Bs[i], "D": D}, sz) for i in range(2)]
         addrs = " ".join(f"{x.data_ptr():#x}" for x in (As[0], Bs[0], As[1], Bs[1], D))
         res = []
         for s in range(3):

@@ -33,6 +33,18 @@ def grid_for(gp, sz):
     tm = -(-M // gp["tileM"]); tn = -(-N // gp["tileN"]); s = gp["swizzle"]
     return (tm * s, -(-tn // s), 1)
 
+def kernel_args(man, tensors, sz):
+    """A kernel's launch arguments from its manifest: tensors by name, dims from sz, scalars 1."""
+    out = []
+    for p in man["params"]:
+        if p["kind"] == "tensor":
+            out.append(np.uint64(tensors[p["name"]].data_ptr()))
+        elif p["kind"] == "dim":
+            out.append(np.uint32(sz[p["name"]]))
+        else:
+            out.append(np.float32(1.0) if p["ptx"] == "f32" else np.float64(1.0))
+    return tuple(out)
+
 def rand(shape, dt):
     if dt == torch.int8:
         return torch.randint(-128, 128, shape, dtype=dt, device="cuda")
@@ -60,18 +72,7 @@ def run_kernel(name, M, N, K, sets=4, check=True, profile=False):
     grid = grid_for(man["gridPlan"], sz)
     block = tuple(man["block"])
     smem = man["dynamicSmemBytes"]
-    def args(i):
-        out = []
-        for p in man["params"]:
-            if p["kind"] == "tensor":
-                t = {"A": As[i], "B": Bs[i], "D": D}[p["name"]]
-                out.append(np.uint64(t.data_ptr()))
-            elif p["kind"] == "dim":
-                out.append(np.uint32(sz[p["name"]]))
-            else:
-                out.append(np.float32(1.0) if p["ptx"] == "f32" else np.float64(1.0))
-        return tuple(out)
-    argsets = [args(i) for i in range(sets)]
+    argsets = [kernel_args(man, {"A": As[i], "B": Bs[i], "D": D}, sz) for i in range(sets)]
     fn(grid, block, argsets[0], shared_mem=smem)
     torch.cuda.synchronize()
     verdict = ""

@@ -490,30 +490,27 @@ class Lowering {
             this.advanceStage(readOff, S);
           }
           const next = (kk + 1) % 2;
-          if (mp.fragments === "interleaved") {
-            if (kk === 0) {
-              b.emit({ op: "comment", text: `copies of k-tile kt + ${S - 1}` });
-              issue();
-            }
-            // Each load of k-step kk+1 right after the MMAs that free its tiles.
-            const aNext = this.fragLoader(aFrag, aBuf[next]!, (kk + 1) % KK, readOff, pipe.a);
-            const bNext = this.fragLoader(bFrag, bBuf[next]!, (kk + 1) % KK, readOff, pipe.b);
-            const bDone = new Set<number>();
-            this.mmas(acc, aBuf[kk % 2]!, bBuf[kk % 2]!, (i, j, rowDone) => {
-              if (i === mTiles - 1) {
-                bDone.add(j);
-                bNext((t) => bDone.has(t));
-              }
-              if (rowDone) aNext((t) => t <= i);
-            });
-            continue;
-          }
-          loadFrags((kk + 1) % KK, next);
+          const interleaved = mp.fragments === "interleaved";
+          if (!interleaved) loadFrags((kk + 1) % KK, next);
           if (kk === 0) {
             b.emit({ op: "comment", text: `copies of k-tile kt + ${S - 1}` });
             issue();
           }
-          this.mmas(acc, aBuf[kk % 2]!, bBuf[kk % 2]!);
+          if (!interleaved) {
+            this.mmas(acc, aBuf[kk % 2]!, bBuf[kk % 2]!);
+            continue;
+          }
+          // Each load of k-step kk+1 right after the MMAs that free its tiles.
+          const aNext = this.fragLoader(aFrag, aBuf[next]!, (kk + 1) % KK, readOff, pipe.a);
+          const bNext = this.fragLoader(bFrag, bBuf[next]!, (kk + 1) % KK, readOff, pipe.b);
+          const bDone = new Set<number>();
+          this.mmas(acc, aBuf[kk % 2]!, bBuf[kk % 2]!, (i, j, rowDone) => {
+            if (i === mTiles - 1) {
+              bDone.add(j);
+              bNext((t) => bDone.has(t));
+            }
+            if (rowDone) aNext((t) => t <= i);
+          });
         }
       });
       b.emit({ op: "wait", n: 0 });
@@ -702,8 +699,7 @@ class Lowering {
           : this.bin("mul", "u32", colV, imm(epc));
         outerIdx = this.bin("add", "u32", x0, oc);
       }
-      const outerOk = this.setp("lt", "u32", outerIdx, outerSize);
-      const okRow = outerOk;
+      const okRow = this.setp("lt", "u32", outerIdx, outerSize);
       // Global byte address of k-tile 0.
       const lineIdx = kContig ? outerIdx : kIdx;
       const inLine = kContig ? kIdx : outerIdx;

@@ -26,10 +26,12 @@ export const warpPass: GemmPass = {
       const dm = k.math.mmaA === "f64" ? 32 : half(tb.m);
       // Synchronous copies (operands aligned below 4 bytes) hold their data in
       // registers too: 64x32 warps (202 registers for align-1 f16, no spills).
-      const dn = k.math.mmaA === "f64" || k.math.mode === "3xtf32" || hasSyncCopies(k) ? 32 : 64;
+      const dn = k.math.mmaA === "f64" || k.math.mode === "3xtf32" || hasSyncCopies(k)
+        ? 32
+        : half(tb.n);
       const w = k.math.mode === "simt"
         ? { m: Math.min(32, tb.m), n: Math.min(64, tb.n), k: tb.k } // 4 x 16 per thread
-        : { m: Math.min(dm, tb.m), n: Math.min(dn === 64 ? half(tb.n) : dn, tb.n), k: tb.k };
+        : { m: Math.min(dm, tb.m), n: Math.min(dn, tb.n), k: tb.k };
       // Small tiles: keep at least 4 warps (halving the warp tile down to 32)
       // so that the SM has warps to switch between; 8 for a shrunk 16-bit
       // tile (bench/NOTES.md 11).
