@@ -7,7 +7,7 @@
  */
 
 import type { GemmKernel } from "../ir/gemm.ts";
-import { gridFor, type GridPlan, type Kernel } from "../ir/kernel.ts";
+import { gridFor, type GridPlan, type Kernel, workspaceBytes } from "../ir/kernel.ts";
 
 /** One parameter of the entry point, in ABI order. */
 export interface ManifestParam {
@@ -36,6 +36,17 @@ export interface KernelManifest {
   readonly gridPlan: GridPlan;
   /** The concrete grid, when sizes were given. */
   readonly grid?: readonly [number, number, number];
+  /**
+   * split_k > 1: the workspace parameter (the last, a `.u64` "tensor" of
+   * role "workspace"): `bytesPerTile` per output tile (`bytes` at the given
+   * sizes). Zero it before the first launch; every launch leaves it zeroed,
+   * so launches in one stream may share it (concurrent ones may not).
+   */
+  readonly workspace?: {
+    readonly param: string;
+    readonly bytesPerTile: number;
+    readonly bytes?: number;
+  };
 }
 
 /**
@@ -68,8 +79,12 @@ export function kernelManifest(
     if (p.kind === "scalar" && decl?.kind === "scalar") {
       return { name: p.name, kind: p.kind, ptx: p.ptx, dtype: decl.dtype, default: decl.default };
     }
+    if (p === kernel.params.at(-1) && (kernel.grid.workspacePerTile ?? 0) > 0) {
+      return { name: p.name, kind: p.kind, ptx: p.ptx, dtype: "u8", role: "workspace" };
+    }
     return { name: p.name, kind: p.kind, ptx: p.ptx };
   });
+  const per = kernel.grid.workspacePerTile ?? 0;
   return {
     name: gemm.name,
     entry: kernel.name,
@@ -79,5 +94,14 @@ export function kernelManifest(
     dynamicSmemBytes: kernel.dynamicSmemBytes,
     gridPlan: kernel.grid,
     ...(sizes !== undefined ? { grid: gridFor(kernel.grid, sizes) } : {}),
+    ...(per > 0
+      ? {
+        workspace: {
+          param: kernel.params.at(-1)!.name,
+          bytesPerTile: per,
+          ...(sizes !== undefined ? { bytes: workspaceBytes(kernel.grid, sizes) } : {}),
+        },
+      }
+      : {}),
   };
 }

@@ -32,6 +32,7 @@ import {
   type JitInfo,
 } from "./cuda/driver.ts";
 import { kernelArgs, launchProblems } from "./cuda/launch.ts";
+import { workspaceArgs } from "./workspace.ts";
 import {
   chooseBlocks,
   chooseReferenceSample,
@@ -249,6 +250,11 @@ export function runGemm(
       const m = new Map<string, bigint>();
       for (const [n, bytes] of args.tensors) m.set(n, n === d.name ? dBuf.ptr : alloc(bytes).ptr);
       sets.push(m);
+    }
+    // split-K: one zeroed workspace for every launch (each leaves it zeroed).
+    for (const [n, bytes] of workspaceArgs(ck.kernel, sizes)) {
+      const w = alloc(bytes).ptr;
+      for (const m of sets) m.set(n, w);
     }
     const launchArgs = sets.map((m) => kernelArgs(manifest, m, sizes, args.scalars));
     const config = { grid, block, dynamicSmemBytes: smem };

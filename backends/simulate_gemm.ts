@@ -14,6 +14,7 @@ import { referenceGemm } from "./ref/reference.ts";
 import { compareOutput, type Comparison } from "./ref/compare.ts";
 import { alignmentViolations, resolveSizes } from "./sizes.ts";
 import { tensorParam } from "../ir/gemm.ts";
+import { workspaceArgs } from "./workspace.ts";
 
 /** Options of {@link simulateGemm}. */
 export interface SimulateOptions {
@@ -72,7 +73,9 @@ export function simulateGemm(
   const args = randomArgs(ck.gemm, sizes, options.seed ?? 1, options.scalars ?? {});
   const grid = gridFor(ck.kernel.grid, sizes);
   const t0 = performance.now();
-  const sim = simulate(ck.kernel, { grid, args: simArgs(args) }, {
+  const ws: Record<string, SimArg> = {};
+  for (const [n, bytes] of workspaceArgs(ck.kernel, sizes)) ws[n] = { bytes };
+  const sim = simulate(ck.kernel, { grid, args: { ...simArgs(args), ...ws } }, {
     hazards: options.hazards ?? true,
   });
   const seconds = (performance.now() - t0) / 1000;

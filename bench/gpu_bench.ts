@@ -34,6 +34,7 @@ import {
 } from "../backends/cuda/driver.ts";
 import { kernelArgs } from "../backends/cuda/launch.ts";
 import { kernelManifest } from "../backends/manifest.ts";
+import { workspaceArgs } from "../backends/workspace.ts";
 import { chooseReferenceSample, referenceCheck } from "../backends/cuda/checks.ts";
 import type { LaunchArgs } from "../backends/ref/inputs.ts";
 import { tensorShape } from "../backends/ref/tensor.ts";
@@ -136,7 +137,8 @@ export function cutlassName(ck: CompiledKernel, t: BlasType): string {
     : `s${shape}gemm_${t}`;
   const la = ck.gemm.problem.a.layout === "row" ? "t" : "n";
   const lb = ck.gemm.problem.b.layout === "col" ? "n" : "t";
-  return `${prefix}_${tb.m}x${tb.n}_${tb.k}x${p.pipeline!.stages}_${la}${lb}_align${a.align}`;
+  const sk = p.tile!.splitK > 1 ? `_splitk${p.tile!.splitK}` : "";
+  return `${prefix}_${tb.m}x${tb.n}_${tb.k}x${p.pipeline!.stages}_${la}${lb}_align${a.align}${sk}`;
 }
 
 function median(xs: readonly number[]): number {
@@ -400,10 +402,16 @@ function benchOne(
       block: manifest.block,
       dynamicSmemBytes: manifest.dynamicSmemBytes,
     };
+    // split-K: one zeroed workspace shared by every launch (each leaves it zeroed).
+    const ws = [...workspaceArgs(ck.kernel, sizes)].map(([n, bytes]): [string, bigint] => {
+      const w = alloc(bytes.length);
+      w.upload(bytes);
+      return [n, w.ptr];
+    });
     const argsOf = (s: number) =>
       kernelArgs(
         manifest,
-        new Map([["A", aBufs[s]!.ptr], ["B", bBufs[s]!.ptr], ["D", dBuf.ptr]]),
+        new Map([["A", aBufs[s]!.ptr], ["B", bBufs[s]!.ptr], ["D", dBuf.ptr], ...ws]),
         sizes,
         new Map(),
       );

@@ -31,13 +31,26 @@ def load(name):
 def grid_for(gp, sz):
     M, N = sz["M"], sz["N"]
     tm = -(-M // gp["tileM"]); tn = -(-N // gp["tileN"]); s = gp["swizzle"]
-    return (tm * s, -(-tn // s), 1)
+    return (tm * s, -(-tn // s), gp.get("splitK", 1))
+
+WORKSPACES = []  # split-K workspaces, kept alive for the process
+
+def workspace(man, sz):
+    """A zeroed split-K workspace (passes/lower.ts splitKReduce): one record per output tile."""
+    gp = man["gridPlan"]
+    tiles = -(-sz["M"] // gp["tileM"]) * -(-sz["N"] // gp["tileN"]) * (sz.get("L", 1) if gp["batch"] else 1)
+    w = torch.zeros(tiles * gp["workspacePerTile"], dtype=torch.uint8, device="cuda")
+    WORKSPACES.append(w)
+    return w
 
 def kernel_args(man, tensors, sz):
-    """A kernel's launch arguments from its manifest: tensors by name, dims from sz, scalars 1."""
+    """A kernel's launch arguments from its manifest: tensors by name, dims from sz, scalars 1;
+    a zeroed workspace for split-K kernels."""
     out = []
     for p in man["params"]:
-        if p["kind"] == "tensor":
+        if p["kind"] == "tensor" and p["name"] not in tensors and man["gridPlan"].get("workspacePerTile"):
+            out.append(np.uint64(workspace(man, sz).data_ptr()))
+        elif p["kind"] == "tensor":
             out.append(np.uint64(tensors[p["name"]].data_ptr()))
         elif p["kind"] == "dim":
             out.append(np.uint32(sz[p["name"]]))

@@ -131,7 +131,10 @@ export type BinFn =
   | "shr"
   | "and"
   | "or"
-  | "xor";
+  | "xor"
+  /** s32 only: `add.sat.s32`, clamped to [-2^31, 2^31 - 1] (the split-K
+   * reduction of saturating integer MMAs). */
+  | "addsat";
 
 /** `dst = a * b + c`: `mad.lo` for integers (wrapping), `fma.rn` for floats
  * (one rounding). */
@@ -341,15 +344,38 @@ export interface StsOp {
   readonly guard?: Guard;
 }
 
-/** `ld.global[.v2|.v4].WIDTH {dst...}, [addr + offset]`. A guarded-off lane
- * leaves `dst` unchanged, so the lowering moves a default in first. */
+/** `ld.global[.cg][.v2|.v4].WIDTH {dst...}, [addr + offset]`. A guarded-off lane
+ * leaves `dst` unchanged, so the lowering moves a default in first. `cache:
+ * "cg"` caches in L2 only (not in the SM's L1, which is not coherent between
+ * blocks): for data other blocks of the same launch wrote. */
 export interface LdgOp {
   readonly op: "ldg";
   readonly width: MemWidth;
   readonly dst: readonly Reg[];
   readonly addr: Reg;
   readonly offset: number;
+  readonly cache?: "cg";
   readonly guard?: Guard;
+}
+
+/** `atom.global.add.u32 dst, [addr + offset], b`: adds `b` to the u32 at the
+ * address and returns the old value, atomically with respect to every thread
+ * of the grid. */
+export interface AtomOp {
+  readonly op: "atom";
+  readonly dst: Reg;
+  readonly addr: Reg;
+  readonly offset: number;
+  readonly b: Operand;
+  readonly guard?: Guard;
+}
+
+/** `fence.acq_rel.gpu`: the thread's memory accesses before it are ordered
+ * before those after it for every thread of the GPU (with a barrier and an
+ * atomic: the split-K hand-over between blocks). The simulator runs blocks
+ * one after another, where it has no further effect. */
+export interface FenceOp {
+  readonly op: "fence";
 }
 
 /** `st.global[.v2|.v4].WIDTH [addr + offset], {src...}`. */
@@ -431,6 +457,8 @@ export type Op =
   | StsOp
   | LdgOp
   | StgOp
+  | AtomOp
+  | FenceOp
   | MmaOp
   | ForOp
   | IfOp
@@ -458,6 +486,11 @@ export interface GridPlan {
   readonly m: string | number;
   readonly n: string | number;
   readonly batch: string | number | null;
+  /** split_k > 1: bytes of the workspace per output tile (a 128-byte header
+   * with the tile's arrival counter, then one partial accumulator tile per
+   * split); the workspace is `tilesM * tilesN * batch` of them
+   * ({@link workspaceBytes}). Absent or 0: no workspace. */
+  readonly workspacePerTile?: number;
 }
 
 /** A whole kernel-IR program. */
@@ -529,8 +562,13 @@ export function opRegs(o: Op): { reads: Reg[]; writes: Reg[] } {
     case "commit":
     case "wait":
     case "bar":
+    case "fence":
     case "comment":
       return { reads, writes: [] };
+    case "atom":
+      reads.push(o.addr);
+      pushReg(reads, o.b);
+      return { reads, writes: [o.dst] };
     case "ldmatrix":
       reads.push(o.addr);
       return { reads, writes: [...o.dst] };
@@ -580,6 +618,39 @@ export function walkOps(
 }
 
 /**
+ * The bytes of the split-K workspace for given runtime sizes: one record of
+ * `plan.workspacePerTile` bytes per output tile (0 without split-K). The
+ * launcher zeroes it once; every launch leaves its counters at zero again.
+ *
+ * @param plan The kernel's grid plan.
+ * @param dims Runtime sizes by dimension name.
+ * @returns Bytes.
+ * @example
+ * ```ts
+ * import { workspaceBytes } from "./kernel.ts";
+ * const plan = { tileM: 128, tileN: 256, swizzle: 1, splitK: 4, m: "M", n: "N", batch: null,
+ *   workspacePerTile: 1024 };
+ * console.assert(workspaceBytes(plan, { M: 128, N: 1024 }) === 4 * 1024);
+ * ```
+ */
+export function workspaceBytes(
+  plan: GridPlan,
+  dims: Readonly<Record<string, number>>,
+): number {
+  const per = plan.workspacePerTile ?? 0;
+  if (per === 0) return 0;
+  const [x, , z] = gridFor(plan, dims);
+  return (x / plan.swizzle) * Math.ceil(val(plan.n, dims) / plan.tileN) * (z / plan.splitK) * per;
+}
+
+function val(d: string | number, dims: Readonly<Record<string, number>>): number {
+  if (typeof d === "number") return d;
+  const v = dims[d];
+  if (v === undefined) throw new Error(`Missing size for dimension "${d}"`);
+  return v;
+}
+
+/**
  * The launch grid for given runtime sizes: `[tilesM * swizzle,
  * ceil(tilesN / swizzle), batch * splitK]` (CUTLASS's identity swizzle: block
  * x selects tile row `x / swizzle` and tile column `y * swizzle + x % swizzle`;
@@ -600,14 +671,8 @@ export function gridFor(
   plan: GridPlan,
   dims: Readonly<Record<string, number>>,
 ): [number, number, number] {
-  const val = (d: string | number): number => {
-    if (typeof d === "number") return d;
-    const v = dims[d];
-    if (v === undefined) throw new Error(`Missing size for dimension "${d}"`);
-    return v;
-  };
-  const tilesM = Math.ceil(val(plan.m) / plan.tileM);
-  const tilesN = Math.ceil(val(plan.n) / plan.tileN);
-  const batch = plan.batch === null ? 1 : val(plan.batch);
+  const tilesM = Math.ceil(val(plan.m, dims) / plan.tileM);
+  const tilesN = Math.ceil(val(plan.n, dims) / plan.tileN);
+  const batch = plan.batch === null ? 1 : val(plan.batch, dims);
   return [tilesM * plan.swizzle, Math.ceil(tilesN / plan.swizzle), batch * plan.splitK];
 }

@@ -108,7 +108,13 @@ function line(o: Op): string {
     case "lds":
       return `${g}${list(o.dst)} = lds.${o.width} ${addr(o.addr, o.offset)}`;
     case "ldg":
-      return `${g}${list(o.dst)} = ldg.${o.width} ${addr(o.addr, o.offset)}`;
+      return `${g}${list(o.dst)} = ldg${o.cache === "cg" ? ".cg" : ""}.${o.width} ${
+        addr(o.addr, o.offset)
+      }`;
+    case "atom":
+      return `${g}${regName(o.dst)} = atom.add.u32 ${addr(o.addr, o.offset)}, ${opd(o.b)}`;
+    case "fence":
+      return "fence.acq_rel.gpu";
     case "sts":
       return `${g}sts.${o.width} ${addr(o.addr, o.offset)}, ${list(o.src)}`;
     case "stg":

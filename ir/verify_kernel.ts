@@ -256,6 +256,11 @@ export function verifyKernel(k: Kernel): void {
         return is(o, o.to, only("u32"), "end");
       case "if":
         return is(o, o.cond, only("pred"), "condition");
+      case "atom":
+        is(o, o.dst, only("u32"), "destination");
+        is(o, o.addr, only("u64"), "address");
+        return is(o, o.b, only("u32"), "operand");
+      case "fence":
       case "comment":
         return;
       default:

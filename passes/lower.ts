@@ -353,6 +353,10 @@ class Lowering {
         kparams.push({ name: p.name, kind: "scalar", ptx, dtype: p.dtype });
       }
     }
+    // split_k > 1: the workspace, last (see splitKReduce).
+    if (tile.splitK > 1) {
+      kparams.push({ name: WORKSPACE_PARAM, kind: "tensor", ptx: "u64", dtype: "u8" });
+    }
     for (const p of kparams) {
       const t: RegType = p.ptx === "u64" ? "u64" : p.ptx;
       const r = b.reg(t, p.name);
@@ -381,8 +385,12 @@ class Lowering {
     b.emit({ op: "sreg", dst: bx, sreg: "ctaid.x" });
     const by = b.reg("u32", "by");
     b.emit({ op: "sreg", dst: by, sreg: "ctaid.y" });
-    const bz = b.reg("u32", "bz");
-    b.emit({ op: "sreg", dst: bz, sreg: "ctaid.z" });
+    const bzRaw = b.reg("u32", "bz");
+    b.emit({ op: "sreg", dst: bzRaw, sreg: "ctaid.z" });
+    // grid z = batch * split_k: the batch index and this block's split of K.
+    const splitK = tile.splitK;
+    const split = splitK > 1 ? this.divRem("rem", bzRaw, splitK, "split") : null;
+    const bz = splitK > 1 ? this.divRem("div", bzRaw, splitK, "batch") : bzRaw;
     const ls = log2(tile.swizzle);
     const tileMIdx = ls === 0 ? bx : this.bin("shr", "u32", bx, imm(ls));
     const tileNIdx = ls === 0 ? by : this.bin(
@@ -442,7 +450,22 @@ class Lowering {
       );
       const S = pipe.stages;
       // kRem of the next tile to fetch: K - t * tileK (s32, may go negative).
-      const kRem = this.s32Of(K, "kfetch");
+      let kRem = this.s32Of(K, "kfetch");
+      let kCount: Operand = kTiles;
+      if (split !== null) {
+        // Split s computes k-tiles [s * per, s * per + count) of the kTiles,
+        // per = ceil(kTiles / split_k); the last splits may get fewer or none
+        // (count 0: a partial of zeros). kRem stops at the split's end, so
+        // that the copies fetched ahead past it read nothing.
+        const kt = kTiles.kind === "imm" ? this.mov("u32", kTiles) : kTiles;
+        const per = this.divRem("div", this.bin("add", "u32", kt, imm(splitK - 1)), splitK, "kper");
+        const start = this.bin("min", "u32", this.bin("mul", "u32", split, per), kt, "kstart");
+        kCount = this.bin("min", "u32", per, this.bin("sub", "u32", kt, start), "kcount");
+        const left = this.bin("sub", "s32", kRem, this.s32Of(this.mulImm(start, tb.k)));
+        kRem = this.bin("min", "s32", left, this.s32Of(this.mulImm(kCount, tb.k)), "kfetch");
+        this.skipTiles(aCopy, start);
+        this.skipTiles(bCopy, start);
+      }
       const writeOff = this.mov("u32", imm(0), "wstage");
       const readOff = this.mov("u32", imm(0), "rstage");
 
@@ -482,7 +505,7 @@ class Lowering {
       // k-steps per tile are a power of two >= 2 (gemm-mma), so the two fragment
       // buffers alternate evenly across tiles: k-step kk uses buffer kk % 2.
       if (KK % 2 !== 0) throw new Error(`lower-kernel: ${KK} k-steps per tile is odd`);
-      b.for(kt, imm(0), kTiles, 1, () => {
+      b.for(kt, imm(0), kCount, 1, () => {
         for (let kk = 0; kk < KK; kk++) {
           if (kk === KK - 1) {
             b.emit({ op: "wait", n: pipe.waitDepth });
@@ -515,7 +538,29 @@ class Lowering {
       });
       b.emit({ op: "wait", n: 0 });
 
-      this.epilogue(acc, m0, n0, M, N, bz);
+      if (split === null) this.epilogue(acc, m0, n0, M, N, bz);
+      else {
+        const tilesM = this.divRem("div", this.bin("add", "u32", M, imm(tb.m - 1)), tb.m);
+        const tileLin = this.bin(
+          "add",
+          "u32",
+          this.bin(
+            "mul",
+            "u32",
+            this.bin("add", "u32", this.bin("mul", "u32", bz, tilesM), tileMIdx),
+            tilesN,
+          ),
+          tileNIdx,
+          "tile",
+        );
+        this.splitKReduce(
+          acc,
+          split,
+          tileLin,
+          smem,
+          (sum) => this.epilogue(acc, m0, n0, M, N, bz, sum),
+        );
+      }
     });
 
     return {
@@ -530,6 +575,7 @@ class Lowering {
         tileN: tb.n,
         swizzle: tile.swizzle,
         splitK: tile.splitK,
+        ...(tile.splitK > 1 ? { workspacePerTile: this.workspacePerTile() } : {}),
         m: k.problem.m.kind === "sym" ? k.problem.m.name : k.problem.m.value,
         n: k.problem.n.kind === "sym" ? k.problem.n.name : k.problem.n.value,
         batch: k.problem.batch === null
@@ -541,6 +587,149 @@ class Lowering {
       regs: b.regs,
       body: b.body,
     };
+  }
+
+  // ---- split-K ------------------------------------------------------------------
+
+  /** Bytes per accumulator register (f64: 8, else 4; f16 accumulators are refused by gemm-tile). */
+  accBytes(): number {
+    return this.shape.cType === "f64" ? 8 : 4;
+  }
+
+  /**
+   * The workspace record of one output tile: a 128-byte header (the u32
+   * arrival counter) and one partial accumulator tile per split, each thread's
+   * registers in 16-byte chunks laid out chunk-major (`(chunk * threads + tid)
+   * * 16`), so that a warp's stores and loads are contiguous.
+   */
+  workspacePerTile(): number {
+    const wp = this.k.plan.warp!;
+    const regs = (wp.warp.m / this.shape.m) * (wp.warp.n / this.shape.n) * this.shape.c.regs;
+    return 128 + this.k.plan.tile!.splitK * this.threads * regs * this.accBytes();
+  }
+
+  /** Moves a copy plan's pointers `tiles` k-tiles ahead (a split's first k-tile). */
+  skipTiles(c: CopyPlan, tiles: Reg): void {
+    const off = this.bin("mul", "u64", b64(this, tiles), c.step);
+    const ptrs = c.kind === "strided" ? [c.ptr0] : c.copies.map((x) => x.ptr);
+    for (const p of ptrs) this.b.emit({ op: "bin", fn: "add", type: "u64", dst: p, a: p, b: off });
+  }
+
+  /**
+   * Split-K, in the kernel (no second launch): every block stores its partial
+   * accumulators into its tile's workspace record and counts itself in with an
+   * atomic add; the block that arrives last sums the split_k partials in split
+   * order (so the result does not depend on the order of arrival), resets the
+   * counter to 0 for the next launch, and runs the epilogue (`then`), which
+   * calls `sum(i, j)` to load accumulator tile (i, j)'s sums just before it
+   * uses them. The others end. Partials are raw accumulators (f32, f64, or s32
+   * summed with saturation, as the integer MMAs accumulate).
+   */
+  splitKReduce(
+    acc: Reg[][][],
+    split: Reg,
+    tileLin: Reg,
+    smem: Reg,
+    then: (sum: (i: number, j: number) => void) => void,
+  ): void {
+    const b = this.b;
+    const S = this.k.plan.tile!.splitK;
+    const T = this.threads;
+    const flat = acc.flat(2);
+    const eb = this.accBytes();
+    const perChunk = 16 / eb;
+    const chunks = flat.length / perChunk;
+    if (acc[0]![0]!.length % perChunk !== 0) {
+      throw new Error("lower-kernel: an accumulator tile is not whole 16-byte chunks");
+    }
+    const partBytes = T * flat.length * eb;
+    const width = eb === 8 ? "b64" : "b32";
+    b.emit({
+      op: "comment",
+      text: `split-K: partial to the workspace, the last of ${S} splits reduces`,
+    });
+    const ws = this.params.get(WORKSPACE_PARAM)!;
+    const rec = this.bin(
+      "add",
+      "u64",
+      ws,
+      this.bin("mul", "u64", b64(this, tileLin), imm(this.workspacePerTile())),
+    );
+    const tid = this.features.get("tid")!;
+    const mine = this.bin("add", "u64", rec, b64(this, this.bin("shl", "u32", tid, imm(4))));
+    const part0 = this.bin("add", "u64", mine, imm(128));
+    const own = this.bin(
+      "add",
+      "u64",
+      part0,
+      this.bin("mul", "u64", b64(this, split), imm(partBytes)),
+    );
+    for (let c = 0; c < chunks; c++) {
+      const src = flat.slice(c * perChunk, (c + 1) * perChunk);
+      b.emit({ op: "stg", width, src, addr: own, offset: c * T * 16 });
+    }
+    b.emit({ op: "fence" });
+    b.emit({ op: "bar" });
+    const t0 = this.setp("eq", "u32", tid, imm(0));
+    b.emit({ op: "fence" });
+    const old = this.mov("u32", imm(0), "arrived");
+    b.emit({
+      op: "atom",
+      dst: old,
+      addr: rec,
+      offset: 0,
+      b: imm(1),
+      guard: { pred: t0, negate: false },
+    });
+    const lastT0 = this.bin("and", "pred", t0, this.setp("eq", "u32", old, imm(S - 1)));
+    // The counter back to 0 for the next launch (every split has counted in).
+    b.emit({
+      op: "stg",
+      width: "b32",
+      src: [imm(0)],
+      addr: rec,
+      offset: 0,
+      guard: { pred: lastT0, negate: false },
+    });
+    const flag = this.b.reg("u32", "last");
+    b.emit({ op: "selp", type: "u32", dst: flag, a: imm(1), b: imm(0), p: lastT0 });
+    b.emit({
+      op: "sts",
+      width: "b32",
+      src: [flag],
+      addr: smem,
+      offset: 0,
+      guard: { pred: t0, negate: false },
+    });
+    b.emit({ op: "bar" });
+    const got = this.b.reg("u32", "lastall");
+    b.emit({ op: "lds", width: "b32", dst: [got], addr: smem, offset: 0 });
+    const isLast = this.setp("ne", "u32", got, imm(0));
+    b.if(isLast, true, () => {
+      b.emit({ op: "fence" });
+      const addT = this.shape.cType === "f64" ? "f64" : this.shape.cType === "s32" ? "s32" : "f32";
+      const fn = addT === "s32" ? "addsat" : "add";
+      const nTiles = acc[0]!.length;
+      // The sums of one accumulator tile (one 16-byte chunk), loaded by the
+      // epilogue right before it stores that tile: few registers live at once.
+      const tileRegs = acc[0]![0]!.length;
+      then((i, j) => {
+        const first = ((i * nTiles + j) * tileRegs) / perChunk;
+        for (let c = first; c < first + tileRegs / perChunk; c++) {
+          const regs = flat.slice(c * perChunk, (c + 1) * perChunk);
+          for (let s = 0; s < S; s++) {
+            const dst = s === 0 ? regs : regs.map((r) => b.reg(r.type));
+            const offset = s * partBytes + c * T * 16;
+            b.emit({ op: "ldg", width, dst, addr: part0, offset, cache: "cg" });
+            if (s > 0) {
+              regs.forEach((r, q) =>
+                b.emit({ op: "bin", fn, type: addT, dst: r, a: r, b: dst[q]! })
+              );
+            }
+          }
+        }
+      });
+    });
   }
 
   /** `x / d` or `x % d` for a constant d: a shift or mask when d is a power of two. */
@@ -1130,7 +1319,15 @@ class Lowering {
 
   // ---- epilogue -----------------------------------------------------------------
 
-  epilogue(acc: Reg[][][], m0: Reg, n0: Reg, M: Operand, N: Operand, bz: Reg): void {
+  epilogue(
+    acc: Reg[][][],
+    m0: Reg,
+    n0: Reg,
+    M: Operand,
+    N: Operand,
+    bz: Reg,
+    before?: (i: number, j: number) => void,
+  ): void {
     const k = this.k;
     const b = this.b;
     const wp = k.plan.warp!;
@@ -1233,6 +1430,7 @@ class Lowering {
     for (let i = 0; i < acc.length; i++) {
       for (let j = 0; j < acc[i]!.length; j++) {
         const regs = acc[i]![j]!;
+        before?.(i, j);
         for (const grp of groups) {
           const e0 = grp[0]!;
           const row = this.bin("add", "u32", laneRow, imm(i * s.m + e0.dr));
@@ -1664,6 +1862,9 @@ interface FragPlan {
   readonly regsPerTile: number;
   readonly load: "ldmatrix" | "ldmatrix.trans" | "lds";
 }
+
+/** The name of the split-K workspace parameter (the last parameter, when split_k > 1). */
+export const WORKSPACE_PARAM = "workspace";
 
 /** Zero-extends a u32 register to u64. */
 function b64(l: Lowering, v: Operand): Operand & Reg {

@@ -15,6 +15,7 @@
 import type { DimRef, GemmKernel, Shape3, TilePlan } from "../ir/gemm.ts";
 import { type Dtype, DTYPE_INFO } from "../ir/dtype.ts";
 import { type GemmPass, scheduleError } from "./pass.ts";
+import { WORKSPACE_PARAM } from "./lower.ts";
 
 /**
  * The default threadblock tile for an MMA operand type.
@@ -132,6 +133,26 @@ export function waveAwareTile(tb: Shape3, m: number, n: number, sms: number): Sh
   return best;
 }
 
+/**
+ * The default split-K for a known (or hinted) problem whose default tiles
+ * leave most SMs idle: split K over about as many blocks as fill the SMs
+ * once (at most 8), when each split keeps at least 32 k-tiles. Measured on
+ * the H200 at M=128, N=K=8192 (bench/NOTES.md 18, alternating launches):
+ * 128x256 tiles with split_k 4 against the small-grid tile 128x64 with 8
+ * warps: tf32 +44%, bf16 +5%, f16 +3%; s8 -7% (so s8 keeps the small-grid
+ * tile); split_k 8 (two blocks per SM's worth) -23% for f16.
+ *
+ * @param tiles Output tiles of the default tile.
+ * @param kTiles k-tiles of K.
+ * @param sms SMs of the GPU.
+ * @returns split_k (1: none).
+ */
+export function defaultSplitK(tiles: number, kTiles: number, sms: number): number {
+  if (2 * tiles > sms) return 1;
+  const s = Math.min(8, Math.floor(sms / tiles), Math.floor(kTiles / 32));
+  return s >= 2 ? s : 1;
+}
+
 function shrink(tile: number, size: number | null, min: number): number {
   if (size === null) return tile;
   let t = tile;
@@ -151,6 +172,7 @@ export const tilePass: GemmPass = {
       d.kind === "const" ? d.value : k.sizeHints?.[d.name] ?? null;
     let tb = k.schedule.threadblock;
     let smallGrid = false;
+    let autoSplitK = 1;
     if (tb === undefined) {
       // 3xtf32 needs twice the fragment registers: a 128x128 tile keeps 8 warps of 64x32.
       // Operands aligned to less than 4 bytes are copied synchronously, one
@@ -176,7 +198,18 @@ export const tilePass: GemmPass = {
       // down to 64 (skinny problems such as M=128, N=K=8192).
       const mc = constOf(p.m);
       const nc = constOf(p.n);
-      if (mc !== null && nc !== null) {
+      const kc = constOf(p.k);
+      // Few tiles and a long K (skinny problems): split K rather than shrink
+      // the tile (16-bit and tf32 MMAs, f32 accumulators; defaultSplitK).
+      if (
+        mc !== null && nc !== null && kc !== null && k.schedule.splitK === undefined &&
+        !syncCopy && k.math.mode === "tensor" && k.math.acc === "f32" &&
+        (k.math.mmaA === "f16" || k.math.mmaA === "bf16" || k.math.mmaA === "tf32")
+      ) {
+        const tiles = Math.ceil(mc / tb.m) * Math.ceil(nc / tb.n);
+        autoSplitK = defaultSplitK(tiles, Math.ceil(kc / tb.k), k.sms ?? DEFAULT_SMS);
+      }
+      if (mc !== null && nc !== null && autoSplitK === 1) {
         const blocks = (t: Shape3) => Math.ceil(mc / t.m) * Math.ceil(nc / t.n);
         while (blocks(tb) < MIN_BLOCKS && (tb.m > minM || tb.n > minM)) {
           tb = tb.n >= tb.m && tb.n > minM ? { ...tb, n: tb.n / 2 } : { ...tb, m: tb.m / 2 };
@@ -191,7 +224,7 @@ export const tilePass: GemmPass = {
         (k.math.mmaA === "f16" || k.math.mmaA === "bf16") && tb.m * tb.n < d.m * d.n;
       if (smallGrid) tb = { ...tb, k: 2 * tb.k };
       else if (
-        mc !== null && nc !== null && !syncCopy && k.math.mode === "tensor" &&
+        autoSplitK === 1 && mc !== null && nc !== null && !syncCopy && k.math.mode === "tensor" &&
         (k.math.mmaA === "f16" || k.math.mmaA === "bf16" || k.math.mmaA === "tf32") &&
         tb.m === d.m && tb.n === d.n
       ) {
@@ -232,7 +265,7 @@ export const tilePass: GemmPass = {
     const nConst = constOf(p.n);
     const swizzle = k.schedule.swizzle ??
       defaultSwizzle(nConst === null ? null : Math.ceil(nConst / tb.n));
-    const splitK = k.schedule.splitK ?? 1;
+    const splitK = k.schedule.splitK ?? autoSplitK;
     if (splitK > 1) {
       const kc = constOf(p.k);
       if (kc !== null && Math.ceil(kc / tb.k) < splitK) {
@@ -245,12 +278,25 @@ export const tilePass: GemmPass = {
           } k-tiles of K=${kc} (tile K ${tb.k})`,
         );
       }
-      scheduleError(
-        k,
-        "split_k",
-        "E0212",
-        `"split_k ${splitK}" is not implemented yet: the lowering computes each tile's full K (split_k 1)`,
-      );
+      // Partials are raw accumulators summed by the last block: f32, f64 and
+      // s32 add exactly as the reduction needs; packed f16x2 accumulators
+      // would need an f16x2 sum (a shortcut: not done).
+      if (k.math.acc === "f16") {
+        scheduleError(
+          k,
+          "split_k",
+          "E0212",
+          `"split_k ${splitK}" with f16 accumulators is not implemented: use accumulate f32`,
+        );
+      }
+      if (k.params.some((q) => q.name === WORKSPACE_PARAM) || k.dims.includes(WORKSPACE_PARAM)) {
+        scheduleError(
+          k,
+          "split_k",
+          "E0212",
+          `"split_k ${splitK}" adds a parameter named "${WORKSPACE_PARAM}": rename the kernel's "${WORKSPACE_PARAM}"`,
+        );
+      }
     }
     const partial = (d: DimRef, t: number) => d.kind === "sym" || d.value % t !== 0;
     const tile: TilePlan = {

@@ -92,6 +92,8 @@ const ALL_OPS = {
   sts: true,
   ldg: true,
   stg: true,
+  atom: true,
+  fence: true,
   mma: true,
   for: true,
   if: true,

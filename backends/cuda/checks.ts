@@ -29,6 +29,7 @@ import { referenceGemm } from "../ref/reference.ts";
 import { compareOutput, type Comparison } from "../ref/compare.ts";
 import { type Hazard, simulate } from "../sim/mod.ts";
 import { simArgs } from "../simulate_gemm.ts";
+import { workspaceArgs } from "../workspace.ts";
 import { bf16BitsToF32, ulpDistanceF16, ulpDistanceF32 } from "../sim/numerics.ts";
 
 /** Indices chosen along each sampled dimension, by dimension name. */
@@ -457,6 +458,7 @@ function simOutput(
   for (const [n, b] of args.tensors) {
     tensors.set(n, n === dName ? new Uint8Array(b.length).fill(poison) : b.slice());
   }
+  for (const [n, b] of workspaceArgs(kernel, args.sizes)) tensors.set(n, b);
   const res = simulate(
     kernel,
     { grid, args: simArgs({ tensors, scalars: args.scalars, sizes: args.sizes }) },

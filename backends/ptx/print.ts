@@ -184,6 +184,7 @@ export const BIN_PTX: Readonly<Record<BinOp["fn"], Readonly<Partial<Record<BinTy
     and: { u32: "and.b32", s32: "and.b32", b32: "and.b32", u64: "and.b64", pred: "and.pred" },
     or: { u32: "or.b32", s32: "or.b32", b32: "or.b32", u64: "or.b64", pred: "or.pred" },
     xor: { u32: "xor.b32", s32: "xor.b32", b32: "xor.b32", u64: "xor.b64", pred: "xor.pred" },
+    addsat: { s32: "add.sat.s32" },
   });
 
 /** `mad` mnemonics: `mad.lo` (wrapping) for integers, `fma.rn` (one rounding) for floats. */
@@ -322,7 +323,9 @@ export const OP_TEMPLATES = Object.freeze({
   ldmatrix: "ldmatrix.sync.aligned.m8n8.x$num$trans.shared.b16 $d, [$addr]",
   lds: "ld.shared$v.$w $d, [$addr]",
   sts: "st.shared$v.$w [$addr], $a",
-  ldg: "ld.global$v.$w $d, [$addr]",
+  ldg: "ld.global$cache$v.$w $d, [$addr]",
+  atom: "atom.global.add.u32 $d, [$addr], $b",
+  fence: "fence.acq_rel.gpu",
   stg: "st.global$v.$w [$addr], $a",
   mma: "$mn $d, $a, $b, $c",
   comment: "// $text",
@@ -816,7 +819,25 @@ const RENDER: Renderers = {
   ldg(o, cx) {
     expect("ld.global address", "u64", o.addr);
     const m = memOperands("ld.global", o.width, o.dst);
-    put(cx, OP_TEMPLATES.ldg, { v: m.v, w: m.w, d: m.list, addr: addr(o.addr, o.offset) });
+    put(cx, OP_TEMPLATES.ldg, {
+      cache: o.cache === "cg" ? ".cg" : "",
+      v: m.v,
+      w: m.w,
+      d: m.list,
+      addr: addr(o.addr, o.offset),
+    });
+  },
+  atom(o, cx) {
+    expect("atom.global address", "u64", o.addr);
+    expect("atom.global.add.u32", "i32", o.dst, o.b);
+    put(cx, OP_TEMPLATES.atom, {
+      d: regName(o.dst),
+      addr: addr(o.addr, o.offset),
+      b: opd(o.b, "u32"),
+    });
+  },
+  fence(_o, cx) {
+    put(cx, OP_TEMPLATES.fence, NO_HOLES);
   },
   stg(o, cx) {
     expect("st.global address", "u64", o.addr);
@@ -902,6 +923,10 @@ function render(o: Simple, cx: Ctx): void {
       return RENDER.ldg(o, cx);
     case "stg":
       return RENDER.stg(o, cx);
+    case "atom":
+      return RENDER.atom(o, cx);
+    case "fence":
+      return RENDER.fence(o, cx);
     case "mma":
       return RENDER.mma(o, cx);
     case "comment":

@@ -209,6 +209,7 @@ const U64_CHECK = "if (!(r >= 0 && r <= 9007199254740991)) M.u64Fail(I, t, r);";
 /** The lane statement of a binary operation, with `a` and `b` in scope. */
 function binStmt(o: BinOp, info: OpInfo, d: string): string {
   const f = o.fn;
+  if (f === "addsat" && o.type !== "s32") bad(info, `"addsat" is defined on s32 only`);
   switch (o.type) {
     case "u32":
     case "s32": {
@@ -226,6 +227,7 @@ function binStmt(o: BinOp, info: OpInfo, d: string): string {
         and: "a & b",
         or: "a | b",
         xor: "a ^ b",
+        addsat: "Math.max(-2147483648, Math.min(2147483647, a + b))",
       };
       return `${d}[t] = ${e[f]};`;
     }
@@ -261,6 +263,7 @@ function binStmt(o: BinOp, info: OpInfo, d: string): string {
         and: "H.u64and(a, b)",
         or: "H.u64or(a, b)",
         xor: "H.u64xor(a, b)",
+        addsat: "",
       };
       return `const r = ${e[f]}; ${U64_CHECK} ${d}[t] = r;`;
     }

@@ -13,9 +13,11 @@ import { compileAlu } from "./_alu.ts";
 import type { Machine, Mask, OpInfo, Run } from "./_machine.ts";
 import { compileMma } from "./_mma.ts";
 import {
+  compileAtom,
   compileBar,
   compileCommit,
   compileCpAsync,
+  compileFence,
   compileLdg,
   compileLdmatrix,
   compileLds,
@@ -131,6 +133,10 @@ class Compiler {
         return compileLdg(M, info, mask);
       case "stg":
         return compileStg(M, info, mask);
+      case "atom":
+        return compileAtom(M, info, mask);
+      case "fence":
+        return compileFence(M, info, mask);
       case "mma":
         return compileMma(M, info, mask);
       case "for":

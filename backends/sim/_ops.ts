@@ -7,6 +7,7 @@
  */
 
 import type {
+  AtomOp,
   BarOp,
   CommitOp,
   CpAsyncOp,
@@ -189,6 +190,42 @@ function compileGlobal(M: Machine, info: OpInfo, mask: Mask, dir: "load" | "stor
     }
     if (load) M.globalBytesRead += bytes;
     else M.globalBytesWritten += bytes;
+    M.counts[idx]! += mask.warps;
+  };
+}
+
+/** `atom.global.add.u32`: see {@link AtomOp}. Lanes run in order, so within a
+ * warp the lowest active lane sees the old value first (any order is legal on
+ * the GPU; the lowering uses one lane). */
+export function compileAtom(M: Machine, info: OpInfo, mask: Mask): Run {
+  const o = info.op as AtomOp;
+  const idx = info.index;
+  const addr = M.view(o.addr, "u64", idx);
+  const dst = M.view(o.dst, "u32", idx);
+  const bv = o.b.kind === "reg" ? M.view(o.b, "u32", idx) : null;
+  const bi = o.b.kind === "imm" ? o.b.value >>> 0 : 0;
+  const g = guardOf(M, info, o.guard);
+  const T = M.T;
+  return () => {
+    const m = mask.m;
+    for (let t = 0; t < T; t++) {
+      if (m[t] === 0 || (g.arr !== null && g.arr[t] === g.skip)) continue;
+      const ti = M.gResolve(idx, t, addr[t]! + o.offset, 4, 4, "atomic");
+      const dv = M.gView[ti]!;
+      const old = dv.getUint32(M.gOff, true);
+      dv.setUint32(M.gOff, (old + (bv !== null ? bv[t]! : bi)) >>> 0, true);
+      dst[t] = old;
+      M.globalBytesRead += 4;
+      M.globalBytesWritten += 4;
+    }
+    M.counts[idx]! += mask.warps;
+  };
+}
+
+/** `fence.acq_rel.gpu`: see {@link FenceOp}; blocks run one after another here, so only counted. */
+export function compileFence(M: Machine, info: OpInfo, mask: Mask): Run {
+  const idx = info.index;
+  return () => {
     M.counts[idx]! += mask.warps;
   };
 }

@@ -453,6 +453,27 @@ export function memoryOpsKernel(target: Target): Kernel {
     });
   });
 
+  // An atomic add (register and immediate operands, one guarded) on a word of
+  // the thread's own region, a fence, and an L2-only load of the result.
+  b.emit({ op: "stg", width: "b32", src: [tid], addr: gmine, offset: 960 });
+  b.emit({ op: "fence" });
+  const old = b.reg("u32");
+  b.emit({
+    op: "atom",
+    dst: old,
+    addr: gmine,
+    offset: 960,
+    b: tid,
+    guard: { pred: inb, negate: false },
+  });
+  const old2 = b.reg("u32");
+  b.emit({ op: "atom", dst: old2, addr: gmine, offset: 960, b: imm(7) });
+  b.emit({ op: "fence" });
+  const cg = b.reg("u32");
+  b.emit({ op: "ldg", width: "b32", dst: [cg], addr: gmine, offset: 960, cache: "cg" });
+  b.emit({ op: "stg", width: "b32", src: [old, old2], addr: gmine, offset: 968 });
+  b.emit({ op: "stg", width: "b32", src: [cg], addr: gmine, offset: 976 });
+
   // A loop that never runs and a loop inside a uniform conditional.
   const never = b.reg("u32");
   b.for(never, imm(4), imm(4), 1, () => {
