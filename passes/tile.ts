@@ -96,12 +96,20 @@ export const DEFAULT_SMS = 108;
  * although they waste 1.4% more of the waves, so 1.035; 192x256 and 256x192
  * 1.01.
  */
-const WAVE_TILES: readonly { readonly m: number; readonly n: number; readonly speed: number }[] = [
+type WaveTile = { readonly m: number; readonly n: number; readonly speed: number };
+export const WAVE_TILES: readonly WaveTile[] = [
   { m: 160, n: 256, speed: 1.035 },
   { m: 256, n: 160, speed: 1.035 },
   { m: 192, n: 256, speed: 1.01 },
   { m: 256, n: 192, speed: 1.01 },
 ];
+
+/**
+ * The same for 8-bit MMAs (s8, u8): 160x256 (80x64 warps) ran at 1.004 of
+ * 128x256 at 8192^3 under one power state (bench/NOTES.md 18), so speed 1;
+ * 192x256 lost 3.5% (entry 14) and 256x160 was not measured: left out.
+ */
+export const WAVE_TILES_8BIT: readonly WaveTile[] = [{ m: 160, n: 256, speed: 1 }];
 
 /**
  * The fraction of the SMs' tile-time that computes the problem, for M x N
@@ -120,10 +128,16 @@ export function waveUse(m: number, n: number, tm: number, tn: number, sms: numbe
  * H200's 132 SMs: 8192^3 160x256, 5000^3 160x256 (7 waves of 128x256
  * against 5), 4096^3 and 6144^3 128x256 (192x256 ties at 6144^3).
  */
-export function waveAwareTile(tb: Shape3, m: number, n: number, sms: number): Shape3 {
+export function waveAwareTile(
+  tb: Shape3,
+  m: number,
+  n: number,
+  sms: number,
+  tiles: readonly WaveTile[] = WAVE_TILES,
+): Shape3 {
   let best = tb;
   let bestScore = waveUse(m, n, tb.m, tb.n, sms) * 1.01;
-  for (const t of WAVE_TILES) {
+  for (const t of tiles) {
     const score = waveUse(m, n, t.m, t.n, sms) * t.speed;
     if (score > bestScore) {
       best = { m: t.m, n: t.n, k: tb.k };
@@ -225,10 +239,15 @@ export const tilePass: GemmPass = {
       if (smallGrid) tb = { ...tb, k: 2 * tb.k };
       else if (
         autoSplitK === 1 && mc !== null && nc !== null && !syncCopy && k.math.mode === "tensor" &&
-        (k.math.mmaA === "f16" || k.math.mmaA === "bf16" || k.math.mmaA === "tf32") &&
         tb.m === d.m && tb.n === d.n
       ) {
-        tb = waveAwareTile(tb, mc, nc, k.sms ?? DEFAULT_SMS);
+        const a = k.math.mmaA;
+        const table = a === "f16" || a === "bf16" || a === "tf32"
+          ? WAVE_TILES
+          : a === "s8" || a === "u8"
+          ? WAVE_TILES_8BIT
+          : [];
+        tb = waveAwareTile(tb, mc, nc, k.sms ?? DEFAULT_SMS, table);
       }
     }
     // K is a power of two (the k-loop counts tiles with a shift). M and N

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { compile } from "../compiler.ts";
 import { simulateGemm } from "../backends/simulate_gemm.ts";
-import { waveAwareTile, waveUse } from "../passes/tile.ts";
+import { WAVE_TILES_8BIT, waveAwareTile, waveUse } from "../passes/tile.ts";
 
 const SRC = Deno.readTextFileSync(new URL("../examples/hgemm_f16acc.gemm", import.meta.url));
 
@@ -61,4 +61,25 @@ Deno.test("sms and size hints pick a 160x256 tile of 80x64 warps that computes t
   assert.equal(plan.mma!.fragments, "interleaved");
   const rep = simulateGemm(r.kernels[0]!, { M: 170, N: 264, K: 64 }, { seed: 9 });
   assert.ok(rep.ok, JSON.stringify(rep.comparison.first));
+});
+
+Deno.test("8-bit wave-aware tiles: 160x256 only where it wastes less of the waves", () => {
+  const d = { m: 128, n: 256, k: 64 };
+  // 5000^2: 7 waves of 128x256 (0.83 used) against 5 of 160x256 (0.92).
+  assert.deepEqual(waveAwareTile(d, 5000, 5000, 132, WAVE_TILES_8BIT), { m: 160, n: 256, k: 64 });
+  // 8192^2 and 4096^2: 128x256 wastes less (speed per tile measured equal).
+  assert.deepEqual(waveAwareTile(d, 8192, 8192, 132, WAVE_TILES_8BIT), d);
+  assert.deepEqual(waveAwareTile(d, 4096, 4096, 108, WAVE_TILES_8BIT), d);
+});
+
+Deno.test("s8 at 5000^3 with hints: 160x256 tiles of 80x64 warps, 8-byte copies, correct", () => {
+  const src = Deno.readTextFileSync(new URL("../bench/kernels/s8_align8.gemm", import.meta.url));
+  const r = compile(src, { file: "s8.gemm", sizeHints: { M: 5000, N: 5000, K: 5000 }, sms: 132 });
+  assert.ok(r.ok, r.diagnostics.map((d) => d.message).join("; "));
+  const plan = r.kernels[0]!.planned.plan;
+  assert.deepEqual([plan.tile!.threadblock.m, plan.tile!.threadblock.n], [160, 256]);
+  assert.equal(plan.mma!.fragments, "interleaved");
+  const rep = simulateGemm(r.kernels[0]!, { M: 200, N: 304, K: 200 }, { seed: 13 });
+  assert.ok(rep.ok, JSON.stringify(rep.comparison.first));
+  assert.equal(rep.comparison.overBound, 0);
 });
