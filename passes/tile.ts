@@ -167,6 +167,23 @@ export function defaultSplitK(tiles: number, kTiles: number, sms: number): numbe
   return s >= 2 ? s : 1;
 }
 
+/**
+ * Whether a 16-bit GEMM's operands are both K-contiguous with rows that do
+ * not start on 32-byte sectors (K * 2 bytes not a multiple of 32): then each
+ * 64-byte row of a 32-deep k-tile touches three sectors half the time
+ * instead of two. A 64-deep k-tile (3 stages) halves that waste: on the
+ * H200 at 5000^3 (rows of 10000 bytes) +5% for f16 and +7% for bf16 under
+ * one power state, while at K=5008 (aligned rows) it loses 1.3%
+ * (bench/NOTES.md 22). Measured for A row-major and B column-major only;
+ * other types and layouts keep their k-tile (a shortcut).
+ */
+export function misalignedRows(k: GemmKernel, K: number): boolean {
+  const t = k.math.mmaA;
+  if (t !== "f16" && t !== "bf16") return false;
+  const kContig = k.problem.a.layout === "row" && k.problem.b.layout === "col";
+  return kContig && (K * 2) % 32 !== 0;
+}
+
 function shrink(tile: number, size: number | null, min: number): number {
   if (size === null) return tile;
   let t = tile;
@@ -249,6 +266,10 @@ export const tilePass: GemmPass = {
           : [];
         tb = waveAwareTile(tb, mc, nc, k.sms ?? DEFAULT_SMS, table);
       }
+      if (
+        !smallGrid && kc !== null && !syncCopy && k.math.mode === "tensor" &&
+        misalignedRows(k, kc) && tb.k === 32
+      ) tb = { ...tb, k: 64 };
     }
     // K is a power of two (the k-loop counts tiles with a shift). M and N
     // may be any multiple of 16 and 8: 192x256 tiles of 96x64 warps read

@@ -83,3 +83,20 @@ Deno.test("s8 at 5000^3 with hints: 160x256 tiles of 80x64 warps, 8-byte copies,
   assert.ok(rep.ok, JSON.stringify(rep.comparison.first));
   assert.equal(rep.comparison.overBound, 0);
 });
+
+Deno.test("16-bit rows that start off 32-byte sectors (K=5000) get a 64-deep k-tile", () => {
+  const src = Deno.readTextFileSync(new URL("../bench/kernels/f16.gemm", import.meta.url));
+  const plan = (K: number) => {
+    const r = compile(src, { file: "f16.gemm", sizeHints: { M: 5000, N: 5000, K }, sms: 132 });
+    assert.ok(r.ok, r.diagnostics.map((d) => d.message).join("; "));
+    return r.kernels[0]!;
+  };
+  const mis = plan(5000);
+  const tb = mis.planned.plan.tile!.threadblock;
+  assert.deepEqual([tb.m, tb.n, tb.k, mis.planned.plan.pipeline!.stages], [160, 256, 64, 3]);
+  // K = 5008: rows of 10016 bytes, whole sectors: the 32-deep tile stays.
+  assert.equal(plan(5008).planned.plan.tile!.threadblock.k, 32);
+  // Correct at a size whose rows are misaligned too (K * 2 = 400 bytes).
+  const rep = simulateGemm(mis, { M: 170, N: 264, K: 200 }, { seed: 17 });
+  assert.ok(rep.ok, JSON.stringify(rep.comparison.first));
+});
