@@ -96,15 +96,20 @@ function operandSmem(
 }
 
 /**
- * The preferred stage count when the schedule is silent: 4, and 5 for tf32
+ * The preferred stage count when the schedule is silent: 4, 5 for tf32
  * (whose 128x256x16 tile has half the bytes per stage; 5 stages measured
- * best on the H200). Capped by what fits.
+ * best on the H200), 6 for 16-bit split-K kernels. Capped by what fits.
  *
  * @param k The kernel.
  * @returns The stage count to try.
  */
 export function defaultStages(k: GemmKernel): number {
-  return k.math.mmaA === "tf32" ? 5 : 4;
+  // Split-K kernels of 16-bit types serve skinny problems, latency-bound on
+  // their loads: 6 stages measured +2.4% for f16 and bf16 at M=128,
+  // N=K=8192 on the H200 (bench/NOTES.md 23; tf32: no gain).
+  const a = k.math.mmaA;
+  if ((k.plan.tile?.splitK ?? 1) > 1 && (a === "f16" || a === "bf16")) return 6;
+  return a === "tf32" ? 5 : 4;
 }
 
 /** The pass. */

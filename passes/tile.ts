@@ -255,6 +255,17 @@ export const tilePass: GemmPass = {
         (k.math.mmaA === "f16" || k.math.mmaA === "bf16") && tb.m * tb.n < d.m * d.n;
       if (smallGrid) tb = { ...tb, k: 2 * tb.k };
       else if (
+        kc !== null && !syncCopy && k.math.mode === "tensor" &&
+        (k.math.mmaA === "s8" || k.math.mmaA === "u8") && tb.m * tb.n < d.m * d.n &&
+        kc >= 16 * 4 * d.k
+      ) {
+        // A shrunk 8-bit tile with a long K is latency-bound on its loads:
+        // a 256-deep k-tile (3 stages, 144 KB) keeps 4x the bytes in flight.
+        // M=128, N=K=8192 s8 on the H200, alternating launches: 400 -> 595
+        // TOPS (1.49; 128-deep with 5 stages 1.46; bench/NOTES.md 23).
+        // Measured at that shape only (a shortcut).
+        tb = { ...tb, k: 4 * d.k };
+      } else if (
         autoSplitK === 1 && mc !== null && nc !== null && !syncCopy && k.math.mode === "tensor" &&
         tb.m === d.m && tb.n === d.n
       ) {

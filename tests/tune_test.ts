@@ -100,3 +100,27 @@ Deno.test("16-bit rows that start off 32-byte sectors (K=5000) get a 64-deep k-t
   const rep = simulateGemm(mis, { M: 170, N: 264, K: 200 }, { seed: 17 });
   assert.ok(rep.ok, JSON.stringify(rep.comparison.first));
 });
+
+Deno.test("skinny s8 with a long K: a 256-deep k-tile of 3 stages; 16-bit split-K kernels: 6 stages", () => {
+  const plan = (t: string) => {
+    const src = Deno.readTextFileSync(new URL(`../bench/kernels/${t}.gemm`, import.meta.url));
+    const r = compile(src, {
+      file: `${t}.gemm`,
+      sizeHints: { M: 128, N: 8192, K: 8192 },
+      sms: 132,
+    });
+    assert.ok(r.ok, r.diagnostics.map((d) => d.message).join("; "));
+    return r.kernels[0]!;
+  };
+  const s8 = plan("s8");
+  const p = s8.planned.plan;
+  assert.deepEqual(
+    [p.tile!.threadblock.m, p.tile!.threadblock.n, p.tile!.threadblock.k, p.pipeline!.stages],
+    [128, 64, 256, 3],
+  );
+  const rep = simulateGemm(s8, { M: 130, N: 72, K: 1056 }, { seed: 19 });
+  assert.ok(rep.ok, JSON.stringify(rep.comparison.first));
+  assert.equal(rep.comparison.overBound, 0);
+  for (const t of ["f16", "bf16"]) assert.equal(plan(t).planned.plan.pipeline!.stages, 6);
+  assert.equal(plan("tf32").planned.plan.pipeline!.stages, 5);
+});
