@@ -47,7 +47,7 @@ export const DIAGNOSTIC_CODES = Object.freeze(
     E0209: "illegal tile shape",
     E0210: "unknown kernel",
     E0211: "operand layout not supported for this type",
-    E0212: "not implemented yet",
+    E0212: "a name split-K needs is taken",
   } as const,
 );
 

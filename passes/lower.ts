@@ -591,7 +591,7 @@ class Lowering {
 
   // ---- split-K ------------------------------------------------------------------
 
-  /** Bytes per accumulator register (f64: 8, else 4; f16 accumulators are refused by gemm-tile). */
+  /** Bytes per accumulator register (f64: 8, else 4: f32, s32, or f16x2). */
   accBytes(): number {
     return this.shape.cType === "f64" ? 8 : 4;
   }
@@ -599,8 +599,9 @@ class Lowering {
   /**
    * The workspace record of one output tile: a 128-byte header (the u32
    * arrival counter) and one partial accumulator tile per split, each thread's
-   * registers in 16-byte chunks laid out chunk-major (`(chunk * threads + tid)
-   * * 16`), so that a warp's stores and loads are contiguous.
+   * registers in 16-byte chunks (8 for f16 accumulators) laid out chunk-major
+   * (`(chunk * threads + tid) * bytes`), so that a warp's stores and loads are
+   * contiguous.
    */
   workspacePerTile(): number {
     const wp = this.k.plan.warp!;
@@ -622,8 +623,9 @@ class Lowering {
    * order (so the result does not depend on the order of arrival), resets the
    * counter to 0 for the next launch, and runs the epilogue (`then`), which
    * calls `sum(i, j)` to load accumulator tile (i, j)'s sums just before it
-   * uses them. The others end. Partials are raw accumulators (f32, f64, or s32
-   * summed with saturation, as the integer MMAs accumulate).
+   * uses them. The others end. Partials are raw accumulators: f32, f64, s32
+   * (summed with saturation, as the integer MMAs accumulate), or f16x2 (the
+   * halves summed in f32 and rounded to f16 once).
    */
   splitKReduce(
     acc: Reg[][][],
@@ -637,7 +639,9 @@ class Lowering {
     const T = this.threads;
     const flat = acc.flat(2);
     const eb = this.accBytes();
-    const perChunk = 16 / eb;
+    // 16-byte chunks (8 for f16 accumulators, whose MMA tile holds 8 bytes a thread).
+    const chunkBytes = Math.min(16, acc[0]![0]!.length * eb);
+    const perChunk = chunkBytes / eb;
     const chunks = flat.length / perChunk;
     if (acc[0]![0]!.length % perChunk !== 0) {
       throw new Error("lower-kernel: an accumulator tile is not whole 16-byte chunks");
@@ -656,7 +660,7 @@ class Lowering {
       this.bin("mul", "u64", b64(this, tileLin), imm(this.workspacePerTile())),
     );
     const tid = this.features.get("tid")!;
-    const mine = this.bin("add", "u64", rec, b64(this, this.bin("shl", "u32", tid, imm(4))));
+    const mine = this.bin("add", "u64", rec, b64(this, this.mulImm(tid, chunkBytes)));
     const part0 = this.bin("add", "u64", mine, imm(128));
     const own = this.bin(
       "add",
@@ -666,7 +670,7 @@ class Lowering {
     );
     for (let c = 0; c < chunks; c++) {
       const src = flat.slice(c * perChunk, (c + 1) * perChunk);
-      b.emit({ op: "stg", width, src, addr: own, offset: c * T * 16 });
+      b.emit({ op: "stg", width, src, addr: own, offset: c * T * chunkBytes });
     }
     b.emit({ op: "fence" });
     b.emit({ op: "bar" });
@@ -709,6 +713,7 @@ class Lowering {
       b.emit({ op: "fence" });
       const addT = this.shape.cType === "f64" ? "f64" : this.shape.cType === "s32" ? "s32" : "f32";
       const fn = addT === "s32" ? "addsat" : "add";
+      const f16 = this.shape.cType === "f16";
       const nTiles = acc[0]!.length;
       // The sums of one accumulator tile (one 16-byte chunk), loaded by the
       // epilogue right before it stores that tile: few registers live at once.
@@ -717,16 +722,41 @@ class Lowering {
         const first = ((i * nTiles + j) * tileRegs) / perChunk;
         for (let c = first; c < first + tileRegs / perChunk; c++) {
           const regs = flat.slice(c * perChunk, (c + 1) * perChunk);
+          // f16 accumulators (f16x2 in b32): the halves are summed in f32 and
+          // rounded to f16 once, at the end.
+          const halves = f16 ? regs.map(() => [b.reg("f32"), b.reg("f32")] as const) : [];
           for (let s = 0; s < S; s++) {
             const dst = s === 0 ? regs : regs.map((r) => b.reg(r.type));
-            const offset = s * partBytes + c * T * 16;
+            const offset = s * partBytes + c * T * chunkBytes;
             b.emit({ op: "ldg", width, dst, addr: part0, offset, cache: "cg" });
-            if (s > 0) {
-              regs.forEach((r, q) =>
-                b.emit({ op: "bin", fn, type: addT, dst: r, a: r, b: dst[q]! })
-              );
-            }
+            regs.forEach((r, q) => {
+              if (!f16) {
+                if (s > 0) b.emit({ op: "bin", fn, type: addT, dst: r, a: r, b: dst[q]! });
+                return;
+              }
+              const lo = b.reg("b16");
+              const hi = b.reg("b16");
+              b.emit({ op: "unpack", lo, hi, src: dst[q]! });
+              [lo, hi].forEach((h, e) => {
+                const sum = halves[q]![e]!;
+                if (s === 0) b.emit({ op: "cvt", kind: "f32.f16", dst: sum, src: h });
+                else {
+                  const x = b.reg("f32");
+                  b.emit({ op: "cvt", kind: "f32.f16", dst: x, src: h });
+                  b.emit({ op: "bin", fn: "add", type: "f32", dst: sum, a: sum, b: x });
+                }
+              });
+            });
           }
+          regs.forEach((r, q) => {
+            if (!f16) return;
+            const [lo, hi] = halves[q]!.map((sum) => {
+              const h = b.reg("b16");
+              b.emit({ op: "cvt", kind: "f16.f32", dst: h, src: sum });
+              return h;
+            });
+            b.emit({ op: "pack", dst: r, lo: lo!, hi: hi! });
+          });
         }
       });
     });

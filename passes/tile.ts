@@ -329,17 +329,6 @@ export const tilePass: GemmPass = {
           } k-tiles of K=${kc} (tile K ${tb.k})`,
         );
       }
-      // Partials are raw accumulators summed by the last block: f32, f64 and
-      // s32 add exactly as the reduction needs; packed f16x2 accumulators
-      // would need an f16x2 sum (a shortcut: not done).
-      if (k.math.acc === "f16") {
-        scheduleError(
-          k,
-          "split_k",
-          "E0212",
-          `"split_k ${splitK}" with f16 accumulators is not implemented: use accumulate f32`,
-        );
-      }
       if (k.params.some((q) => q.name === WORKSPACE_PARAM) || k.dims.includes(WORKSPACE_PARAM)) {
         scheduleError(
           k,

@@ -84,7 +84,7 @@ const MESSAGES: Readonly<Record<string, string>> = {
     "MMA fragments cannot be transposed from shared memory",
   E0211_s8_col_major_a: `Operand A ("A", s8) must be K-contiguous (A row-major): 8-bit ` +
     "MMA fragments cannot be transposed from shared memory",
-  E0212_split_k: `"split_k 2" with f16 accumulators is not implemented: use accumulate f32`,
+  E0212_split_k: `"split_k 2" adds a parameter named "workspace": rename the kernel's "workspace"`,
 };
 
 /** The pass codes; E0210 (unknown kernel) is a CLI usage error, not a diagnostic. */
