@@ -58,7 +58,8 @@ export type {
 } from "./ir/gemm.ts";
 export { type Dtype, DTYPES } from "./ir/dtype.ts";
 export { printGemm } from "./ir/print_gemm.ts";
-export { gridFor, type GridPlan, type Kernel, type Op } from "./ir/kernel.ts";
+export { gridFor, type GridPlan, type Kernel, type Op, workspaceBytes } from "./ir/kernel.ts";
+export { workspaceArgs } from "./backends/workspace.ts";
 export { printKernel } from "./ir/print_kernel.ts";
 export { MMA_SHAPES, type MmaShape } from "./ir/mma_table.ts";
 export { GEMM_PASSES, PASS_NAMES, runPipeline } from "./passes/pipeline_list.ts";

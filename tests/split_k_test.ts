@@ -47,6 +47,9 @@ function gemm(
 }`;
 }
 
+/** A plain product with B column-major (TN). */
+const TN = { decl: "", expr: "A[m, k] * B[k, n]", bl: "col" };
+
 const CASES: readonly {
   name: string;
   src: string;
@@ -73,11 +76,7 @@ const CASES: readonly {
   },
   {
     name: "s8 -> s32, 5 splits (saturating sums)",
-    src: gemm({ a: "s8", b: "s8", d: "s32" }, "threadblock 64x64x64;warp 32x32x64;split_k 5", {
-      decl: "",
-      expr: "A[m, k] * B[k, n]",
-      bl: "col",
-    }),
+    src: gemm({ a: "s8", b: "s8", d: "s32" }, "threadblock 64x64x64;warp 32x32x64;split_k 5", TN),
     sizes: { M: 64, N: 64, K: 640 },
   },
   {
@@ -87,11 +86,7 @@ const CASES: readonly {
   },
   {
     name: "bf16 -> bf16, 128x256 tile of 64x64 warps, 4 splits",
-    src: gemm({ a: "bf16", b: "bf16", d: "bf16" }, "threadblock 128x256x32;split_k 4", {
-      decl: "",
-      expr: "A[m, k] * B[k, n]",
-      bl: "col",
-    }),
+    src: gemm({ a: "bf16", b: "bf16", d: "bf16" }, "threadblock 128x256x32;split_k 4", TN),
     sizes: { M: 128, N: 256, K: 512 },
   },
   {
@@ -105,11 +100,11 @@ const CASES: readonly {
   },
   {
     name: "f16 accumulators, 128x256 tile of 64x64 warps, 4 splits",
-    src: gemm({ a: "f16", b: "f16", d: "f16" }, "threadblock 128x256x32;accumulate f16;split_k 4", {
-      decl: "",
-      expr: "A[m, k] * B[k, n]",
-      bl: "col",
-    }),
+    src: gemm(
+      { a: "f16", b: "f16", d: "f16" },
+      "threadblock 128x256x32;accumulate f16;split_k 4",
+      TN,
+    ),
     sizes: { M: 128, N: 256, K: 512 },
   },
   {
@@ -122,7 +117,7 @@ const CASES: readonly {
     src: gemm(
       { a: "f32", b: "f32", d: "f32" },
       "threadblock 160x256x16;warp 80x64x16;split_k 2",
-      { decl: "", expr: "A[m, k] * B[k, n]", bl: "col" },
+      TN,
     ),
     sizes: { M: 160, N: 256, K: 96 },
   },
@@ -185,7 +180,7 @@ function runOrdered(
 const TF32 = gemm(
   { a: "f32", b: "f32", d: "f32" },
   "threadblock 64x64x16;warp 32x32x16;split_k 4",
-  { decl: "", expr: "A[m, k] * B[k, n]", bl: "col" },
+  TN,
 );
 const SIZES = { M: 128, N: 64, K: 256 };
 
