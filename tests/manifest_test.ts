@@ -69,8 +69,12 @@ function assertAbiOrder(ck: CompiledKernel, m: KernelManifest): void {
   const g = ck.gemm;
   const tensors = g.params.filter((p) => p.kind === "tensor").map((p) => p.name);
   const scalars = g.params.filter((p) => p.kind === "scalar").map((p) => p.name);
-  assert.deepEqual(m.params.map((p) => p.name), [...tensors, ...g.dims, ...scalars]);
-  for (const p of m.params) {
+  // split_k > 1: one more parameter, last, the workspace (README: The schedule).
+  const split = ck.kernel.grid.splitK > 1;
+  const ws = split ? ["workspace"] : [];
+  assert.deepEqual(m.params.map((p) => p.name), [...tensors, ...g.dims, ...scalars, ...ws]);
+  assert.equal(m.workspace !== undefined, split);
+  for (const p of split ? m.params.slice(0, -1) : m.params) {
     const decl = g.params.find((q) => q.name === p.name);
     if (p.kind === "tensor") {
       assert.ok(decl?.kind === "tensor");
