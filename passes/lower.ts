@@ -672,6 +672,11 @@ class Lowering {
       const src = flat.slice(c * perChunk, (c + 1) * perChunk);
       b.emit({ op: "stg", width, src, addr: own, offset: c * T * chunkBytes });
     }
+    // Release: every thread's partial before the barrier, and thread 0's
+    // fence after it (cumulative over what the barrier showed it) before its
+    // atomic. Acquire: thread 0's fence right after the atomic that saw the
+    // others, then the barrier, as CUTLASS's semaphore does (acquire, then
+    // __syncthreads); the partials are read through L2 (ld.global.cg).
     b.emit({ op: "fence" });
     b.emit({ op: "bar" });
     const t0 = this.setp("eq", "u32", tid, imm(0));
@@ -685,6 +690,7 @@ class Lowering {
       b: imm(1),
       guard: { pred: t0, negate: false },
     });
+    b.emit({ op: "fence" });
     const lastT0 = this.bin("and", "pred", t0, this.setp("eq", "u32", old, imm(S - 1)));
     // The counter back to 0 for the next launch (every split has counted in).
     b.emit({

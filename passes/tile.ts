@@ -151,7 +151,7 @@ export function waveAwareTile(
  * The default split-K for a known (or hinted) problem whose default tiles
  * leave most SMs idle: split K over about as many blocks as fill the SMs
  * once (at most 8), when each split keeps at least 32 k-tiles. Measured on
- * the H200 at M=128, N=K=8192 (bench/NOTES.md 18, alternating launches):
+ * the H200 at M=128, N=K=8192 (bench/NOTES.md 19, alternating launches):
  * 128x256 tiles with split_k 4 against the small-grid tile 128x64 with 8
  * warps: tf32 +44%, bf16 +5%, f16 +3%; s8 -7% (so s8 keeps the small-grid
  * tile); split_k 8 (two blocks per SM's worth) -23% for f16.
