@@ -22,16 +22,30 @@ export interface Run {
  * @param args The CLI arguments.
  * @returns Exit code, stdout and stderr.
  */
-export async function gemm(...args: string[]): Promise<Run> {
+export function gemm(...args: string[]): Promise<Run> {
+  return gemmWithEnv(args, {});
+}
+
+/**
+ * {@link gemm} with environment variables added. Deno's own "Download URL"
+ * lines (printed when its package cache is cold, as on a fresh machine) are
+ * dropped from stderr: the tests check what gemm prints.
+ *
+ * @param args The CLI arguments.
+ * @param env Environment variables to add.
+ * @returns Exit code, stdout and stderr.
+ */
+export async function gemmWithEnv(args: string[], env: Record<string, string>): Promise<Run> {
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", "cli.ts", ...args],
     cwd: ROOT_PATH,
-    env: { NO_COLOR: "1" },
+    env: { NO_COLOR: "1", ...env },
     stdin: "null",
     stdout: "piped",
     stderr: "piped",
   }).output();
-  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+  const stderr = dec.decode(out.stderr).replace(/^Download https?:\/\/\S+\n/gm, "");
+  return { code: out.code, stdout: dec.decode(out.stdout), stderr };
 }
 
 /**

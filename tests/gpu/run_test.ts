@@ -31,6 +31,7 @@ import { randomArgs } from "../../backends/ref/inputs.ts";
 import { DTYPE_INFO } from "../../ir/dtype.ts";
 import { tensorParam } from "../../ir/gemm.ts";
 import { gridFor } from "../../ir/kernel.ts";
+import { gemmWithEnv } from "../_cli.ts";
 
 const ROOT = new URL("../../", import.meta.url);
 const EXAMPLES = new URL("examples/", ROOT);
@@ -56,20 +57,7 @@ function example(file: string, kernel?: string): CompiledKernel {
   return k;
 }
 
-async function gemm(
-  args: string[],
-  env: Record<string, string> = {},
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "cli.ts", ...args],
-    cwd: ROOT.pathname,
-    env: { NO_COLOR: "1", ...env },
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
-}
+const gemm = (args: string[], env: Record<string, string> = {}) => gemmWithEnv(args, env);
 
 const CUDA = cudaAvailable();
 const SKIP = CUDA.ok ? "" : " (skipped: no CUDA driver)";
