@@ -7,7 +7,8 @@
  */
 
 import type { GemmKernel } from "../ir/gemm.ts";
-import { gridFor, type GridPlan, type Kernel, workspaceBytes } from "../ir/kernel.ts";
+import { gridFor, type GridPlan, type Kernel } from "../ir/kernel.ts";
+import { workspaceBytes, workspaceParams } from "./workspace.ts";
 
 /** One parameter of the entry point, in ABI order. */
 export interface ManifestParam {
@@ -62,6 +63,7 @@ export function kernelManifest(
   kernel: Kernel,
   sizes?: Readonly<Record<string, number>>,
 ): KernelManifest {
+  const ws = workspaceParams(kernel);
   const params: ManifestParam[] = kernel.params.map((p) => {
     const decl = gemm.params.find((q) => q.name === p.name);
     if (p.kind === "tensor" && decl?.kind === "tensor") {
@@ -79,12 +81,11 @@ export function kernelManifest(
     if (p.kind === "scalar" && decl?.kind === "scalar") {
       return { name: p.name, kind: p.kind, ptx: p.ptx, dtype: decl.dtype, default: decl.default };
     }
-    if (p === kernel.params.at(-1) && (kernel.grid.workspacePerTile ?? 0) > 0) {
+    if (ws.includes(p.name)) {
       return { name: p.name, kind: p.kind, ptx: p.ptx, dtype: "u8", role: "workspace" };
     }
     return { name: p.name, kind: p.kind, ptx: p.ptx };
   });
-  const per = kernel.grid.workspacePerTile ?? 0;
   return {
     name: gemm.name,
     entry: kernel.name,
@@ -94,11 +95,11 @@ export function kernelManifest(
     dynamicSmemBytes: kernel.dynamicSmemBytes,
     gridPlan: kernel.grid,
     ...(sizes !== undefined ? { grid: gridFor(kernel.grid, sizes) } : {}),
-    ...(per > 0
+    ...(ws.length > 0
       ? {
         workspace: {
-          param: kernel.params.at(-1)!.name,
-          bytesPerTile: per,
+          param: ws[0]!,
+          bytesPerTile: kernel.grid.workspacePerTile!,
           ...(sizes !== undefined ? { bytes: workspaceBytes(kernel.grid, sizes) } : {}),
         },
       }

@@ -28,18 +28,25 @@ def load(name):
         fn.max_dynamic_shared_size_bytes = man["dynamicSmemBytes"]
     return man, fn
 
+def tiles_of(gp, sz):
+    """Output tiles along M and N, and the batch, of a grid plan at sizes sz."""
+    dim = lambda d: d if isinstance(d, int) else sz[d]
+    batch = 1 if gp["batch"] is None else dim(gp["batch"])
+    return -(-dim(gp["m"]) // gp["tileM"]), -(-dim(gp["n"]) // gp["tileN"]), batch
+
 def grid_for(gp, sz):
-    M, N = sz["M"], sz["N"]
-    tm = -(-M // gp["tileM"]); tn = -(-N // gp["tileN"]); s = gp["swizzle"]
-    return (tm * s, -(-tn // s), gp.get("splitK", 1))
+    """ir/kernel.ts gridFor: [tilesM * swizzle, ceil(tilesN / swizzle), batch * splitK]."""
+    tm, tn, batch = tiles_of(gp, sz)
+    s = gp["swizzle"]
+    return (tm * s, -(-tn // s), batch * gp["splitK"])
 
 WORKSPACES = []  # split-K workspaces, kept alive for the process
 
 def workspace(man, sz):
     """A zeroed split-K workspace (passes/lower.ts splitKReduce): one record per output tile."""
     gp = man["gridPlan"]
-    tiles = -(-sz["M"] // gp["tileM"]) * -(-sz["N"] // gp["tileN"]) * (sz.get("L", 1) if gp["batch"] else 1)
-    w = torch.zeros(tiles * gp["workspacePerTile"], dtype=torch.uint8, device="cuda")
+    tm, tn, batch = tiles_of(gp, sz)
+    w = torch.zeros(tm * tn * batch * gp["workspacePerTile"], dtype=torch.uint8, device="cuda")
     WORKSPACES.append(w)
     return w
 

@@ -604,9 +604,14 @@ class Lowering {
    * contiguous.
    */
   workspacePerTile(): number {
+    return 128 + this.k.plan.tile!.splitK * this.partialBytes();
+  }
+
+  /** Bytes of one split's partial accumulator tile (every thread's registers). */
+  partialBytes(): number {
     const wp = this.k.plan.warp!;
     const regs = (wp.warp.m / this.shape.m) * (wp.warp.n / this.shape.n) * this.shape.c.regs;
-    return 128 + this.k.plan.tile!.splitK * this.threads * regs * this.accBytes();
+    return this.threads * regs * this.accBytes();
   }
 
   /** Moves a copy plan's pointers `tiles` k-tiles ahead (a split's first k-tile). */
@@ -646,7 +651,7 @@ class Lowering {
     if (acc[0]![0]!.length % perChunk !== 0) {
       throw new Error("lower-kernel: an accumulator tile is not whole 16-byte chunks");
     }
-    const partBytes = T * flat.length * eb;
+    const partBytes = this.partialBytes();
     const width = eb === 8 ? "b64" : "b32";
     b.emit({
       op: "comment",
@@ -719,46 +724,64 @@ class Lowering {
       b.emit({ op: "fence" });
       const addT = this.shape.cType === "f64" ? "f64" : this.shape.cType === "s32" ? "s32" : "f32";
       const fn = addT === "s32" ? "addsat" : "add";
-      const f16 = this.shape.cType === "f16";
+      const load = (s: number, c: number, dst: Reg[]) =>
+        b.emit({
+          op: "ldg",
+          width,
+          dst,
+          addr: part0,
+          offset: s * partBytes + c * T * chunkBytes,
+          cache: "cg",
+        });
+      // f16x2 (b32) accumulators: each half as f32.
+      const halves = (w: Reg): Reg[] => {
+        const lo = b.reg("b16");
+        const hi = b.reg("b16");
+        b.emit({ op: "unpack", lo, hi, src: w });
+        return [lo, hi].map((h) => {
+          const x = b.reg("f32");
+          b.emit({ op: "cvt", kind: "f32.f16", dst: x, src: h });
+          return x;
+        });
+      };
       const nTiles = acc[0]!.length;
-      // The sums of one accumulator tile (one 16-byte chunk), loaded by the
-      // epilogue right before it stores that tile: few registers live at once.
       const tileRegs = acc[0]![0]!.length;
+      // The sums of one accumulator tile, loaded by the epilogue right before
+      // it stores that tile: few registers live at once.
       then((i, j) => {
         const first = ((i * nTiles + j) * tileRegs) / perChunk;
         for (let c = first; c < first + tileRegs / perChunk; c++) {
           const regs = flat.slice(c * perChunk, (c + 1) * perChunk);
-          // f16 accumulators (f16x2 in b32): the halves are summed in f32 and
-          // rounded to f16 once, at the end.
-          const halves = f16 ? regs.map(() => [b.reg("f32"), b.reg("f32")] as const) : [];
+          if (this.shape.cType !== "f16") {
+            load(0, c, regs);
+            for (let s = 1; s < S; s++) {
+              const part = regs.map((r) => b.reg(r.type));
+              load(s, c, part);
+              regs.forEach((r, q) =>
+                b.emit({ op: "bin", fn, type: addT, dst: r, a: r, b: part[q]! })
+              );
+            }
+            continue;
+          }
+          // The halves are summed in f32 and rounded to f16 once, at the end.
+          let sums: Reg[][] = [];
           for (let s = 0; s < S; s++) {
-            const dst = s === 0 ? regs : regs.map((r) => b.reg(r.type));
-            const offset = s * partBytes + c * T * chunkBytes;
-            b.emit({ op: "ldg", width, dst, addr: part0, offset, cache: "cg" });
-            regs.forEach((r, q) => {
-              if (!f16) {
-                if (s > 0) b.emit({ op: "bin", fn, type: addT, dst: r, a: r, b: dst[q]! });
-                return;
-              }
-              const lo = b.reg("b16");
-              const hi = b.reg("b16");
-              b.emit({ op: "unpack", lo, hi, src: dst[q]! });
-              [lo, hi].forEach((h, e) => {
-                const sum = halves[q]![e]!;
-                if (s === 0) b.emit({ op: "cvt", kind: "f32.f16", dst: sum, src: h });
-                else {
-                  const x = b.reg("f32");
-                  b.emit({ op: "cvt", kind: "f32.f16", dst: x, src: h });
-                  b.emit({ op: "bin", fn: "add", type: "f32", dst: sum, a: sum, b: x });
-                }
-              });
-            });
+            const part = regs.map((r) => b.reg(r.type));
+            load(s, c, part);
+            const hs = part.map(halves);
+            if (s === 0) sums = hs;
+            else {
+              sums.forEach((pair, q) =>
+                pair.forEach((x, e) =>
+                  b.emit({ op: "bin", fn: "add", type: "f32", dst: x, a: x, b: hs[q]![e]! })
+                )
+              );
+            }
           }
           regs.forEach((r, q) => {
-            if (!f16) return;
-            const [lo, hi] = halves[q]!.map((sum) => {
+            const [lo, hi] = sums[q]!.map((x) => {
               const h = b.reg("b16");
-              b.emit({ op: "cvt", kind: "f16.f32", dst: h, src: sum });
+              b.emit({ op: "cvt", kind: "f16.f32", dst: h, src: x });
               return h;
             });
             b.emit({ op: "pack", dst: r, lo: lo!, hi: hi! });
