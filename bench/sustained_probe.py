@@ -1,0 +1,72 @@
+"""Schedules compared in the card's sustained state (bench/NOTES.md 26, 27).
+
+bench/ab_probe.py alternates two kernels launch by launch, so both run at one clock: it measures
+cycles, not energy. Under the H200's 700 W cap the clock itself depends on the energy per MMA of
+the kernel that runs, so a schedule that moves fewer bytes per MMA can gain clock that the A/B probe
+cannot see. Here each kernel runs alone: LOAD_S seconds of launches, then 20 timed launches (median);
+the kernels take turns, ROUNDS times. Also cuBLAS (PyTorch) on the same inputs, and each kernel's
+relative error against a float32 product of the same inputs (a result counts only if it agrees).
+
+usage: python3 bench/sustained_probe.py GEN_DIR KERNEL[,KERNEL...] MxNxK [ROUNDS] [LOAD_S]
+"""
+import sys, time, statistics
+import torch
+
+GEN, names, size = sys.argv[1], sys.argv[2].split(","), tuple(int(x) for x in sys.argv[3].split("x"))
+ROUNDS = int(sys.argv[4]) if len(sys.argv) > 4 else 3
+LOAD_S = float(sys.argv[5]) if len(sys.argv) > 5 else 1.5
+sys.argv = [sys.argv[0], GEN]
+import gpu_quick as q  # noqa: E402
+
+M, N, K = size
+flops = 2 * M * N * K
+kernels = {}
+inputs = {}
+for name in names:
+    man, fn = q.load(name)
+    ps = {p["name"]: p for p in man["params"]}
+    dt = q.DT["f32" if ps["A"]["dtype"] == "f32" else ps["A"]["dtype"]]
+    if dt not in inputs:
+        inputs[dt] = ([q.rand((M, K), dt) for _ in range(2)], [q.rand((N, K), dt) for _ in range(2)])
+    As, Bs = inputs[dt]
+    D = torch.full((M, N), float("nan"), dtype=q.DT[ps["D"]["dtype"]], device="cuda")
+    sz = {"M": M, "N": N, "K": K}
+    grid, block, smem = q.grid_for(man["gridPlan"], sz), tuple(man["block"]), man["dynamicSmemBytes"]
+    sets = [q.kernel_args(man, {"A": As[i], "B": Bs[i], "D": D}, sz) for i in range(2)]
+    launch = (lambda fn, grid, block, sets, smem: lambda i: fn(grid, block, sets[i % 2], shared_mem=smem))(
+        fn, grid, block, sets, smem)
+    launch(0)
+    torch.cuda.synchronize()
+    torch.backends.cuda.matmul.allow_tf32 = False
+    ref = torch.matmul(As[0].float(), Bs[0].float().T)
+    err = (torch.linalg.norm(D.float() - ref) / torch.linalg.norm(ref)).item()
+    print(f"{name}: grid {grid}, rel. error {err:.2e}", flush=True)
+    assert err < 5e-3, f"{name} disagrees with the reference"
+    kernels[name] = launch
+    del ref
+torch.backends.cuda.matmul.allow_tf32 = True
+for dt, (As, Bs) in inputs.items():
+    kernels[f"cuBLAS-{str(dt).replace('torch.', '')}"] = (
+        lambda As, Bs: lambda i: torch.matmul(As[i % 2], Bs[i % 2].T))(As, Bs)
+
+def sustained(f):
+    t = time.time()
+    i = 0
+    while time.time() - t < LOAD_S:
+        for _ in range(10):
+            f(i); i += 1
+        torch.cuda.synchronize()
+    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(20)]
+    for j, (a, b) in enumerate(ev):
+        a.record(); f(j); b.record()
+    torch.cuda.synchronize()
+    return flops / statistics.median(a.elapsed_time(b) for a, b in ev) / 1e9
+
+got = {n: [] for n in kernels}
+for r in range(ROUNDS):
+    for n, f in kernels.items():
+        got[n].append(sustained(f))
+    print(f"round {r}: " + "  ".join(f"{n} {got[n][-1]:.1f}" for n in kernels), flush=True)
+print(f"{M}x{N}x{K}, sustained ({LOAD_S} s of load, then 20 timed), median of {ROUNDS} rounds:")
+for n in kernels:
+    print(f"  {n:40s} {statistics.median(got[n]):8.1f}  ({' '.join(f'{x:.1f}' for x in got[n])})")
