@@ -151,13 +151,19 @@ function median(xs: readonly number[]): number {
   return n % 2 ? s[(n - 1) / 2]! : (s[n / 2 - 1]! + s[n / 2]!) / 2;
 }
 
-/** Samples the SM clock and the power draw every 50 ms with nvidia-smi in the background. */
-class ClockSampler {
+/**
+ * Samples the SM clock and the power draw every 50 ms with nvidia-smi in the
+ * background. nvidia-smi writes to a file, not a pipe: the benchmark blocks
+ * the thread (synchronous FFI, rests), so nothing would drain a pipe, and
+ * nvidia-smi stopped once its 64 KiB were full (bench/NOTES.md 26).
+ */
+export class ClockSampler {
   readonly #child: Deno.ChildProcess | null;
-  readonly #text: Promise<string>;
+  readonly #file: string;
 
   constructor() {
     let child: Deno.ChildProcess | null = null;
+    this.#file = Deno.makeTempFileSync({ prefix: "gemmc-smi-", suffix: ".csv" });
     try {
       // The instantaneous power where the driver has it: `power.draw` is a
       // one-second average on recent drivers, which hides 60 ms bursts.
@@ -173,26 +179,32 @@ class ClockSampler {
           "--format=csv,noheader,nounits",
           "-lms",
           "50",
+          "-f",
+          this.#file,
         ],
-        stdout: "piped",
+        stdout: "null",
         stderr: "null",
       }).spawn();
     } catch {
       child = null;
     }
     this.#child = child;
-    this.#text = child === null ? Promise.resolve("") : new Response(child.stdout).text();
   }
 
   /** Stops sampling; returns (time in ms since the epoch, MHz, W) triples. */
   async stop(): Promise<[number, number, number][]> {
-    if (this.#child === null) return [];
+    if (this.#child === null) {
+      Deno.removeSync(this.#file);
+      return [];
+    }
     try {
       this.#child.kill("SIGTERM");
     } catch {
       // already gone
     }
-    const text = await this.#text;
+    await this.#child.status;
+    const text = Deno.readTextFileSync(this.#file);
+    Deno.removeSync(this.#file);
     const out: [number, number, number][] = [];
     for (const line of text.split("\n")) {
       const m = /^(\d+)\/(\d+)\/(\d+) (\d+):(\d+):(\d+)\.(\d+),\s*(\d+),\s*([\d.]+)/.exec(
