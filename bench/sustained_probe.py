@@ -29,7 +29,8 @@ for name in names:
     if dt not in inputs:
         inputs[dt] = ([q.rand((M, K), dt) for _ in range(2)], [q.rand((N, K), dt) for _ in range(2)])
     As, Bs = inputs[dt]
-    D = torch.full((M, N), float("nan"), dtype=q.DT[ps["D"]["dtype"]], device="cuda")
+    ddt = q.DT[ps["D"]["dtype"]]
+    D = torch.full((M, N), float("nan") if ddt.is_floating_point else -0x5A5A5A5A, dtype=ddt, device="cuda")
     sz = {"M": M, "N": N, "K": K}
     grid, block, smem = q.grid_for(man["gridPlan"], sz), tuple(man["block"]), man["dynamicSmemBytes"]
     sets = [q.kernel_args(man, {"A": As[i], "B": Bs[i], "D": D}, sz) for i in range(2)]
