@@ -100,7 +100,12 @@ kernel and compares its output with the reference GEMM (integers: identical;
 floats: within a bound per element). Above 2^26 multiply-adds the reference
 runs on sampled rows and columns (first, last, tile edges, random), and every
 element is still checked for being written. Then the kernel is timed: warm-up
-launches, then the median of timed launches (CUDA events each).
+launches, then the median of timed launches (CUDA events each). A GPU that caps
+its power runs the first ~80 ms of full load after a rest at its boost clock
+and then settles lower (an H200: 10-20% lower for large tensor-core GEMMs,
+bench/NOTES.md 26). The default 3 + 20 launches stay inside that window for
+kernels under ~3.5 ms; enough --warmup launches to fill ~1.5 s time the
+sustained state.
 
 Options:
   --size SIZES         Runtime sizes: dimension names, or M, N, K, L for the roles
