@@ -154,7 +154,9 @@ export function waveAwareTile(
  * the H200 at M=128, N=K=8192 (bench/NOTES.md 19, alternating launches):
  * 128x256 tiles with split_k 4 against the small-grid tile 128x64 with 8
  * warps: tf32 +44%, bf16 +5%, f16 +3%; s8 -7% (so s8 keeps the small-grid
- * tile); split_k 8 (two blocks per SM's worth) -23% for f16.
+ * tile); split_k 8 (two blocks per SM's worth) -23% for f16. Skinny 16-bit
+ * TN problems whose 128x64 grid fills the SMs take a deep 128x64 tile
+ * instead (`deep16` in the pass; bench/NOTES.md 30).
  *
  * @param tiles Output tiles of the default tile.
  * @param kTiles k-tiles of K.
@@ -230,30 +232,46 @@ export const tilePass: GemmPass = {
       const mc = constOf(p.m);
       const nc = constOf(p.n);
       const kc = constOf(p.k);
+      const blocks = (t: Shape3) =>
+        mc === null || nc === null ? Infinity : Math.ceil(mc / t.m) * Math.ceil(nc / t.n);
+      const shrunkToGrid = (t: Shape3): Shape3 => {
+        while (blocks(t) < MIN_BLOCKS && (t.m > minM || t.n > minM)) {
+          t = t.n >= t.m && t.n > minM ? { ...t, n: t.n / 2 } : { ...t, m: t.m / 2 };
+        }
+        return t;
+      };
+      const shrunk = shrunkToGrid(tb);
+      // A skinny 16-bit problem (K-contiguous A and B) with a long K whose
+      // tile shrinks to 128x64 or 64x128 with a grid that fills the SMs
+      // streams its K-contiguous rows from DRAM: a 128-deep k-tile (256
+      // bytes of each row per stage, 3 stages) with 4 warps of 64x32 beat
+      // split_k 4 of 128x256 by 6.7% (f16) and 5.6% (bf16) at M=128,
+      // N=K=8192 on the H200, each kernel timed alone (bench/NOTES.md 30).
+      // Measured at that shape and layout only (a shortcut).
+      const deep16 = mc !== null && nc !== null && kc !== null && !syncCopy &&
+        k.math.mode === "tensor" && (k.math.mmaA === "f16" || k.math.mmaA === "bf16") &&
+        k.problem.a.layout === "row" && k.problem.b.layout === "col" &&
+        kc >= 16 * 4 * d.k && shrunk.m * shrunk.n === 128 * 64 && blocks(shrunk) >= MIN_BLOCKS;
       // Few tiles and a long K (skinny problems): split K rather than shrink
-      // the tile (16-bit and tf32 MMAs, f32 accumulators; defaultSplitK).
+      // the tile (tf32 and other 16-bit problems, f32 accumulators; defaultSplitK).
       if (
         mc !== null && nc !== null && kc !== null && k.schedule.splitK === undefined &&
-        !syncCopy && k.math.mode === "tensor" && k.math.acc === "f32" &&
+        !syncCopy && k.math.mode === "tensor" && k.math.acc === "f32" && !deep16 &&
         (k.math.mmaA === "f16" || k.math.mmaA === "bf16" || k.math.mmaA === "tf32")
       ) {
         const tiles = Math.ceil(mc / tb.m) * Math.ceil(nc / tb.n);
         autoSplitK = defaultSplitK(tiles, Math.ceil(kc / tb.k), k.sms ?? DEFAULT_SMS);
       }
-      if (mc !== null && nc !== null && autoSplitK === 1) {
-        const blocks = (t: Shape3) => Math.ceil(mc / t.m) * Math.ceil(nc / t.n);
-        while (blocks(tb) < MIN_BLOCKS && (tb.m > minM || tb.n > minM)) {
-          tb = tb.n >= tb.m && tb.n > minM ? { ...tb, n: tb.n / 2 } : { ...tb, m: tb.m / 2 };
-        }
-      }
+      if (autoSplitK === 1) tb = shrunk;
       // A shrunk 16-bit tile (about one block per SM, each with a long K)
       // is latency-bound: a 64-deep k-tile halves the barriers and doubles
       // the bytes in flight per stage (with 32x32 warps, gemm-warp): M=128,
       // N=K=8192 f16 went from 0.29 to 0.40 of the ceiling on the H200
       // (bench/NOTES.md 11). tf32 and s8 measured no gain.
-      smallGrid = !syncCopy && k.math.mode === "tensor" &&
+      smallGrid = !deep16 && !syncCopy && k.math.mode === "tensor" &&
         (k.math.mmaA === "f16" || k.math.mmaA === "bf16") && tb.m * tb.n < d.m * d.n;
-      if (smallGrid) tb = { ...tb, k: 2 * tb.k };
+      if (deep16) tb = { ...tb, k: 4 * d.k };
+      else if (smallGrid) tb = { ...tb, k: 2 * tb.k };
       else if (
         kc !== null && !syncCopy && k.math.mode === "tensor" &&
         (k.math.mmaA === "s8" || k.math.mmaA === "u8") && tb.m * tb.n < d.m * d.n &&

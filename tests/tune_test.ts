@@ -101,12 +101,12 @@ Deno.test("16-bit rows that start off 32-byte sectors (K=5000) get a 64-deep k-t
   assert.ok(rep.ok, JSON.stringify(rep.comparison.first));
 });
 
-Deno.test("skinny s8 with a long K: a 256-deep k-tile of 3 stages; 16-bit split-K kernels: 6 stages", () => {
-  const plan = (t: string) => {
+Deno.test("skinny s8 and 16-bit with a long K: deep k-tiles of 3 stages; 16-bit split-K kernels: 6 stages", () => {
+  const plan = (t: string, N = 8192) => {
     const src = Deno.readTextFileSync(new URL(`../bench/kernels/${t}.gemm`, import.meta.url));
     const r = compile(src, {
       file: `${t}.gemm`,
-      sizeHints: { M: 128, N: 8192, K: 8192 },
+      sizeHints: { M: 128, N, K: 8192 },
       sms: 132,
     });
     assert.ok(r.ok, r.diagnostics.map((d) => d.message).join("; "));
@@ -121,6 +121,32 @@ Deno.test("skinny s8 with a long K: a 256-deep k-tile of 3 stages; 16-bit split-
   const rep = simulateGemm(s8, { M: 130, N: 72, K: 1056 }, { seed: 19 });
   assert.ok(rep.ok, JSON.stringify(rep.comparison.first));
   assert.equal(rep.comparison.overBound, 0);
-  for (const t of ["f16", "bf16"]) assert.equal(plan(t).planned.plan.pipeline!.stages, 6);
+  // 16-bit: a 128-deep 128x64 tile of 4 warps (64x32), 3 stages, no split
+  // (bench/NOTES.md 30); checked in the simulator at a size that keeps a
+  // partial tile in M and N and 9 k-tiles.
+  for (const t of ["f16", "bf16"]) {
+    const k16 = plan(t);
+    const q = k16.planned.plan;
+    assert.deepEqual(
+      [
+        q.tile!.threadblock.m,
+        q.tile!.threadblock.n,
+        q.tile!.threadblock.k,
+        q.warp!.warp.m,
+        q.warp!.warp.n,
+        q.pipeline!.stages,
+        q.tile!.splitK,
+      ],
+      [128, 64, 128, 64, 32, 3, 1],
+      t,
+    );
+    const r16 = simulateGemm(k16, { M: 136, N: 72, K: 1136 }, { seed: 23 });
+    assert.ok(r16.ok, `${t}: ${JSON.stringify(r16.comparison.first)}`);
+    assert.equal(r16.comparison.overBound, 0);
+    // Where that grid would be too small (N=4096: 64 blocks) K is split, with 6 stages.
+    const split = plan(t, 4096).planned.plan;
+    assert.equal(split.tile!.splitK, 8);
+    assert.equal(split.pipeline!.stages, 6);
+  }
   assert.equal(plan("tf32").planned.plan.pipeline!.stages, 5);
 });
