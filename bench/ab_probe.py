@@ -19,22 +19,10 @@ M, N, K = (int(x) for x in size.split("x"))
 sys.argv = [sys.argv[0], GEN]
 import gpu_quick as q  # noqa: E402
 
-def prepare(name, As, Bs, D):
-    man, fn = q.load(name)
-    sz = {"M": M, "N": N, "K": K}
-    grid, block, smem = q.grid_for(man["gridPlan"], sz), tuple(man["block"]), man["dynamicSmemBytes"]
-    sets = [q.kernel_args(man, {"A": As[i], "B": Bs[i], "D": D}, sz) for i in range(2)]
-    return lambda i: fn(grid, block, sets[i % 2], shared_mem=smem)
-
 flops = 2 * M * N * K
 for x, y in pairs:
-    man, _ = q.load(x)
-    ps = {p["name"]: p for p in man["params"]}
-    dt = q.DT["f32" if ps["A"]["dtype"] == "f32" else ps["A"]["dtype"]]
-    As = [q.rand((M, K), dt) for _ in range(2)]
-    Bs = [q.rand((N, K), dt) for _ in range(2)]
-    D = torch.empty((M, N), dtype=q.DT[ps["D"]["dtype"]], device="cuda")
-    lx, ly = prepare(x, As, Bs, D), prepare(y, As, Bs, D)
+    lx, _, (As, Bs, D) = q.launcher(x, M, N, K)
+    ly, _, _ = q.launcher(y, M, N, K, inputs=(As, Bs))
     ratios = []
     for r in range(ROUNDS):
         time.sleep(1.0)

@@ -20,8 +20,12 @@ torch.backends.cuda.matmul.allow_tf32 = True
 DT = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32, "f64": torch.float64,
       "s8": torch.int8, "s32": torch.int32}
 
+def manifest(name):
+    """The launch manifest `gemm compile --emit json` wrote for kernel `name`."""
+    return json.load(open(f"{GEN}/{name}.json"))["kernels"][0]
+
 def load(name):
-    man = json.load(open(f"{GEN}/{name}.json"))["kernels"][0]
+    man = manifest(name)
     mod = cp.RawModule(path=f"{GEN}/{name}.ptx")
     fn = mod.get_function(man["entry"])
     if man["dynamicSmemBytes"] > 48 * 1024:
@@ -69,6 +73,29 @@ def rand(shape, dt):
     if dt == torch.int8:
         return torch.randint(-128, 128, shape, dtype=dt, device="cuda")
     return (torch.rand(shape, device="cuda", dtype=torch.float32) * 2 - 1).to(dt)
+
+def input_dtype(man):
+    """The torch dtype of a kernel's A and B (f32 operands for tf32 kernels)."""
+    a = next(p for p in man["params"] if p["name"] == "A")["dtype"]
+    return DT["f32" if a == "f32" else a]
+
+def inputs_for(man, M, N, K, sets=2):
+    """`sets` random input sets (A as M x K rows, B column-major as N x K rows) for a kernel."""
+    dt = input_dtype(man)
+    return [rand((M, K), dt) for _ in range(sets)], [rand((N, K), dt) for _ in range(sets)]
+
+def launcher(name, M, N, K, inputs=None, sets=2):
+    """Our kernel `name` on an M x N x K problem, for the probe scripts: (launch, grid, (As, Bs, D)),
+    where launch(i) runs it on input set i % sets. The inputs are drawn unless given (to share them
+    between kernels); D is poisoned (NaN, or an odd integer)."""
+    man, fn = load(name)
+    As, Bs = inputs if inputs is not None else inputs_for(man, M, N, K, sets)
+    ddt = DT[next(p for p in man["params"] if p["name"] == "D")["dtype"]]
+    D = torch.full((M, N), float("nan") if ddt.is_floating_point else -0x5A5A5A5A, dtype=ddt, device="cuda")
+    sz = {"M": M, "N": N, "K": K}
+    grid, block, smem = grid_for(man["gridPlan"], sz), tuple(man["block"]), man["dynamicSmemBytes"]
+    args = [kernel_args(man, {"A": a, "B": b, "D": D}, sz) for a, b in zip(As, Bs)]
+    return (lambda i: fn(grid, block, args[i % len(args)], shared_mem=smem)), grid, (As, Bs, D)
 
 def event_time(f, iters=20, warm=5):
     for _ in range(warm): f()

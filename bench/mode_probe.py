@@ -14,10 +14,6 @@ sys.argv = [sys.argv[0], GEN]
 import gpu_quick as q  # noqa: E402
 
 torch.backends.cuda.matmul.allow_tf32 = True
-man, fn = q.load(name)
-ps = {p["name"]: p for p in man["params"]}
-dt = q.DT["f32" if ps["A"]["dtype"] == "f32" else ps["A"]["dtype"]]
-
 def series(f, n=20):
     for i in range(5): f(i)
     ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)]
@@ -27,13 +23,7 @@ def series(f, n=20):
     return statistics.median(a.elapsed_time(b) for a, b in ev)
 
 for (M, N, K) in sizes:
-    As = [q.rand((M, K), dt) for _ in range(2)]
-    Bs = [q.rand((N, K), dt) for _ in range(2)]
-    D = torch.empty((M, N), dtype=q.DT[ps["D"]["dtype"]], device="cuda")
-    sz = {"M": M, "N": N, "K": K}
-    grid, block, smem = q.grid_for(man["gridPlan"], sz), tuple(man["block"]), man["dynamicSmemBytes"]
-    sets = [q.kernel_args(man, {"A": As[i], "B": Bs[i], "D": D}, sz) for i in range(2)]
-    ours = lambda i: fn(grid, block, sets[i % 2], shared_mem=smem)
+    ours, grid, (As, Bs, D) = q.launcher(name, M, N, K)
     blas = lambda i: torch.matmul(As[i % 2], Bs[i % 2].T)
     flops = 2 * M * N * K
     o, c = [], []

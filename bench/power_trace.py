@@ -38,16 +38,7 @@ def trace(f, n):
 M, N, K = size
 flops = 2 * M * N * K
 for name in names:
-    man, fn = q.load(name)
-    ps = {p["name"]: p for p in man["params"]}
-    dt = q.DT["f32" if ps["A"]["dtype"] == "f32" else ps["A"]["dtype"]]
-    As = [q.rand((M, K), dt) for _ in range(2)]
-    Bs = [q.rand((N, K), dt) for _ in range(2)]
-    D = torch.empty((M, N), dtype=q.DT[ps["D"]["dtype"]], device="cuda")
-    sz = {"M": M, "N": N, "K": K}
-    grid, block, smem = q.grid_for(man["gridPlan"], sz), tuple(man["block"]), man["dynamicSmemBytes"]
-    sets = [q.kernel_args(man, {"A": As[i], "B": Bs[i], "D": D}, sz) for i in range(2)]
-    ours = lambda i: fn(grid, block, sets[i % 2], shared_mem=smem)
+    ours, grid, (As, Bs, D) = q.launcher(name, M, N, K)
     blas = lambda i: torch.matmul(As[i % 2], Bs[i % 2].T)
     ours(0); blas(0); torch.cuda.synchronize()
     for rnd in range(2):

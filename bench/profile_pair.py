@@ -14,16 +14,10 @@ import gpu_quick as q  # noqa: E402
 
 torch.backends.cuda.matmul.allow_tf32 = True
 M, N, K = size
-man, fn = q.load(name)
-ps = {p["name"]: p for p in man["params"]}
-dt = q.DT["f32" if ps["A"]["dtype"] == "f32" else ps["A"]["dtype"]]
-A, B = q.rand((M, K), dt), q.rand((N, K), dt)
-D = torch.empty((M, N), dtype=q.DT[ps["D"]["dtype"]], device="cuda")
-sz = {"M": M, "N": N, "K": K}
-grid, block, smem = q.grid_for(man["gridPlan"], sz), tuple(man["block"]), man["dynamicSmemBytes"]
-args = q.kernel_args(man, {"A": A, "B": B, "D": D}, sz)
+ours, grid, (A, B, D) = q.launcher(name, M, N, K, sets=1)
+A, B = A[0], B[0]
 for i in range(4):
-    fn(grid, block, args, shared_mem=smem)
+    ours(i)
     torch.matmul(A, B.T)
 torch.cuda.synchronize()
 print(name, grid, "done")

@@ -23,19 +23,11 @@ flops = 2 * M * N * K
 kernels = {}
 inputs = {}
 for name in names:
-    man, fn = q.load(name)
-    ps = {p["name"]: p for p in man["params"]}
-    dt = q.DT["f32" if ps["A"]["dtype"] == "f32" else ps["A"]["dtype"]]
+    man = q.manifest(name)
+    dt = q.input_dtype(man)
     if dt not in inputs:
-        inputs[dt] = ([q.rand((M, K), dt) for _ in range(2)], [q.rand((N, K), dt) for _ in range(2)])
-    As, Bs = inputs[dt]
-    ddt = q.DT[ps["D"]["dtype"]]
-    D = torch.full((M, N), float("nan") if ddt.is_floating_point else -0x5A5A5A5A, dtype=ddt, device="cuda")
-    sz = {"M": M, "N": N, "K": K}
-    grid, block, smem = q.grid_for(man["gridPlan"], sz), tuple(man["block"]), man["dynamicSmemBytes"]
-    sets = [q.kernel_args(man, {"A": As[i], "B": Bs[i], "D": D}, sz) for i in range(2)]
-    launch = (lambda fn, grid, block, sets, smem: lambda i: fn(grid, block, sets[i % 2], shared_mem=smem))(
-        fn, grid, block, sets, smem)
+        inputs[dt] = q.inputs_for(man, M, N, K)
+    launch, grid, (As, Bs, D) = q.launcher(name, M, N, K, inputs=inputs[dt])
     launch(0)
     torch.cuda.synchronize()
     torch.backends.cuda.matmul.allow_tf32 = False
