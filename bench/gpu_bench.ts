@@ -6,8 +6,9 @@
  * skinny shape (M=128, N=K=8192) and an odd one (M=N=K=5000): our kernel at
  * its default schedule for the problem (compiled with the sizes as hints),
  * checked against the reference on sampled rows and columns of the same
- * run's output (a result counts only if it agrees), then timed in two states of the card (bench/NOTES.md 26): *burst*, the
- * median of the launches of 3 short series (each after a 1 s rest, at most
+ * run's output (a result counts only if it agrees), then timed in two
+ * states of the card (bench/NOTES.md 26): *burst*, the median of the
+ * launches of 3 short series (each after a 1 s rest, at most
  * ~40 ms of launches: the H200 holds its boost clock for the first ~80 ms of
  * full load after a rest), and *sustained*, the median of 20 launches after
  * 1.5 s of continuous load (the clock the 700 W cap settles at), both
