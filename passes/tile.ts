@@ -186,6 +186,30 @@ export function misalignedRows(k: GemmKernel, K: number): boolean {
   return kContig && (K * 2) % 32 !== 0;
 }
 
+/**
+ * An operand whose M (A) or N (B) side is contiguous in memory is copied into
+ * shared memory in rows of the tile's M (N) extent, and the copies and the
+ * swizzle find their row and column with shifts and masks: that extent must
+ * be a power of two (160- and 192-wide tiles are for K-contiguous operands).
+ *
+ * @returns Null when the tile fits, else the diagnostic's message.
+ */
+export function mnContiguousPow2(k: GemmKernel, tm: number, tn: number): string | null {
+  const pow2 = (v: number) => (v & (v - 1)) === 0;
+  for (
+    const [ax, v, contiguous, op] of [
+      ["M", tm, k.problem.a.layout === "col", k.problem.a.tensor],
+      ["N", tn, k.problem.b.layout === "row", k.problem.b.tensor],
+    ] as const
+  ) {
+    if (contiguous && !pow2(v)) {
+      return `Threadblock ${tm}x${tn}: ${op} is ${ax}-contiguous, so the tile's ${ax} extent ` +
+        `${v} must be a power of two (only K-contiguous operands take tiles such as 160 or 192)`;
+    }
+  }
+  return null;
+}
+
 function shrink(tile: number, size: number | null, min: number): number {
   if (size === null) return tile;
   let t = tile;
@@ -293,7 +317,10 @@ export const tilePass: GemmPass = {
           : a === "s8" || a === "u8"
           ? WAVE_TILES_8BIT
           : [];
-        tb = waveAwareTile(tb, mc, nc, k.sms ?? DEFAULT_SMS, table);
+        // Only tiles whose M (N) extent is a power of two where A (B) is
+        // M- (N-) contiguous: see mnContiguousPow2 below.
+        const fits = (t: WaveTile) => mnContiguousPow2(k, t.m, t.n) === null;
+        tb = waveAwareTile(tb, mc, nc, k.sms ?? DEFAULT_SMS, table.filter(fits));
       }
       if (
         !smallGrid && kc !== null && !syncCopy && k.math.mode === "tensor" &&
@@ -321,6 +348,8 @@ export const tilePass: GemmPass = {
         `Threadblock ${tb.m}x${tb.n}x${tb.k} is smaller than one MMA (16x8)`,
       );
     }
+    const notPow2 = mnContiguousPow2(k, tb.m, tb.n);
+    if (notPow2 !== null) scheduleError(k, "threadblock", "E0209", notPow2);
     for (const [ax, v, q] of [["M", tb.m, 16], ["N", tb.n, 8]] as const) {
       if (v % q !== 0) {
         scheduleError(

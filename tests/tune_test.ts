@@ -150,3 +150,30 @@ Deno.test("skinny s8 and 16-bit with a long K: deep k-tiles of 3 stages; 16-bit 
   }
   assert.equal(plan("tf32").planned.plan.pipeline!.stages, 5);
 });
+
+Deno.test("wave-aware tiles: only K-contiguous operands take 160- or 192-wide tiles", () => {
+  // Found by tests/fuzz.ts: A column-major (M-contiguous) with hints whose best wave
+  // use is a 160-row tile threw in the lowering (copies find rows with shifts).
+  const layouts = [["col", "col"], ["row", "row"], ["col", "row"], ["row", "col"]] as const;
+  for (const [la, lb] of layouts) {
+    const src = `kernel k {\n  A: f16[M, K] ${la}\n  B: f16[K, N] ${lb}\n  D: f32[M, N] row\n` +
+      `  D[m, n] = A[m, k] * B[k, n]\n}\n`;
+    for (
+      const [hints, sms] of [[{ M: 4096, N: 4096, K: 8192 }, 108], [
+        { M: 8192, N: 8192, K: 8192 },
+        132,
+      ]] as const
+    ) {
+      const r = compile(src, { file: "k.gemm", sizeHints: hints, sms });
+      assert.ok(r.ok, `${la} ${lb}: ${r.diagnostics.map((d) => d.message).join("; ")}`);
+      const tb = r.kernels[0]!.planned.plan.tile!.threadblock;
+      const pow2 = (v: number) => (v & (v - 1)) === 0;
+      if (la === "col") assert.ok(pow2(tb.m), `${la} ${lb}: M extent ${tb.m}`);
+      if (lb === "row") assert.ok(pow2(tb.n), `${la} ${lb}: N extent ${tb.n}`);
+      // TN keeps the wave-aware 160x256 at 8192^3 on 132 SMs.
+      if (la === "row" && lb === "col" && sms === 132) assert.equal(tb.m, 160);
+      const rep = simulateGemm(r.kernels[0]!, { M: 176, N: 264, K: 96 }, { seed: 31 });
+      assert.ok(rep.ok, `${la} ${lb}: ${JSON.stringify(rep.comparison.first)}`);
+    }
+  }
+});

@@ -1,0 +1,245 @@
+/**
+ * A random differential fuzzer for the compiler and the simulator (not part of
+ * `deno task test`; run it by hand):
+ *
+ *     deno run -A tests/fuzz.ts [--cases N] [--seed S] [--max-macs M]
+ *
+ * Each case draws a program (operand types, layouts, alignment, an epilogue, a
+ * schedule or none, sometimes size hints and an SM count for the default
+ * choices) and sizes (often not multiples of the tile), compiles it, and then:
+ * a program the compiler rejects must be rejected with a diagnostic (a thrown
+ * exception is a bug); an accepted one is simulated over its whole grid with
+ * random inputs and the hazard checker, and must agree with the reference
+ * GEMM (integers identical) with no hazard. Every failure prints the program
+ * and the sizes, ready to become a regression test.
+ *
+ * @module
+ */
+
+import { parseArgs } from "node:util";
+import { compile } from "../compiler.ts";
+import { simulateGemm } from "../backends/simulate_gemm.ts";
+
+/** A small deterministic generator (mulberry32). */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+interface Case {
+  readonly source: string;
+  readonly sizes: Record<string, number>;
+  readonly hints?: Record<string, number>;
+  readonly sms?: number;
+}
+
+const BITS: Record<string, number> = {
+  f16: 16,
+  bf16: 16,
+  f32: 32,
+  f64: 64,
+  s8: 8,
+  u8: 8,
+  s4: 4,
+  u4: 4,
+  b1: 1,
+  s32: 32,
+};
+
+/** Draws one case. */
+function draw(r: () => number, maxMacs: number): Case {
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;
+  const family = pick(["16", "16", "16", "tf32", "tf32", "f64", "8", "4", "b1"] as const);
+  let a: string, b: string, d: string;
+  let kContig = false;
+  const schedExtra: string[] = [];
+  switch (family) {
+    case "16": {
+      a = b = pick(["f16", "bf16"]);
+      d = pick(["f32", a]);
+      if (a === "f16" && d === "f16" && r() < 0.3) schedExtra.push("accumulate f16");
+      break;
+    }
+    case "tf32":
+      a = b = d = "f32";
+      if (r() < 0.4) schedExtra.push(`math ${pick(["3xtf32", "f32"])}`);
+      break;
+    case "f64":
+      a = b = d = "f64";
+      break;
+    case "8":
+      a = pick(["s8", "u8"]);
+      b = pick(["s8", "u8"]);
+      d = "s32";
+      kContig = true;
+      break;
+    case "4":
+      a = pick(["s4", "u4"]);
+      b = a === "s4" ? pick(["s4", "u4"]) : "u4";
+      d = "s32";
+      kContig = true;
+      break;
+    default:
+      a = b = "b1";
+      d = "s32";
+      kContig = true;
+  }
+  const float = family === "16" || family === "tf32" || family === "f64";
+  const la = kContig ? "row" : pick(["row", "col"]);
+  const lb = kContig ? "col" : pick(["row", "col"]);
+  const ld = family === "f64" || family === "tf32" ? pick(["row", "col"]) : "row";
+  const align1 = (family === "16" || family === "tf32") && r() < 0.2;
+  const al = align1 ? " align 1" : "";
+  const decls = [`A: ${a}[M, K] ${la}${al}`, `B: ${b}[K, N] ${lb}${al}`];
+  // The product, then an epilogue for floating-point outputs.
+  let expr = family === "b1" ? `popc(A[m, k] ${pick(["^", "&"])} B[k, n])` : "A[m, k] * B[k, n]";
+  if (float) {
+    if (r() < 0.3) {
+      decls.push("alpha: f32 = 1.5");
+      expr = `alpha * ${expr}`;
+    }
+    if (r() < 0.3) {
+      decls.push(`bias: f32[${r() < 0.5 ? "N" : "M"}]`);
+      expr = `${expr} + bias[${decls.at(-1)!.includes("[N]") ? "n" : "m"}]`;
+    }
+    if (r() < 0.3) expr = `${pick(["relu", "gelu", "sigmoid", "silu"])}(${expr})`;
+    if (d === "f16" || d === "bf16") expr = `${d}(${expr})`;
+  }
+  decls.push(`D: ${d}[M, N] ${ld}${al}`);
+  // A schedule: none (the defaults), or a drawn one.
+  const lines = [...schedExtra];
+  let hints: Record<string, number> | undefined;
+  let sms: number | undefined;
+  if (r() < 0.5) {
+    const kk = family === "b1" ? pick([256, 512]) : family === "4" ? pick([64, 128]) : family ===
+        "8"
+      ? pick([32, 64, 128])
+      : family === "f64"
+      ? pick([8, 16, 32])
+      : pick([16, 32, 64]);
+    const [tm, tn] = pick([
+      [32, 32],
+      [64, 32],
+      [32, 64],
+      [64, 64],
+      [128, 64],
+      [64, 128],
+      [
+        128,
+        128,
+      ],
+      [96, 64],
+      [80, 64],
+    ]) as [number, number];
+    lines.push(`threadblock ${tm}x${tn}x${kk}`);
+    if (r() < 0.5) {
+      const wm = pick([16, 32, 64].filter((w) => tm % w === 0 && w <= tm));
+      const wn = pick([16, 32, 64].filter((w) => tn % w === 0 && w <= tn));
+      lines.push(`warp ${wm}x${wn}x${kk}`);
+    }
+    if (r() < 0.5) lines.push(`stages ${pick([2, 3, 4, 5])}`);
+  } else if (r() < 0.5) {
+    hints = {
+      M: pick([64, 128, 1000, 4096, 8192]),
+      N: pick([64, 128, 1000, 4096, 8192]),
+      K: pick([256, 2048, 8192]),
+    };
+    sms = pick([108, 132]);
+  }
+  if (r() < 0.3) lines.push(`swizzle ${pick([1, 2, 4, 8, 16])}`);
+  if (r() < 0.2) lines.push(`split_k ${pick([2, 3, 4])}`);
+  const schedule = lines.length === 0
+    ? ""
+    : `\n  schedule {\n${lines.map((l) => `    ${l}\n`).join("")}  }`;
+  const source = `kernel fuzz {\n${
+    decls.map((x) => `  ${x}\n`).join("")
+  }\n  D[m, n] = ${expr}${schedule}\n}\n`;
+  // Sizes: multiples of the alignment (16 bytes) unless align 1; often not of the tile.
+  const q = align1 ? 1 : Math.max(...[a, b, d].map((t) => 128 / BITS[t]!));
+  const size = (hi: number) => q * (1 + Math.floor(r() * Math.max(1, Math.floor(hi / q))));
+  let sizes = { M: size(200), N: size(200), K: size(family === "b1" ? 2048 : 400) };
+  while (sizes.M * sizes.N * sizes.K > maxMacs) {
+    sizes = { ...sizes, K: Math.max(q, Math.floor(sizes.K / 2 / q) * q) };
+    if (sizes.K === q) break;
+  }
+  return {
+    source,
+    sizes,
+    ...(hints === undefined ? {} : { hints }),
+    ...(sms === undefined ? {} : { sms }),
+  };
+}
+
+function main(): number {
+  const { values } = parseArgs({
+    args: Deno.args,
+    options: {
+      cases: { type: "string", default: "100" },
+      seed: { type: "string", default: String(Date.now() % 1000000) },
+      "max-macs": { type: "string", default: String(4 * 2 ** 20) },
+    },
+  });
+  const cases = Number(values.cases);
+  const seed = Number(values.seed);
+  const r = rng(seed);
+  let rejected = 0, agreed = 0, failed = 0;
+  const codes = new Map<string, number>();
+  console.log(`fuzz: ${cases} cases, seed ${seed}`);
+  for (let i = 0; i < cases; i++) {
+    const c = draw(r, Number(values["max-macs"]));
+    const where = () =>
+      `--- case ${i}: sizes ${JSON.stringify(c.sizes)}${
+        c.hints ? ` hints ${JSON.stringify(c.hints)} sms ${c.sms}` : ""
+      }\n${c.source}`;
+    let res;
+    try {
+      res = compile(c.source, {
+        file: "fuzz.gemm",
+        ...(c.hints ? { sizeHints: c.hints } : {}),
+        ...(c.sms ? { sms: c.sms } : {}),
+      });
+    } catch (e) {
+      failed++;
+      console.log(`${where()}COMPILER THREW: ${(e as Error).stack}`);
+      continue;
+    }
+    if (!res.ok) {
+      rejected++;
+      for (const dg of res.diagnostics) codes.set(dg.code, (codes.get(dg.code) ?? 0) + 1);
+      continue;
+    }
+    for (const ck of res.kernels) {
+      try {
+        const rep = simulateGemm(ck, c.sizes, { seed: seed + i });
+        if (rep.ok) agreed++;
+        else {
+          failed++;
+          console.log(
+            `${where()}DISAGREES: hazards ${rep.sim.hazardCount} ${
+              rep.sim.hazards.slice(0, 2).map((h) => `${h.kind}: ${h.message}`).join("; ")
+            }; ${rep.comparison.overBound} of ${rep.comparison.elements} over the bound, first ${
+              JSON.stringify(rep.comparison.first)
+            }`,
+          );
+        }
+      } catch (e) {
+        failed++;
+        console.log(`${where()}SIMULATION THREW: ${(e as Error).message}`);
+      }
+    }
+  }
+  console.log(
+    `fuzz: ${agreed} agreed, ${rejected} rejected with a diagnostic (${
+      [...codes].map(([k, v]) => `${k} ${v}`).join(", ")
+    }), ${failed} failed`,
+  );
+  return failed === 0 ? 0 : 1;
+}
+
+if (import.meta.main) Deno.exit(main());
