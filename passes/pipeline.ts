@@ -82,6 +82,20 @@ function operandSmem(
   }
   const stageBytes = rows * rowBytes;
   const copyBytes = Math.min(16, (t.align * bits) / 8);
+  // The lowering finds each copy's row and column from the thread index with
+  // a shift and a mask, which needs whole rows per round of copies or whole
+  // rounds per row (passes/lower.ts copySetup).
+  const perRow = rowBytes / copyBytes;
+  if (Number.isInteger(perRow) && threads % perRow !== 0 && perRow % threads !== 0) {
+    scheduleError(
+      k,
+      ["warp", "threadblock"],
+      "E0209",
+      `Operand ${role}: ${threads} threads cannot share its tile rows of ${perRow} copies ` +
+        `(${copyBytes} bytes each): the thread count and the copies per row must divide one ` +
+        `another (use a power-of-two number of warps)`,
+    );
+  }
   return {
     contiguous: kContig ? "k" : "outer",
     rows,
