@@ -365,7 +365,9 @@ export const tilePass: GemmPass = {
       defaultSwizzle(nConst === null ? null : Math.ceil(nConst / tb.n));
     const splitK = k.schedule.splitK ?? autoSplitK;
     if (splitK > 1) {
-      const kc = constOf(p.k);
+      // A declared K only: a hinted K may differ at run time, and splits
+      // without k-tiles add zeros.
+      const kc = p.k.kind === "const" ? p.k.value : null;
       if (kc !== null && Math.ceil(kc / tb.k) < splitK) {
         scheduleError(
           k,

@@ -20,9 +20,18 @@ export const warpPass: GemmPass = {
     let warp: Shape3 = k.schedule.warp ?? (() => {
       // 64x64 (CUTLASS's Ampere default); f64 32x32; 3xtf32 64x32, since the
       // split operands (big and small parts) need twice the fragment registers.
-      // Tiles that are not multiples of 64 (160, 192: passes/tile.ts) split
+      // The wave-aware tiles' 160- and 192-wide sides (passes/tile.ts) split
       // in two warps along that side (80 or 96 rows or columns each).
-      const half = (t: number) => (t % 64 === 0 || t % 32 !== 0 ? 64 : t / 2);
+      // A side above 64 that neither 64 nor 32 divides (80, 112, 144: user
+      // tiles) takes the largest multiple of 16 up to 64 that divides it.
+      const half = (t: number) => {
+        if (t % 64 === 0) return 64;
+        if (t % 32 === 0) return t / 2;
+        if (t < 64) return 64;
+        let d = 64;
+        while (d >= 16 && t % d !== 0) d -= 16;
+        return d >= 16 ? d : t;
+      };
       const dm = k.math.mmaA === "f64" ? 32 : half(tb.m);
       // Synchronous copies (operands aligned below 4 bytes) hold their data in
       // registers too: 64x32 warps (202 registers for align-1 f16, no spills).
@@ -32,13 +41,24 @@ export const warpPass: GemmPass = {
       const w = k.math.mode === "simt"
         ? { m: Math.min(32, tb.m), n: Math.min(64, tb.n), k: tb.k } // 4 x 16 per thread
         : { m: Math.min(dm, tb.m), n: Math.min(dn, tb.n), k: tb.k };
+      // A 192-wide side in 64-wide warps would make 12 warps of 192x256,
+      // more than the register file holds at ~232 registers each with 32-bit
+      // accumulators (E0208).
+      if (k.math.mode !== "simt" && k.math.acc !== "f16" && (tb.m / w.m) * (tb.n / w.n) > 8) {
+        if (tb.m === 192 && w.m === 64) w.m = 96;
+        else if (tb.n === 192 && w.n === 64) w.n = 96;
+      }
       // Small tiles: keep at least 4 warps (halving the warp tile down to 32)
       // so that the SM has warps to switch between; 8 for a shrunk 16-bit
       // tile (bench/NOTES.md 11).
       const minWarps = k.plan.tile!.smallGrid ? 8 : 4;
-      while ((tb.m / w.m) * (tb.n / w.n) < minWarps && (w.m > 32 || w.n > 32)) {
-        if (w.n >= w.m && w.n > 32) w.n /= 2;
-        else w.m /= 2;
+      // Halving keeps a side a multiple of 16 that divides the tile.
+      const halves = (v: number, t: number) => v > 32 && (v / 2) % 16 === 0 && t % (v / 2) === 0;
+      while ((tb.m / w.m) * (tb.n / w.n) < minWarps) {
+        if (w.n >= w.m && halves(w.n, tb.n)) w.n /= 2;
+        else if (halves(w.m, tb.m)) w.m /= 2;
+        else if (halves(w.n, tb.n)) w.n /= 2;
+        else break;
       }
       return w;
     })();

@@ -21,7 +21,7 @@ import { compile } from "../compiler.ts";
 import { simulateGemm } from "../backends/simulate_gemm.ts";
 
 /** A small deterministic generator (mulberry32). */
-function rng(seed: number): () => number {
+export function rng(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;
@@ -52,23 +52,33 @@ const BITS: Record<string, number> = {
   s32: 32,
 };
 
+/** The MMA shape other than the default that each family may name. */
+const OTHER_MMA: Readonly<Record<string, string>> = {
+  "16": "16x8x8",
+  tf32: "16x8x4",
+  f64: "8x8x4",
+  "8": "16x8x16",
+  "4": "16x8x32",
+  b1: "16x8x128",
+};
+
 /** Draws one case. */
-function draw(r: () => number, maxMacs: number): Case {
+export function draw(r: () => number, maxMacs: number): Case {
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;
   const family = pick(["16", "16", "16", "tf32", "tf32", "f64", "8", "4", "b1"] as const);
   let a: string, b: string, d: string;
   let kContig = false;
-  const schedExtra: string[] = [];
+  const lines: string[] = [];
   switch (family) {
     case "16": {
       a = b = pick(["f16", "bf16"]);
       d = pick(["f32", a]);
-      if (a === "f16" && d === "f16" && r() < 0.3) schedExtra.push("accumulate f16");
+      if (a === "f16" && d === "f16" && r() < 0.3) lines.push("accumulate f16");
       break;
     }
     case "tf32":
       a = b = d = "f32";
-      if (r() < 0.4) schedExtra.push(`math ${pick(["3xtf32", "f32"])}`);
+      if (r() < 0.4) lines.push(`math ${pick(["3xtf32", "f32"])}`);
       break;
     case "f64":
       a = b = d = "f64";
@@ -96,55 +106,67 @@ function draw(r: () => number, maxMacs: number): Case {
   const ld = family === "f64" || family === "tf32" ? pick(["row", "col"]) : "row";
   const align1 = (family === "16" || family === "tf32") && r() < 0.2;
   const al = align1 ? " align 1" : "";
-  const decls = [`A: ${a}[M, K] ${la}${al}`, `B: ${b}[K, N] ${lb}${al}`];
+  // Sizes are multiples of the alignment (16 bytes) unless align 1.
+  const q = align1 ? 1 : Math.max(...[a, b, d].map((t) => 128 / BITS[t]!));
+  // Sometimes a batch (a leading L); sometimes M or N fixed in the declarations.
+  const batched = r() < 0.15;
+  const L = batched ? "L, " : "";
+  const l = batched ? "l, " : "";
+  const fixed = (name: string) =>
+    r() < 0.15 ? String(q * (1 + Math.floor(r() * Math.max(1, Math.floor(160 / q))))) : name;
+  const Mx = fixed("M");
+  const Nx = fixed("N");
+  const decls = [`A: ${a}[${L}${Mx}, K] ${la}${al}`, `B: ${b}[${L}K, ${Nx}] ${lb}${al}`];
   // The product, then an epilogue for floating-point outputs.
-  let expr = family === "b1" ? `popc(A[m, k] ${pick(["^", "&"])} B[k, n])` : "A[m, k] * B[k, n]";
+  let expr = family === "b1"
+    ? `popc(A[${l}m, k] ${pick(["^", "&"])} B[${l}k, n])`
+    : `A[${l}m, k] * B[${l}k, n]`;
   if (float) {
+    const sc = family === "f64" ? "f64" : "f32";
     if (r() < 0.3) {
-      decls.push("alpha: f32 = 1.5");
+      decls.push(`alpha: ${sc} = 1.5`);
       expr = `alpha * ${expr}`;
     }
+    if (r() < 0.2) {
+      decls.push(`C: ${d}[${L}${Mx}, ${Nx}] ${pick(["row", "col"])}${al}`, `beta: ${sc} = 0.5`);
+      expr = `${expr} + beta * C[${l}m, n]`;
+    }
     if (r() < 0.3) {
-      decls.push(`bias: f32[${r() < 0.5 ? "N" : "M"}]`);
-      expr = `${expr} + bias[${decls.at(-1)!.includes("[N]") ? "n" : "m"}]`;
+      const byN = r() < 0.5;
+      decls.push(`bias: ${sc}[${byN ? Nx : Mx}]`);
+      expr = `${expr} + bias[${byN ? "n" : "m"}]`;
     }
     if (r() < 0.3) expr = `${pick(["relu", "gelu", "sigmoid", "silu"])}(${expr})`;
     if (d === "f16" || d === "bf16") expr = `${d}(${expr})`;
   }
-  decls.push(`D: ${d}[M, N] ${ld}${al}`);
-  // A schedule: none (the defaults), or a drawn one.
-  const lines = [...schedExtra];
+  decls.push(`D: ${d}[${L}${Mx}, ${Nx}] ${ld}${al}`);
+  // A schedule: the defaults (sometimes with size hints and an SM count), or a drawn one.
   let hints: Record<string, number> | undefined;
   let sms: number | undefined;
-  if (r() < 0.5) {
-    const kk = family === "b1" ? pick([256, 512]) : family === "4" ? pick([64, 128]) : family ===
-        "8"
+  const mode = r();
+  if (mode < 0.5) {
+    const kk = family === "b1"
+      ? pick([256, 512])
+      : family === "4"
+      ? pick([64, 128])
+      : family === "8"
       ? pick([32, 64, 128])
       : family === "f64"
       ? pick([8, 16, 32])
       : pick([16, 32, 64]);
-    const [tm, tn] = pick([
-      [32, 32],
-      [64, 32],
-      [32, 64],
-      [64, 64],
-      [128, 64],
-      [64, 128],
-      [
-        128,
-        128,
-      ],
-      [96, 64],
-      [80, 64],
-    ]) as [number, number];
+    const tiles = [[32, 32], [64, 32], [32, 64], [64, 64], [128, 64], [64, 128], [128, 128], [
+      96,
+      64,
+    ], [80, 64]] as const;
+    const [tm, tn] = pick(tiles);
     lines.push(`threadblock ${tm}x${tn}x${kk}`);
     if (r() < 0.5) {
-      const wm = pick([16, 32, 64].filter((w) => tm % w === 0 && w <= tm));
-      const wn = pick([16, 32, 64].filter((w) => tn % w === 0 && w <= tn));
+      const wm = pick([16, 32, 64].filter((w) => tm % w === 0));
+      const wn = pick([16, 32, 64].filter((w) => tn % w === 0));
       lines.push(`warp ${wm}x${wn}x${kk}`);
     }
     if (r() < 0.5) lines.push(`stages ${pick([2, 3, 4, 5])}`);
-  } else if (r() < 0.5) {
+  } else if (mode < 0.75) {
     hints = {
       M: pick([64, 128, 1000, 4096, 8192]),
       N: pick([64, 128, 1000, 4096, 8192]),
@@ -154,20 +176,24 @@ function draw(r: () => number, maxMacs: number): Case {
   }
   if (r() < 0.3) lines.push(`swizzle ${pick([1, 2, 4, 8, 16])}`);
   if (r() < 0.2) lines.push(`split_k ${pick([2, 3, 4])}`);
+  if (r() < 0.1) lines.push("target sm86");
+  if (r() < 0.1) lines.push(`mma ${OTHER_MMA[family]}`);
   const schedule = lines.length === 0
     ? ""
-    : `\n  schedule {\n${lines.map((l) => `    ${l}\n`).join("")}  }`;
+    : `\n  schedule {\n${lines.map((x) => `    ${x}\n`).join("")}  }`;
   const source = `kernel fuzz {\n${
     decls.map((x) => `  ${x}\n`).join("")
-  }\n  D[m, n] = ${expr}${schedule}\n}\n`;
-  // Sizes: multiples of the alignment (16 bytes) unless align 1; often not of the tile.
-  const q = align1 ? 1 : Math.max(...[a, b, d].map((t) => 128 / BITS[t]!));
+  }\n  D[${l}m, n] = ${expr}${schedule}\n}\n`;
+  // Sizes: often not multiples of the tile; K halved until the work is small enough.
   const size = (hi: number) => q * (1 + Math.floor(r() * Math.max(1, Math.floor(hi / q))));
-  let sizes = { M: size(200), N: size(200), K: size(family === "b1" ? 2048 : 400) };
-  while (sizes.M * sizes.N * sizes.K > maxMacs) {
-    sizes = { ...sizes, K: Math.max(q, Math.floor(sizes.K / 2 / q) * q) };
-    if (sizes.K === q) break;
-  }
+  const sizes: Record<string, number> = {
+    M: Mx === "M" ? size(200) : Number(Mx),
+    N: Nx === "N" ? size(200) : Number(Nx),
+    K: size(family === "b1" ? 2048 : 400),
+    ...(batched ? { L: 1 + Math.floor(r() * 3) } : {}),
+  };
+  const work = () => sizes.M! * sizes.N! * sizes.K! * (sizes.L ?? 1);
+  while (work() > maxMacs && sizes.K! > q) sizes.K = Math.max(q, Math.floor(sizes.K! / 2 / q) * q);
   return {
     source,
     sizes,

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { compile } from "../compiler.ts";
 import { simulateGemm } from "../backends/simulate_gemm.ts";
 import { WAVE_TILES_8BIT, waveAwareTile, waveUse } from "../passes/tile.ts";
+import { findPtxas, runPtxas } from "../backends/ptx/ptxas.ts";
 
 const SRC = Deno.readTextFileSync(new URL("../examples/hgemm_f16acc.gemm", import.meta.url));
 
@@ -176,4 +177,36 @@ Deno.test("wave-aware tiles: only K-contiguous operands take 160- or 192-wide ti
       assert.ok(rep.ok, `${la} ${lb}: ${JSON.stringify(rep.comparison.first)}`);
     }
   }
+});
+
+const PTXAS = findPtxas();
+Deno.test({
+  name: "wave-aware 192-wide tiles get two 96-wide warps along that side, 8 in all" +
+    (PTXAS === null && Deno.env.get("CI") !== "true" ? " (ptxas part skipped: no ptxas)" : ""),
+  fn: async () => {
+    // Found by a sweep of hints over the examples: 1000 x 4096 on 108 SMs picks 192x256
+    // for tf32; 64x64 warps made 12 of them, and E0208 rejected the hinted kernel.
+    for (
+      const [file, M, N, want] of [
+        ["examples/tf32_gemm.gemm", 1000, 4096, "192x256 96x64"],
+        ["bench/kernels/f16.gemm", 1000, 5000, "256x192 64x96"],
+      ] as const
+    ) {
+      const src = Deno.readTextFileSync(new URL(`../${file}`, import.meta.url));
+      const r = compile(src, { file, sizeHints: { M, N, K: 4096 }, sms: 108 });
+      assert.ok(r.ok, `${file}: ${r.diagnostics.map((d) => d.message).join("; ")}`);
+      const ck = r.kernels[0]!;
+      const p = ck.planned.plan;
+      const tb = p.tile!.threadblock;
+      assert.equal(`${tb.m}x${tb.n} ${p.warp!.warp.m}x${p.warp!.warp.n}`, want, file);
+      assert.equal(p.warp!.threads, 256);
+      const rep = simulateGemm(ck, { M: 200, N: 264, K: 96 }, { seed: 37 });
+      assert.ok(rep.ok, `${file}: ${JSON.stringify(rep.comparison.first)}`);
+      if (PTXAS !== null) {
+        const a = await runPtxas(ck.ptx, { arch: "sm_80", ptxasPath: PTXAS });
+        assert.ok(a.ok, a.log);
+        assert.equal(a.kernels[0]!.spillStoreBytes + a.kernels[0]!.spillLoadBytes, 0, file);
+      } else assert.notEqual(Deno.env.get("CI"), "true", "ptxas not found and CI=true");
+    }
+  },
 });
