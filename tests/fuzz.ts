@@ -154,16 +154,20 @@ export function draw(r: () => number, maxMacs: number): Case {
       : family === "f64"
       ? pick([8, 16, 32])
       : pick([16, 32, 64]);
-    const tiles = [[32, 32], [64, 32], [32, 64], [64, 64], [128, 64], [64, 128], [128, 128], [
+    // Small tiles mostly; sometimes the large ones of the defaults (128x256 and
+    // the wave-aware 160- and 192-wide tiles, whose 80- and 96-wide warps load
+    // fragments interleaved with the MMAs).
+    const small = [[32, 32], [64, 32], [32, 64], [64, 64], [128, 64], [64, 128], [128, 128], [
       96,
       64,
     ], [80, 64]] as const;
-    const [tm, tn] = pick(tiles);
+    const large = [[128, 256], [160, 256], [256, 160], [192, 256], [256, 192]] as const;
+    const [tm, tn] = r() < 0.25 ? pick(large) : pick(small);
     lines.push(`threadblock ${tm}x${tn}x${kk}`);
     if (r() < 0.5) {
-      const wm = pick([16, 32, 64].filter((w) => tm % w === 0));
-      const wn = pick([16, 32, 64].filter((w) => tn % w === 0));
-      lines.push(`warp ${wm}x${wn}x${kk}`);
+      const wm = pick([16, 32, 64, 80, 96].filter((w) => tm % w === 0 && w < tm));
+      const wn = pick([16, 32, 64, 80, 96].filter((w) => tn % w === 0 && w < tn));
+      if (wm !== undefined && wn !== undefined) lines.push(`warp ${wm}x${wn}x${kk}`);
     }
     if (r() < 0.5) lines.push(`stages ${pick([2, 3, 4, 5])}`);
   } else if (mode < 0.75) {
