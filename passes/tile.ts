@@ -318,7 +318,7 @@ export const tilePass: GemmPass = {
           ? WAVE_TILES_8BIT
           : [];
         // Only tiles whose M (N) extent is a power of two where A (B) is
-        // M- (N-) contiguous: see mnContiguousPow2 below.
+        // M- (N-) contiguous (mnContiguousPow2).
         const fits = (t: WaveTile) => mnContiguousPow2(k, t.m, t.n) === null;
         tb = waveAwareTile(tb, mc, nc, k.sms ?? DEFAULT_SMS, table.filter(fits));
       }
