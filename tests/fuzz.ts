@@ -103,7 +103,7 @@ export function draw(r: () => number, maxMacs: number): Case {
   const float = family === "16" || family === "tf32" || family === "f64";
   const la = kContig ? "row" : pick(["row", "col"]);
   const lb = kContig ? "col" : pick(["row", "col"]);
-  const ld = family === "f64" || family === "tf32" ? pick(["row", "col"]) : "row";
+  const ld = pick(["row", "col"]);
   const align1 = (family === "16" || family === "tf32") && r() < 0.2;
   const al = align1 ? " align 1" : "";
   // Sizes are multiples of the alignment (16 bytes) unless align 1.
