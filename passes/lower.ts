@@ -319,7 +319,10 @@ class Lowering {
         const d = offs[at]! - offs[rep.at]!;
         let same = true;
         for (let t = 1; t < n && same; t++) same = offs[at + t]! - offs[rep.at + t]! === d;
-        if (same) return { base: rep.base, offset: d };
+        // The same base, a constant apart; a negative offset is not an
+        // address form the kernel IR takes (found by tests/fuzz.ts: a SIMT
+        // warp 16x80 orders its recipes so that a later one lies below).
+        if (same && d >= 0) return { base: rep.base, offset: d };
       }
       const off = this.emitSwizzled(p, r);
       const base = this.bin("add", "u32", smemBase, off, "sbase");

@@ -60,6 +60,18 @@ function simtPlan(k: GemmKernel): GemmKernel {
         `${REGISTER_BUDGET}: use a smaller warp tile`,
     );
   }
+  // As for the tensor-core plans: the block must fit one SM's register file
+  // (1024 threads of a 16x80 SIMT warp tile spilled 1.4 KB a thread).
+  const threads = k.plan.warp!.threads;
+  if (regEstimate * threads > REGISTER_FILE) {
+    scheduleError(
+      k,
+      ["warp", "threadblock"],
+      "E0208",
+      `Estimated ${regEstimate} registers x ${threads} threads = ${regEstimate * threads} ` +
+        `registers per block exceed the ${REGISTER_FILE} of an SM: use fewer warps`,
+    );
+  }
   const plan: MmaPlan = {
     shape: simtShape(w.m, w.n).name,
     instr: { m: w.m, n: w.n, k: 1 },

@@ -38,6 +38,7 @@ const EXPECTED: Readonly<Record<string, readonly [DiagnosticCode, number, number
   E0207_split_k_literal_k: ["E0207", 11, 5],
   E0208_register_file: ["E0208", 11, 5],
   E0208_registers: ["E0208", 11, 5],
+  E0208_simt_register_file: ["E0208", 12, 5],
   E0209_copies_per_row: ["E0209", 11, 5],
   E0209_mn_contiguous: ["E0209", 10, 5],
   E0209_not_multiple: ["E0209", 10, 5],
@@ -75,6 +76,8 @@ const MESSAGES: Readonly<Record<string, string>> = {
     "exceed the 65536 of an SM: use fewer warps",
   E0208_registers: "Estimated 596 registers per thread (512 accumulators, 64 fragments in one " +
     "buffer) exceed 255: use a smaller warp tile",
+  E0208_simt_register_file: "Estimated 124 registers x 1024 threads = 126976 registers per block " +
+    "exceed the 65536 of an SM: use fewer warps",
   E0209_copies_per_row: "Operand A: 160 threads cannot share its tile rows of 64 copies (4 bytes " +
     "each): the thread count and the copies per row must divide one another (use a power-of-two " +
     "number of warps)",
@@ -176,6 +179,7 @@ Deno.test("schedule diagnostics: the caret is under the schedule line the messag
     E0207_split_k_literal_k: "split_k",
     E0208_register_file: "warp",
     E0208_registers: "warp",
+    E0208_simt_register_file: "warp",
     E0209_copies_per_row: "warp",
     E0209_mn_contiguous: "threadblock",
     E0209_not_multiple: "threadblock",

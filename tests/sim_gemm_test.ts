@@ -642,6 +642,17 @@ const COMBOS: Combo[] = [
     ),
     sizes: [{ M: 40, N: 24, K: 128, L: 3 }],
   },
+  // Found by tests/fuzz.ts.
+  {
+    name: "SIMT 16x80 warps, align 1, D column-major (a shared address base below another)",
+    source: kernel(
+      "A: f32[M, K] row align 1; B: f32[K, N] col align 1; D: f32[M, N] col align 1",
+      "D[m, n] = silu(A[m, k] * B[k, n])",
+      sched("128x160x32", "16x80x32", "math f32", "stages 3"),
+    ),
+    sizes: [{ M: 143, N: 109, K: 41 }],
+    ir: /= mad\.f32/,
+  },
 ];
 
 for (const combo of COMBOS) {
