@@ -139,7 +139,25 @@ export function draw(r: () => number, maxMacs: number): Case {
     if (r() < 0.3) expr = `${pick(["relu", "gelu", "sigmoid", "silu"])}(${expr})`;
     if (d === "f16" || d === "bf16") expr = `${d}(${expr})`;
   }
-  decls.push(`D: ${d}[${L}${Mx}, ${Nx}] ${ld}${al}`);
+  let dAlign = al;
+  if (!float) {
+    // Integer epilogues: an s32 bias, a shift, requantised to 8 bits with a clamp.
+    if (r() < 0.3) {
+      const byN = r() < 0.5;
+      decls.push(`bias: s32[${byN ? Nx : Mx}]`);
+      expr = `${expr} + bias[${byN ? "n" : "m"}]`;
+    }
+    if (r() < 0.2) {
+      decls.push("shift: s32 = 3");
+      expr = `${expr} - shift`;
+    }
+    if (r() < 0.25) {
+      d = pick(["u8", "s8"]);
+      expr = `${d}(clamp(${expr}, ${d === "u8" ? "0, 255" : "-128, 127"}))`;
+      dAlign = " align 4";
+    }
+  }
+  decls.push(`D: ${d}[${L}${Mx}, ${Nx}] ${ld}${dAlign}`);
   // A schedule: the defaults (sometimes with size hints and an SM count), or a drawn one.
   let hints: Record<string, number> | undefined;
   let sms: number | undefined;
