@@ -33,6 +33,20 @@ const ADDRESSING_REGS = 40;
  */
 const INTERLEAVED_ADDRESSING_REGS = 20;
 
+/** E0208 when a block's estimated registers exceed one SM's register file. */
+function checkRegisterFile(k: GemmKernel, regEstimate: number): void {
+  const threads = k.plan.warp!.threads;
+  if (regEstimate * threads > REGISTER_FILE) {
+    scheduleError(
+      k,
+      ["warp", "threadblock"],
+      "E0208",
+      `Estimated ${regEstimate} registers x ${threads} threads = ${regEstimate * threads} ` +
+        `registers per block exceed the ${REGISTER_FILE} of an SM: use fewer warps`,
+    );
+  }
+}
+
 /** The SIMT plan of `math f32`: fma.rn.f32 outer products, fragments by ld.shared. */
 function simtPlan(k: GemmKernel): GemmKernel {
   const w = k.plan.warp!.warp;
@@ -60,18 +74,9 @@ function simtPlan(k: GemmKernel): GemmKernel {
         `${REGISTER_BUDGET}: use a smaller warp tile`,
     );
   }
-  // As for the tensor-core plans: the block must fit one SM's register file
-  // (1024 threads of a 16x80 SIMT warp tile spilled 1.4 KB a thread).
-  const threads = k.plan.warp!.threads;
-  if (regEstimate * threads > REGISTER_FILE) {
-    scheduleError(
-      k,
-      ["warp", "threadblock"],
-      "E0208",
-      `Estimated ${regEstimate} registers x ${threads} threads = ${regEstimate * threads} ` +
-        `registers per block exceed the ${REGISTER_FILE} of an SM: use fewer warps`,
-    );
-  }
+  // As for the tensor-core plans (1024 threads of a 16x80 SIMT warp tile
+  // spilled 1.4 KB a thread).
+  checkRegisterFile(k, regEstimate);
   const plan: MmaPlan = {
     shape: simtShape(w.m, w.n).name,
     instr: { m: w.m, n: w.n, k: 1 },
@@ -176,16 +181,7 @@ export const mmaPass: GemmPass = {
           `exceed ${REGISTER_BUDGET}: use a smaller warp tile`,
       );
     }
-    const threads = k.plan.warp!.threads;
-    if (regEstimate * threads > REGISTER_FILE) {
-      scheduleError(
-        k,
-        ["warp", "threadblock"],
-        "E0208",
-        `Estimated ${regEstimate} registers x ${threads} threads = ${regEstimate * threads} ` +
-          `registers per block exceed the ${REGISTER_FILE} of an SM: use fewer warps`,
-      );
-    }
+    checkRegisterFile(k, regEstimate);
     const plan: MmaPlan = {
       shape: shape.name,
       instr: { m: shape.m, n: shape.n, k: shape.k },

@@ -19,18 +19,8 @@
 import { parseArgs } from "node:util";
 import { compile } from "../compiler.ts";
 import { simulateGemm } from "../backends/simulate_gemm.ts";
-
-/** A small deterministic generator (mulberry32). */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { rng } from "../backends/sim/_test_kernels.ts";
+import { type Dtype, DTYPE_INFO } from "../ir/dtype.ts";
 
 interface Case {
   readonly source: string;
@@ -38,19 +28,6 @@ interface Case {
   readonly hints?: Record<string, number>;
   readonly sms?: number;
 }
-
-const BITS: Record<string, number> = {
-  f16: 16,
-  bf16: 16,
-  f32: 32,
-  f64: 64,
-  s8: 8,
-  u8: 8,
-  s4: 4,
-  u4: 4,
-  b1: 1,
-  s32: 32,
-};
 
 /** The MMA shape other than the default that each family may name. */
 const OTHER_MMA: Readonly<Record<string, string>> = {
@@ -107,7 +84,7 @@ export function draw(r: () => number, maxMacs: number): Case {
   const align1 = (family === "16" || family === "tf32") && r() < 0.2;
   const al = align1 ? " align 1" : "";
   // Sizes are multiples of the alignment (16 bytes) unless align 1.
-  const q = align1 ? 1 : Math.max(...[a, b, d].map((t) => 128 / BITS[t]!));
+  const q = align1 ? 1 : Math.max(...[a, b, d].map((t) => 128 / DTYPE_INFO[t as Dtype].bits));
   // Sometimes a batch (a leading L); sometimes M or N fixed in the declarations.
   const batched = r() < 0.15;
   const L = batched ? "L, " : "";
