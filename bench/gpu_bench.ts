@@ -158,7 +158,7 @@ function median(xs: readonly number[]): number {
  * the thread (synchronous FFI, rests), so nothing would drain a pipe, and
  * nvidia-smi stopped once its 64 KiB were full (bench/NOTES.md 26).
  */
-export class ClockSampler {
+class ClockSampler {
   readonly #child: Deno.ChildProcess | null;
   readonly #file: string;
 

@@ -245,26 +245,21 @@ export const tilePass: GemmPass = {
         ? { m: 128, n: 128, k: defaultThreadblock(k.math.mmaA).k }
         : defaultThreadblock(k.math.mmaA);
       const minM = k.math.mmaA === "f64" ? 32 : 64;
-      tb = {
-        m: shrink(d.m, constOf(p.m), minM),
-        n: shrink(d.n, constOf(p.n), minM),
-        k: d.k,
-      };
-      // With both sizes known, keep at least one block per SM of an A100
-      // (108): halve the larger side of the tile while the grid is smaller,
-      // down to 64 (skinny problems such as M=128, N=K=8192).
       const mc = constOf(p.m);
       const nc = constOf(p.n);
       const kc = constOf(p.k);
+      tb = { m: shrink(d.m, mc, minM), n: shrink(d.n, nc, minM), k: d.k };
+      // With both sizes known, keep at least one block per SM of an A100
+      // (108): halve the larger side of the tile while the grid is smaller,
+      // down to 64 (skinny problems such as M=128, N=K=8192).
       const blocks = (t: Shape3) =>
         mc === null || nc === null ? Infinity : Math.ceil(mc / t.m) * Math.ceil(nc / t.n);
-      const shrunkToGrid = (t: Shape3): Shape3 => {
-        while (blocks(t) < MIN_BLOCKS && (t.m > minM || t.n > minM)) {
-          t = t.n >= t.m && t.n > minM ? { ...t, n: t.n / 2 } : { ...t, m: t.m / 2 };
-        }
-        return t;
-      };
-      const shrunk = shrunkToGrid(tb);
+      let shrunk = tb;
+      while (blocks(shrunk) < MIN_BLOCKS && (shrunk.m > minM || shrunk.n > minM)) {
+        shrunk = shrunk.n >= shrunk.m && shrunk.n > minM
+          ? { ...shrunk, n: shrunk.n / 2 }
+          : { ...shrunk, m: shrunk.m / 2 };
+      }
       // A skinny 16-bit problem (K-contiguous A and B) with a long K whose
       // tile shrinks to 128x64 or 64x128 with a grid that fills the SMs
       // streams its K-contiguous rows from DRAM: a 128-deep k-tile (256
@@ -287,6 +282,14 @@ export const tilePass: GemmPass = {
         autoSplitK = defaultSplitK(tiles, Math.ceil(kc / tb.k), k.sms ?? DEFAULT_SMS);
       }
       if (autoSplitK === 1) tb = shrunk;
+      // A shrunk 8-bit tile with a long K is latency-bound on its loads:
+      // a 256-deep k-tile (3 stages, 144 KB) keeps 4x the bytes in flight.
+      // M=128, N=K=8192 s8 on the H200, alternating launches: 400 -> 595
+      // TOPS (1.49; 128-deep with 5 stages 1.46; bench/NOTES.md 23).
+      // Measured at that shape only (a shortcut).
+      const deep8 = kc !== null && !syncCopy && k.math.mode === "tensor" &&
+        (k.math.mmaA === "s8" || k.math.mmaA === "u8") && tb.m * tb.n < d.m * d.n &&
+        kc >= 16 * 4 * d.k;
       // A shrunk 16-bit tile (about one block per SM, each with a long K)
       // is latency-bound: a 64-deep k-tile halves the barriers and doubles
       // the bytes in flight per stage (with 32x32 warps, gemm-warp): M=128,
@@ -294,20 +297,9 @@ export const tilePass: GemmPass = {
       // (bench/NOTES.md 11). tf32 and s8 measured no gain.
       smallGrid = !deep16 && !syncCopy && k.math.mode === "tensor" &&
         (k.math.mmaA === "f16" || k.math.mmaA === "bf16") && tb.m * tb.n < d.m * d.n;
-      if (deep16) tb = { ...tb, k: 4 * d.k };
+      if (deep16 || deep8) tb = { ...tb, k: 4 * d.k };
       else if (smallGrid) tb = { ...tb, k: 2 * tb.k };
       else if (
-        kc !== null && !syncCopy && k.math.mode === "tensor" &&
-        (k.math.mmaA === "s8" || k.math.mmaA === "u8") && tb.m * tb.n < d.m * d.n &&
-        kc >= 16 * 4 * d.k
-      ) {
-        // A shrunk 8-bit tile with a long K is latency-bound on its loads:
-        // a 256-deep k-tile (3 stages, 144 KB) keeps 4x the bytes in flight.
-        // M=128, N=K=8192 s8 on the H200, alternating launches: 400 -> 595
-        // TOPS (1.49; 128-deep with 5 stages 1.46; bench/NOTES.md 23).
-        // Measured at that shape only (a shortcut).
-        tb = { ...tb, k: 4 * d.k };
-      } else if (
         autoSplitK === 1 && mc !== null && nc !== null && !syncCopy && k.math.mode === "tensor" &&
         tb.m === d.m && tb.n === d.n
       ) {

@@ -40,7 +40,7 @@ const OTHER_MMA: Readonly<Record<string, string>> = {
 };
 
 /** Draws one case. */
-export function draw(r: () => number, maxMacs: number): Case {
+function draw(r: () => number, maxMacs: number): Case {
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;
   const family = pick(["16", "16", "16", "tf32", "tf32", "f64", "8", "4", "b1"] as const);
   let a: string, b: string, d: string;
