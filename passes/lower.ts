@@ -20,14 +20,16 @@
  *    large for two buffers (the mma plan's `fragments: "interleaved"`) load
  *    each next fragment right after the MMAs that last read the one it
  *    replaces, so that about one buffer's registers are live.
- * 5. Drain (`wait_group 0`), then the epilogue straight from the accumulator
- *    registers: per element (or pair of adjacent elements) the row and
- *    column, bounds predicates, the fused epilogue expression, conversion,
- *    and a guarded (vector) store.
+ * 5. Drain (`wait_group 0`), then the epilogue from the accumulator
+ *    registers: per element (or pair of adjacent elements) the fused epilogue
+ *    expression and the conversion to D's type. 8- and 16-bit row-major D is
+ *    staged through shared memory and stored in 16-byte vectors along D's
+ *    rows (`stagePlan`); otherwise each element or pair gets its row, column,
+ *    bounds predicate and a guarded store straight from registers.
  *
- * Shortcuts (named, to be lifted): split-K > 1 and SIMT f32 are rejected
- * earlier by the passes; the epilogue stores from registers (no shared-memory
- * staging); copy pointers are recomputed per k-tile from one pointer per copy.
+ * Shortcuts (named, to be lifted): epilogues that read a matrix (C),
+ * column-major D and 32/64-bit D store straight from registers; copy
+ * pointers are recomputed per k-tile from one pointer per copy.
  *
  * @module
  */
@@ -62,6 +64,52 @@ type Feature = "lane7" | "lane8" | "lane16" | "g" | "tig" | "wm" | "wn" | "tidHi
 interface Affine {
   readonly c: number;
   readonly terms: readonly (readonly [Feature, number])[];
+}
+
+/** An affine recipe's coefficient of feature `f`. */
+function termOf(a: Affine, f: Feature): number {
+  return a.terms.find(([g]) => g === f)?.[1] ?? 0;
+}
+
+/** How the epilogue stages D through shared memory (see `stagePlan`). */
+interface StagePlan {
+  /** Accumulator-tile rows (of `shape.m` rows each) a warp stages at once. */
+  readonly tiles: number;
+  /** Bytes from one staged row to the next (the warp tile's row plus padding). */
+  readonly stride: number;
+  /** Bytes of one warp's region. */
+  readonly regionBytes: number;
+  /** Bytes a lane reads back and stores to D at once. */
+  readonly vecBytes: number;
+  /** Vectors in one staged row. */
+  readonly perRow: number;
+}
+
+/**
+ * Shared-memory wavefronts beyond the ideal for one warp-wide access in which
+ * lane l touches `bytes` bytes at `addrs[l]`, by the bank model of the
+ * simulator's counter (backends/sim/_machine.ts `countBanks`): phases of 128
+ * bytes' worth of lanes, each as many wavefronts as the most distinct words in
+ * one bank.
+ */
+function smemExcess(addrs: readonly number[], bytes: number): number {
+  const per = bytes >= 16 ? 8 : bytes === 8 ? 16 : 32;
+  let excess = 0;
+  for (let p = 0; p < addrs.length; p += per) {
+    const words = new Map<number, Set<number>>();
+    let distinct = 0;
+    for (const a of addrs.slice(p, p + per)) {
+      for (let w = a >> 2; w <= (a + bytes - 1) >> 2; w++) {
+        const set = words.get(w & 31) ?? new Set<number>();
+        if (!set.has(w)) distinct++;
+        set.add(w);
+        words.set(w & 31, set);
+      }
+    }
+    const worst = Math.max(0, ...[...words.values()].map((x) => x.size));
+    excess += worst - Math.ceil(distinct / 32);
+  }
+  return excess;
 }
 
 /** A shared-memory location recipe: (row, byte in row) of an operand tile. */
@@ -541,7 +589,7 @@ class Lowering {
       });
       b.emit({ op: "wait", n: 0 });
 
-      if (split === null) this.epilogue(acc, m0, n0, M, N, bz);
+      if (split === null) this.epilogue(acc, m0, n0, M, N, bz, smem);
       else {
         const tilesM = this.divRem("div", this.bin("add", "u32", M, imm(tb.m - 1)), tb.m);
         const tileLin = this.bin(
@@ -561,7 +609,7 @@ class Lowering {
           split,
           tileLin,
           smem,
-          (sum) => this.epilogue(acc, m0, n0, M, N, bz, sum),
+          (sum) => this.epilogue(acc, m0, n0, M, N, bz, smem, sum),
         );
       }
     });
@@ -1388,6 +1436,7 @@ class Lowering {
     M: Operand,
     N: Operand,
     bz: Reg,
+    smem: Reg,
     before?: (i: number, j: number) => void,
   ): void {
     const k = this.k;
@@ -1455,9 +1504,11 @@ class Lowering {
     const ldD = dRowMajor ? N : M;
     // Epilogue tensors.
     const loads = new Map<string, { base: Reg; t: TensorParam; view: MatrixView | null }>();
+    let readsMatrix = false;
     const collect = (e: EpilogueExpr): void => {
       switch (e.op) {
         case "load":
+          readsMatrix ||= e.rows && e.cols;
           if (!loads.has(e.tensor)) {
             const t = tensorParam(k, e.tensor);
             const view = k.epilogue.views.find((v) => v.tensor === e.tensor) ?? null;
@@ -1489,46 +1540,272 @@ class Lowering {
     };
     collect(k.epilogue.expr);
 
-    for (let i = 0; i < acc.length; i++) {
-      for (let j = 0; j < acc[i]!.length; j++) {
-        const regs = acc[i]![j]!;
-        before?.(i, j);
-        for (const grp of groups) {
-          const e0 = grp[0]!;
-          const row = this.bin("add", "u32", laneRow, imm(i * s.m + e0.dr));
-          const col = this.bin("add", "u32", laneCol, imm(j * s.n + e0.dc));
-          const rowOk = this.setp("lt", "u32", row, M);
-          const vals: Reg[] = [];
-          const oks: Reg[] = [];
-          grp.forEach((e, q) => {
-            // The second element of a pair needs its own column and bounds
-            // predicate only for the epilogue's loads (the pair is stored
-            // under the first one's).
-            const own = q === 0 || loads.size > 0;
-            const cq = own && q > 0 ? this.bin("add", "u32", col, imm(q)) : col;
-            const ok = own
-              ? this.bin("and", "pred", rowOk, this.setp("lt", "u32", cq, N))
-              : oks[0]!;
-            oks.push(ok);
-            const accV = this.accValue(regs[e.reg]!, e.elem, cType);
-            vals.push(this.evalEpilogue(k.epilogue.expr, accV, row, cq, ok, loads, cType));
-          });
-          // Store.
-          const line = dRowMajor ? row : col;
-          const inLine = dRowMajor ? col : row;
-          const lineOff = this.mulU64(line, b64Op(this, ldD));
-          const idx = this.bin("add", "u64", lineOff, b64(this, inLine));
-          const byteOff = bytesOfElems(this, idx, dBytes * 8);
-          const addr = this.bin("add", "u64", dBase, byteOff);
-          const outs = vals.map((v) => this.convertOut(v, cType, d.dtype));
-          if (grp.length === 2) {
-            this.storePair(addr, outs, d.dtype, oks[0]!);
-          } else {
-            this.storeOne(addr, outs[0]!, d.dtype, oks[0]!);
+    // Epilogue loads (C, a bias, split-K's partial sums) cannot alias the
+    // shared-memory stores, so ptxas would hoist every load of a chunk above
+    // them: one accumulator-tile row a chunk bounds the registers they hold.
+    // Shortcut (named): an epilogue that reads a matrix (C) stays direct. Its
+    // per-element loads in the fragment layout, hoisted above the chunk's
+    // shared stores, would spill; staging the raw accumulators and reading C
+    // in the row layout, as CUTLASS does, is the fix.
+    const maxTiles = loads.size > 0 || before !== undefined ? 1 : acc.length;
+    const stage = readsMatrix
+      ? null
+      : this.stagePlan(s, base0R, base0C, groups, d, dBytes, pairOk, maxTiles);
+    if (stage === null) {
+      for (let i = 0; i < acc.length; i++) {
+        for (let j = 0; j < acc[i]!.length; j++) {
+          const regs = acc[i]![j]!;
+          before?.(i, j);
+          for (const grp of groups) {
+            const e0 = grp[0]!;
+            const row = this.bin("add", "u32", laneRow, imm(i * s.m + e0.dr));
+            const col = this.bin("add", "u32", laneCol, imm(j * s.n + e0.dc));
+            const rowOk = this.setp("lt", "u32", row, M);
+            const vals: Reg[] = [];
+            const oks: Reg[] = [];
+            grp.forEach((e, q) => {
+              // The second element of a pair needs its own column and bounds
+              // predicate only for the epilogue's loads (the pair is stored
+              // under the first one's).
+              const own = q === 0 || loads.size > 0;
+              const cq = own && q > 0 ? this.bin("add", "u32", col, imm(q)) : col;
+              const ok = own
+                ? this.bin("and", "pred", rowOk, this.setp("lt", "u32", cq, N))
+                : oks[0]!;
+              oks.push(ok);
+              const accV = this.accValue(regs[e.reg]!, e.elem, cType);
+              vals.push(
+                this.evalEpilogue(k.epilogue.expr, accV, { row, col: cq, ok }, loads, cType),
+              );
+            });
+            const addr = this.globalAddr(dBase, row, col, ldD, dRowMajor, dBytes);
+            const outs = vals.map((v) => this.convertOut(v, cType, d.dtype));
+            this.store("stg", addr, 0, outs, d.dtype, oks[0]!);
           }
         }
       }
+      return;
     }
+
+    // Staged through shared memory (the pipeline's, free once every warp is
+    // past its last fragment load): each warp writes `stage.tiles` rows of
+    // accumulator tiles in their fragment layout into its own padded region,
+    // then reads them back row by row in `stage.vecBytes` vectors, so that
+    // lanes next to each other store consecutive bytes of a row of D.
+    // Shortcut (named): the epilogue's own loads (C, bias) still read in the
+    // fragment layout, element by element, as in the direct path.
+    const tid = this.features.get("tid")!;
+    const warpId = this.bin("shr", "u32", tid, imm(5));
+    const lane = this.bin("and", "u32", tid, imm(31));
+    const region = this.bin(
+      "add",
+      "u32",
+      smem,
+      this.mulImm(warpId, stage.regionBytes),
+    );
+    const writeOff = this.emitAffine({
+      c: 0,
+      terms: (["g", "tig"] as const).map((f) => [
+        f,
+        termOf(base0R, f) * stage.stride + termOf(base0C, f) * dBytes,
+      ]),
+    });
+    const writeBase = this.bin("add", "u32", region, writeOff);
+    // Lane l reads vector q * 32 + l of the chunk: row `v / perRow`, byte `(v % perRow) * vecBytes`.
+    const readRow = stage.perRow <= 32 ? this.divRem("div", lane, stage.perRow) : null;
+    const readVec = stage.perRow <= 32 ? this.divRem("rem", lane, stage.perRow) : lane;
+    const readOff = this.bin(
+      "add",
+      "u32",
+      readRow === null ? imm(0) : this.mulImm(readRow, stage.stride),
+      this.mulImm(readVec, stage.vecBytes),
+    );
+    const readBase = this.bin("add", "u32", region, readOff);
+    const readCol = this.bin(
+      "add",
+      "u32",
+      wCol,
+      this.mulImm(readVec, stage.vecBytes / dBytes),
+    );
+    const readRow0 = readRow === null ? wRow : this.bin("add", "u32", wRow, readRow);
+    const readColOk = this.setp("lt", "u32", readCol, N);
+    const vecWidth: MemWidth = stage.vecBytes === 2 ? "b16" : "b32";
+    const vecRegs = Math.max(1, stage.vecBytes / 4);
+    const mTiles = acc.length;
+    // Every warp is past the main loop's last shared-memory read (and, with
+    // split-K, past reading the broadcast flag) before any warp writes.
+    b.emit({ op: "bar" });
+    for (let i0 = 0; i0 < mTiles; i0 += stage.tiles) {
+      const iEnd = Math.min(mTiles, i0 + stage.tiles);
+      const perChunk = ((iEnd - i0) * s.m * stage.perRow) / 32;
+      for (let i = i0; i < iEnd; i++) {
+        for (let j = 0; j < acc[i]!.length; j++) {
+          const regs = acc[i]![j]!;
+          before?.(i, j);
+          for (const grp of groups) {
+            const e0 = grp[0]!;
+            const outs = grp.map((e, q) => {
+              const accV = this.accValue(regs[e.reg]!, e.elem, cType);
+              let pos = null;
+              if (loads.size > 0) {
+                const row = this.bin("add", "u32", laneRow, imm(i * s.m + e.dr));
+                const col = this.bin("add", "u32", laneCol, imm(j * s.n + e0.dc + q));
+                const ok = this.bin(
+                  "and",
+                  "pred",
+                  this.setp("lt", "u32", row, M),
+                  this.setp("lt", "u32", col, N),
+                );
+                pos = { row, col, ok };
+              }
+              const v = this.evalEpilogue(k.epilogue.expr, accV, pos, loads, cType);
+              return this.convertOut(v, cType, d.dtype);
+            });
+            const off = ((i - i0) * s.m + e0.dr) * stage.stride + (j * s.n + e0.dc) * dBytes;
+            this.store("sts", writeBase, off, outs, d.dtype, null);
+          }
+        }
+      }
+      b.emit({ op: "bar" });
+      for (let q = 0; q < perChunk; q++) {
+        const v0 = q * 32;
+        const dRow = i0 * s.m +
+          (stage.perRow <= 32 ? v0 / stage.perRow : Math.floor(v0 / stage.perRow));
+        const dByte = stage.perRow <= 32 ? 0 : (v0 % stage.perRow) * stage.vecBytes;
+        const regsQ = Array.from({ length: vecRegs }, () => b.reg(vecWidth));
+        b.emit({
+          op: "lds",
+          width: vecWidth,
+          dst: regsQ,
+          addr: readBase,
+          offset: (dRow - i0 * s.m) * stage.stride + dByte,
+        });
+        const row = dRow === 0 ? readRow0 : this.bin("add", "u32", readRow0, imm(dRow));
+        const col = dByte === 0 ? readCol : this.bin("add", "u32", readCol, imm(dByte / dBytes));
+        const colOk = dByte === 0 ? readColOk : this.setp("lt", "u32", col, N);
+        const ok = this.bin("and", "pred", this.setp("lt", "u32", row, M), colOk);
+        const addr = this.globalAddr(dBase, row, col, ldD, true, dBytes);
+        b.emit({
+          op: "stg",
+          width: vecWidth,
+          src: regsQ,
+          addr,
+          offset: 0,
+          guard: { pred: ok, negate: false },
+        });
+      }
+      if (iEnd < mTiles) b.emit({ op: "bar" });
+    }
+  }
+
+  /** D's element (row, col) as a global address. */
+  globalAddr(base: Reg, row: Reg, col: Reg, ld: Operand, rowMajor: boolean, bytes: number): Reg {
+    const line = rowMajor ? row : col;
+    const inLine = rowMajor ? col : row;
+    const lineOff = this.mulU64(line, b64Op(this, ld));
+    const idx = this.bin("add", "u64", lineOff, b64(this, inLine));
+    return this.bin("add", "u64", base, bytesOfElems(this, idx, bytes * 8));
+  }
+
+  /**
+   * Whether and how the epilogue stages D through shared memory (null: each
+   * thread stores its accumulator elements straight from registers).
+   *
+   * Staged when D is row-major with 8- or 16-bit elements, the MMA is a
+   * tensor-core one, and D's alignment allows vectors wider than the direct
+   * path's stores (a pair of elements, or one); the vector is at most 16
+   * bytes and one warp-tile row.
+   * A chunk is as many accumulator-tile rows (at most `maxTiles`) as the
+   * regions (one a warp) fit in the pipeline's shared memory, balanced over
+   * the chunks: the epilogue never asks for more shared memory than the main
+   * loop (shortcut: where one row does not fit, it stays direct). The padding of a region's rows is the smallest multiple of
+   * 16 bytes for which the fragment writes and the vector reads need the
+   * fewest shared-memory wavefronts: conflict-free for warp-tile rows of 128
+   * bytes or more (every default tile); narrower rows have no padding that
+   * suits both sides, and their reads take up to twice the ideal (an XOR
+   * swizzle would fix it; shortcut, the epilogue is a small part of a tile's
+   * time). Column-major D stays direct (shortcut).
+   */
+  stagePlan(
+    s: MmaShape,
+    rowAff: Affine,
+    colAff: Affine,
+    groups: readonly (readonly { dr: number; dc: number }[])[],
+    d: TensorParam,
+    dBytes: number,
+    pairOk: boolean,
+    maxTiles: number,
+  ): StagePlan | null {
+    const k = this.k;
+    if (k.plan.mma!.shape.startsWith(SIMT_PREFIX) || k.problem.d.layout !== "row") return null;
+    if (![1, 2, 4, 8].includes(dBytes)) return null;
+    const wp = k.plan.warp!;
+    const rowBytes = wp.warp.n * dBytes;
+    let vecBytes = 16;
+    while (vecBytes > 1 && (vecBytes > d.align * dBytes || rowBytes % vecBytes !== 0)) {
+      vecBytes /= 2;
+    }
+    // Only where the direct path's stores leave 32-byte sectors part-filled:
+    // 4 lanes write a row's 8 columns, so 8- and 16-bit outputs (4 or 2
+    // bytes a lane). f32/s32 pairs (8 bytes a lane) already fill sectors;
+    // staging them measured -1% at tf32 8192³ and +2% at 4096³ (bench/NOTES.md 31).
+    const direct = (pairOk ? 2 : 1) * dBytes;
+    if (direct >= 8 || vecBytes <= direct || vecBytes < 2) return null;
+    const perRow = rowBytes / vecBytes;
+    // Every lane reads the same number of vectors from each accumulator-tile row.
+    if ((32 % perRow !== 0 && perRow % 32 !== 0) || (s.m * perRow) % 32 !== 0) return null;
+    const mTiles = wp.warp.m / s.m;
+    const warps = this.threads / 32;
+    const avail = k.plan.pipeline!.smemBytes;
+    const nTiles = wp.warp.n / s.n;
+    // Lane l's fragment position (affine in g = l / 4, tig = l % 4).
+    const at = (a: Affine, l: number) =>
+      a.c + termOf(a, "g") * (l >> 2) + termOf(a, "tig") * (l & 3);
+    const excess = (stride: number, tiles: number): number => {
+      // tiles: accumulator-tile rows of reads counted.
+      let n = 0;
+      for (let j = 0; j < nTiles; j++) {
+        for (const grp of groups) {
+          const e0 = grp[0]!;
+          const addrs = Array.from(
+            { length: 32 },
+            (_, l) =>
+              (at(rowAff, l) - rowAff.c + e0.dr) * stride +
+              (at(colAff, l) - colAff.c + j * s.n + e0.dc) * dBytes,
+          );
+          n += smemExcess(addrs, grp.length * dBytes);
+        }
+      }
+      for (let q = 0; q < (tiles * s.m * perRow) / 32; q++) {
+        const addrs = Array.from({ length: 32 }, (_, l) => {
+          const v = q * 32 + l;
+          return Math.floor(v / perRow) * stride + (v % perRow) * vecBytes;
+        });
+        n += smemExcess(addrs, vecBytes);
+      }
+      return n;
+    };
+    // The pad with the fewest excess wavefronts (the pattern repeats every
+    // accumulator-tile row), then as many tile rows a chunk as fit, balanced
+    // over the chunks (5 rows that fit 3 at a time: 3 + 2).
+    let best: { stride: number; cost: number } | null = null;
+    for (let pad = 0; pad <= 128; pad += 16) {
+      const stride = rowBytes + pad;
+      if (warps * s.m * stride > avail) break;
+      const cost = excess(stride, 1);
+      if (best === null || cost < best.cost) best = { stride, cost };
+      if (cost === 0) break;
+    }
+    if (best === null) return null;
+    const fit = Math.min(maxTiles, mTiles, Math.floor(avail / (warps * s.m * best.stride)));
+    const tiles = Math.ceil(mTiles / Math.ceil(mTiles / fit));
+    return {
+      tiles,
+      stride: best.stride,
+      regionBytes: tiles * s.m * best.stride,
+      vecBytes,
+      perRow,
+    };
   }
 
   /** Base address of a matrix tensor with the batch offset applied. */
@@ -1606,13 +1883,11 @@ class Lowering {
   evalEpilogue(
     e: EpilogueExpr,
     accV: Reg,
-    row: Reg,
-    col: Reg,
-    ok: Reg,
+    pos: { readonly row: Reg; readonly col: Reg; readonly ok: Reg } | null,
     loads: Map<string, { base: Reg; t: TensorParam; view: MatrixView | null }>,
     c: "f32" | "f64" | "s32",
   ): Reg {
-    const ev = (x: EpilogueExpr) => this.evalEpilogue(x, accV, row, col, ok, loads, c);
+    const ev = (x: EpilogueExpr) => this.evalEpilogue(x, accV, pos, loads, c);
     const constant = (v: number): Reg => this.mov(c, imm(v));
     switch (e.op) {
       case "acc":
@@ -1624,7 +1899,8 @@ class Lowering {
         return this.toCompute(r, r.type, c);
       }
       case "load":
-        return this.loadElem(e, loads.get(e.tensor)!, row, col, ok, c);
+        if (pos === null) throw new Error("lower-kernel: an epilogue load without its position");
+        return this.loadElem(e, loads.get(e.tensor)!, pos.row, pos.col, pos.ok, c);
       case "unary":
         return this.unary(e.fn, ev(e.x), c);
       case "binary":
@@ -1767,41 +2043,29 @@ class Lowering {
     }
   }
 
-  storeOne(addr: Reg, v: Reg, t: Dtype, ok: Reg): void {
-    const width: MemWidth = t === "f64"
+  /**
+   * Stores one element of D's type, or a pair of column-adjacent ones (packed
+   * into 32 bits for 16-bit types), to global (`stg`, guarded by `ok`) or
+   * shared memory (`sts`).
+   */
+  store(op: "stg" | "sts", addr: Reg, offset: number, vs: Reg[], t: Dtype, ok: Reg | null): void {
+    const b = this.b;
+    let src = vs;
+    let width: MemWidth = t === "f64"
       ? "b64"
       : t === "f16" || t === "bf16"
       ? "b16"
       : t === "s8" || t === "u8"
       ? "b8"
       : "b32";
-    this.b.emit({
-      op: "stg",
-      width,
-      src: [v],
-      addr,
-      offset: 0,
-      guard: { pred: ok, negate: false },
-    });
-  }
-
-  storePair(addr: Reg, vs: Reg[], t: Dtype, ok: Reg): void {
-    const b = this.b;
-    if (t === "f16" || t === "bf16") {
+    if (vs.length === 2 && width === "b16") {
       const w = b.reg("b32");
       b.emit({ op: "pack", dst: w, lo: vs[0]!, hi: vs[1]! });
-      b.emit({
-        op: "stg",
-        width: "b32",
-        src: [w],
-        addr,
-        offset: 0,
-        guard: { pred: ok, negate: false },
-      });
-      return;
+      src = [w];
+      width = "b32";
     }
-    const width: MemWidth = t === "f64" ? "b64" : "b32";
-    b.emit({ op: "stg", width, src: vs, addr, offset: 0, guard: { pred: ok, negate: false } });
+    const guard = ok === null ? {} : { guard: { pred: ok, negate: false } };
+    b.emit({ op, width, src, addr, offset, ...guard });
   }
 
   /** Loads one epilogue tensor element (guarded; 0 where out of bounds). */

@@ -133,9 +133,10 @@ const COMBOS: readonly Combo[] = [
     ),
     check: (k) => {
       assert.equal(mmaRow(k), "m16n8k16.s8.s32");
-      // Saturated to [-128, 127], stored a byte at a time.
+      // Saturated to [-128, 127], staged a byte at a time, stored 4 bytes (align 4) at a time.
       has(k, /= max\.s32 %s\d+, -128\n.*= min\.s32 %s\d+, 127\n/);
-      has(k, /stg\.b8 /);
+      has(k, /sts\.b8 /);
+      has(k, /stg\.b32 /);
     },
   },
   {
@@ -220,7 +221,8 @@ const COMBOS: readonly Combo[] = [
     ),
     check: (k) => {
       has(k, /= max\.s32 %s\d+, 0\n.*= min\.s32 %s\d+, 255\n/);
-      has(k, /stg\.b8 /);
+      has(k, /sts\.b8 /);
+      has(k, /stg\.b32 /);
     },
   },
   {
