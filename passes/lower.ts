@@ -96,21 +96,25 @@ function smemExcess(addrs: readonly number[], bytes: number): number {
   const per = bytes >= 16 ? 8 : bytes === 8 ? 16 : 32;
   let excess = 0;
   for (let p = 0; p < addrs.length; p += per) {
-    const words = new Map<number, Set<number>>();
-    let distinct = 0;
-    for (const a of addrs.slice(p, p + per)) {
+    // The distinct words of this phase, then the most that share a bank.
+    let n = 0;
+    for (let l = p; l < Math.min(addrs.length, p + per); l++) {
+      const a = addrs[l]!;
       for (let w = a >> 2; w <= (a + bytes - 1) >> 2; w++) {
-        const set = words.get(w & 31) ?? new Set<number>();
-        if (!set.has(w)) distinct++;
-        set.add(w);
-        words.set(w & 31, set);
+        let seen = false;
+        for (let i = 0; i < n && !seen; i++) seen = PHASE_WORDS[i] === w;
+        if (!seen) PHASE_WORDS[n++] = w;
       }
     }
-    const worst = Math.max(0, ...[...words.values()].map((x) => x.size));
-    excess += worst - Math.ceil(distinct / 32);
+    BANK_COUNT.fill(0);
+    let worst = 0;
+    for (let i = 0; i < n; i++) worst = Math.max(worst, ++BANK_COUNT[PHASE_WORDS[i]! & 31]!);
+    excess += worst - Math.ceil(n / 32);
   }
   return excess;
 }
+const PHASE_WORDS = new Int32Array(32 * 4);
+const BANK_COUNT = new Int32Array(32);
 
 /** A shared-memory location recipe: (row, byte in row) of an operand tile. */
 interface SmemRecipe {
@@ -1758,29 +1762,29 @@ class Lowering {
     const warps = this.threads / 32;
     const avail = k.plan.pipeline!.smemBytes;
     const nTiles = wp.warp.n / s.n;
-    // Lane l's fragment position (affine in g = l / 4, tig = l % 4).
-    const at = (a: Affine, l: number) =>
-      a.c + termOf(a, "g") * (l >> 2) + termOf(a, "tig") * (l & 3);
-    const excess = (stride: number, tiles: number): number => {
-      // tiles: accumulator-tile rows of reads counted.
+    // Lane l's fragment position relative to lane 0's (affine in g = l / 4, tig = l % 4).
+    const lanes = (a: Affine) =>
+      Array.from({ length: 32 }, (_, l) => termOf(a, "g") * (l >> 2) + termOf(a, "tig") * (l & 3));
+    const laneRow = lanes(rowAff);
+    const laneCol = lanes(colAff);
+    const addrs = new Array<number>(32);
+    /** Excess wavefronts of one tile row's writes and reads, or more than `limit`. */
+    const excess = (stride: number, limit: number): number => {
       let n = 0;
-      for (let j = 0; j < nTiles; j++) {
+      for (let j = 0; j < nTiles && n <= limit; j++) {
         for (const grp of groups) {
           const e0 = grp[0]!;
-          const addrs = Array.from(
-            { length: 32 },
-            (_, l) =>
-              (at(rowAff, l) - rowAff.c + e0.dr) * stride +
-              (at(colAff, l) - colAff.c + j * s.n + e0.dc) * dBytes,
-          );
+          for (let l = 0; l < 32; l++) {
+            addrs[l] = (laneRow[l]! + e0.dr) * stride + (laneCol[l]! + j * s.n + e0.dc) * dBytes;
+          }
           n += smemExcess(addrs, grp.length * dBytes);
         }
       }
-      for (let q = 0; q < (tiles * s.m * perRow) / 32; q++) {
-        const addrs = Array.from({ length: 32 }, (_, l) => {
+      for (let q = 0; q < (s.m * perRow) / 32; q++) {
+        for (let l = 0; l < 32; l++) {
           const v = q * 32 + l;
-          return Math.floor(v / perRow) * stride + (v % perRow) * vecBytes;
-        });
+          addrs[l] = Math.floor(v / perRow) * stride + (v % perRow) * vecBytes;
+        }
         n += smemExcess(addrs, vecBytes);
       }
       return n;
@@ -1792,7 +1796,7 @@ class Lowering {
     for (let pad = 0; pad <= 128; pad += 16) {
       const stride = rowBytes + pad;
       if (warps * s.m * stride > avail) break;
-      const cost = excess(stride, 1);
+      const cost = excess(stride, best?.cost ?? Infinity);
       if (best === null || cost < best.cost) best = { stride, cost };
       if (cost === 0) break;
     }
