@@ -1636,6 +1636,45 @@ class Lowering {
     const vecWidth: MemWidth = stage.vecBytes === 2 ? "b16" : "b32";
     const vecRegs = Math.max(1, stage.vecBytes / 4);
     const mTiles = acc.length;
+    // The epilogue's loads here are of vectors (a bias per row or column; a
+    // matrix keeps the epilogue direct): each row's or column's element is
+    // loaded once, under that row's or column's own bounds predicate, and
+    // reused by every element that reads it. Otherwise ptxas hoists one load
+    // per element above the shared stores and spills.
+    const lineCache = new Map<string, { at: Reg; ok: Reg }>();
+    const line = (rows: boolean, off: number) => {
+      const key = `${rows ? "r" : "c"}${off}`;
+      let l = lineCache.get(key);
+      if (l === undefined) {
+        const at = this.bin("add", "u32", rows ? laneRow : laneCol, imm(off));
+        l = { at, ok: this.setp("lt", "u32", at, rows ? M : N) };
+        lineCache.set(key, l);
+      }
+      return l;
+    };
+    const loaded = new Map<string, Reg>();
+    const vectorLoad = (
+      e: Extract<EpilogueExpr, { op: "load" }>,
+      rowOff: number,
+      colOff: number,
+    ) => {
+      const key = `${e.tensor}:${e.rows ? `r${rowOff}` : e.cols ? `c${colOff}` : "0"}`;
+      let v = loaded.get(key);
+      if (v === undefined) {
+        const at = e.rows ? line(true, rowOff) : e.cols ? line(false, colOff) : null;
+        // An index-0 load needs no guard: element 0 of the tensor exists.
+        v = this.loadElem(
+          e,
+          loads.get(e.tensor)!,
+          at?.at ?? laneRow,
+          at?.at ?? laneCol,
+          at?.ok ?? null,
+          cType,
+        );
+        loaded.set(key, v);
+      }
+      return v;
+    };
     // Every warp is past the main loop's last shared-memory read (and, with
     // split-K, past reading the broadcast flag) before any warp writes.
     b.emit({ op: "bar" });
@@ -1650,19 +1689,14 @@ class Lowering {
             const e0 = grp[0]!;
             const outs = grp.map((e, q) => {
               const accV = this.accValue(regs[e.reg]!, e.elem, cType);
-              let pos = null;
-              if (loads.size > 0) {
-                const row = this.bin("add", "u32", laneRow, imm(i * s.m + e.dr));
-                const col = this.bin("add", "u32", laneCol, imm(j * s.n + e0.dc + q));
-                const ok = this.bin(
-                  "and",
-                  "pred",
-                  this.setp("lt", "u32", row, M),
-                  this.setp("lt", "u32", col, N),
-                );
-                pos = { row, col, ok };
-              }
-              const v = this.evalEpilogue(k.epilogue.expr, accV, pos, loads, cType);
+              const v = this.evalEpilogue(
+                k.epilogue.expr,
+                accV,
+                null,
+                loads,
+                cType,
+                (e) => vectorLoad(e, i * s.m + e0.dr, j * s.n + e0.dc + q),
+              );
               return this.convertOut(v, cType, d.dtype);
             });
             const off = ((i - i0) * s.m + e0.dr) * stage.stride + (j * s.n + e0.dc) * dBytes;
@@ -1890,8 +1924,9 @@ class Lowering {
     pos: { readonly row: Reg; readonly col: Reg; readonly ok: Reg } | null,
     loads: Map<string, { base: Reg; t: TensorParam; view: MatrixView | null }>,
     c: "f32" | "f64" | "s32",
+    load?: (e: Extract<EpilogueExpr, { op: "load" }>) => Reg,
   ): Reg {
-    const ev = (x: EpilogueExpr) => this.evalEpilogue(x, accV, pos, loads, c);
+    const ev = (x: EpilogueExpr) => this.evalEpilogue(x, accV, pos, loads, c, load);
     const constant = (v: number): Reg => this.mov(c, imm(v));
     switch (e.op) {
       case "acc":
@@ -1903,6 +1938,7 @@ class Lowering {
         return this.toCompute(r, r.type, c);
       }
       case "load":
+        if (load !== undefined) return load(e);
         if (pos === null) throw new Error("lower-kernel: an epilogue load without its position");
         return this.loadElem(e, loads.get(e.tensor)!, pos.row, pos.col, pos.ok, c);
       case "unary":
@@ -2072,13 +2108,13 @@ class Lowering {
     b.emit({ op, width, src, addr, offset, ...guard });
   }
 
-  /** Loads one epilogue tensor element (guarded; 0 where out of bounds). */
+  /** Loads one epilogue tensor element (guarded by `ok`, 0 where it is false; unguarded for null). */
   loadElem(
     e: Extract<EpilogueExpr, { op: "load" }>,
     info: { base: Reg; t: TensorParam; view: MatrixView | null },
     row: Reg,
     col: Reg,
-    ok: Reg,
+    ok: Reg | null,
     c: "f32" | "f64" | "s32",
   ): Reg {
     const b = this.b;
@@ -2110,7 +2146,8 @@ class Lowering {
       ? "f32"
       : "s32";
     const v = this.mov(rt, imm(0));
-    b.emit({ op: "ldg", width, dst: [v], addr, offset: 0, guard: { pred: ok, negate: false } });
+    const guard = ok === null ? {} : { guard: { pred: ok, negate: false } };
+    b.emit({ op: "ldg", width, dst: [v], addr, offset: 0, ...guard });
     switch (t.dtype) {
       case "f16":
       case "bf16": {

@@ -11,7 +11,8 @@
 
 import assert from "node:assert/strict";
 import { simulate } from "../backends/sim/mod.ts";
-import { findPtxas, runPtxas } from "../backends/ptx/ptxas.ts";
+import { runPtxas } from "../backends/ptx/ptxas.ts";
+import { ptxasTest } from "./_ptxas.ts";
 import { printPtx } from "../backends/ptx/print.ts";
 import { compile } from "../compiler.ts";
 import { type Op, walkOps } from "../ir/kernel.ts";
@@ -20,18 +21,6 @@ import { verifyKernel } from "../ir/verify_kernel.ts";
 import { OPERAND_SETS, PEAK_SHAPES, PEAK_THREADS, peakKernel } from "../bench/mma_peak.ts";
 import { CLOCK_PROBE_PTX } from "../bench/clock_probe.ts";
 import { ablate } from "../bench/ablate.ts";
-
-const PTXAS = findPtxas();
-const CI = Deno.env.get("CI") === "true";
-
-function ptxasTest(name: string, fn: (ptxas: string) => Promise<void>): void {
-  if (PTXAS !== null) Deno.test(name, () => fn(PTXAS));
-  else if (CI) {
-    Deno.test(name, () => {
-      throw new Error("ptxas not found and CI=true");
-    });
-  } else Deno.test({ name: `${name} (skipped: no ptxas)`, ignore: true, fn: () => {} });
-}
 
 function ops(body: readonly Op[], kind: Op["op"]): Op[] {
   const out: Op[] = [];

@@ -18,29 +18,15 @@
 
 import assert from "node:assert/strict";
 import { compile, type CompiledKernel, formatDiagnostics, ptxModule } from "../compiler.ts";
-import { findPtxas, type PtxasResult, runPtxas } from "../backends/ptx/ptxas.ts";
+import { type PtxasResult, runPtxas } from "../backends/ptx/ptxas.ts";
+import { ptxasTest } from "./_ptxas.ts";
 import { ptxTarget } from "../backends/ptx/print.ts";
 import type { Target } from "../ir/gemm.ts";
 import { gemm } from "./_cli.ts";
 import { examples, ROOT } from "./_examples.ts";
 
 const UPDATE = Deno.env.get("UPDATE_GOLDEN") === "1";
-const PTXAS = findPtxas();
-const CI = Deno.env.get("CI") === "true";
 const TARGETS: readonly Target[] = ["sm80", "sm86"];
-
-/** A test that needs ptxas: skipped visibly without it, failed without it in CI. */
-function ptxasTest(name: string, fn: (ptxas: string) => Promise<void>): void {
-  if (PTXAS !== null) {
-    Deno.test({ name, sanitizeOps: false, sanitizeResources: false, fn: () => fn(PTXAS) });
-  } else if (CI) {
-    Deno.test(name, () => {
-      throw new Error("ptxas not found (PATH, /usr/local/bin, /usr/local/cuda/bin) and CI=true");
-    });
-  } else {
-    Deno.test({ name: `${name} (skipped: no ptxas)`, ignore: true, fn: () => {} });
-  }
-}
 
 // ---- what to assemble ------------------------------------------------------------------------
 

@@ -18,22 +18,7 @@ import {
   runPtxas,
 } from "../backends/ptx/ptxas.ts";
 import { allTestKernels } from "../backends/ptx/testdata/kernels.ts";
-
-const PTXAS = findPtxas();
-const CI = Deno.env.get("CI") === "true";
-
-/** A test that needs ptxas: skipped visibly without it, failed without it in CI. */
-function ptxasTest(name: string, fn: (ptxas: string) => Promise<void>): void {
-  if (PTXAS !== null) {
-    Deno.test(name, () => fn(PTXAS));
-  } else if (CI) {
-    Deno.test(name, () => {
-      throw new Error("ptxas not found (PATH, /usr/local/bin, /usr/local/cuda/bin) and CI=true");
-    });
-  } else {
-    Deno.test({ name: `${name} (skipped: no ptxas)`, ignore: true, fn: () => {} });
-  }
-}
+import { ptxasTest } from "./_ptxas.ts";
 
 function assertClean(r: PtxasResult, names: readonly string[]): void {
   assert.ok(r.ok, r.log);
@@ -95,7 +80,7 @@ Deno.test("findPtxas: an explicit file first, null for nothing", () => {
   } finally {
     Deno.removeSync(tmp);
   }
-  assert.equal(findPtxas("/nonexistent/ptxas"), PTXAS);
+  assert.equal(findPtxas("/nonexistent/ptxas"), findPtxas());
 });
 
 Deno.test("formatPtxasReport: a line per kernel", () => {
