@@ -1596,8 +1596,6 @@ class Lowering {
     // accumulator tiles in their fragment layout into its own padded region,
     // then reads them back row by row in `stage.vecBytes` vectors, so that
     // lanes next to each other store consecutive bytes of a row of D.
-    // Shortcut (named): the epilogue's own loads (C, bias) still read in the
-    // fragment layout, element by element, as in the direct path.
     const tid = this.features.get("tid")!;
     const warpId = this.bin("shr", "u32", tid, imm(5));
     const lane = this.bin("and", "u32", tid, imm(31));
@@ -1615,13 +1613,14 @@ class Lowering {
       ]),
     });
     const writeBase = this.bin("add", "u32", region, writeOff);
-    // Lane l reads vector q * 32 + l of the chunk: row `v / perRow`, byte `(v % perRow) * vecBytes`.
-    const readRow = stage.perRow <= 32 ? this.divRem("div", lane, stage.perRow) : null;
-    const readVec = stage.perRow <= 32 ? this.divRem("rem", lane, stage.perRow) : lane;
+    // Lane l reads vector q * 32 + l of the chunk: row `q * 32 / perRow + l / perRow`,
+    // byte `(l % perRow) * vecBytes` (perRow divides 32).
+    const readRow = this.divRem("div", lane, stage.perRow);
+    const readVec = this.divRem("rem", lane, stage.perRow);
     const readOff = this.bin(
       "add",
       "u32",
-      readRow === null ? imm(0) : this.mulImm(readRow, stage.stride),
+      this.mulImm(readRow, stage.stride),
       this.mulImm(readVec, stage.vecBytes),
     );
     const readBase = this.bin("add", "u32", region, readOff);
@@ -1631,7 +1630,7 @@ class Lowering {
       wCol,
       this.mulImm(readVec, stage.vecBytes / dBytes),
     );
-    const readRow0 = readRow === null ? wRow : this.bin("add", "u32", wRow, readRow);
+    const readRow0 = this.bin("add", "u32", wRow, readRow);
     const readColOk = this.setp("lt", "u32", readCol, N);
     const vecWidth: MemWidth = stage.vecBytes === 2 ? "b16" : "b32";
     const vecRegs = Math.max(1, stage.vecBytes / 4);
@@ -1706,23 +1705,19 @@ class Lowering {
       }
       b.emit({ op: "bar" });
       for (let q = 0; q < perChunk; q++) {
-        const v0 = q * 32;
-        const dRow = i0 * s.m +
-          (stage.perRow <= 32 ? v0 / stage.perRow : Math.floor(v0 / stage.perRow));
-        const dByte = stage.perRow <= 32 ? 0 : (v0 % stage.perRow) * stage.vecBytes;
+        const dRow = (q * 32) / stage.perRow; // within the chunk
         const regsQ = Array.from({ length: vecRegs }, () => b.reg(vecWidth));
         b.emit({
           op: "lds",
           width: vecWidth,
           dst: regsQ,
           addr: readBase,
-          offset: (dRow - i0 * s.m) * stage.stride + dByte,
+          offset: dRow * stage.stride,
         });
-        const row = dRow === 0 ? readRow0 : this.bin("add", "u32", readRow0, imm(dRow));
-        const col = dByte === 0 ? readCol : this.bin("add", "u32", readCol, imm(dByte / dBytes));
-        const colOk = dByte === 0 ? readColOk : this.setp("lt", "u32", col, N);
-        const ok = this.bin("and", "pred", this.setp("lt", "u32", row, M), colOk);
-        const addr = this.globalAddr(dBase, row, col, ldD, true, dBytes);
+        const gRow = i0 * s.m + dRow;
+        const row = gRow === 0 ? readRow0 : this.bin("add", "u32", readRow0, imm(gRow));
+        const ok = this.bin("and", "pred", this.setp("lt", "u32", row, M), readColOk);
+        const addr = this.globalAddr(dBase, row, readCol, ldD, true, dBytes);
         b.emit({
           op: "stg",
           width: vecWidth,
@@ -1756,7 +1751,8 @@ class Lowering {
    * A chunk is as many accumulator-tile rows (at most `maxTiles`) as the
    * regions (one a warp) fit in the pipeline's shared memory, balanced over
    * the chunks: the epilogue never asks for more shared memory than the main
-   * loop (shortcut: where one row does not fit, it stays direct). The padding of a region's rows is the smallest multiple of
+   * loop (shortcut: where one row does not fit, it stays direct). The
+   * padding of a region's rows is the smallest multiple of
    * 16 bytes for which the fragment writes and the vector reads need the
    * fewest shared-memory wavefronts: conflict-free for warp-tile rows of 128
    * bytes or more (every default tile); narrower rows have no padding that
@@ -1776,22 +1772,22 @@ class Lowering {
   ): StagePlan | null {
     const k = this.k;
     if (k.plan.mma!.shape.startsWith(SIMT_PREFIX) || k.problem.d.layout !== "row") return null;
-    if (![1, 2, 4, 8].includes(dBytes)) return null;
+    // Only where the direct path's stores leave 32-byte sectors part-filled:
+    // 4 lanes write a row's 8 columns, so 8- and 16-bit outputs (4 or 2
+    // bytes a lane). f32/s32 pairs (8 bytes a lane) already fill sectors;
+    // staging them measured -1% at tf32 8192³ and +2% at 4096³ (bench/NOTES.md 31).
+    if (dBytes !== 1 && dBytes !== 2) return null;
     const wp = k.plan.warp!;
     const rowBytes = wp.warp.n * dBytes;
     let vecBytes = 16;
     while (vecBytes > 1 && (vecBytes > d.align * dBytes || rowBytes % vecBytes !== 0)) {
       vecBytes /= 2;
     }
-    // Only where the direct path's stores leave 32-byte sectors part-filled:
-    // 4 lanes write a row's 8 columns, so 8- and 16-bit outputs (4 or 2
-    // bytes a lane). f32/s32 pairs (8 bytes a lane) already fill sectors;
-    // staging them measured -1% at tf32 8192³ and +2% at 4096³ (bench/NOTES.md 31).
-    const direct = (pairOk ? 2 : 1) * dBytes;
-    if (direct >= 8 || vecBytes <= direct || vecBytes < 2) return null;
+    if (vecBytes <= (pairOk ? 2 : 1) * dBytes) return null;
     const perRow = rowBytes / vecBytes;
-    // Every lane reads the same number of vectors from each accumulator-tile row.
-    if ((32 % perRow !== 0 && perRow % 32 !== 0) || (s.m * perRow) % 32 !== 0) return null;
+    // Every lane reads the same number of vectors from each accumulator-tile
+    // row, the same column of each (rows of at most 32 vectors: 512 bytes).
+    if (32 % perRow !== 0 || (s.m * perRow) % 32 !== 0) return null;
     const mTiles = wp.warp.m / s.m;
     const warps = this.threads / 32;
     const avail = k.plan.pipeline!.smemBytes;
