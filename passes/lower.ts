@@ -79,10 +79,15 @@ interface StagePlan {
   readonly stride: number;
   /** Bytes of one warp's region. */
   readonly regionBytes: number;
-  /** Bytes a lane reads back and stores to D at once. */
+  /** Bytes a lane reads back at once (and, staging outputs, stores to D). */
   readonly vecBytes: number;
   /** Vectors in one staged row. */
   readonly perRow: number;
+  /** Staged: D's elements ("out"), or the accumulators in the compute type ("raw"),
+   * the epilogue then evaluated along D's rows (epilogues that read a matrix). */
+  readonly mode: "out" | "raw";
+  /** Bytes of one staged element. */
+  readonly elemBytes: number;
 }
 
 /**
@@ -1492,17 +1497,21 @@ class Lowering {
     const dRowMajor = k.problem.d.layout === "row";
     const dBytes = DTYPE_INFO[d.dtype].bits / 8;
     const pairOk = dRowMajor && d.align >= 2 && dBytes >= 2;
-    const groups: (typeof elems)[] = [];
-    const used = new Set<number>();
-    elems.forEach((e, i) => {
-      if (used.has(i)) return;
-      used.add(i);
-      const j = elems.findIndex((f, jj) => !used.has(jj) && f.dr === e.dr && f.dc === e.dc + 1);
-      if (pairOk && j >= 0 && e.dc % 2 === 0) {
-        used.add(j);
-        groups.push([e, elems[j]!]);
-      } else groups.push([e]);
-    });
+    const grouped = (pairs: boolean) => {
+      const groups: (typeof elems)[] = [];
+      const used = new Set<number>();
+      elems.forEach((e, i) => {
+        if (used.has(i)) return;
+        used.add(i);
+        const j = elems.findIndex((f, jj) => !used.has(jj) && f.dr === e.dr && f.dc === e.dc + 1);
+        if (pairs && j >= 0 && e.dc % 2 === 0) {
+          used.add(j);
+          groups.push([e, elems[j]!]);
+        } else groups.push([e]);
+      });
+      return groups;
+    };
+    const groups = grouped(pairOk);
     // D's base and leading dimension.
     const dBase = this.tensorBase(k.problem.d, d, bz);
     const ldD = dRowMajor ? N : M;
@@ -1547,14 +1556,25 @@ class Lowering {
     // Epilogue loads (C, a bias, split-K's partial sums) cannot alias the
     // shared-memory stores, so ptxas would hoist every load of a chunk above
     // them: one accumulator-tile row a chunk bounds the registers they hold.
-    // Shortcut (named): an epilogue that reads a matrix (C) stays direct. Its
-    // per-element loads in the fragment layout, hoisted above the chunk's
-    // shared stores, would spill; staging the raw accumulators and reading C
-    // in the row layout, as CUTLASS does, is the fix.
+    // An epilogue that reads a matrix (C) stages the raw accumulators and
+    // evaluates along D's rows, where C's loads are coalesced too: per element
+    // in the fragment layout its loads, hoisted above a chunk's shared stores,
+    // would spill.
     const maxTiles = loads.size > 0 || before !== undefined ? 1 : acc.length;
-    const stage = readsMatrix
-      ? null
-      : this.stagePlan(s, base0R, base0C, groups, d, dBytes, pairOk, maxTiles);
+    // Raw accumulators are staged in pairs whatever D's alignment.
+    const stageGroups = readsMatrix ? grouped(true) : groups;
+    const stage = this.stagePlan(
+      s,
+      base0R,
+      base0C,
+      stageGroups,
+      d,
+      dBytes,
+      pairOk,
+      maxTiles,
+      readsMatrix ? "raw" : "out",
+      cType,
+    );
     if (stage === null) {
       for (let i = 0; i < acc.length; i++) {
         for (let j = 0; j < acc[i]!.length; j++) {
@@ -1609,7 +1629,7 @@ class Lowering {
       c: 0,
       terms: (["g", "tig"] as const).map((f) => [
         f,
-        termOf(base0R, f) * stage.stride + termOf(base0C, f) * dBytes,
+        termOf(base0R, f) * stage.stride + termOf(base0C, f) * stage.elemBytes,
       ]),
     });
     const writeBase = this.bin("add", "u32", region, writeOff);
@@ -1628,29 +1648,36 @@ class Lowering {
       "add",
       "u32",
       wCol,
-      this.mulImm(readVec, stage.vecBytes / dBytes),
+      this.mulImm(readVec, stage.vecBytes / stage.elemBytes),
     );
     const readRow0 = this.bin("add", "u32", wRow, readRow);
     const readColOk = this.setp("lt", "u32", readCol, N);
+    const raw = stage.mode === "raw";
     const vecWidth: MemWidth = stage.vecBytes === 2 ? "b16" : "b32";
     const vecRegs = Math.max(1, stage.vecBytes / 4);
+    const vecType: RegType = raw ? cType : vecWidth;
     const mTiles = acc.length;
     // The epilogue's loads here are of vectors (a bias per row or column; a
     // matrix keeps the epilogue direct): each row's or column's element is
     // loaded once, under that row's or column's own bounds predicate, and
     // reused by every element that reads it. Otherwise ptxas hoists one load
     // per element above the shared stores and spills.
+    // A row or column of D (and whether it is inside D) at an offset from
+    // the lane's first element of an accumulator tile in the fragment layout
+    // ("frag"), or from its first read-back vector along D's rows ("rows").
     const lineCache = new Map<string, { at: Reg; ok: Reg }>();
-    const line = (rows: boolean, off: number) => {
-      const key = `${rows ? "r" : "c"}${off}`;
+    const line = (from: "frag" | "rows", rows: boolean, off: number) => {
+      const key = `${from}${rows ? "r" : "c"}${off}`;
       let l = lineCache.get(key);
       if (l === undefined) {
-        const at = this.bin("add", "u32", rows ? laneRow : laneCol, imm(off));
+        const base = from === "frag" ? (rows ? laneRow : laneCol) : (rows ? readRow0 : readCol);
+        const at = off === 0 ? base : this.bin("add", "u32", base, imm(off));
         l = { at, ok: this.setp("lt", "u32", at, rows ? M : N) };
         lineCache.set(key, l);
       }
       return l;
     };
+    const from = raw ? "rows" : "frag";
     const loaded = new Map<string, Reg>();
     const vectorLoad = (
       e: Extract<EpilogueExpr, { op: "load" }>,
@@ -1660,13 +1687,13 @@ class Lowering {
       const key = `${e.tensor}:${e.rows ? `r${rowOff}` : e.cols ? `c${colOff}` : "0"}`;
       let v = loaded.get(key);
       if (v === undefined) {
-        const at = e.rows ? line(true, rowOff) : e.cols ? line(false, colOff) : null;
+        const at = e.rows ? line(from, true, rowOff) : e.cols ? line(from, false, colOff) : null;
         // An index-0 load needs no guard: element 0 of the tensor exists.
         v = this.loadElem(
           e,
           loads.get(e.tensor)!,
-          at?.at ?? laneRow,
-          at?.at ?? laneCol,
+          at?.at ?? tid,
+          at?.at ?? tid,
           at?.ok ?? null,
           cType,
         );
@@ -1684,10 +1711,11 @@ class Lowering {
         for (let j = 0; j < acc[i]!.length; j++) {
           const regs = acc[i]![j]!;
           before?.(i, j);
-          for (const grp of groups) {
+          for (const grp of stageGroups) {
             const e0 = grp[0]!;
             const outs = grp.map((e, q) => {
               const accV = this.accValue(regs[e.reg]!, e.elem, cType);
+              if (raw) return accV;
               const v = this.evalEpilogue(
                 k.epilogue.expr,
                 accV,
@@ -1698,15 +1726,16 @@ class Lowering {
               );
               return this.convertOut(v, cType, d.dtype);
             });
-            const off = ((i - i0) * s.m + e0.dr) * stage.stride + (j * s.n + e0.dc) * dBytes;
-            this.store("sts", writeBase, off, outs, d.dtype, null);
+            const off = ((i - i0) * s.m + e0.dr) * stage.stride +
+              (j * s.n + e0.dc) * stage.elemBytes;
+            this.store("sts", writeBase, off, outs, raw ? cType : d.dtype, null);
           }
         }
       }
       b.emit({ op: "bar" });
       for (let q = 0; q < perChunk; q++) {
         const dRow = (q * 32) / stage.perRow; // within the chunk
-        const regsQ = Array.from({ length: vecRegs }, () => b.reg(vecWidth));
+        const regsQ = Array.from({ length: vecRegs }, () => b.reg(vecType));
         b.emit({
           op: "lds",
           width: vecWidth,
@@ -1715,13 +1744,34 @@ class Lowering {
           offset: dRow * stage.stride,
         });
         const gRow = i0 * s.m + dRow;
-        const row = gRow === 0 ? readRow0 : this.bin("add", "u32", readRow0, imm(gRow));
-        const ok = this.bin("and", "pred", this.setp("lt", "u32", row, M), readColOk);
+        const { at: row, ok: rowOk } = line("rows", true, gRow);
+        const ok = this.bin("and", "pred", rowOk, readColOk);
         const addr = this.globalAddr(dBase, row, readCol, ldD, true, dBytes);
+        // Raw: the epilogue of the 4 elements along the row (D's N is a
+        // multiple of 4, so one predicate guards them all), packed into one
+        // store of 8 (16-bit D) or 4 bytes (8-bit D).
+        const src = !raw ? regsQ : this.packOut(
+          regsQ.map((accV, e) => {
+            const col = line("rows", false, e).at;
+            const v = this.evalEpilogue(
+              k.epilogue.expr,
+              accV,
+              null,
+              loads,
+              cType,
+              (x) =>
+                x.rows && x.cols
+                  ? this.loadElem(x, loads.get(x.tensor)!, row, col, ok, cType)
+                  : vectorLoad(x, gRow, e),
+            );
+            return this.convertOut(v, cType, d.dtype);
+          }),
+          d.dtype,
+        );
         b.emit({
           op: "stg",
-          width: vecWidth,
-          src: regsQ,
+          width: raw ? "b32" : vecWidth,
+          src,
           addr,
           offset: 0,
           guard: { pred: ok, negate: false },
@@ -1729,6 +1779,26 @@ class Lowering {
       }
       if (iEnd < mTiles) b.emit({ op: "bar" });
     }
+  }
+
+  /** Packs 4 consecutive elements of an 8- or 16-bit D type into 32-bit words, element 0 lowest. */
+  packOut(vs: Reg[], t: Dtype): Reg[] {
+    const b = this.b;
+    if (t === "f16" || t === "bf16") {
+      return [0, 2].map((i) => {
+        const w = b.reg("b32");
+        b.emit({ op: "pack", dst: w, lo: vs[i]!, hi: vs[i + 1]! });
+        return w;
+      });
+    }
+    // s8/u8: clamped s32 values; their low bytes, shifted into place.
+    let w: Reg | null = null;
+    vs.forEach((v, i) => {
+      const byte = this.bin("and", "s32", v, imm(255));
+      const at = i === 0 ? byte : this.bin("shl", "s32", byte, imm(8 * i));
+      w = w === null ? at : this.bin("or", "s32", w, at);
+    });
+    return [w!];
   }
 
   /** D's element (row, col) as a global address. */
@@ -1769,6 +1839,8 @@ class Lowering {
     dBytes: number,
     pairOk: boolean,
     maxTiles: number,
+    mode: "out" | "raw",
+    cType: "f32" | "f64" | "s32",
   ): StagePlan | null {
     const k = this.k;
     if (k.plan.mma!.shape.startsWith(SIMT_PREFIX) || k.problem.d.layout !== "row") return null;
@@ -1778,12 +1850,19 @@ class Lowering {
     // staging them measured -1% at tf32 8192³ and +2% at 4096³ (bench/NOTES.md 31).
     if (dBytes !== 1 && dBytes !== 2) return null;
     const wp = k.plan.warp!;
-    const rowBytes = wp.warp.n * dBytes;
+    // Raw: 4 accumulators of 4 bytes a lane, stored as 4 elements of D (D's
+    // alignment at least 4).
+    if (mode === "raw" && (cType === "f64" || d.align < 4)) return null;
+    const elemBytes = mode === "raw" ? 4 : dBytes;
+    const rowBytes = wp.warp.n * elemBytes;
     let vecBytes = 16;
-    while (vecBytes > 1 && (vecBytes > d.align * dBytes || rowBytes % vecBytes !== 0)) {
+    while (
+      vecBytes > 1 &&
+      (mode === "out" && vecBytes > d.align * dBytes || rowBytes % vecBytes !== 0)
+    ) {
       vecBytes /= 2;
     }
-    if (vecBytes <= (pairOk ? 2 : 1) * dBytes) return null;
+    if (mode === "raw" ? vecBytes !== 16 : vecBytes <= (pairOk ? 2 : 1) * dBytes) return null;
     const perRow = rowBytes / vecBytes;
     // Every lane reads the same number of vectors from each accumulator-tile
     // row, the same column of each (rows of at most 32 vectors: 512 bytes).
@@ -1805,9 +1884,10 @@ class Lowering {
         for (const grp of groups) {
           const e0 = grp[0]!;
           for (let l = 0; l < 32; l++) {
-            addrs[l] = (laneRow[l]! + e0.dr) * stride + (laneCol[l]! + j * s.n + e0.dc) * dBytes;
+            addrs[l] = (laneRow[l]! + e0.dr) * stride +
+              (laneCol[l]! + j * s.n + e0.dc) * elemBytes;
           }
-          n += smemExcess(addrs, grp.length * dBytes);
+          n += smemExcess(addrs, grp.length * elemBytes);
         }
       }
       for (let q = 0; q < (s.m * perRow) / 32; q++) {
@@ -1839,6 +1919,8 @@ class Lowering {
       regionBytes: tiles * s.m * best.stride,
       vecBytes,
       perRow,
+      mode,
+      elemBytes,
     };
   }
 

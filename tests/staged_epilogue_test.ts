@@ -119,6 +119,57 @@ const CASES: Case[] = [
     store: /stg\.b32 \[[^\]]+\], \{[^,}]+, [^,}]+, [^,}]+, [^,}]+\}/,
   },
   {
+    name: "f16 -> f16 reading C (f16) with alpha and beta: raw accumulators staged",
+    ck: () =>
+      kernel(
+        [
+          "A: f16[M, K] row",
+          "B: f16[K, N] col",
+          "C: f16[M, N] row",
+          "D: f16[M, N] row",
+          "alpha: f32 = 1.5",
+          "beta: f32 = -0.5",
+        ],
+        "D[m, n] = f16(alpha * A[m, k] * B[k, n] + beta * C[m, n])",
+      ),
+    sizes: { M: 136, N: 264, K: 96 },
+    store: /stg\.b32 \[[^\]]+\], \{[^,}]+, [^,}]+\}/,
+  },
+  {
+    name: "bf16 -> bf16 reading a column-major C (f32) and a per-row bias, small tile",
+    ck: () =>
+      kernel(
+        [
+          "A: bf16[M, K] row",
+          "B: bf16[K, N] col",
+          "C: f32[M, N] col",
+          "bias: f32[M]",
+          "D: bf16[M, N] row",
+        ],
+        "D[m, n] = bf16(relu(A[m, k] * B[k, n] + C[m, n] + bias[m]))",
+        SMALL,
+      ),
+    sizes: { M: 76, N: 72, K: 64 },
+    store: /stg\.b32 \[[^\]]+\], \{[^,}]+, [^,}]+\}/,
+  },
+  {
+    name: "s8 -> s8 reading C (s32) and a per-column bias: raw s32 staged, bytes packed",
+    ck: () =>
+      kernel(
+        [
+          "A: s8[M, K] row",
+          "B: s8[K, N] col",
+          "C: s32[M, N] row",
+          "bias: s32[N]",
+          "D: s8[M, N] row align 4",
+        ],
+        "D[m, n] = s8(A[m, k] * B[k, n] + C[m, n] + bias[n])",
+        ["threadblock 64x64x64", "warp 32x32x64", "stages 3"],
+      ),
+    sizes: { M: 70, N: 76, K: 128 },
+    store: /stg\.b32 \[[^\]]+\], \{[^,}]+\}/,
+  },
+  {
     name: "batched bf16 -> bf16 with split-K (the last split stages)",
     ck: () =>
       kernel(
@@ -165,11 +216,16 @@ for (const c of CASES) {
   });
 }
 
-Deno.test("staged epilogue: a C-reading epilogue, column-major D, align 1 and 32/64-bit D stay direct", () => {
+Deno.test("staged epilogue: column-major D, align 1, C with D aligned to 2, and 32/64-bit D stay direct", () => {
   const direct = [
     kernel(
       ["A: f16[M, K] row", "B: f16[K, N] col", "C: f32[M, N] row", "D: f32[M, N] row"],
       "D[m, n] = A[m, k] * B[k, n] + C[m, n]",
+    ),
+    // Raw staging stores 4 elements a lane: D aligned to 2 stays direct.
+    kernel(
+      ["A: f16[M, K] row", "B: f16[K, N] col", "C: f16[M, N] row", "D: f16[M, N] row align 2"],
+      "D[m, n] = f16(A[m, k] * B[k, n] + C[m, n])",
     ),
     kernel(
       ["A: f16[M, K] row", "B: f16[K, N] col", "D: f16[M, N] col"],
