@@ -1750,6 +1750,8 @@ class Lowering {
         // Raw: the epilogue of the 4 elements along the row (D's N is a
         // multiple of 4, so one predicate guards them all), packed into one
         // store of 8 (16-bit D) or 4 bytes (8-bit D).
+        // A row-major matrix the epilogue reads: its 4 elements in one load.
+        const rowLoads = new Map<string, Reg[]>();
         const src = !raw ? regsQ : this.packOut(
           regsQ.map((accV, e) => {
             const col = line("rows", false, e).at;
@@ -1759,10 +1761,17 @@ class Lowering {
               null,
               loads,
               cType,
-              (x) =>
-                x.rows && x.cols
-                  ? this.loadElem(x, loads.get(x.tensor)!, row, col, ok, cType)
-                  : vectorLoad(x, gRow, e),
+              (x) => {
+                if (!(x.rows && x.cols)) return vectorLoad(x, gRow, e);
+                const info = loads.get(x.tensor)!;
+                if (!this.rowLoadable(info)) return this.loadElem(x, info, row, col, ok, cType);
+                let four = rowLoads.get(x.tensor);
+                if (four === undefined) {
+                  four = this.loadRow4(x, info, row, readCol, ok, cType);
+                  rowLoads.set(x.tensor, four);
+                }
+                return four[e]!;
+              },
             );
             return this.convertOut(v, cType, d.dtype);
           }),
@@ -2198,21 +2207,7 @@ class Lowering {
     const b = this.b;
     const t = info.t;
     const bits = DTYPE_INFO[t.dtype].bits;
-    let idx: Operand;
-    if (e.rows && e.cols) {
-      const v = info.view!;
-      const M = this.dim(this.k.problem.m);
-      const N = this.dim(this.k.problem.n);
-      const line = v.layout === "row" ? row : col;
-      const inLine = v.layout === "row" ? col : row;
-      const ld = v.layout === "row" ? N : M;
-      const lo = this.mulU64(line, b64Op(this, ld));
-      idx = this.bin("add", "u64", lo, b64(this, inLine));
-    } else {
-      idx = b64(this, e.rows ? row : e.cols ? col : this.mov("u32", imm(0)));
-    }
-    const off = bytesOfElems(this, idx, bits);
-    const addr = this.bin("add", "u64", info.base, off);
+    const addr = this.elemAddr(e, info, row, col);
     const width: MemWidth = bits === 64 ? "b64" : bits === 16 ? "b16" : bits === 8 ? "b8" : "b32";
     const rt: RegType = bits === 64
       ? "f64"
@@ -2226,11 +2221,85 @@ class Lowering {
     const v = this.mov(rt, imm(0));
     const guard = ok === null ? {} : { guard: { pred: ok, negate: false } };
     b.emit({ op: "ldg", width, dst: [v], addr, offset: 0, ...guard });
-    switch (t.dtype) {
+    return this.loadedToCompute(v, t.dtype, c);
+  }
+
+  /**
+   * Loads 4 consecutive elements of a row of a row-major epilogue matrix
+   * aligned to 4 or more elements, 16- or 32-bit (one 8- or 16-byte load,
+   * guarded by `ok`, 0 where it is false), as compute values.
+   */
+  loadRow4(
+    e: Extract<EpilogueExpr, { op: "load" }>,
+    info: { base: Reg; t: TensorParam; view: MatrixView | null },
+    row: Reg,
+    col: Reg,
+    ok: Reg,
+    c: "f32" | "f64" | "s32",
+  ): Reg[] {
+    const b = this.b;
+    const t = info.t;
+    const half = DTYPE_INFO[t.dtype].bits === 16;
+    const ws = Array.from(
+      { length: half ? 2 : 4 },
+      () => this.mov(half ? "b32" : t.dtype === "f32" ? "f32" : "s32", imm(0)),
+    );
+    const addr = this.elemAddr(e, info, row, col);
+    b.emit({
+      op: "ldg",
+      width: "b32",
+      dst: ws,
+      addr,
+      offset: 0,
+      guard: { pred: ok, negate: false },
+    });
+    const vs = !half ? ws : ws.flatMap((w) => {
+      const lo = b.reg("b16");
+      const hi = b.reg("b16");
+      b.emit({ op: "unpack", lo, hi, src: w });
+      return [lo, hi];
+    });
+    return vs.map((v) => this.loadedToCompute(v, t.dtype, c));
+  }
+
+  /** Whether {@link loadRow4} can load this epilogue tensor. */
+  rowLoadable(info: { t: TensorParam; view: MatrixView | null }): boolean {
+    const bits = DTYPE_INFO[info.t.dtype].bits;
+    return info.view?.layout === "row" && info.t.align >= 4 && (bits === 16 || bits === 32);
+  }
+
+  /** The global address of an epilogue tensor's element at (row, col). */
+  elemAddr(
+    e: Extract<EpilogueExpr, { op: "load" }>,
+    info: { base: Reg; t: TensorParam; view: MatrixView | null },
+    row: Reg,
+    col: Reg,
+  ): Reg {
+    let idx: Operand;
+    if (e.rows && e.cols) {
+      const v = info.view!;
+      const M = this.dim(this.k.problem.m);
+      const N = this.dim(this.k.problem.n);
+      const line = v.layout === "row" ? row : col;
+      const inLine = v.layout === "row" ? col : row;
+      const ld = v.layout === "row" ? N : M;
+      const lo = this.mulU64(line, b64Op(this, ld));
+      idx = this.bin("add", "u64", lo, b64(this, inLine));
+    } else {
+      idx = b64(this, e.rows ? row : e.cols ? col : this.mov("u32", imm(0)));
+    }
+    const off = bytesOfElems(this, idx, DTYPE_INFO[info.t.dtype].bits);
+    return this.bin("add", "u64", info.base, off);
+  }
+
+  /** A loaded epilogue tensor element (its register as loaded) as a compute value. */
+  loadedToCompute(v: Reg, dtype: Dtype, c: "f32" | "f64" | "s32"): Reg {
+    const b = this.b;
+    switch (dtype) {
       case "f16":
       case "bf16": {
         const f = b.reg("f32");
-        b.emit({ op: "cvt", kind: t.dtype === "f16" ? "f32.f16" : "f32.bf16", dst: f, src: v });
+        b.emit({ op: "cvt", kind: dtype === "f16" ? "f32.f16" : "f32.bf16", dst: f, src: v });
         return this.toCompute(f, "f32", c);
       }
       case "f32":
@@ -2246,7 +2315,7 @@ class Lowering {
       case "u8":
         return this.toCompute(this.s32Of(v), "s32", c);
       default:
-        throw new Error(`Unsupported epilogue tensor type "${t.dtype}"`);
+        throw new Error(`Unsupported epilogue tensor type "${dtype}"`);
     }
   }
 }
