@@ -20,16 +20,18 @@
  *    large for two buffers (the mma plan's `fragments: "interleaved"`) load
  *    each next fragment right after the MMAs that last read the one it
  *    replaces, so that about one buffer's registers are live.
- * 5. Drain (`wait_group 0`), then the epilogue from the accumulator
- *    registers: per element (or pair of adjacent elements) the fused epilogue
- *    expression and the conversion to D's type. 8- and 16-bit row-major D is
- *    staged through shared memory and stored in 16-byte vectors along D's
- *    rows (`stagePlan`); otherwise each element or pair gets its row, column,
- *    bounds predicate and a guarded store straight from registers.
+ * 5. Drain (`wait_group 0`), then the epilogue. 8- and 16-bit row-major D is
+ *    staged through shared memory (`stagePlan`): the fused epilogue
+ *    expression per element (or pair) in registers, its result staged and
+ *    stored in vectors along D's rows; or, for an epilogue that reads a
+ *    matrix (C), the raw accumulators staged and the epilogue evaluated along
+ *    D's rows. Otherwise each element or pair gets its row, column, bounds
+ *    predicate, the expression, the conversion and a guarded store straight
+ *    from registers.
  *
- * Shortcuts (named, to be lifted): epilogues that read a matrix (C),
- * column-major D and 32/64-bit D store straight from registers; copy
- * pointers are recomputed per k-tile from one pointer per copy.
+ * Shortcuts (named, to be lifted): column-major D and 32/64-bit D store
+ * straight from registers; copy pointers are recomputed per k-tile from one
+ * pointer per copy.
  *
  * @module
  */
