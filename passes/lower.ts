@@ -1659,11 +1659,6 @@ class Lowering {
     const vecRegs = Math.max(1, stage.vecBytes / 4);
     const vecType: RegType = raw ? cType : vecWidth;
     const mTiles = acc.length;
-    // The epilogue's loads here are of vectors (a bias per row or column; a
-    // matrix keeps the epilogue direct): each row's or column's element is
-    // loaded once, under that row's or column's own bounds predicate, and
-    // reused by every element that reads it. Otherwise ptxas hoists one load
-    // per element above the shared stores and spills.
     // A row or column of D (and whether it is inside D) at an offset from
     // the lane's first element of an accumulator tile in the fragment layout
     // ("frag"), or from its first read-back vector along D's rows ("rows").
@@ -1679,6 +1674,10 @@ class Lowering {
       }
       return l;
     };
+    // A vector the epilogue reads (a bias per row or column): each row's or
+    // column's element loaded once, under that row's or column's own bounds
+    // predicate, and reused by every element that reads it. One load per
+    // element, hoisted by ptxas above the shared stores, spilled.
     const from = raw ? "rows" : "frag";
     const loaded = new Map<string, Reg>();
     const vectorLoad = (
@@ -1703,6 +1702,13 @@ class Lowering {
       }
       return v;
     };
+    /** The epilogue of one accumulator value as D's type. */
+    const output = (accV: Reg, load: (x: Extract<EpilogueExpr, { op: "load" }>) => Reg) =>
+      this.convertOut(
+        this.evalEpilogue(k.epilogue.expr, accV, null, loads, cType, load),
+        cType,
+        d.dtype,
+      );
     // Every warp is past the main loop's last shared-memory read (and, with
     // split-K, past reading the broadcast flag) before any warp writes.
     b.emit({ op: "bar" });
@@ -1718,15 +1724,7 @@ class Lowering {
             const outs = grp.map((e, q) => {
               const accV = this.accValue(regs[e.reg]!, e.elem, cType);
               if (raw) return accV;
-              const v = this.evalEpilogue(
-                k.epilogue.expr,
-                accV,
-                null,
-                loads,
-                cType,
-                (e) => vectorLoad(e, i * s.m + e0.dr, j * s.n + e0.dc + q),
-              );
-              return this.convertOut(v, cType, d.dtype);
+              return output(accV, (x) => vectorLoad(x, i * s.m + e0.dr, j * s.n + e0.dc + q));
             });
             const off = ((i - i0) * s.m + e0.dr) * stage.stride +
               (j * s.n + e0.dc) * stage.elemBytes;
@@ -1750,33 +1748,26 @@ class Lowering {
         const ok = this.bin("and", "pred", rowOk, readColOk);
         const addr = this.globalAddr(dBase, row, readCol, ldD, true, dBytes);
         // Raw: the epilogue of the 4 elements along the row (D's N is a
-        // multiple of 4, so one predicate guards them all), packed into one
-        // store of 8 (16-bit D) or 4 bytes (8-bit D).
-        // A row-major matrix the epilogue reads: its 4 elements in one load.
+        // multiple of 4, so one predicate guards them all; a row-major matrix
+        // it reads, 4 elements in one load), packed into one store of 8
+        // (16-bit D) or 4 bytes (8-bit D).
         const rowLoads = new Map<string, Reg[]>();
         const src = !raw ? regsQ : this.packOut(
-          regsQ.map((accV, e) => {
-            const col = line("rows", false, e).at;
-            const v = this.evalEpilogue(
-              k.epilogue.expr,
-              accV,
-              null,
-              loads,
-              cType,
-              (x) => {
-                if (!(x.rows && x.cols)) return vectorLoad(x, gRow, e);
-                const info = loads.get(x.tensor)!;
-                if (!this.rowLoadable(info)) return this.loadElem(x, info, row, col, ok, cType);
-                let four = rowLoads.get(x.tensor);
-                if (four === undefined) {
-                  four = this.loadRow4(x, info, row, readCol, ok, cType);
-                  rowLoads.set(x.tensor, four);
-                }
-                return four[e]!;
-              },
-            );
-            return this.convertOut(v, cType, d.dtype);
-          }),
+          regsQ.map((accV, e) =>
+            output(accV, (x) => {
+              if (!(x.rows && x.cols)) return vectorLoad(x, gRow, e);
+              const info = loads.get(x.tensor)!;
+              if (!this.rowLoadable(info)) {
+                return this.loadElem(x, info, row, line("rows", false, e).at, ok, cType);
+              }
+              let four = rowLoads.get(x.tensor);
+              if (four === undefined) {
+                four = this.loadRow4(x, info, row, readCol, ok, cType);
+                rowLoads.set(x.tensor, four);
+              }
+              return four[e]!;
+            })
+          ),
           d.dtype,
         );
         b.emit({
