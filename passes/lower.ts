@@ -1709,6 +1709,14 @@ class Lowering {
         cType,
         d.dtype,
       );
+    b.emit({
+      op: "comment",
+      text:
+        `staged through shared memory (${
+          raw ? "raw accumulators" : "D's elements"
+        }): ${stage.tiles} of ${mTiles} accumulator-tile rows a chunk, ` +
+        `${stage.regionBytes} bytes a warp, rows of ${stage.stride} bytes, ${stage.vecBytes}-byte reads`,
+    });
     // Every warp is past the main loop's last shared-memory read (and, with
     // split-K, past reading the broadcast flag) before any warp writes.
     b.emit({ op: "bar" });
