@@ -118,7 +118,11 @@ function draw(r: () => number, maxMacs: number): Case {
   }
   let dAlign = al;
   if (!float) {
-    // Integer epilogues: an s32 bias, a shift, requantised to 8 bits with a clamp.
+    // Integer epilogues: an s32 matrix, an s32 bias, a shift, requantised to 8 bits with a clamp.
+    if (r() < 0.2) {
+      decls.push(`C: s32[${L}${Mx}, ${Nx}] ${pick(["row", "col"])}${al}`);
+      expr = `${expr} + C[${l}m, n]`;
+    }
     if (r() < 0.3) {
       const byN = r() < 0.5;
       decls.push(`bias: s32[${byN ? Nx : Mx}]`);
