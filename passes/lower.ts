@@ -68,6 +68,13 @@ interface Affine {
   readonly terms: readonly (readonly [Feature, number])[];
 }
 
+/** An epilogue tensor: its base address (batch offset applied), parameter and matrix view. */
+interface EpiTensor {
+  readonly base: Reg;
+  readonly t: TensorParam;
+  readonly view: MatrixView | null;
+}
+
 /** An affine recipe's coefficient of feature `f`. */
 function termOf(a: Affine, f: Feature): number {
   return a.terms.find(([g]) => g === f)?.[1] ?? 0;
@@ -1518,7 +1525,7 @@ class Lowering {
     const dBase = this.tensorBase(k.problem.d, d, bz);
     const ldD = dRowMajor ? N : M;
     // Epilogue tensors.
-    const loads = new Map<string, { base: Reg; t: TensorParam; view: MatrixView | null }>();
+    const loads = new Map<string, EpiTensor>();
     let readsMatrix = false;
     const collect = (e: EpilogueExpr): void => {
       switch (e.op) {
@@ -1558,10 +1565,8 @@ class Lowering {
     // Epilogue loads (C, a bias, split-K's partial sums) cannot alias the
     // shared-memory stores, so ptxas would hoist every load of a chunk above
     // them: one accumulator-tile row a chunk bounds the registers they hold.
-    // An epilogue that reads a matrix (C) stages the raw accumulators and
-    // evaluates along D's rows, where C's loads are coalesced too: per element
-    // in the fragment layout its loads, hoisted above a chunk's shared stores,
-    // would spill.
+    // An epilogue that reads a matrix (C) stages the raw accumulators and is
+    // evaluated along D's rows, where neighbouring lanes read C.
     const maxTiles = loads.size > 0 || before !== undefined ? 1 : acc.length;
     // Raw accumulators are staged in pairs whatever D's alignment.
     const stageGroups = readsMatrix ? grouped(true) : groups;
@@ -1653,7 +1658,6 @@ class Lowering {
       this.mulImm(readVec, stage.vecBytes / stage.elemBytes),
     );
     const readRow0 = this.bin("add", "u32", wRow, readRow);
-    const readColOk = this.setp("lt", "u32", readCol, N);
     const raw = stage.mode === "raw";
     const vecWidth: MemWidth = stage.vecBytes === 2 ? "b16" : "b32";
     const vecRegs = Math.max(1, stage.vecBytes / 4);
@@ -1674,6 +1678,7 @@ class Lowering {
       }
       return l;
     };
+    const readColOk = line("rows", false, 0).ok;
     // A vector the epilogue reads (a bias per row or column): each row's or
     // column's element loaded once, under that row's or column's own bounds
     // predicate, and reused by every element that reads it. One load per
@@ -1689,15 +1694,11 @@ class Lowering {
       let v = loaded.get(key);
       if (v === undefined) {
         const at = e.rows ? line(from, true, rowOff) : e.cols ? line(from, false, colOff) : null;
-        // An index-0 load needs no guard: element 0 of the tensor exists.
-        v = this.loadElem(
-          e,
-          loads.get(e.tensor)!,
-          at?.at ?? tid,
-          at?.at ?? tid,
-          at?.ok ?? null,
-          cType,
-        );
+        // A vector load reads only its row's or column's index (passed as
+        // both); an index-0 load reads neither and needs no guard: element 0
+        // of the tensor exists.
+        const idx = at?.at ?? tid;
+        v = this.loadElem(e, loads.get(e.tensor)!, idx, idx, at?.ok ?? null, cType);
         loaded.set(key, v);
       }
       return v;
@@ -1791,16 +1792,16 @@ class Lowering {
     }
   }
 
+  /** Two 16-bit values in one 32-bit register, `lo` in the low half. */
+  pack(lo: Reg, hi: Reg): Reg {
+    const w = this.b.reg("b32");
+    this.b.emit({ op: "pack", dst: w, lo, hi });
+    return w;
+  }
+
   /** Packs 4 consecutive elements of an 8- or 16-bit D type into 32-bit words, element 0 lowest. */
   packOut(vs: Reg[], t: Dtype): Reg[] {
-    const b = this.b;
-    if (t === "f16" || t === "bf16") {
-      return [0, 2].map((i) => {
-        const w = b.reg("b32");
-        b.emit({ op: "pack", dst: w, lo: vs[i]!, hi: vs[i + 1]! });
-        return w;
-      });
-    }
+    if (t === "f16" || t === "bf16") return [this.pack(vs[0]!, vs[1]!), this.pack(vs[2]!, vs[3]!)];
     // s8/u8: clamped s32 values; their low bytes, shifted into place.
     let w: Reg | null = null;
     vs.forEach((v, i) => {
@@ -2010,7 +2011,7 @@ class Lowering {
     e: EpilogueExpr,
     accV: Reg,
     pos: { readonly row: Reg; readonly col: Reg; readonly ok: Reg } | null,
-    loads: Map<string, { base: Reg; t: TensorParam; view: MatrixView | null }>,
+    loads: Map<string, EpiTensor>,
     c: "f32" | "f64" | "s32",
     load?: (e: Extract<EpilogueExpr, { op: "load" }>) => Reg,
   ): Reg {
@@ -2187,9 +2188,7 @@ class Lowering {
       ? "b8"
       : "b32";
     if (vs.length === 2 && width === "b16") {
-      const w = b.reg("b32");
-      b.emit({ op: "pack", dst: w, lo: vs[0]!, hi: vs[1]! });
-      src = [w];
+      src = [this.pack(vs[0]!, vs[1]!)];
       width = "b32";
     }
     const guard = ok === null ? {} : { guard: { pred: ok, negate: false } };
@@ -2199,7 +2198,7 @@ class Lowering {
   /** Loads one epilogue tensor element (guarded by `ok`, 0 where it is false; unguarded for null). */
   loadElem(
     e: Extract<EpilogueExpr, { op: "load" }>,
-    info: { base: Reg; t: TensorParam; view: MatrixView | null },
+    info: EpiTensor,
     row: Reg,
     col: Reg,
     ok: Reg | null,
@@ -2232,7 +2231,7 @@ class Lowering {
    */
   loadRow4(
     e: Extract<EpilogueExpr, { op: "load" }>,
-    info: { base: Reg; t: TensorParam; view: MatrixView | null },
+    info: EpiTensor,
     row: Reg,
     col: Reg,
     ok: Reg,
@@ -2264,7 +2263,7 @@ class Lowering {
   }
 
   /** Whether {@link loadRow4} can load this epilogue tensor. */
-  rowLoadable(info: { t: TensorParam; view: MatrixView | null }): boolean {
+  rowLoadable(info: EpiTensor): boolean {
     const bits = DTYPE_INFO[info.t.dtype].bits;
     return info.view?.layout === "row" && info.t.align >= 4 && (bits === 16 || bits === 32);
   }
@@ -2272,7 +2271,7 @@ class Lowering {
   /** The global address of an epilogue tensor's element at (row, col). */
   elemAddr(
     e: Extract<EpilogueExpr, { op: "load" }>,
-    info: { base: Reg; t: TensorParam; view: MatrixView | null },
+    info: EpiTensor,
     row: Reg,
     col: Reg,
   ): Reg {

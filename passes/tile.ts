@@ -248,6 +248,9 @@ export const tilePass: GemmPass = {
       const mc = constOf(p.m);
       const nc = constOf(p.n);
       const kc = constOf(p.k);
+      // Tensor-core MMAs fed by cp.async: what the size-driven choices below apply to.
+      const asyncTensor = !syncCopy && k.math.mode === "tensor";
+      const is16 = k.math.mmaA === "f16" || k.math.mmaA === "bf16";
       tb = { m: shrink(d.m, mc, minM), n: shrink(d.n, nc, minM), k: d.k };
       // With both sizes known, keep at least one block per SM of an A100
       // (108): halve the larger side of the tile while the grid is smaller,
@@ -267,40 +270,38 @@ export const tilePass: GemmPass = {
       // split_k 4 of 128x256 by 6.7% (f16) and 5.6% (bf16) at M=128,
       // N=K=8192 on the H200, each kernel timed alone (bench/NOTES.md 30).
       // Measured at that shape and layout only (a shortcut).
-      const deep16 = mc !== null && nc !== null && kc !== null && !syncCopy &&
-        k.math.mode === "tensor" && (k.math.mmaA === "f16" || k.math.mmaA === "bf16") &&
+      const deep16 = mc !== null && nc !== null && kc !== null && asyncTensor && is16 &&
         k.problem.a.layout === "row" && k.problem.b.layout === "col" &&
         kc >= 16 * 4 * d.k && shrunk.m * shrunk.n === 128 * 64 && blocks(shrunk) >= MIN_BLOCKS;
       // Few tiles and a long K (skinny problems): split K rather than shrink
       // the tile (tf32 and other 16-bit problems, f32 accumulators; defaultSplitK).
       if (
         mc !== null && nc !== null && kc !== null && k.schedule.splitK === undefined &&
-        !syncCopy && k.math.mode === "tensor" && k.math.acc === "f32" && !deep16 &&
-        (k.math.mmaA === "f16" || k.math.mmaA === "bf16" || k.math.mmaA === "tf32")
+        asyncTensor && k.math.acc === "f32" && !deep16 &&
+        (is16 || k.math.mmaA === "tf32")
       ) {
         const tiles = Math.ceil(mc / tb.m) * Math.ceil(nc / tb.n);
         autoSplitK = defaultSplitK(tiles, Math.ceil(kc / tb.k), k.sms ?? DEFAULT_SMS);
       }
       if (autoSplitK === 1) tb = shrunk;
+      const smallerTile = tb.m * tb.n < d.m * d.n;
       // A shrunk 8-bit tile with a long K is latency-bound on its loads:
       // a 256-deep k-tile (3 stages, 144 KB) keeps 4x the bytes in flight.
       // M=128, N=K=8192 s8 on the H200, alternating launches: 400 -> 595
       // TOPS (1.49; 128-deep with 5 stages 1.46; bench/NOTES.md 23).
       // Measured at that shape only (a shortcut).
-      const deep8 = kc !== null && !syncCopy && k.math.mode === "tensor" &&
-        (k.math.mmaA === "s8" || k.math.mmaA === "u8") && tb.m * tb.n < d.m * d.n &&
-        kc >= 16 * 4 * d.k;
+      const deep8 = kc !== null && asyncTensor &&
+        (k.math.mmaA === "s8" || k.math.mmaA === "u8") && smallerTile && kc >= 16 * 4 * d.k;
       // A shrunk 16-bit tile (about one block per SM, each with a long K)
       // is latency-bound: a 64-deep k-tile halves the barriers and doubles
       // the bytes in flight per stage (with 32x32 warps, gemm-warp): M=128,
       // N=K=8192 f16 went from 0.29 to 0.40 of the ceiling on the H200
       // (bench/NOTES.md 11). tf32 and s8 measured no gain.
-      smallGrid = !deep16 && !syncCopy && k.math.mode === "tensor" &&
-        (k.math.mmaA === "f16" || k.math.mmaA === "bf16") && tb.m * tb.n < d.m * d.n;
+      smallGrid = !deep16 && asyncTensor && is16 && smallerTile;
       if (deep16 || deep8) tb = { ...tb, k: 4 * d.k };
       else if (smallGrid) tb = { ...tb, k: 2 * tb.k };
       else if (
-        autoSplitK === 1 && mc !== null && nc !== null && !syncCopy && k.math.mode === "tensor" &&
+        autoSplitK === 1 && mc !== null && nc !== null && asyncTensor &&
         tb.m === d.m && tb.n === d.n
       ) {
         const a = k.math.mmaA;
@@ -315,7 +316,7 @@ export const tilePass: GemmPass = {
         tb = waveAwareTile(tb, mc, nc, k.sms ?? DEFAULT_SMS, table.filter(fits));
       }
       if (
-        !smallGrid && kc !== null && !syncCopy && k.math.mode === "tensor" &&
+        !smallGrid && kc !== null && asyncTensor &&
         misalignedRows(k, kc) && tb.k === 32
       ) tb = { ...tb, k: 64 };
     }
