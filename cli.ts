@@ -317,7 +317,8 @@ function fmtStats(r: SimulateReport): string[] {
   return [
     `  stats: ${st.warpInstructions} warp-instructions (${kinds})`,
     `  memory: global read ${st.globalBytesRead} B, written ${st.globalBytesWritten} B; ` +
-    `shared read ${st.sharedBytesRead} B, written ${st.sharedBytesWritten} B; ${st.mmas} mma`,
+    `shared read ${st.sharedBytesRead} B, written ${st.sharedBytesWritten} B; ${st.mmas} mma` +
+    (st.l2Prefetches > 0 ? `; ${st.l2Prefetches} L2 prefetches` : ""),
     `  shared-memory wavefronts (actual/conflict-free): ${
       [
         bank("cp.async", st.banks.cpasync),

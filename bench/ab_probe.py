@@ -23,6 +23,7 @@ flops = 2 * M * N * K
 for x, y in pairs:
     lx, _, (As, Bs, D) = q.launcher(x, M, N, K)
     ly, _, _ = q.launcher(y, M, N, K, inputs=(As, Bs))
+    print(f"check {x}: {lx.check()}; {y}: {ly.check()}", flush=True)
     ratios = []
     for r in range(ROUNDS):
         time.sleep(1.0)

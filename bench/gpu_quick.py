@@ -72,6 +72,8 @@ def kernel_args(man, tensors, sz):
 def rand(shape, dt):
     if dt == torch.int8:
         return torch.randint(-128, 128, shape, dtype=dt, device="cuda")
+    if dt == torch.int32:
+        return torch.randint(-(1 << 20), 1 << 20, shape, dtype=dt, device="cuda")
     return (torch.rand(shape, device="cuda", dtype=torch.float32) * 2 - 1).to(dt)
 
 def input_dtype(man):
@@ -94,8 +96,44 @@ def launcher(name, M, N, K, inputs=None, sets=2):
     D = torch.full((M, N), float("nan") if ddt.is_floating_point else -0x5A5A5A5A, dtype=ddt, device="cuda")
     sz = {"M": M, "N": N, "K": K}
     grid, block, smem = grid_for(man["gridPlan"], sz), tuple(man["block"]), man["dynamicSmemBytes"]
-    args = [kernel_args(man, {"A": a, "B": b, "D": D}, sz) for a, b in zip(As, Bs)]
-    return (lambda i: fn(grid, block, args[i % len(args)], shared_mem=smem)), grid, (As, Bs, D)
+    # Other tensors the epilogue reads (a matrix C, bias vectors; bench/probes/):
+    # random, one per input set, their dims named M, N, K; a col-major matrix
+    # is stored as its transpose's rows.
+    extra = [p for p in man["params"] if p["kind"] == "tensor" and p["name"] not in ("A", "B", "D")
+             and p.get("role") not in (None, "workspace")]
+    def extras():
+        out = {}
+        for p in extra:
+            dims = [sz[d] if isinstance(d, str) else d for d in p["shape"]]
+            if p.get("layout") == "col" and len(dims) >= 2:
+                dims[-1], dims[-2] = dims[-2], dims[-1]
+            out[p["name"]] = rand(tuple(dims), DT[p["dtype"]])
+        return out
+    ex = [extras() for _ in As]
+    args = [kernel_args(man, {"A": a, "B": b, "D": D, **e}, sz) for a, b, e in zip(As, Bs, ex)]
+    launch = lambda i: fn(grid, block, args[i % len(args)], shared_mem=smem)
+    launch.check = lambda: check_sum(launch, D, As[0], Bs[0], ex[0])
+    return launch, grid, (As, Bs, D)
+
+def check_sum(launch, D, A, B, ex):
+    """Runs `launch` on input set 0 and compares D with A·Bᵀ plus a matrix C of the same shape
+    as D if the kernel has one (the probes' epilogues: D = A·B + C), in float64 on the GPU;
+    returns "OK rel ..." or "FAIL ...". D is poisoned first."""
+    D.fill_(float("nan") if D.dtype.is_floating_point else -0x5A5A5A5A)
+    launch(0)
+    torch.cuda.synchronize()
+    ref = A.double() @ B.double().T
+    for t in ex.values():
+        if tuple(t.shape) == tuple(D.shape):
+            ref = ref + t.double()
+    got = D.double()
+    if not D.dtype.is_floating_point:
+        bad = int((got != ref).sum().item())
+        return f"{'OK' if bad == 0 else 'FAIL'} exact, {bad} differ"
+    rel = ((got - ref).norm() / ref.norm()).item()
+    tol = {torch.float16: 2e-3, torch.bfloat16: 1e-2, torch.float32: 3e-3, torch.float64: 1e-12}[D.dtype]
+    ok = rel < tol and not torch.isnan(got).any().item()
+    return f"{'OK' if ok else 'FAIL'} rel {rel:.2e}"
 
 def event_time(f, iters=20, warm=5):
     for _ in range(warm): f()

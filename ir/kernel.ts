@@ -283,6 +283,21 @@ export interface CpAsyncOp {
   readonly guard?: Guard;
 }
 
+/**
+ * `prefetch.global.L2[::evict_last] [addr]`: asks the L2 cache to fetch the
+ * line (128 bytes) holding global address `addr`. A performance hint only: it
+ * moves no data into registers or shared memory, so it cannot change a result;
+ * `addr` must still lie inside a tensor (the simulator checks it, so that a
+ * lowering's bounds guard is tested like a load's).
+ */
+export interface PrefetchOp {
+  readonly op: "prefetch";
+  readonly addr: Reg;
+  /** `.L2::evict_last`: keep the line ahead of normal lines until it is used. */
+  readonly evictLast?: boolean;
+  readonly guard?: Guard;
+}
+
 /** `cp.async.commit_group`: closes the current group of this thread's copies. */
 export interface CommitOp {
   readonly op: "commit";
@@ -449,6 +464,7 @@ export type Op =
   | PackOp
   | UnpackOp
   | CpAsyncOp
+  | PrefetchOp
   | CommitOp
   | WaitOp
   | BarOp
@@ -558,6 +574,9 @@ export function opRegs(o: Op): { reads: Reg[]; writes: Reg[] } {
     case "cpasync":
       reads.push(o.dst, o.src);
       pushReg(reads, o.srcBytes);
+      return { reads, writes: [] };
+    case "prefetch":
+      reads.push(o.addr);
       return { reads, writes: [] };
     case "commit":
     case "wait":

@@ -95,6 +95,8 @@ function line(o: Op): string {
       return `${g}cpasync.${o.cache}.${o.bytes}${
         o.prefetch !== undefined ? `.L2::${o.prefetch}B` : ""
       } ${addr(o.dst, o.dstOffset)}, [${regName(o.src)}], ${opd(o.srcBytes)}`;
+    case "prefetch":
+      return `${g}prefetch.L2${o.evictLast === true ? "::evict_last" : ""} [${regName(o.addr)}]`;
     case "commit":
       return "commit";
     case "wait":

@@ -194,6 +194,8 @@ export function verifyKernel(k: Kernel): void {
         is(o, o.srcBytes, only("u32"), "source size");
         waited = false;
         return;
+      case "prefetch":
+        return is(o, o.addr, only("u64"), "address");
       case "commit":
         commits++;
         return;

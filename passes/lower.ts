@@ -99,6 +99,27 @@ interface StagePlan {
   readonly elemBytes: number;
 }
 
+/** Registers an epilogue's loads issued ahead of a batch of direct stores may
+ * hold where the accumulators take at most 128 (a 64x64 f32 warp tile); half
+ * as many above. More spilled kernels near the 255-register limit
+ * (tests/ptxas_sweep.ts: 16 and 32 did, and so did a budget growing as the
+ * rows of accumulators retire). */
+const AHEAD_REGS = 8;
+
+/** Bytes of an L2 cache line, the unit `prefetch.global.L2` asks for. */
+const L2_LINE = 128;
+
+/**
+ * How many k-tiles before the end of the main loop an epilogue that reads a
+ * matrix prefetches its tile into L2: 256 elements of K (8 k-tiles of 32),
+ * some microseconds of a large tile's main loop, more than a DRAM access
+ * takes under load, and short enough that the lines are still in L2 when the
+ * epilogue reads them (bench/NOTES.md 34).
+ */
+export function prefetchAhead(tileK: number): number {
+  return Math.max(2, Math.ceil(256 / tileK));
+}
+
 /**
  * Shared-memory wavefronts beyond the ideal for one warp-wide access in which
  * lane l touches `bytes` bytes at `addrs[l]`, by the bank model of the
@@ -574,37 +595,59 @@ class Lowering {
       // k-steps per tile are a power of two >= 2 (gemm-mma), so the two fragment
       // buffers alternate evenly across tiles: k-step kk uses buffer kk % 2.
       if (KK % 2 !== 0) throw new Error(`lower-kernel: ${KK} k-steps per tile is odd`);
-      b.for(kt, imm(0), kCount, 1, () => {
-        for (let kk = 0; kk < KK; kk++) {
-          if (kk === KK - 1) {
-            b.emit({ op: "wait", n: pipe.waitDepth });
-            b.emit({ op: "bar" });
-            this.advanceStage(readOff, S);
-          }
-          const next = (kk + 1) % 2;
-          const interleaved = mp.fragments === "interleaved";
-          if (!interleaved) loadFrags((kk + 1) % KK, next);
-          if (kk === 0) {
-            b.emit({ op: "comment", text: `copies of k-tile kt + ${S - 1}` });
-            issue();
-          }
-          if (!interleaved) {
-            this.mmas(acc, aBuf[kk % 2]!, bBuf[kk % 2]!);
-            continue;
-          }
-          // Each load of k-step kk+1 right after the MMAs that free its tiles.
-          const aNext = this.fragLoader(aFrag, aBuf[next]!, (kk + 1) % KK, readOff, pipe.a);
-          const bNext = this.fragLoader(bFrag, bBuf[next]!, (kk + 1) % KK, readOff, pipe.b);
-          const bDone = new Set<number>();
-          this.mmas(acc, aBuf[kk % 2]!, bBuf[kk % 2]!, (i, j, rowDone) => {
-            if (i === mTiles - 1) {
-              bDone.add(j);
-              bNext((t) => bDone.has(t));
+      const kLoop = (from: Operand, to: Operand) =>
+        b.for(kt, from, to, 1, () => {
+          for (let kk = 0; kk < KK; kk++) {
+            if (kk === KK - 1) {
+              b.emit({ op: "wait", n: pipe.waitDepth });
+              b.emit({ op: "bar" });
+              this.advanceStage(readOff, S);
             }
-            if (rowDone) aNext((t) => t <= i);
-          });
-        }
-      });
+            const next = (kk + 1) % 2;
+            const interleaved = mp.fragments === "interleaved";
+            if (!interleaved) loadFrags((kk + 1) % KK, next);
+            if (kk === 0) {
+              b.emit({ op: "comment", text: `copies of k-tile kt + ${S - 1}` });
+              issue();
+            }
+            if (!interleaved) {
+              this.mmas(acc, aBuf[kk % 2]!, bBuf[kk % 2]!);
+              continue;
+            }
+            // Each load of k-step kk+1 right after the MMAs that free its tiles.
+            const aNext = this.fragLoader(aFrag, aBuf[next]!, (kk + 1) % KK, readOff, pipe.a);
+            const bNext = this.fragLoader(bFrag, bBuf[next]!, (kk + 1) % KK, readOff, pipe.b);
+            const bDone = new Set<number>();
+            this.mmas(acc, aBuf[kk % 2]!, bBuf[kk % 2]!, (i, j, rowDone) => {
+              if (i === mTiles - 1) {
+                bDone.add(j);
+                bNext((t) => bDone.has(t));
+              }
+              if (rowDone) aNext((t) => t <= i);
+            });
+          }
+        });
+      // An epilogue that reads a matrix (C) asks the L2 for C's tile
+      // `prefetchAhead` k-tiles before the main loop ends (a second copy of
+      // the loop runs those last k-tiles: a branch inside the loop body would
+      // split its basic block, which cost 6% in bench/NOTES.md 3). Split-K
+      // blocks do not prefetch (shortcut: only the last split reads C), nor
+      // do kernels with a column-major D (shortcut: theirs sit at the
+      // register limit, and the second loop copy spilled some).
+      const prefetch = split === null && k.problem.d.layout === "row"
+        ? this.epiPrefetch(m0, n0, M, N, bz)
+        : null;
+      if (prefetch === null) kLoop(imm(0), kCount);
+      else {
+        const P = prefetchAhead(tb.k);
+        b.emit({ op: "comment", text: `the last ${P} k-tiles, after the L2 prefetch of C's tile` });
+        const at: Operand = kCount.kind === "imm"
+          ? imm(Math.max(kCount.value - P, 0))
+          : this.bin("sub", "u32", this.bin("max", "u32", kCount, imm(P)), imm(P), "kpf");
+        if (at.kind !== "imm" || at.value > 0) kLoop(imm(0), at);
+        prefetch();
+        kLoop(at, kCount);
+      }
       b.emit({ op: "wait", n: 0 });
 
       if (split === null) this.epilogue(acc, m0, n0, M, N, bz, smem);
@@ -1526,11 +1569,14 @@ class Lowering {
     const ldD = dRowMajor ? N : M;
     // Epilogue tensors.
     const loads = new Map<string, EpiTensor>();
+    // One load expression of each tensor (they differ only in where they sit).
+    const nodes = new Map<string, Extract<EpilogueExpr, { op: "load" }>>();
     let readsMatrix = false;
     const collect = (e: EpilogueExpr): void => {
       switch (e.op) {
         case "load":
           readsMatrix ||= e.rows && e.cols;
+          if (!nodes.has(e.tensor)) nodes.set(e.tensor, e);
           if (!loads.has(e.tensor)) {
             const t = tensorParam(k, e.tensor);
             const view = k.epilogue.views.find((v) => v.tensor === e.tensor) ?? null;
@@ -1583,35 +1629,86 @@ class Lowering {
       cType,
     );
     if (stage === null) {
+      // Row by row of accumulator tiles, in batches of tiles whose loads hold
+      // at most `budget` registers: every load of a batch is issued before
+      // the batch's first store (ptxas keeps a load of C below an earlier
+      // store to D, which may be the same memory: one load latency a batch,
+      // not one an element), a pair of a row-major matrix aligned to 2 in
+      // one load. Each element of C is read by the thread that writes that
+      // element of D, before it writes it, so C may be D (in place).
+      const nElems = groups.reduce((n, g) => n + g.length, 0);
+      const perJ = [...nodes.values()].reduce(
+        (n, x) => n + nElems * (DTYPE_INFO[loads.get(x.tensor)!.t.dtype].bits === 64 ? 2 : 1),
+        0,
+      );
+      const roomy = acc.length * acc[0]!.length * s.c.regs <= 128;
+      const budget = roomy ? AHEAD_REGS : AHEAD_REGS / 2;
+      // Shortcut: column-major D and split-K keep each group's loads right
+      // before its store (loads ahead spilled them: column-major D's
+      // per-element addresses, split-K's own loads of the partial sums;
+      // tests/ptxas_sweep.ts).
+      const jBatch = perJ === 0 ? Infinity : Math.max(1, Math.floor(budget / perJ));
+      const ahead = nodes.size > 0 && dRowMajor && before === undefined;
       for (let i = 0; i < acc.length; i++) {
-        for (let j = 0; j < acc[i]!.length; j++) {
-          const regs = acc[i]![j]!;
-          before?.(i, j);
-          for (const grp of groups) {
+        for (let j0 = 0; j0 < acc[i]!.length; j0 += jBatch) {
+          const jEnd = Math.min(acc[i]!.length, j0 + jBatch);
+          const issue = (j: number, grp: (typeof groups)[number]) => {
             const e0 = grp[0]!;
             const row = this.bin("add", "u32", laneRow, imm(i * s.m + e0.dr));
             const col = this.bin("add", "u32", laneCol, imm(j * s.n + e0.dc));
             const rowOk = this.setp("lt", "u32", row, M);
-            const vals: Reg[] = [];
+            const cols: Reg[] = [];
             const oks: Reg[] = [];
-            grp.forEach((e, q) => {
+            grp.forEach((_, q) => {
               // The second element of a pair needs its own column and bounds
               // predicate only for the epilogue's loads (the pair is stored
               // under the first one's).
               const own = q === 0 || loads.size > 0;
               const cq = own && q > 0 ? this.bin("add", "u32", col, imm(q)) : col;
-              const ok = own
-                ? this.bin("and", "pred", rowOk, this.setp("lt", "u32", cq, N))
-                : oks[0]!;
-              oks.push(ok);
-              const accV = this.accValue(regs[e.reg]!, e.elem, cType);
-              vals.push(
-                this.evalEpilogue(k.epilogue.expr, accV, { row, col: cq, ok }, loads, cType),
+              cols.push(cq);
+              oks.push(
+                own ? this.bin("and", "pred", rowOk, this.setp("lt", "u32", cq, N)) : oks[0]!,
               );
             });
-            const addr = this.globalAddr(dBase, row, col, ldD, dRowMajor, dBytes);
-            const outs = vals.map((v) => this.convertOut(v, cType, d.dtype));
-            this.store("stg", addr, 0, outs, d.dtype, oks[0]!);
+            const got = new Map<string, () => Reg[]>();
+            for (const x of nodes.values()) {
+              const info = loads.get(x.tensor)!;
+              // (Pair loads spilled tf32's 80x64 warp tiles: register pairs.)
+              if (x.rows && x.cols && grp.length === 2 && roomy && this.alongRow(info, 2)) {
+                got.set(x.tensor, this.loadAhead(x, info, row, col, oks[0]!, 2, cType));
+                continue;
+              }
+              const one = grp.map((_, q) =>
+                this.loadAhead(x, info, row, cols[q]!, oks[q]!, 1, cType)
+              );
+              got.set(x.tensor, () => one.map((f) => f()[0]!));
+            }
+            return { row, col, cols, oks, got };
+          };
+          const pos = !ahead ? null : Array.from(
+            { length: jEnd - j0 },
+            (_, jj) => groups.map((grp) => issue(j0 + jj, grp)),
+          );
+          for (let j = j0; j < jEnd; j++) {
+            const regs = acc[i]![j]!;
+            before?.(i, j);
+            groups.forEach((grp, gi) => {
+              const p = pos?.[j - j0]?.[gi] ?? issue(j, grp);
+              const vals = grp.map((e, q) => {
+                const accV = this.accValue(regs[e.reg]!, e.elem, cType);
+                return this.evalEpilogue(
+                  k.epilogue.expr,
+                  accV,
+                  null,
+                  loads,
+                  cType,
+                  (x) => p.got.get(x.tensor)!()[q]!,
+                );
+              });
+              const addr = this.globalAddr(dBase, p.row, p.col, ldD, dRowMajor, dBytes);
+              const outs = vals.map((v) => this.convertOut(v, cType, d.dtype));
+              this.store("stg", addr, 0, outs, d.dtype, p.oks[0]!);
+            });
           }
         }
       }
@@ -1718,12 +1815,61 @@ class Lowering {
         }): ${stage.tiles} of ${mTiles} accumulator-tile rows a chunk, ` +
         `${stage.regionBytes} bytes a warp, rows of ${stage.stride} bytes, ${stage.vecBytes}-byte reads`,
     });
+    // The chunks: `stage.tiles` accumulator-tile rows each.
+    const chunks: [number, number][] = [];
+    for (let i0 = 0; i0 < mTiles; i0 += stage.tiles) {
+      chunks.push([i0, Math.min(mTiles, i0 + stage.tiles)]);
+    }
+    const perChunk = ([i0, iEnd]: [number, number]) => ((iEnd - i0) * s.m * stage.perRow) / 32;
+    /** The warp-tile row of a lane's read-back vector q of the chunk from
+     * accumulator-tile row i0, that row of D, and the vector's bounds predicate. */
+    const readCache = new Map<string, { gRow: number; row: Reg; ok: Reg }>();
+    const readPos = (i0: number, q: number) => {
+      const gRow = i0 * s.m + (q * 32) / stage.perRow;
+      let p = readCache.get(`${gRow}`);
+      if (p === undefined) {
+        const { at: row, ok: rowOk } = line("rows", true, gRow);
+        p = { gRow, row, ok: this.bin("and", "pred", rowOk, readColOk) };
+        readCache.set(`${gRow}`, p);
+      }
+      return p;
+    };
+    // Raw: the loads of the matrices the epilogue reads (C) for a chunk's
+    // read-back, all issued before the chunk's first store to D (ptxas keeps
+    // a load of C below an earlier store to D: they may be the same memory),
+    // and where registers allow a chunk ahead: after the first chunk's
+    // barrier the loads of the first two chunks, after each next barrier the
+    // next chunk's. (Issuing the first chunk's before the staging spilled.)
+    // Each element of C is read by the lane that writes that element of D,
+    // before it writes it, so C may be D (in place). A row-major matrix
+    // aligned to 4: its 4 elements in one load. Any other (shortcut): one
+    // load an element, where it is used (32 of them ahead spilled).
+    const matrices = [...nodes.values()].filter((x) =>
+      x.rows && x.cols && this.alongRow(loads.get(x.tensor)!, 4)
+    );
+    const issue = (c: [number, number]) => {
+      const got = new Map<string, () => Reg[]>();
+      for (let q = 0; q < perChunk(c); q++) {
+        const { row, ok } = readPos(c[0], q);
+        for (const x of matrices) {
+          const info = loads.get(x.tensor)!;
+          got.set(`${q}:${x.tensor}`, this.loadAhead(x, info, row, readCol, ok, 4, cType));
+        }
+      }
+      return got;
+    };
+    const loadsC = raw && matrices.length > 0;
+    // A chunk ahead only where the accumulators leave room for a second
+    // chunk's loads (at most 128 registers: a 64x64 f32 warp tile) and no
+    // split-K sums are added; else each chunk's loads right after its
+    // barrier (ptxas spilled 80x64 warp tiles and split-K kernels).
+    const aheadOk = acc.length * acc[0]!.length * s.c.regs <= 128 && before === undefined;
+    let ahead: Map<string, () => Reg[]> | null = null;
     // Every warp is past the main loop's last shared-memory read (and, with
     // split-K, past reading the broadcast flag) before any warp writes.
     b.emit({ op: "bar" });
-    for (let i0 = 0; i0 < mTiles; i0 += stage.tiles) {
-      const iEnd = Math.min(mTiles, i0 + stage.tiles);
-      const perChunk = ((iEnd - i0) * s.m * stage.perRow) / 32;
+    chunks.forEach((c, ci) => {
+      const [i0, iEnd] = c;
       for (let i = i0; i < iEnd; i++) {
         for (let j = 0; j < acc[i]!.length; j++) {
           const regs = acc[i]![j]!;
@@ -1742,7 +1888,9 @@ class Lowering {
         }
       }
       b.emit({ op: "bar" });
-      for (let q = 0; q < perChunk; q++) {
+      const got = loadsC && (ci === 0 || !aheadOk) ? issue(c) : ahead;
+      ahead = loadsC && aheadOk && ci + 1 < chunks.length ? issue(chunks[ci + 1]!) : null;
+      for (let q = 0; q < perChunk(c); q++) {
         const dRow = (q * 32) / stage.perRow; // within the chunk
         const regsQ = Array.from({ length: vecRegs }, () => b.reg(vecType));
         b.emit({
@@ -1752,30 +1900,23 @@ class Lowering {
           addr: readBase,
           offset: dRow * stage.stride,
         });
-        const gRow = i0 * s.m + dRow;
-        const { at: row, ok: rowOk } = line("rows", true, gRow);
-        const ok = this.bin("and", "pred", rowOk, readColOk);
+        const { gRow, row, ok } = readPos(i0, q);
         const addr = this.globalAddr(dBase, row, readCol, ldD, true, dBytes);
         // Raw: the epilogue of the 4 elements along the row (D's N is a
-        // multiple of 4, so one predicate guards them all; a row-major matrix
-        // it reads, 4 elements in one load), packed into one store of 8
-        // (16-bit D) or 4 bytes (8-bit D).
-        const rowLoads = new Map<string, Reg[]>();
+        // multiple of 4, so one predicate guards them all), packed into one
+        // store of 8 (16-bit D) or 4 bytes (8-bit D).
         const src = !raw ? regsQ : this.packOut(
           regsQ.map((accV, e) =>
-            output(accV, (x) => {
-              if (!(x.rows && x.cols)) return vectorLoad(x, gRow, e);
-              const info = loads.get(x.tensor)!;
-              if (!this.rowLoadable(info)) {
-                return this.loadElem(x, info, row, line("rows", false, e).at, ok, cType);
-              }
-              let four = rowLoads.get(x.tensor);
-              if (four === undefined) {
-                four = this.loadRow4(x, info, row, readCol, ok, cType);
-                rowLoads.set(x.tensor, four);
-              }
-              return four[e]!;
-            })
+            output(
+              accV,
+              (x) => {
+                if (!(x.rows && x.cols)) return vectorLoad(x, gRow, e);
+                const four = got?.get(`${q}:${x.tensor}`);
+                if (four !== undefined) return four()[e]!;
+                const col = line("rows", false, e).at;
+                return this.loadElem(x, loads.get(x.tensor)!, row, col, ok, cType);
+              },
+            )
           ),
           d.dtype,
         );
@@ -1789,7 +1930,7 @@ class Lowering {
         });
       }
       if (iEnd < mTiles) b.emit({ op: "bar" });
-    }
+    });
   }
 
   /** Two 16-bit values in one 32-bit register, `lo` in the low half. */
@@ -1932,6 +2073,65 @@ class Lowering {
       perRow,
       mode,
       elemBytes,
+    };
+  }
+
+  /**
+   * L2 prefetches of the block's tile of every matrix the epilogue reads (C),
+   * as a function that emits them, or null when it reads none. The tile is
+   * cut into runs along the matrix's contiguous dimension (tile rows of a
+   * row-major C) and each run into 128-byte lines, plus the line of its last
+   * byte (a run need not start on a line); the block's threads take the
+   * pieces in turn, each under the bounds guard of the piece's first element,
+   * so no address lies outside C.
+   */
+  epiPrefetch(m0: Reg, n0: Reg, M: Operand, N: Operand, bz: Reg): (() => void) | null {
+    const k = this.k;
+    const views = k.epilogue.views;
+    if (views.length === 0) return null;
+    const tb = k.plan.tile!.threadblock;
+    const b = this.b;
+    return () => {
+      b.emit({ op: "comment", text: "L2 prefetch of the epilogue's matrices" });
+      const tid = this.features.get("tid")!;
+      for (const v of views) {
+        const t = tensorParam(k, v.tensor);
+        const bits = DTYPE_INFO[t.dtype].bits;
+        const rowMajor = v.layout === "row";
+        const runs = rowMajor ? tb.m : tb.n;
+        const runElems = rowMajor ? tb.n : tb.m;
+        const runBytes = Math.ceil((runElems * bits) / 8);
+        const lines = Math.ceil(runBytes / L2_LINE);
+        const pieces = lines + 1;
+        const total = runs * pieces;
+        const base = this.tensorBase(v, t, bz);
+        for (let i = 0; i * this.threads < total; i++) {
+          const idx = i === 0 ? tid : this.bin("add", "u32", tid, imm(i * this.threads));
+          const run = this.divRem("div", idx, pieces);
+          const piece = this.divRem("rem", idx, pieces);
+          // The piece's first byte in its run: line `piece`, the last piece at the run's end.
+          const byte = this.bin(
+            "min",
+            "u32",
+            this.mulImm(piece, L2_LINE),
+            imm(runBytes - 1),
+          );
+          const elem = this.bin("shr", "u32", this.mulImm(byte, 8), imm(log2(bits)));
+          const row = this.bin("add", "u32", m0, rowMajor ? run : elem);
+          const col = this.bin("add", "u32", n0, rowMajor ? elem : run);
+          let ok = this.bin(
+            "and",
+            "pred",
+            this.setp("lt", "u32", row, M),
+            this.setp("lt", "u32", col, N),
+          );
+          if ((i + 1) * this.threads > total) {
+            ok = this.bin("and", "pred", ok, this.setp("lt", "u32", idx, imm(total)));
+          }
+          const elemIdx = this.globalAddr(base, row, col, rowMajor ? N : M, rowMajor, bits / 8);
+          b.emit({ op: "prefetch", addr: elemIdx, guard: { pred: ok, negate: false } });
+        }
+      }
     };
   }
 
@@ -2195,21 +2395,43 @@ class Lowering {
     b.emit({ op, width, src, addr, offset, ...guard });
   }
 
-  /** Loads one epilogue tensor element (guarded by `ok`, 0 where it is false; unguarded for null). */
-  loadElem(
+  /**
+   * Issues the load of `n` consecutive elements (1, 2 or 4) along a row of an
+   * epilogue tensor at (row, col), guarded by `ok` (0 where it is false), and
+   * returns a function that converts them to compute values. The conversions
+   * are emitted at its first call, where the values are used: an epilogue
+   * issues the loads of a batch of elements first (see `epilogue`), and ptxas
+   * cannot move a load of C above a store to D (they may be the same memory).
+   * n > 1 needs {@link alongRow}.
+   */
+  loadAhead(
     e: Extract<EpilogueExpr, { op: "load" }>,
     info: EpiTensor,
     row: Reg,
     col: Reg,
     ok: Reg | null,
+    n: 1 | 2 | 4,
     c: "f32" | "f64" | "s32",
-  ): Reg {
+  ): () => Reg[] {
     const b = this.b;
     const t = info.t;
     const bits = DTYPE_INFO[t.dtype].bits;
     const addr = this.elemAddr(e, info, row, col);
-    const width: MemWidth = bits === 64 ? "b64" : bits === 16 ? "b16" : bits === 8 ? "b8" : "b32";
-    const rt: RegType = bits === 64
+    const guard = ok === null ? {} : { guard: { pred: ok, negate: false } };
+    // 16-bit elements in pairs, one 32-bit word each; else one register an element.
+    const paired = bits === 16 && n > 1;
+    const width: MemWidth = paired
+      ? "b32"
+      : bits === 64
+      ? "b64"
+      : bits === 16
+      ? "b16"
+      : bits === 8
+      ? "b8"
+      : "b32";
+    const rt: RegType = paired
+      ? "b32"
+      : bits === 64
       ? "f64"
       : bits === 16
       ? "b16"
@@ -2218,54 +2440,41 @@ class Lowering {
       : t.dtype === "f32"
       ? "f32"
       : "s32";
-    const v = this.mov(rt, imm(0));
-    const guard = ok === null ? {} : { guard: { pred: ok, negate: false } };
-    b.emit({ op: "ldg", width, dst: [v], addr, offset: 0, ...guard });
-    return this.loadedToCompute(v, t.dtype, c);
+    const ws = Array.from({ length: paired ? n / 2 : n }, () => this.mov(rt, imm(0)));
+    b.emit({ op: "ldg", width, dst: ws, addr, offset: 0, ...guard });
+    let vals: Reg[] | null = null;
+    return () => {
+      if (vals !== null) return vals;
+      const vs = !paired ? ws : ws.flatMap((w) => {
+        const lo = b.reg("b16");
+        const hi = b.reg("b16");
+        b.emit({ op: "unpack", lo, hi, src: w });
+        return [lo, hi];
+      });
+      vals = vs.map((v) => this.loadedToCompute(v, t.dtype, c));
+      return vals;
+    };
   }
 
-  /**
-   * Loads 4 consecutive elements of a row of a row-major epilogue matrix
-   * aligned to 4 or more elements, 16- or 32-bit (one 8- or 16-byte load,
-   * guarded by `ok`, 0 where it is false), as compute values.
-   */
-  loadRow4(
+  /** One element of an epilogue tensor as a compute value, loaded where it is used. */
+  loadElem(
     e: Extract<EpilogueExpr, { op: "load" }>,
     info: EpiTensor,
     row: Reg,
     col: Reg,
-    ok: Reg,
+    ok: Reg | null,
     c: "f32" | "f64" | "s32",
-  ): Reg[] {
-    const b = this.b;
-    const t = info.t;
-    const half = DTYPE_INFO[t.dtype].bits === 16;
-    const ws = Array.from(
-      { length: half ? 2 : 4 },
-      () => this.mov(half ? "b32" : t.dtype === "f32" ? "f32" : "s32", imm(0)),
-    );
-    const addr = this.elemAddr(e, info, row, col);
-    b.emit({
-      op: "ldg",
-      width: "b32",
-      dst: ws,
-      addr,
-      offset: 0,
-      guard: { pred: ok, negate: false },
-    });
-    const vs = !half ? ws : ws.flatMap((w) => {
-      const lo = b.reg("b16");
-      const hi = b.reg("b16");
-      b.emit({ op: "unpack", lo, hi, src: w });
-      return [lo, hi];
-    });
-    return vs.map((v) => this.loadedToCompute(v, t.dtype, c));
+  ): Reg {
+    return this.loadAhead(e, info, row, col, ok, 1, c)()[0]!;
   }
 
-  /** Whether {@link loadRow4} can load this epilogue tensor. */
-  rowLoadable(info: EpiTensor): boolean {
+  /** Whether {@link loadAhead} can load `n` elements of a row of this epilogue
+   * tensor at once: a row-major matrix aligned to n elements or more, 16- or
+   * 32-bit (64-bit: pairs). */
+  alongRow(info: EpiTensor, n: number): boolean {
     const bits = DTYPE_INFO[info.t.dtype].bits;
-    return info.view?.layout === "row" && info.t.align >= 4 && (bits === 16 || bits === 32);
+    return info.view?.layout === "row" && info.t.align >= n &&
+      (bits === 16 || bits === 32 || (bits === 64 && n === 2));
   }
 
   /** The global address of an epilogue tensor's element at (row, col). */

@@ -84,6 +84,7 @@ const ALL_OPS = {
   pack: true,
   unpack: true,
   cpasync: true,
+  prefetch: true,
   commit: true,
   wait: true,
   bar: true,

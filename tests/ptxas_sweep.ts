@@ -5,7 +5,8 @@
  *     deno run -A tests/ptxas_sweep.ts [--jobs N] [--keep DIR]
  *
  * Every example and a set of inline programs (16- and 8-bit outputs with
- * plain, bias and C-reading epilogues, both A layouts) is compiled with size
+ * plain, bias and C-reading epilogues, both A layouts; 32-bit outputs, row-
+ * or column-major, with and without C) is compiled with size
  * hints for 10 problem shapes on 108 and 132 SMs, as `gemm run --tune --sms N`
  * would; the distinct PTX modules are assembled with `ptxas -v` for sm_80. A
  * kernel that ptxas rejects, that spills or that has a stack frame is a
@@ -62,6 +63,28 @@ function programs(): [string, string][] {
         decls.push(`D: ${d}[M, N] row${int ? " align 4" : ""}`);
         const name = `p_${op}_${d}_${la}_${epi}`;
         out.push([name, `kernel ${name} {\n  ${decls.join("\n  ")}\n  D[m, n] = ${d}(${e})\n}\n`]);
+      }
+    }
+  }
+  // 32-bit outputs (the epilogue's direct path), D row- or column-major, with
+  // C of D's type read ahead of D's stores (passes/lower.ts `epilogue`).
+  for (const [op, d] of [["f32", "f32"], ["f16", "f32"], ["s8", "s32"]]) {
+    for (const la of op === "s8" ? ["row"] : ["row", "col"]) {
+      for (const dl of ["row", "col"]) {
+        for (const epi of ["plain", "bias_n", "c_row", "c_col"]) {
+          const decls = [`A: ${op}[M, K] ${la}`, `B: ${op}[K, N] col`];
+          let e = "A[m, k] * B[k, n]";
+          if (epi === "bias_n") {
+            decls.push(`bias: ${d}[N]`);
+            e = `${e} + bias[n]`;
+          } else if (epi.startsWith("c_")) {
+            decls.push(`C: ${d}[M, N] ${epi.slice(2)}`);
+            e = `${e} + C[m, n]`;
+          }
+          decls.push(`D: ${d}[M, N] ${dl}`);
+          const name = `q_${op}_${d}_${la}_${dl}_${epi}`;
+          out.push([name, `kernel ${name} {\n  ${decls.join("\n  ")}\n  D[m, n] = ${e}\n}\n`]);
+        }
       }
     }
   }

@@ -53,9 +53,11 @@ interface Subject {
 }
 
 const SUBJECTS: Subject[] = [
-  // 5 k-tiles: more than the stages, so the ring wraps; a partial tile in M and N.
-  { name: "hgemm (64x64x32, 3 stages)", ck: smallHgemm(3), sizes: { M: 80, N: 72, K: 160 } },
-  { name: "hgemm (64x64x32, 2 stages)", ck: smallHgemm(2), sizes: { M: 80, N: 72, K: 160 } },
+  // 11 k-tiles: more than the stages, so the ring wraps; a partial tile in M
+  // and N. hgemm reads C: 3 k-tiles in the first copy of the k-loop, 8 after
+  // the L2 prefetch of C's tile.
+  { name: "hgemm (64x64x32, 3 stages)", ck: smallHgemm(3), sizes: { M: 80, N: 72, K: 352 } },
+  { name: "hgemm (64x64x32, 2 stages)", ck: smallHgemm(2), sizes: { M: 80, N: 72, K: 352 } },
   // f16 output with a bias: the epilogue stages D through shared memory (default
   // schedule, 10 k-tiles, partial tiles in M and N).
   {
@@ -101,14 +103,22 @@ function mapOps(k: Kernel, f: (o: Op, c: Ctx) => Op[] | null): Kernel {
   return { ...k, body: rewrite(k.body, f, { inLoop: false }) };
 }
 
-/** Rewrites the body that holds the k-loop (the list of ops around it) as a whole. */
-function mapMainBody(k: Kernel, f: (body: readonly Op[], loopAt: number) => Op[]): Kernel {
+/**
+ * Rewrites the body that holds the k-loop (the list of ops around it) as a
+ * whole. `loopAt` is the first copy of the loop, `lastAt` the last: an
+ * epilogue that reads C runs the loop's last k-tiles in a second copy, after
+ * the L2 prefetch of C's tile (passes/lower.ts `epiPrefetch`).
+ */
+function mapMainBody(
+  k: Kernel,
+  f: (body: readonly Op[], loopAt: number, lastAt: number) => Op[],
+): Kernel {
   let found = 0;
   const visit = (body: readonly Op[]): Op[] => {
     const loopAt = body.findIndex((o) => o.op === "for");
     if (loopAt >= 0) {
       found++;
-      return f(body, loopAt);
+      return f(body, loopAt, body.findLastIndex((o) => o.op === "for"));
     }
     return body.map((o): Op =>
       o.op === "if" ? { ...o, then: visit(o.then), otherwise: visit(o.otherwise) } : o
@@ -122,8 +132,8 @@ function mapMainBody(k: Kernel, f: (body: readonly Op[], loopAt: number) => Op[]
 /** The drain: the `wait 0` right after the k-loop. */
 function drainOf(k: Kernel): Op {
   let drain: Op | undefined;
-  mapMainBody(k, (body, loopAt) => {
-    drain = body[loopAt + 1];
+  mapMainBody(k, (body, _loopAt, lastAt) => {
+    drain = body[lastAt + 1];
     return [...body];
   });
   assert.ok(drain?.op === "wait" && drain.n === 0, "no wait 0 after the k-loop");
@@ -283,9 +293,9 @@ const MUTANTS: Mutant[] = [
     name: "(e) delete the staged epilogue's barriers",
     make: (k) => {
       if (!stagesD(k)) return null;
-      return mapMainBody(k, (body, loopAt) => [
-        ...body.slice(0, loopAt + 1),
-        ...body.slice(loopAt + 1).filter((o) => o.op !== "bar"),
+      return mapMainBody(k, (body, _loopAt, lastAt) => [
+        ...body.slice(0, lastAt + 1),
+        ...body.slice(lastAt + 1).filter((o) => o.op !== "bar"),
       ]);
     },
     kind: "race",
@@ -300,14 +310,24 @@ const MUTANTS: Mutant[] = [
 // ---------------------------------------------------------------------------
 
 /** The printed line range `[for, closing brace]` of the k-loop. */
-function loopLines(text: string): [number, number] {
+/** The kernel-IR lines (1-based, exclusive) of each copy of the k-loop. */
+function loopLines(text: string): [number, number][] {
   const lines = text.split("\n");
-  const start = lines.findIndex((l) => /^\s*for /.test(l));
-  assert.ok(start >= 0);
-  const indent = lines[start]!.length - lines[start]!.trimStart().length;
-  const end = lines.findIndex((l, i) => i > start && l === `${" ".repeat(indent)}}`);
-  assert.ok(end > start);
-  return [start + 1, end + 1];
+  const spans: [number, number][] = [];
+  let indent = -1;
+  for (let start = 0; start < lines.length; start++) {
+    const l = lines[start]!;
+    if (!/^\s*for /.test(l)) continue;
+    const at = l.length - l.trimStart().length;
+    // The k-loop copies are siblings: the first `for`'s indentation.
+    if (indent < 0) indent = at;
+    if (at !== indent) continue;
+    const end = lines.findIndex((x, i) => i > start && x === `${" ".repeat(indent)}}`);
+    assert.ok(end > start);
+    spans.push([start + 1, end + 1]);
+  }
+  assert.ok(spans.length > 0);
+  return spans;
 }
 
 function run(s: Subject, kernel: Kernel): SimulateReport {
@@ -324,11 +344,14 @@ for (const s of SUBJECTS) {
     assert.ok(rep.comparison.ok, JSON.stringify(rep.comparison.first));
     // The shape the mutants rely on.
     const ops = allOps(s.ck.kernel.body);
-    assert.equal(ops.filter((o) => o.op === "for").length, 1);
-    const loop = ops.find((o): o is ForOp => o.op === "for")!;
-    const waits = allOps(loop.body).filter((o) => o.op === "wait");
-    assert.deepEqual(waits.map((o) => o.op === "wait" && o.n), [stages - 2]);
-    assert.equal(allOps(loop.body).filter((o) => o.op === "bar").length, 1);
+    const loops = ops.filter((o): o is ForOp => o.op === "for");
+    // Two copies of the k-loop when the epilogue reads C (prefetched between them).
+    assert.equal(loops.length, s.ck.gemm.epilogue.views.length > 0 ? 2 : 1);
+    for (const loop of loops) {
+      const waits = allOps(loop.body).filter((o) => o.op === "wait");
+      assert.deepEqual(waits.map((o) => o.op === "wait" && o.n), [stages - 2]);
+      assert.equal(allOps(loop.body).filter((o) => o.op === "bar").length, 1);
+    }
   });
 
   for (const m of MUTANTS) {
@@ -357,8 +380,12 @@ for (const s of SUBJECTS) {
       assert.equal(lines[h.line - 1]?.trim(), h.op, `line ${h.line}`);
       assert.match(h.op, e.reportedOp);
       if (e.inLoop !== null) {
-        const [a, b] = loopLines(text);
-        assert.equal(h.line > a && h.line < b, e.inLoop, `line ${h.line} vs k-loop ${a}..${b}`);
+        const spans = loopLines(text);
+        assert.equal(
+          spans.some(([a, b]) => h.line > a && h.line < b),
+          e.inLoop,
+          `line ${h.line} vs k-loop ${JSON.stringify(spans)}`,
+        );
       }
       assert.ok(h.count > 0 && h.message.length > 0);
       if (m.mismatch) assert.ok(!rep.comparison.ok, "expected a mismatch too");

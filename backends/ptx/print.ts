@@ -317,6 +317,7 @@ export const OP_TEMPLATES = Object.freeze({
   pack: "mov.b32 $d, {$lo, $hi}",
   unpack: "mov.b32 {$lo, $hi}, $a",
   cpasync: "cp.async.$cache.shared.global$hint [$dst], [$src], $bytes, $n",
+  prefetch: "prefetch.global.L2$evict [$addr]",
   commit: "cp.async.commit_group",
   wait: "cp.async.wait_group $n",
   bar: "bar.sync 0",
@@ -779,6 +780,13 @@ const RENDER: Renderers = {
       n: opd(o.srcBytes, "u32"),
     });
   },
+  prefetch(o, cx) {
+    expect("prefetch address", "u64", o.addr);
+    put(cx, OP_TEMPLATES.prefetch, {
+      evict: o.evictLast === true ? "::evict_last" : "",
+      addr: regName(o.addr),
+    });
+  },
   commit: (_o, cx) => put(cx, OP_TEMPLATES.commit, NO_HOLES),
   wait(o, cx) {
     if (!Number.isSafeInteger(o.n) || o.n < 0) {
@@ -907,6 +915,8 @@ function render(o: Simple, cx: Ctx): void {
       return RENDER.unpack(o, cx);
     case "cpasync":
       return RENDER.cpasync(o, cx);
+    case "prefetch":
+      return RENDER.prefetch(o, cx);
     case "commit":
       return RENDER.commit(o, cx);
     case "wait":

@@ -21,6 +21,7 @@ import {
   compileLdg,
   compileLdmatrix,
   compileLds,
+  compilePrefetch,
   compileStg,
   compileSts,
   compileWait,
@@ -111,6 +112,8 @@ class Compiler {
         return compileAlu(M, info, mask);
       case "cpasync":
         return compileCpAsync(M, info, mask);
+      case "prefetch":
+        return compilePrefetch(M, info, mask);
       case "commit":
         return compileCommit(M, info, mask);
       case "wait":

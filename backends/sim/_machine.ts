@@ -117,6 +117,8 @@ export class Machine {
   /** Warp-instructions per operation index. */
   readonly counts: Float64Array;
   globalBytesRead = 0;
+  /** Lane-level L2 prefetches (each asks for one line). */
+  prefetches = 0;
   globalBytesWritten = 0;
   sharedBytesRead = 0;
   sharedBytesWritten = 0;
@@ -713,6 +715,7 @@ export class Machine {
       byKind,
       globalBytesRead: this.globalBytesRead,
       globalBytesWritten: this.globalBytesWritten,
+      l2Prefetches: this.prefetches,
       sharedBytesRead: this.sharedBytesRead,
       sharedBytesWritten: this.sharedBytesWritten,
       mmas: this.mmas,

@@ -16,6 +16,7 @@ import type {
   LdsOp,
   MemWidth,
   Operand,
+  PrefetchOp,
   Reg,
   StgOp,
   StsOp,
@@ -226,6 +227,25 @@ export function compileAtom(M: Machine, info: OpInfo, mask: Mask): Run {
 export function compileFence(M: Machine, info: OpInfo, mask: Mask): Run {
   const idx = info.index;
   return () => {
+    M.counts[idx]! += mask.warps;
+  };
+}
+
+/** `prefetch.global.L2`: see {@link PrefetchOp}. Moves nothing; checks that every active
+ * lane's address lies inside a tensor, as a load's would be checked, and counts the lines. */
+export function compilePrefetch(M: Machine, info: OpInfo, mask: Mask): Run {
+  const o = info.op as PrefetchOp;
+  const idx = info.index;
+  const addr = M.view(o.addr, "u64", idx);
+  const g = guardOf(M, info, o.guard);
+  const T = M.T;
+  return () => {
+    const m = mask.m;
+    for (let t = 0; t < T; t++) {
+      if (m[t] === 0 || (g.arr !== null && g.arr[t] === g.skip)) continue;
+      M.gResolve(idx, t, addr[t]!, 1, 1, "L2 prefetch");
+      M.prefetches++;
+    }
     M.counts[idx]! += mask.warps;
   };
 }

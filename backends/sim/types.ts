@@ -90,6 +90,8 @@ export interface SimStats {
   readonly byKind: Record<string, number>;
   globalBytesRead: number;
   globalBytesWritten: number;
+  /** Lane-level `prefetch.global.L2` (each asks the L2 for one line; no bytes move to the SM). */
+  l2Prefetches: number;
   sharedBytesRead: number;
   sharedBytesWritten: number;
   /** Warp-level `mma` instructions. */

@@ -381,6 +381,8 @@ export function memoryOpsKernel(target: Target): Kernel {
       src: gsrc,
       srcBytes: nbytes,
     });
+    b.emit({ op: "prefetch", addr: gsrc, guard: { pred: inb, negate: false } });
+    b.emit({ op: "prefetch", addr: gsrc, evictLast: true });
     b.emit({ op: "commit" });
     b.emit({ op: "wait", n: 1 });
     b.emit({ op: "wait", n: 0 });
