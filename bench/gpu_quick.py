@@ -92,8 +92,13 @@ def launcher(name, M, N, K, inputs=None, sets=2):
     between kernels); D is poisoned (NaN, or an odd integer)."""
     man, fn = load(name)
     As, Bs = inputs if inputs is not None else inputs_for(man, M, N, K, sets)
-    ddt = DT[next(p for p in man["params"] if p["name"] == "D")["dtype"]]
-    D = torch.full((M, N), float("nan") if ddt.is_floating_point else -0x5A5A5A5A, dtype=ddt, device="cuda")
+    dp = next(p for p in man["params"] if p["name"] == "D")
+    ddt = DT[dp["dtype"]]
+    # A column-major D is stored as its transpose's rows; D is the M x N view.
+    shape = (N, M) if dp.get("layout") == "col" else (M, N)
+    D = torch.full(shape, float("nan") if ddt.is_floating_point else -0x5A5A5A5A, dtype=ddt, device="cuda")
+    if dp.get("layout") == "col":
+        D = D.T
     sz = {"M": M, "N": N, "K": K}
     grid, block, smem = grid_for(man["gridPlan"], sz), tuple(man["block"]), man["dynamicSmemBytes"]
     # Other tensors the epilogue reads (a matrix C, bias vectors; bench/probes/):
@@ -105,9 +110,9 @@ def launcher(name, M, N, K, inputs=None, sets=2):
         out = {}
         for p in extra:
             dims = [sz[d] if isinstance(d, str) else d for d in p["shape"]]
-            if p.get("layout") == "col" and len(dims) >= 2:
-                dims[-1], dims[-2] = dims[-2], dims[-1]
-            out[p["name"]] = rand(tuple(dims), DT[p["dtype"]])
+            col = p.get("layout") == "col" and len(dims) == 2
+            t = rand(tuple(dims[::-1] if col else dims), DT[p["dtype"]])
+            out[p["name"]] = t.T if col else t  # the logical view; the same storage
         return out
     ex = [extras() for _ in As]
     args = [kernel_args(man, {"A": a, "B": b, "D": D, **e}, sz) for a, b, e in zip(As, Bs, ex)]

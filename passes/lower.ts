@@ -1649,68 +1649,96 @@ class Lowering {
       // tests/ptxas_sweep.ts).
       const jBatch = perJ === 0 ? Infinity : Math.max(1, Math.floor(budget / perJ));
       const ahead = nodes.size > 0 && dRowMajor && before === undefined;
-      for (let i = 0; i < acc.length; i++) {
-        for (let j0 = 0; j0 < acc[i]!.length; j0 += jBatch) {
-          const jEnd = Math.min(acc[i]!.length, j0 + jBatch);
-          const issue = (j: number, grp: (typeof groups)[number]) => {
-            const e0 = grp[0]!;
-            const row = this.bin("add", "u32", laneRow, imm(i * s.m + e0.dr));
-            const col = this.bin("add", "u32", laneCol, imm(j * s.n + e0.dc));
-            const rowOk = this.setp("lt", "u32", row, M);
-            const cols: Reg[] = [];
-            const oks: Reg[] = [];
-            grp.forEach((_, q) => {
-              // The second element of a pair needs its own column and bounds
-              // predicate only for the epilogue's loads (the pair is stored
-              // under the first one's).
-              const own = q === 0 || loads.size > 0;
-              const cq = own && q > 0 ? this.bin("add", "u32", col, imm(q)) : col;
-              cols.push(cq);
-              oks.push(
-                own ? this.bin("and", "pred", rowOk, this.setp("lt", "u32", cq, N)) : oks[0]!,
-              );
-            });
-            const got = new Map<string, () => Reg[]>();
-            for (const x of nodes.values()) {
-              const info = loads.get(x.tensor)!;
-              // (Pair loads spilled tf32's 80x64 warp tiles: register pairs.)
-              if (x.rows && x.cols && grp.length === 2 && roomy && this.alongRow(info, 2)) {
-                got.set(x.tensor, this.loadAhead(x, info, row, col, oks[0]!, 2, cType));
-                continue;
-              }
-              const one = grp.map((_, q) =>
-                this.loadAhead(x, info, row, cols[q]!, oks[q]!, 1, cType)
-              );
-              got.set(x.tensor, () => one.map((f) => f()[0]!));
-            }
-            return { row, col, cols, oks, got };
-          };
-          const pos = !ahead ? null : Array.from(
-            { length: jEnd - j0 },
-            (_, jj) => groups.map((grp) => issue(j0 + jj, grp)),
+      const issue = (i: number, j: number, grp: (typeof groups)[number]) => {
+        const e0 = grp[0]!;
+        const row = this.bin("add", "u32", laneRow, imm(i * s.m + e0.dr));
+        const col = this.bin("add", "u32", laneCol, imm(j * s.n + e0.dc));
+        const rowOk = this.setp("lt", "u32", row, M);
+        const cols: Reg[] = [];
+        const oks: Reg[] = [];
+        grp.forEach((_, q) => {
+          // The second element of a pair needs its own column and bounds
+          // predicate only for the epilogue's loads (the pair is stored
+          // under the first one's).
+          const own = q === 0 || loads.size > 0;
+          const cq = own && q > 0 ? this.bin("add", "u32", col, imm(q)) : col;
+          cols.push(cq);
+          oks.push(
+            own ? this.bin("and", "pred", rowOk, this.setp("lt", "u32", cq, N)) : oks[0]!,
           );
-          for (let j = j0; j < jEnd; j++) {
-            const regs = acc[i]![j]!;
-            before?.(i, j);
-            groups.forEach((grp, gi) => {
-              const p = pos?.[j - j0]?.[gi] ?? issue(j, grp);
-              const vals = grp.map((e, q) => {
-                const accV = this.accValue(regs[e.reg]!, e.elem, cType);
-                return this.evalEpilogue(
-                  k.epilogue.expr,
-                  accV,
-                  null,
-                  loads,
-                  cType,
-                  (x) => p.got.get(x.tensor)!()[q]!,
-                );
-              });
-              const addr = this.globalAddr(dBase, p.row, p.col, ldD, dRowMajor, dBytes);
-              const outs = vals.map((v) => this.convertOut(v, cType, d.dtype));
-              this.store("stg", addr, 0, outs, d.dtype, p.oks[0]!);
-            });
+        });
+        const got = new Map<string, () => Reg[]>();
+        for (const x of nodes.values()) {
+          const info = loads.get(x.tensor)!;
+          // (Pair loads spilled tf32's 80x64 warp tiles: register pairs.)
+          if (x.rows && x.cols && grp.length === 2 && roomy && this.alongRow(info, 2)) {
+            got.set(x.tensor, this.loadAhead(x, info, row, col, oks[0]!, 2, cType));
+            continue;
+          }
+          const one = grp.map((_, q) => this.loadAhead(x, info, row, cols[q]!, oks[q]!, 1, cType));
+          got.set(x.tensor, () => one.map((f) => f()[0]!));
+        }
+        return { row, col, cols, oks, got };
+      };
+      // Batches of (i, j) tiles: row-major D by rows of tiles, `jBatch`
+      // tiles at a time; column-major D by columns of tiles, one at a time,
+      // each column of D's elements addressed once (its address plus the
+      // row's offset: a column of the warp tile is contiguous in D), where
+      // the address of every element spilled 52 kernels (tests/ptxas_sweep.ts).
+      const batches: [number, number][][] = [];
+      if (dRowMajor) {
+        for (let i = 0; i < acc.length; i++) {
+          for (let j0 = 0; j0 < acc[i]!.length; j0 += jBatch) {
+            const n = Math.min(acc[i]!.length, j0 + jBatch) - j0;
+            batches.push(Array.from({ length: n }, (_, jj) => [i, j0 + jj] as [number, number]));
           }
         }
+      } else {
+        for (let j = 0; j < acc[0]!.length; j++) {
+          for (let i = 0; i < acc.length; i++) batches.push([[i, j]]);
+        }
+      }
+      const colAddr = new Map<string, Reg>();
+      const address = (
+        i: number,
+        j: number,
+        e0: { dr: number; dc: number },
+        p: { row: Reg; col: Reg },
+      ) => {
+        if (dRowMajor) {
+          return { addr: this.globalAddr(dBase, p.row, p.col, ldD, true, dBytes), off: 0 };
+        }
+        const key = `${j}:${e0.dc}`;
+        let a = colAddr.get(key);
+        if (a === undefined) {
+          a = this.globalAddr(dBase, laneRow, p.col, ldD, false, dBytes);
+          colAddr.set(key, a);
+        }
+        return { addr: a, off: (i * s.m + e0.dr) * dBytes };
+      };
+      for (const batch of batches) {
+        const pos = !ahead ? null : batch.map(([i, j]) => groups.map((grp) => issue(i, j, grp)));
+        batch.forEach(([i, j], t) => {
+          const regs = acc[i]![j]!;
+          before?.(i, j);
+          groups.forEach((grp, gi) => {
+            const p = pos?.[t]?.[gi] ?? issue(i, j, grp);
+            const vals = grp.map((e, q) => {
+              const accV = this.accValue(regs[e.reg]!, e.elem, cType);
+              return this.evalEpilogue(
+                k.epilogue.expr,
+                accV,
+                null,
+                loads,
+                cType,
+                (x) => p.got.get(x.tensor)!()[q]!,
+              );
+            });
+            const { addr, off } = address(i, j, grp[0]!, p);
+            const outs = vals.map((v) => this.convertOut(v, cType, d.dtype));
+            this.store("stg", addr, off, outs, d.dtype, p.oks[0]!);
+          });
+        });
       }
       return;
     }

@@ -173,6 +173,32 @@ Deno.test("the loads of C come before the stores to D they go with", () => {
   assert.equal(mainBody(col.kernel).loops.length, 1);
 });
 
+Deno.test("column-major D: one address a column of the warp tile, rows at offsets", () => {
+  // A 32x32 f32 warp tile of m16n8 tiles: 4 tiles of 2 columns a lane across,
+  // 2 tiles of 2 rows down: 32 stores through 8 addresses.
+  for (
+    const ck of [
+      direct("col"),
+      kernel(
+        ["A: f16[M, K] row", "B: f16[K, N] col", "D: f32[M, N] col"],
+        "D[m, n] = A[m, k] * B[k, n]",
+        SMALL,
+      ),
+    ]
+  ) {
+    const { body, loops } = mainBody(ck.kernel);
+    const stg = ops(body.slice(loops.at(-1)! + 1)).filter((o) => o.op === "stg");
+    assert.equal(stg.length, 32);
+    assert.equal(new Set(stg.map((o) => o.op === "stg" && o.addr.id)).size, 8);
+    assert.deepEqual(
+      [...new Set(stg.map((o) => o.op === "stg" && o.offset))].sort((a, b) => +a - +b),
+      [0, 32, 64, 96],
+    );
+    const rep = simulateGemm(ck, { M: 100, N: 72, K: 64 }, { seed: 3 });
+    assert.ok(rep.ok, JSON.stringify(rep.comparison.first));
+  }
+});
+
 /** The output of a simulated launch with C and D separate, and with D in C's memory. */
 function inPlace(ck: CompiledKernel, given: Record<string, number>): [Uint8Array, Uint8Array] {
   const sizes = resolveSizes(ck.gemm, given);
@@ -196,7 +222,10 @@ for (
   ] as const
 ) {
   Deno.test(`C may be D (in place): ${name}`, () => {
-    const [apart, together] = inPlace(ck(), { M: 136, N: 264, K: 96 });
+    const sizes = { M: 136, N: 264, K: 96 };
+    const rep = simulateGemm(ck(), sizes, { seed: 11 });
+    assert.ok(rep.ok, JSON.stringify(rep.comparison.first));
+    const [apart, together] = inPlace(ck(), sizes);
     assert.deepEqual(together, apart);
   });
 }
