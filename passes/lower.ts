@@ -631,12 +631,8 @@ class Lowering {
       // `prefetchAhead` k-tiles before the main loop ends (a second copy of
       // the loop runs those last k-tiles: a branch inside the loop body would
       // split its basic block, which cost 6% in bench/NOTES.md 3). Split-K
-      // blocks do not prefetch (shortcut: only the last split reads C), nor
-      // do kernels with a column-major D (shortcut: theirs sit at the
-      // register limit, and the second loop copy spilled some).
-      const prefetch = split === null && k.problem.d.layout === "row"
-        ? this.epiPrefetch(m0, n0, M, N, bz)
-        : null;
+      // blocks do not prefetch (shortcut: only the last split reads C).
+      const prefetch = split === null ? this.epiPrefetch(m0, n0, M, N, bz) : null;
       if (prefetch === null) kLoop(imm(0), kCount);
       else {
         const P = prefetchAhead(tb.k);
@@ -1643,12 +1639,12 @@ class Lowering {
       );
       const roomy = acc.length * acc[0]!.length * s.c.regs <= 128;
       const budget = roomy ? AHEAD_REGS : AHEAD_REGS / 2;
-      // Shortcut: column-major D and split-K keep each group's loads right
-      // before its store (loads ahead spilled them: column-major D's
-      // per-element addresses, split-K's own loads of the partial sums;
+      // Shortcut: split-K keeps each group's loads right before its store
+      // (loads ahead spilled, with its own loads of the partial sums;
       // tests/ptxas_sweep.ts).
+      // Tiles a batch (along a row of tiles, or a column for column-major D).
       const jBatch = perJ === 0 ? Infinity : Math.max(1, Math.floor(budget / perJ));
-      const ahead = nodes.size > 0 && dRowMajor && before === undefined;
+      const ahead = nodes.size > 0 && before === undefined;
       const issue = (i: number, j: number, grp: (typeof groups)[number]) => {
         const e0 = grp[0]!;
         const row = this.bin("add", "u32", laneRow, imm(i * s.m + e0.dr));
@@ -1681,10 +1677,11 @@ class Lowering {
         return { row, col, cols, oks, got };
       };
       // Batches of (i, j) tiles: row-major D by rows of tiles, `jBatch`
-      // tiles at a time; column-major D by columns of tiles, one at a time,
-      // each column of D's elements addressed once (its address plus the
-      // row's offset: a column of the warp tile is contiguous in D), where
-      // the address of every element spilled 52 kernels (tests/ptxas_sweep.ts).
+      // tiles at a time; column-major D by columns of tiles, as many at a
+      // time, each column of D's elements addressed once (its address plus
+      // the row's offset: a column of the warp tile is contiguous in D),
+      // where the address of every element spilled 52 kernels
+      // (tests/ptxas_sweep.ts).
       const batches: [number, number][][] = [];
       if (dRowMajor) {
         for (let i = 0; i < acc.length; i++) {
@@ -1695,7 +1692,10 @@ class Lowering {
         }
       } else {
         for (let j = 0; j < acc[0]!.length; j++) {
-          for (let i = 0; i < acc.length; i++) batches.push([[i, j]]);
+          for (let i0 = 0; i0 < acc.length; i0 += jBatch) {
+            const n = Math.min(acc.length, i0 + jBatch) - i0;
+            batches.push(Array.from({ length: n }, (_, ii) => [i0 + ii, j] as [number, number]));
+          }
         }
       }
       const colAddr = new Map<string, Reg>();

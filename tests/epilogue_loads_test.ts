@@ -165,12 +165,18 @@ Deno.test("the loads of C come before the stores to D they go with", () => {
   const d = loadsAfterStores(direct().kernel);
   assert.equal(d.stores, 16);
   assert.equal(d.loadsAfter, 3);
-  // Column-major D (shortcut): each element's load right before its store,
-  // and no prefetch.
+  // Column-major D: by columns of tiles, 2 tiles (of 4 single elements) a
+  // batch, a whole column: 4 batches. Prefetched too.
   const col = direct("col");
   const c = loadsAfterStores(col.kernel);
-  assert.equal(c.loadsAfter, c.stores - 1);
-  assert.equal(mainBody(col.kernel).loops.length, 1);
+  assert.equal(c.stores, 32);
+  assert.equal(c.loadsAfter, 3);
+  assert.equal(mainBody(col.kernel).loops.length, 2);
+  // Split-K (shortcut): each element's load right before its store.
+  const split = loadsAfterStores(direct("row", [...SMALL, "split_k 2"]).kernel);
+  // 16 pairs stored to D, each after its own load of C (besides the
+  // workspace's stores and loads): at least 15 turns.
+  assert.ok(split.loadsAfter + split.acrossBar >= 15, JSON.stringify(split));
 });
 
 Deno.test("column-major D: one address a column of the warp tile, rows at offsets", () => {
