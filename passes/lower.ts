@@ -1607,9 +1607,12 @@ class Lowering {
     // Epilogue loads (C, a bias, split-K's partial sums) cannot alias the
     // shared-memory stores, so ptxas would hoist every load of a chunk above
     // them: one accumulator-tile row a chunk bounds the registers they hold.
+    // A bias along M alone is loaded once a row (cached) and takes whole
+    // chunks: +2.5% at 4096³ (a bias along N lost 0.6% so: bench/NOTES.md 35).
     // An epilogue that reads a matrix (C) stages the raw accumulators and is
     // evaluated along D's rows, where neighbouring lanes read C.
-    const maxTiles = loads.size > 0 || before !== undefined ? 1 : acc.length;
+    const rowVectorsOnly = [...nodes.values()].every((x) => x.rows && !x.cols);
+    const maxTiles = before !== undefined || !rowVectorsOnly ? 1 : acc.length;
     // Raw accumulators are staged in pairs whatever D's alignment.
     const stageGroups = readsMatrix ? grouped(true) : groups;
     const stage = this.stagePlan(

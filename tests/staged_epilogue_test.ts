@@ -87,7 +87,7 @@ const CASES: Case[] = [
     store: /stg\.b32 \[[^\]]+\], \{[^,}]+, [^,}]+, [^,}]+, [^,}]+\}/,
   },
   {
-    name: "u8 with a per-row bias and a clamp, align 4 (one tile row a chunk)",
+    name: "u8 with a per-row bias and a clamp, align 4 (whole-tile chunks)",
     ck: () =>
       kernel(
         ["A: s8[M, K] row", "B: s8[K, N] col", "bias: s32[M]", "D: u8[M, N] row align 4"],
@@ -264,6 +264,25 @@ function staging(ck: CompiledKernel): { tiles: number; of: number; bytes: number
   assert.ok(m !== null, "no staging comment");
   return { tiles: Number(m[1]), of: Number(m[2]), bytes: Number(m[3]) };
 }
+
+Deno.test("staged epilogue: a bias along M alone takes whole-tile chunks, one along N one row", () => {
+  const decls = (
+    v: string,
+  ) => ["A: f16[M, K] row", "B: f16[K, N] col", `bias: f32[${v}]`, "D: f16[M, N] row"];
+  const byM = kernel(decls("M"), "D[m, n] = f16(A[m, k] * B[k, n] + bias[m])");
+  const byN = kernel(decls("N"), "D[m, n] = f16(A[m, k] * B[k, n] + bias[n])");
+  const both = kernel(
+    ["A: f16[M, K] row", "B: f16[K, N] col", "r: f32[M]", "c: f32[N]", "D: f16[M, N] row"],
+    "D[m, n] = f16(A[m, k] * B[k, n] * r[m] + c[n])",
+  );
+  assert.match(epilogueText(byM), /\(D's elements\): 4 of 4 accumulator-tile rows a chunk/);
+  assert.match(epilogueText(byN), /\(D's elements\): 1 of 4 accumulator-tile rows a chunk/);
+  assert.match(epilogueText(both), /\(D's elements\): 1 of 4 accumulator-tile rows a chunk/);
+  for (const ck of [byM, byN, both]) {
+    const rep = simulateGemm(ck, { M: 136, N: 264, K: 64 }, { seed: 21 });
+    assert.ok(rep.ok, JSON.stringify(rep.comparison.first));
+  }
+});
 
 Deno.test("staged epilogue: the regions fit in the pipeline's shared memory, in chunks where they must", () => {
   for (const c of CASES) {
