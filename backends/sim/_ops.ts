@@ -205,19 +205,35 @@ export function compileAtom(M: Machine, info: OpInfo, mask: Mask): Run {
   const dst = M.view(o.dst, "u32", idx);
   const bv = o.b.kind === "reg" ? M.view(o.b, "u32", idx) : null;
   const bi = o.b.kind === "imm" ? o.b.value >>> 0 : 0;
-  const g = guardOf(M, info, o.guard);
+  return eachActiveLane(M, info, mask, o.guard, (t) => {
+    const ti = M.gResolve(idx, t, addr[t]! + o.offset, 4, 4, "atomic");
+    const dv = M.gView[ti]!;
+    const old = dv.getUint32(M.gOff, true);
+    dv.setUint32(M.gOff, (old + (bv !== null ? bv[t]! : bi)) >>> 0, true);
+    dst[t] = old;
+    M.globalBytesRead += 4;
+    M.globalBytesWritten += 4;
+  });
+}
+
+/** A run that calls `lane(t)` for every thread `t` active in `mask` whose guard holds, in
+ * order, and counts the operation once a warp (for the operations that touch a lane at a
+ * time: atomics, prefetches). */
+function eachActiveLane(
+  M: Machine,
+  info: OpInfo,
+  mask: Mask,
+  guard: { pred: Reg; negate: boolean } | undefined,
+  lane: (t: number) => void,
+): Run {
+  const g = guardOf(M, info, guard);
   const T = M.T;
+  const idx = info.index;
   return () => {
     const m = mask.m;
     for (let t = 0; t < T; t++) {
       if (m[t] === 0 || (g.arr !== null && g.arr[t] === g.skip)) continue;
-      const ti = M.gResolve(idx, t, addr[t]! + o.offset, 4, 4, "atomic");
-      const dv = M.gView[ti]!;
-      const old = dv.getUint32(M.gOff, true);
-      dv.setUint32(M.gOff, (old + (bv !== null ? bv[t]! : bi)) >>> 0, true);
-      dst[t] = old;
-      M.globalBytesRead += 4;
-      M.globalBytesWritten += 4;
+      lane(t);
     }
     M.counts[idx]! += mask.warps;
   };
@@ -237,17 +253,10 @@ export function compilePrefetch(M: Machine, info: OpInfo, mask: Mask): Run {
   const o = info.op as PrefetchOp;
   const idx = info.index;
   const addr = M.view(o.addr, "u64", idx);
-  const g = guardOf(M, info, o.guard);
-  const T = M.T;
-  return () => {
-    const m = mask.m;
-    for (let t = 0; t < T; t++) {
-      if (m[t] === 0 || (g.arr !== null && g.arr[t] === g.skip)) continue;
-      M.gResolve(idx, t, addr[t]!, 1, 1, "L2 prefetch");
-      M.prefetches++;
-    }
-    M.counts[idx]! += mask.warps;
-  };
+  return eachActiveLane(M, info, mask, o.guard, (t) => {
+    M.gResolve(idx, t, addr[t]!, 1, 1, "L2 prefetch");
+    M.prefetches++;
+  });
 }
 
 /** `ld.shared`: see {@link LdsOp}. */
