@@ -19,7 +19,10 @@
  *    (double buffering) while the MMAs of this k-step run. Warp tiles too
  *    large for two buffers (the mma plan's `fragments: "interleaved"`) load
  *    each next fragment right after the MMAs that last read the one it
- *    replaces, so that about one buffer's registers are live.
+ *    replaces, so that about one buffer's registers are live. An epilogue
+ *    that reads a matrix (C) runs the loop in two copies and prefetches C's
+ *    tile into L2 between them, `prefetchAhead` k-tiles before the end
+ *    (`epiPrefetch`).
  * 5. Drain (`wait_group 0`), then the epilogue. 8- and 16-bit row-major D is
  *    staged through shared memory (`stagePlan`): the fused epilogue
  *    expression per element (or pair) in registers, its result staged and
@@ -27,11 +30,16 @@
  *    matrix (C), the raw accumulators staged and the epilogue evaluated along
  *    D's rows. Otherwise each element or pair gets its row, column, bounds
  *    predicate, the expression, the conversion and a guarded store straight
- *    from registers.
+ *    from registers (a column-major D walked by columns, each column of the
+ *    warp tile addressed once). The loads of C are issued ahead of the stores
+ *    to D they go with (`loadAhead`): ptxas cannot reorder them, as C may be
+ *    D (in place).
  *
  * Shortcuts (named, to be lifted): column-major D and 32/64-bit D store
  * straight from registers; copy pointers are recomputed per k-tile from one
- * pointer per copy.
+ * pointer per copy; split-K epilogues load C with each store and do not
+ * prefetch it; a staged epilogue reads a C that is not row-major and aligned
+ * to 4 one element at a time, where it is used.
  *
  * @module
  */
