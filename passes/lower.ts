@@ -38,8 +38,9 @@
  * Shortcuts (named, to be lifted): column-major D and 32/64-bit D store
  * straight from registers; copy pointers are recomputed per k-tile from one
  * pointer per copy; split-K epilogues load C with each store and do not
- * prefetch it; a staged epilogue reads a C that is not row-major and aligned
- * to 4 one element at a time, where it is used.
+ * prefetch it; a C that is not row-major and aligned to 4 keeps a 16-bit D
+ * direct (read along D's rows it would waste 3/4 of each sector), and under
+ * an 8-bit D is read along D's rows one element at a time.
  *
  * @module
  */
@@ -1617,13 +1618,22 @@ class Lowering {
     // them: one accumulator-tile row a chunk bounds the registers they hold.
     // A bias along M alone is loaded once a row (cached) and takes whole
     // chunks: +2.5% at 4096³ (a bias along N lost 0.6% so: bench/NOTES.md 35).
-    // An epilogue that reads a matrix (C) stages the raw accumulators and is
-    // evaluated along D's rows, where neighbouring lanes read C.
+    // An epilogue that reads a row-major matrix (C) aligned to 4 stages the
+    // raw accumulators and is evaluated along D's rows, where neighbouring
+    // lanes read C.
     const rowVectorsOnly = [...nodes.values()].every((x) => x.rows && !x.cols);
     const maxTiles = before !== undefined || !rowVectorsOnly ? 1 : acc.length;
     // Raw accumulators are staged in pairs whatever D's alignment.
     const stageGroups = readsMatrix ? grouped(true) : groups;
-    const stage = this.stagePlan(
+    // A matrix the raw path cannot read 4 at a time along a row (a
+    // column-major C, or one aligned to less than 4) keeps a 16-bit D
+    // direct: the fragment layout reads C in whole sectors (bench/NOTES.md
+    // 37). An 8-bit D stays staged (shortcut: direct, one spilled).
+    const rawReadable = dBytes !== 2 ||
+      [...nodes.values()].every((x) =>
+        !(x.rows && x.cols) || this.alongRow(loads.get(x.tensor)!, 4)
+      );
+    const stage = !rawReadable ? null : this.stagePlan(
       s,
       base0R,
       base0C,
@@ -1881,8 +1891,8 @@ class Lowering {
     // next chunk's. (Issuing the first chunk's before the staging spilled.)
     // Each element of C is read by the lane that writes that element of D,
     // before it writes it, so C may be D (in place). A row-major matrix
-    // aligned to 4: its 4 elements in one load. Any other (shortcut): one
-    // load an element, where it is used (32 of them ahead spilled).
+    // aligned to 4: 4 elements a load (any other, under an 8-bit D: one an
+    // element, at its use; shortcut).
     const matrices = [...nodes.values()].filter((x) =>
       x.rows && x.cols && this.alongRow(loads.get(x.tensor)!, 4)
     );
