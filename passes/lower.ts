@@ -37,8 +37,8 @@
  *
  * Shortcuts (named, to be lifted): column-major D and 32/64-bit D store
  * straight from registers; copy pointers are recomputed per k-tile from one
- * pointer per copy; split-K epilogues load C with each store and do not
- * prefetch it; a C that is not row-major and aligned to 4 keeps a 16-bit D
+ * pointer per copy; split-K epilogues load C with each store (the last
+ * split prefetches C's tile first); a C that is not row-major and aligned to 4 keeps a 16-bit D
  * direct (read along D's rows it would waste 3/4 of each sector), and under
  * an 8-bit D is read along D's rows one element at a time.
  *
@@ -639,8 +639,9 @@ class Lowering {
       // An epilogue that reads a matrix (C) asks the L2 for C's tile
       // `prefetchAhead` k-tiles before the main loop ends (a second copy of
       // the loop runs those last k-tiles: a branch inside the loop body would
-      // split its basic block, which cost 6% in bench/NOTES.md 3). Split-K
-      // blocks do not prefetch (shortcut: only the last split reads C).
+      // split its basic block, which cost 6% in bench/NOTES.md 3). With
+      // split-K only the last split to finish reads C: it prefetches C's tile
+      // when it knows it is last, before it loads the partial sums.
       const prefetch = split === null ? this.epiPrefetch(m0, n0, M, N, bz) : null;
       if (prefetch === null) kLoop(imm(0), kCount);
       else {
@@ -676,6 +677,7 @@ class Lowering {
           tileLin,
           smem,
           (sum) => this.epilogue(acc, m0, n0, M, N, bz, smem, sum),
+          this.epiPrefetch(m0, n0, M, N, bz),
         );
       }
     });
@@ -755,6 +757,7 @@ class Lowering {
     tileLin: Reg,
     smem: Reg,
     then: (sum: (i: number, j: number) => void) => void,
+    prefetch: (() => void) | null = null,
   ): void {
     const b = this.b;
     const S = this.k.plan.tile!.splitK;
@@ -839,6 +842,8 @@ class Lowering {
     const isLast = this.setp("ne", "u32", got, imm(0));
     b.if(isLast, true, () => {
       b.emit({ op: "fence" });
+      // The last split alone reads C: its tile into L2 while the partial sums load.
+      prefetch?.();
       const addT = this.shape.cType === "f64" ? "f64" : this.shape.cType === "s32" ? "s32" : "f32";
       const fn = addT === "s32" ? "addsat" : "add";
       const load = (s: number, c: number, dst: Reg[]) =>

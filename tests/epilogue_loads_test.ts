@@ -85,17 +85,25 @@ Deno.test("an epilogue that reads C prefetches its tile into L2 between two copi
   assert.match(ck.kernelText, /the last 8 k-tiles, after the L2 prefetch of C's tile/);
 });
 
-Deno.test("no prefetch and one k-loop without C, or with split-K", () => {
+Deno.test("no prefetch without C; with split-K one k-loop, the last split prefetching", () => {
   const plain = kernel(
     ["A: f16[M, K] row", "B: f16[K, N] col", "bias: f32[N]", "D: f32[M, N] row"],
     "D[m, n] = A[m, k] * B[k, n] + bias[n]",
     SMALL,
   );
+  assert.equal(mainBody(plain.kernel).loops.length, 1);
+  assert.equal(ops(plain.kernel.body).filter((o) => o.op === "prefetch").length, 0);
+  // Split-K: the prefetches sit in the last split's branch, after the k-loop.
   const split = direct("row", [...SMALL, "split_k 2"]);
-  for (const ck of [plain, split]) {
-    assert.equal(mainBody(ck.kernel).loops.length, 1);
-    assert.equal(ops(ck.kernel.body).filter((o) => o.op === "prefetch").length, 0);
-  }
+  const { body, loops } = mainBody(split.kernel);
+  assert.equal(loops.length, 1);
+  const after = ops(body.slice(loops[0]! + 1));
+  assert.ok(after.some((o) => o.op === "prefetch"));
+  const pf = ops(split.kernel.body).filter((o) => o.op === "prefetch");
+  assert.equal(after.filter((o) => o.op === "prefetch").length, pf.length);
+  const rep = simulateGemm(split, { M: 100, N: 136, K: 352 }, { seed: 8 });
+  assert.ok(rep.ok, JSON.stringify(rep.comparison.first));
+  assert.ok(rep.sim.stats.l2Prefetches > 0);
 });
 
 Deno.test("the prefetches cover C's tile line by line and stay inside C", () => {
