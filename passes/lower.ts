@@ -38,9 +38,9 @@
  * Shortcuts (named, to be lifted): column-major D and 32/64-bit D store
  * straight from registers; copy pointers are recomputed per k-tile from one
  * pointer per copy; split-K epilogues load C with each store (the last
- * split prefetches C's tile first); a C that is not row-major and aligned to 4 keeps a 16-bit D
- * direct (read along D's rows it would waste 3/4 of each sector), and under
- * an 8-bit D is read along D's rows one element at a time.
+ * split prefetches C's tile first); a C that is not row-major and aligned to
+ * 4 keeps a 16-bit D direct (read along D's rows it would waste 3/4 of each
+ * sector), and under an 8-bit D is read along D's rows one element at a time.
  *
  * @module
  */
@@ -61,6 +61,7 @@ import type {
 import { imm, KernelBuilder } from "../ir/builder.ts";
 import { MMA_SHAPES, type MmaShape } from "../ir/mma_table.ts";
 import { SIMT_PREFIX, simtShape } from "../ir/simt.ts";
+import { tallyWavefronts, type WavefrontTally } from "../ir/smem_banks.ts";
 
 function log2(x: number): number {
   const l = Math.round(Math.log2(x));
@@ -128,37 +129,6 @@ const L2_LINE = 128;
 export function prefetchAhead(tileK: number): number {
   return Math.max(2, Math.ceil(256 / tileK));
 }
-
-/**
- * Shared-memory wavefronts beyond the ideal for one warp-wide access in which
- * lane l touches `bytes` bytes at `addrs[l]`, by the bank model of the
- * simulator's counter (backends/sim/_machine.ts `countBanks`): phases of 128
- * bytes' worth of lanes, each as many wavefronts as the most distinct words in
- * one bank.
- */
-function smemExcess(addrs: readonly number[], bytes: number): number {
-  const per = bytes >= 16 ? 8 : bytes === 8 ? 16 : 32;
-  let excess = 0;
-  for (let p = 0; p < addrs.length; p += per) {
-    // The distinct words of this phase, then the most that share a bank.
-    let n = 0;
-    for (let l = p; l < Math.min(addrs.length, p + per); l++) {
-      const a = addrs[l]!;
-      for (let w = a >> 2; w <= (a + bytes - 1) >> 2; w++) {
-        let seen = false;
-        for (let i = 0; i < n && !seen; i++) seen = PHASE_WORDS[i] === w;
-        if (!seen) PHASE_WORDS[n++] = w;
-      }
-    }
-    BANK_COUNT.fill(0);
-    let worst = 0;
-    for (let i = 0; i < n; i++) worst = Math.max(worst, ++BANK_COUNT[PHASE_WORDS[i]! & 31]!);
-    excess += worst - Math.ceil(n / 32);
-  }
-  return excess;
-}
-const PHASE_WORDS = new Int32Array(32 * 4);
-const BANK_COUNT = new Int32Array(32);
 
 /** A shared-memory location recipe: (row, byte in row) of an operand tile. */
 interface SmemRecipe {
@@ -1650,6 +1620,12 @@ class Lowering {
       readsMatrix ? "raw" : "out",
       cType,
     );
+    /** The epilogue of one accumulator value as D's type. */
+    const output = (accV: Reg, load: (x: Extract<EpilogueExpr, { op: "load" }>) => Reg) =>
+      this.convertOut(this.evalEpilogue(k.epilogue.expr, accV, cType, load), cType, d.dtype);
+    // Accumulators of at most 128 registers (a 64x64 f32 warp tile) leave
+    // room for loads issued ahead; more, for fewer (ptxas spilled).
+    const roomy = acc.length * acc[0]!.length * s.c.regs <= 128;
     if (stage === null) {
       // Row by row of accumulator tiles, in batches of tiles whose loads hold
       // at most `budget` registers: every load of a batch is issued before
@@ -1663,13 +1639,12 @@ class Lowering {
         (n, x) => n + nElems * (DTYPE_INFO[loads.get(x.tensor)!.t.dtype].bits === 64 ? 2 : 1),
         0,
       );
-      const roomy = acc.length * acc[0]!.length * s.c.regs <= 128;
       const budget = roomy ? AHEAD_REGS : AHEAD_REGS / 2;
+      // Tiles a batch (along a row of tiles, or a column for column-major D).
+      const jBatch = perJ === 0 ? Infinity : Math.max(1, Math.floor(budget / perJ));
       // Shortcut: split-K keeps each group's loads right before its store
       // (loads ahead spilled, with its own loads of the partial sums;
       // tests/ptxas_sweep.ts).
-      // Tiles a batch (along a row of tiles, or a column for column-major D).
-      const jBatch = perJ === 0 ? Infinity : Math.max(1, Math.floor(budget / perJ));
       const ahead = nodes.size > 0 && before === undefined;
       const issue = (i: number, j: number, grp: (typeof groups)[number]) => {
         const e0 = grp[0]!;
@@ -1700,7 +1675,7 @@ class Lowering {
           const one = grp.map((_, q) => this.loadAhead(x, info, row, cols[q]!, oks[q]!, 1, cType));
           got.set(x.tensor, () => one.map((f) => f()[0]!));
         }
-        return { row, col, cols, oks, got };
+        return { row, col, oks, got };
       };
       // Batches of (i, j) tiles: row-major D by rows of tiles, `jBatch`
       // tiles at a time; column-major D by columns of tiles, as many at a
@@ -1749,19 +1724,10 @@ class Lowering {
           before?.(i, j);
           groups.forEach((grp, gi) => {
             const p = pos?.[t]?.[gi] ?? issue(i, j, grp);
-            const vals = grp.map((e, q) => {
-              const accV = this.accValue(regs[e.reg]!, e.elem, cType);
-              return this.evalEpilogue(
-                k.epilogue.expr,
-                accV,
-                null,
-                loads,
-                cType,
-                (x) => p.got.get(x.tensor)!()[q]!,
-              );
-            });
+            const outs = grp.map((e, q) =>
+              output(this.accValue(regs[e.reg]!, e.elem, cType), (x) => p.got.get(x.tensor)!()[q]!)
+            );
             const { addr, off } = address(i, j, grp[0]!, p);
-            const outs = vals.map((v) => this.convertOut(v, cType, d.dtype));
             this.store("stg", addr, off, outs, d.dtype, p.oks[0]!);
           });
         });
@@ -1854,13 +1820,6 @@ class Lowering {
       }
       return v;
     };
-    /** The epilogue of one accumulator value as D's type. */
-    const output = (accV: Reg, load: (x: Extract<EpilogueExpr, { op: "load" }>) => Reg) =>
-      this.convertOut(
-        this.evalEpilogue(k.epilogue.expr, accV, null, loads, cType, load),
-        cType,
-        d.dtype,
-      );
     b.emit({
       op: "comment",
       text:
@@ -1901,7 +1860,7 @@ class Lowering {
     const matrices = [...nodes.values()].filter((x) =>
       x.rows && x.cols && this.alongRow(loads.get(x.tensor)!, 4)
     );
-    const issue = (c: [number, number]) => {
+    const issueChunk = (c: [number, number]) => {
       const got = new Map<string, () => Reg[]>();
       for (let q = 0; q < perChunk(c); q++) {
         const { row, ok } = readPos(c[0], q);
@@ -1917,7 +1876,7 @@ class Lowering {
     // chunk's loads (at most 128 registers: a 64x64 f32 warp tile) and no
     // split-K sums are added; else each chunk's loads right after its
     // barrier (ptxas spilled 80x64 warp tiles and split-K kernels).
-    const aheadOk = acc.length * acc[0]!.length * s.c.regs <= 128 && before === undefined;
+    const aheadOk = roomy && before === undefined;
     let ahead: Map<string, () => Reg[]> | null = null;
     // Every warp is past the main loop's last shared-memory read (and, with
     // split-K, past reading the broadcast flag) before any warp writes.
@@ -1942,8 +1901,8 @@ class Lowering {
         }
       }
       b.emit({ op: "bar" });
-      const got = loadsC && (ci === 0 || !aheadOk) ? issue(c) : ahead;
-      ahead = loadsC && aheadOk && ci + 1 < chunks.length ? issue(chunks[ci + 1]!) : null;
+      const got = loadsC && (ci === 0 || !aheadOk) ? issueChunk(c) : ahead;
+      ahead = loadsC && aheadOk && ci + 1 < chunks.length ? issueChunk(chunks[ci + 1]!) : null;
       for (let q = 0; q < perChunk(c); q++) {
         const dRow = (q * 32) / stage.perRow; // within the chunk
         const regsQ = Array.from({ length: vecRegs }, () => b.reg(vecType));
@@ -2085,15 +2044,15 @@ class Lowering {
     const addrs = new Array<number>(32);
     /** Excess wavefronts of one tile row's writes and reads, or more than `limit`. */
     const excess = (stride: number, limit: number): number => {
-      let n = 0;
-      for (let j = 0; j < nTiles && n <= limit; j++) {
+      const t: WavefrontTally = { wavefronts: 0, ideal: 0 };
+      for (let j = 0; j < nTiles && t.wavefronts - t.ideal <= limit; j++) {
         for (const grp of groups) {
           const e0 = grp[0]!;
           for (let l = 0; l < 32; l++) {
             addrs[l] = (laneRow[l]! + e0.dr) * stride +
               (laneCol[l]! + j * s.n + e0.dc) * elemBytes;
           }
-          n += smemExcess(addrs, grp.length * elemBytes);
+          tallyWavefronts(addrs, 32, grp.length * elemBytes, t);
         }
       }
       for (let q = 0; q < (s.m * perRow) / 32; q++) {
@@ -2101,9 +2060,9 @@ class Lowering {
           const v = q * 32 + l;
           addrs[l] = Math.floor(v / perRow) * stride + (v % perRow) * vecBytes;
         }
-        n += smemExcess(addrs, vecBytes);
+        tallyWavefronts(addrs, 32, vecBytes, t);
       }
-      return n;
+      return t.wavefronts - t.ideal;
     };
     // The pad with the fewest excess wavefronts (the pattern repeats every
     // accumulator-tile row), then as many tile rows a chunk as fit, balanced
@@ -2261,15 +2220,15 @@ class Lowering {
     return dst;
   }
 
+  /** The epilogue expression of one accumulator value, in the compute type;
+   * `load` gives the value of each tensor element it reads. */
   evalEpilogue(
     e: EpilogueExpr,
     accV: Reg,
-    pos: { readonly row: Reg; readonly col: Reg; readonly ok: Reg } | null,
-    loads: Map<string, EpiTensor>,
     c: "f32" | "f64" | "s32",
-    load?: (e: Extract<EpilogueExpr, { op: "load" }>) => Reg,
+    load: (e: Extract<EpilogueExpr, { op: "load" }>) => Reg,
   ): Reg {
-    const ev = (x: EpilogueExpr) => this.evalEpilogue(x, accV, pos, loads, c, load);
+    const ev = (x: EpilogueExpr) => this.evalEpilogue(x, accV, c, load);
     const constant = (v: number): Reg => this.mov(c, imm(v));
     switch (e.op) {
       case "acc":
@@ -2281,9 +2240,7 @@ class Lowering {
         return this.toCompute(r, r.type, c);
       }
       case "load":
-        if (load !== undefined) return load(e);
-        if (pos === null) throw new Error("lower-kernel: an epilogue load without its position");
-        return this.loadElem(e, loads.get(e.tensor)!, pos.row, pos.col, pos.ok, c);
+        return load(e);
       case "unary":
         return this.unary(e.fn, ev(e.x), c);
       case "binary":

@@ -31,6 +31,28 @@ if (ptxas === null) {
   Deno.exit(2);
 }
 
+/**
+ * An epilogue's extra declarations and its expression around the product:
+ * plain, a bias along M or N (of type `vec`), or a matrix C (of type `mat`)
+ * row- or column-major.
+ */
+function epilogue(epi: string, vec: string, mat: string): { decls: string[]; e: string } {
+  const e = "A[m, k] * B[k, n]";
+  if (epi.startsWith("bias")) {
+    const by = epi === "bias_n" ? "n" : "m";
+    return { decls: [`bias: ${vec}[${by.toUpperCase()}]`], e: `${e} + bias[${by}]` };
+  }
+  if (epi.startsWith("c_")) {
+    return { decls: [`C: ${mat}[M, N] ${epi.slice(2)}`], e: `${e} + C[m, n]` };
+  }
+  return { decls: [], e };
+}
+
+/** A kernel named `name` from its declarations and statement. */
+function program(name: string, decls: string[], stmt: string): [string, string] {
+  return [name, `kernel ${name} {\n  ${decls.join("\n  ")}\n  ${stmt}\n}\n`];
+}
+
 /** The inline programs: name and source. */
 function programs(): [string, string][] {
   const out: [string, string][] = [];
@@ -46,23 +68,21 @@ function programs(): [string, string][] {
       ["s4", "s8"],
     ]
   ) {
-    for (const la of isInt(op!) ? ["row"] : ["row", "col"]) {
+    const int = isInt(op!);
+    for (const la of int ? ["row"] : ["row", "col"]) {
       for (const epi of ["plain", "bias_m", "bias_n", "c_row", "c_col"]) {
-        const int = isInt(op!);
-        const decls = [`A: ${op}[M, K] ${la}`, `B: ${op}[K, N] col`];
-        let e = "A[m, k] * B[k, n]";
-        if (epi.startsWith("bias")) {
-          const byN = epi === "bias_n";
-          decls.push(`bias: ${int ? "s32" : "f32"}[${byN ? "N" : "M"}]`);
-          e = `${e} + bias[${byN ? "n" : "m"}]`;
-        } else if (epi.startsWith("c_")) {
-          decls.push(`C: ${int ? "s32" : d}[M, N] ${epi.slice(2)}`);
-          e = `${e} + C[m, n]`;
-        }
-        e = int ? `clamp(${e}, 0, 100)` : `relu(${e})`;
-        decls.push(`D: ${d}[M, N] row${int ? " align 4" : ""}`);
-        const name = `p_${op}_${d}_${la}_${epi}`;
-        out.push([name, `kernel ${name} {\n  ${decls.join("\n  ")}\n  D[m, n] = ${d}(${e})\n}\n`]);
+        const { decls, e } = epilogue(epi, int ? "s32" : "f32", int ? "s32" : d!);
+        const body = int ? `clamp(${e}, 0, 100)` : `relu(${e})`;
+        out.push(program(
+          `p_${op}_${d}_${la}_${epi}`,
+          [
+            `A: ${op}[M, K] ${la}`,
+            `B: ${op}[K, N] col`,
+            ...decls,
+            `D: ${d}[M, N] row${int ? " align 4" : ""}`,
+          ],
+          `D[m, n] = ${d}(${body})`,
+        ));
       }
     }
   }
@@ -72,18 +92,12 @@ function programs(): [string, string][] {
     for (const la of op === "s8" ? ["row"] : ["row", "col"]) {
       for (const dl of ["row", "col"]) {
         for (const epi of ["plain", "bias_n", "c_row", "c_col"]) {
-          const decls = [`A: ${op}[M, K] ${la}`, `B: ${op}[K, N] col`];
-          let e = "A[m, k] * B[k, n]";
-          if (epi === "bias_n") {
-            decls.push(`bias: ${d}[N]`);
-            e = `${e} + bias[n]`;
-          } else if (epi.startsWith("c_")) {
-            decls.push(`C: ${d}[M, N] ${epi.slice(2)}`);
-            e = `${e} + C[m, n]`;
-          }
-          decls.push(`D: ${d}[M, N] ${dl}`);
-          const name = `q_${op}_${d}_${la}_${dl}_${epi}`;
-          out.push([name, `kernel ${name} {\n  ${decls.join("\n  ")}\n  D[m, n] = ${e}\n}\n`]);
+          const { decls, e } = epilogue(epi, d!, d!);
+          out.push(program(
+            `q_${op}_${d}_${la}_${dl}_${epi}`,
+            [`A: ${op}[M, K] ${la}`, `B: ${op}[K, N] col`, ...decls, `D: ${d}[M, N] ${dl}`],
+            `D[m, n] = ${e}`,
+          ));
         }
       }
     }

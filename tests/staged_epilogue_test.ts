@@ -41,6 +41,11 @@ interface Case {
   readonly store: RegExp;
 }
 
+/** A global store of `n` 32-bit words, as the kernel IR prints it: 16, 8 or 4 bytes a lane. */
+function stgB32(n: number): RegExp {
+  return new RegExp(`stg\\.b32 \\[[^\\]]+\\], \\{${Array(n).fill("[^,}]+").join(", ")}\\}`);
+}
+
 const CASES: Case[] = [
   {
     name: "f16 -> f16 (the benchmark's kernel, default schedule)",
@@ -50,7 +55,7 @@ const CASES: Case[] = [
         "D[m, n] = f16(A[m, k] * B[k, n])",
       ),
     sizes: { M: 136, N: 264, K: 96 },
-    store: /stg\.b32 \[[^\]]+\], \{[^,}]+, [^,}]+, [^,}]+, [^,}]+\}/,
+    store: stgB32(4),
   },
   {
     name: "bf16 -> bf16, B row-major, small tile",
@@ -61,7 +66,7 @@ const CASES: Case[] = [
         SMALL,
       ),
     sizes: { M: 72, N: 104, K: 80 },
-    store: /stg\.b32 \[[^\]]+\], \{[^,}]+, [^,}]+, [^,}]+, [^,}]+\}/,
+    store: stgB32(4),
   },
   {
     name: "tf32 -> f16, column-major A",
@@ -72,7 +77,7 @@ const CASES: Case[] = [
         SMALL,
       ),
     sizes: { M: 68, N: 88, K: 40 },
-    store: /stg\.b32 \[[^\]]+\], \{[^,}]+, [^,}]+, [^,}]+, [^,}]+\}/,
+    store: stgB32(4),
   },
   {
     name: "s8 -> s8, saturated, 16-byte rows",
@@ -84,7 +89,7 @@ const CASES: Case[] = [
       ),
     sizes: { M: 80, N: 96, K: 192 },
     // 32-byte warp-tile rows: 16-byte vectors.
-    store: /stg\.b32 \[[^\]]+\], \{[^,}]+, [^,}]+, [^,}]+, [^,}]+\}/,
+    store: stgB32(4),
   },
   {
     name: "u8 with a per-row bias and a clamp, align 4 (whole-tile chunks)",
@@ -95,7 +100,7 @@ const CASES: Case[] = [
         ["threadblock 64x64x64", "warp 32x32x64", "stages 3"],
       ),
     sizes: { M: 70, N: 68, K: 64 },
-    store: /stg\.b32 \[[^\]]+\], \{[^,}]+\}/,
+    store: stgB32(1),
   },
   {
     name: "f16 with f16 accumulators, per-column bias and relu",
@@ -106,7 +111,7 @@ const CASES: Case[] = [
         [...SMALL, "accumulate f16"],
       ),
     sizes: { M: 96, N: 72, K: 64 },
-    store: /stg\.b32 \[[^\]]+\], \{[^,}]+, [^,}]+, [^,}]+, [^,}]+\}/,
+    store: stgB32(4),
   },
   {
     name: "u4 -> s8, saturated, default schedule",
@@ -116,7 +121,7 @@ const CASES: Case[] = [
         "D[m, n] = s8(A[m, k] * B[k, n])",
       ),
     sizes: { M: 136, N: 272, K: 256 },
-    store: /stg\.b32 \[[^\]]+\], \{[^,}]+, [^,}]+, [^,}]+, [^,}]+\}/,
+    store: stgB32(4),
   },
   {
     name: "f16 -> f16 reading C (f16) with alpha and beta: raw accumulators staged",
@@ -133,7 +138,7 @@ const CASES: Case[] = [
         "D[m, n] = f16(alpha * A[m, k] * B[k, n] + beta * C[m, n])",
       ),
     sizes: { M: 136, N: 264, K: 96 },
-    store: /stg\.b32 \[[^\]]+\], \{[^,}]+, [^,}]+\}/,
+    store: stgB32(2),
   },
   {
     name: "s8 -> s8 reading C (s32) and a per-column bias: raw s32 staged, bytes packed",
@@ -150,7 +155,7 @@ const CASES: Case[] = [
         ["threadblock 64x64x64", "warp 32x32x64", "stages 3"],
       ),
     sizes: { M: 70, N: 76, K: 128 },
-    store: /stg\.b32 \[[^\]]+\], \{[^,}]+\}/,
+    store: stgB32(1),
   },
   {
     name: "batched bf16 -> bf16 with split-K (the last split stages)",
@@ -161,7 +166,7 @@ const CASES: Case[] = [
         [...SMALL, "split_k 3"],
       ),
     sizes: { L: 2, M: 72, N: 80, K: 224 },
-    store: /stg\.b32 \[[^\]]+\], \{[^,}]+, [^,}]+, [^,}]+, [^,}]+\}/,
+    store: stgB32(4),
   },
 ];
 

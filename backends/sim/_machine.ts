@@ -8,6 +8,7 @@
  */
 
 import type { Kernel, Op, Reg, RegType } from "../../ir/kernel.ts";
+import { tallyWavefronts } from "../../ir/smem_banks.ts";
 import {
   type BankStats,
   type BlockCoord,
@@ -162,8 +163,6 @@ export class Machine {
 
   // Bank-conflict scratch.
   readonly laneAddr = new Int32Array(32);
-  readonly #bankCnt = new Int32Array(32);
-  readonly #bankWords = new Int32Array(32 * 128);
 
   /**
    * @param kernel The kernel.
@@ -430,51 +429,13 @@ export class Machine {
   // ---------------------------------------------------------------------------
 
   /**
-   * Counts the wavefronts of one warp-level shared access: lanes `0..n-1` of
-   * {@link laneAddr} (-1 for an inactive lane) each access `bytes` bytes. The
-   * warp is served in phases of 128 bytes' worth of lanes (32 lanes for
-   * accesses of 4 bytes or less, 16 for 8 bytes, 8 for 16 bytes); a phase
-   * needs as many wavefronts as the most distinct 4-byte words any one of the
-   * 32 banks holds (lanes sharing a word are served together), and ideally
-   * `ceil(distinct words / 32)`.
+   * Counts one warp-level shared access into `st`: lanes `0..n-1` of
+   * {@link laneAddr} (-1 for an inactive lane) each access `bytes` bytes, by
+   * the bank model of ir/smem_banks.ts.
    */
   countBanks(st: BankStats, n: number, bytes: number): void {
-    const per = bytes >= 16 ? 8 : bytes === 8 ? 16 : 32;
-    const cnt = this.#bankCnt;
-    const words = this.#bankWords;
-    const addr = this.laneAddr;
     st.requests++;
-    for (let p = 0; p < n; p += per) {
-      cnt.fill(0);
-      let distinct = 0;
-      let worst = 0;
-      const end = Math.min(n, p + per);
-      for (let l = p; l < end; l++) {
-        const a = addr[l]!;
-        if (a < 0) continue;
-        const w1 = (a + bytes - 1) >> 2;
-        for (let w = a >> 2; w <= w1; w++) {
-          const b = w & 31;
-          const c = cnt[b]!;
-          let seen = false;
-          for (let i = 0; i < c; i++) {
-            if (words[b * 128 + i] === w) {
-              seen = true;
-              break;
-            }
-          }
-          if (seen) continue;
-          words[b * 128 + c] = w;
-          cnt[b] = c + 1;
-          distinct++;
-          if (c + 1 > worst) worst = c + 1;
-        }
-      }
-      if (distinct > 0) {
-        st.wavefronts += worst;
-        st.ideal += Math.ceil(distinct / 32);
-      }
-    }
+    tallyWavefronts(this.laneAddr, n, bytes, st);
   }
 
   // ---------------------------------------------------------------------------
