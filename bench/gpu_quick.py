@@ -82,9 +82,14 @@ def input_dtype(man):
     return DT["f32" if a == "f32" else a]
 
 def inputs_for(man, M, N, K, sets=2):
-    """`sets` random input sets (A as M x K rows, B column-major as N x K rows) for a kernel."""
+    """`sets` random input sets for a kernel: A as an M x K view and B as an N x K view (Bᵀ), each
+    over storage in the kernel's layout of that operand (A row-major and B column-major, the TN
+    case of the benchmark, are those views' own rows)."""
     dt = input_dtype(man)
-    return [rand((M, K), dt) for _ in range(sets)], [rand((N, K), dt) for _ in range(sets)]
+    lay = {p["name"]: p.get("layout", "row") for p in man["params"] if p["kind"] == "tensor"}
+    a = lambda: rand((M, K), dt) if lay.get("A") != "col" else rand((K, M), dt).T
+    b = lambda: rand((N, K), dt) if lay.get("B", "col") == "col" else rand((K, N), dt).T
+    return [a() for _ in range(sets)], [b() for _ in range(sets)]
 
 def launcher(name, M, N, K, inputs=None, sets=2):
     """Our kernel `name` on an M x N x K problem, for the probe scripts: (launch, grid, (As, Bs, D)),

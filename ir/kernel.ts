@@ -518,6 +518,12 @@ export interface Kernel {
   /** Threads per block (x only). */
   readonly threads: number;
   readonly dynamicSmemBytes: number;
+  /**
+   * Blocks per SM the kernel is built to run at, if more than one: the PTX
+   * says `.minnctapersm N`, so ptxas keeps each thread within 65536 /
+   * (N * threads) registers. Absent: one block, up to 255 registers.
+   */
+  readonly minBlocksPerSm?: number;
   readonly grid: GridPlan;
   /** Every register, indexed by id. */
   readonly regs: readonly Reg[];

@@ -180,7 +180,9 @@ export function printKernel(k: Kernel): string {
   out.push(
     `  threads ${k.threads}, dynamic smem ${k.dynamicSmemBytes} bytes, grid tiles ${g.tileM}x${g.tileN} over (m ${g.m}, n ${g.n}, batch ${
       g.batch ?? "none"
-    }), swizzle ${g.swizzle}, split_k ${g.splitK}`,
+    }), swizzle ${g.swizzle}, split_k ${g.splitK}${
+      k.minBlocksPerSm === undefined ? "" : `, ${k.minBlocksPerSm} blocks per SM`
+    }`,
   );
   out.push("{");
   printBody(k.body, "  ", out);

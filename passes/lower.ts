@@ -62,6 +62,7 @@ import { imm, KernelBuilder } from "../ir/builder.ts";
 import { MMA_SHAPES, type MmaShape } from "../ir/mma_table.ts";
 import { SIMT_PREFIX, simtShape } from "../ir/simt.ts";
 import { tallyWavefronts, type WavefrontTally } from "../ir/smem_banks.ts";
+import { SMEM_BUDGET } from "./pipeline.ts";
 
 function log2(x: number): number {
   const l = Math.round(Math.log2(x));
@@ -659,6 +660,7 @@ class Lowering {
       params: kparams,
       threads: this.threads,
       dynamicSmemBytes: pipe.smemBytes,
+      ...(this.minBlocksPerSm() > 1 ? { minBlocksPerSm: this.minBlocksPerSm() } : {}),
       grid: {
         tileM: tb.m,
         tileN: tb.n,
@@ -676,6 +678,19 @@ class Lowering {
       regs: b.regs,
       body: b.body,
     };
+  }
+
+  /**
+   * Blocks per SM the kernel is built for. SIMT kernels (64 accumulators a
+   * thread in CUTLASS's sgemm tile) fit in 128 registers: two blocks of 256
+   * threads share an SM where their shared memory fits twice, and hide each
+   * other's barriers (bench/NOTES.md 39). Tensor-core kernels keep one block
+   * and up to 255 registers.
+   */
+  minBlocksPerSm(): number {
+    const pipe = this.k.plan.pipeline!;
+    const fits = 2 * this.threads <= 512 && 2 * pipe.smemBytes <= SMEM_BUDGET[this.k.target];
+    return this.k.math.mode === "simt" && fits ? 2 : 1;
   }
 
   // ---- split-K ------------------------------------------------------------------
@@ -1195,33 +1210,32 @@ class Lowering {
     };
     const instrs: FragInstr[] = [];
     if (load === "lds") {
-      // One ld.shared per register; (outer, k) affine in g and tig.
-      const fitted: [Affine, Affine][] = []; // per register: the same for every tile and k-step
+      // (outer, k) of each register, affine in g and tig; the same for every tile and k-step.
+      const fit = (f: (l: number) => number): Affine => {
+        const c0 = f(0);
+        const cg = f(4) - c0;
+        const ct = f(1) - c0;
+        for (let l = 0; l < 32; l++) {
+          if (f(l) !== c0 + cg * (l >> 2) + ct * (l & 3)) {
+            throw new Error(`Fragment map of ${this.shape.name} ${role} is not affine in (g, tig)`);
+          }
+        }
+        return { c: c0, terms: [["g", cg], ["tig", ct]] };
+      };
+      const fitted: [Affine, Affine][] = Array.from(
+        { length: frag.regs },
+        (_, r) => [fit((l) => at(l, r, 0)[0]), fit((l) => at(l, r, 0)[1])],
+      );
+      const runs = ldsRuns(fitted, frag.regBits, p.contiguous, [warpOuter, tileOuter]);
       for (let t = 0; t < tiles; t++) {
         for (let kk = 0; kk < mp.kSteps; kk++) {
-          for (let r = 0; r < frag.regs; r++) {
-            const fit = (f: (l: number) => number): Affine => {
-              const c0 = f(0);
-              const cg = f(4) - c0;
-              const ct = f(1) - c0;
-              for (let l = 0; l < 32; l++) {
-                if (f(l) !== c0 + cg * (l >> 2) + ct * (l & 3)) {
-                  throw new Error(
-                    `Fragment map of ${this.shape.name} ${role} is not affine in (g, tig)`,
-                  );
-                }
-              }
-              return { c: c0, terms: [["g", cg], ["tig", ct]] };
-            };
-            const [outer, kE] = fitted[r] ??= [
-              fit((l) => at(l, r, 0)[0]),
-              fit((l) => at(l, r, 0)[1]),
-            ];
+          for (const run of runs) {
+            const [outer, kE] = fitted[run[0]!]!;
             instrs.push({
               tile: t,
               kk,
-              regs: [r],
-              num: 1,
+              regs: run,
+              num: run.length,
               trans: false,
               recipe: toRecipe(
                 { c: outer.c + t * tileOuter, terms: outer.terms },
@@ -1380,8 +1394,8 @@ class Lowering {
       bases.set(base, addr);
     }
     if (f.load === "lds") {
-      const reg = buf[ins.tile]![ins.regs[0]!]!;
-      this.b.emit({ op: "lds", width: f.regBits === 64 ? "b64" : "b32", dst: [reg], addr, offset });
+      const dst = ins.regs.map((r) => buf[ins.tile]![r]!);
+      this.b.emit({ op: "lds", width: f.regBits === 64 ? "b64" : "b32", dst, addr, offset });
     } else {
       const flat = buf.flat();
       this.b.emit({
@@ -1412,21 +1426,24 @@ class Lowering {
     const b = this.b;
     const mode = this.k.math.mode;
     if (mode === "simt") {
-      // One k of the outer product: acc[i][j] += a[i] * b[j] (fma.rn.f32).
-      const c = acc[0]![0]!;
-      const a = aFr[0]!;
-      const bb = bFr[0]!;
-      const TN = bb.length;
-      c.forEach((r, idx) => {
-        b.emit({
-          op: "mad",
-          type: "f32",
-          dst: r,
-          a: a[Math.floor(idx / TN)]!,
-          b: bb[idx % TN]!,
-          c: r,
-        });
-      });
+      // One k of the outer product, cell by cell: c[x] += a[x / vB] * b[x % vB] (fma.rn.f32).
+      for (let i = 0; i < acc.length; i++) {
+        for (let j = 0; j < acc[i]!.length; j++) {
+          const a = aFr[i]!;
+          const bb = bFr[j]!;
+          acc[i]![j]!.forEach((r, x) => {
+            const vB = bb.length;
+            b.emit({
+              op: "mad",
+              type: "f32",
+              dst: r,
+              a: a[Math.floor(x / vB)]!,
+              b: bb[x % vB]!,
+              c: r,
+            });
+          });
+        }
+      }
       return;
     }
     const split = (regs: Reg[]): { big: Reg[]; small: Reg[] } => {
@@ -2579,8 +2596,52 @@ interface StridedCopies {
 
 type CopyPlan = EachCopies | StridedCopies;
 
+/**
+ * Fragment registers that one `ld.shared` (`.v2`/`.v4`) can load together:
+ * runs of 4 (else 2) consecutive registers that sit at consecutive elements
+ * along a contiguous outer dimension, at the same k, the run's first element
+ * aligned to the run's bytes for every lane and warp (so that a 16-byte run
+ * is one swizzle chunk). The SIMT micro-tiles are laid out for this
+ * (ir/simt.ts); the tensor-core fragments that come by `ld.shared` (f64,
+ * M/N-contiguous tf32) have no such runs and load one register at a time.
+ *
+ * @param fitted Per register, its (outer, k) position affine in (g, tig).
+ * @param regBits The register width.
+ * @param contiguous The operand tile's contiguous dimension.
+ * @param strides Other steps the outer position takes (warp and tile origins).
+ * @returns The registers of each load, in order.
+ */
+export function ldsRuns(
+  fitted: readonly (readonly [Affine, Affine])[],
+  regBits: number,
+  contiguous: "k" | "outer",
+  strides: readonly number[],
+): number[][] {
+  const runs: number[][] = [];
+  const same = (a: Affine, b: Affine) =>
+    a.terms.length === b.terms.length &&
+    a.terms.every(([f, c], i) => f === b.terms[i]![0] && c === b.terms[i]![1]);
+  const fits = (r: number, n: number): boolean => {
+    if (contiguous !== "outer" || regBits !== 32 || r + n > fitted.length) return false;
+    const [o0, k0] = fitted[r]!;
+    if (o0.c % n !== 0 || o0.terms.some(([, c]) => c % n !== 0)) return false;
+    if (strides.some((s) => s % n !== 0)) return false;
+    for (let i = 1; i < n; i++) {
+      const [o, kk] = fitted[r + i]!;
+      if (o.c !== o0.c + i || !same(o, o0) || kk.c !== k0.c || !same(kk, k0)) return false;
+    }
+    return true;
+  };
+  for (let r = 0; r < fitted.length;) {
+    const n = fits(r, 4) ? 4 : fits(r, 2) ? 2 : 1;
+    runs.push(Array.from({ length: n }, (_, i) => r + i));
+    r += n;
+  }
+  return runs;
+}
+
 interface FragInstr {
-  /** The tile for `lds` (one register); -1 for ldmatrix groups (regs are flat indices). */
+  /** The tile for `lds` (its registers consecutive); -1 for ldmatrix groups (regs are flat indices). */
   readonly tile: number;
   readonly kk: number;
   readonly regs: readonly number[];

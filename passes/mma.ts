@@ -77,9 +77,10 @@ function simtPlan(k: GemmKernel): GemmKernel {
   // As for the tensor-core plans (1024 threads of a 16x80 SIMT warp tile
   // spilled 1.4 KB a thread).
   checkRegisterFile(k, regEstimate);
+  const cell = simtShape(w.m, w.n);
   const plan: MmaPlan = {
-    shape: simtShape(w.m, w.n).name,
-    instr: { m: w.m, n: w.n, k: 1 },
+    shape: cell.name,
+    instr: { m: cell.m, n: cell.n, k: 1 },
     aLoad: "lds",
     bLoad: "lds",
     kSteps: tb.k,

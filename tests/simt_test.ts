@@ -21,16 +21,44 @@ ${sched}  }
   return r.kernels[0]!;
 }
 
-Deno.test("SIMT shape: every element of the warp tile once, lanes in 8 x 4", () => {
-  const s = simtShape(32, 64);
+Deno.test("SIMT shape: cells of 8 x 4 lanes tile the warp tile, every element once", () => {
+  const s = simtShape(32, 64); // a 4 x 16 micro-tile a lane, in runs of 4 x 4
   assert.equal(s.name, "simt.f32.4x16");
+  assert.deepEqual([s.m, s.n, s.a.regs, s.b.regs, s.c.regs], [32, 16, 4, 4, 16]);
   const seen = new Set<string>();
-  for (let l = 0; l < 32; l++) {
-    for (let r = 0; r < s.c.regs; r++) seen.add(s.c.coord(l, r, 0).join(","));
+  for (let ti = 0; ti < 32 / s.m; ti++) {
+    for (let tj = 0; tj < 64 / s.n; tj++) {
+      for (let l = 0; l < 32; l++) {
+        for (let r = 0; r < s.c.regs; r++) {
+          const [row, col] = s.c.coord(l, r, 0);
+          seen.add(`${ti * s.m + row},${tj * s.n + col}`);
+        }
+      }
+    }
   }
   assert.equal(seen.size, 32 * 64);
-  assert.deepEqual(s.c.coord(5, 17, 0), [1 * 4 + 1, 1 * 16 + 1]);
+  // Lane 5 (g 1, tig 1), register 6: row 1 * 4 + 1, column 1 * 4 + 2 of the cell.
+  assert.deepEqual(s.c.coord(5, 6, 0), [5, 6]);
+  // Runs of 2 where 4 does not divide the micro-tile (16 x 24: 2 x 6 a lane).
+  const odd = simtShape(16, 24);
+  assert.deepEqual([odd.m, odd.n, odd.c.regs], [16, 8, 4]);
   assert.throws(() => simtShape(20, 64));
+});
+
+Deno.test("SIMT: M- and N-contiguous tiles load a run in one ld.shared.v4; two blocks an SM", () => {
+  const nt = kernel("col", "row", "f32", "A[m, k] * B[k, n]");
+  // Per k-step a warp loads 1 vector of A and 4 of B (4 x 16 micro-tile): 8 k-steps in the
+  // loop body, and the first k-step's fragments once more before the loop.
+  const vecs = (t: string) => (t.match(/ld\.shared\.v4\.b32/g) ?? []).length;
+  const scalars = (t: string) => (t.match(/ld\.shared\.b32/g) ?? []).length;
+  assert.equal(vecs(nt.ptx), 5 * (8 + 1));
+  assert.equal(scalars(nt.ptx), 0);
+  assert.match(nt.ptx, /\.minnctapersm 2\n/);
+  assert.match(nt.kernelText, /, 2 blocks per SM\n/);
+  // K-contiguous tiles (row-major A, column-major B) load one register at a time.
+  const tn = kernel("row", "col", "f32", "A[m, k] * B[k, n]");
+  assert.equal(vecs(tn.ptx), 0);
+  assert.equal(scalars(tn.ptx), (4 + 16) * (8 + 1));
 });
 
 Deno.test("math f32 lowers to fma.rn.f32 from shared memory, no mma", () => {

@@ -1144,6 +1144,14 @@ export interface PrintPtxOptions {
 /** Appends the lines of one `.entry` to `out`. */
 function printEntry(k: Kernel, opts: PrintPtxOptions, out: string[]): void {
   if (!IDENT.test(k.name)) throw new PtxError(`Kernel name "${k.name}" is not a PTX identifier`);
+  const own = k.minBlocksPerSm;
+  if (own !== undefined && (!Number.isInteger(own) || own < 1 || own * k.threads > 2048)) {
+    throw new PtxError(`Kernel "${k.name}": ${own} blocks of ${k.threads} threads per SM`);
+  }
+  // The kernel's own occupancy, or the module's floor, whichever is higher.
+  const minBlocks = own === undefined
+    ? opts.minBlocksPerSm
+    : Math.max(own, opts.minBlocksPerSm ?? 1);
   if (!Number.isInteger(k.threads) || k.threads < 1 || k.threads > 1024) {
     throw new PtxError(`Kernel "${k.name}": ${k.threads} threads per block is not 1..1024`);
   }
@@ -1183,7 +1191,7 @@ function printEntry(k: Kernel, opts: PrintPtxOptions, out: string[]): void {
     ...sig,
     ")",
     `.maxntid ${k.threads}, 1, 1`,
-    ...(opts.minBlocksPerSm === undefined ? [] : [`.minnctapersm ${opts.minBlocksPerSm}`]),
+    ...(minBlocks === undefined ? [] : [`.minnctapersm ${minBlocks}`]),
     "{",
     ...decls.map((d) => `  ${d}`),
     "",
