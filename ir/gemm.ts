@@ -221,7 +221,7 @@ export interface OperandSmem {
   readonly rows: number;
   readonly rowBytes: number;
   readonly swizzleShift: number;
-  /** 1 for ldmatrix-read tiles, 2 for ld.shared-read tiles. */
+  /** 1 for ldmatrix-read tiles and transposed ones, 2 for other ld.shared-read tiles. */
   readonly swizzleScale: 1 | 2;
   /** Offset of this operand's stage 0 in the dynamic shared buffer. */
   readonly offset: number;
@@ -232,6 +232,13 @@ export interface OperandSmem {
   readonly async: boolean;
   /** Copies per thread per stage. */
   readonly copiesPerThread: number;
+  /**
+   * The tile is stored transposed: K-contiguous in global memory,
+   * `outer`-contiguous here (SIMT f32, whose fragments then load as
+   * `ld.shared.v4` runs). Each 4-byte element is copied on its own
+   * (`cp.async` of 4 bytes), consecutive threads along a global line (k).
+   */
+  readonly transpose?: boolean;
 }
 
 /** Stage pipelining (pass `gemm-pipeline`). */

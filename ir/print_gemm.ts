@@ -159,7 +159,9 @@ export function printGemm(k: GemmKernel): string {
     );
     for (const [n, o] of [["A", p.a], ["B", p.b]] as const) {
       out.push(
-        `  plan.smem ${n}: ${o.contiguous}-contiguous, ${o.rows} rows x ${o.rowBytes} bytes, ` +
+        `  plan.smem ${n}: ${o.contiguous}-contiguous${
+          o.transpose ? " (transposed)" : ""
+        }, ${o.rows} rows x ${o.rowBytes} bytes, ` +
           `xor-swizzle shift ${o.swizzleShift} scale ${o.swizzleScale}, offset ${o.offset}, stage ${o.stageBytes} bytes, ` +
           `${
             o.async ? `cp.async ${o.copyBytes}` : `sync copy ${o.copyBytes}`

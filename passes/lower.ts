@@ -950,10 +950,14 @@ class Lowering {
     const k = this.k;
     const t = tensorParam(k, view.tensor);
     const bits = DTYPE_INFO[t.dtype].bits;
-    const cpr = p.rowBytes / p.copyBytes; // copies per row
+    // The copies go along the operand's lines in global memory: the tile's
+    // rows, or for a transposed tile (one element a copy) its columns.
+    const tileK = this.k.plan.tile!.threadblock.k;
+    const transpose = p.transpose === true;
+    const cpr = transpose ? tileK : p.rowBytes / p.copyBytes; // copies per line
     const epc = (p.copyBytes * 8) / bits; // elements per copy
     const T = this.threads;
-    const total = p.rows * cpr;
+    const total = (p.rows * p.rowBytes) / p.copyBytes;
     // Thread tid's copy j covers copy index c = tid + j*T: row c / cpr, column c % cpr.
     this.tidHiShift = log2(cpr);
     this.tidLoMask = cpr - 1;
@@ -973,7 +977,7 @@ class Lowering {
     // Base pointer, with the batch offset.
     const base: Reg = view.batched ? this.vectorBase(t, bz) : this.params.get(view.tensor)!;
     // Leading dimension in bytes: the size of the contiguous logical dim.
-    const kContig = p.contiguous === "k";
+    const kContig = p.contiguous === "k" || transpose;
     const ldElems = kContig ? K : outerSize;
     const ldBytes = bytesOfElems(this, ldElems.kind === "imm" ? ldElems : b64(this, ldElems), bits);
     const recipes: SmemRecipe[] = [];
@@ -981,10 +985,12 @@ class Lowering {
     for (let j = 0; j < Math.ceil(total / T); j++) {
       const row = rowOf(j);
       const col = colOf(j);
-      recipes.push({
-        row,
-        byte: { c: col.c * p.copyBytes, terms: col.terms.map(([f, c]) => [f, c * p.copyBytes]) },
+      const bytes = (a: Affine): Affine => ({
+        c: a.c * p.copyBytes,
+        terms: a.terms.map(([f, c]) => [f, c * p.copyBytes]),
       });
+      // Transposed: the line's element k goes to row k, at the line's (M/N) byte.
+      recipes.push(transpose ? { row: col, byte: bytes(row) } : { row, byte: bytes(col) });
       // Partial last round of copies: only threads with c < total copy.
       valid.push(
         total % T === 0 || (j + 1) * T <= total
@@ -993,7 +999,6 @@ class Lowering {
       );
     }
     const dst = this.groupRecipes(p, recipes, smem);
-    const tileK = this.k.plan.tile!.threadblock.k;
     // Bytes to advance per k-tile.
     const step: Operand = kContig
       ? imm((tileK * bits) / 8)

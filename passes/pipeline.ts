@@ -57,7 +57,11 @@ function operandSmem(
 ): Omit<OperandSmem, "offset"> {
   const t = tensorParam(k, view.tensor);
   const bits = DTYPE_INFO[t.dtype].bits;
-  const kContig = role === "A" ? view.layout === "row" : view.layout === "col";
+  const globalKContig = role === "A" ? view.layout === "row" : view.layout === "col";
+  // SIMT f32 stores a K-contiguous operand transposed, M/N-contiguous, so
+  // that its fragments load 4 registers at a time (ir/simt.ts; bench/NOTES.md 40).
+  const transpose = globalKContig && k.math.mode === "simt" && bits === 32;
+  const kContig = globalKContig && !transpose;
   const rows = kContig ? outer : tileK;
   const rowBytes = ((kContig ? tileK : outer) * bits) / 8;
   if (rowBytes % 16 !== 0 || !Number.isInteger(rowBytes)) {
@@ -81,11 +85,12 @@ function operandSmem(
     );
   }
   const stageBytes = rows * rowBytes;
-  const copyBytes = Math.min(16, (t.align * bits) / 8);
+  const copyBytes = transpose ? bits / 8 : Math.min(16, (t.align * bits) / 8);
   // The lowering finds each copy's row and column from the thread index with
   // a shift and a mask, which needs whole rows per round of copies or whole
-  // rounds per row (passes/lower.ts copySetup).
-  const perRow = rowBytes / copyBytes;
+  // rounds per row (passes/lower.ts copySetup); a transposed tile's copies
+  // go along its global lines (tileK elements).
+  const perRow = transpose ? tileK : rowBytes / copyBytes;
   if (Number.isInteger(perRow) && threads % perRow !== 0 && perRow % threads !== 0) {
     scheduleError(
       k,
@@ -101,11 +106,17 @@ function operandSmem(
     rows,
     rowBytes,
     swizzleShift: log2(Math.max(8, rowChunks)),
-    swizzleScale: fragmentLoad(bits, kContig ? "k" : "outer") === "lds" ? 2 : 1,
+    // Transposed: the 4-byte copies of a warp write 8 k-rows of a column run
+    // (consecutive threads along a global line, each thread a line apart per
+    // copy), scale 1 spreads them over 8 bank groups. (Shortcut: tiles whose
+    // lines hold 16 elements put rows 8 apart in one group, 2-way conflicts
+    // on those copies.)
+    swizzleScale: !transpose && fragmentLoad(bits, kContig ? "k" : "outer") === "lds" ? 2 : 1,
     stageBytes,
     copyBytes,
     async: copyBytes >= 4,
     copiesPerThread: Math.ceil(stageBytes / copyBytes / threads),
+    ...(transpose ? { transpose } : {}),
   };
 }
 

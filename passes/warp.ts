@@ -38,8 +38,10 @@ export const warpPass: GemmPass = {
       const dn = k.math.mmaA === "f64" || k.math.mode === "3xtf32" || hasSyncCopies(k)
         ? 32
         : half(tb.n);
+      // SIMT: 8 x 8 a lane (8 x 4 lanes), CUTLASS's sgemm thread tile; 4 x 16
+      // (32x64) measured 1-17% slower on the H200 (bench/NOTES.md 40).
       const w = k.math.mode === "simt"
-        ? { m: Math.min(32, tb.m), n: Math.min(64, tb.n), k: tb.k } // 4 x 16 per thread
+        ? { m: Math.min(64, tb.m), n: Math.min(32, tb.n), k: tb.k }
         : { m: Math.min(dm, tb.m), n: Math.min(dn, tb.n), k: tb.k };
       // A 192-wide side in 64-wide warps would make 12 warps of 192x256,
       // more than the register file holds at ~232 registers each with 32-bit

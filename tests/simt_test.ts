@@ -45,25 +45,70 @@ Deno.test("SIMT shape: cells of 8 x 4 lanes tile the warp tile, every element on
   assert.throws(() => simtShape(20, 64));
 });
 
-Deno.test("SIMT: M- and N-contiguous tiles load a run in one ld.shared.v4; two blocks an SM", () => {
-  const nt = kernel("col", "row", "f32", "A[m, k] * B[k, n]");
-  // Per k-step a warp loads 1 vector of A and 4 of B (4 x 16 micro-tile): 8 k-steps in the
-  // loop body, and the first k-step's fragments once more before the loop.
+Deno.test("SIMT: fragments load as ld.shared.v4 runs in every layout; two blocks an SM", () => {
+  // The default warp tile 64x32: an 8 x 8 micro-tile a lane, per k-step 2 vectors of A and 2 of
+  // B, 8 k-steps in the loop body and the first k-step's fragments once more before the loop.
   const vecs = (t: string) => (t.match(/ld\.shared\.v4\.b32/g) ?? []).length;
   const scalars = (t: string) => (t.match(/ld\.shared\.b32/g) ?? []).length;
-  assert.equal(vecs(nt.ptx), 5 * (8 + 1));
-  assert.equal(scalars(nt.ptx), 0);
-  assert.match(nt.ptx, /\.minnctapersm 2\n/);
-  assert.match(nt.kernelText, /, 2 blocks per SM\n/);
-  // K-contiguous tiles (row-major A, column-major B) load one register at a time.
-  const tn = kernel("row", "col", "f32", "A[m, k] * B[k, n]");
-  assert.equal(vecs(tn.ptx), 0);
-  assert.equal(scalars(tn.ptx), (4 + 16) * (8 + 1));
+  for (const [a, b] of [["col", "row"], ["row", "col"], ["col", "col"], ["row", "row"]]) {
+    const k = kernel(a!, b!, "f32", "A[m, k] * B[k, n]");
+    assert.equal(k.planned.plan.mma!.shape, "simt.f32.8x8");
+    assert.equal(vecs(k.ptx), 4 * (8 + 1), `${a}/${b}`);
+    assert.equal(scalars(k.ptx), 0, `${a}/${b}`);
+    assert.match(k.ptx, /\.minnctapersm 2\n/);
+    assert.match(k.kernelText, /, 2 blocks per SM\n/);
+    // A K-contiguous operand (row-major A, column-major B) is stored transposed: M/N-contiguous
+    // in shared memory, filled by 4-byte copies; an M/N-contiguous one by 16-byte copies.
+    const pipe = k.planned.plan.pipeline!;
+    for (const [p, kContig] of [[pipe.a, a === "row"], [pipe.b, b === "col"]] as const) {
+      assert.equal(p.contiguous, "outer");
+      assert.equal(p.transpose === true, kContig);
+      assert.equal(p.copyBytes, kContig ? 4 : 16);
+    }
+  }
+});
+
+Deno.test("SIMT: transposed tiles agree with the reference at ragged sizes, align 1", () => {
+  const src = `kernel t {
+  A: f32[M, K] row align 1
+  B: f32[K, N] col align 1
+  D: f32[M, N] row align 1
+  D[m, n] = A[m, k] * B[k, n]
+  schedule {
+    math f32
+  }
+}`;
+  // The default tile (lines of 8 elements), and two whose lines of 16 elements put rows 8 apart
+  // in one bank group (2-way conflicts on those copies; a shortcut).
+  const schedules: [string, number][] = [
+    ["", 1],
+    ["    threadblock 64x128x16\n    warp 32x32x16\n", 2],
+    ["    threadblock 32x32x16\n    warp 8x8x16\n", 2],
+  ];
+  let seed = 11;
+  for (const [sched, conflicts] of schedules) {
+    const r = compile(src.replace("    math f32\n", `    math f32\n${sched}`), { file: "t.gemm" });
+    assert.ok(r.ok, r.diagnostics.map((x) => x.message).join("; "));
+    const k = r.kernels[0]!;
+    const pipe = k.planned.plan.pipeline!;
+    assert.equal(pipe.a.transpose, true);
+    assert.equal(pipe.b.transpose, true);
+    assert.deepEqual([pipe.a.swizzleScale, pipe.b.swizzleScale], [1, 1], sched);
+    const rep = simulateGemm(k, { M: 133, N: 70, K: 37 }, { seed: seed++ });
+    assert.ok(rep.ok, `${sched}: ${JSON.stringify(rep.comparison.first)}`);
+    assert.equal(rep.sim.hazardCount, 0);
+    // The 4-byte copies of a warp land in rows of the tile in distinct bank groups where the
+    // lines hold 8 elements, and the fragments' vector loads read consecutive chunks.
+    const banks = rep.sim.stats.banks;
+    assert.ok(banks.cpasync.requests > 0);
+    assert.equal(banks.cpasync.wavefronts, banks.cpasync.ideal * conflicts, sched);
+    assert.equal(banks.lds.wavefronts, banks.lds.ideal, sched);
+  }
 });
 
 Deno.test("math f32 lowers to fma.rn.f32 from shared memory, no mma", () => {
   const k = kernel("row", "col", "f32", "A[m, k] * B[k, n]");
-  assert.equal(k.planned.plan.mma!.shape, "simt.f32.4x16");
+  assert.equal(k.planned.plan.mma!.shape, "simt.f32.8x8");
   assert.match(k.kernelText, /= mad\.f32 /);
   assert.doesNotMatch(k.kernelText, /= mma /);
   assert.match(k.ptx, /fma\.rn\.f32/);
