@@ -1456,20 +1456,25 @@ class Lowering {
       }
       return;
     }
+    // 3xtf32: x = big + small. big is x with its low 13 mantissa bits cleared,
+    // which is what a tf32 MMA reads of x itself: x is passed as big. small =
+    // x - big (exact in f32) is passed raw too: the MMA reads its top 11
+    // significant bits. Two instructions a register; rounding both with
+    // cvt.rna.tf32 took five and measured 0.78 of the speed for an error 0.83
+    // as large (bench/NOTES.md 41).
     const split = (regs: Reg[]): { big: Reg[]; small: Reg[] } => {
       const big: Reg[] = [];
       const small: Reg[] = [];
       for (const r of regs) {
         const f = b.reg("f32");
         b.emit({ op: "cvt", kind: "f32.b32", dst: f, src: r });
-        const hi = b.reg("b32");
-        b.emit({ op: "cvt", kind: "tf32.f32", dst: hi, src: f });
+        const hi = this.bin("and", "b32", r, imm(0xffffe000));
         const hiF = b.reg("f32");
         b.emit({ op: "cvt", kind: "f32.b32", dst: hiF, src: hi });
         const rest = this.bin("sub", "f32", f, hiF);
         const lo = b.reg("b32");
-        b.emit({ op: "cvt", kind: "tf32.f32", dst: lo, src: rest });
-        big.push(hi);
+        b.emit({ op: "cvt", kind: "b32.f32", dst: lo, src: rest });
+        big.push(r);
         small.push(lo);
       }
       return { big, small };
