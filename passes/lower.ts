@@ -161,6 +161,8 @@ class Lowering {
   tidLoMask = 0;
   /** 3xtf32: an accumulator tile of zeros, the C of each k-step's first MMA (see mmas). */
   zeroAcc: Reg[] = [];
+  /** 3xtf32: per accumulator tile, the running sum of the current k-tile's products. */
+  kTileSum: Reg[][][] = [];
 
   constructor(k: GemmKernel) {
     this.k = k;
@@ -596,14 +598,14 @@ class Lowering {
               issue();
             }
             if (!interleaved) {
-              this.mmas(acc, aBuf[kk % 2]!, bBuf[kk % 2]!);
+              this.mmas(acc, aBuf[kk % 2]!, bBuf[kk % 2]!, kk);
               continue;
             }
             // Each load of k-step kk+1 right after the MMAs that free its tiles.
             const aNext = this.fragLoader(aFrag, aBuf[next]!, (kk + 1) % KK, readOff, pipe.a);
             const bNext = this.fragLoader(bFrag, bBuf[next]!, (kk + 1) % KK, readOff, pipe.b);
             const bDone = new Set<number>();
-            this.mmas(acc, aBuf[kk % 2]!, bBuf[kk % 2]!, (i, j, rowDone) => {
+            this.mmas(acc, aBuf[kk % 2]!, bBuf[kk % 2]!, kk, (i, j, rowDone) => {
               if (i === mTiles - 1) {
                 bDone.add(j);
                 bNext((t) => bDone.has(t));
@@ -1422,15 +1424,16 @@ class Lowering {
   // ---- MMAs ---------------------------------------------------------------------
 
   /**
-   * One k-step's MMAs, rows of the warp tile in order and columns
-   * serpentine (a B fragment is reused across the turn). `after(i, j,
-   * rowDone)` runs after each plain tensor MMA (the interleaved fragment
+   * The MMAs of k-step `kk` of a k-tile, rows of the warp tile in order and
+   * columns serpentine (a B fragment is reused across the turn). `after(i,
+   * j, rowDone)` runs after each plain tensor MMA (the interleaved fragment
    * loads hook in there).
    */
   mmas(
     acc: Reg[][][],
     aFr: Reg[][],
     bFr: Reg[][],
+    kk: number,
     after?: (i: number, j: number, rowDone: boolean) => void,
   ): void {
     const b = this.b;
@@ -1487,22 +1490,26 @@ class Lowering {
         const j = i % 2 === 0 ? jj : row.length - 1 - jj; // serpentine
         const c = row[j]!;
         if (aS !== null && bS !== null) {
-          // The k-step's three products summed from zero, then added to the
-          // accumulator with add.rn.f32: the tensor cores' adders truncate,
-          // and chained onto the growing accumulator that truncation biased
-          // the sum (relative error 2.9e-5 at K=4096 on the H200 against
-          // f32's 1.2e-6; bench/NOTES.md 41).
+          // The k-tile's products summed from zero (its k-steps' three MMAs
+          // chained), then added to the accumulator with add.rn.f32: the
+          // tensor cores' adders truncate, and chained onto the growing
+          // accumulator that truncation biased the sum (relative error 2.9e-5
+          // at K=4096 on the H200 against f32's 1.2e-6; bench/NOTES.md 41).
           const A = aS[i]!;
           const B = bS[j]!;
-          const t = c.map(() => b.reg("f32"));
-          let from = this.zeroAcc;
+          const first = kk === 0;
+          const t = first ? c.map(() => b.reg("f32")) : this.kTileSum[i]![j]!;
+          (this.kTileSum[i] ??= [])[j] = t;
+          let from = first ? this.zeroAcc : t;
           for (const [x, y] of [[A.small, B.big], [A.big, B.small], [A.big, B.big]] as const) {
             b.emit({ op: "mma", shape: this.shape.name, d: t, a: x, b: y, c: from });
             from = t;
           }
-          c.forEach((r, q) =>
-            b.emit({ op: "bin", fn: "add", type: "f32", dst: r, a: r, b: t[q]! })
-          );
+          if (kk === this.k.plan.mma!.kSteps - 1) {
+            c.forEach((r, q) =>
+              b.emit({ op: "bin", fn: "add", type: "f32", dst: r, a: r, b: t[q]! })
+            );
+          }
         } else {
           b.emit({ op: "mma", shape: this.shape.name, d: c, a: aFr[i]!, b: bFr[j]!, c });
           after?.(i, j, jj === row.length - 1);
