@@ -221,8 +221,9 @@ export interface OperandSmem {
   readonly rows: number;
   readonly rowBytes: number;
   readonly swizzleShift: number;
-  /** 1 for ldmatrix-read tiles and transposed ones, 2 for other ld.shared-read tiles. */
-  readonly swizzleScale: 1 | 2;
+  /** 1 for ldmatrix-read tiles and transposed ones, 2 for other ld.shared-read tiles, 4 for
+   * tiles transposed through registers. */
+  readonly swizzleScale: 1 | 2 | 4;
   /** Offset of this operand's stage 0 in the dynamic shared buffer. */
   readonly offset: number;
   readonly stageBytes: number;
@@ -239,6 +240,9 @@ export interface OperandSmem {
    * (`cp.async` of 4 bytes), consecutive threads along a global line (k).
    */
   readonly transpose?: boolean;
+  /** Transposed through registers: 16-byte global loads along K, each stored as
+   * 4 single elements to 4 rows (passes/pipeline.ts `viaRegisters`). */
+  readonly viaRegisters?: boolean;
 }
 
 /** Stage pipelining (pass `gemm-pipeline`). */

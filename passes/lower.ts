@@ -282,7 +282,7 @@ class Lowering {
     const linear = this.b.reg("u32");
     this.b.emit({ op: "mad", type: "u32", dst: linear, a: row, b: imm(rowChunks), c: chunk });
     const hi0 = this.bin("shr", "u32", linear, imm(p.swizzleShift));
-    const hi = p.swizzleScale === 1 ? hi0 : this.bin("shl", "u32", hi0, imm(1));
+    const hi = p.swizzleScale === 1 ? hi0 : this.bin("shl", "u32", hi0, imm(log2(p.swizzleScale)));
     const m = this.bin("and", "u32", hi, imm(7));
     const phys = this.bin("xor", "u32", linear, m);
     const off = this.bin("shl", "u32", phys, imm(4));
@@ -728,7 +728,7 @@ class Lowering {
   /** Moves a copy plan's pointers `tiles` k-tiles ahead (a split's first k-tile). */
   skipTiles(c: CopyPlan, tiles: Reg): void {
     const off = this.bin("mul", "u64", b64(this, tiles), c.step);
-    const ptrs = c.kind === "strided" ? [c.ptr0] : c.copies.map((x) => x.ptr);
+    const ptrs = c.kind === "each" ? c.copies.map((x) => x.ptr) : [c.ptr0];
     for (const p of ptrs) this.b.emit({ op: "bin", fn: "add", type: "u64", dst: p, a: p, b: off });
   }
 
@@ -964,6 +964,7 @@ class Lowering {
     const cpr = transpose ? tileK : p.rowBytes / p.copyBytes; // copies per line
     const epc = (p.copyBytes * 8) / bits; // elements per copy
     const T = this.threads;
+    if (p.viaRegisters === true) return this.regTransposeSetup(view, p, x0, outerSize, K, bz, smem);
     const total = (p.rows * p.rowBytes) / p.copyBytes;
     // Thread tid's copy j covers copy index c = tid + j*T: row c / cpr, column c % cpr.
     this.tidHiShift = log2(cpr);
@@ -1085,6 +1086,72 @@ class Lowering {
     return { kind: "each", copies, step };
   }
 
+  /**
+   * The copies of a tile transposed through registers (passes/pipeline.ts
+   * `viaRegisters`): thread t loads 4 consecutive k of line `t / (tileK /
+   * 4)` (+ the lines of each further round) with one 16-byte `ld.global`,
+   * and stores them to rows k..k+3 at the line's byte. The stores wait for
+   * the load: the other warps of the two blocks an SM hide it.
+   */
+  regTransposeSetup(
+    view: MatrixView,
+    p: OperandSmem,
+    x0: Reg,
+    outerSize: Operand,
+    K: Operand,
+    bz: Reg,
+    smem: Reg,
+  ): RegTransposeCopies {
+    const t = tensorParam(this.k, view.tensor);
+    const tileK = this.k.plan.tile!.threadblock.k;
+    const T = this.threads;
+    const perLine = tileK / 4;
+    const linesPerRound = T / perLine;
+    const rounds = (p.rowBytes / 4) / linesPerRound;
+    this.tidHiShift = log2(perLine);
+    this.tidLoMask = perLine - 1;
+    const tid = this.features.get("tid")!;
+    const line = this.bin("shr", "u32", tid, imm(log2(perLine)));
+    const part = this.bin("and", "u32", tid, imm(perLine - 1));
+    this.features.set("tidHi", line);
+    this.features.set("tidLo", part);
+    const recipes: SmemRecipe[] = [];
+    for (let j = 0; j < rounds; j++) {
+      for (let e = 0; e < 4; e++) {
+        recipes.push({
+          row: { c: e, terms: [["tidLo", 4]] },
+          byte: { c: j * linesPerRound * 4, terms: [["tidHi", 4]] },
+        });
+      }
+    }
+    const dst = this.groupRecipes(p, recipes, smem);
+    const base: Reg = view.batched ? this.vectorBase(t, bz) : this.params.get(view.tensor)!;
+    const ldBytes = bytesOfElems(this, K.kind === "imm" ? K : b64(this, K), 32);
+    const outer0 = this.bin("add", "u32", x0, line);
+    const kIdx0 = this.mulImm(part, 4);
+    const ptr0 = this.bin(
+      "add",
+      "u64",
+      this.bin("add", "u64", base, this.mulU64(outer0, ldBytes)),
+      bytesOfElems(this, b64(this, kIdx0), 32),
+      `${view.tensor}ptr`,
+    );
+    const stride: Operand = ldBytes.kind === "imm"
+      ? imm(ldBytes.value * linesPerRound)
+      : this.bin("mul", "u64", ldBytes, imm(linesPerRound));
+    const outerRem = this.bin("sub", "s32", this.s32Of(outerSize), this.s32Of(outer0));
+    return {
+      kind: "regTranspose",
+      ptr0,
+      stride,
+      step: imm(tileK * 4),
+      lines: linesPerRound,
+      outerRem,
+      kIdx: this.s32Of(kIdx0),
+      dst,
+    };
+  }
+
   mulU64(a: Operand, ldBytes: Operand): Operand {
     if (a.kind === "imm" && ldBytes.kind === "imm") return imm(a.value * ldBytes.value);
     const a64 = a.kind === "imm" ? a : b64(this, a);
@@ -1103,6 +1170,43 @@ class Lowering {
       }
       return r;
     };
+    if (c.kind === "regTranspose") {
+      const kOk = this.setp("lt", "s32", c.kIdx, kRem);
+      for (let j = 0; j < c.dst.length / 4; j++) {
+        const ok = this.and(this.setp("lt", "s32", imm(j * c.lines), c.outerRem), kOk)!;
+        let ptr: Reg = c.ptr0;
+        if (j > 0) {
+          ptr = this.b.reg("u64");
+          if (c.stride.kind === "imm") {
+            b.emit({
+              op: "bin",
+              fn: "add",
+              type: "u64",
+              dst: ptr,
+              a: c.ptr0,
+              b: imm(j * c.stride.value),
+            });
+          } else {
+            b.emit({ op: "mad", type: "u64", dst: ptr, a: c.stride, b: imm(j), c: c.ptr0 });
+          }
+        }
+        const v = [0, 1, 2, 3].map(() => this.mov("b32", imm(0)));
+        b.emit({
+          op: "ldg",
+          width: "b32",
+          dst: v,
+          addr: ptr,
+          offset: 0,
+          guard: { pred: ok, negate: false },
+        });
+        v.forEach((x, e) => {
+          const d = c.dst[j * 4 + e]!;
+          b.emit({ op: "sts", width: "b32", src: [x], addr: dstOf(d), offset: d.offset });
+        });
+      }
+      b.emit({ op: "bin", fn: "add", type: "u64", dst: c.ptr0, a: c.ptr0, b: c.step });
+      return;
+    }
     if (c.kind === "strided") {
       const kOk = c.kContig ? this.setp("lt", "s32", c.kIdx, kRem) : null;
       const kRemT = c.kContig ? null : this.bin("sub", "s32", kRem, c.kIdx);
@@ -2627,7 +2731,20 @@ interface StridedCopies {
   readonly valid: readonly (Reg | null)[];
 }
 
-type CopyPlan = EachCopies | StridedCopies;
+/** A tile transposed through registers (see {@link Lowering.regTransposeSetup}). */
+interface RegTransposeCopies {
+  readonly kind: "regTranspose";
+  readonly ptr0: Reg;
+  readonly stride: Operand;
+  readonly step: Operand;
+  readonly lines: number;
+  readonly outerRem: Reg;
+  readonly kIdx: Reg;
+  /** Per round, 4 destinations (rows k .. k + 3). */
+  readonly dst: readonly { base: Reg; offset: number }[];
+}
+
+type CopyPlan = EachCopies | StridedCopies | RegTransposeCopies;
 
 /**
  * Fragment registers that one `ld.shared` (`.v2`/`.v4`) can load together:

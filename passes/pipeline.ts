@@ -85,12 +85,13 @@ function operandSmem(
     );
   }
   const stageBytes = rows * rowBytes;
-  const copyBytes = transpose ? bits / 8 : Math.min(16, (t.align * bits) / 8);
+  const viaRegs = transpose && viaRegisters(k, role, threads);
+  const copyBytes = transpose && !viaRegs ? bits / 8 : Math.min(16, (t.align * bits) / 8);
   // The lowering finds each copy's row and column from the thread index with
   // a shift and a mask, which needs whole rows per round of copies or whole
   // rounds per row (passes/lower.ts copySetup); a transposed tile's copies
   // go along its global lines (tileK elements).
-  const perRow = transpose ? tileK : rowBytes / copyBytes;
+  const perRow = viaRegs ? tileK / 4 : transpose ? tileK : rowBytes / copyBytes;
   if (Number.isInteger(perRow) && threads % perRow !== 0 && perRow % threads !== 0) {
     scheduleError(
       k,
@@ -105,19 +106,54 @@ function operandSmem(
     contiguous: kContig ? "k" : "outer",
     rows,
     rowBytes,
-    swizzleShift: log2(Math.max(8, rowChunks)),
-    // Transposed: the 4-byte copies of a warp write 8 k-rows of a column run
-    // (consecutive threads along a global line, each thread a line apart per
-    // copy), scale 1 spreads them over 8 bank groups. (Shortcut: tiles whose
-    // lines hold 16 elements put rows 8 apart in one group, 2-way conflicts
-    // on those copies.)
-    swizzleScale: !transpose && fragmentLoad(bits, kContig ? "k" : "outer") === "lds" ? 2 : 1,
+    ...(viaRegs ? { viaRegisters: true } : {}),
+    // Through registers: a thread's 4 stores go to rows 4k'..4k'+3, one XOR
+    // for all four (shift + 2: their offsets stay constants apart, one base
+    // register), and scale 8 / (tileK / 4) puts the tileK / 4 groups of 4 rows
+    // a warp's store writes in distinct bank groups. Transposed by cp.async: the 4-byte copies of a
+    // warp write 8 k-rows of a column run (consecutive threads along a global
+    // line, each thread a line apart per copy), scale 1 spreads them over 8
+    // bank groups. (Shortcut: tiles whose lines hold 16 elements put rows 8
+    // apart in one group, 2-way conflicts on those copies.)
+    swizzleShift: viaRegs ? log2(rowChunks) + 2 : log2(Math.max(8, rowChunks)),
+    swizzleScale: viaRegs
+      ? (32 / tileK) as 1 | 2 | 4
+      : !transpose && fragmentLoad(bits, kContig ? "k" : "outer") === "lds"
+      ? 2
+      : 1,
     stageBytes,
     copyBytes,
-    async: copyBytes >= 4,
+    async: copyBytes >= 4 && !viaRegs,
     copiesPerThread: Math.ceil(stageBytes / copyBytes / threads),
     ...(transpose ? { transpose } : {}),
   };
+}
+
+/**
+ * Whether a transposed operand (SIMT f32, K-contiguous in global memory) is
+ * copied through registers: each thread loads 4 consecutive k of a line (16
+ * bytes, `ld.global.v4`) and stores them to 4 rows of the tile, instead of 4
+ * single-element cp.async. Needs 16-byte alignment and whole vectors a
+ * thread. Measured on the H200 (bench/NOTES.md 42): +6-8% where A is
+ * transposed (alone or with B), -4.6% where B alone is (and A alone in the
+ * tn case spilled): so A, and B only with A.
+ *
+ * @param k The kernel (tile and warp plans made).
+ * @param role The operand.
+ * @param threads Threads of the block.
+ * @returns True to copy through registers.
+ */
+export function viaRegisters(k: GemmKernel, role: "A" | "B", threads: number): boolean {
+  if (k.math.mode !== "simt") return false;
+  const view = role === "A" ? k.problem.a : k.problem.b;
+  const t = tensorParam(k, view.tensor);
+  const kContig = role === "A" ? view.layout === "row" : view.layout === "col";
+  const tb = k.plan.tile!.threadblock;
+  const outer = role === "A" ? tb.m : tb.n;
+  const perLine = tb.k / 4;
+  const fits = kContig && DTYPE_INFO[t.dtype].bits === 32 && t.align >= 4 && tb.k % 4 === 0 &&
+    perLine <= 8 && threads % perLine === 0 && (outer * perLine) % threads === 0;
+  return fits && (role === "A" || viaRegisters(k, "A", threads));
 }
 
 /**

@@ -58,51 +58,68 @@ Deno.test("SIMT: fragments load as ld.shared.v4 runs in every layout; two blocks
     assert.match(k.ptx, /\.minnctapersm 2\n/);
     assert.match(k.kernelText, /, 2 blocks per SM\n/);
     // A K-contiguous operand (row-major A, column-major B) is stored transposed: M/N-contiguous
-    // in shared memory, filled by 4-byte copies; an M/N-contiguous one by 16-byte copies.
+    // in shared memory. A transposed A goes through registers (16-byte loads, 4-byte stores),
+    // and so does B with it; a transposed B alone is filled by 4-byte cp.async. An
+    // M/N-contiguous operand is copied by 16-byte cp.async.
     const pipe = k.planned.plan.pipeline!;
-    for (const [p, kContig] of [[pipe.a, a === "row"], [pipe.b, b === "col"]] as const) {
+    const aT = a === "row";
+    for (const [p, kContig] of [[pipe.a, aT], [pipe.b, b === "col"]] as const) {
+      const regs = kContig && aT;
       assert.equal(p.contiguous, "outer");
       assert.equal(p.transpose === true, kContig);
-      assert.equal(p.copyBytes, kContig ? 4 : 16);
+      assert.equal(p.viaRegisters === true, regs, `${a}/${b}`);
+      assert.equal(p.async, !regs);
+      assert.equal(p.copyBytes, kContig && !regs ? 4 : 16);
     }
+    assert.equal(/ld\.global\.v4\.b32/.test(k.ptx), aT);
   }
 });
 
-Deno.test("SIMT: transposed tiles agree with the reference at ragged sizes, align 1", () => {
-  const src = `kernel t {
-  A: f32[M, K] row align 1
-  B: f32[K, N] col align 1
+Deno.test("SIMT: transposed tiles agree with the reference at ragged sizes", () => {
+  const src = (align: number) =>
+    `kernel t {
+  A: f32[M, K] row align ${align}
+  B: f32[K, N] col align ${align}
   D: f32[M, N] row align 1
   D[m, n] = A[m, k] * B[k, n]
   schedule {
     math f32
   }
 }`;
-  // The default tile (lines of 8 elements), and two whose lines of 16 elements put rows 8 apart
-  // in one bank group (2-way conflicts on those copies; a shortcut).
-  const schedules: [string, number][] = [
-    ["", 1],
-    ["    threadblock 64x128x16\n    warp 32x32x16\n", 2],
-    ["    threadblock 32x32x16\n    warp 8x8x16\n", 2],
+  // Align 1: 4-byte cp.async a line apart; the default tile (lines of 8 elements) and two whose
+  // lines of 16 elements put rows 8 apart in one bank group (2-way conflicts on those copies;
+  // a shortcut). Align 4: through registers (16-byte loads), a tail of 4 in the last k-tile.
+  const cases: [number, string, number][] = [
+    [1, "", 1],
+    [1, "    threadblock 64x128x16\n    warp 32x32x16\n", 2],
+    [1, "    threadblock 32x32x16\n    warp 8x8x16\n", 2],
+    [4, "", 1],
+    [4, "    threadblock 64x128x16\n    warp 32x32x16\n", 1],
   ];
   let seed = 11;
-  for (const [sched, conflicts] of schedules) {
-    const r = compile(src.replace("    math f32\n", `    math f32\n${sched}`), { file: "t.gemm" });
+  for (const [align, sched, conflicts] of cases) {
+    const text = src(align).replace("    math f32\n", `    math f32\n${sched}`);
+    const r = compile(text, { file: "t.gemm" });
     assert.ok(r.ok, r.diagnostics.map((x) => x.message).join("; "));
     const k = r.kernels[0]!;
     const pipe = k.planned.plan.pipeline!;
+    const where = `align ${align} ${sched}`;
     assert.equal(pipe.a.transpose, true);
     assert.equal(pipe.b.transpose, true);
-    assert.deepEqual([pipe.a.swizzleScale, pipe.b.swizzleScale], [1, 1], sched);
-    const rep = simulateGemm(k, { M: 133, N: 70, K: 37 }, { seed: seed++ });
-    assert.ok(rep.ok, `${sched}: ${JSON.stringify(rep.comparison.first)}`);
+    assert.equal(pipe.a.viaRegisters === true, align === 4, where);
+    const scale = align === 4 ? 32 / k.planned.plan.tile!.threadblock.k : 1;
+    assert.deepEqual([pipe.a.swizzleScale, pipe.b.swizzleScale], [scale, scale], where);
+    const sizes = { M: 133, N: 70, K: align === 4 ? 36 : 37 };
+    const rep = simulateGemm(k, sizes, { seed: seed++ });
+    assert.ok(rep.ok, `${where}: ${JSON.stringify(rep.comparison.first)}`);
     assert.equal(rep.sim.hazardCount, 0);
-    // The 4-byte copies of a warp land in rows of the tile in distinct bank groups where the
-    // lines hold 8 elements, and the fragments' vector loads read consecutive chunks.
+    // The copies of a warp land in rows of the tile in distinct bank groups (but for the
+    // shortcut), and the fragments' vector loads read consecutive chunks.
     const banks = rep.sim.stats.banks;
-    assert.ok(banks.cpasync.requests > 0);
-    assert.equal(banks.cpasync.wavefronts, banks.cpasync.ideal * conflicts, sched);
-    assert.equal(banks.lds.wavefronts, banks.lds.ideal, sched);
+    const copies = align === 4 ? banks.sts : banks.cpasync;
+    assert.ok(copies.requests > 0);
+    assert.equal(copies.wavefronts, copies.ideal * conflicts, where);
+    assert.equal(banks.lds.wavefronts, banks.lds.ideal, where);
   }
 });
 
