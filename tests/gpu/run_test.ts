@@ -304,15 +304,17 @@ gpuTest(
   "SIMT f32 in every layout on the GPU: transposed tiles, vector loads, bit-identical",
   () => {
     // Row-major A and column-major B are K-contiguous: stored transposed in shared memory
-    // (4-byte copies); the others are copied 16 bytes at a time. fma.rn.f32 in one fixed order:
-    // the GPU and the simulator agree bit for bit.
-    for (const [a, b] of [["row", "col"], ["col", "row"], ["col", "col"], ["row", "row"]]) {
+    // (align 1: 4-byte cp.async; align 4: through registers where A is transposed); the others
+    // are copied by cp.async. fma.rn.f32 in one fixed order: the GPU and the simulator agree
+    // bit for bit.
+    const layouts = [["row", "col"], ["col", "row"], ["col", "col"], ["row", "row"]];
+    for (const [[a, b], align] of layouts.flatMap((l) => [[l, 1], [l, 4]] as const)) {
       const r = compile(
         `kernel simt_${a}_${b} {
-  A: f32[M, K] ${a} align 1
-  B: f32[K, N] ${b} align 1
-  C: f32[M, N] row align 1
-  D: f32[M, N] row align 1
+  A: f32[M, K] ${a} align ${align}
+  B: f32[K, N] ${b} align ${align}
+  C: f32[M, N] row align ${align}
+  D: f32[M, N] row align ${align}
   D[m, n] = A[m, k] * B[k, n] + C[m, n]
   schedule {
     math f32
@@ -322,8 +324,11 @@ gpuTest(
       );
       assert.ok(r.ok, r.diagnostics.map((d) => d.message).join("; "));
       const ck = r.kernels[0]!;
-      assert.equal(ck.planned.plan.pipeline!.a.transpose === true, a === "row");
-      for (const sizes of [TILED, { M: 133, N: 70, K: 37 }]) {
+      const pipe = ck.planned.plan.pipeline!;
+      assert.equal(pipe.a.transpose === true, a === "row");
+      assert.equal(pipe.a.viaRegisters === true, a === "row" && align === 4);
+      const ragged = align === 1 ? { M: 133, N: 70, K: 37 } : { M: 132, N: 68, K: 36 };
+      for (const sizes of [TILED, ragged]) {
         const rep = runGemm(ck, sizes, { seed: 5, iters: 1, warmup: 1, check: "sim" });
         const where = `${ck.name} at ${JSON.stringify(rep.sizes)}`;
         assert.ok(
