@@ -1152,6 +1152,18 @@ class Lowering {
     };
   }
 
+  /** Copy j's pointer: `ptr0 + j * stride` (ptr0 itself for j = 0). */
+  nthPointer(ptr0: Reg, stride: Operand, j: number): Reg {
+    if (j === 0) return ptr0;
+    const ptr = this.b.reg("u64");
+    this.b.emit(
+      stride.kind === "imm"
+        ? { op: "bin", fn: "add", type: "u64", dst: ptr, a: ptr0, b: imm(j * stride.value) }
+        : { op: "mad", type: "u64", dst: ptr, a: stride, b: imm(j), c: ptr0 },
+    );
+    return ptr;
+  }
+
   mulU64(a: Operand, ldBytes: Operand): Operand {
     if (a.kind === "imm" && ldBytes.kind === "imm") return imm(a.value * ldBytes.value);
     const a64 = a.kind === "imm" ? a : b64(this, a);
@@ -1174,22 +1186,7 @@ class Lowering {
       const kOk = this.setp("lt", "s32", c.kIdx, kRem);
       for (let j = 0; j < c.dst.length / 4; j++) {
         const ok = this.and(this.setp("lt", "s32", imm(j * c.lines), c.outerRem), kOk)!;
-        let ptr: Reg = c.ptr0;
-        if (j > 0) {
-          ptr = this.b.reg("u64");
-          if (c.stride.kind === "imm") {
-            b.emit({
-              op: "bin",
-              fn: "add",
-              type: "u64",
-              dst: ptr,
-              a: c.ptr0,
-              b: imm(j * c.stride.value),
-            });
-          } else {
-            b.emit({ op: "mad", type: "u64", dst: ptr, a: c.stride, b: imm(j), c: c.ptr0 });
-          }
-        }
+        const ptr = this.nthPointer(c.ptr0, c.stride, j);
         const v = [0, 1, 2, 3].map(() => this.mov("b32", imm(0)));
         b.emit({
           op: "ldg",
@@ -1215,22 +1212,7 @@ class Lowering {
           ? this.setp("lt", "s32", imm(j * c.dr), c.outerRem!)
           : this.setp("lt", "s32", imm(j * c.dr), kRemT!);
         const ok = this.and(rowOk, c.kContig ? kOk : c.outerOk)!;
-        let ptr: Reg = c.ptr0;
-        if (j > 0) {
-          ptr = this.b.reg("u64");
-          if (c.stride.kind === "imm") {
-            b.emit({
-              op: "bin",
-              fn: "add",
-              type: "u64",
-              dst: ptr,
-              a: c.ptr0,
-              b: imm(j * c.stride.value),
-            });
-          } else {
-            b.emit({ op: "mad", type: "u64", dst: ptr, a: c.stride, b: imm(j), c: c.ptr0 });
-          }
-        }
+        const ptr = this.nthPointer(c.ptr0, c.stride, j);
         this.copyOne(p, ok, ptr, dstOf(d), d.offset, c.valid[j]!);
       });
       b.emit({ op: "bin", fn: "add", type: "u64", dst: c.ptr0, a: c.ptr0, b: c.step });

@@ -109,15 +109,17 @@ function operandSmem(
     ...(viaRegs ? { viaRegisters: true } : {}),
     // Through registers: a thread's 4 stores go to rows 4k'..4k'+3, one XOR
     // for all four (shift + 2: their offsets stay constants apart, one base
-    // register), and scale 8 / (tileK / 4) puts the tileK / 4 groups of 4 rows
-    // a warp's store writes in distinct bank groups. Transposed by cp.async: the 4-byte copies of a
-    // warp write 8 k-rows of a column run (consecutive threads along a global
-    // line, each thread a line apart per copy), scale 1 spreads them over 8
-    // bank groups. (Shortcut: tiles whose lines hold 16 elements put rows 8
-    // apart in one group, 2-way conflicts on those copies.)
+    // register), and scale 8 / (tileK / 4) puts the tileK / 4 groups of 4
+    // rows a warp's store writes in distinct bank groups (one group: any
+    // scale). Transposed by cp.async: the 4-byte copies of a warp write 8
+    // k-rows of a column run (consecutive threads along a global line, each
+    // thread a line apart per copy), scale 1 spreads them over 8 bank groups.
+    // (Shortcut: for lines of other than 8 elements this leaves 2-way
+    // conflicts on those copies: rows 8 apart share an XOR for 16, and the
+    // 2-chunk runs of 4 rows overlap under it for 4.)
     swizzleShift: viaRegs ? log2(rowChunks) + 2 : log2(Math.max(8, rowChunks)),
     swizzleScale: viaRegs
-      ? (32 / tileK) as 1 | 2 | 4
+      ? Math.min(4, 32 / tileK) as 1 | 2 | 4
       : !transpose && fragmentLoad(bits, kContig ? "k" : "outer") === "lds"
       ? 2
       : 1,
