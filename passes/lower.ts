@@ -1052,7 +1052,7 @@ class Lowering {
       };
     }
     for (let j = 0; j < recipes.length; j++) {
-      const rowV = this.emitAffine(recipes[j]!.row);
+      const rowV = this.emitAffine(rowOf(j)); // the global line (a transposed tile's recipe row is k)
       const colV = this.emitAffine(colOf(j));
       // Logical (outer, k) of the copy's first element.
       let outerIdx: Operand;

@@ -114,9 +114,9 @@ function operandSmem(
     // scale). Transposed by cp.async: the 4-byte copies of a warp write 8
     // k-rows of a column run (consecutive threads along a global line, each
     // thread a line apart per copy), scale 1 spreads them over 8 bank groups.
-    // (Shortcut: for lines of other than 8 elements this leaves 2-way
-    // conflicts on those copies: rows 8 apart share an XOR for 16, and the
-    // 2-chunk runs of 4 rows overlap under it for 4.)
+    // (Shortcut: for lines of other than 8 elements this leaves 2- to 4-way
+    // conflicts on those copies: rows 8 apart share an XOR for 16 and more,
+    // and the 2-chunk runs of 4 rows overlap under it for 4.)
     swizzleShift: viaRegs ? log2(rowChunks) + 2 : log2(Math.max(8, rowChunks)),
     swizzleScale: viaRegs
       ? Math.min(4, 32 / tileK) as 1 | 2 | 4
