@@ -159,7 +159,7 @@ class Lowering {
   readonly features = new Map<Feature, Reg>();
   tidHiShift = 0;
   tidLoMask = 0;
-  /** 3xtf32: an accumulator tile of zeros, the C of each k-step's first MMA (see mmas). */
+  /** 3xtf32: an accumulator tile of zeros, the C of each k-tile's first MMA (see mmas). */
   zeroAcc: Reg[] = [];
   /** 3xtf32: per accumulator tile, the running sum of the current k-tile's products. */
   kTileSum: Reg[][][] = [];
@@ -688,16 +688,28 @@ class Lowering {
   }
 
   /**
-   * Blocks per SM the kernel is built for. SIMT kernels (64 accumulators a
-   * thread in CUTLASS's sgemm tile) fit in 128 registers: two blocks of 256
-   * threads share an SM where their shared memory fits twice, and hide each
-   * other's barriers (bench/NOTES.md 39). Tensor-core kernels keep one block
-   * and up to 255 registers.
+   * Blocks per SM the kernel is built for. SIMT kernels of at most 64
+   * accumulators a thread (CUTLASS's sgemm tile, 8x8 a lane) fit in
+   * 65536 / (2 * threads) registers for up to 256 threads: two blocks share
+   * an SM where their shared memory fits twice, and hide each other's
+   * barriers (+3-4%, bench/NOTES.md 39). At 128 registers ptxas spilled
+   * (tests/simt_test.ts) larger micro-tiles (a 64x64 warp tile, 1.9 KB),
+   * tensors aligned to less than 16 bytes (8-60 bytes) and a transposed B
+   * copied by 4-byte cp.async with a bias (16-48 bytes): those, and the
+   * tensor-core kernels, keep one block and up to 255 registers.
    */
   minBlocksPerSm(): number {
-    const pipe = this.k.plan.pipeline!;
-    const fits = 2 * this.threads <= 512 && 2 * pipe.smemBytes <= SMEM_BUDGET[this.k.target];
-    return this.k.math.mode === "simt" && fits ? 2 : 1;
+    const k = this.k;
+    if (k.math.mode !== "simt") return 1;
+    const pipe = k.plan.pipeline!;
+    const w = k.plan.warp!.warp;
+    const aligned = k.params.every((p) =>
+      p.kind !== "tensor" || p.align * DTYPE_INFO[p.dtype].bits >= 128
+    );
+    const byCopies = (o: OperandSmem) => o.transpose === true && o.viaRegisters !== true;
+    const fits = 2 * this.threads <= 512 && 2 * pipe.smemBytes <= SMEM_BUDGET[k.target] &&
+      (w.m / 8) * (w.n / 4) <= 64 && aligned && !byCopies(pipe.a) && !byCopies(pipe.b);
+    return fits ? 2 : 1;
   }
 
   // ---- split-K ------------------------------------------------------------------

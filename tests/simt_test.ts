@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
-import { compile } from "../compiler.ts";
+import { compile, type CompiledKernel } from "../compiler.ts";
+import { runPtxas } from "../backends/ptx/ptxas.ts";
+import { ptxasTest } from "./_ptxas.ts";
 import { simulateGemm } from "../backends/simulate_gemm.ts";
 import { simtShape } from "../ir/simt.ts";
 
@@ -55,8 +57,10 @@ Deno.test("SIMT: fragments load as ld.shared.v4 runs in every layout; two blocks
     assert.equal(k.planned.plan.mma!.shape, "simt.f32.8x8");
     assert.equal(vecs(k.ptx), 4 * (8 + 1), `${a}/${b}`);
     assert.equal(scalars(k.ptx), 0, `${a}/${b}`);
-    assert.match(k.ptx, /\.minnctapersm 2\n/);
-    assert.match(k.kernelText, /, 2 blocks per SM\n/);
+    // Two blocks an SM, but where B alone is transposed (4-byte cp.async: it spilled at 128).
+    const two = !(a === "col" && b === "col");
+    assert.equal(/\.minnctapersm 2\n/.test(k.ptx), two, `${a}/${b}`);
+    assert.equal(/, 2 blocks per SM\n/.test(k.kernelText), two);
     // A K-contiguous operand (row-major A, column-major B) is stored transposed: M/N-contiguous
     // in shared memory. A transposed A goes through registers (16-byte loads, 4-byte stores),
     // and so does B with it; a transposed B alone is filled by 4-byte cp.async. An
@@ -159,4 +163,43 @@ Deno.test("SIMT agrees with the reference for every layout, sizes on and off the
   );
   assert.equal(small.planned.plan.mma!.shape, "simt.f32.4x8");
   assert.ok(simulateGemm(small, { M: 100, N: 92, K: 80 }, { seed: 9 }).ok);
+});
+
+ptxasTest("SIMT: two blocks an SM where 128 registers suffice; no spill", async (ptxas) => {
+  // The default 8x8 micro-tile in every layout, with and without a bias: two blocks an SM, but
+  // one where B alone is transposed (4-byte cp.async; with a bias it spilled 16-48 bytes at 128
+  // registers). One block at align 1 (8-60 bytes spilled at 128), and for a 64x64 warp tile
+  // (8 x 16 a lane: 128 accumulators; 1.9 KB spilled at 128).
+  const cases: [CompiledKernel, number][] = [];
+  for (const [a, b] of [["row", "col"], ["col", "row"], ["col", "col"], ["row", "row"]]) {
+    const blocks = a === "col" && b === "col" ? 1 : 2;
+    cases.push([kernel(a!, b!, "f32", "A[m, k] * B[k, n]"), blocks]);
+    cases.push([kernel(a!, b!, "f32", "alpha * A[m, k] * B[k, n] + bias[n]"), blocks]);
+  }
+  const big = "    threadblock 256x128x8\n    warp 64x64x8\n";
+  cases.push([kernel("col", "row", "f32", "A[m, k] * B[k, n]", big), 1]);
+  const align1 = compile(
+    `kernel a1 {
+  A: f32[M, K] row align 1
+  B: f32[K, N] col align 1
+  C: f32[M, N] row align 1
+  D: f32[M, N] row align 1
+  D[m, n] = A[m, k] * B[k, n] + C[m, n]
+  schedule {
+    math f32
+  }
+}`,
+    { file: "a1.gemm" },
+  );
+  assert.ok(align1.ok);
+  cases.push([align1.kernels[0]!, 1]);
+  for (const [ck, blocks] of cases) {
+    const where = ck.kernelText.slice(0, 160);
+    assert.equal(ck.kernel.minBlocksPerSm ?? 1, blocks, where);
+    const p = await runPtxas(ck.ptx, { arch: "sm_80", ptxasPath: ptxas });
+    assert.ok(p.ok, p.log);
+    const k = p.kernels[0]!;
+    assert.equal(k.spillStoreBytes + k.spillLoadBytes + k.stackFrameBytes, 0, where);
+    assert.ok(k.registers <= 65536 / (blocks * ck.kernel.threads));
+  }
 });
