@@ -1103,7 +1103,8 @@ class Lowering {
    * `viaRegisters`): thread t loads 4 consecutive k of line `t / (tileK /
    * 4)` (+ the lines of each further round) with one 16-byte `ld.global`,
    * and stores them to rows k..k+3 at the line's byte. The stores wait for
-   * the load: the other warps of the two blocks an SM hide it.
+   * the load; the SM's other warps (two blocks where 128 registers suffice,
+   * see minBlocksPerSm) run meanwhile.
    */
   regTransposeSetup(
     view: MatrixView,
