@@ -10,8 +10,7 @@ measured in several rounds with a rest before each.
 
 usage: python3 bench/ab_probe.py GEN_DIR MxNxK X:Y[,X:Y...] [ROUNDS]
 """
-import sys, time, statistics
-import torch
+import sys, statistics
 
 GEN, size, pairs = sys.argv[1], sys.argv[2], [p.split(":") for p in sys.argv[3].split(",")]
 ROUNDS = int(sys.argv[4]) if len(sys.argv) > 4 else 3
@@ -26,18 +25,7 @@ for x, y in pairs:
     print(f"check {x}: {lx.check()}; {y}: {ly.check()}", flush=True)
     ratios = []
     for r in range(ROUNDS):
-        time.sleep(1.0)
-        for i in range(4):
-            lx(i); ly(i)
-        n = 20
-        ev = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)] for _ in range(2)]
-        for i in range(n):
-            for j, l in enumerate((lx, ly) if i % 2 == 0 else (ly, lx)):
-                e = ev[j if i % 2 == 0 else 1 - j][i]
-                e[0].record(); l(i); e[1].record()
-        torch.cuda.synchronize()
-        tx = statistics.median(a.elapsed_time(b) for a, b in ev[0])
-        ty = statistics.median(a.elapsed_time(b) for a, b in ev[1])
+        tx, ty = q.alternate(lx, ly)
         ratios.append(tx / ty)
         print(f"{x} vs {y} round {r}: {flops / tx / 1e9:.1f} vs {flops / ty / 1e9:.1f} TFLOPS, Y/X speed {tx / ty:.3f}", flush=True)
     print(f"== {y} / {x} at {size}: speed ratio median {statistics.median(ratios):.3f} ({min(ratios):.3f}..{max(ratios):.3f})", flush=True)

@@ -156,6 +156,21 @@ def event_time(f, iters=20, warm=5):
         a.record(); f(); b.record(); b.synchronize(); ts.append(a.elapsed_time(b))
     return statistics.median(ts)
 
+def alternate(fx, fy, n=20, warm=4):
+    """One round of an A/B comparison under one power state (bench/NOTES.md 16): a 1 s rest,
+    `warm` launches of each, then n launches of each alternating (X Y, Y X, ...), each between its
+    own events; fx(i) and fy(i) launch on input set i. Returns the median ms of X and of Y."""
+    time.sleep(1.0)
+    for i in range(warm):
+        fx(i); fy(i)
+    ev = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)] for _ in range(2)]
+    for i in range(n):
+        for j, f in ((0, fx), (1, fy)) if i % 2 == 0 else ((1, fy), (0, fx)):
+            e = ev[j][i]
+            e[0].record(); f(i); e[1].record()
+    torch.cuda.synchronize()
+    return tuple(statistics.median(a.elapsed_time(b) for a, b in ev[j]) for j in range(2))
+
 CUBLAS_CACHE = {}
 
 def run_kernel(name, M, N, K, sets=4, check=True, profile=False):

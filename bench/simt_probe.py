@@ -7,7 +7,7 @@ clock; median TFLOPS per round.
 
 usage: python3 bench/simt_probe.py GEN_DIR MxNxK NAME[,NAME...] [ROUNDS]
 """
-import sys, time, statistics
+import sys, statistics
 import torch
 
 GEN, size, names = sys.argv[1], sys.argv[2], sys.argv[3].split(",")
@@ -27,17 +27,7 @@ for name in names:
     print(f"  cuBLAS f32 check: abs Frobenius error {ok:.2e}", flush=True)
     rows = []
     for r in range(ROUNDS):
-        time.sleep(1.0)
-        for i in range(3):
-            launch(i); cublas(i)
-        n = 20
-        ev = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)] for _ in range(2)]
-        for i in range(n):
-            for j, f in ((0, launch), (1, cublas)) if i % 2 == 0 else ((1, cublas), (0, launch)):
-                e = ev[j][i]
-                e[0].record(); f(i); e[1].record()
-        torch.cuda.synchronize()
-        t = [statistics.median(a.elapsed_time(b) for a, b in ev[j]) for j in range(2)]
+        t = q.alternate(launch, cublas)
         rows.append((flops / t[0] / 1e9, flops / t[1] / 1e9))
         print(f"  round {r}: ours {rows[-1][0]:.1f} TFLOPS, cuBLAS f32 {rows[-1][1]:.1f}, ratio {t[1] / t[0]:.3f}", flush=True)
     o = statistics.median(x for x, _ in rows)

@@ -236,8 +236,8 @@ export interface OperandSmem {
   /**
    * The tile is stored transposed: K-contiguous in global memory,
    * `outer`-contiguous here (SIMT f32, whose fragments then load as
-   * `ld.shared.v4` runs). Each 4-byte element is copied on its own
-   * (`cp.async` of 4 bytes), consecutive threads along a global line (k).
+   * `ld.shared.v4` runs). Copied element by element (`cp.async` of 4 bytes,
+   * consecutive threads along a global line), or {@link viaRegisters}.
    */
   readonly transpose?: boolean;
   /** Transposed through registers: 16-byte global loads along K, each stored as

@@ -131,6 +131,26 @@ export function prefetchAhead(tileK: number): number {
   return Math.max(2, Math.ceil(256 / tileK));
 }
 
+/**
+ * A per-lane quantity as `c + cg * g + ct * tig` (g = lane >> 2, tig = lane &
+ * 3), as every MMA and SIMT fragment map is.
+ *
+ * @param f The quantity of each lane.
+ * @param what What it is, for the error where it is not affine.
+ * @returns The affine form.
+ */
+function laneAffine(f: (lane: number) => number, what: string): Affine {
+  const c0 = f(0);
+  const cg = f(4) - c0;
+  const ct = f(1) - c0;
+  for (let l = 0; l < 32; l++) {
+    if (f(l) !== c0 + cg * (l >> 2) + ct * (l & 3)) {
+      throw new Error(`${what} is not affine in (g, tig)`);
+    }
+  }
+  return { c: c0, terms: [["g", cg], ["tig", ct]] };
+}
+
 /** A shared-memory location recipe: (row, byte in row) of an operand tile. */
 interface SmemRecipe {
   readonly row: Affine;
@@ -660,6 +680,7 @@ class Lowering {
       }
     });
 
+    const minBlocks = this.minBlocksPerSm();
     return {
       kind: "kernel",
       name: k.name,
@@ -667,7 +688,7 @@ class Lowering {
       params: kparams,
       threads: this.threads,
       dynamicSmemBytes: pipe.smemBytes,
-      ...(this.minBlocksPerSm() > 1 ? { minBlocksPerSm: this.minBlocksPerSm() } : {}),
+      ...(minBlocks > 1 ? { minBlocksPerSm: minBlocks } : {}),
       grid: {
         tileM: tb.m,
         tileN: tb.n,
@@ -970,13 +991,12 @@ class Lowering {
     const t = tensorParam(k, view.tensor);
     const bits = DTYPE_INFO[t.dtype].bits;
     // The copies go along the operand's lines in global memory: the tile's
-    // rows, or for a transposed tile (one element a copy) its columns.
+    // rows, or for a transposed tile its columns (tileK elements).
     const tileK = this.k.plan.tile!.threadblock.k;
     const transpose = p.transpose === true;
-    const cpr = transpose ? tileK : p.rowBytes / p.copyBytes; // copies per line
+    const cpr = (transpose ? (tileK * bits) / 8 : p.rowBytes) / p.copyBytes; // copies per line
     const epc = (p.copyBytes * 8) / bits; // elements per copy
     const T = this.threads;
-    if (p.viaRegisters === true) return this.regTransposeSetup(view, p, x0, outerSize, K, bz, smem);
     const total = (p.rows * p.rowBytes) / p.copyBytes;
     // Thread tid's copy j covers copy index c = tid + j*T: row c / cpr, column c % cpr.
     this.tidHiShift = log2(cpr);
@@ -1000,17 +1020,27 @@ class Lowering {
     const kContig = p.contiguous === "k" || transpose;
     const ldElems = kContig ? K : outerSize;
     const ldBytes = bytesOfElems(this, ldElems.kind === "imm" ? ldElems : b64(this, ldElems), bits);
+    // Each copy's destinations: one, or for a transposed tile one per
+    // element (its `epc` elements of line l, from k, go to rows k.. at l's
+    // byte: one cp.async of an element, or through registers 4 elements).
+    const per = transpose ? epc : 1;
+    const scale = (a: Affine, s: number): Affine => ({
+      c: a.c * s,
+      terms: a.terms.map(([f, c]) => [f, c * s]),
+    });
     const recipes: SmemRecipe[] = [];
     const valid: (Reg | null)[] = [];
     for (let j = 0; j < Math.ceil(total / T); j++) {
       const row = rowOf(j);
       const col = colOf(j);
-      const bytes = (a: Affine): Affine => ({
-        c: a.c * p.copyBytes,
-        terms: a.terms.map(([f, c]) => [f, c * p.copyBytes]),
-      });
-      // Transposed: the line's element k goes to row k, at the line's (M/N) byte.
-      recipes.push(transpose ? { row: col, byte: bytes(row) } : { row, byte: bytes(col) });
+      for (let e = 0; e < per; e++) {
+        const k0 = scale(col, epc);
+        recipes.push(
+          transpose
+            ? { row: { c: k0.c + e, terms: k0.terms }, byte: scale(row, bits / 8) }
+            : { row, byte: scale(col, p.copyBytes) },
+        );
+      }
       // Partial last round of copies: only threads with c < total copy.
       valid.push(
         total % T === 0 || (j + 1) * T <= total
@@ -1018,7 +1048,8 @@ class Lowering {
           : this.setp("lt", "u32", this.features.get("tid")!, imm(total - j * T)),
       );
     }
-    const dst = this.groupRecipes(p, recipes, smem);
+    const flat = this.groupRecipes(p, recipes, smem);
+    const dst = valid.map((_, j) => flat.slice(j * per, (j + 1) * per));
     // Bytes to advance per k-tile.
     const step: Operand = kContig
       ? imm((tileK * bits) / 8)
@@ -1063,7 +1094,10 @@ class Lowering {
         valid,
       };
     }
-    for (let j = 0; j < recipes.length; j++) {
+    if (p.viaRegisters === true) {
+      throw new Error("lower-kernel: register copies need whole lines a round");
+    }
+    for (let j = 0; j < valid.length; j++) {
       const rowV = this.emitAffine(rowOf(j)); // the global line (a transposed tile's recipe row is k)
       const colV = this.emitAffine(colOf(j));
       // Logical (outer, k) of the copy's first element.
@@ -1093,76 +1127,9 @@ class Lowering {
         `${view.tensor}p${j}`,
       );
       // k index for the bounds check: as s32.
-      copies.push({ ptr, okRow, valid: valid[j]!, kIdx: this.s32Of(kIdx), dst: dst[j]! });
+      copies.push({ ptr, okRow, valid: valid[j]!, kIdx: this.s32Of(kIdx), dst: dst[j]![0]! });
     }
     return { kind: "each", copies, step };
-  }
-
-  /**
-   * The copies of a tile transposed through registers (passes/pipeline.ts
-   * `viaRegisters`): thread t loads 4 consecutive k of line `t / (tileK /
-   * 4)` (+ the lines of each further round) with one 16-byte `ld.global`,
-   * and stores them to rows k..k+3 at the line's byte. The stores wait for
-   * the load; the SM's other warps (two blocks where 128 registers suffice,
-   * see minBlocksPerSm) run meanwhile.
-   */
-  regTransposeSetup(
-    view: MatrixView,
-    p: OperandSmem,
-    x0: Reg,
-    outerSize: Operand,
-    K: Operand,
-    bz: Reg,
-    smem: Reg,
-  ): RegTransposeCopies {
-    const t = tensorParam(this.k, view.tensor);
-    const tileK = this.k.plan.tile!.threadblock.k;
-    const T = this.threads;
-    const perLine = tileK / 4;
-    const linesPerRound = T / perLine;
-    const rounds = (p.rowBytes / 4) / linesPerRound;
-    this.tidHiShift = log2(perLine);
-    this.tidLoMask = perLine - 1;
-    const tid = this.features.get("tid")!;
-    const line = this.bin("shr", "u32", tid, imm(log2(perLine)));
-    const part = this.bin("and", "u32", tid, imm(perLine - 1));
-    this.features.set("tidHi", line);
-    this.features.set("tidLo", part);
-    const recipes: SmemRecipe[] = [];
-    for (let j = 0; j < rounds; j++) {
-      for (let e = 0; e < 4; e++) {
-        recipes.push({
-          row: { c: e, terms: [["tidLo", 4]] },
-          byte: { c: j * linesPerRound * 4, terms: [["tidHi", 4]] },
-        });
-      }
-    }
-    const dst = this.groupRecipes(p, recipes, smem);
-    const base: Reg = view.batched ? this.vectorBase(t, bz) : this.params.get(view.tensor)!;
-    const ldBytes = bytesOfElems(this, K.kind === "imm" ? K : b64(this, K), 32);
-    const outer0 = this.bin("add", "u32", x0, line);
-    const kIdx0 = this.mulImm(part, 4);
-    const ptr0 = this.bin(
-      "add",
-      "u64",
-      this.bin("add", "u64", base, this.mulU64(outer0, ldBytes)),
-      bytesOfElems(this, b64(this, kIdx0), 32),
-      `${view.tensor}ptr`,
-    );
-    const stride: Operand = ldBytes.kind === "imm"
-      ? imm(ldBytes.value * linesPerRound)
-      : this.bin("mul", "u64", ldBytes, imm(linesPerRound));
-    const outerRem = this.bin("sub", "s32", this.s32Of(outerSize), this.s32Of(outer0));
-    return {
-      kind: "regTranspose",
-      ptr0,
-      stride,
-      step: imm(tileK * 4),
-      lines: linesPerRound,
-      outerRem,
-      kIdx: this.s32Of(kIdx0),
-      dst,
-    };
   }
 
   /** Copy j's pointer: `ptr0 + j * stride` (ptr0 itself for j = 0). */
@@ -1195,28 +1162,6 @@ class Lowering {
       }
       return r;
     };
-    if (c.kind === "regTranspose") {
-      const kOk = this.setp("lt", "s32", c.kIdx, kRem);
-      for (let j = 0; j < c.dst.length / 4; j++) {
-        const ok = this.and(this.setp("lt", "s32", imm(j * c.lines), c.outerRem), kOk)!;
-        const ptr = this.nthPointer(c.ptr0, c.stride, j);
-        const v = [0, 1, 2, 3].map(() => this.mov("b32", imm(0)));
-        b.emit({
-          op: "ldg",
-          width: "b32",
-          dst: v,
-          addr: ptr,
-          offset: 0,
-          guard: { pred: ok, negate: false },
-        });
-        v.forEach((x, e) => {
-          const d = c.dst[j * 4 + e]!;
-          b.emit({ op: "sts", width: "b32", src: [x], addr: dstOf(d), offset: d.offset });
-        });
-      }
-      b.emit({ op: "bin", fn: "add", type: "u64", dst: c.ptr0, a: c.ptr0, b: c.step });
-      return;
-    }
     if (c.kind === "strided") {
       const kOk = c.kContig ? this.setp("lt", "s32", c.kIdx, kRem) : null;
       const kRemT = c.kContig ? null : this.bin("sub", "s32", kRem, c.kIdx);
@@ -1226,7 +1171,23 @@ class Lowering {
           : this.setp("lt", "s32", imm(j * c.dr), kRemT!);
         const ok = this.and(rowOk, c.kContig ? kOk : c.outerOk)!;
         const ptr = this.nthPointer(c.ptr0, c.stride, j);
-        this.copyOne(p, ok, ptr, dstOf(d), d.offset, c.valid[j]!);
+        if (p.viaRegisters !== true) {
+          this.copyOne(p, ok, ptr, dstOf(d[0]!), d[0]!.offset, c.valid[j]!);
+          return;
+        }
+        // Through registers: one 16-byte load, an element to each of 4 rows.
+        const v = d.map(() => this.mov("b32", imm(0)));
+        b.emit({
+          op: "ldg",
+          width: "b32",
+          dst: v,
+          addr: ptr,
+          offset: 0,
+          guard: { pred: ok, negate: false },
+        });
+        v.forEach((x, e) =>
+          b.emit({ op: "sts", width: "b32", src: [x], addr: dstOf(d[e]!), offset: d[e]!.offset })
+        );
       });
       b.emit({ op: "bin", fn: "add", type: "u64", dst: c.ptr0, a: c.ptr0, b: c.step });
       return;
@@ -1322,20 +1283,13 @@ class Lowering {
     const instrs: FragInstr[] = [];
     if (load === "lds") {
       // (outer, k) of each register, affine in g and tig; the same for every tile and k-step.
-      const fit = (f: (l: number) => number): Affine => {
-        const c0 = f(0);
-        const cg = f(4) - c0;
-        const ct = f(1) - c0;
-        for (let l = 0; l < 32; l++) {
-          if (f(l) !== c0 + cg * (l >> 2) + ct * (l & 3)) {
-            throw new Error(`Fragment map of ${this.shape.name} ${role} is not affine in (g, tig)`);
-          }
-        }
-        return { c: c0, terms: [["g", cg], ["tig", ct]] };
-      };
+      const what = `Fragment map of ${this.shape.name} ${role}`;
       const fitted: [Affine, Affine][] = Array.from(
         { length: frag.regs },
-        (_, r) => [fit((l) => at(l, r, 0)[0]), fit((l) => at(l, r, 0)[1])],
+        (
+          _,
+          r,
+        ) => [laneAffine((l) => at(l, r, 0)[0], what), laneAffine((l) => at(l, r, 0)[1], what)],
       );
       const runs = ldsRuns(fitted, frag.regBits, p.contiguous, [warpOuter, tileOuter]);
       for (let t = 0; t < tiles; t++) {
@@ -1543,8 +1497,8 @@ class Lowering {
         for (let j = 0; j < acc[i]!.length; j++) {
           const a = aFr[i]!;
           const bb = bFr[j]!;
+          const vB = bb.length;
           acc[i]![j]!.forEach((r, x) => {
-            const vB = bb.length;
             b.emit({
               op: "mad",
               type: "f32",
@@ -1651,19 +1605,9 @@ class Lowering {
       this.bin("mul", "u32", this.features.get("wn")!, imm(wp.warp.n)),
     );
     // Accumulator element positions: (row, col) = (g*ag + tig*at + dr, g*bg + tig*bt + dc).
-    const fitC = (f: (l: number) => number): Affine => {
-      const c0 = f(0);
-      const cg = f(4) - c0;
-      const ct = f(1) - c0;
-      for (let l = 0; l < 32; l++) {
-        if (f(l) !== c0 + cg * (l >> 2) + ct * (l & 3)) {
-          throw new Error(`Accumulator map of ${s.name} is not affine in (g, tig)`);
-        }
-      }
-      return { c: c0, terms: [["g", cg], ["tig", ct]] };
-    };
-    const base0R = fitC((l) => s.c.coord(l, 0, 0)[0]);
-    const base0C = fitC((l) => s.c.coord(l, 0, 0)[1]);
+    const what = `Accumulator map of ${s.name}`;
+    const base0R = laneAffine((l) => s.c.coord(l, 0, 0)[0], what);
+    const base0C = laneAffine((l) => s.c.coord(l, 0, 0)[1], what);
     const laneRow = this.bin("add", "u32", wRow, this.emitAffine({ c: 0, terms: base0R.terms }));
     const laneCol = this.bin("add", "u32", wCol, this.emitAffine({ c: 0, terms: base0C.terms }));
     // Elements of one tile's fragment, as (reg, elem, dRow, dCol), grouped into row runs.
@@ -2722,24 +2666,12 @@ interface StridedCopies {
   readonly outerOk: Reg | null;
   /** k index of copy 0 within the tile (s32). */
   readonly kIdx: Reg;
-  readonly dst: readonly { base: Reg; offset: number }[];
+  /** Per copy, its destinations: one, or for a tile transposed through registers 4 (rows k..k+3). */
+  readonly dst: readonly (readonly { base: Reg; offset: number }[])[];
   readonly valid: readonly (Reg | null)[];
 }
 
-/** A tile transposed through registers (see {@link Lowering.regTransposeSetup}). */
-interface RegTransposeCopies {
-  readonly kind: "regTranspose";
-  readonly ptr0: Reg;
-  readonly stride: Operand;
-  readonly step: Operand;
-  readonly lines: number;
-  readonly outerRem: Reg;
-  readonly kIdx: Reg;
-  /** Per round, 4 destinations (rows k .. k + 3). */
-  readonly dst: readonly { base: Reg; offset: number }[];
-}
-
-type CopyPlan = EachCopies | StridedCopies | RegTransposeCopies;
+type CopyPlan = EachCopies | StridedCopies;
 
 /**
  * Fragment registers that one `ld.shared` (`.v2`/`.v4`) can load together:

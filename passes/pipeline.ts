@@ -57,11 +57,8 @@ function operandSmem(
 ): Omit<OperandSmem, "offset"> {
   const t = tensorParam(k, view.tensor);
   const bits = DTYPE_INFO[t.dtype].bits;
-  const globalKContig = role === "A" ? view.layout === "row" : view.layout === "col";
-  // SIMT f32 stores a K-contiguous operand transposed, M/N-contiguous, so
-  // that its fragments load 4 registers at a time (ir/simt.ts; bench/NOTES.md 40).
-  const transpose = globalKContig && k.math.mode === "simt" && bits === 32;
-  const kContig = globalKContig && !transpose;
+  const transpose = transposed(k, role);
+  const kContig = (role === "A" ? view.layout === "row" : view.layout === "col") && !transpose;
   const rows = kContig ? outer : tileK;
   const rowBytes = ((kContig ? tileK : outer) * bits) / 8;
   if (rowBytes % 16 !== 0 || !Number.isInteger(rowBytes)) {
@@ -91,7 +88,7 @@ function operandSmem(
   // a shift and a mask, which needs whole rows per round of copies or whole
   // rounds per row (passes/lower.ts copySetup); a transposed tile's copies
   // go along its global lines (tileK elements).
-  const perRow = viaRegs ? tileK / 4 : transpose ? tileK : rowBytes / copyBytes;
+  const perRow = (transpose ? (tileK * bits) / 8 : rowBytes) / copyBytes;
   if (Number.isInteger(perRow) && threads % perRow !== 0 && perRow % threads !== 0) {
     scheduleError(
       k,
@@ -132,6 +129,22 @@ function operandSmem(
 }
 
 /**
+ * Whether an operand's tile is stored transposed: SIMT f32 stores a
+ * K-contiguous operand M/N-contiguous, so that its fragments load 4 registers
+ * at a time (ir/simt.ts; bench/NOTES.md 40).
+ *
+ * @param k The kernel.
+ * @param role The operand.
+ * @returns True where it is.
+ */
+export function transposed(k: GemmKernel, role: "A" | "B"): boolean {
+  const view = role === "A" ? k.problem.a : k.problem.b;
+  const kContig = role === "A" ? view.layout === "row" : view.layout === "col";
+  return k.math.mode === "simt" && kContig &&
+    DTYPE_INFO[tensorParam(k, view.tensor).dtype].bits === 32;
+}
+
+/**
  * Whether a transposed operand (SIMT f32, K-contiguous in global memory) is
  * copied through registers: each thread loads 4 consecutive k of a line (16
  * bytes, `ld.global.v4`) and stores them to 4 rows of the tile, instead of 4
@@ -146,15 +159,13 @@ function operandSmem(
  * @returns True to copy through registers.
  */
 export function viaRegisters(k: GemmKernel, role: "A" | "B", threads: number): boolean {
-  if (k.math.mode !== "simt") return false;
-  const view = role === "A" ? k.problem.a : k.problem.b;
-  const t = tensorParam(k, view.tensor);
-  const kContig = role === "A" ? view.layout === "row" : view.layout === "col";
+  if (!transposed(k, role)) return false;
+  const t = tensorParam(k, (role === "A" ? k.problem.a : k.problem.b).tensor);
   const tb = k.plan.tile!.threadblock;
   const outer = role === "A" ? tb.m : tb.n;
   const perLine = tb.k / 4;
-  const fits = kContig && DTYPE_INFO[t.dtype].bits === 32 && t.align >= 4 && tb.k % 4 === 0 &&
-    perLine <= 8 && threads % perLine === 0 && (outer * perLine) % threads === 0;
+  const fits = t.align >= 4 && tb.k % 4 === 0 && perLine <= 8 && threads % perLine === 0 &&
+    (outer * perLine) % threads === 0;
   return fits && (role === "A" || viaRegisters(k, "A", threads));
 }
 

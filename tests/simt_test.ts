@@ -47,7 +47,7 @@ Deno.test("SIMT shape: cells of 8 x 4 lanes tile the warp tile, every element on
   assert.throws(() => simtShape(20, 64));
 });
 
-Deno.test("SIMT: fragments load as ld.shared.v4 runs in every layout; two blocks an SM", () => {
+Deno.test("SIMT: fragments load as ld.shared.v4 runs in every layout; copies and occupancy", () => {
   // The default warp tile 64x32: an 8 x 8 micro-tile a lane, per k-step 2 vectors of A and 2 of
   // B, 8 k-steps in the loop body and the first k-step's fragments once more before the loop.
   const vecs = (t: string) => (t.match(/ld\.shared\.v4\.b32/g) ?? []).length;
