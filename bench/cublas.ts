@@ -53,8 +53,8 @@ const SYMBOLS = {
 
 type Lib = Deno.DynamicLibrary<typeof SYMBOLS>;
 
-/** The benchmark types and how cuBLAS computes them. */
-export type BlasType = "f16" | "bf16" | "tf32" | "s8" | "f64";
+/** The benchmark types (`f32`: our `math f32`; `3xtf32`: our `math 3xtf32`; cuBLAS computes both in true f32). */
+export type BlasType = "f16" | "bf16" | "tf32" | "s8" | "f64" | "f32" | "3xtf32";
 
 /** A cuBLAS handle. */
 export class Cublas {
@@ -112,6 +112,10 @@ export class Cublas {
       tf32: { ab: CUDA_R.f32, c: CUDA_R.f32, compute: CUBLAS_COMPUTE.f32FastTf32, scalar: "f32" },
       s8: { ab: CUDA_R.s8, c: CUDA_R.s32, compute: CUBLAS_COMPUTE.s32, scalar: "s32" },
       f64: { ab: CUDA_R.f64, c: CUDA_R.f64, compute: CUBLAS_COMPUTE.f64, scalar: "f64" },
+      // True f32 (the handle's default math mode: no TF32), for both of our
+      // f32-accurate modes: cuBLAS has no 3xtf32 of its own.
+      f32: { ab: CUDA_R.f32, c: CUDA_R.f32, compute: CUBLAS_COMPUTE.f32, scalar: "f32" },
+      "3xtf32": { ab: CUDA_R.f32, c: CUDA_R.f32, compute: CUBLAS_COMPUTE.f32, scalar: "f32" },
     }[t];
     const scalar = (v: number) =>
       cfg.scalar === "f32"

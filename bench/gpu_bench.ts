@@ -2,7 +2,9 @@
  * `deno task bench --gpu`: gemmc's kernels against cuBLAS and the mma.sync
  * ceiling, in one process on one GPU.
  *
- * For f16 (f32 accumulation), bf16, tf32, s8 and f64, at 4096³, 8192³, a
+ * For f16 (f32 accumulation), bf16, tf32, s8 and f64, and for f32 operands
+ * with f32 accuracy (`math f32` on the CUDA cores, `math 3xtf32` on the
+ * tensor cores; both against cuBLAS's true-f32 GEMM), at 4096³, 8192³, a
  * skinny shape (M=128, N=K=8192) and an odd one (M=N=K=5000): our kernel at
  * its default schedule for the problem (compiled with the sizes as hints),
  * checked against the reference on sampled rows and columns of the same
@@ -14,7 +16,8 @@
  * 1.5 s of continuous load (the clock the 700 W cap settles at), both
  * rotating among several input sets (so that L2 does not flatter); cuBLAS
  * (`cublasGemmEx`) on the same buffers, timed the same two ways; the
- * mma.sync ceiling measured on the spot by bench/mma_peak.ts three ways: a
+ * ceiling measured on the spot by bench/mma_peak.ts (mma.sync; for `f32`
+ * independent `fma.rn.f32`; for `3xtf32` the tf32 ceiling over 3) three ways: a
  * short burst with fixed operands (as ../shared/ANCHORS.md measures it, and
  * what the targets of issue 7 are stated against), the same with random
  * operands, and random operands sustained (1.5 s of load, then 20 timed
@@ -46,7 +49,15 @@ import { tensorShape } from "../backends/ref/tensor.ts";
 import { f32ToF16Bits } from "../backends/sim/numerics.ts";
 import { tensorParam } from "../ir/gemm.ts";
 import { type BlasType, Cublas } from "./cublas.ts";
-import { PEAK_SHAPES, PEAK_THREADS, peakKernel, peakOps } from "./mma_peak.ts";
+import {
+  ffmaKernel,
+  ffmaOps,
+  PEAK_SHAPES,
+  PEAK_THREADS,
+  peakKernel,
+  type PeakOperands,
+  peakOps,
+} from "./mma_peak.ts";
 import { printPtx } from "../backends/ptx/print.ts";
 import { ClockProbe } from "./clock_probe.ts";
 
@@ -64,7 +75,7 @@ const PROBLEMS: readonly Problem[] = [
   { shape: "odd", M: 5000, N: 5000, K: 5000 },
 ];
 
-const TYPES: readonly BlasType[] = ["f16", "bf16", "tf32", "s8", "f64"];
+const TYPES: readonly BlasType[] = ["f16", "bf16", "tf32", "s8", "f64", "f32", "3xtf32"];
 
 /** The benchmark kernel's source file, per type (s8 at 5000 needs 8-byte alignment). */
 function sourceFor(t: BlasType, p: Problem): string {
@@ -133,7 +144,11 @@ export function cutlassName(ck: CompiledKernel, t: BlasType): string {
   const tb = p.tile!.threadblock;
   const a = tensorParam(ck.gemm, ck.gemm.problem.a.tensor);
   const shape = `${mma.instr.m}${mma.instr.n}${mma.instr.k}`;
-  const prefix = t === "f64"
+  const prefix = ck.gemm.math.mode === "simt"
+    ? "sgemm"
+    : ck.gemm.math.mode === "3xtf32"
+    ? `s${shape}gemm_3xtf32`
+    : t === "f64"
     ? `d${shape}gemm`
     : t === "s8"
     ? `i${shape}gemm_s8`
@@ -329,17 +344,30 @@ function sleepMs(ms: number): void {
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
 
-/** The mma.sync ceilings per type. */
+/**
+ * The ceilings per type: mma.sync for the tensor-core types, `fma.rn.f32`
+ * for `f32` (math f32 runs on the CUDA cores), and for `3xtf32` the tf32
+ * ceiling over 3 (three MMAs a product).
+ */
 function ceilings(cuda: Cuda, probe: ClockProbe): Map<string, Ceiling> {
   const out = new Map<string, Ceiling>();
-  const kernels = Object.entries(PEAK_SHAPES).flatMap(([t, s]) =>
-    (["fixed", "random"] as const).map((o) => [t, s, o, peakKernel(s, undefined, o)] as const)
+  const kinds = [
+    ...Object.entries(PEAK_SHAPES).map(([t, s]) => ({
+      t,
+      make: (o: PeakOperands) => peakKernel(s, undefined, o),
+      ops: (blocks: number, iters: number) => peakOps(s, blocks, iters),
+      iters: 2048,
+    })),
+    { t: "f32", make: ffmaKernel, ops: ffmaOps, iters: 16384 },
+  ];
+  const kernels = kinds.flatMap((k) =>
+    (["fixed", "random"] as const).map((o) => [k, o, k.make(o)] as const)
   );
-  const mod = cuda.loadModule(printPtx(kernels.map((k) => k[3]), { minBlocksPerSm: 1 }));
+  const mod = cuda.loadModule(printPtx(kernels.map((k) => k[2]), { minBlocksPerSm: 1 }));
   const blocks = cuda.device.multiprocessors * 4;
   const buf = cuda.alloc(blocks * PEAK_THREADS * 8);
   const got = new Map<string, [number, number]>();
-  const measure = (fn: CudaFunction, s: string, iters: number, sustained: boolean) => {
+  const measure = (fn: CudaFunction, ops: number, iters: number, sustained: boolean) => {
     const launch = () =>
       cuda.launch(
         fn,
@@ -352,25 +380,29 @@ function ceilings(cuda: Cuda, probe: ClockProbe): Map<string, Ceiling> {
     const ms = sustained
       ? timeSustained(cuda, launch, timeIt(cuda, launch, 1, 2))
       : timeIt(cuda, launch, 2, 5);
-    return [peakOps(s, blocks, iters) / (ms * 1e-3) / 1e12, clockDuring(probe, launch, ms)] as [
-      number,
-      number,
-    ];
+    return [ops / (ms * 1e-3) / 1e12, clockDuring(probe, launch, ms)] as [number, number];
   };
-  for (const [t, s, o, k] of kernels) {
-    const fn = mod.getFunction(k.name);
-    got.set(`${t} ${o}`, measure(fn, s, 2048, false));
+  for (const [k, o, kernel] of kernels) {
+    const fn = mod.getFunction(kernel.name);
+    got.set(`${k.t} ${o}`, measure(fn, k.ops(blocks, k.iters), k.iters, false));
     if (o === "random") {
-      got.set(`${t} sustained`, measure(fn, s, 3 * 2048, true));
+      got.set(`${k.t} sustained`, measure(fn, k.ops(blocks, 3 * k.iters), 3 * k.iters, true));
       sleepMs(1000);
     }
   }
-  for (const t of Object.keys(PEAK_SHAPES)) {
+  for (const { t } of kinds) {
     const [fixed, fixedClock] = got.get(`${t} fixed`)!;
     const [random, randomClock] = got.get(`${t} random`)!;
     const [sustained, sustainedClock] = got.get(`${t} sustained`)!;
     out.set(t, { fixed, fixedClock, random, randomClock, sustained, sustainedClock });
   }
+  const tf = out.get("tf32")!;
+  out.set("3xtf32", {
+    ...tf,
+    fixed: tf.fixed / 3,
+    random: tf.random / 3,
+    sustained: tf.sustained / 3,
+  });
   buf.free();
   mod.unload();
   return out;

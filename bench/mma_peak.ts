@@ -58,14 +58,8 @@ export function peakKernel(
   const s = MMA_SHAPES.find((x) => x.name === shapeName);
   if (s === undefined) throw new Error(`Unknown MMA shape "${shapeName}"`);
   const b = new KernelBuilder();
-  const out = b.reg("u64", "out");
-  b.emit({ op: "param", dst: out, name: "out" });
-  const iters = b.reg("u32", "iters");
-  b.emit({ op: "param", dst: iters, name: "iters" });
-  const tid = b.reg("u32", "tid");
-  b.emit({ op: "sreg", dst: tid, sreg: "tid.x" });
-  const bid = b.reg("u32", "bid");
-  b.emit({ op: "sreg", dst: bid, sreg: "ctaid.x" });
+  const frame = peakParams(b);
+  const { iters, tid } = frame;
   const wide = s.regBits === 64;
   // Operand registers: finite, small values from the thread index.
   const operand = (n: number, salt: number): Reg[] =>
@@ -147,21 +141,57 @@ export function peakKernel(
       b.emit({ op: "mma", shape: s.name, d: c, a, b: bb, c });
     });
   });
-  // Keep every accumulator live: combine the first register of each set.
-  let sum = acc[0]![0]!;
-  for (let a = 1; a < acc.length; a++) {
-    const t = b.reg(accType);
-    const ty = accType === "b32" ? "b32" : accType;
-    b.emit({
-      op: "bin",
-      fn: accType === "b32" ? "xor" : "add",
-      type: ty,
-      dst: t,
-      a: sum,
-      b: acc[a]![0]!,
-    });
+  return peakFinish(
+    b,
+    `peak_${s.name.replaceAll(".", "_")}${
+      accumulators === PEAK_ACCUMULATORS ? "" : `_a${accumulators}`
+    }${operands === "fixed" ? "" : "_rand"}`,
+    frame,
+    acc.map((c) => c[0]!),
+    accType,
+  );
+}
+
+/** A peak kernel's parameters and the thread index. */
+interface PeakFrame {
+  readonly out: Reg;
+  readonly iters: Reg;
+  readonly tid: Reg;
+}
+
+/** Reads a peak kernel's parameters (`out`, `iters`) and the thread index. */
+function peakParams(b: KernelBuilder): PeakFrame {
+  const out = b.reg("u64", "out");
+  b.emit({ op: "param", dst: out, name: "out" });
+  const iters = b.reg("u32", "iters");
+  b.emit({ op: "param", dst: iters, name: "iters" });
+  const tid = b.reg("u32", "tid");
+  b.emit({ op: "sreg", dst: tid, sreg: "tid.x" });
+  return { out, iters, tid };
+}
+
+/**
+ * Ends a peak kernel: keeps every accumulator live by combining `keep` (one
+ * register of each set) and storing the result, one value a thread, to
+ * `out[blockIdx * PEAK_THREADS + tid]`.
+ */
+function peakFinish(
+  b: KernelBuilder,
+  name: string,
+  { out, tid }: PeakFrame,
+  keep: readonly Reg[],
+  type: RegType,
+): Kernel {
+  const wide = type === "f64";
+  let sum = keep[0]!;
+  for (const r of keep.slice(1)) {
+    const t = b.reg(type);
+    const fn = type === "b32" ? "xor" : "add";
+    b.emit({ op: "bin", fn, type: type as "b32" | "f32" | "s32" | "f64", dst: t, a: sum, b: r });
     sum = t;
   }
+  const bid = b.reg("u32", "bid");
+  b.emit({ op: "sreg", dst: bid, sreg: "ctaid.x" });
   const gtid = b.reg("u32");
   b.emit({ op: "mad", type: "u32", dst: gtid, a: bid, b: imm(PEAK_THREADS), c: tid });
   const off = b.reg("u64");
@@ -171,9 +201,7 @@ export function peakKernel(
   b.emit({ op: "stg", width: wide ? "b64" : "b32", src: [sum], addr, offset: 0 });
   return {
     kind: "kernel",
-    name: `peak_${s.name.replaceAll(".", "_")}${
-      accumulators === PEAK_ACCUMULATORS ? "" : `_a${accumulators}`
-    }${operands === "fixed" ? "" : "_rand"}`,
+    name,
     target: "sm80",
     params: [
       { name: "out", kind: "tensor", ptx: "u64" },
@@ -185,6 +213,74 @@ export function peakKernel(
     regs: b.regs,
     body: b.body,
   };
+}
+
+/** Independent f32 accumulators per thread of the FFMA ceiling kernel. */
+export const FFMA_CHAINS = 32;
+
+/**
+ * The CUDA cores' ceiling, for `math f32` (SIMT) GEMMs: `iters` rounds of
+ * {@link FFMA_CHAINS} independent `fma.rn.f32` a thread, from registers.
+ * `fixed`: one (a, b) pair a thread; `random`: {@link OPERAND_SETS} pairs of
+ * random sign and mantissa (|x| in [0.5, 1)), rotated across the chains.
+ *
+ * @param operands Fixed or random operand values.
+ * @returns The kernel (params: `out` tensor, `iters` dim).
+ */
+export function ffmaKernel(operands: PeakOperands = "fixed"): Kernel {
+  const b = new KernelBuilder();
+  const frame = peakParams(b);
+  const { iters, tid } = frame;
+  const u32 = (fn: "shr" | "xor" | "and" | "or", a: Reg, v: number): Reg => {
+    const d = b.reg("u32");
+    b.emit({ op: "bin", fn, type: "u32", dst: d, a, b: imm(v) });
+    return d;
+  };
+  const f32 = (bits: Reg): Reg => {
+    const d = b.reg("f32");
+    b.emit({ op: "cvt", kind: "f32.b32", dst: d, src: cvtB32(bits) });
+    return d;
+  };
+  const cvtB32 = (x: Reg): Reg => {
+    const d = b.reg("b32");
+    b.emit({ op: "cvt", kind: "b32.u32", dst: d, src: x });
+    return d;
+  };
+  // Fixed: 1 + (tid & 255) / 2^15, a different value a thread. Random: a hash of tid.
+  const value = (salt: number): Reg => {
+    if (operands === "fixed") return f32(u32("or", u32("and", tid, 0xff), 0x3f800000 + salt));
+    const h1 = b.reg("u32");
+    b.emit({ op: "mad", type: "u32", dst: h1, a: tid, b: imm(0x9e3779b1), c: imm(salt * 977 + 1) });
+    const h = b.reg("u32");
+    b.emit({ op: "bin", fn: "xor", type: "u32", dst: h, a: h1, b: u32("shr", h1, 15) });
+    return f32(u32("or", u32("and", h, 0x807fffff), 0x3f000000));
+  };
+  const sets = operands === "fixed" ? 1 : OPERAND_SETS;
+  const pairs = Array.from({ length: sets }, (_, j) => [value(2 * j + 1), value(2 * j + 2)]);
+  const acc = Array.from({ length: FFMA_CHAINS }, () => {
+    const r = b.reg("f32");
+    b.emit({ op: "mov", dst: r, src: imm(0) });
+    return r;
+  });
+  const i = b.reg("u32", "i");
+  b.for(i, imm(0), iters, 1, () => {
+    acc.forEach((c, j) => {
+      const [x, y] = pairs[j % sets]!;
+      b.emit({ op: "mad", type: "f32", dst: c, a: x!, b: y!, c });
+    });
+  });
+  return peakFinish(b, `peak_ffma_f32${operands === "fixed" ? "" : "_rand"}`, frame, acc, "f32");
+}
+
+/**
+ * Operations one FFMA ceiling launch performs (2 per fma).
+ *
+ * @param blocks Blocks launched.
+ * @param iters The loop count.
+ * @returns The operation count.
+ */
+export function ffmaOps(blocks: number, iters: number): number {
+  return 2 * FFMA_CHAINS * iters * blocks * PEAK_THREADS;
 }
 
 /**

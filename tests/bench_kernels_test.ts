@@ -18,7 +18,15 @@ import { compile } from "../compiler.ts";
 import { type Op, walkOps } from "../ir/kernel.ts";
 import { MMA_SHAPES } from "../ir/mma_table.ts";
 import { verifyKernel } from "../ir/verify_kernel.ts";
-import { OPERAND_SETS, PEAK_SHAPES, PEAK_THREADS, peakKernel } from "../bench/mma_peak.ts";
+import {
+  FFMA_CHAINS,
+  ffmaKernel,
+  ffmaOps,
+  OPERAND_SETS,
+  PEAK_SHAPES,
+  PEAK_THREADS,
+  peakKernel,
+} from "../bench/mma_peak.ts";
 import { CLOCK_PROBE_PTX } from "../bench/clock_probe.ts";
 import { ablate } from "../bench/ablate.ts";
 
@@ -77,13 +85,60 @@ for (const [type, shape] of Object.entries(PEAK_SHAPES)) {
   });
 }
 
+/** Each thread's f32 output of a one-block FFMA ceiling run of `iters` rounds. */
+function runFfma(operands: "fixed" | "random", iters: number): Float32Array {
+  const out = new Uint8Array(PEAK_THREADS * 4).fill(0xff); // poison (NaN)
+  const res = simulate(ffmaKernel(operands), {
+    grid: [1, 1, 1],
+    args: { out: { bytes: out }, iters },
+  });
+  assert.deepEqual(res.hazards, []);
+  return new Float32Array(out.buffer);
+}
+
+Deno.test("FFMA ceiling kernel: each thread's chains add up as fma.rn.f32 computes them", () => {
+  const iters = 3;
+  const got = runFfma("fixed", iters);
+  const bits = new Uint32Array(1);
+  const f = new Float32Array(bits.buffer);
+  const value = (tid: number, salt: number) => {
+    bits[0] = ((tid & 0xff) | (0x3f800000 + salt)) >>> 0;
+    return f[0]!;
+  };
+  for (let tid = 0; tid < PEAK_THREADS; tid++) {
+    const [a, b] = [value(tid, 1), value(tid, 2)];
+    // a * b is exact in a double (24 + 24 bits), and so is a * b + acc here:
+    // one rounding to f32, as fma.rn.f32.
+    let acc = 0;
+    for (let i = 0; i < iters; i++) acc = Math.fround(a * b + acc);
+    let sum = acc;
+    for (let j = 1; j < FFMA_CHAINS; j++) sum = Math.fround(sum + acc);
+    assert.equal(got[tid], sum, `thread ${tid}`);
+  }
+  assert.equal(ffmaOps(1, iters), 2 * FFMA_CHAINS * iters * PEAK_THREADS);
+});
+
+Deno.test("FFMA ceiling kernel: random operands are finite, differ by thread, rotate over chains", () => {
+  const fixed = runFfma("fixed", 2);
+  const random = runFfma("random", 2);
+  assert.ok(random.every(Number.isFinite));
+  assert.ok(random.some((v, i) => v !== fixed[i]));
+  assert.ok(new Set(random).size > PEAK_THREADS / 4, "too few distinct results");
+  const fmas = ops(ffmaKernel("random").body, "mad").filter((o) =>
+    o.op === "mad" && o.type === "f32"
+  ) as Extract<Op, { op: "mad" }>[];
+  assert.equal(fmas.length, FFMA_CHAINS);
+  const pairs = new Set(fmas.map((m) => `${JSON.stringify(m.a)} ${JSON.stringify(m.b)}`));
+  assert.equal(pairs.size, OPERAND_SETS);
+});
+
 ptxasTest(
   "peak kernels (fixed and random) and the clock probe assemble for sm_80",
   async (ptxas) => {
     const kernels = Object.values(PEAK_SHAPES).flatMap((s) => [
       peakKernel(s),
       peakKernel(s, undefined, "random"),
-    ]);
+    ]).concat([ffmaKernel("fixed"), ffmaKernel("random")]);
     const r = await runPtxas(printPtx(kernels, { minBlocksPerSm: 1 }), {
       arch: "sm_80",
       ptxasPath: ptxas,
