@@ -358,7 +358,7 @@ function ceilings(cuda: Cuda, probe: ClockProbe): Map<string, Ceiling> {
       ops: (blocks: number, iters: number) => peakOps(s, blocks, iters),
       iters: 2048,
     })),
-    { t: "f32", make: ffmaKernel, ops: ffmaOps, iters: 16384 },
+    { t: "f32", make: ffmaKernel, ops: ffmaOps, iters: 4096 },
   ];
   const kernels = kinds.flatMap((k) =>
     (["fixed", "random"] as const).map((o) => [k, o, k.make(o)] as const)

@@ -275,13 +275,22 @@ export const tilePass: GemmPass = {
         kc >= 16 * 4 * d.k && shrunk.m * shrunk.n === 128 * 64 && blocks(shrunk) >= MIN_BLOCKS;
       // Few tiles and a long K (skinny problems): split K rather than shrink
       // the tile (tf32 and other 16-bit problems, f32 accumulators; defaultSplitK).
+      // SIMT f32 too: its shrunk 128x64 tile has 4 warps, one block an SM at
+      // M=128, N=K=8192, and ran at 0.43 of cuBLAS's f32 GEMM on the H200;
+      // 128x128 tiles split 4 ways 0.81, 8 ways 0.82, 128x64 split 2 ways
+      // 0.69 (bench/NOTES.md 43). Its 128x128 tile runs two blocks an SM
+      // (Lowering.minBlocksPerSm), so the split fills twice the SMs: a
+      // shortcut where the lowering keeps one block (operands aligned below
+      // 16 bytes), which then gets twice the split it would need.
+      const simt = k.math.mode === "simt" && !syncCopy;
       if (
         mc !== null && nc !== null && kc !== null && k.schedule.splitK === undefined &&
-        asyncTensor && k.math.acc === "f32" && !deep16 &&
-        (is16 || k.math.mmaA === "tf32")
+        ((asyncTensor && k.math.acc === "f32" && !deep16 &&
+          (is16 || k.math.mmaA === "tf32")) || simt)
       ) {
         const tiles = Math.ceil(mc / tb.m) * Math.ceil(nc / tb.n);
-        autoSplitK = defaultSplitK(tiles, Math.ceil(kc / tb.k), k.sms ?? DEFAULT_SMS);
+        const slots = (k.sms ?? DEFAULT_SMS) * (simt ? 2 : 1);
+        autoSplitK = defaultSplitK(tiles, Math.ceil(kc / tb.k), slots);
       }
       if (autoSplitK === 1) tb = shrunk;
       const smallerTile = tb.m * tb.n < d.m * d.n;

@@ -20,6 +20,7 @@ import { MMA_SHAPES } from "../ir/mma_table.ts";
 import { verifyKernel } from "../ir/verify_kernel.ts";
 import {
   FFMA_CHAINS,
+  FFMA_UNROLL,
   ffmaKernel,
   ffmaOps,
   OPERAND_SETS,
@@ -110,15 +111,15 @@ Deno.test("FFMA ceiling kernel: each thread's chains add up as fma.rn.f32 comput
     // a * b is exact in a double (24 + 24 bits), and so is a * b + acc here:
     // one rounding to f32, as fma.rn.f32.
     let acc = 0;
-    for (let i = 0; i < iters; i++) acc = Math.fround(a * b + acc);
+    for (let i = 0; i < iters * FFMA_UNROLL; i++) acc = Math.fround(a * b + acc);
     let sum = acc;
     for (let j = 1; j < FFMA_CHAINS; j++) sum = Math.fround(sum + acc);
     assert.equal(got[tid], sum, `thread ${tid}`);
   }
-  assert.equal(ffmaOps(1, iters), 2 * FFMA_CHAINS * iters * PEAK_THREADS);
+  assert.equal(ffmaOps(1, iters), 2 * FFMA_UNROLL * FFMA_CHAINS * iters * PEAK_THREADS);
 });
 
-Deno.test("FFMA ceiling kernel: random operands are finite, differ by thread, rotate over chains", () => {
+Deno.test("FFMA ceiling kernel: random operands are finite, differ by thread, one pair a chain", () => {
   const fixed = runFfma("fixed", 2);
   const random = runFfma("random", 2);
   assert.ok(random.every(Number.isFinite));
@@ -127,9 +128,12 @@ Deno.test("FFMA ceiling kernel: random operands are finite, differ by thread, ro
   const fmas = ops(ffmaKernel("random").body, "mad").filter((o) =>
     o.op === "mad" && o.type === "f32"
   ) as Extract<Op, { op: "mad" }>[];
-  assert.equal(fmas.length, FFMA_CHAINS);
+  assert.equal(fmas.length, FFMA_UNROLL * FFMA_CHAINS);
+  // Each chain its own (x, y) pair, and each x against several y in a row.
   const pairs = new Set(fmas.map((m) => `${JSON.stringify(m.a)} ${JSON.stringify(m.b)}`));
-  assert.equal(pairs.size, OPERAND_SETS);
+  assert.equal(pairs.size, FFMA_CHAINS);
+  assert.equal(JSON.stringify(fmas[0]!.a), JSON.stringify(fmas[1]!.a));
+  assert.notEqual(JSON.stringify(fmas[0]!.b), JSON.stringify(fmas[1]!.b));
 });
 
 ptxasTest(

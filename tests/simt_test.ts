@@ -131,6 +131,27 @@ Deno.test("SIMT: transposed tiles agree with the reference at ragged sizes", () 
   }
 });
 
+Deno.test("SIMT: a skinny problem splits K over two blocks an SM's worth, and agrees", () => {
+  const src = Deno.readTextFileSync(new URL("../bench/kernels/f32.gemm", import.meta.url));
+  const at = (M: number, N: number, K: number) => {
+    const r = compile(src, { file: "f32.gemm", sizeHints: { M, N, K }, sms: 132 });
+    assert.ok(r.ok, r.diagnostics.map((x) => x.message).join("; "));
+    return r.kernels[0]!;
+  };
+  // M=128, N=8192: 64 tiles of 128x128, two blocks an SM on 132 SMs: split 4 (not 2).
+  const k = at(128, 8192, 8192);
+  assert.equal(k.kernel.grid.splitK, 4);
+  assert.deepEqual(k.planned.plan.tile!.threadblock, { m: 128, n: 128, k: 8 });
+  assert.equal(k.kernel.minBlocksPerSm, 2);
+  // Enough tiles: no split.
+  assert.equal(at(4096, 4096, 4096).kernel.grid.splitK, 1);
+  assert.equal(at(1024, 1024, 8192).kernel.grid.splitK, 4);
+  // The split kernel at ragged sizes, splits of unequal k-tile counts.
+  const rep = simulateGemm(k, { M: 72, N: 136, K: 300 }, { seed: 17 });
+  assert.ok(rep.ok, JSON.stringify(rep.comparison.first));
+  assert.equal(rep.sim.hazardCount, 0);
+});
+
 Deno.test("math f32 lowers to fma.rn.f32 from shared memory, no mma", () => {
   const k = kernel("row", "col", "f32", "A[m, k] * B[k, n]");
   assert.equal(k.planned.plan.mma!.shape, "simt.f32.8x8");
