@@ -112,6 +112,17 @@ export const WAVE_TILES: readonly WaveTile[] = [
 export const WAVE_TILES_8BIT: readonly WaveTile[] = [{ m: 160, n: 256, speed: 1 }];
 
 /**
+ * The same for SIMT f32 (`math f32`) against its 128x128 default, on twice
+ * the SMs' slots (two blocks an SM): 128x64 (4 warps) ran at 0.956 of it at
+ * 4096^3, where both fill their waves alike, and took 5000^3 from 0.74 to
+ * 0.84 of cuBLAS's f32 GEMM (7 waves of 128x128 for 6.06 worth;
+ * bench/NOTES.md 43). Measured with A row-major and B column-major only,
+ * applied to every layout (a shortcut; nn and tt kernels whose B is copied
+ * by 4-byte cp.async keep one block an SM, where the slots are fewer).
+ */
+export const WAVE_TILES_SIMT: readonly WaveTile[] = [{ m: 128, n: 64, speed: 0.956 }];
+
+/**
  * The fraction of the SMs' tile-time that computes the problem, for M x N
  * in tiles of tm x tn on `sms` SMs running one block each: partial tiles and
  * the idle SMs of the last wave are the waste.
@@ -231,7 +242,9 @@ export const tilePass: GemmPass = {
     let smallGrid = false;
     let autoSplitK = 1;
     if (tb === undefined) {
-      // 3xtf32 needs twice the fragment registers: a 128x128 tile keeps 8 warps of 64x32.
+      // 3xtf32 needs twice the fragment registers: a 128x64 tile of 4 warps of 64x32 (two
+      // blocks an SM) ran +1.5% over 128x128 (8 such warps, one block an SM) at 4096^3 and
+      // +7.5% at 5000^3 on the H200 (bench/NOTES.md 43).
       // Operands aligned to less than 4 bytes are copied synchronously, one
       // element per load and store (no cp.async): a 128x128 tile keeps the
       // copies per thread (and their registers) in bounds.
@@ -240,7 +253,7 @@ export const tilePass: GemmPass = {
       const d = k.math.mode === "simt"
         ? { m: 128, n: 128, k: 8 }
         : k.math.mode === "3xtf32"
-        ? { m: 128, n: 128, k: 16 }
+        ? { m: 128, n: 64, k: 16 }
         : syncCopy
         ? { m: 128, n: 128, k: defaultThreadblock(k.math.mmaA).k }
         : defaultThreadblock(k.math.mmaA);
@@ -323,6 +336,11 @@ export const tilePass: GemmPass = {
         // M- (N-) contiguous (mnContiguousPow2).
         const fits = (t: WaveTile) => mnContiguousPow2(k, t.m, t.n) === null;
         tb = waveAwareTile(tb, mc, nc, k.sms ?? DEFAULT_SMS, table.filter(fits));
+      } else if (
+        autoSplitK === 1 && mc !== null && nc !== null && simt && tb.m === d.m && tb.n === d.n
+      ) {
+        // Two blocks an SM (Lowering.minBlocksPerSm): twice the SMs' slots.
+        tb = waveAwareTile(tb, mc, nc, 2 * (k.sms ?? DEFAULT_SMS), WAVE_TILES_SIMT);
       }
       if (
         !smallGrid && kc !== null && asyncTensor &&

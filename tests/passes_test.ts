@@ -209,17 +209,17 @@ const DEFAULTS: readonly {
     name: "f32 as 3xtf32",
     decl: ["f32[M, K] row", "f32[K, N] col", "f32[M, N] row"],
     schedule: ["math 3xtf32"],
-    // Tile 128x128x16, warp 64x32: big and small parts double the fragments (4 buffers).
-    // 4x4 tiles x 4 + 4 x (4 x 4 + 4 x 2) + 40 = 200.
+    // Tile 128x64x16 (two blocks an SM), warp 64x32: big and small parts double the
+    // fragments (4 buffers). 4x4 tiles x 4 + 4 x (4 x 4 + 4 x 2) + 40 = 200.
     want: {
-      tb: "128x128x16",
+      tb: "128x64x16",
       warp: "64x32x16",
-      warps: "2x4",
-      threads: 256,
+      warps: "2x2",
+      threads: 128,
       stages: 5,
-      smem: 81920,
-      a: "k 128x64B shift 3 scale 1 cp.async 16B x2",
-      b: "k 128x64B shift 3 scale 1 cp.async 16B x2",
+      smem: 61440,
+      a: "k 128x64B shift 3 scale 1 cp.async 16B x4",
+      b: "k 64x64B shift 3 scale 1 cp.async 16B x2",
       mma: "m16n8k8.tf32.f32",
       loads: "ldmatrix/ldmatrix",
       kSteps: 2,

@@ -152,6 +152,26 @@ Deno.test("SIMT: a skinny problem splits K over two blocks an SM's worth, and ag
   assert.equal(rep.sim.hazardCount, 0);
 });
 
+Deno.test("SIMT: wave-aware tiles, 128x64 where 128x128 leaves a last wave nearly empty", () => {
+  const src = Deno.readTextFileSync(new URL("../bench/kernels/f32.gemm", import.meta.url));
+  const at = (n: number) => {
+    const r = compile(src, { file: "f32.gemm", sizeHints: { M: n, N: n, K: n }, sms: 132 });
+    assert.ok(r.ok, r.diagnostics.map((x) => x.message).join("; "));
+    return r.kernels[0]!;
+  };
+  // 5000^3: 1600 tiles of 128x128 on 264 slots (two blocks an SM) are 6.06 waves; 3160 of
+  // 128x64 are 11.97. 4096^3 and 8192^3 fill their waves alike with either: 128x128.
+  const odd = at(5000);
+  assert.deepEqual(odd.planned.plan.tile!.threadblock, { m: 128, n: 64, k: 8 });
+  assert.equal(odd.kernel.threads, 128);
+  for (const n of [4096, 8192]) {
+    assert.deepEqual(at(n).planned.plan.tile!.threadblock, { m: 128, n: 128, k: 8 });
+  }
+  const rep = simulateGemm(odd, { M: 140, N: 72, K: 52 }, { seed: 23 });
+  assert.ok(rep.ok, JSON.stringify(rep.comparison.first));
+  assert.equal(rep.sim.hazardCount, 0);
+});
+
 Deno.test("math f32 lowers to fma.rn.f32 from shared memory, no mma", () => {
   const k = kernel("row", "col", "f32", "A[m, k] * B[k, n]");
   assert.equal(k.planned.plan.mma!.shape, "simt.f32.8x8");

@@ -343,6 +343,45 @@ gpuTest(
   },
 );
 
+gpuTest(
+  "f32 operands at the benchmark's hinted defaults on the GPU: SIMT split-K and 128x64, 3xtf32",
+  () => {
+    // The schedules `deno task bench --gpu` gets for f32 and 3xtf32 (sizes as hints, 132 SMs):
+    // SIMT split 4 at M=128, N=K=8192; SIMT 128x64 at 5000^3 (wave-aware); 3xtf32 128x64.
+    // Run at smaller ragged sizes: the kernels are correct for any size.
+    const cases: [string, Record<string, number>, string][] = [
+      ["f32", { M: 128, N: 8192, K: 8192 }, "128x128x8 split 4"],
+      ["f32", { M: 5000, N: 5000, K: 5000 }, "128x64x8 split 1"],
+      ["3xtf32", { M: 5000, N: 5000, K: 5000 }, "128x64x16 split 1"],
+    ];
+    for (const [file, hints, want] of cases) {
+      const src = Deno.readTextFileSync(
+        new URL(`../../bench/kernels/${file}.gemm`, import.meta.url),
+      );
+      const r = compile(src, { file: `${file}.gemm`, sizeHints: hints, sms: 132 });
+      assert.ok(r.ok, r.diagnostics.map((d) => d.message).join("; "));
+      const ck = r.kernels[0]!;
+      const t = ck.planned.plan.tile!;
+      const tb = t.threadblock;
+      assert.equal(`${tb.m}x${tb.n}x${tb.k} split ${t.splitK}`, want);
+      for (const sizes of [{ M: 140, N: 200, K: 1000 }, { M: 256, N: 128, K: 512 }]) {
+        const rep = runGemm(ck, sizes, { seed: 13, iters: 1, warmup: 1, check: "sim" });
+        const where = `${file} (${want}) at ${JSON.stringify(rep.sizes)}`;
+        assert.ok(
+          rep.reference!.comparison.ok,
+          `${where}: ${JSON.stringify(rep.reference!.first)}`,
+        );
+        assert.equal(rep.unwritten ?? 0, 0, `${where}: unwritten elements`);
+        assert.equal(rep.sim!.hazardCount, 0, where);
+        if (rep.sim!.maxUlp === null) {
+          assert.equal(rep.sim!.differing, 0, `${where}: ${JSON.stringify(rep.sim!.first)}`);
+        }
+        assert.ok(rep.ok, where);
+      }
+    }
+  },
+);
+
 gpuTest("gemm run --check sim end to end on the GPU", async () => {
   const r = await gemm([
     "run",
