@@ -716,8 +716,10 @@ class Lowering {
    * barriers (+3-4%, bench/NOTES.md 39). At 128 registers ptxas spilled
    * (tests/simt_test.ts) larger micro-tiles (a 64x64 warp tile, 1.9 KB),
    * tensors aligned to less than 16 bytes (8-60 bytes) and a transposed B
-   * copied by 4-byte cp.async with a bias (16-48 bytes): those, and the
-   * tensor-core kernels, keep one block and up to 255 registers.
+   * copied by 4-byte cp.async with a bias (16-48 bytes), and split-K over
+   * more than 4 splits (the last split's reduction, 8-12 bytes at split 8):
+   * those, and the tensor-core kernels, keep one block and up to 255
+   * registers.
    */
   minBlocksPerSm(): number {
     const k = this.k;
@@ -729,7 +731,8 @@ class Lowering {
     );
     const byCopies = (o: OperandSmem) => o.transpose === true && o.viaRegisters !== true;
     const fits = 2 * this.threads <= 512 && 2 * pipe.smemBytes <= SMEM_BUDGET[k.target] &&
-      (w.m / 8) * (w.n / 4) <= 64 && aligned && !byCopies(pipe.a) && !byCopies(pipe.b);
+      (w.m / 8) * (w.n / 4) <= 64 && aligned && !byCopies(pipe.a) && !byCopies(pipe.b) &&
+      k.plan.tile!.splitK <= 4;
     return fits ? 2 : 1;
   }
 

@@ -304,6 +304,10 @@ export const tilePass: GemmPass = {
         const tiles = Math.ceil(mc / tb.m) * Math.ceil(nc / tb.n);
         const slots = (k.sms ?? DEFAULT_SMS) * (simt ? 2 : 1);
         autoSplitK = defaultSplitK(tiles, Math.ceil(kc / tb.k), slots);
+        // SIMT: at most 4 ways. The last split's reduction of 8 spilled 8-12 bytes at the
+        // 128 registers of two blocks an SM (tests/ptxas_sweep.ts), and split 8 measured no
+        // faster than 4 (39.5 against 39.1 TFLOPS at M=128, N=K=8192).
+        if (simt) autoSplitK = Math.min(4, autoSplitK);
       }
       if (autoSplitK === 1) tb = shrunk;
       const smallerTile = tb.m * tb.n < d.m * d.n;

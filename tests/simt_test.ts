@@ -210,8 +210,20 @@ ptxasTest("SIMT: two blocks an SM where 128 registers suffice; no spill", async 
   // The default 8x8 micro-tile in every layout, with and without a bias: two blocks an SM, but
   // one where B alone is transposed (4-byte cp.async; with a bias it spilled 16-48 bytes at 128
   // registers). One block at align 1 (8-60 bytes spilled at 128), and for a 64x64 warp tile
-  // (8 x 16 a lane: 128 accumulators; 1.9 KB spilled at 128).
+  // (8 x 16 a lane: 128 accumulators; 1.9 KB spilled at 128). Split-K: two blocks up to 4
+  // splits (the C-reading example, as `--tune` picks it for M=96, N=4096), one beyond (the last
+  // split's reduction of 8 spilled 8-12 bytes at 128).
   const cases: [CompiledKernel, number][] = [];
+  const example = Deno.readTextFileSync(new URL("../examples/sgemm_simt.gemm", import.meta.url));
+  const hinted = compile(example, {
+    file: "sgemm_simt.gemm",
+    sizeHints: { M: 96, N: 4096, K: 2048 },
+    sms: 132,
+  });
+  assert.ok(hinted.ok);
+  assert.equal(hinted.kernels[0]!.kernel.grid.splitK, 4);
+  cases.push([hinted.kernels[0]!, 2]);
+  cases.push([kernel("row", "col", "f32", "A[m, k] * B[k, n]", "    split_k 8\n"), 1]);
   for (const [a, b] of [["row", "col"], ["col", "row"], ["col", "col"], ["row", "row"]]) {
     const blocks = a === "col" && b === "col" ? 1 : 2;
     cases.push([kernel(a!, b!, "f32", "A[m, k] * B[k, n]"), blocks]);
