@@ -116,9 +116,10 @@ export const WAVE_TILES_8BIT: readonly WaveTile[] = [{ m: 160, n: 256, speed: 1 
  * the SMs' slots (two blocks an SM): 128x64 (4 warps) ran at 0.956 of it at
  * 4096^3, where both fill their waves alike, and took 5000^3 from 0.74 to
  * 0.84 of cuBLAS's f32 GEMM (7 waves of 128x128 for 6.06 worth;
- * bench/NOTES.md 43). Measured with A row-major and B column-major only,
- * applied to every layout (a shortcut; nn and tt kernels whose B is copied
- * by 4-byte cp.async keep one block an SM, where the slots are fewer).
+ * bench/NOTES.md 43); at 5000^3 128x64 is faster in the other layouts too
+ * (nt 1.114, nn 1.076, tt 1.083, alternating launches; NOTES 46). The
+ * slots are counted as two blocks an SM also where the lowering keeps one
+ * (B alone transposed by 4-byte cp.async; a shortcut).
  */
 export const WAVE_TILES_SIMT: readonly WaveTile[] = [{ m: 128, n: 64, speed: 0.956 }];
 
