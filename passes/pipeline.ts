@@ -172,7 +172,9 @@ export function viaRegisters(k: GemmKernel, role: "A" | "B", threads: number): b
 /**
  * The preferred stage count when the schedule is silent: 4, 5 for tf32
  * (whose 128x256x16 tile has half the bytes per stage; 5 stages measured
- * best on the H200), 6 for 16-bit split-K kernels. Capped by what fits.
+ * best on the H200), 6 for 16-bit split-K kernels, 4 for 3xtf32 (its
+ * 128x64x32 tile: 5 stages, 120 KB, left one block an SM and ran 9% slower
+ * than 4 at 4096^3; bench/NOTES.md 47). Capped by what fits.
  *
  * @param k The kernel.
  * @returns The stage count to try.
@@ -183,6 +185,7 @@ export function defaultStages(k: GemmKernel): number {
   // N=K=8192 on the H200 (bench/NOTES.md 23; tf32: no gain).
   const a = k.math.mmaA;
   if ((k.plan.tile?.splitK ?? 1) > 1 && (a === "f16" || a === "bf16")) return 6;
+  if (k.math.mode === "3xtf32") return 4;
   return a === "tf32" ? 5 : 4;
 }
 

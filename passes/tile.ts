@@ -245,7 +245,8 @@ export const tilePass: GemmPass = {
     if (tb === undefined) {
       // 3xtf32 needs twice the fragment registers: a 128x64 tile of 4 warps of 64x32 (two
       // blocks an SM) ran +1.5% over 128x128 (8 such warps, one block an SM) at 4096^3 and
-      // +7.5% at 5000^3 on the H200 (bench/NOTES.md 43).
+      // +7.5% at 5000^3 on the H200 (bench/NOTES.md 43); 32 deep (4 stages, half the
+      // barriers per MMA) +3.4% at 4096^3 and +3.5% at 8192^3 over 16 deep (NOTES 47).
       // Operands aligned to less than 4 bytes are copied synchronously, one
       // element per load and store (no cp.async): a 128x128 tile keeps the
       // copies per thread (and their registers) in bounds.
@@ -254,7 +255,7 @@ export const tilePass: GemmPass = {
       const d = k.math.mode === "simt"
         ? { m: 128, n: 128, k: 8 }
         : k.math.mode === "3xtf32"
-        ? { m: 128, n: 64, k: 16 }
+        ? { m: 128, n: 64, k: 32 }
         : syncCopy
         ? { m: 128, n: 128, k: defaultThreadblock(k.math.mmaA).k }
         : defaultThreadblock(k.math.mmaA);

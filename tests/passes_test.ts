@@ -209,20 +209,20 @@ const DEFAULTS: readonly {
     name: "f32 as 3xtf32",
     decl: ["f32[M, K] row", "f32[K, N] col", "f32[M, N] row"],
     schedule: ["math 3xtf32"],
-    // Tile 128x64x16 (two blocks an SM), warp 64x32: big and small parts double the
-    // fragments (4 buffers). 4x4 tiles x 4 + 4 x (4 x 4 + 4 x 2) + 40 = 200.
+    // Tile 128x64x32 with 4 stages (two blocks an SM), warp 64x32: big and small parts
+    // double the fragments (4 buffers). 4x4 tiles x 4 + 4 x (4 x 4 + 4 x 2) + 40 = 200.
     want: {
-      tb: "128x64x16",
-      warp: "64x32x16",
+      tb: "128x64x32",
+      warp: "64x32x32",
       warps: "2x2",
       threads: 128,
-      stages: 5,
-      smem: 61440,
-      a: "k 128x64B shift 3 scale 1 cp.async 16B x4",
-      b: "k 64x64B shift 3 scale 1 cp.async 16B x2",
+      stages: 4,
+      smem: 98304,
+      a: "k 128x128B shift 3 scale 1 cp.async 16B x8",
+      b: "k 64x128B shift 3 scale 1 cp.async 16B x4",
       mma: "m16n8k8.tf32.f32",
       loads: "ldmatrix/ldmatrix",
-      kSteps: 2,
+      kSteps: 4,
       regs: 200,
     },
   },

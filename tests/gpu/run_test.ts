@@ -352,7 +352,7 @@ gpuTest(
     const cases: [string, Record<string, number>, string][] = [
       ["f32", { M: 128, N: 8192, K: 8192 }, "128x128x8 split 4"],
       ["f32", { M: 5000, N: 5000, K: 5000 }, "128x64x8 split 1"],
-      ["3xtf32", { M: 5000, N: 5000, K: 5000 }, "128x64x16 split 1"],
+      ["3xtf32", { M: 5000, N: 5000, K: 5000 }, "128x64x32 split 1"],
     ];
     for (const [file, hints, want] of cases) {
       const src = Deno.readTextFileSync(
