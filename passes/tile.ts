@@ -296,7 +296,8 @@ export const tilePass: GemmPass = {
       // 0.69 (bench/NOTES.md 43). Its 128x128 tile runs two blocks an SM
       // (Lowering.minBlocksPerSm), so the split fills twice the SMs: a
       // shortcut where the lowering keeps one block (operands aligned below
-      // 16 bytes), which then gets twice the split it would need.
+      // 16 bytes; nn, whose B alone is copied by 4-byte cp.async), which then
+      // gets twice the split it would need.
       const simt = k.math.mode === "simt" && !syncCopy;
       if (
         mc !== null && nc !== null && kc !== null && k.schedule.splitK === undefined &&

@@ -30,6 +30,7 @@ import {
 } from "../bench/mma_peak.ts";
 import { CLOCK_PROBE_PTX } from "../bench/clock_probe.ts";
 import { ablate } from "../bench/ablate.ts";
+import { cutlassName } from "../bench/gpu_bench.ts";
 
 function ops(body: readonly Op[], kind: Op["op"]): Op[] {
   const out: Op[] = [];
@@ -199,4 +200,19 @@ Deno.test("D = f16(A * B) rounds each accumulator to f16 once (no f16 -> f32 -> 
   // Pairs stored together: one bounds predicate per pair (64 pairs), none for the second element.
   const bounds = ops(k.body, "setp").filter((o) => o.op === "setp" && o.type === "u32").length;
   assert.ok(bounds <= 64 + 64 + 8, `${bounds} u32 compares in the kernel`);
+});
+
+Deno.test("benchmark kernel names in CUTLASS's style, f32 operands included", () => {
+  const name = (file: string, t: Parameters<typeof cutlassName>[1], M: number, N: number) => {
+    const src = Deno.readTextFileSync(new URL(`../bench/kernels/${file}.gemm`, import.meta.url));
+    const r = compile(src, { file: `${file}.gemm`, sizeHints: { M, N, K: 8192 }, sms: 132 });
+    assert.ok(r.ok);
+    return cutlassName(r.kernels[0]!, t);
+  };
+  assert.equal(name("f16", "f16", 8192, 8192), "s16816gemm_f16_160x256_32x4_tn_align8");
+  assert.equal(name("tf32", "tf32", 128, 8192), "s1688tf32gemm_128x256_16x5_tn_align4_splitk4");
+  assert.equal(name("s8", "s8", 8192, 8192), "i16832gemm_s8_128x256_64x4_tn_align16");
+  assert.equal(name("f64", "f64", 8192, 8192), "d884gemm_64x64_16x4_tn_align2");
+  assert.equal(name("f32", "f32", 128, 8192), "sgemm_128x128_8x4_tn_align4_splitk4");
+  assert.equal(name("3xtf32", "3xtf32", 8192, 8192), "s1688gemm_3xtf32_128x64_32x4_tn_align4");
 });
