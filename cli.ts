@@ -60,6 +60,10 @@ Options:
   --dump-after PASS    Print the IR after PASS (or "all") to stderr
   --target sm80|sm86   Override the schedule's target
   --size SIZES         With --emit json: the concrete grid for these sizes (M=..,N=..,K=..)
+  --tune               Choose the default schedule for the --size sizes, as run --tune and
+                       simulate --tune do (the kernel stays correct for any size)
+  --sms N              With --tune: the GPU's SM count, which the tile choice weighs
+                       waves of blocks against (default 108, an A100)
   --ptxas              Assemble the PTX with ptxas -v and print registers, shared memory,
                        stack frame and spills per kernel (fails if ptxas rejects it)
   --ptxas-path PATH    The ptxas to use (default: PATH, /usr/local/bin, /usr/local/cuda/bin)
@@ -189,6 +193,8 @@ async function cmdCompile(args: string[], io: CliIO): Promise<number> {
       target: { type: "string" },
       output: { type: "string", short: "o" },
       size: { type: "string" },
+      tune: { type: "boolean" },
+      sms: { type: "string" },
       ptxas: { type: "boolean" },
       "ptxas-path": { type: "string" },
       help: { type: "boolean", short: "h" },
@@ -198,6 +204,16 @@ async function cmdCompile(args: string[], io: CliIO): Promise<number> {
     io.out(COMPILE_HELP);
     return 0;
   }
+  let sizes: Record<string, number> | undefined;
+  if (values.size !== undefined) {
+    try {
+      sizes = parseSizes(values.size);
+    } catch (e) {
+      throw new UsageError((e as Error).message);
+    }
+  }
+  if (values.tune && sizes === undefined) throw new UsageError("compile: --tune needs --size");
+  const sms = parseSms(values.sms);
   const [file, ...extra] = positionals;
   if (file === undefined) throw new UsageError("compile: no input file");
   if (extra.length > 0) {
@@ -221,6 +237,8 @@ async function cmdCompile(args: string[], io: CliIO): Promise<number> {
     file,
     ...(target !== undefined ? { target } : {}),
     ...(values.kernel !== undefined ? { kernel: values.kernel } : {}),
+    ...(values.tune && sizes !== undefined ? { sizeHints: sizes } : {}),
+    ...(sms !== undefined ? { sms } : {}),
     ...(dumpAfter !== undefined
       ? {
         dump: (pass: string, dumpText: string) => {
@@ -252,14 +270,6 @@ async function cmdCompile(args: string[], io: CliIO): Promise<number> {
       output = ptxModule(r.kernels);
       break;
     case "json": {
-      let sizes: Record<string, number> | undefined;
-      if (values.size !== undefined) {
-        try {
-          sizes = parseSizes(values.size);
-        } catch (e) {
-          throw new UsageError((e as Error).message);
-        }
-      }
       const kernels = r.kernels.map((k) => {
         if (sizes === undefined) return k.manifest;
         let resolved: Record<string, number>;
@@ -642,6 +652,16 @@ function cmdRun(args: string[], io: CliIO): number {
   return ok ? 0 : 1;
 }
 
+/** The `--sms` option: a positive integer, or undefined when not given. */
+function parseSms(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const sms = Number(text);
+  if (!(Number.isInteger(sms) && sms > 0)) {
+    throw new UsageError(`Malformed --sms "${text}": a positive integer`);
+  }
+  return sms;
+}
+
 /** What `simulate` and `run` share: the file, sizes, seed, scalars, and the compiled kernels. */
 interface Prepared {
   readonly file: string;
@@ -681,10 +701,7 @@ function prepare(
   if (!Number.isInteger(seed)) throw new UsageError(`Malformed --seed "${values.seed}"`);
   const scalars = parseScalars(values.scalar);
   const target = parseTarget(values.target);
-  const sms = values.sms === undefined ? undefined : Number(values.sms);
-  if (sms !== undefined && !(Number.isInteger(sms) && sms > 0)) {
-    throw new UsageError(`Malformed --sms "${values.sms}": a positive integer`);
-  }
+  const sms = parseSms(values.sms);
   const text = readSource(io, file);
   const result = compile(text, {
     file,

@@ -9,6 +9,7 @@
 
 import assert from "node:assert/strict";
 import { assertNoStackTrace, gemm, gemmAll, type Run } from "./_cli.ts";
+import { compile, ptxModule } from "../compiler.ts";
 
 const ROOT = new URL("../", import.meta.url);
 const ROOT_PATH = ROOT.pathname;
@@ -120,6 +121,45 @@ Deno.test("cli: compile --kernel picks one kernel; an unknown one is a usage err
   assert.doesNotMatch(one!.stdout, /proj_gelu/);
   assert.ok(read("tests/golden/ir/two_kernels.ir").endsWith(one!.stdout));
   assertUsageError(none!, "--kernel nope", /"nope"/);
+});
+
+Deno.test("cli: compile --tune --size --sms gives the schedule run --tune would, as a library call", async () => {
+  // M=128, N=K=8192 on 132 SMs: SIMT f32 splits K 4 ways (bench/NOTES.md 43).
+  const args = ["--tune", "--size", "M=128,N=8192,K=8192", "--sms", "132"];
+  const r = await gemm("compile", "bench/kernels/f32.gemm", ...args, "--emit", "json");
+  assert.equal(r.code, 0, r.stderr);
+  const [k] = JSON.parse(r.stdout).kernels;
+  assert.equal(k.gridPlan.splitK, 4);
+  assert.equal(k.gridPlan.tileM, 128);
+  const ptx = await gemm("compile", "bench/kernels/f32.gemm", ...args, "--emit", "ptx");
+  assert.equal(ptx.code, 0, ptx.stderr);
+  const lib = compile(read("bench/kernels/f32.gemm"), {
+    file: "bench/kernels/f32.gemm",
+    sizeHints: { M: 128, N: 8192, K: 8192 },
+    sms: 132,
+  });
+  assert.ok(lib.ok);
+  assert.equal(ptx.stdout, ptxModule(lib.kernels));
+  // Without --tune the sizes only shape the json grid: no split.
+  const plain = await gemm(
+    "compile",
+    "bench/kernels/f32.gemm",
+    "--size",
+    "M=128,N=8192,K=8192",
+    "--emit",
+    "json",
+  );
+  assert.equal(JSON.parse(plain.stdout).kernels[0].gridPlan.splitK, 1);
+  assertUsageError(
+    await gemm("compile", "bench/kernels/f32.gemm", "--tune"),
+    "--tune alone",
+    /--tune needs --size/,
+  );
+  assertUsageError(
+    await gemm("compile", "bench/kernels/f32.gemm", ...args.slice(0, 3), "--sms", "0"),
+    "--sms 0",
+    /Malformed --sms/,
+  );
 });
 
 Deno.test("cli: compile --target overrides the target", async () => {
