@@ -128,7 +128,7 @@ Options:
   --tune               Choose the default schedule for these sizes (as compile-time sizes
                        would: smaller tiles for small or skinny problems)
   --sms N              With --tune: the GPU's SM count, which the tile choice weighs
-                       waves of blocks against (default 108, an A100)
+                       waves of blocks against (default: the device's)
   --json               Print the reports as JSON
   -h, --help           This help
 
@@ -563,7 +563,9 @@ function cmdRun(args: string[], io: CliIO): number {
     io.out(RUN_HELP);
     return 0;
   }
-  const { file, text, sizes, seed, scalars, result: r } = prepare("run", positionals, values, io);
+  const prepared = prepare("run", positionals, values, io);
+  const { file, text, sizes, seed, scalars } = prepared;
+  let r = prepared.result;
   const check = values.check;
   if (check !== "ref" && check !== "sim" && check !== "none") {
     throw new UsageError(`Unknown --check "${check}": expected ref, sim or none`);
@@ -606,10 +608,28 @@ function cmdRun(args: string[], io: CliIO): number {
   const reports: unknown[] = [];
   try {
     const dv = cuda.device;
+    // --tune without --sms: the schedule for this device's SM count, not an A100's. The
+    // first compile (108 SMs) served the checks above; the source, the sizes and the
+    // kernels are the same, only the tile choice may differ.
+    const tunedHere = values.tune === true && values.sms === undefined;
+    if (tunedHere) {
+      const again = prepared.recompile(dv.multiprocessors);
+      if (!again.ok) throw new Error("recompiling for the device's SM count failed");
+      for (const ck of again.kernels) {
+        try {
+          checkRun(ck, sizes);
+        } catch (e) {
+          throw new UsageError(`${ck.name}: ${(e as Error).message}`);
+        }
+      }
+      r = again;
+    }
     if (!values.json) {
       io.out(
         `device: ${dv.name} (${dv.arch}, ${dv.multiprocessors} SMs), CUDA driver ` +
-          `${dv.driverVersionText}, ${dv.library}\n`,
+          `${dv.driverVersionText}, ${dv.library}${
+            tunedHere ? `; --tune for its ${dv.multiprocessors} SMs` : ""
+          }\n`,
       );
     }
     const full = values["full-check"] === true;
@@ -670,6 +690,8 @@ interface Prepared {
   readonly seed: number;
   readonly scalars: Record<string, number>;
   readonly result: ReturnType<typeof compile>;
+  /** The same compile for another SM count (`run --tune` without `--sms`: the device's). */
+  readonly recompile: (sms: number) => ReturnType<typeof compile>;
 }
 
 /** Reads the positional file and the options common to `simulate` and `run`, and compiles. */
@@ -703,14 +725,15 @@ function prepare(
   const target = parseTarget(values.target);
   const sms = parseSms(values.sms);
   const text = readSource(io, file);
-  const result = compile(text, {
-    file,
-    ...(target !== undefined ? { target } : {}),
-    ...(values.kernel !== undefined ? { kernel: values.kernel } : {}),
-    ...(values.tune ? { sizeHints: sizes } : {}),
-    ...(sms !== undefined ? { sms } : {}),
-  });
-  return { file, text, sizes, seed, scalars, result };
+  const build = (sms: number | undefined) =>
+    compile(text, {
+      file,
+      ...(target !== undefined ? { target } : {}),
+      ...(values.kernel !== undefined ? { kernel: values.kernel } : {}),
+      ...(values.tune ? { sizeHints: sizes } : {}),
+      ...(sms !== undefined ? { sms } : {}),
+    });
+  return { file, text, sizes, seed, scalars, result: build(sms), recompile: build };
 }
 
 /**

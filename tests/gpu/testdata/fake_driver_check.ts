@@ -245,6 +245,47 @@ Deno.test("gemm run through the driver: device line, a verdict, exit 1 on mismat
   released();
 });
 
+Deno.test("gemm run --tune schedules for the device's SM count unless --sms says otherwise", async () => {
+  // SIMT f32 at M=128, N=8192, K=1024: 64 tiles, two blocks an SM; split 4 on the fake's 132
+  // SMs, 3 on an A100's 108 (bench/NOTES.md 43). The launch's grid z is the split.
+  const run = async (...extra: string[]) => {
+    let out = "";
+    let err = "";
+    const size = ["--size", "M=128,N=8192,K=1024"];
+    const code = await main(
+      [
+        "run",
+        "bench/kernels/f32.gemm",
+        ...size,
+        "--tune",
+        "--check",
+        "none",
+        "--warmup",
+        "0",
+        ...extra,
+      ],
+      {
+        out: (s) => (out += s),
+        err: (s) => (err += s),
+        readFile: (p) => Deno.readTextFileSync(new URL(`../../../${p}`, import.meta.url)),
+        writeFile: () => {},
+      },
+    );
+    released();
+    return { code, out, err, grid: lastLaunch().grid };
+  };
+  const here = await run("--iters", "1");
+  assert.match(
+    here.out,
+    /^device: Fake GPU \(sm_90, 132 SMs\), .*; --tune for its 132 SMs\n/,
+    here.err,
+  );
+  assert.equal(here.grid[2], 4, here.out + here.err);
+  const a100 = await run("--iters", "1", "--sms", "108");
+  assert.doesNotMatch(a100.out, /--tune for its/);
+  assert.equal(a100.grid[2], 3, a100.out + a100.err);
+});
+
 Deno.test("kernelParams point at 8-byte slots holding each value", () => {
   const p = packKernelParams([
     { type: "u64", value: 0x123456789abcn },
