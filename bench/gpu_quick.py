@@ -171,6 +171,24 @@ def alternate(fx, fy, n=20, warm=4):
     torch.cuda.synchronize()
     return tuple(statistics.median(a.elapsed_time(b) for a, b in ev[j]) for j in range(2))
 
+def timed_ms(f, n=20):
+    """n launches f(0..n-1), each between its own events, queued back to back: the median ms."""
+    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)]
+    for j, (a, b) in enumerate(ev):
+        a.record(); f(j); b.record()
+    torch.cuda.synchronize()
+    return statistics.median(a.elapsed_time(b) for a, b in ev)
+
+def sustained_ms(f, load_s=1.5, n=20):
+    """The sustained state (bench/NOTES.md 26): load_s seconds of launches, then timed_ms(f, n)."""
+    t = time.time()
+    i = 0
+    while time.time() - t < load_s:
+        for _ in range(10):
+            f(i); i += 1
+        torch.cuda.synchronize()
+    return timed_ms(f, n)
+
 CUBLAS_CACHE = {}
 
 def run_kernel(name, M, N, K, sets=4, check=True, profile=False):

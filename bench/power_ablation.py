@@ -10,7 +10,7 @@ side it keeps is where the joules go. The ablations compute wrong results on pur
 
 usage: python3 bench/power_ablation.py GEN_DIR MxNxK NAME[,NAME...] [LOAD_S]
 """
-import sys, time, statistics
+import sys, time
 import numpy as np
 import cupy as cp
 import torch
@@ -34,13 +34,6 @@ def clock_during(f, ms):
     ns, cyc = (int(x) for x in probe_out.get())
     return cyc / ns * 1e3 if ns > 0 else float("nan")
 
-def timed(f, n):
-    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)]
-    for j, (a, b) in enumerate(ev):
-        a.record(); f(j); b.record()
-    torch.cuda.synchronize()
-    return statistics.median(a.elapsed_time(b) for a, b in ev)
-
 flops = 2 * M * N * K
 inputs = {}  # by operand type: a kernel and its ablations share their inputs
 for name in names:
@@ -49,14 +42,9 @@ for name in names:
     inputs[dt] = (As, Bs)
     launch(0); torch.cuda.synchronize()
     time.sleep(1.0)
-    burst = timed(launch, 10)
+    burst = q.timed_ms(launch, 10)
     burst_mhz = clock_during(launch, burst)
-    t = time.time(); i = 0
-    while time.time() - t < LOAD_S:
-        for _ in range(10):
-            launch(i); i += 1
-        torch.cuda.synchronize()
-    sus = timed(launch, 20)
+    sus = q.sustained_ms(launch, LOAD_S)
     sus_mhz = clock_during(launch, sus)
     print(f"{name:44s} burst {burst:7.3f} ms at {burst_mhz:5.0f} MHz ({burst * burst_mhz / 1e3:6.2f} Mcycles, "
           f"{flops / burst / 1e9:6.1f} TFLOPS-eq) | sustained {sus:7.3f} ms at {sus_mhz:5.0f} MHz "

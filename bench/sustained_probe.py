@@ -9,7 +9,7 @@ relative error against a float32 product of the same inputs (a result counts onl
 
 usage: python3 bench/sustained_probe.py GEN_DIR KERNEL[,KERNEL...] MxNxK [ROUNDS] [LOAD_S]
 """
-import sys, time, statistics
+import sys, statistics
 import torch
 
 GEN, names, size = sys.argv[1], sys.argv[2].split(","), tuple(int(x) for x in sys.argv[3].split("x"))
@@ -45,17 +45,7 @@ for dt, (As, Bs) in inputs.items():
         lambda As, Bs: lambda i: torch.matmul(As[i % 2], Bs[i % 2].T))(As, Bs)
 
 def sustained(f):
-    t = time.time()
-    i = 0
-    while time.time() - t < LOAD_S:
-        for _ in range(10):
-            f(i); i += 1
-        torch.cuda.synchronize()
-    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(20)]
-    for j, (a, b) in enumerate(ev):
-        a.record(); f(j); b.record()
-    torch.cuda.synchronize()
-    return flops / statistics.median(a.elapsed_time(b) for a, b in ev) / 1e9
+    return flops / q.sustained_ms(f, LOAD_S) / 1e9
 
 got = {n: [] for n in kernels}
 for r in range(ROUNDS):

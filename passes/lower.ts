@@ -131,6 +131,11 @@ export function prefetchAhead(tileK: number): number {
   return Math.max(2, Math.ceil(256 / tileK));
 }
 
+/** `s * a`. */
+function scaleAffine(a: Affine, s: number): Affine {
+  return { c: a.c * s, terms: a.terms.map(([f, c]) => [f, c * s]) };
+}
+
 /**
  * A per-lane quantity as `c + cg * g + ct * tig` (g = lane >> 2, tig = lane &
  * 3), as every MMA and SIMT fragment map is.
@@ -1027,21 +1032,17 @@ class Lowering {
     // element (its `epc` elements of line l, from k, go to rows k.. at l's
     // byte: one cp.async of an element, or through registers 4 elements).
     const per = transpose ? epc : 1;
-    const scale = (a: Affine, s: number): Affine => ({
-      c: a.c * s,
-      terms: a.terms.map(([f, c]) => [f, c * s]),
-    });
     const recipes: SmemRecipe[] = [];
     const valid: (Reg | null)[] = [];
     for (let j = 0; j < Math.ceil(total / T); j++) {
       const row = rowOf(j);
       const col = colOf(j);
       for (let e = 0; e < per; e++) {
-        const k0 = scale(col, epc);
+        const k0 = scaleAffine(col, epc);
         recipes.push(
           transpose
-            ? { row: { c: k0.c + e, terms: k0.terms }, byte: scale(row, bits / 8) }
-            : { row, byte: scale(col, p.copyBytes) },
+            ? { row: { c: k0.c + e, terms: k0.terms }, byte: scaleAffine(row, bits / 8) }
+            : { row, byte: scaleAffine(col, p.copyBytes) },
         );
       }
       // Partial last round of copies: only threads with c < total copy.
@@ -1274,14 +1275,10 @@ class Lowering {
     };
     // Converts (outer, kElem) plus warp origin into an smem (row, byte) recipe.
     const toRecipe = (outer: Affine, kE: Affine): SmemRecipe => {
-      const scale = (a: Affine, s: number): Affine => ({
-        c: a.c * s,
-        terms: a.terms.map(([f, c]) => [f, c * s]),
-      });
       const o: Affine = { c: outer.c, terms: [...outer.terms, [warpFeat, warpOuter]] };
       return p.contiguous === "k"
-        ? { row: o, byte: scale(kE, bits / 8) }
-        : { row: kE, byte: scale(o, bits / 8) };
+        ? { row: o, byte: scaleAffine(kE, bits / 8) }
+        : { row: kE, byte: scaleAffine(o, bits / 8) };
     };
     const instrs: FragInstr[] = [];
     if (load === "lds") {

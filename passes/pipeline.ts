@@ -58,7 +58,7 @@ function operandSmem(
   const t = tensorParam(k, view.tensor);
   const bits = DTYPE_INFO[t.dtype].bits;
   const transpose = transposed(k, role);
-  const kContig = (role === "A" ? view.layout === "row" : view.layout === "col") && !transpose;
+  const kContig = kContiguous(k, role) && !transpose;
   const rows = kContig ? outer : tileK;
   const rowBytes = ((kContig ? tileK : outer) * bits) / 8;
   if (rowBytes % 16 !== 0 || !Number.isInteger(rowBytes)) {
@@ -139,9 +139,13 @@ function operandSmem(
  */
 export function transposed(k: GemmKernel, role: "A" | "B"): boolean {
   const view = role === "A" ? k.problem.a : k.problem.b;
-  const kContig = role === "A" ? view.layout === "row" : view.layout === "col";
-  return k.math.mode === "simt" && kContig &&
+  return k.math.mode === "simt" && kContiguous(k, role) &&
     DTYPE_INFO[tensorParam(k, view.tensor).dtype].bits === 32;
+}
+
+/** Whether an operand is K-contiguous in global memory (A row-major, B column-major). */
+function kContiguous(k: GemmKernel, role: "A" | "B"): boolean {
+  return role === "A" ? k.problem.a.layout === "row" : k.problem.b.layout === "col";
 }
 
 /**
