@@ -22,7 +22,7 @@ import { simulateGemm } from "../backends/simulate_gemm.ts";
 import { rng } from "../backends/sim/_test_kernels.ts";
 import { type Dtype, DTYPE_INFO } from "../ir/dtype.ts";
 
-interface Case {
+export interface Case {
   readonly source: string;
   readonly sizes: Record<string, number>;
   readonly hints?: Record<string, number>;
@@ -40,7 +40,7 @@ const OTHER_MMA: Readonly<Record<string, string>> = {
 };
 
 /** Draws one case. */
-function draw(r: () => number, maxMacs: number): Case {
+export function draw(r: () => number, maxMacs: number): Case {
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;
   const family = pick(["16", "16", "16", "tf32", "tf32", "f64", "8", "4", "b1"] as const);
   let a: string, b: string, d: string;

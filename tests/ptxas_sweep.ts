@@ -20,6 +20,7 @@
 import { parseArgs } from "node:util";
 import { compile, ptxModule } from "../compiler.ts";
 import { findPtxas, runPtxas } from "../backends/ptx/ptxas.ts";
+import { programs, SHAPES as shapes } from "./_programs.ts";
 
 const { values } = parseArgs({
   args: Deno.args,
@@ -31,80 +32,6 @@ if (ptxas === null) {
   Deno.exit(2);
 }
 
-/**
- * An epilogue's extra declarations and its expression around the product:
- * plain, a bias along M or N (of type `vec`), or a matrix C (of type `mat`)
- * row- or column-major.
- */
-function epilogue(epi: string, vec: string, mat: string): { decls: string[]; e: string } {
-  const e = "A[m, k] * B[k, n]";
-  if (epi.startsWith("bias")) {
-    const by = epi === "bias_n" ? "n" : "m";
-    return { decls: [`bias: ${vec}[${by.toUpperCase()}]`], e: `${e} + bias[${by}]` };
-  }
-  if (epi.startsWith("c_")) {
-    return { decls: [`C: ${mat}[M, N] ${epi.slice(2)}`], e: `${e} + C[m, n]` };
-  }
-  return { decls: [], e };
-}
-
-/** A kernel named `name` from its declarations and statement. */
-function program(name: string, decls: string[], stmt: string): [string, string] {
-  return [name, `kernel ${name} {\n  ${decls.join("\n  ")}\n  ${stmt}\n}\n`];
-}
-
-/** The inline programs: name and source. */
-function programs(): [string, string][] {
-  const out: [string, string][] = [];
-  const isInt = (t: string) => t === "s8" || t === "u8" || t === "s4";
-  for (
-    const [op, d] of [
-      ["f16", "f16"],
-      ["bf16", "bf16"],
-      ["f32", "f16"],
-      ["f16", "bf16"],
-      ["s8", "s8"],
-      ["u8", "u8"],
-      ["s4", "s8"],
-    ]
-  ) {
-    const int = isInt(op!);
-    for (const la of int ? ["row"] : ["row", "col"]) {
-      for (const epi of ["plain", "bias_m", "bias_n", "c_row", "c_col"]) {
-        const { decls, e } = epilogue(epi, int ? "s32" : "f32", int ? "s32" : d!);
-        const body = int ? `clamp(${e}, 0, 100)` : `relu(${e})`;
-        out.push(program(
-          `p_${op}_${d}_${la}_${epi}`,
-          [
-            `A: ${op}[M, K] ${la}`,
-            `B: ${op}[K, N] col`,
-            ...decls,
-            `D: ${d}[M, N] row${int ? " align 4" : ""}`,
-          ],
-          `D[m, n] = ${d}(${body})`,
-        ));
-      }
-    }
-  }
-  // 32-bit outputs (the epilogue's direct path), D row- or column-major, with
-  // C of D's type read ahead of D's stores (passes/lower.ts `epilogue`).
-  for (const [op, d] of [["f32", "f32"], ["f16", "f32"], ["s8", "s32"]]) {
-    for (const la of op === "s8" ? ["row"] : ["row", "col"]) {
-      for (const dl of ["row", "col"]) {
-        for (const epi of ["plain", "bias_n", "c_row", "c_col"]) {
-          const { decls, e } = epilogue(epi, d!, d!);
-          out.push(program(
-            `q_${op}_${d}_${la}_${dl}_${epi}`,
-            [`A: ${op}[M, K] ${la}`, `B: ${op}[K, N] col`, ...decls, `D: ${d}[M, N] ${dl}`],
-            `D[m, n] = ${e}`,
-          ));
-        }
-      }
-    }
-  }
-  return out;
-}
-
 const root = new URL("../examples/", import.meta.url);
 const sources: [string, string][] = [
   ...[...Deno.readDirSync(root)]
@@ -113,18 +40,6 @@ const sources: [string, string][] = [
       [`examples/${e.name}`, Deno.readTextFileSync(new URL(e.name, root))] as [string, string]
     ),
   ...programs(),
-];
-const shapes = [
-  [128, 8192, 8192],
-  [8192, 128, 8192],
-  [4096, 4096, 4096],
-  [8192, 8192, 8192],
-  [5000, 5000, 5000],
-  [1000, 1000, 4096],
-  [256, 1024, 512],
-  [64, 64, 64],
-  [3000, 200, 9000],
-  [96, 4096, 2048],
 ];
 const distinct = new Map<string, string>();
 let compiled = 0;
