@@ -10,14 +10,14 @@
 
 import { parseArgs } from "node:util";
 import { compile, type CompiledKernel, formatDiagnostics, ptxModule } from "./compiler.ts";
-import { kernelManifest } from "./backends/manifest.ts";
+import { kernelManifest } from "./backends/ptx/manifest.ts";
 import { findPtxas, formatPtxasReport, runPtxas } from "./backends/ptx/ptxas.ts";
 import type { Target } from "./ir/gemm.ts";
 import { PASS_NAMES } from "./passes/pipeline_list.ts";
-import { simulateGemm, type SimulateReport } from "./backends/simulate_gemm.ts";
-import { parseSizes, resolveSizes } from "./backends/sizes.ts";
+import { simulateGemm, type SimulateReport } from "./harness/simulate_gemm.ts";
+import { parseSizes, resolveSizes } from "./harness/sizes.ts";
 import { SimError } from "./backends/sim/mod.ts";
-import { checkRun, runGemm, type RunReport } from "./backends/run_gemm.ts";
+import { checkRun, runGemm, type RunReport } from "./harness/run_gemm.ts";
 import { Cuda, cudaAvailable, CudaError, CudaUnavailableError } from "./backends/cuda/driver.ts";
 
 /** Where the CLI writes; replaced in tests. */
@@ -76,7 +76,7 @@ const SIMULATE_HELP = `Usage: gemm simulate FILE --size M=..,N=..,K=..[,L=..] [o
 Compiles FILE, fills the inputs with random values (never zeros), poisons the
 output, runs the kernel IR on the CPU over the whole grid, and compares the
 output with a reference GEMM (integers: identical; floats: within a bound per
-element, see backends/ref/reference.ts). Also reports shared-memory hazards
+element, see harness/reference.ts). Also reports shared-memory hazards
 and statistics.
 
 Options:

@@ -16,7 +16,7 @@ import { printKernel } from "./ir/print_kernel.ts";
 import { type DumpHook, runPipeline } from "./passes/pipeline_list.ts";
 import { DiagnosticError } from "./dsl/diagnostics.ts";
 import { printPtx } from "./backends/ptx/print.ts";
-import { type KernelManifest, kernelManifest } from "./backends/manifest.ts";
+import { type KernelManifest, kernelManifest } from "./backends/ptx/manifest.ts";
 
 /** Options shared by {@link parse}, {@link check} and {@link compile}. */
 export interface SourceOptions {

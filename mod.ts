@@ -59,20 +59,24 @@ export type {
 export { type Dtype, DTYPES } from "./ir/dtype.ts";
 export { printGemm } from "./ir/print_gemm.ts";
 export { gridFor, type GridPlan, type Kernel, type Op, workspaceBytes } from "./ir/kernel.ts";
-export { workspaceArgs } from "./backends/workspace.ts";
+export { workspaceArgs } from "./harness/workspace.ts";
 export { printKernel } from "./ir/print_kernel.ts";
 export { MMA_SHAPES, type MmaShape } from "./ir/mma_table.ts";
 export { GEMM_PASSES, PASS_NAMES, runPipeline } from "./passes/pipeline_list.ts";
-export { type KernelManifest, kernelManifest, type ManifestParam } from "./backends/manifest.ts";
-export { type Reference, referenceGemm } from "./backends/ref/reference.ts";
-export { compareOutput, type Comparison } from "./backends/ref/compare.ts";
-export { type LaunchArgs, randomArgs } from "./backends/ref/inputs.ts";
+export {
+  type KernelManifest,
+  kernelManifest,
+  type ManifestParam,
+} from "./backends/ptx/manifest.ts";
+export { type Reference, referenceGemm } from "./harness/reference.ts";
+export { compareOutput, type Comparison } from "./harness/compare.ts";
+export { type LaunchArgs, randomArgs } from "./harness/inputs.ts";
 export {
   simArgs,
   simulateGemm,
   type SimulateOptions,
   type SimulateReport,
-} from "./backends/simulate_gemm.ts";
+} from "./harness/simulate_gemm.ts";
 export {
   type BankStats,
   type BlockCoord,
@@ -97,7 +101,7 @@ export {
   type RunOptions,
   type RunReport,
   type RunTiming,
-} from "./backends/run_gemm.ts";
+} from "./harness/run_gemm.ts";
 export {
   Cuda,
   cudaAvailable,

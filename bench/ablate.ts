@@ -24,7 +24,7 @@
 import { compile, ptxModule } from "../compiler.ts";
 import type { Kernel, Op, Reg } from "../ir/kernel.ts";
 import { imm } from "../ir/builder.ts";
-import { kernelManifest } from "../backends/manifest.ts";
+import { kernelManifest } from "../backends/ptx/manifest.ts";
 import { printPtx } from "../backends/ptx/print.ts";
 import { PTX_OPTIONS } from "../compiler.ts";
 

@@ -41,11 +41,11 @@ import {
   type DeviceBuffer,
 } from "../backends/cuda/driver.ts";
 import { kernelArgs } from "../backends/cuda/launch.ts";
-import { kernelManifest } from "../backends/manifest.ts";
-import { workspaceArgs } from "../backends/workspace.ts";
-import { chooseReferenceSample, referenceCheck } from "../backends/cuda/checks.ts";
-import type { LaunchArgs } from "../backends/ref/inputs.ts";
-import { tensorShape } from "../backends/ref/tensor.ts";
+import { kernelManifest } from "../backends/ptx/manifest.ts";
+import { workspaceArgs } from "../harness/workspace.ts";
+import { chooseReferenceSample, referenceCheck } from "../harness/checks.ts";
+import type { LaunchArgs } from "../harness/inputs.ts";
+import { tensorShape } from "../harness/tensor.ts";
 import { f32ToF16Bits } from "../backends/sim/numerics.ts";
 import { tensorParam } from "../ir/gemm.ts";
 import { type BlasType, Cublas } from "./cublas.ts";

@@ -17,7 +17,7 @@
  */
 
 import { compile } from "../compiler.ts";
-import { simulateGemm } from "../backends/simulate_gemm.ts";
+import { simulateGemm } from "../harness/simulate_gemm.ts";
 
 /** The target: seconds for the whole 256^3 grid with hazards on. */
 export const SIM_TARGET_SECONDS = 2;

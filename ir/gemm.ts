@@ -9,6 +9,7 @@
  * @module
  */
 
+import type { Target } from "./target.ts";
 import type { Dtype } from "./dtype.ts";
 export type { Dtype } from "./dtype.ts";
 
@@ -157,8 +158,8 @@ export interface Shape3 {
   readonly k: number;
 }
 
-/** A compile target. */
-export type Target = "sm80" | "sm86";
+/** A compile target (the table is ir/target.ts). */
+export type { Target };
 
 /** Keys of the schedule block that remain schedule settings in the IR
  * (`math` and `accumulate` become part of {@link MathSpec}). */

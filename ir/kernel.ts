@@ -668,6 +668,16 @@ export function workspaceBytes(
   return (x / plan.swizzle) * Math.ceil(val(plan.n, dims) / plan.tileN) * (z / plan.splitK) * per;
 }
 
+/**
+ * The names of a kernel's workspace parameters (none, or the one of split-K).
+ *
+ * @param kernel The kernel IR.
+ * @returns Parameter names.
+ */
+export function workspaceParams(kernel: Kernel): string[] {
+  return (kernel.grid.workspacePerTile ?? 0) > 0 ? [kernel.params.at(-1)!.name] : [];
+}
+
 function val(d: string | number, dims: Readonly<Record<string, number>>): number {
   if (typeof d === "number") return d;
   const v = dims[d];

@@ -10,10 +10,10 @@
 
 import assert from "node:assert/strict";
 import { compile, type CompiledKernel } from "../compiler.ts";
-import { simArgs, simulateGemm } from "../backends/simulate_gemm.ts";
+import { simArgs, simulateGemm } from "../harness/simulate_gemm.ts";
 import { simulate } from "../backends/sim/mod.ts";
-import { randomArgs } from "../backends/ref/inputs.ts";
-import { resolveSizes } from "../backends/sizes.ts";
+import { randomArgs } from "../harness/inputs.ts";
+import { resolveSizes } from "../harness/sizes.ts";
 import { gridFor, type Kernel, type Op, walkOps } from "../ir/kernel.ts";
 import { prefetchAhead } from "../passes/lower.ts";
 import { runPtxas } from "../backends/ptx/ptxas.ts";

@@ -18,7 +18,7 @@
 
 import { parseArgs } from "node:util";
 import { compile } from "../compiler.ts";
-import { simulateGemm } from "../backends/simulate_gemm.ts";
+import { simulateGemm } from "../harness/simulate_gemm.ts";
 import { rng } from "../backends/sim/_test_kernels.ts";
 import { type Dtype, DTYPE_INFO } from "../ir/dtype.ts";
 

@@ -10,10 +10,10 @@
 
 import assert from "node:assert/strict";
 import { compile, type CompiledKernel, formatDiagnostics } from "../compiler.ts";
-import { type KernelManifest, kernelManifest } from "../backends/manifest.ts";
+import { type KernelManifest, kernelManifest } from "../backends/ptx/manifest.ts";
 import { gridFor } from "../ir/kernel.ts";
 import type { Target } from "../ir/gemm.ts";
-import { resolveSizes } from "../backends/sizes.ts";
+import { resolveSizes } from "../harness/sizes.ts";
 import { gemm } from "./_cli.ts";
 import { examples, ROOT } from "./_examples.ts";
 

@@ -10,8 +10,8 @@
 
 import assert from "node:assert/strict";
 import { compile, type CompiledKernel } from "../compiler.ts";
-import { simulateGemm, type SimulateReport } from "../backends/simulate_gemm.ts";
-import { referenceGemm } from "../backends/ref/reference.ts";
+import { simulateGemm, type SimulateReport } from "../harness/simulate_gemm.ts";
+import { referenceGemm } from "../harness/reference.ts";
 import { DTYPE_INFO } from "../ir/dtype.ts";
 import { tensorParam } from "../ir/gemm.ts";
 

@@ -16,7 +16,7 @@
 
 import assert from "node:assert/strict";
 import { compile, type CompiledKernel } from "../compiler.ts";
-import { simulateGemm, type SimulateReport } from "../backends/simulate_gemm.ts";
+import { simulateGemm, type SimulateReport } from "../harness/simulate_gemm.ts";
 import type { HazardKind } from "../backends/sim/mod.ts";
 import type { ForOp, IfOp, Kernel, Op } from "../ir/kernel.ts";
 import { printKernel } from "../ir/print_kernel.ts";

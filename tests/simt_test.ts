@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { compile, type CompiledKernel } from "../compiler.ts";
 import { runPtxas } from "../backends/ptx/ptxas.ts";
 import { ptxasTest } from "./_ptxas.ts";
-import { simulateGemm } from "../backends/simulate_gemm.ts";
+import { simulateGemm } from "../harness/simulate_gemm.ts";
 import { simtShape } from "../ir/simt.ts";
 
 function kernel(a: string, b: string, d: string, epilogue: string, sched = "") {

@@ -13,12 +13,12 @@
 
 import assert from "node:assert/strict";
 import { compile, type CompiledKernel } from "../compiler.ts";
-import { simulateGemm } from "../backends/simulate_gemm.ts";
-import { simArgs } from "../backends/simulate_gemm.ts";
-import { randomArgs } from "../backends/ref/inputs.ts";
+import { simulateGemm } from "../harness/simulate_gemm.ts";
+import { simArgs } from "../harness/simulate_gemm.ts";
+import { randomArgs } from "../harness/inputs.ts";
 import { simulate } from "../backends/sim/mod.ts";
-import { workspaceArgs, workspaceBytes } from "../backends/workspace.ts";
-import { kernelManifest } from "../backends/manifest.ts";
+import { workspaceArgs, workspaceBytes } from "../harness/workspace.ts";
+import { kernelManifest } from "../backends/ptx/manifest.ts";
 import { gridFor } from "../ir/kernel.ts";
 import { tensorParam } from "../ir/gemm.ts";
 import { defaultSplitK } from "../passes/tile.ts";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { compile } from "../compiler.ts";
-import { simulateGemm } from "../backends/simulate_gemm.ts";
+import { simulateGemm } from "../harness/simulate_gemm.ts";
 import { WAVE_TILES_8BIT, waveAwareTile, waveUse } from "../passes/tile.ts";
 import { findPtxas, runPtxas } from "../backends/ptx/ptxas.ts";
 

@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { KernelManifest } from "../manifest.ts";
+import type { KernelManifest } from "../ptx/manifest.ts";
 import type { KernelArg } from "./driver.ts";
 
 /**

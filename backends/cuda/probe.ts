@@ -36,7 +36,7 @@ import type { Kernel, Reg, RegType } from "../../ir/kernel.ts";
 import { verifyKernel } from "../../ir/verify_kernel.ts";
 import { printPtx } from "../ptx/print.ts";
 import { simulate } from "../sim/mod.ts";
-import { intRange, Rng } from "../ref/inputs.ts";
+import { intRange, Rng } from "../../harness/inputs.ts";
 import {
   bf16BitsToF32,
   bitsF32,

@@ -1,5 +1,5 @@
 /**
- * Running on the GPU through the CUDA driver (backends/cuda, backends/run_gemm.ts,
+ * Running on the GPU through the CUDA driver (backends/cuda, harness/run_gemm.ts,
  * `gemm run`).
  *
  * Where a CUDA driver loads, every example (each kernel of each file) runs on
@@ -17,7 +17,7 @@
 
 import assert from "node:assert/strict";
 import { compile, type CompiledKernel } from "../../compiler.ts";
-import { runGemm } from "../../backends/run_gemm.ts";
+import { runGemm } from "../../harness/run_gemm.ts";
 import { cudaAvailable } from "../../backends/cuda/driver.ts";
 import {
   chooseBlocks,
@@ -25,9 +25,9 @@ import {
   referenceCheck,
   simAgreement,
   unwrittenCount,
-} from "../../backends/cuda/checks.ts";
-import { simulateGemm } from "../../backends/simulate_gemm.ts";
-import { randomArgs } from "../../backends/ref/inputs.ts";
+} from "../../harness/checks.ts";
+import { simulateGemm } from "../../harness/simulate_gemm.ts";
+import { randomArgs } from "../../harness/inputs.ts";
 import { DTYPE_INFO } from "../../ir/dtype.ts";
 import { tensorParam } from "../../ir/gemm.ts";
 import { gridFor } from "../../ir/kernel.ts";

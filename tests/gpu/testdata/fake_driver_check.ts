@@ -11,7 +11,7 @@
 
 import assert from "node:assert/strict";
 import { compile } from "../../../compiler.ts";
-import { runGemm } from "../../../backends/run_gemm.ts";
+import { runGemm } from "../../../harness/run_gemm.ts";
 import {
   Cuda,
   cudaAvailable,

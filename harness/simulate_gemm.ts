@@ -8,10 +8,10 @@
 
 import type { CompiledKernel } from "../compiler.ts";
 import { gridFor } from "../ir/kernel.ts";
-import { type SimArg, type SimResult, simulate } from "./sim/mod.ts";
-import { type LaunchArgs, randomArgs } from "./ref/inputs.ts";
-import { referenceGemm } from "./ref/reference.ts";
-import { compareOutput, type Comparison } from "./ref/compare.ts";
+import { type SimArg, type SimResult, simulate } from "../backends/sim/mod.ts";
+import { type LaunchArgs, randomArgs } from "./inputs.ts";
+import { referenceGemm } from "./reference.ts";
+import { compareOutput, type Comparison } from "./compare.ts";
 import { alignmentViolations, resolveSizes } from "./sizes.ts";
 import { tensorParam } from "../ir/gemm.ts";
 import { workspaceArgs } from "./workspace.ts";

@@ -17,10 +17,10 @@ import type { CompiledKernel } from "../compiler.ts";
 import { gridFor } from "../ir/kernel.ts";
 import { tensorParam } from "../ir/gemm.ts";
 import { DTYPE_INFO } from "../ir/dtype.ts";
-import { type LaunchArgs, randomArgs } from "./ref/inputs.ts";
-import { tensorShape } from "./ref/tensor.ts";
+import { type LaunchArgs, randomArgs } from "./inputs.ts";
+import { tensorShape } from "./tensor.ts";
 import { alignmentViolations, resolveSizes } from "./sizes.ts";
-import { kernelManifest } from "./manifest.ts";
+import { kernelManifest } from "../backends/ptx/manifest.ts";
 import {
   Cuda,
   type CudaEvent,
@@ -30,8 +30,8 @@ import {
   type DeviceInfo,
   type FunctionAttributes,
   type JitInfo,
-} from "./cuda/driver.ts";
-import { kernelArgs, launchProblems } from "./cuda/launch.ts";
+} from "../backends/cuda/driver.ts";
+import { kernelArgs, launchProblems } from "../backends/cuda/launch.ts";
 import { workspaceArgs } from "./workspace.ts";
 import {
   chooseBlocks,
@@ -41,7 +41,7 @@ import {
   type SimAgreement,
   simAgreement,
   unwrittenCount,
-} from "./cuda/checks.ts";
+} from "./checks.ts";
 
 /** What to compare the GPU's output with. */
 export type RunCheck = "ref" | "sim" | "none";

@@ -10,19 +10,9 @@
  * @module
  */
 
-import { type Kernel, workspaceBytes } from "../ir/kernel.ts";
+import { type Kernel, workspaceBytes, workspaceParams } from "../ir/kernel.ts";
 
-export { workspaceBytes };
-
-/**
- * The names of a kernel's workspace parameters (none, or the one of split-K).
- *
- * @param kernel The kernel IR.
- * @returns Parameter names.
- */
-export function workspaceParams(kernel: Kernel): string[] {
-  return (kernel.grid.workspacePerTile ?? 0) > 0 ? [kernel.params.at(-1)!.name] : [];
-}
+export { workspaceBytes, workspaceParams };
 
 /**
  * Zeroed host buffers for a kernel's workspace parameters, by name (for the

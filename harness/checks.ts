@@ -19,18 +19,18 @@
  * @module
  */
 
-import type { GemmKernel, TensorParam } from "../../ir/gemm.ts";
-import { tensorParam } from "../../ir/gemm.ts";
-import { type Dtype, DTYPE_INFO } from "../../ir/dtype.ts";
-import type { GridPlan, Kernel } from "../../ir/kernel.ts";
-import { type LaunchArgs, Rng } from "../ref/inputs.ts";
-import { readElem, type TensorShape, tensorShape, writeElem } from "../ref/tensor.ts";
-import { referenceGemm } from "../ref/reference.ts";
-import { compareOutput, type Comparison } from "../ref/compare.ts";
-import { type Hazard, simulate } from "../sim/mod.ts";
-import { simArgs } from "../simulate_gemm.ts";
-import { workspaceArgs } from "../workspace.ts";
-import { bf16BitsToF32, ulpDistanceF16, ulpDistanceF32 } from "../sim/numerics.ts";
+import type { GemmKernel, TensorParam } from "../ir/gemm.ts";
+import { tensorParam } from "../ir/gemm.ts";
+import { type Dtype, DTYPE_INFO } from "../ir/dtype.ts";
+import type { GridPlan, Kernel } from "../ir/kernel.ts";
+import { type LaunchArgs, Rng } from "./inputs.ts";
+import { readElem, type TensorShape, tensorShape, writeElem } from "./tensor.ts";
+import { referenceGemm } from "./reference.ts";
+import { compareOutput, type Comparison } from "./compare.ts";
+import { type Hazard, simulate } from "../backends/sim/mod.ts";
+import { simArgs } from "./simulate_gemm.ts";
+import { workspaceArgs } from "./workspace.ts";
+import { bf16BitsToF32, ulpDistanceF16, ulpDistanceF32 } from "../backends/sim/numerics.ts";
 
 /** Indices chosen along each sampled dimension, by dimension name. */
 export type Sample = ReadonlyMap<string, readonly number[]>;

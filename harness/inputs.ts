@@ -10,8 +10,8 @@
  * @module
  */
 
-import type { GemmKernel, TensorParam } from "../../ir/gemm.ts";
-import { DTYPE_INFO } from "../../ir/dtype.ts";
+import type { GemmKernel, TensorParam } from "../ir/gemm.ts";
+import { DTYPE_INFO } from "../ir/dtype.ts";
 import { tensorShape, writeElem } from "./tensor.ts";
 
 /** A small, fast, seedable PRNG (mulberry32). */

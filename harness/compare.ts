@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { Dtype } from "../../ir/dtype.ts";
+import type { Dtype } from "../ir/dtype.ts";
 import { readElem } from "./tensor.ts";
 import type { Reference } from "./reference.ts";
 

@@ -6,9 +6,14 @@
  * @module
  */
 
-import type { GemmKernel } from "../ir/gemm.ts";
-import { gridFor, type GridPlan, type Kernel } from "../ir/kernel.ts";
-import { workspaceBytes, workspaceParams } from "./workspace.ts";
+import type { GemmKernel } from "../../ir/gemm.ts";
+import {
+  gridFor,
+  type GridPlan,
+  type Kernel,
+  workspaceBytes,
+  workspaceParams,
+} from "../../ir/kernel.ts";
 
 /** One parameter of the entry point, in ABI order. */
 export interface ManifestParam {

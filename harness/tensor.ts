@@ -8,9 +8,14 @@
  * @module
  */
 
-import type { DimRef, TensorParam } from "../../ir/gemm.ts";
-import { type Dtype, DTYPE_INFO } from "../../ir/dtype.ts";
-import { bf16BitsToF32, f16BitsToF32, f32ToBf16Bits, f32ToF16Bits } from "../sim/numerics.ts";
+import type { DimRef, TensorParam } from "../ir/gemm.ts";
+import { type Dtype, DTYPE_INFO } from "../ir/dtype.ts";
+import {
+  bf16BitsToF32,
+  f16BitsToF32,
+  f32ToBf16Bits,
+  f32ToF16Bits,
+} from "../backends/sim/numerics.ts";
 
 /** A tensor's concrete shape and strides (in elements). */
 export interface TensorShape {
