@@ -36,7 +36,13 @@
  * @module
  */
 
-import { MMA_SHAPES, type MmaBitOp, type MmaDtype, type MmaShape, mmaShapesFor } from "./mma_table.ts";
+import {
+  MMA_SHAPES,
+  type MmaBitOp,
+  type MmaDtype,
+  type MmaShape,
+  mmaShapesFor,
+} from "./mma_table.ts";
 
 /**
  * An instruction family the compiler emits that not every target has (the
@@ -101,31 +107,40 @@ export interface TargetInfo {
 
 /** Everything Ampere's first chip has: every instruction above. */
 const AMPERE_INSTRUCTIONS: ReadonlySet<Instruction> = Object.freeze(
-  new Set<Instruction>(["mma.sync", "cp.async", "ldmatrix", "ldmatrix.trans", "cvt.tf32", "cvt.bf16"]),
+  new Set<Instruction>([
+    "mma.sync",
+    "cp.async",
+    "ldmatrix",
+    "ldmatrix.trans",
+    "cvt.tf32",
+    "cvt.bf16",
+  ]),
 );
 
 /** Every row of the MMA table: they are the SM80 `mma.sync` variants. */
 const SM80_MMA: ReadonlySet<string> = Object.freeze(new Set(MMA_SHAPES.map((s) => s.name)));
 
-const SM80 = Object.freeze({
-  name: "sm80",
-  ptx: "sm_80",
-  ptxVersion: "8.0",
-  smemPerBlock: 166912, // 163 KiB
-  smemPerSm: 167936, // 164 KiB
-  registersPerSm: 65536,
-  registersPerThread: 255,
-  maxThreadsPerBlock: 1024,
-  maxThreadsPerSm: 2048,
-  maxBlocksPerSm: 32,
-  defaultSms: 108,
-  defaultGpu: "an A100",
-  // One block per SM of an A100, the chip sm_80 was made for.
-  minBlocks: 108,
-  mmaIsa: "SM80",
-  instructions: AMPERE_INSTRUCTIONS,
-  mmaShapes: SM80_MMA,
-} as const satisfies TargetInfo);
+const SM80 = Object.freeze(
+  {
+    name: "sm80",
+    ptx: "sm_80",
+    ptxVersion: "8.0",
+    smemPerBlock: 166912, // 163 KiB
+    smemPerSm: 167936, // 164 KiB
+    registersPerSm: 65536,
+    registersPerThread: 255,
+    maxThreadsPerBlock: 1024,
+    maxThreadsPerSm: 2048,
+    maxBlocksPerSm: 32,
+    defaultSms: 108,
+    defaultGpu: "an A100",
+    // One block per SM of an A100, the chip sm_80 was made for.
+    minBlocks: 108,
+    mmaIsa: "SM80",
+    instructions: AMPERE_INSTRUCTIONS,
+    mmaShapes: SM80_MMA,
+  } as const satisfies TargetInfo,
+);
 
 /** Every target, by name. The order is the CLI's and the help's; the first is the default. */
 export const TARGETS = Object.freeze(
@@ -135,15 +150,17 @@ export const TARGETS = Object.freeze(
     // shared memory and fewer resident threads. Its default SM count and
     // minimum grid stay the A100's: the tile a program gets when no SM count
     // is given does not change with the target.
-    sm86: Object.freeze({
-      ...SM80,
-      name: "sm86",
-      ptx: "sm_86",
-      smemPerBlock: 101376, // 99 KiB
-      smemPerSm: 102400, // 100 KiB
-      maxThreadsPerSm: 1536,
-      maxBlocksPerSm: 16,
-    } as const satisfies TargetInfo),
+    sm86: Object.freeze(
+      {
+        ...SM80,
+        name: "sm86",
+        ptx: "sm_86",
+        smemPerBlock: 101376, // 99 KiB
+        smemPerSm: 102400, // 100 KiB
+        maxThreadsPerSm: 1536,
+        maxBlocksPerSm: 16,
+      } as const satisfies TargetInfo,
+    ),
   } as const satisfies Record<string, TargetInfo>,
 );
 
@@ -297,7 +314,9 @@ export function mmaShapesOn(
 ): readonly MmaShape[] {
   const row = TARGETS[t];
   if (!row.instructions.has("mma.sync")) return Object.freeze([]);
-  return Object.freeze(mmaShapesFor(aType, bType, cType, op).filter((s) => row.mmaShapes.has(s.name)));
+  return Object.freeze(
+    mmaShapesFor(aType, bType, cType, op).filter((s) => row.mmaShapes.has(s.name)),
+  );
 }
 
 /**
