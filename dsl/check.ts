@@ -442,7 +442,11 @@ class KernelChecker {
           break;
         case "target":
           if (!isTargetName(v)) {
-            this.#fail("E0112", `Malformed value "${v}" for "target": expected ${targetList()}`, vs);
+            this.#fail(
+              "E0112",
+              `Malformed value "${v}" for "target": expected ${targetList()}`,
+              vs,
+            );
           }
           target = v;
           break;

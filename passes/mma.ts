@@ -95,7 +95,13 @@ export const mmaPass: GemmPass = {
   run(k: GemmKernel): GemmKernel {
     const m = k.math;
     const op = m.op === "mul" ? undefined : m.op;
-    const shapes = mmaShapesOn(k.target, m.mmaA as MmaDtype, m.mmaB as MmaDtype, m.acc as MmaDtype, op);
+    const shapes = mmaShapesOn(
+      k.target,
+      m.mmaA as MmaDtype,
+      m.mmaB as MmaDtype,
+      m.acc as MmaDtype,
+      op,
+    );
     if (m.mode === "simt") return simtPlan(k);
     const want = k.schedule.mma;
     const list = shapes.map((s) => `${s.m}x${s.n}x${s.k}`).join(", ");

@@ -462,7 +462,10 @@ for (const name of SNAPSHOTS) {
     for (const t of TARGET_NAMES) {
       const each = ptxModule(compileOk(text, file, t));
       assert.match(each, new RegExp(`^\\.target ${ptxTarget(t)}$`, "m"), t);
-      assert.match(each, new RegExp(`^\\.version ${targetInfo(t).ptxVersion.replace(".", "\\.")}$`, "m"));
+      assert.match(
+        each,
+        new RegExp(`^\\.version ${targetInfo(t).ptxVersion.replace(".", "\\.")}$`, "m"),
+      );
     }
   });
 }

@@ -255,6 +255,8 @@ ptxasTest("SIMT: two blocks an SM where 128 registers suffice; no spill", async 
     assert.ok(p.ok, p.log);
     const k = p.kernels[0]!;
     assert.equal(k.spillStoreBytes + k.spillLoadBytes + k.stackFrameBytes, 0, where);
-    assert.ok(k.registers <= targetInfo(ck.kernel.target).registersPerSm / (blocks * ck.kernel.threads));
+    assert.ok(
+      k.registers <= targetInfo(ck.kernel.target).registersPerSm / (blocks * ck.kernel.threads),
+    );
   }
 });

@@ -16,7 +16,6 @@ import {
   mmaShapesOn,
   parseTarget,
   requireInstruction,
-  type Target,
   TARGET_NAMES,
   targetChoices,
   targetHas,
@@ -32,17 +31,14 @@ import { simulate } from "../backends/sim/simulate.ts";
 import { SimError } from "../backends/sim/types.ts";
 import { check, compile } from "../compiler.ts";
 import { ptxasTest } from "./_ptxas.ts";
+import { ROOT } from "./_examples.ts";
 
-const HGEMM = `kernel k {
-  A: f16[M, K] row
-  B: f16[K, N] col
-  D: f32[M, N] row
-  D[m, n] = A[m, k] * B[k, n]
-}`;
+/** examples/hgemm.gemm, whose schedule the tests edit. */
+const HGEMM = Deno.readTextFileSync(new URL("examples/hgemm.gemm", ROOT));
 
-/** HGEMM with a schedule block of `lines`. */
-function scheduled(...lines: string[]): string {
-  return HGEMM.replace(/\}$/, `  schedule {\n${lines.map((l) => `    ${l}\n`).join("")}  }\n}`);
+/** HGEMM with a `target` line in its schedule. */
+function withTarget(t: string): string {
+  return HGEMM.replace("swizzle 8", `swizzle 8\n    target ${t}`);
 }
 
 Deno.test("target table: names are the keys, in order; spellings are unique", () => {
@@ -116,7 +112,7 @@ Deno.test("target table: every row's MMA shapes are rows of ir/mma_table.ts", ()
 
 Deno.test("target table: gemm-mma offers each target its own shapes", () => {
   for (const t of TARGET_NAMES) {
-    const r = compile(scheduled("mma 16x8x4"), { file: "k.gemm", target: t });
+    const r = compile(HGEMM.replace("mma 16x8x16", "mma 16x8x4"), { file: "k.gemm", target: t });
     const list = mmaShapesOn(t, "f16", "f16", "f32").map((s) => `${s.m}x${s.n}x${s.k}`).join(", ");
     assert.equal(
       r.diagnostics[0]?.message,
@@ -133,10 +129,10 @@ Deno.test("target table: requireInstruction passes what a row lists", () => {
 
 Deno.test("target table: the checker accepts every name and lists them when refusing", () => {
   for (const t of TARGET_NAMES) {
-    const r = check(scheduled(`target ${t}`), { file: "k.gemm" });
+    const r = check(withTarget(t), { file: "k.gemm" });
     assert.equal(r.kernels[0]?.target, t);
   }
-  const bad = check(scheduled("target sm70"), { file: "k.gemm" });
+  const bad = check(withTarget("sm70"), { file: "k.gemm" });
   assert.equal(bad.diagnostics[0]?.code, "E0112");
   assert.equal(
     bad.diagnostics[0]?.message,
@@ -183,7 +179,7 @@ for (const t of TARGET_NAMES) {
   ptxasTest(
     `target table: ${t}'s .target ${ptxTarget(t)} assembles with -arch=${ptxTarget(t)}`,
     async (ptxas) => {
-      const r = await runPtxas(printPtx([saxpyKernel(t as Target)]), {
+      const r = await runPtxas(printPtx([saxpyKernel(t)]), {
         arch: ptxTarget(t),
         ptxasPath: ptxas,
       });

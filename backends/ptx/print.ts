@@ -44,7 +44,6 @@ import { MMA_SHAPES, type MmaDtype, type MmaShape } from "../../ir/mma_table.ts"
 import { unreachable } from "../../ir/gemm.ts";
 import { type PtxTarget, type Target, targetInfo } from "../../ir/target.ts";
 
-
 /** The symbol of the dynamic shared-memory buffer (`smembase` takes its address). */
 export const SMEM_SYMBOL = "gemmc_smem";
 
