@@ -33,7 +33,8 @@ export interface CompileOptions extends SourceOptions {
   /** Expected sizes by dimension name (or M, N, K, L for the roles): the
    * default schedule is chosen for them; the kernel works for any size. */
   readonly sizeHints?: Readonly<Record<string, number>>;
-  /** The SM count of the GPU the kernels are for (default 108, an A100):
+  /** The SM count of the GPU the kernels are for (default: the target's
+   * `defaultSms`, ir/target.ts: 108, an A100):
    * with known or hinted M and N the default tile weighs the waves of
    * blocks on that many SMs. */
   readonly sms?: number;
@@ -61,7 +62,8 @@ export interface CompiledKernel {
 }
 
 /** Options every PTX module of gemmc is printed with: at least one block per
- * SM, so that ptxas may use up to 65536 / threads registers (CUTLASS's
+ * SM, so that ptxas may use up to the target's `registersPerSm` / threads
+ * registers (65536 / threads; CUTLASS's
  * `__launch_bounds__(threads, 1)`). */
 export const PTX_OPTIONS = Object.freeze({ minBlocksPerSm: 1 });
 

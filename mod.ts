@@ -57,6 +57,14 @@ export type {
   Target,
 } from "./ir/gemm.ts";
 export { type Dtype, DTYPES } from "./ir/dtype.ts";
+export {
+  parseTarget,
+  type PtxTarget,
+  TARGET_NAMES,
+  type TargetInfo,
+  targetInfo,
+  TARGETS,
+} from "./ir/target.ts";
 export { printGemm } from "./ir/print_gemm.ts";
 export { gridFor, type GridPlan, type Kernel, type Op, workspaceBytes } from "./ir/kernel.ts";
 export { workspaceArgs } from "./harness/workspace.ts";

@@ -50,6 +50,7 @@ import type {
   TensorParam,
 } from "../ir/gemm.ts";
 import { defaultAlign, type Dtype, DTYPE_INFO, isDtype } from "../ir/dtype.ts";
+import { DEFAULT_TARGET, isTargetName, targetList } from "../ir/target.ts";
 
 /** Options of the checker. */
 export interface CheckOptions {
@@ -440,8 +441,12 @@ class KernelChecker {
           accumulate = { value: v, span: vs };
           break;
         case "target":
-          if (v !== "sm80" && v !== "sm86") {
-            this.#fail("E0112", `Malformed value "${v}" for "target": expected sm80 or sm86`, vs);
+          if (!isTargetName(v)) {
+            this.#fail(
+              "E0112",
+              `Malformed value "${v}" for "target": expected ${targetList()}`,
+              vs,
+            );
           }
           target = v;
           break;
@@ -950,7 +955,7 @@ class KernelChecker {
     return {
       kind: "gemm",
       name: this.#k.name.text,
-      target: this.#opts.target ?? sched.target ?? "sm80",
+      target: this.#opts.target ?? sched.target ?? DEFAULT_TARGET,
       params,
       dims,
       problem,

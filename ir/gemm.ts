@@ -307,8 +307,8 @@ export interface GemmKernel {
    * would, but the kernel stays correct for any size. */
   readonly sizeHints?: Readonly<Record<string, number>>;
   /** The SM count of the GPU the kernel is for: with known or hinted M and N
-   * the default tile weighs the waves of blocks on that many SMs (default
-   * 108, an A100). */
+   * the default tile weighs the waves of blocks on that many SMs (default:
+   * the target's `defaultSms`, ir/target.ts). */
   readonly sms?: number;
   /** Where each given schedule line is, for diagnostics raised by passes. */
   readonly scheduleSpans: Readonly<Partial<Record<ScheduleKey, Span>>>;

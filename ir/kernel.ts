@@ -520,8 +520,9 @@ export interface Kernel {
   readonly dynamicSmemBytes: number;
   /**
    * Blocks per SM the kernel is built to run at, if more than one: the PTX
-   * says `.minnctapersm N`, so ptxas keeps each thread within 65536 /
-   * (N * threads) registers. Absent: one block, up to 255 registers.
+   * says `.minnctapersm N`, so ptxas keeps each thread within the target's
+   * `registersPerSm` / (N * threads) registers (ir/target.ts). Absent: one
+   * block, up to its `registersPerThread`.
    */
   readonly minBlocksPerSm?: number;
   readonly grid: GridPlan;

@@ -11,17 +11,12 @@
 
 import { type GemmKernel, type MmaPlan, tensorParam } from "../ir/gemm.ts";
 import { diagnostic, DiagnosticError } from "../dsl/diagnostics.ts";
-import { type MmaDtype, mmaShapesFor } from "../ir/mma_table.ts";
+import type { MmaDtype } from "../ir/mma_table.ts";
+import { mmaShapesOn, requireInstruction, targetInfo } from "../ir/target.ts";
 import { DTYPE_INFO } from "../ir/dtype.ts";
 import { type GemmPass, scheduleError } from "./pass.ts";
 import { fragmentLoad } from "./pipeline.ts";
 import { simtShape } from "../ir/simt.ts";
-
-/** Registers a thread may use (the PTX limit). */
-export const REGISTER_BUDGET = 255;
-
-/** Registers of one SM's register file (sm_80, sm_86). */
-export const REGISTER_FILE = 65536;
 
 /** Registers the estimate reserves for addressing, predicates and the epilogue. */
 const ADDRESSING_REGS = 40;
@@ -36,13 +31,14 @@ const INTERLEAVED_ADDRESSING_REGS = 20;
 /** E0208 when a block's estimated registers exceed one SM's register file. */
 function checkRegisterFile(k: GemmKernel, regEstimate: number): void {
   const threads = k.plan.warp!.threads;
-  if (regEstimate * threads > REGISTER_FILE) {
+  const file = targetInfo(k.target).registersPerSm;
+  if (regEstimate * threads > file) {
     scheduleError(
       k,
       ["warp", "threadblock"],
       "E0208",
       `Estimated ${regEstimate} registers x ${threads} threads = ${regEstimate * threads} ` +
-        `registers per block exceed the ${REGISTER_FILE} of an SM: use fewer warps`,
+        `registers per block exceed the ${file} of an SM: use fewer warps`,
     );
   }
 }
@@ -65,13 +61,14 @@ function simtPlan(k: GemmKernel): GemmKernel {
   const TM = w.m / 8;
   const TN = w.n / 4;
   const regEstimate = TM * TN + 2 * (TM + TN) + ADDRESSING_REGS;
-  if (regEstimate > REGISTER_BUDGET) {
+  const budget = targetInfo(k.target).registersPerThread;
+  if (regEstimate > budget) {
     scheduleError(
       k,
       ["warp", "threadblock"],
       "E0208",
       `Estimated ${regEstimate} registers per thread (${TM * TN} accumulators) exceed ` +
-        `${REGISTER_BUDGET}: use a smaller warp tile`,
+        `${budget}: use a smaller warp tile`,
     );
   }
   // As for the tensor-core plans (1024 threads of a 16x80 SIMT warp tile
@@ -98,7 +95,13 @@ export const mmaPass: GemmPass = {
   run(k: GemmKernel): GemmKernel {
     const m = k.math;
     const op = m.op === "mul" ? undefined : m.op;
-    const shapes = mmaShapesFor(m.mmaA as MmaDtype, m.mmaB as MmaDtype, m.acc as MmaDtype, op);
+    const shapes = mmaShapesOn(
+      k.target,
+      m.mmaA as MmaDtype,
+      m.mmaB as MmaDtype,
+      m.acc as MmaDtype,
+      op,
+    );
     if (m.mode === "simt") return simtPlan(k);
     const want = k.schedule.mma;
     const list = shapes.map((s) => `${s.m}x${s.n}x${s.k}`).join(", ");
@@ -113,7 +116,7 @@ export const mmaPass: GemmPass = {
         want === undefined
           ? `No mma.sync instruction for ${m.mmaA} x ${m.mmaB} -> ${m.acc}`
           : `No mma.sync instruction ${want.m}x${want.n}x${want.k} for ${m.mmaA} x ${m.mmaB} -> ${m.acc}: ` +
-            `SM80 has ${list}`,
+            `${targetInfo(k.target).mmaIsa} has ${list}`,
       );
     }
     const w = k.plan.warp!.warp;
@@ -144,6 +147,7 @@ export const mmaPass: GemmPass = {
     ): MmaPlan["aLoad"] => {
       const bits = DTYPE_INFO[role === "A" ? m.a : m.b].bits;
       const l = fragmentLoad(bits, contiguous);
+      if (l !== null && l !== "lds") requireInstruction(k.target, l, "gemm-mma's fragment loads");
       if (l !== null) return l;
       // A layout problem, not a schedule one: point at the operand's declaration.
       throw new DiagnosticError([diagnostic(
@@ -165,13 +169,14 @@ export const mmaPass: GemmPass = {
     // Two sets (double buffering) when they fit; else one set, the next
     // k-step's fragments loaded into each register as it frees up (plain
     // tensor MMAs only: 3xtf32 splits its fragments first).
-    const doubleFits = acc + 2 * oneSet + ADDRESSING_REGS <= REGISTER_BUDGET;
+    const budget = targetInfo(k.target).registersPerThread;
+    const doubleFits = acc + 2 * oneSet + ADDRESSING_REGS <= budget;
     const fragments = doubleFits || k.math.mode !== "tensor" ? "double" : "interleaved";
     const frags = (k.math.mode === "3xtf32" ? 2 : 1) * (fragments === "double" ? 2 : 1) *
       oneSet;
     const regEstimate = acc + frags +
       (fragments === "double" ? ADDRESSING_REGS : INTERLEAVED_ADDRESSING_REGS);
-    if (regEstimate > REGISTER_BUDGET) {
+    if (regEstimate > budget) {
       scheduleError(
         k,
         ["warp", "threadblock"],
@@ -179,7 +184,7 @@ export const mmaPass: GemmPass = {
         `Estimated ${regEstimate} registers per thread (${acc} accumulators, ${frags} fragments${
           fragments === "interleaved" ? " in one buffer" : ""
         }) ` +
-          `exceed ${REGISTER_BUDGET}: use a smaller warp tile`,
+          `exceed ${budget}: use a smaller warp tile`,
       );
     }
     checkRegisterFile(k, regEstimate);

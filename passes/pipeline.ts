@@ -12,6 +12,7 @@
 import type { GemmKernel, MatrixView, OperandSmem, PipelinePlan } from "../ir/gemm.ts";
 import { tensorParam } from "../ir/gemm.ts";
 import { DTYPE_INFO } from "../ir/dtype.ts";
+import { requireInstruction, type Target, TARGET_NAMES, targetInfo } from "../ir/target.ts";
 import { type GemmPass, scheduleError } from "./pass.ts";
 
 /**
@@ -36,11 +37,14 @@ export function fragmentLoad(
   return null;
 }
 
-/** Shared memory a block may use, in bytes (cudaDevAttrMaxSharedMemoryPerBlockOptin). */
-export const SMEM_BUDGET: Readonly<Record<"sm80" | "sm86", number>> = Object.freeze({
-  sm80: 166912,
-  sm86: 101376,
-});
+/** Shared memory a block may use, in bytes, by target: each row's
+ * `smemPerBlock` (ir/target.ts). */
+export const SMEM_BUDGET: Readonly<Record<Target, number>> = Object.freeze(
+  Object.fromEntries(TARGET_NAMES.map((t) => [t, targetInfo(t).smemPerBlock])) as Record<
+    Target,
+    number
+  >,
+);
 
 function log2(x: number): number {
   return Math.round(Math.log2(x));
@@ -203,8 +207,9 @@ export const pipelinePass: GemmPass = {
     const threads = k.plan.warp!.threads;
     const a = operandSmem(k, k.problem.a, "A", tb.m, tb.k, threads);
     const b = operandSmem(k, k.problem.b, "B", tb.n, tb.k, threads);
+    if (a.async || b.async) requireInstruction(k.target, "cp.async", "gemm-pipeline's copies");
     const perStage = a.stageBytes + b.stageBytes;
-    const budget = SMEM_BUDGET[k.target];
+    const budget = targetInfo(k.target).smemPerBlock;
     const fit = Math.floor(budget / perStage);
     const given = k.schedule.stages;
     if (given !== undefined && given < 2) {

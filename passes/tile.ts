@@ -16,6 +16,7 @@ import type { DimRef, GemmKernel, Shape3, TilePlan } from "../ir/gemm.ts";
 import { type Dtype, DTYPE_INFO } from "../ir/dtype.ts";
 import { type GemmPass, scheduleError } from "./pass.ts";
 import { WORKSPACE_PARAM } from "./lower.ts";
+import { targetInfo } from "../ir/target.ts";
 
 /**
  * The default threadblock tile for an MMA operand type.
@@ -78,14 +79,6 @@ export function hasSyncCopies(k: GemmKernel): boolean {
     return t !== undefined && t.kind === "tensor" && t.align * DTYPE_INFO[t.dtype].bits < 32;
   });
 }
-
-/** Blocks a default tile should give at least, when the sizes are known:
- * the SM count of an A100, the chip sm_80 was made for. */
-export const MIN_BLOCKS = 108;
-
-/** The SM count the default tile assumes when the compile options give
- * none: an A100's. */
-export const DEFAULT_SMS = 108;
 
 /**
  * Tiles {@link waveAwareTile} weighs against the 128x256 default (16-bit and
@@ -267,13 +260,15 @@ export const tilePass: GemmPass = {
       const asyncTensor = !syncCopy && k.math.mode === "tensor";
       const is16 = k.math.mmaA === "f16" || k.math.mmaA === "bf16";
       tb = { m: shrink(d.m, mc, minM), n: shrink(d.n, nc, minM), k: d.k };
-      // With both sizes known, keep at least one block per SM of an A100
-      // (108): halve the larger side of the tile while the grid is smaller,
+      // With both sizes known, keep at least the target's minBlocks (one
+      // block per SM of an A100, 108; ir/target.ts): halve the larger side of the tile while the grid is smaller,
       // down to 64 (skinny problems such as M=128, N=K=8192).
       const blocks = (t: Shape3) =>
         mc === null || nc === null ? Infinity : Math.ceil(mc / t.m) * Math.ceil(nc / t.n);
       let shrunk = tb;
-      while (blocks(shrunk) < MIN_BLOCKS && (shrunk.m > minM || shrunk.n > minM)) {
+      const { minBlocks, defaultSms } = targetInfo(k.target);
+      const sms = k.sms ?? defaultSms;
+      while (blocks(shrunk) < minBlocks && (shrunk.m > minM || shrunk.n > minM)) {
         shrunk = shrunk.n >= shrunk.m && shrunk.n > minM
           ? { ...shrunk, n: shrunk.n / 2 }
           : { ...shrunk, m: shrunk.m / 2 };
@@ -287,7 +282,7 @@ export const tilePass: GemmPass = {
       // Measured at that shape and layout only (a shortcut).
       const deep16 = mc !== null && nc !== null && kc !== null && asyncTensor && is16 &&
         k.problem.a.layout === "row" && k.problem.b.layout === "col" &&
-        kc >= 16 * 4 * d.k && shrunk.m * shrunk.n === 128 * 64 && blocks(shrunk) >= MIN_BLOCKS;
+        kc >= 16 * 4 * d.k && shrunk.m * shrunk.n === 128 * 64 && blocks(shrunk) >= minBlocks;
       // Few tiles and a long K (skinny problems): split K rather than shrink
       // the tile (tf32 and other 16-bit problems, f32 accumulators; defaultSplitK).
       // SIMT f32 too: its shrunk 128x64 tile has 4 warps, one block an SM at
@@ -305,7 +300,7 @@ export const tilePass: GemmPass = {
           (is16 || k.math.mmaA === "tf32")) || simt)
       ) {
         const tiles = Math.ceil(mc / tb.m) * Math.ceil(nc / tb.n);
-        const slots = (k.sms ?? DEFAULT_SMS) * (simt ? 2 : 1);
+        const slots = sms * (simt ? 2 : 1);
         autoSplitK = defaultSplitK(tiles, Math.ceil(kc / tb.k), slots);
         // SIMT: at most 4 ways. The last split's reduction of 8 spilled 8-12 bytes at the
         // 128 registers of two blocks an SM (tests/ptxas_sweep.ts), and split 8 measured no
@@ -342,12 +337,12 @@ export const tilePass: GemmPass = {
         // Only tiles whose M (N) extent is a power of two where A (B) is
         // M- (N-) contiguous (mnContiguousPow2).
         const fits = (t: WaveTile) => mnContiguousPow2(k, t.m, t.n) === null;
-        tb = waveAwareTile(tb, mc, nc, k.sms ?? DEFAULT_SMS, table.filter(fits));
+        tb = waveAwareTile(tb, mc, nc, sms, table.filter(fits));
       } else if (
         autoSplitK === 1 && mc !== null && nc !== null && simt && tb.m === d.m && tb.n === d.n
       ) {
         // Two blocks an SM (Lowering.minBlocksPerSm): twice the SMs' slots.
-        tb = waveAwareTile(tb, mc, nc, 2 * (k.sms ?? DEFAULT_SMS), WAVE_TILES_SIMT);
+        tb = waveAwareTile(tb, mc, nc, 2 * sms, WAVE_TILES_SIMT);
       }
       if (
         !smallGrid && kc !== null && asyncTensor &&

@@ -9,6 +9,7 @@
 import type { GemmKernel, Shape3, WarpPlan } from "../ir/gemm.ts";
 import { type GemmPass, scheduleError } from "./pass.ts";
 import { hasSyncCopies } from "./tile.ts";
+import { targetInfo } from "../ir/target.ts";
 
 /** The pass. */
 export const warpPass: GemmPass = {
@@ -84,12 +85,13 @@ export const warpPass: GemmPass = {
     const warpsM = tb.m / warp.m;
     const warpsN = tb.n / warp.n;
     const threads = warpsM * warpsN * 32;
-    if (threads > 1024) {
+    const most = targetInfo(k.target).maxThreadsPerBlock;
+    if (threads > most) {
       scheduleError(
         k,
         ["warp", "threadblock"],
         "E0205",
-        `${warpsM * warpsN} warps (${threads} threads) per block exceed 1024 threads: ` +
+        `${warpsM * warpsN} warps (${threads} threads) per block exceed ${most} threads: ` +
           `use a larger warp tile or a smaller threadblock`,
       );
     }

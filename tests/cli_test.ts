@@ -10,6 +10,7 @@
 import assert from "node:assert/strict";
 import { assertNoStackTrace, gemm, gemmAll, type Run } from "./_cli.ts";
 import { compile, ptxModule } from "../compiler.ts";
+import { DEFAULT_TARGET, parseTarget, TARGET_NAMES, targetInfo } from "../ir/target.ts";
 
 const ROOT = new URL("../", import.meta.url);
 const ROOT_PATH = ROOT.pathname;
@@ -162,14 +163,17 @@ Deno.test("cli: compile --tune --size --sms gives the schedule run --tune would,
   );
 });
 
-Deno.test("cli: compile --target overrides the target", async () => {
-  const [sm86, sm_86] = await gemmAll([
-    ["compile", "examples/hgemm.gemm", "--target", "sm86"],
-    ["compile", "examples/hgemm.gemm", "--target", "sm_86"],
-  ]);
-  const want = read("tests/golden/ir/hgemm.ir").replace("target sm80", "target sm86");
-  assert.deepEqual(sm86, { code: 0, stdout: want, stderr: "" });
-  assert.deepEqual(sm_86, { code: 0, stdout: want, stderr: "" });
+Deno.test("cli: compile --target overrides the target, by name or PTX spelling", async () => {
+  const spellings = TARGET_NAMES.flatMap((t) => [t, targetInfo(t).ptx]);
+  const runs = await gemmAll(
+    spellings.map((s) => ["compile", "examples/hgemm.gemm", "--target", s]),
+  );
+  const golden = read("tests/golden/ir/hgemm.ir");
+  assert.match(golden, new RegExp(` target ${DEFAULT_TARGET} `));
+  runs.forEach((r, i) => {
+    const want = golden.replace(`target ${DEFAULT_TARGET}`, `target ${parseTarget(spellings[i]!)}`);
+    assert.deepEqual(r, { code: 0, stdout: want, stderr: "" }, spellings[i]);
+  });
 });
 
 Deno.test("cli: compile -o OUT writes the file and prints nothing", async () => {

@@ -18,6 +18,7 @@ import { gridFor, type Kernel, type Op, walkOps } from "../ir/kernel.ts";
 import { prefetchAhead } from "../passes/lower.ts";
 import { runPtxas } from "../backends/ptx/ptxas.ts";
 import { ptxasTest } from "./_ptxas.ts";
+import { ptxTarget } from "../backends/ptx/print.ts";
 
 function kernel(decls: string[], stmt: string, schedule: string[] = []): CompiledKernel {
   const sched = schedule.length === 0 ? "" : `\n  schedule {\n    ${schedule.join("\n    ")}\n  }`;
@@ -277,7 +278,7 @@ ptxasTest("C read ahead: the default schedules assemble without spills", async (
     }
   }
   for (const ck of cases) {
-    const p = await runPtxas(ck.ptx, { arch: "sm_80", ptxasPath: ptxas });
+    const p = await runPtxas(ck.ptx, { arch: ptxTarget(ck.kernel.target), ptxasPath: ptxas });
     assert.ok(p.ok, p.log);
     const k = p.kernels[0]!;
     assert.equal(

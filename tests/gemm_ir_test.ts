@@ -13,12 +13,13 @@ import type { GemmKernel, TensorParam } from "../ir/gemm.ts";
 import { printGemm } from "../ir/print_gemm.ts";
 import { verifyGemm } from "../ir/verify_gemm.ts";
 import { examples, ROOT } from "./_examples.ts";
+import { DEFAULT_TARGET, type Target, TARGET_NAMES } from "../ir/target.ts";
 
 const GOLDEN_DIR = "tests/golden/ir";
 const UPDATE = Deno.env.get("UPDATE_GOLDEN") === "1";
 
 /** Checks a source that must be clean; returns its kernels. */
-function kernels(src: string, options: { target?: "sm80" | "sm86" } = {}): GemmKernel[] {
+function kernels(src: string, options: { target?: Target } = {}): GemmKernel[] {
   const r = check(src, { file: "t.gemm", ...options });
   if (r.diagnostics.length > 0) assert.fail(formatDiagnostics(r.diagnostics, src));
   return [...r.kernels];
@@ -458,12 +459,16 @@ Deno.test("parameters: declaration order, default alignment of 16 bytes, scalar 
   }
 });
 
-Deno.test("target: sm80 by default, the schedule's, or the option's", () => {
-  assert.equal(one(HGEMM).target, "sm80");
-  const src = HGEMM.replace("swizzle 8", "swizzle 8\n    target sm86");
-  assert.equal(one(src).target, "sm86");
-  assert.equal(kernels(HGEMM, { target: "sm86" })[0]!.target, "sm86");
-  assert.equal(kernels(src, { target: "sm80" })[0]!.target, "sm80");
+Deno.test("target: the table's first by default, the schedule's, or the option's", () => {
+  assert.equal(one(HGEMM).target, DEFAULT_TARGET);
+  for (const s of TARGET_NAMES) {
+    const src = HGEMM.replace("swizzle 8", `swizzle 8\n    target ${s}`);
+    assert.equal(one(src).target, s);
+    for (const o of TARGET_NAMES) {
+      assert.equal(kernels(HGEMM, { target: o })[0]!.target, o);
+      assert.equal(kernels(src, { target: o })[0]!.target, o, `${s} overridden by ${o}`);
+    }
+  }
 });
 
 Deno.test("spans: parameters and schedule lines point into the source", () => {

@@ -13,11 +13,10 @@ import { compile, type CompiledKernel, formatDiagnostics } from "../compiler.ts"
 import { type KernelManifest, kernelManifest } from "../backends/ptx/manifest.ts";
 import { gridFor } from "../ir/kernel.ts";
 import type { Target } from "../ir/gemm.ts";
+import { TARGET_NAMES, targetInfo } from "../ir/target.ts";
 import { resolveSizes } from "../harness/sizes.ts";
 import { gemm } from "./_cli.ts";
 import { examples, ROOT } from "./_examples.ts";
-
-const TARGETS: readonly Target[] = ["sm80", "sm86"];
 
 function compileExample(name: string, target: Target): CompiledKernel[] {
   const file = `examples/${name}.gemm`;
@@ -99,14 +98,14 @@ function assertAbiOrder(ck: CompiledKernel, m: KernelManifest): void {
 
 for (const name of examples()) {
   Deno.test(`manifest matches the PTX entry: examples/${name}.gemm`, () => {
-    for (const target of TARGETS) {
+    for (const target of TARGET_NAMES) {
       for (const ck of compileExample(name, target)) {
         const m = ck.manifest;
         const entries = ptxEntries(ck.ptx);
         assert.equal(entries.length, 1, "one entry per kernel module");
         const e = entries[0]!;
         assert.equal(e.target, m.target);
-        assert.equal(m.target, target === "sm80" ? "sm_80" : "sm_86");
+        assert.equal(m.target, targetInfo(target).ptx);
         assert.equal(e.name, m.entry);
         assert.equal(m.entry, ck.name);
         assert.equal(m.name, ck.name);

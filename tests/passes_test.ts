@@ -20,13 +20,13 @@ import { printGemm } from "../ir/print_gemm.ts";
 import { printKernel } from "../ir/print_kernel.ts";
 import { dumpHeader } from "../passes/pass.ts";
 import { GEMM_PASSES, LOWER_PASS, PASS_NAMES, runPipeline } from "../passes/pipeline_list.ts";
-import { defaultSwizzle, defaultThreadblock, MIN_BLOCKS } from "../passes/tile.ts";
+import { defaultSwizzle, defaultThreadblock } from "../passes/tile.ts";
+import { DEFAULT_TARGET, TARGET_NAMES, targetInfo, targetList } from "../ir/target.ts";
 import { defaultStages } from "../passes/pipeline.ts";
 import { gemm } from "./_cli.ts";
 import { examples, ROOT } from "./_examples.ts";
 
 const UPDATE = Deno.env.get("UPDATE_GOLDEN") === "1";
-const TARGETS: readonly Target[] = ["sm80", "sm86"];
 
 function readExample(name: string): { file: string; text: string } {
   const file = `examples/${name}.gemm`;
@@ -366,16 +366,15 @@ Deno.test("gemm-pipeline: stages = min(4 (tf32: 5), what fits), per target", () 
   const k = (t: string) =>
     check(program(`${t}[M, K] row`, `${t}[K, N] col`, "f32[M, N] row")).kernels[0]!;
   assert.deepEqual(["f16", "bf16", "f32"].map((t) => defaultStages(k(t))), [4, 4, 5]);
-  // tf32 128x256x16: 24576 B a stage. sm80: 6 fit -> 5; sm86: 101376 / 24576 = 4 fit -> 4.
+  // tf32 128x256x16 and f16 128x256x32: 24576 B a stage. sm80: 6 fit -> 5 (tf32), 4 (f16);
+  // sm86: 101376 / 24576 = 4 fit -> 4.
   const text = program("f32[M, K] row", "f32[K, N] col", "f32[M, N] row");
-  const want = { sm80: [5, 122880], sm86: [4, 98304] };
-  for (const t of TARGETS) {
+  for (const t of TARGET_NAMES) {
+    const fit = Math.floor(targetInfo(t).smemPerBlock / 24576);
     const p = compileOk(text, t).planned.plan.pipeline!;
-    assert.deepEqual([p.stages, p.smemBytes, p.waitDepth], [...want[t], want[t][0]! - 2], t);
-  }
-  // f16 128x256x32: 24576 B a stage: 6 fit on sm80 and 4 on sm86: 4 on both.
-  for (const t of TARGETS) {
-    assert.equal(compileOk(program(...F16), t).planned.plan.pipeline!.stages, 4);
+    const s = Math.min(5, fit);
+    assert.deepEqual([p.stages, p.smemBytes, p.waitDepth], [s, s * 24576, s - 2], t);
+    assert.equal(compileOk(program(...F16), t).planned.plan.pipeline!.stages, Math.min(4, fit));
   }
   // Given stages are kept, the wait depth follows.
   const p = compileOk(program(...F16, { schedule: ["stages 2"] })).planned.plan.pipeline!;
@@ -385,7 +384,8 @@ Deno.test("gemm-pipeline: stages = min(4 (tf32: 5), what fits), per target", () 
 });
 
 Deno.test("gemm-tile: known sizes shrink the tile (to fill 108 SMs), never below 64 (f64: 32)", () => {
-  assert.equal(MIN_BLOCKS, 108);
+  // The cases below are worked out for the default target's minimum grid.
+  assert.equal(targetInfo(DEFAULT_TARGET).minBlocks, 108);
   // A, B, D, tile, warp, partial m/n/k. With both M and N known, the larger side of the tile
   // halves while the grid has fewer than 108 blocks; the warp tile halves (to 32) until a
   // block has 4 warps. A shrunk 16-bit tile ("small grid") also doubles its k-tile and keeps
@@ -810,9 +810,9 @@ Deno.test("golden dumps: one per listed example, none stale", () => {
 // ---- --emit kernel-ir for every example and both targets ------------------------------------
 
 for (const name of examples()) {
-  Deno.test(`--emit kernel-ir: examples/${name}.gemm on sm80 and sm86`, () => {
+  Deno.test(`--emit kernel-ir: examples/${name}.gemm on ${targetList(" and ")}`, () => {
     const { file, text } = readExample(name);
-    for (const target of TARGETS) {
+    for (const target of TARGET_NAMES) {
       const r = compile(text, { file, target });
       assert.ok(r.ok, formatDiagnostics(r.diagnostics, text));
       assert.ok(r.kernels.length >= 1);
@@ -822,10 +822,10 @@ for (const name of examples()) {
         assert.equal(ck.planned.target, target);
         assert.equal(ck.kernelText, printKernel(ck.kernel));
         assert.ok(ck.kernelText.startsWith(`kernel @${ck.name} target ${target} (`));
-        assert.ok(ck.planned.plan.pipeline!.smemBytes <= (target === "sm80" ? 166912 : 101376));
+        assert.ok(ck.planned.plan.pipeline!.smemBytes <= targetInfo(target).smemPerBlock);
         assert.equal(ck.kernel.dynamicSmemBytes, ck.planned.plan.pipeline!.smemBytes);
         assert.equal(ck.kernel.threads, ck.planned.plan.warp!.threads);
-        assert.ok(ck.planned.plan.mma!.regEstimate <= 255);
+        assert.ok(ck.planned.plan.mma!.regEstimate <= targetInfo(target).registersPerThread);
       }
     }
   });

@@ -22,11 +22,13 @@ import { type PtxasResult, runPtxas } from "../backends/ptx/ptxas.ts";
 import { ptxasTest } from "./_ptxas.ts";
 import { ptxTarget } from "../backends/ptx/print.ts";
 import type { Target } from "../ir/gemm.ts";
+import { type PtxTarget, TARGET_NAMES, targetInfo } from "../ir/target.ts";
 import { gemm } from "./_cli.ts";
 import { examples, ROOT } from "./_examples.ts";
 
 const UPDATE = Deno.env.get("UPDATE_GOLDEN") === "1";
-const TARGETS: readonly Target[] = ["sm80", "sm86"];
+/** The targets' PTX spellings, for test names: `sm_80 and sm_86`. */
+const ARCHS = TARGET_NAMES.map(ptxTarget).join(" and ");
 
 // ---- what to assemble ------------------------------------------------------------------------
 
@@ -279,7 +281,7 @@ const COMBOS: readonly Combo[] = [
 interface Job {
   readonly key: string;
   readonly ptx: string;
-  readonly arch: "sm_80" | "sm_86";
+  readonly arch: PtxTarget;
   resolve: (r: PtxasResult) => void;
   reject: (e: unknown) => void;
   readonly result: Promise<PtxasResult>;
@@ -300,14 +302,14 @@ function allJobs(): Map<string, Job> {
   for (const name of examples()) {
     const file = `examples/${name}.gemm`;
     const text = Deno.readTextFileSync(new URL(file, ROOT));
-    for (const target of TARGETS) {
+    for (const target of TARGET_NAMES) {
       for (const k of compile(text, { file, target }).kernels) {
         add(`${name}/${k.name}/${target}`, k, target);
       }
     }
   }
   for (const c of COMBOS) {
-    for (const target of TARGETS) {
+    for (const target of TARGET_NAMES) {
       const k = compile(c.text, { file: `${c.name}.gemm`, target }).kernels[0];
       if (k !== undefined) add(`combo:${c.name}/${target}`, k, target); // Else its own test fails.
     }
@@ -370,11 +372,11 @@ function assertClean(r: PtxasResult, entry: string, what: string): void {
 
 for (const name of examples()) {
   ptxasTest(
-    `ptxas: examples/${name}.gemm assembles for sm_80 and sm_86 without spills`,
+    `ptxas: examples/${name}.gemm assembles for ${ARCHS} without spills`,
     async (ptxas) => {
       const file = `examples/${name}.gemm`;
       const text = Deno.readTextFileSync(new URL(file, ROOT));
-      const kernels = TARGETS.flatMap((target) =>
+      const kernels = TARGET_NAMES.flatMap((target) =>
         compileOk(text, file, target).map((k) => ({ key: `${name}/${k.name}/${target}`, k }))
       );
       const results = await assembled(ptxas, kernels.map((x) => x.key));
@@ -387,13 +389,13 @@ for (const name of examples()) {
 
 for (const c of COMBOS) {
   Deno.test(`combination compiles and is what it claims: ${c.name}`, () => {
-    for (const target of TARGETS) {
+    for (const target of TARGET_NAMES) {
       const [k] = compileOk(c.text, `${c.name}.gemm`, target);
       c.check(k!);
     }
   });
-  ptxasTest(`ptxas: ${c.name}: sm_80 and sm_86 without spills`, async (ptxas) => {
-    const keys = TARGETS.map((target) => `combo:${c.name}/${target}`);
+  ptxasTest(`ptxas: ${c.name}: ${ARCHS} without spills`, async (ptxas) => {
+    const keys = TARGET_NAMES.map((target) => `combo:${c.name}/${target}`);
     const results = await assembled(ptxas, keys);
     keys.forEach((key, i) => assertClean(results[i]!, "k", key));
   });
@@ -456,10 +458,15 @@ for (const name of SNAPSHOTS) {
       assert.fail(`No golden tests/golden/ptx_examples/${name}.ptx: run with UPDATE_GOLDEN=1`);
     }
     assert.equal(ptx, want);
-    // sm_86 differs only in the target line (and what that changes in the plan, if anything).
-    const ptx86 = ptxModule(compileOk(text, file, "sm86"));
-    assert.match(ptx86, /^\.target sm_86$/m);
-    assert.match(ptx, /^\.target sm_80$/m);
+    // Every target prints its own target line (and what that changes in the plan, if anything).
+    for (const t of TARGET_NAMES) {
+      const each = ptxModule(compileOk(text, file, t));
+      assert.match(each, new RegExp(`^\\.target ${ptxTarget(t)}$`, "m"), t);
+      assert.match(
+        each,
+        new RegExp(`^\\.version ${targetInfo(t).ptxVersion.replace(".", "\\.")}$`, "m"),
+      );
+    }
   });
 }
 

@@ -32,6 +32,7 @@ import {
   UN_PTX,
 } from "../backends/ptx/print.ts";
 import { allTestKernels, mmaKernelName, saxpyKernel } from "../backends/ptx/testdata/kernels.ts";
+import { TARGET_NAMES, targetInfo } from "../ir/target.ts";
 
 const ROOT = new URL("../", import.meta.url);
 const UPDATE = Deno.env.get("UPDATE_GOLDEN") === "1";
@@ -202,14 +203,14 @@ Deno.test("ptx test kernels use every op, conversion, width, vector and mma row"
 // Module and entry structure
 // ---------------------------------------------------------------------------------------------
 
-for (const target of ["sm80", "sm86"] as const) {
+for (const target of TARGET_NAMES) {
   Deno.test(`ptx module structure (${target})`, () => {
     const kernels = allTestKernels(target);
     const ptx = printPtx(kernels);
     const lines = ptx.split("\n");
     const head = lines.filter((l) => l.startsWith("."));
     assert.deepEqual(head.slice(0, 4), [
-      ".version 8.0",
+      `.version ${targetInfo(target).ptxVersion}`,
       `.target ${ptxTarget(target)}`,
       ".address_size 64",
       ".extern .shared .align 128 .b8 gemmc_smem[];",
@@ -547,7 +548,7 @@ Deno.test("ptx conversion table: every kind is one instruction", () => {
 // Golden snapshot
 // ---------------------------------------------------------------------------------------------
 
-for (const target of ["sm80", "sm86"] as const) {
+for (const target of TARGET_NAMES) {
   Deno.test(`ptx golden: saxpy (${target})`, () => {
     const out = printPtx([saxpyKernel(target)]);
     const url = new URL(`tests/golden/ptx/saxpy_${target}.ptx`, ROOT);

@@ -19,6 +19,7 @@ import {
 } from "../backends/ptx/ptxas.ts";
 import { allTestKernels } from "../backends/ptx/testdata/kernels.ts";
 import { ptxasTest } from "./_ptxas.ts";
+import { TARGET_NAMES } from "../ir/target.ts";
 
 function assertClean(r: PtxasResult, names: readonly string[]): void {
   assert.ok(r.ok, r.log);
@@ -31,7 +32,7 @@ function assertClean(r: PtxasResult, names: readonly string[]): void {
   }
 }
 
-for (const target of ["sm80", "sm86"] as const) {
+for (const target of TARGET_NAMES) {
   const arch = ptxTarget(target);
   for (const k of allTestKernels(target)) {
     ptxasTest(`ptxas -arch=${arch} accepts ${k.name}`, async (ptxas) => {

@@ -16,7 +16,7 @@ import { check, compile, formatDiagnostics } from "../compiler.ts";
 import { DIAGNOSTIC_CODES, type DiagnosticCode, DiagnosticError } from "../dsl/diagnostics.ts";
 import { scheduleError } from "../passes/pass.ts";
 import { SMEM_BUDGET } from "../passes/pipeline.ts";
-import { REGISTER_BUDGET, REGISTER_FILE } from "../passes/mma.ts";
+import { TARGET_NAMES, targetInfo } from "../ir/target.ts";
 import { gemm, type Run } from "./_cli.ts";
 
 const ROOT = new URL("../", import.meta.url);
@@ -202,10 +202,9 @@ Deno.test("schedule diagnostics: the caret is under the schedule line the messag
   }
 });
 
-Deno.test("schedule diagnostics: the budgets are the hardware's", () => {
-  assert.deepEqual({ ...SMEM_BUDGET }, { sm80: 166912, sm86: 101376 });
-  assert.equal(REGISTER_BUDGET, 255);
-  assert.equal(REGISTER_FILE, 65536);
+Deno.test("schedule diagnostics: the stage budget is each target's shared memory a block", () => {
+  for (const t of TARGET_NAMES) assert.equal(SMEM_BUDGET[t], targetInfo(t).smemPerBlock, t);
+  assert.deepEqual(Object.keys(SMEM_BUDGET), TARGET_NAMES);
 });
 
 Deno.test("schedule diagnostics: --target sm86 turns a fitting sm80 schedule into E0204", () => {
@@ -218,8 +217,15 @@ Deno.test("schedule diagnostics: --target sm86 turns a fitting sm80 schedule int
 });
 
 Deno.test("schedule diagnostics: the largest stage count that fits is legal", () => {
-  // The suggestion of E0204 must itself compile.
-  for (const [target, stages] of [["sm80", 6], ["sm86", 4]] as const) {
+  // The suggestion of E0204 must itself compile, on every target: the most
+  // stages of 24576 bytes that fit, and one more is refused.
+  for (const target of TARGET_NAMES) {
+    const stages = Math.floor(targetInfo(target).smemPerBlock / 24576);
+    const over = Deno.readTextFileSync(new URL(`${DIR}/E0204_smem_sm80.gemm`, ROOT))
+      .replace("stages 7", `stages ${stages + 1}`);
+    const refused = compile(over, { file: "t.gemm", target });
+    assert.deepEqual(refused.diagnostics.map((d) => d.code), ["E0204"], target);
+    assert.match(refused.diagnostics[0]!.message, new RegExp(`use stages ${stages} or fewer$`));
     const text = Deno.readTextFileSync(new URL(`${DIR}/E0204_smem_sm80.gemm`, ROOT))
       .replace("stages 7", `stages ${stages}`);
     const r = compile(text, { file: "t.gemm", target });

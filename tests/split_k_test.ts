@@ -23,6 +23,7 @@ import { gridFor } from "../ir/kernel.ts";
 import { tensorParam } from "../ir/gemm.ts";
 import { defaultSplitK } from "../passes/tile.ts";
 import { findPtxas, runPtxas } from "../backends/ptx/ptxas.ts";
+import { ptxTarget } from "../backends/ptx/print.ts";
 
 function one(source: string, opts: Parameters<typeof compile>[1] = {}): CompiledKernel {
   const r = compile(source, { file: "split_k.gemm", ...opts });
@@ -307,7 +308,7 @@ Deno.test({
       const src = Deno.readTextFileSync(new URL(`../bench/kernels/${t}.gemm`, import.meta.url));
       const ck = one(src, { sizeHints: { M: 128, N, K: 8192 }, sms: 132 });
       assert.equal(ck.kernel.grid.splitK, split);
-      const r = await runPtxas(ck.ptx, { arch: "sm_80", ptxasPath: PTXAS });
+      const r = await runPtxas(ck.ptx, { arch: ptxTarget(ck.kernel.target), ptxasPath: PTXAS });
       assert.ok(r.ok, r.log);
       const k = r.kernels[0]!;
       assert.equal(k.spillStoreBytes + k.spillLoadBytes, 0, `${t}: spills`);

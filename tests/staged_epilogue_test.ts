@@ -14,6 +14,7 @@ import { DTYPE_INFO } from "../ir/dtype.ts";
 import { tensorParam } from "../ir/gemm.ts";
 import { runPtxas } from "../backends/ptx/ptxas.ts";
 import { ptxasTest } from "./_ptxas.ts";
+import { ptxTarget } from "../backends/ptx/print.ts";
 
 function kernel(decls: string[], stmt: string, schedule: string[] = []): CompiledKernel {
   const src = `kernel k {\n  ${decls.join("\n  ")}\n  ${stmt}\n  schedule {\n    ${
@@ -343,7 +344,7 @@ ptxasTest(
       assert.ok(r.ok, r.diagnostics.map((d) => d.message).join("; "));
       for (const ck of r.kernels) {
         if (!/sts\./.test(epilogueText(ck))) continue;
-        const p = await runPtxas(ck.ptx, { arch: "sm_80", ptxasPath: ptxas });
+        const p = await runPtxas(ck.ptx, { arch: ptxTarget(ck.kernel.target), ptxasPath: ptxas });
         assert.ok(p.ok, p.log);
         const k = p.kernels[0]!;
         assert.equal(

@@ -3,6 +3,7 @@ import { compile } from "../compiler.ts";
 import { simulateGemm } from "../harness/simulate_gemm.ts";
 import { WAVE_TILES_8BIT, waveAwareTile, waveUse } from "../passes/tile.ts";
 import { findPtxas, runPtxas } from "../backends/ptx/ptxas.ts";
+import { ptxTarget } from "../backends/ptx/print.ts";
 
 const SRC = Deno.readTextFileSync(new URL("../examples/hgemm_f16acc.gemm", import.meta.url));
 
@@ -203,7 +204,7 @@ Deno.test({
       const rep = simulateGemm(ck, { M: 200, N: 264, K: 96 }, { seed: 37 });
       assert.ok(rep.ok, `${file}: ${JSON.stringify(rep.comparison.first)}`);
       if (PTXAS !== null) {
-        const a = await runPtxas(ck.ptx, { arch: "sm_80", ptxasPath: PTXAS });
+        const a = await runPtxas(ck.ptx, { arch: ptxTarget(ck.kernel.target), ptxasPath: PTXAS });
         assert.ok(a.ok, a.log);
         assert.equal(a.kernels[0]!.spillStoreBytes + a.kernels[0]!.spillLoadBytes, 0, file);
       } else assert.notEqual(Deno.env.get("CI"), "true", "ptxas not found and CI=true");

@@ -7,6 +7,7 @@
  */
 
 import type { GemmKernel } from "../../ir/gemm.ts";
+import { type PtxTarget, targetInfo } from "../../ir/target.ts";
 import {
   gridFor,
   type GridPlan,
@@ -34,7 +35,7 @@ export interface ManifestParam {
 export interface KernelManifest {
   readonly name: string;
   readonly entry: string;
-  readonly target: "sm_80" | "sm_86";
+  readonly target: PtxTarget;
   readonly params: readonly ManifestParam[];
   readonly block: readonly [number, number, number];
   readonly dynamicSmemBytes: number;
@@ -94,7 +95,7 @@ export function kernelManifest(
   return {
     name: gemm.name,
     entry: kernel.name,
-    target: kernel.target === "sm86" ? "sm_86" : "sm_80",
+    target: targetInfo(kernel.target).ptx,
     params,
     block: [kernel.threads, 1, 1],
     dynamicSmemBytes: kernel.dynamicSmemBytes,

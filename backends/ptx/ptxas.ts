@@ -1,10 +1,12 @@
 /**
  * Running NVIDIA's `ptxas` on printed PTX: finding the binary, assembling
- * for `sm_80`/`sm_86` with `-v`, and reading back what it says about each
+ * for a target's PTX spelling (ir/target.ts: `sm_80`, `sm_86`) with `-v`, and reading back what it says about each
  * kernel (registers, shared memory, stack frame, spills).
  *
  * @module
  */
+
+import type { PtxTarget } from "../../ir/target.ts";
 
 /** What `ptxas -v` reports for one entry. */
 export interface PtxasKernelInfo {
@@ -40,7 +42,7 @@ export interface PtxasResult {
 /** Options of {@link runPtxas}. */
 export interface PtxasOptions {
   /** The GPU architecture to assemble for. */
-  readonly arch: "sm_80" | "sm_86";
+  readonly arch: PtxTarget;
   /** The ptxas binary; by default {@link findPtxas} looks for one. */
   readonly ptxasPath?: string;
 }

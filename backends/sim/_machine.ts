@@ -9,6 +9,7 @@
 
 import type { Kernel, Op, Reg, RegType } from "../../ir/kernel.ts";
 import { tallyWavefronts } from "../../ir/smem_banks.ts";
+import { targetInfo } from "../../ir/target.ts";
 import {
   type BankStats,
   type BlockCoord,
@@ -184,8 +185,9 @@ export class Machine {
     this.infos = infos;
     this.grid = grid;
     const T = kernel.threads;
-    if (!Number.isInteger(T) || T < 1 || T > 1024) {
-      throw new SimError(`Bad block size: ${T} threads (1 to 1024)`);
+    const target = targetInfo(kernel.target);
+    if (!Number.isInteger(T) || T < 1 || T > target.maxThreadsPerBlock) {
+      throw new SimError(`Bad block size: ${T} threads (1 to ${target.maxThreadsPerBlock})`);
     }
     this.T = T;
     this.W = Math.ceil(T / 32);
@@ -230,6 +232,11 @@ export class Machine {
 
     const S = kernel.dynamicSmemBytes;
     if (!Number.isInteger(S) || S < 0) throw new SimError(`Bad shared-memory size ${S}`);
+    if (S > target.smemPerBlock) {
+      throw new SimError(
+        `Shared memory of ${S} bytes exceeds the ${target.smemPerBlock} a block may use on ${kernel.target}`,
+      );
+    }
     this.smemSize = S;
     const sbuf = new ArrayBuffer(Math.ceil(S / 4) * 4);
     this.smem = new Uint8Array(sbuf, 0, S);
