@@ -11,11 +11,11 @@
 
 import { type GemmKernel, type MmaPlan, tensorParam } from "../ir/gemm.ts";
 import { diagnostic, DiagnosticError } from "../dsl/diagnostics.ts";
-import { type MmaDtype, mmaShapesFor } from "../ir/mma_table.ts";
+import { MMA_SHAPES, type MmaDtype, type MmaShape, mmaShapesFor } from "../ir/mma_table.ts";
 import { DTYPE_INFO } from "../ir/dtype.ts";
 import { type GemmPass, scheduleError } from "./pass.ts";
 import { fragmentLoad } from "./pipeline.ts";
-import { simtShape } from "../ir/simt.ts";
+import { SIMT_PREFIX, simtShape } from "../ir/simt.ts";
 
 /** Registers a thread may use (the PTX limit). */
 export const REGISTER_BUDGET = 255;
@@ -88,6 +88,22 @@ function simtPlan(k: GemmKernel): GemmKernel {
     fragments: "double",
   };
   return { ...k, plan: { ...k.plan, mma: plan } };
+}
+
+/**
+ * The MMA table row (or SIMT cell) that the mma plan names.
+ *
+ * @param k The kernel (warp and mma plans made).
+ * @returns The shape; throws for a name the tables lack (a compiler bug).
+ */
+export function plannedShape(k: GemmKernel): MmaShape {
+  const name = k.plan.mma!.shape;
+  const w = k.plan.warp!.warp;
+  const s = name.startsWith(SIMT_PREFIX)
+    ? simtShape(w.m, w.n)
+    : MMA_SHAPES.find((x) => x.name === name);
+  if (s === undefined) throw new Error(`Unknown MMA shape "${name}"`);
+  return s;
 }
 
 /** The pass. */
