@@ -13,8 +13,8 @@ import {
   type EpilogueExpr,
   type GemmKernel,
   type StagingPlan,
-  tensorParam,
   type TensorParam,
+  tensorParam,
   unreachable,
 } from "../ir/gemm.ts";
 import { DTYPE_INFO } from "../ir/dtype.ts";

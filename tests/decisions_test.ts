@@ -56,7 +56,8 @@ function cases(): Case[] {
 
 /** The staged epilogue as the kernel IR's comment describes it, or null; throws on two. */
 function stagedInKernel(body: readonly Op[]): Omit<StagingPlan, "perRow" | "elemBytes"> | null {
-  const re = /^staged through shared memory \((raw accumulators|D's elements)\): (\d+) of \d+ (?:.*?), (\d+) bytes a warp, rows of (\d+) bytes, (\d+)-byte reads$/;
+  const re =
+    /^staged through shared memory \((raw accumulators|D's elements)\): (\d+) of \d+ (?:.*?), (\d+) bytes a warp, rows of (\d+) bytes, (\d+)-byte reads$/;
   const found: Omit<StagingPlan, "perRow" | "elemBytes">[] = [];
   walkOps(body, (o) => {
     if (o.op !== "comment" || !o.text.startsWith("staged through")) return;
@@ -75,7 +76,10 @@ function stagedInKernel(body: readonly Op[]): Omit<StagingPlan, "perRow" | "elem
 }
 
 /** Compares one kernel's plan with its kernel IR; returns which decisions were non-trivial. */
-function compare(ck: CompiledKernel, where: string): { blocks2: boolean; split: boolean; staged: boolean } {
+function compare(
+  ck: CompiledKernel,
+  where: string,
+): { blocks2: boolean; split: boolean; staged: boolean } {
   const { occupancy, workspace, staging } = ck.planned.plan;
   const kernel = ck.kernel;
   assert.ok(occupancy !== undefined && workspace !== undefined && staging !== undefined, where);
@@ -91,7 +95,11 @@ function compare(ck: CompiledKernel, where: string): { blocks2: boolean; split: 
     vecBytes: staging.vecBytes,
   };
   assert.deepEqual(planned, staged, `${where}: staging`);
-  return { blocks2: occupancy.blocksPerSm === 2, split: workspace !== null, staged: staged !== null };
+  return {
+    blocks2: occupancy.blocksPerSm === 2,
+    split: workspace !== null,
+    staged: staged !== null,
+  };
 }
 
 Deno.test("decision passes equal what the lowering builds", () => {
