@@ -222,8 +222,9 @@ export interface OperandSmem {
   readonly rows: number;
   readonly rowBytes: number;
   readonly swizzleShift: number;
-  /** 1 for ldmatrix-read tiles and transposed ones, 2 for other ld.shared-read tiles, 4 for
-   * tiles transposed through registers. */
+  /** 1 for ldmatrix-read tiles and transposed ones, 2 for other ld.shared-read tiles (set by
+   * gemm-fragment-load, which chooses the loads; 1 before it), 4 for tiles transposed
+   * through registers. */
   readonly swizzleScale: 1 | 2 | 4;
   /** Offset of this operand's stage 0 in the dynamic shared buffer. */
   readonly offset: number;
@@ -256,14 +257,15 @@ export interface PipelinePlan {
   readonly waitDepth: number;
 }
 
-/** MMA selection (pass `gemm-mma`). */
-export interface MmaPlan {
+/** How an operand's MMA fragments come from shared memory: `ldmatrix`,
+ * `ldmatrix.trans`, or `ld.shared` (`lds`). */
+export type FragmentLoad = "ldmatrix" | "ldmatrix.trans" | "lds";
+
+/** The instruction (pass `gemm-mma`); gemm-fragment-load completes it into {@link MmaPlan}. */
+export interface InstructionPlan {
   /** The MMA table row (ir/mma_table.ts). */
   readonly shape: string;
   readonly instr: Shape3;
-  /** How fragments come from shared memory. */
-  readonly aLoad: "ldmatrix" | "ldmatrix.trans" | "lds";
-  readonly bLoad: "ldmatrix" | "ldmatrix.trans" | "lds";
   /** k-steps per threadblock tile (tile K / instruction K). */
   readonly kSteps: number;
   /** Estimated registers per thread (accumulators + fragments + addressing). */
@@ -276,6 +278,13 @@ export interface MmaPlan {
    * for two sets, such as 96x64 with f32 accumulators).
    */
   readonly fragments: "double" | "interleaved";
+}
+
+/** The instruction and how its fragments come from shared memory (pass
+ * `gemm-fragment-load`, from gemm-mma's {@link InstructionPlan}). */
+export interface MmaPlan extends InstructionPlan {
+  readonly aLoad: FragmentLoad;
+  readonly bLoad: FragmentLoad;
 }
 
 /** Blocks per SM (pass `gemm-occupancy`). */
@@ -340,6 +349,8 @@ export interface Plan {
   readonly tile?: TilePlan;
   readonly warp?: WarpPlan;
   readonly pipeline?: PipelinePlan;
+  /** gemm-mma's choice, until gemm-fragment-load replaces it by {@link Plan.mma}. */
+  readonly instruction?: InstructionPlan;
   readonly mma?: MmaPlan;
   readonly occupancy?: OccupancyPlan;
   /** Null: no workspace (split_k 1). */

@@ -196,6 +196,14 @@ export function printGemm(k: GemmKernel): string {
       );
     }
   }
+  if (pl.instruction !== undefined) {
+    const m = pl.instruction;
+    out.push(
+      `  plan.instruction ${m.shape} (${
+        shape(m.instr)
+      }), k-steps ${m.kSteps}, ~${m.regEstimate} registers`,
+    );
+  }
   if (pl.mma !== undefined) {
     const m = pl.mma;
     out.push(

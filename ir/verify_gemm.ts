@@ -114,7 +114,19 @@ export function verifyGemm(k: GemmKernel): void {
 
 /** The invariants of the decisions made after gemm-mma: occupancy, workspace, staging. */
 function verifyDecisions(k: GemmKernel, fail: (msg: string) => never): void {
-  const { occupancy, workspace, staging, tile, warp, pipeline } = k.plan;
+  const { occupancy, workspace, staging, tile, warp, pipeline, mma } = k.plan;
+  if (mma !== undefined && k.plan.instruction !== undefined) {
+    fail("plan.instruction is left beside plan.mma");
+  }
+  if (mma !== undefined && pipeline !== undefined) {
+    const reads = [["A", pipeline.a, mma.aLoad], ["B", pipeline.b, mma.bLoad]] as const;
+    for (const [role, o, load] of reads) {
+      // Tiles read by ld.shared take scale 2 (gemm-fragment-load); transposed ones keep theirs.
+      if (!o.transpose && o.swizzleScale !== (load === "lds" ? 2 : 1)) {
+        fail(`operand ${role} read by ${load} has swizzle scale ${o.swizzleScale}`);
+      }
+    }
+  }
   if (occupancy !== undefined && occupancy.blocksPerSm !== 1 && occupancy.blocksPerSm !== 2) {
     fail(`plan.occupancy has ${occupancy.blocksPerSm} blocks per SM`);
   }

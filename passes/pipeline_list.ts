@@ -17,6 +17,7 @@ import { tilePass } from "./tile.ts";
 import { warpPass } from "./warp.ts";
 import { pipelinePass } from "./pipeline.ts";
 import { mmaPass } from "./mma.ts";
+import { fragmentLoadPass } from "./fragment_load.ts";
 import { occupancyPass } from "./occupancy.ts";
 import { workspacePass } from "./workspace.ts";
 import { epilogueStagingPass } from "./epilogue_staging.ts";
@@ -28,6 +29,7 @@ export const GEMM_PASSES: readonly GemmPass[] = Object.freeze([
   warpPass,
   pipelinePass,
   mmaPass,
+  fragmentLoadPass,
   occupancyPass,
   workspacePass,
   epilogueStagingPass,
