@@ -222,8 +222,9 @@ export interface OperandSmem {
   readonly rows: number;
   readonly rowBytes: number;
   readonly swizzleShift: number;
-  /** 1 for ldmatrix-read tiles and transposed ones, 2 for other ld.shared-read tiles, 4 for
-   * tiles transposed through registers. */
+  /** 1 for ldmatrix-read tiles and transposed ones, 2 for other ld.shared-read tiles (set by
+   * gemm-fragment-load, which chooses the loads; 1 before it), 4 for tiles transposed
+   * through registers. */
   readonly swizzleScale: 1 | 2 | 4;
   /** Offset of this operand's stage 0 in the dynamic shared buffer. */
   readonly offset: number;
@@ -256,14 +257,15 @@ export interface PipelinePlan {
   readonly waitDepth: number;
 }
 
-/** MMA selection (pass `gemm-mma`). */
-export interface MmaPlan {
+/** How an operand's MMA fragments come from shared memory: `ldmatrix`,
+ * `ldmatrix.trans`, or `ld.shared` (`lds`). */
+export type FragmentLoad = "ldmatrix" | "ldmatrix.trans" | "lds";
+
+/** The instruction (pass `gemm-mma`); gemm-fragment-load completes it into {@link MmaPlan}. */
+export interface InstructionPlan {
   /** The MMA table row (ir/mma_table.ts). */
   readonly shape: string;
   readonly instr: Shape3;
-  /** How fragments come from shared memory. */
-  readonly aLoad: "ldmatrix" | "ldmatrix.trans" | "lds";
-  readonly bLoad: "ldmatrix" | "ldmatrix.trans" | "lds";
   /** k-steps per threadblock tile (tile K / instruction K). */
   readonly kSteps: number;
   /** Estimated registers per thread (accumulators + fragments + addressing). */
@@ -278,12 +280,83 @@ export interface MmaPlan {
   readonly fragments: "double" | "interleaved";
 }
 
+/** The instruction and how its fragments come from shared memory (pass
+ * `gemm-fragment-load`, from gemm-mma's {@link InstructionPlan}). */
+export interface MmaPlan extends InstructionPlan {
+  readonly aLoad: FragmentLoad;
+  readonly bLoad: FragmentLoad;
+}
+
+/** Blocks per SM (pass `gemm-occupancy`). */
+export interface OccupancyPlan {
+  /**
+   * Blocks of the kernel an SM is built to hold at once (the kernel IR's
+   * `minBlocksPerSm`, PTX `.minnctapersm` when above 1): 2 caps a thread at
+   * 65536 / (2 * threads) registers, 1 leaves ptxas up to 255.
+   */
+  readonly blocksPerSm: 1 | 2;
+}
+
+/**
+ * The split-K workspace record of one output tile (pass `gemm-workspace`):
+ * a header of {@link WorkspacePlan.headerBytes} (the u32 arrival counter at
+ * byte 0), then one partial accumulator tile per split, each thread's
+ * accumulator registers in chunks of {@link WorkspacePlan.chunkBytes} laid
+ * out chunk-major (`(chunk * threads + tid) * chunkBytes`), so that a warp's
+ * stores and loads are contiguous.
+ */
+export interface WorkspacePlan {
+  /** The kernel parameter that points at the workspace (the last one). */
+  readonly param: string;
+  /** Bytes before the first partial: the arrival counter and padding to a line. */
+  readonly headerBytes: number;
+  /** Bytes per accumulator register (f64: 8, else 4: f32, s32, or f16x2). */
+  readonly accBytes: 4 | 8;
+  /** Bytes a thread stores at once: 16, or 8 for f16 accumulators. */
+  readonly chunkBytes: number;
+  /** Bytes of one split's partial accumulator tile (every thread's registers). */
+  readonly partialBytes: number;
+  /** Bytes of one output tile's record: header + split_k partials (GridPlan.workspacePerTile). */
+  readonly perTile: number;
+}
+
+/**
+ * How the epilogue stages D through shared memory (pass
+ * `gemm-epilogue-staging`): each warp writes `tiles` accumulator-tile rows
+ * of its fragments into its own region, then reads them back along D's rows
+ * in `vecBytes` vectors.
+ */
+export interface StagingPlan {
+  /** Accumulator-tile rows (of the MMA's M rows each) a warp stages at once. */
+  readonly tiles: number;
+  /** Bytes from one staged row to the next (the warp tile's row plus padding). */
+  readonly stride: number;
+  /** Bytes of one warp's region (warp w's starts at w * regionBytes). */
+  readonly regionBytes: number;
+  /** Bytes a lane reads back at once (and, staging outputs, stores to D). */
+  readonly vecBytes: number;
+  /** Vectors in one staged row. */
+  readonly perRow: number;
+  /** Staged: D's elements ("out"), or the accumulators in the compute type ("raw"),
+   * the epilogue then evaluated along D's rows (epilogues that read a matrix). */
+  readonly mode: "out" | "raw";
+  /** Bytes of one staged element. */
+  readonly elemBytes: number;
+}
+
 /** What the passes decided, each filled in by its pass. */
 export interface Plan {
   readonly tile?: TilePlan;
   readonly warp?: WarpPlan;
   readonly pipeline?: PipelinePlan;
+  /** gemm-mma's choice, until gemm-fragment-load replaces it by {@link Plan.mma}. */
+  readonly instruction?: InstructionPlan;
   readonly mma?: MmaPlan;
+  readonly occupancy?: OccupancyPlan;
+  /** Null: no workspace (split_k 1). */
+  readonly workspace?: WorkspacePlan | null;
+  /** Null: the epilogue stores straight from registers. */
+  readonly staging?: StagingPlan | null;
 }
 
 /** One kernel in the GEMM IR. */

@@ -87,6 +87,33 @@ export function printSchedule(s: Schedule): string {
   }, swizzle ${f(s.swizzle)}, split_k ${f(s.splitK)}`;
 }
 
+/** The plan lines of the decisions after gemm-mma (occupancy, workspace, staging). */
+function printDecisions(k: GemmKernel): string[] {
+  const out: string[] = [];
+  const pl = k.plan;
+  if (pl.occupancy !== undefined) {
+    out.push(`  plan.occupancy blocks/SM ${pl.occupancy.blocksPerSm}`);
+  }
+  if (pl.workspace === null) out.push(`  plan.workspace none`);
+  else if (pl.workspace !== undefined) {
+    const w = pl.workspace;
+    out.push(
+      `  plan.workspace param ${w.param}, ${w.perTile} bytes a tile: header ${w.headerBytes}, ` +
+        `partials of ${w.partialBytes} bytes (${w.accBytes}-byte registers in ${w.chunkBytes}-byte chunks)`,
+    );
+  }
+  if (pl.staging === null) out.push(`  plan.staging direct`);
+  else if (pl.staging !== undefined) {
+    const s = pl.staging;
+    out.push(
+      `  plan.staging ${s.mode}: ${s.tiles} accumulator-tile rows a chunk, ${s.regionBytes} bytes ` +
+        `a warp, rows of ${s.stride} bytes, ${s.perRow} x ${s.vecBytes}-byte reads a row, ` +
+        `${s.elemBytes}-byte elements`,
+    );
+  }
+  return out;
+}
+
 /**
  * Prints a GEMM IR kernel.
  *
@@ -169,6 +196,14 @@ export function printGemm(k: GemmKernel): string {
       );
     }
   }
+  if (pl.instruction !== undefined) {
+    const m = pl.instruction;
+    out.push(
+      `  plan.instruction ${m.shape} (${
+        shape(m.instr)
+      }), k-steps ${m.kSteps}, ~${m.regEstimate} registers`,
+    );
+  }
   if (pl.mma !== undefined) {
     const m = pl.mma;
     out.push(
@@ -176,6 +211,7 @@ export function printGemm(k: GemmKernel): string {
         `k-steps ${m.kSteps}, ~${m.regEstimate} registers`,
     );
   }
+  out.push(...printDecisions(k));
   out.push(`}`);
   return out.join("\n") + "\n";
 }

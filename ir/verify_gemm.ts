@@ -109,4 +109,60 @@ export function verifyGemm(k: GemmKernel): void {
     const v = k.schedule[key];
     if (v !== undefined && (!Number.isInteger(v) || v < 1)) fail(`${key} is ${v}`);
   }
+  verifyDecisions(k, fail);
+}
+
+/** The invariants of the decisions made after gemm-mma: occupancy, workspace, staging. */
+function verifyDecisions(k: GemmKernel, fail: (msg: string) => never): void {
+  const { occupancy, workspace, staging, tile, warp, pipeline, mma } = k.plan;
+  if (mma !== undefined && k.plan.instruction !== undefined) {
+    fail("plan.instruction is left beside plan.mma");
+  }
+  if (mma !== undefined && pipeline !== undefined) {
+    const reads = [["A", pipeline.a, mma.aLoad], ["B", pipeline.b, mma.bLoad]] as const;
+    for (const [role, o, load] of reads) {
+      // Tiles read by ld.shared take scale 2 (gemm-fragment-load); transposed ones keep theirs.
+      if (!o.transpose && o.swizzleScale !== (load === "lds" ? 2 : 1)) {
+        fail(`operand ${role} read by ${load} has swizzle scale ${o.swizzleScale}`);
+      }
+    }
+  }
+  if (occupancy !== undefined && occupancy.blocksPerSm !== 1 && occupancy.blocksPerSm !== 2) {
+    fail(`plan.occupancy has ${occupancy.blocksPerSm} blocks per SM`);
+  }
+  if (workspace !== undefined) {
+    const splitK = tile?.splitK ?? 1;
+    if ((workspace === null) !== (splitK === 1)) {
+      fail(`plan.workspace is ${workspace === null ? "absent" : "present"} at split_k ${splitK}`);
+    }
+    if (workspace !== null) {
+      const w = workspace;
+      const threads = warp?.threads ?? 0;
+      if (w.perTile !== w.headerBytes + splitK * w.partialBytes) {
+        fail(`plan.workspace: ${w.perTile} bytes a tile is not the header and ${splitK} partials`);
+      }
+      if (w.headerBytes < 4 || w.headerBytes % 16 !== 0) {
+        fail(`plan.workspace: a ${w.headerBytes}-byte header`);
+      }
+      if (w.chunkBytes % w.accBytes !== 0 || w.partialBytes % (w.chunkBytes * threads) !== 0) {
+        fail(`plan.workspace: partials of ${w.partialBytes} bytes are not whole chunks a thread`);
+      }
+    }
+  }
+  if (staging !== undefined && staging !== null) {
+    const s = staging;
+    if (k.problem.d.layout !== "row") fail("plan.staging stages a column-major D");
+    if (s.tiles < 1 || s.stride % 16 !== 0 || s.stride < s.perRow * s.vecBytes) {
+      fail(`plan.staging: ${s.tiles} tile rows of ${s.stride} bytes`);
+    }
+    if (warp !== undefined && s.perRow * s.vecBytes !== warp.warp.n * s.elemBytes) {
+      fail(`plan.staging: ${s.perRow} vectors of ${s.vecBytes} bytes do not make a warp-tile row`);
+    }
+    if (pipeline !== undefined && warp !== undefined) {
+      const need = (warp.threads / 32) * s.regionBytes;
+      if (need > pipeline.smemBytes) {
+        fail(`plan.staging: ${need} bytes exceed the pipeline's ${pipeline.smemBytes}`);
+      }
+    }
+  }
 }

@@ -1,22 +1,19 @@
 /**
  * `gemm-mma`: the `mma.sync` instruction from the frozen MMA table
- * (ir/mma_table.ts), and how fragments come from shared memory: `ldmatrix`
- * where the type and layout allow (K-contiguous tiles of any type but f64;
- * `.trans` for 16-bit types with M/N-contiguous tiles), `ld.shared`
- * otherwise (f64; tf32 with M/N-contiguous tiles). Fragments are double
- * buffered across the k-steps of a tile.
+ * (ir/mma_table.ts) (or the SIMT cell of `math f32`), the k-steps, the
+ * register estimate, and whether fragments are double buffered across the
+ * k-steps of a tile or loaded interleaved. How they come from shared memory
+ * is gemm-fragment-load's choice (passes/fragment_load.ts).
  *
  * @module
  */
 
-import { type GemmKernel, type MmaPlan, tensorParam } from "../ir/gemm.ts";
-import { diagnostic, DiagnosticError } from "../dsl/diagnostics.ts";
-import type { MmaDtype } from "../ir/mma_table.ts";
-import { mmaShapesOn, requireInstruction, targetInfo } from "../ir/target.ts";
-import { DTYPE_INFO } from "../ir/dtype.ts";
+import type { GemmKernel, InstructionPlan } from "../ir/gemm.ts";
+import type { MmaDtype, MmaShape } from "../ir/mma_table.ts";
+import { MMA_SHAPES } from "../ir/mma_table.ts";
+import { mmaShapesOn, targetInfo } from "../ir/target.ts";
 import { type GemmPass, scheduleError } from "./pass.ts";
-import { fragmentLoad } from "./pipeline.ts";
-import { simtShape } from "../ir/simt.ts";
+import { SIMT_PREFIX, simtShape } from "../ir/simt.ts";
 
 /** Registers the estimate reserves for addressing, predicates and the epilogue. */
 const ADDRESSING_REGS = 40;
@@ -75,23 +72,37 @@ function simtPlan(k: GemmKernel): GemmKernel {
   // spilled 1.4 KB a thread).
   checkRegisterFile(k, regEstimate);
   const cell = simtShape(w.m, w.n);
-  const plan: MmaPlan = {
+  const plan: InstructionPlan = {
     shape: cell.name,
     instr: { m: cell.m, n: cell.n, k: 1 },
-    aLoad: "lds",
-    bLoad: "lds",
     kSteps: tb.k,
     regEstimate,
     fragments: "double",
   };
-  return { ...k, plan: { ...k.plan, mma: plan } };
+  return { ...k, plan: { ...k.plan, instruction: plan } };
+}
+
+/**
+ * The MMA table row (or SIMT cell) that the mma plan names.
+ *
+ * @param k The kernel (warp and mma plans made).
+ * @returns The shape; throws for a name the tables lack (a compiler bug).
+ */
+export function plannedShape(k: GemmKernel): MmaShape {
+  const name = k.plan.mma!.shape;
+  const w = k.plan.warp!.warp;
+  const s = name.startsWith(SIMT_PREFIX)
+    ? simtShape(w.m, w.n)
+    : MMA_SHAPES.find((x) => x.name === name);
+  if (s === undefined) throw new Error(`Unknown MMA shape "${name}"`);
+  return s;
 }
 
 /** The pass. */
 export const mmaPass: GemmPass = {
   name: "gemm-mma",
   title: "MmaSelect",
-  summary: "Select the mma.sync instruction and the fragment loads",
+  summary: "Select the mma.sync instruction, the k-steps and the fragment buffering",
   run(k: GemmKernel): GemmKernel {
     const m = k.math;
     const op = m.op === "mul" ? undefined : m.op;
@@ -139,28 +150,6 @@ export const mmaPass: GemmPass = {
           `the fragment pipeline needs at least 2 (use threadblock K ${2 * shape.k})`,
       );
     }
-    const pipe = k.plan.pipeline!;
-    const load = (
-      role: "A" | "B",
-      contiguous: "k" | "outer",
-      t: string,
-    ): MmaPlan["aLoad"] => {
-      const bits = DTYPE_INFO[role === "A" ? m.a : m.b].bits;
-      const l = fragmentLoad(bits, contiguous);
-      if (l !== null && l !== "lds") requireInstruction(k.target, l, "gemm-mma's fragment loads");
-      if (l !== null) return l;
-      // A layout problem, not a schedule one: point at the operand's declaration.
-      throw new DiagnosticError([diagnostic(
-        "E0211",
-        `Operand ${role} ("${t}", ${role === "A" ? m.a : m.b}) must be K-contiguous ` +
-          `(${role === "A" ? "A row-major" : "B column-major"}): ${bits}-bit MMA fragments ` +
-          `cannot be transposed from shared memory`,
-        k.source,
-        tensorParam(k, t).span,
-      )]);
-    };
-    const aLoad = load("A", pipe.a.contiguous, k.problem.a.tensor);
-    const bLoad = load("B", pipe.b.contiguous, k.problem.b.tensor);
     const mTiles = w.m / shape.m;
     const nTiles = w.n / shape.n;
     const regWords = shape.regBits / 32;
@@ -188,11 +177,9 @@ export const mmaPass: GemmPass = {
       );
     }
     checkRegisterFile(k, regEstimate);
-    const plan: MmaPlan = {
+    const plan: InstructionPlan = {
       shape: shape.name,
       instr: { m: shape.m, n: shape.n, k: shape.k },
-      aLoad,
-      bLoad,
       kSteps,
       regEstimate,
       fragments,
@@ -200,7 +187,7 @@ export const mmaPass: GemmPass = {
     return {
       ...k,
       schedule: { ...k.schedule, mma: plan.instr },
-      plan: { ...k.plan, mma: plan },
+      plan: { ...k.plan, instruction: plan },
     };
   },
 };

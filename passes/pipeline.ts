@@ -15,28 +15,6 @@ import { DTYPE_INFO } from "../ir/dtype.ts";
 import { requireInstruction, type Target, TARGET_NAMES, targetInfo } from "../ir/target.ts";
 import { type GemmPass, scheduleError } from "./pass.ts";
 
-/**
- * How MMA fragments of an operand come from shared memory: `ldmatrix` for
- * K-contiguous tiles of any type but f64, `ldmatrix.trans` for 16-bit types
- * with M/N-contiguous tiles, `ld.shared` for f64 and for 32-bit types with
- * M/N-contiguous tiles; `null` where no load can build the fragment (8-, 4-
- * and 1-bit types that are not K-contiguous).
- *
- * @param bits Element width.
- * @param contiguous Which dimension is contiguous in the tile.
- * @returns The load, or null.
- */
-export function fragmentLoad(
-  bits: number,
-  contiguous: "k" | "outer",
-): "ldmatrix" | "ldmatrix.trans" | "lds" | null {
-  if (bits === 64) return "lds";
-  if (contiguous === "k") return "ldmatrix";
-  if (bits === 16) return "ldmatrix.trans";
-  if (bits === 32) return "lds";
-  return null;
-}
-
 /** Shared memory a block may use, in bytes, by target: each row's
  * `smemPerBlock` (ir/target.ts). */
 export const SMEM_BUDGET: Readonly<Record<Target, number>> = Object.freeze(
@@ -119,11 +97,8 @@ function operandSmem(
     // conflicts on those copies: rows 8 apart share an XOR for 16 and more,
     // and the 2-chunk runs of 4 rows overlap under it for 4.)
     swizzleShift: viaRegs ? log2(rowChunks) + 2 : log2(Math.max(8, rowChunks)),
-    swizzleScale: viaRegs
-      ? Math.min(4, 32 / tileK) as 1 | 2 | 4
-      : !transpose && fragmentLoad(bits, kContig ? "k" : "outer") === "lds"
-      ? 2
-      : 1,
+    // Scale 2 for tiles read by ld.shared: gemm-fragment-load sets it once it chooses the loads.
+    swizzleScale: viaRegs ? Math.min(4, 32 / tileK) as 1 | 2 | 4 : 1,
     stageBytes,
     copyBytes,
     async: copyBytes >= 4 && !viaRegs,

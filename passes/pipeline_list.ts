@@ -17,6 +17,10 @@ import { tilePass } from "./tile.ts";
 import { warpPass } from "./warp.ts";
 import { pipelinePass } from "./pipeline.ts";
 import { mmaPass } from "./mma.ts";
+import { fragmentLoadPass } from "./fragment_load.ts";
+import { occupancyPass } from "./occupancy.ts";
+import { workspacePass } from "./workspace.ts";
+import { epilogueStagingPass } from "./epilogue_staging.ts";
 import { lowerToKernel } from "./lower.ts";
 
 /** The GEMM IR passes, in order. */
@@ -25,6 +29,10 @@ export const GEMM_PASSES: readonly GemmPass[] = Object.freeze([
   warpPass,
   pipelinePass,
   mmaPass,
+  fragmentLoadPass,
+  occupancyPass,
+  workspacePass,
+  epilogueStagingPass,
 ]);
 
 /** The lowering's name and title, as `--dump-after` and dumps show them. */

@@ -15,7 +15,6 @@
 import type { DimRef, GemmKernel, Shape3, TilePlan } from "../ir/gemm.ts";
 import { type Dtype, DTYPE_INFO } from "../ir/dtype.ts";
 import { type GemmPass, scheduleError } from "./pass.ts";
-import { WORKSPACE_PARAM } from "./lower.ts";
 import { targetInfo } from "../ir/target.ts";
 
 /**
@@ -78,6 +77,21 @@ export function hasSyncCopies(k: GemmKernel): boolean {
     const t = k.params.find((q) => q.name === n);
     return t !== undefined && t.kind === "tensor" && t.align * DTYPE_INFO[t.dtype].bits < 32;
   });
+}
+
+/**
+ * The blocks per SM that gemm-tile counts on when it weighs waves and
+ * split-K, before shared memory and registers are known: 2 for SIMT f32
+ * fed by cp.async (whose default tiles gemm-occupancy gives two blocks an
+ * SM), else 1. gemm-occupancy decides; where it keeps one block (operands
+ * aligned below 16 bytes, a B transposed by 4-byte cp.async) this
+ * prediction is a shortcut (the tile then counts twice the slots).
+ *
+ * @param k The kernel.
+ * @returns 1 or 2.
+ */
+export function expectedBlocksPerSm(k: GemmKernel): 1 | 2 {
+  return k.math.mode === "simt" && !hasSyncCopies(k) ? 2 : 1;
 }
 
 /**
@@ -289,7 +303,7 @@ export const tilePass: GemmPass = {
       // M=128, N=K=8192, and ran at 0.43 of cuBLAS's f32 GEMM on the H200;
       // 128x128 tiles split 4 ways 0.81, 8 ways 0.82, 128x64 split 2 ways
       // 0.69 (bench/NOTES.md 43). Its 128x128 tile runs two blocks an SM
-      // (Lowering.minBlocksPerSm), so the split fills twice the SMs: a
+      // (expectedBlocksPerSm), so the split fills twice the SMs: a
       // shortcut where the lowering keeps one block (operands aligned below
       // 16 bytes; nn, whose B alone is copied by 4-byte cp.async), which then
       // gets twice the split it would need.
@@ -300,7 +314,7 @@ export const tilePass: GemmPass = {
           (is16 || k.math.mmaA === "tf32")) || simt)
       ) {
         const tiles = Math.ceil(mc / tb.m) * Math.ceil(nc / tb.n);
-        const slots = sms * (simt ? 2 : 1);
+        const slots = sms * expectedBlocksPerSm(k);
         autoSplitK = defaultSplitK(tiles, Math.ceil(kc / tb.k), slots);
         // SIMT: at most 4 ways. The last split's reduction of 8 spilled 8-12 bytes at the
         // 128 registers of two blocks an SM (tests/ptxas_sweep.ts), and split 8 measured no
@@ -341,8 +355,8 @@ export const tilePass: GemmPass = {
       } else if (
         autoSplitK === 1 && mc !== null && nc !== null && simt && tb.m === d.m && tb.n === d.n
       ) {
-        // Two blocks an SM (Lowering.minBlocksPerSm): twice the SMs' slots.
-        tb = waveAwareTile(tb, mc, nc, 2 * sms, WAVE_TILES_SIMT);
+        // Two blocks an SM (expectedBlocksPerSm): twice the SMs' slots.
+        tb = waveAwareTile(tb, mc, nc, expectedBlocksPerSm(k) * sms, WAVE_TILES_SIMT);
       }
       if (
         !smallGrid && kc !== null && asyncTensor &&
@@ -398,14 +412,6 @@ export const tilePass: GemmPass = {
           `"split_k ${splitK}" exceeds the ${
             Math.ceil(kc / tb.k)
           } k-tiles of K=${kc} (tile K ${tb.k})`,
-        );
-      }
-      if (k.params.some((q) => q.name === WORKSPACE_PARAM) || k.dims.includes(WORKSPACE_PARAM)) {
-        scheduleError(
-          k,
-          "split_k",
-          "E0212",
-          `"split_k ${splitK}" adds a parameter named "${WORKSPACE_PARAM}": rename the kernel's "${WORKSPACE_PARAM}"`,
         );
       }
     }

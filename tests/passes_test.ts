@@ -676,6 +676,10 @@ Deno.test("pass manager: one ordered list of kebab-case passes with summaries", 
     "gemm-warp",
     "gemm-pipeline",
     "gemm-mma",
+    "gemm-fragment-load",
+    "gemm-occupancy",
+    "gemm-workspace",
+    "gemm-epilogue-staging",
     "lower-kernel",
   ]);
   assert.deepEqual(GEMM_PASSES.map((p) => p.title), [
@@ -683,6 +687,10 @@ Deno.test("pass manager: one ordered list of kebab-case passes with summaries", 
     "WarpPartition",
     "StagePipeline",
     "MmaSelect",
+    "FragmentLoad",
+    "Occupancy",
+    "SplitKWorkspace",
+    "EpilogueStaging",
   ]);
   for (const p of [...GEMM_PASSES, LOWER_PASS]) {
     assert.match(p.name, /^[a-z]+(-[a-z]+)*$/);
@@ -717,7 +725,16 @@ Deno.test("pass manager: each pass is a pure function that adds its part of the 
     assert.deepEqual(p.run(k), next, p.name);
     k = deepFreeze(next);
   }
-  assert.deepEqual(added, [["tile"], ["warp"], ["pipeline"], ["mma"]]);
+  assert.deepEqual(added, [
+    ["tile"],
+    ["warp"],
+    ["pipeline"],
+    ["instruction"],
+    ["mma"],
+    ["occupancy"],
+    ["workspace"],
+    ["staging"],
+  ]);
   assert.equal(JSON.stringify(k0), before, "the input is untouched");
   // The pipeline gives the same as the passes one by one.
   const r = runPipeline(k0);
@@ -743,8 +760,15 @@ Deno.test("pass manager: the dump hook sees every pass in order, header first", 
   });
   // The last GEMM-IR dump is the planned kernel; the lowering's is the kernel IR.
   const ck = r.kernels[0]!;
-  assert.equal(seen[3]![1], `${dumpHeader("MmaSelect", "gemm-mma")}\n${printGemm(ck.planned)}`);
-  assert.equal(seen[4]![1], `${dumpHeader("LowerToKernelIR", "lower-kernel")}\n${ck.kernelText}`);
+  const last = GEMM_PASSES.at(-1)!;
+  assert.equal(
+    seen[GEMM_PASSES.length - 1]![1],
+    `${dumpHeader(last.title, last.name)}\n${printGemm(ck.planned)}`,
+  );
+  assert.equal(
+    seen[GEMM_PASSES.length]![1],
+    `${dumpHeader("LowerToKernelIR", "lower-kernel")}\n${ck.kernelText}`,
+  );
 });
 
 // ---- golden dumps -----------------------------------------------------------------------

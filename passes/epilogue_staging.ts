@@ -1,0 +1,261 @@
+/**
+ * `gemm-epilogue-staging`: whether the epilogue stages D through shared
+ * memory, and how (see {@link StagingPlan}): 8- and 16-bit row-major D, with
+ * a tensor-core MMA, stores whole vectors along D's rows instead of the
+ * fragment's pairs. An epilogue that reads a matrix (C) stages the raw
+ * accumulators ("raw") and is evaluated along D's rows, where neighbouring
+ * lanes read C; others stage D's elements ("out").
+ *
+ * @module
+ */
+
+import {
+  type EpilogueExpr,
+  type GemmKernel,
+  type StagingPlan,
+  type TensorParam,
+  tensorParam,
+  unreachable,
+} from "../ir/gemm.ts";
+import { DTYPE_INFO } from "../ir/dtype.ts";
+import type { MmaShape } from "../ir/mma_table.ts";
+import { SIMT_PREFIX } from "../ir/simt.ts";
+import { tallyWavefronts, type WavefrontTally } from "../ir/smem_banks.ts";
+import type { GemmPass } from "./pass.ts";
+import { plannedShape } from "./mma.ts";
+
+/** An accumulator element's position relative to its lane's first element. */
+interface Elem {
+  readonly dr: number;
+  readonly dc: number;
+}
+
+type Load = Extract<EpilogueExpr, { op: "load" }>;
+
+/** The first load of each tensor the expression reads, in order of appearance. */
+function loadsOf(e: EpilogueExpr, into = new Map<string, Load>()): Map<string, Load> {
+  switch (e.op) {
+    case "load":
+      if (!into.has(e.tensor)) into.set(e.tensor, e);
+      return into;
+    case "unary":
+    case "cast":
+      return loadsOf(e.x, into);
+    case "binary":
+      loadsOf(e.a, into);
+      return loadsOf(e.b, into);
+    case "clamp":
+      loadsOf(e.x, into);
+      loadsOf(e.lo, into);
+      return loadsOf(e.hi, into);
+    case "acc":
+    case "const":
+    case "scalar":
+      return into;
+    default:
+      return unreachable(e);
+  }
+}
+
+/**
+ * The elements of one accumulator tile's fragment, grouped in runs along a
+ * row: column-adjacent pairs (the first at an even column) where `pairs`,
+ * else one element a group.
+ */
+function fragmentGroups(s: MmaShape, pairs: boolean): Elem[][] {
+  const [r0, c0] = s.c.coord(0, 0, 0);
+  const elems: Elem[] = [];
+  for (let r = 0; r < s.c.regs; r++) {
+    for (let e = 0; e < s.c.elemsPerReg; e++) {
+      const [rr, cc] = s.c.coord(0, r, e);
+      elems.push({ dr: rr - r0, dc: cc - c0 });
+    }
+  }
+  const groups: Elem[][] = [];
+  const used = new Set<number>();
+  elems.forEach((e, i) => {
+    if (used.has(i)) return;
+    used.add(i);
+    const j = elems.findIndex((f, jj) => !used.has(jj) && f.dr === e.dr && f.dc === e.dc + 1);
+    if (pairs && j >= 0 && e.dc % 2 === 0) {
+      used.add(j);
+      groups.push([e, elems[j]!]);
+    } else groups.push([e]);
+  });
+  return groups;
+}
+
+/** Whether a matrix the epilogue reads can be read `n` elements at a time along D's rows. */
+function alongRow(k: GemmKernel, t: TensorParam, n: number): boolean {
+  const bits = DTYPE_INFO[t.dtype].bits;
+  const view = k.epilogue.views.find((v) => v.tensor === t.name);
+  return view?.layout === "row" && t.align >= n &&
+    (bits === 16 || bits === 32 || (bits === 64 && n === 2));
+}
+
+/**
+ * Whether and how the epilogue stages D through shared memory (null: each
+ * thread stores its accumulator elements straight from registers).
+ *
+ * Epilogue loads (C, a bias, split-K's partial sums) cannot alias the
+ * shared-memory stores, so ptxas would hoist every load of a chunk above
+ * them: one accumulator-tile row a chunk bounds the registers they hold. A
+ * bias along M alone is loaded once a row (cached) and takes whole chunks:
+ * +2.5% at 4096³ (a bias along N lost 0.6% so: bench/NOTES.md 35). A matrix
+ * the raw path cannot read 4 at a time along a row (a column-major C, or one
+ * aligned to less than 4) keeps a 16-bit D direct: the fragment layout reads
+ * C in whole sectors (bench/NOTES.md 37). An 8-bit D stays staged (shortcut:
+ * direct, one spilled).
+ *
+ * @param k The kernel (tile, warp, pipeline and mma plans made).
+ * @returns The staging plan, or null.
+ */
+export function stagingPlan(k: GemmKernel): StagingPlan | null {
+  if (k.plan.mma!.shape.startsWith(SIMT_PREFIX) || k.problem.d.layout !== "row") return null;
+  const s = plannedShape(k);
+  const d = tensorParam(k, k.problem.d.tensor);
+  const dBytes = DTYPE_INFO[d.dtype].bits / 8;
+  const pairOk = k.problem.d.layout === "row" && d.align >= 2 && dBytes >= 2;
+  const loads = [...loadsOf(k.epilogue.expr).values()];
+  const readsMatrix = loads.some((x) => x.rows && x.cols);
+  const rowVectorsOnly = loads.every((x) => x.rows && !x.cols);
+  const mTiles = k.plan.warp!.warp.m / s.m;
+  const maxTiles = k.plan.tile!.splitK > 1 || !rowVectorsOnly ? 1 : mTiles;
+  const rawReadable = dBytes !== 2 ||
+    loads.every((x) => !(x.rows && x.cols) || alongRow(k, tensorParam(k, x.tensor), 4));
+  if (!rawReadable) return null;
+  // Raw accumulators are staged in pairs whatever D's alignment.
+  const groups = fragmentGroups(s, readsMatrix || pairOk);
+  return stagedLayout(k, s, groups, {
+    d,
+    dBytes,
+    pairOk,
+    maxTiles,
+    mode: readsMatrix ? "raw" : "out",
+  });
+}
+
+/** What {@link stagedLayout} stages: D, its element size, whether the direct path stores
+ * pairs, the most accumulator-tile rows a chunk, and the mode. */
+interface StagedOutput {
+  readonly d: TensorParam;
+  readonly dBytes: number;
+  readonly pairOk: boolean;
+  readonly maxTiles: number;
+  readonly mode: "out" | "raw";
+}
+
+/**
+ * The staged layout, or null where staging does not pay or does not fit.
+ *
+ * Staged when D is row-major with 8- or 16-bit elements, the MMA is a
+ * tensor-core one, and D's alignment allows vectors wider than the direct
+ * path's stores (a pair of elements, or one); the vector is at most 16
+ * bytes and one warp-tile row.
+ * A chunk is as many accumulator-tile rows (at most `maxTiles`) as the
+ * regions (one a warp) fit in the pipeline's shared memory, balanced over
+ * the chunks: the epilogue never asks for more shared memory than the main
+ * loop (shortcut: where one row does not fit, it stays direct). The
+ * padding of a region's rows is the smallest multiple of
+ * 16 bytes for which the fragment writes and the vector reads need the
+ * fewest shared-memory wavefronts: conflict-free for warp-tile rows of 128
+ * bytes or more (every default tile); narrower rows have no padding that
+ * suits both sides, and their reads take up to twice the ideal (an XOR
+ * swizzle would fix it; shortcut, the epilogue is a small part of a tile's
+ * time). Column-major D stays direct (shortcut).
+ */
+function stagedLayout(
+  k: GemmKernel,
+  s: MmaShape,
+  groups: readonly (readonly Elem[])[],
+  o: StagedOutput,
+): StagingPlan | null {
+  const { d, dBytes, mode } = o;
+  // Only where the direct path's stores leave 32-byte sectors part-filled:
+  // 4 lanes write a row's 8 columns, so 8- and 16-bit outputs (4 or 2
+  // bytes a lane). f32/s32 pairs (8 bytes a lane) already fill sectors;
+  // staging them measured -1% at tf32 8192³ and +2% at 4096³ (bench/NOTES.md 31).
+  if (dBytes !== 1 && dBytes !== 2) return null;
+  const wp = k.plan.warp!;
+  // Raw: 4 accumulators of 4 bytes a lane, stored as 4 elements of D (D's
+  // alignment at least 4).
+  if (mode === "raw" && (k.epilogue.compute === "f64" || d.align < 4)) return null;
+  const elemBytes = mode === "raw" ? 4 : dBytes;
+  const rowBytes = wp.warp.n * elemBytes;
+  let vecBytes = 16;
+  while (
+    vecBytes > 1 &&
+    (mode === "out" && vecBytes > d.align * dBytes || rowBytes % vecBytes !== 0)
+  ) {
+    vecBytes /= 2;
+  }
+  if (mode === "raw" ? vecBytes !== 16 : vecBytes <= (o.pairOk ? 2 : 1) * dBytes) return null;
+  const perRow = rowBytes / vecBytes;
+  // Every lane reads the same number of vectors from each accumulator-tile
+  // row, the same column of each (rows of at most 32 vectors: 512 bytes).
+  if (32 % perRow !== 0 || (s.m * perRow) % 32 !== 0) return null;
+  const mTiles = wp.warp.m / s.m;
+  const warps = wp.threads / 32;
+  const avail = k.plan.pipeline!.smemBytes;
+  const nTiles = wp.warp.n / s.n;
+  // Lane l's fragment position relative to lane 0's.
+  const [r0, c0] = s.c.coord(0, 0, 0);
+  const laneRow = Array.from({ length: 32 }, (_, l) => s.c.coord(l, 0, 0)[0] - r0);
+  const laneCol = Array.from({ length: 32 }, (_, l) => s.c.coord(l, 0, 0)[1] - c0);
+  const addrs = new Array<number>(32);
+  /** Excess wavefronts of one tile row's writes and reads, or more than `limit`. */
+  const excess = (stride: number, limit: number): number => {
+    const t: WavefrontTally = { wavefronts: 0, ideal: 0 };
+    for (let j = 0; j < nTiles && t.wavefronts - t.ideal <= limit; j++) {
+      for (const grp of groups) {
+        const e0 = grp[0]!;
+        for (let l = 0; l < 32; l++) {
+          addrs[l] = (laneRow[l]! + e0.dr) * stride +
+            (laneCol[l]! + j * s.n + e0.dc) * elemBytes;
+        }
+        tallyWavefronts(addrs, 32, grp.length * elemBytes, t);
+      }
+    }
+    for (let q = 0; q < (s.m * perRow) / 32; q++) {
+      for (let l = 0; l < 32; l++) {
+        const v = q * 32 + l;
+        addrs[l] = Math.floor(v / perRow) * stride + (v % perRow) * vecBytes;
+      }
+      tallyWavefronts(addrs, 32, vecBytes, t);
+    }
+    return t.wavefronts - t.ideal;
+  };
+  // The pad with the fewest excess wavefronts (the pattern repeats every
+  // accumulator-tile row), then as many tile rows a chunk as fit, balanced
+  // over the chunks (5 rows that fit 3 at a time: 3 + 2).
+  let best: { stride: number; cost: number } | null = null;
+  for (let pad = 0; pad <= 128; pad += 16) {
+    const stride = rowBytes + pad;
+    if (warps * s.m * stride > avail) break;
+    const cost = excess(stride, best?.cost ?? Infinity);
+    if (best === null || cost < best.cost) best = { stride, cost };
+    if (cost === 0) break;
+  }
+  if (best === null) return null;
+  const fit = Math.min(o.maxTiles, mTiles, Math.floor(avail / (warps * s.m * best.stride)));
+  const tiles = Math.ceil(mTiles / Math.ceil(mTiles / fit));
+  return {
+    tiles,
+    stride: best.stride,
+    regionBytes: tiles * s.m * best.stride,
+    vecBytes,
+    perRow,
+    mode,
+    elemBytes,
+  };
+}
+
+/** The pass. */
+export const epilogueStagingPass: GemmPass = {
+  name: "gemm-epilogue-staging",
+  title: "EpilogueStaging",
+  summary: "Decide whether and how the epilogue stages D through shared memory",
+  run(k: GemmKernel): GemmKernel {
+    return { ...k, plan: { ...k.plan, staging: stagingPlan(k) } };
+  },
+};

@@ -1,0 +1,130 @@
+/**
+ * The decision passes after gemm-mma (gemm-occupancy, gemm-workspace,
+ * gemm-epilogue-staging) against what the lowering builds: for every example,
+ * the benchmark kernels (as bench/gen_hinted.ts compiles them: the sizes as
+ * hints, 132 SMs) and the sweep's programs (tests/_programs.ts), on both
+ * targets, with and without size hints, the plan's blocks per SM is the
+ * kernel's `minBlocksPerSm`, its workspace record is the grid's
+ * `workspacePerTile` (and the last parameter), and its staging plan is the
+ * staged epilogue the kernel IR holds (or none).
+ */
+
+import assert from "node:assert/strict";
+import { compile, type CompiledKernel } from "../compiler.ts";
+import { type Op, walkOps } from "../ir/kernel.ts";
+import type { StagingPlan } from "../ir/gemm.ts";
+import { examples, ROOT } from "./_examples.ts";
+import { programs, SHAPES } from "./_programs.ts";
+
+/** One compilation: its name, source and options. */
+interface Case {
+  readonly id: string;
+  readonly src: string;
+  readonly target: "sm80" | "sm86";
+  readonly hints?: Record<string, number>;
+  readonly sms?: number;
+}
+
+/** Hints for every dimension name the corpus uses for M, N, K and a batch. */
+function hints(M: number, N: number, K: number): Record<string, number> {
+  return { M, N, K, Tokens: M, Out: N, In: K, L: 2 };
+}
+
+function read(path: string): string {
+  return Deno.readTextFileSync(new URL(path, ROOT));
+}
+
+function cases(): Case[] {
+  const out: Case[] = [];
+  const add = (id: string, src: string, shapes: readonly (readonly number[])[]) => {
+    for (const target of ["sm80", "sm86"] as const) {
+      out.push({ id, src, target });
+      for (const [M, N, K] of shapes) {
+        out.push({ id, src, target, hints: hints(M!, N!, K!), sms: 132 });
+      }
+    }
+  };
+  for (const e of examples()) add(`examples/${e}`, read(`examples/${e}.gemm`), SHAPES);
+  const bench = [...Deno.readDirSync(new URL("bench/kernels/", ROOT))]
+    .filter((e) => e.name.endsWith(".gemm")).map((e) => e.name).sort();
+  // bench/gen_hinted.ts's shapes.
+  const benchShapes = [[4096, 4096, 4096], [8192, 8192, 8192], [128, 8192, 8192]];
+  for (const f of bench) add(`bench/kernels/${f}`, read(`bench/kernels/${f}`), benchShapes);
+  for (const [name, src] of programs()) add(name, src, SHAPES);
+  return out;
+}
+
+/** The staged epilogue as the kernel IR's comment describes it, or null; throws on two. */
+function stagedInKernel(body: readonly Op[]): Omit<StagingPlan, "perRow" | "elemBytes"> | null {
+  const re =
+    /^staged through shared memory \((raw accumulators|D's elements)\): (\d+) of \d+ (?:.*?), (\d+) bytes a warp, rows of (\d+) bytes, (\d+)-byte reads$/;
+  const found: Omit<StagingPlan, "perRow" | "elemBytes">[] = [];
+  walkOps(body, (o) => {
+    if (o.op !== "comment" || !o.text.startsWith("staged through")) return;
+    const m = re.exec(o.text);
+    assert.ok(m !== null, `unparsed comment "${o.text}"`);
+    found.push({
+      mode: m[1] === "raw accumulators" ? "raw" : "out",
+      tiles: Number(m[2]),
+      regionBytes: Number(m[3]),
+      stride: Number(m[4]),
+      vecBytes: Number(m[5]),
+    });
+  });
+  assert.ok(found.length <= 1, "more than one staged epilogue");
+  return found[0] ?? null;
+}
+
+/** Compares one kernel's plan with its kernel IR; returns which decisions were non-trivial. */
+function compare(
+  ck: CompiledKernel,
+  where: string,
+): { blocks2: boolean; split: boolean; staged: boolean } {
+  const { occupancy, workspace, staging } = ck.planned.plan;
+  const kernel = ck.kernel;
+  assert.ok(occupancy !== undefined && workspace !== undefined && staging !== undefined, where);
+  assert.equal(occupancy.blocksPerSm, kernel.minBlocksPerSm ?? 1, `${where}: blocks per SM`);
+  assert.equal(workspace?.perTile, kernel.grid.workspacePerTile, `${where}: workspace`);
+  if (workspace !== null) assert.equal(kernel.params.at(-1)!.name, workspace.param, where);
+  const staged = stagedInKernel(kernel.body);
+  const planned = staging === null ? null : {
+    mode: staging.mode,
+    tiles: staging.tiles,
+    regionBytes: staging.regionBytes,
+    stride: staging.stride,
+    vecBytes: staging.vecBytes,
+  };
+  assert.deepEqual(planned, staged, `${where}: staging`);
+  return {
+    blocks2: occupancy.blocksPerSm === 2,
+    split: workspace !== null,
+    staged: staged !== null,
+  };
+}
+
+Deno.test("decision passes equal what the lowering builds", () => {
+  const seen = { kernels: 0, blocks2: 0, split: 0, staged: 0, raw: 0 };
+  for (const c of cases()) {
+    const r = compile(c.src, {
+      file: `${c.id}.gemm`,
+      target: c.target,
+      ...(c.hints ? { sizeHints: c.hints } : {}),
+      ...(c.sms ? { sms: c.sms } : {}),
+    });
+    for (const ck of r.kernels) {
+      const where = `${c.id} ${ck.name} ${c.target} ${JSON.stringify(c.hints ?? null)}`;
+      const got = compare(ck, where);
+      seen.kernels++;
+      if (got.blocks2) seen.blocks2++;
+      if (got.split) seen.split++;
+      if (got.staged) seen.staged++;
+      if (ck.planned.plan.staging?.mode === "raw") seen.raw++;
+    }
+  }
+  // Every decision is taken both ways in the corpus, so that a copy that
+  // drifted from the lowering would show.
+  for (const [key, n] of Object.entries(seen)) {
+    assert.ok(n > 0, `no kernel with ${key}`);
+    assert.ok(key === "kernels" || n < seen.kernels, `every kernel with ${key}`);
+  }
+});
