@@ -30,7 +30,7 @@ import { compareOutput, type Comparison } from "./compare.ts";
 import { type Hazard, simulate } from "../backends/sim/mod.ts";
 import { simArgs } from "./simulate_gemm.ts";
 import { workspaceArgs } from "./workspace.ts";
-import { bf16BitsToF32, ulpDistanceF16, ulpDistanceF32 } from "../backends/sim/numerics.ts";
+import { bf16BitsToF32, ulpDistanceF16, ulpDistanceF32 } from "../numerics/mod.ts";
 
 /** Indices chosen along each sampled dimension, by dimension name. */
 export type Sample = ReadonlyMap<string, readonly number[]>;

@@ -35,7 +35,7 @@ import { tensorParam, unreachable } from "../ir/gemm.ts";
 import { type Dtype, DTYPE_INFO } from "../ir/dtype.ts";
 import { readElem, tensorShape } from "./tensor.ts";
 import type { LaunchArgs } from "./inputs.ts";
-import { roundBf16, roundF16 } from "../backends/sim/numerics.ts";
+import { roundBf16, roundF16 } from "../numerics/mod.ts";
 
 /** The reference result of a GEMM. */
 export interface Reference {

@@ -15,7 +15,7 @@ import {
   f16BitsToF32,
   f32ToBf16Bits,
   f32ToF16Bits,
-} from "../backends/sim/numerics.ts";
+} from "../numerics/mod.ts";
 
 /** A tensor's concrete shape and strides (in elements). */
 export interface TensorShape {

@@ -28,7 +28,7 @@ import {
   unpackS8,
   unpackU4,
   unpackU8,
-} from "../backends/sim/numerics.ts";
+} from "../numerics/mod.ts";
 import { rng as uniform } from "../backends/sim/_test_kernels.ts";
 
 // ---------------------------------------------------------------------------

@@ -28,7 +28,7 @@ import {
   fmaF64,
   roundF16,
   tf32Truncate,
-} from "./numerics.ts";
+} from "../../numerics/mod.ts";
 import type { Machine, Mask, OpInfo, Run } from "./_machine.ts";
 import { F16_VALUES } from "./_alu.ts";
 import { warpActive } from "./_ops.ts";

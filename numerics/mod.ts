@@ -864,7 +864,7 @@ function fmaExact(a: number, b: number, c: number): number {
  * @returns `RN_f32(a * b + c)`.
  * @example
  * ```ts
- * import { fmaF32 } from "./numerics.ts";
+ * import { fmaF32 } from "./mod.ts";
  * const a = 1 + 2 ** -12;
  * console.assert(fmaF32(a, a, -1) === 2 ** -11 + 2 ** -24); // a*a - 1 exactly
  * ```
@@ -883,7 +883,7 @@ export function fmaF32(a: number, b: number, c: number): number {
  * @returns An s32 value.
  * @example
  * ```ts
- * import { rniSatS32 } from "./numerics.ts";
+ * import { rniSatS32 } from "./mod.ts";
  * console.assert(rniSatS32(2.5) === 2 && rniSatS32(-1.5) === -2 && rniSatS32(1e10) === 2147483647);
  * ```
  */
@@ -905,7 +905,7 @@ export function rniSatS32(x: number): number {
  * @returns The smaller.
  * @example
  * ```ts
- * import { minPtx } from "./numerics.ts";
+ * import { minPtx } from "./mod.ts";
  * console.assert(minPtx(NaN, 3) === 3 && Object.is(minPtx(0, -0), -0));
  * ```
  */
@@ -925,7 +925,7 @@ export function minPtx(a: number, b: number): number {
  * @returns The larger.
  * @example
  * ```ts
- * import { maxPtx } from "./numerics.ts";
+ * import { maxPtx } from "./mod.ts";
  * console.assert(maxPtx(2, NaN) === 2 && Object.is(maxPtx(-0, 0), 0));
  * ```
  */
@@ -946,7 +946,7 @@ export function maxPtx(a: number, b: number): number {
  * @returns An f32 value.
  * @example
  * ```ts
- * import { ex2Approx } from "./numerics.ts";
+ * import { ex2Approx } from "./mod.ts";
  * console.assert(ex2Approx(3) === 8 && ex2Approx(-Infinity) === 0);
  * ```
  */
@@ -963,7 +963,7 @@ export function ex2Approx(x: number): number {
  * @returns An f32 value.
  * @example
  * ```ts
- * import { rcpApprox } from "./numerics.ts";
+ * import { rcpApprox } from "./mod.ts";
  * console.assert(rcpApprox(4) === 0.25 && rcpApprox(0) === Infinity);
  * ```
  */
@@ -981,7 +981,7 @@ export function rcpApprox(x: number): number {
  * @returns An f32 value.
  * @example
  * ```ts
- * import { tanhApprox } from "./numerics.ts";
+ * import { tanhApprox } from "./mod.ts";
  * console.assert(tanhApprox(0) === 0 && tanhApprox(Infinity) === 1);
  * ```
  */
