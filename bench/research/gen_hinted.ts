@@ -17,7 +17,7 @@
 import { existsSync } from "node:fs";
 import type { CompileOptions, CompileResult } from "../../compiler.ts";
 
-const [out, tag, root = new URL("..", import.meta.url).pathname] = Deno.args;
+const [out, tag, root = new URL("../..", import.meta.url).pathname] = Deno.args;
 if (out === undefined || tag === undefined) {
   console.error("usage: deno run -A bench/research/gen_hinted.ts OUT TAG [ROOT]");
   Deno.exit(2);
