@@ -81,7 +81,9 @@ export function ablate(k: Kernel, which: Ablation, name: string): Kernel {
 if (import.meta.main) {
   const [out, ...specs] = Deno.args;
   if (out === undefined || specs.length === 0) {
-    console.error("usage: deno run -A bench/research/ablate.ts OUT_DIR TYPE[:TAG:SCHEDULE;LINES] ...");
+    console.error(
+      "usage: deno run -A bench/research/ablate.ts OUT_DIR TYPE[:TAG:SCHEDULE;LINES] ...",
+    );
     Deno.exit(2);
   }
   Deno.mkdirSync(out, { recursive: true });

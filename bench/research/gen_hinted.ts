@@ -33,7 +33,9 @@ const shapes = (Deno.env.get("SHAPES") ?? "4096x4096x4096,8192x8192x8192,128x819
 Deno.mkdirSync(out, { recursive: true });
 for (const t of kernels) {
   const file = [`${here}../kernels/${t}.gemm`, `${here}probes/${t}.gemm`].find(existsSync);
-  if (file === undefined) throw new Error(`no bench/kernels/${t}.gemm or bench/research/probes/${t}.gemm`);
+  if (file === undefined) {
+    throw new Error(`no bench/kernels/${t}.gemm or bench/research/probes/${t}.gemm`);
+  }
   for (const [M, N, K] of shapes) {
     const name = `var_${t}_${M}x${N}x${K}_${tag}`;
     const src = Deno.readTextFileSync(file).replace(/^kernel \w+/m, `kernel ${name}`);
