@@ -46,7 +46,7 @@ import { workspaceArgs } from "../harness/workspace.ts";
 import { chooseReferenceSample, referenceCheck } from "../harness/checks.ts";
 import type { LaunchArgs } from "../harness/inputs.ts";
 import { tensorShape } from "../harness/tensor.ts";
-import { f32ToF16Bits } from "../backends/sim/numerics.ts";
+import { f32ToF16Bits } from "../numerics/mod.ts";
 import { tensorParam } from "../ir/gemm.ts";
 import { type BlasType, Cublas } from "./cublas.ts";
 import {

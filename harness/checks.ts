@@ -30,7 +30,13 @@ import { compareOutput, type Comparison } from "./compare.ts";
 import { type Hazard, simulate } from "../backends/sim/mod.ts";
 import { simArgs } from "./simulate_gemm.ts";
 import { workspaceArgs } from "./workspace.ts";
-import { bf16BitsToF32, ulpDistanceF16, ulpDistanceF32 } from "../backends/sim/numerics.ts";
+import {
+  bf16BitsToF32,
+  ulpDistanceF16,
+  ulpDistanceF32,
+  ulpDistanceF64,
+  ulpOf,
+} from "../numerics/mod.ts";
 
 /** Indices chosen along each sampled dimension, by dimension name. */
 export type Sample = ReadonlyMap<string, readonly number[]>;
@@ -300,17 +306,6 @@ export function unwrittenCount(dtype: Dtype, bytes: Uint8Array): number | null {
   return n;
 }
 
-/** The ordered-integer distance of two f64 bit patterns (units in the last place). */
-export function ulpDistanceF64(a: number, b: number): number {
-  if (a !== a || b !== b) return a !== a && b !== b ? 0 : Infinity;
-  const dv = new DataView(new ArrayBuffer(16));
-  dv.setFloat64(0, a, true);
-  dv.setFloat64(8, b, true);
-  const ord = (x: bigint) => (x < 0n ? -(x & 0x7fffffffffffffffn) : x);
-  const d = ord(dv.getBigInt64(0, true)) - ord(dv.getBigInt64(8, true));
-  return Number(d < 0n ? -d : d);
-}
-
 /**
  * The distance of two output elements in units in the last place of the
  * output type (bf16 measured in bf16 ulps: its f32 distance / 2^16), or, for
@@ -339,19 +334,6 @@ export function elementDistance(dtype: Dtype, x: Uint8Array, y: Uint8Array, i: n
     default:
       return readElem(x, dtype, i) === readElem(y, dtype, i) ? 0 : 1;
   }
-}
-
-/** One ulp of |x| in a float type (at least the smallest normal's). */
-function ulpOf(x: number, t: Dtype): number {
-  const [bits, minExp] = t === "f16"
-    ? [10, -14]
-    : t === "bf16"
-    ? [7, -126]
-    : t === "f64"
-    ? [52, -1022]
-    : [23, -126];
-  const e = x === 0 ? minExp : Math.max(minExp, Math.floor(Math.log2(x)));
-  return 2 ** (e - bits);
 }
 
 /**

@@ -35,7 +35,7 @@ import { tensorParam, unreachable } from "../ir/gemm.ts";
 import { type Dtype, DTYPE_INFO } from "../ir/dtype.ts";
 import { readElem, tensorShape } from "./tensor.ts";
 import type { LaunchArgs } from "./inputs.ts";
-import { roundBf16, roundF16 } from "../backends/sim/numerics.ts";
+import { roundHalfEven, roundToDtype, ulpOf } from "../numerics/mod.ts";
 
 /** The reference result of a GEMM. */
 export interface Reference {
@@ -44,35 +44,6 @@ export interface Reference {
   /** Per element, the largest admissible |kernel - reference| (0 for integers). */
   readonly bound: Float64Array;
   readonly exact: boolean;
-}
-
-function ulp(x: number, t: Dtype): number {
-  const a = Math.abs(x);
-  const bits = t === "f16" ? 10 : t === "bf16" ? 7 : t === "f64" ? 52 : 23;
-  const minExp = t === "f16" ? -14 : t === "bf16" ? -126 : t === "f64" ? -1022 : -126;
-  const e = a === 0 ? minExp : Math.max(minExp, Math.floor(Math.log2(a)));
-  return 2 ** (e - bits);
-}
-
-function roundTo(x: number, t: Dtype): number {
-  switch (t) {
-    case "f16":
-      return roundF16(x);
-    case "bf16":
-      return roundBf16(x);
-    case "f32":
-    case "tf32":
-      return Math.fround(x);
-    case "f64":
-      return x;
-    default:
-      return x;
-  }
-}
-
-function roundHalfEven(x: number): number {
-  const r = Math.round(x);
-  return Math.abs(x % 1) === 0.5 && r % 2 !== 0 ? r - 1 : r;
 }
 
 function intRangeOf(t: Dtype): [number, number] {
@@ -221,7 +192,7 @@ export function referenceGemm(k: GemmKernel, args: LaunchArgs): Reference {
         return Math.min(Math.max(ev(e.x), ev(e.lo)), ev(e.hi));
       case "cast": {
         const x = ev(e.x);
-        if (DTYPE_INFO[e.to].float) return roundTo(x, e.to);
+        if (DTYPE_INFO[e.to].float) return roundToDtype(x, e.to);
         const [lo, hi] = intRangeOf(e.to);
         return Math.min(Math.max(roundHalfEven(x), lo), hi);
       }
@@ -286,10 +257,10 @@ export function referenceGemm(k: GemmKernel, args: LaunchArgs): Reference {
           }
           if (approx) bnd += 2 ** -10 * Math.max(1, Math.abs(v));
           bnd += 2 ** -20 * Math.abs(v) +
-            2 * ulp(v, out === "f64" ? "f64" : out === "f16" || out === "bf16" ? out : "f32");
+            2 * ulpOf(v, out === "f64" ? "f64" : out === "f16" || out === "bf16" ? out : "f32");
         }
         // Convert to the output type.
-        if (DTYPE_INFO[out].float) v = roundTo(v, out);
+        if (DTYPE_INFO[out].float) v = roundToDtype(v, out);
         else {
           const [lo, hi] = intRangeOf(out);
           v = Math.min(Math.max(compute === "s32" ? v : roundHalfEven(v), lo), hi);

@@ -10,12 +10,7 @@
 
 import type { DimRef, TensorParam } from "../ir/gemm.ts";
 import { type Dtype, DTYPE_INFO } from "../ir/dtype.ts";
-import {
-  bf16BitsToF32,
-  f16BitsToF32,
-  f32ToBf16Bits,
-  f32ToF16Bits,
-} from "../backends/sim/numerics.ts";
+import { bf16BitsToF32, f16BitsToF32, f32ToBf16Bits, f32ToF16Bits } from "../numerics/mod.ts";
 
 /** A tensor's concrete shape and strides (in elements). */
 export interface TensorShape {

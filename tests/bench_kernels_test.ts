@@ -2,7 +2,7 @@
  * The benchmark's own kernels (bench/): the mma.sync ceiling kernels with
  * fixed and with random operands, run in the simulator (random operands must
  * be finite values of the operand type, rotated across the MMAs); the clock
- * probe's hand-written PTX assembles; the ablation kernels of bench/ablate.ts
+ * probe's hand-written PTX assembles; the ablation kernels of bench/research/ablate.ts
  * remove exactly what they say (and the no-store one still verifies).
  *
  * ptxas tests are skipped visibly without ptxas, and fail without it under
@@ -29,7 +29,7 @@ import {
   peakKernel,
 } from "../bench/mma_peak.ts";
 import { CLOCK_PROBE_PTX } from "../bench/clock_probe.ts";
-import { ablate } from "../bench/ablate.ts";
+import { ablate } from "../bench/research/ablate.ts";
 import { cutlassName } from "../bench/gpu_bench.ts";
 
 function ops(body: readonly Op[], kind: Op["op"]): Op[] {

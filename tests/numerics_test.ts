@@ -18,17 +18,21 @@ import {
   relu,
   roundBf16,
   roundF16,
+  roundHalfEven,
+  roundToDtype,
   satS32,
   sigmoid,
   silu,
   tf32Truncate,
   ulpDistanceF16,
   ulpDistanceF32,
+  ulpDistanceF64,
+  ulpOf,
   unpackS4,
   unpackS8,
   unpackU4,
   unpackU8,
-} from "../backends/sim/numerics.ts";
+} from "../numerics/mod.ts";
 import { rng as uniform } from "../backends/sim/_test_kernels.ts";
 
 // ---------------------------------------------------------------------------
@@ -572,6 +576,76 @@ Deno.test("ulpDistanceF16", () => {
   assert.equal(ulpDistanceF16(0x7e00, 0xffff), 0);
   assert.equal(ulpDistanceF16(0x7e00, 0x3c00), Infinity);
   assert.equal(ulpDistanceF16(0x3bff, 0x3c00), 1);
+});
+
+Deno.test("ulpDistanceF64", () => {
+  assert.equal(ulpDistanceF64(1, 1), 0);
+  assert.equal(ulpDistanceF64(1, 1 + 2 ** -52), 1);
+  assert.equal(ulpDistanceF64(1, 1 - 2 ** -53), 1);
+  assert.equal(ulpDistanceF64(-0, 0), 0);
+  assert.equal(ulpDistanceF64(2 ** -1074, -(2 ** -1074)), 2);
+  assert.equal(ulpDistanceF64(Number.MAX_VALUE, Infinity), 1);
+  assert.equal(ulpDistanceF64(NaN, NaN), 0);
+  assert.equal(ulpDistanceF64(NaN, 1), Infinity);
+});
+
+Deno.test("ulpOf: the gap to the next representable value, the smallest normal's below it", () => {
+  const f64Next = (x: number) => {
+    const dv = new DataView(new ArrayBuffer(8));
+    dv.setFloat64(0, x);
+    dv.setBigUint64(0, dv.getBigUint64(0) + 1n);
+    return dv.getFloat64(0);
+  };
+  const r = rng(7);
+  for (let i = 0; i < 2000; i++) {
+    // Positive normal bit patterns of each format, away from the largest binade.
+    const h = 0x0400 + (r() % (0x7800 - 0x0400));
+    const x16 = f16BitsToF32(h);
+    assert.equal(ulpOf(x16, "f16"), f16BitsToF32(h + 1) - x16, `f16 ${h}`);
+    assert.equal(ulpOf(-x16, "f16"), f16BitsToF32(h + 1) - x16, `f16 -${h}`);
+    const b = 0x0080 + (r() % (0x7f00 - 0x0080));
+    const xb = bf16BitsToF32(b);
+    assert.equal(ulpOf(xb, "bf16"), bf16BitsToF32(b + 1) - xb, `bf16 ${b}`);
+    const u = 0x00800000 + (r() % (0x7f000000 - 0x00800000));
+    const x32 = bitsF32(u);
+    assert.equal(ulpOf(x32, "f32"), bitsF32(u + 1) - x32, `f32 ${u}`);
+    assert.equal(ulpOf(x32, "tf32"), ulpOf(x32, "f32"));
+    const x64 = x32 * 2 ** ((r() % 1000) - 500);
+    assert.equal(ulpOf(x64, "f64"), f64Next(x64) - x64, `f64 ${x64}`);
+  }
+  // Subnormals and zero: the smallest normal's ulp.
+  assert.equal(ulpOf(0, "f16"), 2 ** -24);
+  assert.equal(ulpOf(f16BitsToF32(0x0001), "f16"), 2 ** -24);
+  assert.equal(ulpOf(0, "f32"), 2 ** -149);
+  assert.equal(ulpOf(0, "bf16"), 2 ** -133);
+  assert.equal(ulpOf(0, "f64"), 2 ** -1074);
+});
+
+Deno.test("roundToDtype and roundHalfEven", () => {
+  const r = rng(11);
+  for (let i = 0; i < 2000; i++) {
+    const x = (r() / 2 ** 32 - 0.5) * 2 ** ((r() % 40) - 20);
+    assert.equal(roundToDtype(x, "f16"), roundF16(x));
+    assert.equal(roundToDtype(x, "bf16"), roundBf16(x));
+    assert.equal(roundToDtype(x, "f32"), Math.fround(x));
+    assert.equal(roundToDtype(x, "tf32"), Math.fround(x));
+    assert.equal(roundToDtype(x, "f64"), x);
+    assert.equal(roundToDtype(x, "s32"), x);
+  }
+  const ties: [number, number][] = [
+    [0.5, 0],
+    [1.5, 2],
+    [2.5, 2],
+    [-0.5, -0],
+    [-1.5, -2],
+    [-2.5, -2],
+    [3.5, 4],
+    [2 ** 52 + 1, 2 ** 52 + 1],
+    [0.49999999999999994, 0],
+    [1.6, 2],
+    [-1.4, -1],
+  ];
+  for (const [x, want] of ties) assert.equal(roundHalfEven(x) + 0, want + 0, `${x}`);
 });
 
 // ---------------------------------------------------------------------------

@@ -11,7 +11,7 @@
  *
  * `--root DIR`: compile with the checkout at DIR (its `compiler.ts`), to record
  * an older commit's output. The corpus: every `.gemm` file in examples/,
- * bench/kernels/, bench/probes/ and tests/testdata/ (the ones that compile),
+ * bench/kernels/, bench/research/probes/ and tests/testdata/ (the ones that compile),
  * every backquoted program without interpolation in tests/*.ts, the sweep's
  * inline programs (tests/_programs.ts) and N fuzz programs (tests/fuzz.ts,
  * seed S), each on sm80 and sm86, with no hints and with each of the sweep's
@@ -114,7 +114,7 @@ function corpus(): { sources: Record<string, string>; cases: Map<string, Case> }
     const [id, src] of [
       ...gemmFiles(`${here}examples`, "examples/"),
       ...gemmFiles(`${here}bench/kernels`, "bench/kernels/"),
-      ...gemmFiles(`${here}bench/probes`, "bench/probes/"),
+      ...gemmFiles(`${here}bench/research/probes`, "bench/research/probes/"),
       ...gemmFiles(`${here}tests/testdata`, "tests/testdata/"),
       ...inlinePrograms(),
       ...programs(),

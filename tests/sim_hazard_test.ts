@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { imm } from "../ir/builder.ts";
 import type { Kernel } from "../ir/kernel.ts";
 import { type HazardKind, SimError, simulate } from "../backends/sim/mod.ts";
-import { f16BitsToF32, f32Bits } from "../backends/sim/numerics.ts";
+import { f16BitsToF32, f32Bits } from "../numerics/mod.ts";
 import {
   Emitter,
   type GemmMutant,

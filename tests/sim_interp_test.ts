@@ -17,7 +17,7 @@ import {
   maxPtx,
   minPtx,
   popc32,
-} from "../backends/sim/numerics.ts";
+} from "../numerics/mod.ts";
 import { Emitter, kernelOf, randInt, rng } from "../backends/sim/_test_kernels.ts";
 
 // ---------------------------------------------------------------------------------------------

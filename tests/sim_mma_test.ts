@@ -25,7 +25,7 @@ import {
   fmaF64,
   roundF16,
   tf32Truncate,
-} from "../backends/sim/numerics.ts";
+} from "../numerics/mod.ts";
 import { Emitter, kernelOf, randInt, rng } from "../backends/sim/_test_kernels.ts";
 
 /** A random element of a dtype, as the value the MMA computes with, and its storage bits. */

@@ -44,7 +44,7 @@ import {
   f32Bits,
   f32ToBf16Bits,
   f32ToF16Bits,
-} from "../sim/numerics.ts";
+} from "../../numerics/mod.ts";
 import { Cuda, cudaAvailable, CudaError, type DeviceBuffer } from "./driver.ts";
 
 /** Where the probe runs. */

@@ -47,7 +47,7 @@ import {
   rcpApprox,
   rniSatS32,
   tanhApprox,
-} from "./numerics.ts";
+} from "../../numerics/mod.ts";
 import type { Machine, Mask, OpInfo, RegArray, Run } from "./_machine.ts";
 import { SimError } from "./types.ts";
 

@@ -6,7 +6,7 @@
  * elements, with the tile sizes as constants) and compiled with
  * `new Function`, so that every row runs its own monomorphic loop.
  *
- * Numerics (see numerics.ts, "Accumulation model"):
+ * Numerics (see numerics/mod.ts, "Accumulation model"):
  * - f16 / bf16 / tf32 operands: each product is exact in f64; the accumulator
  *   and the k products are summed in f64, accumulator first, k ascending, and
  *   the sum is rounded once: to f32 (round to nearest even) for an f32
@@ -28,7 +28,7 @@ import {
   fmaF64,
   roundF16,
   tf32Truncate,
-} from "./numerics.ts";
+} from "../../numerics/mod.ts";
 import type { Machine, Mask, OpInfo, Run } from "./_machine.ts";
 import { F16_VALUES } from "./_alu.ts";
 import { warpActive } from "./_ops.ts";

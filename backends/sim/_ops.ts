@@ -23,7 +23,7 @@ import type {
   WaitOp,
 } from "../../ir/kernel.ts";
 import { ldmatrixCoord } from "../../ir/mma_table.ts";
-import { f32Bits, f32ToF16Bits } from "./numerics.ts";
+import { f32Bits, f32ToF16Bits } from "../../numerics/mod.ts";
 import type { Machine, Mask, OpInfo, RegArray, Run } from "./_machine.ts";
 import { SimError } from "./types.ts";
 

@@ -5,7 +5,7 @@
  * shared-memory hazards (reads before a cp.async landed, races between warps
  * without a barrier, unbalanced cp.async groups) and gathers statistics
  * (warp-instructions by kind, global and shared bytes, MMAs, bank conflicts
- * in wavefronts). Numerics are those of `numerics.ts`.
+ * in wavefronts). Numerics are those of `numerics/`.
  *
  * @module
  */

@@ -1,13 +1,13 @@
 """Schedules compared in the card's sustained state (bench/NOTES.md 26, 27).
 
-bench/ab_probe.py alternates two kernels launch by launch, so both run at one clock: it measures
+bench/research/ab_probe.py alternates two kernels launch by launch, so both run at one clock: it measures
 cycles, not energy. Under the H200's 700 W cap the clock itself depends on the energy per MMA of
 the kernel that runs, so a schedule that moves fewer bytes per MMA can gain clock that the A/B probe
 cannot see. Here each kernel runs alone: LOAD_S seconds of launches, then 20 timed launches (median);
 the kernels take turns, ROUNDS times. Also cuBLAS (PyTorch) on the same inputs, and each kernel's
 relative error against a float32 product of the same inputs (a result counts only if it agrees).
 
-usage: python3 bench/sustained_probe.py GEN_DIR KERNEL[,KERNEL...] MxNxK [ROUNDS] [LOAD_S]
+usage: python3 bench/research/sustained_probe.py GEN_DIR KERNEL[,KERNEL...] MxNxK [ROUNDS] [LOAD_S]
 """
 import sys, statistics
 import torch

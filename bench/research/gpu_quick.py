@@ -7,7 +7,7 @@ CUDA-event-timed launches after warm-up, four input sets rotated), times
 cuBLAS (through PyTorch) on the same problem, and the mma.sync ceiling
 kernels of bench/mma_peak.ts.
 
-usage: python3 bench/gpu_quick.py GEN_DIR [sizes...]
+usage: python3 bench/research/gpu_quick.py GEN_DIR [sizes...]
 """
 import json, sys, os, statistics, time
 import numpy as np
@@ -106,7 +106,7 @@ def launcher(name, M, N, K, inputs=None, sets=2):
         D = D.T
     sz = {"M": M, "N": N, "K": K}
     grid, block, smem = grid_for(man["gridPlan"], sz), tuple(man["block"]), man["dynamicSmemBytes"]
-    # Other tensors the epilogue reads (a matrix C, bias vectors; bench/probes/):
+    # Other tensors the epilogue reads (a matrix C, bias vectors; bench/research/probes/):
     # random, one per input set, their dims named M, N, K; a col-major matrix
     # is stored as its transpose's rows.
     extra = [p for p in man["params"] if p["kind"] == "tensor" and p["name"] not in ("A", "B", "D")

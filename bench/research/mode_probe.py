@@ -3,7 +3,7 @@
 1 s rest), alternating our kernel's series with cuBLAS's, on two input sets; prints each
 series' median TFLOPS.
 
-usage: python3 bench/mode_probe.py GEN_DIR KERNEL MxNxK[,MxNxK...] [SERIES]
+usage: python3 bench/research/mode_probe.py GEN_DIR KERNEL MxNxK[,MxNxK...] [SERIES]
 """
 import sys, time, statistics
 import torch

@@ -5,7 +5,7 @@ time it and cuBLAS (torch.matmul on the same operand views, so the same layouts,
 launch by launch alternately, 20 launches a round after a 1 s rest, so that both see the same
 clock; median TFLOPS per round.
 
-usage: python3 bench/simt_probe.py GEN_DIR MxNxK NAME[,NAME...] [ROUNDS]
+usage: python3 bench/research/simt_probe.py GEN_DIR MxNxK NAME[,NAME...] [ROUNDS]
 """
 import sys, statistics
 import torch

@@ -1,6 +1,6 @@
 """Where the energy goes under the H200's 700 W cap (bench/NOTES.md 43).
 
-For a kernel and its ablations (bench/ablate.ts: `copy`, only the global->shared pipeline;
+For a kernel and its ablations (bench/research/ablate.ts: `copy`, only the global->shared pipeline;
 `math`, only ldmatrix + mma from shared memory), each alone: a 1 s rest, then a burst (10 timed
 launches, median) and the SM clock beside 10 more; then the sustained state (LOAD_S seconds of
 launches, 20 timed, median) and the clock beside 10 more. The clock is read by bench/clock_probe.ts's
@@ -8,7 +8,7 @@ PTX (written to GEN_DIR/clock_probe.ptx), sleeping on a stream of its own. A ker
 drops as far as the real one's in the sustained state draws as much power at a given clock: the
 side it keeps is where the joules go. The ablations compute wrong results on purpose (no check).
 
-usage: python3 bench/power_ablation.py GEN_DIR MxNxK NAME[,NAME...] [LOAD_S]
+usage: python3 bench/research/power_ablation.py GEN_DIR MxNxK NAME[,NAME...] [LOAD_S]
 """
 import sys, time
 import numpy as np

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Writes PTX and manifests of the benchmark kernels and the mma.sync peak
-# kernels into the folder $1, for bench/gpu_quick.py.
+# kernels into the folder $1, for bench/research/gpu_quick.py.
 set -euo pipefail
 out=${1:-.gen}
 mkdir -p "$out"

@@ -7,7 +7,7 @@
 #   gzip -c "$(npx -y deno@2.9.6 eval 'console.log(Deno.execPath())')" > .devcarry/deno.gz
 #   deno cache mod.ts cli.ts bench/gpu_bench.ts   # fills node_modules with ohm-js
 # then call the device tool with carry [".devcarry", "node_modules"] and
-# `bash bench/gpu_evidence.sh` (SKIP_EXAMPLES=1 or SKIP_BENCH=1 to do less).
+# `bash bench/research/gpu_evidence.sh` (SKIP_EXAMPLES=1 or SKIP_BENCH=1 to do less).
 set -u
 mkdir -p /tmp/denobin && gunzip -c .devcarry/deno.gz > /tmp/denobin/deno && chmod +x /tmp/denobin/deno
 export PATH=/tmp/denobin:$PATH DENO_DIR=/tmp/denodir NO_COLOR=1

@@ -7,7 +7,7 @@ and the median over the first 20 launches (what one timed series of the benchmar
 over all. `nvidia-smi` samples the SM clock, power, temperature and the clock-event reasons every
 100 ms beside it (written to OUT/smi.csv when OUT is set).
 
-usage: python3 bench/power_trace.py GEN_DIR KERNEL[,KERNEL...] MxNxK [LAUNCHES] [REST] [BIN]
+usage: python3 bench/research/power_trace.py GEN_DIR KERNEL[,KERNEL...] MxNxK [LAUNCHES] [REST] [BIN]
 """
 import os, sys, time, statistics, subprocess
 import torch

@@ -8,7 +8,7 @@ set 1. If the two medians differ within a series, or trials differ while
 series within a trial agree, the speed depends on the addresses, not on the
 card's state.
 
-usage: python3 bench/alloc_probe.py GEN_DIR KERNEL[,KERNEL...] [MxNxK] [TRIALS]
+usage: python3 bench/research/alloc_probe.py GEN_DIR KERNEL[,KERNEL...] [MxNxK] [TRIALS]
 """
 import sys, time, statistics
 import numpy as np

@@ -1,9 +1,9 @@
 """Launches our kernel and cuBLAS (PyTorch) on one problem a few times each, for Nsight Compute
 (bench/NOTES.md 30): `ncu --clock-control none -k regex:. --launch-skip 4 --launch-count 4 ...
-python3 bench/profile_pair.py GEN_DIR KERNEL MxNxK`. The first launches of each warm up (module
+python3 bench/research/profile_pair.py GEN_DIR KERNEL MxNxK`. The first launches of each warm up (module
 load, cuBLAS's heuristics); then ours and cuBLAS's alternate.
 
-usage: python3 bench/profile_pair.py GEN_DIR KERNEL MxNxK
+usage: python3 bench/research/profile_pair.py GEN_DIR KERNEL MxNxK
 """
 import sys
 import torch

@@ -1,9 +1,9 @@
 """Summarises an Nsight Compute source page (CSV, SASS view) of one kernel:
 stall samples by reason, by opcode, and the instructions with the most samples.
 
-usage: python3 bench/stalls.py SRC.csv [TOP]
+usage: python3 bench/research/stalls.py SRC.csv [TOP]
 (SRC.csv from `ncu -i REPORT --page source --csv --print-source sass`, as
-bench/diag.sh writes it.)
+bench/research/diag.sh writes it.)
 """
 import csv, sys
 from collections import Counter, defaultdict

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Writes schedule variants of the benchmark kernels (PTX + manifest) into $1
-# for bench/gpu_quick.py --variants. Each line: TYPE TAG SCHEDULE-LINES (';' separated).
+# for bench/research/gpu_quick.py --variants. Each line: TYPE TAG SCHEDULE-LINES (';' separated).
 set -euo pipefail
 out=${1:-.gen}
 mkdir -p "$out"
@@ -14,4 +14,4 @@ while read -r typ tag sched; do
   else
     echo "skip $name: $(head -1 "$out/$name.err")"
   fi
-done < "${2:-bench/variants.txt}"
+done < "${2:-bench/research/variants.txt}"

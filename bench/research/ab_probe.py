@@ -8,7 +8,7 @@ problem and rotating two input sets, so that both see the same clock and
 power; the ratio of their median times is the comparison. Each pair is
 measured in several rounds with a rest before each.
 
-usage: python3 bench/ab_probe.py GEN_DIR MxNxK X:Y[,X:Y...] [ROUNDS]
+usage: python3 bench/research/ab_probe.py GEN_DIR MxNxK X:Y[,X:Y...] [ROUNDS]
 """
 import sys, statistics
 

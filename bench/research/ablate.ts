@@ -14,19 +14,19 @@
  *   writing D.
  *
  * Both compute wrong results on purpose: they are diagnostics, timed by
- * bench/gpu_quick.py (whose check then says FAIL), never benchmark results.
+ * bench/research/gpu_quick.py (whose check then says FAIL), never benchmark results.
  *
- * usage: deno run -A bench/ablate.ts OUT_DIR TYPE[:TAG:SCHEDULE;LINES] ...
+ * usage: deno run -A bench/research/ablate.ts OUT_DIR TYPE[:TAG:SCHEDULE;LINES] ...
  *
  * @module
  */
 
-import { compile, ptxModule } from "../compiler.ts";
-import type { Kernel, Op, Reg } from "../ir/kernel.ts";
-import { imm } from "../ir/builder.ts";
-import { kernelManifest } from "../backends/ptx/manifest.ts";
-import { printPtx } from "../backends/ptx/print.ts";
-import { PTX_OPTIONS } from "../compiler.ts";
+import { compile, ptxModule } from "../../compiler.ts";
+import type { Kernel, Op, Reg } from "../../ir/kernel.ts";
+import { imm } from "../../ir/builder.ts";
+import { kernelManifest } from "../../backends/ptx/manifest.ts";
+import { printPtx } from "../../backends/ptx/print.ts";
+import { PTX_OPTIONS } from "../../compiler.ts";
 
 type Ablation = "copy" | "math" | "nostore";
 
@@ -81,7 +81,9 @@ export function ablate(k: Kernel, which: Ablation, name: string): Kernel {
 if (import.meta.main) {
   const [out, ...specs] = Deno.args;
   if (out === undefined || specs.length === 0) {
-    console.error("usage: deno run -A bench/ablate.ts OUT_DIR TYPE[:TAG:SCHEDULE;LINES] ...");
+    console.error(
+      "usage: deno run -A bench/research/ablate.ts OUT_DIR TYPE[:TAG:SCHEDULE;LINES] ...",
+    );
     Deno.exit(2);
   }
   Deno.mkdirSync(out, { recursive: true });

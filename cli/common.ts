@@ -1,0 +1,195 @@
+/**
+ * What several commands share: the option rows they have in common (their
+ * help text where it differs per command is a parameter), reading the
+ * source, parsing `--target`, `--sms`, `--scalar` and counts, and the
+ * hazard lines of a report.
+ *
+ * @module
+ */
+
+import { parseTarget, type Target, targetList } from "../ir/target.ts";
+import type { Hazard } from "../backends/sim/mod.ts";
+import { type CliIO, type OptionSpec, UsageError } from "./options.ts";
+
+/** `--target`, its values from the target table. */
+export const TARGET_OPTION = {
+  name: "target",
+  type: "string",
+  value: targetList("|"),
+  help: "Override the schedule's target",
+} as const satisfies OptionSpec;
+
+/** `--size`, for `simulate` and `run`. */
+export const SIZE_OPTION = {
+  name: "size",
+  type: "string",
+  value: "SIZES",
+  help: "Runtime sizes: dimension names, or M, N, K, L for the roles",
+} as const satisfies OptionSpec;
+
+/** `--seed`, for `simulate` and `run`. */
+export const SEED_OPTION = {
+  name: "seed",
+  type: "string",
+  default: "1",
+  value: "N",
+  help: "Seed of the random inputs (default {default})",
+} as const satisfies OptionSpec;
+
+/** `--scalar`, for `simulate` and `run`. */
+export const SCALAR_OPTION = {
+  name: "scalar",
+  type: "string",
+  value: "VALUES",
+  help: "Scalar values, e.g. alpha=1.5,beta=0.5 (default: random)",
+} as const satisfies OptionSpec;
+
+/** `--json`, for `simulate` and `run`. */
+export const JSON_OPTION = {
+  name: "json",
+  type: "boolean",
+  help: "Print the reports as JSON",
+} as const satisfies OptionSpec;
+
+/** The `--tune` help of `simulate` and `run`. */
+export const TUNE_HELP = "Choose the default schedule for these sizes (as compile-time sizes\n" +
+  "would: smaller tiles for small or skinny problems)";
+
+/**
+ * `--kernel NAME` with a command's help text.
+ *
+ * @param help The help text.
+ * @returns The row.
+ */
+export function kernelOption<H extends string>(help: H) {
+  return { name: "kernel", type: "string", value: "NAME", help } as const satisfies OptionSpec;
+}
+
+/**
+ * `--tune` with a command's help text.
+ *
+ * @param help The help text.
+ * @returns The row.
+ */
+export function tuneOption<H extends string>(help: H) {
+  return { name: "tune", type: "boolean", help } as const satisfies OptionSpec;
+}
+
+/**
+ * `--sms N`; its default is stated by the command (an A100's, the device's).
+ *
+ * @param byDefault What the help says the default is.
+ * @returns The row.
+ */
+export function smsOption(byDefault: string) {
+  return {
+    name: "sms",
+    type: "string",
+    value: "N",
+    help: "With --tune: the GPU's SM count, which the tile choice weighs\n" +
+      `waves of blocks against (${byDefault})`,
+  } as const satisfies OptionSpec;
+}
+
+/**
+ * `--no-hazards` with a command's help text.
+ *
+ * @param help The help text.
+ * @returns The row.
+ */
+export function noHazardsOption<H extends string>(help: H) {
+  return { name: "no-hazards", type: "boolean", help } as const satisfies OptionSpec;
+}
+
+/**
+ * The `--target` option's value (`sm80`, or its PTX spelling `sm_80`).
+ *
+ * @param v The option's text, if given.
+ * @returns The target, or undefined when not given.
+ */
+export function targetOf(v: string | undefined): Target | undefined {
+  if (v === undefined) return undefined;
+  const t = parseTarget(v);
+  if (t === null) throw new UsageError(`Unknown target "${v}": expected ${targetList()}`);
+  return t;
+}
+
+/**
+ * Reads a source file; a missing or unreadable file is a usage error.
+ *
+ * @param io Where to read.
+ * @param file The path.
+ * @returns The text.
+ */
+export function readSource(io: CliIO, file: string): string {
+  try {
+    return io.readFile(file);
+  } catch (e) {
+    const why = e instanceof Deno.errors.NotFound ? "no such file" : (e as Error).message;
+    throw new UsageError(`Cannot read "${file}": ${why}`);
+  }
+}
+
+/**
+ * The `--sms` option: a positive integer, or undefined when not given.
+ *
+ * @param text The option's text, if given.
+ * @returns The SM count.
+ */
+export function parseSms(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const sms = Number(text);
+  if (!(Number.isInteger(sms) && sms > 0)) {
+    throw new UsageError(`Malformed --sms "${text}": a positive integer`);
+  }
+  return sms;
+}
+
+/**
+ * A count option (`--iters`, `--warmup`, `--input-sets`).
+ *
+ * @param name The option's name.
+ * @param v Its text.
+ * @returns The count.
+ */
+export function nonNegative(name: string, v: string): number {
+  const n = Number(v);
+  if (!/^[0-9]+$/.test(v) || !Number.isSafeInteger(n)) {
+    throw new UsageError(`Malformed --${name} "${v}": expected a non-negative integer`);
+  }
+  return n;
+}
+
+/**
+ * The `--scalar` option: `NAME=NUMBER,...`.
+ *
+ * @param text The option's text, if given.
+ * @returns The values by name (empty when not given).
+ */
+export function parseScalars(text: string | undefined): Record<string, number> {
+  const out: Record<string, number> = {};
+  if (text === undefined) return out;
+  for (const part of text.split(",")) {
+    const m = /^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(-?[0-9.eE+-]+)\s*$/.exec(part);
+    if (m === null || !Number.isFinite(Number(m[2]))) {
+      throw new UsageError(`Malformed --scalar "${part}": expected NAME=NUMBER`);
+    }
+    out[m[1]!] = Number(m[2]);
+  }
+  return out;
+}
+
+/**
+ * The hazard lines of a simulator report (none when there is none).
+ *
+ * @param count The number of hazards.
+ * @param hazards The hazards kept.
+ * @returns The lines.
+ */
+export function hazardLines(count: number, hazards: readonly Hazard[]): string[] {
+  if (count === 0) return [];
+  return [
+    `  hazards: ${count}`,
+    ...hazards.map((h) => `    ${h.kind}: ${h.message} at line ${h.line}: ${h.op}`),
+  ];
+}

@@ -1,0 +1,331 @@
+/**
+ * `gemm run FILE --size ...`: loads the compiled PTX through the CUDA
+ * driver, launches it, checks its output against the reference (and the
+ * simulator with `--check sim`) and times it.
+ *
+ * @module
+ */
+
+import { type CompiledKernel, formatDiagnostics } from "../compiler.ts";
+import { SimError } from "../backends/sim/mod.ts";
+import { checkRun, runGemm, type RunReport } from "../harness/run_gemm.ts";
+import { Cuda, cudaAvailable, CudaError, CudaUnavailableError } from "../backends/cuda/driver.ts";
+import {
+  hazardLines,
+  JSON_OPTION,
+  kernelOption,
+  noHazardsOption,
+  nonNegative,
+  SCALAR_OPTION,
+  SEED_OPTION,
+  SIZE_OPTION,
+  smsOption,
+  TARGET_OPTION,
+  TUNE_HELP,
+  tuneOption,
+} from "./common.ts";
+import { prepare, type Prepared } from "./launch.ts";
+import {
+  type CliIO,
+  type Command,
+  commandHelp,
+  HELP_OPTION,
+  oneOf,
+  type OptionValues,
+  parseOptions,
+  UsageError,
+} from "./options.ts";
+
+const CHECKS = ["ref", "sim", "none"] as const;
+
+const OPTIONS = [
+  SIZE_OPTION,
+  kernelOption("Run only this kernel"),
+  SEED_OPTION,
+  SCALAR_OPTION,
+  {
+    name: "check",
+    type: "string",
+    default: "ref",
+    value: "WHAT",
+    help: "ref (default): the reference GEMM; sim: also the simulator on the\n" +
+      "same inputs (integers identical, floats: largest ulp difference;\n" +
+      "a sample of blocks above 2^27 multiply-adds); none: no check",
+  },
+  {
+    name: "full-check",
+    type: "boolean",
+    help: "Check every element and simulate every block, at any size (slow)",
+  },
+  noHazardsOption("With --check sim: skip the simulator's hazard checker"),
+  {
+    name: "iters",
+    type: "string",
+    default: "20",
+    value: "N",
+    help: "Timed launches (default {default}; 0: no timing)",
+  },
+  {
+    name: "warmup",
+    type: "string",
+    default: "3",
+    value: "N",
+    help: "Untimed launches before them (default {default})",
+  },
+  {
+    name: "input-sets",
+    type: "string",
+    default: "1",
+    value: "N",
+    help: "Copies of the inputs the timed launches rotate among (default {default})",
+  },
+  TARGET_OPTION,
+  tuneOption(TUNE_HELP),
+  smsOption("default: the device's"),
+  JSON_OPTION,
+  HELP_OPTION,
+] as const;
+
+type Values = OptionValues<typeof OPTIONS>;
+
+/** The checked `--check`, `--iters`, `--warmup` and `--input-sets`. */
+function launchCounts(values: Values) {
+  const check = values.check;
+  if (!(CHECKS as readonly string[]).includes(check)) {
+    throw new UsageError(`Unknown --check "${check}": expected ${oneOf(CHECKS)}`);
+  }
+  const iters = nonNegative("iters", values.iters);
+  const warmup = nonNegative("warmup", values.warmup);
+  const inputSets = nonNegative("input-sets", values["input-sets"]);
+  if (inputSets < 1) throw new UsageError("--input-sets must be at least 1");
+  return { check: check as typeof CHECKS[number], iters, warmup, inputSets };
+}
+
+/** Opens the CUDA driver, or says why not (null: exit code 1, the reason printed). */
+function openCuda(io: CliIO): Cuda | null {
+  const avail = cudaAvailable();
+  if (!avail.ok) {
+    io.err(`gemm: ${avail.why}\n`);
+    return null;
+  }
+  try {
+    return Cuda.open();
+  } catch (e) {
+    if (e instanceof CudaUnavailableError || e instanceof CudaError) {
+      io.err(`gemm: ${e.message}\n`);
+      return null;
+    }
+    throw e;
+  }
+}
+
+function runJson(r: RunReport): unknown {
+  const { output: _o, args: _a, ...rest } = r;
+  return rest;
+}
+
+function runLines(r: RunReport): string[] {
+  const sz = Object.entries(r.sizes).map(([k, v]) => `${k}=${v}`).join(", ");
+  const ref = r.reference;
+  const sim = r.sim;
+  const intOut = sim !== null && sim.maxUlp === null;
+  const verdict = ref !== null && !ref.comparison.ok
+    ? "MISMATCH with the reference"
+    : (r.unwritten ?? 0) > 0
+    ? "UNWRITTEN output elements"
+    : sim !== null && intOut && sim.differing > 0
+    ? `${ref === null ? "RAN" : "AGREES with the reference"}, but DIFFERS from the simulator`
+    : sim !== null && sim.hazardCount > 0
+    ? "HAZARDS in the simulator; the output agrees with the reference"
+    : ref === null
+    ? "RAN (not checked)"
+    : sim !== null
+    ? "AGREES with the reference and the simulator"
+    : "AGREES with the reference";
+  const lines = [`${r.kernel}: ${verdict} (${sz})`];
+  if (ref !== null) {
+    const c = ref.comparison;
+    const what = ref.sampled === null
+      ? "every element"
+      : `sampled ${
+        Object.entries(ref.sampled).map(([n, s]) => `${n} ${s.chosen} of ${s.of}`).join(", ")
+      }`;
+    lines.push(
+      `  reference (${what}): ${c.overBound} of ${c.elements} elements over the bound; ` +
+        `relative Frobenius ${c.relFrobenius.toExponential(2)}; worst error/bound ${
+          c.worstRatio.toFixed(3)
+        }; max |error| ${c.maxAbsError.toExponential(2)}`,
+    );
+    if (ref.first !== null) {
+      lines.push(
+        `  first mismatch: element [${ref.first.coords.join(", ")}]: got ${ref.first.got}, ` +
+          `want ${ref.first.want}`,
+      );
+    }
+  }
+  if (r.unwritten !== null && r.unwritten > 0) {
+    lines.push(`  unwritten: ${r.unwritten} output elements still hold the poison`);
+  }
+  if (sim !== null) {
+    const where = `${sim.blocks} of ${sim.totalBlocks} blocks, ${sim.compared} elements`;
+    const agree = sim.maxUlp === null
+      ? (sim.differing === 0 ? "identical" : `${sim.differing} elements differ`)
+      : sim.identical
+      ? "bit-identical"
+      : `largest difference ${sim.maxUlp} ulp (${sim.dtype}); ${sim.differing} elements differ; ` +
+        `max |GPU - simulator| ${sim.maxAbsDiff!.toExponential(2)} = ${
+          sim.ulpsAtScale!.toPrecision(3)
+        } ulp of the largest |value|`;
+    lines.push(`  simulator (${where}): ${agree}`);
+    if (sim.first !== null && sim.differing > 0) {
+      lines.push(
+        `  first difference: element [${sim.first.coords.join(", ")}]: GPU ${sim.first.gpu}, ` +
+          `simulator ${sim.first.sim}`,
+      );
+    }
+    lines.push(...hazardLines(sim.hazardCount, sim.hazards));
+  }
+  const t = r.timing;
+  if (t !== null) {
+    lines.push(
+      `  time: median ${t.medianMs.toPrecision(4)} ms of ${t.iters} launches (min ${
+        t.minMs.toPrecision(4)
+      }, max ${t.maxMs.toPrecision(4)}; ${t.warmup} warm-up, ${t.inputSets} input set${
+        t.inputSets === 1 ? "" : "s"
+      }): ${t.rate.toPrecision(3)} ${t.unit}`,
+    );
+  }
+  const f = r.function;
+  lines.push(
+    `  launch: grid ${r.grid.join("x")}, block ${r.block.join("x")}, ${r.dynamicSmemBytes} B ` +
+      `dynamic shared memory; ${f.registers} registers, ${f.localBytes} B local memory per thread`,
+  );
+  return lines;
+}
+
+/** Runs every kernel on the open device; false when one disagrees or fails. */
+function runAll(
+  prepared: Prepared,
+  compiled: readonly CompiledKernel[],
+  values: Values,
+  counts: ReturnType<typeof launchCounts>,
+  cuda: Cuda,
+  reports: unknown[],
+  io: CliIO,
+): boolean {
+  let kernels = compiled;
+  const dv = cuda.device;
+  // --tune without --sms: the schedule for this device's SM count, not an A100's. The
+  // first compile (108 SMs) served the checks before, which do not depend on the tile
+  // choice (sizes against alignments); only the tile choice may differ.
+  const tunedHere = values.tune === true && values.sms === undefined;
+  if (tunedHere) {
+    const again = prepared.recompile(dv.multiprocessors);
+    if (!again.ok) throw new Error("recompiling for the device's SM count failed");
+    kernels = again.kernels;
+  }
+  if (!values.json) {
+    io.out(
+      `device: ${dv.name} (${dv.arch}, ${dv.multiprocessors} SMs), CUDA driver ` +
+        `${dv.driverVersionText}, ${dv.library}${
+          tunedHere ? `; --tune for its ${dv.multiprocessors} SMs` : ""
+        }\n`,
+    );
+  }
+  const full = values["full-check"] === true;
+  let ok = true;
+  for (const ck of kernels) {
+    let rep: RunReport;
+    try {
+      rep = runGemm(ck, prepared.sizes, {
+        seed: prepared.seed,
+        ...counts,
+        scalars: prepared.scalars,
+        hazards: !values["no-hazards"],
+        cuda,
+        ...(full ? { refMaxMacs: Infinity, simMaxMacs: Infinity } : {}),
+      });
+    } catch (e) {
+      if (e instanceof CudaError || e instanceof SimError) {
+        io.err(`gemm: ${ck.name}: ${e.message}\n`);
+        ok = false;
+        if (values.json) reports.push({ kernel: ck.name, error: e.message });
+        continue;
+      }
+      throw e;
+    }
+    ok &&= rep.ok;
+    if (values.json) reports.push(runJson(rep));
+    else io.out(runLines(rep).join("\n") + "\n");
+  }
+  return ok;
+}
+
+function run(args: readonly string[], io: CliIO): number {
+  const { values, positionals } = parseOptions(args, OPTIONS);
+  if (values.help) {
+    io.out(commandHelp(RUN));
+    return 0;
+  }
+  const prepared = prepare("run", positionals, values, io);
+  const { file, text, sizes } = prepared;
+  const r = prepared.result;
+  const counts = launchCounts(values);
+  if (!r.ok) {
+    io.err(formatDiagnostics(r.diagnostics, text));
+    return 1;
+  }
+  if (r.kernels.length === 0) {
+    throw new UsageError(`No kernel named "${values.kernel}" in "${file}"`);
+  }
+  // Sizes and alignments of every kernel first: nothing touches the driver before.
+  for (const ck of r.kernels) {
+    try {
+      checkRun(ck, sizes);
+    } catch (e) {
+      throw new UsageError(`${ck.name}: ${(e as Error).message}`);
+    }
+  }
+  const cuda = openCuda(io);
+  if (cuda === null) return 1;
+  let ok = true;
+  const reports: unknown[] = [];
+  try {
+    ok = runAll(prepared, r.kernels, values, counts, cuda, reports, io);
+  } finally {
+    try {
+      cuda.close();
+    } catch (e) {
+      io.err(`gemm: releasing the CUDA context: ${(e as Error).message}\n`);
+      ok = false;
+    }
+  }
+  if (values.json) io.out(JSON.stringify({ reports }, null, 2) + "\n");
+  return ok ? 0 : 1;
+}
+
+/** The `run` command. */
+export const RUN: Command = {
+  name: "run",
+  args: "FILE",
+  summary: "Run the compiled PTX on the GPU (CUDA driver), check and time it",
+  usage: "run FILE --size M=..,N=..,K=..[,L=..] [options]",
+  about: `Compiles FILE, loads the PTX through the CUDA driver (libcuda.so.1), fills the
+inputs with random values (never zeros), poisons the output, launches the
+kernel and compares its output with the reference GEMM (integers: identical;
+floats: within a bound per element). Above 2^26 multiply-adds the reference
+runs on sampled rows and columns (first, last, tile edges, random), and every
+element is still checked for being written. Then the kernel is timed: warm-up
+launches, then the median of timed launches (CUDA events each). A GPU that caps
+its power runs the first ~80 ms of full load after a rest at its boost clock
+and then settles lower (an H200: 10-20% lower for large tensor-core GEMMs,
+bench/NOTES.md 26). The default 3 + 20 launches stay inside that window for
+kernels under ~3.5 ms; enough --warmup launches to fill ~1.5 s time the
+sustained state.
+`,
+  options: OPTIONS,
+  notes: `Exit codes: 0 every kernel agrees, 1 a mismatch, a JIT or driver failure, no CUDA
+driver, or errors in the input; 2 bad usage (sizes that break an alignment included).
+`,
+  run,
+};
