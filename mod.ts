@@ -119,4 +119,4 @@ export {
   type FunctionAttributes,
   JitError,
 } from "./backends/cuda/driver.ts";
-export { formatProbe, type ProbeResult, runProbe } from "./backends/cuda/probe.ts";
+export { formatProbe, type ProbeResult, runProbe } from "./harness/mma_probe.ts";

@@ -8,19 +8,14 @@
  * @module
  */
 
+import { Rng } from "../../numerics/random.ts";
 import { imm, KernelBuilder } from "../../ir/builder.ts";
 import type { BinFn, Kernel, KernelParam, Operand, Reg } from "../../ir/kernel.ts";
 
 /** A seeded generator of uniform numbers in [0, 1) (mulberry32). */
 export function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const g = new Rng(seed);
+  return () => g.next();
 }
 
 /** A uniform random integer in [lo, hi]. */

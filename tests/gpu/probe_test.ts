@@ -1,5 +1,5 @@
 /**
- * The fragment-layout probe (backends/cuda/probe.ts). On the simulator, here:
+ * The fragment-layout probe (harness/mma_probe.ts). On the simulator, here:
  * every MMA table row passes, and the probe catches a table row whose C/D map
  * or A map is wrong. With ptxas, the probe kernels assemble. On a GPU: every
  * row's layouts agree with the hardware, and the raw D registers equal the
@@ -14,7 +14,7 @@ import {
   probeKernel,
   runProbe,
   simProbeLauncher,
-} from "../../backends/cuda/probe.ts";
+} from "../../harness/mma_probe.ts";
 import { cudaAvailable } from "../../backends/cuda/driver.ts";
 import { printPtx } from "../../backends/ptx/print.ts";
 import { findPtxas, runPtxas } from "../../backends/ptx/ptxas.ts";

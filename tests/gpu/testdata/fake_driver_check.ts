@@ -19,7 +19,7 @@ import {
   JitError,
   packKernelParams,
 } from "../../../backends/cuda/driver.ts";
-import { runProbe } from "../../../backends/cuda/probe.ts";
+import { runProbe } from "../../../harness/mma_probe.ts";
 import { MMA_SHAPES } from "../../../ir/mma_table.ts";
 import { main } from "../../../cli.ts";
 

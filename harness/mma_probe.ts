@@ -25,18 +25,18 @@
  * `sim` runs the simulator alone (which uses the table, so it checks the
  * probe's own code, on any machine).
  *
- * Run `deno run -A backends/cuda/probe.ts [--sim] [--json]`.
+ * Run `deno run -A harness/mma_probe.ts [--sim] [--json]`.
  *
  * @module
  */
 
-import { type FragmentMap, MMA_SHAPES, type MmaDtype, type MmaShape } from "../../ir/mma_table.ts";
-import { imm, KernelBuilder } from "../../ir/builder.ts";
-import type { Kernel, Reg, RegType } from "../../ir/kernel.ts";
-import { verifyKernel } from "../../ir/verify_kernel.ts";
-import { printPtx } from "../ptx/print.ts";
-import { simulate } from "../sim/mod.ts";
-import { intRange, Rng } from "../../harness/inputs.ts";
+import { type FragmentMap, MMA_SHAPES, type MmaDtype, type MmaShape } from "../ir/mma_table.ts";
+import { imm, KernelBuilder } from "../ir/builder.ts";
+import type { Kernel, Reg, RegType } from "../ir/kernel.ts";
+import { verifyKernel } from "../ir/verify_kernel.ts";
+import { printPtx } from "../backends/ptx/print.ts";
+import { simulate } from "../backends/sim/mod.ts";
+import { intRange, Rng } from "../numerics/random.ts";
 import {
   bf16BitsToF32,
   bitsF32,
@@ -44,8 +44,8 @@ import {
   f32Bits,
   f32ToBf16Bits,
   f32ToF16Bits,
-} from "../../numerics/mod.ts";
-import { Cuda, cudaAvailable, CudaError, type DeviceBuffer } from "./driver.ts";
+} from "../numerics/mod.ts";
+import { Cuda, cudaAvailable, CudaError, type DeviceBuffer } from "../backends/cuda/driver.ts";
 
 /** Where the probe runs. */
 export type ProbeMode = "gpu" | "sim";
@@ -101,8 +101,8 @@ export function probeName(s: MmaShape): string {
  * @returns The kernel-IR program.
  * @example
  * ```ts
- * import { MMA_SHAPES } from "../../ir/mma_table.ts";
- * import { probeKernel } from "./probe.ts";
+ * import { MMA_SHAPES } from "../ir/mma_table.ts";
+ * import { probeKernel } from "./mma_probe.ts";
  * const k = probeKernel(MMA_SHAPES[0]!);
  * console.assert(k.threads === 32 && k.params.length === 4);
  * ```
@@ -432,8 +432,8 @@ export interface ProbeOptions {
  * @throws {CudaUnavailableError} In GPU mode, when no driver can be used.
  * @example
  * ```ts
- * import { MMA_SHAPES } from "../../ir/mma_table.ts";
- * import { runProbe } from "./probe.ts";
+ * import { MMA_SHAPES } from "../ir/mma_table.ts";
+ * import { runProbe } from "./mma_probe.ts";
  * const [r] = await runProbe({ mode: "sim", shapes: [MMA_SHAPES[0]!] });
  * console.assert(r?.ok);
  * ```
