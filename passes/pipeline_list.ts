@@ -17,7 +17,7 @@ import { tilePass } from "./tile.ts";
 import { warpPass } from "./warp.ts";
 import { pipelinePass } from "./pipeline.ts";
 import { mmaPass } from "./mma.ts";
-import { lowerToKernel } from "./lower.ts";
+import { lowerToKernel } from "./lower/mod.ts";
 
 /** The GEMM IR passes, in order. */
 export const GEMM_PASSES: readonly GemmPass[] = Object.freeze([

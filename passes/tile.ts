@@ -15,7 +15,7 @@
 import type { DimRef, GemmKernel, Shape3, TilePlan } from "../ir/gemm.ts";
 import { type Dtype, DTYPE_INFO } from "../ir/dtype.ts";
 import { type GemmPass, scheduleError } from "./pass.ts";
-import { WORKSPACE_PARAM } from "./lower.ts";
+import { WORKSPACE_PARAM } from "../ir/kernel.ts";
 
 /**
  * The default threadblock tile for an MMA operand type.

@@ -15,7 +15,7 @@ import { simulate } from "../backends/sim/mod.ts";
 import { randomArgs } from "../harness/inputs.ts";
 import { resolveSizes } from "../harness/sizes.ts";
 import { gridFor, type Kernel, type Op, walkOps } from "../ir/kernel.ts";
-import { prefetchAhead } from "../passes/lower.ts";
+import { prefetchAhead } from "../passes/lower/mod.ts";
 import { runPtxas } from "../backends/ptx/ptxas.ts";
 import { ptxasTest } from "./_ptxas.ts";
 
