@@ -1,15 +1,21 @@
 /**
- * The epilogue staged through shared memory: the staging plan (`stagePlan`).
+ * The epilogue staged through shared memory: the staging plan (`stagePlan`)
+ * and the staged path.
  *
  * @module
  */
 
+import { imm } from "../../ir/builder.ts";
 import type { TensorParam } from "../../ir/gemm.ts";
+import type { MemWidth, Reg, RegType } from "../../ir/kernel.ts";
 import type { MmaShape } from "../../ir/mma_table.ts";
 import { SIMT_PREFIX } from "../../ir/simt.ts";
 import { tallyWavefronts, type WavefrontTally } from "../../ir/smem_banks.ts";
-import { type Affine, termOf } from "./affine.ts";
+import { type Affine, emitAffine, termOf } from "./affine.ts";
 import type { LowerContext } from "./context.ts";
+import { accValue, packOut } from "./epilogue_expr.ts";
+import { alongRow, globalAddr, loadAhead, loadElem, store } from "./epilogue_loads.ts";
+import type { EpilogueSetup, LoadExpr } from "./epilogue_setup.ts";
 
 /** How the epilogue stages D through shared memory (see `stagePlan`). */
 interface StagePlan {
@@ -143,4 +149,249 @@ export function stagePlan(
     mode,
     elemBytes,
   };
+}
+
+/**
+ * Emits the epilogue staged through shared memory.
+ *
+ * @param cx The lowering's context.
+ * @param st The epilogue's set-up.
+ * @param stage The staging plan.
+ */
+export function stagedEpilogue(cx: LowerContext, st: EpilogueSetup, stage: StagePlan): void {
+  const b = cx.b;
+  const s = cx.shape;
+  const {
+    acc,
+    M,
+    N,
+    smem,
+    before,
+    cType,
+    d,
+    wRow,
+    wCol,
+    base0R,
+    base0C,
+    laneRow,
+    laneCol,
+    stageGroups,
+    dBytes,
+    dBase,
+    ldD,
+    loads,
+    nodes,
+    roomy,
+    output,
+  } = st;
+  // Staged through shared memory (the pipeline's, free once every warp is
+  // past its last fragment load): each warp writes `stage.tiles` rows of
+  // accumulator tiles in their fragment layout into its own padded region,
+  // then reads them back row by row in `stage.vecBytes` vectors, so that
+  // lanes next to each other store consecutive bytes of a row of D.
+  const tid = cx.features.get("tid")!;
+  const warpId = cx.bin("shr", "u32", tid, imm(5));
+  const lane = cx.bin("and", "u32", tid, imm(31));
+  const region = cx.bin(
+    "add",
+    "u32",
+    smem,
+    cx.mulImm(warpId, stage.regionBytes),
+  );
+  const writeOff = emitAffine(cx, {
+    c: 0,
+    terms: (["g", "tig"] as const).map((f) => [
+      f,
+      termOf(base0R, f) * stage.stride + termOf(base0C, f) * stage.elemBytes,
+    ]),
+  });
+  const writeBase = cx.bin("add", "u32", region, writeOff);
+  // Lane l reads vector q * 32 + l of the chunk: row `q * 32 / perRow + l / perRow`,
+  // byte `(l % perRow) * vecBytes` (perRow divides 32).
+  const readRow = cx.divRem("div", lane, stage.perRow);
+  const readVec = cx.divRem("rem", lane, stage.perRow);
+  const readOff = cx.bin(
+    "add",
+    "u32",
+    cx.mulImm(readRow, stage.stride),
+    cx.mulImm(readVec, stage.vecBytes),
+  );
+  const readBase = cx.bin("add", "u32", region, readOff);
+  const readCol = cx.bin(
+    "add",
+    "u32",
+    wCol,
+    cx.mulImm(readVec, stage.vecBytes / stage.elemBytes),
+  );
+  const readRow0 = cx.bin("add", "u32", wRow, readRow);
+  const raw = stage.mode === "raw";
+  const vecWidth: MemWidth = stage.vecBytes === 2 ? "b16" : "b32";
+  const vecRegs = Math.max(1, stage.vecBytes / 4);
+  const vecType: RegType = raw ? cType : vecWidth;
+  const mTiles = acc.length;
+  // A row or column of D (and whether it is inside D) at an offset from
+  // the lane's first element of an accumulator tile in the fragment layout
+  // ("frag"), or from its first read-back vector along D's rows ("rows").
+  const lineCache = new Map<string, { at: Reg; ok: Reg }>();
+  const line = (from: "frag" | "rows", rows: boolean, off: number) => {
+    const key = `${from}${rows ? "r" : "c"}${off}`;
+    let l = lineCache.get(key);
+    if (l === undefined) {
+      const base = from === "frag" ? (rows ? laneRow : laneCol) : (rows ? readRow0 : readCol);
+      const at = off === 0 ? base : cx.bin("add", "u32", base, imm(off));
+      l = { at, ok: cx.setp("lt", "u32", at, rows ? M : N) };
+      lineCache.set(key, l);
+    }
+    return l;
+  };
+  const readColOk = line("rows", false, 0).ok;
+  // A vector the epilogue reads (a bias per row or column): each row's or
+  // column's element loaded once, under that row's or column's own bounds
+  // predicate, and reused by every element that reads it. One load per
+  // element, hoisted by ptxas above the shared stores, spilled.
+  const from = raw ? "rows" : "frag";
+  const loaded = new Map<string, Reg>();
+  const vectorLoad = (
+    e: LoadExpr,
+    rowOff: number,
+    colOff: number,
+  ) => {
+    const key = `${e.tensor}:${e.rows ? `r${rowOff}` : e.cols ? `c${colOff}` : "0"}`;
+    let v = loaded.get(key);
+    if (v === undefined) {
+      const at = e.rows ? line(from, true, rowOff) : e.cols ? line(from, false, colOff) : null;
+      // A vector load reads only its row's or column's index (passed as
+      // both); an index-0 load reads neither and needs no guard: element 0
+      // of the tensor exists.
+      const idx = at?.at ?? tid;
+      v = loadElem(cx, e, loads.get(e.tensor)!, idx, idx, at?.ok ?? null, cType);
+      loaded.set(key, v);
+    }
+    return v;
+  };
+  b.emit({
+    op: "comment",
+    text:
+      `staged through shared memory (${
+        raw ? "raw accumulators" : "D's elements"
+      }): ${stage.tiles} of ${mTiles} accumulator-tile rows a chunk, ` +
+      `${stage.regionBytes} bytes a warp, rows of ${stage.stride} bytes, ${stage.vecBytes}-byte reads`,
+  });
+  // The chunks: `stage.tiles` accumulator-tile rows each.
+  const chunks: [number, number][] = [];
+  for (let i0 = 0; i0 < mTiles; i0 += stage.tiles) {
+    chunks.push([i0, Math.min(mTiles, i0 + stage.tiles)]);
+  }
+  const perChunk = ([i0, iEnd]: [number, number]) => ((iEnd - i0) * s.m * stage.perRow) / 32;
+  /** The warp-tile row of a lane's read-back vector q of the chunk from
+   * accumulator-tile row i0, that row of D, and the vector's bounds predicate. */
+  const readCache = new Map<string, { gRow: number; row: Reg; ok: Reg }>();
+  const readPos = (i0: number, q: number) => {
+    const gRow = i0 * s.m + (q * 32) / stage.perRow;
+    let p = readCache.get(`${gRow}`);
+    if (p === undefined) {
+      const { at: row, ok: rowOk } = line("rows", true, gRow);
+      p = { gRow, row, ok: cx.bin("and", "pred", rowOk, readColOk) };
+      readCache.set(`${gRow}`, p);
+    }
+    return p;
+  };
+  // Raw: the loads of the matrices the epilogue reads (C) for a chunk's
+  // read-back, all issued before the chunk's first store to D (ptxas keeps
+  // a load of C below an earlier store to D: they may be the same memory),
+  // and where registers allow a chunk ahead: after the first chunk's
+  // barrier the loads of the first two chunks, after each next barrier the
+  // next chunk's. (Issuing the first chunk's before the staging spilled.)
+  // Each element of C is read by the lane that writes that element of D,
+  // before it writes it, so C may be D (in place). A row-major matrix
+  // aligned to 4: 4 elements a load (any other, under an 8-bit D: one an
+  // element, at its use; shortcut).
+  const matrices = [...nodes.values()].filter((x) =>
+    x.rows && x.cols && alongRow(loads.get(x.tensor)!, 4)
+  );
+  const issueChunk = (c: [number, number]) => {
+    const got = new Map<string, () => Reg[]>();
+    for (let q = 0; q < perChunk(c); q++) {
+      const { row, ok } = readPos(c[0], q);
+      for (const x of matrices) {
+        const info = loads.get(x.tensor)!;
+        got.set(`${q}:${x.tensor}`, loadAhead(cx, x, info, row, readCol, ok, 4, cType));
+      }
+    }
+    return got;
+  };
+  const loadsC = raw && matrices.length > 0;
+  // A chunk ahead only where the accumulators leave room for a second
+  // chunk's loads (at most 128 registers: a 64x64 f32 warp tile) and no
+  // split-K sums are added; else each chunk's loads right after its
+  // barrier (ptxas spilled 80x64 warp tiles and split-K kernels).
+  const aheadOk = roomy && before === undefined;
+  let ahead: Map<string, () => Reg[]> | null = null;
+  // Every warp is past the main loop's last shared-memory read (and, with
+  // split-K, past reading the broadcast flag) before any warp writes.
+  b.emit({ op: "bar" });
+  chunks.forEach((c, ci) => {
+    const [i0, iEnd] = c;
+    for (let i = i0; i < iEnd; i++) {
+      for (let j = 0; j < acc[i]!.length; j++) {
+        const regs = acc[i]![j]!;
+        before?.(i, j);
+        for (const grp of stageGroups) {
+          const e0 = grp[0]!;
+          const outs = grp.map((e, q) => {
+            const accV = accValue(cx, regs[e.reg]!, e.elem, cType);
+            if (raw) return accV;
+            return output(accV, (x) => vectorLoad(x, i * s.m + e0.dr, j * s.n + e0.dc + q));
+          });
+          const off = ((i - i0) * s.m + e0.dr) * stage.stride +
+            (j * s.n + e0.dc) * stage.elemBytes;
+          store(cx, "sts", writeBase, off, outs, raw ? cType : d.dtype, null);
+        }
+      }
+    }
+    b.emit({ op: "bar" });
+    const got = loadsC && (ci === 0 || !aheadOk) ? issueChunk(c) : ahead;
+    ahead = loadsC && aheadOk && ci + 1 < chunks.length ? issueChunk(chunks[ci + 1]!) : null;
+    for (let q = 0; q < perChunk(c); q++) {
+      const dRow = (q * 32) / stage.perRow; // within the chunk
+      const regsQ = Array.from({ length: vecRegs }, () => b.reg(vecType));
+      b.emit({
+        op: "lds",
+        width: vecWidth,
+        dst: regsQ,
+        addr: readBase,
+        offset: dRow * stage.stride,
+      });
+      const { gRow, row, ok } = readPos(i0, q);
+      const addr = globalAddr(cx, dBase, row, readCol, ldD, true, dBytes);
+      // Raw: the epilogue of the 4 elements along the row (D's N is a
+      // multiple of 4, so one predicate guards them all), packed into one
+      // store of 8 (16-bit D) or 4 bytes (8-bit D).
+      const src = !raw ? regsQ : packOut(
+        cx,
+        regsQ.map((accV, e) =>
+          output(
+            accV,
+            (x) => {
+              if (!(x.rows && x.cols)) return vectorLoad(x, gRow, e);
+              const four = got?.get(`${q}:${x.tensor}`);
+              if (four !== undefined) return four()[e]!;
+              const col = line("rows", false, e).at;
+              return loadElem(cx, x, loads.get(x.tensor)!, row, col, ok, cType);
+            },
+          )
+        ),
+        d.dtype,
+      );
+      b.emit({
+        op: "stg",
+        width: raw ? "b32" : vecWidth,
+        src,
+        addr,
+        offset: 0,
+        guard: { pred: ok, negate: false },
+      });
+    }
+    if (iEnd < mTiles) b.emit({ op: "bar" });
+  });
 }
