@@ -117,13 +117,7 @@ export function peakKernel(
   const Bs = operands === "fixed"
     ? [operand(s.b.regs, 7)]
     : Array.from({ length: OPERAND_SETS }, (_, j) => hashed(s.b.regs, 2 * j + 2, s.bType));
-  const accType: RegType = s.cType === "f32"
-    ? "f32"
-    : s.cType === "s32"
-    ? "s32"
-    : s.cType === "f64"
-    ? "f64"
-    : "b32";
+  const accType = s.c.regType;
   const acc: Reg[][] = Array.from(
     { length: accumulators },
     () =>

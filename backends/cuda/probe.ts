@@ -82,11 +82,6 @@ export interface ProbeResult {
   readonly ok: boolean;
 }
 
-/** Register type of an mma operand of element type `t` (ir/kernel.ts, MmaOp). */
-function regType(t: MmaDtype): RegType {
-  return t === "f64" ? "f64" : t === "f32" ? "f32" : t === "s32" ? "s32" : "b32";
-}
-
 /** The PTX entry name of a row's probe. */
 export function probeName(s: MmaShape): string {
   return `probe_${s.name.replace(/\./g, "_")}`;
@@ -123,10 +118,10 @@ export function probeKernel(s: MmaShape): Kernel {
     for (let r = 0; r < map.regs; r++) regs.push(b.reg(type, `${name}${r}`));
     return { addr, regs, width: rb === 8 ? "b64" as const : "b32" as const, rb };
   };
-  const A = operand("a", s.a, regType(s.aType));
-  const B = operand("b", s.b, regType(s.bType));
-  const C = operand("c", s.c, regType(s.cType));
-  const D = operand("d", s.c, regType(s.cType));
+  const A = operand("a", s.a, s.a.regType);
+  const B = operand("b", s.b, s.b.regType);
+  const C = operand("c", s.c, s.c.regType);
+  const D = operand("d", s.c, s.c.regType);
   for (const X of [A, B, C]) {
     X.regs.forEach((r, i) =>
       b.emit({ op: "ldg", width: X.width, dst: [r], addr: X.addr, offset: i * X.rb })

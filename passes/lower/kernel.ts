@@ -114,13 +114,7 @@ function buildKernel(cx: LowerContext): Kernel {
     // Accumulators.
     const mTiles = wp.warp.m / cx.shape.m;
     const nTiles = wp.warp.n / cx.shape.n;
-    const accType: RegType = cx.shape.cType === "f32"
-      ? "f32"
-      : cx.shape.cType === "s32"
-      ? "s32"
-      : cx.shape.cType === "f64"
-      ? "f64"
-      : "b32";
+    const accType = cx.shape.c.regType;
     const acc: Reg[][][] = [];
     for (let i = 0; i < mTiles; i++) {
       const row: Reg[][] = [];
@@ -186,7 +180,7 @@ function buildKernel(cx: LowerContext): Kernel {
         () =>
           Array.from(
             { length: op.regs },
-            () => b.reg(op.regBits === 64 ? "f64" : cx.k.math.mode === "simt" ? "f32" : "b32"),
+            () => b.reg(op.regType),
           ),
       );
     const aBuf = [fragRegs(cx.shape.a, mTiles), fragRegs(cx.shape.a, mTiles)];
