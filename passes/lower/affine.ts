@@ -10,6 +10,7 @@ import { imm } from "../../ir/builder.ts";
 import { type OperandSmem, unreachable } from "../../ir/gemm.ts";
 import type { Operand, Reg } from "../../ir/kernel.ts";
 import { type Feature, log2, type LowerContext } from "./context.ts";
+import * as ir from "../../ir/builder.ts";
 
 /** An affine recipe: value = c + sum(coef * feature). */
 export interface Affine {
@@ -104,7 +105,7 @@ export function emitAffine(cx: LowerContext, a: Affine): Operand {
       acc = c === 1 ? fr : cx.bin("mul", "u32", fr, imm(c));
     } else {
       const dst = cx.b.reg("u32");
-      cx.b.emit({ op: "mad", type: "u32", dst, a: fr, b: imm(c), c: acc });
+      cx.b.emit(ir.mad("u32", dst, fr, imm(c), acc));
       acc = dst;
     }
   }
@@ -119,7 +120,7 @@ function emitSwizzled(cx: LowerContext, p: OperandSmem, r: SmemRecipe): Reg {
   const rowChunks = p.rowBytes / 16;
   const chunk = byte.kind === "imm" ? imm(byte.value >> 4) : cx.bin("shr", "u32", byte, imm(4));
   const linear = cx.b.reg("u32");
-  cx.b.emit({ op: "mad", type: "u32", dst: linear, a: row, b: imm(rowChunks), c: chunk });
+  cx.b.emit(ir.mad("u32", linear, row, imm(rowChunks), chunk));
   const hi0 = cx.bin("shr", "u32", linear, imm(p.swizzleShift));
   const hi = p.swizzleScale === 1 ? hi0 : cx.bin("shl", "u32", hi0, imm(log2(p.swizzleScale)));
   const m = cx.bin("and", "u32", hi, imm(7));

@@ -13,6 +13,7 @@ import type { BinFn, Op, Operand, Reg, RegType } from "../../ir/kernel.ts";
 import { MMA_SHAPES, type MmaShape } from "../../ir/mma_table.ts";
 import { SIMT_PREFIX, simtShape } from "../../ir/simt.ts";
 import { SMEM_BUDGET } from "../pipeline.ts";
+import * as ir from "../../ir/builder.ts";
 
 /** The base-2 logarithm of a power of two (an error for any other number). */
 export function log2(x: number): number {
@@ -89,7 +90,7 @@ export class LowerContext {
   ): Reg {
     const rt: RegType = type === "b32" ? "b32" : type;
     const dst = this.b.reg(rt, name);
-    this.b.emit({ op: "bin", fn, type, dst, a, b });
+    this.b.emit(ir.bin(fn, type, dst, a, b));
     return dst;
   }
 
@@ -104,7 +105,7 @@ export class LowerContext {
     b: Operand,
   ): Reg {
     const dst = this.b.reg("pred");
-    this.b.emit({ op: "setp", cmp, type, dst, a, b });
+    this.b.emit(ir.setp(cmp, type, dst, a, b));
     return dst;
   }
 
@@ -116,7 +117,7 @@ export class LowerContext {
 
   mov(type: RegType, v: Operand, name?: string): Reg {
     const dst = this.b.reg(type, name);
-    this.b.emit({ op: "mov", dst, src: v });
+    this.b.emit(ir.mov(dst, v));
     return dst;
   }
 
@@ -146,12 +147,12 @@ export class LowerContext {
   s32Of(o: Operand, name?: string): Reg {
     const dst = this.b.reg("s32", name);
     if (o.kind === "imm") {
-      this.b.emit({ op: "mov", dst, src: o });
+      this.b.emit(ir.mov(dst, o));
       return dst;
     }
     const bits = this.b.reg("b32");
-    this.b.emit({ op: "cvt", kind: "b32.u32", dst: bits, src: o });
-    this.b.emit({ op: "cvt", kind: "s32.b32", dst, src: bits });
+    this.b.emit(ir.cvt("b32.u32", bits, o));
+    this.b.emit(ir.cvt("s32.b32", dst, bits));
     return dst;
   }
 
@@ -167,7 +168,7 @@ export function b64(l: LowerContext, v: Operand): Operand & Reg {
   if (v.kind === "imm") throw new Error("b64 of an immediate");
   if (v.type === "u64") return v;
   const r = l.b.reg("u64");
-  l.b.emit({ op: "cvt", kind: "u64.u32", dst: r, src: v });
+  l.b.emit(ir.cvt("u64.u32", r, v));
   return r;
 }
 

@@ -12,6 +12,7 @@ import { type MatrixView, type OperandSmem, tensorParam } from "../../ir/gemm.ts
 import type { MemWidth, Operand, Reg } from "../../ir/kernel.ts";
 import { type Affine, emitAffine, groupRecipes, scaleAffine, type SmemRecipe } from "./affine.ts";
 import { b64, bytesOfElems, log2, type LowerContext, vectorBase } from "./context.ts";
+import * as ir from "../../ir/builder.ts";
 
 interface CopyOne {
   readonly ptr: Reg;
@@ -209,8 +210,8 @@ function nthPointer(cx: LowerContext, ptr0: Reg, stride: Operand, j: number): Re
   const ptr = cx.b.reg("u64");
   cx.b.emit(
     stride.kind === "imm"
-      ? { op: "bin", fn: "add", type: "u64", dst: ptr, a: ptr0, b: imm(j * stride.value) }
-      : { op: "mad", type: "u64", dst: ptr, a: stride, b: imm(j), c: ptr0 },
+      ? ir.bin("add", "u64", ptr, ptr0, imm(j * stride.value))
+      : ir.mad("u64", ptr, stride, imm(j), ptr0),
   );
   return ptr;
 }
@@ -248,26 +249,17 @@ export function issueCopies(
       }
       // Through registers: one 16-byte load, an element to each of 4 rows.
       const v = d.map(() => cx.mov("b32", imm(0)));
-      b.emit({
-        op: "ldg",
-        width: "b32",
-        dst: v,
-        addr: ptr,
-        offset: 0,
-        guard: { pred: ok, negate: false },
-      });
-      v.forEach((x, e) =>
-        b.emit({ op: "sts", width: "b32", src: [x], addr: dstOf(d[e]!), offset: d[e]!.offset })
-      );
+      b.emit(ir.ldg("b32", v, ptr, 0, ir.when(ok)));
+      v.forEach((x, e) => b.emit(ir.sts("b32", [x], dstOf(d[e]!), d[e]!.offset)));
     });
-    b.emit({ op: "bin", fn: "add", type: "u64", dst: c.ptr0, a: c.ptr0, b: c.step });
+    b.emit(ir.bin("add", "u64", c.ptr0, c.ptr0, c.step));
     return;
   }
   for (const one of c.copies) {
     const kOk = cx.setp("lt", "s32", one.kIdx, kRem);
     const ok = cx.and(one.okRow, kOk)!;
     copyOne(cx, p, ok, one.ptr, dstOf(one.dst), one.dst.offset, one.valid);
-    b.emit({ op: "bin", fn: "add", type: "u64", dst: one.ptr, a: one.ptr, b: c.step });
+    b.emit(ir.bin("add", "u64", one.ptr, one.ptr, c.step));
   }
 }
 
@@ -287,35 +279,29 @@ function copyOne(
   only: Reg | null,
 ): void {
   const b = cx.b;
-  const guard = only === null ? {} : { guard: { pred: only, negate: false } };
+  const guard = ir.when(only);
   if (p.async) {
     const n = cx.b.reg("u32");
-    b.emit({ op: "selp", type: "u32", dst: n, a: imm(p.copyBytes), b: imm(0), p: ok });
-    b.emit({
-      op: "cpasync",
-      cache: p.copyBytes === 16 ? "cg" : "ca",
-      // The L2 may fetch whole 128-byte lines: +5% for tf32 at 8192^3 on the H200
-      // (bench/NOTES.md 6).
-      ...(p.copyBytes === 16 ? { prefetch: 128 as const } : {}),
-      bytes: p.copyBytes as 4 | 8 | 16,
-      dst,
-      dstOffset,
-      src,
-      srcBytes: n,
-      ...guard,
-    });
+    b.emit(ir.selp("u32", n, imm(p.copyBytes), imm(0), ok));
+    b.emit(ir.cpAsync(
+      {
+        cache: p.copyBytes === 16 ? "cg" : "ca",
+        // The L2 may fetch whole 128-byte lines: +5% for tf32 at 8192^3 on the H200
+        // (bench/NOTES.md 6).
+        ...(p.copyBytes === 16 ? { prefetch: 128 as const } : {}),
+        bytes: p.copyBytes as 4 | 8 | 16,
+        dst,
+        dstOffset,
+        src,
+        srcBytes: n,
+      },
+      guard,
+    ));
   } else {
     const width: MemWidth = p.copyBytes === 2 ? "b16" : "b8";
     const v = cx.mov(width === "b16" ? "b16" : "u32", imm(0));
-    b.emit({
-      op: "ldg",
-      width,
-      dst: [v],
-      addr: src,
-      offset: 0,
-      guard: { pred: ok, negate: false },
-    });
-    b.emit({ op: "sts", width, src: [v], addr: dst, offset: dstOffset, ...guard });
+    b.emit(ir.ldg(width, [v], src, 0, ir.when(ok)));
+    b.emit(ir.sts(width, [v], dst, dstOffset, guard));
   }
 }
 
@@ -323,12 +309,12 @@ function copyOne(
 export function skipTiles(cx: LowerContext, c: CopyPlan, tiles: Reg): void {
   const off = cx.bin("mul", "u64", b64(cx, tiles), c.step);
   const ptrs = c.kind === "each" ? c.copies.map((x) => x.ptr) : [c.ptr0];
-  for (const p of ptrs) cx.b.emit({ op: "bin", fn: "add", type: "u64", dst: p, a: p, b: off });
+  for (const p of ptrs) cx.b.emit(ir.bin("add", "u64", p, p, off));
 }
 
 export function advanceStage(cx: LowerContext, off: Reg, stages: number): void {
   // Stage offsets count in stage indices; byte offsets are index * stageBytes.
   const next = cx.bin("add", "u32", off, imm(1));
   const wrap = cx.setp("eq", "u32", next, imm(stages));
-  cx.b.emit({ op: "selp", type: "u32", dst: off, a: imm(0), b: next, p: wrap });
+  cx.b.emit(ir.selp("u32", off, imm(0), next, wrap));
 }

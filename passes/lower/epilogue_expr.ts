@@ -11,6 +11,7 @@ import type { Dtype } from "../../ir/dtype.ts";
 import { type EpilogueExpr, unreachable } from "../../ir/gemm.ts";
 import type { Op, Operand, Reg, RegType } from "../../ir/kernel.ts";
 import type { LowerContext } from "./context.ts";
+import * as ir from "../../ir/builder.ts";
 
 /** An accumulator element as the compute type. */
 export function accValue(cx: LowerContext, r: Reg, elem: number, c: "f32" | "f64" | "s32"): Reg {
@@ -19,9 +20,9 @@ export function accValue(cx: LowerContext, r: Reg, elem: number, c: "f32" | "f64
   if (at === "f16") {
     const lo = b.reg("b16");
     const hi = b.reg("b16");
-    b.emit({ op: "unpack", lo, hi, src: r });
+    b.emit(ir.unpack(lo, hi, r));
     const f = b.reg("f32");
-    b.emit({ op: "cvt", kind: "f32.f16", dst: f, src: elem === 0 ? lo : hi });
+    b.emit(ir.cvt("f32.f16", f, elem === 0 ? lo : hi));
     return f;
   }
   if (at === "f32" && c === "f32") return r;
@@ -29,12 +30,12 @@ export function accValue(cx: LowerContext, r: Reg, elem: number, c: "f32" | "f64
   if (at === "s32" && c === "s32") return r;
   if (at === "s32" && c === "f32") {
     const f = b.reg("f32");
-    b.emit({ op: "cvt", kind: "f32.s32", dst: f, src: r });
+    b.emit(ir.cvt("f32.s32", f, r));
     return f;
   }
   if (at === "s32" && c === "f64") {
     const f = b.reg("f64");
-    b.emit({ op: "cvt", kind: "f64.s32", dst: f, src: r });
+    b.emit(ir.cvt("f64.s32", f, r));
     return f;
   }
   throw new Error(`No conversion from accumulator ${at} to compute ${c}`);
@@ -58,7 +59,7 @@ function toCompute(cx: LowerContext, v: Reg, from: RegType, c: "f32" | "f64" | "
   };
   const kind = kinds[`${from}>${c}`];
   if (kind === undefined) throw new Error(`No conversion ${from} -> ${c}`);
-  b.emit({ op: "cvt", kind, dst, src: v });
+  b.emit(ir.cvt(kind, dst, v));
   return dst;
 }
 
@@ -108,7 +109,7 @@ function unary(
     case "neg":
     case "abs": {
       const dst = cx.b.reg(c);
-      cx.b.emit({ op: "un", fn, type: c, dst, src: x });
+      cx.b.emit(ir.un(fn, c, dst, x));
       return dst;
     }
     case "relu":
@@ -131,12 +132,12 @@ function activation(cx: LowerContext, fn: "gelu" | "sigmoid" | "silu", x: Reg): 
   const b = cx.b;
   const un = (f: "ex2" | "rcp" | "tanh", v: Reg) => {
     const dst = b.reg("f32");
-    b.emit({ op: "un", fn: f, type: "f32", dst, src: v });
+    b.emit(ir.un(f, "f32", dst, v));
     return dst;
   };
   const mad = (a: Operand, m: Operand, c: Operand) => {
     const dst = b.reg("f32");
-    b.emit({ op: "mad", type: "f32", dst, a, b: m, c });
+    b.emit(ir.mad("f32", dst, a, m, c));
     return dst;
   };
   const sigmoid = (v: Reg) => {
@@ -164,7 +165,7 @@ function castTo(cx: LowerContext, x: Reg, c: "f32" | "f64" | "s32", to: Dtype): 
   if (to === "f16" || to === "bf16") {
     const xf = c === "f32" ? x : toCompute(cx, x, c, "f32");
     const h = b.reg("b16");
-    b.emit({ op: "cvt", kind: to === "f16" ? "f16.f32" : "bf16.f32", dst: h, src: xf });
+    b.emit(ir.cvt(to === "f16" ? "f16.f32" : "bf16.f32", h, xf));
     const back = b.reg("f32");
     const widen: Op = {
       op: "cvt",
@@ -211,7 +212,7 @@ export function convertOut(cx: LowerContext, v: Reg, c: "f32" | "f64" | "s32", o
       }
       const f = toCompute(cx, v, c, "f32");
       const h = b.reg("b16");
-      b.emit({ op: "cvt", kind: out === "f16" ? "f16.f32" : "bf16.f32", dst: h, src: f });
+      b.emit(ir.cvt(out === "f16" ? "f16.f32" : "bf16.f32", h, f));
       return h;
     }
     case "s32":
@@ -230,7 +231,7 @@ export function convertOut(cx: LowerContext, v: Reg, c: "f32" | "f64" | "s32", o
 /** Two 16-bit values in one 32-bit register, `lo` in the low half. */
 export function pack(cx: LowerContext, lo: Reg, hi: Reg): Reg {
   const w = cx.b.reg("b32");
-  cx.b.emit({ op: "pack", dst: w, lo, hi });
+  cx.b.emit(ir.pack(w, lo, hi));
   return w;
 }
 
@@ -259,7 +260,7 @@ export function loadedToCompute(
     case "f16":
     case "bf16": {
       const f = b.reg("f32");
-      b.emit({ op: "cvt", kind: dtype === "f16" ? "f32.f16" : "f32.bf16", dst: f, src: v });
+      b.emit(ir.cvt(dtype === "f16" ? "f32.f16" : "f32.bf16", f, v));
       return toCompute(cx, f, "f32", c);
     }
     case "f32":

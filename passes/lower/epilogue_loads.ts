@@ -17,6 +17,7 @@ import {
 import type { MemWidth, Operand, Reg, RegType } from "../../ir/kernel.ts";
 import { b64, b64Op, bytesOfElems, log2, type LowerContext, tensorBase } from "./context.ts";
 import { loadedToCompute, pack } from "./epilogue_expr.ts";
+import * as ir from "../../ir/builder.ts";
 
 /** An epilogue tensor: its base address (batch offset applied), parameter and matrix view. */
 export interface EpiTensor {
@@ -62,7 +63,7 @@ export function epiPrefetch(
   const tb = k.plan.tile!.threadblock;
   const b = cx.b;
   return () => {
-    b.emit({ op: "comment", text: "L2 prefetch of the epilogue's matrices" });
+    b.emit(ir.comment("L2 prefetch of the epilogue's matrices"));
     const tid = cx.features.get("tid")!;
     for (const v of views) {
       const t = tensorParam(k, v.tensor);
@@ -99,7 +100,7 @@ export function epiPrefetch(
           ok = cx.bin("and", "pred", ok, cx.setp("lt", "u32", idx, imm(total)));
         }
         const elemIdx = globalAddr(cx, base, row, col, rowMajor ? N : M, rowMajor, bits / 8);
-        b.emit({ op: "prefetch", addr: elemIdx, guard: { pred: ok, negate: false } });
+        b.emit(ir.prefetch(elemIdx, ir.when(ok)));
       }
     }
   };
@@ -145,7 +146,6 @@ export function loadAhead(
   const t = info.t;
   const bits = DTYPE_INFO[t.dtype].bits;
   const addr = elemAddr(cx, e, info, row, col);
-  const guard = ok === null ? {} : { guard: { pred: ok, negate: false } };
   // 16-bit elements in pairs, one 32-bit word each; else one register an element.
   const paired = bits === 16 && n > 1;
   const width: MemWidth = paired
@@ -169,14 +169,14 @@ export function loadAhead(
     ? "f32"
     : "s32";
   const ws = Array.from({ length: paired ? n / 2 : n }, () => cx.mov(rt, imm(0)));
-  b.emit({ op: "ldg", width, dst: ws, addr, offset: 0, ...guard });
+  b.emit(ir.ldg(width, ws, addr, 0, ir.when(ok)));
   let vals: Reg[] | null = null;
   return () => {
     if (vals !== null) return vals;
     const vs = !paired ? ws : ws.flatMap((w) => {
       const lo = b.reg("b16");
       const hi = b.reg("b16");
-      b.emit({ op: "unpack", lo, hi, src: w });
+      b.emit(ir.unpack(lo, hi, w));
       return [lo, hi];
     });
     vals = vs.map((v) => loadedToCompute(cx, v, t.dtype, c));
@@ -258,6 +258,10 @@ export function store(
     src = [pack(cx, vs[0]!, vs[1]!)];
     width = "b32";
   }
-  const guard = ok === null ? {} : { guard: { pred: ok, negate: false } };
-  b.emit({ op, width, src, addr, offset, ...guard });
+  const guard = ir.when(ok);
+  b.emit(
+    op === "stg"
+      ? ir.stg(width, src, addr, offset, guard)
+      : ir.sts(width, src, addr, offset, guard),
+  );
 }

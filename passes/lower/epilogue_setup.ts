@@ -20,6 +20,7 @@ import { type Affine, emitAffine, laneAffine } from "./affine.ts";
 import { type LowerContext, tensorBase, vectorBase } from "./context.ts";
 import { convertOut, evalEpilogue } from "./epilogue_expr.ts";
 import type { EpiTensor } from "./epilogue_loads.ts";
+import * as ir from "../../ir/builder.ts";
 
 /** A load of an epilogue tensor in the expression. */
 export type LoadExpr = Extract<EpilogueExpr, { op: "load" }>;
@@ -116,7 +117,7 @@ export function setupEpilogue(
   const compute = k.epilogue.compute;
   const cType = compute;
   const d = tensorParam(k, k.problem.d.tensor);
-  b.emit({ op: "comment", text: "epilogue" });
+  b.emit(ir.comment("epilogue"));
   // Warp origin.
   const wRow = cx.bin(
     "add",

@@ -16,6 +16,7 @@ import type { LowerContext } from "./context.ts";
 import { accValue, packOut } from "./epilogue_expr.ts";
 import { alongRow, globalAddr, loadAhead, loadElem, store } from "./epilogue_loads.ts";
 import type { EpilogueSetup, LoadExpr } from "./epilogue_setup.ts";
+import * as ir from "../../ir/builder.ts";
 
 /** How the epilogue stages D through shared memory (see `stagePlan`). */
 interface StagePlan {
@@ -269,14 +270,14 @@ export function stagedEpilogue(cx: LowerContext, st: EpilogueSetup, stage: Stage
     }
     return v;
   };
-  b.emit({
-    op: "comment",
-    text:
+  b.emit(
+    ir.comment(
       `staged through shared memory (${
         raw ? "raw accumulators" : "D's elements"
       }): ${stage.tiles} of ${mTiles} accumulator-tile rows a chunk, ` +
-      `${stage.regionBytes} bytes a warp, rows of ${stage.stride} bytes, ${stage.vecBytes}-byte reads`,
-  });
+        `${stage.regionBytes} bytes a warp, rows of ${stage.stride} bytes, ${stage.vecBytes}-byte reads`,
+    ),
+  );
   // The chunks: `stage.tiles` accumulator-tile rows each.
   const chunks: [number, number][] = [];
   for (let i0 = 0; i0 < mTiles; i0 += stage.tiles) {
@@ -329,7 +330,7 @@ export function stagedEpilogue(cx: LowerContext, st: EpilogueSetup, stage: Stage
   let ahead: Map<string, () => Reg[]> | null = null;
   // Every warp is past the main loop's last shared-memory read (and, with
   // split-K, past reading the broadcast flag) before any warp writes.
-  b.emit({ op: "bar" });
+  b.emit(ir.bar());
   chunks.forEach((c, ci) => {
     const [i0, iEnd] = c;
     for (let i = i0; i < iEnd; i++) {
@@ -349,19 +350,13 @@ export function stagedEpilogue(cx: LowerContext, st: EpilogueSetup, stage: Stage
         }
       }
     }
-    b.emit({ op: "bar" });
+    b.emit(ir.bar());
     const got = loadsC && (ci === 0 || !aheadOk) ? issueChunk(c) : ahead;
     ahead = loadsC && aheadOk && ci + 1 < chunks.length ? issueChunk(chunks[ci + 1]!) : null;
     for (let q = 0; q < perChunk(c); q++) {
       const dRow = (q * 32) / stage.perRow; // within the chunk
       const regsQ = Array.from({ length: vecRegs }, () => b.reg(vecType));
-      b.emit({
-        op: "lds",
-        width: vecWidth,
-        dst: regsQ,
-        addr: readBase,
-        offset: dRow * stage.stride,
-      });
+      b.emit(ir.lds(vecWidth, regsQ, readBase, dRow * stage.stride));
       const { gRow, row, ok } = readPos(i0, q);
       const addr = globalAddr(cx, dBase, row, readCol, ldD, true, dBytes);
       // Raw: the epilogue of the 4 elements along the row (D's N is a
@@ -383,15 +378,8 @@ export function stagedEpilogue(cx: LowerContext, st: EpilogueSetup, stage: Stage
         ),
         d.dtype,
       );
-      b.emit({
-        op: "stg",
-        width: raw ? "b32" : vecWidth,
-        src,
-        addr,
-        offset: 0,
-        guard: { pred: ok, negate: false },
-      });
+      b.emit(ir.stg(raw ? "b32" : vecWidth, src, addr, 0, ir.when(ok)));
     }
-    if (iEnd < mTiles) b.emit({ op: "bar" });
+    if (iEnd < mTiles) b.emit(ir.bar());
   });
 }

@@ -11,6 +11,7 @@ import type { OperandSmem } from "../../ir/gemm.ts";
 import type { Reg } from "../../ir/kernel.ts";
 import { type Affine, groupRecipes, laneAffine, scaleAffine, type SmemRecipe } from "./affine.ts";
 import type { Feature, LowerContext } from "./context.ts";
+import * as ir from "../../ir/builder.ts";
 
 interface FragInstr {
   /** The tile for `lds` (its registers consecutive); -1 for ldmatrix groups (regs are flat indices). */
@@ -291,16 +292,11 @@ function emitFragLoad(
   }
   if (f.load === "lds") {
     const dst = ins.regs.map((r) => buf[ins.tile]![r]!);
-    cx.b.emit({ op: "lds", width: f.regBits === 64 ? "b64" : "b32", dst, addr, offset });
+    cx.b.emit(ir.lds(f.regBits === 64 ? "b64" : "b32", dst, addr, offset));
   } else {
     const flat = buf.flat();
-    cx.b.emit({
-      op: "ldmatrix",
-      num: ins.num as 1 | 2 | 4,
-      trans: ins.trans,
-      dst: ins.regs.map((r) => flat[r]!),
-      addr,
-      offset,
-    });
+    cx.b.emit(
+      ir.ldmatrix(ins.num as 1 | 2 | 4, ins.trans, ins.regs.map((r) => flat[r]!), addr, offset),
+    );
   }
 }

@@ -23,6 +23,7 @@ import { epiPrefetch, prefetchAhead } from "./epilogue_loads.ts";
 import { fragLoader, fragSetup, loadFrags } from "./fragments.ts";
 import { mmas } from "./mma.ts";
 import { splitKReduce, workspacePerTile } from "./split_k.ts";
+import * as ir from "../../ir/builder.ts";
 
 function buildKernel(cx: LowerContext): Kernel {
   const k = cx.k;
@@ -54,13 +55,13 @@ function buildKernel(cx: LowerContext): Kernel {
   for (const p of kparams) {
     const t: RegType = p.ptx === "u64" ? "u64" : p.ptx;
     const r = b.reg(t, p.name);
-    b.emit({ op: "param", dst: r, name: p.name });
+    b.emit(ir.param(r, p.name));
     cx.params.set(p.name, r);
   }
 
   // Indices.
   const tid = b.reg("u32", "tid");
-  b.emit({ op: "sreg", dst: tid, sreg: "tid.x" });
+  b.emit(ir.sreg(tid, "tid.x"));
   const lane = cx.bin("and", "u32", tid, imm(31), "lane");
   const warp = cx.bin("shr", "u32", tid, imm(5), "warp");
   cx.features.set("tid", tid);
@@ -76,11 +77,11 @@ function buildKernel(cx: LowerContext): Kernel {
   cx.features.set("wn", cx.divRem("div", warp, wp.warpsM, "wn"));
 
   const bx = b.reg("u32", "bx");
-  b.emit({ op: "sreg", dst: bx, sreg: "ctaid.x" });
+  b.emit(ir.sreg(bx, "ctaid.x"));
   const by = b.reg("u32", "by");
-  b.emit({ op: "sreg", dst: by, sreg: "ctaid.y" });
+  b.emit(ir.sreg(by, "ctaid.y"));
   const bzRaw = b.reg("u32", "bz");
-  b.emit({ op: "sreg", dst: bzRaw, sreg: "ctaid.z" });
+  b.emit(ir.sreg(bzRaw, "ctaid.z"));
   // grid z = batch * split_k: the batch index and this block's split of K.
   const splitK = tile.splitK;
   const split = splitK > 1 ? cx.divRem("rem", bzRaw, splitK, "split") : null;
@@ -102,7 +103,7 @@ function buildKernel(cx: LowerContext): Kernel {
     const m0 = cx.mulImm(tileMIdx, tb.m, "m0");
     const n0 = cx.mulImm(tileNIdx, tb.n, "n0");
     const smem = b.reg("u32", "smem");
-    b.emit({ op: "smembase", dst: smem });
+    b.emit(ir.smemBase(smem));
 
     const aCopy = copySetup(cx, "A", k.problem.a, pipe.a, m0, M, K, bz, smem);
     const bCopy = copySetup(cx, "B", k.problem.b, pipe.b, n0, N, K, bz, smem);
@@ -163,15 +164,15 @@ function buildKernel(cx: LowerContext): Kernel {
     const issue = () => {
       issueCopies(cx, aCopy, pipe.a, writeOff, kRem);
       issueCopies(cx, bCopy, pipe.b, writeOff, kRem);
-      b.emit({ op: "commit" });
-      b.emit({ op: "bin", fn: "sub", type: "s32", dst: kRem, a: kRem, b: imm(tb.k) });
+      b.emit(ir.commit());
+      b.emit(ir.bin("sub", "s32", kRem, kRem, imm(tb.k)));
       advanceStage(cx, writeOff, S);
     };
 
-    b.emit({ op: "comment", text: `prologue: fill ${S - 1} stages` });
+    b.emit(ir.comment(`prologue: fill ${S - 1} stages`));
     for (let s = 0; s < S - 1; s++) issue();
-    b.emit({ op: "wait", n: pipe.waitDepth });
-    b.emit({ op: "bar" });
+    b.emit(ir.wait(pipe.waitDepth));
+    b.emit(ir.bar());
 
     // Fragment buffers.
     const fragRegs = (op: MmaShape["a"], tiles: number): Reg[][] =>
@@ -200,15 +201,15 @@ function buildKernel(cx: LowerContext): Kernel {
       b.for(kt, from, to, 1, () => {
         for (let kk = 0; kk < KK; kk++) {
           if (kk === KK - 1) {
-            b.emit({ op: "wait", n: pipe.waitDepth });
-            b.emit({ op: "bar" });
+            b.emit(ir.wait(pipe.waitDepth));
+            b.emit(ir.bar());
             advanceStage(cx, readOff, S);
           }
           const next = (kk + 1) % 2;
           const interleaved = mp.fragments === "interleaved";
           if (!interleaved) loadBoth((kk + 1) % KK, next);
           if (kk === 0) {
-            b.emit({ op: "comment", text: `copies of k-tile kt + ${S - 1}` });
+            b.emit(ir.comment(`copies of k-tile kt + ${S - 1}`));
             issue();
           }
           if (!interleaved) {
@@ -238,7 +239,7 @@ function buildKernel(cx: LowerContext): Kernel {
     if (prefetch === null) kLoop(imm(0), kCount);
     else {
       const P = prefetchAhead(tb.k);
-      b.emit({ op: "comment", text: `the last ${P} k-tiles, after the L2 prefetch of C's tile` });
+      b.emit(ir.comment(`the last ${P} k-tiles, after the L2 prefetch of C's tile`));
       const at: Operand = kCount.kind === "imm"
         ? imm(Math.max(kCount.value - P, 0))
         : cx.bin("sub", "u32", cx.bin("max", "u32", kCount, imm(P)), imm(P), "kpf");
@@ -246,7 +247,7 @@ function buildKernel(cx: LowerContext): Kernel {
       prefetch();
       kLoop(at, kCount);
     }
-    b.emit({ op: "wait", n: 0 });
+    b.emit(ir.wait(0));
 
     if (split === null) epilogue(cx, acc, m0, n0, M, N, bz, smem);
     else {

@@ -8,6 +8,7 @@
 import { imm } from "../../ir/builder.ts";
 import type { Reg } from "../../ir/kernel.ts";
 import type { LowerContext } from "./context.ts";
+import * as ir from "../../ir/builder.ts";
 
 /**
  * The MMAs of k-step `kk` of a k-tile, rows of the warp tile in order and
@@ -33,14 +34,7 @@ export function mmas(
         const bb = bFr[j]!;
         const vB = bb.length;
         acc[i]![j]!.forEach((r, x) => {
-          b.emit({
-            op: "mad",
-            type: "f32",
-            dst: r,
-            a: a[Math.floor(x / vB)]!,
-            b: bb[x % vB]!,
-            c: r,
-          });
+          b.emit(ir.mad("f32", r, a[Math.floor(x / vB)]!, bb[x % vB]!, r));
         });
       }
     }
@@ -57,13 +51,13 @@ export function mmas(
     const small: Reg[] = [];
     for (const r of regs) {
       const f = b.reg("f32");
-      b.emit({ op: "cvt", kind: "f32.b32", dst: f, src: r });
+      b.emit(ir.cvt("f32.b32", f, r));
       const hi = cx.bin("and", "b32", r, imm(0xffffe000));
       const hiF = b.reg("f32");
-      b.emit({ op: "cvt", kind: "f32.b32", dst: hiF, src: hi });
+      b.emit(ir.cvt("f32.b32", hiF, hi));
       const rest = cx.bin("sub", "f32", f, hiF);
       const lo = b.reg("b32");
-      b.emit({ op: "cvt", kind: "b32.f32", dst: lo, src: rest });
+      b.emit(ir.cvt("b32.f32", lo, rest));
       big.push(r);
       small.push(lo);
     }
@@ -89,16 +83,14 @@ export function mmas(
         (cx.kTileSum[i] ??= [])[j] = t;
         let from = first ? cx.zeroAcc : t;
         for (const [x, y] of [[A.small, B.big], [A.big, B.small], [A.big, B.big]] as const) {
-          b.emit({ op: "mma", shape: cx.shape.name, d: t, a: x, b: y, c: from });
+          b.emit(ir.mma(cx.shape.name, t, x, y, from));
           from = t;
         }
         if (kk === cx.k.plan.mma!.kSteps - 1) {
-          c.forEach((r, q) =>
-            b.emit({ op: "bin", fn: "add", type: "f32", dst: r, a: r, b: t[q]! })
-          );
+          c.forEach((r, q) => b.emit(ir.bin("add", "f32", r, r, t[q]!)));
         }
       } else {
-        b.emit({ op: "mma", shape: cx.shape.name, d: c, a: aFr[i]!, b: bFr[j]!, c });
+        b.emit(ir.mma(cx.shape.name, c, aFr[i]!, bFr[j]!, c));
         after?.(i, j, jj === row.length - 1);
       }
     }

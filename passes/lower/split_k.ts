@@ -8,6 +8,7 @@
 import { imm } from "../../ir/builder.ts";
 import { type Reg, WORKSPACE_PARAM } from "../../ir/kernel.ts";
 import { b64, type LowerContext } from "./context.ts";
+import * as ir from "../../ir/builder.ts";
 
 /** Bytes per accumulator register (f64: 8, else 4: f32, s32, or f16x2). */
 function accBytes(cx: LowerContext): number {
@@ -66,10 +67,7 @@ export function splitKReduce(
   }
   const partBytes = partialBytes(cx);
   const width = eb === 8 ? "b64" : "b32";
-  b.emit({
-    op: "comment",
-    text: `split-K: partial to the workspace, the last of ${S} splits reduces`,
-  });
+  b.emit(ir.comment(`split-K: partial to the workspace, the last of ${S} splits reduces`));
   const ws = cx.params.get(WORKSPACE_PARAM)!;
   const rec = cx.bin(
     "add",
@@ -88,74 +86,46 @@ export function splitKReduce(
   );
   for (let c = 0; c < chunks; c++) {
     const src = flat.slice(c * perChunk, (c + 1) * perChunk);
-    b.emit({ op: "stg", width, src, addr: own, offset: c * T * chunkBytes });
+    b.emit(ir.stg(width, src, own, c * T * chunkBytes));
   }
   // Release: every thread's partial before the barrier, and thread 0's
   // fence after it (cumulative over what the barrier showed it) before its
   // atomic. Acquire: thread 0's fence right after the atomic that saw the
   // others, then the barrier, as CUTLASS's semaphore does (acquire, then
   // __syncthreads); the partials are read through L2 (ld.global.cg).
-  b.emit({ op: "fence" });
-  b.emit({ op: "bar" });
+  b.emit(ir.fence());
+  b.emit(ir.bar());
   const t0 = cx.setp("eq", "u32", tid, imm(0));
-  b.emit({ op: "fence" });
+  b.emit(ir.fence());
   const old = cx.mov("u32", imm(0), "arrived");
-  b.emit({
-    op: "atom",
-    dst: old,
-    addr: rec,
-    offset: 0,
-    b: imm(1),
-    guard: { pred: t0, negate: false },
-  });
-  b.emit({ op: "fence" });
+  b.emit(ir.atom(old, rec, 0, imm(1), ir.when(t0)));
+  b.emit(ir.fence());
   const lastT0 = cx.bin("and", "pred", t0, cx.setp("eq", "u32", old, imm(S - 1)));
   // The counter back to 0 for the next launch (every split has counted in).
-  b.emit({
-    op: "stg",
-    width: "b32",
-    src: [imm(0)],
-    addr: rec,
-    offset: 0,
-    guard: { pred: lastT0, negate: false },
-  });
+  b.emit(ir.stg("b32", [imm(0)], rec, 0, ir.when(lastT0)));
   const flag = cx.b.reg("u32", "last");
-  b.emit({ op: "selp", type: "u32", dst: flag, a: imm(1), b: imm(0), p: lastT0 });
-  b.emit({
-    op: "sts",
-    width: "b32",
-    src: [flag],
-    addr: smem,
-    offset: 0,
-    guard: { pred: t0, negate: false },
-  });
-  b.emit({ op: "bar" });
+  b.emit(ir.selp("u32", flag, imm(1), imm(0), lastT0));
+  b.emit(ir.sts("b32", [flag], smem, 0, ir.when(t0)));
+  b.emit(ir.bar());
   const got = cx.b.reg("u32", "lastall");
-  b.emit({ op: "lds", width: "b32", dst: [got], addr: smem, offset: 0 });
+  b.emit(ir.lds("b32", [got], smem, 0));
   const isLast = cx.setp("ne", "u32", got, imm(0));
   b.if(isLast, true, () => {
-    b.emit({ op: "fence" });
+    b.emit(ir.fence());
     // The last split alone reads C: its tile into L2 while the partial sums load.
     prefetch?.();
     const addT = cx.shape.cType === "f64" ? "f64" : cx.shape.cType === "s32" ? "s32" : "f32";
     const fn = addT === "s32" ? "addsat" : "add";
     const load = (s: number, c: number, dst: Reg[]) =>
-      b.emit({
-        op: "ldg",
-        width,
-        dst,
-        addr: part0,
-        offset: s * partBytes + c * T * chunkBytes,
-        cache: "cg",
-      });
+      b.emit(ir.ldg(width, dst, part0, s * partBytes + c * T * chunkBytes, undefined, "cg"));
     // f16x2 (b32) accumulators: each half as f32.
     const halves = (w: Reg): Reg[] => {
       const lo = b.reg("b16");
       const hi = b.reg("b16");
-      b.emit({ op: "unpack", lo, hi, src: w });
+      b.emit(ir.unpack(lo, hi, w));
       return [lo, hi].map((h) => {
         const x = b.reg("f32");
-        b.emit({ op: "cvt", kind: "f32.f16", dst: x, src: h });
+        b.emit(ir.cvt("f32.f16", x, h));
         return x;
       });
     };
@@ -172,9 +142,7 @@ export function splitKReduce(
           for (let s = 1; s < S; s++) {
             const part = regs.map((r) => b.reg(r.type));
             load(s, c, part);
-            regs.forEach((r, q) =>
-              b.emit({ op: "bin", fn, type: addT, dst: r, a: r, b: part[q]! })
-            );
+            regs.forEach((r, q) => b.emit(ir.bin(fn, addT, r, r, part[q]!)));
           }
           continue;
         }
@@ -187,19 +155,17 @@ export function splitKReduce(
           if (s === 0) sums = hs;
           else {
             sums.forEach((pair, q) =>
-              pair.forEach((x, e) =>
-                b.emit({ op: "bin", fn: "add", type: "f32", dst: x, a: x, b: hs[q]![e]! })
-              )
+              pair.forEach((x, e) => b.emit(ir.bin("add", "f32", x, x, hs[q]![e]!)))
             );
           }
         }
         regs.forEach((r, q) => {
           const [lo, hi] = sums[q]!.map((x) => {
             const h = b.reg("b16");
-            b.emit({ op: "cvt", kind: "f16.f32", dst: h, src: x });
+            b.emit(ir.cvt("f16.f32", h, x));
             return h;
           });
-          b.emit({ op: "pack", dst: r, lo: lo!, hi: hi! });
+          b.emit(ir.pack(r, lo!, hi!));
         });
       }
     });
