@@ -52,7 +52,7 @@ interface StridedCopies {
   readonly valid: readonly (Reg | null)[];
 }
 
-type CopyPlan = EachCopies | StridedCopies;
+export type CopyPlan = EachCopies | StridedCopies;
 
 export function copySetup(
   cx: LowerContext,

@@ -23,7 +23,7 @@ interface FragInstr {
   readonly recipe: SmemRecipe;
 }
 
-interface FragPlan {
+export interface FragPlan {
   readonly instrs: readonly FragInstr[];
   readonly bases: readonly { base: Reg; offset: number }[];
   readonly regBits: 32 | 64;
