@@ -28,25 +28,8 @@ const AHEAD_REGS = 8;
  */
 export function directEpilogue(cx: LowerContext, st: EpilogueSetup): void {
   const s = cx.shape;
-  const {
-    acc,
-    M,
-    N,
-    before,
-    cType,
-    d,
-    laneRow,
-    laneCol,
-    groups,
-    dRowMajor,
-    dBytes,
-    dBase,
-    ldD,
-    loads,
-    nodes,
-    roomy,
-    output,
-  } = st;
+  const { acc, M, N, before, cType, d, laneRow, laneCol } = st;
+  const { groups, dRowMajor, dBytes, dBase, ldD, loads, nodes, roomy, output } = st;
   // Row by row of accumulator tiles, in batches of tiles whose loads hold
   // at most `budget` registers: every load of a batch is issued before
   // the batch's first store (ptxas keeps a load of C below an earlier

@@ -153,7 +153,10 @@ export function stagePlan(
 }
 
 /**
- * Emits the epilogue staged through shared memory.
+ * Emits the epilogue staged through shared memory. (Longer than most: its
+ * closures share, across the chunks, the caches of D's rows and columns,
+ * their bounds predicates and the vectors loaded, which keep the staged
+ * path's address arithmetic to one computation each.)
  *
  * @param cx The lowering's context.
  * @param st The epilogue's set-up.
@@ -162,69 +165,15 @@ export function stagePlan(
 export function stagedEpilogue(cx: LowerContext, st: EpilogueSetup, stage: StagePlan): void {
   const b = cx.b;
   const s = cx.shape;
-  const {
-    acc,
-    M,
-    N,
-    smem,
-    before,
-    cType,
-    d,
-    wRow,
-    wCol,
-    base0R,
-    base0C,
-    laneRow,
-    laneCol,
-    stageGroups,
-    dBytes,
-    dBase,
-    ldD,
-    loads,
-    nodes,
-    roomy,
-    output,
-  } = st;
+  const { acc, M, N, before, cType, d, laneRow, laneCol, stageGroups } = st;
+  const { dBytes, dBase, ldD, loads, nodes, roomy, output } = st;
   // Staged through shared memory (the pipeline's, free once every warp is
   // past its last fragment load): each warp writes `stage.tiles` rows of
   // accumulator tiles in their fragment layout into its own padded region,
   // then reads them back row by row in `stage.vecBytes` vectors, so that
   // lanes next to each other store consecutive bytes of a row of D.
   const tid = cx.features.get("tid")!;
-  const warpId = cx.bin("shr", "u32", tid, imm(5));
-  const lane = cx.bin("and", "u32", tid, imm(31));
-  const region = cx.bin(
-    "add",
-    "u32",
-    smem,
-    cx.mulImm(warpId, stage.regionBytes),
-  );
-  const writeOff = emitAffine(cx, {
-    c: 0,
-    terms: (["g", "tig"] as const).map((f) => [
-      f,
-      termOf(base0R, f) * stage.stride + termOf(base0C, f) * stage.elemBytes,
-    ]),
-  });
-  const writeBase = cx.bin("add", "u32", region, writeOff);
-  // Lane l reads vector q * 32 + l of the chunk: row `q * 32 / perRow + l / perRow`,
-  // byte `(l % perRow) * vecBytes` (perRow divides 32).
-  const readRow = cx.divRem("div", lane, stage.perRow);
-  const readVec = cx.divRem("rem", lane, stage.perRow);
-  const readOff = cx.bin(
-    "add",
-    "u32",
-    cx.mulImm(readRow, stage.stride),
-    cx.mulImm(readVec, stage.vecBytes),
-  );
-  const readBase = cx.bin("add", "u32", region, readOff);
-  const readCol = cx.bin(
-    "add",
-    "u32",
-    wCol,
-    cx.mulImm(readVec, stage.vecBytes / stage.elemBytes),
-  );
-  const readRow0 = cx.bin("add", "u32", wRow, readRow);
+  const { writeBase, readBase, readCol, readRow0 } = stagingAddresses(cx, st, stage);
   const raw = stage.mode === "raw";
   const vecWidth: MemWidth = stage.vecBytes === 2 ? "b16" : "b32";
   const vecRegs = Math.max(1, stage.vecBytes / 4);
@@ -382,4 +331,59 @@ export function stagedEpilogue(cx: LowerContext, st: EpilogueSetup, stage: Stage
     }
     if (iEnd < mTiles) b.emit(ir.bar());
   });
+}
+
+/**
+ * The lane's addresses in its warp's staging region: where it writes its
+ * first accumulator element in the fragment layout, and where it reads back
+ * its first vector along D's rows, with that vector's first row and column
+ * of D.
+ *
+ * @param cx The lowering's context.
+ * @param st The epilogue's set-up.
+ * @param stage The staging plan.
+ * @returns The write and read bases, and the read-back vector's row and column.
+ */
+function stagingAddresses(
+  cx: LowerContext,
+  st: EpilogueSetup,
+  stage: StagePlan,
+): { writeBase: Reg; readBase: Reg; readCol: Reg; readRow0: Reg } {
+  const { smem, base0R, base0C, wRow, wCol } = st;
+  const tid = cx.features.get("tid")!;
+  const warpId = cx.bin("shr", "u32", tid, imm(5));
+  const lane = cx.bin("and", "u32", tid, imm(31));
+  const region = cx.bin(
+    "add",
+    "u32",
+    smem,
+    cx.mulImm(warpId, stage.regionBytes),
+  );
+  const writeOff = emitAffine(cx, {
+    c: 0,
+    terms: (["g", "tig"] as const).map((f) => [
+      f,
+      termOf(base0R, f) * stage.stride + termOf(base0C, f) * stage.elemBytes,
+    ]),
+  });
+  const writeBase = cx.bin("add", "u32", region, writeOff);
+  // Lane l reads vector q * 32 + l of the chunk: row `q * 32 / perRow + l / perRow`,
+  // byte `(l % perRow) * vecBytes` (perRow divides 32).
+  const readRow = cx.divRem("div", lane, stage.perRow);
+  const readVec = cx.divRem("rem", lane, stage.perRow);
+  const readOff = cx.bin(
+    "add",
+    "u32",
+    cx.mulImm(readRow, stage.stride),
+    cx.mulImm(readVec, stage.vecBytes),
+  );
+  const readBase = cx.bin("add", "u32", region, readOff);
+  const readCol = cx.bin(
+    "add",
+    "u32",
+    wCol,
+    cx.mulImm(readVec, stage.vecBytes / stage.elemBytes),
+  );
+  const readRow0 = cx.bin("add", "u32", wRow, readRow);
+  return { writeBase, readBase, readCol, readRow0 };
 }
