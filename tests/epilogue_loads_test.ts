@@ -1,5 +1,5 @@
 /**
- * How an epilogue reads a matrix C (passes/lower.ts `epiPrefetch`,
+ * How an epilogue reads a matrix C (passes/lower/epilogue_loads.ts `epiPrefetch`,
  * `loadAhead`, bench/NOTES.md 34): C's tile is prefetched into L2 between two
  * copies of the k-loop, every prefetch lies inside C (the simulator checks
  * it, and a mutant without the guards is caught), the loads of C come before

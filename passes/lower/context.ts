@@ -172,6 +172,7 @@ export function b64(l: LowerContext, v: Operand): Operand & Reg {
   return r;
 }
 
+/** An immediate as it is, a register zero-extended to u64 (see {@link b64}). */
 export function b64Op(l: LowerContext, v: Operand): Operand {
   return v.kind === "imm" ? v : b64(l, v);
 }

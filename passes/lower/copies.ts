@@ -52,8 +52,27 @@ interface StridedCopies {
   readonly valid: readonly (Reg | null)[];
 }
 
+/** An operand's copies of one k-tile, as {@link copySetup} plans them. */
 export type CopyPlan = EachCopies | StridedCopies;
 
+/**
+ * Sets up an operand's global -> shared copies: per copy of this thread, its
+ * global pointer, bounds predicates, k index and swizzled destination (one
+ * pointer for all where a round of copies covers whole rows). (Longer than
+ * ~100 lines: the two shapes of plan share the recipes and the leading
+ * dimension computed first, and each is one straight sequence of emits.)
+ *
+ * @param cx The lowering's context (writes its `tidHi`/`tidLo` features).
+ * @param _role Which operand.
+ * @param view The operand's matrix view.
+ * @param p The operand's shared-memory tile.
+ * @param x0 The threadblock tile's first row (A) or column (B).
+ * @param outerSize M (A) or N (B).
+ * @param K The problem's K.
+ * @param bz The batch index.
+ * @param smem The shared memory's base.
+ * @returns The copy plan.
+ */
 export function copySetup(
   cx: LowerContext,
   _role: "A" | "B",
@@ -216,6 +235,16 @@ function nthPointer(cx: LowerContext, ptr0: Reg, stride: Operand, j: number): Re
   return ptr;
 }
 
+/**
+ * Issues an operand's copies of one k-tile into stage `stage`, each zero-filled
+ * past M/N and past `kRem`, and advances the pointers by a k-tile.
+ *
+ * @param cx The lowering's context.
+ * @param c The copy plan.
+ * @param p The operand's shared-memory tile.
+ * @param stage The stage index written.
+ * @param kRem K left from the k-tile's first element (s32).
+ */
 export function issueCopies(
   cx: LowerContext,
   c: CopyPlan,
@@ -312,6 +341,13 @@ export function skipTiles(cx: LowerContext, c: CopyPlan, tiles: Reg): void {
   for (const p of ptrs) cx.b.emit(ir.bin("add", "u64", p, p, off));
 }
 
+/**
+ * `off = (off + 1) % stages`, a stage index moved to the next stage.
+ *
+ * @param cx The lowering's context.
+ * @param off The stage index register (updated in place).
+ * @param stages The pipeline's stages.
+ */
 export function advanceStage(cx: LowerContext, off: Reg, stages: number): void {
   // Stage offsets count in stage indices; byte offsets are index * stageBytes.
   const next = cx.bin("add", "u32", off, imm(1));

@@ -21,7 +21,9 @@ import type { ElemGroup, EpilogueSetup } from "./epilogue_setup.ts";
 const AHEAD_REGS = 8;
 
 /**
- * Emits the direct epilogue.
+ * Emits the direct epilogue. (Longer than ~100 lines: the batches, the
+ * loads issued ahead of them and D's addresses are closures over one
+ * epilogue's positions and caches.)
  *
  * @param cx The lowering's context.
  * @param st The epilogue's set-up.

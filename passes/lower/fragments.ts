@@ -23,6 +23,7 @@ interface FragInstr {
   readonly recipe: SmemRecipe;
 }
 
+/** Every fragment load of an operand's warp tile, as {@link fragSetup} plans them. */
 export interface FragPlan {
   readonly instrs: readonly FragInstr[];
   readonly bases: readonly { base: Reg; offset: number }[];
@@ -75,7 +76,12 @@ export function ldsRuns(
   return runs;
 }
 
-/** Plans every fragment load of a warp tile: per (tile, k-step) instruction, its recipe. */
+/**
+ * Plans every fragment load of a warp tile: per (tile, k-step) instruction,
+ * its recipe. (Longer than ~100 lines: the ld.shared and the ldmatrix plans
+ * share the operand's geometry and its recipe mapping, and the ldmatrix one
+ * validates the fragment map against what the instruction delivers.)
+ */
 export function fragSetup(
   cx: LowerContext,
   role: "A" | "B",
@@ -233,6 +239,16 @@ export function fragSetup(
   return { instrs, bases, regBits: frag.regBits, regsPerTile: frag.regs, load };
 }
 
+/**
+ * Emits every load of k-step kk's fragments of an operand into `buf`.
+ *
+ * @param cx The lowering's context.
+ * @param f The operand's fragment plan.
+ * @param buf The fragment registers, by tile.
+ * @param kk The k-step.
+ * @param readStage The stage index read.
+ * @param p The operand's shared-memory tile.
+ */
 export function loadFrags(
   cx: LowerContext,
   f: FragPlan,

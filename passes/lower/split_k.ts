@@ -43,6 +43,8 @@ function partialBytes(cx: LowerContext): number {
  * uses them. The others end. Partials are raw accumulators: f32, f64, s32
  * (summed with saturation, as the integer MMAs accumulate), or f16x2 (the
  * halves summed in f32 and rounded to f16 once).
+ * (Longer than ~100 lines: the release/acquire protocol around the
+ * counter is one ordered sequence whose parts only make sense together.)
  */
 export function splitKReduce(
   cx: LowerContext,
