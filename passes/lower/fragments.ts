@@ -9,6 +9,7 @@ import { imm } from "../../ir/builder.ts";
 import { DTYPE_INFO } from "../../ir/dtype.ts";
 import type { OperandSmem } from "../../ir/gemm.ts";
 import type { Reg } from "../../ir/kernel.ts";
+import type { MmaShape } from "../../ir/mma_table.ts";
 import { type Affine, groupRecipes, laneAffine, scaleAffine, type SmemRecipe } from "./affine.ts";
 import type { Feature, LowerContext } from "./context.ts";
 import * as ir from "../../ir/builder.ts";
@@ -76,11 +77,62 @@ export function ldsRuns(
   return runs;
 }
 
+/** An operand's fragment geometry in its warp tile (see {@link fragGeometry}). */
+interface FragGeometry {
+  readonly role: "A" | "B";
+  readonly frag: MmaShape["a"];
+  /** Bits of one element. */
+  readonly bits: number;
+  /** Rows (A) or columns (B) of one MMA tile, and MMA tiles in the warp tile. */
+  readonly tileOuter: number;
+  readonly tiles: number;
+  /** Rows (A) or columns (B) of the warp tile. */
+  readonly warpOuter: number;
+  /** (outer, k) of a fragment element, in the warp tile, for lane/reg/elem. */
+  readonly at: (lane: number, reg: number, elem: number) => [number, number];
+  /** Converts (outer, kElem) plus the warp's origin into an smem (row, byte) recipe. */
+  readonly toRecipe: (outer: Affine, kE: Affine) => SmemRecipe;
+}
+
+/**
+ * An operand's fragment geometry.
+ *
+ * @param cx The lowering's context.
+ * @param role Which operand.
+ * @param p The operand's shared-memory tile.
+ * @returns The geometry.
+ */
+function fragGeometry(cx: LowerContext, role: "A" | "B", p: OperandSmem): FragGeometry {
+  const wp = cx.k.plan.warp!;
+  const frag = role === "A" ? cx.shape.a : cx.shape.b;
+  const bits = DTYPE_INFO[role === "A" ? cx.k.math.a : cx.k.math.b].bits;
+  const tileOuter = role === "A" ? cx.shape.m : cx.shape.n;
+  const tiles = role === "A" ? wp.warp.m / cx.shape.m : wp.warp.n / cx.shape.n;
+  const warpFeat: Feature = role === "A" ? "wm" : "wn";
+  const warpOuter = role === "A" ? wp.warp.m : wp.warp.n;
+  const at = (lane: number, reg: number, elem: number): [number, number] => {
+    const [r, c] = frag.coord(lane, reg, elem);
+    return role === "A" ? [r, c] : [c, r];
+  };
+  const toRecipe = (outer: Affine, kE: Affine): SmemRecipe => {
+    const o: Affine = { c: outer.c, terms: [...outer.terms, [warpFeat, warpOuter]] };
+    return p.contiguous === "k"
+      ? { row: o, byte: scaleAffine(kE, bits / 8) }
+      : { row: kE, byte: scaleAffine(o, bits / 8) };
+  };
+  return { role, frag, bits, tileOuter, tiles, warpOuter, at, toRecipe };
+}
+
 /**
  * Plans every fragment load of a warp tile: per (tile, k-step) instruction,
- * its recipe. (Longer than ~100 lines: the ld.shared and the ldmatrix plans
- * share the operand's geometry and its recipe mapping, and the ldmatrix one
- * validates the fragment map against what the instruction delivers.)
+ * its recipe.
+ *
+ * @param cx The lowering's context.
+ * @param role Which operand.
+ * @param p The operand's shared-memory tile.
+ * @param load How fragments are loaded.
+ * @param smem The shared memory's base.
+ * @returns The plan, with the base registers of its addresses (emitted).
  */
 export function fragSetup(
   cx: LowerContext,
@@ -89,154 +141,184 @@ export function fragSetup(
   load: "ldmatrix" | "ldmatrix.trans" | "lds",
   smem: Reg,
 ): FragPlan {
-  const wp = cx.k.plan.warp!;
+  const g = fragGeometry(cx, role, p);
+  const instrs = load === "lds"
+    ? ldsInstrs(cx, g, p)
+    : ldmatrixInstrs(cx, g, load === "ldmatrix.trans");
+  const bases = groupRecipes(cx, p, instrs.map((i) => i.recipe), smem);
+  return { instrs, bases, regBits: g.frag.regBits, regsPerTile: g.frag.regs, load };
+}
+
+/**
+ * The ld.shared loads of an operand's fragments: runs of registers
+ * ({@link ldsRuns}) per tile and k-step.
+ *
+ * @param cx The lowering's context.
+ * @param g The operand's fragment geometry.
+ * @param p The operand's shared-memory tile.
+ * @returns The loads.
+ */
+function ldsInstrs(cx: LowerContext, g: FragGeometry, p: OperandSmem): FragInstr[] {
+  const { role, frag, tileOuter, tiles, warpOuter, at, toRecipe } = g;
   const mp = cx.k.plan.mma!;
-  const frag = role === "A" ? cx.shape.a : cx.shape.b;
-  const bits = DTYPE_INFO[role === "A" ? cx.k.math.a : cx.k.math.b].bits;
-  const tileOuter = role === "A" ? cx.shape.m : cx.shape.n;
-  const tiles = role === "A" ? wp.warp.m / cx.shape.m : wp.warp.n / cx.shape.n;
-  const warpFeat: Feature = role === "A" ? "wm" : "wn";
-  const warpOuter = role === "A" ? wp.warp.m : wp.warp.n;
-  // (outer, k) of a fragment element, in the warp tile, for lane/reg/elem.
-  const at = (lane: number, reg: number, elem: number): [number, number] => {
-    const [r, c] = frag.coord(lane, reg, elem);
-    return role === "A" ? [r, c] : [c, r];
-  };
-  // Converts (outer, kElem) plus warp origin into an smem (row, byte) recipe.
-  const toRecipe = (outer: Affine, kE: Affine): SmemRecipe => {
-    const o: Affine = { c: outer.c, terms: [...outer.terms, [warpFeat, warpOuter]] };
-    return p.contiguous === "k"
-      ? { row: o, byte: scaleAffine(kE, bits / 8) }
-      : { row: kE, byte: scaleAffine(o, bits / 8) };
-  };
   const instrs: FragInstr[] = [];
-  if (load === "lds") {
-    // (outer, k) of each register, affine in g and tig; the same for every tile and k-step.
-    const what = `Fragment map of ${cx.shape.name} ${role}`;
-    const fitted: [Affine, Affine][] = Array.from(
-      { length: frag.regs },
-      (
-        _,
-        r,
-      ) => [laneAffine((l) => at(l, r, 0)[0], what), laneAffine((l) => at(l, r, 0)[1], what)],
-    );
-    const runs = ldsRuns(fitted, frag.regBits, p.contiguous, [warpOuter, tileOuter]);
-    for (let t = 0; t < tiles; t++) {
-      for (let kk = 0; kk < mp.kSteps; kk++) {
-        for (const run of runs) {
-          const [outer, kE] = fitted[run[0]!]!;
-          instrs.push({
-            tile: t,
-            kk,
-            regs: run,
-            num: run.length,
-            trans: false,
-            recipe: toRecipe(
-              { c: outer.c + t * tileOuter, terms: outer.terms },
-              { c: kE.c + kk * cx.shape.k, terms: kE.terms },
-            ),
-          });
-        }
-      }
-    }
-  } else {
-    const trans = load === "ldmatrix.trans";
-    // Each register is one 8x8 b16 matrix; find the (outer, k) origin of each.
-    const originOf = (r: number): [number, number] => {
-      let o = Infinity;
-      let kk = Infinity;
-      for (let l = 0; l < 32; l++) {
-        for (let e = 0; e < frag.elemsPerReg; e++) {
-          const [a, c] = at(l, r, e);
-          o = Math.min(o, a);
-          kk = Math.min(kk, c);
-        }
-      }
-      return [o, kk];
-    };
-    // Memoised: the grouping below asks again for every tile and k-step.
-    const origins: [number, number][] = [];
-    const origin = (r: number): [number, number] => (origins[r] ??= originOf(r));
-    // Validate: ldmatrix delivers exactly this fragment register.
-    for (let r = 0; r < frag.regs; r++) {
-      const [o0, k0] = origin(r);
-      for (let l = 0; l < 32; l++) {
-        for (let e = 0; e < frag.elemsPerReg; e++) {
-          const [o, kEl] = at(l, r, e);
-          // Position in the 8x8 b16 matrix as stored.
-          const bitInRow = (kEl - k0) * bits; // along k
-          if (!trans) {
-            const storedRow = o - o0;
-            const b16col = Math.floor(bitInRow / 16);
-            const ok = storedRow === l >> 2 && Math.floor(b16col / 2) === (l & 3) &&
-              (bitInRow % 32) === e * bits;
-            if (!ok) {
-              throw new Error(
-                `ldmatrix does not produce the ${cx.shape.name} ${role} fragment`,
-              );
-            }
-          } else {
-            // Stored rows are k, columns outer (16-bit types only).
-            const ok = bits === 16 && (kEl - k0) === 2 * (l & 3) + e && o - o0 === l >> 2;
-            if (!ok) {
-              throw new Error(
-                `ldmatrix.trans does not produce the ${cx.shape.name} ${role} fragment`,
-              );
-            }
-          }
-        }
-      }
-    }
-    // Group matrices into x4 (or x2/x1) instructions: all (tile, reg) of one k-step.
+  // (outer, k) of each register, affine in g and tig; the same for every tile and k-step.
+  const what = `Fragment map of ${cx.shape.name} ${role}`;
+  const fitted: [Affine, Affine][] = Array.from(
+    { length: frag.regs },
+    (
+      _,
+      r,
+    ) => [laneAffine((l) => at(l, r, 0)[0], what), laneAffine((l) => at(l, r, 0)[1], what)],
+  );
+  const runs = ldsRuns(fitted, frag.regBits, p.contiguous, [warpOuter, tileOuter]);
+  for (let t = 0; t < tiles; t++) {
     for (let kk = 0; kk < mp.kSteps; kk++) {
-      const mats: { tile: number; reg: number; o: number; k: number }[] = [];
-      for (let t = 0; t < tiles; t++) {
-        for (let r = 0; r < frag.regs; r++) {
-          const [o0, k0] = origin(r);
-          mats.push({ tile: t, reg: r, o: o0 + t * tileOuter, k: k0 + kk * cx.shape.k });
-        }
-      }
-      for (let i = 0; i < mats.length;) {
-        const num = mats.length - i >= 4 ? 4 : mats.length - i >= 2 ? 2 : 1;
-        const group = mats.slice(i, i + num);
-        i += num;
-        // Lane l addresses row (l & 7) of matrix (l >> 3) % num.
-        const pick = (bit: 0 | 1, f: (m: { o: number; k: number }) => number): number => {
-          const m0 = group[0]!;
-          const m1 = group[bit === 0 ? 1 : 2];
-          return m1 === undefined ? 0 : f(m1) - f(m0);
-        };
-        // Check affine in (lane8, lane16) bits.
-        const g0 = group[0]!;
-        const dO8 = num >= 2 ? pick(0, (m) => m.o) : 0;
-        const dK8 = num >= 2 ? pick(0, (m) => m.k) : 0;
-        const dO16 = num === 4 ? pick(1, (m) => m.o) : 0;
-        const dK16 = num === 4 ? pick(1, (m) => m.k) : 0;
-        if (num === 4) {
-          const g3 = group[3]!;
-          if (g3.o !== g0.o + dO8 + dO16 || g3.k !== g0.k + dK8 + dK16) {
-            throw new Error("ldmatrix matrices are not affine in the lane bits");
-          }
-        }
-        const outer: Affine = trans
-          ? { c: g0.o, terms: [["lane8", dO8], ["lane16", dO16]] }
-          : { c: g0.o, terms: [["lane7", 1], ["lane8", dO8], ["lane16", dO16]] };
-        const kE: Affine = trans
-          ? { c: g0.k, terms: [["lane7", 1], ["lane8", dK8], ["lane16", dK16]] }
-          : { c: g0.k, terms: [["lane8", dK8], ["lane16", dK16]] };
+      for (const run of runs) {
+        const [outer, kE] = fitted[run[0]!]!;
         instrs.push({
-          tile: -1,
+          tile: t,
           kk,
-          regs: group.map((m) => m.tile * frag.regs + m.reg),
-          num,
-          trans,
-          recipe: toRecipe(outer, kE),
+          regs: run,
+          num: run.length,
+          trans: false,
+          recipe: toRecipe(
+            { c: outer.c + t * tileOuter, terms: outer.terms },
+            { c: kE.c + kk * cx.shape.k, terms: kE.terms },
+          ),
         });
       }
     }
   }
-  const bases = groupRecipes(cx, p, instrs.map((i) => i.recipe), smem);
-  return { instrs, bases, regBits: frag.regBits, regsPerTile: frag.regs, load };
+  return instrs;
+}
+
+/**
+ * The ldmatrix loads of an operand's fragments: each register one 8x8 b16
+ * matrix, checked against what ldmatrix delivers, grouped four (else two or
+ * one) to an instruction per k-step.
+ *
+ * @param cx The lowering's context.
+ * @param g The operand's fragment geometry.
+ * @param trans Whether the matrices are transposed.
+ * @returns The loads.
+ */
+function ldmatrixInstrs(cx: LowerContext, g: FragGeometry, trans: boolean): FragInstr[] {
+  const { frag, tileOuter, tiles, at, toRecipe } = g;
+  const mp = cx.k.plan.mma!;
+  const instrs: FragInstr[] = [];
+  // Each register is one 8x8 b16 matrix; find the (outer, k) origin of each.
+  const originOf = (r: number): [number, number] => {
+    let o = Infinity;
+    let kk = Infinity;
+    for (let l = 0; l < 32; l++) {
+      for (let e = 0; e < frag.elemsPerReg; e++) {
+        const [a, c] = at(l, r, e);
+        o = Math.min(o, a);
+        kk = Math.min(kk, c);
+      }
+    }
+    return [o, kk];
+  };
+  // Memoised: the grouping below asks again for every tile and k-step.
+  const origins: [number, number][] = [];
+  const origin = (r: number): [number, number] => (origins[r] ??= originOf(r));
+  checkLdmatrix(cx, g, origin, trans);
+  // Group matrices into x4 (or x2/x1) instructions: all (tile, reg) of one k-step.
+  for (let kk = 0; kk < mp.kSteps; kk++) {
+    const mats: { tile: number; reg: number; o: number; k: number }[] = [];
+    for (let t = 0; t < tiles; t++) {
+      for (let r = 0; r < frag.regs; r++) {
+        const [o0, k0] = origin(r);
+        mats.push({ tile: t, reg: r, o: o0 + t * tileOuter, k: k0 + kk * cx.shape.k });
+      }
+    }
+    for (let i = 0; i < mats.length;) {
+      const num = mats.length - i >= 4 ? 4 : mats.length - i >= 2 ? 2 : 1;
+      const group = mats.slice(i, i + num);
+      i += num;
+      // Lane l addresses row (l & 7) of matrix (l >> 3) % num.
+      const pick = (bit: 0 | 1, f: (m: { o: number; k: number }) => number): number => {
+        const m0 = group[0]!;
+        const m1 = group[bit === 0 ? 1 : 2];
+        return m1 === undefined ? 0 : f(m1) - f(m0);
+      };
+      // Check affine in (lane8, lane16) bits.
+      const g0 = group[0]!;
+      const dO8 = num >= 2 ? pick(0, (m) => m.o) : 0;
+      const dK8 = num >= 2 ? pick(0, (m) => m.k) : 0;
+      const dO16 = num === 4 ? pick(1, (m) => m.o) : 0;
+      const dK16 = num === 4 ? pick(1, (m) => m.k) : 0;
+      if (num === 4) {
+        const g3 = group[3]!;
+        if (g3.o !== g0.o + dO8 + dO16 || g3.k !== g0.k + dK8 + dK16) {
+          throw new Error("ldmatrix matrices are not affine in the lane bits");
+        }
+      }
+      const outer: Affine = trans
+        ? { c: g0.o, terms: [["lane8", dO8], ["lane16", dO16]] }
+        : { c: g0.o, terms: [["lane7", 1], ["lane8", dO8], ["lane16", dO16]] };
+      const kE: Affine = trans
+        ? { c: g0.k, terms: [["lane7", 1], ["lane8", dK8], ["lane16", dK16]] }
+        : { c: g0.k, terms: [["lane8", dK8], ["lane16", dK16]] };
+      instrs.push({
+        tile: -1,
+        kk,
+        regs: group.map((m) => m.tile * frag.regs + m.reg),
+        num,
+        trans,
+        recipe: toRecipe(outer, kE),
+      });
+    }
+  }
+  return instrs;
+}
+
+/**
+ * Checks that ldmatrix (or ldmatrix.trans) delivers exactly each fragment
+ * register of the operand.
+ *
+ * @param cx The lowering's context.
+ * @param g The operand's fragment geometry.
+ * @param origin Each register's matrix origin (outer, k).
+ * @param trans Whether transposed.
+ */
+function checkLdmatrix(
+  cx: LowerContext,
+  g: FragGeometry,
+  origin: (r: number) => [number, number],
+  trans: boolean,
+): void {
+  const { role, frag, bits, at } = g;
+  for (let r = 0; r < frag.regs; r++) {
+    const [o0, k0] = origin(r);
+    for (let l = 0; l < 32; l++) {
+      for (let e = 0; e < frag.elemsPerReg; e++) {
+        const [o, kEl] = at(l, r, e);
+        // Position in the 8x8 b16 matrix as stored.
+        const bitInRow = (kEl - k0) * bits; // along k
+        if (!trans) {
+          const storedRow = o - o0;
+          const b16col = Math.floor(bitInRow / 16);
+          const ok = storedRow === l >> 2 && Math.floor(b16col / 2) === (l & 3) &&
+            (bitInRow % 32) === e * bits;
+          if (!ok) {
+            throw new Error(
+              `ldmatrix does not produce the ${cx.shape.name} ${role} fragment`,
+            );
+          }
+        } else {
+          // Stored rows are k, columns outer (16-bit types only).
+          const ok = bits === 16 && (kEl - k0) === 2 * (l & 3) + e && o - o0 === l >> 2;
+          if (!ok) {
+            throw new Error(
+              `ldmatrix.trans does not produce the ${cx.shape.name} ${role} fragment`,
+            );
+          }
+        }
+      }
+    }
+  }
 }
 
 /**
