@@ -43,8 +43,6 @@ function partialBytes(cx: LowerContext): number {
  * uses them. The others end. Partials are raw accumulators: f32, f64, s32
  * (summed with saturation, as the integer MMAs accumulate), or f16x2 (the
  * halves summed in f32 and rounded to f16 once).
- * (Longer than ~100 lines: the release/acquire protocol around the
- * counter is one ordered sequence whose parts only make sense together.)
  */
 export function splitKReduce(
   cx: LowerContext,
@@ -90,28 +88,7 @@ export function splitKReduce(
     const src = flat.slice(c * perChunk, (c + 1) * perChunk);
     b.emit(ir.stg(width, src, own, c * T * chunkBytes));
   }
-  // Release: every thread's partial before the barrier, and thread 0's
-  // fence after it (cumulative over what the barrier showed it) before its
-  // atomic. Acquire: thread 0's fence right after the atomic that saw the
-  // others, then the barrier, as CUTLASS's semaphore does (acquire, then
-  // __syncthreads); the partials are read through L2 (ld.global.cg).
-  b.emit(ir.fence());
-  b.emit(ir.bar());
-  const t0 = cx.setp("eq", "u32", tid, imm(0));
-  b.emit(ir.fence());
-  const old = cx.mov("u32", imm(0), "arrived");
-  b.emit(ir.atom(old, rec, 0, imm(1), ir.when(t0)));
-  b.emit(ir.fence());
-  const lastT0 = cx.bin("and", "pred", t0, cx.setp("eq", "u32", old, imm(S - 1)));
-  // The counter back to 0 for the next launch (every split has counted in).
-  b.emit(ir.stg("b32", [imm(0)], rec, 0, ir.when(lastT0)));
-  const flag = cx.b.reg("u32", "last");
-  b.emit(ir.selp("u32", flag, imm(1), imm(0), lastT0));
-  b.emit(ir.sts("b32", [flag], smem, 0, ir.when(t0)));
-  b.emit(ir.bar());
-  const got = cx.b.reg("u32", "lastall");
-  b.emit(ir.lds("b32", [got], smem, 0));
-  const isLast = cx.setp("ne", "u32", got, imm(0));
+  const isLast = arriveLast(cx, rec, tid, smem);
   b.if(isLast, true, () => {
     b.emit(ir.fence());
     // The last split alone reads C: its tile into L2 while the partial sums load.
@@ -172,4 +149,42 @@ export function splitKReduce(
       }
     });
   });
+}
+
+/**
+ * Counts this block in at its tile's workspace record and tells every thread
+ * whether it was the last split to arrive (through shared memory, from
+ * thread 0, which also resets the counter then).
+ *
+ * @param cx The lowering's context.
+ * @param rec The tile's workspace record (its arrival counter first).
+ * @param tid The thread index.
+ * @param smem The shared memory's base (one word of it is the broadcast flag).
+ * @returns A predicate: this block arrived last.
+ */
+function arriveLast(cx: LowerContext, rec: Reg, tid: Reg, smem: Reg): Reg {
+  const b = cx.b;
+  const S = cx.k.plan.tile!.splitK;
+  // Release: every thread's partial before the barrier, and thread 0's
+  // fence after it (cumulative over what the barrier showed it) before its
+  // atomic. Acquire: thread 0's fence right after the atomic that saw the
+  // others, then the barrier, as CUTLASS's semaphore does (acquire, then
+  // __syncthreads); the partials are read through L2 (ld.global.cg).
+  b.emit(ir.fence());
+  b.emit(ir.bar());
+  const t0 = cx.setp("eq", "u32", tid, imm(0));
+  b.emit(ir.fence());
+  const old = cx.mov("u32", imm(0), "arrived");
+  b.emit(ir.atom(old, rec, 0, imm(1), ir.when(t0)));
+  b.emit(ir.fence());
+  const lastT0 = cx.bin("and", "pred", t0, cx.setp("eq", "u32", old, imm(S - 1)));
+  // The counter back to 0 for the next launch (every split has counted in).
+  b.emit(ir.stg("b32", [imm(0)], rec, 0, ir.when(lastT0)));
+  const flag = cx.b.reg("u32", "last");
+  b.emit(ir.selp("u32", flag, imm(1), imm(0), lastT0));
+  b.emit(ir.sts("b32", [flag], smem, 0, ir.when(t0)));
+  b.emit(ir.bar());
+  const got = cx.b.reg("u32", "lastall");
+  b.emit(ir.lds("b32", [got], smem, 0));
+  return cx.setp("ne", "u32", got, imm(0));
 }
