@@ -15,6 +15,7 @@ import { imm, KernelBuilder } from "../ir/builder.ts";
 import type { Kernel, Reg, RegType } from "../ir/kernel.ts";
 import { MMA_SHAPES, type MmaShape } from "../ir/mma_table.ts";
 import { printPtx } from "../backends/ptx/print.ts";
+import * as ir from "../ir/builder.ts";
 
 /** Accumulator sets per thread: enough independent MMAs to fill the pipe
  * (16 measured 3-4% above 8 on the H200, 2026-11-29). */
@@ -66,17 +67,17 @@ export function peakKernel(
     Array.from({ length: n }, (_, i) => {
       if (wide) {
         const f = b.reg("f32");
-        b.emit({ op: "cvt", kind: "f32.s32", dst: f, src: imm(i + salt) });
+        b.emit(ir.cvt("f32.s32", f, imm(i + salt)));
         const d = b.reg("f64");
-        b.emit({ op: "cvt", kind: "f64.f32", dst: d, src: f });
+        b.emit(ir.cvt("f64.f32", d, f));
         return d;
       }
       const x = b.reg("u32");
-      b.emit({ op: "bin", fn: "and", type: "u32", dst: x, a: tid, b: imm(0x00ff00ff) });
+      b.emit(ir.bin("and", "u32", x, tid, imm(0x00ff00ff)));
       const y = b.reg("u32");
-      b.emit({ op: "bin", fn: "or", type: "u32", dst: y, a: x, b: imm(0x38003800 + salt + i) });
+      b.emit(ir.bin("or", "u32", y, x, imm(0x38003800 + salt + i)));
       const r = b.reg("b32");
-      b.emit({ op: "cvt", kind: "b32.u32", dst: r, src: y });
+      b.emit(ir.cvt("b32.u32", r, y));
       return r;
     });
   // "random": OPERAND_SETS different A and B fragments of random-looking bits
@@ -84,21 +85,21 @@ export function peakKernel(
   // different operands, as in a GEMM on random data.
   const u32 = (fn: "shr" | "xor" | "mul" | "and" | "or", a: Reg, v: number): Reg => {
     const d = b.reg("u32");
-    b.emit({ op: "bin", fn, type: "u32", dst: d, a, b: imm(v) });
+    b.emit(ir.bin(fn, "u32", d, a, imm(v)));
     return d;
   };
   const cvt = (kind: "b32.u32" | "s32.b32" | "f64.s32", type: RegType, src: Reg): Reg => {
     const d = b.reg(type);
-    b.emit({ op: "cvt", kind, dst: d, src });
+    b.emit(ir.cvt(kind, d, src));
     return d;
   };
   const hashed = (n: number, salt: number, t: MmaShape["aType"]): Reg[] =>
     Array.from({ length: n }, (_, i) => {
       const h1 = b.reg("u32");
       const c = imm(salt * 977 + i * 131 + 1);
-      b.emit({ op: "mad", type: "u32", dst: h1, a: tid, b: imm(0x9e3779b1), c });
+      b.emit(ir.mad("u32", h1, tid, imm(0x9e3779b1), c));
       const h3 = b.reg("u32");
-      b.emit({ op: "bin", fn: "xor", type: "u32", dst: h3, a: h1, b: u32("shr", h1, 15) });
+      b.emit(ir.bin("xor", "u32", h3, h1, u32("shr", h1, 15)));
       const h = u32("mul", h3, 0x85ebca6b);
       if (wide) return cvt("f64.s32", "f64", cvt("s32.b32", "s32", cvt("b32.u32", "b32", h)));
       // Sign and mantissa random, exponent fixed (|x| in [0.5, 1)).
@@ -117,19 +118,13 @@ export function peakKernel(
   const Bs = operands === "fixed"
     ? [operand(s.b.regs, 7)]
     : Array.from({ length: OPERAND_SETS }, (_, j) => hashed(s.b.regs, 2 * j + 2, s.bType));
-  const accType: RegType = s.cType === "f32"
-    ? "f32"
-    : s.cType === "s32"
-    ? "s32"
-    : s.cType === "f64"
-    ? "f64"
-    : "b32";
+  const accType = s.c.regType;
   const acc: Reg[][] = Array.from(
     { length: accumulators },
     () =>
       Array.from({ length: s.c.regs }, () => {
         const r = b.reg(accType);
-        b.emit({ op: "mov", dst: r, src: imm(0) });
+        b.emit(ir.mov(r, imm(0)));
         return r;
       }),
   );
@@ -138,7 +133,7 @@ export function peakKernel(
     acc.forEach((c, j) => {
       const a = As[j % As.length]!;
       const bb = Bs[Math.floor(j / As.length) % Bs.length]!;
-      b.emit({ op: "mma", shape: s.name, d: c, a, b: bb, c });
+      b.emit(ir.mma(s.name, c, a, bb, c));
     });
   });
   return peakFinish(
@@ -162,11 +157,11 @@ interface PeakFrame {
 /** Reads a peak kernel's parameters (`out`, `iters`) and the thread index. */
 function peakParams(b: KernelBuilder): PeakFrame {
   const out = b.reg("u64", "out");
-  b.emit({ op: "param", dst: out, name: "out" });
+  b.emit(ir.param(out, "out"));
   const iters = b.reg("u32", "iters");
-  b.emit({ op: "param", dst: iters, name: "iters" });
+  b.emit(ir.param(iters, "iters"));
   const tid = b.reg("u32", "tid");
-  b.emit({ op: "sreg", dst: tid, sreg: "tid.x" });
+  b.emit(ir.sreg(tid, "tid.x"));
   return { out, iters, tid };
 }
 
@@ -187,18 +182,18 @@ function peakFinish(
   for (const r of keep.slice(1)) {
     const t = b.reg(type);
     const fn = type === "b32" ? "xor" : "add";
-    b.emit({ op: "bin", fn, type: type as "b32" | "f32" | "s32" | "f64", dst: t, a: sum, b: r });
+    b.emit(ir.bin(fn, type as "b32" | "f32" | "s32" | "f64", t, sum, r));
     sum = t;
   }
   const bid = b.reg("u32", "bid");
-  b.emit({ op: "sreg", dst: bid, sreg: "ctaid.x" });
+  b.emit(ir.sreg(bid, "ctaid.x"));
   const gtid = b.reg("u32");
-  b.emit({ op: "mad", type: "u32", dst: gtid, a: bid, b: imm(PEAK_THREADS), c: tid });
+  b.emit(ir.mad("u32", gtid, bid, imm(PEAK_THREADS), tid));
   const off = b.reg("u64");
-  b.emit({ op: "mulwide", dst: off, a: gtid, b: imm(wide ? 8 : 4) });
+  b.emit(ir.mulWide(off, gtid, imm(wide ? 8 : 4)));
   const addr = b.reg("u64");
-  b.emit({ op: "bin", fn: "add", type: "u64", dst: addr, a: out, b: off });
-  b.emit({ op: "stg", width: wide ? "b64" : "b32", src: [sum], addr, offset: 0 });
+  b.emit(ir.bin("add", "u64", addr, out, off));
+  b.emit(ir.stg(wide ? "b64" : "b32", [sum], addr, 0));
   return {
     kind: "kernel",
     name,
@@ -241,23 +236,23 @@ export function ffmaKernel(operands: PeakOperands = "fixed"): Kernel {
   const { iters, tid } = frame;
   const u32 = (fn: "shr" | "xor" | "and" | "or", a: Reg, v: number): Reg => {
     const d = b.reg("u32");
-    b.emit({ op: "bin", fn, type: "u32", dst: d, a, b: imm(v) });
+    b.emit(ir.bin(fn, "u32", d, a, imm(v)));
     return d;
   };
   const f32 = (bits: Reg): Reg => {
     const raw = b.reg("b32");
-    b.emit({ op: "cvt", kind: "b32.u32", dst: raw, src: bits });
+    b.emit(ir.cvt("b32.u32", raw, bits));
     const d = b.reg("f32");
-    b.emit({ op: "cvt", kind: "f32.b32", dst: d, src: raw });
+    b.emit(ir.cvt("f32.b32", d, raw));
     return d;
   };
   // Fixed: 1 + (tid & 255) / 2^23 (and the salt), a different value a thread. Random: a hash of tid.
   const value = (salt: number): Reg => {
     if (operands === "fixed") return f32(u32("or", u32("and", tid, 0xff), 0x3f800000 + salt));
     const h1 = b.reg("u32");
-    b.emit({ op: "mad", type: "u32", dst: h1, a: tid, b: imm(0x9e3779b1), c: imm(salt * 977 + 1) });
+    b.emit(ir.mad("u32", h1, tid, imm(0x9e3779b1), imm(salt * 977 + 1)));
     const h = b.reg("u32");
-    b.emit({ op: "bin", fn: "xor", type: "u32", dst: h, a: h1, b: u32("shr", h1, 15) });
+    b.emit(ir.bin("xor", "u32", h, h1, u32("shr", h1, 15)));
     return f32(u32("or", u32("and", h, 0x807fffff), 0x3f000000));
   };
   const [nx, ny] = operands === "fixed" ? [1, 1] : [4, 8];
@@ -265,7 +260,7 @@ export function ffmaKernel(operands: PeakOperands = "fixed"): Kernel {
   const ys = Array.from({ length: ny }, (_, j) => value(2 * j + 2));
   const acc = Array.from({ length: FFMA_CHAINS }, () => {
     const r = b.reg("f32");
-    b.emit({ op: "mov", dst: r, src: imm(0) });
+    b.emit(ir.mov(r, imm(0)));
     return r;
   });
   const i = b.reg("u32", "i");
@@ -273,7 +268,7 @@ export function ffmaKernel(operands: PeakOperands = "fixed"): Kernel {
     for (let u = 0; u < FFMA_UNROLL; u++) {
       acc.forEach((c, j) => {
         const x = xs[Math.floor(j / ny) % nx]!;
-        b.emit({ op: "mad", type: "f32", dst: c, a: x, b: ys[j % ny]!, c });
+        b.emit(ir.mad("f32", c, x, ys[j % ny]!, c));
       });
     }
   });

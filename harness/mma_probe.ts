@@ -46,6 +46,7 @@ import {
   f32ToF16Bits,
 } from "../numerics/mod.ts";
 import { Cuda, cudaAvailable, CudaError, type DeviceBuffer } from "../backends/cuda/driver.ts";
+import * as ir from "../ir/builder.ts";
 
 /** Where the probe runs. */
 export type ProbeMode = "gpu" | "sim";
@@ -82,11 +83,6 @@ export interface ProbeResult {
   readonly ok: boolean;
 }
 
-/** Register type of an mma operand of element type `t` (ir/kernel.ts, MmaOp). */
-function regType(t: MmaDtype): RegType {
-  return t === "f64" ? "f64" : t === "f32" ? "f32" : t === "s32" ? "s32" : "b32";
-}
-
 /** The PTX entry name of a row's probe. */
 export function probeName(s: MmaShape): string {
   return `probe_${s.name.replace(/\./g, "_")}`;
@@ -110,32 +106,28 @@ export function probeName(s: MmaShape): string {
 export function probeKernel(s: MmaShape): Kernel {
   const b = new KernelBuilder();
   const tid = b.reg("u32", "tid");
-  b.emit({ op: "sreg", dst: tid, sreg: "tid.x" });
+  b.emit(ir.sreg(tid, "tid.x"));
   const operand = (name: string, map: FragmentMap, type: RegType) => {
     const base = b.reg("u64", name);
-    b.emit({ op: "param", dst: base, name });
+    b.emit(ir.param(base, name));
     const rb = map.regBits / 8;
     const off = b.reg("u64");
-    b.emit({ op: "mulwide", dst: off, a: tid, b: imm(map.regs * rb) });
+    b.emit(ir.mulWide(off, tid, imm(map.regs * rb)));
     const addr = b.reg("u64");
-    b.emit({ op: "bin", fn: "add", type: "u64", dst: addr, a: base, b: off });
+    b.emit(ir.bin("add", "u64", addr, base, off));
     const regs: Reg[] = [];
     for (let r = 0; r < map.regs; r++) regs.push(b.reg(type, `${name}${r}`));
     return { addr, regs, width: rb === 8 ? "b64" as const : "b32" as const, rb };
   };
-  const A = operand("a", s.a, regType(s.aType));
-  const B = operand("b", s.b, regType(s.bType));
-  const C = operand("c", s.c, regType(s.cType));
-  const D = operand("d", s.c, regType(s.cType));
+  const A = operand("a", s.a, s.a.regType);
+  const B = operand("b", s.b, s.b.regType);
+  const C = operand("c", s.c, s.c.regType);
+  const D = operand("d", s.c, s.c.regType);
   for (const X of [A, B, C]) {
-    X.regs.forEach((r, i) =>
-      b.emit({ op: "ldg", width: X.width, dst: [r], addr: X.addr, offset: i * X.rb })
-    );
+    X.regs.forEach((r, i) => b.emit(ir.ldg(X.width, [r], X.addr, i * X.rb)));
   }
-  b.emit({ op: "mma", shape: s.name, d: D.regs, a: A.regs, b: B.regs, c: C.regs });
-  D.regs.forEach((r, i) =>
-    b.emit({ op: "stg", width: D.width, src: [r], addr: D.addr, offset: i * D.rb })
-  );
+  b.emit(ir.mma(s.name, D.regs, A.regs, B.regs, C.regs));
+  D.regs.forEach((r, i) => b.emit(ir.stg(D.width, [r], D.addr, i * D.rb)));
   const k: Kernel = {
     kind: "kernel",
     name: probeName(s),

@@ -1,11 +1,55 @@
 /**
  * A small builder for kernel-IR programs: allocates typed registers and
- * collects operations into nested bodies.
+ * collects operations into nested bodies; and a lowercase factory for each
+ * kind of operation (ir/kernel.ts), so that code that builds programs writes
+ * `b.emit(bin("add", "u32", dst, a, b))` rather than the object literal.
+ * A factory's parameters are the operation's fields in declaration order;
+ * an optional guard is left out of the object when absent.
  *
  * @module
  */
 
-import type { ForOp, IfOp, Imm, Op, Operand, Reg, RegType } from "./kernel.ts";
+import type {
+  AtomOp,
+  BarOp,
+  BinFn,
+  BinOp,
+  CommentOp,
+  CommitOp,
+  CpAsyncOp,
+  CvtKind,
+  CvtOp,
+  FenceOp,
+  ForOp,
+  Guard,
+  IfOp,
+  Imm,
+  LdgOp,
+  LdmatrixOp,
+  LdsOp,
+  MadOp,
+  MemWidth,
+  MmaOp,
+  MovOp,
+  MulWideOp,
+  Op,
+  Operand,
+  PackOp,
+  ParamOp,
+  PrefetchOp,
+  Reg,
+  RegType,
+  SelpOp,
+  SetpOp,
+  SmemBaseOp,
+  SpecialReg,
+  SregOp,
+  StgOp,
+  StsOp,
+  UnOp,
+  UnpackOp,
+  WaitOp,
+} from "./kernel.ts";
 
 /**
  * An immediate operand.
@@ -15,6 +59,396 @@ import type { ForOp, IfOp, Imm, Op, Operand, Reg, RegType } from "./kernel.ts";
  */
 export function imm(value: number): Imm {
   return { kind: "imm", value };
+}
+
+/** `g`, as the trailing field of an operation, where there is one. */
+function guarded<T extends object>(o: T, g: Guard | undefined): T & { readonly guard?: Guard } {
+  return g === undefined ? o : { ...o, guard: g };
+}
+
+/**
+ * A guard on predicate `pred` (`@p`, or `@!p` when negated); none for `null`.
+ *
+ * @param pred The predicate register, or null for no guard.
+ * @param negate Whether the operation runs where `pred` is false.
+ * @returns The guard, or undefined.
+ */
+export function when(pred: Reg | null, negate = false): Guard | undefined {
+  return pred === null ? undefined : { pred, negate };
+}
+
+/**
+ * `dst = ` the kernel parameter `name`.
+ *
+ * @param dst The destination.
+ * @param name The parameter's name.
+ * @returns The operation.
+ */
+export function param(dst: Reg, name: string): ParamOp {
+  return { op: "param", dst, name };
+}
+
+/**
+ * `dst = ` a special register (`%tid.x`, `%ctaid.y`, ...).
+ *
+ * @param dst The destination.
+ * @param sreg The special register.
+ * @returns The operation.
+ */
+export function sreg(dst: Reg, sreg: SpecialReg): SregOp {
+  return { op: "sreg", dst, sreg };
+}
+
+/**
+ * `dst = src`.
+ *
+ * @param dst The destination.
+ * @param src The source.
+ * @returns The operation.
+ */
+export function mov(dst: Reg, src: Operand): MovOp {
+  return { op: "mov", dst, src };
+}
+
+/**
+ * `dst = ` the shared-space address of the dynamic shared memory.
+ *
+ * @param dst The destination (u32).
+ * @returns The operation.
+ */
+export function smemBase(dst: Reg): SmemBaseOp {
+  return { op: "smembase", dst };
+}
+
+/**
+ * `dst = a fn b` in `type`.
+ *
+ * @param fn The function.
+ * @param type The operation's type.
+ * @param dst The destination.
+ * @param a The first operand.
+ * @param b The second operand.
+ * @returns The operation.
+ */
+export function bin(fn: BinFn, type: BinOp["type"], dst: Reg, a: Operand, b: Operand): BinOp {
+  return { op: "bin", fn, type, dst, a, b };
+}
+
+/**
+ * `dst = a * b + c` in `type`.
+ *
+ * @param type The operation's type.
+ * @param dst The destination.
+ * @param a The first factor.
+ * @param b The second factor.
+ * @param c The addend.
+ * @returns The operation.
+ */
+export function mad(type: MadOp["type"], dst: Reg, a: Operand, b: Operand, c: Operand): MadOp {
+  return { op: "mad", type, dst, a, b, c };
+}
+
+/**
+ * `dst = a * b`, u32 factors to a u64 product.
+ *
+ * @param dst The destination (u64).
+ * @param a The first factor.
+ * @param b The second factor.
+ * @returns The operation.
+ */
+export function mulWide(dst: Reg, a: Operand, b: Operand): MulWideOp {
+  return { op: "mulwide", dst, a, b };
+}
+
+/**
+ * `dst = fn(src)` in `type`.
+ *
+ * @param fn The function.
+ * @param type The operation's type.
+ * @param dst The destination.
+ * @param src The operand.
+ * @returns The operation.
+ */
+export function un(fn: UnOp["fn"], type: UnOp["type"], dst: Reg, src: Operand): UnOp {
+  return { op: "un", fn, type, dst, src };
+}
+
+/**
+ * `dst = a cmp b` in `type` (a predicate).
+ *
+ * @param cmp The comparison.
+ * @param type The operands' type.
+ * @param dst The destination predicate.
+ * @param a The first operand.
+ * @param b The second operand.
+ * @returns The operation.
+ */
+export function setp(
+  cmp: SetpOp["cmp"],
+  type: SetpOp["type"],
+  dst: Reg,
+  a: Operand,
+  b: Operand,
+): SetpOp {
+  return { op: "setp", cmp, type, dst, a, b };
+}
+
+/**
+ * `dst = p ? a : b`.
+ *
+ * @param type The operands' type.
+ * @param dst The destination.
+ * @param a The value where `p` holds.
+ * @param b The value elsewhere.
+ * @param p The predicate.
+ * @returns The operation.
+ */
+export function selp(type: SelpOp["type"], dst: Reg, a: Operand, b: Operand, p: Reg): SelpOp {
+  return { op: "selp", type, dst, a, b, p };
+}
+
+/**
+ * `dst = cvt(src)`, the conversion `kind` (`to.from`).
+ *
+ * @param kind The conversion.
+ * @param dst The destination.
+ * @param src The source.
+ * @returns The operation.
+ */
+export function cvt(kind: CvtKind, dst: Reg, src: Operand): CvtOp {
+  return { op: "cvt", kind, dst, src };
+}
+
+/**
+ * `dst = {lo, hi}`: two 16-bit registers in one 32-bit register.
+ *
+ * @param dst The destination (b32).
+ * @param lo The low half.
+ * @param hi The high half.
+ * @returns The operation.
+ */
+export function pack(dst: Reg, lo: Reg, hi: Reg): PackOp {
+  return { op: "pack", dst, lo, hi };
+}
+
+/**
+ * `{lo, hi} = src`: a 32-bit register's two halves.
+ *
+ * @param lo The low half's destination (b16).
+ * @param hi The high half's destination (b16).
+ * @param src The source (b32).
+ * @returns The operation.
+ */
+export function unpack(lo: Reg, hi: Reg, src: Reg): UnpackOp {
+  return { op: "unpack", lo, hi, src };
+}
+
+/**
+ * A `cp.async` of `bytes` bytes, zero-filled past `srcBytes`.
+ *
+ * @param f The copy's fields (as in {@link CpAsyncOp}, without `op` and `guard`).
+ * @param guard A guard, if any.
+ * @returns The operation.
+ */
+export function cpAsync(f: Omit<CpAsyncOp, "op" | "guard">, guard?: Guard): CpAsyncOp {
+  return guarded({ op: "cpasync", ...f }, guard);
+}
+
+/**
+ * `prefetch.global.L2` of the line at `addr`.
+ *
+ * @param addr The address (u64).
+ * @param guard A guard, if any.
+ * @returns The operation.
+ */
+export function prefetch(addr: Reg, guard?: Guard): PrefetchOp {
+  return guarded({ op: "prefetch", addr }, guard);
+}
+
+/**
+ * `cp.async.commit_group`.
+ *
+ * @returns The operation.
+ */
+export function commit(): CommitOp {
+  return { op: "commit" };
+}
+
+/**
+ * `cp.async.wait_group n`.
+ *
+ * @param n The commit groups that may stay pending.
+ * @returns The operation.
+ */
+export function wait(n: number): WaitOp {
+  return { op: "wait", n };
+}
+
+/**
+ * `bar.sync 0`.
+ *
+ * @returns The operation.
+ */
+export function bar(): BarOp {
+  return { op: "bar" };
+}
+
+/**
+ * `fence.acq_rel.gpu`.
+ *
+ * @returns The operation.
+ */
+export function fence(): FenceOp {
+  return { op: "fence" };
+}
+
+/**
+ * `ldmatrix.sync.aligned.x{num}[.trans]` into `dst` from `addr + offset`.
+ *
+ * @param num Matrices loaded.
+ * @param trans Whether transposed.
+ * @param dst The destinations (one b32 a matrix).
+ * @param addr The shared-space address (u32).
+ * @param offset A byte offset.
+ * @returns The operation.
+ */
+export function ldmatrix(
+  num: LdmatrixOp["num"],
+  trans: boolean,
+  dst: readonly Reg[],
+  addr: Reg,
+  offset: number,
+): LdmatrixOp {
+  return { op: "ldmatrix", num, trans, dst, addr, offset };
+}
+
+/**
+ * `ld.shared` of `dst.length` values of `width` (a vector when more than one).
+ *
+ * @param width Each value's width.
+ * @param dst The destinations.
+ * @param addr The shared-space address (u32).
+ * @param offset A byte offset.
+ * @param guard A guard, if any.
+ * @returns The operation.
+ */
+export function lds(
+  width: MemWidth,
+  dst: readonly Reg[],
+  addr: Reg,
+  offset: number,
+  guard?: Guard,
+): LdsOp {
+  return guarded({ op: "lds", width, dst, addr, offset }, guard);
+}
+
+/**
+ * `st.shared` of `src.length` values of `width`.
+ *
+ * @param width Each value's width.
+ * @param src The values.
+ * @param addr The shared-space address (u32).
+ * @param offset A byte offset.
+ * @param guard A guard, if any.
+ * @returns The operation.
+ */
+export function sts(
+  width: MemWidth,
+  src: readonly Operand[],
+  addr: Reg,
+  offset: number,
+  guard?: Guard,
+): StsOp {
+  return guarded({ op: "sts", width, src, addr, offset }, guard);
+}
+
+/**
+ * `ld.global` of `dst.length` values of `width`.
+ *
+ * @param width Each value's width.
+ * @param dst The destinations.
+ * @param addr The address (u64).
+ * @param offset A byte offset.
+ * @param guard A guard, if any.
+ * @param cache `"cg"`: through L2 only (`ld.global.cg`).
+ * @returns The operation.
+ */
+export function ldg(
+  width: MemWidth,
+  dst: readonly Reg[],
+  addr: Reg,
+  offset: number,
+  guard?: Guard,
+  cache?: "cg",
+): LdgOp {
+  const o: LdgOp = cache === undefined
+    ? { op: "ldg", width, dst, addr, offset }
+    : { op: "ldg", width, dst, addr, offset, cache };
+  return guarded(o, guard);
+}
+
+/**
+ * `st.global` of `src.length` values of `width`.
+ *
+ * @param width Each value's width.
+ * @param src The values.
+ * @param addr The address (u64).
+ * @param offset A byte offset.
+ * @param guard A guard, if any.
+ * @returns The operation.
+ */
+export function stg(
+  width: MemWidth,
+  src: readonly Operand[],
+  addr: Reg,
+  offset: number,
+  guard?: Guard,
+): StgOp {
+  return guarded({ op: "stg", width, src, addr, offset }, guard);
+}
+
+/**
+ * `dst = atom.global.add.u32 [addr + offset], b`.
+ *
+ * @param dst The old value's destination.
+ * @param addr The address (u64).
+ * @param offset A byte offset.
+ * @param b The addend.
+ * @param guard A guard, if any.
+ * @returns The operation.
+ */
+export function atom(dst: Reg, addr: Reg, offset: number, b: Operand, guard?: Guard): AtomOp {
+  return guarded({ op: "atom", dst, addr, offset, b }, guard);
+}
+
+/**
+ * `d = a * b + c`, one warp-wide MMA of the shape named `shape` (ir/mma_table.ts).
+ *
+ * @param shape The MMA table row's name.
+ * @param d The result fragment.
+ * @param a The A fragment.
+ * @param b The B fragment.
+ * @param c The accumulator fragment.
+ * @returns The operation.
+ */
+export function mma(
+  shape: string,
+  d: readonly Reg[],
+  a: readonly Reg[],
+  b: readonly Reg[],
+  c: readonly Reg[],
+): MmaOp {
+  return { op: "mma", shape, d, a, b, c };
+}
+
+/**
+ * A comment in the printed program.
+ *
+ * @param text The text.
+ * @returns The operation.
+ */
+export function comment(text: string): CommentOp {
+  return { op: "comment", text };
 }
 
 /** Builds the body of a kernel. */

@@ -669,6 +669,9 @@ export function workspaceBytes(
   return (x / plan.swizzle) * Math.ceil(val(plan.n, dims) / plan.tileN) * (z / plan.splitK) * per;
 }
 
+/** The name of the split-K workspace parameter (the last parameter, when split_k > 1). */
+export const WORKSPACE_PARAM = "workspace";
+
 /**
  * The names of a kernel's workspace parameters (none, or the one of split-K).
  *

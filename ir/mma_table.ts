@@ -63,6 +63,9 @@ export const MMA_DTYPE_BITS: Readonly<Record<MmaDtype, number>> = Object.freeze(
   s32: 32,
 });
 
+/** The register type of an mma operand: a kernel-IR register type (ir/kernel.ts). */
+export type MmaRegType = "b32" | "f32" | "s32" | "f64";
+
 /** Which operand of `D = A * B + C` a fragment map describes (C and D share a layout). */
 export type MmaOperand = "a" | "b" | "c";
 
@@ -87,6 +90,10 @@ export interface FragmentMap {
   readonly elemsPerReg: number;
   /** Width of one register in bits: 64 for f64 operands, 32 otherwise. */
   readonly regBits: 32 | 64;
+  /** The kernel-IR register type of the operand's registers (ir/kernel.ts, MmaOp):
+   * f32, s32 and f64 elements in registers of their own type, packed 16-, 8-, 4-
+   * and 1-bit elements and tf32 in untyped b32 registers. */
+  readonly regType: MmaRegType;
   /**
    * Maps (lane, reg, elem) to the [row, col] of the operand tile held there.
    * Throws a RangeError when lane is not in 0..31, reg not in 0..regs-1 or elem not in
@@ -160,6 +167,11 @@ function regBitsOf(dtype: MmaDtype): 32 | 64 {
   return dtype === "f64" ? 64 : 32;
 }
 
+/** The register type of operands of element type `dtype` (see {@link FragmentMap.regType}). */
+function regTypeOf(dtype: MmaDtype): MmaRegType {
+  return dtype === "f64" || dtype === "f32" || dtype === "s32" ? dtype : "b32";
+}
+
 function elemsPerRegOf(dtype: MmaDtype): number {
   return regBitsOf(dtype) / MMA_DTYPE_BITS[dtype];
 }
@@ -186,6 +198,7 @@ function makeMap(
     regs,
     elemsPerReg,
     regBits: regBitsOf(dtype),
+    regType: regTypeOf(dtype),
     coord,
   });
 }
@@ -452,6 +465,12 @@ function validateMap(name: string, f: FragmentMap, rows: number, cols: number): 
   if (!Number.isInteger(f.regs) || f.regs < 1) fail(where, `bad regs ${f.regs}`);
   if (f.elemsPerReg * MMA_DTYPE_BITS[f.dtype] !== f.regBits) {
     fail(where, `elemsPerReg ${f.elemsPerReg} x ${f.dtype} does not fill ${f.regBits} bits`);
+  }
+  // f32, s32 and f64 elements sit one a register of their own type; the others
+  // (packed, tf32) in untyped 32-bit registers.
+  const typed = f.dtype === "f32" || f.dtype === "s32" || f.dtype === "f64";
+  if (typed ? f.elemsPerReg !== 1 || f.regType !== f.dtype : f.regType !== "b32") {
+    fail(where, `register type ${f.regType} cannot hold ${f.elemsPerReg} x ${f.dtype}`);
   }
   if (f.regs * f.elemsPerReg * WARP !== rows * cols) {
     fail(where, `${WARP} lanes x ${f.regs} regs x ${f.elemsPerReg} elems != ${rows * cols}`);

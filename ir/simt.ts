@@ -64,6 +64,7 @@ export function simtShape(warpM: number, warpN: number): MmaShape {
     regs,
     elemsPerReg: 1,
     regBits: 32,
+    regType: "f32",
     coord: (lane: number, reg: number, elem: number) => {
       if (lane < 0 || lane > 31 || reg < 0 || reg >= regs || elem !== 0) {
         throw new RangeError(`SIMT fragment: lane ${lane}, reg ${reg}, elem ${elem}`);

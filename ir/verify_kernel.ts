@@ -11,7 +11,7 @@
  */
 
 import { type Kernel, type Op, type Operand, type Reg, type RegType, walkOps } from "./kernel.ts";
-import { MMA_SHAPES, type MmaDtype, type MmaShape } from "./mma_table.ts";
+import { MMA_SHAPES, type MmaShape } from "./mma_table.ts";
 import { printBody } from "./print_kernel.ts";
 import { unreachable } from "./gemm.ts";
 
@@ -111,8 +111,6 @@ export function verifyKernel(k: Kernel): void {
   const widthBytes = { b8: 1, b16: 2, b32: 4, b64: 8 } as const;
   // The register of an MMA fragment element (ir/kernel.ts, MmaOp): f64, f32 and s32
   // accumulators in registers of their type, every packed or tf32 operand in a b32.
-  const fragType = (t: MmaDtype): RegType =>
-    t === "f64" ? "f64" : t === "f32" ? "f32" : t === "s32" ? "s32" : "b32";
   // Not a closure over the operation: the visitor below then needs no context per operation.
   const fragCount = (o: Op, s: MmaShape, r: readonly Reg[], n: number, w: string) => {
     if (r.length !== n) fail(o, `${w} has ${r.length} registers, ${s.name} takes ${n}`);
@@ -241,10 +239,10 @@ export function verifyKernel(k: Kernel): void {
         fragCount(o, s!, o.b, s!.b.regs, "b");
         fragCount(o, s!, o.c, s!.c.regs, "c");
         fragCount(o, s!, o.d, s!.c.regs, "d");
-        for (const r of o.a) is(o, r, only(fragType(s!.aType)), "a");
-        for (const r of o.b) is(o, r, only(fragType(s!.bType)), "b");
-        for (const r of o.c) is(o, r, only(fragType(s!.cType)), "c");
-        for (const r of o.d) is(o, r, only(fragType(s!.cType)), "d");
+        for (const r of o.a) is(o, r, only(s!.a.regType), "a");
+        for (const r of o.b) is(o, r, only(s!.b.regType), "b");
+        for (const r of o.c) is(o, r, only(s!.c.regType), "c");
+        for (const r of o.d) is(o, r, only(s!.c.regType), "d");
         for (const p of path) {
           if (p.op === "if" && !p.uniform) {
             fail(o, "warp-collective mma inside non-uniform control flow");

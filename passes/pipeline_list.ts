@@ -21,7 +21,7 @@ import { fragmentLoadPass } from "./fragment_load.ts";
 import { occupancyPass } from "./occupancy.ts";
 import { workspacePass } from "./workspace.ts";
 import { epilogueStagingPass } from "./epilogue_staging.ts";
-import { lowerToKernel } from "./lower.ts";
+import { lowerToKernel } from "./lower/mod.ts";
 
 /** The GEMM IR passes, in order. */
 export const GEMM_PASSES: readonly GemmPass[] = Object.freeze([

@@ -10,9 +10,7 @@
 import type { GemmKernel, WorkspacePlan } from "../ir/gemm.ts";
 import { type GemmPass, scheduleError } from "./pass.ts";
 import { plannedShape } from "./mma.ts";
-
-/** The name of the kernel parameter split-K adds: the workspace's address. */
-export const WORKSPACE_PARAM = "workspace";
+import { WORKSPACE_PARAM } from "../ir/kernel.ts";
 
 /** Bytes of a record's header: the u32 arrival counter, padded to a 128-byte line. */
 const HEADER_BYTES = 128;

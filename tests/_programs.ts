@@ -62,7 +62,7 @@ export function programs(): [string, string][] {
     }
   }
   // 32-bit outputs (the epilogue's direct path), D row- or column-major, with
-  // C of D's type read ahead of D's stores (passes/lower.ts `epilogue`).
+  // C of D's type read ahead of D's stores (passes/lower/epilogue_direct.ts).
   for (const [op, d] of [["f32", "f32"], ["f16", "f32"], ["s8", "s32"]]) {
     for (const la of op === "s8" ? ["row"] : ["row", "col"]) {
       for (const dl of ["row", "col"]) {

@@ -1,5 +1,5 @@
 /**
- * How an epilogue reads a matrix C (passes/lower.ts `epiPrefetch`,
+ * How an epilogue reads a matrix C (passes/lower/epilogue_loads.ts `epiPrefetch`,
  * `loadAhead`, bench/NOTES.md 34): C's tile is prefetched into L2 between two
  * copies of the k-loop, every prefetch lies inside C (the simulator checks
  * it, and a mutant without the guards is caught), the loads of C come before
@@ -15,7 +15,7 @@ import { simulate } from "../backends/sim/mod.ts";
 import { randomArgs } from "../harness/inputs.ts";
 import { resolveSizes } from "../harness/sizes.ts";
 import { gridFor, type Kernel, type Op, walkOps } from "../ir/kernel.ts";
-import { prefetchAhead } from "../passes/lower.ts";
+import { prefetchAhead } from "../passes/lower/mod.ts";
 import { runPtxas } from "../backends/ptx/ptxas.ts";
 import { ptxasTest } from "./_ptxas.ts";
 import { ptxTarget } from "../backends/ptx/print.ts";

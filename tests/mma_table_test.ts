@@ -385,6 +385,12 @@ Deno.test("validateMmaTable rejects broken tables", () => {
   // Wrong register count.
   const badRegs: FragmentMap = Object.freeze({ ...good.b, regs: 3 });
   assert.throws(() => validateMmaTable(freezeRow({ ...good, b: badRegs })), /lanes/);
+  // A register type that cannot hold the operand: packed f16 pairs in an f32
+  // register, f32 accumulators in b32.
+  const f32A: FragmentMap = Object.freeze({ ...good.a, regType: "f32" });
+  assert.throws(() => validateMmaTable(freezeRow({ ...good, a: f32A })), /register type f32/);
+  const b32C: FragmentMap = Object.freeze({ ...good.c, regType: "b32" });
+  assert.throws(() => validateMmaTable(freezeRow({ ...good, c: b32C })), /register type b32/);
   // Mnemonic inconsistent with the row's types.
   assert.throws(
     () =>
@@ -404,6 +410,16 @@ Deno.test("validateMmaTable rejects broken tables", () => {
   assert.throws(() => validateMmaTable(Object.freeze([good, good])), /duplicate/);
   // Unfrozen array.
   assert.throws(() => validateMmaTable([good]), /frozen/);
+});
+
+Deno.test("every operand's register type holds its elements", () => {
+  for (const s of MMA_SHAPES) {
+    for (const f of [s.a, s.b, s.c]) {
+      const bits = f.regType === "f64" ? 64 : 32;
+      assert.equal(bits, f.regBits, `${s.name} ${f.operand}`);
+      if (f.elemsPerReg > 1) assert.equal(f.regType, "b32", `${s.name} ${f.operand} is packed`);
+    }
+  }
 });
 
 Deno.test("ldmatrix address lanes", () => {

@@ -7,7 +7,7 @@
  * the mutant's printed text. The unmutated kernels report none and agree with
  * the reference.
  *
- * The program shape (passes/lower.ts): a prologue that fills `stages - 1`
+ * The program shape (passes/lower/main_loop.ts): a prologue that fills `stages - 1`
  * stages (one commit group each), `wait stages-2` and `bar`; a k-loop that
  * issues the copies of a later k-tile at k-step 0 and commits, and before the
  * last k-step waits (`wait stages-2`) and barriers; after the loop a drain
@@ -107,7 +107,7 @@ function mapOps(k: Kernel, f: (o: Op, c: Ctx) => Op[] | null): Kernel {
  * Rewrites the body that holds the k-loop (the list of ops around it) as a
  * whole. `loopAt` is the first copy of the loop, `lastAt` the last: an
  * epilogue that reads C runs the loop's last k-tiles in a second copy, after
- * the L2 prefetch of C's tile (passes/lower.ts `epiPrefetch`).
+ * the L2 prefetch of C's tile (passes/lower/epilogue_loads.ts `epiPrefetch`).
  */
 function mapMainBody(
   k: Kernel,

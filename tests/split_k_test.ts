@@ -1,5 +1,5 @@
 /**
- * split_k > 1 (passes/lower.ts `splitKReduce`): each block computes a range of
+ * split_k > 1 (passes/lower/split_k.ts `splitKReduce`): each block computes a range of
  * K, stores its partial accumulators in the workspace and counts itself in;
  * the last block of a tile sums the partials in split order and runs the
  * epilogue. Checked here on the simulator against the reference (every MMA

@@ -1,5 +1,5 @@
 /**
- * The epilogue that stages D through shared memory (passes/lower.ts
+ * The epilogue that stages D through shared memory (passes/lower/epilogue_staged.ts
  * `stagePlan`): which kernels stage and which stay direct, that the staged
  * ones agree with the reference in the simulator on random inputs at sizes
  * with partial tiles (no hazard, integers exact), and that the staging's

@@ -40,7 +40,7 @@ import type {
 } from "../../ir/kernel.ts";
 import { opRegs, walkOps } from "../../ir/kernel.ts";
 import { printBody, regName } from "../../ir/print_kernel.ts";
-import { MMA_SHAPES, type MmaDtype, type MmaShape } from "../../ir/mma_table.ts";
+import { MMA_SHAPES, type MmaRegType, type MmaShape } from "../../ir/mma_table.ts";
 import { unreachable } from "../../ir/gemm.ts";
 import { type PtxTarget, type Target, targetInfo } from "../../ir/target.ts";
 
@@ -340,18 +340,12 @@ export const OP_TEMPLATES = Object.freeze({
   ret: "ret",
 });
 
-/** Registers of `mma` fragments by element type: packed and tf32 operands and
- * f16x2 accumulators in b32 registers, f32 accumulators in f32 (or b32), s32 in
- * any 32-bit integer register, f64 in f64 (ir/kernel.ts, MmaOp). */
-export const MMA_OPERAND_REGS: Readonly<Record<MmaDtype, RegClass>> = Object.freeze({
-  f16: "x32",
-  bf16: "x32",
-  tf32: "x32",
-  s8: "x32",
-  u8: "x32",
-  s4: "x32",
-  u4: "x32",
-  b1: "x32",
+/** Registers of `mma` fragments by the table's register type (ir/mma_table.ts,
+ * `FragmentMap.regType`): b32 operands (packed and tf32 elements, f16x2
+ * accumulators) in b32 registers, f32 accumulators in f32 (or b32), s32 in any
+ * 32-bit integer register, f64 in f64 (ir/kernel.ts, MmaOp). */
+export const MMA_OPERAND_REGS: Readonly<Record<MmaRegType, RegClass>> = Object.freeze({
+  b32: "x32",
   f32: "f32",
   s32: "i32",
   f64: "f64",
@@ -853,13 +847,12 @@ const RENDER: Renderers = {
   mma(o, cx) {
     const row = MMA_BY_NAME.get(o.shape);
     if (row === undefined) throw new PtxError(`Unknown mma shape "${o.shape}"`);
-    const ab = MMA_OPERAND_REGS[row.aType];
-    const acc = MMA_OPERAND_REGS[row.cType];
+    const acc = MMA_OPERAND_REGS[row.c.regType];
     put(cx, OP_TEMPLATES.mma, {
       mn: row.ptx,
       d: mmaFrag(row, "d", o.d, row.c.regs, acc),
-      a: mmaFrag(row, "a", o.a, row.a.regs, ab),
-      b: mmaFrag(row, "b", o.b, row.b.regs, ab),
+      a: mmaFrag(row, "a", o.a, row.a.regs, MMA_OPERAND_REGS[row.a.regType]),
+      b: mmaFrag(row, "b", o.b, row.b.regs, MMA_OPERAND_REGS[row.b.regType]),
       c: mmaFrag(row, "c", o.c, row.c.regs, acc),
     });
   },

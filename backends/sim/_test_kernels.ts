@@ -11,6 +11,7 @@
 import { Rng } from "../../numerics/random.ts";
 import { imm, KernelBuilder } from "../../ir/builder.ts";
 import type { BinFn, Kernel, KernelParam, Operand, Reg } from "../../ir/kernel.ts";
+import * as ir from "../../ir/builder.ts";
 
 /** A seeded generator of uniform numbers in [0, 1) (mulberry32). */
 export function rng(seed: number): () => number {
@@ -34,14 +35,14 @@ export class Emitter extends KernelBuilder {
   /** `dst = param name`. */
   param(name: string, type: "u64" | "u32" = "u64"): Reg {
     const d = this.reg(type, name);
-    this.emit({ op: "param", dst: d, name });
+    this.emit(ir.param(d, name));
     return d;
   }
 
   /** `dst = tid.x`. */
   tid(): Reg {
     const d = this.reg("u32", "tid");
-    this.emit({ op: "sreg", dst: d, sreg: "tid.x" });
+    this.emit(ir.sreg(d, "tid.x"));
     return d;
   }
 
@@ -53,14 +54,14 @@ export class Emitter extends KernelBuilder {
     b: Operand | number,
   ): Reg {
     const d = this.reg(type === "b32" ? "b32" : type);
-    this.emit({ op: "bin", fn, type, dst: d, a, b: typeof b === "number" ? imm(b) : b });
+    this.emit(ir.bin(fn, type, d, a, typeof b === "number" ? imm(b) : b));
     return d;
   }
 
   /** `dst(u64) = base + index * scale` (index u32). */
   addr(base: Reg, index: Operand, scale: number): Reg {
     const off = this.reg("u64");
-    this.emit({ op: "mulwide", dst: off, a: index, b: imm(scale) });
+    this.emit(ir.mulWide(off, index, imm(scale)));
     return this.bin("add", "u64", base, off);
   }
 
@@ -72,7 +73,7 @@ export class Emitter extends KernelBuilder {
     b: Operand | number,
   ): Reg {
     const d = this.reg("pred");
-    this.emit({ op: "setp", cmp, type, dst: d, a, b: typeof b === "number" ? imm(b) : b });
+    this.emit(ir.setp(cmp, type, d, a, typeof b === "number" ? imm(b) : b));
     return d;
   }
 }
@@ -140,10 +141,10 @@ export function pipelinedGemm(mutant: GemmMutant = "none"): Kernel {
   const tid = e.tid();
   const bx = e.reg("u32", "bx");
   const by = e.reg("u32", "by");
-  e.emit({ op: "sreg", dst: bx, sreg: "ctaid.x" });
-  e.emit({ op: "sreg", dst: by, sreg: "ctaid.y" });
+  e.emit(ir.sreg(bx, "ctaid.x"));
+  e.emit(ir.sreg(by, "ctaid.y"));
   const smem = e.reg("u32", "smem");
-  e.emit({ op: "smembase", dst: smem });
+  e.emit(ir.smemBase(smem));
   const stageBytes = (BM + BN) * BK * 2; // A tile then B tile
   const bOff = BM * BK * 2;
 
@@ -152,36 +153,29 @@ export function pipelinedGemm(mutant: GemmMutant = "none"): Kernel {
   const chunk = e.bin("and", "u32", tid, 3);
   // Global: A + ((by * BM + row) * K + chunk * 8) * 2 + kt * BK * 2.
   const aRow = e.reg("u32");
-  e.emit({ op: "mad", type: "u32", dst: aRow, a: by, b: imm(BM), c: row });
+  e.emit(ir.mad("u32", aRow, by, imm(BM), row));
   const aIdx = e.reg("u32");
-  e.emit({ op: "mad", type: "u32", dst: aIdx, a: aRow, b: K, c: e.bin("shl", "u32", chunk, 3) });
+  e.emit(ir.mad("u32", aIdx, aRow, K, e.bin("shl", "u32", chunk, 3)));
   const aSrc0 = e.addr(A, aIdx, 2);
   const bRow = e.reg("u32");
-  e.emit({ op: "mad", type: "u32", dst: bRow, a: bx, b: imm(BN), c: row });
+  e.emit(ir.mad("u32", bRow, bx, imm(BN), row));
   const bIdx = e.reg("u32");
-  e.emit({ op: "mad", type: "u32", dst: bIdx, a: bRow, b: K, c: e.bin("shl", "u32", chunk, 3) });
+  e.emit(ir.mad("u32", bIdx, bRow, K, e.bin("shl", "u32", chunk, 3)));
   const bSrc0 = e.addr(B, bIdx, 2);
   // Shared: row * BK * 2 + chunk * 16 within the stage's tile.
   const sDst = e.reg("u32");
-  e.emit({
-    op: "mad",
-    type: "u32",
-    dst: sDst,
-    a: row,
-    b: imm(BK * 2),
-    c: e.bin("shl", "u32", chunk, 4),
-  });
-  e.emit({ op: "bin", fn: "add", type: "u32", dst: sDst, a: sDst, b: smem });
+  e.emit(ir.mad("u32", sDst, row, imm(BK * 2), e.bin("shl", "u32", chunk, 4)));
+  e.emit(ir.bin("add", "u32", sDst, sDst, smem));
   const kTiles = e.bin("div", "u32", K, BK);
 
   /** Issues the copies of k-tile `kt` into stage `kt % S` (guarded off when kt >= kTiles). */
   const issue = (kt: Reg) => {
     const stage = e.bin("rem", "u32", kt, S);
     const dst = e.reg("u32");
-    e.emit({ op: "mad", type: "u32", dst, a: stage, b: imm(stageBytes), c: sDst });
+    e.emit(ir.mad("u32", dst, stage, imm(stageBytes), sDst));
     const kOff = e.bin("mul", "u32", kt, BK * 2);
     const kOff64 = e.reg("u64");
-    e.emit({ op: "cvt", kind: "u64.u32", dst: kOff64, src: kOff });
+    e.emit(ir.cvt("u64.u32", kOff64, kOff));
     const aSrc = e.bin("add", "u64", aSrc0, kOff64);
     const bSrc = e.bin("add", "u64", bSrc0, kOff64);
     const live = e.setp("lt", "u32", kt, kTiles);
@@ -212,7 +206,7 @@ export function pipelinedGemm(mutant: GemmMutant = "none"): Kernel {
   const pk = e.reg("u32", "pk");
   e.for(pk, imm(0), imm(S - 1), 1, () => {
     issue(pk);
-    e.emit({ op: "commit" });
+    e.emit(ir.commit());
   });
 
   // Warp tile: warp w computes rows (w / 2) * 16, columns (w % 2) * 16.
@@ -225,77 +219,64 @@ export function pipelinedGemm(mutant: GemmMutant = "none"): Kernel {
   const lj = e.bin("shr", "u32", lane, 3);
   const l8 = e.bin("and", "u32", lane, 7);
   const aR = e.reg("u32");
-  e.emit({ op: "mad", type: "u32", dst: aR, a: e.bin("and", "u32", lj, 1), b: imm(8), c: l8 });
-  e.emit({ op: "mad", type: "u32", dst: aR, a: wm, b: imm(16), c: aR });
+  e.emit(ir.mad("u32", aR, e.bin("and", "u32", lj, 1), imm(8), l8));
+  e.emit(ir.mad("u32", aR, wm, imm(16), aR));
   const aC = e.bin("mul", "u32", e.bin("shr", "u32", lj, 1), 16); // bytes
   const aLd = e.reg("u32");
-  e.emit({ op: "mad", type: "u32", dst: aLd, a: aR, b: imm(BK * 2), c: aC });
+  e.emit(ir.mad("u32", aLd, aR, imm(BK * 2), aC));
   // B x4: matrix j holds n rows (j >> 1) * 8 + lane % 8, k columns (j & 1) * 8.
   const bR = e.reg("u32");
-  e.emit({ op: "mad", type: "u32", dst: bR, a: e.bin("shr", "u32", lj, 1), b: imm(8), c: l8 });
-  e.emit({ op: "mad", type: "u32", dst: bR, a: wn, b: imm(16), c: bR });
+  e.emit(ir.mad("u32", bR, e.bin("shr", "u32", lj, 1), imm(8), l8));
+  e.emit(ir.mad("u32", bR, wn, imm(16), bR));
   const bC = e.bin("mul", "u32", e.bin("and", "u32", lj, 1), 16);
   const bLd = e.reg("u32");
-  e.emit({ op: "mad", type: "u32", dst: bLd, a: bR, b: imm(BK * 2), c: bC });
-  e.emit({ op: "bin", fn: "add", type: "u32", dst: bLd, a: bLd, b: imm(bOff) });
+  e.emit(ir.mad("u32", bLd, bR, imm(BK * 2), bC));
+  e.emit(ir.bin("add", "u32", bLd, bLd, imm(bOff)));
 
   const acc = [0, 1].map(() => [0, 1, 2, 3].map(() => e.reg("f32", "acc")));
-  for (const t of acc) for (const r of t) e.emit({ op: "mov", dst: r, src: imm(0) });
+  for (const t of acc) for (const r of t) e.emit(ir.mov(r, imm(0)));
   const af = [0, 1, 2, 3].map(() => e.reg("b32", "a"));
   const bf = [0, 1, 2, 3].map(() => e.reg("b32", "b"));
 
   const kt = e.reg("u32", "kt");
   e.for(kt, imm(0), kTiles, 1, () => {
     const waitN = mutant === "wait-too-permissive" ? S - 1 : S - 2;
-    if (mutant !== "no-wait") e.emit({ op: "wait", n: waitN });
-    if (mutant !== "no-bar") e.emit({ op: "bar" });
+    if (mutant !== "no-wait") e.emit(ir.wait(waitN));
+    if (mutant !== "no-bar") e.emit(ir.bar());
     const next = e.bin("add", "u32", kt, mutant === "short-distance" ? S : S - 1);
     issue(next);
-    e.emit({ op: "commit" });
+    e.emit(ir.commit());
     const stage = e.bin("rem", "u32", kt, S);
     const sBase = e.reg("u32");
-    e.emit({ op: "mad", type: "u32", dst: sBase, a: stage, b: imm(stageBytes), c: smem });
+    e.emit(ir.mad("u32", sBase, stage, imm(stageBytes), smem));
     const aAddr = e.bin("add", "u32", sBase, aLd);
     const bAddr = e.bin("add", "u32", sBase, bLd);
     for (let kk = 0; kk < BK / 16; kk++) {
-      e.emit({ op: "ldmatrix", num: 4, trans: false, dst: af, addr: aAddr, offset: kk * 32 });
-      e.emit({ op: "ldmatrix", num: 4, trans: false, dst: bf, addr: bAddr, offset: kk * 32 });
+      e.emit(ir.ldmatrix(4, false, af, aAddr, kk * 32));
+      e.emit(ir.ldmatrix(4, false, bf, bAddr, kk * 32));
       for (let nt = 0; nt < 2; nt++) {
-        e.emit({
-          op: "mma",
-          shape: "m16n8k16.f16.f32",
-          d: acc[nt]!,
-          a: af,
-          b: [bf[2 * nt]!, bf[2 * nt + 1]!],
-          c: acc[nt]!,
-        });
+        e.emit(ir.mma("m16n8k16.f16.f32", acc[nt]!, af, [bf[2 * nt]!, bf[2 * nt + 1]!], acc[nt]!));
       }
     }
   });
-  e.emit({ op: "wait", n: 0 });
+  e.emit(ir.wait(0));
 
   // Epilogue: acc[nt][i] is row g + 8 * (i >> 1), column 2 * (lane % 4) + (i & 1) of tile nt.
   const g = e.bin("shr", "u32", lane, 2);
   const t4 = e.bin("and", "u32", lane, 3);
   const r0 = e.reg("u32");
-  e.emit({ op: "mad", type: "u32", dst: r0, a: by, b: imm(BM), c: g });
-  e.emit({ op: "mad", type: "u32", dst: r0, a: wm, b: imm(16), c: r0 });
+  e.emit(ir.mad("u32", r0, by, imm(BM), g));
+  e.emit(ir.mad("u32", r0, wm, imm(16), r0));
   const c0 = e.reg("u32");
-  e.emit({ op: "mad", type: "u32", dst: c0, a: bx, b: imm(BN), c: e.bin("shl", "u32", t4, 1) });
-  e.emit({ op: "mad", type: "u32", dst: c0, a: wn, b: imm(16), c: c0 });
+  e.emit(ir.mad("u32", c0, bx, imm(BN), e.bin("shl", "u32", t4, 1)));
+  e.emit(ir.mad("u32", c0, wn, imm(16), c0));
   for (let nt = 0; nt < 2; nt++) {
     for (let h = 0; h < 2; h++) {
       const rr = e.bin("add", "u32", r0, h * 8);
       const ix = e.reg("u32");
-      e.emit({ op: "mad", type: "u32", dst: ix, a: rr, b: N, c: c0 });
+      e.emit(ir.mad("u32", ix, rr, N, c0));
       const p = e.addr(D, ix, 4);
-      e.emit({
-        op: "stg",
-        width: "b32",
-        src: [acc[nt]![2 * h]!, acc[nt]![2 * h + 1]!],
-        addr: p,
-        offset: nt * 32,
-      });
+      e.emit(ir.stg("b32", [acc[nt]![2 * h]!, acc[nt]![2 * h + 1]!], p, nt * 32));
     }
   }
   return kernelOf(e, `pipelined_gemm_${mutant.replaceAll("-", "_")}`, threads, S * stageBytes, {

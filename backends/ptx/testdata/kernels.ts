@@ -26,6 +26,7 @@ import type {
 import type { Target } from "../../../ir/gemm.ts";
 import { MMA_SHAPES, type MmaShape } from "../../../ir/mma_table.ts";
 import { BIN_PTX, CVT_PTX, MEM_PTX, UN_PTX } from "../print.ts";
+import * as ir from "../../../ir/builder.ts";
 
 const GRID = Object.freeze({
   tileM: 1,
@@ -71,19 +72,19 @@ class Sink {
     switch (r.type) {
       case "pred": {
         const v = b.reg("u32");
-        b.emit({ op: "selp", type: "u32", dst: v, a: imm(1), b: imm(0), p: r });
-        b.emit({ op: "stg", width: "b8", src: [v], addr: this.base, offset: off });
+        b.emit(ir.selp("u32", v, imm(1), imm(0), r));
+        b.emit(ir.stg("b8", [v], this.base, off));
         return;
       }
       case "b16":
-        b.emit({ op: "stg", width: "b16", src: [r], addr: this.base, offset: off });
+        b.emit(ir.stg("b16", [r], this.base, off));
         return;
       case "u64":
       case "f64":
-        b.emit({ op: "stg", width: "b64", src: [r], addr: this.base, offset: off });
+        b.emit(ir.stg("b64", [r], this.base, off));
         return;
       default:
-        b.emit({ op: "stg", width: "b32", src: [r], addr: this.base, offset: off });
+        b.emit(ir.stg("b32", [r], this.base, off));
     }
   }
 }
@@ -156,57 +157,57 @@ export function registerOpsKernel(target: Target): Kernel {
     { name: "shift", kind: "scalar", ptx: "s32", dtype: "s32" },
   ];
   const out = b.reg("u64", "out");
-  b.emit({ op: "param", dst: out, name: "out" });
+  b.emit(ir.param(out, "out"));
   const sink = new Sink(b, out);
   const m = b.reg("u32", "M");
-  b.emit({ op: "param", dst: m, name: "M" });
+  b.emit(ir.param(m, "M"));
   const alpha = b.reg("f32", "alpha");
-  b.emit({ op: "param", dst: alpha, name: "alpha" });
+  b.emit(ir.param(alpha, "alpha"));
   const beta = b.reg("f64", "beta");
-  b.emit({ op: "param", dst: beta, name: "beta" });
+  b.emit(ir.param(beta, "beta"));
   const shift = b.reg("s32", "shift");
-  b.emit({ op: "param", dst: shift, name: "shift" });
+  b.emit(ir.param(shift, "shift"));
   const sregs = SREGS.map((s) => {
     const r = b.reg("u32", s);
-    b.emit({ op: "sreg", dst: r, sreg: s });
+    b.emit(ir.sreg(r, s));
     return r;
   });
   const smem = b.reg("u32", "smem");
-  b.emit({ op: "smembase", dst: smem });
+  b.emit(ir.smemBase(smem));
   [m, shift, ...sregs, smem].forEach((r) => sink.keep(r));
 
   // A value of each type that depends on the thread (so that nothing is constant).
   const tid = sregs[0]!;
   const vals = {} as Record<RegType, Reg>;
   const p0 = b.reg("pred", "p0");
-  b.emit({ op: "setp", cmp: "lt", type: "u32", dst: p0, a: tid, b: m });
+  b.emit(ir.setp("lt", "u32", p0, tid, m));
   vals.pred = p0;
   vals.u32 = b.reg("u32");
-  b.emit({ op: "bin", fn: "add", type: "u32", dst: vals.u32, a: tid, b: m });
+  b.emit(ir.bin("add", "u32", vals.u32, tid, m));
   vals.s32 = b.reg("s32");
-  b.emit({ op: "bin", fn: "sub", type: "s32", dst: vals.s32, a: shift, b: tid });
+  b.emit(ir.bin("sub", "s32", vals.s32, shift, tid));
   vals.b32 = b.reg("b32");
-  b.emit({ op: "bin", fn: "xor", type: "b32", dst: vals.b32, a: vals.u32, b: imm(SAMPLE.b32) });
+  b.emit(ir.bin("xor", "b32", vals.b32, vals.u32, imm(SAMPLE.b32)));
   vals.f32 = b.reg("f32");
-  b.emit({ op: "cvt", kind: "f32.s32", dst: vals.f32, src: vals.s32 });
+  b.emit(ir.cvt("f32.s32", vals.f32, vals.s32));
   vals.f64 = b.reg("f64");
-  b.emit({ op: "cvt", kind: "f64.s32", dst: vals.f64, src: vals.s32 });
+  b.emit(ir.cvt("f64.s32", vals.f64, vals.s32));
   vals.u64 = b.reg("u64");
-  b.emit({ op: "mulwide", dst: vals.u64, a: vals.u32, b: imm(SAMPLE.u32) });
+  b.emit(ir.mulWide(vals.u64, vals.u32, imm(SAMPLE.u32)));
   vals.b16 = b.reg("b16");
-  b.emit({ op: "cvt", kind: "f16.f32", dst: vals.b16, src: vals.f32 });
+  b.emit(ir.cvt("f16.f32", vals.b16, vals.f32));
 
   // mov: an immediate and a register of every type, and a bit move across types.
   for (const t of Object.keys(SAMPLE) as RegType[]) {
     const r = b.reg(t);
-    b.emit({ op: "mov", dst: r, src: imm(SAMPLE[t]) });
+    b.emit(ir.mov(r, imm(SAMPLE[t])));
     sink.keep(r);
     const s = b.reg(t);
-    b.emit({ op: "mov", dst: s, src: vals[t] });
+    b.emit(ir.mov(s, vals[t]));
     sink.keep(s);
   }
   const bits = b.reg("f32");
-  b.emit({ op: "mov", dst: bits, src: vals.b32 });
+  b.emit(ir.mov(bits, vals.b32));
   sink.keep(bits);
 
   // bin: every (fn, type) the printer has an instruction for; immediates on
@@ -223,69 +224,69 @@ export function registerOpsKernel(target: Target): Kernel {
       else if (divide) k = imm(type === "f32" || type === "f64" ? 3.5 : 7);
       else if (swap) k = imm(SAMPLE[type]);
       const [a, y] = swap && fn !== "shl" && fn !== "shr" ? [k, x] : [x, k];
-      b.emit({ op: "bin", fn: fn as BinOp["fn"], type, dst, a, b: y });
+      b.emit(ir.bin(fn as BinOp["fn"], type, dst, a, y));
       sink.keep(dst);
       flip = !flip;
     }
   }
   for (const type of ["u32", "s32", "u64", "f32", "f64"] as const) {
     const dst = b.reg(type);
-    b.emit({ op: "mad", type, dst, a: vals[type], b: imm(SAMPLE[type]), c: vals[type] });
+    b.emit(ir.mad(type, dst, vals[type], imm(SAMPLE[type]), vals[type]));
     sink.keep(dst);
   }
   const fma = b.reg("f32");
-  b.emit({ op: "mad", type: "f32", dst: fma, a: alpha, b: vals.f32, c: imm(0.5) });
+  b.emit(ir.mad("f32", fma, alpha, vals.f32, imm(0.5)));
   const fmad = b.reg("f64");
-  b.emit({ op: "mad", type: "f64", dst: fmad, a: beta, b: vals.f64, c: imm(-0.25) });
+  b.emit(ir.mad("f64", fmad, beta, vals.f64, imm(-0.25)));
   sink.keep(fma);
   sink.keep(fmad);
   const wide = b.reg("u64");
-  b.emit({ op: "mulwide", dst: wide, a: tid, b: m });
+  b.emit(ir.mulWide(wide, tid, m));
   sink.keep(wide);
 
   for (const [fn, row] of Object.entries(UN_PTX)) {
     for (const type of Object.keys(row) as UnOp["type"][]) {
       const dst = b.reg(type);
-      b.emit({ op: "un", fn: fn as UnOp["fn"], type, dst, src: vals[type] });
+      b.emit(ir.un(fn as UnOp["fn"], type, dst, vals[type]));
       sink.keep(dst);
     }
   }
   const ex = b.reg("f32");
-  b.emit({ op: "un", fn: "ex2", type: "f32", dst: ex, src: imm(0.5) });
+  b.emit(ir.un("ex2", "f32", ex, imm(0.5)));
   sink.keep(ex);
 
   const cmps: readonly SetpOp["cmp"][] = ["lt", "le", "gt", "ge", "eq", "ne"];
   for (const type of ["u32", "s32", "u64", "f32", "f64"] as const) {
     for (const cmp of cmps) {
       const p = b.reg("pred");
-      b.emit({ op: "setp", cmp, type, dst: p, a: vals[type], b: imm(SAMPLE[type]) });
+      b.emit(ir.setp(cmp, type, p, vals[type], imm(SAMPLE[type])));
       sink.keep(p);
     }
   }
   for (const type of ["u32", "s32", "b32", "f32", "f64", "u64"] as const) {
     const dst = b.reg(type);
-    b.emit({ op: "selp", type, dst, a: vals[type], b: imm(SAMPLE[type]), p: p0 });
+    b.emit(ir.selp(type, dst, vals[type], imm(SAMPLE[type]), p0));
     sink.keep(dst);
   }
 
   for (const kind of Object.keys(CVT_PTX) as CvtKind[]) {
     const [dt, st] = CVT_TYPES[kind];
     const d = b.reg(dt);
-    b.emit({ op: "cvt", kind, dst: d, src: vals[st] });
+    b.emit(ir.cvt(kind, d, vals[st]));
     sink.keep(d);
     const e = b.reg(dt);
-    b.emit({ op: "cvt", kind, dst: e, src: imm(SAMPLE[st]) });
+    b.emit(ir.cvt(kind, e, imm(SAMPLE[st])));
     sink.keep(e);
   }
 
   const hi = b.reg("b16");
-  b.emit({ op: "cvt", kind: "bf16.f32", dst: hi, src: alpha });
+  b.emit(ir.cvt("bf16.f32", hi, alpha));
   const packed = b.reg("b32");
-  b.emit({ op: "pack", dst: packed, lo: vals.b16, hi });
+  b.emit(ir.pack(packed, vals.b16, hi));
   sink.keep(packed);
   const lo2 = b.reg("b16");
   const hi2 = b.reg("b16");
-  b.emit({ op: "unpack", lo: lo2, hi: hi2, src: vals.b32 });
+  b.emit(ir.unpack(lo2, hi2, vals.b32));
   sink.keep(lo2);
   sink.keep(hi2);
   return kernel("ops_registers", target, params, 128, 0, b);
@@ -317,32 +318,32 @@ export function memoryOpsKernel(target: Target): Kernel {
     { name: "K", kind: "dim", ptx: "u32" },
   ];
   const out = b.reg("u64", "out");
-  b.emit({ op: "param", dst: out, name: "out" });
+  b.emit(ir.param(out, "out"));
   const src = b.reg("u64", "src");
-  b.emit({ op: "param", dst: src, name: "src" });
+  b.emit(ir.param(src, "src"));
   const k = b.reg("u32", "K");
-  b.emit({ op: "param", dst: k, name: "K" });
+  b.emit(ir.param(k, "K"));
   const tid = b.reg("u32", "tid");
-  b.emit({ op: "sreg", dst: tid, sreg: "tid.x" });
+  b.emit(ir.sreg(tid, "tid.x"));
   const smem = b.reg("u32", "smem");
-  b.emit({ op: "smembase", dst: smem });
-  b.emit({ op: "comment", text: "per-thread addresses: 16 bytes of shared memory, 32 of out" });
+  b.emit(ir.smemBase(smem));
+  b.emit(ir.comment("per-thread addresses: 16 bytes of shared memory, 32 of out"));
   const soff = b.reg("u32");
-  b.emit({ op: "mad", type: "u32", dst: soff, a: tid, b: imm(16), c: smem });
+  b.emit(ir.mad("u32", soff, tid, imm(16), smem));
   const goff = b.reg("u64");
-  b.emit({ op: "mulwide", dst: goff, a: tid, b: imm(32) });
+  b.emit(ir.mulWide(goff, tid, imm(32)));
   const gsrc = b.reg("u64");
-  b.emit({ op: "bin", fn: "add", type: "u64", dst: gsrc, a: src, b: goff });
+  b.emit(ir.bin("add", "u64", gsrc, src, goff));
   const gout = b.reg("u64");
-  b.emit({ op: "bin", fn: "add", type: "u64", dst: gout, a: out, b: goff });
+  b.emit(ir.bin("add", "u64", gout, out, goff));
   const inb = b.reg("pred", "inb");
-  b.emit({ op: "setp", cmp: "lt", type: "u32", dst: inb, a: tid, b: k });
+  b.emit(ir.setp("lt", "u32", inb, tid, k));
   const nbytes = b.reg("u32");
-  b.emit({ op: "selp", type: "u32", dst: nbytes, a: imm(16), b: imm(0), p: inb });
+  b.emit(ir.selp("u32", nbytes, imm(16), imm(0), inb));
 
   const kt = b.reg("u32", "kt");
   b.for(kt, imm(0), k, 1, () => {
-    b.emit({ op: "comment", text: "stage a tile with cp.async" });
+    b.emit(ir.comment("stage a tile with cp.async"));
     b.emit({
       op: "cpasync",
       cache: "cg",
@@ -381,32 +382,32 @@ export function memoryOpsKernel(target: Target): Kernel {
       src: gsrc,
       srcBytes: nbytes,
     });
-    b.emit({ op: "prefetch", addr: gsrc, guard: { pred: inb, negate: false } });
+    b.emit(ir.prefetch(gsrc, ir.when(inb)));
     b.emit({ op: "prefetch", addr: gsrc, evictLast: true });
-    b.emit({ op: "commit" });
-    b.emit({ op: "wait", n: 1 });
-    b.emit({ op: "wait", n: 0 });
-    b.emit({ op: "bar" });
+    b.emit(ir.commit());
+    b.emit(ir.wait(1));
+    b.emit(ir.wait(0));
+    b.emit(ir.bar());
     const last = b.reg("pred");
-    b.emit({ op: "setp", cmp: "eq", type: "u32", dst: last, a: kt, b: imm(0) });
+    b.emit(ir.setp("eq", "u32", last, kt, imm(0)));
     b.if(last, true, () => {
       // ldmatrix, every form.
       let slot = 0;
       for (const num of [1, 2, 4] as const) {
         for (const trans of [false, true]) {
           const dst = Array.from({ length: num }, () => b.reg("b32"));
-          b.emit({ op: "ldmatrix", num, trans, dst, addr: soff, offset: trans ? 512 : 0 });
+          b.emit(ir.ldmatrix(num, trans, dst, soff, trans ? 512 : 0));
           const sum = b.reg("u32");
-          b.emit({ op: "mov", dst: sum, src: imm(0) });
+          b.emit(ir.mov(sum, imm(0)));
           for (const r of dst) {
-            b.emit({ op: "bin", fn: "xor", type: "u32", dst: sum, a: sum, b: r });
+            b.emit(ir.bin("xor", "u32", sum, sum, r));
           }
-          b.emit({ op: "stg", width: "b32", src: [sum], addr: gout, offset: 4 * slot++ });
+          b.emit(ir.stg("b32", [sum], gout, 4 * slot++));
         }
       }
-      b.emit({ op: "bar" });
+      b.emit(ir.bar());
     }, () => {
-      b.emit({ op: "comment", text: "later tiles: nothing" });
+      b.emit(ir.comment("later tiles: nothing"));
     });
   });
 
@@ -415,81 +416,74 @@ export function memoryOpsKernel(target: Target): Kernel {
   // reads and writes its own 1 KiB of `src` and `out` and its own 16 bytes of
   // shared memory.
   const region = b.reg("u64");
-  b.emit({ op: "mulwide", dst: region, a: tid, b: imm(1024) });
+  b.emit(ir.mulWide(region, tid, imm(1024)));
   const gin = b.reg("u64");
-  b.emit({ op: "bin", fn: "add", type: "u64", dst: gin, a: src, b: region });
+  b.emit(ir.bin("add", "u64", gin, src, region));
   const gmine = b.reg("u64");
-  b.emit({ op: "bin", fn: "add", type: "u64", dst: gmine, a: out, b: region });
-  b.emit({ op: "bin", fn: "add", type: "u64", dst: gmine, a: gmine, b: imm(4096) });
+  b.emit(ir.bin("add", "u64", gmine, out, region));
+  b.emit(ir.bin("add", "u64", gmine, gmine, imm(4096)));
   const rep = b.reg("u32", "rep");
   b.for(rep, imm(0), imm(2), 1, () => {
     const acc = b.reg("u32");
-    b.emit({ op: "mov", dst: acc, src: rep });
+    b.emit(ir.mov(acc, rep));
     const q = b.reg("u32");
     b.for(q, imm(0), imm(3), 1, () => {
-      b.emit({ op: "mad", type: "u32", dst: acc, a: acc, b: imm(3), c: q });
+      b.emit(ir.mad("u32", acc, acc, imm(3), q));
     });
-    b.emit({ op: "stg", width: "b32", src: [acc], addr: gmine, offset: 768 });
+    b.emit(ir.stg("b32", [acc], gmine, 768));
     const odd = b.reg("pred");
     const lane = b.reg("u32");
-    b.emit({ op: "bin", fn: "and", type: "u32", dst: lane, a: tid, b: imm(1) });
-    b.emit({ op: "setp", cmp: "ne", type: "u32", dst: odd, a: lane, b: imm(0) });
+    b.emit(ir.bin("and", "u32", lane, tid, imm(1)));
+    b.emit(ir.setp("ne", "u32", odd, lane, imm(0)));
     b.if(odd, false, () => {
       let off = 0;
       for (const width of ["b8", "b16", "b32", "b64"] as const) {
         for (const n of MEM_PTX[width].vec) {
           const g = { pred: inb, negate: n === 2 };
           const rs = memRegs(b, width, n);
-          for (const r of rs) b.emit({ op: "mov", dst: r, src: imm(0) });
-          b.emit({ op: "ldg", width, dst: rs, addr: gin, offset: off, guard: g });
-          b.emit({ op: "sts", width, src: rs, addr: soff, offset: 0 });
+          for (const r of rs) b.emit(ir.mov(r, imm(0)));
+          b.emit(ir.ldg(width, rs, gin, off, g));
+          b.emit(ir.sts(width, rs, soff, 0));
           const back = memRegs(b, width, n);
-          b.emit({ op: "lds", width, dst: back, addr: soff, offset: 0, guard: g });
-          b.emit({ op: "stg", width, src: back, addr: gmine, offset: off, guard: g });
+          b.emit(ir.lds(width, back, soff, 0, g));
+          b.emit(ir.stg(width, back, gmine, off, g));
           off += 64;
         }
       }
       // Immediate store operands.
-      b.emit({ op: "sts", width: "b32", src: [imm(SAMPLE.b32), tid], addr: soff, offset: 0 });
-      b.emit({ op: "stg", width: "b16", src: [imm(SAMPLE.b16)], addr: gmine, offset: off });
+      b.emit(ir.sts("b32", [imm(SAMPLE.b32), tid], soff, 0));
+      b.emit(ir.stg("b16", [imm(SAMPLE.b16)], gmine, off));
     });
   });
 
   // An atomic add (register and immediate operands, one guarded) on a word of
   // the thread's own region, a fence, and an L2-only load of the result.
-  b.emit({ op: "stg", width: "b32", src: [tid], addr: gmine, offset: 960 });
-  b.emit({ op: "fence" });
+  b.emit(ir.stg("b32", [tid], gmine, 960));
+  b.emit(ir.fence());
   const old = b.reg("u32");
-  b.emit({
-    op: "atom",
-    dst: old,
-    addr: gmine,
-    offset: 960,
-    b: tid,
-    guard: { pred: inb, negate: false },
-  });
+  b.emit(ir.atom(old, gmine, 960, tid, ir.when(inb)));
   const old2 = b.reg("u32");
-  b.emit({ op: "atom", dst: old2, addr: gmine, offset: 960, b: imm(7) });
-  b.emit({ op: "fence" });
+  b.emit(ir.atom(old2, gmine, 960, imm(7)));
+  b.emit(ir.fence());
   const cg = b.reg("u32");
-  b.emit({ op: "ldg", width: "b32", dst: [cg], addr: gmine, offset: 960, cache: "cg" });
-  b.emit({ op: "stg", width: "b32", src: [old, old2], addr: gmine, offset: 968 });
-  b.emit({ op: "stg", width: "b32", src: [cg], addr: gmine, offset: 976 });
+  b.emit(ir.ldg("b32", [cg], gmine, 960, undefined, "cg"));
+  b.emit(ir.stg("b32", [old, old2], gmine, 968));
+  b.emit(ir.stg("b32", [cg], gmine, 976));
 
   // A loop that never runs and a loop inside a uniform conditional.
   const never = b.reg("u32");
   b.for(never, imm(4), imm(4), 1, () => {
-    b.emit({ op: "stg", width: "b32", src: [never], addr: gout, offset: 24 });
+    b.emit(ir.stg("b32", [never], gout, 24));
   });
   const big = b.reg("pred");
-  b.emit({ op: "setp", cmp: "gt", type: "u32", dst: big, a: k, b: imm(8) });
+  b.emit(ir.setp("gt", "u32", big, k, imm(8)));
   b.if(
     big,
     true,
     () => {
       const j = b.reg("u32");
       b.for(j, tid, k, 128, () => {
-        b.emit({ op: "stg", width: "b32", src: [j], addr: gout, offset: 28 });
+        b.emit(ir.stg("b32", [j], gout, 28));
       });
     },
     undefined,
@@ -527,12 +521,12 @@ export function mmaKernelName(row: MmaShape): string {
 export function mmaKernel(row: MmaShape, target: Target): Kernel {
   const b = new KernelBuilder();
   const out = b.reg("u64", "out");
-  b.emit({ op: "param", dst: out, name: "out" });
+  b.emit(ir.param(out, "out"));
   const lane = b.reg("u32", "lane");
-  b.emit({ op: "sreg", dst: lane, sreg: "laneid" });
+  b.emit(ir.sreg(lane, "laneid"));
   const smem = b.reg("u32", "smem");
-  b.emit({ op: "smembase", dst: smem });
-  b.emit({ op: "comment", text: `${row.name}: ${row.ptx}` });
+  b.emit(ir.smemBase(smem));
+  b.emit(ir.comment(`${row.name}: ${row.ptx}`));
   const accType: RegType = row.cType === "f64"
     ? "f64"
     : row.cType === "f32"
@@ -549,10 +543,10 @@ export function mmaKernel(row: MmaShape, target: Target): Kernel {
     const rs = Array.from({ length: regs }, () => b.reg(type));
     const stride = regs * bytes;
     const a = b.reg("u32");
-    b.emit({ op: "mad", type: "u32", dst: a, a: lane, b: imm(stride), c: smem });
+    b.emit(ir.mad("u32", a, lane, imm(stride), smem));
     let off = base;
     for (const part of chunks(rs, maxVec)) {
-      b.emit({ op: "lds", width, dst: part, addr: a, offset: off });
+      b.emit(ir.lds(width, part, a, off));
       off += part.length * bytes;
     }
     base += 32 * stride;
@@ -562,14 +556,14 @@ export function mmaKernel(row: MmaShape, target: Target): Kernel {
   const bf = load(row.b.regs, opType);
   const c = load(row.c.regs, accType);
   const d = accType === "f32" ? c : Array.from({ length: row.c.regs }, () => b.reg(accType));
-  b.emit({ op: "mma", shape: row.name, d, a, b: bf, c });
+  b.emit(ir.mma(row.name, d, a, bf, c));
   const off = b.reg("u64");
-  b.emit({ op: "mulwide", dst: off, a: lane, b: imm(row.c.regs * bytes) });
+  b.emit(ir.mulWide(off, lane, imm(row.c.regs * bytes)));
   const at = b.reg("u64");
-  b.emit({ op: "bin", fn: "add", type: "u64", dst: at, a: out, b: off });
+  b.emit(ir.bin("add", "u64", at, out, off));
   let o = 0;
   for (const part of chunks(d, maxVec)) {
-    b.emit({ op: "stg", width, src: part, addr: at, offset: o });
+    b.emit(ir.stg(width, part, at, o));
     o += part.length * bytes;
   }
   return kernel(mmaKernelName(row), target, [OUT], 32, base, b);
@@ -595,39 +589,39 @@ export function saxpyKernel(target: Target): Kernel {
   const y = b.reg("u64", "y");
   const n = b.reg("u32", "N");
   const a = b.reg("f32", "a");
-  b.emit({ op: "param", dst: x, name: "x" });
-  b.emit({ op: "param", dst: y, name: "y" });
-  b.emit({ op: "param", dst: n, name: "N" });
-  b.emit({ op: "param", dst: a, name: "a" });
+  b.emit(ir.param(x, "x"));
+  b.emit(ir.param(y, "y"));
+  b.emit(ir.param(n, "N"));
+  b.emit(ir.param(a, "a"));
   const tid = b.reg("u32", "tid");
-  b.emit({ op: "sreg", dst: tid, sreg: "tid.x" });
+  b.emit(ir.sreg(tid, "tid.x"));
   const cta = b.reg("u32", "cta");
-  b.emit({ op: "sreg", dst: cta, sreg: "ctaid.x" });
+  b.emit(ir.sreg(cta, "ctaid.x"));
   const first = b.reg("u32", "first");
-  b.emit({ op: "mad", type: "u32", dst: first, a: cta, b: imm(512), c: tid });
+  b.emit(ir.mad("u32", first, cta, imm(512), tid));
   const j = b.reg("u32", "j");
   b.for(j, imm(0), imm(4), 1, () => {
-    b.emit({ op: "comment", text: "i = first + 128 j" });
+    b.emit(ir.comment("i = first + 128 j"));
     const i = b.reg("u32", "i");
-    b.emit({ op: "mad", type: "u32", dst: i, a: j, b: imm(128), c: first });
+    b.emit(ir.mad("u32", i, j, imm(128), first));
     const ok = b.reg("pred", "ok");
-    b.emit({ op: "setp", cmp: "lt", type: "u32", dst: ok, a: i, b: n });
+    b.emit(ir.setp("lt", "u32", ok, i, n));
     const off = b.reg("u64");
-    b.emit({ op: "mulwide", dst: off, a: i, b: imm(4) });
+    b.emit(ir.mulWide(off, i, imm(4)));
     const px = b.reg("u64");
-    b.emit({ op: "bin", fn: "add", type: "u64", dst: px, a: x, b: off });
+    b.emit(ir.bin("add", "u64", px, x, off));
     const py = b.reg("u64");
-    b.emit({ op: "bin", fn: "add", type: "u64", dst: py, a: y, b: off });
+    b.emit(ir.bin("add", "u64", py, y, off));
     const xv = b.reg("f32", "xv");
     const yv = b.reg("f32", "yv");
-    b.emit({ op: "mov", dst: xv, src: imm(0) });
-    b.emit({ op: "mov", dst: yv, src: imm(0) });
+    b.emit(ir.mov(xv, imm(0)));
+    b.emit(ir.mov(yv, imm(0)));
     const g = { pred: ok, negate: false };
-    b.emit({ op: "ldg", width: "b32", dst: [xv], addr: px, offset: 0, guard: g });
-    b.emit({ op: "ldg", width: "b32", dst: [yv], addr: py, offset: 0, guard: g });
+    b.emit(ir.ldg("b32", [xv], px, 0, g));
+    b.emit(ir.ldg("b32", [yv], py, 0, g));
     const r = b.reg("f32", "r");
-    b.emit({ op: "mad", type: "f32", dst: r, a, b: xv, c: yv });
-    b.emit({ op: "stg", width: "b32", src: [r], addr: py, offset: 0, guard: g });
+    b.emit(ir.mad("f32", r, a, xv, yv));
+    b.emit(ir.stg("b32", [r], py, 0, g));
   });
   return kernel("saxpy", target, params, 128, 0, b);
 }
@@ -645,14 +639,14 @@ export function saxpyKernel(target: Target): Kernel {
 export function registerClassKernel(target: Target): Kernel {
   const b = new KernelBuilder();
   const out = b.reg("u64", "out");
-  b.emit({ op: "param", dst: out, name: "out" });
+  b.emit(ir.param(out, "out"));
   const sink = new Sink(b, out);
   const smem = b.reg("b32", "smem");
-  b.emit({ op: "smembase", dst: smem });
+  b.emit(ir.smemBase(smem));
   const lane = b.reg("s32", "lane");
-  b.emit({ op: "sreg", dst: lane, sreg: "laneid" });
+  b.emit(ir.sreg(lane, "laneid"));
   const g = b.reg("u64");
-  b.emit({ op: "mulwide", dst: g, a: lane, b: smem });
+  b.emit(ir.mulWide(g, lane, smem));
   // Memory from every register type of each width's class.
   const widths: [MemWidth, RegType[]][] = [
     ["b8", ["u32", "s32", "b32"]],
@@ -663,39 +657,39 @@ export function registerClassKernel(target: Target): Kernel {
   for (const [width, types] of widths) {
     for (const t of types) {
       const r = b.reg(t);
-      b.emit({ op: "lds", width, dst: [r], addr: smem, offset: off });
-      b.emit({ op: "stg", width, src: [r], addr: out, offset: off });
+      b.emit(ir.lds(width, [r], smem, off));
+      b.emit(ir.stg(width, [r], out, off));
       off += 8;
     }
   }
   const i32 = { u32: b.reg("u32"), s32: b.reg("s32"), b32: b.reg("b32") };
   const f32 = { f32: b.reg("f32"), b32: b.reg("b32") };
   for (const r of [...Object.values(i32), ...Object.values(f32)]) {
-    b.emit({ op: "lds", width: "b32", dst: [r], addr: smem, offset: 0 });
+    b.emit(ir.lds("b32", [r], smem, 0));
   }
   for (const t of ["u32", "s32"] as const) {
     const d = b.reg(t === "u32" ? "b32" : "u32");
-    b.emit({ op: "bin", fn: "add", type: t, dst: d, a: i32.s32, b: i32.b32 });
-    b.emit({ op: "mad", type: t, dst: d, a: i32.b32, b: i32.u32, c: d });
-    b.emit({ op: "bin", fn: "shl", type: t, dst: d, a: d, b: i32.s32 });
+    b.emit(ir.bin("add", t, d, i32.s32, i32.b32));
+    b.emit(ir.mad(t, d, i32.b32, i32.u32, d));
+    b.emit(ir.bin("shl", t, d, d, i32.s32));
     sink.keep(d);
   }
   const fb = b.reg("b32");
-  b.emit({ op: "bin", fn: "add", type: "f32", dst: fb, a: f32.b32, b: f32.f32 });
-  b.emit({ op: "mad", type: "f32", dst: fb, a: fb, b: f32.b32, c: imm(1) });
-  b.emit({ op: "un", fn: "neg", type: "f32", dst: fb, src: fb });
+  b.emit(ir.bin("add", "f32", fb, f32.b32, f32.f32));
+  b.emit(ir.mad("f32", fb, fb, f32.b32, imm(1)));
+  b.emit(ir.un("neg", "f32", fb, fb));
   sink.keep(fb);
   const xf = b.reg("f32");
-  b.emit({ op: "bin", fn: "and", type: "b32", dst: xf, a: f32.f32, b: i32.s32 });
+  b.emit(ir.bin("and", "b32", xf, f32.f32, i32.s32));
   sink.keep(xf);
   const pc = b.reg("s32");
-  b.emit({ op: "un", fn: "popc", type: "b32", dst: pc, src: i32.u32 });
+  b.emit(ir.un("popc", "b32", pc, i32.u32));
   sink.keep(pc);
   const p = b.reg("pred");
-  b.emit({ op: "setp", cmp: "lt", type: "f32", dst: p, a: f32.b32, b: imm(2) });
-  b.emit({ op: "setp", cmp: "ge", type: "s32", dst: p, a: i32.u32, b: i32.b32 });
+  b.emit(ir.setp("lt", "f32", p, f32.b32, imm(2)));
+  b.emit(ir.setp("ge", "s32", p, i32.u32, i32.b32));
   const sel = b.reg("b32");
-  b.emit({ op: "selp", type: "f32", dst: sel, a: f32.b32, b: f32.f32, p });
+  b.emit(ir.selp("f32", sel, f32.b32, f32.f32, p));
   sink.keep(sel);
   // Conversions across the allowed register types.
   const cv: [CvtKind, RegType, Reg][] = [
@@ -713,54 +707,48 @@ export function registerClassKernel(target: Target): Kernel {
   ];
   for (const [kind, dt, src] of cv) {
     const d = b.reg(dt);
-    b.emit({ op: "cvt", kind, dst: d, src });
+    b.emit(ir.cvt(kind, d, src));
     sink.keep(d);
   }
   const h = b.reg("b16");
-  b.emit({ op: "cvt", kind: "f16.f32", dst: h, src: f32.f32 });
+  b.emit(ir.cvt("f16.f32", h, f32.f32));
   const wide = b.reg("b32");
-  b.emit({ op: "cvt", kind: "f32.f16", dst: wide, src: h });
+  b.emit(ir.cvt("f32.f16", wide, h));
   sink.keep(wide);
   const pf = b.reg("f32");
-  b.emit({ op: "pack", dst: pf, lo: h, hi: h });
+  b.emit(ir.pack(pf, h, h));
   sink.keep(pf);
   const lo = b.reg("b16");
   const hi = b.reg("b16");
-  b.emit({ op: "unpack", lo, hi, src: i32.u32 });
+  b.emit(ir.unpack(lo, hi, i32.u32));
   sink.keep(lo);
   sink.keep(hi);
   const lm = [b.reg("u32"), b.reg("s32"), b.reg("b32"), b.reg("u32")];
-  b.emit({ op: "ldmatrix", num: 4, trans: false, dst: lm, addr: smem, offset: 0 });
+  b.emit(ir.ldmatrix(4, false, lm, smem, 0));
   lm.forEach((r) => sink.keep(r));
   // Vectors: b32 registers go with float and integer ones; immediates beside floats.
   const vf = [b.reg("f32"), b.reg("b32")];
-  b.emit({ op: "lds", width: "b32", dst: vf, addr: smem, offset: 0 });
-  b.emit({ op: "sts", width: "b32", src: [vf[0]!, imm(0x3f800000)], addr: smem, offset: 0 });
-  b.emit({
-    op: "sts",
-    width: "b32",
-    src: [imm(-1), vf[1]!, vf[0]!, imm(7)],
-    addr: smem,
-    offset: 0,
-  });
+  b.emit(ir.lds("b32", vf, smem, 0));
+  b.emit(ir.sts("b32", [vf[0]!, imm(0x3f800000)], smem, 0));
+  b.emit(ir.sts("b32", [imm(-1), vf[1]!, vf[0]!, imm(7)], smem, 0));
   const vd = b.reg("f64");
-  b.emit({ op: "lds", width: "b64", dst: [vd], addr: smem, offset: 0 });
-  b.emit({ op: "stg", width: "b64", src: [imm(-2), vd], addr: out, offset: 0 });
+  b.emit(ir.lds("b64", [vd], smem, 0));
+  b.emit(ir.stg("b64", [imm(-2), vd], out, 0));
   const vi = [b.reg("u32"), b.reg("b32"), b.reg("s32"), b.reg("u32")];
-  b.emit({ op: "lds", width: "b32", dst: vi, addr: smem, offset: 0 });
-  b.emit({ op: "stg", width: "b32", src: [...vi.slice(0, 3), imm(-5)], addr: out, offset: 0 });
+  b.emit(ir.lds("b32", vi, smem, 0));
+  b.emit(ir.stg("b32", [...vi.slice(0, 3), imm(-5)], out, 0));
   // Accumulators in b32 (f32 rows) and u32/b32 (s32 rows).
   const frag = (n: number, t: RegType) => Array.from({ length: n }, () => b.reg(t));
   const a = frag(4, "b32");
   const bb = frag(2, "b32");
-  b.emit({ op: "lds", width: "b32", dst: a, addr: smem, offset: 0 });
-  b.emit({ op: "lds", width: "b32", dst: bb, addr: smem, offset: 16 });
+  b.emit(ir.lds("b32", a, smem, 0));
+  b.emit(ir.lds("b32", bb, smem, 16));
   const cf = frag(4, "b32");
-  b.emit({ op: "lds", width: "b32", dst: cf, addr: smem, offset: 32 });
-  b.emit({ op: "mma", shape: "m16n8k16.f16.f32", d: cf, a, b: bb, c: cf });
+  b.emit(ir.lds("b32", cf, smem, 32));
+  b.emit(ir.mma("m16n8k16.f16.f32", cf, a, bb, cf));
   const ci = [b.reg("u32"), b.reg("b32"), b.reg("s32"), b.reg("u32")];
-  b.emit({ op: "lds", width: "b32", dst: ci, addr: smem, offset: 48 });
-  b.emit({ op: "mma", shape: "m16n8k32.s8.s32", d: ci, a, b: bb, c: ci });
+  b.emit(ir.lds("b32", ci, smem, 48));
+  b.emit(ir.mma("m16n8k32.s8.s32", ci, a, bb, ci));
   [...cf, ...ci].forEach((r) => sink.keep(r));
   return kernel("ops_register_classes", target, [OUT], 32, 64, b);
 }

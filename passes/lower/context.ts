@@ -1,0 +1,242 @@
+/**
+ * The lowering's context: one value, created once per kernel by `lowerToKernel`, that
+ * every phase receives (the kernel, its MMA shape, the builder, the parameter and index
+ * registers); the small emitters every phase uses; tensor base addresses; blocks per SM.
+ *
+ * @module
+ */
+
+import { imm, KernelBuilder } from "../../ir/builder.ts";
+import { type Dtype, DTYPE_INFO } from "../../ir/dtype.ts";
+import type { GemmKernel, MatrixView, OperandSmem, TensorParam } from "../../ir/gemm.ts";
+import type { BinFn, Op, Operand, Reg, RegType } from "../../ir/kernel.ts";
+import { MMA_SHAPES, type MmaShape } from "../../ir/mma_table.ts";
+import { SIMT_PREFIX, simtShape } from "../../ir/simt.ts";
+import { SMEM_BUDGET } from "../pipeline.ts";
+import * as ir from "../../ir/builder.ts";
+
+/** The base-2 logarithm of a power of two (an error for any other number). */
+export function log2(x: number): number {
+  const l = Math.round(Math.log2(x));
+  if (2 ** l !== x) throw new Error(`Not a power of two: ${x}`);
+  return l;
+}
+
+/** Per-thread index features that addresses are affine in. */
+export type Feature =
+  | "lane7"
+  | "lane8"
+  | "lane16"
+  | "g"
+  | "tig"
+  | "wm"
+  | "wn"
+  | "tidHi"
+  | "tidLo"
+  | "tid";
+
+/**
+ * The lowering's context: created once per kernel by `lowerToKernel` and
+ * passed to every phase. Most fields are fixed at construction; those that
+ * the phases fill in say who writes them.
+ */
+export class LowerContext {
+  /** The kernel-IR builder every phase emits into. */
+  readonly b = new KernelBuilder();
+  /** The planned GEMM IR kernel being lowered. */
+  readonly k: GemmKernel;
+  /** The MMA shape of the plan (a tensor-core row of the MMA table, or the SIMT micro-tile). */
+  readonly shape: MmaShape;
+  /** Threads per block. */
+  readonly threads: number;
+  /** Each kernel parameter's register, by name: written by `buildKernel` (kernel.ts), first. */
+  readonly params = new Map<string, Reg>();
+  /** f32 registers that hold `cvt.f32(h)` of a 16-bit float h: written and read by
+   * `convertOut` (epilogue_expr.ts), which then rounds h itself, not its widening. */
+  readonly narrowed = new Map<Reg, { readonly to: Dtype; readonly h: Reg; readonly widen: Op }>();
+  /** The register of each index feature: `buildKernel` writes the lane and warp
+   * features, `copySetup` (copies.ts) `tidHi` and `tidLo` for the operand it sets up. */
+  readonly features = new Map<Feature, Reg>();
+  /** `tidHi = tid >> tidHiShift` and `tidLo = tid & tidLoMask` of the copies last set up:
+   * written by `copySetup` with those features, read by `featureValue` (affine.ts). */
+  tidHiShift = 0;
+  /** See {@link LowerContext.tidHiShift}. */
+  tidLoMask = 0;
+  /** 3xtf32: an accumulator tile of zeros, the C of each k-tile's first MMA: written by
+   * `buildKernel`, read by `mmas` (mma.ts). */
+  zeroAcc: Reg[] = [];
+  /** 3xtf32: per accumulator tile, the running sum of the current k-tile's products:
+   * written and read by `mmas` (mma.ts) across the k-steps of a k-tile. */
+  kTileSum: Reg[][][] = [];
+
+  constructor(k: GemmKernel) {
+    this.k = k;
+    const name = k.plan.mma!.shape;
+    const w = k.plan.warp!.warp;
+    const s = name.startsWith(SIMT_PREFIX)
+      ? simtShape(w.m, w.n)
+      : MMA_SHAPES.find((x) => x.name === name);
+    if (s === undefined) throw new Error(`Unknown MMA shape "${name}"`);
+    this.shape = s;
+    this.threads = k.plan.warp!.threads;
+  }
+
+  bin(
+    fn: BinFn,
+    type: "u32" | "s32" | "u64" | "b32" | "pred" | "f32" | "f64",
+    a: Operand,
+    b: Operand,
+    name?: string,
+  ): Reg {
+    const rt: RegType = type === "b32" ? "b32" : type;
+    const dst = this.b.reg(rt, name);
+    this.b.emit(ir.bin(fn, type, dst, a, b));
+    return dst;
+  }
+
+  u32(v: number | Reg): Operand {
+    return typeof v === "number" ? imm(v) : v;
+  }
+
+  setp(
+    cmp: "lt" | "le" | "gt" | "ge" | "eq" | "ne",
+    type: "u32" | "s32" | "u64" | "f32" | "f64",
+    a: Operand,
+    b: Operand,
+  ): Reg {
+    const dst = this.b.reg("pred");
+    this.b.emit(ir.setp(cmp, type, dst, a, b));
+    return dst;
+  }
+
+  and(p: Reg | null, q: Reg | null): Reg | null {
+    if (p === null) return q;
+    if (q === null) return p;
+    return this.bin("and", "pred", p, q);
+  }
+
+  mov(type: RegType, v: Operand, name?: string): Reg {
+    const dst = this.b.reg(type, name);
+    this.b.emit(ir.mov(dst, v));
+    return dst;
+  }
+
+  /** A dimension's value: an immediate for a constant, else its parameter. */
+  dim(d: { kind: "sym"; name: string } | { kind: "const"; value: number }): Operand {
+    return d.kind === "const" ? imm(d.value) : this.params.get(d.name)!;
+  }
+
+  /** `x / d` or `x % d` for a constant d: a shift or mask when d is a power of two. */
+  divRem(fn: "div" | "rem", x: Reg, d: number, name?: string): Reg {
+    if ((d & (d - 1)) === 0) {
+      return fn === "div"
+        ? this.bin("shr", "u32", x, imm(log2(d)), name)
+        : this.bin("and", "u32", x, imm(d - 1), name);
+    }
+    return this.bin(fn, "u32", x, imm(d), name);
+  }
+
+  /** `x * c` for a constant c: a shift when c is a power of two. */
+  mulImm(x: Reg, c: number, name?: string): Reg {
+    return (c & (c - 1)) === 0
+      ? this.bin("shl", "u32", x, imm(log2(c)), name)
+      : this.bin("mul", "u32", x, imm(c), name);
+  }
+
+  /** A u32 operand's bits as an s32 register (two bit moves; free in PTX). */
+  s32Of(o: Operand, name?: string): Reg {
+    const dst = this.b.reg("s32", name);
+    if (o.kind === "imm") {
+      this.b.emit(ir.mov(dst, o));
+      return dst;
+    }
+    const bits = this.b.reg("b32");
+    this.b.emit(ir.cvt("b32.u32", bits, o));
+    this.b.emit(ir.cvt("s32.b32", dst, bits));
+    return dst;
+  }
+
+  mulU64(a: Operand, ldBytes: Operand): Operand {
+    if (a.kind === "imm" && ldBytes.kind === "imm") return imm(a.value * ldBytes.value);
+    const a64 = a.kind === "imm" ? a : b64(this, a);
+    return this.bin("mul", "u64", a64, ldBytes);
+  }
+}
+
+/** Zero-extends a u32 register to u64. */
+export function b64(l: LowerContext, v: Operand): Operand & Reg {
+  if (v.kind === "imm") throw new Error("b64 of an immediate");
+  if (v.type === "u64") return v;
+  const r = l.b.reg("u64");
+  l.b.emit(ir.cvt("u64.u32", r, v));
+  return r;
+}
+
+/** An immediate as it is, a register zero-extended to u64 (see {@link b64}). */
+export function b64Op(l: LowerContext, v: Operand): Operand {
+  return v.kind === "imm" ? v : b64(l, v);
+}
+
+/** Element count (u64 or imm) to bytes: `n * bits / 8`. */
+export function bytesOfElems(
+  l: LowerContext,
+  n: Operand,
+  bits: number,
+): Operand & (Reg | { kind: "imm"; value: number }) {
+  if (n.kind === "imm") return imm((n.value * bits) / 8);
+  if (bits >= 8) {
+    const m = bits / 8;
+    return m === 1 ? n : l.bin("shl", "u64", n, imm(log2(m)));
+  }
+  return l.bin("shr", "u64", n, imm(log2(8 / bits)));
+}
+
+/** Base address of a matrix tensor with the batch offset applied. */
+export function tensorBase(cx: LowerContext, view: MatrixView, t: TensorParam, bz: Reg): Reg {
+  const base = cx.params.get(t.name)!;
+  if (!view.batched) return base;
+  return vectorBase(cx, t, bz);
+}
+
+/** Base of a batched tensor (any rank): base + bz * (elements per batch) * bytes. */
+export function vectorBase(cx: LowerContext, t: TensorParam, bz: Reg): Reg {
+  const base = cx.params.get(t.name)!;
+  let stride: Operand = imm(1);
+  for (const d of t.dims.slice(1)) {
+    const v: Operand = d.kind === "const" ? imm(d.value) : b64(cx, cx.params.get(d.name)!);
+    stride = stride.kind === "imm" && v.kind === "imm"
+      ? imm(stride.value * v.value)
+      : cx.bin("mul", "u64", stride, v);
+  }
+  const bytes = bytesOfElems(cx, stride, DTYPE_INFO[t.dtype].bits);
+  const off = cx.bin("mul", "u64", b64(cx, bz), bytes);
+  return cx.bin("add", "u64", base, off);
+}
+
+/**
+ * Blocks per SM the kernel is built for. SIMT kernels of at most 64
+ * accumulators a thread (CUTLASS's sgemm tile, 8x8 a lane) fit in
+ * 65536 / (2 * threads) registers for up to 256 threads: two blocks share
+ * an SM where their shared memory fits twice, and hide each other's
+ * barriers (+3-4%, bench/NOTES.md 39). At 128 registers ptxas spilled
+ * (tests/simt_test.ts) larger micro-tiles (a 64x64 warp tile, 1.9 KB),
+ * tensors aligned to less than 16 bytes (8-60 bytes) and a transposed B
+ * copied by 4-byte cp.async with a bias (16-48 bytes), and split-K over
+ * more than 4 splits (the last split's reduction, 8-12 bytes at split 8):
+ * those, and the tensor-core kernels, keep one block and up to 255
+ * registers.
+ */
+export function minBlocksPerSm(cx: LowerContext): number {
+  const k = cx.k;
+  if (k.math.mode !== "simt") return 1;
+  const pipe = k.plan.pipeline!;
+  const w = k.plan.warp!.warp;
+  const aligned = k.params.every((p) =>
+    p.kind !== "tensor" || p.align * DTYPE_INFO[p.dtype].bits >= 128
+  );
+  const byCopies = (o: OperandSmem) => o.transpose === true && o.viaRegisters !== true;
+  const fits = 2 * cx.threads <= 512 && 2 * pipe.smemBytes <= SMEM_BUDGET[k.target] &&
+    (w.m / 8) * (w.n / 4) <= 64 && aligned && !byCopies(pipe.a) && !byCopies(pipe.b) &&
+    k.plan.tile!.splitK <= 4;
+  return fits ? 2 : 1;
+}

@@ -1,0 +1,356 @@
+/**
+ * The main loop's global -> shared copies: their set-up (pointers, bounds predicates,
+ * swizzled destinations), the copies of one k-tile, a split's skipped k-tiles and the
+ * advance of a stage index.
+ *
+ * @module
+ */
+
+import { imm } from "../../ir/builder.ts";
+import { DTYPE_INFO } from "../../ir/dtype.ts";
+import { type MatrixView, type OperandSmem, tensorParam } from "../../ir/gemm.ts";
+import type { MemWidth, Operand, Reg } from "../../ir/kernel.ts";
+import { type Affine, emitAffine, groupRecipes, scaleAffine, type SmemRecipe } from "./affine.ts";
+import { b64, bytesOfElems, log2, type LowerContext, vectorBase } from "./context.ts";
+import * as ir from "../../ir/builder.ts";
+
+interface CopyOne {
+  readonly ptr: Reg;
+  readonly okRow: Reg | null;
+  /** False for a thread past the tile in a partial round (see copyOne's `only`). */
+  readonly valid: Reg | null;
+  readonly kIdx: Reg;
+  readonly dst: { base: Reg; offset: number };
+}
+
+/** Copies with one pointer each (used when a round of copies is not whole rows). */
+interface EachCopies {
+  readonly kind: "each";
+  readonly copies: readonly CopyOne[];
+  readonly step: Operand;
+}
+
+/** Copies that are copy 0 moved by whole rows: one pointer for all of them. */
+interface StridedCopies {
+  readonly kind: "strided";
+  /** Pointer of copy 0 (advanced by `step` per k-tile). */
+  readonly ptr0: Reg;
+  /** Bytes between copy j and j+1. */
+  readonly stride: Operand;
+  readonly step: Operand;
+  /** Rows between copy j and j+1. */
+  readonly dr: number;
+  readonly kContig: boolean;
+  /** K-contiguous: rows (M/N) left from copy 0's row (s32). */
+  readonly outerRem: Reg | null;
+  /** Outer-contiguous: whether the column run is inside M/N. */
+  readonly outerOk: Reg | null;
+  /** k index of copy 0 within the tile (s32). */
+  readonly kIdx: Reg;
+  /** Per copy, its destinations: one, or for a tile transposed through registers 4 (rows k..k+3). */
+  readonly dst: readonly (readonly { base: Reg; offset: number }[])[];
+  readonly valid: readonly (Reg | null)[];
+}
+
+/** An operand's copies of one k-tile, as {@link copySetup} plans them. */
+export type CopyPlan = EachCopies | StridedCopies;
+
+/**
+ * Sets up an operand's global -> shared copies: per copy of this thread, its
+ * global pointer, bounds predicates, k index and swizzled destination (one
+ * pointer for all where a round of copies covers whole rows). (Longer than
+ * ~100 lines: the two shapes of plan share the recipes and the leading
+ * dimension computed first, and each is one straight sequence of emits.)
+ *
+ * @param cx The lowering's context (writes its `tidHi`/`tidLo` features).
+ * @param _role Which operand.
+ * @param view The operand's matrix view.
+ * @param p The operand's shared-memory tile.
+ * @param x0 The threadblock tile's first row (A) or column (B).
+ * @param outerSize M (A) or N (B).
+ * @param K The problem's K.
+ * @param bz The batch index.
+ * @param smem The shared memory's base.
+ * @returns The copy plan.
+ */
+export function copySetup(
+  cx: LowerContext,
+  _role: "A" | "B",
+  view: MatrixView,
+  p: OperandSmem,
+  x0: Reg,
+  outerSize: Operand,
+  K: Operand,
+  bz: Reg,
+  smem: Reg,
+): CopyPlan {
+  const k = cx.k;
+  const t = tensorParam(k, view.tensor);
+  const bits = DTYPE_INFO[t.dtype].bits;
+  // The copies go along the operand's lines in global memory: the tile's
+  // rows, or for a transposed tile its columns (tileK elements).
+  const tileK = cx.k.plan.tile!.threadblock.k;
+  const transpose = p.transpose === true;
+  const cpr = (transpose ? (tileK * bits) / 8 : p.rowBytes) / p.copyBytes; // copies per line
+  const epc = (p.copyBytes * 8) / bits; // elements per copy
+  const T = cx.threads;
+  const total = (p.rows * p.rowBytes) / p.copyBytes;
+  // Thread tid's copy j covers copy index c = tid + j*T: row c / cpr, column c % cpr.
+  cx.tidHiShift = log2(cpr);
+  cx.tidLoMask = cpr - 1;
+  const tidHi = cx.bin("shr", "u32", cx.features.get("tid")!, imm(log2(cpr)));
+  const tidLo = cx.bin("and", "u32", cx.features.get("tid")!, imm(cpr - 1));
+  cx.features.set("tidHi", tidHi);
+  cx.features.set("tidLo", tidLo);
+  const rowOf = (j: number): Affine =>
+    T % cpr === 0
+      ? { c: (j * T) / cpr, terms: [["tidHi", 1]] }
+      : { c: Math.floor(j / (cpr / T)), terms: [] };
+  const colOf = (j: number): Affine =>
+    T % cpr === 0
+      ? { c: 0, terms: [["tidLo", 1]] }
+      : { c: (j % (cpr / T)) * T, terms: [["tid", 1]] };
+  const copies: CopyOne[] = [];
+  // Base pointer, with the batch offset.
+  const base: Reg = view.batched ? vectorBase(cx, t, bz) : cx.params.get(view.tensor)!;
+  // Leading dimension in bytes: the size of the contiguous logical dim.
+  const kContig = p.contiguous === "k" || transpose;
+  const ldElems = kContig ? K : outerSize;
+  const ldBytes = bytesOfElems(cx, ldElems.kind === "imm" ? ldElems : b64(cx, ldElems), bits);
+  // Each copy's destinations: one, or for a transposed tile one per
+  // element (its `epc` elements of line l, from k, go to rows k.. at l's
+  // byte: one cp.async of an element, or through registers 4 elements).
+  const per = transpose ? epc : 1;
+  const recipes: SmemRecipe[] = [];
+  const valid: (Reg | null)[] = [];
+  for (let j = 0; j < Math.ceil(total / T); j++) {
+    const row = rowOf(j);
+    const col = colOf(j);
+    for (let e = 0; e < per; e++) {
+      const k0 = scaleAffine(col, epc);
+      recipes.push(
+        transpose
+          ? { row: { c: k0.c + e, terms: k0.terms }, byte: scaleAffine(row, bits / 8) }
+          : { row, byte: scaleAffine(col, p.copyBytes) },
+      );
+    }
+    // Partial last round of copies: only threads with c < total copy.
+    valid.push(
+      total % T === 0 || (j + 1) * T <= total
+        ? null
+        : cx.setp("lt", "u32", cx.features.get("tid")!, imm(total - j * T)),
+    );
+  }
+  const flat = groupRecipes(cx, p, recipes, smem);
+  const dst = valid.map((_, j) => flat.slice(j * per, (j + 1) * per));
+  // Bytes to advance per k-tile.
+  const step: Operand = kContig
+    ? imm((tileK * bits) / 8)
+    : ldBytes.kind === "imm"
+    ? imm(ldBytes.value * tileK)
+    : cx.bin("mul", "u64", ldBytes, imm(tileK));
+  if (T % cpr === 0) {
+    // Every round of copies covers dr whole rows: copy j is copy 0 moved by j*dr rows.
+    const dr = T / cpr;
+    const tidLoE = (p.copyBytes * 8) / bits;
+    const colE = tidLoE === 1 ? tidLo : cx.bin("mul", "u32", tidLo, imm(tidLoE));
+    const outer0 = cx.bin("add", "u32", x0, kContig ? tidHi : colE);
+    const kIdx0 = kContig ? colE : tidHi;
+    const lineOff = cx.mulU64(kContig ? outer0 : kIdx0, ldBytes);
+    const inOff = bytesOfElems(cx, b64(cx, kContig ? kIdx0 : outer0), bits);
+    const ptr0 = cx.bin(
+      "add",
+      "u64",
+      cx.bin("add", "u64", base, lineOff),
+      inOff,
+      `${view.tensor}ptr`,
+    );
+    const stride: Operand = ldBytes.kind === "imm"
+      ? imm(ldBytes.value * dr)
+      : cx.bin("mul", "u64", ldBytes, imm(dr));
+    // K-contiguous: rows are M/N; outer-contiguous: rows are k.
+    const outerRem = kContig
+      ? cx.bin("sub", "s32", cx.s32Of(outerSize), cx.s32Of(outer0), `${view.tensor}orem`)
+      : null;
+    const outerOk = kContig ? null : cx.setp("lt", "u32", outer0, outerSize);
+    return {
+      kind: "strided",
+      ptr0,
+      stride,
+      step,
+      dr,
+      kContig,
+      outerRem,
+      outerOk,
+      kIdx: cx.s32Of(kIdx0),
+      dst,
+      valid,
+    };
+  }
+  if (p.viaRegisters === true) {
+    throw new Error("lower-kernel: register copies need whole lines a round");
+  }
+  for (let j = 0; j < valid.length; j++) {
+    const rowV = emitAffine(cx, rowOf(j)); // the global line (a transposed tile's recipe row is k)
+    const colV = emitAffine(cx, colOf(j));
+    // Logical (outer, k) of the copy's first element.
+    let outerIdx: Operand;
+    let kIdx: Operand;
+    if (kContig) {
+      outerIdx = cx.bin("add", "u32", x0, rowV);
+      kIdx = colV.kind === "imm" ? imm(colV.value * epc) : cx.bin("mul", "u32", colV, imm(epc));
+    } else {
+      kIdx = rowV;
+      const oc = colV.kind === "imm" ? imm(colV.value * epc) : cx.bin("mul", "u32", colV, imm(epc));
+      outerIdx = cx.bin("add", "u32", x0, oc);
+    }
+    const okRow = cx.setp("lt", "u32", outerIdx, outerSize);
+    // Global byte address of k-tile 0.
+    const lineIdx = kContig ? outerIdx : kIdx;
+    const inLine = kContig ? kIdx : outerIdx;
+    const lineOff = cx.mulU64(lineIdx, ldBytes);
+    const inOff = bytesOfElems(cx, b64(cx, inLine), bits);
+    const ptr = cx.bin(
+      "add",
+      "u64",
+      cx.bin("add", "u64", base, lineOff),
+      inOff,
+      `${view.tensor}p${j}`,
+    );
+    // k index for the bounds check: as s32.
+    copies.push({ ptr, okRow, valid: valid[j]!, kIdx: cx.s32Of(kIdx), dst: dst[j]![0]! });
+  }
+  return { kind: "each", copies, step };
+}
+
+/** Copy j's pointer: `ptr0 + j * stride` (ptr0 itself for j = 0). */
+function nthPointer(cx: LowerContext, ptr0: Reg, stride: Operand, j: number): Reg {
+  if (j === 0) return ptr0;
+  const ptr = cx.b.reg("u64");
+  cx.b.emit(
+    stride.kind === "imm"
+      ? ir.bin("add", "u64", ptr, ptr0, imm(j * stride.value))
+      : ir.mad("u64", ptr, stride, imm(j), ptr0),
+  );
+  return ptr;
+}
+
+/**
+ * Issues an operand's copies of one k-tile into stage `stage`, each zero-filled
+ * past M/N and past `kRem`, and advances the pointers by a k-tile.
+ *
+ * @param cx The lowering's context.
+ * @param c The copy plan.
+ * @param p The operand's shared-memory tile.
+ * @param stage The stage index written.
+ * @param kRem K left from the k-tile's first element (s32).
+ */
+export function issueCopies(
+  cx: LowerContext,
+  c: CopyPlan,
+  p: OperandSmem,
+  stage: Reg,
+  kRem: Reg,
+): void {
+  const b = cx.b;
+  const stageOff = cx.bin("mul", "u32", stage, imm(p.stageBytes));
+  const bases = new Map<Reg, Reg>();
+  const dstOf = (d: { base: Reg; offset: number }) => {
+    let r = bases.get(d.base);
+    if (r === undefined) {
+      r = cx.bin("add", "u32", d.base, stageOff);
+      bases.set(d.base, r);
+    }
+    return r;
+  };
+  if (c.kind === "strided") {
+    const kOk = c.kContig ? cx.setp("lt", "s32", c.kIdx, kRem) : null;
+    const kRemT = c.kContig ? null : cx.bin("sub", "s32", kRem, c.kIdx);
+    c.dst.forEach((d, j) => {
+      const rowOk = c.kContig
+        ? cx.setp("lt", "s32", imm(j * c.dr), c.outerRem!)
+        : cx.setp("lt", "s32", imm(j * c.dr), kRemT!);
+      const ok = cx.and(rowOk, c.kContig ? kOk : c.outerOk)!;
+      const ptr = nthPointer(cx, c.ptr0, c.stride, j);
+      if (p.viaRegisters !== true) {
+        copyOne(cx, p, ok, ptr, dstOf(d[0]!), d[0]!.offset, c.valid[j]!);
+        return;
+      }
+      // Through registers: one 16-byte load, an element to each of 4 rows.
+      const v = d.map(() => cx.mov("b32", imm(0)));
+      b.emit(ir.ldg("b32", v, ptr, 0, ir.when(ok)));
+      v.forEach((x, e) => b.emit(ir.sts("b32", [x], dstOf(d[e]!), d[e]!.offset)));
+    });
+    b.emit(ir.bin("add", "u64", c.ptr0, c.ptr0, c.step));
+    return;
+  }
+  for (const one of c.copies) {
+    const kOk = cx.setp("lt", "s32", one.kIdx, kRem);
+    const ok = cx.and(one.okRow, kOk)!;
+    copyOne(cx, p, ok, one.ptr, dstOf(one.dst), one.dst.offset, one.valid);
+    b.emit(ir.bin("add", "u64", one.ptr, one.ptr, c.step));
+  }
+}
+
+/**
+ * One global->shared copy: cp.async with zero-fill, or a guarded load and a
+ * store. `ok` false (past M, N or K) writes zeros; `only` false (a thread
+ * past the tile in a partial round of copies, whose destination lies
+ * outside the tile) copies nothing.
+ */
+function copyOne(
+  cx: LowerContext,
+  p: OperandSmem,
+  ok: Reg,
+  src: Reg,
+  dst: Reg,
+  dstOffset: number,
+  only: Reg | null,
+): void {
+  const b = cx.b;
+  const guard = ir.when(only);
+  if (p.async) {
+    const n = cx.b.reg("u32");
+    b.emit(ir.selp("u32", n, imm(p.copyBytes), imm(0), ok));
+    b.emit(ir.cpAsync(
+      {
+        cache: p.copyBytes === 16 ? "cg" : "ca",
+        // The L2 may fetch whole 128-byte lines: +5% for tf32 at 8192^3 on the H200
+        // (bench/NOTES.md 6).
+        ...(p.copyBytes === 16 ? { prefetch: 128 as const } : {}),
+        bytes: p.copyBytes as 4 | 8 | 16,
+        dst,
+        dstOffset,
+        src,
+        srcBytes: n,
+      },
+      guard,
+    ));
+  } else {
+    const width: MemWidth = p.copyBytes === 2 ? "b16" : "b8";
+    const v = cx.mov(width === "b16" ? "b16" : "u32", imm(0));
+    b.emit(ir.ldg(width, [v], src, 0, ir.when(ok)));
+    b.emit(ir.sts(width, [v], dst, dstOffset, guard));
+  }
+}
+
+/** Moves a copy plan's pointers `tiles` k-tiles ahead (a split's first k-tile). */
+export function skipTiles(cx: LowerContext, c: CopyPlan, tiles: Reg): void {
+  const off = cx.bin("mul", "u64", b64(cx, tiles), c.step);
+  const ptrs = c.kind === "each" ? c.copies.map((x) => x.ptr) : [c.ptr0];
+  for (const p of ptrs) cx.b.emit(ir.bin("add", "u64", p, p, off));
+}
+
+/**
+ * `off = (off + 1) % stages`, a stage index moved to the next stage.
+ *
+ * @param cx The lowering's context.
+ * @param off The stage index register (updated in place).
+ * @param stages The pipeline's stages.
+ */
+export function advanceStage(cx: LowerContext, off: Reg, stages: number): void {
+  // Stage offsets count in stage indices; byte offsets are index * stageBytes.
+  const next = cx.bin("add", "u32", off, imm(1));
+  const wrap = cx.setp("eq", "u32", next, imm(stages));
+  cx.b.emit(ir.selp("u32", off, imm(0), next, wrap));
+}

@@ -1,0 +1,229 @@
+/**
+ * The kernel's skeleton: parameters in ABI order, thread and block indices, the
+ * prologue, the main loop over k-tiles, the drain, then split-K or the epilogue.
+ *
+ * @module
+ */
+
+import { imm } from "../../ir/builder.ts";
+import type { GemmKernel } from "../../ir/gemm.ts";
+import {
+  type Kernel,
+  type KernelParam,
+  type Reg,
+  type RegType,
+  WORKSPACE_PARAM,
+} from "../../ir/kernel.ts";
+import { log2, LowerContext, minBlocksPerSm } from "./context.ts";
+import { epilogue } from "./epilogue.ts";
+import { epiPrefetch } from "./epilogue_loads.ts";
+import { mainLoop } from "./main_loop.ts";
+import { splitKReduce, workspacePerTile } from "./split_k.ts";
+import * as ir from "../../ir/builder.ts";
+
+/**
+ * Builds the kernel: parameters, indices, and for a block inside the grid
+ * its threadblock tile's main loop, then split-K or the epilogue.
+ *
+ * @param cx The lowering's context.
+ * @returns The kernel-IR program.
+ */
+function buildKernel(cx: LowerContext): Kernel {
+  const k = cx.k;
+  const b = cx.b;
+  const tb = k.plan.tile!.threadblock;
+  const kparams = emitParams(cx);
+  const { split, bz, tileMIdx, tileNIdx } = emitIndices(cx);
+  const M = cx.dim(k.problem.m);
+  const N = cx.dim(k.problem.n);
+  const K = cx.dim(k.problem.k);
+  const tilesN = cx.divRem("div", cx.bin("add", "u32", N, imm(tb.n - 1)), tb.n);
+  const inGrid = cx.setp("lt", "u32", tileNIdx, tilesN);
+  b.if(inGrid, true, () => {
+    const m0 = cx.mulImm(tileMIdx, tb.m, "m0");
+    const n0 = cx.mulImm(tileNIdx, tb.n, "n0");
+    const smem = b.reg("u32", "smem");
+    b.emit(ir.smemBase(smem));
+    const acc = mainLoop(cx, { m0, n0, M, N, K, bz, split, smem });
+    if (split === null) epilogue(cx, acc, m0, n0, M, N, bz, smem);
+    else {
+      const tilesM = cx.divRem("div", cx.bin("add", "u32", M, imm(tb.m - 1)), tb.m);
+      const tileLin = cx.bin(
+        "add",
+        "u32",
+        cx.bin(
+          "mul",
+          "u32",
+          cx.bin("add", "u32", cx.bin("mul", "u32", bz, tilesM), tileMIdx),
+          tilesN,
+        ),
+        tileNIdx,
+        "tile",
+      );
+      splitKReduce(
+        cx,
+        acc,
+        split,
+        tileLin,
+        smem,
+        (sum) => epilogue(cx, acc, m0, n0, M, N, bz, smem, sum),
+        epiPrefetch(cx, m0, n0, M, N, bz),
+      );
+    }
+  });
+  return kernelOf(cx, kparams);
+}
+
+/**
+ * Emits the kernel's parameters in ABI order: tensors, dims, scalars, and
+ * with split_k > 1 the workspace, last.
+ *
+ * @param cx The lowering's context (its `params` are written here).
+ * @returns The parameters.
+ */
+function emitParams(cx: LowerContext): KernelParam[] {
+  const k = cx.k;
+  const b = cx.b;
+  const tile = k.plan.tile!;
+  const kparams: KernelParam[] = [];
+  for (const p of k.params) {
+    if (p.kind === "tensor") {
+      kparams.push({ name: p.name, kind: "tensor", ptx: "u64", dtype: p.dtype });
+    }
+  }
+  for (const d of k.dims) kparams.push({ name: d, kind: "dim", ptx: "u32" });
+  for (const p of k.params) {
+    if (p.kind === "scalar") {
+      const ptx = p.dtype === "f64" ? "f64" : p.dtype === "s32" ? "s32" : "f32";
+      kparams.push({ name: p.name, kind: "scalar", ptx, dtype: p.dtype });
+    }
+  }
+  // split_k > 1: the workspace, last (see splitKReduce).
+  if (tile.splitK > 1) {
+    kparams.push({ name: WORKSPACE_PARAM, kind: "tensor", ptx: "u64", dtype: "u8" });
+  }
+  for (const p of kparams) {
+    const t: RegType = p.ptx === "u64" ? "u64" : p.ptx;
+    const r = b.reg(t, p.name);
+    b.emit(ir.param(r, p.name));
+    cx.params.set(p.name, r);
+  }
+  return kparams;
+}
+
+/** This block's place in the grid (see {@link emitIndices}). */
+interface BlockIndices {
+  /** Split-K: this block's split of K; null without split-K. */
+  readonly split: Reg | null;
+  /** The batch index. */
+  readonly bz: Reg;
+  /** The threadblock tile's row and column of tiles. */
+  readonly tileMIdx: Reg;
+  readonly tileNIdx: Reg;
+}
+
+/**
+ * Emits the thread's indices (the lane and warp features of the context)
+ * and the block's: its batch, split and tile through the rasterisation
+ * swizzle.
+ *
+ * @param cx The lowering's context (its `features` are written here).
+ * @returns The block's indices.
+ */
+function emitIndices(cx: LowerContext): BlockIndices {
+  const b = cx.b;
+  const tile = cx.k.plan.tile!;
+  const wp = cx.k.plan.warp!;
+  const tid = b.reg("u32", "tid");
+  b.emit(ir.sreg(tid, "tid.x"));
+  const lane = cx.bin("and", "u32", tid, imm(31), "lane");
+  const warp = cx.bin("shr", "u32", tid, imm(5), "warp");
+  cx.features.set("tid", tid);
+  cx.features.set("lane7", cx.bin("and", "u32", lane, imm(7)));
+  cx.features.set(
+    "lane8",
+    cx.bin("and", "u32", cx.bin("shr", "u32", lane, imm(3)), imm(1)),
+  );
+  cx.features.set("lane16", cx.bin("shr", "u32", lane, imm(4)));
+  cx.features.set("g", cx.bin("shr", "u32", lane, imm(2), "g"));
+  cx.features.set("tig", cx.bin("and", "u32", lane, imm(3), "tig"));
+  cx.features.set("wm", cx.divRem("rem", warp, wp.warpsM, "wm"));
+  cx.features.set("wn", cx.divRem("div", warp, wp.warpsM, "wn"));
+
+  const bx = b.reg("u32", "bx");
+  b.emit(ir.sreg(bx, "ctaid.x"));
+  const by = b.reg("u32", "by");
+  b.emit(ir.sreg(by, "ctaid.y"));
+  const bzRaw = b.reg("u32", "bz");
+  b.emit(ir.sreg(bzRaw, "ctaid.z"));
+  // grid z = batch * split_k: the batch index and this block's split of K.
+  const splitK = tile.splitK;
+  const split = splitK > 1 ? cx.divRem("rem", bzRaw, splitK, "split") : null;
+  const bz = splitK > 1 ? cx.divRem("div", bzRaw, splitK, "batch") : bzRaw;
+  const ls = log2(tile.swizzle);
+  const tileMIdx = ls === 0 ? bx : cx.bin("shr", "u32", bx, imm(ls));
+  const tileNIdx = ls === 0 ? by : cx.bin(
+    "add",
+    "u32",
+    cx.bin("shl", "u32", by, imm(ls)),
+    cx.bin("and", "u32", bx, imm(tile.swizzle - 1)),
+  );
+  return { split, bz, tileMIdx, tileNIdx };
+}
+
+/**
+ * The kernel-IR program of the built body.
+ *
+ * @param cx The lowering's context.
+ * @param kparams The parameters.
+ * @returns The kernel.
+ */
+function kernelOf(cx: LowerContext, kparams: KernelParam[]): Kernel {
+  const k = cx.k;
+  const b = cx.b;
+  const tile = k.plan.tile!;
+  const tb = tile.threadblock;
+  const pipe = k.plan.pipeline!;
+  const minBlocks = minBlocksPerSm(cx);
+  return {
+    kind: "kernel",
+    name: k.name,
+    target: k.target,
+    params: kparams,
+    threads: cx.threads,
+    dynamicSmemBytes: pipe.smemBytes,
+    ...(minBlocks > 1 ? { minBlocksPerSm: minBlocks } : {}),
+    grid: {
+      tileM: tb.m,
+      tileN: tb.n,
+      swizzle: tile.swizzle,
+      splitK: tile.splitK,
+      ...(tile.splitK > 1 ? { workspacePerTile: workspacePerTile(cx) } : {}),
+      m: k.problem.m.kind === "sym" ? k.problem.m.name : k.problem.m.value,
+      n: k.problem.n.kind === "sym" ? k.problem.n.name : k.problem.n.value,
+      batch: k.problem.batch === null
+        ? null
+        : k.problem.batch.kind === "sym"
+        ? k.problem.batch.name
+        : k.problem.batch.value,
+    },
+    regs: b.regs,
+    body: b.body,
+  };
+}
+
+/**
+ * Lowers a fully planned GEMM IR kernel to the kernel IR.
+ *
+ * @param k The kernel after `gemm-mma`.
+ * @returns The kernel-IR program.
+ */
+export function lowerToKernel(k: GemmKernel): Kernel {
+  if (
+    k.plan.tile === undefined || k.plan.warp === undefined || k.plan.pipeline === undefined ||
+    k.plan.mma === undefined
+  ) {
+    throw new Error(`lower-kernel: kernel "${k.name}" is not fully planned`);
+  }
+  return buildKernel(new LowerContext(k));
+}

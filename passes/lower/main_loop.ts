@@ -1,0 +1,265 @@
+/**
+ * The main loop: the copies' and fragments' set-up, the accumulators, the
+ * prologue that fills `stages - 1` stages, the loop over k-tiles (k-steps
+ * unrolled, fragments double-buffered or interleaved with the MMAs), the L2
+ * prefetch of C's tile before the last k-tiles, and the drain.
+ *
+ * @module
+ */
+
+import { imm } from "../../ir/builder.ts";
+import type { Operand, Reg } from "../../ir/kernel.ts";
+import type { MmaShape } from "../../ir/mma_table.ts";
+import { log2, type LowerContext } from "./context.ts";
+import { advanceStage, type CopyPlan, copySetup, issueCopies, skipTiles } from "./copies.ts";
+import { epiPrefetch, prefetchAhead } from "./epilogue_loads.ts";
+import { fragLoader, type FragPlan, fragSetup, loadFrags } from "./fragments.ts";
+import { mmas } from "./mma.ts";
+import * as ir from "../../ir/builder.ts";
+
+/** The threadblock tile and what the main loop needs of the problem. */
+export interface TileOrigin {
+  /** The tile's first row and column. */
+  readonly m0: Reg;
+  readonly n0: Reg;
+  readonly M: Operand;
+  readonly N: Operand;
+  readonly K: Operand;
+  /** The batch index. */
+  readonly bz: Reg;
+  /** Split-K: this block's split; null without split-K. */
+  readonly split: Reg | null;
+  /** The shared memory's base. */
+  readonly smem: Reg;
+}
+
+/** What one k-step of the loop uses (see {@link kStep}). */
+interface LoopState {
+  readonly acc: Reg[][][];
+  readonly aFrag: FragPlan;
+  readonly bFrag: FragPlan;
+  /** The two fragment buffers of A and of B. */
+  readonly aBuf: Reg[][][];
+  readonly bBuf: Reg[][][];
+  /** The stage the fragments are read from. */
+  readonly readOff: Reg;
+  /** Issues the copies of the next k-tile to fetch. */
+  readonly issue: () => void;
+  /** Loads k-step kk's fragments of A and B into buffer `buf`. */
+  readonly loadBoth: (kk: number, buf: number) => void;
+}
+
+/**
+ * Emits the main loop of a threadblock tile, up to the drain.
+ *
+ * @param cx The lowering's context.
+ * @param o The tile and the problem's sizes.
+ * @returns The accumulators, by tile row, tile column and register.
+ */
+export function mainLoop(cx: LowerContext, o: TileOrigin): Reg[][][] {
+  const k = cx.k;
+  const b = cx.b;
+  const pipe = k.plan.pipeline!;
+  const mp = k.plan.mma!;
+  const tb = k.plan.tile!.threadblock;
+  const { m0, n0, M, N, K, bz, split, smem } = o;
+  const aCopy = copySetup(cx, "A", k.problem.a, pipe.a, m0, M, K, bz, smem);
+  const bCopy = copySetup(cx, "B", k.problem.b, pipe.b, n0, N, K, bz, smem);
+
+  // Fragment address set-up.
+  const aFrag = fragSetup(cx, "A", pipe.a, mp.aLoad, smem);
+  const bFrag = fragSetup(cx, "B", pipe.b, mp.bLoad, smem);
+  const acc = zeroAccumulators(cx);
+  const { kRem, kCount } = kTileRange(cx, K, split, aCopy, bCopy);
+  const S = pipe.stages;
+  const mTiles = acc.length;
+  const nTiles = acc[0]!.length;
+  const writeOff = cx.mov("u32", imm(0), "wstage");
+  const readOff = cx.mov("u32", imm(0), "rstage");
+
+  const issue = () => {
+    issueCopies(cx, aCopy, pipe.a, writeOff, kRem);
+    issueCopies(cx, bCopy, pipe.b, writeOff, kRem);
+    b.emit(ir.commit());
+    b.emit(ir.bin("sub", "s32", kRem, kRem, imm(tb.k)));
+    advanceStage(cx, writeOff, S);
+  };
+
+  b.emit(ir.comment(`prologue: fill ${S - 1} stages`));
+  for (let s = 0; s < S - 1; s++) issue();
+  b.emit(ir.wait(pipe.waitDepth));
+  b.emit(ir.bar());
+
+  // Fragment buffers.
+  const fragRegs = (op: MmaShape["a"], tiles: number): Reg[][] =>
+    Array.from(
+      { length: tiles },
+      () =>
+        Array.from(
+          { length: op.regs },
+          () => b.reg(op.regType),
+        ),
+    );
+  const aBuf = [fragRegs(cx.shape.a, mTiles), fragRegs(cx.shape.a, mTiles)];
+  const bBuf = [fragRegs(cx.shape.b, nTiles), fragRegs(cx.shape.b, nTiles)];
+  const loadBoth = (kk: number, buf: number) => {
+    loadFrags(cx, aFrag, aBuf[buf]!, kk, readOff, pipe.a);
+    loadFrags(cx, bFrag, bBuf[buf]!, kk, readOff, pipe.b);
+  };
+  loadBoth(0, 0);
+
+  const st: LoopState = { acc, aFrag, bFrag, aBuf, bBuf, readOff, issue, loadBoth };
+  const kt = b.reg("u32", "kt");
+  const KK = mp.kSteps;
+  // k-steps per tile are a power of two >= 2 (gemm-mma), so the two fragment
+  // buffers alternate evenly across tiles: k-step kk uses buffer kk % 2.
+  if (KK % 2 !== 0) throw new Error(`lower-kernel: ${KK} k-steps per tile is odd`);
+  const kLoop = (from: Operand, to: Operand) =>
+    b.for(kt, from, to, 1, () => {
+      for (let kk = 0; kk < KK; kk++) kStep(cx, st, kk);
+    });
+  // An epilogue that reads a matrix (C) asks the L2 for C's tile
+  // `prefetchAhead` k-tiles before the main loop ends (a second copy of
+  // the loop runs those last k-tiles: a branch inside the loop body would
+  // split its basic block, which cost 6% in bench/NOTES.md 3). With
+  // split-K only the last split to finish reads C: it prefetches C's tile
+  // when it knows it is last, before it loads the partial sums.
+  const prefetch = split === null ? epiPrefetch(cx, m0, n0, M, N, bz) : null;
+  if (prefetch === null) kLoop(imm(0), kCount);
+  else {
+    const P = prefetchAhead(tb.k);
+    b.emit(ir.comment(`the last ${P} k-tiles, after the L2 prefetch of C's tile`));
+    const at: Operand = kCount.kind === "imm"
+      ? imm(Math.max(kCount.value - P, 0))
+      : cx.bin("sub", "u32", cx.bin("max", "u32", kCount, imm(P)), imm(P), "kpf");
+    if (at.kind !== "imm" || at.value > 0) kLoop(imm(0), at);
+    prefetch();
+    kLoop(at, kCount);
+  }
+  b.emit(ir.wait(0));
+  return acc;
+}
+
+/**
+ * One k-step of the loop body: before the last, the wait for the next stage;
+ * the next k-step's fragment loads; at k-step 0 the copies of the k-tile
+ * `stages - 1` ahead; the MMAs.
+ *
+ * @param cx The lowering's context.
+ * @param st The loop's registers and emitters.
+ * @param kk The k-step within the k-tile.
+ */
+function kStep(cx: LowerContext, st: LoopState, kk: number): void {
+  const b = cx.b;
+  const pipe = cx.k.plan.pipeline!;
+  const mp = cx.k.plan.mma!;
+  const KK = mp.kSteps;
+  const S = pipe.stages;
+  const { acc, aFrag, bFrag, aBuf, bBuf, readOff, issue, loadBoth } = st;
+  const mTiles = acc.length;
+  if (kk === KK - 1) {
+    b.emit(ir.wait(pipe.waitDepth));
+    b.emit(ir.bar());
+    advanceStage(cx, readOff, S);
+  }
+  const next = (kk + 1) % 2;
+  const interleaved = mp.fragments === "interleaved";
+  if (!interleaved) loadBoth((kk + 1) % KK, next);
+  if (kk === 0) {
+    b.emit(ir.comment(`copies of k-tile kt + ${S - 1}`));
+    issue();
+  }
+  if (!interleaved) {
+    mmas(cx, acc, aBuf[kk % 2]!, bBuf[kk % 2]!, kk);
+    return;
+  }
+  // Each load of k-step kk+1 right after the MMAs that free its tiles.
+  const aNext = fragLoader(cx, aFrag, aBuf[next]!, (kk + 1) % KK, readOff, pipe.a);
+  const bNext = fragLoader(cx, bFrag, bBuf[next]!, (kk + 1) % KK, readOff, pipe.b);
+  const bDone = new Set<number>();
+  mmas(cx, acc, aBuf[kk % 2]!, bBuf[kk % 2]!, kk, (i, j, rowDone) => {
+    if (i === mTiles - 1) {
+      bDone.add(j);
+      bNext((t) => bDone.has(t));
+    }
+    if (rowDone) aNext((t) => t <= i);
+  });
+}
+
+/**
+ * The accumulators, each register set to zero (and, for 3xtf32, the
+ * context's tile of zeros).
+ *
+ * @param cx The lowering's context.
+ * @returns The accumulators, by tile row, tile column and register.
+ */
+function zeroAccumulators(cx: LowerContext): Reg[][][] {
+  const wp = cx.k.plan.warp!;
+  const mTiles = wp.warp.m / cx.shape.m;
+  const nTiles = wp.warp.n / cx.shape.n;
+  const accType = cx.shape.c.regType;
+  const acc: Reg[][][] = [];
+  for (let i = 0; i < mTiles; i++) {
+    const row: Reg[][] = [];
+    for (let j = 0; j < nTiles; j++) {
+      const regs: Reg[] = [];
+      for (let r = 0; r < cx.shape.c.regs; r++) {
+        regs.push(cx.mov(accType, imm(0), `acc${i}_${j}_${r}`));
+      }
+      row.push(regs);
+    }
+    acc.push(row);
+  }
+  if (cx.k.math.mode === "3xtf32") {
+    cx.zeroAcc = Array.from({ length: cx.shape.c.regs }, () => cx.mov("f32", imm(0)));
+  }
+  return acc;
+}
+
+/**
+ * The k-tiles this block computes: the count, and the s32 `kRem` of the
+ * next k-tile to fetch (K - t * tileK, may go negative); with split-K the
+ * split's range, its copies moved to its first k-tile.
+ *
+ * @param cx The lowering's context.
+ * @param K The problem's K.
+ * @param split This block's split, or null.
+ * @param aCopy A's copies.
+ * @param bCopy B's copies.
+ * @returns The k-tile count and the fetch counter.
+ */
+function kTileRange(
+  cx: LowerContext,
+  K: Operand,
+  split: Reg | null,
+  aCopy: CopyPlan,
+  bCopy: CopyPlan,
+): { kRem: Reg; kCount: Operand } {
+  const tb = cx.k.plan.tile!.threadblock;
+  const splitK = cx.k.plan.tile!.splitK;
+  const kTiles = K.kind === "imm" ? imm(Math.ceil(K.value / tb.k)) : cx.bin(
+    "shr",
+    "u32",
+    cx.bin("add", "u32", K, imm(tb.k - 1)),
+    imm(log2(tb.k)),
+    "ktiles",
+  );
+  // kRem of the next tile to fetch: K - t * tileK (s32, may go negative).
+  let kRem = cx.s32Of(K, "kfetch");
+  let kCount: Operand = kTiles;
+  if (split !== null) {
+    // Split s computes k-tiles [s * per, s * per + count) of the kTiles,
+    // per = ceil(kTiles / split_k); the last splits may get fewer or none
+    // (count 0: a partial of zeros). kRem stops at the split's end, so
+    // that the copies fetched ahead past it read nothing.
+    const kt = kTiles.kind === "imm" ? cx.mov("u32", kTiles) : kTiles;
+    const per = cx.divRem("div", cx.bin("add", "u32", kt, imm(splitK - 1)), splitK, "kper");
+    const start = cx.bin("min", "u32", cx.bin("mul", "u32", split, per), kt, "kstart");
+    kCount = cx.bin("min", "u32", per, cx.bin("sub", "u32", kt, start), "kcount");
+    const left = cx.bin("sub", "s32", kRem, cx.s32Of(cx.mulImm(start, tb.k)));
+    kRem = cx.bin("min", "s32", left, cx.s32Of(cx.mulImm(kCount, tb.k)), "kfetch");
+    skipTiles(cx, aCopy, start);
+    skipTiles(cx, bCopy, start);
+  }
+  return { kRem, kCount };
+}

@@ -1,0 +1,190 @@
+/**
+ * Split-K in the kernel: the workspace record's layout (`accBytes`, `partialBytes`,
+ * `workspacePerTile`) and the reduction by the block that arrives last.
+ *
+ * @module
+ */
+
+import { imm } from "../../ir/builder.ts";
+import { type Reg, WORKSPACE_PARAM } from "../../ir/kernel.ts";
+import { b64, type LowerContext } from "./context.ts";
+import * as ir from "../../ir/builder.ts";
+
+/** Bytes per accumulator register (f64: 8, else 4: f32, s32, or f16x2). */
+function accBytes(cx: LowerContext): number {
+  return cx.shape.cType === "f64" ? 8 : 4;
+}
+
+/**
+ * The workspace record of one output tile: a 128-byte header (the u32
+ * arrival counter) and one partial accumulator tile per split, each thread's
+ * registers in 16-byte chunks (8 for f16 accumulators) laid out chunk-major
+ * (`(chunk * threads + tid) * bytes`), so that a warp's stores and loads are
+ * contiguous.
+ */
+export function workspacePerTile(cx: LowerContext): number {
+  return 128 + cx.k.plan.tile!.splitK * partialBytes(cx);
+}
+
+/** Bytes of one split's partial accumulator tile (every thread's registers). */
+function partialBytes(cx: LowerContext): number {
+  const wp = cx.k.plan.warp!;
+  const regs = (wp.warp.m / cx.shape.m) * (wp.warp.n / cx.shape.n) * cx.shape.c.regs;
+  return cx.threads * regs * accBytes(cx);
+}
+
+/**
+ * Split-K, in the kernel (no second launch): every block stores its partial
+ * accumulators into its tile's workspace record and counts itself in with an
+ * atomic add; the block that arrives last sums the split_k partials in split
+ * order (so the result does not depend on the order of arrival), resets the
+ * counter to 0 for the next launch, and runs the epilogue (`then`), which
+ * calls `sum(i, j)` to load accumulator tile (i, j)'s sums just before it
+ * uses them. The others end. Partials are raw accumulators: f32, f64, s32
+ * (summed with saturation, as the integer MMAs accumulate), or f16x2 (the
+ * halves summed in f32 and rounded to f16 once).
+ */
+export function splitKReduce(
+  cx: LowerContext,
+  acc: Reg[][][],
+  split: Reg,
+  tileLin: Reg,
+  smem: Reg,
+  then: (sum: (i: number, j: number) => void) => void,
+  prefetch: (() => void) | null = null,
+): void {
+  const b = cx.b;
+  const S = cx.k.plan.tile!.splitK;
+  const T = cx.threads;
+  const flat = acc.flat(2);
+  const eb = accBytes(cx);
+  // 16-byte chunks (8 for f16 accumulators, whose MMA tile holds 8 bytes a thread).
+  const chunkBytes = Math.min(16, acc[0]![0]!.length * eb);
+  const perChunk = chunkBytes / eb;
+  const chunks = flat.length / perChunk;
+  if (acc[0]![0]!.length % perChunk !== 0) {
+    throw new Error("lower-kernel: an accumulator tile is not whole 16-byte chunks");
+  }
+  const partBytes = partialBytes(cx);
+  const width = eb === 8 ? "b64" : "b32";
+  b.emit(ir.comment(`split-K: partial to the workspace, the last of ${S} splits reduces`));
+  const ws = cx.params.get(WORKSPACE_PARAM)!;
+  const rec = cx.bin(
+    "add",
+    "u64",
+    ws,
+    cx.bin("mul", "u64", b64(cx, tileLin), imm(workspacePerTile(cx))),
+  );
+  const tid = cx.features.get("tid")!;
+  const mine = cx.bin("add", "u64", rec, b64(cx, cx.mulImm(tid, chunkBytes)));
+  const part0 = cx.bin("add", "u64", mine, imm(128));
+  const own = cx.bin(
+    "add",
+    "u64",
+    part0,
+    cx.bin("mul", "u64", b64(cx, split), imm(partBytes)),
+  );
+  for (let c = 0; c < chunks; c++) {
+    const src = flat.slice(c * perChunk, (c + 1) * perChunk);
+    b.emit(ir.stg(width, src, own, c * T * chunkBytes));
+  }
+  const isLast = arriveLast(cx, rec, tid, smem);
+  b.if(isLast, true, () => {
+    b.emit(ir.fence());
+    // The last split alone reads C: its tile into L2 while the partial sums load.
+    prefetch?.();
+    const addT = cx.shape.cType === "f64" ? "f64" : cx.shape.cType === "s32" ? "s32" : "f32";
+    const fn = addT === "s32" ? "addsat" : "add";
+    const load = (s: number, c: number, dst: Reg[]) =>
+      b.emit(ir.ldg(width, dst, part0, s * partBytes + c * T * chunkBytes, undefined, "cg"));
+    // f16x2 (b32) accumulators: each half as f32.
+    const halves = (w: Reg): Reg[] => {
+      const lo = b.reg("b16");
+      const hi = b.reg("b16");
+      b.emit(ir.unpack(lo, hi, w));
+      return [lo, hi].map((h) => {
+        const x = b.reg("f32");
+        b.emit(ir.cvt("f32.f16", x, h));
+        return x;
+      });
+    };
+    const nTiles = acc[0]!.length;
+    const tileRegs = acc[0]![0]!.length;
+    // The sums of one accumulator tile, loaded by the epilogue right before
+    // it stores that tile: few registers live at once.
+    then((i, j) => {
+      const first = ((i * nTiles + j) * tileRegs) / perChunk;
+      for (let c = first; c < first + tileRegs / perChunk; c++) {
+        const regs = flat.slice(c * perChunk, (c + 1) * perChunk);
+        if (cx.shape.cType !== "f16") {
+          load(0, c, regs);
+          for (let s = 1; s < S; s++) {
+            const part = regs.map((r) => b.reg(r.type));
+            load(s, c, part);
+            regs.forEach((r, q) => b.emit(ir.bin(fn, addT, r, r, part[q]!)));
+          }
+          continue;
+        }
+        // The halves are summed in f32 and rounded to f16 once, at the end.
+        let sums: Reg[][] = [];
+        for (let s = 0; s < S; s++) {
+          const part = regs.map((r) => b.reg(r.type));
+          load(s, c, part);
+          const hs = part.map(halves);
+          if (s === 0) sums = hs;
+          else {
+            sums.forEach((pair, q) =>
+              pair.forEach((x, e) => b.emit(ir.bin("add", "f32", x, x, hs[q]![e]!)))
+            );
+          }
+        }
+        regs.forEach((r, q) => {
+          const [lo, hi] = sums[q]!.map((x) => {
+            const h = b.reg("b16");
+            b.emit(ir.cvt("f16.f32", h, x));
+            return h;
+          });
+          b.emit(ir.pack(r, lo!, hi!));
+        });
+      }
+    });
+  });
+}
+
+/**
+ * Counts this block in at its tile's workspace record and tells every thread
+ * whether it was the last split to arrive (through shared memory, from
+ * thread 0, which also resets the counter then).
+ *
+ * @param cx The lowering's context.
+ * @param rec The tile's workspace record (its arrival counter first).
+ * @param tid The thread index.
+ * @param smem The shared memory's base (one word of it is the broadcast flag).
+ * @returns A predicate: this block arrived last.
+ */
+function arriveLast(cx: LowerContext, rec: Reg, tid: Reg, smem: Reg): Reg {
+  const b = cx.b;
+  const S = cx.k.plan.tile!.splitK;
+  // Release: every thread's partial before the barrier, and thread 0's
+  // fence after it (cumulative over what the barrier showed it) before its
+  // atomic. Acquire: thread 0's fence right after the atomic that saw the
+  // others, then the barrier, as CUTLASS's semaphore does (acquire, then
+  // __syncthreads); the partials are read through L2 (ld.global.cg).
+  b.emit(ir.fence());
+  b.emit(ir.bar());
+  const t0 = cx.setp("eq", "u32", tid, imm(0));
+  b.emit(ir.fence());
+  const old = cx.mov("u32", imm(0), "arrived");
+  b.emit(ir.atom(old, rec, 0, imm(1), ir.when(t0)));
+  b.emit(ir.fence());
+  const lastT0 = cx.bin("and", "pred", t0, cx.setp("eq", "u32", old, imm(S - 1)));
+  // The counter back to 0 for the next launch (every split has counted in).
+  b.emit(ir.stg("b32", [imm(0)], rec, 0, ir.when(lastT0)));
+  const flag = cx.b.reg("u32", "last");
+  b.emit(ir.selp("u32", flag, imm(1), imm(0), lastT0));
+  b.emit(ir.sts("b32", [flag], smem, 0, ir.when(t0)));
+  b.emit(ir.bar());
+  const got = cx.b.reg("u32", "lastall");
+  b.emit(ir.lds("b32", [got], smem, 0));
+  return cx.setp("ne", "u32", got, imm(0));
+}
