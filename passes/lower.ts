@@ -46,6 +46,8 @@
  */
 
 import type { EpilogueExpr, GemmKernel, MatrixView, OperandSmem, TensorParam } from "../ir/gemm.ts";
+import type { EpilogueEmitter } from "../ir/epilogue.ts";
+import { argsOf, fnOf } from "../ir/epilogue_expr.ts";
 import { tensorParam, unreachable } from "../ir/gemm.ts";
 import { type Dtype, DTYPE_INFO } from "../ir/dtype.ts";
 import type {
@@ -2314,7 +2316,8 @@ class Lowering {
   }
 
   /** The epilogue expression of one accumulator value, in the compute type;
-   * `load` gives the value of each tensor element it reads. */
+   * `load` gives the value of each tensor element it reads. Functions emit
+   * their instructions by the table's builders (ir/epilogue.ts). */
   evalEpilogue(
     e: EpilogueExpr,
     accV: Reg,
@@ -2335,11 +2338,11 @@ class Lowering {
       case "load":
         return load(e);
       case "unary":
-        return this.unary(e.fn, ev(e.x), c);
       case "binary":
-        return this.bin(e.fn, c, ev(e.a), ev(e.b));
-      case "clamp":
-        return this.bin("min", c, this.bin("max", c, ev(e.x), ev(e.lo)), ev(e.hi));
+      case "clamp": {
+        const args = argsOf(e).map((x) => () => ev(x));
+        return fnOf(e)!.row.build(this.epilogueEmitter(), args, c);
+      }
       case "cast":
         return this.castTo(ev(e.x), c, e.to);
       default:
@@ -2347,63 +2350,24 @@ class Lowering {
     }
   }
 
-  /** A unary epilogue function in the compute type. */
-  unary(
-    fn: "neg" | "abs" | "relu" | "gelu" | "sigmoid" | "silu",
-    x: Reg,
-    c: "f32" | "f64" | "s32",
-  ): Reg {
-    switch (fn) {
-      case "neg":
-      case "abs": {
-        const dst = this.b.reg(c);
-        this.b.emit({ op: "un", fn, type: c, dst, src: x });
-        return dst;
-      }
-      case "relu":
-        return this.bin("max", c, x, imm(0));
-      case "gelu":
-      case "sigmoid":
-      case "silu": {
-        // Evaluated in f32 with PTX approximate instructions.
-        const xf = c === "f32" ? x : this.toCompute(x, c, "f32");
-        const r = this.activation(fn, xf);
-        return c === "f32" ? r : this.toCompute(r, "f32", c);
-      }
-      default:
-        return unreachable(fn);
-    }
-  }
-
-  /** gelu (tanh form), sigmoid, silu in f32 with ex2/rcp/tanh.approx. */
-  activation(fn: "gelu" | "sigmoid" | "silu", x: Reg): Reg {
+  /** The kernel-IR emitter the epilogue table's builders emit through. */
+  epilogueEmitter(): EpilogueEmitter<Reg> {
     const b = this.b;
-    const un = (f: "ex2" | "rcp" | "tanh", v: Reg) => {
-      const dst = b.reg("f32");
-      b.emit({ op: "un", fn: f, type: "f32", dst, src: v });
-      return dst;
+    const op = (v: Reg | number): Operand => (typeof v === "number" ? imm(v) : v);
+    return {
+      bin: (fn, t, x, y) => this.bin(fn, t, op(x), op(y)),
+      un: (fn, t, x) => {
+        const dst = b.reg(t);
+        b.emit({ op: "un", fn, type: t, dst, src: x });
+        return dst;
+      },
+      mad: (x, y, z) => {
+        const dst = b.reg("f32");
+        b.emit({ op: "mad", type: "f32", dst, a: op(x), b: op(y), c: op(z) });
+        return dst;
+      },
+      convert: (x, from, to) => this.toCompute(x, from, to),
     };
-    const mad = (a: Operand, m: Operand, c: Operand) => {
-      const dst = b.reg("f32");
-      b.emit({ op: "mad", type: "f32", dst, a, b: m, c });
-      return dst;
-    };
-    const sigmoid = (v: Reg) => {
-      // 1 / (1 + 2^(-v * log2(e)))
-      const t = this.bin("mul", "f32", v, imm(-Math.LOG2E));
-      const ex = un("ex2", t);
-      const den = this.bin("add", "f32", ex, imm(1));
-      return un("rcp", den);
-    };
-    if (fn === "sigmoid") return sigmoid(x);
-    if (fn === "silu") return this.bin("mul", "f32", x, sigmoid(x));
-    // gelu: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-    const x2 = this.bin("mul", "f32", x, x);
-    const inner = mad(x2, imm(0.044715), imm(1)); // 1 + 0.044715 x^2
-    const u = this.bin("mul", "f32", this.bin("mul", "f32", x, inner), imm(Math.sqrt(2 / Math.PI)));
-    const th = un("tanh", u);
-    const half = this.bin("mul", "f32", x, imm(0.5));
-    return mad(half, th, half);
   }
 
   /** Rounds a compute value to `to` and back (a cast inside the epilogue). */
