@@ -200,3 +200,24 @@ export function foldEpilogue<T>(e: EpilogueExpr, actions: FoldActions<T>): T {
   const args = argsOf(e).map((x) => foldEpilogue(x, actions));
   return (actions[e.op] as (n: EpilogueExpr, xs: readonly T[]) => T)(e, args);
 }
+
+/**
+ * The functions an expression applies, each node once, in visiting order.
+ *
+ * @param e The expression.
+ * @returns The name and row of each function node.
+ * @example
+ * ```ts
+ * import { accNode, callNode, functionsIn } from "./epilogue_expr.ts";
+ * const fs = functionsIn(callNode("tanh", [callNode("neg", [accNode()])]));
+ * console.assert(fs.map((f) => f.name).join() === "tanh,neg");
+ * ```
+ */
+export function functionsIn(
+  e: EpilogueExpr,
+): readonly { readonly name: EpilogueFnName; readonly row: EpilogueFnRow }[] {
+  const out: { readonly name: EpilogueFnName; readonly row: EpilogueFnRow }[] = [];
+  const add = (n: EpilogueExpr) => void out.push(fnOf(n)!);
+  visitEpilogue(e, { unary: add, binary: add, clamp: add });
+  return out;
+}
