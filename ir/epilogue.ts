@@ -50,12 +50,13 @@ export interface EpilogueEmitter<R> {
  * that the simulator evaluates each with (backends/sim/_alu.ts dispatches `un`
  * to it; tests/epilogue_table_test.ts checks that it does).
  */
-export const APPROX: Readonly<Record<ApproxFn, { readonly relError: number; readonly sim: string }>> =
-  Object.freeze({
-    ex2: { relError: 2 ** -22, sim: "ex2Approx" },
-    rcp: { relError: 2 ** -23, sim: "rcpApprox" },
-    tanh: { relError: 2 ** -10.987, sim: "tanhApprox" },
-  });
+export const APPROX: Readonly<
+  Record<ApproxFn, { readonly relError: number; readonly sim: string }>
+> = Object.freeze({
+  ex2: { relError: 2 ** -22, sim: "ex2Approx" },
+  rcp: { relError: 2 ** -23, sim: "rcpApprox" },
+  tanh: { relError: 2 ** -10.987, sim: "tanhApprox" },
+});
 
 /** How a function is written in the DSL and in the printed GEMM IR. */
 export type Spelling =
@@ -159,10 +160,42 @@ function floatUnary(
 const CALL: Spelling = { kind: "call" };
 
 /**
+ * The names of the table and their arities, in table order: a new function
+ * is a line here and its row in {@link EPILOGUE_FNS} (whose type holds the
+ * two to each other). The GEMM IR's node types read the arities.
+ */
+export interface EpilogueArities {
+  readonly relu: 1;
+  readonly gelu: 1;
+  readonly sigmoid: 1;
+  readonly silu: 1;
+  readonly tanh: 1;
+  readonly exp: 1;
+  readonly abs: 1;
+  readonly min: 2;
+  readonly max: 2;
+  readonly clamp: 3;
+  readonly neg: 1;
+  readonly add: 2;
+  readonly sub: 2;
+  readonly mul: 2;
+}
+
+/** Every name of the table. */
+export type EpilogueFnName = keyof EpilogueArities;
+
+/** The names of the table's rows of arity `n`. */
+export type EpilogueFnOfArity<N extends 1 | 2 | 3> = {
+  [K in EpilogueFnName]: EpilogueArities[K] extends N ? K : never;
+}[EpilogueFnName];
+
+/**
  * The table: every epilogue function and operator. The order of the `call`
  * rows is the order the checker lists them in ("expected one of ...").
  */
-export const EPILOGUE_FNS = Object.freeze(
+export const EPILOGUE_FNS: {
+  readonly [K in EpilogueFnName]: EpilogueFnRow & { readonly arity: EpilogueArities[K] };
+} = Object.freeze(
   {
     relu: {
       arity: 1,
@@ -231,18 +264,8 @@ export const EPILOGUE_FNS = Object.freeze(
       { kind: "infix", symbol: "*" },
       (a, b, c) => (c === "s32" ? Math.imul(a, b) : a * b),
     ),
-  } as const satisfies Record<string, EpilogueFnRow>,
+  },
 );
-
-/** Every name of the table. */
-export type EpilogueFnName = keyof typeof EPILOGUE_FNS;
-
-type Table = typeof EPILOGUE_FNS;
-
-/** The names of the table's rows of arity `n`. */
-export type EpilogueFnOfArity<N extends 1 | 2 | 3> = {
-  [K in EpilogueFnName]: Table[K]["arity"] extends N ? K : never;
-}[EpilogueFnName];
 
 /**
  * The row of a name, or undefined when the table has none.

@@ -6,13 +6,7 @@
  */
 
 import { fnOf, foldEpilogue } from "./epilogue_expr.ts";
-import {
-  type DimRef,
-  type EpilogueExpr,
-  type GemmKernel,
-  type Schedule,
-  type Shape3,
-} from "./gemm.ts";
+import type { DimRef, EpilogueExpr, GemmKernel, Schedule, Shape3 } from "./gemm.ts";
 
 function dim(d: DimRef): string {
   return d.kind === "sym" ? d.name : String(d.value);

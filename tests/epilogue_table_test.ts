@@ -177,7 +177,10 @@ function epilogueOf(dtypes: [string, string], stmt: string): { compute: string; 
   const r = compile(src, { file: "t.gemm" });
   assert.ok(r.ok, `${stmt}: ${r.diagnostics.map((d) => d.message).join("; ")}`);
   const g = r.kernels[0]!.gemm;
-  return { compute: g.epilogue.compute, text: printEpilogueExpr(g.epilogue.expr, g.problem.indices) };
+  return {
+    compute: g.epilogue.compute,
+    text: printEpilogueExpr(g.epilogue.expr, g.problem.indices),
+  };
 }
 
 Deno.test("epilogue table: every callable row checks, types by its rule and prints as called", () => {
@@ -186,7 +189,10 @@ Deno.test("epilogue table: every callable row checks, types by its rule and prin
     const args = ["A[m, k] * B[k, n]", "-3", "3"].slice(0, row.arity).join(", ");
     const int = epilogueOf(["s8", "s32"], `s32(${name}(${args}))`);
     assert.equal(int.compute, row.domain === "float" ? "f32" : "s32", name);
-    assert.equal(int.text, `s32(${name}(acc${row.arity > 1 ? ", -(3)" : ""}${row.arity > 2 ? ", 3" : ""}))`);
+    assert.equal(
+      int.text,
+      `s32(${name}(acc${row.arity > 1 ? ", -(3)" : ""}${row.arity > 2 ? ", 3" : ""}))`,
+    );
     assert.equal(epilogueOf(["f64", "f64"], `${name}(${args})`).compute, "f64", name);
     assert.equal(epilogueOf(["f16", "f16"], `f16(${name}(${args}))`).compute, "f32", name);
   }
@@ -198,7 +204,10 @@ Deno.test("epilogue table: wrong arity and unknown names are diagnostics", () =>
   const one = (stmt: string) => compile(src(stmt), { file: "t.gemm" }).diagnostics[0]?.message;
   assert.equal(one("tanh(A[m, k] * B[k, n], 2)"), 'Function "tanh" takes 1 argument, got 2');
   assert.equal(one("exp()"), 'Function "exp" takes 1 argument, got 0');
-  assert.match(one("add(A[m, k] * B[k, n], 1)")!, /^Unknown function "add": expected one of .*tanh, exp/);
+  assert.match(
+    one("add(A[m, k] * B[k, n], 1)")!,
+    /^Unknown function "add": expected one of .*tanh, exp/,
+  );
   assert.match(one("neg(A[m, k] * B[k, n])")!, /^Unknown function "neg"/);
 });
 
