@@ -48,7 +48,8 @@ export interface EpilogueEmitter<R> {
  * The approximate instructions: their largest relative error on the GPU (PTX
  * ISA 8.x, `ex2`, `rcp`, `tanh`) and the function in backends/sim/numerics.ts
  * that the simulator evaluates each with (backends/sim/_alu.ts dispatches `un`
- * to it; tests/epilogue_table_test.ts checks that it does).
+ * to it; tests/epilogue_table_test.ts checks that the name is a function there
+ * and evaluates every row's builder with it).
  */
 export const APPROX: Readonly<
   Record<ApproxFn, { readonly relError: number; readonly sim: string }>
