@@ -66,6 +66,21 @@ export {
   TARGETS,
 } from "./ir/target.ts";
 export { printGemm } from "./ir/print_gemm.ts";
+export {
+  callableEpilogueFns,
+  EPILOGUE_FNS,
+  type EpilogueEmitter,
+  type EpilogueFnName,
+  type EpilogueFnRow,
+} from "./ir/epilogue.ts";
+export {
+  type FoldActions,
+  foldEpilogue,
+  type RewriteActions,
+  rewriteEpilogue,
+  type VisitActions,
+  visitEpilogue,
+} from "./ir/epilogue_expr.ts";
 export { gridFor, type GridPlan, type Kernel, type Op, workspaceBytes } from "./ir/kernel.ts";
 export { workspaceArgs } from "./harness/workspace.ts";
 export { printKernel } from "./ir/print_kernel.ts";

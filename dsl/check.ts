@@ -29,6 +29,15 @@ import {
   DiagnosticError,
   lineColumn,
 } from "./diagnostics.ts";
+import { callableEpilogueFns, epilogueFn, type EpilogueFnName } from "../ir/epilogue.ts";
+import {
+  accNode,
+  callNode,
+  castNode,
+  constNode,
+  loadNode,
+  scalarNode,
+} from "../ir/epilogue_expr.ts";
 import type {
   ComputeType,
   DimRef,
@@ -84,17 +93,8 @@ export const SCHEDULE_KEYS: readonly ScheduleKey[] = Object.freeze(
   ] as const,
 );
 
-/** Epilogue functions and their arity. */
-const FUNCTIONS: Readonly<Record<string, number>> = Object.freeze({
-  relu: 1,
-  gelu: 1,
-  sigmoid: 1,
-  silu: 1,
-  abs: 1,
-  min: 2,
-  max: 2,
-  clamp: 3,
-});
+/** The functions the DSL calls by name (the table of ir/epilogue.ts). */
+const FUNCTIONS: readonly EpilogueFnName[] = callableEpilogueFns();
 
 /** Types an epilogue may cast to, read, or store. */
 const EPILOGUE_DTYPES: readonly Dtype[] = ["f64", "f32", "f16", "bf16", "s32", "s8", "u8"];
@@ -571,12 +571,13 @@ class KernelChecker {
         return this.#resolve(e.rhs, output);
       case "call": {
         const f = e.callee.text;
-        const arity = FUNCTIONS[f] ?? (isDtype(f) ? 1 : undefined);
+        const row = (FUNCTIONS as readonly string[]).includes(f) ? epilogueFn(f) : undefined;
+        const arity = row?.arity ?? (isDtype(f) ? 1 : undefined);
         if (arity === undefined) {
           this.#fail(
             "E0116",
             `Unknown function "${f}": expected one of ${
-              Object.keys(FUNCTIONS).join(", ")
+              FUNCTIONS.join(", ")
             }, or a cast named by a dtype (${EPILOGUE_DTYPES.join(", ")})`,
             e.callee.span,
           );
@@ -1073,16 +1074,16 @@ class KernelChecker {
         const rest = main.factors.filter((f) =>
           main.root.kind === "popc" || !(sumFactors as readonly ExprAst[]).includes(f)
         );
-        let r: EpilogueExpr = { op: "acc" };
+        let r: EpilogueExpr = accNode();
         if (main.root.kind !== "popc") {
           // Keep the source order of the other factors around the accumulator.
           const firstSum = main.factors.findIndex((f) => !rest.includes(f));
           const before = main.factors.slice(0, firstSum).filter((f) => rest.includes(f));
           const after = main.factors.slice(firstSum).filter((f) => rest.includes(f));
-          for (const f of before.reverse()) r = { op: "binary", fn: "mul", a: visit(f), b: r };
-          for (const f of after) r = { op: "binary", fn: "mul", a: r, b: visit(f) };
+          for (const f of before.reverse()) r = callNode("mul", [visit(f), r]);
+          for (const f of after) r = callNode("mul", [r, visit(f)]);
         }
-        return main.negated ? { op: "unary", fn: "neg", x: r } : r;
+        return main.negated ? callNode("neg", [r]) : r;
       }
       switch (e.kind) {
         case "access": {
@@ -1133,48 +1134,36 @@ class KernelChecker {
               );
             }
           }
-          return { op: "load", tensor: e.tensor.text, rows, cols, batched };
+          return loadNode(e.tensor.text, rows, cols, batched);
         }
         case "number":
           if (!Number.isInteger(e.value) || /[.eE]/.test(e.text)) isFloat = true;
-          return { op: "const", value: e.value };
+          return constNode(e.value);
         case "name": {
           const s = this.#scalars.get(e.name.text)!;
           if (DTYPE_INFO[s.dtype].float) isFloat = true;
-          return { op: "scalar", name: e.name.text };
+          return scalarNode(e.name.text);
         }
         case "neg":
-          return { op: "unary", fn: "neg", x: visit(e.operand) };
+          return callNode("neg", [visit(e.operand)]);
         case "paren":
           return visit(e.inner);
         case "binary":
-          return {
-            op: "binary",
-            fn: e.op === "+" ? "add" : e.op === "-" ? "sub" : "mul",
-            a: visit(e.lhs),
-            b: visit(e.rhs),
-          };
+          return callNode(e.op === "+" ? "add" : e.op === "-" ? "sub" : "mul", [
+            visit(e.lhs),
+            visit(e.rhs),
+          ]);
         case "call": {
           const f = e.callee.text;
           const args = e.args.map(visit);
           if (isDtype(f)) {
             if (DTYPE_INFO[f].float) isFloat = true;
-            return { op: "cast", to: f, x: args[0]! };
+            return castNode(f, args[0]!);
           }
-          switch (f) {
-            case "relu":
-            case "abs":
-              return { op: "unary", fn: f, x: args[0]! };
-            case "gelu":
-            case "sigmoid":
-            case "silu":
-              isFloat = true;
-              return { op: "unary", fn: f, x: args[0]! };
-            case "min":
-            case "max":
-              return { op: "binary", fn: f, a: args[0]!, b: args[1]! };
-            case "clamp":
-              return { op: "clamp", x: args[0]!, lo: args[1]!, hi: args[2]! };
+          const row = epilogueFn(f);
+          if (row !== undefined && row.spelling.kind === "call") {
+            if (row.domain === "float") isFloat = true;
+            return callNode(f as EpilogueFnName, args);
           }
           throw new Error(`Unchecked function "${f}"`);
         }

@@ -30,8 +30,9 @@
  * @module
  */
 
-import type { EpilogueExpr, GemmKernel, TensorParam } from "../ir/gemm.ts";
-import { tensorParam, unreachable } from "../ir/gemm.ts";
+import type { ComputeType, EpilogueExpr, GemmKernel, TensorParam } from "../ir/gemm.ts";
+import { tensorParam } from "../ir/gemm.ts";
+import { type EpilogueNode, fnOf, foldEpilogue, functionsIn } from "../ir/epilogue_expr.ts";
 import { type Dtype, DTYPE_INFO } from "../ir/dtype.ts";
 import { readElem, tensorShape } from "./tensor.ts";
 import type { LaunchArgs } from "./inputs.ts";
@@ -48,6 +49,43 @@ export interface Reference {
 
 function intRangeOf(t: Dtype): [number, number] {
   return t === "s8" ? [-128, 127] : t === "u8" ? [0, 255] : [-(2 ** 31), 2 ** 31 - 1];
+}
+
+/** The value of an epilogue element from the accumulator, the batch, row and column. */
+type ElementFn = (acc: number, b: number, r: number, c: number) => number;
+
+/**
+ * The epilogue as one function of the element, built once: the table's exact
+ * semantics at each function node (f64 for float compute, wrapping s32 for
+ * s32), casts rounded to their type.
+ */
+function epilogueFunction(
+  expr: EpilogueExpr,
+  compute: ComputeType,
+  scalars: ReadonlyMap<string, number>,
+  loadOf: (e: EpilogueNode<"load">, b: number, r: number, c: number) => number,
+): ElementFn {
+  const call = (e: EpilogueExpr, xs: readonly ElementFn[]): ElementFn => {
+    const ref = fnOf(e)!.row.reference;
+    return (acc, b, r, c) => ref(xs.map((x) => x(acc, b, r, c)), compute);
+  };
+  return foldEpilogue<ElementFn>(expr, {
+    acc: () => (acc) => acc,
+    const: (e) => () => e.value,
+    scalar: (e) => {
+      const v = scalars.get(e.name)!;
+      return () => v;
+    },
+    load: (e) => (_, b, r, c) => loadOf(e, b, r, c),
+    unary: call,
+    binary: call,
+    clamp: call,
+    cast: (e, [x]) => {
+      if (DTYPE_INFO[e.to].float) return (acc, b, r, c) => roundToDtype(x!(acc, b, r, c), e.to);
+      const [lo, hi] = intRangeOf(e.to);
+      return (acc, b, r, c) => Math.min(Math.max(roundHalfEven(x!(acc, b, r, c)), lo), hi);
+    },
+  });
 }
 
 /**
@@ -122,7 +160,7 @@ export function referenceGemm(k: GemmKernel, args: LaunchArgs): Reference {
       epi.set(prm.name, (b, r, c) => readElem(bytes, prm.dtype, f(b, r, c)));
     }
   }
-  const loadOf = (e: Extract<EpilogueExpr, { op: "load" }>, b: number, r: number, c: number) => {
+  const loadOf = (e: EpilogueNode<"load">, b: number, r: number, c: number) => {
     const f = epi.get(e.tensor);
     if (f !== undefined) return f(b, r, c);
     const t = tensorParam(k, e.tensor);
@@ -136,85 +174,9 @@ export function referenceGemm(k: GemmKernel, args: LaunchArgs): Reference {
     return readElem(bytes, t.dtype, sh.index(idx));
   };
   const compute = k.epilogue.compute;
-  // Evaluates the epilogue; approx counts the approximate functions on the path.
-  const evalE = (e: EpilogueExpr, acc: number, b: number, r: number, c: number): number => {
-    const ev = (x: EpilogueExpr) => evalE(x, acc, b, r, c);
-    const fix = (x: number) => (compute === "s32" ? x | 0 : x);
-    switch (e.op) {
-      case "acc":
-        return acc;
-      case "const":
-        return e.value;
-      case "scalar":
-        return args.scalars.get(e.name)!;
-      case "load":
-        return loadOf(e, b, r, c);
-      case "unary": {
-        const x = ev(e.x);
-        const fn = e.fn;
-        switch (fn) {
-          case "neg":
-            return fix(-x);
-          case "abs":
-            return fix(Math.abs(x));
-          case "relu":
-            return Math.max(x, 0);
-          case "gelu":
-            return 0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x + 0.044715 * x * x * x)));
-          case "sigmoid":
-            return 1 / (1 + Math.exp(-x));
-          case "silu":
-            return x / (1 + Math.exp(-x));
-          default:
-            return unreachable(fn);
-        }
-      }
-      case "binary": {
-        const a = ev(e.a);
-        const bb = ev(e.b);
-        const fn = e.fn;
-        switch (fn) {
-          case "add":
-            return fix(a + bb);
-          case "sub":
-            return fix(a - bb);
-          case "mul":
-            return compute === "s32" ? Math.imul(a, bb) : a * bb;
-          case "min":
-            return Math.min(a, bb);
-          case "max":
-            return Math.max(a, bb);
-          default:
-            return unreachable(fn);
-        }
-      }
-      case "clamp":
-        return Math.min(Math.max(ev(e.x), ev(e.lo)), ev(e.hi));
-      case "cast": {
-        const x = ev(e.x);
-        if (DTYPE_INFO[e.to].float) return roundToDtype(x, e.to);
-        const [lo, hi] = intRangeOf(e.to);
-        return Math.min(Math.max(roundHalfEven(x), lo), hi);
-      }
-      default:
-        return unreachable(e);
-    }
-  };
-  const hasApprox = (e: EpilogueExpr): boolean => {
-    switch (e.op) {
-      case "unary":
-        return e.fn === "gelu" || e.fn === "sigmoid" || e.fn === "silu" || hasApprox(e.x);
-      case "binary":
-        return hasApprox(e.a) || hasApprox(e.b);
-      case "clamp":
-        return hasApprox(e.x) || hasApprox(e.lo) || hasApprox(e.hi);
-      case "cast":
-        return hasApprox(e.x);
-      default:
-        return false;
-    }
-  };
-  const approx = hasApprox(k.epilogue.expr);
+  const evalE = epilogueFunction(k.epilogue.expr, compute, args.scalars, loadOf);
+  // The largest tolerance of the (approximate) functions on the path.
+  const approx = Math.max(0, ...functionsIn(k.epilogue.expr).map((f) => f.row.bound));
   const out = D.dtype;
   const popc = m.op !== "mul";
   // The operands of one batch, decoded once into K-contiguous rows (A as
@@ -247,15 +209,15 @@ export function referenceGemm(k: GemmKernel, args: LaunchArgs): Reference {
           acc = Math.min(Math.max(acc, -(2 ** 31)), 2 ** 31 - 1);
         }
         const e = mag * (epsIn + K * uAcc);
-        let v = evalE(k.epilogue.expr, acc, b, r, c);
+        let v = evalE(acc, b, r, c);
         let bnd = 0;
         if (!exact) {
           if (e > 0) {
-            const hi = evalE(k.epilogue.expr, acc + e, b, r, c);
-            const lo = evalE(k.epilogue.expr, acc - e, b, r, c);
+            const hi = evalE(acc + e, b, r, c);
+            const lo = evalE(acc - e, b, r, c);
             bnd = Math.max(Math.abs(hi - v), Math.abs(lo - v));
           }
-          if (approx) bnd += 2 ** -10 * Math.max(1, Math.abs(v));
+          if (approx > 0) bnd += approx * Math.max(1, Math.abs(v));
           bnd += 2 ** -20 * Math.abs(v) +
             2 * ulpOf(v, out === "f64" ? "f64" : out === "f16" || out === "bf16" ? out : "f32");
         }

@@ -1,6 +1,6 @@
 /**
  * The split-K workspace (a kernel compiled with `split_k` > 1 takes one more
- * `.u64` parameter, last: see passes/lower.ts `splitKReduce`). Each output
+ * `.u64` parameter, last: see passes/lower/split_k.ts `splitKReduce`). Each output
  * tile has a record of `gridPlan.workspacePerTile` bytes: an arrival counter
  * and the splits' partial accumulators. A launcher allocates
  * {@link workspaceBytes} bytes, zeroes them once, and may reuse them for every

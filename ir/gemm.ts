@@ -11,7 +11,9 @@
 
 import type { Target } from "./target.ts";
 import type { Dtype } from "./dtype.ts";
+import type { ComputeType, EpilogueFnOfArity } from "./epilogue.ts";
 export type { Dtype } from "./dtype.ts";
+export type { ComputeType } from "./epilogue.ts";
 
 /** A half-open range of character offsets into a source text. */
 export interface Span {
@@ -108,10 +110,9 @@ export interface MathSpec {
   readonly op: "mul" | "and.popc" | "xor.popc";
 }
 
-/** Epilogue arithmetic type: every epilogue value is computed in it. */
-export type ComputeType = "f32" | "f64" | "s32";
-
-/** An elementwise epilogue expression over the accumulator. */
+/** An elementwise epilogue expression over the accumulator. The functions of
+ * the `unary`, `binary` and `clamp` nodes are the rows of the table in
+ * ir/epilogue.ts; ir/epilogue_expr.ts builds, visits and rewrites the nodes. */
 export type EpilogueExpr =
   | { readonly op: "acc" }
   | { readonly op: "const"; readonly value: number }
@@ -126,12 +127,12 @@ export type EpilogueExpr =
   }
   | {
     readonly op: "unary";
-    readonly fn: "neg" | "relu" | "gelu" | "sigmoid" | "silu" | "abs";
+    readonly fn: EpilogueFnOfArity<1>;
     readonly x: EpilogueExpr;
   }
   | {
     readonly op: "binary";
-    readonly fn: "add" | "sub" | "mul" | "min" | "max";
+    readonly fn: EpilogueFnOfArity<2>;
     readonly a: EpilogueExpr;
     readonly b: EpilogueExpr;
   }

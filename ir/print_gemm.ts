@@ -5,14 +5,8 @@
  * @module
  */
 
-import {
-  type DimRef,
-  type EpilogueExpr,
-  type GemmKernel,
-  type Schedule,
-  type Shape3,
-  unreachable,
-} from "./gemm.ts";
+import { fnOf, foldEpilogue } from "./epilogue_expr.ts";
+import type { DimRef, EpilogueExpr, GemmKernel, Schedule, Shape3 } from "./gemm.ts";
 
 function dim(d: DimRef): string {
   return d.kind === "sym" ? d.name : String(d.value);
@@ -39,38 +33,30 @@ export function printEpilogueExpr(
   e: EpilogueExpr,
   ix: { readonly m: string; readonly n: string; readonly batch: string | null },
 ): string {
-  const p = (x: EpilogueExpr) => printEpilogueExpr(x, ix);
-  switch (e.op) {
-    case "acc":
-      return "acc";
-    case "const":
-      return String(e.value);
-    case "scalar":
-      return e.name;
-    case "load": {
+  const call = (n: EpilogueExpr, xs: readonly string[]) => {
+    const { name, row } = fnOf(n)!;
+    const s = row.spelling;
+    if (s.kind === "prefix") return `${s.symbol}(${xs[0]})`;
+    if (s.kind === "infix") return `(${xs[0]} ${s.symbol} ${xs[1]})`;
+    return `${name}(${xs.join(", ")})`;
+  };
+  return foldEpilogue<string>(e, {
+    acc: () => "acc",
+    const: (c) => String(c.value),
+    scalar: (c) => c.name,
+    load: (l) => {
       const idx = [
-        ...(e.batched && ix.batch !== null ? [ix.batch] : []),
-        ...(e.rows ? [ix.m] : []),
-        ...(e.cols ? [ix.n] : []),
+        ...(l.batched && ix.batch !== null ? [ix.batch] : []),
+        ...(l.rows ? [ix.m] : []),
+        ...(l.cols ? [ix.n] : []),
       ];
-      return `${e.tensor}[${idx.join(", ")}]`;
-    }
-    case "unary":
-      return e.fn === "neg" ? `-(${p(e.x)})` : `${e.fn}(${p(e.x)})`;
-    case "binary": {
-      const fn = e.fn;
-      if (fn === "min" || fn === "max") return `${fn}(${p(e.a)}, ${p(e.b)})`;
-      // Indexing by the remaining operators: a new one is a type error here.
-      const infix = ({ add: "+", sub: "-", mul: "*" } as const)[fn];
-      return `(${p(e.a)} ${infix} ${p(e.b)})`;
-    }
-    case "clamp":
-      return `clamp(${p(e.x)}, ${p(e.lo)}, ${p(e.hi)})`;
-    case "cast":
-      return `${e.to}(${p(e.x)})`;
-    default:
-      return unreachable(e);
-  }
+      return `${l.tensor}[${idx.join(", ")}]`;
+    },
+    unary: call,
+    binary: call,
+    clamp: call,
+    cast: (c, [x]) => `${c.to}(${x})`,
+  });
 }
 
 /**

@@ -6,7 +6,8 @@
  * @module
  */
 
-import { type EpilogueExpr, type GemmKernel, type Shape3, unreachable } from "./gemm.ts";
+import type { GemmKernel, Shape3 } from "./gemm.ts";
+import { visitEpilogue } from "./epilogue_expr.ts";
 import { DTYPE_INFO } from "./dtype.ts";
 
 /**
@@ -59,44 +60,23 @@ export function verifyGemm(k: GemmKernel): void {
     ? DTYPE_INFO[k.math.acc].float === DTYPE_INFO[k.math.a].float
     : k.math.acc === "s32";
   if (!accOk) fail(`accumulator "${k.math.acc}" does not fit "${k.math.a}" operands`);
-  const walk = (e: EpilogueExpr): void => {
-    switch (e.op) {
-      case "acc":
-      case "const":
-        return;
-      case "scalar": {
-        const p = k.params.find((q) => q.name === e.name);
-        if (p === undefined || p.kind !== "scalar") {
-          fail(`epilogue reads unknown scalar "${e.name}"`);
-        }
-        return;
+  visitEpilogue(k.epilogue.expr, {
+    scalar: (e) => {
+      const p = k.params.find((q) => q.name === e.name);
+      if (p === undefined || p.kind !== "scalar") {
+        fail(`epilogue reads unknown scalar "${e.name}"`);
       }
-      case "load": {
-        const t = tensor(e.tensor);
-        if (t.role !== "C" && t.role !== "bias") {
-          fail(`epilogue reads "${e.tensor}" of role ${t.role}`);
-        }
-        if (e.rows && e.cols && !k.epilogue.views.some((v) => v.tensor === e.tensor)) {
-          fail(`epilogue matrix "${e.tensor}" has no view`);
-        }
-        return;
+    },
+    load: (e) => {
+      const t = tensor(e.tensor);
+      if (t.role !== "C" && t.role !== "bias") {
+        fail(`epilogue reads "${e.tensor}" of role ${t.role}`);
       }
-      case "unary":
-        return walk(e.x);
-      case "binary":
-        walk(e.a);
-        return walk(e.b);
-      case "clamp":
-        walk(e.x);
-        walk(e.lo);
-        return walk(e.hi);
-      case "cast":
-        return walk(e.x);
-      default:
-        return unreachable(e);
-    }
-  };
-  walk(k.epilogue.expr);
+      if (e.rows && e.cols && !k.epilogue.views.some((v) => v.tensor === e.tensor)) {
+        fail(`epilogue matrix "${e.tensor}" has no view`);
+      }
+    },
+  });
   const pos = (s: Shape3 | undefined, what: string) => {
     if (s !== undefined && (s.m <= 0 || s.n <= 0 || s.k <= 0)) {
       fail(`${what} has a non-positive extent`);

@@ -68,7 +68,7 @@ function operandSmem(
   const copyBytes = transpose && !viaRegs ? bits / 8 : Math.min(16, (t.align * bits) / 8);
   // The lowering finds each copy's row and column from the thread index with
   // a shift and a mask, which needs whole rows per round of copies or whole
-  // rounds per row (passes/lower.ts copySetup); a transposed tile's copies
+  // rounds per row (passes/lower/copies.ts copySetup); a transposed tile's copies
   // go along its global lines (tileK elements).
   const perRow = (transpose ? (tileK * bits) / 8 : rowBytes) / copyBytes;
   if (Number.isInteger(perRow) && threads % perRow !== 0 && perRow % threads !== 0) {

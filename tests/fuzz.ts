@@ -113,7 +113,11 @@ export function draw(r: () => number, maxMacs: number): Case {
       decls.push(`bias: ${sc}[${byN ? Nx : Mx}]`);
       expr = `${expr} + bias[${byN ? "n" : "m"}]`;
     }
-    if (r() < 0.3) expr = `${pick(["relu", "gelu", "sigmoid", "silu"])}(${expr})`;
+    if (r() < 0.3) {
+      // exp of a scaled value: 0.125 keeps f16 outputs (max 65504) finite.
+      const f = pick(["relu", "gelu", "sigmoid", "silu", "tanh", "exp"]);
+      expr = f === "exp" ? `exp(0.125 * (${expr}))` : `${f}(${expr})`;
+    }
     if (d === "f16" || d === "bf16") expr = `${d}(${expr})`;
   }
   let dAlign = al;

@@ -194,6 +194,29 @@ const COMBOS: readonly Combo[] = [
     check: (k) => has(k, /cvt\.bf16\.f32 /),
   },
   {
+    name: "f64 GEMM with tanh and exp (evaluated in f32, converted back)",
+    text: kernelOf(
+      ["A: f64[M, K] row", "B: f64[K, N] col", "D: f64[M, N] row"],
+      "D[m, n] = exp(tanh(A[m, k] * B[k, n]))",
+    ),
+    check: (k) => {
+      // In f32 between conversions: tanh, then exp as 2^(x log2(e)).
+      has(k, /= cvt\.f32\.f64 %fd\d+\n.*= tanh\.f32 %f\d+\n.*= cvt\.f64\.f32 %f\d+\n/);
+      has(k, /= mul\.f32 %f\d+, 1\.44269\d*\n.*= ex2\.f32 %f\d+\n.*= cvt\.f64\.f32 /);
+    },
+  },
+  {
+    name: "s8 GEMM with tanh to s8 (float compute)",
+    text: kernelOf(
+      ["A: s8[M, K] row", "B: s8[K, N] col", "D: s8[M, N] row align 4"],
+      "D[m, n] = s8(127 * tanh(0.01 * A[m, k] * B[k, n]))",
+    ),
+    check: (k) => {
+      assert.equal(k.gemm.epilogue.compute, "f32");
+      has(k, /= tanh\.f32 /);
+    },
+  },
+  {
     name: "s32 output from f16 operands",
     text: kernelOf(
       ["A: f16[M, K] row", "B: f16[K, N] col", "D: s32[M, N] row"],

@@ -438,6 +438,55 @@ const COMBOS: Combo[] = [
     ),
     sizes: [ODD],
   },
+  // tanh and exp (ir/epilogue.ts rows): float outputs of every width, an f64
+  // GEMM (evaluated in f32), an integer GEMM (float compute), several sizes.
+  {
+    name: "tanh with a bias to f16",
+    source: kernel(
+      `${F16_MN}; bias: f16[N]; D: f16[M, N]`,
+      "D[m, n] = f16(tanh(A[m, k] * B[k, n] + bias[n]))",
+    ),
+    sizes: [ODD, { M: 64, N: 64, K: 32 }, { M: 33, N: 8, K: 200 }],
+    ir: /= tanh\.f32 /,
+  },
+  {
+    name: "exp of a scaled product to bf16 (bf16 GEMM)",
+    source: kernel(
+      "A: bf16[M, K]; B: bf16[K, N] col; D: bf16[M, N]; scale: f32",
+      "D[m, n] = bf16(exp(scale * A[m, k] * B[k, n]))",
+    ),
+    sizes: [ODD, { M: 128, N: 40, K: 64 }],
+    scalars: { scale: 0.25 },
+    ir: /= ex2\.f32 /,
+  },
+  {
+    name: "tanh times exp of a bias (tf32 GEMM, f32 out)",
+    source: kernel(
+      "A: f32[M, K]; B: f32[K, N] col; bias: f32[M]; D: f32[M, N]",
+      "D[m, n] = tanh(A[m, k] * B[k, n]) * exp(bias[m])",
+    ),
+    sizes: [ODD, { M: 72, N: 136, K: 48 }],
+    mma: "m16n8k8.tf32.f32",
+  },
+  {
+    name: "exp(tanh) in an f64 GEMM",
+    source: kernel(
+      "A: f64[M, K]; B: f64[K, N] col; D: f64[M, N]",
+      "D[m, n] = exp(tanh(A[m, k] * B[k, n])) - exp(-1)",
+      sched("32x32x16", "16x16x16"),
+    ),
+    sizes: [{ M: 70, N: 72, K: 40 }],
+    mma: "m8n8k4.f64.f64",
+  },
+  {
+    name: "tanh to s8 from an s8 GEMM",
+    source: kernel(
+      "A: s8[M, K]; B: s8[K, N] col; D: s8[M, N] align 4",
+      "D[m, n] = s8(100 * tanh(0.0001 * A[m, k] * B[k, n]))",
+      SMALL8,
+    ),
+    sizes: [{ M: 80, N: 72, K: 192 }],
+  },
   {
     name: "clamp, min, abs, unary minus",
     source: kernel(

@@ -1,7 +1,7 @@
 /**
- * The epilogue expression in registers: its evaluation, one function per concern
- * (unary functions, activations, casts), the conversions to and from the compute type
- * and the packing of 16-bit results.
+ * The epilogue expression in registers: its evaluation (functions and operators
+ * through the epilogue table's builders, ir/epilogue.ts), casts, the
+ * conversions to and from the compute type and the packing of 16-bit results.
  *
  * @module
  */
@@ -12,6 +12,8 @@ import { type EpilogueExpr, unreachable } from "../../ir/gemm.ts";
 import type { Op, Operand, Reg, RegType } from "../../ir/kernel.ts";
 import type { LowerContext } from "./context.ts";
 import * as ir from "../../ir/builder.ts";
+import type { EpilogueEmitter } from "../../ir/epilogue.ts";
+import { argsOf, fnOf } from "../../ir/epilogue_expr.ts";
 
 /** An accumulator element as the compute type. */
 export function accValue(cx: LowerContext, r: Reg, elem: number, c: "f32" | "f64" | "s32"): Reg {
@@ -64,7 +66,8 @@ function toCompute(cx: LowerContext, v: Reg, from: RegType, c: "f32" | "f64" | "
 }
 
 /** The epilogue expression of one accumulator value, in the compute type;
- * `load` gives the value of each tensor element it reads. */
+ * `load` gives the value of each tensor element it reads. Functions and
+ * operators emit their instructions by the table's builders (ir/epilogue.ts). */
 export function evalEpilogue(
   cx: LowerContext,
   e: EpilogueExpr,
@@ -86,11 +89,11 @@ export function evalEpilogue(
     case "load":
       return load(e);
     case "unary":
-      return unary(cx, e.fn, ev(e.x), c);
     case "binary":
-      return cx.bin(e.fn, c, ev(e.a), ev(e.b));
-    case "clamp":
-      return cx.bin("min", c, cx.bin("max", c, ev(e.x), ev(e.lo)), ev(e.hi));
+    case "clamp": {
+      const args = argsOf(e).map((x) => () => ev(x));
+      return fnOf(e)!.row.build(epilogueEmitter(cx), args, c);
+    }
     case "cast":
       return castTo(cx, ev(e.x), c, e.to);
     default:
@@ -98,64 +101,24 @@ export function evalEpilogue(
   }
 }
 
-/** A unary epilogue function in the compute type. */
-function unary(
-  cx: LowerContext,
-  fn: "neg" | "abs" | "relu" | "gelu" | "sigmoid" | "silu",
-  x: Reg,
-  c: "f32" | "f64" | "s32",
-): Reg {
-  switch (fn) {
-    case "neg":
-    case "abs": {
-      const dst = cx.b.reg(c);
-      cx.b.emit(ir.un(fn, c, dst, x));
-      return dst;
-    }
-    case "relu":
-      return cx.bin("max", c, x, imm(0));
-    case "gelu":
-    case "sigmoid":
-    case "silu": {
-      // Evaluated in f32 with PTX approximate instructions.
-      const xf = c === "f32" ? x : toCompute(cx, x, c, "f32");
-      const r = activation(cx, fn, xf);
-      return c === "f32" ? r : toCompute(cx, r, "f32", c);
-    }
-    default:
-      return unreachable(fn);
-  }
-}
-
-/** gelu (tanh form), sigmoid, silu in f32 with ex2/rcp/tanh.approx. */
-function activation(cx: LowerContext, fn: "gelu" | "sigmoid" | "silu", x: Reg): Reg {
+/** The kernel-IR emitter the epilogue table's builders emit through (ir/epilogue.ts). */
+function epilogueEmitter(cx: LowerContext): EpilogueEmitter<Reg> {
   const b = cx.b;
-  const un = (f: "ex2" | "rcp" | "tanh", v: Reg) => {
-    const dst = b.reg("f32");
-    b.emit(ir.un(f, "f32", dst, v));
-    return dst;
+  const op = (v: Reg | number): Operand => (typeof v === "number" ? imm(v) : v);
+  return {
+    bin: (fn, t, x, y) => cx.bin(fn, t, op(x), op(y)),
+    un: (fn, t, x) => {
+      const dst = b.reg(t);
+      b.emit(ir.un(fn, t, dst, x));
+      return dst;
+    },
+    mad: (x, y, z) => {
+      const dst = b.reg("f32");
+      b.emit(ir.mad("f32", dst, op(x), op(y), op(z)));
+      return dst;
+    },
+    convert: (x, from, to) => toCompute(cx, x, from, to),
   };
-  const mad = (a: Operand, m: Operand, c: Operand) => {
-    const dst = b.reg("f32");
-    b.emit(ir.mad("f32", dst, a, m, c));
-    return dst;
-  };
-  const sigmoid = (v: Reg) => {
-    // 1 / (1 + 2^(-v * log2(e)))
-    const t = cx.bin("mul", "f32", v, imm(-Math.LOG2E));
-    const ex = un("ex2", t);
-    const den = cx.bin("add", "f32", ex, imm(1));
-    return un("rcp", den);
-  };
-  if (fn === "sigmoid") return sigmoid(x);
-  if (fn === "silu") return cx.bin("mul", "f32", x, sigmoid(x));
-  // gelu: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-  const x2 = cx.bin("mul", "f32", x, x);
-  const inner = mad(x2, imm(0.044715), imm(1)); // 1 + 0.044715 x^2
-  const u = cx.bin("mul", "f32", cx.bin("mul", "f32", x, inner), imm(Math.sqrt(2 / Math.PI)));
-  const th = un("tanh", u);
-  const half = cx.bin("mul", "f32", x, imm(0.5));
-  return mad(half, th, half);
 }
 
 /** Rounds a compute value to `to` and back (a cast inside the epilogue). */

@@ -300,6 +300,44 @@ gpuTest("align 1 at odd sizes on the GPU", () => {
   }
 });
 
+gpuTest("tanh and exp epilogues on the GPU agree with the reference and the simulator", () => {
+  // tanh.approx.f32 and ex2.approx.f32 (ir/epilogue.ts): within the reference's 2^-10 relative
+  // tolerance of the exact functions; the simulator's f32 evaluation, compared in ulps, differs
+  // from the GPU's approximations only by their error (reported, not bounded here).
+  const kernels = [
+    ["f16", "f16", "f16(tanh(A[m, k] * B[k, n] + bias[n]))"],
+    ["bf16", "bf16", "bf16(exp(0.125 * A[m, k] * B[k, n]))"],
+    ["f32", "f32", "tanh(A[m, k] * B[k, n]) * exp(bias[n])"],
+    ["f64", "f64", "exp(tanh(A[m, k] * B[k, n]))"],
+    // No integer output: the GPU's approximations may round an s8 result to the other side of a
+    // tie from the simulator's, which runGemm's check counts as a difference.
+  ];
+  for (const [ab, d, stmt] of kernels) {
+    const r = compile(
+      `kernel epi_${ab} {
+  A: ${ab}[M, K] row
+  B: ${ab}[K, N] col
+  ${stmt!.includes("bias") ? "bias: f32[N]" : ""}
+  D: ${d}[M, N] row
+  D[m, n] = ${stmt}
+}`,
+      { file: "epi.gemm" },
+    );
+    assert.ok(r.ok, r.diagnostics.map((x) => x.message).join("; "));
+    const ck = r.kernels[0]!;
+    for (const sizes of [TILED, ODD]) {
+      const rep = runGemm(ck, sizes, { seed: 23, iters: 0, check: "sim" });
+      const where = `${ck.name} at ${JSON.stringify(rep.sizes)}`;
+      const ref = rep.reference!;
+      assert.ok(ref.comparison.ok, `${where}: ${JSON.stringify(ref.first)}`);
+      assert.equal(rep.unwritten ?? 0, 0, `${where}: unwritten elements`);
+      assert.equal(rep.sim!.hazardCount, 0, `${where}: hazards`);
+      assert.equal(rep.sim!.blocks, rep.sim!.totalBlocks, `${where}: the whole grid simulated`);
+      assert.ok(rep.ok, where);
+    }
+  }
+});
+
 gpuTest(
   "SIMT f32 in every layout on the GPU: transposed tiles, vector loads, bit-identical",
   () => {
