@@ -104,13 +104,9 @@ function readValue(
   const s = info.schedule;
   switch (k) {
     case "threadblock":
-      s.threadblock = shape(src, k, v, vs);
-      break;
     case "warp":
-      s.warp = shape(src, k, v, vs);
-      break;
     case "mma":
-      s.mma = shape(src, k, v, vs);
+      s[k] = shape(src, k, v, vs);
       break;
     case "stages":
       s.stages = positiveInt(src, k, v, vs);
