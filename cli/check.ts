@@ -7,24 +7,19 @@
 
 import { compile, formatDiagnostics } from "../compiler.ts";
 import { targetList } from "../ir/target.ts";
-import { readSource, TARGET_OPTION, targetOf } from "./common.ts";
+import { compileOptions, readSource, TARGET_OPTION, targetOf } from "./common.ts";
 import {
   type CliIO,
   type Command,
-  commandHelp,
+  command,
   HELP_OPTION,
-  parseOptions,
+  type OptionValues,
   UsageError,
 } from "./options.ts";
 
 const OPTIONS = [TARGET_OPTION, HELP_OPTION] as const;
 
-function run(args: readonly string[], io: CliIO): number {
-  const { values, positionals } = parseOptions(args, OPTIONS);
-  if (values.help) {
-    io.out(commandHelp(CHECK));
-    return 0;
-  }
+function run(values: OptionValues<typeof OPTIONS>, positionals: string[], io: CliIO): number {
   if (positionals.length === 0) throw new UsageError("check: no input file");
   const target = targetOf(values.target);
   let bad = false;
@@ -32,7 +27,10 @@ function run(args: readonly string[], io: CliIO): number {
     const text = readSource(io, file);
     // The whole pipeline, so that schedule diagnostics (E02xx, raised by the passes) are
     // reported too; nothing is printed but diagnostics.
-    const r = compile(text, { file, ...(target !== undefined ? { target } : {}) });
+    const r = compile(
+      text,
+      compileOptions(file, { target, kernel: undefined, sizeHints: undefined, sms: undefined }),
+    );
     if (r.diagnostics.length > 0) {
       bad = true;
       io.err(formatDiagnostics(r.diagnostics, text));
@@ -42,7 +40,7 @@ function run(args: readonly string[], io: CliIO): number {
 }
 
 /** The `check` command. */
-export const CHECK: Command = {
+export const CHECK: Command = command({
   name: "check",
   args: "FILE...",
   summary: "Check DSL files and print diagnostics",
@@ -55,4 +53,4 @@ Exits 0 when every file is clean, 1 otherwise.
   options: OPTIONS,
   notes: "",
   run,
-};
+});

@@ -1,13 +1,21 @@
 /**
  * What several commands share: the option rows they have in common (their
  * help text where it differs per command is a parameter), reading the
- * source, parsing `--target`, `--sms`, `--scalar` and counts, and the
- * hazard lines of a report.
+ * source, parsing `--target`, `--size`, `--sms`, `--scalar` and counts, the
+ * compile options they give, the compile's diagnostics, and the hazard lines
+ * of a report.
  *
  * @module
  */
 
+import {
+  type CompiledKernel,
+  type CompileOptions,
+  type CompileResult,
+  formatDiagnostics,
+} from "../compiler.ts";
 import { parseTarget, type Target, targetList } from "../ir/target.ts";
+import { parseSizes } from "../harness/sizes.ts";
 import type { Hazard } from "../backends/sim/mod.ts";
 import { type CliIO, type OptionSpec, UsageError } from "./options.ts";
 
@@ -192,4 +200,74 @@ export function hazardLines(count: number, hazards: readonly Hazard[]): string[]
     `  hazards: ${count}`,
     ...hazards.map((h) => `    ${h.kind}: ${h.message} at line ${h.line}: ${h.op}`),
   ];
+}
+
+/**
+ * The `--size` option: `M=..,N=..,K=..`; a malformed one is a usage error.
+ *
+ * @param text The option's text.
+ * @returns The sizes by name.
+ */
+export function sizesOf(text: string): Record<string, number> {
+  try {
+    return parseSizes(text);
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+}
+
+/** The options of a command that choose what {@link compileOptions} compiles. */
+export interface CompileChoice {
+  readonly target: Target | undefined;
+  readonly kernel: string | undefined;
+  /** The `--tune` sizes (undefined without `--tune`). */
+  readonly sizeHints: Record<string, number> | undefined;
+  readonly sms: number | undefined;
+}
+
+/**
+ * The compiler's options for a file and a command's choices (only those given).
+ *
+ * @param file The file name.
+ * @param c The target, kernel, tuning sizes and SM count, where given.
+ * @returns The options.
+ */
+export function compileOptions(file: string, c: CompileChoice): CompileOptions {
+  return {
+    file,
+    ...(c.target !== undefined ? { target: c.target } : {}),
+    ...(c.kernel !== undefined ? { kernel: c.kernel } : {}),
+    ...(c.sizeHints !== undefined ? { sizeHints: c.sizeHints } : {}),
+    ...(c.sms !== undefined ? { sms: c.sms } : {}),
+  };
+}
+
+/**
+ * The kernels a compile gave, or null after printing its diagnostics; no
+ * kernel at all (none of the `--kernel` name) is a usage error.
+ *
+ * @param r The compile's result.
+ * @param file The file name.
+ * @param text The file's text.
+ * @param kernel The `--kernel` option, if given.
+ * @param io Where to print the diagnostics.
+ * @returns The kernels, or null when the input had errors (exit code 1).
+ */
+export function compiledKernels(
+  r: CompileResult,
+  file: string,
+  text: string,
+  kernel: string | undefined,
+  io: CliIO,
+): readonly CompiledKernel[] | null {
+  if (!r.ok) {
+    io.err(formatDiagnostics(r.diagnostics, text));
+    return null;
+  }
+  if (r.kernels.length === 0) {
+    throw new UsageError(
+      kernel !== undefined ? `No kernel named "${kernel}" in "${file}"` : `No kernel in "${file}"`,
+    );
+  }
+  return r.kernels;
 }

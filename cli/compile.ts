@@ -6,16 +6,19 @@
  * @module
  */
 
-import { compile, type CompiledKernel, formatDiagnostics, ptxModule } from "../compiler.ts";
+import { compile, type CompiledKernel, ptxModule } from "../compiler.ts";
 import { kernelManifest } from "../backends/ptx/manifest.ts";
 import { findPtxas, formatPtxasReport, runPtxas } from "../backends/ptx/ptxas.ts";
 import { targetInfo } from "../ir/target.ts";
 import { PASS_NAMES } from "../passes/pipeline_list.ts";
-import { parseSizes, resolveSizes } from "../harness/sizes.ts";
+import { resolveSizes } from "../harness/sizes.ts";
 import {
+  compiledKernels,
+  compileOptions,
   kernelOption,
   parseSms,
   readSource,
+  sizesOf,
   smsOption,
   TARGET_OPTION,
   targetOf,
@@ -24,10 +27,9 @@ import {
 import {
   type CliIO,
   type Command,
-  commandHelp,
+  command,
   HELP_OPTION,
   type OptionValues,
-  parseOptions,
   UsageError,
 } from "./options.ts";
 
@@ -154,20 +156,8 @@ async function assemble(
   return 0;
 }
 
-async function run(args: readonly string[], io: CliIO): Promise<number> {
-  const { values, positionals } = parseOptions(args, OPTIONS);
-  if (values.help) {
-    io.out(commandHelp(COMPILE));
-    return 0;
-  }
-  let sizes: Record<string, number> | undefined;
-  if (values.size !== undefined) {
-    try {
-      sizes = parseSizes(values.size);
-    } catch (e) {
-      throw new UsageError((e as Error).message);
-    }
-  }
+async function run(values: Values, positionals: string[], io: CliIO): Promise<number> {
+  const sizes = values.size !== undefined ? sizesOf(values.size) : undefined;
   if (values.tune && sizes === undefined) throw new UsageError("compile: --tune needs --size");
   const sms = parseSms(values.sms);
   const [file, ...extra] = positionals;
@@ -179,11 +169,12 @@ async function run(args: readonly string[], io: CliIO): Promise<number> {
   const target = targetOf(values.target);
   const text = readSource(io, file);
   const r = compile(text, {
-    file,
-    ...(target !== undefined ? { target } : {}),
-    ...(values.kernel !== undefined ? { kernel: values.kernel } : {}),
-    ...(values.tune && sizes !== undefined ? { sizeHints: sizes } : {}),
-    ...(sms !== undefined ? { sms } : {}),
+    ...compileOptions(file, {
+      target,
+      kernel: values.kernel,
+      sizeHints: values.tune ? sizes : undefined,
+      sms,
+    }),
     ...(dumpAfter !== undefined
       ? {
         dump: (pass: string, dumpText: string) => {
@@ -192,28 +183,19 @@ async function run(args: readonly string[], io: CliIO): Promise<number> {
       }
       : {}),
   });
-  if (!r.ok) {
-    io.err(formatDiagnostics(r.diagnostics, text));
-    return 1;
-  }
-  if (r.kernels.length === 0) {
-    throw new UsageError(
-      values.kernel !== undefined
-        ? `No kernel named "${values.kernel}" in "${file}"`
-        : `No kernel in "${file}"`,
-    );
-  }
-  const output = emitted(emit, r.kernels, sizes);
+  const kernels = compiledKernels(r, file, text, values.kernel, io);
+  if (kernels === null) return 1;
+  const output = emitted(emit, kernels, sizes);
   if (values.output !== undefined) io.writeFile(values.output, output);
   else io.out(output);
   if (values.ptxas || values["ptxas-path"] !== undefined) {
-    return await assemble(r.kernels, values["ptxas-path"], io);
+    return await assemble(kernels, values["ptxas-path"], io);
   }
   return 0;
 }
 
 /** The `compile` command. */
-export const COMPILE: Command = {
+export const COMPILE: Command = command({
   name: "compile",
   args: "FILE",
   summary: "Compile a DSL file and print the requested stage",
@@ -222,4 +204,4 @@ export const COMPILE: Command = {
   options: OPTIONS,
   notes: "",
   run,
-};
+});

@@ -7,8 +7,7 @@
  */
 
 import { compile } from "../compiler.ts";
-import { parseSizes } from "../harness/sizes.ts";
-import { parseScalars, parseSms, readSource, targetOf } from "./common.ts";
+import { compileOptions, parseScalars, parseSms, readSource, sizesOf, targetOf } from "./common.ts";
 import { type CliIO, UsageError } from "./options.ts";
 
 /** What `simulate` and `run` share: the file, sizes, seed, scalars, and the compiled kernels. */
@@ -53,12 +52,7 @@ export function prepare(
   if (file === undefined) throw new UsageError(`${cmd}: no input file`);
   if (extra.length > 0) throw new UsageError(`${cmd}: one file at a time`);
   if (values.size === undefined) throw new UsageError(`${cmd}: --size is required`);
-  let sizes: Record<string, number>;
-  try {
-    sizes = parseSizes(values.size);
-  } catch (e) {
-    throw new UsageError((e as Error).message);
-  }
+  const sizes = sizesOf(values.size);
   const seed = Number(values.seed ?? "1");
   if (!Number.isInteger(seed)) throw new UsageError(`Malformed --seed "${values.seed}"`);
   const scalars = parseScalars(values.scalar);
@@ -66,12 +60,14 @@ export function prepare(
   const sms = parseSms(values.sms);
   const text = readSource(io, file);
   const build = (sms: number | undefined) =>
-    compile(text, {
-      file,
-      ...(target !== undefined ? { target } : {}),
-      ...(values.kernel !== undefined ? { kernel: values.kernel } : {}),
-      ...(values.tune ? { sizeHints: sizes } : {}),
-      ...(sms !== undefined ? { sms } : {}),
-    });
+    compile(
+      text,
+      compileOptions(file, {
+        target,
+        kernel: values.kernel,
+        sizeHints: values.tune ? sizes : undefined,
+        sms,
+      }),
+    );
   return { file, text, sizes, seed, scalars, result: build(sms), recompile: build };
 }

@@ -147,6 +147,61 @@ export interface Command {
   readonly run: (args: readonly string[], io: CliIO) => number | Promise<number>;
 }
 
+/** A command as written: its run takes the parsed options of its own table. */
+export interface CommandDef<T extends readonly OptionSpec[]>
+  extends Omit<Command, "options" | "run"> {
+  readonly options: T;
+  /**
+   * Runs the command (not called for `--help`).
+   *
+   * @param values The parsed options.
+   * @param positionals The positional arguments.
+   * @param io Where to read and write.
+   * @returns The exit code.
+   */
+  readonly run: (
+    values: OptionValues<T>,
+    positionals: string[],
+    io: CliIO,
+  ) => number | Promise<number>;
+}
+
+/**
+ * A command from its definition: its run parses the arguments with the
+ * command's table and answers `--help` with {@link commandHelp}, so that no
+ * command does either itself.
+ *
+ * @param def The command's help, table, and run over parsed options.
+ * @returns The command.
+ * @example
+ * ```ts
+ * import { command, HELP_OPTION } from "./options.ts";
+ * const out: string[] = [];
+ * const hello = command({
+ *   name: "hello", args: "", summary: "Greets", usage: "hello", about: "", notes: "",
+ *   options: [HELP_OPTION] as const,
+ *   run: () => 0,
+ * });
+ * const io = { out: (s: string) => out.push(s), err: () => {}, readFile: () => "", writeFile: () => {} };
+ * await hello.run(["--help"], io);
+ * console.assert(out[0]!.startsWith("Usage: gemm hello"));
+ * ```
+ */
+export function command<const T extends readonly OptionSpec[]>(def: CommandDef<T>): Command {
+  const c: Command = {
+    ...def,
+    run: (args, io) => {
+      const { values, positionals } = parseOptions(args, def.options);
+      if ((values as { help?: boolean }).help) {
+        io.out(commandHelp(c));
+        return 0;
+      }
+      return def.run(values, positionals, io);
+    },
+  };
+  return c;
+}
+
 /**
  * A command's `--help` text: the usage line, the about paragraphs, the
  * option table and the notes.

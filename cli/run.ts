@@ -6,11 +6,12 @@
  * @module
  */
 
-import { type CompiledKernel, formatDiagnostics } from "../compiler.ts";
+import type { CompiledKernel } from "../compiler.ts";
 import { SimError } from "../backends/sim/mod.ts";
 import { checkRun, runGemm, type RunReport } from "../harness/run_gemm.ts";
 import { Cuda, cudaAvailable, CudaError, CudaUnavailableError } from "../backends/cuda/driver.ts";
 import {
+  compiledKernels,
   hazardLines,
   JSON_OPTION,
   kernelOption,
@@ -28,11 +29,10 @@ import { prepare, type Prepared } from "./launch.ts";
 import {
   type CliIO,
   type Command,
-  commandHelp,
+  command,
   HELP_OPTION,
   oneOf,
   type OptionValues,
-  parseOptions,
   UsageError,
 } from "./options.ts";
 
@@ -261,25 +261,14 @@ function runAll(
   return ok;
 }
 
-function run(args: readonly string[], io: CliIO): number {
-  const { values, positionals } = parseOptions(args, OPTIONS);
-  if (values.help) {
-    io.out(commandHelp(RUN));
-    return 0;
-  }
+function run(values: Values, positionals: string[], io: CliIO): number {
   const prepared = prepare("run", positionals, values, io);
   const { file, text, sizes } = prepared;
-  const r = prepared.result;
   const counts = launchCounts(values);
-  if (!r.ok) {
-    io.err(formatDiagnostics(r.diagnostics, text));
-    return 1;
-  }
-  if (r.kernels.length === 0) {
-    throw new UsageError(`No kernel named "${values.kernel}" in "${file}"`);
-  }
+  const kernels = compiledKernels(prepared.result, file, text, values.kernel, io);
+  if (kernels === null) return 1;
   // Sizes and alignments of every kernel first: nothing touches the driver before.
-  for (const ck of r.kernels) {
+  for (const ck of kernels) {
     try {
       checkRun(ck, sizes);
     } catch (e) {
@@ -291,7 +280,7 @@ function run(args: readonly string[], io: CliIO): number {
   let ok = true;
   const reports: unknown[] = [];
   try {
-    ok = runAll(prepared, r.kernels, values, counts, cuda, reports, io);
+    ok = runAll(prepared, kernels, values, counts, cuda, reports, io);
   } finally {
     try {
       cuda.close();
@@ -305,7 +294,7 @@ function run(args: readonly string[], io: CliIO): number {
 }
 
 /** The `run` command. */
-export const RUN: Command = {
+export const RUN: Command = command({
   name: "run",
   args: "FILE",
   summary: "Run the compiled PTX on the GPU (CUDA driver), check and time it",
@@ -328,4 +317,4 @@ sustained state.
 driver, or errors in the input; 2 bad usage (sizes that break an alignment included).
 `,
   run,
-};
+});

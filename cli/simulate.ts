@@ -6,10 +6,10 @@
  * @module
  */
 
-import { formatDiagnostics } from "../compiler.ts";
 import { simulateGemm, type SimulateReport } from "../harness/simulate_gemm.ts";
 import { SimError } from "../backends/sim/mod.ts";
 import {
+  compiledKernels,
   hazardLines,
   JSON_OPTION,
   kernelOption,
@@ -26,9 +26,9 @@ import { prepare } from "./launch.ts";
 import {
   type CliIO,
   type Command,
-  commandHelp,
+  command,
   HELP_OPTION,
-  parseOptions,
+  type OptionValues,
   UsageError,
 } from "./options.ts";
 
@@ -115,28 +115,13 @@ function reportLines(name: string, rep: SimulateReport): string[] {
   return lines;
 }
 
-function run(args: readonly string[], io: CliIO): number {
-  const { values, positionals } = parseOptions(args, OPTIONS);
-  if (values.help) {
-    io.out(commandHelp(SIMULATE));
-    return 0;
-  }
-  const { file, text, sizes, seed, scalars, result: r } = prepare(
-    "simulate",
-    positionals,
-    values,
-    io,
-  );
-  if (!r.ok) {
-    io.err(formatDiagnostics(r.diagnostics, text));
-    return 1;
-  }
-  if (r.kernels.length === 0) {
-    throw new UsageError(`No kernel named "${values.kernel}" in "${file}"`);
-  }
+function run(values: OptionValues<typeof OPTIONS>, positionals: string[], io: CliIO): number {
+  const { file, text, sizes, seed, scalars, result } = prepare("simulate", positionals, values, io);
+  const kernels = compiledKernels(result, file, text, values.kernel, io);
+  if (kernels === null) return 1;
   let ok = true;
   const reports: unknown[] = [];
-  for (const ck of r.kernels) {
+  for (const ck of kernels) {
     let rep: SimulateReport;
     try {
       rep = simulateGemm(ck, sizes, { seed, scalars, hazards: !values["no-hazards"] });
@@ -160,7 +145,7 @@ function run(args: readonly string[], io: CliIO): number {
 }
 
 /** The `simulate` command. */
-export const SIMULATE: Command = {
+export const SIMULATE: Command = command({
   name: "simulate",
   args: "FILE",
   summary: "Run the compiled kernel IR on the CPU and check it",
@@ -174,4 +159,4 @@ and statistics.
   options: OPTIONS,
   notes: "Exit codes: 0 agreement and no hazard, 1 mismatch, hazard or errors in the input.\n",
   run,
-};
+});

@@ -31,12 +31,17 @@ function ident(node: ohm.Node): Ident {
   return { text: node.sourceString, span: span(node) };
 }
 
+/** The ASTs of an iteration's children (`Kernel*`; a list's `asIteration()`), in order. */
+function asts<T>(iter: ohm.Node): T[] {
+  return iter.children.map((c) => c["ast"]() as T);
+}
+
 const semantics = gemmGrammar.createSemantics();
 semantics.addOperation<unknown>("ast", {
   Program(kernels, _end) {
     return {
       kind: "program",
-      kernels: kernels.children.map((k) => k["ast"]()),
+      kernels: asts(kernels),
       span: span(this),
     } satisfies ProgramAst;
   },
@@ -44,7 +49,7 @@ semantics.addOperation<unknown>("ast", {
     return {
       kind: "kernel",
       name: ident(name),
-      items: items.children.map((i) => i["ast"]()),
+      items: asts(items),
       span: span(this),
     } satisfies KernelAst;
   },
@@ -56,7 +61,7 @@ semantics.addOperation<unknown>("ast", {
       name: ident(name),
       dtype: dtype.sourceString as Dtype,
       dtypeSpan: span(dtype),
-      dims: dims.asIteration().children.map((d) => d["ast"]()),
+      dims: asts(dims.asIteration()),
       layout: l === undefined ? null : { value: l.sourceString as "row" | "col", span: span(l) },
       align: a === undefined ? null : a["ast"](),
       span: span(this),
@@ -136,14 +141,14 @@ semantics.addOperation<unknown>("ast", {
     return {
       kind: "call",
       callee: ident(callee),
-      args: args.asIteration().children.map((a) => a["ast"]()),
+      args: asts(args.asIteration()),
       span: span(this),
     } satisfies ExprAst;
   },
   Schedule(_kw, _lb, lines, _rb) {
     return {
       kind: "schedule",
-      lines: lines.children.map((l) => l["ast"]()),
+      lines: asts(lines),
       span: span(this),
     } satisfies ItemAst;
   },

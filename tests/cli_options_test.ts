@@ -1,13 +1,16 @@
 /**
  * The CLI's option tables (cli/options.ts): each command's help and its
- * parser come from the same rows, in process.
+ * parser come from the same rows, in process; and the helpers the commands
+ * share (cli/common.ts).
  *
  * @module
  */
 
 import assert from "node:assert/strict";
 import { COMMANDS, mainHelp } from "../cli/main.ts";
-import { commandHelp, optionsHelp, parseConfig, parseOptions } from "../cli/options.ts";
+import { commandHelp, optionsHelp, parseConfig, parseOptions, UsageError } from "../cli/options.ts";
+import { compiledKernels, compileOptions } from "../cli/common.ts";
+import { compile } from "../compiler.ts";
 import { TARGET_NAMES } from "../ir/target.ts";
 
 Deno.test("cli options: every row of a command's table is in its help and its parser", () => {
@@ -68,4 +71,75 @@ Deno.test("cli options: help text columns, continuation lines and defaults", () 
     const help = commandHelp(c);
     for (const t of TARGET_NAMES) assert.ok(help.includes(t), `${c.name} ${t}`);
   }
+});
+
+Deno.test("cli options: command() answers --help from the table before the command runs", async () => {
+  for (const c of COMMANDS) {
+    const out: string[] = [];
+    const io = {
+      out: (s: string) => out.push(s),
+      err: (s: string) => out.push(`err: ${s}`),
+      readFile: (): string => {
+        throw new Error(`${c.name} read a file for --help`);
+      },
+      writeFile: () => {},
+    };
+    // No file and no --size: the command itself would fail; --help does not reach it.
+    assert.equal(await c.run(["--help"], io), 0, c.name);
+    assert.deepEqual(out, [commandHelp(c)], c.name);
+    // The table still parses first: an unknown option is an error even with --help.
+    await assert.rejects(
+      async () => await c.run(["--help", "--no-such-option"], io),
+      (e: unknown) => e instanceof TypeError && "code" in e,
+    );
+  }
+});
+
+Deno.test("cli options: compileOptions passes only the choices given", () => {
+  const none = compileOptions("k.gemm", {
+    target: undefined,
+    kernel: undefined,
+    sizeHints: undefined,
+    sms: undefined,
+  });
+  assert.deepEqual(none, { file: "k.gemm" });
+  const all = compileOptions("k.gemm", {
+    target: TARGET_NAMES[0]!,
+    kernel: "k",
+    sizeHints: { M: 64 },
+    sms: 132,
+  });
+  assert.deepEqual(all, {
+    file: "k.gemm",
+    target: TARGET_NAMES[0],
+    kernel: "k",
+    sizeHints: { M: 64 },
+    sms: 132,
+  });
+});
+
+Deno.test("cli options: compiledKernels prints diagnostics, and no kernel is a usage error", () => {
+  const err: string[] = [];
+  const io = {
+    out: () => {},
+    err: (s: string) => err.push(s),
+    readFile: () => "",
+    writeFile: () => {},
+  };
+  const bad = "kernel k {\n  D: f32[M, N]\n  D[m, n] = X[m, n]\n}\n";
+  assert.equal(
+    compiledKernels(compile(bad, { file: "b.gemm" }), "b.gemm", bad, undefined, io),
+    null,
+  );
+  assert.equal(err.length, 1);
+  assert.match(err[0]!, /^b\.gemm:3:\d+: error\[E0101\]/);
+  const good = "kernel k { A: f16[M, K]\n B: f16[K, N] col\n D: f32[M, N]\n" +
+    " D[m, n] = A[m, k] * B[k, n] }";
+  const picked = compile(good, { file: "g.gemm", kernel: "nope" });
+  assert.throws(
+    () => compiledKernels(picked, "g.gemm", good, "nope", io),
+    (e: unknown) => e instanceof UsageError && e.message === 'No kernel named "nope" in "g.gemm"',
+  );
+  const all = compile(good, { file: "g.gemm" });
+  assert.equal(compiledKernels(all, "g.gemm", good, undefined, io)?.length, 1);
 });

@@ -1,0 +1,137 @@
+/**
+ * Checks one kernel: its declarations, its one statement (the output, the
+ * contraction and the roles, the math, the epilogue) and its schedule block,
+ * into a {@link GemmKernel}. The phases share one {@link Scope}, passed along.
+ *
+ * @module
+ */
+
+import type { KernelAst, ScheduleLineAst, StatementAst } from "../ast.ts";
+import type { DimRef, GemmKernel, MatrixView, Problem, Role, Target } from "../../ir/gemm.ts";
+import { DEFAULT_TARGET } from "../../ir/target.ts";
+import { fail, lineOf, newScope, type Scope, type Src } from "./scope.ts";
+import { declareScalar, declareTensor, kernelParams } from "./declarations.ts";
+import { readSchedule, type ScheduleInfo } from "./schedule.ts";
+import { resolveExpr } from "./walk.ts";
+import { checkOutput, findContraction, matrixView, operandRoles } from "./contraction.ts";
+import { checkMath } from "./math.ts";
+import { checkEpilogue } from "./epilogue.ts";
+
+/**
+ * Checks one kernel.
+ *
+ * @param k The kernel's AST.
+ * @param src The source the spans point into.
+ * @param target The target that overrides the schedule's `target` line, if any.
+ * @returns The checked kernel.
+ * @throws {DiagnosticError} The kernel's first error.
+ */
+export function checkKernel(k: KernelAst, src: Src, target: Target | undefined): GemmKernel {
+  const s = newScope(src);
+  const statements: StatementAst[] = [];
+  const scheduleLines: ScheduleLineAst[] = [];
+  for (const item of k.items) {
+    switch (item.kind) {
+      case "tensorDecl":
+        declareTensor(s, item);
+        break;
+      case "scalarDecl":
+        declareScalar(s, item);
+        break;
+      case "statement":
+        statements.push(item);
+        break;
+      case "schedule":
+        scheduleLines.push(...item.lines);
+        break;
+    }
+  }
+  const [stmt, extra] = statements;
+  if (stmt === undefined) {
+    fail(
+      src,
+      "E0114",
+      `Kernel "${k.name.text}" has no statement: write one assignment such as ` +
+        `"D[m, n] = A[m, k] * B[k, n]"`,
+      k.name.span,
+    );
+  }
+  if (extra !== undefined) {
+    fail(
+      src,
+      "E0114",
+      `A kernel holds exactly one statement: this is a second one (the first is at line ${
+        lineOf(src, stmt.span)
+      })`,
+      extra.span,
+    );
+  }
+  const sched = readSchedule(src, scheduleLines);
+  return checkStatement(s, k, stmt, sched, target ?? sched.target ?? DEFAULT_TARGET);
+}
+
+function checkStatement(
+  s: Scope,
+  k: KernelAst,
+  stmt: StatementAst,
+  sched: ScheduleInfo,
+  target: Target,
+): GemmKernel {
+  const out = checkOutput(s, stmt);
+  const { rowIx, colIx, batchIx } = out.ix;
+  const outName = stmt.target.tensor.text;
+  resolveExpr(s, stmt.expr, outName);
+  const lhs = stmt.target.indices.map((i) => i.text);
+  const contraction = findContraction(s, stmt.expr, lhs);
+  const { kIx, main } = contraction;
+  const { aAcc, bAcc, aDecl, bDecl } = operandRoles(s, contraction.operands, out.ix);
+
+  const aView = matrixView(s, aAcc, aDecl, batchIx, rowIx, kIx);
+  const bView = matrixView(s, bAcc, bDecl, batchIx, kIx, colIx);
+  const dView = matrixView(s, stmt.target, out.decl, batchIx, rowIx, colIx);
+  const dimOf = (i: string): DimRef => s.binding.get(i)!.dim;
+  const problem: Problem = {
+    m: dimOf(rowIx),
+    n: dimOf(colIx),
+    k: dimOf(kIx),
+    batch: batchIx === null ? null : dimOf(batchIx),
+    indices: { m: rowIx, n: colIx, k: kIx, batch: batchIx },
+    a: aView,
+    b: bView,
+    d: dView,
+  };
+
+  const math = checkMath(s.src, aDecl, bDecl, main, sched);
+  const roles = new Map<string, Role>([
+    [aDecl.name.text, "A"],
+    [bDecl.name.text, "B"],
+    [outName, "D"],
+  ]);
+  const views: MatrixView[] = [];
+  const epi = checkEpilogue(s, stmt.expr, {
+    main,
+    sumFactors: contraction.operands,
+    ix: out.ix,
+    math,
+    out: out.decl,
+    roles,
+    views,
+  });
+  const { params, dims } = kernelParams(s, k, roles);
+
+  return {
+    kind: "gemm",
+    name: k.name.text,
+    target,
+    params,
+    dims,
+    problem,
+    math,
+    epilogue: { ...epi, views },
+    schedule: sched.schedule,
+    plan: {},
+    scheduleSpans: sched.spans,
+    span: k.span,
+    source: s.src,
+  };
+}

@@ -1,0 +1,168 @@
+/**
+ * The schedule block: one setting a line, each key once, each value parsed
+ * (shapes `MxNxK`, positive integers, the swizzle's powers of two, the math
+ * mode, the accumulator dtype, the target).
+ *
+ * @module
+ */
+
+import type { ScheduleLineAst } from "../ast.ts";
+import type { Schedule, ScheduleKey, Shape3, Span, Target } from "../../ir/gemm.ts";
+import { type Dtype, isDtype } from "../../ir/dtype.ts";
+import { isTargetName, targetList } from "../../ir/target.ts";
+import { fail, lineOf, type Src } from "./scope.ts";
+
+/** The schedule keys of DESIGN.md §2, in the order the docs list them. */
+export const SCHEDULE_KEYS: readonly ScheduleKey[] = Object.freeze(
+  [
+    "threadblock",
+    "warp",
+    "mma",
+    "stages",
+    "swizzle",
+    "split_k",
+    "math",
+    "accumulate",
+    "target",
+  ] as const,
+);
+
+/** A `math` line's value. */
+export type MathLine = "tf32" | "3xtf32" | "f32";
+
+/** What the schedule block says, before it is split between the math and the schedule. */
+export interface ScheduleInfo {
+  readonly schedule: Schedule;
+  readonly spans: Partial<Record<ScheduleKey, Span>>;
+  readonly math?: { value: MathLine; span: Span };
+  readonly accumulate?: { value: Dtype; span: Span };
+  readonly target?: Target;
+}
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
+/** A {@link ScheduleInfo} being filled, line by line. */
+type Draft = Omit<Mutable<ScheduleInfo>, "schedule"> & { schedule: Mutable<Schedule> };
+
+/**
+ * Reads a kernel's schedule lines.
+ *
+ * @param src The source the spans point into.
+ * @param lines The schedule lines of the kernel, in source order.
+ * @returns The schedule, the span of every key given, and the math, accumulator and target lines.
+ * @throws {DiagnosticError} E0122 for two settings on one line, E0110 for an
+ *   unknown key, E0111 for a repeated key, E0112 for a malformed value.
+ */
+export function readSchedule(src: Src, lines: readonly ScheduleLineAst[]): ScheduleInfo {
+  const spans: Partial<Record<ScheduleKey, Span>> = {};
+  const info: Draft = { schedule: {}, spans };
+  let prevLine = -1;
+  for (const l of lines) {
+    const key = l.key.text;
+    const line = lineOf(src, l.span);
+    if (line === prevLine) {
+      fail(
+        src,
+        "E0122",
+        `One schedule setting a line: "${key}" shares line ${line} with another setting`,
+        l.key.span,
+      );
+    }
+    prevLine = line;
+    if (!(SCHEDULE_KEYS as readonly string[]).includes(key)) {
+      fail(
+        src,
+        "E0110",
+        `Unknown schedule key "${key}": expected one of ${SCHEDULE_KEYS.join(", ")}`,
+        l.key.span,
+      );
+    }
+    const k = key as ScheduleKey;
+    const prev = spans[k];
+    if (prev !== undefined) {
+      fail(
+        src,
+        "E0111",
+        `Repeated schedule key "${key}": first given at line ${lineOf(src, prev)}`,
+        l.key.span,
+      );
+    }
+    spans[k] = l.span;
+    readValue(src, k, l.value.text, l.value.span, info);
+  }
+  return info;
+}
+
+/** Parses one value into `info` (the switch over the keys). */
+function readValue(
+  src: Src,
+  k: ScheduleKey,
+  v: string,
+  vs: Span,
+  info: Draft,
+): void {
+  const s = info.schedule;
+  switch (k) {
+    case "threadblock":
+    case "warp":
+    case "mma":
+      s[k] = shape(src, k, v, vs);
+      break;
+    case "stages":
+      s.stages = positiveInt(src, k, v, vs);
+      break;
+    case "swizzle": {
+      const n = positiveInt(src, k, v, vs);
+      if ((n & (n - 1)) !== 0 || n > 16) {
+        fail(src, "E0112", `Malformed value "${v}" for "swizzle": expected 1, 2, 4, 8 or 16`, vs);
+      }
+      s.swizzle = n;
+      break;
+    }
+    case "split_k":
+      s.splitK = positiveInt(src, k, v, vs);
+      break;
+    case "math":
+      if (v !== "tf32" && v !== "3xtf32" && v !== "f32") {
+        fail(src, "E0112", `Malformed value "${v}" for "math": expected tf32, 3xtf32 or f32`, vs);
+      }
+      info.math = { value: v, span: vs };
+      break;
+    case "accumulate":
+      if (!isDtype(v)) {
+        fail(src, "E0112", `Malformed value "${v}" for "accumulate": expected a dtype`, vs);
+      }
+      info.accumulate = { value: v, span: vs };
+      break;
+    case "target":
+      if (!isTargetName(v)) {
+        fail(src, "E0112", `Malformed value "${v}" for "target": expected ${targetList()}`, vs);
+      }
+      info.target = v;
+      break;
+  }
+}
+
+function shape(src: Src, key: string, v: string, span: Span): Shape3 {
+  const m = /^([0-9]+)x([0-9]+)x([0-9]+)$/.exec(v);
+  if (m === null) {
+    fail(
+      src,
+      "E0112",
+      `Malformed shape "${v}" for "${key}": expected MxNxK, such as 128x128x32`,
+      span,
+    );
+  }
+  const [mm, nn, kk] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  if (mm <= 0 || nn <= 0 || kk <= 0) {
+    fail(src, "E0112", `Malformed shape "${v}" for "${key}": every extent must be positive`, span);
+  }
+  return { m: mm, n: nn, k: kk };
+}
+
+function positiveInt(src: Src, key: string, v: string, span: Span): number {
+  if (!/^[0-9]+$/.test(v) || Number(v) <= 0) {
+    fail(src, "E0112", `Malformed value "${v}" for "${key}": expected a positive integer`, span);
+  }
+  return Number(v);
+}
