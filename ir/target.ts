@@ -1,6 +1,6 @@
 /**
  * The compile targets: every fact about a GPU architecture that the compiler
- * uses, one row a target. The checker (dsl/check.ts: the `target` key, E0112),
+ * uses, one row a target. The checker (dsl/check/schedule.ts: the `target` key, E0112),
  * the passes (passes/tile.ts: the SM count and the minimum grid;
  * passes/warp.ts: threads per block; passes/pipeline.ts: shared memory;
  * passes/mma.ts: registers and the MMA shapes), the lowering (blocks per SM),
