@@ -7,18 +7,12 @@
 
 import { imm } from "../../ir/builder.ts";
 import type { GemmKernel } from "../../ir/gemm.ts";
-import {
-  type Kernel,
-  type KernelParam,
-  type Reg,
-  type RegType,
-  WORKSPACE_PARAM,
-} from "../../ir/kernel.ts";
-import { log2, LowerContext, minBlocksPerSm } from "./context.ts";
+import type { Kernel, KernelParam, Reg, RegType } from "../../ir/kernel.ts";
+import { log2, LowerContext } from "./context.ts";
 import { epilogue } from "./epilogue.ts";
 import { epiPrefetch } from "./epilogue_loads.ts";
 import { mainLoop } from "./main_loop.ts";
-import { splitKReduce, workspacePerTile } from "./split_k.ts";
+import { splitKReduce } from "./split_k.ts";
 import * as ir from "../../ir/builder.ts";
 
 /**
@@ -84,7 +78,6 @@ function buildKernel(cx: LowerContext): Kernel {
 function emitParams(cx: LowerContext): KernelParam[] {
   const k = cx.k;
   const b = cx.b;
-  const tile = k.plan.tile!;
   const kparams: KernelParam[] = [];
   for (const p of k.params) {
     if (p.kind === "tensor") {
@@ -98,9 +91,10 @@ function emitParams(cx: LowerContext): KernelParam[] {
       kparams.push({ name: p.name, kind: "scalar", ptx, dtype: p.dtype });
     }
   }
-  // split_k > 1: the workspace, last (see splitKReduce).
-  if (tile.splitK > 1) {
-    kparams.push({ name: WORKSPACE_PARAM, kind: "tensor", ptx: "u64", dtype: "u8" });
+  // split_k > 1: the workspace (gemm-workspace's parameter), last (see splitKReduce).
+  const workspace = k.plan.workspace ?? null;
+  if (workspace !== null) {
+    kparams.push({ name: workspace.param, kind: "tensor", ptx: "u64", dtype: "u8" });
   }
   for (const p of kparams) {
     const t: RegType = p.ptx === "u64" ? "u64" : p.ptx;
@@ -184,7 +178,9 @@ function kernelOf(cx: LowerContext, kparams: KernelParam[]): Kernel {
   const tile = k.plan.tile!;
   const tb = tile.threadblock;
   const pipe = k.plan.pipeline!;
-  const minBlocks = minBlocksPerSm(cx);
+  // The decisions of gemm-occupancy and gemm-workspace.
+  const minBlocks = k.plan.occupancy!.blocksPerSm;
+  const workspace = k.plan.workspace ?? null;
   return {
     kind: "kernel",
     name: k.name,
@@ -198,7 +194,7 @@ function kernelOf(cx: LowerContext, kparams: KernelParam[]): Kernel {
       tileN: tb.n,
       swizzle: tile.swizzle,
       splitK: tile.splitK,
-      ...(tile.splitK > 1 ? { workspacePerTile: workspacePerTile(cx) } : {}),
+      ...(workspace !== null ? { workspacePerTile: workspace.perTile } : {}),
       m: k.problem.m.kind === "sym" ? k.problem.m.name : k.problem.m.value,
       n: k.problem.n.kind === "sym" ? k.problem.n.name : k.problem.n.value,
       batch: k.problem.batch === null

@@ -45,7 +45,9 @@
  * The lowering is in phase modules that share one {@link LowerContext}:
  *
  * - `context.ts`: the context (the kernel, its MMA shape, the builder, the
- *   parameter and index registers), the small emitters, blocks per SM;
+ *   parameter and index registers), the small emitters (blocks per SM, the
+ *   split-K workspace and the epilogue staging are the plan's, decided by
+ *   passes/occupancy.ts, passes/workspace.ts and passes/epilogue_staging.ts);
  * - `affine.ts`: per-thread affine recipes and swizzled shared-memory offsets;
  * - `copies.ts`: the main loop's global -> shared copies;
  * - `fragments.ts`: fragment loads (ldmatrix, ld.shared);

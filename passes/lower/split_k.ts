@@ -1,37 +1,15 @@
 /**
- * Split-K in the kernel: the workspace record's layout (`accBytes`, `partialBytes`,
- * `workspacePerTile`) and the reduction by the block that arrives last.
+ * Split-K in the kernel: the reduction by the block that arrives last, in the
+ * workspace record that gemm-workspace laid out (`plan.workspace`, see
+ * passes/workspace.ts).
  *
  * @module
  */
 
 import { imm } from "../../ir/builder.ts";
-import { type Reg, WORKSPACE_PARAM } from "../../ir/kernel.ts";
+import type { Reg } from "../../ir/kernel.ts";
 import { b64, type LowerContext } from "./context.ts";
 import * as ir from "../../ir/builder.ts";
-
-/** Bytes per accumulator register (f64: 8, else 4: f32, s32, or f16x2). */
-function accBytes(cx: LowerContext): number {
-  return cx.shape.cType === "f64" ? 8 : 4;
-}
-
-/**
- * The workspace record of one output tile: a 128-byte header (the u32
- * arrival counter) and one partial accumulator tile per split, each thread's
- * registers in 16-byte chunks (8 for f16 accumulators) laid out chunk-major
- * (`(chunk * threads + tid) * bytes`), so that a warp's stores and loads are
- * contiguous.
- */
-export function workspacePerTile(cx: LowerContext): number {
-  return 128 + cx.k.plan.tile!.splitK * partialBytes(cx);
-}
-
-/** Bytes of one split's partial accumulator tile (every thread's registers). */
-function partialBytes(cx: LowerContext): number {
-  const wp = cx.k.plan.warp!;
-  const regs = (wp.warp.m / cx.shape.m) * (wp.warp.n / cx.shape.n) * cx.shape.c.regs;
-  return cx.threads * regs * accBytes(cx);
-}
 
 /**
  * Split-K, in the kernel (no second launch): every block stores its partial
@@ -57,27 +35,26 @@ export function splitKReduce(
   const S = cx.k.plan.tile!.splitK;
   const T = cx.threads;
   const flat = acc.flat(2);
-  const eb = accBytes(cx);
-  // 16-byte chunks (8 for f16 accumulators, whose MMA tile holds 8 bytes a thread).
-  const chunkBytes = Math.min(16, acc[0]![0]!.length * eb);
+  const ws = cx.k.plan.workspace!;
+  const eb = ws.accBytes;
+  const chunkBytes = ws.chunkBytes;
   const perChunk = chunkBytes / eb;
   const chunks = flat.length / perChunk;
   if (acc[0]![0]!.length % perChunk !== 0) {
     throw new Error("lower-kernel: an accumulator tile is not whole 16-byte chunks");
   }
-  const partBytes = partialBytes(cx);
+  const partBytes = ws.partialBytes;
   const width = eb === 8 ? "b64" : "b32";
   b.emit(ir.comment(`split-K: partial to the workspace, the last of ${S} splits reduces`));
-  const ws = cx.params.get(WORKSPACE_PARAM)!;
   const rec = cx.bin(
     "add",
     "u64",
-    ws,
-    cx.bin("mul", "u64", b64(cx, tileLin), imm(workspacePerTile(cx))),
+    cx.params.get(ws.param)!,
+    cx.bin("mul", "u64", b64(cx, tileLin), imm(ws.perTile)),
   );
   const tid = cx.features.get("tid")!;
   const mine = cx.bin("add", "u64", rec, b64(cx, cx.mulImm(tid, chunkBytes)));
-  const part0 = cx.bin("add", "u64", mine, imm(128));
+  const part0 = cx.bin("add", "u64", mine, imm(ws.headerBytes));
   const own = cx.bin(
     "add",
     "u64",
