@@ -14,10 +14,11 @@ import { alongRow, globalAddr, loadAhead, store } from "./epilogue_loads.ts";
 import type { ElemGroup, EpilogueSetup } from "./epilogue_setup.ts";
 
 /** Registers an epilogue's loads issued ahead of a batch of direct stores may
- * hold where the accumulators take at most 128 (a 64x64 f32 warp tile); half
- * as many above. More spilled kernels near the 255-register limit
- * (tests/ptxas_sweep.ts: 16 and 32 did, and so did a budget growing as the
- * rows of accumulators retire). */
+ * hold where the accumulators leave room (`roomy`: at most half a thread's
+ * registers, a 64x64 f32 warp tile); half as many above. A measured budget,
+ * not a target's figure: more spilled kernels near the limit of the target's
+ * `registersPerThread` (255; tests/ptxas_sweep.ts: 16 and 32 did, and so did
+ * a budget growing as the rows of accumulators retire). */
 const AHEAD_REGS = 8;
 
 /**

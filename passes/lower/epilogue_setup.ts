@@ -10,6 +10,7 @@ import { imm } from "../../ir/builder.ts";
 import { DTYPE_INFO } from "../../ir/dtype.ts";
 import { type ComputeType, type TensorParam, tensorParam } from "../../ir/gemm.ts";
 import { visitEpilogue } from "../../ir/epilogue_expr.ts";
+import { targetInfo } from "../../ir/target.ts";
 import {
   type ElemGroup,
   type FragElem,
@@ -62,7 +63,8 @@ export interface EpilogueSetup {
   /** The tensors the expression loads, by name, and one load of each. */
   readonly loads: ReadonlyMap<string, EpiTensor>;
   readonly nodes: ReadonlyMap<string, LoadExpr>;
-  /** Whether the accumulators (at most 128 registers) leave room for loads issued ahead. */
+  /** Whether the accumulators (at most half the registers a thread may have: 128 of
+   * 255) leave room for loads issued ahead. */
   readonly roomy: boolean;
   /** The epilogue of one accumulator value as D's type. */
   readonly output: (accV: Reg, load: (x: LoadExpr) => Reg) => Reg;
@@ -136,9 +138,11 @@ export function setupEpilogue(
   /** The epilogue of one accumulator value as D's type. */
   const output = (accV: Reg, load: (x: LoadExpr) => Reg) =>
     convertOut(cx, evalEpilogue(cx, k.epilogue.expr, accV, cType, load), cType, d.dtype);
-  // Accumulators of at most 128 registers (a 64x64 f32 warp tile) leave
-  // room for loads issued ahead; more, for fewer (ptxas spilled).
-  const roomy = acc.length * acc[0]!.length * s.c.regs <= 128;
+  // Accumulators of at most half the registers a thread may have (the
+  // target's 255: 128, a 64x64 f32 warp tile) leave room for loads issued
+  // ahead; more, for fewer (ptxas spilled).
+  const roomy = acc.length * acc[0]!.length * s.c.regs <=
+    Math.ceil(targetInfo(k.target).registersPerThread / 2);
   return {
     acc,
     M,

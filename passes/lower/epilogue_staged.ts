@@ -135,7 +135,8 @@ export function stagedEpilogue(cx: LowerContext, st: EpilogueSetup, stage: Stagi
   };
   const loadsC = raw && matrices.length > 0;
   // A chunk ahead only where the accumulators leave room for a second
-  // chunk's loads (at most 128 registers: a 64x64 f32 warp tile) and no
+  // chunk's loads (`roomy`: at most half a thread's registers, 128 of the
+  // target's 255, a 64x64 f32 warp tile) and no
   // split-K sums are added; else each chunk's loads right after its
   // barrier (ptxas spilled 80x64 warp tiles and split-K kernels).
   const aheadOk = roomy && before === undefined;
