@@ -56,11 +56,6 @@ export class LowerContext {
   /** The register of each index feature: `buildKernel` writes the lane and warp
    * features, `copySetup` (copies.ts) `tidHi` and `tidLo` for the operand it sets up. */
   readonly features = new Map<Feature, Reg>();
-  /** `tidHi = tid >> tidHiShift` and `tidLo = tid & tidLoMask` of the copies last set up:
-   * written by `copySetup` with those features, read by `featureValue` (affine.ts). */
-  tidHiShift = 0;
-  /** See {@link LowerContext.tidHiShift}. */
-  tidLoMask = 0;
   /** 3xtf32: an accumulator tile of zeros, the C of each k-tile's first MMA: written by
    * `buildKernel`, read by `mmas` (mma.ts). */
   zeroAcc: Reg[] = [];
