@@ -50,18 +50,18 @@ export class LowerContext {
   readonly threads: number;
   /** Each kernel parameter's register, by name: written by `buildKernel` (kernel.ts), first. */
   readonly params = new Map<string, Reg>();
-  /** f32 registers that hold `cvt.f32(h)` of a 16-bit float h: written and read by
-   * `convertOut` (epilogue_expr.ts), which then rounds h itself, not its widening. */
+  /** f32 registers that hold `cvt.f32(h)` of a 16-bit float h: written by `castTo`
+   * and read by `convertOut` (epilogue_expr.ts), which then rounds h itself, not its
+   * widening. It stays a side table keyed by register (not a returned value): the
+   * expression's value reaches `convertOut` as a bare register through the epilogue
+   * function table's builders and the direct and staged paths, which would all have
+   * to carry it. */
   readonly narrowed = new Map<Reg, { readonly to: Dtype; readonly h: Reg; readonly widen: Op }>();
   /** The register of each index feature: `buildKernel` writes the lane and warp
-   * features, `copySetup` (copies.ts) `tidHi` and `tidLo` for the operand it sets up. */
+   * features, `copySetup` (copies.ts) `tidHi` and `tidLo` for the operand it sets up
+   * (read by `emitAffine` (affine.ts) for that operand's recipes, so they stay here:
+   * every recipe's features are looked up by name). */
   readonly features = new Map<Feature, Reg>();
-  /** 3xtf32: an accumulator tile of zeros, the C of each k-tile's first MMA: written by
-   * `buildKernel`, read by `mmas` (mma.ts). */
-  zeroAcc: Reg[] = [];
-  /** 3xtf32: per accumulator tile, the running sum of the current k-tile's products:
-   * written and read by `mmas` (mma.ts) across the k-steps of a k-tile. */
-  kTileSum: Reg[][][] = [];
 
   constructor(k: GemmKernel) {
     this.k = k;
