@@ -55,13 +55,18 @@ interface StridedCopies {
 /** An operand's copies of one k-tile, as {@link copySetup} plans them. */
 export type CopyPlan = EachCopies | StridedCopies;
 
-/** What {@link copySetup}'s steps share: the operand's copy geometry and registers. */
-interface CopyLayout {
+/** The operand whose copies {@link copySetup} sets up. */
+export interface CopyOperand {
+  /** The operand's matrix view and shared-memory tile. */
   readonly view: MatrixView;
   readonly p: OperandSmem;
   /** The threadblock tile's first row (A) or column (B), and M (A) or N (B). */
   readonly x0: Reg;
   readonly outerSize: Operand;
+}
+
+/** What {@link copySetup}'s steps share: the operand's copy geometry and registers. */
+interface CopyLayout extends CopyOperand {
   /** Bits of an element. */
   readonly bits: number;
   /** Copies per line (a row of the tile, or a transposed tile's column). */
@@ -88,10 +93,7 @@ interface CopyLayout {
  *
  * @param cx The lowering's context (writes its `tidHi`/`tidLo` features).
  * @param _role Which operand.
- * @param view The operand's matrix view.
- * @param p The operand's shared-memory tile.
- * @param x0 The threadblock tile's first row (A) or column (B).
- * @param outerSize M (A) or N (B).
+ * @param op The operand.
  * @param K The problem's K.
  * @param bz The batch index.
  * @param smem The shared memory's base.
@@ -100,15 +102,12 @@ interface CopyLayout {
 export function copySetup(
   cx: LowerContext,
   _role: "A" | "B",
-  view: MatrixView,
-  p: OperandSmem,
-  x0: Reg,
-  outerSize: Operand,
+  op: CopyOperand,
   K: Operand,
   bz: Reg,
   smem: Reg,
 ): CopyPlan {
-  const lay = copyLayout(cx, view, p, x0, outerSize, K, bz);
+  const lay = copyLayout(cx, op, K, bz);
   const { dst, valid } = copyDestinations(cx, lay, smem);
   // Bytes to advance per k-tile.
   const tileK = cx.k.plan.tile!.threadblock.k;
@@ -119,7 +118,7 @@ export function copySetup(
     ? imm(ldBytes.value * tileK)
     : cx.bin("mul", "u64", ldBytes, imm(tileK));
   if (cx.threads % lay.cpr === 0) return stridedCopies(cx, lay, dst, valid, step);
-  if (p.viaRegisters === true) {
+  if (op.p.viaRegisters === true) {
     throw new Error("lower-kernel: register copies need whole lines a round");
   }
   return eachCopies(cx, lay, dst, valid, step);
@@ -129,15 +128,8 @@ export function copySetup(
  * The operand's copy geometry; emits `tidHi`/`tidLo` (into the context's
  * features), the base pointer and the leading dimension.
  */
-function copyLayout(
-  cx: LowerContext,
-  view: MatrixView,
-  p: OperandSmem,
-  x0: Reg,
-  outerSize: Operand,
-  K: Operand,
-  bz: Reg,
-): CopyLayout {
+function copyLayout(cx: LowerContext, op: CopyOperand, K: Operand, bz: Reg): CopyLayout {
+  const { view, p, outerSize } = op;
   const t = tensorParam(cx.k, view.tensor);
   const bits = DTYPE_INFO[t.dtype].bits;
   // The copies go along the operand's lines in global memory: the tile's
@@ -167,10 +159,7 @@ function copyLayout(
   const ldElems = kContig ? K : outerSize;
   const ldBytes = bytesOfElems(cx, ldElems.kind === "imm" ? ldElems : b64(cx, ldElems), bits);
   return {
-    view,
-    p,
-    x0,
-    outerSize,
+    ...op,
     bits,
     cpr,
     epc,

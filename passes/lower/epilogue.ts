@@ -7,10 +7,9 @@
  * @module
  */
 
-import type { Operand, Reg } from "../../ir/kernel.ts";
 import type { LowerContext } from "./context.ts";
 import { directEpilogue } from "./epilogue_direct.ts";
-import { setupEpilogue } from "./epilogue_setup.ts";
+import { type EpilogueInputs, setupEpilogue } from "./epilogue_setup.ts";
 import { stagedEpilogue } from "./epilogue_staged.ts";
 
 /**
@@ -18,27 +17,10 @@ import { stagedEpilogue } from "./epilogue_staged.ts";
  * the stores of D.
  *
  * @param cx The lowering's context.
- * @param acc The accumulator registers, by tile row, tile column and register.
- * @param m0 The threadblock tile's first row.
- * @param n0 The threadblock tile's first column.
- * @param M The problem's M.
- * @param N The problem's N.
- * @param bz The batch index.
- * @param smem The shared memory's base.
- * @param before Split-K: loads tile (i, j)'s sums before its epilogue.
+ * @param at Where the epilogue runs: the accumulators, the tile, the sizes.
  */
-export function epilogue(
-  cx: LowerContext,
-  acc: Reg[][][],
-  m0: Reg,
-  n0: Reg,
-  M: Operand,
-  N: Operand,
-  bz: Reg,
-  smem: Reg,
-  before?: (i: number, j: number) => void,
-): void {
-  const st = setupEpilogue(cx, acc, m0, n0, M, N, bz, smem, before);
+export function epilogue(cx: LowerContext, at: EpilogueInputs): void {
+  const st = setupEpilogue(cx, at);
   // gemm-epilogue-staging's decision (passes/epilogue_staging.ts).
   const stage = cx.k.plan.staging ?? null;
   if (stage === null) directEpilogue(cx, st);

@@ -27,6 +27,24 @@ import * as ir from "../../ir/builder.ts";
 
 export type { ElemGroup, FragElem, LoadExpr };
 
+/** Where the epilogue runs: what the kernel's skeleton (kernel.ts) hands it. */
+export interface EpilogueInputs {
+  /** The accumulator registers, by tile row, tile column and register. */
+  readonly acc: Reg[][][];
+  /** The threadblock tile's first row and column. */
+  readonly m0: Reg;
+  readonly n0: Reg;
+  /** The problem's M and N. */
+  readonly M: Operand;
+  readonly N: Operand;
+  /** The batch index. */
+  readonly bz: Reg;
+  /** The shared memory's base. */
+  readonly smem: Reg;
+  /** Split-K: loads tile (i, j)'s sums before its epilogue. */
+  readonly before?: (i: number, j: number) => void;
+}
+
 /** What the direct and the staged epilogue share (see {@link setupEpilogue}). */
 export interface EpilogueSetup {
   /** The accumulator registers, by tile row, tile column and register. */
@@ -76,27 +94,11 @@ export interface EpilogueSetup {
  * and groups each accumulator tile's elements.
  *
  * @param cx The lowering's context.
- * @param acc The accumulator registers, by tile row, tile column and register.
- * @param m0 The threadblock tile's first row.
- * @param n0 The threadblock tile's first column.
- * @param M The problem's M.
- * @param N The problem's N.
- * @param bz The batch index.
- * @param smem The shared memory's base.
- * @param before Split-K: loads tile (i, j)'s sums before its epilogue.
+ * @param at Where the epilogue runs: the accumulators, the tile, the sizes.
  * @returns What the direct and the staged path read.
  */
-export function setupEpilogue(
-  cx: LowerContext,
-  acc: Reg[][][],
-  m0: Reg,
-  n0: Reg,
-  M: Operand,
-  N: Operand,
-  bz: Reg,
-  smem: Reg,
-  before: ((i: number, j: number) => void) | undefined,
-): EpilogueSetup {
+export function setupEpilogue(cx: LowerContext, at: EpilogueInputs): EpilogueSetup {
+  const { acc, m0, n0, M, N, bz, smem, before } = at;
   const k = cx.k;
   const b = cx.b;
   const wp = k.plan.warp!;

@@ -39,7 +39,8 @@ function buildKernel(cx: LowerContext): Kernel {
     const smem = b.reg("u32", "smem");
     b.emit(ir.smemBase(smem));
     const acc = mainLoop(cx, { m0, n0, M, N, K, bz, split, smem });
-    if (split === null) epilogue(cx, acc, m0, n0, M, N, bz, smem);
+    const at = { acc, m0, n0, M, N, bz, smem };
+    if (split === null) epilogue(cx, at);
     else {
       const tilesM = cx.divRem("div", cx.bin("add", "u32", M, imm(tb.m - 1)), tb.m);
       const tileLin = cx.bin(
@@ -60,7 +61,7 @@ function buildKernel(cx: LowerContext): Kernel {
         split,
         tileLin,
         smem,
-        (sum) => epilogue(cx, acc, m0, n0, M, N, bz, smem, sum),
+        (sum) => epilogue(cx, { ...at, before: sum }),
         epiPrefetch(cx, m0, n0, M, N, bz),
       );
     }
@@ -125,11 +126,9 @@ interface BlockIndices {
  * @returns The block's indices.
  */
 function emitIndices(cx: LowerContext): BlockIndices {
-  const b = cx.b;
   const tile = cx.k.plan.tile!;
   const wp = cx.k.plan.warp!;
-  const tid = b.reg("u32", "tid");
-  b.emit(ir.sreg(tid, "tid.x"));
+  const tid = cx.sreg("tid.x", "tid");
   const lane = cx.bin("and", "u32", tid, imm(31), "lane");
   const warp = cx.bin("shr", "u32", tid, imm(5), "warp");
   cx.features.set("tid", tid);
@@ -144,12 +143,9 @@ function emitIndices(cx: LowerContext): BlockIndices {
   cx.features.set("wm", cx.divRem("rem", warp, wp.warpsM, "wm"));
   cx.features.set("wn", cx.divRem("div", warp, wp.warpsM, "wn"));
 
-  const bx = b.reg("u32", "bx");
-  b.emit(ir.sreg(bx, "ctaid.x"));
-  const by = b.reg("u32", "by");
-  b.emit(ir.sreg(by, "ctaid.y"));
-  const bzRaw = b.reg("u32", "bz");
-  b.emit(ir.sreg(bzRaw, "ctaid.z"));
+  const bx = cx.sreg("ctaid.x", "bx");
+  const by = cx.sreg("ctaid.y", "by");
+  const bzRaw = cx.sreg("ctaid.z", "bz");
   // grid z = batch * split_k: the batch index and this block's split of K.
   const splitK = tile.splitK;
   const split = splitK > 1 ? cx.divRem("rem", bzRaw, splitK, "split") : null;

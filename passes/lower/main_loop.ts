@@ -65,8 +65,22 @@ export function mainLoop(cx: LowerContext, o: TileOrigin): Reg[][][] {
   const mp = k.plan.mma!;
   const tb = k.plan.tile!.threadblock;
   const { m0, n0, M, N, K, bz, split, smem } = o;
-  const aCopy = copySetup(cx, "A", k.problem.a, pipe.a, m0, M, K, bz, smem);
-  const bCopy = copySetup(cx, "B", k.problem.b, pipe.b, n0, N, K, bz, smem);
+  const aCopy = copySetup(
+    cx,
+    "A",
+    { view: k.problem.a, p: pipe.a, x0: m0, outerSize: M },
+    K,
+    bz,
+    smem,
+  );
+  const bCopy = copySetup(
+    cx,
+    "B",
+    { view: k.problem.b, p: pipe.b, x0: n0, outerSize: N },
+    K,
+    bz,
+    smem,
+  );
 
   // Fragment address set-up.
   const aFrag = fragSetup(cx, "A", pipe.a, mp.aLoad, smem);
