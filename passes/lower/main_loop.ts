@@ -11,7 +11,14 @@ import { imm } from "../../ir/builder.ts";
 import type { Operand, Reg } from "../../ir/kernel.ts";
 import type { MmaShape } from "../../ir/mma_table.ts";
 import { log2, type LowerContext } from "./context.ts";
-import { advanceStage, type CopyPlan, copySetup, issueCopies, skipTiles } from "./copies.ts";
+import {
+  advanceStage,
+  type CopyOperand,
+  type CopyPlan,
+  copySetup,
+  issueCopies,
+  skipTiles,
+} from "./copies.ts";
 import { epiPrefetch, prefetchAhead } from "./epilogue_loads.ts";
 import { fragLoader, type FragPlan, fragSetup, loadFrags } from "./fragments.ts";
 import { type KTileSums, mmas } from "./mma.ts";
@@ -65,22 +72,9 @@ export function mainLoop(cx: LowerContext, o: TileOrigin): Reg[][][] {
   const mp = k.plan.mma!;
   const tb = k.plan.tile!.threadblock;
   const { m0, n0, M, N, K, bz, split, smem } = o;
-  const aCopy = copySetup(
-    cx,
-    "A",
-    { view: k.problem.a, p: pipe.a, x0: m0, outerSize: M },
-    K,
-    bz,
-    smem,
-  );
-  const bCopy = copySetup(
-    cx,
-    "B",
-    { view: k.problem.b, p: pipe.b, x0: n0, outerSize: N },
-    K,
-    bz,
-    smem,
-  );
+  const copies = (role: "A" | "B", op: CopyOperand) => copySetup(cx, role, op, K, bz, smem);
+  const aCopy = copies("A", { view: k.problem.a, p: pipe.a, x0: m0, outerSize: M });
+  const bCopy = copies("B", { view: k.problem.b, p: pipe.b, x0: n0, outerSize: N });
 
   // Fragment address set-up.
   const aFrag = fragSetup(cx, "A", pipe.a, mp.aLoad, smem);
