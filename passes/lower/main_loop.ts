@@ -20,7 +20,7 @@ import {
   skipTiles,
 } from "./copies.ts";
 import { epiPrefetch, prefetchAhead } from "./epilogue_loads.ts";
-import { fragLoader, type FragPlan, fragSetup, loadFrags } from "./fragments.ts";
+import { fragLoader, type FragPlan, fragSetup } from "./fragments.ts";
 import { type KTileSums, mmas } from "./mma.ts";
 import * as ir from "../../ir/builder.ts";
 
@@ -113,8 +113,8 @@ export function mainLoop(cx: LowerContext, o: TileOrigin): Reg[][][] {
   const aBuf = [fragRegs(cx.shape.a, mTiles), fragRegs(cx.shape.a, mTiles)];
   const bBuf = [fragRegs(cx.shape.b, nTiles), fragRegs(cx.shape.b, nTiles)];
   const loadBoth = (kk: number, buf: number) => {
-    loadFrags(cx, aFrag, aBuf[buf]!, kk, readOff, pipe.a);
-    loadFrags(cx, bFrag, bBuf[buf]!, kk, readOff, pipe.b);
+    fragLoader(cx, aFrag, aBuf[buf]!, kk, readOff, pipe.a)(() => true);
+    fragLoader(cx, bFrag, bBuf[buf]!, kk, readOff, pipe.b)(() => true);
   };
   loadBoth(0, 0);
 

@@ -24,7 +24,7 @@
  *    tile into L2 between them, `prefetchAhead` k-tiles before the end
  *    (`epiPrefetch`).
  * 5. Drain (`wait_group 0`), then the epilogue. 8- and 16-bit row-major D is
- *    staged through shared memory (`stagePlan`): the fused epilogue
+ *    staged through shared memory (`plan.staging`): the fused epilogue
  *    expression per element (or pair) in registers, its result staged and
  *    stored in vectors along D's rows; or, for an epilogue that reads a
  *    matrix (C), the raw accumulators staged and the epilogue evaluated along
