@@ -1,9 +1,9 @@
 /**
  * The shared-memory bank model: how many wavefronts a warp-wide access
  * takes. The simulator counts conflicts with it (backends/sim), and the
- * lowering picks the padding of the epilogue's staging layout with it
- * (passes/lower/epilogue_staged.ts `stagePlan`), so the layout is conflict-free by the very
- * counter the tests read.
+ * pass gemm-epilogue-staging picks the padding of the epilogue's staging
+ * layout with it (passes/epilogue_staging.ts `stagingPlan`), so the layout is
+ * conflict-free by the very counter the tests read.
  *
  * @module
  */

@@ -3,7 +3,8 @@
  * uses, one row a target. The checker (dsl/check/schedule.ts: the `target` key, E0112),
  * the passes (passes/tile.ts: the SM count and the minimum grid;
  * passes/warp.ts: threads per block; passes/pipeline.ts: shared memory;
- * passes/mma.ts: registers and the MMA shapes), the lowering (blocks per SM),
+ * passes/mma.ts: registers and the MMA shapes; passes/occupancy.ts: blocks
+ * per SM), the lowering (a thread's registers: the epilogue's loads ahead),
  * the PTX printer (`.version`, `.target`, the occupancy bounds), ptxas
  * (`-arch`), the manifest (its `target`), the CLI (`--target`, its help) and
  * the simulator (threads and shared memory a block may have) read this table.

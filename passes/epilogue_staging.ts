@@ -12,11 +12,12 @@
 import {
   type EpilogueExpr,
   type GemmKernel,
+  type MatrixView,
   type StagingPlan,
   type TensorParam,
   tensorParam,
-  unreachable,
 } from "../ir/gemm.ts";
+import { type EpilogueNode, visitEpilogue } from "../ir/epilogue_expr.ts";
 import { DTYPE_INFO } from "../ir/dtype.ts";
 import type { MmaShape } from "../ir/mma_table.ts";
 import { SIMT_PREFIX } from "../ir/simt.ts";
@@ -24,54 +25,56 @@ import { tallyWavefronts, type WavefrontTally } from "../ir/smem_banks.ts";
 import type { GemmPass } from "./pass.ts";
 import { plannedShape } from "./mma.ts";
 
-/** An accumulator element's position relative to its lane's first element. */
-interface Elem {
+/** One element of an accumulator tile's fragment: its register, its element
+ * in the register, and its row and column from the lane's first element. */
+export interface FragElem {
+  readonly reg: number;
+  readonly elem: number;
   readonly dr: number;
   readonly dc: number;
 }
 
-type Load = Extract<EpilogueExpr, { op: "load" }>;
+/** Elements stored together: one, or a pair of column neighbours. */
+export type ElemGroup = readonly FragElem[];
 
-/** The first load of each tensor the expression reads, in order of appearance. */
-function loadsOf(e: EpilogueExpr, into = new Map<string, Load>()): Map<string, Load> {
-  switch (e.op) {
-    case "load":
-      if (!into.has(e.tensor)) into.set(e.tensor, e);
-      return into;
-    case "unary":
-    case "cast":
-      return loadsOf(e.x, into);
-    case "binary":
-      loadsOf(e.a, into);
-      return loadsOf(e.b, into);
-    case "clamp":
-      loadsOf(e.x, into);
-      loadsOf(e.lo, into);
-      return loadsOf(e.hi, into);
-    case "acc":
-    case "const":
-    case "scalar":
-      return into;
-    default:
-      return unreachable(e);
-  }
+/** A load of an epilogue tensor in the expression. */
+export type LoadExpr = EpilogueNode<"load">;
+
+/**
+ * The first load of each tensor the expression reads, in order of appearance.
+ *
+ * @param e The epilogue expression.
+ * @returns The loads by tensor name.
+ */
+export function loadsOf(e: EpilogueExpr): Map<string, LoadExpr> {
+  const into = new Map<string, LoadExpr>();
+  visitEpilogue(e, {
+    load: (x) => {
+      if (!into.has(x.tensor)) into.set(x.tensor, x);
+    },
+  });
+  return into;
 }
 
 /**
  * The elements of one accumulator tile's fragment, grouped in runs along a
  * row: column-adjacent pairs (the first at an even column) where `pairs`,
  * else one element a group.
+ *
+ * @param s The MMA shape.
+ * @param pairs Whether to pair column neighbours.
+ * @returns The groups, in register order of their first elements.
  */
-function fragmentGroups(s: MmaShape, pairs: boolean): Elem[][] {
+export function fragmentGroups(s: MmaShape, pairs: boolean): ElemGroup[] {
   const [r0, c0] = s.c.coord(0, 0, 0);
-  const elems: Elem[] = [];
+  const elems: FragElem[] = [];
   for (let r = 0; r < s.c.regs; r++) {
     for (let e = 0; e < s.c.elemsPerReg; e++) {
       const [rr, cc] = s.c.coord(0, r, e);
-      elems.push({ dr: rr - r0, dc: cc - c0 });
+      elems.push({ reg: r, elem: e, dr: rr - r0, dc: cc - c0 });
     }
   }
-  const groups: Elem[][] = [];
+  const groups: ElemGroup[] = [];
   const used = new Set<number>();
   elems.forEach((e, i) => {
     if (used.has(i)) return;
@@ -85,12 +88,32 @@ function fragmentGroups(s: MmaShape, pairs: boolean): Elem[][] {
   return groups;
 }
 
-/** Whether a matrix the epilogue reads can be read `n` elements at a time along D's rows. */
-function alongRow(k: GemmKernel, t: TensorParam, n: number): boolean {
+/**
+ * Whether a matrix the epilogue reads can be read `n` elements at a time
+ * along D's rows: row-major, aligned to n elements or more, 16- or 32-bit
+ * (64-bit: pairs).
+ *
+ * @param t The tensor.
+ * @param view Its matrix view (null: a vector).
+ * @param n Elements a load.
+ * @returns Whether one load can read them.
+ */
+export function alongRow(t: TensorParam, view: MatrixView | null | undefined, n: number): boolean {
   const bits = DTYPE_INFO[t.dtype].bits;
-  const view = k.epilogue.views.find((v) => v.tensor === t.name);
   return view?.layout === "row" && t.align >= n &&
     (bits === 16 || bits === 32 || (bits === 64 && n === 2));
+}
+
+/**
+ * Whether D takes a pair of column neighbours in one store: row-major,
+ * aligned to 2, and of 16 bits or more.
+ *
+ * @param k The kernel.
+ * @returns Whether the direct path stores pairs.
+ */
+export function pairsOk(k: GemmKernel): boolean {
+  const d = tensorParam(k, k.problem.d.tensor);
+  return k.problem.d.layout === "row" && d.align >= 2 && DTYPE_INFO[d.dtype].bits >= 16;
 }
 
 /**
@@ -115,14 +138,17 @@ export function stagingPlan(k: GemmKernel): StagingPlan | null {
   const s = plannedShape(k);
   const d = tensorParam(k, k.problem.d.tensor);
   const dBytes = DTYPE_INFO[d.dtype].bits / 8;
-  const pairOk = k.problem.d.layout === "row" && d.align >= 2 && dBytes >= 2;
+  const pairOk = pairsOk(k);
   const loads = [...loadsOf(k.epilogue.expr).values()];
   const readsMatrix = loads.some((x) => x.rows && x.cols);
   const rowVectorsOnly = loads.every((x) => x.rows && !x.cols);
   const mTiles = k.plan.warp!.warp.m / s.m;
   const maxTiles = k.plan.tile!.splitK > 1 || !rowVectorsOnly ? 1 : mTiles;
   const rawReadable = dBytes !== 2 ||
-    loads.every((x) => !(x.rows && x.cols) || alongRow(k, tensorParam(k, x.tensor), 4));
+    loads.every((x) =>
+      !(x.rows && x.cols) ||
+      alongRow(tensorParam(k, x.tensor), k.epilogue.views.find((v) => v.tensor === x.tensor), 4)
+    );
   if (!rawReadable) return null;
   // Raw accumulators are staged in pairs whatever D's alignment.
   const groups = fragmentGroups(s, readsMatrix || pairOk);
@@ -167,7 +193,7 @@ interface StagedOutput {
 function stagedLayout(
   k: GemmKernel,
   s: MmaShape,
-  groups: readonly (readonly Elem[])[],
+  groups: readonly ElemGroup[],
   o: StagedOutput,
 ): StagingPlan | null {
   const { d, dBytes, mode } = o;

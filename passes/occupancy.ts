@@ -11,12 +11,17 @@
 import type { GemmKernel, OccupancyPlan, OperandSmem } from "../ir/gemm.ts";
 import { DTYPE_INFO } from "../ir/dtype.ts";
 import type { GemmPass } from "./pass.ts";
-import { blocksFit } from "../ir/target.ts";
+import { blocksFit, targetInfo } from "../ir/target.ts";
+
+/** Registers a thread of the SIMT kernels that take two blocks an SM needs
+ * (measured: ptxas spilled the kernels listed at {@link blocksPerSm} under it). */
+const SIMT_TWO_BLOCK_REGS = 128;
 
 /**
  * Blocks per SM the kernel is built for. SIMT kernels of at most 64
  * accumulators a thread (CUTLASS's sgemm tile, 8x8 a lane) fit in
- * 65536 / (2 * threads) registers for up to 256 threads: two blocks share
+ * the target's `registersPerSm` / (2 * threads) registers (65536: up to 256
+ * threads at 128 a thread): two blocks share
  * an SM where their shared memory fits twice, and hide each other's
  * barriers (+3-4%, bench/NOTES.md 39). At 128 registers ptxas spilled
  * (tests/simt_test.ts) larger micro-tiles (a 64x64 warp tile, 1.9 KB),
@@ -38,7 +43,9 @@ export function blocksPerSm(k: GemmKernel): 1 | 2 {
     p.kind !== "tensor" || p.align * DTYPE_INFO[p.dtype].bits >= 128
   );
   const byCopies = (o: OperandSmem) => o.transpose === true && o.viaRegisters !== true;
-  const fits = 2 * threads <= 512 && blocksFit(k.target, 2, threads, pipe.smemBytes) &&
+  // Two blocks' threads leave each SIMT_TWO_BLOCK_REGS registers (65536 / 512).
+  const regsFit = targetInfo(k.target).registersPerSm / (2 * threads) >= SIMT_TWO_BLOCK_REGS;
+  const fits = regsFit && blocksFit(k.target, 2, threads, pipe.smemBytes) &&
     (w.m / 8) * (w.n / 4) <= 64 && aligned && !byCopies(pipe.a) && !byCopies(pipe.b) &&
     k.plan.tile!.splitK <= 4;
   return fits ? 2 : 1;

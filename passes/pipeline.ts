@@ -12,17 +12,8 @@
 import type { GemmKernel, MatrixView, OperandSmem, PipelinePlan } from "../ir/gemm.ts";
 import { tensorParam } from "../ir/gemm.ts";
 import { DTYPE_INFO } from "../ir/dtype.ts";
-import { requireInstruction, type Target, TARGET_NAMES, targetInfo } from "../ir/target.ts";
+import { requireInstruction, targetInfo } from "../ir/target.ts";
 import { type GemmPass, scheduleError } from "./pass.ts";
-
-/** Shared memory a block may use, in bytes, by target: each row's
- * `smemPerBlock` (ir/target.ts). */
-export const SMEM_BUDGET: Readonly<Record<Target, number>> = Object.freeze(
-  Object.fromEntries(TARGET_NAMES.map((t) => [t, targetInfo(t).smemPerBlock])) as Record<
-    Target,
-    number
-  >,
-);
 
 function log2(x: number): number {
   return Math.round(Math.log2(x));

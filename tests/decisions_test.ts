@@ -1,18 +1,22 @@
 /**
  * The decision passes after gemm-mma (gemm-occupancy, gemm-workspace,
- * gemm-epilogue-staging) against what the lowering builds: for every example,
+ * gemm-epilogue-staging) against what the lowering builds, which reads them
+ * from the plan: for every example,
  * the benchmark kernels (as bench/gen_hinted.ts compiles them: the sizes as
  * hints, 132 SMs) and the sweep's programs (tests/_programs.ts), on both
  * targets, with and without size hints, the plan's blocks per SM is the
  * kernel's `minBlocksPerSm`, its workspace record is the grid's
  * `workspacePerTile` (and the last parameter), and its staging plan is the
- * staged epilogue the kernel IR holds (or none).
+ * staged epilogue the kernel IR holds (or none). Then the same kernels
+ * lowered again from a plan changed by hand: the kernel IR follows the plan,
+ * not a decision of its own.
  */
 
 import assert from "node:assert/strict";
 import { compile, type CompiledKernel } from "../compiler.ts";
 import { type Op, walkOps } from "../ir/kernel.ts";
-import type { StagingPlan } from "../ir/gemm.ts";
+import type { GemmKernel, Plan, StagingPlan } from "../ir/gemm.ts";
+import { lowerToKernel } from "../passes/lower/mod.ts";
 import { examples, ROOT } from "./_examples.ts";
 import { programs, SHAPES } from "./_programs.ts";
 
@@ -102,8 +106,8 @@ function compare(
   };
 }
 
-Deno.test("decision passes equal what the lowering builds", () => {
-  const seen = { kernels: 0, blocks2: 0, split: 0, staged: 0, raw: 0 };
+/** Every kernel of the corpus, compiled. */
+function* compiled(): Generator<{ ck: CompiledKernel; where: string }> {
   for (const c of cases()) {
     const r = compile(c.src, {
       file: `${c.id}.gemm`,
@@ -112,19 +116,66 @@ Deno.test("decision passes equal what the lowering builds", () => {
       ...(c.sms ? { sms: c.sms } : {}),
     });
     for (const ck of r.kernels) {
-      const where = `${c.id} ${ck.name} ${c.target} ${JSON.stringify(c.hints ?? null)}`;
-      const got = compare(ck, where);
-      seen.kernels++;
-      if (got.blocks2) seen.blocks2++;
-      if (got.split) seen.split++;
-      if (got.staged) seen.staged++;
-      if (ck.planned.plan.staging?.mode === "raw") seen.raw++;
+      yield { ck, where: `${c.id} ${ck.name} ${c.target} ${JSON.stringify(c.hints ?? null)}` };
     }
   }
-  // Every decision is taken both ways in the corpus, so that a copy that
-  // drifted from the lowering would show.
+}
+
+Deno.test("decision passes equal what the lowering builds", () => {
+  const seen = { kernels: 0, blocks2: 0, split: 0, staged: 0, raw: 0 };
+  for (const { ck, where } of compiled()) {
+    const got = compare(ck, where);
+    seen.kernels++;
+    if (got.blocks2) seen.blocks2++;
+    if (got.split) seen.split++;
+    if (got.staged) seen.staged++;
+    if (ck.planned.plan.staging?.mode === "raw") seen.raw++;
+  }
+  // Every decision is taken both ways in the corpus, so that a kernel IR
+  // that drifted from the plan would show.
   for (const [key, n] of Object.entries(seen)) {
     assert.ok(n > 0, `no kernel with ${key}`);
     assert.ok(key === "kernels" || n < seen.kernels, `every kernel with ${key}`);
   }
+});
+
+/** The kernel lowered again from its plan with `change` applied. */
+function relower(k: GemmKernel, change: Partial<Plan>): ReturnType<typeof lowerToKernel> {
+  return lowerToKernel({ ...k, plan: { ...k.plan, ...change } });
+}
+
+Deno.test("the lowering builds what the plan says, not a decision of its own", () => {
+  const done = { blocks: 0, workspace: 0, staging: 0 };
+  for (const { ck, where } of compiled()) {
+    const k = ck.planned;
+    const { occupancy, workspace, staging } = k.plan;
+    if (done.blocks < 3) {
+      const flipped = occupancy!.blocksPerSm === 1 ? 2 : 1;
+      const kernel = relower(k, { occupancy: { blocksPerSm: flipped } });
+      assert.equal(kernel.minBlocksPerSm ?? 1, flipped, `${where}: blocks per SM`);
+      done.blocks++;
+    }
+    if (workspace && done.workspace < 3) {
+      const moved = { ...workspace, param: "ws_other", perTile: workspace.perTile + 256 };
+      const kernel = relower(k, { workspace: moved });
+      assert.equal(kernel.grid.workspacePerTile, moved.perTile, `${where}: workspace size`);
+      assert.equal(kernel.params.at(-1)!.name, moved.param, `${where}: workspace parameter`);
+      done.workspace++;
+    }
+    if (staging && done.staging < 3) {
+      const rows = staging.regionBytes / staging.stride;
+      const wider = {
+        ...staging,
+        stride: staging.stride + 16,
+        regionBytes: rows * (staging.stride + 16),
+      };
+      const got = stagedInKernel(relower(k, { staging: wider }).body);
+      assert.equal(got?.stride, wider.stride, `${where}: staged row stride`);
+      assert.equal(got?.regionBytes, wider.regionBytes, `${where}: staged region`);
+      assert.equal(stagedInKernel(relower(k, { staging: null }).body), null, `${where}: direct`);
+      done.staging++;
+    }
+    if (done.blocks + done.workspace + done.staging === 9) break;
+  }
+  assert.deepEqual(done, { blocks: 3, workspace: 3, staging: 3 });
 });

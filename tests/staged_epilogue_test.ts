@@ -1,6 +1,6 @@
 /**
- * The epilogue that stages D through shared memory (passes/lower/epilogue_staged.ts
- * `stagePlan`): which kernels stage and which stay direct, that the staged
+ * The epilogue that stages D through shared memory (decided by
+ * passes/epilogue_staging.ts `stagingPlan`, built by passes/lower/epilogue_staged.ts): which kernels stage and which stay direct, that the staged
  * ones agree with the reference in the simulator on random inputs at sizes
  * with partial tiles (no hazard, integers exact), and that the staging's
  * shared stores and loads are free of bank conflicts by the simulator's counter.

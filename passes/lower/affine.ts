@@ -65,7 +65,18 @@ export function swizzleOffset(p: OperandSmem, row: number, byte: number): number
 /** The most distinct feature tuples {@link groupRecipes} tells apart by table. */
 const MAX_THREAD_KEYS = 4096;
 
-function featureValue(cx: LowerContext, f: Feature, tid: number): number {
+/**
+ * The value of an index feature on one thread.
+ *
+ * @param cx The lowering's context.
+ * @param f The feature.
+ * @param tid The thread.
+ * @param lineCopies The copies per line of the operand whose copies use
+ *   `tidHi` (`tid / lineCopies`) and `tidLo` (`tid % lineCopies`); 0 where
+ *   no recipe uses them.
+ * @returns Its value.
+ */
+function featureValue(cx: LowerContext, f: Feature, tid: number, lineCopies: number): number {
   const lane = tid & 31;
   const warp = tid >> 5;
   const wp = cx.k.plan.warp!;
@@ -85,9 +96,9 @@ function featureValue(cx: LowerContext, f: Feature, tid: number): number {
     case "wn":
       return Math.floor(warp / wp.warpsM);
     case "tidHi":
-      return tid >> cx.tidHiShift;
     case "tidLo":
-      return tid & cx.tidLoMask;
+      if (lineCopies === 0) throw new Error(`lower-kernel: a recipe uses ${f} outside the copies`);
+      return f === "tidHi" ? tid >> log2(lineCopies) : tid & (lineCopies - 1);
     case "tid":
       return tid;
     default:
@@ -136,33 +147,32 @@ function emitSwizzled(cx: LowerContext, p: OperandSmem, r: SmemRecipe): Reg {
 }
 
 /**
- * Shares base registers between recipes whose offsets differ by one
- * constant for every thread: returns, per recipe, a base register and an
- * immediate offset.
+ * The features' values on every thread and the threads that tell every
+ * distinct tuple of those values apart (the first such thread of each:
+ * thread 0 comes first); every other thread repeats one of these. Beyond
+ * {@link MAX_THREAD_KEYS} tuples, every thread.
+ *
+ * @param cx The lowering's context.
+ * @param features The features the recipes use.
+ * @param lineCopies See {@link featureValue}.
+ * @returns Each feature's value by thread, and the threads to evaluate.
  */
-export function groupRecipes(
+function distinctThreads(
   cx: LowerContext,
-  p: OperandSmem,
-  recipes: readonly SmemRecipe[],
-  smemBase: Reg,
-): { base: Reg; offset: number }[] {
-  // The offsets are functions of the features the recipes use, so they are
-  // evaluated on one thread per distinct tuple of those features' values
-  // (the first such thread: thread 0 comes first); every other thread
-  // repeats one of these. (Evaluating every term of every recipe for every
-  // thread was most of the lowering's time for SIMT kernels, with their
-  // many recipes.)
+  features: Iterable<Feature>,
+  lineCopies: number,
+): { cols: Map<Feature, Int32Array>; tids: number[] } {
   const threads = cx.threads;
   const cols = new Map<Feature, Int32Array>();
   const key = new Int32Array(threads);
   let keys = 1;
-  const use = (f: Feature): void => {
-    if (cols.has(f)) return;
+  for (const f of features) {
+    if (cols.has(f)) continue;
     const col = new Int32Array(threads);
     let lo = Infinity;
     let hi = -Infinity;
     for (let t = 0; t < threads; t++) {
-      const v = featureValue(cx, f, t);
+      const v = featureValue(cx, f, t, lineCopies);
       col[t] = v;
       lo = Math.min(lo, v);
       hi = Math.max(hi, v);
@@ -173,10 +183,6 @@ export function groupRecipes(
     if (keys <= MAX_THREAD_KEYS) {
       for (let t = 0; t < threads; t++) key[t] = key[t]! * span + (col[t]! - lo);
     }
-  };
-  for (const r of recipes) {
-    for (const [f] of r.row.terms) use(f);
-    for (const [f] of r.byte.terms) use(f);
   }
   const tids: number[] = [];
   if (keys <= MAX_THREAD_KEYS) {
@@ -190,6 +196,34 @@ export function groupRecipes(
   } else {
     for (let t = 0; t < threads; t++) tids.push(t);
   }
+  return { cols, tids };
+}
+
+/**
+ * Shares base registers between recipes whose offsets differ by one
+ * constant for every thread: returns, per recipe, a base register and an
+ * immediate offset.
+ *
+ * @param cx The lowering's context.
+ * @param p The operand's shared-memory layout.
+ * @param recipes The recipes.
+ * @param smemBase The shared memory's base.
+ * @param lineCopies See {@link featureValue} (0: the recipes use neither `tidHi` nor `tidLo`).
+ * @returns Per recipe, its base register and offset.
+ */
+export function groupRecipes(
+  cx: LowerContext,
+  p: OperandSmem,
+  recipes: readonly SmemRecipe[],
+  smemBase: Reg,
+  lineCopies = 0,
+): { base: Reg; offset: number }[] {
+  // The offsets are functions of the features the recipes use, so they are
+  // evaluated on one thread per distinct tuple of those features' values.
+  // (Evaluating every term of every recipe for every thread was most of the
+  // lowering's time for SIMT kernels, with their many recipes.)
+  const used = recipes.flatMap((r) => [...r.row.terms, ...r.byte.terms].map(([f]) => f));
+  const { cols, tids } = distinctThreads(cx, used, lineCopies);
   const n = tids.length;
   // A recipe's affine parts are evaluated as their constant plus the sum of
   // their terms, kept per distinct list of terms (recipes differ mostly in

@@ -1,18 +1,17 @@
 /**
  * The lowering's context: one value, created once per kernel by `lowerToKernel`, that
  * every phase receives (the kernel, its MMA shape, the builder, the parameter and index
- * registers); the small emitters every phase uses; tensor base addresses; blocks per SM.
+ * registers); the small emitters every phase uses; tensor base addresses.
  *
  * @module
  */
 
 import { imm, KernelBuilder } from "../../ir/builder.ts";
 import { type Dtype, DTYPE_INFO } from "../../ir/dtype.ts";
-import type { GemmKernel, MatrixView, OperandSmem, TensorParam } from "../../ir/gemm.ts";
-import type { BinFn, Op, Operand, Reg, RegType } from "../../ir/kernel.ts";
-import { MMA_SHAPES, type MmaShape } from "../../ir/mma_table.ts";
-import { SIMT_PREFIX, simtShape } from "../../ir/simt.ts";
-import { SMEM_BUDGET } from "../pipeline.ts";
+import type { GemmKernel, MatrixView, TensorParam } from "../../ir/gemm.ts";
+import type { BinFn, Op, Operand, Reg, RegType, SpecialReg } from "../../ir/kernel.ts";
+import type { MmaShape } from "../../ir/mma_table.ts";
+import { plannedShape } from "../mma.ts";
 import * as ir from "../../ir/builder.ts";
 
 /** The base-2 logarithm of a power of two (an error for any other number). */
@@ -51,33 +50,22 @@ export class LowerContext {
   readonly threads: number;
   /** Each kernel parameter's register, by name: written by `buildKernel` (kernel.ts), first. */
   readonly params = new Map<string, Reg>();
-  /** f32 registers that hold `cvt.f32(h)` of a 16-bit float h: written and read by
-   * `convertOut` (epilogue_expr.ts), which then rounds h itself, not its widening. */
+  /** f32 registers that hold `cvt.f32(h)` of a 16-bit float h: written by `castTo`
+   * and read by `convertOut` (epilogue_expr.ts), which then rounds h itself, not its
+   * widening. It stays a side table keyed by register (not a returned value): the
+   * expression's value reaches `convertOut` as a bare register through the epilogue
+   * function table's builders and the direct and staged paths, which would all have
+   * to carry it. */
   readonly narrowed = new Map<Reg, { readonly to: Dtype; readonly h: Reg; readonly widen: Op }>();
   /** The register of each index feature: `buildKernel` writes the lane and warp
-   * features, `copySetup` (copies.ts) `tidHi` and `tidLo` for the operand it sets up. */
+   * features, `copySetup` (copies.ts) `tidHi` and `tidLo` for the operand it sets up
+   * (read by `emitAffine` (affine.ts) for that operand's recipes, so they stay here:
+   * every recipe's features are looked up by name). */
   readonly features = new Map<Feature, Reg>();
-  /** `tidHi = tid >> tidHiShift` and `tidLo = tid & tidLoMask` of the copies last set up:
-   * written by `copySetup` with those features, read by `featureValue` (affine.ts). */
-  tidHiShift = 0;
-  /** See {@link LowerContext.tidHiShift}. */
-  tidLoMask = 0;
-  /** 3xtf32: an accumulator tile of zeros, the C of each k-tile's first MMA: written by
-   * `buildKernel`, read by `mmas` (mma.ts). */
-  zeroAcc: Reg[] = [];
-  /** 3xtf32: per accumulator tile, the running sum of the current k-tile's products:
-   * written and read by `mmas` (mma.ts) across the k-steps of a k-tile. */
-  kTileSum: Reg[][][] = [];
 
   constructor(k: GemmKernel) {
     this.k = k;
-    const name = k.plan.mma!.shape;
-    const w = k.plan.warp!.warp;
-    const s = name.startsWith(SIMT_PREFIX)
-      ? simtShape(w.m, w.n)
-      : MMA_SHAPES.find((x) => x.name === name);
-    if (s === undefined) throw new Error(`Unknown MMA shape "${name}"`);
-    this.shape = s;
+    this.shape = plannedShape(k);
     this.threads = k.plan.warp!.threads;
   }
 
@@ -91,6 +79,13 @@ export class LowerContext {
     const rt: RegType = type === "b32" ? "b32" : type;
     const dst = this.b.reg(rt, name);
     this.b.emit(ir.bin(fn, type, dst, a, b));
+    return dst;
+  }
+
+  /** A special register's value (`%tid.x`, `%ctaid.x`, ...) in a new u32 register. */
+  sreg(which: SpecialReg, name: string): Reg {
+    const dst = this.b.reg("u32", name);
+    this.b.emit(ir.sreg(dst, which));
     return dst;
   }
 
@@ -211,32 +206,4 @@ export function vectorBase(cx: LowerContext, t: TensorParam, bz: Reg): Reg {
   const bytes = bytesOfElems(cx, stride, DTYPE_INFO[t.dtype].bits);
   const off = cx.bin("mul", "u64", b64(cx, bz), bytes);
   return cx.bin("add", "u64", base, off);
-}
-
-/**
- * Blocks per SM the kernel is built for. SIMT kernels of at most 64
- * accumulators a thread (CUTLASS's sgemm tile, 8x8 a lane) fit in
- * 65536 / (2 * threads) registers for up to 256 threads: two blocks share
- * an SM where their shared memory fits twice, and hide each other's
- * barriers (+3-4%, bench/NOTES.md 39). At 128 registers ptxas spilled
- * (tests/simt_test.ts) larger micro-tiles (a 64x64 warp tile, 1.9 KB),
- * tensors aligned to less than 16 bytes (8-60 bytes) and a transposed B
- * copied by 4-byte cp.async with a bias (16-48 bytes), and split-K over
- * more than 4 splits (the last split's reduction, 8-12 bytes at split 8):
- * those, and the tensor-core kernels, keep one block and up to 255
- * registers.
- */
-export function minBlocksPerSm(cx: LowerContext): number {
-  const k = cx.k;
-  if (k.math.mode !== "simt") return 1;
-  const pipe = k.plan.pipeline!;
-  const w = k.plan.warp!.warp;
-  const aligned = k.params.every((p) =>
-    p.kind !== "tensor" || p.align * DTYPE_INFO[p.dtype].bits >= 128
-  );
-  const byCopies = (o: OperandSmem) => o.transpose === true && o.viaRegisters !== true;
-  const fits = 2 * cx.threads <= 512 && 2 * pipe.smemBytes <= SMEM_BUDGET[k.target] &&
-    (w.m / 8) * (w.n / 4) <= 64 && aligned && !byCopies(pipe.a) && !byCopies(pipe.b) &&
-    k.plan.tile!.splitK <= 4;
-  return fits ? 2 : 1;
 }

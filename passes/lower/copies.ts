@@ -55,19 +55,45 @@ interface StridedCopies {
 /** An operand's copies of one k-tile, as {@link copySetup} plans them. */
 export type CopyPlan = EachCopies | StridedCopies;
 
+/** The operand whose copies {@link copySetup} sets up. */
+export interface CopyOperand {
+  /** The operand's matrix view and shared-memory tile. */
+  readonly view: MatrixView;
+  readonly p: OperandSmem;
+  /** The threadblock tile's first row (A) or column (B), and M (A) or N (B). */
+  readonly x0: Reg;
+  readonly outerSize: Operand;
+}
+
+/** What {@link copySetup}'s steps share: the operand's copy geometry and registers. */
+interface CopyLayout extends CopyOperand {
+  /** Bits of an element. */
+  readonly bits: number;
+  /** Copies per line (a row of the tile, or a transposed tile's column). */
+  readonly cpr: number;
+  /** Elements per copy. */
+  readonly epc: number;
+  /** Whether the lines run along K (K-contiguous, or a transposed tile). */
+  readonly kContig: boolean;
+  /** The tensor's base pointer (batch offset applied) and leading dimension in bytes. */
+  readonly base: Reg;
+  readonly ldBytes: Operand;
+  /** The thread's line and copy within the line (`tid / cpr`, `tid % cpr`). */
+  readonly tidHi: Reg;
+  readonly tidLo: Reg;
+  /** Copy j's line and column within a round of copies, affine in the thread's features. */
+  readonly rowOf: (j: number) => Affine;
+  readonly colOf: (j: number) => Affine;
+}
+
 /**
  * Sets up an operand's global -> shared copies: per copy of this thread, its
  * global pointer, bounds predicates, k index and swizzled destination (one
- * pointer for all where a round of copies covers whole rows). (Longer than
- * ~100 lines: the two shapes of plan share the recipes and the leading
- * dimension computed first, and each is one straight sequence of emits.)
+ * pointer for all where a round of copies covers whole rows).
  *
  * @param cx The lowering's context (writes its `tidHi`/`tidLo` features).
  * @param _role Which operand.
- * @param view The operand's matrix view.
- * @param p The operand's shared-memory tile.
- * @param x0 The threadblock tile's first row (A) or column (B).
- * @param outerSize M (A) or N (B).
+ * @param op The operand.
  * @param K The problem's K.
  * @param bz The batch index.
  * @param smem The shared memory's base.
@@ -76,28 +102,44 @@ export type CopyPlan = EachCopies | StridedCopies;
 export function copySetup(
   cx: LowerContext,
   _role: "A" | "B",
-  view: MatrixView,
-  p: OperandSmem,
-  x0: Reg,
-  outerSize: Operand,
+  op: CopyOperand,
   K: Operand,
   bz: Reg,
   smem: Reg,
 ): CopyPlan {
-  const k = cx.k;
-  const t = tensorParam(k, view.tensor);
+  const lay = copyLayout(cx, op, K, bz);
+  const { dst, valid } = copyDestinations(cx, lay, smem);
+  // Bytes to advance per k-tile.
+  const tileK = cx.k.plan.tile!.threadblock.k;
+  const { ldBytes, bits } = lay;
+  const step: Operand = lay.kContig
+    ? imm((tileK * bits) / 8)
+    : ldBytes.kind === "imm"
+    ? imm(ldBytes.value * tileK)
+    : cx.bin("mul", "u64", ldBytes, imm(tileK));
+  if (cx.threads % lay.cpr === 0) return stridedCopies(cx, lay, dst, valid, step);
+  if (op.p.viaRegisters === true) {
+    throw new Error("lower-kernel: register copies need whole lines a round");
+  }
+  return eachCopies(cx, lay, dst, valid, step);
+}
+
+/**
+ * The operand's copy geometry; emits `tidHi`/`tidLo` (into the context's
+ * features), the base pointer and the leading dimension.
+ */
+function copyLayout(cx: LowerContext, op: CopyOperand, K: Operand, bz: Reg): CopyLayout {
+  const { view, p, outerSize } = op;
+  const t = tensorParam(cx.k, view.tensor);
   const bits = DTYPE_INFO[t.dtype].bits;
   // The copies go along the operand's lines in global memory: the tile's
   // rows, or for a transposed tile its columns (tileK elements).
   const tileK = cx.k.plan.tile!.threadblock.k;
   const transpose = p.transpose === true;
-  const cpr = (transpose ? (tileK * bits) / 8 : p.rowBytes) / p.copyBytes; // copies per line
-  const epc = (p.copyBytes * 8) / bits; // elements per copy
+  const cpr = (transpose ? (tileK * bits) / 8 : p.rowBytes) / p.copyBytes;
+  const epc = (p.copyBytes * 8) / bits;
   const T = cx.threads;
-  const total = (p.rows * p.rowBytes) / p.copyBytes;
   // Thread tid's copy j covers copy index c = tid + j*T: row c / cpr, column c % cpr.
-  cx.tidHiShift = log2(cpr);
-  cx.tidLoMask = cpr - 1;
   const tidHi = cx.bin("shr", "u32", cx.features.get("tid")!, imm(log2(cpr)));
   const tidLo = cx.bin("and", "u32", cx.features.get("tid")!, imm(cpr - 1));
   cx.features.set("tidHi", tidHi);
@@ -110,22 +152,48 @@ export function copySetup(
     T % cpr === 0
       ? { c: 0, terms: [["tidLo", 1]] }
       : { c: (j % (cpr / T)) * T, terms: [["tid", 1]] };
-  const copies: CopyOne[] = [];
   // Base pointer, with the batch offset.
   const base: Reg = view.batched ? vectorBase(cx, t, bz) : cx.params.get(view.tensor)!;
   // Leading dimension in bytes: the size of the contiguous logical dim.
   const kContig = p.contiguous === "k" || transpose;
   const ldElems = kContig ? K : outerSize;
   const ldBytes = bytesOfElems(cx, ldElems.kind === "imm" ? ldElems : b64(cx, ldElems), bits);
-  // Each copy's destinations: one, or for a transposed tile one per
-  // element (its `epc` elements of line l, from k, go to rows k.. at l's
-  // byte: one cp.async of an element, or through registers 4 elements).
+  return {
+    ...op,
+    bits,
+    cpr,
+    epc,
+    kContig,
+    base,
+    ldBytes,
+    tidHi,
+    tidLo,
+    rowOf,
+    colOf,
+  };
+}
+
+/**
+ * Each copy's destinations in shared memory and, for a partial last round,
+ * its thread predicate: one destination, or for a transposed tile one per
+ * element (its `epc` elements of line l, from k, go to rows k.. at l's
+ * byte: one cp.async of an element, or through registers 4 elements).
+ */
+function copyDestinations(
+  cx: LowerContext,
+  lay: CopyLayout,
+  smem: Reg,
+): Pick<StridedCopies, "dst" | "valid"> {
+  const { p, bits, epc } = lay;
+  const T = cx.threads;
+  const total = (p.rows * p.rowBytes) / p.copyBytes;
+  const transpose = p.transpose === true;
   const per = transpose ? epc : 1;
   const recipes: SmemRecipe[] = [];
   const valid: (Reg | null)[] = [];
   for (let j = 0; j < Math.ceil(total / T); j++) {
-    const row = rowOf(j);
-    const col = colOf(j);
+    const row = lay.rowOf(j);
+    const col = lay.colOf(j);
     for (let e = 0; e < per; e++) {
       const k0 = scaleAffine(col, epc);
       recipes.push(
@@ -141,58 +209,69 @@ export function copySetup(
         : cx.setp("lt", "u32", cx.features.get("tid")!, imm(total - j * T)),
     );
   }
-  const flat = groupRecipes(cx, p, recipes, smem);
-  const dst = valid.map((_, j) => flat.slice(j * per, (j + 1) * per));
-  // Bytes to advance per k-tile.
-  const step: Operand = kContig
-    ? imm((tileK * bits) / 8)
-    : ldBytes.kind === "imm"
-    ? imm(ldBytes.value * tileK)
-    : cx.bin("mul", "u64", ldBytes, imm(tileK));
-  if (T % cpr === 0) {
-    // Every round of copies covers dr whole rows: copy j is copy 0 moved by j*dr rows.
-    const dr = T / cpr;
-    const tidLoE = (p.copyBytes * 8) / bits;
-    const colE = tidLoE === 1 ? tidLo : cx.bin("mul", "u32", tidLo, imm(tidLoE));
-    const outer0 = cx.bin("add", "u32", x0, kContig ? tidHi : colE);
-    const kIdx0 = kContig ? colE : tidHi;
-    const lineOff = cx.mulU64(kContig ? outer0 : kIdx0, ldBytes);
-    const inOff = bytesOfElems(cx, b64(cx, kContig ? kIdx0 : outer0), bits);
-    const ptr0 = cx.bin(
-      "add",
-      "u64",
-      cx.bin("add", "u64", base, lineOff),
-      inOff,
-      `${view.tensor}ptr`,
-    );
-    const stride: Operand = ldBytes.kind === "imm"
-      ? imm(ldBytes.value * dr)
-      : cx.bin("mul", "u64", ldBytes, imm(dr));
-    // K-contiguous: rows are M/N; outer-contiguous: rows are k.
-    const outerRem = kContig
-      ? cx.bin("sub", "s32", cx.s32Of(outerSize), cx.s32Of(outer0), `${view.tensor}orem`)
-      : null;
-    const outerOk = kContig ? null : cx.setp("lt", "u32", outer0, outerSize);
-    return {
-      kind: "strided",
-      ptr0,
-      stride,
-      step,
-      dr,
-      kContig,
-      outerRem,
-      outerOk,
-      kIdx: cx.s32Of(kIdx0),
-      dst,
-      valid,
-    };
-  }
-  if (p.viaRegisters === true) {
-    throw new Error("lower-kernel: register copies need whole lines a round");
-  }
+  const flat = groupRecipes(cx, p, recipes, smem, lay.cpr);
+  return { dst: valid.map((_, j) => flat.slice(j * per, (j + 1) * per)), valid };
+}
+
+/** Every round of copies covers whole rows: copy j is copy 0 moved by j * dr rows. */
+function stridedCopies(
+  cx: LowerContext,
+  lay: CopyLayout,
+  dst: StridedCopies["dst"],
+  valid: StridedCopies["valid"],
+  step: Operand,
+): StridedCopies {
+  const { view, x0, outerSize, bits, kContig, base, ldBytes, tidHi, tidLo, p } = lay;
+  const dr = cx.threads / lay.cpr;
+  const tidLoE = (p.copyBytes * 8) / bits;
+  const colE = tidLoE === 1 ? tidLo : cx.bin("mul", "u32", tidLo, imm(tidLoE));
+  const outer0 = cx.bin("add", "u32", x0, kContig ? tidHi : colE);
+  const kIdx0 = kContig ? colE : tidHi;
+  const lineOff = cx.mulU64(kContig ? outer0 : kIdx0, ldBytes);
+  const inOff = bytesOfElems(cx, b64(cx, kContig ? kIdx0 : outer0), bits);
+  const ptr0 = cx.bin(
+    "add",
+    "u64",
+    cx.bin("add", "u64", base, lineOff),
+    inOff,
+    `${view.tensor}ptr`,
+  );
+  const stride: Operand = ldBytes.kind === "imm"
+    ? imm(ldBytes.value * dr)
+    : cx.bin("mul", "u64", ldBytes, imm(dr));
+  // K-contiguous: rows are M/N; outer-contiguous: rows are k.
+  const outerRem = kContig
+    ? cx.bin("sub", "s32", cx.s32Of(outerSize), cx.s32Of(outer0), `${view.tensor}orem`)
+    : null;
+  const outerOk = kContig ? null : cx.setp("lt", "u32", outer0, outerSize);
+  return {
+    kind: "strided",
+    ptr0,
+    stride,
+    step,
+    dr,
+    kContig,
+    outerRem,
+    outerOk,
+    kIdx: cx.s32Of(kIdx0),
+    dst,
+    valid,
+  };
+}
+
+/** Rounds of copies that do not cover whole rows: a pointer and bounds per copy. */
+function eachCopies(
+  cx: LowerContext,
+  lay: CopyLayout,
+  dst: StridedCopies["dst"],
+  valid: StridedCopies["valid"],
+  step: Operand,
+): EachCopies {
+  const { view, x0, outerSize, bits, epc, kContig, base, ldBytes } = lay;
+  const copies: CopyOne[] = [];
   for (let j = 0; j < valid.length; j++) {
-    const rowV = emitAffine(cx, rowOf(j)); // the global line (a transposed tile's recipe row is k)
-    const colV = emitAffine(cx, colOf(j));
+    const rowV = emitAffine(cx, lay.rowOf(j)); // the global line (a transposed tile's recipe row is k)
+    const colV = emitAffine(cx, lay.colOf(j));
     // Logical (outer, k) of the copy's first element.
     let outerIdx: Operand;
     let kIdx: Operand;

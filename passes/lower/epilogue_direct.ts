@@ -14,16 +14,17 @@ import { alongRow, globalAddr, loadAhead, store } from "./epilogue_loads.ts";
 import type { ElemGroup, EpilogueSetup } from "./epilogue_setup.ts";
 
 /** Registers an epilogue's loads issued ahead of a batch of direct stores may
- * hold where the accumulators take at most 128 (a 64x64 f32 warp tile); half
- * as many above. More spilled kernels near the 255-register limit
- * (tests/ptxas_sweep.ts: 16 and 32 did, and so did a budget growing as the
- * rows of accumulators retire). */
+ * hold where the accumulators leave room (`roomy`: at most half a thread's
+ * registers, a 64x64 f32 warp tile); half as many above. A measured budget,
+ * not a target's figure: more spilled kernels near the limit of the target's
+ * `registersPerThread` (255; tests/ptxas_sweep.ts: 16 and 32 did, and so did
+ * a budget growing as the rows of accumulators retire). */
 const AHEAD_REGS = 8;
 
 /**
- * Emits the direct epilogue. (Longer than ~100 lines: the batches, the
- * loads issued ahead of them and D's addresses are closures over one
- * epilogue's positions and caches.)
+ * Emits the direct epilogue. (About 100 lines: the loads issued ahead of a
+ * batch and D's addresses are closures over one epilogue's positions and
+ * caches.)
  *
  * @param cx The lowering's context.
  * @param st The epilogue's set-up.
@@ -88,22 +89,7 @@ export function directEpilogue(cx: LowerContext, st: EpilogueSetup): void {
   // the row's offset: a column of the warp tile is contiguous in D),
   // where the address of every element spilled 52 kernels
   // (tests/ptxas_sweep.ts).
-  const batches: [number, number][][] = [];
-  if (dRowMajor) {
-    for (let i = 0; i < acc.length; i++) {
-      for (let j0 = 0; j0 < acc[i]!.length; j0 += jBatch) {
-        const n = Math.min(acc[i]!.length, j0 + jBatch) - j0;
-        batches.push(Array.from({ length: n }, (_, jj) => [i, j0 + jj] as [number, number]));
-      }
-    }
-  } else {
-    for (let j = 0; j < acc[0]!.length; j++) {
-      for (let i0 = 0; i0 < acc.length; i0 += jBatch) {
-        const n = Math.min(acc.length, i0 + jBatch) - i0;
-        batches.push(Array.from({ length: n }, (_, ii) => [i0 + ii, j] as [number, number]));
-      }
-    }
-  }
+  const batches = storeBatches(acc, dRowMajor, jBatch);
   const colAddr = new Map<string, Reg>();
   const address = (
     i: number,
@@ -137,4 +123,34 @@ export function directEpilogue(cx: LowerContext, st: EpilogueSetup): void {
       });
     });
   }
+}
+
+/**
+ * The batches of (i, j) accumulator tiles the direct epilogue stores
+ * together: row-major D by rows of tiles, `jBatch` at a time; column-major
+ * D by columns of tiles, as many at a time.
+ *
+ * @param acc The accumulator registers, by tile row, tile column and register.
+ * @param dRowMajor Whether D is row-major.
+ * @param jBatch Tiles a batch.
+ * @returns The batches, in store order.
+ */
+function storeBatches(acc: Reg[][][], dRowMajor: boolean, jBatch: number): [number, number][][] {
+  const batches: [number, number][][] = [];
+  if (dRowMajor) {
+    for (let i = 0; i < acc.length; i++) {
+      for (let j0 = 0; j0 < acc[i]!.length; j0 += jBatch) {
+        const n = Math.min(acc[i]!.length, j0 + jBatch) - j0;
+        batches.push(Array.from({ length: n }, (_, jj) => [i, j0 + jj] as [number, number]));
+      }
+    }
+  } else {
+    for (let j = 0; j < acc[0]!.length; j++) {
+      for (let i0 = 0; i0 < acc.length; i0 += jBatch) {
+        const n = Math.min(acc.length, i0 + jBatch) - i0;
+        batches.push(Array.from({ length: n }, (_, ii) => [i0 + ii, j] as [number, number]));
+      }
+    }
+  }
+  return batches;
 }

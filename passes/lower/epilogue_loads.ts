@@ -17,6 +17,7 @@ import {
 import type { MemWidth, Operand, Reg, RegType } from "../../ir/kernel.ts";
 import { b64, b64Op, bytesOfElems, log2, type LowerContext, tensorBase } from "./context.ts";
 import { loadedToCompute, pack } from "./epilogue_expr.ts";
+import { alongRow as alongRowOf } from "../epilogue_staging.ts";
 import * as ir from "../../ir/builder.ts";
 
 /** An epilogue tensor: its base address (batch offset applied), parameter and matrix view. */
@@ -201,9 +202,7 @@ export function loadElem(
  * tensor at once: a row-major matrix aligned to n elements or more, 16- or
  * 32-bit (64-bit: pairs). */
 export function alongRow(info: EpiTensor, n: number): boolean {
-  const bits = DTYPE_INFO[info.t.dtype].bits;
-  return info.view?.layout === "row" && info.t.align >= n &&
-    (bits === 16 || bits === 32 || (bits === 64 && n === 2));
+  return alongRowOf(info.t, info.view, n);
 }
 
 /** The global address of an epilogue tensor's element at (row, col). */

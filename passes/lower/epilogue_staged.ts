@@ -1,224 +1,68 @@
 /**
- * The epilogue staged through shared memory: the staging plan (`stagePlan`)
- * and the staged path.
+ * The epilogue staged through shared memory, as the plan's staging
+ * (`plan.staging`, pass `gemm-epilogue-staging`) lays it out.
  *
  * @module
  */
 
 import { imm } from "../../ir/builder.ts";
-import type { TensorParam } from "../../ir/gemm.ts";
+import type { StagingPlan } from "../../ir/gemm.ts";
 import type { MemWidth, Reg, RegType } from "../../ir/kernel.ts";
-import type { MmaShape } from "../../ir/mma_table.ts";
-import { SIMT_PREFIX } from "../../ir/simt.ts";
-import { tallyWavefronts, type WavefrontTally } from "../../ir/smem_banks.ts";
-import { type Affine, emitAffine, termOf } from "./affine.ts";
+import { emitAffine, termOf } from "./affine.ts";
 import type { LowerContext } from "./context.ts";
 import { accValue, packOut } from "./epilogue_expr.ts";
 import { alongRow, globalAddr, loadAhead, loadElem, store } from "./epilogue_loads.ts";
 import type { EpilogueSetup, LoadExpr } from "./epilogue_setup.ts";
 import * as ir from "../../ir/builder.ts";
 
-/** How the epilogue stages D through shared memory (see `stagePlan`). */
-interface StagePlan {
-  /** Accumulator-tile rows (of `shape.m` rows each) a warp stages at once. */
-  readonly tiles: number;
-  /** Bytes from one staged row to the next (the warp tile's row plus padding). */
-  readonly stride: number;
-  /** Bytes of one warp's region. */
-  readonly regionBytes: number;
-  /** Bytes a lane reads back at once (and, staging outputs, stores to D). */
-  readonly vecBytes: number;
-  /** Vectors in one staged row. */
-  readonly perRow: number;
-  /** Staged: D's elements ("out"), or the accumulators in the compute type ("raw"),
-   * the epilogue then evaluated along D's rows (epilogues that read a matrix). */
-  readonly mode: "out" | "raw";
-  /** Bytes of one staged element. */
-  readonly elemBytes: number;
+/** The lane's staging addresses (see {@link stagingAddresses}). */
+interface StagingAddresses {
+  readonly writeBase: Reg;
+  readonly readBase: Reg;
+  readonly readCol: Reg;
+  readonly readRow0: Reg;
 }
 
 /**
- * Whether and how the epilogue stages D through shared memory (null: each
- * thread stores its accumulator elements straight from registers).
- *
- * Staged when D is row-major with 8- or 16-bit elements, the MMA is a
- * tensor-core one, and D's alignment allows vectors wider than the direct
- * path's stores (a pair of elements, or one); the vector is at most 16
- * bytes and one warp-tile row.
- * A chunk is as many accumulator-tile rows (at most `maxTiles`) as the
- * regions (one a warp) fit in the pipeline's shared memory, balanced over
- * the chunks: the epilogue never asks for more shared memory than the main
- * loop (shortcut: where one row does not fit, it stays direct). The
- * padding of a region's rows is the smallest multiple of
- * 16 bytes for which the fragment writes and the vector reads need the
- * fewest shared-memory wavefronts: conflict-free for warp-tile rows of 128
- * bytes or more (every default tile); narrower rows have no padding that
- * suits both sides, and their reads take up to twice the ideal (an XOR
- * swizzle would fix it; shortcut, the epilogue is a small part of a tile's
- * time). Column-major D stays direct (shortcut).
+ * Rows and columns of D the staged path uses, each computed once across the
+ * chunks (see {@link stagedPositions}).
  */
-export function stagePlan(
-  cx: LowerContext,
-  s: MmaShape,
-  rowAff: Affine,
-  colAff: Affine,
-  groups: readonly (readonly { dr: number; dc: number }[])[],
-  d: TensorParam,
-  dBytes: number,
-  pairOk: boolean,
-  maxTiles: number,
-  mode: "out" | "raw",
-  cType: "f32" | "f64" | "s32",
-): StagePlan | null {
-  const k = cx.k;
-  if (k.plan.mma!.shape.startsWith(SIMT_PREFIX) || k.problem.d.layout !== "row") return null;
-  // Only where the direct path's stores leave 32-byte sectors part-filled:
-  // 4 lanes write a row's 8 columns, so 8- and 16-bit outputs (4 or 2
-  // bytes a lane). f32/s32 pairs (8 bytes a lane) already fill sectors;
-  // staging them measured -1% at tf32 8192³ and +2% at 4096³ (bench/NOTES.md 31).
-  if (dBytes !== 1 && dBytes !== 2) return null;
-  const wp = k.plan.warp!;
-  // Raw: 4 accumulators of 4 bytes a lane, stored as 4 elements of D (D's
-  // alignment at least 4).
-  if (mode === "raw" && (cType === "f64" || d.align < 4)) return null;
-  const elemBytes = mode === "raw" ? 4 : dBytes;
-  const rowBytes = wp.warp.n * elemBytes;
-  let vecBytes = 16;
-  while (
-    vecBytes > 1 &&
-    (mode === "out" && vecBytes > d.align * dBytes || rowBytes % vecBytes !== 0)
-  ) {
-    vecBytes /= 2;
-  }
-  if (mode === "raw" ? vecBytes !== 16 : vecBytes <= (pairOk ? 2 : 1) * dBytes) return null;
-  const perRow = rowBytes / vecBytes;
-  // Every lane reads the same number of vectors from each accumulator-tile
-  // row, the same column of each (rows of at most 32 vectors: 512 bytes).
-  if (32 % perRow !== 0 || (s.m * perRow) % 32 !== 0) return null;
-  const mTiles = wp.warp.m / s.m;
-  const warps = cx.threads / 32;
-  const avail = k.plan.pipeline!.smemBytes;
-  const nTiles = wp.warp.n / s.n;
-  // Lane l's fragment position relative to lane 0's (affine in g = l / 4, tig = l % 4).
-  const lanes = (a: Affine) =>
-    Array.from({ length: 32 }, (_, l) => termOf(a, "g") * (l >> 2) + termOf(a, "tig") * (l & 3));
-  const laneRow = lanes(rowAff);
-  const laneCol = lanes(colAff);
-  const addrs = new Array<number>(32);
-  /** Excess wavefronts of one tile row's writes and reads, or more than `limit`. */
-  const excess = (stride: number, limit: number): number => {
-    const t: WavefrontTally = { wavefronts: 0, ideal: 0 };
-    for (let j = 0; j < nTiles && t.wavefronts - t.ideal <= limit; j++) {
-      for (const grp of groups) {
-        const e0 = grp[0]!;
-        for (let l = 0; l < 32; l++) {
-          addrs[l] = (laneRow[l]! + e0.dr) * stride +
-            (laneCol[l]! + j * s.n + e0.dc) * elemBytes;
-        }
-        tallyWavefronts(addrs, 32, grp.length * elemBytes, t);
-      }
-    }
-    for (let q = 0; q < (s.m * perRow) / 32; q++) {
-      for (let l = 0; l < 32; l++) {
-        const v = q * 32 + l;
-        addrs[l] = Math.floor(v / perRow) * stride + (v % perRow) * vecBytes;
-      }
-      tallyWavefronts(addrs, 32, vecBytes, t);
-    }
-    return t.wavefronts - t.ideal;
-  };
-  // The pad with the fewest excess wavefronts (the pattern repeats every
-  // accumulator-tile row), then as many tile rows a chunk as fit, balanced
-  // over the chunks (5 rows that fit 3 at a time: 3 + 2).
-  let best: { stride: number; cost: number } | null = null;
-  for (let pad = 0; pad <= 128; pad += 16) {
-    const stride = rowBytes + pad;
-    if (warps * s.m * stride > avail) break;
-    const cost = excess(stride, best?.cost ?? Infinity);
-    if (best === null || cost < best.cost) best = { stride, cost };
-    if (cost === 0) break;
-  }
-  if (best === null) return null;
-  const fit = Math.min(maxTiles, mTiles, Math.floor(avail / (warps * s.m * best.stride)));
-  const tiles = Math.ceil(mTiles / Math.ceil(mTiles / fit));
-  return {
-    tiles,
-    stride: best.stride,
-    regionBytes: tiles * s.m * best.stride,
-    vecBytes,
-    perRow,
-    mode,
-    elemBytes,
-  };
+interface StagedPositions {
+  /** A row or column of D (and whether it is inside D) at an offset from the
+   * lane's first element of an accumulator tile in the fragment layout
+   * ("frag"), or from its first read-back vector along D's rows ("rows"). */
+  readonly line: (from: "frag" | "rows", rows: boolean, off: number) => { at: Reg; ok: Reg };
+  /** An element of a vector the epilogue reads, at an offset of the staged
+   * element (each row's or column's element loaded once). */
+  readonly vectorLoad: (e: LoadExpr, rowOff: number, colOff: number) => Reg;
+  /** The warp-tile row of a lane's read-back vector q of the chunk from
+   * accumulator-tile row i0, that row of D, and the vector's bounds predicate. */
+  readonly readPos: (i0: number, q: number) => { gRow: number; row: Reg; ok: Reg };
 }
 
 /**
- * Emits the epilogue staged through shared memory. (Longer than most: its
- * closures share, across the chunks, the caches of D's rows and columns,
- * their bounds predicates and the vectors loaded, which keep the staged
- * path's address arithmetic to one computation each.)
+ * Emits the epilogue staged through shared memory: per chunk of
+ * `stage.tiles` accumulator-tile rows, the writes of the fragments into
+ * each warp's region ({@link writeChunk}), a barrier, and the read-back
+ * along D's rows with its stores ({@link readChunk}).
  *
  * @param cx The lowering's context.
  * @param st The epilogue's set-up.
  * @param stage The staging plan.
  */
-export function stagedEpilogue(cx: LowerContext, st: EpilogueSetup, stage: StagePlan): void {
+export function stagedEpilogue(cx: LowerContext, st: EpilogueSetup, stage: StagingPlan): void {
   const b = cx.b;
   const s = cx.shape;
-  const { acc, M, N, before, cType, d, laneRow, laneCol, stageGroups } = st;
-  const { dBytes, dBase, ldD, loads, nodes, roomy, output } = st;
+  const { acc, before, cType, loads, nodes, roomy } = st;
   // Staged through shared memory (the pipeline's, free once every warp is
   // past its last fragment load): each warp writes `stage.tiles` rows of
   // accumulator tiles in their fragment layout into its own padded region,
   // then reads them back row by row in `stage.vecBytes` vectors, so that
   // lanes next to each other store consecutive bytes of a row of D.
-  const tid = cx.features.get("tid")!;
-  const { writeBase, readBase, readCol, readRow0 } = stagingAddresses(cx, st, stage);
+  const addrs = stagingAddresses(cx, st, stage);
   const raw = stage.mode === "raw";
-  const vecWidth: MemWidth = stage.vecBytes === 2 ? "b16" : "b32";
-  const vecRegs = Math.max(1, stage.vecBytes / 4);
-  const vecType: RegType = raw ? cType : vecWidth;
   const mTiles = acc.length;
-  // A row or column of D (and whether it is inside D) at an offset from
-  // the lane's first element of an accumulator tile in the fragment layout
-  // ("frag"), or from its first read-back vector along D's rows ("rows").
-  const lineCache = new Map<string, { at: Reg; ok: Reg }>();
-  const line = (from: "frag" | "rows", rows: boolean, off: number) => {
-    const key = `${from}${rows ? "r" : "c"}${off}`;
-    let l = lineCache.get(key);
-    if (l === undefined) {
-      const base = from === "frag" ? (rows ? laneRow : laneCol) : (rows ? readRow0 : readCol);
-      const at = off === 0 ? base : cx.bin("add", "u32", base, imm(off));
-      l = { at, ok: cx.setp("lt", "u32", at, rows ? M : N) };
-      lineCache.set(key, l);
-    }
-    return l;
-  };
-  const readColOk = line("rows", false, 0).ok;
-  // A vector the epilogue reads (a bias per row or column): each row's or
-  // column's element loaded once, under that row's or column's own bounds
-  // predicate, and reused by every element that reads it. One load per
-  // element, hoisted by ptxas above the shared stores, spilled.
-  const from = raw ? "rows" : "frag";
-  const loaded = new Map<string, Reg>();
-  const vectorLoad = (
-    e: LoadExpr,
-    rowOff: number,
-    colOff: number,
-  ) => {
-    const key = `${e.tensor}:${e.rows ? `r${rowOff}` : e.cols ? `c${colOff}` : "0"}`;
-    let v = loaded.get(key);
-    if (v === undefined) {
-      const at = e.rows ? line(from, true, rowOff) : e.cols ? line(from, false, colOff) : null;
-      // A vector load reads only its row's or column's index (passed as
-      // both); an index-0 load reads neither and needs no guard: element 0
-      // of the tensor exists.
-      const idx = at?.at ?? tid;
-      v = loadElem(cx, e, loads.get(e.tensor)!, idx, idx, at?.ok ?? null, cType);
-      loaded.set(key, v);
-    }
-    return v;
-  };
+  const at = stagedPositions(cx, st, stage, addrs);
   b.emit(
     ir.comment(
       `staged through shared memory (${
@@ -233,19 +77,6 @@ export function stagedEpilogue(cx: LowerContext, st: EpilogueSetup, stage: Stage
     chunks.push([i0, Math.min(mTiles, i0 + stage.tiles)]);
   }
   const perChunk = ([i0, iEnd]: [number, number]) => ((iEnd - i0) * s.m * stage.perRow) / 32;
-  /** The warp-tile row of a lane's read-back vector q of the chunk from
-   * accumulator-tile row i0, that row of D, and the vector's bounds predicate. */
-  const readCache = new Map<string, { gRow: number; row: Reg; ok: Reg }>();
-  const readPos = (i0: number, q: number) => {
-    const gRow = i0 * s.m + (q * 32) / stage.perRow;
-    let p = readCache.get(`${gRow}`);
-    if (p === undefined) {
-      const { at: row, ok: rowOk } = line("rows", true, gRow);
-      p = { gRow, row, ok: cx.bin("and", "pred", rowOk, readColOk) };
-      readCache.set(`${gRow}`, p);
-    }
-    return p;
-  };
   // Raw: the loads of the matrices the epilogue reads (C) for a chunk's
   // read-back, all issued before the chunk's first store to D (ptxas keeps
   // a load of C below an earlier store to D: they may be the same memory),
@@ -262,75 +93,201 @@ export function stagedEpilogue(cx: LowerContext, st: EpilogueSetup, stage: Stage
   const issueChunk = (c: [number, number]) => {
     const got = new Map<string, () => Reg[]>();
     for (let q = 0; q < perChunk(c); q++) {
-      const { row, ok } = readPos(c[0], q);
+      const { row, ok } = at.readPos(c[0], q);
       for (const x of matrices) {
         const info = loads.get(x.tensor)!;
-        got.set(`${q}:${x.tensor}`, loadAhead(cx, x, info, row, readCol, ok, 4, cType));
+        got.set(`${q}:${x.tensor}`, loadAhead(cx, x, info, row, addrs.readCol, ok, 4, cType));
       }
     }
     return got;
   };
   const loadsC = raw && matrices.length > 0;
   // A chunk ahead only where the accumulators leave room for a second
-  // chunk's loads (at most 128 registers: a 64x64 f32 warp tile) and no
-  // split-K sums are added; else each chunk's loads right after its
-  // barrier (ptxas spilled 80x64 warp tiles and split-K kernels).
+  // chunk's loads (`roomy`: at most half a thread's registers, 128 of the
+  // target's 255, a 64x64 f32 warp tile) and no split-K sums are added;
+  // else each chunk's loads right after its barrier (ptxas spilled 80x64
+  // warp tiles and split-K kernels).
   const aheadOk = roomy && before === undefined;
   let ahead: Map<string, () => Reg[]> | null = null;
   // Every warp is past the main loop's last shared-memory read (and, with
   // split-K, past reading the broadcast flag) before any warp writes.
   b.emit(ir.bar());
   chunks.forEach((c, ci) => {
-    const [i0, iEnd] = c;
-    for (let i = i0; i < iEnd; i++) {
-      for (let j = 0; j < acc[i]!.length; j++) {
-        const regs = acc[i]![j]!;
-        before?.(i, j);
-        for (const grp of stageGroups) {
-          const e0 = grp[0]!;
-          const outs = grp.map((e, q) => {
-            const accV = accValue(cx, regs[e.reg]!, e.elem, cType);
-            if (raw) return accV;
-            return output(accV, (x) => vectorLoad(x, i * s.m + e0.dr, j * s.n + e0.dc + q));
-          });
-          const off = ((i - i0) * s.m + e0.dr) * stage.stride +
-            (j * s.n + e0.dc) * stage.elemBytes;
-          store(cx, "sts", writeBase, off, outs, raw ? cType : d.dtype, null);
-        }
-      }
-    }
+    writeChunk(cx, st, stage, at, addrs.writeBase, c);
     b.emit(ir.bar());
     const got = loadsC && (ci === 0 || !aheadOk) ? issueChunk(c) : ahead;
     ahead = loadsC && aheadOk && ci + 1 < chunks.length ? issueChunk(chunks[ci + 1]!) : null;
-    for (let q = 0; q < perChunk(c); q++) {
-      const dRow = (q * 32) / stage.perRow; // within the chunk
-      const regsQ = Array.from({ length: vecRegs }, () => b.reg(vecType));
-      b.emit(ir.lds(vecWidth, regsQ, readBase, dRow * stage.stride));
-      const { gRow, row, ok } = readPos(i0, q);
-      const addr = globalAddr(cx, dBase, row, readCol, ldD, true, dBytes);
-      // Raw: the epilogue of the 4 elements along the row (D's N is a
-      // multiple of 4, so one predicate guards them all), packed into one
-      // store of 8 (16-bit D) or 4 bytes (8-bit D).
-      const src = !raw ? regsQ : packOut(
-        cx,
-        regsQ.map((accV, e) =>
-          output(
-            accV,
-            (x) => {
-              if (!(x.rows && x.cols)) return vectorLoad(x, gRow, e);
-              const four = got?.get(`${q}:${x.tensor}`);
-              if (four !== undefined) return four()[e]!;
-              const col = line("rows", false, e).at;
-              return loadElem(cx, x, loads.get(x.tensor)!, row, col, ok, cType);
-            },
-          )
-        ),
-        d.dtype,
-      );
-      b.emit(ir.stg(raw ? "b32" : vecWidth, src, addr, 0, ir.when(ok)));
-    }
-    if (iEnd < mTiles) b.emit(ir.bar());
+    readChunk(cx, st, stage, at, addrs, c[0], perChunk(c), got);
+    if (c[1] < mTiles) b.emit(ir.bar());
   });
+}
+
+/**
+ * The staged path's rows and columns of D, computed on first use and kept
+ * for the later chunks; emits the read-back column's bounds predicate.
+ *
+ * @param cx The lowering's context.
+ * @param st The epilogue's set-up.
+ * @param stage The staging plan.
+ * @param addrs The lane's staging addresses.
+ * @returns The cached positions.
+ */
+function stagedPositions(
+  cx: LowerContext,
+  st: EpilogueSetup,
+  stage: StagingPlan,
+  addrs: StagingAddresses,
+): StagedPositions {
+  const s = cx.shape;
+  const { M, N, cType, laneRow, laneCol, loads } = st;
+  const tid = cx.features.get("tid")!;
+  const lineCache = new Map<string, { at: Reg; ok: Reg }>();
+  const line = (from: "frag" | "rows", rows: boolean, off: number) => {
+    const key = `${from}${rows ? "r" : "c"}${off}`;
+    let l = lineCache.get(key);
+    if (l === undefined) {
+      const base = from === "frag"
+        ? (rows ? laneRow : laneCol)
+        : (rows ? addrs.readRow0 : addrs.readCol);
+      const at = off === 0 ? base : cx.bin("add", "u32", base, imm(off));
+      l = { at, ok: cx.setp("lt", "u32", at, rows ? M : N) };
+      lineCache.set(key, l);
+    }
+    return l;
+  };
+  const readColOk = line("rows", false, 0).ok;
+  // A vector the epilogue reads (a bias per row or column): each row's or
+  // column's element loaded once, under that row's or column's own bounds
+  // predicate, and reused by every element that reads it. One load per
+  // element, hoisted by ptxas above the shared stores, spilled.
+  const from = stage.mode === "raw" ? "rows" : "frag";
+  const loaded = new Map<string, Reg>();
+  const vectorLoad = (e: LoadExpr, rowOff: number, colOff: number) => {
+    const key = `${e.tensor}:${e.rows ? `r${rowOff}` : e.cols ? `c${colOff}` : "0"}`;
+    let v = loaded.get(key);
+    if (v === undefined) {
+      const at = e.rows ? line(from, true, rowOff) : e.cols ? line(from, false, colOff) : null;
+      // A vector load reads only its row's or column's index (passed as
+      // both); an index-0 load reads neither and needs no guard: element 0
+      // of the tensor exists.
+      const idx = at?.at ?? tid;
+      v = loadElem(cx, e, loads.get(e.tensor)!, idx, idx, at?.ok ?? null, cType);
+      loaded.set(key, v);
+    }
+    return v;
+  };
+  const readCache = new Map<string, { gRow: number; row: Reg; ok: Reg }>();
+  const readPos = (i0: number, q: number) => {
+    const gRow = i0 * s.m + (q * 32) / stage.perRow;
+    let p = readCache.get(`${gRow}`);
+    if (p === undefined) {
+      const { at: row, ok: rowOk } = line("rows", true, gRow);
+      p = { gRow, row, ok: cx.bin("and", "pred", rowOk, readColOk) };
+      readCache.set(`${gRow}`, p);
+    }
+    return p;
+  };
+  return { line, vectorLoad, readPos };
+}
+
+/**
+ * Writes a chunk's accumulator tiles into the warp's region in their
+ * fragment layout: the raw accumulators, or the epilogue's D elements.
+ *
+ * @param cx The lowering's context.
+ * @param st The epilogue's set-up.
+ * @param stage The staging plan.
+ * @param at The cached positions.
+ * @param writeBase The lane's first element's address in the region.
+ * @param chunk The chunk's first and end accumulator-tile rows.
+ */
+function writeChunk(
+  cx: LowerContext,
+  st: EpilogueSetup,
+  stage: StagingPlan,
+  at: StagedPositions,
+  writeBase: Reg,
+  [i0, iEnd]: [number, number],
+): void {
+  const s = cx.shape;
+  const { acc, before, cType, d, stageGroups, output } = st;
+  const raw = stage.mode === "raw";
+  for (let i = i0; i < iEnd; i++) {
+    for (let j = 0; j < acc[i]!.length; j++) {
+      const regs = acc[i]![j]!;
+      before?.(i, j);
+      for (const grp of stageGroups) {
+        const e0 = grp[0]!;
+        const outs = grp.map((e, q) => {
+          const accV = accValue(cx, regs[e.reg]!, e.elem, cType);
+          if (raw) return accV;
+          return output(accV, (x) => at.vectorLoad(x, i * s.m + e0.dr, j * s.n + e0.dc + q));
+        });
+        const off = ((i - i0) * s.m + e0.dr) * stage.stride +
+          (j * s.n + e0.dc) * stage.elemBytes;
+        store(cx, "sts", writeBase, off, outs, raw ? cType : d.dtype, null);
+      }
+    }
+  }
+}
+
+/**
+ * Reads a chunk back along D's rows and stores it to D: the staged D
+ * elements as they are, or (raw) the epilogue of 4 accumulators along a
+ * row, packed into one store.
+ *
+ * @param cx The lowering's context.
+ * @param st The epilogue's set-up.
+ * @param stage The staging plan.
+ * @param at The cached positions.
+ * @param addrs The lane's staging addresses.
+ * @param i0 The chunk's first accumulator-tile row.
+ * @param vectors Vectors a lane reads back from the chunk.
+ * @param got Raw: the loads of C issued for this chunk, by vector and tensor.
+ */
+function readChunk(
+  cx: LowerContext,
+  st: EpilogueSetup,
+  stage: StagingPlan,
+  at: StagedPositions,
+  addrs: StagingAddresses,
+  i0: number,
+  vectors: number,
+  got: Map<string, () => Reg[]> | null,
+): void {
+  const b = cx.b;
+  const { cType, d, dBytes, dBase, ldD, loads, output } = st;
+  const raw = stage.mode === "raw";
+  const vecWidth: MemWidth = stage.vecBytes === 2 ? "b16" : "b32";
+  const vecRegs = Math.max(1, stage.vecBytes / 4);
+  const vecType: RegType = raw ? cType : vecWidth;
+  for (let q = 0; q < vectors; q++) {
+    const dRow = (q * 32) / stage.perRow; // within the chunk
+    const regsQ = Array.from({ length: vecRegs }, () => b.reg(vecType));
+    b.emit(ir.lds(vecWidth, regsQ, addrs.readBase, dRow * stage.stride));
+    const { gRow, row, ok } = at.readPos(i0, q);
+    const addr = globalAddr(cx, dBase, row, addrs.readCol, ldD, true, dBytes);
+    // Raw: the epilogue of the 4 elements along the row (D's N is a
+    // multiple of 4, so one predicate guards them all), packed into one
+    // store of 8 (16-bit D) or 4 bytes (8-bit D).
+    const src = !raw ? regsQ : packOut(
+      cx,
+      regsQ.map((accV, e) =>
+        output(
+          accV,
+          (x) => {
+            if (!(x.rows && x.cols)) return at.vectorLoad(x, gRow, e);
+            const four = got?.get(`${q}:${x.tensor}`);
+            if (four !== undefined) return four()[e]!;
+            const col = at.line("rows", false, e).at;
+            return loadElem(cx, x, loads.get(x.tensor)!, row, col, ok, cType);
+          },
+        )
+      ),
+      d.dtype,
+    );
+    b.emit(ir.stg(raw ? "b32" : vecWidth, src, addr, 0, ir.when(ok)));
+  }
 }
 
 /**
@@ -347,8 +304,8 @@ export function stagedEpilogue(cx: LowerContext, st: EpilogueSetup, stage: Stage
 function stagingAddresses(
   cx: LowerContext,
   st: EpilogueSetup,
-  stage: StagePlan,
-): { writeBase: Reg; readBase: Reg; readCol: Reg; readRow0: Reg } {
+  stage: StagingPlan,
+): StagingAddresses {
   const { smem, base0R, base0C, wRow, wCol } = st;
   const tid = cx.features.get("tid")!;
   const warpId = cx.bin("shr", "u32", tid, imm(5));

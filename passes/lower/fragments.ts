@@ -322,29 +322,9 @@ function checkLdmatrix(
 }
 
 /**
- * Emits every load of k-step kk's fragments of an operand into `buf`.
- *
- * @param cx The lowering's context.
- * @param f The operand's fragment plan.
- * @param buf The fragment registers, by tile.
- * @param kk The k-step.
- * @param readStage The stage index read.
- * @param p The operand's shared-memory tile.
- */
-export function loadFrags(
-  cx: LowerContext,
-  f: FragPlan,
-  buf: Reg[][],
-  kk: number,
-  readStage: Reg,
-  p: OperandSmem,
-): void {
-  fragLoader(cx, f, buf, kk, readStage, p)(() => true);
-}
-
-/**
  * The loads of k-step kk's fragments as a function that emits, each time
- * it is called, those not yet emitted whose tiles all pass `ready`.
+ * it is called, those not yet emitted whose tiles all pass `ready` (every
+ * load at once: `fragLoader(...)(() => true)`).
  */
 export function fragLoader(
   cx: LowerContext,

@@ -7,18 +7,12 @@
 
 import { imm } from "../../ir/builder.ts";
 import type { GemmKernel } from "../../ir/gemm.ts";
-import {
-  type Kernel,
-  type KernelParam,
-  type Reg,
-  type RegType,
-  WORKSPACE_PARAM,
-} from "../../ir/kernel.ts";
-import { log2, LowerContext, minBlocksPerSm } from "./context.ts";
+import type { Kernel, KernelParam, Reg, RegType } from "../../ir/kernel.ts";
+import { log2, LowerContext } from "./context.ts";
 import { epilogue } from "./epilogue.ts";
 import { epiPrefetch } from "./epilogue_loads.ts";
 import { mainLoop } from "./main_loop.ts";
-import { splitKReduce, workspacePerTile } from "./split_k.ts";
+import { splitKReduce } from "./split_k.ts";
 import * as ir from "../../ir/builder.ts";
 
 /**
@@ -45,7 +39,8 @@ function buildKernel(cx: LowerContext): Kernel {
     const smem = b.reg("u32", "smem");
     b.emit(ir.smemBase(smem));
     const acc = mainLoop(cx, { m0, n0, M, N, K, bz, split, smem });
-    if (split === null) epilogue(cx, acc, m0, n0, M, N, bz, smem);
+    const at = { acc, m0, n0, M, N, bz, smem };
+    if (split === null) epilogue(cx, at);
     else {
       const tilesM = cx.divRem("div", cx.bin("add", "u32", M, imm(tb.m - 1)), tb.m);
       const tileLin = cx.bin(
@@ -66,7 +61,7 @@ function buildKernel(cx: LowerContext): Kernel {
         split,
         tileLin,
         smem,
-        (sum) => epilogue(cx, acc, m0, n0, M, N, bz, smem, sum),
+        (sum) => epilogue(cx, { ...at, before: sum }),
         epiPrefetch(cx, m0, n0, M, N, bz),
       );
     }
@@ -84,7 +79,6 @@ function buildKernel(cx: LowerContext): Kernel {
 function emitParams(cx: LowerContext): KernelParam[] {
   const k = cx.k;
   const b = cx.b;
-  const tile = k.plan.tile!;
   const kparams: KernelParam[] = [];
   for (const p of k.params) {
     if (p.kind === "tensor") {
@@ -98,9 +92,10 @@ function emitParams(cx: LowerContext): KernelParam[] {
       kparams.push({ name: p.name, kind: "scalar", ptx, dtype: p.dtype });
     }
   }
-  // split_k > 1: the workspace, last (see splitKReduce).
-  if (tile.splitK > 1) {
-    kparams.push({ name: WORKSPACE_PARAM, kind: "tensor", ptx: "u64", dtype: "u8" });
+  // split_k > 1: the workspace (gemm-workspace's parameter), last (see splitKReduce).
+  const workspace = k.plan.workspace ?? null;
+  if (workspace !== null) {
+    kparams.push({ name: workspace.param, kind: "tensor", ptx: "u64", dtype: "u8" });
   }
   for (const p of kparams) {
     const t: RegType = p.ptx === "u64" ? "u64" : p.ptx;
@@ -131,11 +126,9 @@ interface BlockIndices {
  * @returns The block's indices.
  */
 function emitIndices(cx: LowerContext): BlockIndices {
-  const b = cx.b;
   const tile = cx.k.plan.tile!;
   const wp = cx.k.plan.warp!;
-  const tid = b.reg("u32", "tid");
-  b.emit(ir.sreg(tid, "tid.x"));
+  const tid = cx.sreg("tid.x", "tid");
   const lane = cx.bin("and", "u32", tid, imm(31), "lane");
   const warp = cx.bin("shr", "u32", tid, imm(5), "warp");
   cx.features.set("tid", tid);
@@ -150,12 +143,9 @@ function emitIndices(cx: LowerContext): BlockIndices {
   cx.features.set("wm", cx.divRem("rem", warp, wp.warpsM, "wm"));
   cx.features.set("wn", cx.divRem("div", warp, wp.warpsM, "wn"));
 
-  const bx = b.reg("u32", "bx");
-  b.emit(ir.sreg(bx, "ctaid.x"));
-  const by = b.reg("u32", "by");
-  b.emit(ir.sreg(by, "ctaid.y"));
-  const bzRaw = b.reg("u32", "bz");
-  b.emit(ir.sreg(bzRaw, "ctaid.z"));
+  const bx = cx.sreg("ctaid.x", "bx");
+  const by = cx.sreg("ctaid.y", "by");
+  const bzRaw = cx.sreg("ctaid.z", "bz");
   // grid z = batch * split_k: the batch index and this block's split of K.
   const splitK = tile.splitK;
   const split = splitK > 1 ? cx.divRem("rem", bzRaw, splitK, "split") : null;
@@ -184,7 +174,9 @@ function kernelOf(cx: LowerContext, kparams: KernelParam[]): Kernel {
   const tile = k.plan.tile!;
   const tb = tile.threadblock;
   const pipe = k.plan.pipeline!;
-  const minBlocks = minBlocksPerSm(cx);
+  // The decisions of gemm-occupancy and gemm-workspace.
+  const minBlocks = k.plan.occupancy!.blocksPerSm;
+  const workspace = k.plan.workspace ?? null;
   return {
     kind: "kernel",
     name: k.name,
@@ -198,7 +190,7 @@ function kernelOf(cx: LowerContext, kparams: KernelParam[]): Kernel {
       tileN: tb.n,
       swizzle: tile.swizzle,
       splitK: tile.splitK,
-      ...(tile.splitK > 1 ? { workspacePerTile: workspacePerTile(cx) } : {}),
+      ...(workspace !== null ? { workspacePerTile: workspace.perTile } : {}),
       m: k.problem.m.kind === "sym" ? k.problem.m.name : k.problem.m.value,
       n: k.problem.n.kind === "sym" ? k.problem.n.name : k.problem.n.value,
       batch: k.problem.batch === null

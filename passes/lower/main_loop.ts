@@ -11,10 +11,17 @@ import { imm } from "../../ir/builder.ts";
 import type { Operand, Reg } from "../../ir/kernel.ts";
 import type { MmaShape } from "../../ir/mma_table.ts";
 import { log2, type LowerContext } from "./context.ts";
-import { advanceStage, type CopyPlan, copySetup, issueCopies, skipTiles } from "./copies.ts";
+import {
+  advanceStage,
+  type CopyOperand,
+  type CopyPlan,
+  copySetup,
+  issueCopies,
+  skipTiles,
+} from "./copies.ts";
 import { epiPrefetch, prefetchAhead } from "./epilogue_loads.ts";
-import { fragLoader, type FragPlan, fragSetup, loadFrags } from "./fragments.ts";
-import { mmas } from "./mma.ts";
+import { fragLoader, type FragPlan, fragSetup } from "./fragments.ts";
+import { type KTileSums, mmas } from "./mma.ts";
 import * as ir from "../../ir/builder.ts";
 
 /** The threadblock tile and what the main loop needs of the problem. */
@@ -36,6 +43,8 @@ export interface TileOrigin {
 /** What one k-step of the loop uses (see {@link kStep}). */
 interface LoopState {
   readonly acc: Reg[][][];
+  /** 3xtf32: the k-tile sums (null otherwise). */
+  readonly kTile: KTileSums | null;
   readonly aFrag: FragPlan;
   readonly bFrag: FragPlan;
   /** The two fragment buffers of A and of B. */
@@ -63,13 +72,14 @@ export function mainLoop(cx: LowerContext, o: TileOrigin): Reg[][][] {
   const mp = k.plan.mma!;
   const tb = k.plan.tile!.threadblock;
   const { m0, n0, M, N, K, bz, split, smem } = o;
-  const aCopy = copySetup(cx, "A", k.problem.a, pipe.a, m0, M, K, bz, smem);
-  const bCopy = copySetup(cx, "B", k.problem.b, pipe.b, n0, N, K, bz, smem);
+  const copies = (role: "A" | "B", op: CopyOperand) => copySetup(cx, role, op, K, bz, smem);
+  const aCopy = copies("A", { view: k.problem.a, p: pipe.a, x0: m0, outerSize: M });
+  const bCopy = copies("B", { view: k.problem.b, p: pipe.b, x0: n0, outerSize: N });
 
   // Fragment address set-up.
   const aFrag = fragSetup(cx, "A", pipe.a, mp.aLoad, smem);
   const bFrag = fragSetup(cx, "B", pipe.b, mp.bLoad, smem);
-  const acc = zeroAccumulators(cx);
+  const { acc, kTile } = zeroAccumulators(cx);
   const { kRem, kCount } = kTileRange(cx, K, split, aCopy, bCopy);
   const S = pipe.stages;
   const mTiles = acc.length;
@@ -103,12 +113,12 @@ export function mainLoop(cx: LowerContext, o: TileOrigin): Reg[][][] {
   const aBuf = [fragRegs(cx.shape.a, mTiles), fragRegs(cx.shape.a, mTiles)];
   const bBuf = [fragRegs(cx.shape.b, nTiles), fragRegs(cx.shape.b, nTiles)];
   const loadBoth = (kk: number, buf: number) => {
-    loadFrags(cx, aFrag, aBuf[buf]!, kk, readOff, pipe.a);
-    loadFrags(cx, bFrag, bBuf[buf]!, kk, readOff, pipe.b);
+    fragLoader(cx, aFrag, aBuf[buf]!, kk, readOff, pipe.a)(() => true);
+    fragLoader(cx, bFrag, bBuf[buf]!, kk, readOff, pipe.b)(() => true);
   };
   loadBoth(0, 0);
 
-  const st: LoopState = { acc, aFrag, bFrag, aBuf, bBuf, readOff, issue, loadBoth };
+  const st: LoopState = { acc, kTile, aFrag, bFrag, aBuf, bBuf, readOff, issue, loadBoth };
   const kt = b.reg("u32", "kt");
   const KK = mp.kSteps;
   // k-steps per tile are a power of two >= 2 (gemm-mma), so the two fragment
@@ -155,7 +165,7 @@ function kStep(cx: LowerContext, st: LoopState, kk: number): void {
   const mp = cx.k.plan.mma!;
   const KK = mp.kSteps;
   const S = pipe.stages;
-  const { acc, aFrag, bFrag, aBuf, bBuf, readOff, issue, loadBoth } = st;
+  const { acc, kTile, aFrag, bFrag, aBuf, bBuf, readOff, issue, loadBoth } = st;
   const mTiles = acc.length;
   if (kk === KK - 1) {
     b.emit(ir.wait(pipe.waitDepth));
@@ -170,14 +180,14 @@ function kStep(cx: LowerContext, st: LoopState, kk: number): void {
     issue();
   }
   if (!interleaved) {
-    mmas(cx, acc, aBuf[kk % 2]!, bBuf[kk % 2]!, kk);
+    mmas(cx, acc, aBuf[kk % 2]!, bBuf[kk % 2]!, kk, kTile);
     return;
   }
   // Each load of k-step kk+1 right after the MMAs that free its tiles.
   const aNext = fragLoader(cx, aFrag, aBuf[next]!, (kk + 1) % KK, readOff, pipe.a);
   const bNext = fragLoader(cx, bFrag, bBuf[next]!, (kk + 1) % KK, readOff, pipe.b);
   const bDone = new Set<number>();
-  mmas(cx, acc, aBuf[kk % 2]!, bBuf[kk % 2]!, kk, (i, j, rowDone) => {
+  mmas(cx, acc, aBuf[kk % 2]!, bBuf[kk % 2]!, kk, kTile, (i, j, rowDone) => {
     if (i === mTiles - 1) {
       bDone.add(j);
       bNext((t) => bDone.has(t));
@@ -187,13 +197,13 @@ function kStep(cx: LowerContext, st: LoopState, kk: number): void {
 }
 
 /**
- * The accumulators, each register set to zero (and, for 3xtf32, the
- * context's tile of zeros).
+ * The accumulators, each register set to zero (and, for 3xtf32, the k-tile
+ * sums with their tile of zeros).
  *
  * @param cx The lowering's context.
- * @returns The accumulators, by tile row, tile column and register.
+ * @returns The accumulators, by tile row, tile column and register, and the k-tile sums.
  */
-function zeroAccumulators(cx: LowerContext): Reg[][][] {
+function zeroAccumulators(cx: LowerContext): { acc: Reg[][][]; kTile: KTileSums | null } {
   const wp = cx.k.plan.warp!;
   const mTiles = wp.warp.m / cx.shape.m;
   const nTiles = wp.warp.n / cx.shape.n;
@@ -210,10 +220,11 @@ function zeroAccumulators(cx: LowerContext): Reg[][][] {
     }
     acc.push(row);
   }
-  if (cx.k.math.mode === "3xtf32") {
-    cx.zeroAcc = Array.from({ length: cx.shape.c.regs }, () => cx.mov("f32", imm(0)));
-  }
-  return acc;
+  const kTile = cx.k.math.mode !== "3xtf32" ? null : {
+    zero: Array.from({ length: cx.shape.c.regs }, () => cx.mov("f32", imm(0))),
+    sums: [],
+  };
+  return { acc, kTile };
 }
 
 /**

@@ -11,10 +11,30 @@ import type { LowerContext } from "./context.ts";
 import * as ir from "../../ir/builder.ts";
 
 /**
+ * 3xtf32's k-tile sums, made with the accumulators (main_loop.ts) and
+ * carried by `mmas` across the k-steps of each k-tile.
+ */
+export interface KTileSums {
+  /** An accumulator tile of zeros: the C of each k-tile's first MMA. */
+  readonly zero: readonly Reg[];
+  /** Per accumulator tile, the running sum of the current k-tile's products
+   * (set at k-step 0, added to the accumulator at the last). */
+  readonly sums: Reg[][][];
+}
+
+/**
  * The MMAs of k-step `kk` of a k-tile, rows of the warp tile in order and
  * columns serpentine (a B fragment is reused across the turn). `after(i,
  * j, rowDone)` runs after each plain tensor MMA (the interleaved fragment
  * loads hook in there).
+ *
+ * @param cx The lowering's context.
+ * @param acc The accumulators.
+ * @param aFr A's fragments of the k-step.
+ * @param bFr B's fragments of the k-step.
+ * @param kk The k-step.
+ * @param kTile 3xtf32: the k-tile sums (null otherwise).
+ * @param after Runs after each plain tensor MMA.
  */
 export function mmas(
   cx: LowerContext,
@@ -22,6 +42,7 @@ export function mmas(
   aFr: Reg[][],
   bFr: Reg[][],
   kk: number,
+  kTile: KTileSums | null,
   after?: (i: number, j: number, rowDone: boolean) => void,
 ): void {
   const b = cx.b;
@@ -70,7 +91,7 @@ export function mmas(
     for (let jj = 0; jj < row.length; jj++) {
       const j = i % 2 === 0 ? jj : row.length - 1 - jj; // serpentine
       const c = row[j]!;
-      if (aS !== null && bS !== null) {
+      if (aS !== null && bS !== null && kTile !== null) {
         // The k-tile's products summed from zero (its k-steps' three MMAs
         // chained), then added to the accumulator with add.rn.f32: the
         // tensor cores' adders truncate, and chained onto the growing
@@ -79,9 +100,9 @@ export function mmas(
         const A = aS[i]!;
         const B = bS[j]!;
         const first = kk === 0;
-        const t = first ? c.map(() => b.reg("f32")) : cx.kTileSum[i]![j]!;
-        (cx.kTileSum[i] ??= [])[j] = t;
-        let from = first ? cx.zeroAcc : t;
+        const t = first ? c.map(() => b.reg("f32")) : kTile.sums[i]![j]!;
+        (kTile.sums[i] ??= [])[j] = t;
+        let from: readonly Reg[] = first ? kTile.zero : t;
         for (const [x, y] of [[A.small, B.big], [A.big, B.small], [A.big, B.big]] as const) {
           b.emit(ir.mma(cx.shape.name, t, x, y, from));
           from = t;

@@ -24,7 +24,7 @@
  *    tile into L2 between them, `prefetchAhead` k-tiles before the end
  *    (`epiPrefetch`).
  * 5. Drain (`wait_group 0`), then the epilogue. 8- and 16-bit row-major D is
- *    staged through shared memory (`stagePlan`): the fused epilogue
+ *    staged through shared memory (`plan.staging`): the fused epilogue
  *    expression per element (or pair) in registers, its result staged and
  *    stored in vectors along D's rows; or, for an epilogue that reads a
  *    matrix (C), the raw accumulators staged and the epilogue evaluated along
@@ -45,7 +45,9 @@
  * The lowering is in phase modules that share one {@link LowerContext}:
  *
  * - `context.ts`: the context (the kernel, its MMA shape, the builder, the
- *   parameter and index registers), the small emitters, blocks per SM;
+ *   parameter and index registers), the small emitters (blocks per SM, the
+ *   split-K workspace and the epilogue staging are the plan's, decided by
+ *   passes/occupancy.ts, passes/workspace.ts and passes/epilogue_staging.ts);
  * - `affine.ts`: per-thread affine recipes and swizzled shared-memory offsets;
  * - `copies.ts`: the main loop's global -> shared copies;
  * - `fragments.ts`: fragment loads (ldmatrix, ld.shared);

@@ -1,37 +1,15 @@
 /**
- * Split-K in the kernel: the workspace record's layout (`accBytes`, `partialBytes`,
- * `workspacePerTile`) and the reduction by the block that arrives last.
+ * Split-K in the kernel: the reduction by the block that arrives last, in the
+ * workspace record that gemm-workspace laid out (`plan.workspace`, see
+ * passes/workspace.ts).
  *
  * @module
  */
 
 import { imm } from "../../ir/builder.ts";
-import { type Reg, WORKSPACE_PARAM } from "../../ir/kernel.ts";
+import type { Reg } from "../../ir/kernel.ts";
 import { b64, type LowerContext } from "./context.ts";
 import * as ir from "../../ir/builder.ts";
-
-/** Bytes per accumulator register (f64: 8, else 4: f32, s32, or f16x2). */
-function accBytes(cx: LowerContext): number {
-  return cx.shape.cType === "f64" ? 8 : 4;
-}
-
-/**
- * The workspace record of one output tile: a 128-byte header (the u32
- * arrival counter) and one partial accumulator tile per split, each thread's
- * registers in 16-byte chunks (8 for f16 accumulators) laid out chunk-major
- * (`(chunk * threads + tid) * bytes`), so that a warp's stores and loads are
- * contiguous.
- */
-export function workspacePerTile(cx: LowerContext): number {
-  return 128 + cx.k.plan.tile!.splitK * partialBytes(cx);
-}
-
-/** Bytes of one split's partial accumulator tile (every thread's registers). */
-function partialBytes(cx: LowerContext): number {
-  const wp = cx.k.plan.warp!;
-  const regs = (wp.warp.m / cx.shape.m) * (wp.warp.n / cx.shape.n) * cx.shape.c.regs;
-  return cx.threads * regs * accBytes(cx);
-}
 
 /**
  * Split-K, in the kernel (no second launch): every block stores its partial
@@ -54,60 +32,30 @@ export function splitKReduce(
   prefetch: (() => void) | null = null,
 ): void {
   const b = cx.b;
-  const S = cx.k.plan.tile!.splitK;
-  const T = cx.threads;
+  const ws = cx.k.plan.workspace!;
   const flat = acc.flat(2);
-  const eb = accBytes(cx);
-  // 16-byte chunks (8 for f16 accumulators, whose MMA tile holds 8 bytes a thread).
-  const chunkBytes = Math.min(16, acc[0]![0]!.length * eb);
-  const perChunk = chunkBytes / eb;
-  const chunks = flat.length / perChunk;
+  const perChunk = ws.chunkBytes / ws.accBytes;
   if (acc[0]![0]!.length % perChunk !== 0) {
     throw new Error("lower-kernel: an accumulator tile is not whole 16-byte chunks");
   }
-  const partBytes = partialBytes(cx);
-  const width = eb === 8 ? "b64" : "b32";
-  b.emit(ir.comment(`split-K: partial to the workspace, the last of ${S} splits reduces`));
-  const ws = cx.params.get(WORKSPACE_PARAM)!;
-  const rec = cx.bin(
-    "add",
-    "u64",
-    ws,
-    cx.bin("mul", "u64", b64(cx, tileLin), imm(workspacePerTile(cx))),
-  );
-  const tid = cx.features.get("tid")!;
-  const mine = cx.bin("add", "u64", rec, b64(cx, cx.mulImm(tid, chunkBytes)));
-  const part0 = cx.bin("add", "u64", mine, imm(128));
-  const own = cx.bin(
-    "add",
-    "u64",
-    part0,
-    cx.bin("mul", "u64", b64(cx, split), imm(partBytes)),
-  );
-  for (let c = 0; c < chunks; c++) {
-    const src = flat.slice(c * perChunk, (c + 1) * perChunk);
-    b.emit(ir.stg(width, src, own, c * T * chunkBytes));
-  }
+  const { rec, tid, part0 } = storePartial(cx, flat, split, tileLin);
   const isLast = arriveLast(cx, rec, tid, smem);
   b.if(isLast, true, () => {
     b.emit(ir.fence());
     // The last split alone reads C: its tile into L2 while the partial sums load.
     prefetch?.();
-    const addT = cx.shape.cType === "f64" ? "f64" : cx.shape.cType === "s32" ? "s32" : "f32";
-    const fn = addT === "s32" ? "addsat" : "add";
+    const width = ws.accBytes === 8 ? "b64" : "b32";
     const load = (s: number, c: number, dst: Reg[]) =>
-      b.emit(ir.ldg(width, dst, part0, s * partBytes + c * T * chunkBytes, undefined, "cg"));
-    // f16x2 (b32) accumulators: each half as f32.
-    const halves = (w: Reg): Reg[] => {
-      const lo = b.reg("b16");
-      const hi = b.reg("b16");
-      b.emit(ir.unpack(lo, hi, w));
-      return [lo, hi].map((h) => {
-        const x = b.reg("f32");
-        b.emit(ir.cvt("f32.f16", x, h));
-        return x;
-      });
-    };
+      b.emit(
+        ir.ldg(
+          width,
+          dst,
+          part0,
+          s * ws.partialBytes + c * cx.threads * ws.chunkBytes,
+          undefined,
+          "cg",
+        ),
+      );
     const nTiles = acc[0]!.length;
     const tileRegs = acc[0]![0]!.length;
     // The sums of one accumulator tile, loaded by the epilogue right before
@@ -115,39 +63,109 @@ export function splitKReduce(
     then((i, j) => {
       const first = ((i * nTiles + j) * tileRegs) / perChunk;
       for (let c = first; c < first + tileRegs / perChunk; c++) {
-        const regs = flat.slice(c * perChunk, (c + 1) * perChunk);
-        if (cx.shape.cType !== "f16") {
-          load(0, c, regs);
-          for (let s = 1; s < S; s++) {
-            const part = regs.map((r) => b.reg(r.type));
-            load(s, c, part);
-            regs.forEach((r, q) => b.emit(ir.bin(fn, addT, r, r, part[q]!)));
-          }
-          continue;
-        }
-        // The halves are summed in f32 and rounded to f16 once, at the end.
-        let sums: Reg[][] = [];
-        for (let s = 0; s < S; s++) {
-          const part = regs.map((r) => b.reg(r.type));
-          load(s, c, part);
-          const hs = part.map(halves);
-          if (s === 0) sums = hs;
-          else {
-            sums.forEach((pair, q) =>
-              pair.forEach((x, e) => b.emit(ir.bin("add", "f32", x, x, hs[q]![e]!)))
-            );
-          }
-        }
-        regs.forEach((r, q) => {
-          const [lo, hi] = sums[q]!.map((x) => {
-            const h = b.reg("b16");
-            b.emit(ir.cvt("f16.f32", h, x));
-            return h;
-          });
-          b.emit(ir.pack(r, lo!, hi!));
-        });
+        sumChunk(cx, flat.slice(c * perChunk, (c + 1) * perChunk), (s, dst) => load(s, c, dst));
       }
     });
+  });
+}
+
+/**
+ * Stores this block's partial accumulators into its split's place in its
+ * tile's workspace record, chunk-major (see `WorkspacePlan` in ir/gemm.ts).
+ *
+ * @param cx The lowering's context.
+ * @param flat The accumulator registers, in tile-row, tile-column, register order.
+ * @param split This block's split.
+ * @param tileLin The output tile's linear index.
+ * @returns The record's address, the thread index and this thread's first
+ *   chunk of split 0.
+ */
+function storePartial(
+  cx: LowerContext,
+  flat: readonly Reg[],
+  split: Reg,
+  tileLin: Reg,
+): { rec: Reg; tid: Reg; part0: Reg } {
+  const ws = cx.k.plan.workspace!;
+  const perChunk = ws.chunkBytes / ws.accBytes;
+  const width = ws.accBytes === 8 ? "b64" : "b32";
+  const S = cx.k.plan.tile!.splitK;
+  cx.b.emit(ir.comment(`split-K: partial to the workspace, the last of ${S} splits reduces`));
+  const rec = cx.bin(
+    "add",
+    "u64",
+    cx.params.get(ws.param)!,
+    cx.bin("mul", "u64", b64(cx, tileLin), imm(ws.perTile)),
+  );
+  const tid = cx.features.get("tid")!;
+  const mine = cx.bin("add", "u64", rec, b64(cx, cx.mulImm(tid, ws.chunkBytes)));
+  const part0 = cx.bin("add", "u64", mine, imm(ws.headerBytes));
+  const own = cx.bin(
+    "add",
+    "u64",
+    part0,
+    cx.bin("mul", "u64", b64(cx, split), imm(ws.partialBytes)),
+  );
+  for (let c = 0; c < flat.length / perChunk; c++) {
+    const src = flat.slice(c * perChunk, (c + 1) * perChunk);
+    cx.b.emit(ir.stg(width, src, own, c * cx.threads * ws.chunkBytes));
+  }
+  return { rec, tid, part0 };
+}
+
+/**
+ * Sums one chunk of every split's partials into `regs`, in split order: f32,
+ * f64 and s32 (saturating) in place; f16x2 halves in f32, rounded to f16
+ * once at the end.
+ *
+ * @param cx The lowering's context.
+ * @param regs The chunk's accumulator registers (the sums' destination).
+ * @param load Loads split s's chunk into registers.
+ */
+function sumChunk(cx: LowerContext, regs: Reg[], load: (s: number, dst: Reg[]) => void): void {
+  const b = cx.b;
+  const S = cx.k.plan.tile!.splitK;
+  if (cx.shape.cType !== "f16") {
+    const addT = cx.shape.cType === "f64" ? "f64" : cx.shape.cType === "s32" ? "s32" : "f32";
+    const fn = addT === "s32" ? "addsat" : "add";
+    load(0, regs);
+    for (let s = 1; s < S; s++) {
+      const part = regs.map((r) => b.reg(r.type));
+      load(s, part);
+      regs.forEach((r, q) => b.emit(ir.bin(fn, addT, r, r, part[q]!)));
+    }
+    return;
+  }
+  // f16x2 (b32) accumulators: each half as f32.
+  const halves = (w: Reg): Reg[] => {
+    const lo = b.reg("b16");
+    const hi = b.reg("b16");
+    b.emit(ir.unpack(lo, hi, w));
+    return [lo, hi].map((h) => {
+      const x = b.reg("f32");
+      b.emit(ir.cvt("f32.f16", x, h));
+      return x;
+    });
+  };
+  let sums: Reg[][] = [];
+  for (let s = 0; s < S; s++) {
+    const part = regs.map((r) => b.reg(r.type));
+    load(s, part);
+    const hs = part.map(halves);
+    if (s === 0) sums = hs;
+    else {
+      sums.forEach((pair, q) =>
+        pair.forEach((x, e) => b.emit(ir.bin("add", "f32", x, x, hs[q]![e]!)))
+      );
+    }
+  }
+  regs.forEach((r, q) => {
+    const [lo, hi] = sums[q]!.map((x) => {
+      const h = b.reg("b16");
+      b.emit(ir.cvt("f16.f32", h, x));
+      return h;
+    });
+    b.emit(ir.pack(r, lo!, hi!));
   });
 }
 
