@@ -268,16 +268,8 @@ function fragC(dtype: MmaDtype, m: number, n: number): FragmentMap {
 // Table
 // ---------------------------------------------------------------------------------------------
 
-interface RowSpec {
-  readonly m: number;
-  readonly n: number;
-  readonly k: number;
-  readonly aType: MmaDtype;
-  readonly bType: MmaDtype;
-  readonly cType: MmaDtype;
-  readonly op?: MmaBitOp;
-  readonly ptx: string;
-}
+/** What a row is written as: the fields of {@link MmaShape} that the rest is derived from. */
+type RowSpec = Pick<MmaShape, "m" | "n" | "k" | "aType" | "bType" | "cType" | "op" | "ptx">;
 
 function rowName(s: RowSpec): string {
   const types = s.aType === s.bType ? s.aType : `${s.aType}.${s.bType}`;
@@ -285,22 +277,17 @@ function rowName(s: RowSpec): string {
 }
 
 function buildRow(s: RowSpec): MmaShape {
+  const { op, ...spec } = s;
   const base = {
     name: rowName(s),
-    m: s.m,
-    n: s.n,
-    k: s.k,
-    aType: s.aType,
-    bType: s.bType,
-    cType: s.cType,
+    ...spec,
     satfinite: s.ptx.includes(".satfinite."),
     a: fragA(s.aType, s.m, s.k),
     b: fragB(s.bType, s.k, s.n),
     c: fragC(s.cType, s.m, s.n),
-    ptx: s.ptx,
     regBits: regBitsOf(s.aType),
   };
-  const row: MmaShape = s.op === undefined ? base : { ...base, op: s.op };
+  const row: MmaShape = op === undefined ? base : { ...base, op };
   return Object.freeze(row);
 }
 
