@@ -45,7 +45,8 @@ export function timeLaunches(
   for (let i = 0; i < warmup; i++) launch(i);
   cuda.synchronize();
   const ev: CudaEvent[] = [];
-  let failed = true;
+  let ms: number[] | null = null;
+  let failure: unknown = null;
   try {
     for (let i = 0; i < 2 * iters; i++) ev.push(cuda.createEvent());
     for (let i = 0; i < iters; i++) {
@@ -54,20 +55,19 @@ export function timeLaunches(
       ev[2 * i + 1]!.record();
     }
     ev[2 * iters - 1]!.synchronize();
-    const ms = Array.from({ length: iters }, (_, i) => ev[2 * i + 1]!.elapsedSince(ev[2 * i]!));
-    failed = false;
-    return ms;
-  } finally {
-    // Every event is destroyed; a failure to destroy one is raised only when
-    // the timing itself succeeded (after a kernel fault every release fails).
-    let first: unknown = null;
-    for (const e of ev) {
-      try {
-        e.destroy();
-      } catch (err) {
-        first ??= err;
-      }
-    }
-    if (!failed && first !== null) throw first;
+    ms = Array.from({ length: iters }, (_, i) => ev[2 * i + 1]!.elapsedSince(ev[2 * i]!));
+  } catch (e) {
+    failure = e;
   }
+  // Every event is destroyed; a failure to destroy one is raised only when
+  // the timing itself succeeded (after a kernel fault every release fails).
+  for (const e of ev) {
+    try {
+      e.destroy();
+    } catch (err) {
+      failure ??= err;
+    }
+  }
+  if (failure !== null || ms === null) throw failure;
+  return ms;
 }
