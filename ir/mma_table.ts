@@ -550,7 +550,7 @@ export function validateMmaTable(shapes: readonly MmaShape[] = MMA_SHAPES): void
     validateRow(s);
     if (names.has(s.name)) fail(s.name, "duplicate name");
     names.add(s.name);
-    const key = lookupKey(s.aType, s.bType, s.cType, s.m, s.n, s.k, s.op);
+    const key = lookupKey(s);
     if (keys.has(key)) fail(s.name, "duplicate lookup key");
     keys.add(key);
   }
@@ -561,22 +561,19 @@ export function validateMmaTable(shapes: readonly MmaShape[] = MMA_SHAPES): void
 // Lookup
 // ---------------------------------------------------------------------------------------------
 
-function lookupKey(
-  aType: MmaDtype,
-  bType: MmaDtype,
-  cType: MmaDtype,
-  m: number,
-  n: number,
-  k: number,
-  op: MmaBitOp | undefined,
-): string {
-  return `${aType}/${bType}/${cType}/${m}/${n}/${k}/${op ?? ""}`;
+/** What a row is found by: its operand types, its shape and its bit op. */
+type MmaKey =
+  & Pick<MmaShape, "aType" | "bType" | "cType" | "m" | "n" | "k">
+  & { readonly op?: MmaBitOp | undefined };
+
+function lookupKey(s: MmaKey): string {
+  return `${s.aType}/${s.bType}/${s.cType}/${s.m}/${s.n}/${s.k}/${s.op ?? ""}`;
 }
 
 validateMmaTable();
 
 const BY_KEY: ReadonlyMap<string, MmaShape> = new Map(
-  MMA_SHAPES.map((s) => [lookupKey(s.aType, s.bType, s.cType, s.m, s.n, s.k, s.op), s]),
+  MMA_SHAPES.map((s) => [lookupKey(s), s]),
 );
 
 /**
@@ -594,7 +591,7 @@ export function findMma(
   k: number,
   op?: MmaBitOp,
 ): MmaShape | undefined {
-  return BY_KEY.get(lookupKey(aType, bType, cType, m, n, k, op));
+  return BY_KEY.get(lookupKey({ aType, bType, cType, m, n, k, op }));
 }
 
 /**
