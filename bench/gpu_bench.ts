@@ -63,15 +63,8 @@ import {
   timeIt,
   timeSustained,
 } from "./gpu_measure.ts";
-import { type BenchRow, csvOf, printTargets, rowLine } from "./gpu_report.ts";
+import { type BenchRow, csvOf, printTargets, type Problem, rowLine } from "./gpu_report.ts";
 import { median } from "../harness/timing.ts";
-
-interface Problem {
-  readonly shape: string;
-  readonly M: number;
-  readonly N: number;
-  readonly K: number;
-}
 
 const PROBLEMS: readonly Problem[] = [
   { shape: "4096", M: 4096, N: 4096, K: 4096 },

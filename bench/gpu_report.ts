@@ -10,13 +10,17 @@ import type { BlasType } from "./cublas.ts";
 import type { Ceiling } from "./gpu_measure.ts";
 import type { DeviceInfo } from "../backends/cuda/driver.ts";
 
-/** One row of the results. */
-export interface BenchRow {
-  readonly type: BlasType;
+/** A problem of the benchmark: its name and sizes. */
+export interface Problem {
   readonly shape: string;
   readonly M: number;
   readonly N: number;
   readonly K: number;
+}
+
+/** One row of the results. */
+export interface BenchRow extends Problem {
+  readonly type: BlasType;
   readonly kernel: string;
   readonly verified: boolean;
   readonly relError: number;
