@@ -38,35 +38,33 @@ import {
   Cuda,
   cudaAvailable,
   type CudaFunction,
+  type CudaModule,
+  DEFAULT_DYNAMIC_SMEM_LIMIT,
   type DeviceBuffer,
+  type KernelArg,
+  type LaunchConfig,
 } from "../backends/cuda/driver.ts";
 import { kernelArgs } from "../backends/cuda/launch.ts";
 import { kernelManifest } from "../backends/ptx/manifest.ts";
 import { workspaceArgs } from "../harness/workspace.ts";
-import { chooseReferenceSample, referenceCheck } from "../harness/checks.ts";
+import { chooseReferenceSample, type ReferenceCheck, referenceCheck } from "../harness/checks.ts";
 import type { LaunchArgs } from "../harness/inputs.ts";
 import { tensorShape } from "../harness/tensor.ts";
 import { f32ToF16Bits } from "../numerics/mod.ts";
 import { tensorParam } from "../ir/gemm.ts";
 import { type BlasType, Cublas } from "./cublas.ts";
-import {
-  ffmaKernel,
-  ffmaOps,
-  PEAK_SHAPES,
-  PEAK_THREADS,
-  peakKernel,
-  type PeakOperands,
-  peakOps,
-} from "./mma_peak.ts";
-import { printPtx } from "../backends/ptx/print.ts";
 import { ClockProbe } from "./clock_probe.ts";
-
-interface Problem {
-  readonly shape: string;
-  readonly M: number;
-  readonly N: number;
-  readonly K: number;
-}
+import {
+  type Ceiling,
+  ceilings,
+  clockDuring,
+  ClockSampler,
+  timeBurst,
+  timeIt,
+  timeSustained,
+} from "./gpu_measure.ts";
+import { type BenchRow, csvOf, printTargets, type Problem, rowLine } from "./gpu_report.ts";
+import { median } from "../harness/timing.ts";
 
 const PROBLEMS: readonly Problem[] = [
   { shape: "4096", M: 4096, N: 4096, K: 4096 },
@@ -161,288 +159,126 @@ export function cutlassName(ck: CompiledKernel, t: BlasType): string {
   return `${prefix}_${tb.m}x${tb.n}_${tb.k}x${p.pipeline!.stages}_${la}${lb}_align${a.align}${sk}`;
 }
 
-function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const n = s.length;
-  return n % 2 ? s[(n - 1) / 2]! : (s[n / 2 - 1]! + s[n / 2]!) / 2;
-}
-
 /**
- * Samples the SM clock and the power draw every 50 ms with nvidia-smi in the
- * background. nvidia-smi writes to a file, not a pipe: the benchmark blocks
- * the thread (synchronous FFI, rests), so nothing would drain a pipe, and
- * nvidia-smi stopped once its 64 KiB were full (bench/NOTES.md 26).
+ * Our kernel for type `t` at problem `p`, at the default schedule a user
+ * gets with `gemm run --tune --sms N`: the sizes as hints and the device's SM
+ * count (tile shrinking, wave-aware tiles).
  */
-class ClockSampler {
-  readonly #child: Deno.ChildProcess | null;
-  readonly #file: string;
-
-  constructor() {
-    let child: Deno.ChildProcess | null = null;
-    this.#file = Deno.makeTempFileSync({ prefix: "gemmc-smi-", suffix: ".csv" });
-    try {
-      // The instantaneous power where the driver has it: `power.draw` is a
-      // one-second average on recent drivers, which hides 60 ms bursts.
-      const instant = new Deno.Command("nvidia-smi", {
-        args: ["--query-gpu=power.draw.instant", "--format=csv,noheader,nounits"],
-        stdout: "piped",
-        stderr: "null",
-      }).outputSync();
-      const ok = instant.success && /^\s*[\d.]+\s*$/.test(new TextDecoder().decode(instant.stdout));
-      child = new Deno.Command("nvidia-smi", {
-        args: [
-          `--query-gpu=timestamp,clocks.sm,${ok ? "power.draw.instant" : "power.draw"}`,
-          "--format=csv,noheader,nounits",
-          "-lms",
-          "50",
-          "-f",
-          this.#file,
-        ],
-        stdout: "null",
-        stderr: "null",
-      }).spawn();
-    } catch {
-      child = null;
-    }
-    this.#child = child;
-  }
-
-  /** Stops sampling; returns (time in ms since the epoch, MHz, W) triples. */
-  async stop(): Promise<[number, number, number][]> {
-    if (this.#child === null) {
-      Deno.removeSync(this.#file);
-      return [];
-    }
-    try {
-      this.#child.kill("SIGTERM");
-    } catch {
-      // already gone
-    }
-    await this.#child.status;
-    const text = Deno.readTextFileSync(this.#file);
-    Deno.removeSync(this.#file);
-    const out: [number, number, number][] = [];
-    for (const line of text.split("\n")) {
-      const m = /^(\d+)\/(\d+)\/(\d+) (\d+):(\d+):(\d+)\.(\d+),\s*(\d+),\s*([\d.]+)/.exec(
-        line.trim(),
-      );
-      if (m === null) continue;
-      const t = Date.UTC(
-        +m[1]!,
-        +m[2]! - 1,
-        +m[3]!,
-        +m[4]!,
-        +m[5]!,
-        +m[6]!,
-        +m[7]!.padEnd(3, "0").slice(0, 3),
-      );
-      out.push([t, +m[8]!, +m[9]!]);
-    }
-    return out;
-  }
-}
-
-/** Times `launch` with events: `warmup` untimed, then each of `iters` launches (ms). */
-function timeSeries(
-  cuda: Cuda,
-  launch: (i: number) => void,
-  warmup: number,
-  iters: number,
-): number[] {
-  for (let i = 0; i < warmup; i++) launch(i);
-  cuda.synchronize();
-  const ev = Array.from({ length: 2 * iters }, () => cuda.createEvent());
-  for (let i = 0; i < iters; i++) {
-    ev[2 * i]!.record();
-    launch(i);
-    ev[2 * i + 1]!.record();
-  }
-  ev[2 * iters - 1]!.synchronize();
-  const ms = Array.from({ length: iters }, (_, i) => ev[2 * i + 1]!.elapsedSince(ev[2 * i]!));
-  for (const e of ev) e.destroy();
-  return ms;
-}
-
-/** Times `launch` with events: `warmup` untimed, median of `iters` (ms). */
-function timeIt(cuda: Cuda, launch: (i: number) => void, warmup: number, iters: number): number {
-  return median(timeSeries(cuda, launch, warmup, iters));
-}
-
-/**
- * How the card is measured (bench/NOTES.md 26). After a rest the H200 runs
- * full tensor-core load at its boost clock for ~80 ms; then the 700 W cap
- * pulls the clock down to where it stays. A series that straddles the step
- * (the benchmark's old 25 launches of a 4 ms tf32 kernel) lands on either
- * side of it from one run to the next, so each state is timed on its own.
- */
-const BURST = { rounds: 3, restMs: 1000, windowMs: 40, minIters: 3, maxIters: 20 } as const;
-const SUSTAINED = { loadMs: 1500, iters: 20 } as const;
-
-/** A burst measurement: the median of all launches, and each round's median (ms). */
-interface Burst {
-  readonly ms: number;
-  readonly rounds: readonly number[];
-}
-
-/**
- * Burst: {@link BURST}.rounds series, each after a rest, of as many launches
- * (about `estMs` each) as fit in {@link BURST}.windowMs, after 1–2 warm-up
- * launches; the median over all their launches.
- */
-function timeBurst(cuda: Cuda, launch: (i: number) => void, estMs: number): Burst {
-  const iters = Math.max(
-    BURST.minIters,
-    Math.min(BURST.maxIters, Math.floor(BURST.windowMs / estMs)),
-  );
-  const warm = estMs > 5 ? 1 : 2;
-  const all: number[] = [];
-  const rounds: number[] = [];
-  for (let r = 0; r < BURST.rounds; r++) {
-    sleepMs(BURST.restMs);
-    const ms = timeSeries(cuda, (i) => launch(i + r * iters), warm, iters);
-    all.push(...ms);
-    rounds.push(median(ms));
-  }
-  return { ms: median(all), rounds };
-}
-
-/** Sustained: {@link SUSTAINED}.loadMs of launches, then the median of {@link SUSTAINED}.iters (ms). */
-function timeSustained(cuda: Cuda, launch: (i: number) => void, estMs: number): number {
-  return timeIt(cuda, launch, Math.ceil(SUSTAINED.loadMs / estMs), SUSTAINED.iters);
-}
-
-/** Launches after a timed series, during which the clock probe runs beside them. */
-const PROBE_LAUNCHES = 10;
-
-/**
- * The SM clock (MHz) while `launch` runs {@link PROBE_LAUNCHES} more times
- * (each about `ms`), read by the probe beside them (bench/clock_probe.ts).
- */
-function clockDuring(probe: ClockProbe, launch: (i: number) => void, ms: number): number {
-  return probe.during(() => {
-    for (let i = 0; i < PROBE_LAUNCHES; i++) launch(i);
-  }, 0.8 * PROBE_LAUNCHES * ms * 1e6);
-}
-
-/** One type's mma.sync ceilings (TOPS) and the SM clock (MHz) each ran at. */
-interface Ceiling {
-  /** Operands fixed per thread: the ceiling as ../shared/ANCHORS.md measures it. */
-  readonly fixed: number;
-  readonly fixedClock: number;
-  /** Random operands rotated across MMAs, same short burst. */
-  readonly random: number;
-  readonly randomClock: number;
-  /** Random operands after {@link SUSTAINED}.loadMs of load (launches of about
-   * 2.7 ms): the ceiling under the card's power cap, against which the
-   * sustained GEMM rates are taken. */
-  readonly sustained: number;
-  readonly sustainedClock: number;
-}
-
-/** Blocks the thread for `ms` (a rest for the card between measurements). */
-function sleepMs(ms: number): void {
-  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
-}
-
-/**
- * The ceilings per type: mma.sync for the tensor-core types, `fma.rn.f32`
- * for `f32` (math f32 runs on the CUDA cores), and for `3xtf32` the tf32
- * ceiling over 3 (three MMAs a product).
- */
-function ceilings(cuda: Cuda, probe: ClockProbe): Map<string, Ceiling> {
-  const out = new Map<string, Ceiling>();
-  const kinds = [
-    ...Object.entries(PEAK_SHAPES).map(([t, s]) => ({
-      t,
-      make: (o: PeakOperands) => peakKernel(s, undefined, o),
-      ops: (blocks: number, iters: number) => peakOps(s, blocks, iters),
-      iters: 2048,
-    })),
-    { t: "f32", make: ffmaKernel, ops: ffmaOps, iters: 4096 },
-  ];
-  const kernels = kinds.flatMap((k) =>
-    (["fixed", "random"] as const).map((o) => [k, o, k.make(o)] as const)
-  );
-  const mod = cuda.loadModule(printPtx(kernels.map((k) => k[2]), { minBlocksPerSm: 1 }));
-  const blocks = cuda.device.multiprocessors * 4;
-  const buf = cuda.alloc(blocks * PEAK_THREADS * 8);
-  const got = new Map<string, [number, number]>();
-  const measure = (fn: CudaFunction, ops: number, iters: number, sustained: boolean) => {
-    const launch = () =>
-      cuda.launch(
-        fn,
-        { grid: [blocks, 1, 1], block: [PEAK_THREADS, 1, 1], dynamicSmemBytes: 0 },
-        [
-          { type: "u64", value: buf.ptr },
-          { type: "u32", value: iters },
-        ],
-      );
-    const ms = sustained
-      ? timeSustained(cuda, launch, timeIt(cuda, launch, 1, 2))
-      : timeIt(cuda, launch, 2, 5);
-    return [ops / (ms * 1e-3) / 1e12, clockDuring(probe, launch, ms)] as [number, number];
-  };
-  for (const [k, o, kernel] of kernels) {
-    const fn = mod.getFunction(kernel.name);
-    got.set(`${k.t} ${o}`, measure(fn, k.ops(blocks, k.iters), k.iters, false));
-    if (o === "random") {
-      got.set(`${k.t} sustained`, measure(fn, k.ops(blocks, 3 * k.iters), 3 * k.iters, true));
-      sleepMs(1000);
-    }
-  }
-  for (const { t } of kinds) {
-    const [fixed, fixedClock] = got.get(`${t} fixed`)!;
-    const [random, randomClock] = got.get(`${t} random`)!;
-    const [sustained, sustainedClock] = got.get(`${t} sustained`)!;
-    out.set(t, { fixed, fixedClock, random, randomClock, sustained, sustainedClock });
-  }
-  const tf = out.get("tf32")!;
-  out.set("3xtf32", {
-    ...tf,
-    fixed: tf.fixed / 3,
-    random: tf.random / 3,
-    sustained: tf.sustained / 3,
+function compileFor(cuda: Cuda, t: BlasType, p: Problem): CompiledKernel {
+  const r = compile(sourceFor(t, p), {
+    file: `bench_${t}.gemm`,
+    sizeHints: { M: p.M, N: p.N, K: p.K },
+    sms: cuda.device.multiprocessors,
   });
-  buf.free();
-  mod.unload();
-  return out;
+  if (!r.ok) throw new Error(r.diagnostics.map((d) => d.message).join("; "));
+  return r.kernels[0]!;
 }
 
-/** One row of the results. */
-export interface BenchRow {
-  readonly type: BlasType;
-  readonly shape: string;
-  readonly M: number;
-  readonly N: number;
-  readonly K: number;
-  readonly kernel: string;
-  readonly verified: boolean;
-  readonly relError: number;
-  /** Burst rate (TFLOPS or TOPS; {@link timeBurst}). */
-  readonly ours: number;
-  readonly cublas: number;
-  /** Our burst rate in each round (each round's median). */
-  readonly oursRounds: readonly number[];
-  /** Sustained rate ({@link timeSustained}). */
-  readonly oursSustained: number;
-  readonly cublasSustained: number;
-  readonly ceiling: Ceiling;
-  /** SM clock read by bench/clock_probe.ts beside 10 launches after our sustained ones. */
-  readonly clockOurs: number;
-  /** The same after cuBLAS's sustained launches. */
-  readonly clockBlas: number;
-  /** Median SM clock sampled while our kernel ran sustained (nvidia-smi). */
-  readonly smClockMHz: number | null;
-  /** Median power draw sampled while our kernel ran sustained (nvidia-smi), W. */
-  readonly powerW: number | null;
-  /** Wall-clock window of our sustained launches, load included (ms since the epoch). */
-  readonly window: readonly [number, number];
-  readonly registers: number;
+/** A kernel loaded, with its inputs on the device in several sets. */
+interface Loaded {
+  readonly fn: CudaFunction;
+  readonly mod: CudaModule;
+  readonly config: LaunchConfig;
+  /** The kernel's arguments for each input set. */
+  readonly argSets: readonly KernelArg[][];
+  readonly aBufs: readonly DeviceBuffer[];
+  readonly bBufs: readonly DeviceBuffer[];
+  /** D, poisoned before the first launch. */
+  readonly dBuf: DeviceBuffer;
+  /** cuBLAS's output. */
+  readonly cBuf: DeviceBuffer;
+  /** A and B of set 0 on the host. */
+  readonly host: { readonly A: Uint8Array; readonly B: Uint8Array };
 }
 
-/** Our sustained rate over the (fixed-operand) ceiling's, each per SM clock cycle as the probe read it. */
-function perClock(r: BenchRow): number {
-  return (r.oursSustained / r.clockOurs) / (r.ceiling.fixed / r.ceiling.fixedClock);
+/**
+ * Uploads enough input sets that they do not fit in L2 together (60 MB on
+ * the H200), each set the same bytes rotated by s*4096 (cheap, not
+ * identical), and loads the kernel. Every buffer goes into `bufs`.
+ */
+function load(
+  cuda: Cuda,
+  ck: CompiledKernel,
+  sizes: Readonly<Record<string, number>>,
+  bufs: DeviceBuffer[],
+): Loaded {
+  const manifest = kernelManifest(ck.gemm, ck.kernel, sizes);
+  const A = tensorShape(tensorParam(ck.gemm, "A"), sizes);
+  const B = tensorShape(tensorParam(ck.gemm, "B"), sizes);
+  const D = tensorParam(ck.gemm, "D");
+  const bytesD = tensorShape(D, sizes).bytes;
+  const sets = Math.max(2, Math.min(8, Math.ceil((3 * 60e6) / (A.bytes + B.bytes))));
+  const host = {
+    A: fill(tensorParam(ck.gemm, "A").dtype, A.elements, 11),
+    B: fill(tensorParam(ck.gemm, "B").dtype, B.elements, 23),
+  };
+  const alloc = (n: number) => {
+    const b = cuda.alloc(n);
+    bufs.push(b);
+    return b;
+  };
+  const rot = (x: Uint8Array, s: number) => {
+    const k = (s * 4096) % x.length;
+    const y = new Uint8Array(x.length);
+    y.set(x.subarray(k));
+    y.set(x.subarray(0, k), x.length - k);
+    return y;
+  };
+  const aBufs = Array.from({ length: sets }, () => alloc(A.bytes));
+  const bBufs = Array.from({ length: sets }, () => alloc(B.bytes));
+  for (let s = 0; s < sets; s++) {
+    aBufs[s]!.upload(s === 0 ? host.A : rot(host.A, s));
+    bBufs[s]!.upload(s === 0 ? host.B : rot(host.B, s));
+  }
+  const dBuf = alloc(bytesD);
+  const cBuf = alloc(bytesD);
+  dBuf.fill(D.dtype === "s32" ? 0x5a : 0xff); // poison
+  const mod = cuda.loadModule(ck.ptx);
+  const fn: CudaFunction = mod.getFunction(manifest.entry);
+  if (manifest.dynamicSmemBytes > DEFAULT_DYNAMIC_SMEM_LIMIT) {
+    fn.setMaxDynamicSharedBytes(manifest.dynamicSmemBytes);
+  }
+  const config = {
+    grid: manifest.grid!,
+    block: manifest.block,
+    dynamicSmemBytes: manifest.dynamicSmemBytes,
+  };
+  // split-K: one zeroed workspace shared by every launch (each leaves it zeroed).
+  const ws = [...workspaceArgs(ck.kernel, sizes)].map(([n, bytes]): [string, bigint] => {
+    const w = alloc(bytes.length);
+    w.upload(bytes);
+    return [n, w.ptr];
+  });
+  const argSets = Array.from({ length: sets }, (_, s) =>
+    kernelArgs(
+      manifest,
+      new Map([["A", aBufs[s]!.ptr], ["B", bBufs[s]!.ptr], ["D", dBuf.ptr], ...ws]),
+      sizes,
+      new Map(),
+    ));
+  return { fn, mod, config, argSets, aBufs, bBufs, dBuf, cBuf, host };
+}
+
+/** Launches set 0 once and checks D against the reference on sampled rows and columns. */
+function verify(
+  cuda: Cuda,
+  ck: CompiledKernel,
+  sizes: Readonly<Record<string, number>>,
+  k: Loaded,
+): ReferenceCheck {
+  cuda.launch(k.fn, k.config, k.argSets[0]!);
+  cuda.synchronize();
+  const out = k.dBuf.download();
+  const launchArgs: LaunchArgs = {
+    tensors: new Map([["A", k.host.A], ["B", k.host.B], ["D", out]]),
+    scalars: new Map(),
+    sizes,
+  };
+  const sample = chooseReferenceSample(ck.gemm, sizes, 2 ** 24, 7, {
+    m: ck.kernel.grid.tileM,
+    n: ck.kernel.grid.tileN,
+  });
+  return referenceCheck(ck.gemm, launchArgs, out, sample);
 }
 
 function benchOne(
@@ -453,98 +289,17 @@ function benchOne(
   p: Problem,
   ceiling: Ceiling,
 ): BenchRow {
-  const src = sourceFor(t, p);
-  // The sizes as hints and the device's SM count: the default schedule a
-  // user gets with `gemm run --tune --sms N` (tile shrinking, wave-aware tiles).
-  const r = compile(src, {
-    file: `bench_${t}.gemm`,
-    sizeHints: { M: p.M, N: p.N, K: p.K },
-    sms: cuda.device.multiprocessors,
-  });
-  if (!r.ok) throw new Error(r.diagnostics.map((d) => d.message).join("; "));
-  const ck = r.kernels[0]!;
+  const ck = compileFor(cuda, t, p);
   const sizes = { M: p.M, N: p.N, K: p.K };
-  const manifest = kernelManifest(ck.gemm, ck.kernel, sizes);
-  const A = tensorParam(ck.gemm, "A");
-  const B = tensorParam(ck.gemm, "B");
-  const D = tensorParam(ck.gemm, "D");
-  const bytesA = tensorShape(A, sizes).bytes;
-  const bytesB = tensorShape(B, sizes).bytes;
-  const bytesD = tensorShape(D, sizes).bytes;
-  // Enough input sets that they do not fit in L2 together (60 MB on the H200).
-  const sets = Math.max(2, Math.min(8, Math.ceil((3 * 60e6) / (bytesA + bytesB))));
-  const host = {
-    A: fill(A.dtype, tensorShape(A, sizes).elements, 11),
-    B: fill(B.dtype, tensorShape(B, sizes).elements, 23),
-  };
   const bufs: DeviceBuffer[] = [];
-  const alloc = (n: number) => {
-    const b = cuda.alloc(n);
-    bufs.push(b);
-    return b;
-  };
   try {
-    const aBufs = Array.from({ length: sets }, () => alloc(bytesA));
-    const bBufs = Array.from({ length: sets }, () => alloc(bytesB));
-    aBufs[0]!.upload(host.A);
-    bBufs[0]!.upload(host.B);
-    for (let s = 1; s < sets; s++) {
-      // Different data per set: the same bytes rotated by s*4096 (cheap, not identical).
-      const rot = (x: Uint8Array) => {
-        const k = (s * 4096) % x.length;
-        const y = new Uint8Array(x.length);
-        y.set(x.subarray(k));
-        y.set(x.subarray(0, k), x.length - k);
-        return y;
-      };
-      aBufs[s]!.upload(rot(host.A));
-      bBufs[s]!.upload(rot(host.B));
-    }
-    const dBuf = alloc(bytesD);
-    const cBuf = alloc(bytesD);
-    dBuf.fill(D.dtype === "s32" ? 0x5a : 0xff); // poison
-    const mod = cuda.loadModule(ck.ptx);
-    const fn: CudaFunction = mod.getFunction(manifest.entry);
-    if (manifest.dynamicSmemBytes > 48 * 1024) {
-      fn.setMaxDynamicSharedBytes(manifest.dynamicSmemBytes);
-    }
-    const config = {
-      grid: manifest.grid!,
-      block: manifest.block,
-      dynamicSmemBytes: manifest.dynamicSmemBytes,
-    };
-    // split-K: one zeroed workspace shared by every launch (each leaves it zeroed).
-    const ws = [...workspaceArgs(ck.kernel, sizes)].map(([n, bytes]): [string, bigint] => {
-      const w = alloc(bytes.length);
-      w.upload(bytes);
-      return [n, w.ptr];
-    });
-    const argsOf = (s: number) =>
-      kernelArgs(
-        manifest,
-        new Map([["A", aBufs[s]!.ptr], ["B", bBufs[s]!.ptr], ["D", dBuf.ptr], ...ws]),
-        sizes,
-        new Map(),
-      );
-    const argSets = Array.from({ length: sets }, (_, s) => argsOf(s));
-    // Verify set 0 against the reference on sampled rows and columns.
-    cuda.launch(fn, config, argSets[0]!);
-    cuda.synchronize();
-    const out = dBuf.download();
-    const launchArgs: LaunchArgs = {
-      tensors: new Map([["A", host.A], ["B", host.B], ["D", out]]),
-      scalars: new Map(),
-      sizes,
-    };
-    const sample = chooseReferenceSample(ck.gemm, sizes, 2 ** 24, 7, {
-      m: ck.kernel.grid.tileM,
-      n: ck.kernel.grid.tileN,
-    });
-    const check = referenceCheck(ck.gemm, launchArgs, out, sample);
+    const k = load(cuda, ck, sizes, bufs);
+    const check = verify(cuda, ck, sizes, k);
+    const sets = k.argSets.length;
     const ops = 2 * p.M * p.N * p.K;
-    const ours = (i: number) => cuda.launch(fn, config, argSets[i % sets]!);
+    const ours = (i: number) => cuda.launch(k.fn, k.config, k.argSets[i % sets]!);
     const theirs = (i: number) =>
-      blas.gemmTN(t, p.M, p.N, p.K, aBufs[i % sets]!.ptr, bBufs[i % sets]!.ptr, cBuf.ptr);
+      blas.gemmTN(t, p.M, p.N, p.K, k.aBufs[i % sets]!.ptr, k.bBufs[i % sets]!.ptr, k.cBuf.ptr);
     const burst = timeBurst(cuda, ours, timeIt(cuda, ours, 1, 2));
     const burstBlas = timeBurst(cuda, theirs, timeIt(cuda, theirs, 1, 2));
     const t0 = Date.now();
@@ -554,8 +309,8 @@ function benchOne(
     const msBlas = timeSustained(cuda, theirs, burstBlas.ms);
     const clockBlas = clockDuring(probe, theirs, msBlas);
     const rate = (x: number) => ops / (x * 1e-3) / 1e12;
-    const attrs = fn.attributes();
-    mod.unload();
+    const attrs = k.fn.attributes();
+    k.mod.unload();
     return {
       type: t,
       shape: p.shape,
@@ -580,37 +335,6 @@ function benchOne(
     };
   } finally {
     for (const b of bufs) b.free();
-  }
-}
-
-/** Issue 7's targets at 8192³: the least ratio to the ceiling measured in the same run. */
-const TARGETS: Readonly<Record<string, number>> = {
-  f16: 0.75,
-  bf16: 0.75,
-  tf32: 0.75,
-  s8: 0.75,
-  f64: 0.95,
-};
-
-/** Prints each 8192³ target, met or missed, in both states of the card. */
-function printTargets(rows: readonly BenchRow[]): void {
-  console.log(
-    "# targets at 8192³ (ratio to the ceiling of this run; burst: the burst/fixed ceiling, " +
-      "as ../shared/ANCHORS.md measures it; sustained: the sustained/random one)",
-  );
-  for (const r of rows.filter((x) => x.shape === "8192")) {
-    const target = TARGETS[r.type];
-    if (target === undefined) continue;
-    const burst = r.ours / r.ceiling.fixed;
-    const sustained = r.oursSustained / r.ceiling.sustained;
-    const verdict = (x: number) => (r.verified && x >= target ? "met" : "MISSED");
-    console.log(
-      `#   ${r.type.padEnd(5)} target ${target.toFixed(2)}: burst ${burst.toFixed(3)} ${
-        verdict(burst)
-      }, sustained ${sustained.toFixed(3)} ${verdict(sustained)}${
-        r.verified ? "" : " (not verified)"
-      }`,
-    );
   }
 }
 
@@ -670,22 +394,7 @@ export async function main(args: readonly string[] = Deno.args): Promise<void> {
           continue;
         }
         rows.push(row);
-        console.log(
-          `${t.padEnd(5)} ${`${p.M}x${p.N}x${p.K}`.padEnd(16)} ${row.kernel.padEnd(46)} ` +
-            `${row.verified ? "verified" : "WRONG   "}  burst: ours ${
-              row.ours.toFixed(1).padStart(7)
-            } cuBLAS ${row.cublas.toFixed(1).padStart(7)} ratio ${
-              (row.ours / row.cublas).toFixed(2)
-            } of ceiling ${(row.ours / row.ceiling.fixed).toFixed(2)}  |  sustained: ours ${
-              row.oursSustained.toFixed(1).padStart(7)
-            } cuBLAS ${row.cublasSustained.toFixed(1).padStart(7)} ratio ${
-              (row.oursSustained / row.cublasSustained).toFixed(2)
-            } of ceiling ${(row.oursSustained / row.ceiling.sustained).toFixed(2)} at ${
-              row.clockOurs.toFixed(0)
-            } MHz, per clock ${perClock(row).toFixed(2)}  (${row.registers} regs; burst rounds ${
-              row.oursRounds.map((x) => x.toFixed(0)).join("/")
-            })`,
-        );
+        console.log(rowLine(row));
       }
     }
     printTargets(rows);
@@ -714,47 +423,7 @@ export async function main(args: readonly string[] = Deno.args): Promise<void> {
   const date = new Date().toISOString().slice(0, 10);
   const gpu = cuda.device.name.replace(/^NVIDIA\s+/, "").toLowerCase().replace(/[^a-z0-9]+/g, "-");
   const dir = opt("--out") ?? new URL("./results/", import.meta.url).pathname;
-  const csv = [
-    "date,gpu,driver,type,shape,M,N,K,kernel,verified,rel_error,ours_tflops,cublas_tflops,ceiling_tflops,ratio_cublas,ratio_ceiling,sm_clock_mhz,registers," +
-    "ceiling_random_tflops,ceiling_sustained_tflops,ratio_ceiling_sustained,clock_ours_mhz,clock_cublas_mhz," +
-    "clock_ceiling_mhz,clock_sustained_mhz,ratio_ceiling_per_clock,power_w," +
-    "ours_sustained_tflops,cublas_sustained_tflops,ratio_cublas_sustained,ours_burst_rounds_tflops",
-    ...rows.map((r) =>
-      [
-        date,
-        cuda.device.name,
-        cuda.device.driverVersionText,
-        r.type,
-        r.shape,
-        r.M,
-        r.N,
-        r.K,
-        r.kernel,
-        r.verified,
-        r.relError.toExponential(2),
-        r.ours.toFixed(1),
-        r.cublas.toFixed(1),
-        r.ceiling.fixed.toFixed(1),
-        (r.ours / r.cublas).toFixed(3),
-        (r.ours / r.ceiling.fixed).toFixed(3),
-        r.smClockMHz ?? "",
-        r.registers,
-        r.ceiling.random.toFixed(1),
-        r.ceiling.sustained.toFixed(1),
-        (r.oursSustained / r.ceiling.sustained).toFixed(3),
-        r.clockOurs.toFixed(0),
-        r.clockBlas.toFixed(0),
-        r.ceiling.fixedClock.toFixed(0),
-        r.ceiling.sustainedClock.toFixed(0),
-        perClock(r).toFixed(3),
-        r.powerW?.toFixed(0) ?? "",
-        r.oursSustained.toFixed(1),
-        r.cublasSustained.toFixed(1),
-        (r.oursSustained / r.cublasSustained).toFixed(3),
-        r.oursRounds.map((x) => x.toFixed(1)).join(" "),
-      ].join(",")
-    ),
-  ].join("\n") + "\n";
+  const csv = csvOf(rows, cuda.device, date);
   const path = `${dir}/${date}-${gpu}.csv`;
   Deno.writeTextFileSync(path, csv);
   console.log(`wrote ${path}`);

@@ -18,6 +18,7 @@
 
 import { compile } from "../compiler.ts";
 import { simBenchMain } from "./sim_bench.ts";
+import { median } from "../harness/timing.ts";
 
 /** Target: milliseconds to compile one kernel from source to PTX. */
 export const COMPILE_TARGET_MS = 10;
@@ -31,12 +32,6 @@ export interface CompileBenchRow {
   /** The first compile in this process (includes JIT warm-up of the compiler). */
   readonly coldMs: number;
   readonly ptxLines: number;
-}
-
-function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
 
 /**

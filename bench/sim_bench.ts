@@ -18,6 +18,7 @@
 
 import { compile } from "../compiler.ts";
 import { simulateGemm } from "../harness/simulate_gemm.ts";
+import { median } from "../harness/timing.ts";
 
 /** The target: seconds for the whole 256^3 grid with hazards on. */
 export const SIM_TARGET_SECONDS = 2;
@@ -42,12 +43,6 @@ export interface SimBenchResult {
   readonly activeBlocks: number;
   readonly schedule: string;
   readonly rows: readonly SimBenchRow[];
-}
-
-function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
 
 /**

@@ -88,6 +88,126 @@ function epilogueFunction(
   });
 }
 
+/** A tensor's storage index of the logical element (batch, row, column). */
+type IndexFn = (b: number, r: number, c: number) => number;
+
+/**
+ * Element offsets: logical (b, row, col) -> storage index, via the access
+ * order recorded in the view (normalised layout) and the declared layout.
+ * A view's normalised layout says whether the second logical index is
+ * contiguous; the tensor's declared layout says which declared position is
+ * contiguous. Together they fix whether the declared order is (first,
+ * second) or (second, first) of the logical indices.
+ */
+function elemIndex(
+  t: TensorParam,
+  sh: ReturnType<typeof tensorShape>,
+  viewLayout: "row" | "col",
+  batched: boolean,
+): IndexFn {
+  const declContigLast = t.layout === "row";
+  const logicalSecondContig = viewLayout === "row";
+  const swap = declContigLast !== logicalSecondContig;
+  return (b, r, c) => {
+    const mat = swap ? [c, r] : [r, c];
+    return sh.index(batched ? [b, mat[0]!, mat[1]!] : mat);
+  };
+}
+
+/**
+ * The epilogue's loads: C and bias through their views' access order, any
+ * other tensor by its declared index (the dimensions the load names).
+ */
+function epilogueLoads(
+  k: GemmKernel,
+  args: LaunchArgs,
+): (e: EpilogueNode<"load">, b: number, r: number, c: number) => number {
+  const sizes = args.sizes;
+  const epi = new Map<string, (b: number, r: number, c: number) => number>();
+  for (const prm of k.params) {
+    if (prm.kind !== "tensor" || (prm.role !== "C" && prm.role !== "bias")) continue;
+    const sh = tensorShape(prm, sizes);
+    const bytes = args.tensors.get(prm.name)!;
+    const view = k.epilogue.views.find((v) => v.tensor === prm.name);
+    if (view !== undefined) {
+      const f = elemIndex(prm, sh, view.layout, view.batched);
+      epi.set(prm.name, (b, r, c) => readElem(bytes, prm.dtype, f(b, r, c)));
+    }
+  }
+  return (e, b, r, c) => {
+    const f = epi.get(e.tensor);
+    if (f !== undefined) return f(b, r, c);
+    const t = tensorParam(k, e.tensor);
+    const sh = tensorShape(t, sizes);
+    const bytes = args.tensors.get(t.name)!;
+    const idx = [
+      ...(e.batched ? [b] : []),
+      ...(e.rows ? [r] : []),
+      ...(e.cols ? [c] : []),
+    ];
+    return readElem(bytes, t.dtype, sh.index(idx));
+  };
+}
+
+/** The accumulator's error relative to P = Σ|a_k b_k|: ε_in + K·u_acc (the module's bound). */
+function accumulatorError(m: GemmKernel["math"], K: number): number {
+  const epsIn = m.mode === "3xtf32" ? 2 ** -18 : m.mmaA === "tf32" ? 2 * 2 ** -10 + 2 ** -20 : 0;
+  const uAcc = m.acc === "f32"
+    ? 2 ** -23
+    : m.acc === "f16"
+    ? 2 ** -10
+    : m.acc === "f64"
+    ? 2 ** -52
+    : 0;
+  return epsIn + K * uAcc;
+}
+
+/** What turns one accumulator into an output element and its bound. */
+interface OutputRule {
+  readonly evalE: ElementFn;
+  /** Integer output from integer compute: no bound. */
+  readonly exact: boolean;
+  /** The largest tolerance of the approximate functions on the path. */
+  readonly approx: number;
+  readonly out: Dtype;
+  readonly compute: ComputeType;
+}
+
+/**
+ * The output element of accumulator `acc` (whose error is at most `e`) and
+ * its bound (the module's bound), converted to the output type.
+ */
+function outputElement(
+  rule: OutputRule,
+  acc: number,
+  e: number,
+  b: number,
+  r: number,
+  c: number,
+): [number, number] {
+  const { evalE, exact, approx, out } = rule;
+  let v = evalE(acc, b, r, c);
+  let bnd = 0;
+  if (!exact) {
+    if (e > 0) {
+      const hi = evalE(acc + e, b, r, c);
+      const lo = evalE(acc - e, b, r, c);
+      bnd = Math.max(Math.abs(hi - v), Math.abs(lo - v));
+    }
+    if (approx > 0) bnd += approx * Math.max(1, Math.abs(v));
+    bnd += 2 ** -20 * Math.abs(v) +
+      2 * ulpOf(v, out === "f64" ? "f64" : out === "f16" || out === "bf16" ? out : "f32");
+  }
+  // Convert to the output type.
+  if (DTYPE_INFO[out].float) v = roundToDtype(v, out);
+  else {
+    const [lo, hi] = intRangeOf(out);
+    v = Math.min(Math.max(rule.compute === "s32" ? v : roundHalfEven(v), lo), hi);
+    if (!exact) bnd = Math.max(bnd, 1);
+  }
+  return [v, bnd];
+}
+
 /**
  * Computes the reference GEMM and its error bounds.
  *
@@ -107,77 +227,26 @@ export function referenceGemm(k: GemmKernel, args: LaunchArgs): Reference {
   const A = tensorParam(k, p.a.tensor);
   const B = tensorParam(k, p.b.tensor);
   const D = tensorParam(k, p.d.tensor);
-  const aSh = tensorShape(A, sizes);
-  const bSh = tensorShape(B, sizes);
   const dSh = tensorShape(D, sizes);
   const aBytes = args.tensors.get(A.name)!;
   const bBytes = args.tensors.get(B.name)!;
   const floatOps = DTYPE_INFO[A.dtype].float;
   const m = k.math;
-  const epsIn = m.mode === "3xtf32" ? 2 ** -18 : m.mmaA === "tf32" ? 2 * 2 ** -10 + 2 ** -20 : 0;
-  const uAcc = m.acc === "f32"
-    ? 2 ** -23
-    : m.acc === "f16"
-    ? 2 ** -10
-    : m.acc === "f64"
-    ? 2 ** -52
-    : 0;
-  const exact = !DTYPE_INFO[D.dtype].float && k.epilogue.compute === "s32";
+  const relErr = accumulatorError(m, K);
+  const compute = k.epilogue.compute;
+  const exact = !DTYPE_INFO[D.dtype].float && compute === "s32";
   const values = new Float64Array(dSh.elements);
   const bound = new Float64Array(dSh.elements);
-  // Element offsets: logical (b, row, col) -> storage index, via the access
-  // order recorded in the views (normalised layout) and the declared layout.
-  const elemIndex = (
-    t: TensorParam,
-    sh: ReturnType<typeof tensorShape>,
-    viewLayout: "row" | "col",
-    batched: boolean,
-  ) => {
-    // A view's normalised layout says whether the second logical index is
-    // contiguous; the tensor's declared layout says which declared position is
-    // contiguous. Together they fix whether the declared order is (first,
-    // second) or (second, first) of the logical indices.
-    const declContigLast = t.layout === "row";
-    const logicalSecondContig = viewLayout === "row";
-    const swap = declContigLast !== logicalSecondContig;
-    return (b: number, r: number, c: number) => {
-      const mat = swap ? [c, r] : [r, c];
-      return sh.index(batched ? [b, mat[0]!, mat[1]!] : mat);
-    };
-  };
-  const aIdx = elemIndex(A, aSh, p.a.layout, p.a.batched);
-  const bIdx = elemIndex(B, bSh, p.b.layout, p.b.batched);
+  const aIdx = elemIndex(A, tensorShape(A, sizes), p.a.layout, p.a.batched);
+  const bIdx = elemIndex(B, tensorShape(B, sizes), p.b.layout, p.b.batched);
   const dIdx = elemIndex(D, dSh, p.d.layout, p.d.batched);
-  // Epilogue tensors.
-  const epi = new Map<string, (b: number, r: number, c: number) => number>();
-  for (const prm of k.params) {
-    if (prm.kind !== "tensor" || (prm.role !== "C" && prm.role !== "bias")) continue;
-    const sh = tensorShape(prm, sizes);
-    const bytes = args.tensors.get(prm.name)!;
-    const view = k.epilogue.views.find((v) => v.tensor === prm.name);
-    if (view !== undefined) {
-      const f = elemIndex(prm, sh, view.layout, view.batched);
-      epi.set(prm.name, (b, r, c) => readElem(bytes, prm.dtype, f(b, r, c)));
-    }
-  }
-  const loadOf = (e: EpilogueNode<"load">, b: number, r: number, c: number) => {
-    const f = epi.get(e.tensor);
-    if (f !== undefined) return f(b, r, c);
-    const t = tensorParam(k, e.tensor);
-    const sh = tensorShape(t, sizes);
-    const bytes = args.tensors.get(t.name)!;
-    const idx = [
-      ...(e.batched ? [b] : []),
-      ...(e.rows ? [r] : []),
-      ...(e.cols ? [c] : []),
-    ];
-    return readElem(bytes, t.dtype, sh.index(idx));
+  const rule: OutputRule = {
+    evalE: epilogueFunction(k.epilogue.expr, compute, args.scalars, epilogueLoads(k, args)),
+    exact,
+    approx: Math.max(0, ...functionsIn(k.epilogue.expr).map((f) => f.row.bound)),
+    out: D.dtype,
+    compute,
   };
-  const compute = k.epilogue.compute;
-  const evalE = epilogueFunction(k.epilogue.expr, compute, args.scalars, loadOf);
-  // The largest tolerance of the (approximate) functions on the path.
-  const approx = Math.max(0, ...functionsIn(k.epilogue.expr).map((f) => f.row.bound));
-  const out = D.dtype;
   const popc = m.op !== "mul";
   // The operands of one batch, decoded once into K-contiguous rows (A as
   // [M][K], B as [N][K]), so that the dot products below read plain arrays.
@@ -208,29 +277,8 @@ export function referenceGemm(k: GemmKernel, args: LaunchArgs): Reference {
         if (!floatOps) {
           acc = Math.min(Math.max(acc, -(2 ** 31)), 2 ** 31 - 1);
         }
-        const e = mag * (epsIn + K * uAcc);
-        let v = evalE(acc, b, r, c);
-        let bnd = 0;
-        if (!exact) {
-          if (e > 0) {
-            const hi = evalE(acc + e, b, r, c);
-            const lo = evalE(acc - e, b, r, c);
-            bnd = Math.max(Math.abs(hi - v), Math.abs(lo - v));
-          }
-          if (approx > 0) bnd += approx * Math.max(1, Math.abs(v));
-          bnd += 2 ** -20 * Math.abs(v) +
-            2 * ulpOf(v, out === "f64" ? "f64" : out === "f16" || out === "bf16" ? out : "f32");
-        }
-        // Convert to the output type.
-        if (DTYPE_INFO[out].float) v = roundToDtype(v, out);
-        else {
-          const [lo, hi] = intRangeOf(out);
-          v = Math.min(Math.max(compute === "s32" ? v : roundHalfEven(v), lo), hi);
-          if (!exact) bnd = Math.max(bnd, 1);
-        }
         const i = dIdx(b, r, c);
-        values[i] = v;
-        bound[i] = bnd;
+        [values[i], bound[i]] = outputElement(rule, acc, mag * relErr, b, r, c);
       }
     }
   }

@@ -20,19 +20,20 @@ import { DTYPE_INFO } from "../ir/dtype.ts";
 import { type LaunchArgs, randomArgs } from "./inputs.ts";
 import { tensorShape } from "./tensor.ts";
 import { alignmentViolations, resolveSizes } from "./sizes.ts";
-import { kernelManifest } from "../backends/ptx/manifest.ts";
+import { type KernelManifest, kernelManifest } from "../backends/ptx/manifest.ts";
 import {
   Cuda,
-  type CudaEvent,
   type CudaModule,
   DEFAULT_DYNAMIC_SMEM_LIMIT,
   type DeviceBuffer,
   type DeviceInfo,
   type FunctionAttributes,
   type JitInfo,
+  type KernelArg,
 } from "../backends/cuda/driver.ts";
 import { kernelArgs, launchProblems } from "../backends/cuda/launch.ts";
 import { workspaceArgs } from "./workspace.ts";
+import { median, timeLaunches } from "./timing.ts";
 import {
   chooseBlocks,
   chooseReferenceSample,
@@ -128,12 +129,6 @@ interface GpuPhase {
   readonly timing: RunTiming | null;
 }
 
-function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const n = s.length;
-  return n % 2 === 1 ? s[(n - 1) / 2]! : (s[n / 2 - 1]! + s[n / 2]!) / 2;
-}
-
 function count(name: string, v: number | undefined, dflt: number, min: number): number {
   const x = v ?? dflt;
   if (!Number.isInteger(x) || x < min) {
@@ -209,95 +204,25 @@ export function runGemm(
   // 1. Everything that needs no GPU.
   const sizes = checkRun(ck, given, options.args);
   const seed = options.seed ?? 1;
-  const iters = count("iters", options.iters, 20, 0);
-  const warmup = count("warmup", options.warmup, 3, 0);
-  const inputSets = count("inputSets", options.inputSets, 1, 1);
+  const counts = {
+    iters: count("iters", options.iters, 20, 0),
+    warmup: count("warmup", options.warmup, 3, 0),
+    inputSets: count("inputSets", options.inputSets, 1, 1),
+  };
   const check = options.check ?? "ref";
   const args = options.args ?? randomArgs(ck.gemm, sizes, seed, options.scalars ?? {});
   const manifest = kernelManifest(ck.gemm, ck.kernel, sizes);
-  const grid = manifest.grid!;
-  const block = manifest.block;
-  const smem = manifest.dynamicSmemBytes;
-  const d = tensorParam(ck.gemm, ck.gemm.problem.d.tensor);
 
   // 2. The GPU.
   const owned = typeof options.cuda !== "object";
   const cuda = typeof options.cuda === "object"
     ? options.cuda
     : (options.cuda ?? (() => Cuda.open()))();
-  const buffers: DeviceBuffer[] = [];
-  const events: CudaEvent[] = [];
-  let module: CudaModule | null = null;
-  const gpu = (): GpuPhase => {
-    const problems = launchProblems(ck.name, grid, block, smem, cuda.device);
-    if (problems.length > 0) throw new Error(problems.join("\n"));
-    module = cuda.loadModule(ck.ptx);
-    const fn = module.getFunction(manifest.entry);
-    if (smem > DEFAULT_DYNAMIC_SMEM_LIMIT) fn.setMaxDynamicSharedBytes(smem);
-    const fnAttrs = fn.attributes();
-    const alloc = (bytes: Uint8Array) => {
-      const b = cuda.alloc(bytes.byteLength);
-      buffers.push(b);
-      b.upload(bytes);
-      return b;
-    };
-    // Set 0 holds every tensor (D poisoned); sets 1.. copy the inputs and share D.
-    const set0 = new Map<string, DeviceBuffer>();
-    for (const [n, bytes] of args.tensors) set0.set(n, alloc(bytes));
-    const dBuf = set0.get(d.name)!;
-    const sets: Map<string, bigint>[] = [new Map([...set0].map(([n, b]) => [n, b.ptr]))];
-    for (let s = 1; s < (iters > 0 ? inputSets : 1); s++) {
-      const m = new Map<string, bigint>();
-      for (const [n, bytes] of args.tensors) m.set(n, n === d.name ? dBuf.ptr : alloc(bytes).ptr);
-      sets.push(m);
-    }
-    // split-K: one zeroed workspace for every launch (each leaves it zeroed).
-    for (const [n, bytes] of workspaceArgs(ck.kernel, sizes)) {
-      const w = alloc(bytes).ptr;
-      for (const m of sets) m.set(n, w);
-    }
-    const launchArgs = sets.map((m) => kernelArgs(manifest, m, sizes, args.scalars));
-    const config = { grid, block, dynamicSmemBytes: smem };
-    cuda.launch(fn, config, launchArgs[0]!);
-    cuda.synchronize();
-    const output = dBuf.download();
-    if (iters === 0) return { output, fnAttrs, jit: module.jit, timing: null };
-
-    for (let i = 0; i < warmup; i++) cuda.launch(fn, config, launchArgs[i % sets.length]!);
-    cuda.synchronize();
-    for (let i = 0; i < 2 * iters; i++) events.push(cuda.createEvent());
-    for (let i = 0; i < iters; i++) {
-      events[2 * i]!.record();
-      cuda.launch(fn, config, launchArgs[i % sets.length]!);
-      events[2 * i + 1]!.record();
-    }
-    events[2 * iters - 1]!.synchronize();
-    const samplesMs = Array.from(
-      { length: iters },
-      (_, i) => events[2 * i + 1]!.elapsedSince(events[2 * i]!),
-    );
-    const p = ck.gemm.problem;
-    const dim = (x: typeof p.m) => (x.kind === "const" ? x.value : sizes[x.name]!);
-    const ops = 2 * dim(p.m) * dim(p.n) * dim(p.k) * (p.batch === null ? 1 : dim(p.batch));
-    const med = median(samplesMs);
-    const timing: RunTiming = {
-      warmup,
-      iters,
-      inputSets: sets.length,
-      samplesMs,
-      medianMs: med,
-      minMs: Math.min(...samplesMs),
-      maxMs: Math.max(...samplesMs),
-      ops,
-      rate: ops / (med * 1e-3) / 1e12,
-      unit: DTYPE_INFO[ck.gemm.math.a].float ? "TFLOP/s" : "TOPS",
-    };
-    return { output, fnAttrs, jit: module.jit, timing };
-  };
+  const held: Held = { buffers: [], module: null };
   let phase: GpuPhase | null = null;
   let failure: unknown = null;
   try {
-    phase = gpu();
+    phase = gpuPhase(cuda, ck, manifest, sizes, args, counts, held);
   } catch (e) {
     failure = e;
   }
@@ -310,15 +235,157 @@ export function runGemm(
       failure ??= e;
     }
   };
-  for (const e of events) attempt(() => e.destroy());
-  for (const b of buffers) attempt(() => b.free());
-  const m = module as CudaModule | null;
+  for (const b of held.buffers) attempt(() => b.free());
+  const m = held.module;
   if (m !== null) attempt(() => m.unload());
   if (owned) attempt(() => cuda.close());
   if (failure !== null || phase === null) throw failure;
   const { output, fnAttrs, jit, timing } = phase;
 
   // 3. The checks, on the CPU.
+  const grid = manifest.grid!;
+  const checks = cpuChecks(ck, sizes, grid, args, output, options, check);
+  return {
+    kernel: ck.name,
+    entry: manifest.entry,
+    sizes,
+    grid,
+    block: manifest.block,
+    dynamicSmemBytes: manifest.dynamicSmemBytes,
+    device: cuda.device,
+    function: fnAttrs,
+    jit,
+    ...checks,
+    timing,
+    output,
+    args,
+  };
+}
+
+/** What a run allocated on the device: released by {@link runGemm} whatever happened. */
+interface Held {
+  readonly buffers: DeviceBuffer[];
+  module: CudaModule | null;
+}
+
+/** The launch counts of a run, checked. */
+interface Counts {
+  readonly iters: number;
+  readonly warmup: number;
+  readonly inputSets: number;
+}
+
+/**
+ * Loads the kernel, uploads the inputs, launches once (D's bytes come back)
+ * and, unless `iters` is 0, times the launches.
+ */
+function gpuPhase(
+  cuda: Cuda,
+  ck: CompiledKernel,
+  manifest: KernelManifest,
+  sizes: Readonly<Record<string, number>>,
+  args: LaunchArgs,
+  counts: Counts,
+  held: Held,
+): GpuPhase {
+  const grid = manifest.grid!;
+  const smem = manifest.dynamicSmemBytes;
+  const problems = launchProblems(ck.name, grid, manifest.block, smem, cuda.device);
+  if (problems.length > 0) throw new Error(problems.join("\n"));
+  const module = held.module = cuda.loadModule(ck.ptx);
+  const fn = module.getFunction(manifest.entry);
+  if (smem > DEFAULT_DYNAMIC_SMEM_LIMIT) fn.setMaxDynamicSharedBytes(smem);
+  const fnAttrs = fn.attributes();
+  const nSets = counts.iters > 0 ? counts.inputSets : 1;
+  const { launchArgs, dBuf } = uploadSets(cuda, ck, manifest, sizes, args, nSets, held);
+  const config = { grid, block: manifest.block, dynamicSmemBytes: smem };
+  cuda.launch(fn, config, launchArgs[0]!);
+  cuda.synchronize();
+  const output = dBuf.download();
+  if (counts.iters === 0) return { output, fnAttrs, jit: module.jit, timing: null };
+  const launch = (i: number) => cuda.launch(fn, config, launchArgs[i % launchArgs.length]!);
+  const samplesMs = timeLaunches(cuda, launch, counts.warmup, counts.iters);
+  const timing = runTiming(ck, sizes, samplesMs, { ...counts, inputSets: launchArgs.length });
+  return { output, fnAttrs, jit: module.jit, timing };
+}
+
+/**
+ * Uploads the inputs: set 0 holds every tensor (D poisoned); sets 1.. copy
+ * the inputs and share D; split-K's one zeroed workspace serves every launch
+ * (each leaves it zeroed).
+ *
+ * @returns The kernel arguments of each set, and D's buffer.
+ */
+function uploadSets(
+  cuda: Cuda,
+  ck: CompiledKernel,
+  manifest: KernelManifest,
+  sizes: Readonly<Record<string, number>>,
+  args: LaunchArgs,
+  nSets: number,
+  held: Held,
+): { launchArgs: KernelArg[][]; dBuf: DeviceBuffer } {
+  const d = tensorParam(ck.gemm, ck.gemm.problem.d.tensor);
+  const alloc = (bytes: Uint8Array) => {
+    const b = cuda.alloc(bytes.byteLength);
+    held.buffers.push(b);
+    b.upload(bytes);
+    return b;
+  };
+  const set0 = new Map<string, DeviceBuffer>();
+  for (const [n, bytes] of args.tensors) set0.set(n, alloc(bytes));
+  const dBuf = set0.get(d.name)!;
+  const sets: Map<string, bigint>[] = [new Map([...set0].map(([n, b]) => [n, b.ptr]))];
+  for (let s = 1; s < nSets; s++) {
+    const m = new Map<string, bigint>();
+    for (const [n, bytes] of args.tensors) m.set(n, n === d.name ? dBuf.ptr : alloc(bytes).ptr);
+    sets.push(m);
+  }
+  for (const [n, bytes] of workspaceArgs(ck.kernel, sizes)) {
+    const w = alloc(bytes).ptr;
+    for (const m of sets) m.set(n, w);
+  }
+  const launchArgs = sets.map((m) => kernelArgs(manifest, m, sizes, args.scalars));
+  return { launchArgs, dBuf };
+}
+
+/** The timing of a run from its samples: median, extremes and the rate. */
+function runTiming(
+  ck: CompiledKernel,
+  sizes: Readonly<Record<string, number>>,
+  samplesMs: readonly number[],
+  counts: Counts,
+): RunTiming {
+  const p = ck.gemm.problem;
+  const dim = (x: typeof p.m) => (x.kind === "const" ? x.value : sizes[x.name]!);
+  const ops = 2 * dim(p.m) * dim(p.n) * dim(p.k) * (p.batch === null ? 1 : dim(p.batch));
+  const med = median(samplesMs);
+  return {
+    warmup: counts.warmup,
+    iters: counts.iters,
+    inputSets: counts.inputSets,
+    samplesMs,
+    medianMs: med,
+    minMs: Math.min(...samplesMs),
+    maxMs: Math.max(...samplesMs),
+    ops,
+    rate: ops / (med * 1e-3) / 1e12,
+    unit: DTYPE_INFO[ck.gemm.math.a].float ? "TFLOP/s" : "TOPS",
+  };
+}
+
+/** The checks of the GPU's output on the CPU, and the verdict of {@link RunReport.ok}. */
+function cpuChecks(
+  ck: CompiledKernel,
+  sizes: Readonly<Record<string, number>>,
+  grid: readonly [number, number, number],
+  args: LaunchArgs,
+  output: Uint8Array,
+  options: RunOptions,
+  check: RunCheck,
+): Pick<RunReport, "unwritten" | "reference" | "sim" | "ok"> {
+  const seed = options.seed ?? 1;
+  const d = tensorParam(ck.gemm, ck.gemm.problem.d.tensor);
   const unwritten = unwrittenCount(d.dtype, output);
   let reference: ReferenceCheck | null = null;
   let sim: SimAgreement | null = null;
@@ -352,22 +419,5 @@ export function runGemm(
   const ok = (unwritten ?? 0) === 0 &&
     (reference === null || reference.comparison.ok) &&
     (sim === null || (sim.hazardCount === 0 && (!intOut || sim.differing === 0)));
-  return {
-    kernel: ck.name,
-    entry: manifest.entry,
-    sizes,
-    grid,
-    block,
-    dynamicSmemBytes: smem,
-    device: cuda.device,
-    function: fnAttrs,
-    jit,
-    unwritten,
-    reference,
-    sim,
-    timing,
-    ok,
-    output,
-    args,
-  };
+  return { unwritten, reference, sim, ok };
 }

@@ -120,6 +120,12 @@ export function verifyKernel(k: Kernel): void {
       fail(o, "offset outside shared memory");
     }
   };
+  // Barriers and warp-collective operations need every thread (of the block, of the warp).
+  const uniform = (o: Op, path: readonly Op[], what: string) => {
+    for (const p of path) {
+      if (p.op === "if" && !p.uniform) fail(o, `${what} inside non-uniform control flow`);
+    }
+  };
   let commits = 0;
   let waited = true;
   walkOps(k.body, (o, path) => {
@@ -184,9 +190,7 @@ export function verifyKernel(k: Kernel): void {
         return is(o, o.hi, only("b16"), "hi");
       case "cpasync":
         if (o.cache === "cg" && o.bytes !== 16) fail(o, "cp.async.cg copies 16 bytes");
-        if (o.dstOffset < 0 || o.dstOffset + o.bytes > k.dynamicSmemBytes) {
-          fail(o, "offset outside shared memory");
-        }
+        inSmem(o, o.dstOffset, o.bytes);
         is(o, o.dst, only("u32"), "destination address");
         is(o, o.src, only("u64"), "source address");
         is(o, o.srcBytes, only("u32"), "source size");
@@ -202,10 +206,7 @@ export function verifyKernel(k: Kernel): void {
         if (o.n === 0) waited = true;
         return;
       case "bar":
-        for (const p of path) {
-          if (p.op === "if" && !p.uniform) fail(o, "barrier inside non-uniform control flow");
-        }
-        return;
+        return uniform(o, path, "barrier");
       case "ldmatrix":
         if (o.dst.length !== o.num) fail(o, `ldmatrix.x${o.num} writes ${o.num} registers`);
         inSmem(o, o.offset, 16);
@@ -243,12 +244,7 @@ export function verifyKernel(k: Kernel): void {
         for (const r of o.b) is(o, r, only(s!.b.regType), "b");
         for (const r of o.c) is(o, r, only(s!.c.regType), "c");
         for (const r of o.d) is(o, r, only(s!.c.regType), "d");
-        for (const p of path) {
-          if (p.op === "if" && !p.uniform) {
-            fail(o, "warp-collective mma inside non-uniform control flow");
-          }
-        }
-        return;
+        return uniform(o, path, "warp-collective mma");
       }
       case "for":
         is(o, o.iv, only("u32"), "induction variable");
