@@ -146,14 +146,12 @@ function memAccess(M: Machine, info: OpInfo, addrType: "u32" | "u64") {
 }
 
 /** `ld.global`: see {@link LdgOp}. */
-export function compileLdg(M: Machine, info: OpInfo, mask: Mask): Run {
-  return compileGlobal(M, info, mask, "load");
-}
+export const compileLdg = (M: Machine, info: OpInfo, mask: Mask): Run =>
+  compileGlobal(M, info, mask, "load");
 
 /** `st.global`: see {@link StgOp}. */
-export function compileStg(M: Machine, info: OpInfo, mask: Mask): Run {
-  return compileGlobal(M, info, mask, "store");
-}
+export const compileStg = (M: Machine, info: OpInfo, mask: Mask): Run =>
+  compileGlobal(M, info, mask, "store");
 
 /** `ld.global` and `st.global`: the same lanes and bounds checks; only the direction of each
  * element differs. */
@@ -260,14 +258,12 @@ export function compilePrefetch(M: Machine, info: OpInfo, mask: Mask): Run {
 }
 
 /** `ld.shared`: see {@link LdsOp}. */
-export function compileLds(M: Machine, info: OpInfo, mask: Mask): Run {
-  return compileShared(M, info, mask, "load");
-}
+export const compileLds = (M: Machine, info: OpInfo, mask: Mask): Run =>
+  compileShared(M, info, mask, "load");
 
 /** `st.shared`: see {@link StsOp}. */
-export function compileSts(M: Machine, info: OpInfo, mask: Mask): Run {
-  return compileShared(M, info, mask, "store");
-}
+export const compileSts = (M: Machine, info: OpInfo, mask: Mask): Run =>
+  compileShared(M, info, mask, "store");
 
 /** `ld.shared` and `st.shared`: the same lanes, checks, hazards and bank counting; only the
  * direction of each element differs. */

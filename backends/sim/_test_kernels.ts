@@ -34,16 +34,12 @@ export interface ParamSpec {
 export class Emitter extends KernelBuilder {
   /** `dst = param name`. */
   param(name: string, type: "u64" | "u32" = "u64"): Reg {
-    const d = this.reg(type, name);
-    this.emit(ir.param(d, name));
-    return d;
+    return this.loadParam(type, name);
   }
 
   /** `dst = tid.x`. */
   tid(): Reg {
-    const d = this.reg("u32", "tid");
-    this.emit(ir.sreg(d, "tid.x"));
-    return d;
+    return this.readSreg("tid.x", "tid");
   }
 
   /** `dst = a FN b` of `type`. */
@@ -139,10 +135,8 @@ export function pipelinedGemm(mutant: GemmMutant = "none"): Kernel {
   const N = e.param("N", "u32");
   const K = e.param("K", "u32");
   const tid = e.tid();
-  const bx = e.reg("u32", "bx");
-  const by = e.reg("u32", "by");
-  e.emit(ir.sreg(bx, "ctaid.x"));
-  e.emit(ir.sreg(by, "ctaid.y"));
+  const bx = e.readSreg("ctaid.x", "bx");
+  const by = e.readSreg("ctaid.y", "by");
   const smem = e.reg("u32", "smem");
   e.emit(ir.smemBase(smem));
   const stageBytes = (BM + BN) * BK * 2; // A tile then B tile
@@ -180,26 +174,26 @@ export function pipelinedGemm(mutant: GemmMutant = "none"): Kernel {
     const bSrc = e.bin("add", "u64", bSrc0, kOff64);
     const live = e.setp("lt", "u32", kt, kTiles);
     const guard = { pred: live, negate: false };
-    e.emit({
-      op: "cpasync",
-      cache: "cg",
-      bytes: 16,
-      dst,
-      dstOffset: 0,
-      src: aSrc,
-      srcBytes: imm(16),
-      guard,
-    });
-    e.emit({
-      op: "cpasync",
-      cache: "cg",
-      bytes: 16,
-      dst,
-      dstOffset: bOff,
-      src: bSrc,
-      srcBytes: imm(16),
-      guard,
-    });
+    e.emit(
+      ir.cpAsync({
+        cache: "cg",
+        bytes: 16,
+        dst,
+        dstOffset: 0,
+        src: aSrc,
+        srcBytes: imm(16),
+      }, guard),
+    );
+    e.emit(
+      ir.cpAsync({
+        cache: "cg",
+        bytes: 16,
+        dst,
+        dstOffset: bOff,
+        src: bSrc,
+        srcBytes: imm(16),
+      }, guard),
+    );
   };
 
   // Prologue: k-tiles 0 .. S-2.

@@ -156,22 +156,13 @@ export function registerOpsKernel(target: Target): Kernel {
     { name: "beta", kind: "scalar", ptx: "f64", dtype: "f64" },
     { name: "shift", kind: "scalar", ptx: "s32", dtype: "s32" },
   ];
-  const out = b.reg("u64", "out");
-  b.emit(ir.param(out, "out"));
+  const out = b.loadParam("u64", "out");
   const sink = new Sink(b, out);
-  const m = b.reg("u32", "M");
-  b.emit(ir.param(m, "M"));
-  const alpha = b.reg("f32", "alpha");
-  b.emit(ir.param(alpha, "alpha"));
-  const beta = b.reg("f64", "beta");
-  b.emit(ir.param(beta, "beta"));
-  const shift = b.reg("s32", "shift");
-  b.emit(ir.param(shift, "shift"));
-  const sregs = SREGS.map((s) => {
-    const r = b.reg("u32", s);
-    b.emit(ir.sreg(r, s));
-    return r;
-  });
+  const m = b.loadParam("u32", "M");
+  const alpha = b.loadParam("f32", "alpha");
+  const beta = b.loadParam("f64", "beta");
+  const shift = b.loadParam("s32", "shift");
+  const sregs = SREGS.map((s) => b.readSreg(s, s));
   const smem = b.reg("u32", "smem");
   b.emit(ir.smemBase(smem));
   [m, shift, ...sregs, smem].forEach((r) => sink.keep(r));
@@ -317,14 +308,10 @@ export function memoryOpsKernel(target: Target): Kernel {
     { name: "src", kind: "tensor", ptx: "u64", dtype: "f16" },
     { name: "K", kind: "dim", ptx: "u32" },
   ];
-  const out = b.reg("u64", "out");
-  b.emit(ir.param(out, "out"));
-  const src = b.reg("u64", "src");
-  b.emit(ir.param(src, "src"));
-  const k = b.reg("u32", "K");
-  b.emit(ir.param(k, "K"));
-  const tid = b.reg("u32", "tid");
-  b.emit(ir.sreg(tid, "tid.x"));
+  const out = b.loadParam("u64", "out");
+  const src = b.loadParam("u64", "src");
+  const k = b.loadParam("u32", "K");
+  const tid = b.readSreg("tid.x", "tid");
   const smem = b.reg("u32", "smem");
   b.emit(ir.smemBase(smem));
   b.emit(ir.comment("per-thread addresses: 16 bytes of shared memory, 32 of out"));
@@ -344,46 +331,48 @@ export function memoryOpsKernel(target: Target): Kernel {
   const kt = b.reg("u32", "kt");
   b.for(kt, imm(0), k, 1, () => {
     b.emit(ir.comment("stage a tile with cp.async"));
-    b.emit({
-      op: "cpasync",
-      cache: "cg",
-      bytes: 16,
-      dst: soff,
-      dstOffset: 0,
-      src: gsrc,
-      srcBytes: nbytes,
-    });
-    b.emit({
-      op: "cpasync",
-      cache: "ca",
-      bytes: 8,
-      dst: soff,
-      dstOffset: 4096,
-      src: gsrc,
-      srcBytes: imm(8),
-      guard: { pred: inb, negate: false },
-    });
-    b.emit({
-      op: "cpasync",
-      cache: "ca",
-      bytes: 4,
-      dst: soff,
-      dstOffset: 8192,
-      src: gsrc,
-      srcBytes: imm(0),
-      guard: { pred: inb, negate: true },
-    });
-    b.emit({
-      op: "cpasync",
-      cache: "ca",
-      bytes: 16,
-      dst: soff,
-      dstOffset: 12288,
-      src: gsrc,
-      srcBytes: nbytes,
-    });
+    b.emit(
+      ir.cpAsync({
+        cache: "cg",
+        bytes: 16,
+        dst: soff,
+        dstOffset: 0,
+        src: gsrc,
+        srcBytes: nbytes,
+      }),
+    );
+    b.emit(
+      ir.cpAsync({
+        cache: "ca",
+        bytes: 8,
+        dst: soff,
+        dstOffset: 4096,
+        src: gsrc,
+        srcBytes: imm(8),
+      }, { pred: inb, negate: false }),
+    );
+    b.emit(
+      ir.cpAsync({
+        cache: "ca",
+        bytes: 4,
+        dst: soff,
+        dstOffset: 8192,
+        src: gsrc,
+        srcBytes: imm(0),
+      }, { pred: inb, negate: true }),
+    );
+    b.emit(
+      ir.cpAsync({
+        cache: "ca",
+        bytes: 16,
+        dst: soff,
+        dstOffset: 12288,
+        src: gsrc,
+        srcBytes: nbytes,
+      }),
+    );
     b.emit(ir.prefetch(gsrc, ir.when(inb)));
-    b.emit({ op: "prefetch", addr: gsrc, evictLast: true });
+    b.emit(ir.prefetch(gsrc, undefined, true));
     b.emit(ir.commit());
     b.emit(ir.wait(1));
     b.emit(ir.wait(0));
@@ -520,10 +509,8 @@ export function mmaKernelName(row: MmaShape): string {
  */
 export function mmaKernel(row: MmaShape, target: Target): Kernel {
   const b = new KernelBuilder();
-  const out = b.reg("u64", "out");
-  b.emit(ir.param(out, "out"));
-  const lane = b.reg("u32", "lane");
-  b.emit(ir.sreg(lane, "laneid"));
+  const out = b.loadParam("u64", "out");
+  const lane = b.readSreg("laneid", "lane");
   const smem = b.reg("u32", "smem");
   b.emit(ir.smemBase(smem));
   b.emit(ir.comment(`${row.name}: ${row.ptx}`));
@@ -585,18 +572,12 @@ export function saxpyKernel(target: Target): Kernel {
     { name: "N", kind: "dim", ptx: "u32" },
     { name: "a", kind: "scalar", ptx: "f32", dtype: "f32" },
   ];
-  const x = b.reg("u64", "x");
-  const y = b.reg("u64", "y");
-  const n = b.reg("u32", "N");
-  const a = b.reg("f32", "a");
-  b.emit(ir.param(x, "x"));
-  b.emit(ir.param(y, "y"));
-  b.emit(ir.param(n, "N"));
-  b.emit(ir.param(a, "a"));
-  const tid = b.reg("u32", "tid");
-  b.emit(ir.sreg(tid, "tid.x"));
-  const cta = b.reg("u32", "cta");
-  b.emit(ir.sreg(cta, "ctaid.x"));
+  const x = b.loadParam("u64", "x");
+  const y = b.loadParam("u64", "y");
+  const n = b.loadParam("u32", "N");
+  const a = b.loadParam("f32", "a");
+  const tid = b.readSreg("tid.x", "tid");
+  const cta = b.readSreg("ctaid.x", "cta");
   const first = b.reg("u32", "first");
   b.emit(ir.mad("u32", first, cta, imm(512), tid));
   const j = b.reg("u32", "j");
@@ -638,8 +619,7 @@ export function saxpyKernel(target: Target): Kernel {
  */
 export function registerClassKernel(target: Target): Kernel {
   const b = new KernelBuilder();
-  const out = b.reg("u64", "out");
-  b.emit(ir.param(out, "out"));
+  const out = b.loadParam("u64", "out");
   const sink = new Sink(b, out);
   const smem = b.reg("b32", "smem");
   b.emit(ir.smemBase(smem));
