@@ -145,17 +145,9 @@ function memAccess(M: Machine, info: OpInfo, addrType: "u32" | "u64") {
   };
 }
 
-/** `ld.global`: see {@link LdgOp}. */
-export const compileLdg = (M: Machine, info: OpInfo, mask: Mask): Run =>
-  compileGlobal(M, info, mask, "load");
-
-/** `st.global`: see {@link StgOp}. */
-export const compileStg = (M: Machine, info: OpInfo, mask: Mask): Run =>
-  compileGlobal(M, info, mask, "store");
-
-/** `ld.global` and `st.global`: the same lanes and bounds checks; only the direction of each
- * element differs. */
-function compileGlobal(M: Machine, info: OpInfo, mask: Mask, dir: "load" | "store"): Run {
+/** `ld.global` and `st.global` (see {@link LdgOp}, {@link StgOp}): the same lanes and bounds
+ * checks; only the direction of each element differs. */
+export function compileGlobal(M: Machine, info: OpInfo, mask: Mask, dir: "load" | "store"): Run {
   const { idx, n, eb, size, addr, slots, g, off, T, w } = memAccess(M, info, "u64");
   const load = dir === "load";
   return () => {
@@ -257,17 +249,9 @@ export function compilePrefetch(M: Machine, info: OpInfo, mask: Mask): Run {
   });
 }
 
-/** `ld.shared`: see {@link LdsOp}. */
-export const compileLds = (M: Machine, info: OpInfo, mask: Mask): Run =>
-  compileShared(M, info, mask, "load");
-
-/** `st.shared`: see {@link StsOp}. */
-export const compileSts = (M: Machine, info: OpInfo, mask: Mask): Run =>
-  compileShared(M, info, mask, "store");
-
-/** `ld.shared` and `st.shared`: the same lanes, checks, hazards and bank counting; only the
- * direction of each element differs. */
-function compileShared(M: Machine, info: OpInfo, mask: Mask, dir: "load" | "store"): Run {
+/** `ld.shared` and `st.shared` (see {@link LdsOp}, {@link StsOp}): the same lanes, checks,
+ * hazards and bank counting; only the direction of each element differs. */
+export function compileShared(M: Machine, info: OpInfo, mask: Mask, dir: "load" | "store"): Run {
   const { idx, n, eb, size, addr, slots, g, off, T, w } = memAccess(M, info, "u32");
   const la = M.laneAddr;
   const load = dir === "load";
@@ -287,9 +271,9 @@ function compileShared(M: Machine, info: OpInfo, mask: Mask, dir: "load" | "stor
         M.sCheck(idx, t, a, size, size, load ? "shared load" : "shared store");
         la[l] = a;
         any = true;
-        if (M.hazardsOn) {
-          if (load) M.hzRead(idx, wp, a, size);
-          else M.hzWrite(idx, wp, a, size, "st.shared", true);
+        if (M.hz.on) {
+          if (load) M.hz.read(idx, wp, a, size);
+          else M.hz.write(idx, wp, a, size, "st.shared", true);
         }
         for (let i = 0; i < n; i++) {
           const q = a + i * eb;
@@ -372,11 +356,11 @@ export function compileCpAsync(M: Machine, info: OpInfo, mask: Mask): Run {
         M.cpOp[s] = idx;
         la[l] = d;
         any = true;
-        if (M.hazardsOn) {
-          M.hzWrite(idx, wp, d, bytes, "cp.async", true);
+        if (M.hz.on) {
+          M.hz.write(idx, wp, d, bytes, "cp.async", true);
           for (let x = d >> 2; x <= (d + bytes - 1) >> 2; x++) {
-            M.pendWords[x]!++;
-            M.pendWarp[x] = wp;
+            M.hz.pendWords[x]!++;
+            M.hz.pendWarp[x] = wp;
           }
         }
         M.sharedBytesWritten += bytes;
@@ -417,7 +401,7 @@ export function compileBar(M: Machine, info: OpInfo, mask: Mask): Run {
   void (info.op as BarOp);
   const idx = info.index;
   return () => {
-    M.epoch++;
+    M.hz.epoch++;
     M.counts[idx]! += mask.warps;
   };
 }
@@ -504,7 +488,7 @@ export function compileLdmatrix(M: Machine, info: OpInfo, mask: Mask): Run {
           M.sCheck(idx, base + l, a, 16, 16, "ldmatrix row");
           rows[l] = a;
           la[l] = a;
-          if (M.hazardsOn) M.hzRead(idx, wp, a, 16);
+          if (M.hz.on) M.hz.read(idx, wp, a, 16);
         } else la[l] = -1;
       }
       M.countBanks(M.banks.ldmatrix, 8 * num, 16);

@@ -514,14 +514,7 @@ export function mmaKernel(row: MmaShape, target: Target): Kernel {
   const smem = b.reg("u32", "smem");
   b.emit(ir.smemBase(smem));
   b.emit(ir.comment(`${row.name}: ${row.ptx}`));
-  const accType: RegType = row.cType === "f64"
-    ? "f64"
-    : row.cType === "f32"
-    ? "f32"
-    : row.cType === "s32"
-    ? "s32"
-    : "b32";
-  const opType: RegType = row.regBits === 64 ? "f64" : "b32";
+  const accType: RegType = row.c.regType;
   const width: MemWidth = row.regBits === 64 ? "b64" : "b32";
   const bytes = row.regBits / 8;
   const maxVec = Math.max(...MEM_PTX[width].vec);
@@ -539,8 +532,8 @@ export function mmaKernel(row: MmaShape, target: Target): Kernel {
     base += 32 * stride;
     return rs;
   };
-  const a = load(row.a.regs, opType);
-  const bf = load(row.b.regs, opType);
+  const a = load(row.a.regs, row.a.regType);
+  const bf = load(row.b.regs, row.b.regType);
   const c = load(row.c.regs, accType);
   const d = accType === "f32" ? c : Array.from({ length: row.c.regs }, () => b.reg(accType));
   b.emit(ir.mma(row.name, d, a, bf, c));
