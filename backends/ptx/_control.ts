@@ -10,7 +10,8 @@ import type { ForOp, IfOp, Op, Operand } from "../../ir/kernel.ts";
 import { printBody, regName } from "../../ir/print_kernel.ts";
 import { OP_TEMPLATES, PtxError } from "./_tables.ts";
 import { expect, guardText, immText, opd } from "./_operands.ts";
-import { type Ctx, put, RENDER, render } from "./_render.ts";
+import { type Ctx, put } from "./_context.ts";
+import { RENDER, render } from "./_render.ts";
 
 /** `e` with the kernel and the operation named, when it is a {@link PtxError}. */
 export function locatedError(cx: Ctx, where: () => string, e: unknown): unknown {

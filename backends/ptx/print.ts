@@ -26,7 +26,8 @@ import { opRegs, walkOps } from "../../ir/kernel.ts";
 import { regName } from "../../ir/print_kernel.ts";
 import { type PtxTarget, type Target, targetInfo } from "../../ir/target.ts";
 import { OP_TEMPLATES, PtxError, REG_PTX, SMEM_SYMBOL } from "./_tables.ts";
-import { type Ctx, paramSymbol } from "./_render.ts";
+import type { Ctx } from "./_context.ts";
+import { paramSymbol } from "./_render_regs.ts";
 import { emitBody } from "./_control.ts";
 
 export {

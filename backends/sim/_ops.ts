@@ -83,9 +83,24 @@ function vectorCount(info: OpInfo, n: number): void {
   }
 }
 
-function guardOf(M: Machine, info: OpInfo, g: { pred: Reg; negate: boolean } | undefined) {
+/** A guard's predicate lanes (null for none) and the value at which a lane skips. */
+interface GuardView {
+  readonly arr: Uint8Array | null;
+  readonly skip: number;
+}
+
+function guardOf(
+  M: Machine,
+  info: OpInfo,
+  g: { pred: Reg; negate: boolean } | undefined,
+): GuardView {
   if (g === undefined) return { arr: null, skip: 0 };
   return { arr: M.view(g.pred, "pred", info.index) as Uint8Array, skip: g.negate ? 1 : 0 };
+}
+
+/** Whether lane `t` runs: active in the mask and not skipped by the guard. */
+function runs(m: Uint8Array, g: GuardView, t: number): boolean {
+  return m[t] !== 0 && (g.arr === null || g.arr[t] !== g.skip);
 }
 
 const P32 = 4294967296;
@@ -154,7 +169,7 @@ export function compileGlobal(M: Machine, info: OpInfo, mask: Mask, dir: "load" 
     const m = mask.m;
     let bytes = 0;
     for (let t = 0; t < T; t++) {
-      if (m[t] === 0 || (g.arr !== null && g.arr[t] === g.skip)) continue;
+      if (!runs(m, g, t)) continue;
       const what = load ? "global load" : "global store";
       const ti = M.gResolve(idx, t, addr[t]! + off, size, size, what);
       const dv = M.gView[ti]!;
@@ -222,7 +237,7 @@ function eachActiveLane(
   return () => {
     const m = mask.m;
     for (let t = 0; t < T; t++) {
-      if (m[t] === 0 || (g.arr !== null && g.arr[t] === g.skip)) continue;
+      if (!runs(m, g, t)) continue;
       lane(t);
     }
     M.counts[idx]! += mask.warps;
@@ -266,7 +281,7 @@ export function compileShared(M: Machine, info: OpInfo, mask: Mask, dir: "load" 
       for (let l = 0; l < 32; l++) {
         const t = wp * 32 + l;
         la[l] = -1;
-        if (t >= T || m[t] === 0 || (g.arr !== null && g.arr[t] === g.skip)) continue;
+        if (t >= T || !runs(m, g, t)) continue;
         const a = addr[t]! + off;
         M.sCheck(idx, t, a, size, size, load ? "shared load" : "shared store");
         la[l] = a;
@@ -332,7 +347,7 @@ export function compileCpAsync(M: Machine, info: OpInfo, mask: Mask): Run {
       for (let l = 0; l < 32; l++) {
         const t = wp * 32 + l;
         la[l] = -1;
-        if (t >= T || m[t] === 0 || (g.arr !== null && g.arr[t] === g.skip)) continue;
+        if (t >= T || !runs(m, g, t)) continue;
         const d = dstA[t]! + off;
         const sb = sbA === null ? sbImm : sbA[t]!;
         if (!(sb >= 0 && sb <= bytes)) {
