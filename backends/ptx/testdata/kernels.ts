@@ -328,49 +328,46 @@ export function memoryOpsKernel(target: Target): Kernel {
   const nbytes = b.reg("u32");
   b.emit(ir.selp("u32", nbytes, imm(16), imm(0), inb));
 
+  const v: MemFrame = { out, src, k, tid, soff, gsrc, gout, inb, nbytes };
+  memCopyLoop(b, v);
+  const gmine = memWidths(b, v);
+  memAtomics(b, v, gmine);
+  memLoops(b, v);
+  return kernel("ops_memory", target, params, 128, 16384, b);
+}
+
+/** The registers the parts of {@link memoryOpsKernel} share. */
+interface MemFrame {
+  readonly out: Reg;
+  readonly src: Reg;
+  readonly k: Reg;
+  readonly tid: Reg;
+  /** This thread's 16 bytes of shared memory. */
+  readonly soff: Reg;
+  /** This thread's 32 bytes of `src` and of `out`. */
+  readonly gsrc: Reg;
+  readonly gout: Reg;
+  /** Whether `tid < K`, and the cp.async source size it selects (16 or 0). */
+  readonly inb: Reg;
+  readonly nbytes: Reg;
+}
+
+/** The cp.async family, prefetches, barriers and every ldmatrix form, in a loop over K. */
+function memCopyLoop(b: KernelBuilder, v: MemFrame): void {
+  const { k, soff, gsrc, gout, inb, nbytes } = v;
   const kt = b.reg("u32", "kt");
   b.for(kt, imm(0), k, 1, () => {
     b.emit(ir.comment("stage a tile with cp.async"));
-    b.emit(
-      ir.cpAsync({
-        cache: "cg",
-        bytes: 16,
-        dst: soff,
-        dstOffset: 0,
-        src: gsrc,
-        srcBytes: nbytes,
-      }),
-    );
-    b.emit(
-      ir.cpAsync({
-        cache: "ca",
-        bytes: 8,
-        dst: soff,
-        dstOffset: 4096,
-        src: gsrc,
-        srcBytes: imm(8),
-      }, { pred: inb, negate: false }),
-    );
-    b.emit(
-      ir.cpAsync({
-        cache: "ca",
-        bytes: 4,
-        dst: soff,
-        dstOffset: 8192,
-        src: gsrc,
-        srcBytes: imm(0),
-      }, { pred: inb, negate: true }),
-    );
-    b.emit(
-      ir.cpAsync({
-        cache: "ca",
-        bytes: 16,
-        dst: soff,
-        dstOffset: 12288,
-        src: gsrc,
-        srcBytes: nbytes,
-      }),
-    );
+    // Both caches, every size, zero-fill by register and immediate, guards of both polarities.
+    const copies = [
+      { cache: "cg", bytes: 16, dstOffset: 0, srcBytes: nbytes, guard: undefined },
+      { cache: "ca", bytes: 8, dstOffset: 4096, srcBytes: imm(8), guard: ir.when(inb) },
+      { cache: "ca", bytes: 4, dstOffset: 8192, srcBytes: imm(0), guard: ir.when(inb, true) },
+      { cache: "ca", bytes: 16, dstOffset: 12288, srcBytes: nbytes, guard: undefined },
+    ] as const;
+    for (const { guard, ...c } of copies) {
+      b.emit(ir.cpAsync({ ...c, dst: soff, src: gsrc }, guard));
+    }
     b.emit(ir.prefetch(gsrc, ir.when(inb)));
     b.emit(ir.prefetch(gsrc, undefined, true));
     b.emit(ir.commit());
@@ -399,7 +396,12 @@ export function memoryOpsKernel(target: Target): Kernel {
       b.emit(ir.comment("later tiles: nothing"));
     });
   });
+}
 
+/** Every memory width and vector length, guarded both ways, in a non-uniform if in a loop;
+ * returns the register of this thread's 1 KiB of `out` past 4096 (`gmine`). */
+function memWidths(b: KernelBuilder, v: MemFrame): Reg {
+  const { out, src, tid, soff, inb } = v;
   // Every width and vector length through shared and global memory, guarded
   // both ways, inside a non-uniform conditional nested in a loop. Each thread
   // reads and writes its own 1 KiB of `src` and `out` and its own 16 bytes of
@@ -444,7 +446,12 @@ export function memoryOpsKernel(target: Target): Kernel {
       b.emit(ir.stg("b16", [imm(SAMPLE.b16)], gmine, off));
     });
   });
+  return gmine;
+}
 
+/** Atomics, fences and an L2-only load. */
+function memAtomics(b: KernelBuilder, v: MemFrame, gmine: Reg): void {
+  const { tid, inb } = v;
   // An atomic add (register and immediate operands, one guarded) on a word of
   // the thread's own region, a fence, and an L2-only load of the result.
   b.emit(ir.stg("b32", [tid], gmine, 960));
@@ -458,7 +465,11 @@ export function memoryOpsKernel(target: Target): Kernel {
   b.emit(ir.ldg("b32", [cg], gmine, 960, undefined, "cg"));
   b.emit(ir.stg("b32", [old, old2], gmine, 968));
   b.emit(ir.stg("b32", [cg], gmine, 976));
+}
 
+/** A loop that never runs and a loop inside a uniform conditional. */
+function memLoops(b: KernelBuilder, v: MemFrame): void {
+  const { k, tid, gout } = v;
   // A loop that never runs and a loop inside a uniform conditional.
   const never = b.reg("u32");
   b.for(never, imm(4), imm(4), 1, () => {
@@ -478,7 +489,6 @@ export function memoryOpsKernel(target: Target): Kernel {
     undefined,
     true,
   );
-  return kernel("ops_memory", target, params, 128, 16384, b);
 }
 
 function chunks<T>(xs: readonly T[], max: number): T[][] {
