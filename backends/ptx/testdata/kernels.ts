@@ -167,8 +167,17 @@ export function registerOpsKernel(target: Target): Kernel {
   b.emit(ir.smemBase(smem));
   [m, shift, ...sregs, smem].forEach((r) => sink.keep(r));
 
-  // A value of each type that depends on the thread (so that nothing is constant).
   const tid = sregs[0]!;
+  const vals = threadValues(b, tid, m, shift);
+  const v: RegFrame = { sink, vals, tid, m, alpha, beta };
+  regMovs(b, v);
+  regArith(b, v);
+  regCompares(b, v);
+  return kernel("ops_registers", target, params, 128, 0, b);
+}
+
+/** A value of each register type that depends on the thread (so that nothing is constant). */
+function threadValues(b: KernelBuilder, tid: Reg, m: Reg, shift: Reg): Record<RegType, Reg> {
   const vals = {} as Record<RegType, Reg>;
   const p0 = b.reg("pred", "p0");
   b.emit(ir.setp("lt", "u32", p0, tid, m));
@@ -187,7 +196,23 @@ export function registerOpsKernel(target: Target): Kernel {
   b.emit(ir.mulWide(vals.u64, vals.u32, imm(SAMPLE.u32)));
   vals.b16 = b.reg("b16");
   b.emit(ir.cvt("f16.f32", vals.b16, vals.f32));
+  return vals;
+}
 
+/** What the parts of {@link registerOpsKernel} share: the values of every type, the
+ * parameters and thread index they use, and where results are stored. */
+interface RegFrame {
+  readonly sink: Sink;
+  readonly vals: Readonly<Record<RegType, Reg>>;
+  readonly tid: Reg;
+  readonly m: Reg;
+  readonly alpha: Reg;
+  readonly beta: Reg;
+}
+
+/** `mov` of every type from an immediate and a register, and a bit move across types. */
+function regMovs(b: KernelBuilder, v: RegFrame): void {
+  const { sink, vals } = v;
   // mov: an immediate and a register of every type, and a bit move across types.
   for (const t of Object.keys(SAMPLE) as RegType[]) {
     const r = b.reg(t);
@@ -200,7 +225,11 @@ export function registerOpsKernel(target: Target): Kernel {
   const bits = b.reg("f32");
   b.emit(ir.mov(bits, vals.b32));
   sink.keep(bits);
+}
 
+/** Every `bin` and `un` of the printer's tables, `mad` of every type, `mulwide`. */
+function regArith(b: KernelBuilder, v: RegFrame): void {
+  const { sink, vals, tid, m, alpha, beta } = v;
   // bin: every (fn, type) the printer has an instruction for; immediates on
   // alternate sides.
   let flip = false;
@@ -245,7 +274,11 @@ export function registerOpsKernel(target: Target): Kernel {
   const ex = b.reg("f32");
   b.emit(ir.un("ex2", "f32", ex, imm(0.5)));
   sink.keep(ex);
+}
 
+/** Every `setp` comparison and type, `selp`, every conversion, `pack`/`unpack`. */
+function regCompares(b: KernelBuilder, v: RegFrame): void {
+  const { sink, vals, alpha } = v;
   const cmps: readonly SetpOp["cmp"][] = ["lt", "le", "gt", "ge", "eq", "ne"];
   for (const type of ["u32", "s32", "u64", "f32", "f64"] as const) {
     for (const cmp of cmps) {
@@ -256,7 +289,7 @@ export function registerOpsKernel(target: Target): Kernel {
   }
   for (const type of ["u32", "s32", "b32", "f32", "f64", "u64"] as const) {
     const dst = b.reg(type);
-    b.emit(ir.selp(type, dst, vals[type], imm(SAMPLE[type]), p0));
+    b.emit(ir.selp(type, dst, vals[type], imm(SAMPLE[type]), vals.pred));
     sink.keep(dst);
   }
 
@@ -280,7 +313,6 @@ export function registerOpsKernel(target: Target): Kernel {
   b.emit(ir.unpack(lo2, hi2, vals.b32));
   sink.keep(lo2);
   sink.keep(hi2);
-  return kernel("ops_registers", target, params, 128, 0, b);
 }
 
 /** Registers for a memory operation of `width`, `n` of them. */
