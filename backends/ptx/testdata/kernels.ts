@@ -706,6 +706,18 @@ export function registerClassKernel(target: Target): Kernel {
   const sel = b.reg("b32");
   b.emit(ir.selp("f32", sel, f32.b32, f32.f32, p));
   sink.keep(sel);
+  classConversions(b, sink, i32, f32);
+  classVectors(b, sink, out, smem);
+  return kernel("ops_register_classes", target, [OUT], 32, 64, b);
+}
+
+/** The 32-bit registers {@link registerClassKernel} reads from shared memory, by class. */
+type I32Regs = Readonly<Record<"u32" | "s32" | "b32", Reg>>;
+/** The f32-class registers of {@link registerClassKernel}. */
+type F32Regs = Readonly<Record<"f32" | "b32", Reg>>;
+
+/** Conversions, packing and unpacking across the register types PTX allows. */
+function classConversions(b: KernelBuilder, sink: Sink, i32: I32Regs, f32: F32Regs): void {
   // Conversions across the allowed register types.
   const cv: [CvtKind, RegType, Reg][] = [
     ["f32.s32", "b32", i32.u32],
@@ -738,6 +750,10 @@ export function registerClassKernel(target: Target): Kernel {
   b.emit(ir.unpack(lo, hi, i32.u32));
   sink.keep(lo);
   sink.keep(hi);
+}
+
+/** `ldmatrix`, vectors of mixed register types and `mma` accumulators in untyped registers. */
+function classVectors(b: KernelBuilder, sink: Sink, out: Reg, smem: Reg): void {
   const lm = [b.reg("u32"), b.reg("s32"), b.reg("b32"), b.reg("u32")];
   b.emit(ir.ldmatrix(4, false, lm, smem, 0));
   lm.forEach((r) => sink.keep(r));
@@ -765,7 +781,6 @@ export function registerClassKernel(target: Target): Kernel {
   b.emit(ir.lds("b32", ci, smem, 48));
   b.emit(ir.mma("m16n8k32.s8.s32", ci, a, bb, ci));
   [...cf, ...ci].forEach((r) => sink.keep(r));
-  return kernel("ops_register_classes", target, [OUT], 32, 64, b);
 }
 
 /**
