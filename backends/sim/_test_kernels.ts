@@ -114,6 +114,11 @@ export type GemmMutant = "none" | "no-wait" | "no-bar" | "wait-too-permissive" |
 /** Shape of {@link pipelinedGemm}'s tiles. */
 export const PIPE = Object.freeze({ BM: 32, BN: 32, BK: 32, stages: 3, threads: 128 });
 
+/** The bytes of one stage of {@link pipelinedGemm}: the A tile, then the B tile. */
+const STAGE_BYTES = (PIPE.BM + PIPE.BN) * PIPE.BK * 2;
+/** Where the B tile starts in a stage. */
+const B_OFF = PIPE.BM * PIPE.BK * 2;
+
 /**
  * A multistage f16 GEMM `D(f32, M x N, row-major) = A(f16, M x K, row-major) *
  * B(f16, K x N, column-major, i.e. N x K with K contiguous)`, as the lowering
@@ -127,7 +132,8 @@ export const PIPE = Object.freeze({ BM: 32, BN: 32, BK: 32, stages: 3, threads: 
  * @returns The kernel (parameters A, B, D; dims M, N, K).
  */
 export function pipelinedGemm(mutant: GemmMutant = "none"): Kernel {
-  const { BM, BN, BK, stages: S, threads } = PIPE;
+  const { BK, stages: S, threads } = PIPE;
+  const stageBytes = STAGE_BYTES;
   const e = new Emitter();
   const A = e.param("A");
   const B = e.param("B");
@@ -139,9 +145,60 @@ export function pipelinedGemm(mutant: GemmMutant = "none"): Kernel {
   const by = e.readSreg("ctaid.y", "by");
   const smem = e.reg("u32", "smem");
   e.emit(ir.smemBase(smem));
-  const stageBytes = (BM + BN) * BK * 2; // A tile then B tile
-  const bOff = BM * BK * 2;
 
+  const { issue, kTiles } = copyIssuer(e, { A, B, K, tid, bx, by, smem });
+  // Prologue: k-tiles 0 .. S-2.
+  const pk = e.reg("u32", "pk");
+  e.for(pk, imm(0), imm(S - 1), 1, () => {
+    issue(pk);
+    e.emit(ir.commit());
+  });
+
+  const { lane, wm, wn, aLd, bLd } = warpAddresses(e, tid);
+  const acc = [0, 1].map(() => [0, 1, 2, 3].map(() => e.reg("f32", "acc")));
+  for (const t of acc) for (const r of t) e.emit(ir.mov(r, imm(0)));
+  const af = [0, 1, 2, 3].map(() => e.reg("b32", "a"));
+  const bf = [0, 1, 2, 3].map(() => e.reg("b32", "b"));
+
+  const kt = e.reg("u32", "kt");
+  e.for(kt, imm(0), kTiles, 1, () => {
+    const waitN = mutant === "wait-too-permissive" ? S - 1 : S - 2;
+    if (mutant !== "no-wait") e.emit(ir.wait(waitN));
+    if (mutant !== "no-bar") e.emit(ir.bar());
+    const next = e.bin("add", "u32", kt, mutant === "short-distance" ? S : S - 1);
+    issue(next);
+    e.emit(ir.commit());
+    const stage = e.bin("rem", "u32", kt, S);
+    const sBase = e.reg("u32");
+    e.emit(ir.mad("u32", sBase, stage, imm(stageBytes), smem));
+    const aAddr = e.bin("add", "u32", sBase, aLd);
+    const bAddr = e.bin("add", "u32", sBase, bLd);
+    for (let kk = 0; kk < BK / 16; kk++) {
+      e.emit(ir.ldmatrix(4, false, af, aAddr, kk * 32));
+      e.emit(ir.ldmatrix(4, false, bf, bAddr, kk * 32));
+      for (let nt = 0; nt < 2; nt++) {
+        e.emit(ir.mma("m16n8k16.f16.f32", acc[nt]!, af, [bf[2 * nt]!, bf[2 * nt + 1]!], acc[nt]!));
+      }
+    }
+  });
+  e.emit(ir.wait(0));
+
+  storeTile(e, acc, { D, N, lane, bx, by, wm, wn });
+  return kernelOf(e, `pipelined_gemm_${mutant.replaceAll("-", "_")}`, threads, S * stageBytes, {
+    tensors: ["A", "B", "D"],
+    dims: ["M", "N", "K"],
+  });
+}
+
+/** Computes each thread's copy addresses and returns the issuer of one k-tile's copies. */
+function copyIssuer(
+  e: Emitter,
+  v: Readonly<Record<"A" | "B" | "K" | "tid" | "bx" | "by" | "smem", Reg>>,
+): { issue: (kt: Reg) => void; kTiles: Reg } {
+  const { BM, BN, BK, stages: S } = PIPE;
+  const { A, B, K, tid, bx, by, smem } = v;
+  const stageBytes = STAGE_BYTES;
+  const bOff = B_OFF;
   // Copy assignment: thread t copies 16 bytes = 8 halves of row t / 4, chunk t % 4.
   const row = e.bin("shr", "u32", tid, 2);
   const chunk = e.bin("and", "u32", tid, 3);
@@ -163,7 +220,7 @@ export function pipelinedGemm(mutant: GemmMutant = "none"): Kernel {
   const kTiles = e.bin("div", "u32", K, BK);
 
   /** Issues the copies of k-tile `kt` into stage `kt % S` (guarded off when kt >= kTiles). */
-  const issue = (kt: Reg) => {
+  const issue = (kt: Reg): void => {
     const stage = e.bin("rem", "u32", kt, S);
     const dst = e.reg("u32");
     e.emit(ir.mad("u32", dst, stage, imm(stageBytes), sDst));
@@ -195,14 +252,13 @@ export function pipelinedGemm(mutant: GemmMutant = "none"): Kernel {
       }, guard),
     );
   };
+  return { issue, kTiles };
+}
 
-  // Prologue: k-tiles 0 .. S-2.
-  const pk = e.reg("u32", "pk");
-  e.for(pk, imm(0), imm(S - 1), 1, () => {
-    issue(pk);
-    e.emit(ir.commit());
-  });
-
+/** The ldmatrix lane addresses of a warp's A and B fragments (byte offsets in a stage). */
+function warpAddresses(e: Emitter, tid: Reg): Record<"lane" | "wm" | "wn" | "aLd" | "bLd", Reg> {
+  const { BK } = PIPE;
+  const bOff = B_OFF;
   // Warp tile: warp w computes rows (w / 2) * 16, columns (w % 2) * 16.
   const warp = e.bin("shr", "u32", tid, 5);
   const lane = e.bin("and", "u32", tid, 31);
@@ -226,35 +282,17 @@ export function pipelinedGemm(mutant: GemmMutant = "none"): Kernel {
   const bLd = e.reg("u32");
   e.emit(ir.mad("u32", bLd, bR, imm(BK * 2), bC));
   e.emit(ir.bin("add", "u32", bLd, bLd, imm(bOff)));
+  return { lane, wm, wn, aLd, bLd };
+}
 
-  const acc = [0, 1].map(() => [0, 1, 2, 3].map(() => e.reg("f32", "acc")));
-  for (const t of acc) for (const r of t) e.emit(ir.mov(r, imm(0)));
-  const af = [0, 1, 2, 3].map(() => e.reg("b32", "a"));
-  const bf = [0, 1, 2, 3].map(() => e.reg("b32", "b"));
-
-  const kt = e.reg("u32", "kt");
-  e.for(kt, imm(0), kTiles, 1, () => {
-    const waitN = mutant === "wait-too-permissive" ? S - 1 : S - 2;
-    if (mutant !== "no-wait") e.emit(ir.wait(waitN));
-    if (mutant !== "no-bar") e.emit(ir.bar());
-    const next = e.bin("add", "u32", kt, mutant === "short-distance" ? S : S - 1);
-    issue(next);
-    e.emit(ir.commit());
-    const stage = e.bin("rem", "u32", kt, S);
-    const sBase = e.reg("u32");
-    e.emit(ir.mad("u32", sBase, stage, imm(stageBytes), smem));
-    const aAddr = e.bin("add", "u32", sBase, aLd);
-    const bAddr = e.bin("add", "u32", sBase, bLd);
-    for (let kk = 0; kk < BK / 16; kk++) {
-      e.emit(ir.ldmatrix(4, false, af, aAddr, kk * 32));
-      e.emit(ir.ldmatrix(4, false, bf, bAddr, kk * 32));
-      for (let nt = 0; nt < 2; nt++) {
-        e.emit(ir.mma("m16n8k16.f16.f32", acc[nt]!, af, [bf[2 * nt]!, bf[2 * nt + 1]!], acc[nt]!));
-      }
-    }
-  });
-  e.emit(ir.wait(0));
-
+/** Stores the accumulators of a warp's 16x16 tile to D. */
+function storeTile(
+  e: Emitter,
+  acc: readonly (readonly Reg[])[],
+  v: Readonly<Record<"D" | "N" | "lane" | "bx" | "by" | "wm" | "wn", Reg>>,
+): void {
+  const { BM, BN } = PIPE;
+  const { D, N, lane, bx, by, wm, wn } = v;
   // Epilogue: acc[nt][i] is row g + 8 * (i >> 1), column 2 * (lane % 4) + (i & 1) of tile nt.
   const g = e.bin("shr", "u32", lane, 2);
   const t4 = e.bin("and", "u32", lane, 3);
@@ -273,8 +311,4 @@ export function pipelinedGemm(mutant: GemmMutant = "none"): Kernel {
       e.emit(ir.stg("b32", [acc[nt]![2 * h]!, acc[nt]![2 * h + 1]!], p, nt * 32));
     }
   }
-  return kernelOf(e, `pipelined_gemm_${mutant.replaceAll("-", "_")}`, threads, S * stageBytes, {
-    tensors: ["A", "B", "D"],
-    dims: ["M", "N", "K"],
-  });
 }
