@@ -107,7 +107,9 @@ export class Hazards {
     this.#keys.set(key, nh);
   }
 
-  /** Checks and records a read of shared bytes `[addr, addr + len)` by warp `w`. */
+  /** Checks and records a read of shared bytes `[addr, addr + len)` by warp `w`. `read` and
+   * `write` each copy the per-byte arrays into locals before their byte loop: it is the
+   * simulator's hottest loop, and the two loops test different things. */
   read(idx: number, w: number, addr: number, len: number): void {
     const ep = this.epoch;
     const bit = 1 << w;

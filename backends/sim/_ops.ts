@@ -265,7 +265,10 @@ export function compilePrefetch(M: Machine, info: OpInfo, mask: Mask): Run {
 }
 
 /** `ld.shared` and `st.shared` (see {@link LdsOp}, {@link StsOp}): the same lanes, checks,
- * hazards and bank counting; only the direction of each element differs. */
+ * hazards and bank counting; only the direction of each element differs. The warp-by-warp
+ * lane loop (lane addresses for the bank count) is written out here and in
+ * {@link compileCpAsync} rather than taken as a callback: a closure call per lane would sit
+ * in the simulator's inner loop. */
 export function compileShared(M: Machine, info: OpInfo, mask: Mask, dir: "load" | "store"): Run {
   const { idx, n, eb, size, addr, slots, g, off, T, w } = memAccess(M, info, "u32");
   const la = M.laneAddr;

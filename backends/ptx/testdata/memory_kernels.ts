@@ -43,12 +43,7 @@ export function memoryOpsKernel(target: Target): Kernel {
   b.emit(ir.comment("per-thread addresses: 16 bytes of shared memory, 32 of out"));
   const soff = b.reg("u32");
   b.emit(ir.mad("u32", soff, tid, imm(16), smem));
-  const goff = b.reg("u64");
-  b.emit(ir.mulWide(goff, tid, imm(32)));
-  const gsrc = b.reg("u64");
-  b.emit(ir.bin("add", "u64", gsrc, src, goff));
-  const gout = b.reg("u64");
-  b.emit(ir.bin("add", "u64", gout, out, goff));
+  const [gsrc, gout] = elementAddresses(b, tid, 32, [src, out]) as [Reg, Reg];
   const inb = b.reg("pred", "inb");
   b.emit(ir.setp("lt", "u32", inb, tid, k));
   const nbytes = b.reg("u32");
@@ -316,12 +311,7 @@ export function saxpyKernel(target: Target): Kernel {
     b.emit(ir.mad("u32", i, j, imm(128), first));
     const ok = b.reg("pred", "ok");
     b.emit(ir.setp("lt", "u32", ok, i, n));
-    const off = b.reg("u64");
-    b.emit(ir.mulWide(off, i, imm(4)));
-    const px = b.reg("u64");
-    b.emit(ir.bin("add", "u64", px, x, off));
-    const py = b.reg("u64");
-    b.emit(ir.bin("add", "u64", py, y, off));
+    const [px, py] = elementAddresses(b, i, 4, [x, y]) as [Reg, Reg];
     const xv = b.reg("f32", "xv");
     const yv = b.reg("f32", "yv");
     b.emit(ir.mov(xv, imm(0)));
@@ -334,4 +324,20 @@ export function saxpyKernel(target: Target): Kernel {
     b.emit(ir.stg("b32", [r], py, 0, g));
   });
   return kernel("saxpy", target, params, 128, 0, b);
+}
+
+/** The addresses `base + index * scale` (index u32, scale in bytes) in each of `bases`. */
+function elementAddresses(
+  b: KernelBuilder,
+  index: Reg,
+  scale: number,
+  bases: readonly Reg[],
+): Reg[] {
+  const off = b.reg("u64");
+  b.emit(ir.mulWide(off, index, imm(scale)));
+  return bases.map((base) => {
+    const p = b.reg("u64");
+    b.emit(ir.bin("add", "u64", p, base, off));
+    return p;
+  });
 }

@@ -228,14 +228,7 @@ function regCompares(b: KernelBuilder, v: RegFrame): void {
 
   const hi = b.reg("b16");
   b.emit(ir.cvt("bf16.f32", hi, alpha));
-  const packed = b.reg("b32");
-  b.emit(ir.pack(packed, vals.b16, hi));
-  sink.keep(packed);
-  const lo2 = b.reg("b16");
-  const hi2 = b.reg("b16");
-  b.emit(ir.unpack(lo2, hi2, vals.b32));
-  sink.keep(lo2);
-  sink.keep(hi2);
+  packBoth(b, sink, "b32", [vals.b16, hi], vals.b32);
 }
 
 /**
@@ -338,14 +331,7 @@ function classConversions(b: KernelBuilder, sink: Sink, i32: I32Regs, f32: F32Re
   const wide = b.reg("b32");
   b.emit(ir.cvt("f32.f16", wide, h));
   sink.keep(wide);
-  const pf = b.reg("f32");
-  b.emit(ir.pack(pf, h, h));
-  sink.keep(pf);
-  const lo = b.reg("b16");
-  const hi = b.reg("b16");
-  b.emit(ir.unpack(lo, hi, i32.u32));
-  sink.keep(lo);
-  sink.keep(hi);
+  packBoth(b, sink, "f32", [h, h], i32.u32);
 }
 
 /** `ldmatrix`, vectors of mixed register types and `mma` accumulators in untyped registers. */
@@ -377,4 +363,21 @@ function classVectors(b: KernelBuilder, sink: Sink, out: Reg, smem: Reg): void {
   b.emit(ir.lds("b32", ci, smem, 48));
   b.emit(ir.mma("m16n8k32.s8.s32", ci, a, bb, ci));
   [...cf, ...ci].forEach((r) => sink.keep(r));
+}
+
+/** A `pack` of two halves into a new register of `type`, and an `unpack` of `src` into two
+ * new b16 registers; every result is stored. */
+function packBoth(
+  b: KernelBuilder,
+  sink: Sink,
+  type: RegType,
+  [lo, hi]: readonly [Reg, Reg],
+  src: Reg,
+): void {
+  const packed = b.reg(type);
+  b.emit(ir.pack(packed, lo, hi));
+  sink.keep(packed);
+  const halves = [b.reg("b16"), b.reg("b16")] as const;
+  b.emit(ir.unpack(halves[0], halves[1], src));
+  halves.forEach((r) => sink.keep(r));
 }
