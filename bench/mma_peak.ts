@@ -156,12 +156,9 @@ interface PeakFrame {
 
 /** Reads a peak kernel's parameters (`out`, `iters`) and the thread index. */
 function peakParams(b: KernelBuilder): PeakFrame {
-  const out = b.reg("u64", "out");
-  b.emit(ir.param(out, "out"));
-  const iters = b.reg("u32", "iters");
-  b.emit(ir.param(iters, "iters"));
-  const tid = b.reg("u32", "tid");
-  b.emit(ir.sreg(tid, "tid.x"));
+  const out = b.loadParam("u64", "out");
+  const iters = b.loadParam("u32", "iters");
+  const tid = b.readSreg("tid.x", "tid");
   return { out, iters, tid };
 }
 
@@ -185,8 +182,7 @@ function peakFinish(
     b.emit(ir.bin(fn, type as "b32" | "f32" | "s32" | "f64", t, sum, r));
     sum = t;
   }
-  const bid = b.reg("u32", "bid");
-  b.emit(ir.sreg(bid, "ctaid.x"));
+  const bid = b.readSreg("ctaid.x", "bid");
   const gtid = b.reg("u32");
   b.emit(ir.mad("u32", gtid, bid, imm(PEAK_THREADS), tid));
   const off = b.reg("u64");

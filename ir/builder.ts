@@ -259,10 +259,11 @@ export function cpAsync(f: Omit<CpAsyncOp, "op" | "guard">, guard?: Guard): CpAs
  *
  * @param addr The address (u64).
  * @param guard A guard, if any.
+ * @param evictLast Whether to add the `::evict_last` priority hint.
  * @returns The operation.
  */
-export function prefetch(addr: Reg, guard?: Guard): PrefetchOp {
-  return guarded({ op: "prefetch", addr }, guard);
+export function prefetch(addr: Reg, guard?: Guard, evictLast = false): PrefetchOp {
+  return guarded(evictLast ? { op: "prefetch", addr, evictLast } : { op: "prefetch", addr }, guard);
 }
 
 /**
@@ -468,6 +469,33 @@ export class KernelBuilder {
       ? { kind: "reg", id: this.regs.length, type }
       : { kind: "reg", id: this.regs.length, type, name };
     this.regs.push(r);
+    return r;
+  }
+
+  /**
+   * A new register loaded from a kernel parameter: {@link reg} and {@link param} in one.
+   *
+   * @param type The register's type.
+   * @param paramName The parameter's name.
+   * @param name A hint for readers of the IR (the parameter's name by default).
+   * @returns The register.
+   */
+  loadParam(type: RegType, paramName: string, name: string = paramName): Reg {
+    const r = this.reg(type, name);
+    this.emit(param(r, paramName));
+    return r;
+  }
+
+  /**
+   * A new u32 register holding a special register: {@link reg} and {@link sreg} in one.
+   *
+   * @param s The special register (`tid.x`, `ctaid.y`, ...).
+   * @param name A hint for readers of the IR.
+   * @returns The register.
+   */
+  readSreg(s: SpecialReg, name?: string): Reg {
+    const r = this.reg("u32", name);
+    this.emit(sreg(r, s));
     return r;
   }
 

@@ -448,8 +448,9 @@ export interface CommentOp {
   readonly text: string;
 }
 
-/** Every kernel-IR operation. */
-export type Op =
+/** The operations that read and write registers only (no memory, no barrier, no
+ * control flow): the simulator's ALU (backends/sim/_alu.ts). */
+export type AluOp =
   | ParamOp
   | SregOp
   | MovOp
@@ -462,7 +463,11 @@ export type Op =
   | SelpOp
   | CvtOp
   | PackOp
-  | UnpackOp
+  | UnpackOp;
+
+/** Every kernel-IR operation. */
+export type Op =
+  | AluOp
   | CpAsyncOp
   | PrefetchOp
   | CommitOp

@@ -63,3 +63,34 @@ Deno.test("an absent guard or cache is no field", () => {
   );
   assert.deepEqual(Object.keys(guarded).at(-1), "guard");
 });
+
+Deno.test("prefetch carries evict_last only when asked, before its guard", () => {
+  const b = new KernelBuilder();
+  const a = b.reg("u64");
+  const p = b.reg("pred");
+  assert.deepEqual(ir.prefetch(a), { op: "prefetch", addr: a });
+  assert.deepEqual(ir.prefetch(a, ir.when(p), true), {
+    op: "prefetch",
+    addr: a,
+    evictLast: true,
+    guard: { pred: p, negate: false },
+  });
+});
+
+Deno.test("loadParam and readSreg allocate a register and emit its read", () => {
+  const b = new KernelBuilder();
+  const k = b.loadParam("u32", "K");
+  const out = b.loadParam("u64", "out", "dst");
+  const tid = b.readSreg("tid.x", "tid");
+  const lane = b.readSreg("laneid");
+  assert.deepEqual(b.regs, [k, out, tid, lane]);
+  assert.deepEqual([k.id, k.type, k.name], [0, "u32", "K"]);
+  assert.deepEqual([out.id, out.type, out.name], [1, "u64", "dst"]);
+  assert.deepEqual([tid.type, tid.name, lane.type, lane.name], ["u32", "tid", "u32", undefined]);
+  assert.deepEqual(b.body, [
+    ir.param(k, "K"),
+    ir.param(out, "out"),
+    ir.sreg(tid, "tid.x"),
+    ir.sreg(lane, "laneid"),
+  ]);
+});

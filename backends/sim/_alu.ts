@@ -13,23 +13,14 @@
  */
 
 import type {
+  AluOp,
   BinOp,
   CvtKind,
-  CvtOp,
-  MadOp,
-  MovOp,
-  MulWideOp,
   Operand,
-  PackOp,
-  ParamOp,
   Reg,
   RegType,
-  SelpOp,
-  SetpOp,
-  SmemBaseOp,
   SregOp,
   UnOp,
-  UnpackOp,
 } from "../../ir/kernel.ts";
 import {
   bf16BitsToF32,
@@ -51,21 +42,8 @@ import {
 import type { Machine, Mask, OpInfo, RegArray, Run } from "./_machine.ts";
 import { SimError } from "./types.ts";
 
-/** The operations compiled here. */
-export type AluOp =
-  | ParamOp
-  | SregOp
-  | MovOp
-  | SmemBaseOp
-  | BinOp
-  | MadOp
-  | MulWideOp
-  | UnOp
-  | SetpOp
-  | SelpOp
-  | CvtOp
-  | PackOp
-  | UnpackOp;
+/** The operations compiled here: ir/kernel.ts's {@link AluOp}. */
+export type { AluOp };
 
 /** Exact value of every f16 bit pattern. */
 export const F16_VALUES: Float64Array = (() => {

@@ -18,12 +18,10 @@ import {
   compileCommit,
   compileCpAsync,
   compileFence,
-  compileLdg,
+  compileGlobal,
   compileLdmatrix,
-  compileLds,
   compilePrefetch,
-  compileStg,
-  compileSts,
+  compileShared,
   compileWait,
 } from "./_ops.ts";
 import { SimError } from "./types.ts";
@@ -129,13 +127,13 @@ class Compiler {
       case "ldmatrix":
         return compileLdmatrix(M, info, mask);
       case "lds":
-        return compileLds(M, info, mask);
+        return compileShared(M, info, mask, "load");
       case "sts":
-        return compileSts(M, info, mask);
+        return compileShared(M, info, mask, "store");
       case "ldg":
-        return compileLdg(M, info, mask);
+        return compileGlobal(M, info, mask, "load");
       case "stg":
-        return compileStg(M, info, mask);
+        return compileGlobal(M, info, mask, "store");
       case "atom":
         return compileAtom(M, info, mask);
       case "fence":

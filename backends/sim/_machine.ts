@@ -1,7 +1,7 @@
 /**
  * The state of one simulated launch: registers (one typed array of `threads`
  * lanes per virtual register), global and shared memory, the cp.async
- * machinery, the hazard tracker and the statistics. The operation closures of
+ * machinery, the statistics and a hazard tracker (_hazards.ts). The operation closures of
  * `_ops.ts`, `_alu.ts` and `_mma.ts` read and write it directly.
  *
  * @module
@@ -10,11 +10,10 @@
 import type { Kernel, Op, Reg, RegType } from "../../ir/kernel.ts";
 import { tallyWavefronts } from "../../ir/smem_banks.ts";
 import { targetInfo } from "../../ir/target.ts";
+import { Hazards, type HazardSite } from "./_hazards.ts";
 import {
   type BankStats,
   type BlockCoord,
-  type Hazard,
-  type HazardKind,
   type SimArg,
   SimError,
   type SimErrorWhere,
@@ -22,15 +21,9 @@ import {
 } from "./types.ts";
 
 /** An operation with its printed line and position, for messages. */
-export interface OpInfo {
+export interface OpInfo extends HazardSite {
   readonly index: number;
   readonly op: Op;
-  /** The kernel-IR line (unindented). */
-  readonly text: string;
-  /** Index path, e.g. `4/else/0`. */
-  readonly path: string;
-  /** 1-based line in `printKernel(kernel)`. */
-  readonly line: number;
 }
 
 /** The lanes a piece of code runs for: `m[t]` is 1 for an active thread. */
@@ -143,24 +136,8 @@ export class Machine {
   pending = new Int32Array(0);
   pendingN = 0;
 
-  // Hazards.
-  readonly hazardsOn: boolean;
-  readonly maxHazards: number;
-  readonly hazards: Hazard[] = [];
-  hazardCount = 0;
-  readonly #hazardKeys = new Map<string, Hazard>();
-  /** Outstanding cp.async copies covering each 4-byte word of shared memory. */
-  readonly pendWords: Int32Array;
-  /** The warp that issued the latest outstanding copy of each word. */
-  readonly pendWarp: Int16Array;
-  /** Per byte: the barrier epoch of the last write, and its warp. */
-  readonly wEpoch: Int32Array;
-  readonly wWarp: Int16Array;
-  /** Per byte: the barrier epoch of the reads recorded in {@link rMask}, and the reading warps. */
-  readonly rEpoch: Int32Array;
-  readonly rMask: Int32Array;
-  /** Incremented at every `bar` and every block start. */
-  epoch = 0;
+  /** The hazard tracker (see _hazards.ts). */
+  readonly hz: Hazards;
 
   // Bank-conflict scratch.
   readonly laneAddr = new Int32Array(32);
@@ -244,16 +221,7 @@ export class Machine {
     this.smemU32 = new Uint32Array(sbuf);
     this.smemDV = new DataView(sbuf);
 
-    this.hazardsOn = hazards;
-    this.maxHazards = maxHazards;
-    const words = hazards ? Math.ceil(S / 4) : 0;
-    const bytes = hazards ? S : 0;
-    this.pendWords = new Int32Array(words);
-    this.pendWarp = new Int16Array(words);
-    this.wEpoch = new Int32Array(bytes).fill(-1);
-    this.wWarp = new Int16Array(bytes);
-    this.rEpoch = new Int32Array(bytes).fill(-1);
-    this.rMask = new Int32Array(bytes);
+    this.hz = new Hazards(infos, S, hazards, maxHazards);
     this.#growCp(256);
   }
 
@@ -337,10 +305,10 @@ export class Machine {
     this.bx = x;
     this.by = y;
     this.bz = z;
+    this.hz.startBlock([x, y, z]);
     for (const v of this.regs) poison(v);
     this.smem.fill(0xff); // f16/f32 NaN: an unwritten element shows
     this.openGroup.fill(0);
-    this.epoch++;
   }
 
   /** Reports copies still pending at the end of the block and drops them. */
@@ -355,7 +323,7 @@ export class Machine {
       warps.add(t >> 5);
     }
     const first = this.pending[0]!;
-    this.report(
+    this.hz.report(
       "unbalanced-cp.async",
       this.cpOp[first]!,
       [...warps].sort((a, b) => a - b),
@@ -366,7 +334,7 @@ export class Machine {
     );
     for (let i = 0; i < this.pendingN; i++) this.#freeCp(this.pending[i]!);
     this.pendingN = 0;
-    this.pendWords.fill(0);
+    this.hz.pendWords.fill(0);
   }
 
   // ---------------------------------------------------------------------------
@@ -446,155 +414,6 @@ export class Machine {
   }
 
   // ---------------------------------------------------------------------------
-  // Hazards
-  // ---------------------------------------------------------------------------
-
-  /**
-   * Records a hazard occurrence: the first of each kind and operation is kept
-   * (up to {@link maxHazards}), later ones only counted.
-   */
-  report(
-    kind: HazardKind,
-    idx: number,
-    warps: readonly number[],
-    address: number | null,
-    message: string,
-  ): void {
-    this.hazardCount++;
-    const key = `${kind}:${idx}`;
-    const h = this.#hazardKeys.get(key);
-    if (h !== undefined) {
-      h.count++;
-      return;
-    }
-    if (this.hazards.length >= this.maxHazards) return;
-    const i = this.infos[idx]!;
-    const nh: Hazard = {
-      kind,
-      message,
-      op: i.text,
-      path: i.path,
-      line: i.line,
-      block: this.block,
-      warps,
-      address,
-      count: 1,
-    };
-    this.hazards.push(nh);
-    this.#hazardKeys.set(key, nh);
-  }
-
-  /** Checks and records a read of shared bytes `[addr, addr + len)` by warp `w`. */
-  hzRead(idx: number, w: number, addr: number, len: number): void {
-    const ep = this.epoch;
-    const bit = 1 << w;
-    const wE = this.wEpoch;
-    const wW = this.wWarp;
-    const rE = this.rEpoch;
-    const rM = this.rMask;
-    let raced = false;
-    for (let b = addr; b < addr + len; b++) {
-      if (wE[b] === ep && wW[b] !== w && !raced) {
-        raced = true;
-        this.report(
-          "race",
-          idx,
-          [w, wW[b]!],
-          b,
-          `Warp ${w} reads a shared byte that warp ${wW[b]} wrote with no bar in between`,
-        );
-      }
-      if (rE[b] !== ep) {
-        rE[b] = ep;
-        rM[b] = bit;
-      } else rM[b]! |= bit;
-    }
-    const x = this.firstPending(addr, len);
-    if (x >= 0) {
-      this.report(
-        "read-before-landed",
-        idx,
-        [w, this.pendWarp[x]!],
-        x * 4 > addr ? x * 4 : addr,
-        `Warp ${w} reads shared memory before the cp.async of warp ${
-          this.pendWarp[x]
-        } that writes it has landed (its group was not waited for)`,
-      );
-    }
-  }
-
-  /** The first 4-byte word of `[addr, addr + len)` that an outstanding cp.async writes, or -1. */
-  firstPending(addr: number, len: number): number {
-    const pw = this.pendWords;
-    for (let x = addr >> 2; x <= (addr + len - 1) >> 2; x++) if (pw[x]! > 0) return x;
-    return -1;
-  }
-
-  /**
-   * Checks and records a write of shared bytes `[addr, addr + len)` by warp
-   * `w` (an `sts`, or a cp.async when issued or when landing).
-   *
-   * @param what How the message names the write.
-   * @param pendingCheck Whether to flag bytes an outstanding cp.async also writes.
-   */
-  hzWrite(
-    idx: number,
-    w: number,
-    addr: number,
-    len: number,
-    what: string,
-    pendingCheck: boolean,
-  ): void {
-    const x = pendingCheck ? this.firstPending(addr, len) : -1;
-    if (x >= 0) {
-      this.report(
-        "write-before-landed",
-        idx,
-        [w, this.pendWarp[x]!],
-        x * 4 > addr ? x * 4 : addr,
-        `${what} of warp ${w} writes shared memory that an outstanding cp.async of warp ${
-          this.pendWarp[x]
-        } also writes`,
-      );
-    }
-    const ep = this.epoch;
-    const others = ~(1 << w);
-    const wE = this.wEpoch;
-    const wW = this.wWarp;
-    const rE = this.rEpoch;
-    const rM = this.rMask;
-    let raced = false;
-    for (let b = addr; b < addr + len; b++) {
-      if (!raced) {
-        if (wE[b] === ep && wW[b] !== w) {
-          raced = true;
-          this.report(
-            "race",
-            idx,
-            [w, wW[b]!],
-            b,
-            `${what} of warp ${w} writes a shared byte that warp ${
-              wW[b]
-            } wrote with no bar in between`,
-          );
-        } else if (rE[b] === ep && (rM[b]! & others) !== 0) {
-          raced = true;
-          const o = 31 - Math.clz32(rM[b]! & others);
-          this.report(
-            "race",
-            idx,
-            [w, o],
-            b,
-            `${what} of warp ${w} writes a shared byte that warp ${o} read with no bar in between`,
-          );
-        }
-      }
-      wE[b] = ep;
-      wW[b] = w;
-    }
-  }
-
-  // ---------------------------------------------------------------------------
   // cp.async pool
   // ---------------------------------------------------------------------------
 
@@ -655,11 +474,11 @@ export class Machine {
     const sm = this.smem;
     const data = this.cpData;
     for (let i = 0; i < bytes; i++) sm[dst + i] = data[s * 16 + i]!;
-    if (this.hazardsOn) {
-      for (let x = dst >> 2; x <= (dst + bytes - 1) >> 2; x++) this.pendWords[x]!--;
+    if (this.hz.on) {
+      for (let x = dst >> 2; x <= (dst + bytes - 1) >> 2; x++) this.hz.pendWords[x]!--;
       const w = this.cpThread[s]! >> 5;
       const what = `cp.async "${this.infos[this.cpOp[s]!]!.text}" landing`;
-      this.hzWrite(idx, w, dst, bytes, what, false);
+      this.hz.write(idx, w, dst, bytes, what, false);
     }
     this.#freeCp(s);
   }

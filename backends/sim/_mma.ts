@@ -228,13 +228,8 @@ function regViews(M: Machine, info: OpInfo, regs: readonly Reg[], f: FragmentMap
       { op: info.text, path: info.path, line: info.line, block: null, warp: null, lane: null },
     );
   }
-  const as = f.dtype === "f64"
-    ? "f64"
-    : f.dtype === "f32"
-    ? "f32"
-    : f.dtype === "s32"
-    ? "s32"
-    : "u32";
+  // The table's register type; untyped b32 registers are read as their u32 bits.
+  const as = f.regType === "b32" ? "u32" : f.regType;
   return regs.map((r) => M.view(r, as, info.index));
 }
 

@@ -83,9 +83,24 @@ function vectorCount(info: OpInfo, n: number): void {
   }
 }
 
-function guardOf(M: Machine, info: OpInfo, g: { pred: Reg; negate: boolean } | undefined) {
+/** A guard's predicate lanes (null for none) and the value at which a lane skips. */
+interface GuardView {
+  readonly arr: Uint8Array | null;
+  readonly skip: number;
+}
+
+function guardOf(
+  M: Machine,
+  info: OpInfo,
+  g: { pred: Reg; negate: boolean } | undefined,
+): GuardView {
   if (g === undefined) return { arr: null, skip: 0 };
   return { arr: M.view(g.pred, "pred", info.index) as Uint8Array, skip: g.negate ? 1 : 0 };
+}
+
+/** Whether lane `t` runs: active in the mask and not skipped by the guard. */
+function runs(m: Uint8Array, g: GuardView, t: number): boolean {
+  return m[t] !== 0 && (g.arr === null || g.arr[t] !== g.skip);
 }
 
 const P32 = 4294967296;
@@ -145,26 +160,16 @@ function memAccess(M: Machine, info: OpInfo, addrType: "u32" | "u64") {
   };
 }
 
-/** `ld.global`: see {@link LdgOp}. */
-export function compileLdg(M: Machine, info: OpInfo, mask: Mask): Run {
-  return compileGlobal(M, info, mask, "load");
-}
-
-/** `st.global`: see {@link StgOp}. */
-export function compileStg(M: Machine, info: OpInfo, mask: Mask): Run {
-  return compileGlobal(M, info, mask, "store");
-}
-
-/** `ld.global` and `st.global`: the same lanes and bounds checks; only the direction of each
- * element differs. */
-function compileGlobal(M: Machine, info: OpInfo, mask: Mask, dir: "load" | "store"): Run {
+/** `ld.global` and `st.global` (see {@link LdgOp}, {@link StgOp}): the same lanes and bounds
+ * checks; only the direction of each element differs. */
+export function compileGlobal(M: Machine, info: OpInfo, mask: Mask, dir: "load" | "store"): Run {
   const { idx, n, eb, size, addr, slots, g, off, T, w } = memAccess(M, info, "u64");
   const load = dir === "load";
   return () => {
     const m = mask.m;
     let bytes = 0;
     for (let t = 0; t < T; t++) {
-      if (m[t] === 0 || (g.arr !== null && g.arr[t] === g.skip)) continue;
+      if (!runs(m, g, t)) continue;
       const what = load ? "global load" : "global store";
       const ti = M.gResolve(idx, t, addr[t]! + off, size, size, what);
       const dv = M.gView[ti]!;
@@ -232,7 +237,7 @@ function eachActiveLane(
   return () => {
     const m = mask.m;
     for (let t = 0; t < T; t++) {
-      if (m[t] === 0 || (g.arr !== null && g.arr[t] === g.skip)) continue;
+      if (!runs(m, g, t)) continue;
       lane(t);
     }
     M.counts[idx]! += mask.warps;
@@ -259,19 +264,12 @@ export function compilePrefetch(M: Machine, info: OpInfo, mask: Mask): Run {
   });
 }
 
-/** `ld.shared`: see {@link LdsOp}. */
-export function compileLds(M: Machine, info: OpInfo, mask: Mask): Run {
-  return compileShared(M, info, mask, "load");
-}
-
-/** `st.shared`: see {@link StsOp}. */
-export function compileSts(M: Machine, info: OpInfo, mask: Mask): Run {
-  return compileShared(M, info, mask, "store");
-}
-
-/** `ld.shared` and `st.shared`: the same lanes, checks, hazards and bank counting; only the
- * direction of each element differs. */
-function compileShared(M: Machine, info: OpInfo, mask: Mask, dir: "load" | "store"): Run {
+/** `ld.shared` and `st.shared` (see {@link LdsOp}, {@link StsOp}): the same lanes, checks,
+ * hazards and bank counting; only the direction of each element differs. The warp-by-warp
+ * lane loop (lane addresses for the bank count) is written out here and in
+ * {@link compileCpAsync} rather than taken as a callback: a closure call per lane would sit
+ * in the simulator's inner loop. */
+export function compileShared(M: Machine, info: OpInfo, mask: Mask, dir: "load" | "store"): Run {
   const { idx, n, eb, size, addr, slots, g, off, T, w } = memAccess(M, info, "u32");
   const la = M.laneAddr;
   const load = dir === "load";
@@ -286,14 +284,14 @@ function compileShared(M: Machine, info: OpInfo, mask: Mask, dir: "load" | "stor
       for (let l = 0; l < 32; l++) {
         const t = wp * 32 + l;
         la[l] = -1;
-        if (t >= T || m[t] === 0 || (g.arr !== null && g.arr[t] === g.skip)) continue;
+        if (t >= T || !runs(m, g, t)) continue;
         const a = addr[t]! + off;
         M.sCheck(idx, t, a, size, size, load ? "shared load" : "shared store");
         la[l] = a;
         any = true;
-        if (M.hazardsOn) {
-          if (load) M.hzRead(idx, wp, a, size);
-          else M.hzWrite(idx, wp, a, size, "st.shared", true);
+        if (M.hz.on) {
+          if (load) M.hz.read(idx, wp, a, size);
+          else M.hz.write(idx, wp, a, size, "st.shared", true);
         }
         for (let i = 0; i < n; i++) {
           const q = a + i * eb;
@@ -352,7 +350,7 @@ export function compileCpAsync(M: Machine, info: OpInfo, mask: Mask): Run {
       for (let l = 0; l < 32; l++) {
         const t = wp * 32 + l;
         la[l] = -1;
-        if (t >= T || m[t] === 0 || (g.arr !== null && g.arr[t] === g.skip)) continue;
+        if (t >= T || !runs(m, g, t)) continue;
         const d = dstA[t]! + off;
         const sb = sbA === null ? sbImm : sbA[t]!;
         if (!(sb >= 0 && sb <= bytes)) {
@@ -376,11 +374,11 @@ export function compileCpAsync(M: Machine, info: OpInfo, mask: Mask): Run {
         M.cpOp[s] = idx;
         la[l] = d;
         any = true;
-        if (M.hazardsOn) {
-          M.hzWrite(idx, wp, d, bytes, "cp.async", true);
+        if (M.hz.on) {
+          M.hz.write(idx, wp, d, bytes, "cp.async", true);
           for (let x = d >> 2; x <= (d + bytes - 1) >> 2; x++) {
-            M.pendWords[x]!++;
-            M.pendWarp[x] = wp;
+            M.hz.pendWords[x]!++;
+            M.hz.pendWarp[x] = wp;
           }
         }
         M.sharedBytesWritten += bytes;
@@ -421,7 +419,7 @@ export function compileBar(M: Machine, info: OpInfo, mask: Mask): Run {
   void (info.op as BarOp);
   const idx = info.index;
   return () => {
-    M.epoch++;
+    M.hz.epoch++;
     M.counts[idx]! += mask.warps;
   };
 }
@@ -508,7 +506,7 @@ export function compileLdmatrix(M: Machine, info: OpInfo, mask: Mask): Run {
           M.sCheck(idx, base + l, a, 16, 16, "ldmatrix row");
           rows[l] = a;
           la[l] = a;
-          if (M.hazardsOn) M.hzRead(idx, wp, a, 16);
+          if (M.hz.on) M.hz.read(idx, wp, a, 16);
         } else la[l] = -1;
       }
       M.countBanks(M.banks.ldmatrix, 8 * num, 16);

@@ -34,16 +34,12 @@ export interface ParamSpec {
 export class Emitter extends KernelBuilder {
   /** `dst = param name`. */
   param(name: string, type: "u64" | "u32" = "u64"): Reg {
-    const d = this.reg(type, name);
-    this.emit(ir.param(d, name));
-    return d;
+    return this.loadParam(type, name);
   }
 
   /** `dst = tid.x`. */
   tid(): Reg {
-    const d = this.reg("u32", "tid");
-    this.emit(ir.sreg(d, "tid.x"));
-    return d;
+    return this.readSreg("tid.x", "tid");
   }
 
   /** `dst = a FN b` of `type`. */
@@ -118,6 +114,11 @@ export type GemmMutant = "none" | "no-wait" | "no-bar" | "wait-too-permissive" |
 /** Shape of {@link pipelinedGemm}'s tiles. */
 export const PIPE = Object.freeze({ BM: 32, BN: 32, BK: 32, stages: 3, threads: 128 });
 
+/** The bytes of one stage of {@link pipelinedGemm}: the A tile, then the B tile. */
+const STAGE_BYTES = (PIPE.BM + PIPE.BN) * PIPE.BK * 2;
+/** Where the B tile starts in a stage. */
+const B_OFF = PIPE.BM * PIPE.BK * 2;
+
 /**
  * A multistage f16 GEMM `D(f32, M x N, row-major) = A(f16, M x K, row-major) *
  * B(f16, K x N, column-major, i.e. N x K with K contiguous)`, as the lowering
@@ -131,7 +132,8 @@ export const PIPE = Object.freeze({ BM: 32, BN: 32, BK: 32, stages: 3, threads: 
  * @returns The kernel (parameters A, B, D; dims M, N, K).
  */
 export function pipelinedGemm(mutant: GemmMutant = "none"): Kernel {
-  const { BM, BN, BK, stages: S, threads } = PIPE;
+  const { BK, stages: S, threads } = PIPE;
+  const stageBytes = STAGE_BYTES;
   const e = new Emitter();
   const A = e.param("A");
   const B = e.param("B");
@@ -139,69 +141,12 @@ export function pipelinedGemm(mutant: GemmMutant = "none"): Kernel {
   const N = e.param("N", "u32");
   const K = e.param("K", "u32");
   const tid = e.tid();
-  const bx = e.reg("u32", "bx");
-  const by = e.reg("u32", "by");
-  e.emit(ir.sreg(bx, "ctaid.x"));
-  e.emit(ir.sreg(by, "ctaid.y"));
+  const bx = e.readSreg("ctaid.x", "bx");
+  const by = e.readSreg("ctaid.y", "by");
   const smem = e.reg("u32", "smem");
   e.emit(ir.smemBase(smem));
-  const stageBytes = (BM + BN) * BK * 2; // A tile then B tile
-  const bOff = BM * BK * 2;
 
-  // Copy assignment: thread t copies 16 bytes = 8 halves of row t / 4, chunk t % 4.
-  const row = e.bin("shr", "u32", tid, 2);
-  const chunk = e.bin("and", "u32", tid, 3);
-  // Global: A + ((by * BM + row) * K + chunk * 8) * 2 + kt * BK * 2.
-  const aRow = e.reg("u32");
-  e.emit(ir.mad("u32", aRow, by, imm(BM), row));
-  const aIdx = e.reg("u32");
-  e.emit(ir.mad("u32", aIdx, aRow, K, e.bin("shl", "u32", chunk, 3)));
-  const aSrc0 = e.addr(A, aIdx, 2);
-  const bRow = e.reg("u32");
-  e.emit(ir.mad("u32", bRow, bx, imm(BN), row));
-  const bIdx = e.reg("u32");
-  e.emit(ir.mad("u32", bIdx, bRow, K, e.bin("shl", "u32", chunk, 3)));
-  const bSrc0 = e.addr(B, bIdx, 2);
-  // Shared: row * BK * 2 + chunk * 16 within the stage's tile.
-  const sDst = e.reg("u32");
-  e.emit(ir.mad("u32", sDst, row, imm(BK * 2), e.bin("shl", "u32", chunk, 4)));
-  e.emit(ir.bin("add", "u32", sDst, sDst, smem));
-  const kTiles = e.bin("div", "u32", K, BK);
-
-  /** Issues the copies of k-tile `kt` into stage `kt % S` (guarded off when kt >= kTiles). */
-  const issue = (kt: Reg) => {
-    const stage = e.bin("rem", "u32", kt, S);
-    const dst = e.reg("u32");
-    e.emit(ir.mad("u32", dst, stage, imm(stageBytes), sDst));
-    const kOff = e.bin("mul", "u32", kt, BK * 2);
-    const kOff64 = e.reg("u64");
-    e.emit(ir.cvt("u64.u32", kOff64, kOff));
-    const aSrc = e.bin("add", "u64", aSrc0, kOff64);
-    const bSrc = e.bin("add", "u64", bSrc0, kOff64);
-    const live = e.setp("lt", "u32", kt, kTiles);
-    const guard = { pred: live, negate: false };
-    e.emit({
-      op: "cpasync",
-      cache: "cg",
-      bytes: 16,
-      dst,
-      dstOffset: 0,
-      src: aSrc,
-      srcBytes: imm(16),
-      guard,
-    });
-    e.emit({
-      op: "cpasync",
-      cache: "cg",
-      bytes: 16,
-      dst,
-      dstOffset: bOff,
-      src: bSrc,
-      srcBytes: imm(16),
-      guard,
-    });
-  };
-
+  const { issue, kTiles } = copyIssuer(e, { A, B, K, tid, bx, by, smem });
   // Prologue: k-tiles 0 .. S-2.
   const pk = e.reg("u32", "pk");
   e.for(pk, imm(0), imm(S - 1), 1, () => {
@@ -209,30 +154,7 @@ export function pipelinedGemm(mutant: GemmMutant = "none"): Kernel {
     e.emit(ir.commit());
   });
 
-  // Warp tile: warp w computes rows (w / 2) * 16, columns (w % 2) * 16.
-  const warp = e.bin("shr", "u32", tid, 5);
-  const lane = e.bin("and", "u32", tid, 31);
-  const wm = e.bin("shr", "u32", warp, 1);
-  const wn = e.bin("and", "u32", warp, 1);
-  // ldmatrix lane addresses (byte offsets in a stage). A x4: matrix j = lane / 8 holds rows
-  // (j & 1) * 8 + lane % 8, k columns (j >> 1) * 8.
-  const lj = e.bin("shr", "u32", lane, 3);
-  const l8 = e.bin("and", "u32", lane, 7);
-  const aR = e.reg("u32");
-  e.emit(ir.mad("u32", aR, e.bin("and", "u32", lj, 1), imm(8), l8));
-  e.emit(ir.mad("u32", aR, wm, imm(16), aR));
-  const aC = e.bin("mul", "u32", e.bin("shr", "u32", lj, 1), 16); // bytes
-  const aLd = e.reg("u32");
-  e.emit(ir.mad("u32", aLd, aR, imm(BK * 2), aC));
-  // B x4: matrix j holds n rows (j >> 1) * 8 + lane % 8, k columns (j & 1) * 8.
-  const bR = e.reg("u32");
-  e.emit(ir.mad("u32", bR, e.bin("shr", "u32", lj, 1), imm(8), l8));
-  e.emit(ir.mad("u32", bR, wn, imm(16), bR));
-  const bC = e.bin("mul", "u32", e.bin("and", "u32", lj, 1), 16);
-  const bLd = e.reg("u32");
-  e.emit(ir.mad("u32", bLd, bR, imm(BK * 2), bC));
-  e.emit(ir.bin("add", "u32", bLd, bLd, imm(bOff)));
-
+  const { lane, wm, wn, aLd, bLd } = warpAddresses(e, tid);
   const acc = [0, 1].map(() => [0, 1, 2, 3].map(() => e.reg("f32", "acc")));
   for (const t of acc) for (const r of t) e.emit(ir.mov(r, imm(0)));
   const af = [0, 1, 2, 3].map(() => e.reg("b32", "a"));
@@ -261,6 +183,116 @@ export function pipelinedGemm(mutant: GemmMutant = "none"): Kernel {
   });
   e.emit(ir.wait(0));
 
+  storeTile(e, acc, { D, N, lane, bx, by, wm, wn });
+  return kernelOf(e, `pipelined_gemm_${mutant.replaceAll("-", "_")}`, threads, S * stageBytes, {
+    tensors: ["A", "B", "D"],
+    dims: ["M", "N", "K"],
+  });
+}
+
+/** Computes each thread's copy addresses and returns the issuer of one k-tile's copies. */
+function copyIssuer(
+  e: Emitter,
+  v: Readonly<Record<"A" | "B" | "K" | "tid" | "bx" | "by" | "smem", Reg>>,
+): { issue: (kt: Reg) => void; kTiles: Reg } {
+  const { BM, BN, BK, stages: S } = PIPE;
+  const { A, B, K, tid, bx, by, smem } = v;
+  const stageBytes = STAGE_BYTES;
+  const bOff = B_OFF;
+  // Copy assignment: thread t copies 16 bytes = 8 halves of row t / 4, chunk t % 4.
+  const row = e.bin("shr", "u32", tid, 2);
+  const chunk = e.bin("and", "u32", tid, 3);
+  // Global: A + ((by * BM + row) * K + chunk * 8) * 2 + kt * BK * 2.
+  const aRow = e.reg("u32");
+  e.emit(ir.mad("u32", aRow, by, imm(BM), row));
+  const aIdx = e.reg("u32");
+  e.emit(ir.mad("u32", aIdx, aRow, K, e.bin("shl", "u32", chunk, 3)));
+  const aSrc0 = e.addr(A, aIdx, 2);
+  const bRow = e.reg("u32");
+  e.emit(ir.mad("u32", bRow, bx, imm(BN), row));
+  const bIdx = e.reg("u32");
+  e.emit(ir.mad("u32", bIdx, bRow, K, e.bin("shl", "u32", chunk, 3)));
+  const bSrc0 = e.addr(B, bIdx, 2);
+  // Shared: row * BK * 2 + chunk * 16 within the stage's tile.
+  const sDst = e.reg("u32");
+  e.emit(ir.mad("u32", sDst, row, imm(BK * 2), e.bin("shl", "u32", chunk, 4)));
+  e.emit(ir.bin("add", "u32", sDst, sDst, smem));
+  const kTiles = e.bin("div", "u32", K, BK);
+
+  /** Issues the copies of k-tile `kt` into stage `kt % S` (guarded off when kt >= kTiles). */
+  const issue = (kt: Reg): void => {
+    const stage = e.bin("rem", "u32", kt, S);
+    const dst = e.reg("u32");
+    e.emit(ir.mad("u32", dst, stage, imm(stageBytes), sDst));
+    const kOff = e.bin("mul", "u32", kt, BK * 2);
+    const kOff64 = e.reg("u64");
+    e.emit(ir.cvt("u64.u32", kOff64, kOff));
+    const aSrc = e.bin("add", "u64", aSrc0, kOff64);
+    const bSrc = e.bin("add", "u64", bSrc0, kOff64);
+    const live = e.setp("lt", "u32", kt, kTiles);
+    const guard = { pred: live, negate: false };
+    e.emit(
+      ir.cpAsync({
+        cache: "cg",
+        bytes: 16,
+        dst,
+        dstOffset: 0,
+        src: aSrc,
+        srcBytes: imm(16),
+      }, guard),
+    );
+    e.emit(
+      ir.cpAsync({
+        cache: "cg",
+        bytes: 16,
+        dst,
+        dstOffset: bOff,
+        src: bSrc,
+        srcBytes: imm(16),
+      }, guard),
+    );
+  };
+  return { issue, kTiles };
+}
+
+/** The ldmatrix lane addresses of a warp's A and B fragments (byte offsets in a stage). */
+function warpAddresses(e: Emitter, tid: Reg): Record<"lane" | "wm" | "wn" | "aLd" | "bLd", Reg> {
+  const { BK } = PIPE;
+  const bOff = B_OFF;
+  // Warp tile: warp w computes rows (w / 2) * 16, columns (w % 2) * 16.
+  const warp = e.bin("shr", "u32", tid, 5);
+  const lane = e.bin("and", "u32", tid, 31);
+  const wm = e.bin("shr", "u32", warp, 1);
+  const wn = e.bin("and", "u32", warp, 1);
+  // ldmatrix lane addresses (byte offsets in a stage). A x4: matrix j = lane / 8 holds rows
+  // (j & 1) * 8 + lane % 8, k columns (j >> 1) * 8.
+  const lj = e.bin("shr", "u32", lane, 3);
+  const l8 = e.bin("and", "u32", lane, 7);
+  const aR = e.reg("u32");
+  e.emit(ir.mad("u32", aR, e.bin("and", "u32", lj, 1), imm(8), l8));
+  e.emit(ir.mad("u32", aR, wm, imm(16), aR));
+  const aC = e.bin("mul", "u32", e.bin("shr", "u32", lj, 1), 16); // bytes
+  const aLd = e.reg("u32");
+  e.emit(ir.mad("u32", aLd, aR, imm(BK * 2), aC));
+  // B x4: matrix j holds n rows (j >> 1) * 8 + lane % 8, k columns (j & 1) * 8.
+  const bR = e.reg("u32");
+  e.emit(ir.mad("u32", bR, e.bin("shr", "u32", lj, 1), imm(8), l8));
+  e.emit(ir.mad("u32", bR, wn, imm(16), bR));
+  const bC = e.bin("mul", "u32", e.bin("and", "u32", lj, 1), 16);
+  const bLd = e.reg("u32");
+  e.emit(ir.mad("u32", bLd, bR, imm(BK * 2), bC));
+  e.emit(ir.bin("add", "u32", bLd, bLd, imm(bOff)));
+  return { lane, wm, wn, aLd, bLd };
+}
+
+/** Stores the accumulators of a warp's 16x16 tile to D. */
+function storeTile(
+  e: Emitter,
+  acc: readonly (readonly Reg[])[],
+  v: Readonly<Record<"D" | "N" | "lane" | "bx" | "by" | "wm" | "wn", Reg>>,
+): void {
+  const { BM, BN } = PIPE;
+  const { D, N, lane, bx, by, wm, wn } = v;
   // Epilogue: acc[nt][i] is row g + 8 * (i >> 1), column 2 * (lane % 4) + (i & 1) of tile nt.
   const g = e.bin("shr", "u32", lane, 2);
   const t4 = e.bin("and", "u32", lane, 3);
@@ -279,8 +311,4 @@ export function pipelinedGemm(mutant: GemmMutant = "none"): Kernel {
       e.emit(ir.stg("b32", [acc[nt]![2 * h]!, acc[nt]![2 * h + 1]!], p, nt * 32));
     }
   }
-  return kernelOf(e, `pipelined_gemm_${mutant.replaceAll("-", "_")}`, threads, S * stageBytes, {
-    tensors: ["A", "B", "D"],
-    dims: ["M", "N", "K"],
-  });
 }

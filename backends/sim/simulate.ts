@@ -103,8 +103,8 @@ export function simulate(kernel: Kernel, launch: SimLaunch, options: SimOptions 
   }
   return {
     blocks: blocks.length,
-    hazards: M.hazards,
-    hazardCount: M.hazardCount,
+    hazards: M.hz.list,
+    hazardCount: M.hz.count,
     stats: M.stats(),
   };
 }

@@ -1,0 +1,146 @@
+/**
+ * Rendering the memory, synchronisation and tensor-core operations: the
+ * `cp.async` family, prefetches, barriers and fences, `ldmatrix`, shared and
+ * global loads and stores, atomics, and `mma` (its fragments checked against
+ * the shape's row of ir/mma_table.ts).
+ *
+ * @module
+ */
+
+import type { Reg } from "../../ir/kernel.ts";
+import { regName } from "../../ir/print_kernel.ts";
+import { MMA_SHAPES, type MmaShape } from "../../ir/mma_table.ts";
+import { MMA_OPERAND_REGS, OP_TEMPLATES, PtxError, type RegClass } from "./_tables.ts";
+import {
+  addr,
+  expect,
+  fitsAll,
+  memOperands,
+  NO_HOLES,
+  opd,
+  regList,
+  uniformVector,
+} from "./_operands.ts";
+import { put, type Renderers, type Simple } from "./_context.ts";
+import type { RegOpName } from "./_render_regs.ts";
+
+const MMA_BY_NAME: ReadonlyMap<string, MmaShape> = new Map(MMA_SHAPES.map((s) => [s.name, s]));
+
+/** The renderer of each memory, synchronisation and `mma` operation. */
+export const MEM_RENDER: Renderers<Exclude<Simple["op"], RegOpName>> = {
+  cpasync(o, cx) {
+    if (o.cache === "cg" && o.bytes !== 16) {
+      throw new PtxError(`cp.async.cg copies 16 bytes, not ${o.bytes}`);
+    }
+    expect("cp.async shared address", "i32", o.dst);
+    expect("cp.async global address", "u64", o.src);
+    expect("cp.async source size", "i32", o.srcBytes);
+    put(cx, OP_TEMPLATES.cpasync, {
+      cache: o.cache,
+      hint: o.prefetch === undefined ? "" : `.L2::${o.prefetch}B`,
+      dst: addr(o.dst, o.dstOffset),
+      src: regName(o.src),
+      bytes: String(o.bytes),
+      n: opd(o.srcBytes, "u32"),
+    });
+  },
+  prefetch(o, cx) {
+    expect("prefetch address", "u64", o.addr);
+    put(cx, OP_TEMPLATES.prefetch, {
+      evict: o.evictLast === true ? "::evict_last" : "",
+      addr: regName(o.addr),
+    });
+  },
+  commit: (_o, cx) => put(cx, OP_TEMPLATES.commit, NO_HOLES),
+  wait(o, cx) {
+    if (!Number.isSafeInteger(o.n) || o.n < 0) {
+      throw new PtxError(`cp.async.wait_group ${o.n}: the count must be a non-negative integer`);
+    }
+    put(cx, OP_TEMPLATES.wait, { n: String(o.n) });
+  },
+  bar(_o, cx) {
+    if (cx.divergent) {
+      throw new PtxError("bar.sync inside a non-uniform if");
+    }
+    put(cx, OP_TEMPLATES.bar, NO_HOLES);
+  },
+  ldmatrix(o, cx) {
+    if (o.dst.length !== o.num) {
+      throw new PtxError(`ldmatrix.x${o.num} with ${o.dst.length} destination registers`);
+    }
+    if (!fitsAll("b32", o.dst)) expect("ldmatrix", "b32", ...o.dst);
+    uniformVector("ldmatrix", o.dst);
+    expect("ldmatrix address", "i32", o.addr);
+    put(cx, OP_TEMPLATES.ldmatrix, {
+      num: String(o.num),
+      trans: o.trans ? ".trans" : "",
+      d: regList(o.dst),
+      addr: addr(o.addr, o.offset),
+    });
+  },
+  lds(o, cx) {
+    expect("ld.shared address", "i32", o.addr);
+    const m = memOperands("ld.shared", o.width, o.dst);
+    put(cx, OP_TEMPLATES.lds, { v: m.v, w: m.w, d: m.list, addr: addr(o.addr, o.offset) });
+  },
+  sts(o, cx) {
+    expect("st.shared address", "i32", o.addr);
+    const m = memOperands("st.shared", o.width, o.src);
+    put(cx, OP_TEMPLATES.sts, { v: m.v, w: m.w, a: m.list, addr: addr(o.addr, o.offset) });
+  },
+  ldg(o, cx) {
+    expect("ld.global address", "u64", o.addr);
+    const m = memOperands("ld.global", o.width, o.dst);
+    put(cx, OP_TEMPLATES.ldg, {
+      cache: o.cache === "cg" ? ".cg" : "",
+      v: m.v,
+      w: m.w,
+      d: m.list,
+      addr: addr(o.addr, o.offset),
+    });
+  },
+  atom(o, cx) {
+    expect("atom.global address", "u64", o.addr);
+    expect("atom.global.add.u32", "i32", o.dst, o.b);
+    put(cx, OP_TEMPLATES.atom, {
+      d: regName(o.dst),
+      addr: addr(o.addr, o.offset),
+      b: opd(o.b, "u32"),
+    });
+  },
+  fence(_o, cx) {
+    put(cx, OP_TEMPLATES.fence, NO_HOLES);
+  },
+  stg(o, cx) {
+    expect("st.global address", "u64", o.addr);
+    const m = memOperands("st.global", o.width, o.src);
+    put(cx, OP_TEMPLATES.stg, { v: m.v, w: m.w, a: m.list, addr: addr(o.addr, o.offset) });
+  },
+  mma(o, cx) {
+    const row = MMA_BY_NAME.get(o.shape);
+    if (row === undefined) throw new PtxError(`Unknown mma shape "${o.shape}"`);
+    const acc = MMA_OPERAND_REGS[row.c.regType];
+    put(cx, OP_TEMPLATES.mma, {
+      mn: row.ptx,
+      d: mmaFrag(row, "d", o.d, row.c.regs, acc),
+      a: mmaFrag(row, "a", o.a, row.a.regs, MMA_OPERAND_REGS[row.a.regType]),
+      b: mmaFrag(row, "b", o.b, row.b.regs, MMA_OPERAND_REGS[row.b.regType]),
+      c: mmaFrag(row, "c", o.c, row.c.regs, acc),
+    });
+  },
+};
+
+/** One `mma` fragment operand, `{%b1, %b2, ...}`, checked against the shape. */
+function mmaFrag(
+  row: MmaShape,
+  what: string,
+  rs: readonly Reg[],
+  regs: number,
+  cls: RegClass,
+): string {
+  if (rs.length !== regs) {
+    throw new PtxError(`mma ${row.name}: ${what} has ${rs.length} registers, not ${regs}`);
+  }
+  if (!fitsAll(cls, rs)) expect(`mma ${row.name} ${what}`, cls, ...rs);
+  return regList(rs);
+}
