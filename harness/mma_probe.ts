@@ -105,11 +105,9 @@ export function probeName(s: MmaShape): string {
  */
 export function probeKernel(s: MmaShape): Kernel {
   const b = new KernelBuilder();
-  const tid = b.reg("u32", "tid");
-  b.emit(ir.sreg(tid, "tid.x"));
+  const tid = b.readSreg("tid.x", "tid");
   const operand = (name: string, map: FragmentMap, type: RegType) => {
-    const base = b.reg("u64", name);
-    b.emit(ir.param(base, name));
+    const base = b.loadParam("u64", name);
     const rb = map.regBits / 8;
     const off = b.reg("u64");
     b.emit(ir.mulWide(off, tid, imm(map.regs * rb)));

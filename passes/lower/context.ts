@@ -9,7 +9,7 @@
 import { imm, KernelBuilder } from "../../ir/builder.ts";
 import { type Dtype, DTYPE_INFO } from "../../ir/dtype.ts";
 import type { GemmKernel, MatrixView, TensorParam } from "../../ir/gemm.ts";
-import type { BinFn, Op, Operand, Reg, RegType, SpecialReg } from "../../ir/kernel.ts";
+import type { BinFn, Op, Operand, Reg, RegType } from "../../ir/kernel.ts";
 import type { MmaShape } from "../../ir/mma_table.ts";
 import { plannedShape } from "../mma.ts";
 import * as ir from "../../ir/builder.ts";
@@ -79,13 +79,6 @@ export class LowerContext {
     const rt: RegType = type === "b32" ? "b32" : type;
     const dst = this.b.reg(rt, name);
     this.b.emit(ir.bin(fn, type, dst, a, b));
-    return dst;
-  }
-
-  /** A special register's value (`%tid.x`, `%ctaid.x`, ...) in a new u32 register. */
-  sreg(which: SpecialReg, name: string): Reg {
-    const dst = this.b.reg("u32", name);
-    this.b.emit(ir.sreg(dst, which));
     return dst;
   }
 

@@ -99,8 +99,7 @@ function emitParams(cx: LowerContext): KernelParam[] {
   }
   for (const p of kparams) {
     const t: RegType = p.ptx === "u64" ? "u64" : p.ptx;
-    const r = b.reg(t, p.name);
-    b.emit(ir.param(r, p.name));
+    const r = b.loadParam(t, p.name);
     cx.params.set(p.name, r);
   }
   return kparams;
@@ -128,7 +127,7 @@ interface BlockIndices {
 function emitIndices(cx: LowerContext): BlockIndices {
   const tile = cx.k.plan.tile!;
   const wp = cx.k.plan.warp!;
-  const tid = cx.sreg("tid.x", "tid");
+  const tid = cx.b.readSreg("tid.x", "tid");
   const lane = cx.bin("and", "u32", tid, imm(31), "lane");
   const warp = cx.bin("shr", "u32", tid, imm(5), "warp");
   cx.features.set("tid", tid);
@@ -143,9 +142,9 @@ function emitIndices(cx: LowerContext): BlockIndices {
   cx.features.set("wm", cx.divRem("rem", warp, wp.warpsM, "wm"));
   cx.features.set("wn", cx.divRem("div", warp, wp.warpsM, "wn"));
 
-  const bx = cx.sreg("ctaid.x", "bx");
-  const by = cx.sreg("ctaid.y", "by");
-  const bzRaw = cx.sreg("ctaid.z", "bz");
+  const bx = cx.b.readSreg("ctaid.x", "bx");
+  const by = cx.b.readSreg("ctaid.y", "by");
+  const bzRaw = cx.b.readSreg("ctaid.z", "bz");
   // grid z = batch * split_k: the batch index and this block's split of K.
   const splitK = tile.splitK;
   const split = splitK > 1 ? cx.divRem("rem", bzRaw, splitK, "split") : null;
