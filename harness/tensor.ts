@@ -1,5 +1,5 @@
 /**
- * Dense tensors as the kernel ABI stores them (DESIGN.md §3): bytes in the
+ * Dense tensors as the kernel ABI stores them (docs/ARCHITECTURE.md §3): bytes in the
  * declared layout, batch outermost, sub-byte types packed along the
  * contiguous dimension with the lowest index in the least significant bits.
  * Element codecs and index arithmetic, shared by the reference GEMM, the

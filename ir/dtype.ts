@@ -4,7 +4,7 @@
  * @module
  */
 
-/** Every element type the DSL knows (DESIGN.md §2). */
+/** Every element type the DSL knows (README.md, The DSL). */
 export type Dtype =
   | "f64"
   | "f32"
@@ -47,7 +47,7 @@ export const DTYPE_INFO: Readonly<Record<Dtype, DtypeInfo>> = Object.freeze(
   } as const,
 );
 
-/** All dtypes in the order DESIGN.md lists them. */
+/** All dtypes in the order the README (The DSL) lists them. */
 export const DTYPES: readonly Dtype[] = Object.freeze(
   ["f64", "f32", "tf32", "f16", "bf16", "s32", "s8", "u8", "s4", "u4", "b1"] as const,
 );
@@ -69,7 +69,7 @@ export function isDtype(s: string): s is Dtype {
 
 /**
  * The default alignment of a tensor of this type, in elements: 16 bytes, the
- * widest vector a cp.async or a global load moves (DESIGN.md §2).
+ * widest vector a cp.async or a global load moves (README.md, The DSL).
  *
  * @param t The element type.
  * @returns 128 / bits.

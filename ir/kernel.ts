@@ -485,7 +485,7 @@ export type Op =
   | IfOp
   | CommentOp;
 
-/** A kernel parameter as the ABI passes it (DESIGN.md §3). */
+/** A kernel parameter as the ABI passes it (docs/ARCHITECTURE.md §3). */
 export interface KernelParam {
   readonly name: string;
   readonly kind: "tensor" | "dim" | "scalar";

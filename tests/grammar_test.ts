@@ -94,7 +94,7 @@ Deno.test("grammar accepts: an empty kernel (the checker then wants a statement)
   assert.equal(r.diagnostics[0]?.code, "E0114");
 });
 
-Deno.test("grammar accepts: the hgemm of DESIGN.md with its schedule", () => {
+Deno.test("grammar accepts: the hgemm of the design brief with its schedule", () => {
   const src = `// D = alpha * A·B + beta * C
 kernel hgemm {
   A: f16[M, K] row

@@ -1,7 +1,7 @@
 /**
  * The launch manifest against the PTX it describes: for every example and
  * both targets, the `.visible .entry NAME(...)` parameter list of the PTX
- * (names, types, order) is the manifest's, the ABI order of DESIGN.md §3
+ * (names, types, order) is the manifest's, the ABI order of docs/ARCHITECTURE.md §3
  * holds (tensors in declaration order, then runtime dimensions in order of
  * first appearance, then scalars), and the block and dynamic shared memory
  * are the kernel's. `gemm compile --emit json --size ...` prints the same
@@ -193,7 +193,7 @@ Deno.test("cli: --emit json --size gives every kernel's manifest with the concre
       const want = kernelManifest(ck.gemm, ck.kernel, resolved);
       assert.deepEqual(got.kernels[j], JSON.parse(JSON.stringify(want)));
       assert.deepEqual(got.kernels[j]!.grid, gridFor(ck.kernel.grid, resolved));
-      // DESIGN.md §3: the fields a launcher needs.
+      // docs/ARCHITECTURE.md §3: the fields a launcher needs.
       for (
         const key of ["name", "entry", "target", "params", "block", "dynamicSmemBytes", "grid"]
       ) {

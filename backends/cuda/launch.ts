@@ -1,5 +1,5 @@
 /**
- * From a launch manifest (DESIGN.md §3) to a launch: the kernel arguments in
+ * From a launch manifest (docs/ARCHITECTURE.md §3) to a launch: the kernel arguments in
  * ABI order, and the checks a launch must pass before it is attempted
  * (block size, grid limits, dynamic shared memory against the device).
  * Pure functions: no driver needed.

@@ -6,7 +6,7 @@
  * @module
  */
 
-/** One kernel argument, typed as the PTX parameter is (DESIGN.md §3). */
+/** One kernel argument, typed as the PTX parameter is (docs/ARCHITECTURE.md §3). */
 export type KernelArg =
   | { readonly type: "u64"; readonly value: bigint }
   | { readonly type: "u32" | "s32" | "f32" | "f64"; readonly value: number };

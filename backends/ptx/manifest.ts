@@ -1,5 +1,5 @@
 /**
- * The launch manifest (DESIGN.md §3): what a launcher needs to run a
+ * The launch manifest (docs/ARCHITECTURE.md §3): what a launcher needs to run a
  * compiled kernel. `gemm compile --emit json` prints it; the API returns it
  * as data, with the grid as a function of the runtime sizes.
  *

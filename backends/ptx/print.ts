@@ -1,9 +1,10 @@
 /**
- * The PTX printer: kernel IR (ir/kernel.ts) to one PTX module for a target of
- * ir/target.ts (`sm_80`, `sm_86`). It adds no semantics of its own (DESIGN.md §1): every instruction
- * it prints is the meaning of one kernel-IR operation, as written in the
- * tables of _tables.ts (operation → PTX template), and the simulator executes the
- * very same operations.
+ * The PTX printer: kernel IR (ir/kernel.ts) to one PTX module for a target
+ * of ir/target.ts (`sm_80`, `sm_86`). It adds no semantics of its own
+ * (docs/ARCHITECTURE.md §1): every instruction it prints is the meaning of
+ * one kernel-IR operation, as written in the tables of _tables.ts
+ * (operation → PTX template), and the simulator executes the very same
+ * operations.
  *
  * What the printer adds beyond the operations, all of it plumbing:
  * - the module header, the shared-memory symbol and the entry signatures;

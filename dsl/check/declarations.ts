@@ -121,7 +121,7 @@ export function declareScalar(s: Scope, d: ScalarDeclAst): void {
 }
 
 /**
- * The default alignment of a tensor (DESIGN.md §2: 16 bytes), lowered when the
+ * The default alignment of a tensor (README.md, The DSL: 16 bytes), lowered when the
  * contiguous dimension is a literal that is not a multiple of it: then every
  * row start is aligned to the largest power of two dividing that literal, and
  * the default must say so (`A: s8[5000, 5000]` gets `align 8`).

@@ -12,7 +12,7 @@ import { type Dtype, isDtype } from "../../ir/dtype.ts";
 import { isTargetName, targetList } from "../../ir/target.ts";
 import { fail, lineOf, type Src } from "./scope.ts";
 
-/** The schedule keys of DESIGN.md §2, in the order the docs list them. */
+/** The schedule keys, in the order the README (The DSL, The schedule) lists them. */
 export const SCHEDULE_KEYS: readonly ScheduleKey[] = Object.freeze(
   [
     "threadblock",
