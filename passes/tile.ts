@@ -229,11 +229,279 @@ export function mnContiguousPow2(k: GemmKernel, tm: number, tn: number): string 
   return null;
 }
 
+/** A tile side halved while the compile-time size fits in half of it, down to `min`. */
 function shrink(tile: number, size: number | null, min: number): number {
   if (size === null) return tile;
   let t = tile;
   while (t > min && size <= t / 2) t /= 2;
   return t;
+}
+
+/**
+ * A dimension's size when it is known at compile time or expected (a size
+ * hint): such sizes shape the defaults.
+ */
+function knownSize(k: GemmKernel, d: DimRef): number | null {
+  return d.kind === "const" ? d.value : k.sizeHints?.[d.name] ?? null;
+}
+
+/** What the default-tile decisions read about a kernel without a given threadblock. */
+interface TileContext {
+  readonly k: GemmKernel;
+  /** The type's default tile ({@link baseTile}), before any size-driven change. */
+  readonly d: Shape3;
+  /** The smallest M or N side that shrinking leaves: 32 for f64, else 64. */
+  readonly minM: number;
+  /** Known (or hinted) M, N and K. */
+  readonly mc: number | null;
+  readonly nc: number | null;
+  readonly kc: number | null;
+  /** Tensor-core MMAs fed by cp.async: what the size-driven choices apply to. */
+  readonly asyncTensor: boolean;
+  /** SIMT f32 fed by cp.async. */
+  readonly simt: boolean;
+  /** A 16-bit MMA (f16, bf16). */
+  readonly is16: boolean;
+  /** The target's minimum grid (ir/target.ts). */
+  readonly minBlocks: number;
+  /** SMs of the GPU (`k.sms`, else the target's `defaultSms`). */
+  readonly sms: number;
+}
+
+/**
+ * The default tile before the problem's sizes are weighed: CUTLASS's sgemm
+ * tile for SIMT f32 (math f32); for 3xtf32 a 128x64 tile 32 deep, since
+ * 3xtf32 needs twice the fragment registers: a 128x64 tile of 4 warps of
+ * 64x32 (two blocks an SM) ran +1.5% over 128x128 (8 such warps, one block
+ * an SM) at 4096^3 and +7.5% at 5000^3 on the H200 (bench/NOTES.md 43); 32
+ * deep (4 stages, half the barriers per MMA) +3.4% at 4096^3 and +3.5% at
+ * 8192^3 over 16 deep (NOTES 47). Operands aligned to less than 4 bytes are
+ * copied synchronously, one element per load and store (no cp.async): a
+ * 128x128 tile keeps the copies per thread (and their registers) in bounds.
+ * Otherwise {@link defaultThreadblock}.
+ */
+function baseTile(k: GemmKernel, syncCopy: boolean): Shape3 {
+  if (k.math.mode === "simt") return { m: 128, n: 128, k: 8 };
+  if (k.math.mode === "3xtf32") return { m: 128, n: 64, k: 32 };
+  if (syncCopy) return { m: 128, n: 128, k: defaultThreadblock(k.math.mmaA).k };
+  return defaultThreadblock(k.math.mmaA);
+}
+
+/** The facts about a kernel that the default-tile decisions share. */
+function tileContext(k: GemmKernel): TileContext {
+  const syncCopy = hasSyncCopies(k);
+  const { minBlocks, defaultSms } = targetInfo(k.target);
+  return {
+    k,
+    d: baseTile(k, syncCopy),
+    minM: k.math.mmaA === "f64" ? 32 : 64,
+    mc: knownSize(k, k.problem.m),
+    nc: knownSize(k, k.problem.n),
+    kc: knownSize(k, k.problem.k),
+    asyncTensor: !syncCopy && k.math.mode === "tensor",
+    simt: k.math.mode === "simt" && !syncCopy,
+    is16: k.math.mmaA === "f16" || k.math.mmaA === "bf16",
+    minBlocks,
+    sms: k.sms ?? defaultSms,
+  };
+}
+
+/** Blocks of tile `t` over known M and N (Infinity when either is unknown). */
+function gridBlocks(c: TileContext, t: Shape3): number {
+  return c.mc === null || c.nc === null ? Infinity : Math.ceil(c.mc / t.m) * Math.ceil(c.nc / t.n);
+}
+
+/**
+ * With both sizes known, keep at least the target's minBlocks (one block per
+ * SM of an A100, 108; ir/target.ts): halve the larger side of the tile while
+ * the grid is smaller, down to 64 (skinny problems such as M=128, N=K=8192).
+ */
+function shrinkForGrid(c: TileContext, tb: Shape3): Shape3 {
+  let shrunk = tb;
+  while (gridBlocks(c, shrunk) < c.minBlocks && (shrunk.m > c.minM || shrunk.n > c.minM)) {
+    shrunk = shrunk.n >= shrunk.m && shrunk.n > c.minM
+      ? { ...shrunk, n: shrunk.n / 2 }
+      : { ...shrunk, m: shrunk.m / 2 };
+  }
+  return shrunk;
+}
+
+/**
+ * Whether a skinny 16-bit problem takes a deep 128x64 tile (`deep16`). A
+ * skinny 16-bit problem (K-contiguous A and B) with a long K whose tile
+ * shrinks to 128x64 or 64x128 with a grid that fills the SMs streams its
+ * K-contiguous rows from DRAM: a 128-deep k-tile (256 bytes of each row per
+ * stage, 3 stages) with 4 warps of 64x32 beat split_k 4 of 128x256 by 6.7%
+ * (f16) and 5.6% (bf16) at M=128, N=K=8192 on the H200, each kernel timed
+ * alone (bench/NOTES.md 30). Measured at that shape and layout only (a
+ * shortcut).
+ */
+function isDeep16(c: TileContext, shrunk: Shape3): boolean {
+  const { k, mc, nc, kc } = c;
+  return mc !== null && nc !== null && kc !== null && c.asyncTensor && c.is16 &&
+    k.problem.a.layout === "row" && k.problem.b.layout === "col" &&
+    kc >= 16 * 4 * c.d.k && shrunk.m * shrunk.n === 128 * 64 &&
+    gridBlocks(c, shrunk) >= c.minBlocks;
+}
+
+/**
+ * The automatic split-K (1: none). Few tiles and a long K (skinny problems):
+ * split K rather than shrink the tile (tf32 and other 16-bit problems, f32
+ * accumulators; defaultSplitK). SIMT f32 too: its shrunk 128x64 tile has 4
+ * warps, one block an SM at M=128, N=K=8192, and ran at 0.43 of cuBLAS's f32
+ * GEMM on the H200; 128x128 tiles split 4 ways 0.81, 8 ways 0.82, 128x64
+ * split 2 ways 0.69 (bench/NOTES.md 43). Its 128x128 tile runs two blocks an
+ * SM (expectedBlocksPerSm), so the split fills twice the SMs: a shortcut
+ * where the lowering keeps one block (operands aligned below 16 bytes; nn,
+ * whose B alone is copied by 4-byte cp.async), which then gets twice the
+ * split it would need.
+ *
+ * @param tb The tile shrunk to the sizes, before {@link shrinkForGrid}.
+ */
+function autoSplitK(c: TileContext, tb: Shape3, deep16: boolean): number {
+  const { k, mc, nc, kc, simt } = c;
+  if (
+    mc === null || nc === null || kc === null || k.schedule.splitK !== undefined ||
+    !((c.asyncTensor && k.math.acc === "f32" && !deep16 &&
+      (c.is16 || k.math.mmaA === "tf32")) || simt)
+  ) return 1;
+  const tiles = Math.ceil(mc / tb.m) * Math.ceil(nc / tb.n);
+  const slots = c.sms * expectedBlocksPerSm(k);
+  const s = defaultSplitK(tiles, Math.ceil(kc / tb.k), slots);
+  // SIMT: at most 4 ways. The last split's reduction of 8 spilled 8-12 bytes at the
+  // 128 registers of two blocks an SM (tests/ptxas_sweep.ts), and split 8 measured no
+  // faster than 4 (39.5 against 39.1 TFLOPS at M=128, N=K=8192).
+  return simt ? Math.min(4, s) : s;
+}
+
+/**
+ * The wave-aware tile for a default-sized tile over known M and N without
+ * split-K ({@link waveAwareTile}): tensor-core MMAs weigh {@link WAVE_TILES}
+ * or {@link WAVE_TILES_8BIT}, SIMT f32 {@link WAVE_TILES_SIMT}; other tiles
+ * stay.
+ */
+function waveTile(c: TileContext, tb: Shape3, splitK: number): Shape3 {
+  const { k, mc, nc, d } = c;
+  if (splitK !== 1 || mc === null || nc === null || tb.m !== d.m || tb.n !== d.n) return tb;
+  if (c.asyncTensor) {
+    const a = k.math.mmaA;
+    const table = a === "f16" || a === "bf16" || a === "tf32"
+      ? WAVE_TILES
+      : a === "s8" || a === "u8"
+      ? WAVE_TILES_8BIT
+      : [];
+    // Only tiles whose M (N) extent is a power of two where A (B) is
+    // M- (N-) contiguous (mnContiguousPow2).
+    const fits = (t: WaveTile) => mnContiguousPow2(k, t.m, t.n) === null;
+    return waveAwareTile(tb, mc, nc, c.sms, table.filter(fits));
+  }
+  if (c.simt) {
+    // Two blocks an SM (expectedBlocksPerSm): twice the SMs' slots.
+    return waveAwareTile(tb, mc, nc, expectedBlocksPerSm(k) * c.sms, WAVE_TILES_SIMT);
+  }
+  return tb;
+}
+
+/**
+ * The k-tile's depth, and whether the tile is a small grid's, for a tile
+ * already shrunk or split; a tile neither deepened nor of a small grid
+ * takes its wave-aware shape ({@link waveTile}) instead.
+ *
+ * @returns The tile and the plan's `smallGrid`.
+ */
+function deepenKTile(
+  c: TileContext,
+  tb: Shape3,
+  deep16: boolean,
+  splitK: number,
+): { readonly tb: Shape3; readonly smallGrid: boolean } {
+  const { k, kc, d } = c;
+  const smallerTile = tb.m * tb.n < d.m * d.n;
+  // A shrunk 8-bit tile with a long K is latency-bound on its loads:
+  // a 256-deep k-tile (3 stages, 144 KB) keeps 4x the bytes in flight.
+  // M=128, N=K=8192 s8 on the H200, alternating launches: 400 -> 595
+  // TOPS (1.49; 128-deep with 5 stages 1.46; bench/NOTES.md 23).
+  // Measured at that shape only (a shortcut).
+  const deep8 = kc !== null && c.asyncTensor &&
+    (k.math.mmaA === "s8" || k.math.mmaA === "u8") && smallerTile && kc >= 16 * 4 * d.k;
+  // A shrunk 16-bit tile (about one block per SM, each with a long K)
+  // is latency-bound: a 64-deep k-tile halves the barriers and doubles
+  // the bytes in flight per stage (with 32x32 warps, gemm-warp): M=128,
+  // N=K=8192 f16 went from 0.29 to 0.40 of the ceiling on the H200
+  // (bench/NOTES.md 11). tf32 and s8 measured no gain.
+  const smallGrid = !deep16 && c.asyncTensor && c.is16 && smallerTile;
+  let t = deep16 || deep8
+    ? { ...tb, k: 4 * d.k }
+    : smallGrid
+    ? { ...tb, k: 2 * tb.k }
+    : waveTile(c, tb, splitK);
+  // Rows that do not start on 32-byte sectors take a 64-deep k-tile (misalignedRows).
+  if (!smallGrid && kc !== null && c.asyncTensor && misalignedRows(k, kc) && t.k === 32) {
+    t = { ...t, k: 64 };
+  }
+  return { tb: t, smallGrid };
+}
+
+/**
+ * The default schedule of a kernel without a given threadblock: the type's
+ * tile shrunk to small compile-time (or hinted) sizes, then to the target's
+ * minimum grid unless split-K fills the SMs instead, then deepened or made
+ * wave-aware ({@link deepenKTile}).
+ */
+function defaultTile(
+  k: GemmKernel,
+): { readonly tb: Shape3; readonly smallGrid: boolean; readonly splitK: number } {
+  const c = tileContext(k);
+  const sized = { m: shrink(c.d.m, c.mc, c.minM), n: shrink(c.d.n, c.nc, c.minM), k: c.d.k };
+  const shrunk = shrinkForGrid(c, sized);
+  const deep16 = isDeep16(c, shrunk);
+  const splitK = autoSplitK(c, sized, deep16);
+  const { tb, smallGrid } = deepenKTile(c, splitK === 1 ? shrunk : sized, deep16, splitK);
+  return { tb, smallGrid, splitK };
+}
+
+/**
+ * The checks of a threadblock, given or chosen (E0209). K is a power of two
+ * (the k-loop counts tiles with a shift). M and N may be any multiple of 16
+ * and 8: 192x256 tiles of 96x64 warps read fewer shared-memory and L2 bytes
+ * per MMA than any power-of-two tile whose accumulators fit (bench/NOTES.md
+ * 14); the warp pass checks that warps divide them.
+ */
+function checkThreadblock(k: GemmKernel, tb: Shape3): void {
+  const tbError = (msg: string) => scheduleError(k, "threadblock", "E0209", msg);
+  if ((tb.k & (tb.k - 1)) !== 0) {
+    tbError(`Threadblock ${tb.m}x${tb.n}x${tb.k}: the K extent ${tb.k} is not a power of two`);
+  }
+  if (tb.m < 16 || tb.n < 8) {
+    tbError(`Threadblock ${tb.m}x${tb.n}x${tb.k} is smaller than one MMA (16x8)`);
+  }
+  const notPow2 = mnContiguousPow2(k, tb.m, tb.n);
+  if (notPow2 !== null) tbError(notPow2);
+  for (const [ax, v, q] of [["M", tb.m, 16], ["N", tb.n, 8]] as const) {
+    if (v % q !== 0) {
+      tbError(
+        `Threadblock ${tb.m}x${tb.n}x${tb.k}: the ${ax} extent ${v} is not a multiple of ${q}`,
+      );
+    }
+  }
+}
+
+/**
+ * The check of a split-K (E0207) against a declared K only: a hinted K may
+ * differ at run time, and splits without k-tiles add zeros.
+ */
+function checkSplitK(k: GemmKernel, tb: Shape3, splitK: number): void {
+  const p = k.problem;
+  if (splitK <= 1 || p.k.kind !== "const") return;
+  const kTiles = Math.ceil(p.k.value / tb.k);
+  if (kTiles < splitK) {
+    scheduleError(
+      k,
+      "split_k",
+      "E0207",
+      `"split_k ${splitK}" exceeds the ${kTiles} k-tiles of K=${p.k.value} (tile K ${tb.k})`,
+    );
+  }
 }
 
 /** The pass. */
@@ -243,185 +511,24 @@ export const tilePass: GemmPass = {
   summary: "Choose the threadblock tile, rasterisation swizzle and split-K; plan partial tiles",
   run(k: GemmKernel): GemmKernel {
     const p = k.problem;
-    // Sizes known at compile time, or expected (size hints): they shape the defaults.
-    const constOf = (d: DimRef): number | null =>
-      d.kind === "const" ? d.value : k.sizeHints?.[d.name] ?? null;
-    let tb = k.schedule.threadblock;
-    let smallGrid = false;
-    let autoSplitK = 1;
-    if (tb === undefined) {
-      // 3xtf32 needs twice the fragment registers: a 128x64 tile of 4 warps of 64x32 (two
-      // blocks an SM) ran +1.5% over 128x128 (8 such warps, one block an SM) at 4096^3 and
-      // +7.5% at 5000^3 on the H200 (bench/NOTES.md 43); 32 deep (4 stages, half the
-      // barriers per MMA) +3.4% at 4096^3 and +3.5% at 8192^3 over 16 deep (NOTES 47).
-      // Operands aligned to less than 4 bytes are copied synchronously, one
-      // element per load and store (no cp.async): a 128x128 tile keeps the
-      // copies per thread (and their registers) in bounds.
-      const syncCopy = hasSyncCopies(k);
-      // SIMT f32 (math f32): CUTLASS's sgemm tile.
-      const d = k.math.mode === "simt"
-        ? { m: 128, n: 128, k: 8 }
-        : k.math.mode === "3xtf32"
-        ? { m: 128, n: 64, k: 32 }
-        : syncCopy
-        ? { m: 128, n: 128, k: defaultThreadblock(k.math.mmaA).k }
-        : defaultThreadblock(k.math.mmaA);
-      const minM = k.math.mmaA === "f64" ? 32 : 64;
-      const mc = constOf(p.m);
-      const nc = constOf(p.n);
-      const kc = constOf(p.k);
-      // Tensor-core MMAs fed by cp.async: what the size-driven choices below apply to.
-      const asyncTensor = !syncCopy && k.math.mode === "tensor";
-      const is16 = k.math.mmaA === "f16" || k.math.mmaA === "bf16";
-      tb = { m: shrink(d.m, mc, minM), n: shrink(d.n, nc, minM), k: d.k };
-      // With both sizes known, keep at least the target's minBlocks (one
-      // block per SM of an A100, 108; ir/target.ts): halve the larger side of the tile while the grid is smaller,
-      // down to 64 (skinny problems such as M=128, N=K=8192).
-      const blocks = (t: Shape3) =>
-        mc === null || nc === null ? Infinity : Math.ceil(mc / t.m) * Math.ceil(nc / t.n);
-      let shrunk = tb;
-      const { minBlocks, defaultSms } = targetInfo(k.target);
-      const sms = k.sms ?? defaultSms;
-      while (blocks(shrunk) < minBlocks && (shrunk.m > minM || shrunk.n > minM)) {
-        shrunk = shrunk.n >= shrunk.m && shrunk.n > minM
-          ? { ...shrunk, n: shrunk.n / 2 }
-          : { ...shrunk, m: shrunk.m / 2 };
-      }
-      // A skinny 16-bit problem (K-contiguous A and B) with a long K whose
-      // tile shrinks to 128x64 or 64x128 with a grid that fills the SMs
-      // streams its K-contiguous rows from DRAM: a 128-deep k-tile (256
-      // bytes of each row per stage, 3 stages) with 4 warps of 64x32 beat
-      // split_k 4 of 128x256 by 6.7% (f16) and 5.6% (bf16) at M=128,
-      // N=K=8192 on the H200, each kernel timed alone (bench/NOTES.md 30).
-      // Measured at that shape and layout only (a shortcut).
-      const deep16 = mc !== null && nc !== null && kc !== null && asyncTensor && is16 &&
-        k.problem.a.layout === "row" && k.problem.b.layout === "col" &&
-        kc >= 16 * 4 * d.k && shrunk.m * shrunk.n === 128 * 64 && blocks(shrunk) >= minBlocks;
-      // Few tiles and a long K (skinny problems): split K rather than shrink
-      // the tile (tf32 and other 16-bit problems, f32 accumulators; defaultSplitK).
-      // SIMT f32 too: its shrunk 128x64 tile has 4 warps, one block an SM at
-      // M=128, N=K=8192, and ran at 0.43 of cuBLAS's f32 GEMM on the H200;
-      // 128x128 tiles split 4 ways 0.81, 8 ways 0.82, 128x64 split 2 ways
-      // 0.69 (bench/NOTES.md 43). Its 128x128 tile runs two blocks an SM
-      // (expectedBlocksPerSm), so the split fills twice the SMs: a
-      // shortcut where the lowering keeps one block (operands aligned below
-      // 16 bytes; nn, whose B alone is copied by 4-byte cp.async), which then
-      // gets twice the split it would need.
-      const simt = k.math.mode === "simt" && !syncCopy;
-      if (
-        mc !== null && nc !== null && kc !== null && k.schedule.splitK === undefined &&
-        ((asyncTensor && k.math.acc === "f32" && !deep16 &&
-          (is16 || k.math.mmaA === "tf32")) || simt)
-      ) {
-        const tiles = Math.ceil(mc / tb.m) * Math.ceil(nc / tb.n);
-        const slots = sms * expectedBlocksPerSm(k);
-        autoSplitK = defaultSplitK(tiles, Math.ceil(kc / tb.k), slots);
-        // SIMT: at most 4 ways. The last split's reduction of 8 spilled 8-12 bytes at the
-        // 128 registers of two blocks an SM (tests/ptxas_sweep.ts), and split 8 measured no
-        // faster than 4 (39.5 against 39.1 TFLOPS at M=128, N=K=8192).
-        if (simt) autoSplitK = Math.min(4, autoSplitK);
-      }
-      if (autoSplitK === 1) tb = shrunk;
-      const smallerTile = tb.m * tb.n < d.m * d.n;
-      // A shrunk 8-bit tile with a long K is latency-bound on its loads:
-      // a 256-deep k-tile (3 stages, 144 KB) keeps 4x the bytes in flight.
-      // M=128, N=K=8192 s8 on the H200, alternating launches: 400 -> 595
-      // TOPS (1.49; 128-deep with 5 stages 1.46; bench/NOTES.md 23).
-      // Measured at that shape only (a shortcut).
-      const deep8 = kc !== null && asyncTensor &&
-        (k.math.mmaA === "s8" || k.math.mmaA === "u8") && smallerTile && kc >= 16 * 4 * d.k;
-      // A shrunk 16-bit tile (about one block per SM, each with a long K)
-      // is latency-bound: a 64-deep k-tile halves the barriers and doubles
-      // the bytes in flight per stage (with 32x32 warps, gemm-warp): M=128,
-      // N=K=8192 f16 went from 0.29 to 0.40 of the ceiling on the H200
-      // (bench/NOTES.md 11). tf32 and s8 measured no gain.
-      smallGrid = !deep16 && asyncTensor && is16 && smallerTile;
-      if (deep16 || deep8) tb = { ...tb, k: 4 * d.k };
-      else if (smallGrid) tb = { ...tb, k: 2 * tb.k };
-      else if (
-        autoSplitK === 1 && mc !== null && nc !== null && asyncTensor &&
-        tb.m === d.m && tb.n === d.n
-      ) {
-        const a = k.math.mmaA;
-        const table = a === "f16" || a === "bf16" || a === "tf32"
-          ? WAVE_TILES
-          : a === "s8" || a === "u8"
-          ? WAVE_TILES_8BIT
-          : [];
-        // Only tiles whose M (N) extent is a power of two where A (B) is
-        // M- (N-) contiguous (mnContiguousPow2).
-        const fits = (t: WaveTile) => mnContiguousPow2(k, t.m, t.n) === null;
-        tb = waveAwareTile(tb, mc, nc, sms, table.filter(fits));
-      } else if (
-        autoSplitK === 1 && mc !== null && nc !== null && simt && tb.m === d.m && tb.n === d.n
-      ) {
-        // Two blocks an SM (expectedBlocksPerSm): twice the SMs' slots.
-        tb = waveAwareTile(tb, mc, nc, expectedBlocksPerSm(k) * sms, WAVE_TILES_SIMT);
-      }
-      if (
-        !smallGrid && kc !== null && asyncTensor &&
-        misalignedRows(k, kc) && tb.k === 32
-      ) tb = { ...tb, k: 64 };
-    }
-    // K is a power of two (the k-loop counts tiles with a shift). M and N
-    // may be any multiple of 16 and 8: 192x256 tiles of 96x64 warps read
-    // fewer shared-memory and L2 bytes per MMA than any power-of-two tile
-    // whose accumulators fit (bench/NOTES.md 14); the warp pass checks that
-    // warps divide them.
-    if ((tb.k & (tb.k - 1)) !== 0) {
-      scheduleError(
-        k,
-        "threadblock",
-        "E0209",
-        `Threadblock ${tb.m}x${tb.n}x${tb.k}: the K extent ${tb.k} is not a power of two`,
-      );
-    }
-    if (tb.m < 16 || tb.n < 8) {
-      scheduleError(
-        k,
-        "threadblock",
-        "E0209",
-        `Threadblock ${tb.m}x${tb.n}x${tb.k} is smaller than one MMA (16x8)`,
-      );
-    }
-    const notPow2 = mnContiguousPow2(k, tb.m, tb.n);
-    if (notPow2 !== null) scheduleError(k, "threadblock", "E0209", notPow2);
-    for (const [ax, v, q] of [["M", tb.m, 16], ["N", tb.n, 8]] as const) {
-      if (v % q !== 0) {
-        scheduleError(
-          k,
-          "threadblock",
-          "E0209",
-          `Threadblock ${tb.m}x${tb.n}x${tb.k}: the ${ax} extent ${v} is not a multiple of ${q}`,
-        );
-      }
-    }
-    const nConst = constOf(p.n);
+    const given = k.schedule.threadblock;
+    const chosen = given === undefined
+      ? defaultTile(k)
+      : { tb: given, smallGrid: false, splitK: 1 };
+    const tb = chosen.tb;
+    checkThreadblock(k, tb);
+    const nConst = knownSize(k, p.n);
     const swizzle = k.schedule.swizzle ??
       defaultSwizzle(nConst === null ? null : Math.ceil(nConst / tb.n));
-    const splitK = k.schedule.splitK ?? autoSplitK;
-    if (splitK > 1) {
-      // A declared K only: a hinted K may differ at run time, and splits
-      // without k-tiles add zeros.
-      const kc = p.k.kind === "const" ? p.k.value : null;
-      if (kc !== null && Math.ceil(kc / tb.k) < splitK) {
-        scheduleError(
-          k,
-          "split_k",
-          "E0207",
-          `"split_k ${splitK}" exceeds the ${
-            Math.ceil(kc / tb.k)
-          } k-tiles of K=${kc} (tile K ${tb.k})`,
-        );
-      }
-    }
+    const splitK = k.schedule.splitK ?? chosen.splitK;
+    checkSplitK(k, tb, splitK);
     const partial = (d: DimRef, t: number) => d.kind === "sym" || d.value % t !== 0;
     const tile: TilePlan = {
       threadblock: tb,
       swizzle,
       splitK,
       partial: { m: partial(p.m, tb.m), n: partial(p.n, tb.n), k: partial(p.k, tb.k) },
-      ...(smallGrid ? { smallGrid: true as const } : {}),
+      ...(chosen.smallGrid ? { smallGrid: true as const } : {}),
     };
     return {
       ...k,
