@@ -10,10 +10,18 @@
  * @module
  */
 
-import { type Kernel, type Op, type Operand, type Reg, type RegType, walkOps } from "./kernel.ts";
+import {
+  type ForOp,
+  type IfOp,
+  type Kernel,
+  type KernelParam,
+  type Op,
+  type Operand,
+  type RegType,
+  walkOps,
+} from "./kernel.ts";
 import { MMA_SHAPES, type MmaShape } from "./mma_table.ts";
 import { printBody } from "./print_kernel.ts";
-import { unreachable } from "./gemm.ts";
 
 function show(o: Op): string {
   const out: string[] = [];
@@ -81,6 +89,220 @@ const MMA_BY_NAME: ReadonlyMap<string, MmaShape> = (() => {
   return m;
 })();
 
+/** A path of enclosing loops and conditionals, as {@link walkOps} passes it. */
+type Path = readonly (ForOp | IfOp)[];
+
+/** The checks of one kernel: its declarations, the shared operand checks, the cp.async state. */
+class Checker {
+  /** cp.async commits seen so far. */
+  commits = 0;
+  /** Whether no cp.async was issued since the last `wait 0`. */
+  waited = true;
+  readonly #params: ReadonlyMap<string, KernelParam>;
+
+  constructor(readonly k: Kernel) {
+    const ids = new Set<number>();
+    for (const r of k.regs) {
+      if (ids.has(r.id)) throw new Error(`Kernel IR verifier: duplicate register id ${r.id}`);
+      ids.add(r.id);
+    }
+    this.#params = new Map(k.params.map((p) => [p.name, p]));
+  }
+
+  /** Throws the verifier's error for `o`. */
+  fail(o: Op, msg: string): never {
+    throw new Error(`Kernel IR verifier: kernel "${this.k.name}": ${msg}: ${show(o)}`);
+  }
+
+  /** The parameter named `name` of `o`, or a failure. */
+  param(o: Op, name: string): KernelParam {
+    return this.#params.get(name) ?? this.fail(o, `no parameter "${name}"`);
+  }
+
+  /** Checks that `x` is an immediate or a declared register of one of `types`. */
+  is(o: Op, x: Operand, types: readonly RegType[], what: string): void {
+    if (x.kind === "imm") return;
+    const decl = this.k.regs[x.id];
+    if (decl === undefined || decl.type !== x.type) {
+      this.fail(o, `register %${x.id} is not declared as ${x.type}`);
+    }
+    if (!types.includes(x.type)) {
+      this.fail(o, `${what} has type ${x.type}, expected ${types.join("|")}`);
+    }
+  }
+
+  /** Checks that `bytes` bytes at immediate `offset` lie inside the dynamic shared memory. */
+  inSmem(o: Op, offset: number, bytes: number): void {
+    if (offset < 0 || offset + bytes > this.k.dynamicSmemBytes) {
+      this.fail(o, "offset outside shared memory");
+    }
+  }
+
+  /** Barriers and warp-collective operations need every thread (of the block, of the warp). */
+  uniform(o: Op, path: Path, what: string): void {
+    for (const p of path) {
+      if (p.op === "if" && !p.uniform) this.fail(o, `${what} inside non-uniform control flow`);
+    }
+  }
+}
+
+/** The checks of one operation kind, after its guard's. */
+type Check<K extends Op["op"]> = (o: Extract<Op, { op: K }>, cx: Checker, path: Path) => void;
+
+/** The fields of operation `O` that hold one operand. */
+type OperandField<O> = { [F in keyof O]-?: O[F] extends Operand ? F : never }[keyof O];
+
+/** In a {@link Slot}: the operation's own `type` alone. */
+const OWN = "own";
+
+/** One operand of `O`: its field, the types it may hold ({@link OWN} where `O` has a
+ * `type`), its name in messages. */
+type Slot<O> = readonly [
+  field: OperandField<O>,
+  types: readonly RegType[] | (O extends { readonly type: RegType } ? typeof OWN : never),
+  what: string,
+];
+
+/** The check of an operation whose operand types are data: `slots`, in order. */
+function operands<K extends Op["op"]>(...slots: readonly Slot<Extract<Op, { op: K }>>[]): Check<K> {
+  return (o, cx) => {
+    for (const [field, types, what] of slots) {
+      const want = types !== OWN ? types : only((o as Extract<Op, { type: RegType }>).type);
+      cx.is(o, o[field] as Operand, want, what);
+    }
+  };
+}
+
+const U32 = only("u32");
+const U64 = only("u64");
+const B16 = only("b16");
+const B32 = only("b32");
+const PRED = only("pred");
+const widthBytes = { b8: 1, b16: 2, b32: 4, b64: 8 } as const;
+
+/** Loads and stores, shared and global: 1, 2 or 4 registers of the width, an address. */
+function access(o: Extract<Op, { op: "lds" | "ldg" | "sts" | "stg" }>, cx: Checker): void {
+  const regs = o.op === "lds" || o.op === "ldg" ? o.dst : o.src;
+  const n = regs.length;
+  if (n !== 1 && n !== 2 && n !== 4) cx.fail(o, "vector of 1, 2 or 4");
+  const want: readonly RegType[] = o.width === "b64"
+    ? DATA_B64
+    : o.width === "b16"
+    ? B16
+    : o.width === "b8"
+    ? DATA_B8
+    : BITS32;
+  for (const r of regs) cx.is(o, r, want, "data");
+  const shared = o.op === "lds" || o.op === "sts";
+  cx.is(o, o.addr, shared ? U32 : U64, "address");
+  if (shared) cx.inSmem(o, o.offset, widthBytes[o.width] * regs.length);
+}
+
+/** An MMA: a known shape, fragments of its register counts and types (ir/kernel.ts, MmaOp:
+ * f64, f32 and s32 accumulators in registers of their type, every packed or tf32 operand
+ * in a b32), in uniform control flow. */
+const mma: Check<"mma"> = (o, cx, path) => {
+  const s = MMA_BY_NAME.get(o.shape) ?? cx.fail(o, `unknown MMA shape "${o.shape}"`);
+  const frags = [[o.a, s.a, "a"], [o.b, s.b, "b"], [o.c, s.c, "c"], [o.d, s.c, "d"]] as const;
+  for (const [r, f, w] of frags) {
+    if (r.length !== f.regs) {
+      cx.fail(o, `${w} has ${r.length} registers, ${s.name} takes ${f.regs}`);
+    }
+  }
+  for (const [r, f, w] of frags) for (const x of r) cx.is(o, x, only(f.regType), w);
+  cx.uniform(o, path, "warp-collective mma");
+};
+
+/** A cp.async's operands, checked after its size and offset. */
+const cpasyncOperands = operands<"cpasync">(
+  ["dst", U32, "destination address"],
+  ["src", U64, "source address"],
+  ["srcBytes", U32, "source size"],
+);
+
+/** The check of each operation kind. One call site serves them all: the verifier does a
+ * few operand checks per operation, so a megamorphic call costs it little (the PTX
+ * printer, where it would not, dispatches by a switch instead). */
+const CHECKS: { readonly [K in Op["op"]]: Check<K> } = {
+  param: (o, cx) => cx.is(o, o.dst, only(cx.param(o, o.name).ptx), "destination"),
+  sreg: operands<"sreg">(["dst", U32, "destination"]),
+  smembase: operands<"smembase">(["dst", U32, "destination"]),
+  mov: (o, cx) => cx.is(o, o.src, only(o.dst.type), "source"),
+  bin: (o, cx) => {
+    const t = only(o.type);
+    cx.is(o, o.dst, t, "destination");
+    cx.is(o, o.a, t, "a");
+    cx.is(o, o.b, o.fn === "shl" || o.fn === "shr" ? shiftAmount(o.type) : t, "b");
+    if (o.fn === "div" || o.fn === "rem") {
+      if (o.b.kind === "imm" && o.b.value === 0) cx.fail(o, "division by zero");
+    }
+  },
+  mad: operands<"mad">(
+    ["dst", OWN, "destination"],
+    ["a", OWN, "a"],
+    ["b", OWN, "b"],
+    ["c", OWN, "c"],
+  ),
+  mulwide: operands<"mulwide">(["dst", U64, "destination"], ["a", U32, "a"], ["b", U32, "b"]),
+  un: (o, cx) => {
+    cx.is(o, o.dst, o.fn === "popc" ? U32 : only(o.type), "destination");
+    cx.is(o, o.src, only(o.type), "source");
+  },
+  setp: operands<"setp">(["dst", PRED, "destination"], ["a", OWN, "a"], ["b", OWN, "b"]),
+  selp: operands<"selp">(
+    ["dst", OWN, "destination"],
+    ["a", OWN, "a"],
+    ["b", OWN, "b"],
+    ["p", PRED, "predicate"],
+  ),
+  cvt: (o, cx) => {
+    const [d, s] = cvtRegs(o.kind);
+    cx.is(o, o.dst, d, "destination");
+    cx.is(o, o.src, s, "source");
+  },
+  pack: operands<"pack">(["dst", B32, "destination"], ["lo", B16, "lo"], ["hi", B16, "hi"]),
+  unpack: operands<"unpack">(["src", B32, "source"], ["lo", B16, "lo"], ["hi", B16, "hi"]),
+  cpasync: (o, cx) => {
+    if (o.cache === "cg" && o.bytes !== 16) cx.fail(o, "cp.async.cg copies 16 bytes");
+    cx.inSmem(o, o.dstOffset, o.bytes);
+    cpasyncOperands(o, cx, []);
+    cx.waited = false;
+  },
+  prefetch: operands<"prefetch">(["addr", U64, "address"]),
+  commit: (_o, cx) => {
+    cx.commits++;
+  },
+  wait: (o, cx) => {
+    if (o.n < 0) cx.fail(o, "negative wait depth");
+    if (o.n === 0) cx.waited = true;
+  },
+  bar: (o, cx, path) => cx.uniform(o, path, "barrier"),
+  ldmatrix: (o, cx) => {
+    if (o.dst.length !== o.num) cx.fail(o, `ldmatrix.x${o.num} writes ${o.num} registers`);
+    cx.inSmem(o, o.offset, 16);
+    for (const r of o.dst) cx.is(o, r, B32, "destination");
+    cx.is(o, o.addr, U32, "address");
+  },
+  lds: access,
+  ldg: access,
+  sts: access,
+  stg: access,
+  mma,
+  for: operands<"for">(
+    ["iv", U32, "induction variable"],
+    ["from", U32, "start"],
+    ["to", U32, "end"],
+  ),
+  if: operands<"if">(["cond", PRED, "condition"]),
+  atom: operands<"atom">(
+    ["dst", U32, "destination"],
+    ["addr", U64, "address"],
+    ["b", U32, "operand"],
+  ),
+  fence: () => {},
+  comment: () => {},
+};
+
 /**
  * Verifies a kernel-IR program.
  *
@@ -88,182 +310,13 @@ const MMA_BY_NAME: ReadonlyMap<string, MmaShape> = (() => {
  * @throws Error naming the first broken invariant and the operation.
  */
 export function verifyKernel(k: Kernel): void {
-  const fail = (o: Op, msg: string): never => {
-    throw new Error(`Kernel IR verifier: kernel "${k.name}": ${msg}: ${show(o)}`);
-  };
-  const ids = new Set<number>();
-  for (const r of k.regs) {
-    if (ids.has(r.id)) throw new Error(`Kernel IR verifier: duplicate register id ${r.id}`);
-    ids.add(r.id);
-  }
-  const params = new Map(k.params.map((p) => [p.name, p]));
-  const known = (o: Op, r: Reg) => {
-    const decl = k.regs[r.id];
-    if (decl === undefined || decl.type !== r.type) {
-      fail(o, `register %${r.id} is not declared as ${r.type}`);
-    }
-  };
-  const is = (o: Op, x: Operand, types: readonly RegType[], what: string) => {
-    if (x.kind === "imm") return;
-    known(o, x);
-    if (!types.includes(x.type)) fail(o, `${what} has type ${x.type}, expected ${types.join("|")}`);
-  };
-  const widthBytes = { b8: 1, b16: 2, b32: 4, b64: 8 } as const;
-  // The register of an MMA fragment element (ir/kernel.ts, MmaOp): f64, f32 and s32
-  // accumulators in registers of their type, every packed or tf32 operand in a b32.
-  // Not a closure over the operation: the visitor below then needs no context per operation.
-  const fragCount = (o: Op, s: MmaShape, r: readonly Reg[], n: number, w: string) => {
-    if (r.length !== n) fail(o, `${w} has ${r.length} registers, ${s.name} takes ${n}`);
-  };
-  const inSmem = (o: Op, offset: number, bytes: number) => {
-    if (offset < 0 || offset + bytes > k.dynamicSmemBytes) {
-      fail(o, "offset outside shared memory");
-    }
-  };
-  // Barriers and warp-collective operations need every thread (of the block, of the warp).
-  const uniform = (o: Op, path: readonly Op[], what: string) => {
-    for (const p of path) {
-      if (p.op === "if" && !p.uniform) fail(o, `${what} inside non-uniform control flow`);
-    }
-  };
-  let commits = 0;
-  let waited = true;
+  const cx = new Checker(k);
   walkOps(k.body, (o, path) => {
     const g = "guard" in o ? o.guard : undefined;
-    if (g !== undefined) is(o, g.pred, only("pred"), "guard");
-    switch (o.op) {
-      case "param": {
-        const p = params.get(o.name);
-        if (p === undefined) fail(o, `no parameter "${o.name}"`);
-        is(o, o.dst, only(p!.ptx), "destination");
-        return;
-      }
-      case "sreg":
-      case "smembase":
-        return is(o, o.dst, only("u32"), "destination");
-      case "mov":
-        return is(o, o.src, only(o.dst.type), "source");
-      case "bin": {
-        const t: RegType = o.type;
-        is(o, o.dst, only(t), "destination");
-        const shift = o.fn === "shl" || o.fn === "shr";
-        is(o, o.a, only(t), "a");
-        is(o, o.b, shift ? shiftAmount(t) : only(t), "b");
-        if (o.fn === "div" || o.fn === "rem") {
-          if (o.b.kind === "imm" && o.b.value === 0) fail(o, "division by zero");
-        }
-        return;
-      }
-      case "mad":
-        is(o, o.dst, only(o.type), "destination");
-        is(o, o.a, only(o.type), "a");
-        is(o, o.b, only(o.type), "b");
-        return is(o, o.c, only(o.type), "c");
-      case "mulwide":
-        is(o, o.dst, only("u64"), "destination");
-        is(o, o.a, only("u32"), "a");
-        return is(o, o.b, only("u32"), "b");
-      case "un":
-        is(o, o.dst, o.fn === "popc" ? only("u32") : only(o.type), "destination");
-        return is(o, o.src, only(o.type), "source");
-      case "setp":
-        is(o, o.dst, only("pred"), "destination");
-        is(o, o.a, only(o.type), "a");
-        return is(o, o.b, only(o.type), "b");
-      case "selp":
-        is(o, o.dst, only(o.type), "destination");
-        is(o, o.a, only(o.type), "a");
-        is(o, o.b, only(o.type), "b");
-        return is(o, o.p, only("pred"), "predicate");
-      case "cvt": {
-        const [d, s] = cvtRegs(o.kind);
-        is(o, o.dst, d, "destination");
-        return is(o, o.src, s, "source");
-      }
-      case "pack":
-        is(o, o.dst, only("b32"), "destination");
-        is(o, o.lo, only("b16"), "lo");
-        return is(o, o.hi, only("b16"), "hi");
-      case "unpack":
-        is(o, o.src, only("b32"), "source");
-        is(o, o.lo, only("b16"), "lo");
-        return is(o, o.hi, only("b16"), "hi");
-      case "cpasync":
-        if (o.cache === "cg" && o.bytes !== 16) fail(o, "cp.async.cg copies 16 bytes");
-        inSmem(o, o.dstOffset, o.bytes);
-        is(o, o.dst, only("u32"), "destination address");
-        is(o, o.src, only("u64"), "source address");
-        is(o, o.srcBytes, only("u32"), "source size");
-        waited = false;
-        return;
-      case "prefetch":
-        return is(o, o.addr, only("u64"), "address");
-      case "commit":
-        commits++;
-        return;
-      case "wait":
-        if (o.n < 0) fail(o, "negative wait depth");
-        if (o.n === 0) waited = true;
-        return;
-      case "bar":
-        return uniform(o, path, "barrier");
-      case "ldmatrix":
-        if (o.dst.length !== o.num) fail(o, `ldmatrix.x${o.num} writes ${o.num} registers`);
-        inSmem(o, o.offset, 16);
-        for (const r of o.dst) is(o, r, only("b32"), "destination");
-        return is(o, o.addr, only("u32"), "address");
-      case "lds":
-      case "ldg":
-      case "sts":
-      case "stg": {
-        const regs = o.op === "lds" || o.op === "ldg" ? o.dst : o.src;
-        const n = regs.length;
-        if (n !== 1 && n !== 2 && n !== 4) fail(o, "vector of 1, 2 or 4");
-        const want: readonly RegType[] = o.width === "b64"
-          ? DATA_B64
-          : o.width === "b16"
-          ? only("b16")
-          : o.width === "b8"
-          ? DATA_B8
-          : BITS32;
-        for (const r of regs) is(o, r, want, "data");
-        is(o, o.addr, o.op === "lds" || o.op === "sts" ? only("u32") : only("u64"), "address");
-        if (o.op === "lds" || o.op === "sts") {
-          inSmem(o, o.offset, widthBytes[o.width] * regs.length);
-        }
-        return;
-      }
-      case "mma": {
-        const s = MMA_BY_NAME.get(o.shape);
-        if (s === undefined) fail(o, `unknown MMA shape "${o.shape}"`);
-        fragCount(o, s!, o.a, s!.a.regs, "a");
-        fragCount(o, s!, o.b, s!.b.regs, "b");
-        fragCount(o, s!, o.c, s!.c.regs, "c");
-        fragCount(o, s!, o.d, s!.c.regs, "d");
-        for (const r of o.a) is(o, r, only(s!.a.regType), "a");
-        for (const r of o.b) is(o, r, only(s!.b.regType), "b");
-        for (const r of o.c) is(o, r, only(s!.c.regType), "c");
-        for (const r of o.d) is(o, r, only(s!.c.regType), "d");
-        return uniform(o, path, "warp-collective mma");
-      }
-      case "for":
-        is(o, o.iv, only("u32"), "induction variable");
-        is(o, o.from, only("u32"), "start");
-        return is(o, o.to, only("u32"), "end");
-      case "if":
-        return is(o, o.cond, only("pred"), "condition");
-      case "atom":
-        is(o, o.dst, only("u32"), "destination");
-        is(o, o.addr, only("u64"), "address");
-        return is(o, o.b, only("u32"), "operand");
-      case "fence":
-      case "comment":
-        return;
-      default:
-        return unreachable(o);
-    }
+    if (g !== undefined) cx.is(o, g.pred, PRED, "guard");
+    (CHECKS[o.op] as Check<Op["op"]>)(o, cx, path);
   });
-  if (commits > 0 && !waited) {
+  if (cx.commits > 0 && !cx.waited) {
     throw new Error(
       `Kernel IR verifier: kernel "${k.name}": cp.async groups are not drained by a final wait 0`,
     );
