@@ -116,7 +116,8 @@ function elemIndex(
 
 /**
  * The epilogue's loads: C and bias through their views' access order, any
- * other tensor by its declared index (the dimensions the load names).
+ * other matrix by its declared index (the dimensions the load names), a
+ * vector densely with the batch outermost.
  */
 function epilogueLoads(
   k: GemmKernel,
@@ -145,7 +146,11 @@ function epilogueLoads(
       ...(e.rows ? [r] : []),
       ...(e.cols ? [c] : []),
     ];
-    return readElem(bytes, t.dtype, sh.index(idx));
+    // A vector (batched or not) has no layout: batch outermost, then its one
+    // dimension, whatever layout the declaration names (the ABI, and the
+    // lowering's `vectorBase`). Only a matrix's index follows the layout.
+    const at = e.rows && e.cols ? sh.index(idx) : idx.reduce((a, x, i) => a * sh.dims[i]! + x, 0);
+    return readElem(bytes, t.dtype, at);
   };
 }
 

@@ -674,6 +674,16 @@ const COMBOS: Combo[] = [
     sizes: [{ M: 40, N: 24, K: 64, L: 3 }],
   },
   {
+    // The reference once indexed this [L, N] col vector as a column-major
+    // matrix (l + n * L); a vector has no layout: batch outermost.
+    name: "batched bias[l, n] declared col (bad_inputs/batch_bias_col.gemm)",
+    source: kernel(
+      "A: f16[L, M, K]; B: f16[L, K, N] col; bias: f32[L, N] col; D: f32[L, M, N]",
+      "D[l, m, n] = A[l, m, k] * B[l, k, n] + bias[l, n]",
+    ),
+    sizes: [{ M: 16, N: 16, K: 16, L: 4 }],
+  },
+  {
     name: "batched with column-major C, bias[n] and beta",
     source: kernel(
       "A: f16[L, M, K]; B: f16[L, K, N] col; C: f32[L, M, N] col; bias: f32[N]; " +
