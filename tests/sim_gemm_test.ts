@@ -701,6 +701,17 @@ const COMBOS: Combo[] = [
     ),
     sizes: [{ M: 40, N: 24, K: 128, L: 3 }],
   },
+  // Found by an independent fuzzer (/work/shared/bad_inputs).
+  {
+    // u8 dot products beyond f16's range: +Inf on both sides agrees.
+    name: "u8 x u8 into f16 D, overflowing to Inf (bad_inputs/f16_overflow_inf_mismatch.gemm)",
+    source: kernel(
+      "A: u8[M, K]; B: u8[K, N] col; D: f16[M, N]",
+      "D[m, n] = A[m, k] * B[k, n]",
+      SMALL8,
+    ),
+    sizes: [{ M: 16, N: 16, K: 16 }],
+  },
   // Found by tests/fuzz.ts.
   {
     name: "SIMT 16x80 warps, align 1, D column-major (a shared address base below another)",
