@@ -92,6 +92,8 @@ const EXPECTED: Readonly<Record<string, readonly (readonly [DiagnosticCode, numb
   E0122_two_settings_one_line: [["E0122", 7, 14]],
   E0123_math_on_f16: [["E0123", 7, 10]],
   E0123_math_on_s8: [["E0123", 7, 10]],
+  E0124_infinite_literal: [["E0124", 5, 13]],
+  E0124_s32_literal_overflow: [["E0124", 5, 33]],
 };
 
 /** The checker's codes (E01xx) and the syntax error; E02xx belong to the passes. */
