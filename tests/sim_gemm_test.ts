@@ -712,6 +712,16 @@ const COMBOS: Combo[] = [
     ),
     sizes: [{ M: 16, N: 16, K: 16 }],
   },
+  {
+    // The f32 epilogue rounds at |beta| while the result is tiny: the bound
+    // follows the largest intermediate, not the output.
+    name: "cancellation in the epilogue (bad_inputs/epilogue_cancellation_bound.gemm)",
+    source: kernel(
+      "A: f16[M, K]; B: f16[K, N] col; C: f32[M, N]; D: f32[M, N]; beta: f32",
+      "D[m, n] = beta - (min(A[m, k] * B[k, n], C[m, n]) + beta)",
+    ),
+    sizes: [{ M: 64, N: 64, K: 16 }],
+  },
   // Found by tests/fuzz.ts.
   {
     name: "SIMT 16x80 warps, align 1, D column-major (a shared address base below another)",
