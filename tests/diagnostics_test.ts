@@ -64,6 +64,7 @@ const EXPECTED: Readonly<Record<string, readonly (readonly [DiagnosticCode, numb
   E0115_scalar_output: [["E0115", 5, 3]],
   E0115_vector_output: [["E0115", 5, 3]],
   E0116_cast_to_s4: [["E0116", 5, 13]],
+  E0116_popc_in_epilogue: [["E0116", 6, 33]],
   E0116_unknown_function: [["E0116", 5, 13]],
   E0116_wrong_arity: [["E0116", 5, 13]],
   E0117_align_sub_byte: [["E0117", 2, 25]],

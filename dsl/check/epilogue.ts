@@ -72,7 +72,8 @@ const S32_MAX = 2 ** 31 - 1;
  * @returns The compute type and the expression (the views are in `input.views`).
  * @throws {DiagnosticError} E0120 for an epilogue tensor of a dtype the
  *   epilogue cannot read, E0119 for a misplaced batch index, E0118 for a
- *   tensor used in two roles or read in two index orders, E0124 for a
+ *   tensor used in two roles or read in two index orders, E0116 for a popc
+ *   outside the contraction, E0124 for a
  *   literal out of range (not finite, or over s32 in an integer epilogue).
  */
 export function checkEpilogue(
@@ -160,7 +161,15 @@ function visit(w: Walk, e: ExprAst): EpilogueExpr {
       throw new Error(`Unchecked function "${f}"`);
     }
     case "popc":
-      throw new Error("A popc outside the contraction was not rejected");
+      // The contraction's popc became the accumulator above; any other is not
+      // an epilogue function.
+      return fail(
+        w.s.src,
+        "E0116",
+        "A popc outside the contraction: popc(A[m, k] & B[k, n]) with b1 operands is the " +
+          "main loop of a binary GEMM, not an epilogue function",
+        e.span,
+      );
   }
 }
 
