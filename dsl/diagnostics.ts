@@ -13,6 +13,8 @@ import type { Span } from "../ir/gemm.ts";
 export const DIAGNOSTIC_CODES = Object.freeze(
   {
     E0001: "syntax error",
+    E0002: "over a source limit (nesting, operators, identifier length)",
+    E0003: "an identifier outside ASCII",
     E0101: "unknown tensor or scalar",
     E0102: "duplicate declaration",
     E0103: "rank mismatch in an access",
