@@ -60,6 +60,8 @@ const EXPECTED: Readonly<Record<string, readonly (readonly [DiagnosticCode, numb
   E0112_bad_swizzle: [["E0112", 7, 13]],
   E0112_bad_target: [["E0112", 7, 12]],
   E0112_malformed_shape: [["E0112", 7, 17]],
+  E0112_split_k_2_32_plus_1: [["E0112", 7, 13]],
+  E0112_split_k_huge: [["E0112", 7, 13]],
   E0112_zero_extent: [["E0112", 7, 10]],
   E0113_accumulate_f16: [["E0113", 7, 16]],
   E0113_accumulate_f16_on_f32: [["E0113", 7, 16]],
