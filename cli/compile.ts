@@ -19,11 +19,11 @@ import {
   parseSms,
   readSource,
   sizesOf,
-  writeOutput,
   smsOption,
   TARGET_OPTION,
   targetOf,
   tuneOption,
+  writeOutput,
 } from "./common.ts";
 import {
   type CliIO,

@@ -126,7 +126,10 @@ Deno.test("simulate: missing or malformed --size, a missing file, an unknown ker
     ],
     [["simulate", "examples/hgemm.gemm", "--size", "M=16384,N=16384,K=64"], /limit of 2147483648/],
     [["simulate", "examples/hgemm.gemm", "--size", "M=64,N=64,K=64", "--max-work", "1000"], /1000/],
-    [["simulate", "examples/hgemm.gemm", "--size", "M=8,N=8,K=8", "--max-work", "lots"], /max-work/],
+    [
+      ["simulate", "examples/hgemm.gemm", "--size", "M=8,N=8,K=8", "--max-work", "lots"],
+      /max-work/,
+    ],
   ];
   const runs = await gemmAll(cases.map(([a]) => a));
   cases.forEach(([a, says], i) => {
