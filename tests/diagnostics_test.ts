@@ -102,6 +102,7 @@ const EXPECTED: Readonly<Record<string, readonly (readonly [DiagnosticCode, numb
   E0123_math_on_f16: [["E0123", 7, 10]],
   E0123_math_on_s8: [["E0123", 7, 10]],
   E0124_infinite_literal: [["E0124", 5, 13]],
+  E0124_infinite_scalar_default: [["E0124", 5, 16]],
   E0124_s32_literal_overflow: [["E0124", 5, 33]],
 };
 
