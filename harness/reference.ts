@@ -128,8 +128,7 @@ function elemIndex(
 
 /**
  * The epilogue's loads: C and bias through their views' access order, any
- * other matrix by its declared index (the dimensions the load names), a
- * vector densely with the batch outermost.
+ * other tensor by its declared index (the dimensions the load names).
  */
 function epilogueLoads(
   k: GemmKernel,
@@ -158,11 +157,7 @@ function epilogueLoads(
       ...(e.rows ? [r] : []),
       ...(e.cols ? [c] : []),
     ];
-    // A vector (batched or not) has no layout: batch outermost, then its one
-    // dimension, whatever layout the declaration names (the ABI, and the
-    // lowering's `vectorBase`). Only a matrix's index follows the layout.
-    const at = e.rows && e.cols ? sh.index(idx) : idx.reduce((a, x, i) => a * sh.dims[i]! + x, 0);
-    return readElem(bytes, t.dtype, at);
+    return readElem(bytes, t.dtype, sh.index(idx));
   };
 }
 
