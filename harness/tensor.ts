@@ -48,8 +48,7 @@ export function tensorShape(t: TensorParam, sizes: Readonly<Record<string, numbe
     // `vectorBase` reads it (docs/ARCHITECTURE.md §3).
     const d1 = dims[1]!;
     index = (ix) => ix[0]! * d1 + ix[1]!;
-  }
-  else {
+  } else {
     const d0 = dims[r - 2]!;
     const d1 = dims[r - 1]!;
     const batchStride = d0 * d1;
