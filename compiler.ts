@@ -17,6 +17,7 @@ import { type DumpHook, runPipeline } from "./passes/pipeline_list.ts";
 import { DiagnosticError } from "./dsl/diagnostics.ts";
 import { printPtx } from "./backends/ptx/print.ts";
 import { type KernelManifest, kernelManifest } from "./backends/ptx/manifest.ts";
+import { isTargetName, targetList } from "./ir/target.ts";
 
 /** Options shared by {@link parse}, {@link check} and {@link compile}. */
 export interface SourceOptions {
@@ -106,6 +107,7 @@ export function parse(source: string, options: SourceOptions = {}): ParseResult 
  * @param source The DSL text.
  * @param options `file` for diagnostics, `target` to override the schedule.
  * @returns The checked kernels and the diagnostics.
+ * @throws {TypeError} For a `target` option that names no target.
  * @example
  * ```ts
  * import { check } from "./compiler.ts";
@@ -114,6 +116,10 @@ export function parse(source: string, options: SourceOptions = {}): ParseResult 
  * ```
  */
 export function check(source: string, options: SourceOptions = {}): CheckResult {
+  if (options.target !== undefined && !isTargetName(options.target)) {
+    // A misuse of the API, not an error in the source: no span to point at.
+    throw new TypeError(`Unknown target "${options.target}": expected ${targetList()}`);
+  }
   const file = options.file ?? "<input>";
   const p = parseProgram(source, file);
   if (!p.ok) return { kernels: [], diagnostics: p.diagnostics };

@@ -139,6 +139,27 @@ export function readSource(io: CliIO, file: string): string {
 }
 
 /**
+ * Writes an output file; a failure (a missing directory, a directory, a
+ * full device) is a usage error naming the file and the reason.
+ *
+ * @param io Where to write.
+ * @param file The path.
+ * @param text The contents.
+ */
+export function writeOutput(io: CliIO, file: string, text: string): void {
+  try {
+    io.writeFile(file, text);
+  } catch (e) {
+    // Deno's message: "No such file or directory (os error 2): writefile '...'".
+    const msg = (e as Error).message.replace(/ \(os error \d+\)/, "").split(":")[0]!;
+    const why = e instanceof Deno.errors.NotFound
+      ? "no such directory"
+      : msg.charAt(0).toLowerCase() + msg.slice(1);
+    throw new UsageError(`Cannot write "${file}": ${why}`);
+  }
+}
+
+/**
  * The `--sms` option: a positive integer, or undefined when not given.
  *
  * @param text The option's text, if given.

@@ -23,6 +23,7 @@ import {
   TARGET_OPTION,
   targetOf,
   tuneOption,
+  writeOutput,
 } from "./common.ts";
 import {
   type CliIO,
@@ -186,7 +187,7 @@ async function run(values: Values, positionals: string[], io: CliIO): Promise<nu
   const kernels = compiledKernels(r, file, text, values.kernel, io);
   if (kernels === null) return 1;
   const output = emitted(emit, kernels, sizes);
-  if (values.output !== undefined) io.writeFile(values.output, output);
+  if (values.output !== undefined) writeOutput(io, values.output, output);
   else io.out(output);
   if (values.ptxas || values["ptxas-path"] !== undefined) {
     return await assemble(kernels, values["ptxas-path"], io);

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { simulateGemm, type SimulateReport } from "../harness/simulate_gemm.ts";
+import { SIM_WORK_LIMIT, simulateGemm, type SimulateReport } from "../harness/simulate_gemm.ts";
 import { SimError } from "../backends/sim/mod.ts";
 import {
   compiledKernels,
@@ -14,6 +14,7 @@ import {
   JSON_OPTION,
   kernelOption,
   noHazardsOption,
+  nonNegative,
   SCALAR_OPTION,
   SEED_OPTION,
   SIZE_OPTION,
@@ -41,6 +42,13 @@ const OPTIONS = [
   noHazardsOption("Skip the hazard checker (faster)"),
   tuneOption(TUNE_HELP),
   smsOption("default 108, an A100"),
+  {
+    name: "max-work",
+    type: "string",
+    default: String(SIM_WORK_LIMIT),
+    value: "N",
+    help: "Refuse sizes whose multiply-adds plus tensor elements exceed N (default {default})",
+  },
   JSON_OPTION,
   HELP_OPTION,
 ] as const;
@@ -117,6 +125,7 @@ function reportLines(name: string, rep: SimulateReport): string[] {
 
 function run(values: OptionValues<typeof OPTIONS>, positionals: string[], io: CliIO): number {
   const { file, text, sizes, seed, scalars, result } = prepare("simulate", positionals, values, io);
+  const maxWork = nonNegative("max-work", values["max-work"]);
   const kernels = compiledKernels(result, file, text, values.kernel, io);
   if (kernels === null) return 1;
   let ok = true;
@@ -124,7 +133,7 @@ function run(values: OptionValues<typeof OPTIONS>, positionals: string[], io: Cl
   for (const ck of kernels) {
     let rep: SimulateReport;
     try {
-      rep = simulateGemm(ck, sizes, { seed, scalars, hazards: !values["no-hazards"] });
+      rep = simulateGemm(ck, sizes, { seed, scalars, hazards: !values["no-hazards"], maxWork });
     } catch (e) {
       if (e instanceof SimError) {
         io.err(`${ck.name}: simulation error: ${e.message}\n`);

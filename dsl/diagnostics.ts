@@ -13,6 +13,8 @@ import type { Span } from "../ir/gemm.ts";
 export const DIAGNOSTIC_CODES = Object.freeze(
   {
     E0001: "syntax error",
+    E0002: "over a source limit (nesting, operators, identifier length)",
+    E0003: "an identifier outside ASCII",
     E0101: "unknown tensor or scalar",
     E0102: "duplicate declaration",
     E0103: "rank mismatch in an access",
@@ -36,6 +38,7 @@ export const DIAGNOSTIC_CODES = Object.freeze(
     E0121: "duplicate kernel name",
     E0122: "two schedule settings on one line",
     E0123: "illegal math mode",
+    E0124: "literal out of range",
     E0201: "threadblock tile not divisible by the warp tile",
     E0202: "warp tile not divisible by the instruction",
     E0203: "no such instruction for these types",

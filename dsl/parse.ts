@@ -19,6 +19,7 @@ import type {
 } from "./ast.ts";
 import type { Dtype, Span } from "../ir/gemm.ts";
 import { type Diagnostic, diagnostic } from "./diagnostics.ts";
+import { checkSourceLimits } from "./limits.ts";
 
 /** The Ohm grammar of the DSL, built once. */
 export const gemmGrammar: ohm.Grammar = ohm.grammar(grammarSource);
@@ -175,7 +176,8 @@ export type ParseResult =
  *
  * @param text The source.
  * @param file The file name used in diagnostics.
- * @returns The AST, or one `E0001` syntax diagnostic at the furthest point the parser reached.
+ * @returns The AST, or one `E0001` syntax diagnostic at the furthest point the parser reached
+ *   (or one `E0002`/`E0003` of the source limits, checked first: dsl/limits.ts).
  * @example
  * ```ts
  * import { parseProgram } from "./parse.ts";
@@ -184,6 +186,8 @@ export type ParseResult =
  * ```
  */
 export function parseProgram(text: string, file: string): ParseResult {
+  const over = checkSourceLimits(text, file);
+  if (over !== null) return { ok: false, diagnostics: [over] };
   const m = gemmGrammar.match(text);
   if (m.failed()) {
     // Ohm drops the failed `kernel` at a point where `Kernel*` stopped (a "fluffy" failure),

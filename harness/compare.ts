@@ -44,7 +44,8 @@ export function compareOutput(out: Uint8Array, dtype: Dtype, ref: Reference): Co
   for (let i = 0; i < ref.values.length; i++) {
     const got = readElem(out, dtype, i);
     const want = ref.values[i]!;
-    const err = Math.abs(got - want);
+    // Equal values, infinities of one sign included, differ by 0 (Inf - Inf is NaN).
+    const err = got === want ? 0 : Math.abs(got - want);
     const bad = ref.exact ? got !== want : !(err <= ref.bound[i]!);
     if (bad) {
       over++;
@@ -54,7 +55,7 @@ export function compareOutput(out: Uint8Array, dtype: Dtype, ref: Reference): Co
       num += err * err;
       maxAbs = Math.max(maxAbs, err);
     } else num = Infinity;
-    den += want * want;
+    if (Number.isFinite(want)) den += want * want;
     if (ref.bound[i]! > 0 && Number.isFinite(err)) worst = Math.max(worst, err / ref.bound[i]!);
   }
   return {

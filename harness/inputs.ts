@@ -11,7 +11,7 @@
  */
 
 import type { GemmKernel, TensorParam } from "../ir/gemm.ts";
-import { DTYPE_INFO } from "../ir/dtype.ts";
+import { type Dtype, DTYPE_INFO } from "../ir/dtype.ts";
 import { tensorShape, writeElem } from "./tensor.ts";
 import { intRange, Rng } from "../numerics/random.ts";
 
@@ -61,6 +61,31 @@ export interface LaunchArgs {
 }
 
 /**
+ * What is wrong with a scalar's value, or null: it must be finite (an f32
+ * scalar finite as an f32), and an s32 scalar a 32-bit integer.
+ *
+ * @param name The scalar's name.
+ * @param dtype Its dtype.
+ * @param v The value.
+ * @returns A message, or null when the value is legal.
+ * @example
+ * ```ts
+ * import { scalarValueProblem } from "./inputs.ts";
+ * console.assert(scalarValueProblem("alpha", "f32", NaN) !== null);
+ * console.assert(scalarValueProblem("alpha", "f32", 1.5) === null);
+ * ```
+ */
+export function scalarValueProblem(name: string, dtype: Dtype, v: number): string | null {
+  if (!Number.isFinite(dtype === "f32" ? Math.fround(v) : v)) {
+    return `Scalar "${name}" is ${v}: a finite ${dtype} is needed`;
+  }
+  if (dtype === "s32" && !(Number.isInteger(v) && v >= -(2 ** 31) && v < 2 ** 31)) {
+    return `Scalar "${name}" is ${v}: an s32 scalar needs a 32-bit integer`;
+  }
+  return null;
+}
+
+/**
  * Random arguments for a kernel: every input tensor random, the output
  * poisoned, scalars random (floats in [0.5, 1.5), s32 in [1, 3]) unless
  * given.
@@ -70,6 +95,7 @@ export interface LaunchArgs {
  * @param seed The seed.
  * @param scalars Scalar values that override the random ones.
  * @returns The arguments.
+ * @throws {Error} For a given scalar value that is not legal ({@link scalarValueProblem}).
  */
 export function randomArgs(
   k: GemmKernel,
@@ -89,6 +115,8 @@ export function randomArgs(
       } else tensors.set(p.name, randomTensor(p, sizes, rng));
     } else {
       const given = scalars[p.name];
+      const problem = given === undefined ? null : scalarValueProblem(p.name, p.dtype, given);
+      if (problem !== null) throw new Error(problem);
       sv.set(
         p.name,
         given !== undefined

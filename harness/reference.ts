@@ -23,8 +23,9 @@
  * Lipschitz on the interval), plus the error of the approximate PTX
  * functions (tanh.approx: 2^-10.9 relative; ex2/rcp.approx: 2^-21) scaled by
  * the output, plus one rounding of the output type (half an ulp, taken as a
- * full ulp of |R| to cover intermediate casts), plus 2^-20 relative for f32
- * arithmetic in the epilogue. Integer results carry no bound: they must be
+ * full ulp of |R| to cover intermediate casts), plus 2^-20 relative to the
+ * largest intermediate of the epilogue (at least |R|) for its f32 arithmetic:
+ * `beta - (x + beta)` rounds at |beta| however small the result. Integer results carry no bound: they must be
  * identical.
  *
  * @module
@@ -54,20 +55,31 @@ function intRangeOf(t: Dtype): [number, number] {
 /** The value of an epilogue element from the accumulator, the batch, row and column. */
 type ElementFn = (acc: number, b: number, r: number, c: number) => number;
 
+/** The largest magnitude a function node of the epilogue produced since it was reset. */
+interface Peak {
+  value: number;
+}
+
 /**
  * The epilogue as one function of the element, built once: the table's exact
  * semantics at each function node (f64 for float compute, wrapping s32 for
- * s32), casts rounded to their type.
+ * s32), casts rounded to their type. Each function node's result raises
+ * `peak` (the magnitude the kernel's arithmetic rounds at).
  */
 function epilogueFunction(
   expr: EpilogueExpr,
   compute: ComputeType,
   scalars: ReadonlyMap<string, number>,
   loadOf: (e: EpilogueNode<"load">, b: number, r: number, c: number) => number,
+  peak: Peak,
 ): ElementFn {
   const call = (e: EpilogueExpr, xs: readonly ElementFn[]): ElementFn => {
     const ref = fnOf(e)!.row.reference;
-    return (acc, b, r, c) => ref(xs.map((x) => x(acc, b, r, c)), compute);
+    return (acc, b, r, c) => {
+      const v = ref(xs.map((x) => x(acc, b, r, c)), compute);
+      if (Math.abs(v) > peak.value) peak.value = Math.abs(v);
+      return v;
+    };
   };
   return foldEpilogue<ElementFn>(expr, {
     acc: () => (acc) => acc,
@@ -165,6 +177,8 @@ function accumulatorError(m: GemmKernel["math"], K: number): number {
 /** What turns one accumulator into an output element and its bound. */
 interface OutputRule {
   readonly evalE: ElementFn;
+  /** What `evalE` raises: the largest intermediate of its last evaluations. */
+  readonly peak: Peak;
   /** Integer output from integer compute: no bound. */
   readonly exact: boolean;
   /** The largest tolerance of the approximate functions on the path. */
@@ -186,7 +200,9 @@ function outputElement(
   c: number,
 ): [number, number] {
   const { evalE, exact, approx, out } = rule;
+  rule.peak.value = 0;
   let v = evalE(acc, b, r, c);
+  const peak = rule.peak.value;
   let bnd = 0;
   if (!exact) {
     if (e > 0) {
@@ -195,7 +211,7 @@ function outputElement(
       bnd = Math.max(Math.abs(hi - v), Math.abs(lo - v));
     }
     if (approx > 0) bnd += approx * Math.max(1, Math.abs(v));
-    bnd += 2 ** -20 * Math.abs(v) +
+    bnd += 2 ** -20 * Math.max(Math.abs(v), peak) +
       2 * ulpOf(v, out === "f64" ? "f64" : out === "f16" || out === "bf16" ? out : "f32");
   }
   // Convert to the output type.
@@ -240,8 +256,10 @@ export function referenceGemm(k: GemmKernel, args: LaunchArgs): Reference {
   const aIdx = elemIndex(A, tensorShape(A, sizes), p.a.layout, p.a.batched);
   const bIdx = elemIndex(B, tensorShape(B, sizes), p.b.layout, p.b.batched);
   const dIdx = elemIndex(D, dSh, p.d.layout, p.d.batched);
+  const peak: Peak = { value: 0 };
   const rule: OutputRule = {
-    evalE: epilogueFunction(k.epilogue.expr, compute, args.scalars, epilogueLoads(k, args)),
+    evalE: epilogueFunction(k.epilogue.expr, compute, args.scalars, epilogueLoads(k, args), peak),
+    peak,
     exact,
     approx: Math.max(0, ...functionsIn(k.epilogue.expr).map((f) => f.row.bound)),
     out: D.dtype,

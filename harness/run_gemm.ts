@@ -17,7 +17,7 @@ import type { CompiledKernel } from "../compiler.ts";
 import { gridFor } from "../ir/kernel.ts";
 import { tensorParam } from "../ir/gemm.ts";
 import { DTYPE_INFO } from "../ir/dtype.ts";
-import { type LaunchArgs, randomArgs } from "./inputs.ts";
+import { type LaunchArgs, randomArgs, scalarValueProblem } from "./inputs.ts";
 import { tensorShape } from "./tensor.ts";
 import { alignmentViolations, resolveSizes } from "./sizes.ts";
 import { type KernelManifest, kernelManifest } from "../backends/ptx/manifest.ts";
@@ -46,6 +46,9 @@ import {
 
 /** What to compare the GPU's output with. */
 export type RunCheck = "ref" | "sim" | "none";
+
+/** Every {@link RunCheck}, for validating the option. */
+const RUN_CHECKS: readonly string[] = ["ref", "sim", "none"] satisfies RunCheck[];
 
 /** Options of {@link runGemm}. */
 export interface RunOptions {
@@ -140,7 +143,8 @@ function count(name: string, v: number | undefined, dflt: number, min: number): 
 /**
  * Checks everything about a run that needs no GPU, in the order a launch
  * would meet it: sizes (every dimension given, in range), alignments, given
- * buffers large enough. Throws one Error listing every problem.
+ * buffers large enough, given scalars legal (finite; s32 a 32-bit integer).
+ * Throws one Error listing every problem.
  *
  * @param ck The compiled kernel.
  * @param given Sizes by dimension name or role letter.
@@ -172,7 +176,12 @@ export function checkRun(
             `Buffer of tensor "${p.name}" holds ${b.byteLength} bytes; the sizes need ${need}`,
           );
         }
-      } else if (!args.scalars.has(p.name)) bad.push(`No value for scalar "${p.name}"`);
+      } else {
+        const v = args.scalars.get(p.name);
+        const problem = v === undefined ? null : scalarValueProblem(p.name, p.dtype, v);
+        if (v === undefined) bad.push(`No value for scalar "${p.name}"`);
+        else if (problem !== null) bad.push(problem);
+      }
     }
     for (const [n, v] of Object.entries(sizes)) {
       if (args.sizes[n] !== v) {
@@ -210,6 +219,9 @@ export function runGemm(
     inputSets: count("inputSets", options.inputSets, 1, 1),
   };
   const check = options.check ?? "ref";
+  if (!RUN_CHECKS.includes(check)) {
+    throw new RangeError(`Option check must be ${RUN_CHECKS.join(", ")}, got "${check}"`);
+  }
   const args = options.args ?? randomArgs(ck.gemm, sizes, seed, options.scalars ?? {});
   const manifest = kernelManifest(ck.gemm, ck.kernel, sizes);
 

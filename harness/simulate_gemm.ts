@@ -23,6 +23,39 @@ export interface SimulateOptions {
   readonly scalars?: Readonly<Record<string, number>>;
   /** Check shared-memory hazards (default true). */
   readonly hazards?: boolean;
+  /** The most work to take on (see {@link simulationWork}; default {@link SIM_WORK_LIMIT}). */
+  readonly maxWork?: number;
+}
+
+/**
+ * The default bound on {@link simulationWork}: 2^31, some 20 s of simulation
+ * without the hazard checker (about 10^8 multiply-adds a second) and the
+ * inputs' few gigabytes at most. Above it the simulation is refused before
+ * anything is allocated.
+ */
+export const SIM_WORK_LIMIT = 2 ** 31;
+
+/**
+ * The work of simulating a kernel at resolved sizes: its multiply-adds
+ * (L·M·N·K) plus the elements of its tensors (what is allocated and
+ * drawn, which dominates when K is small).
+ *
+ * @param ck The compiled kernel.
+ * @param sizes Sizes by the kernel's dimension names.
+ * @returns The work, in multiply-adds and elements.
+ */
+export function simulationWork(
+  ck: CompiledKernel,
+  sizes: Readonly<Record<string, number>>,
+): number {
+  const p = ck.gemm.problem;
+  const dim = (d: { kind: "sym"; name: string } | { kind: "const"; value: number } | null) =>
+    d === null ? 1 : d.kind === "const" ? d.value : sizes[d.name]!;
+  let work = dim(p.batch) * dim(p.m) * dim(p.n) * dim(p.k);
+  for (const t of ck.gemm.params) {
+    if (t.kind === "tensor") work += t.dims.reduce((a, d) => a * dim(d), 1);
+  }
+  return work;
 }
 
 /** The result of {@link simulateGemm}. */
@@ -61,6 +94,7 @@ export function simArgs(args: LaunchArgs): Record<string, SimArg> {
  * @param given Sizes by dimension name or role letter (M, N, K, L).
  * @param options Seed, scalars, hazard checking.
  * @returns The report.
+ * @throws {Error} For sizes out of range or misaligned, or work over `maxWork`, before anything is allocated.
  */
 export function simulateGemm(
   ck: CompiledKernel,
@@ -70,6 +104,14 @@ export function simulateGemm(
   const sizes = resolveSizes(ck.gemm, given);
   const bad = alignmentViolations(ck.gemm, sizes);
   if (bad.length > 0) throw new Error(bad.join("; "));
+  const work = simulationWork(ck, sizes);
+  const maxWork = options.maxWork ?? SIM_WORK_LIMIT;
+  if (work > maxWork) {
+    throw new Error(
+      `Simulation too large: ${work} multiply-adds and elements exceed the limit of ${maxWork} ` +
+        "(raise it with --max-work)",
+    );
+  }
   const args = randomArgs(ck.gemm, sizes, options.seed ?? 1, options.scalars ?? {});
   const grid = gridFor(ck.kernel.grid, sizes);
   const t0 = performance.now();

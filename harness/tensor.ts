@@ -42,7 +42,13 @@ export function tensorShape(t: TensorParam, sizes: Readonly<Record<string, numbe
   const r = dims.length;
   let index: (ix: readonly number[]) => number;
   if (r === 1) index = (ix) => ix[0]!;
-  else {
+  else if (t.role === "bias") {
+    // A vector read along the batch (`bias[l, n]`, declared [L, N]): batch
+    // outermost whatever layout the declaration names, as the lowering's
+    // `vectorBase` reads it (docs/ARCHITECTURE.md §3).
+    const d1 = dims[1]!;
+    index = (ix) => ix[0]! * d1 + ix[1]!;
+  } else {
     const d0 = dims[r - 2]!;
     const d1 = dims[r - 1]!;
     const batchStride = d0 * d1;

@@ -386,6 +386,8 @@ export interface GemmKernel {
   readonly sms?: number;
   /** Where each given schedule line is, for diagnostics raised by passes. */
   readonly scheduleSpans: Readonly<Partial<Record<ScheduleKey, Span>>>;
+  /** The kernel's name in `kernel NAME`: where a diagnostic without a schedule line points. */
+  readonly nameSpan: Span;
   readonly span: Span;
   /** The file name and source the spans point into. */
   readonly source: { readonly file: string; readonly text: string };

@@ -59,11 +59,7 @@ export function scheduleError(
     span = k.scheduleSpans[kk];
     if (span !== undefined) break;
   }
-  if (span === undefined) {
-    // Point at the kernel's name: `kernel NAME`.
-    const at = k.source.text.indexOf(k.name, k.span.start + "kernel".length);
-    span = at >= 0 ? { start: at, end: at + k.name.length } : k.span;
-  }
-  const d: Diagnostic = diagnostic(code, message, k.source, span);
+  // Otherwise the kernel's name: `kernel NAME`.
+  const d: Diagnostic = diagnostic(code, message, k.source, span ?? k.nameSpan);
   throw new DiagnosticError([d]);
 }

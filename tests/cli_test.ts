@@ -194,6 +194,28 @@ Deno.test("cli: compile -o OUT writes the file and prints nothing", async () => 
   }
 });
 
+Deno.test("cli: compile -o into a missing directory, a directory or a full device exits 2, one line", async () => {
+  const dir = Deno.makeTempDirSync({ prefix: "gemmc_cli_" });
+  try {
+    const cases: [string, RegExp][] = [
+      [`${dir}/missing/out.ptx`, /no such directory/],
+      [dir, /is a directory/],
+      ...(Deno.build.os === "linux" ? [["/dev/full", /no space left/] as [string, RegExp]] : []),
+    ];
+    const runs = await gemmAll(cases.map(([o]) => ["compile", "examples/hgemm.gemm", "-o", o]));
+    cases.forEach(([o, why], i) => {
+      const r = runs[i]!;
+      assertNoStackTrace(r, o);
+      assert.equal(r.code, 2, `${o}: exit ${r.code}\n${r.stderr}`);
+      assert.equal(r.stdout, "");
+      assert.match(r.stderr, new RegExp(`^gemm: Cannot write "${o}": [^\n]+\n$`));
+      assert.match(r.stderr, why);
+    });
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
+});
+
 Deno.test("cli: later stages either work or say clearly that they are not available", async () => {
   // The PTX backend, the kernel IR and the passes are arriving: accept 0 (it works) or 2 (a
   // one-line "not available" message), never a crash.

@@ -26,6 +26,7 @@ const UPDATE = Deno.env.get("UPDATE_GOLDEN") === "1";
 const EXPECTED: Readonly<Record<string, readonly [DiagnosticCode, number, number]>> = {
   E0201_threadblock_not_divisible: ["E0201", 11, 5],
   E0201_warp_k: ["E0201", 11, 5],
+  E0202_kernel_name_after_comment: ["E0202", 2, 3],
   E0202_warp_not_divisible: ["E0202", 11, 5],
   E0203_no_instruction: ["E0203", 10, 5],
   E0204_smem_default_stages: ["E0204", 10, 5],
@@ -54,6 +55,8 @@ const EXPECTED: Readonly<Record<string, readonly [DiagnosticCode, number, number
 const MESSAGES: Readonly<Record<string, string>> = {
   E0201_threadblock_not_divisible: "Threadblock 128x128x32 is not divisible by warp 64x96x32",
   E0201_warp_k: "Warp tile 64x64x16 must span the threadblock's K (32): warps split only M and N",
+  // No warp line: at the kernel's name, not at the "k" of the comment before it.
+  E0202_kernel_name_after_comment: "Warp 64x64x8 is not divisible by the instruction 16x8x16",
   E0202_warp_not_divisible: "Warp 8x64x32 is not divisible by the instruction 16x8x16",
   E0203_no_instruction:
     "No mma.sync instruction 16x8x32 for f16 x f16 -> f32: SM80 has 16x8x8, 16x8x16",
@@ -190,9 +193,16 @@ Deno.test("schedule diagnostics: the caret is under the schedule line the messag
     E0211_s8_col_major_a: "A:",
     E0212_split_k: "split_k",
   };
+  // Without the schedule line concerned: the kernel's name, and only it.
+  const atName: Readonly<Record<string, string>> = { E0202_kernel_name_after_comment: "k" };
   for (const name of programs()) {
     const { file, text } = source(name);
     const d = compile(text, { file }).diagnostics[0]!;
+    if (atName[name] !== undefined) {
+      assert.equal(text.slice(d.span.start, d.span.end), atName[name], name);
+      assert.ok(!text.slice(0, d.span.start).split("\n").pop()!.includes("//"), name);
+      continue;
+    }
     const line = text.split("\n")[d.line - 1]!;
     const marked = line.slice(d.column - 1);
     assert.ok(marked.startsWith(keyOf[name]!), `${name}: caret at ${JSON.stringify(marked)}`);

@@ -674,6 +674,16 @@ const COMBOS: Combo[] = [
     sizes: [{ M: 40, N: 24, K: 64, L: 3 }],
   },
   {
+    // The reference once indexed this [L, N] col vector as a column-major
+    // matrix (l + n * L); a vector has no layout: batch outermost.
+    name: "batched bias[l, n] declared col (bad_inputs/batch_bias_col.gemm)",
+    source: kernel(
+      "A: f16[L, M, K]; B: f16[L, K, N] col; bias: f32[L, N] col; D: f32[L, M, N]",
+      "D[l, m, n] = A[l, m, k] * B[l, k, n] + bias[l, n]",
+    ),
+    sizes: [{ M: 16, N: 16, K: 16, L: 4 }],
+  },
+  {
     name: "batched with column-major C, bias[n] and beta",
     source: kernel(
       "A: f16[L, M, K]; B: f16[L, K, N] col; C: f32[L, M, N] col; bias: f32[N]; " +
@@ -690,6 +700,27 @@ const COMBOS: Combo[] = [
       SMALL8,
     ),
     sizes: [{ M: 40, N: 24, K: 128, L: 3 }],
+  },
+  // Found by an independent fuzzer (/work/shared/bad_inputs).
+  {
+    // u8 dot products beyond f16's range: +Inf on both sides agrees.
+    name: "u8 x u8 into f16 D, overflowing to Inf (bad_inputs/f16_overflow_inf_mismatch.gemm)",
+    source: kernel(
+      "A: u8[M, K]; B: u8[K, N] col; D: f16[M, N]",
+      "D[m, n] = A[m, k] * B[k, n]",
+      SMALL8,
+    ),
+    sizes: [{ M: 16, N: 16, K: 16 }],
+  },
+  {
+    // The f32 epilogue rounds at |beta| while the result is tiny: the bound
+    // follows the largest intermediate, not the output.
+    name: "cancellation in the epilogue (bad_inputs/epilogue_cancellation_bound.gemm)",
+    source: kernel(
+      "A: f16[M, K]; B: f16[K, N] col; C: f32[M, N]; D: f32[M, N]; beta: f32",
+      "D[m, n] = beta - (min(A[m, k] * B[k, n], C[m, n]) + beta)",
+    ),
+    sizes: [{ M: 64, N: 64, K: 16 }],
   },
   // Found by tests/fuzz.ts.
   {

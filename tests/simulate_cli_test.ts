@@ -119,6 +119,17 @@ Deno.test("simulate: missing or malformed --size, a missing file, an unknown ker
     [["simulate", "examples/nope.gemm", "--size", "M=8,N=8,K=8"], /nope\.gemm/],
     [["simulate", "examples/two_kernels.gemm", "--kernel", "zz", "--size", "M=8,N=8,K=8"], /zz/],
     [["simulate", "examples/hgemm.gemm", "--size", "M=8,N=8,K=8", "--seed", "x"], /seed/],
+    // Refused before anything is allocated (bad_inputs: an allocation failure, an unbounded run).
+    [
+      ["simulate", "examples/hgemm.gemm", "--size", "M=2147483647,N=8,K=16"],
+      /too large.*--max-work/,
+    ],
+    [["simulate", "examples/hgemm.gemm", "--size", "M=16384,N=16384,K=64"], /limit of 2147483648/],
+    [["simulate", "examples/hgemm.gemm", "--size", "M=64,N=64,K=64", "--max-work", "1000"], /1000/],
+    [
+      ["simulate", "examples/hgemm.gemm", "--size", "M=8,N=8,K=8", "--max-work", "lots"],
+      /max-work/,
+    ],
   ];
   const runs = await gemmAll(cases.map(([a]) => a));
   cases.forEach(([a, says], i) => {
@@ -130,6 +141,19 @@ Deno.test("simulate: missing or malformed --size, a missing file, an unknown ker
     assert.match(r.stderr, /^gemm: [^\n]+\n$/, `${what}: ${JSON.stringify(r.stderr)}`);
     assert.match(r.stderr, says, what);
   });
+});
+
+Deno.test("simulate --max-work N admits work up to N: 64^3 (274432) under 300000 runs", async () => {
+  const r = await gemm(
+    "simulate",
+    "examples/hgemm.gemm",
+    "--size",
+    "M=64,N=64,K=64",
+    "--max-work",
+    "300000",
+  );
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /^hgemm: AGREES/m);
 });
 
 Deno.test("simulate --kernel picks one kernel of a file", async () => {

@@ -188,3 +188,17 @@ for (const t of TARGET_NAMES) {
     },
   );
 }
+
+Deno.test("target: compile and check with a target option that names no target throw a TypeError naming it", () => {
+  const src = "kernel k {\n  A: f16[M, K]\n  B: f16[K, N] col\n  D: f32[M, N]\n" +
+    "  D[m, n] = A[m, k] * B[k, n]\n}\n";
+  // bad_inputs/api_target_sm90.ts: this was "GEMM IR verifier: ... stages is NaN".
+  const target = "sm90" as unknown as "sm80";
+  for (const f of [() => compile(src, { target }), () => check(src, { target })]) {
+    assert.throws(
+      f,
+      (e) => e instanceof TypeError && /Unknown target "sm90": expected sm80/.test(e.message),
+    );
+  }
+  assert.ok(compile(src, { target: "sm86" }).ok);
+});

@@ -94,7 +94,8 @@ export function declareTensor(s: Scope, d: TensorDeclAst): void {
  * @param s The kernel's scope.
  * @param d The declaration.
  * @throws {DiagnosticError} E0102 for a name declared twice, E0117 for a bad
- *   dtype or an s32 default out of range.
+ *   dtype or an s32 default out of range, E0124 for a default that is not
+ *   finite in its dtype (`1e999`, or `1e39` for f32).
  */
 export function declareScalar(s: Scope, d: ScalarDeclAst): void {
   checkNewName(s, d.name);
@@ -104,6 +105,18 @@ export function declareScalar(s: Scope, d: ScalarDeclAst): void {
       "E0117",
       `Scalar "${d.name.text}" has dtype "${d.dtype}": scalars are f32, f64 or s32`,
       d.dtypeSpan,
+    );
+  }
+  if (
+    d.default !== null &&
+    !Number.isFinite(d.dtype === "f32" ? Math.fround(d.default.value) : d.default.value)
+  ) {
+    fail(
+      s.src,
+      "E0124",
+      `Literal out of range: default "${d.default.text}" of scalar "${d.name.text}" ` +
+        `is not a finite ${d.dtype}`,
+      d.default.span,
     );
   }
   if (d.default !== null && d.dtype === "s32") {

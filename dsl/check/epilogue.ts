@@ -51,12 +51,17 @@ export interface EpilogueInput {
   readonly views: MatrixView[];
 }
 
-/** The walk's state: its input, and whether a floating-point value was seen. */
+/** The walk's state: its input, whether a floating-point value was seen, and the integer literals. */
 interface Walk {
   readonly s: Scope;
   readonly in: EpilogueInput;
   isFloat: boolean;
+  /** Literals written as integers, checked against s32 once the compute type is known. */
+  readonly ints: Extract<ExprAst, { kind: "number" }>[];
 }
+
+/** The largest literal an s32 epilogue holds. */
+const S32_MAX = 2 ** 31 - 1;
 
 /**
  * Types the epilogue of a statement.
@@ -67,7 +72,9 @@ interface Walk {
  * @returns The compute type and the expression (the views are in `input.views`).
  * @throws {DiagnosticError} E0120 for an epilogue tensor of a dtype the
  *   epilogue cannot read, E0119 for a misplaced batch index, E0118 for a
- *   tensor used in two roles or read in two index orders.
+ *   tensor used in two roles or read in two index orders, E0116 for a popc
+ *   outside the contraction, E0124 for a
+ *   literal out of range (not finite, or over s32 in an integer epilogue).
  */
 export function checkEpilogue(
   s: Scope,
@@ -79,9 +86,19 @@ export function checkEpilogue(
     s,
     in: input,
     isFloat: DTYPE_INFO[out.dtype].float || math.acc === "f64" || DTYPE_INFO[math.acc].float,
+    ints: [],
   };
   const e = visit(w, expr);
   const compute: ComputeType = math.acc === "f64" ? "f64" : w.isFloat ? "f32" : "s32";
+  const big = compute === "s32" ? w.ints.find((n) => n.value > S32_MAX) : undefined;
+  if (big !== undefined) {
+    fail(
+      s.src,
+      "E0124",
+      `Literal out of range: ${big.text} does not fit the s32 epilogue (at most ${S32_MAX})`,
+      big.span,
+    );
+  }
   return { compute, expr: e };
 }
 
@@ -109,7 +126,11 @@ function visit(w: Walk, e: ExprAst): EpilogueExpr {
     case "access":
       return load(w, e);
     case "number":
+      if (!Number.isFinite(e.value)) {
+        fail(w.s.src, "E0124", `Literal out of range: ${e.text} is not a finite number`, e.span);
+      }
       if (!Number.isInteger(e.value) || /[.eE]/.test(e.text)) w.isFloat = true;
+      else w.ints.push(e);
       return constNode(e.value);
     case "name": {
       const sc = w.s.scalars.get(e.name.text)!;
@@ -140,7 +161,15 @@ function visit(w: Walk, e: ExprAst): EpilogueExpr {
       throw new Error(`Unchecked function "${f}"`);
     }
     case "popc":
-      throw new Error("A popc outside the contraction was not rejected");
+      // The contraction's popc became the accumulator above; any other is not
+      // an epilogue function.
+      return fail(
+        w.s.src,
+        "E0116",
+        "A popc outside the contraction: popc(A[m, k] & B[k, n]) with b1 operands is the " +
+          "main loop of a binary GEMM, not an epilogue function",
+        e.span,
+      );
   }
 }
 

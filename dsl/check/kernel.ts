@@ -131,6 +131,7 @@ function checkStatement(
     schedule: sched.schedule,
     plan: {},
     scheduleSpans: sched.spans,
+    nameSpan: k.name.span,
     span: k.span,
     source: s.src,
   };

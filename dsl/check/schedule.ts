@@ -12,6 +12,14 @@ import { type Dtype, isDtype } from "../../ir/dtype.ts";
 import { isTargetName, targetList } from "../../ir/target.ts";
 import { fail, lineOf, type Src } from "./scope.ts";
 
+/**
+ * The most splits of K a schedule may ask for, checked before anything is
+ * sized by it (the grid's z, the workspace, the unrolled reduction). The
+ * default picks at most 8 (passes/tile.ts `defaultSplitK`); each split
+ * needs a k-tile of its own, and the last block sums the partials serially.
+ */
+export const MAX_SPLIT_K = 64;
+
 /** The schedule keys, in the order the README (The DSL, The schedule) lists them. */
 export const SCHEDULE_KEYS: readonly ScheduleKey[] = Object.freeze(
   [
@@ -119,9 +127,14 @@ function readValue(
       s.swizzle = n;
       break;
     }
-    case "split_k":
-      s.splitK = positiveInt(src, k, v, vs);
+    case "split_k": {
+      const n = positiveInt(src, k, v, vs);
+      if (n > MAX_SPLIT_K) {
+        fail(src, "E0112", `"split_k ${v}" exceeds the limit of ${MAX_SPLIT_K} splits`, vs);
+      }
+      s.splitK = n;
       break;
+    }
     case "math":
       if (v !== "tf32" && v !== "3xtf32" && v !== "f32") {
         fail(src, "E0112", `Malformed value "${v}" for "math": expected tf32, 3xtf32 or f32`, vs);

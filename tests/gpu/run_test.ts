@@ -140,6 +140,16 @@ Deno.test("alignment violations and short buffers are raised before any CUDA cal
   );
   assert.throws(() => runGemm(h, { M: 0, N: 64, K: 64 }, { cuda }), /empty grid/);
   assert.throws(() => runGemm(h, { M: 64, N: 64 }, { cuda }), /No size for dimension "K"/);
+  // bad_inputs/api_runtime.ts: a NaN scalar, given or in the arguments, and an unknown check.
+  assert.throws(
+    () => runGemm(h, sizes, { cuda, scalars: { alpha: NaN } }),
+    /Scalar "alpha" is NaN: a finite f32 is needed/,
+  );
+  const nan = randomArgs(h.gemm, sizes, 1);
+  nan.scalars.set("alpha", Infinity);
+  assert.throws(() => runGemm(h, sizes, { cuda, args: nan }), /Scalar "alpha" is Infinity/);
+  const check = "bogus" as unknown as "ref";
+  assert.throws(() => runGemm(h, sizes, { cuda, check }), /Option check must be ref, sim, none/);
   assert.equal(opened, 0);
 });
 

@@ -1,0 +1,81 @@
+/**
+ * The source limits (dsl/limits.ts): a program at each limit compiles to
+ * PTX (the parser, the checker and the passes take that much nesting), one
+ * past it is an E0002 at the token over the limit, before the parser runs;
+ * a name outside ASCII is an E0003 at the name.
+ */
+
+import assert from "node:assert/strict";
+import { check, compile } from "../compiler.ts";
+import { MAX_IDENTIFIER, MAX_NESTING, MAX_OPERATORS } from "../dsl/limits.ts";
+
+const ACC = "A[m, k] * B[k, n]";
+
+function program(expr: string, out = "D"): string {
+  return `kernel k {\n  A: f16[M, K]\n  B: f16[K, N] col\n  ${out}: f32[M, N]\n` +
+    `  ${out}[m, n] = ${expr}\n}\n`;
+}
+
+/** Nesting and operators at their limits together, in the shapes that recurse deepest. */
+const AT_LIMITS: Readonly<Record<string, string>> = {
+  "parentheses around a sum": "(".repeat(MAX_NESTING) + ACC + " + 1".repeat(MAX_OPERATORS - 1) +
+    ")".repeat(MAX_NESTING),
+  "calls then products": "relu(".repeat(MAX_NESTING) + ACC + ")".repeat(MAX_NESTING) +
+    " * 2".repeat(MAX_OPERATORS - 1),
+  "unary minus inside parentheses": "(-".repeat(MAX_NESTING) + ACC + ")".repeat(MAX_NESTING) +
+    " + 1".repeat(MAX_OPERATORS - MAX_NESTING - 1),
+  "a chain of unary minus": "-".repeat(MAX_OPERATORS - 1) + ACC,
+};
+
+for (const [name, expr] of Object.entries(AT_LIMITS)) {
+  Deno.test(`limits: ${name} at the limits compiles`, () => {
+    const r = compile(program(expr), { file: "k.gemm" });
+    assert.deepEqual(r.diagnostics, []);
+    assert.ok(r.ok && r.kernels[0]!.ptx.includes(".entry k"));
+  });
+}
+
+/** One past each limit, with the 1-based column of the token over it on line 5. */
+const OVER: readonly (readonly [string, string, string, number])[] = [
+  [
+    "parentheses",
+    "(".repeat(MAX_NESTING + 1) + ACC + ")".repeat(MAX_NESTING + 1),
+    "nested",
+    13 + MAX_NESTING,
+  ],
+  [
+    "operators",
+    ACC + " + 1".repeat(MAX_OPERATORS + 1),
+    "too long",
+    13 + ACC.length + 4 * (MAX_OPERATORS - 1) + 1,
+  ],
+];
+
+for (const [name, expr, words, column] of OVER) {
+  Deno.test(`limits: one past the limit of ${name} is E0002 at the token over it`, () => {
+    const d = check(program(expr), { file: "k.gemm" }).diagnostics;
+    assert.deepEqual(d.map((x) => [x.code, x.line, x.column]), [["E0002", 5, column]]);
+    assert.match(d[0]!.message, new RegExp(words));
+  });
+}
+
+Deno.test("limits: an identifier of the limit's length is legal, one longer is E0002", () => {
+  const ok = "D" + "x".repeat(MAX_IDENTIFIER - 1);
+  assert.deepEqual(check(program(ACC, ok), { file: "k.gemm" }).diagnostics, []);
+  const long = "D" + "x".repeat(1_000_000);
+  const d = check(program(ACC, long), { file: "k.gemm" }).diagnostics;
+  assert.deepEqual(d.map((x) => [x.code, x.line, x.column]), [["E0002", 4, 3]]);
+  assert.equal(d[0]!.span.end - d[0]!.span.start, MAX_IDENTIFIER);
+});
+
+Deno.test("limits: comments and exponents count neither as nesting nor as operators", () => {
+  const comment = `// ${"(".repeat(MAX_NESTING + 1)} ${"-".repeat(MAX_OPERATORS + 1)}\n`;
+  const expr = ACC + " + 1e-3".repeat(MAX_OPERATORS - 1);
+  assert.deepEqual(check(comment + program(expr), { file: "k.gemm" }).diagnostics, []);
+});
+
+Deno.test("limits: a name outside ASCII is E0003 at the name", () => {
+  const d = check(program(ACC, "Dé"), { file: "k.gemm" }).diagnostics;
+  assert.deepEqual(d.map((x) => [x.code, x.line, x.column]), [["E0003", 4, 3]]);
+  assert.match(d[0]!.message, /"Dé" is not ASCII/);
+});
