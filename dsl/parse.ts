@@ -5,7 +5,11 @@
  * @module
  */
 
-import * as ohm from "ohm-js";
+// The one npm dependency, named here rather than through deno.json's import
+// map, so that a script in any folder imports mod.ts with no configuration
+// (tests/package_test.ts).
+// deno-lint-ignore no-import-prefix
+import * as ohm from "npm:ohm-js@17.5.0";
 import grammarSource from "./gemm.ohm" with { type: "text" };
 import type {
   AccessAst,
