@@ -344,7 +344,7 @@ function validateRow(s: MmaShape): void {
   } else {
     fail(nm, `unsupported A type ${s.aType}`);
   }
-  if (s.regBits !== (s.aType === "f64" ? 64 : 32)) fail(nm, `bad regBits ${s.regBits}`);
+  if (s.regBits !== regBitsOf(s.aType)) fail(nm, `bad regBits ${s.regBits}`);
   if (s.a.dtype !== s.aType || s.b.dtype !== s.bType || s.c.dtype !== s.cType) {
     fail(nm, "fragment dtypes do not match row types");
   }

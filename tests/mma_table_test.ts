@@ -412,16 +412,6 @@ Deno.test("validateMmaTable rejects broken tables", () => {
   assert.throws(() => validateMmaTable([good]), /frozen/);
 });
 
-Deno.test("every operand's register type holds its elements", () => {
-  for (const s of MMA_SHAPES) {
-    for (const f of [s.a, s.b, s.c]) {
-      const bits = f.regType === "f64" ? 64 : 32;
-      assert.equal(bits, f.regBits, `${s.name} ${f.operand}`);
-      if (f.elemsPerReg > 1) assert.equal(f.regType, "b32", `${s.name} ${f.operand} is packed`);
-    }
-  }
-});
-
 Deno.test("ldmatrix address lanes", () => {
   assert.deepEqual(ldmatrixAddrRow(0, 1), { matrix: 0, row: 0 });
   assert.deepEqual(ldmatrixAddrRow(7, 1), { matrix: 0, row: 7 });

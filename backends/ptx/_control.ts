@@ -14,13 +14,13 @@ import { type Ctx, put } from "./_context.ts";
 import { RENDER, render } from "./_render.ts";
 
 /** `e` with the kernel and the operation named, when it is a {@link PtxError}. */
-export function locatedError(cx: Ctx, where: () => string, e: unknown): unknown {
+function locatedError(cx: Ctx, where: () => string, e: unknown): unknown {
   if (!(e instanceof PtxError)) return e;
   return new PtxError(`Kernel "${cx.kernel.name}": ${e.message}: at "${where()}"`);
 }
 
 /** Runs `f`, naming the kernel and the operation in any {@link PtxError} it throws. */
-export function located<T>(cx: Ctx, where: () => string, f: () => T): T {
+function located<T>(cx: Ctx, where: () => string, f: () => T): T {
   try {
     return f();
   } catch (e) {
@@ -29,7 +29,7 @@ export function located<T>(cx: Ctx, where: () => string, f: () => T): T {
 }
 
 /** The kernel-IR text of one simple operation (for error messages). */
-export function opText(o: Op): string {
+function opText(o: Op): string {
   const text: string[] = [];
   printBody([o], "", text);
   return text.join(" ");
@@ -64,8 +64,9 @@ export function emitBody(body: readonly Op[], cx: Ctx, indent: string): void {
   }
 }
 
-/** {@link locatedError} for a simple operation. */
-export function opError(cx: Ctx, o: Op, e: unknown): unknown {
+/** {@link locatedError} for a simple operation (out of line: a closure over `o` in
+ * {@link emitBody} would allocate a context per operation). */
+function opError(cx: Ctx, o: Op, e: unknown): unknown {
   return locatedError(cx, () => opText(o), e);
 }
 

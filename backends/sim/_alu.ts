@@ -42,9 +42,6 @@ import {
 import type { Machine, Mask, OpInfo, RegArray, Run } from "./_machine.ts";
 import { SimError } from "./types.ts";
 
-/** The operations compiled here: ir/kernel.ts's {@link AluOp}. */
-export type { AluOp };
-
 /** Exact value of every f16 bit pattern. */
 export const F16_VALUES: Float64Array = (() => {
   const t = new Float64Array(65536);
