@@ -14,7 +14,7 @@ import {
   type CompileResult,
   formatDiagnostics,
 } from "../compiler.ts";
-import { parseTarget, type Target, targetList } from "../ir/target.ts";
+import { parseTarget, type Target, targetChoices, targetList } from "../ir/target.ts";
 import { parseSizes } from "../harness/sizes.ts";
 import type { Hazard } from "../backends/sim/mod.ts";
 import { type CliIO, type OptionSpec, UsageError } from "./options.ts";
@@ -23,7 +23,7 @@ import { type CliIO, type OptionSpec, UsageError } from "./options.ts";
 export const TARGET_OPTION = {
   name: "target",
   type: "string",
-  value: targetList("|"),
+  value: targetChoices(),
   help: "Override the schedule's target",
 } as const satisfies OptionSpec;
 

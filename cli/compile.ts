@@ -9,7 +9,7 @@
 import { compile, type CompiledKernel, ptxModule } from "../compiler.ts";
 import { kernelManifest } from "../backends/ptx/manifest.ts";
 import { findPtxas, formatPtxasReport, runPtxas } from "../backends/ptx/ptxas.ts";
-import { targetInfo } from "../ir/target.ts";
+import { defaultSmsText, targetInfo } from "../ir/target.ts";
 import { PASS_NAMES } from "../passes/pipeline_list.ts";
 import { resolveSizes } from "../harness/sizes.ts";
 import {
@@ -63,7 +63,7 @@ const OPTIONS = [
     "Choose the default schedule for the --size sizes, as run --tune and\n" +
       "simulate --tune do (the kernel stays correct for any size)",
   ),
-  smsOption("default 108, an A100"),
+  smsOption(`default ${defaultSmsText()}`),
   {
     name: "ptxas",
     type: "boolean",

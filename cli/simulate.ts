@@ -8,6 +8,7 @@
 
 import { SIM_WORK_LIMIT, simulateGemm, type SimulateReport } from "../harness/simulate_gemm.ts";
 import { SimError } from "../backends/sim/mod.ts";
+import { defaultSmsText } from "../ir/target.ts";
 import {
   compiledKernels,
   hazardLines,
@@ -41,7 +42,7 @@ const OPTIONS = [
   TARGET_OPTION,
   noHazardsOption("Skip the hazard checker (faster)"),
   tuneOption(TUNE_HELP),
-  smsOption("default 108, an A100"),
+  smsOption(`default ${defaultSmsText()}`),
   {
     name: "max-work",
     type: "string",

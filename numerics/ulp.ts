@@ -63,6 +63,9 @@ export function ulpDistanceF16(hBitsA: number, hBitsB: number): number {
   return Math.abs(ka - kb);
 }
 
+/** Scratch for {@link ulpDistanceF64}: two f64 slots, reused by every call. */
+const F64_PAIR = new DataView(new ArrayBuffer(16));
+
 /**
  * The ordered-integer distance of two f64 bit patterns (units in the last
  * place); NaN is 0 from NaN and infinitely far from anything else.
@@ -78,7 +81,7 @@ export function ulpDistanceF16(hBitsA: number, hBitsB: number): number {
  */
 export function ulpDistanceF64(a: number, b: number): number {
   if (a !== a || b !== b) return a !== a && b !== b ? 0 : Infinity;
-  const dv = new DataView(new ArrayBuffer(16));
+  const dv = F64_PAIR;
   dv.setFloat64(0, a, true);
   dv.setFloat64(8, b, true);
   const ord = (x: bigint) => (x < 0n ? -(x & 0x7fffffffffffffffn) : x);
