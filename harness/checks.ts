@@ -19,12 +19,13 @@
  * @module
  */
 
-import type { GemmKernel, TensorParam } from "../ir/gemm.ts";
+import type { DimRef, GemmKernel, TensorParam } from "../ir/gemm.ts";
 import { tensorParam } from "../ir/gemm.ts";
 import { type Dtype, DTYPE_INFO } from "../ir/dtype.ts";
 import type { GridPlan, Kernel } from "../ir/kernel.ts";
-import { type LaunchArgs, Rng } from "./inputs.ts";
-import { readElem, type TensorShape, tensorShape, writeElem } from "./tensor.ts";
+import type { LaunchArgs } from "./inputs.ts";
+import { Rng } from "../numerics/random.ts";
+import { dimValue, readElem, type TensorShape, tensorShape, writeElem } from "./tensor.ts";
 import { referenceGemm } from "./reference.ts";
 import { compareOutput, type Comparison } from "./compare.ts";
 import { type Hazard, simulate } from "../backends/sim/mod.ts";
@@ -152,7 +153,7 @@ export function chooseReferenceSample(
   tiles: { readonly m: number; readonly n: number } = { m: 128, n: 128 },
 ): Sample | null {
   const p = k.problem;
-  const val = (d: GemmKernel["problem"]["m"]) => d.kind === "const" ? d.value : sizes[d.name]!;
+  const val = (d: DimRef) => dimValue(d, sizes);
   const M = val(p.m);
   const N = val(p.n);
   const K = val(p.k);

@@ -15,8 +15,6 @@ import { type Dtype, DTYPE_INFO } from "../ir/dtype.ts";
 import { tensorShape, writeElem } from "./tensor.ts";
 import { intRange, Rng } from "../numerics/random.ts";
 
-export { intRange, Rng };
-
 /**
  * Fills a tensor with random values of its type.
  *

@@ -31,11 +31,11 @@
  * @module
  */
 
-import type { ComputeType, EpilogueExpr, GemmKernel, TensorParam } from "../ir/gemm.ts";
+import type { ComputeType, DimRef, EpilogueExpr, GemmKernel, TensorParam } from "../ir/gemm.ts";
 import { tensorParam } from "../ir/gemm.ts";
 import { type EpilogueNode, fnOf, foldEpilogue, functionsIn } from "../ir/epilogue_expr.ts";
 import { type Dtype, DTYPE_INFO } from "../ir/dtype.ts";
-import { readElem, tensorShape } from "./tensor.ts";
+import { dimValue, readElem, tensorShape } from "./tensor.ts";
 import type { LaunchArgs } from "./inputs.ts";
 import { roundHalfEven, roundToDtype, ulpOf } from "../numerics/mod.ts";
 
@@ -234,8 +234,7 @@ function outputElement(
 export function referenceGemm(k: GemmKernel, args: LaunchArgs): Reference {
   const p = k.problem;
   const sizes = args.sizes;
-  const dimVal = (d: { kind: "sym"; name: string } | { kind: "const"; value: number }) =>
-    d.kind === "const" ? d.value : sizes[d.name]!;
+  const dimVal = (d: DimRef) => dimValue(d, sizes);
   const M = dimVal(p.m);
   const N = dimVal(p.n);
   const K = dimVal(p.k);

@@ -15,10 +15,10 @@
 
 import type { CompiledKernel } from "../compiler.ts";
 import { gridFor } from "../ir/kernel.ts";
-import { tensorParam } from "../ir/gemm.ts";
+import { type DimRef, tensorParam } from "../ir/gemm.ts";
 import { DTYPE_INFO } from "../ir/dtype.ts";
 import { type LaunchArgs, randomArgs, scalarValueProblem } from "./inputs.ts";
-import { tensorShape } from "./tensor.ts";
+import { dimValue, tensorShape } from "./tensor.ts";
 import { alignmentViolations, resolveSizes } from "./sizes.ts";
 import { type KernelManifest, kernelManifest } from "../backends/ptx/manifest.ts";
 import {
@@ -178,9 +178,10 @@ export function checkRun(
         }
       } else {
         const v = args.scalars.get(p.name);
-        const problem = v === undefined ? null : scalarValueProblem(p.name, p.dtype, v);
-        if (v === undefined) bad.push(`No value for scalar "${p.name}"`);
-        else if (problem !== null) bad.push(problem);
+        const problem = v === undefined
+          ? `No value for scalar "${p.name}"`
+          : scalarValueProblem(p.name, p.dtype, v);
+        if (problem !== null) bad.push(problem);
       }
     }
     for (const [n, v] of Object.entries(sizes)) {
@@ -369,7 +370,7 @@ function runTiming(
   counts: Counts,
 ): RunTiming {
   const p = ck.gemm.problem;
-  const dim = (x: typeof p.m) => (x.kind === "const" ? x.value : sizes[x.name]!);
+  const dim = (x: DimRef) => dimValue(x, sizes);
   const ops = 2 * dim(p.m) * dim(p.n) * dim(p.k) * (p.batch === null ? 1 : dim(p.batch));
   const med = median(samplesMs);
   return {
@@ -413,7 +414,7 @@ function cpuChecks(
   }
   if (check === "sim") {
     const p = ck.gemm.problem;
-    const K = p.k.kind === "const" ? p.k.value : sizes[p.k.name]!;
+    const K = dimValue(p.k, sizes);
     const blocks = chooseBlocks(
       ck.kernel.grid,
       grid,

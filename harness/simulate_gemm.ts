@@ -13,7 +13,8 @@ import { type LaunchArgs, randomArgs } from "./inputs.ts";
 import { referenceGemm } from "./reference.ts";
 import { compareOutput, type Comparison } from "./compare.ts";
 import { alignmentViolations, resolveSizes } from "./sizes.ts";
-import { tensorParam } from "../ir/gemm.ts";
+import { type DimRef, tensorParam } from "../ir/gemm.ts";
+import { dimValue } from "./tensor.ts";
 import { workspaceArgs } from "./workspace.ts";
 
 /** Options of {@link simulateGemm}. */
@@ -49,8 +50,7 @@ export function simulationWork(
   sizes: Readonly<Record<string, number>>,
 ): number {
   const p = ck.gemm.problem;
-  const dim = (d: { kind: "sym"; name: string } | { kind: "const"; value: number } | null) =>
-    d === null ? 1 : d.kind === "const" ? d.value : sizes[d.name]!;
+  const dim = (d: DimRef | null) => d === null ? 1 : dimValue(d, sizes);
   let work = dim(p.batch) * dim(p.m) * dim(p.n) * dim(p.k);
   for (const t of ck.gemm.params) {
     if (t.kind === "tensor") work += t.dims.reduce((a, d) => a * dim(d), 1);

@@ -22,6 +22,21 @@ export interface TensorShape {
 }
 
 /**
+ * A dimension's value at runtime sizes.
+ *
+ * @param d The dimension.
+ * @param sizes Runtime sizes by dimension name.
+ * @returns Its value.
+ * @throws {Error} For a symbolic dimension with no size.
+ */
+export function dimValue(d: DimRef, sizes: Readonly<Record<string, number>>): number {
+  if (d.kind === "const") return d.value;
+  const v = sizes[d.name];
+  if (v === undefined) throw new Error(`Missing size for dimension "${d.name}"`);
+  return v;
+}
+
+/**
  * The concrete shape of a tensor parameter for given runtime sizes.
  *
  * @param t The parameter.
@@ -29,13 +44,7 @@ export interface TensorShape {
  * @returns Its shape, byte size and index function.
  */
 export function tensorShape(t: TensorParam, sizes: Readonly<Record<string, number>>): TensorShape {
-  const val = (d: DimRef) => {
-    if (d.kind === "const") return d.value;
-    const v = sizes[d.name];
-    if (v === undefined) throw new Error(`Missing size for dimension "${d.name}"`);
-    return v;
-  };
-  const dims = t.dims.map(val);
+  const dims = t.dims.map((d) => dimValue(d, sizes));
   const elements = dims.reduce((a, b) => a * b, 1);
   const bits = DTYPE_INFO[t.dtype].bits;
   const bytes = Math.ceil((elements * bits) / 8);

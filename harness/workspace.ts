@@ -12,7 +12,7 @@
 
 import { type Kernel, workspaceBytes, workspaceParams } from "../ir/kernel.ts";
 
-export { workspaceBytes, workspaceParams };
+export { workspaceBytes };
 
 /**
  * Zeroed host buffers for a kernel's workspace parameters, by name (for the
