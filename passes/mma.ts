@@ -105,6 +105,7 @@ export const mmaPass: GemmPass = {
   summary: "Select the mma.sync instruction, the k-steps and the fragment buffering",
   run(k: GemmKernel): GemmKernel {
     const m = k.math;
+    if (m.mode === "simt") return simtPlan(k);
     const op = m.op === "mul" ? undefined : m.op;
     const shapes = mmaShapesOn(
       k.target,
@@ -113,7 +114,6 @@ export const mmaPass: GemmPass = {
       m.acc as MmaDtype,
       op,
     );
-    if (m.mode === "simt") return simtPlan(k);
     const want = k.schedule.mma;
     const list = shapes.map((s) => `${s.m}x${s.n}x${s.k}`).join(", ");
     const shape = want === undefined

@@ -376,6 +376,11 @@ Deno.test("gemm-pipeline: stages = min(4 (tf32: 5), what fits), per target", () 
     assert.deepEqual([p.stages, p.smemBytes, p.waitDepth], [s, s * 24576, s - 2], t);
     assert.equal(compileOk(program(...F16), t).planned.plan.pipeline!.stages, Math.min(4, fit));
   }
+  // The values above for the two targets, written out (not from the table).
+  assert.deepEqual(
+    (["sm80", "sm86"] as const).map((t) => compileOk(text, t).planned.plan.pipeline!.stages),
+    [5, 4],
+  );
   // Given stages are kept, the wait depth follows.
   const p = compileOk(program(...F16, { schedule: ["stages 2"] })).planned.plan.pipeline!;
   assert.deepEqual([p.stages, p.waitDepth, p.smemBytes, p.b.offset], [2, 0, 49152, 16384]);

@@ -12,11 +12,11 @@ import { type EpilogueExpr, unreachable } from "../../ir/gemm.ts";
 import type { Op, Operand, Reg, RegType } from "../../ir/kernel.ts";
 import type { LowerContext } from "./context.ts";
 import * as ir from "../../ir/builder.ts";
-import type { EpilogueEmitter } from "../../ir/epilogue.ts";
+import type { ComputeType, EpilogueEmitter } from "../../ir/epilogue.ts";
 import { argsOf, fnOf } from "../../ir/epilogue_expr.ts";
 
 /** An accumulator element as the compute type. */
-export function accValue(cx: LowerContext, r: Reg, elem: number, c: "f32" | "f64" | "s32"): Reg {
+export function accValue(cx: LowerContext, r: Reg, elem: number, c: ComputeType): Reg {
   const b = cx.b;
   const at = cx.shape.cType;
   if (at === "f16") {
@@ -44,7 +44,7 @@ export function accValue(cx: LowerContext, r: Reg, elem: number, c: "f32" | "f64
 }
 
 /** Converts a value of type `from` into the compute type. */
-function toCompute(cx: LowerContext, v: Reg, from: RegType, c: "f32" | "f64" | "s32"): Reg {
+function toCompute(cx: LowerContext, v: Reg, from: RegType, c: ComputeType): Reg {
   if (from === c) return v;
   const b = cx.b;
   const dst = b.reg(c);
@@ -72,7 +72,7 @@ export function evalEpilogue(
   cx: LowerContext,
   e: EpilogueExpr,
   accV: Reg,
-  c: "f32" | "f64" | "s32",
+  c: ComputeType,
   load: (e: Extract<EpilogueExpr, { op: "load" }>) => Reg,
 ): Reg {
   const ev = (x: EpilogueExpr) => evalEpilogue(cx, x, accV, c, load);
@@ -122,7 +122,7 @@ function epilogueEmitter(cx: LowerContext): EpilogueEmitter<Reg> {
 }
 
 /** Rounds a compute value to `to` and back (a cast inside the epilogue). */
-function castTo(cx: LowerContext, x: Reg, c: "f32" | "f64" | "s32", to: Dtype): Reg {
+function castTo(cx: LowerContext, x: Reg, c: ComputeType, to: Dtype): Reg {
   const b = cx.b;
   if (to === c) return x;
   if (to === "f16" || to === "bf16") {
@@ -155,7 +155,7 @@ function castTo(cx: LowerContext, x: Reg, c: "f32" | "f64" | "s32", to: Dtype): 
 }
 
 /** A compute value converted to D's type, in the register type the store takes. */
-export function convertOut(cx: LowerContext, v: Reg, c: "f32" | "f64" | "s32", out: Dtype): Reg {
+export function convertOut(cx: LowerContext, v: Reg, c: ComputeType, out: Dtype): Reg {
   const b = cx.b;
   switch (out) {
     case "f32":
@@ -216,7 +216,7 @@ export function loadedToCompute(
   cx: LowerContext,
   v: Reg,
   dtype: Dtype,
-  c: "f32" | "f64" | "s32",
+  c: ComputeType,
 ): Reg {
   const b = cx.b;
   switch (dtype) {

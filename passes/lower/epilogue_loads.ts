@@ -15,6 +15,7 @@ import {
   tensorParam,
 } from "../../ir/gemm.ts";
 import type { MemWidth, Operand, Reg, RegType } from "../../ir/kernel.ts";
+import type { ComputeType } from "../../ir/epilogue.ts";
 import { b64, b64Op, bytesOfElems, log2, type LowerContext, tensorBase } from "./context.ts";
 import { loadedToCompute, pack } from "./epilogue_expr.ts";
 import { alongRow as alongRowOf } from "../epilogue_staging.ts";
@@ -141,7 +142,7 @@ export function loadAhead(
   col: Reg,
   ok: Reg | null,
   n: 1 | 2 | 4,
-  c: "f32" | "f64" | "s32",
+  c: ComputeType,
 ): () => Reg[] {
   const b = cx.b;
   const t = info.t;
@@ -193,7 +194,7 @@ export function loadElem(
   row: Reg,
   col: Reg,
   ok: Reg | null,
-  c: "f32" | "f64" | "s32",
+  c: ComputeType,
 ): Reg {
   return loadAhead(cx, e, info, row, col, ok, 1, c)()[0]!;
 }

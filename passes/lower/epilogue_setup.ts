@@ -16,6 +16,7 @@ import {
   type FragElem,
   fragmentGroups,
   type LoadExpr,
+  loadsOf,
   pairsOk,
 } from "../epilogue_staging.ts";
 import type { Operand, Reg } from "../../ir/kernel.ts";
@@ -103,8 +104,7 @@ export function setupEpilogue(cx: LowerContext, at: EpilogueInputs): EpilogueSet
   const b = cx.b;
   const wp = k.plan.warp!;
   const s = cx.shape;
-  const compute = k.epilogue.compute;
-  const cType = compute;
+  const cType = k.epilogue.compute;
   const d = tensorParam(k, k.problem.d.tensor);
   b.emit(ir.comment("epilogue"));
   // Warp origin.
@@ -134,7 +134,9 @@ export function setupEpilogue(cx: LowerContext, at: EpilogueInputs): EpilogueSet
   // D's base and leading dimension.
   const dBase = tensorBase(cx, k.problem.d, d, bz);
   const ldD = dRowMajor ? N : M;
-  const { loads, nodes, readsMatrix } = epilogueTensors(cx, bz);
+  const { loads, readsMatrix } = epilogueTensors(cx, bz);
+  // One load expression of each tensor (they differ only in where they sit).
+  const nodes = loadsOf(k.epilogue.expr);
   // Raw accumulators are staged in pairs whatever D's alignment.
   const stageGroups = readsMatrix ? fragmentGroups(s, true) : groups;
   /** The epilogue of one accumulator value as D's type. */
@@ -174,25 +176,22 @@ export function setupEpilogue(cx: LowerContext, at: EpilogueInputs): EpilogueSet
 
 /**
  * The tensors the epilogue expression loads, each with its base address
- * (emitted here), and one load expression of each.
+ * (emitted here).
  *
  * @param cx The lowering's context.
  * @param bz The batch index.
- * @returns The tensors by name, a load of each, and whether one is a matrix.
+ * @returns The tensors by name, and whether one is a matrix.
  */
 function epilogueTensors(
   cx: LowerContext,
   bz: Reg,
-): { loads: Map<string, EpiTensor>; nodes: Map<string, LoadExpr>; readsMatrix: boolean } {
+): { loads: Map<string, EpiTensor>; readsMatrix: boolean } {
   const k = cx.k;
   const loads = new Map<string, EpiTensor>();
-  // One load expression of each tensor (they differ only in where they sit).
-  const nodes = new Map<string, LoadExpr>();
   let readsMatrix = false;
   visitEpilogue(k.epilogue.expr, {
     load: (e) => {
       readsMatrix ||= e.rows && e.cols;
-      if (!nodes.has(e.tensor)) nodes.set(e.tensor, e);
       if (loads.has(e.tensor)) return;
       const t = tensorParam(k, e.tensor);
       const view = k.epilogue.views.find((v) => v.tensor === e.tensor) ?? null;
@@ -204,5 +203,5 @@ function epilogueTensors(
       loads.set(e.tensor, { base, t, view });
     },
   });
-  return { loads, nodes, readsMatrix };
+  return { loads, readsMatrix };
 }

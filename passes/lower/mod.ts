@@ -52,7 +52,7 @@
  * - `copies.ts`: the main loop's global -> shared copies;
  * - `fragments.ts`: fragment loads (ldmatrix, ld.shared);
  * - `mma.ts`: the MMAs of a k-step (tensor-core, 3xtf32, SIMT);
- * - `split_k.ts`: the split-K workspace layout and reduction;
+ * - `split_k.ts`: the split-K reduction in the workspace gemm-workspace laid out;
  * - `epilogue.ts`, `epilogue_direct.ts`, `epilogue_staged.ts`: the epilogue's
  *   driver and its two paths (straight from registers, staged through shared
  *   memory);
@@ -65,8 +65,4 @@
  */
 
 export { lowerToKernel } from "./kernel.ts";
-export { LowerContext } from "./context.ts";
 export { prefetchAhead } from "./epilogue_loads.ts";
-export { swizzleOffset } from "./affine.ts";
-export { ldsRuns } from "./fragments.ts";
-export { WORKSPACE_PARAM } from "../../ir/kernel.ts";
