@@ -14,7 +14,8 @@
 
 import assert from "node:assert/strict";
 import { compile, type CompiledKernel } from "../compiler.ts";
-import { type Op, walkOps } from "../ir/kernel.ts";
+import { type Kernel, type Op, walkOps } from "../ir/kernel.ts";
+import { printKernel } from "../ir/print_kernel.ts";
 import type { GemmKernel, Plan, StagingPlan } from "../ir/gemm.ts";
 import { lowerToKernel } from "../passes/lower/mod.ts";
 import { examples, ROOT } from "./_examples.ts";
@@ -140,6 +141,13 @@ Deno.test("decision passes equal what the lowering builds", () => {
 });
 
 /** The kernel lowered again from its plan with `change` applied. */
+/** The kernel IR's text without its comments (which restate the plan). */
+function instructions(k: Kernel): string {
+  return printKernel({ ...k, dynamicSmemBytes: 0 }).split("\n").filter((l) =>
+    !l.trimStart().startsWith("//")
+  ).join("\n");
+}
+
 function relower(k: GemmKernel, change: Partial<Plan>): ReturnType<typeof lowerToKernel> {
   return lowerToKernel({ ...k, plan: { ...k.plan, ...change } });
 }
@@ -169,8 +177,13 @@ Deno.test("the lowering builds what the plan says, not a decision of its own", (
         stride: staging.stride + 16,
         regionBytes: rows * (staging.stride + 16),
       };
-      const got = stagedInKernel(relower(k, { staging: wider }).body);
+      const widened = relower(k, { staging: wider });
+      const got = stagedInKernel(widened.body);
       assert.equal(got?.stride, wider.stride, `${where}: staged row stride`);
+      // The comment names the plan's stride whatever the stores do: the
+      // instructions must change with the stride alone (the region held fixed).
+      const regionOnly = relower(k, { staging: { ...staging, regionBytes: wider.regionBytes } });
+      assert.notEqual(instructions(widened), instructions(regionOnly), `${where}: stride unused`);
       assert.equal(got?.regionBytes, wider.regionBytes, `${where}: staged region`);
       assert.equal(stagedInKernel(relower(k, { staging: null }).body), null, `${where}: direct`);
       done.staging++;
