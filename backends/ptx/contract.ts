@@ -31,6 +31,9 @@ import type { KernelManifest } from "./manifest.ts";
 /** The largest runtime dimension a launcher accepts (the kernels index with signed 32-bit math). */
 export const MAX_DIM = 2 ** 31 - 1;
 
+/** The alignment, in bytes, every launcher asks of a split-K workspace it is given. */
+export const WORKSPACE_ALIGN_BYTES = 16;
+
 /** One tensor parameter as a launcher must check it. */
 export interface ContractTensor {
   /** The parameter's name. */
@@ -246,6 +249,9 @@ export interface TensorBinding {
  * @param sizes Runtime sizes by dimension name.
  * @param tensors Tensor bindings by name.
  * @param scalars Scalar values by name (every scalar, defaults already applied).
+ * @param workspace The split-K workspace given by the caller, if any: checked
+ *   for its alignment ({@link WORKSPACE_ALIGN_BYTES}), its length and overlaps
+ *   with the tensors. A launcher that allocates its own passes nothing.
  * @returns One message per problem.
  * @example
  * ```ts
@@ -267,6 +273,7 @@ export function launchViolations(
   sizes: Readonly<Record<string, number>>,
   tensors: ReadonlyMap<string, TensorBinding>,
   scalars: ReadonlyMap<string, number>,
+  workspace?: TensorBinding,
 ): string[] {
   const bad: string[] = [];
   let sizesOk = true;
@@ -331,6 +338,9 @@ export function launchViolations(
       }
     }
   }
+  if (workspace !== undefined) {
+    bad.push(...workspaceViolations(c, sizes, sizesOk, workspace, ranges));
+  }
   for (const s of c.scalars) {
     const v = scalars.get(s.name);
     if (v === undefined) bad.push(`No value for scalar "${s.name}"`);
@@ -338,6 +348,37 @@ export function launchViolations(
       bad.push(`Scalar "${s.name}" is ${v}: a finite ${s.dtype} is needed`);
     } else if (s.ptx === "s32" && !(Number.isInteger(v) && v >= -(2 ** 31) && v < 2 ** 31)) {
       bad.push(`Scalar "${s.name}" is ${v}: an s32 scalar needs a 32-bit integer`);
+    }
+  }
+  return bad;
+}
+
+/** The split-K workspace's problems: none wanted, misaligned, too short, overlapping a tensor. */
+function workspaceViolations(
+  c: LaunchContract,
+  sizes: Readonly<Record<string, number>>,
+  sizesOk: boolean,
+  w: TensorBinding,
+  ranges: readonly { t: ContractTensor; lo: bigint; hi: bigint }[],
+): string[] {
+  if (c.workspace === null) return [`Kernel "${c.name}" has no split-K workspace to give`];
+  const bad: string[] = [];
+  if (w.address === 0n) bad.push(`The split-K workspace has a null address`);
+  else if (w.address % BigInt(WORKSPACE_ALIGN_BYTES) !== 0n) {
+    bad.push(
+      `The split-K workspace at 0x${w.address.toString(16)} is not aligned to ` +
+        `${WORKSPACE_ALIGN_BYTES} bytes`,
+    );
+  }
+  if (!sizesOk) return bad;
+  const need = contractWorkspaceBytes(c, sizes);
+  if (w.bytes !== undefined && w.bytes < need) {
+    bad.push(`The split-K workspace holds ${w.bytes} bytes; the sizes need ${need}`);
+  }
+  const hi = w.address + BigInt(w.bytes ?? need);
+  for (const r of ranges) {
+    if (hi > w.address && r.hi > r.lo && w.address < r.hi && r.lo < hi) {
+      bad.push(`The split-K workspace overlaps tensor "${r.t.name}"`);
     }
   }
   return bad;
