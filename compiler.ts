@@ -45,6 +45,7 @@ export interface CompileOptions extends SourceOptions {
 
 /** One compiled kernel, with its IR at each stage that exists. */
 export interface CompiledKernel {
+  /** The kernel's name, as written after `kernel` in the source. */
   readonly name: string;
   /** The checked GEMM IR. */
   readonly gemm: GemmKernel;
@@ -80,8 +81,11 @@ export function ptxModule(kernels: readonly CompiledKernel[]): string {
 
 /** The result of {@link compile}: `ok` when there are no diagnostics. */
 export interface CompileResult {
+  /** Whether every kernel compiled (no diagnostics). */
   readonly ok: boolean;
+  /** The kernels that compiled, in source order. */
   readonly kernels: readonly CompiledKernel[];
+  /** The diagnostics of the kernels that failed (empty when `ok`). */
   readonly diagnostics: readonly Diagnostic[];
 }
 

@@ -135,3 +135,117 @@ export {
   JitError,
 } from "./backends/cuda/driver.ts";
 export { formatProbe, type ProbeResult, runProbe } from "./harness/mma_probe.ts";
+
+// doclint: the types that the exports above name in their signatures (issue 19, item 3),
+// exported so that `deno doc --lint mod.ts` finds every type a caller sees.
+export type { LaunchConfig } from "./backends/cuda/driver.ts";
+export type { KernelArg } from "./backends/cuda/params.ts";
+export type {
+  CudaEvent,
+  CudaFunction,
+  CudaModule,
+  CudaStream,
+  DeviceBuffer,
+  JitInfo,
+  OwnedHandle,
+} from "./backends/cuda/resources.ts";
+export type {
+  AccessAst,
+  DimAst,
+  ExprAst,
+  Ident,
+  ItemAst,
+  KernelAst,
+  ScalarDeclAst,
+  ScheduleAst,
+  ScheduleLineAst,
+  StatementAst,
+  TensorDeclAst,
+} from "./dsl/ast.ts";
+export type { CheckResult } from "./dsl/check.ts";
+export type { ParseResult } from "./dsl/parse.ts";
+export type { ReferenceCheck, SimAgreement } from "./harness/checks.ts";
+export type { ProbeMismatch, ProbeMode, ProbeOptions } from "./harness/mma_probe.ts";
+export type {
+  ApproxFn,
+  ComputeType,
+  EmitBinFn,
+  EmitUnFn,
+  EpilogueArities,
+  EpilogueFnOfArity,
+  Spelling,
+} from "./ir/epilogue.ts";
+export type { EpilogueNode, EpilogueOp } from "./ir/epilogue_expr.ts";
+export type {
+  FragmentLoad,
+  InstructionPlan,
+  Layout,
+  MathMode,
+  MatrixView,
+  MmaPlan,
+  OccupancyPlan,
+  OperandSmem,
+  Param,
+  PipelinePlan,
+  Role,
+  ScalarParam,
+  ScheduleKey,
+  Span,
+  StagingPlan,
+  TensorParam,
+  TilePlan,
+  WarpPlan,
+  WorkspacePlan,
+} from "./ir/gemm.ts";
+export type {
+  AluOp,
+  AtomOp,
+  BarOp,
+  BinFn,
+  BinOp,
+  CommentOp,
+  CommitOp,
+  CpAsyncOp,
+  CvtKind,
+  CvtOp,
+  FenceOp,
+  ForOp,
+  Guard,
+  IfOp,
+  Imm,
+  KernelParam,
+  LdgOp,
+  LdmatrixOp,
+  LdsOp,
+  MadOp,
+  MemWidth,
+  MmaOp,
+  MovOp,
+  MulWideOp,
+  Operand,
+  PackOp,
+  ParamOp,
+  PrefetchOp,
+  Reg,
+  RegType,
+  SelpOp,
+  SetpOp,
+  SmemBaseOp,
+  SpecialReg,
+  SregOp,
+  StgOp,
+  StsOp,
+  UnOp,
+  UnpackOp,
+  WaitOp,
+} from "./ir/kernel.ts";
+export type {
+  FragmentMap,
+  MmaBitOp,
+  MmaDtype,
+  MmaOperand,
+  MmaRegType,
+} from "./ir/mma_fragments.ts";
+export type { Instruction } from "./ir/target.ts";
+export type { GemmPass } from "./passes/pass.ts";
+export type { DumpHook } from "./passes/pipeline_list.ts";

@@ -33,7 +33,9 @@ export interface CheckOptions {
 
 /** Checked kernels, and the diagnostics of the kernels that failed. */
 export interface CheckResult {
+  /** The kernels that checked, in source order. */
   readonly kernels: readonly GemmKernel[];
+  /** The diagnostics of the kernels that did not. */
   readonly diagnostics: readonly Diagnostic[];
 }
 

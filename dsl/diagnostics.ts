@@ -59,12 +59,17 @@ export type DiagnosticCode = keyof typeof DIAGNOSTIC_CODES;
 
 /** One diagnostic: where, what, and which stable code. */
 export interface Diagnostic {
+  /** The stable code (a key of {@link DIAGNOSTIC_CODES}). */
   readonly code: DiagnosticCode;
+  /** The message, one sentence naming what is wrong. */
   readonly message: string;
+  /** The source file's name, as given to the compiler. */
   readonly file: string;
+  /** The offending source range (character offsets). */
   readonly span: Span;
   /** Line and column (1-based) of the span's start. */
   readonly line: number;
+  /** The column, 1-based, of the span's start. */
   readonly column: number;
 }
 
@@ -148,6 +153,8 @@ export class DiagnosticError extends Error {
   /** The diagnostics, at least one. */
   readonly diagnostics: readonly Diagnostic[];
   /**
+   * The error carrying `diagnostics`; its message lists them, one a line.
+   *
    * @param diagnostics At least one diagnostic.
    */
   constructor(diagnostics: readonly Diagnostic[]) {

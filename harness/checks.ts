@@ -196,6 +196,7 @@ export function chooseReferenceSample(
 
 /** The outcome of {@link referenceCheck}. */
 export interface ReferenceCheck {
+  /** The GPU's output compared with the reference GEMM. */
   readonly comparison: Comparison;
   /** Null when every element was checked; else the sampled counts per dimension. */
   readonly sampled:
@@ -210,6 +211,7 @@ export interface ReferenceCheck {
     readonly got: number;
     readonly want: number;
   };
+  /** Wall time of the check, in seconds. */
   readonly seconds: number;
 }
 
@@ -391,6 +393,7 @@ export function chooseBlocks(
 export interface SimAgreement {
   /** Blocks simulated, and the grid's total. */
   readonly blocks: number;
+  /** Blocks in the grid. */
   readonly totalBlocks: number;
   /** Elements compared (those the simulated blocks wrote). */
   readonly compared: number;
@@ -407,7 +410,11 @@ export interface SimAgreement {
    * integers: null.
    */
   readonly maxAbsDiff: number | null;
+  /**
+   * Floats: {@link SimAgreement.maxAbsDiff} in ulps of the largest simulated value; integers: null.
+   */
   readonly ulpsAtScale: number | null;
+  /** D's element type. */
   readonly dtype: Dtype;
   /** The first differing element: storage index, multi-index, both values. */
   readonly first: null | {
@@ -416,8 +423,11 @@ export interface SimAgreement {
     readonly gpu: number;
     readonly sim: number;
   };
+  /** Hazard occurrences the simulator found. */
   readonly hazardCount: number;
+  /** The first distinct hazards. */
   readonly hazards: readonly Hazard[];
+  /** Wall time of the simulation and comparison, in seconds. */
   readonly seconds: number;
 }
 

@@ -13,7 +13,9 @@ import type { Reference } from "./reference.ts";
 
 /** The verdict of a comparison. */
 export interface Comparison {
+  /** Whether every element is within its bound. */
   readonly ok: boolean;
+  /** The number of elements compared. */
   readonly elements: number;
   /** Elements whose error exceeds the bound (for integers: that differ). */
   readonly overBound: number;
@@ -21,6 +23,7 @@ export interface Comparison {
   readonly relFrobenius: number;
   /** max |D - R| / bound over elements with a non-zero bound. */
   readonly worstRatio: number;
+  /** The largest absolute difference, max |D - R|. */
   readonly maxAbsError: number;
   /** The first offending element, if any. */
   readonly first: { readonly index: number; readonly got: number; readonly want: number } | null;

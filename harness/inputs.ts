@@ -53,8 +53,11 @@ export function poison(bytes: Uint8Array, float: boolean): void {
 
 /** Concrete arguments of a launch: tensors as bytes, dims and scalars as numbers. */
 export interface LaunchArgs {
+  /** Each tensor's bytes (its storage), by parameter name. */
   readonly tensors: Map<string, Uint8Array>;
+  /** Each scalar's value, by parameter name. */
   readonly scalars: Map<string, number>;
+  /** Each symbolic dimension's value, by name (`M`, `N`, `K`, ...). */
   readonly sizes: Readonly<Record<string, number>>;
 }
 

@@ -53,8 +53,11 @@ export type ProbeMode = "gpu" | "sim";
 
 /** One element of D whose position on the hardware differs from the table's. */
 export interface ProbeMismatch {
+  /** The lane (0-31) that holds the element. */
   readonly lane: number;
+  /** The lane's register index within the fragment. */
   readonly reg: number;
+  /** The element index within that register (packed types hold several). */
   readonly elem: number;
   /** The table's (row, col). */
   readonly table: readonly [number, number];
@@ -64,8 +67,11 @@ export interface ProbeMismatch {
 
 /** The probe's verdict on one MMA table row. */
 export interface ProbeResult {
+  /** The MMA table row's name. */
   readonly shape: string;
+  /** The PTX instruction the row stands for. */
   readonly ptx: string;
+  /** Where the probe ran. */
   readonly mode: ProbeMode;
   /** C/D map: elements whose (row, col) the launches confirm, of all. */
   readonly cMap: {
@@ -80,6 +86,7 @@ export interface ProbeResult {
   readonly simIdentical: boolean | null;
   /** A JIT or driver failure, if the shape could not run. */
   readonly error: string | null;
+  /** Whether the map and the product agree everywhere and nothing failed. */
   readonly ok: boolean;
 }
 

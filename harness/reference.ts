@@ -45,6 +45,7 @@ export interface Reference {
   readonly values: Float64Array;
   /** Per element, the largest admissible |kernel - reference| (0 for integers). */
   readonly bound: Float64Array;
+  /** Integer output from integer compute: compared for equality (every bound is 0). */
   readonly exact: boolean;
 }
 

@@ -19,6 +19,7 @@ import { workspaceArgs } from "./workspace.ts";
 
 /** Options of {@link simulateGemm}. */
 export interface SimulateOptions {
+  /** The seed of the random inputs (and of random scalars). */
   readonly seed?: number;
   /** Scalar values (default: random). */
   readonly scalars?: Readonly<Record<string, number>>;
@@ -60,14 +61,21 @@ export function simulationWork(
 
 /** The result of {@link simulateGemm}. */
 export interface SimulateReport {
+  /** The kernel's name. */
   readonly kernel: string;
+  /** The value of every symbolic dimension. */
   readonly sizes: Readonly<Record<string, number>>;
+  /** The grid `[x, y, z]` launched, in blocks. */
   readonly grid: readonly [number, number, number];
+  /** Wall time of the simulation, in seconds. */
   readonly seconds: number;
+  /** The simulator's result: hazards and statistics. */
   readonly sim: SimResult;
+  /** The output compared with the reference GEMM. */
   readonly comparison: Comparison;
   /** Agreement with the reference and no hazard. */
   readonly ok: boolean;
+  /** The inputs the kernel ran on. */
   readonly args: LaunchArgs;
   /** D's bytes as the simulator wrote them. */
   readonly output: Uint8Array;

@@ -74,23 +74,31 @@ let openContexts = 0;
 
 /** What the driver says about a device. */
 export interface DeviceInfo {
+  /** The device's ordinal (`cuDeviceGet`). */
   readonly ordinal: number;
+  /** The device's name, e.g. `NVIDIA H200`. */
   readonly name: string;
   /** `[major, minor]`, e.g. `[9, 0]` for an H200. */
   readonly computeCapability: readonly [number, number];
   /** E.g. `sm_90`. */
   readonly arch: string;
+  /** The number of SMs. */
   readonly multiprocessors: number;
   /** Typical SM clock (kHz). */
   readonly clockKHz: number;
+  /** Typical memory clock (kHz). */
   readonly memoryClockKHz: number;
+  /** Width of the memory bus, in bits. */
   readonly memoryBusBits: number;
+  /** L2 cache size, in bytes. */
   readonly l2Bytes: number;
+  /** Device memory, in bytes. */
   readonly totalMemoryBytes: number;
   /** Shared memory a block may have by default. */
   readonly maxSharedPerBlock: number;
   /** Shared memory a block may opt in to (`cuFuncSetAttribute`). */
   readonly maxSharedPerBlockOptin: number;
+  /** The largest grid `[x, y, z]`, in blocks. */
   readonly maxGrid: readonly [number, number, number];
   /** `cuDriverGetVersion`, e.g. 13000. */
   readonly driverVersion: number;
@@ -149,8 +157,11 @@ function queryDevice(d: Driver, ordinal: number): { info: DeviceInfo; dev: numbe
 
 /** Launch geometry. */
 export interface LaunchConfig {
+  /** The grid `[x, y, z]`, in blocks. */
   readonly grid: readonly [number, number, number];
+  /** The block `[x, y, z]`, in threads. */
   readonly block: readonly [number, number, number];
+  /** Dynamic shared memory per block, in bytes. */
   readonly dynamicSmemBytes: number;
 }
 
@@ -160,7 +171,11 @@ export interface LaunchConfig {
  * event and module still alive and releases the context, also after errors.
  */
 export class Cuda {
-  /** @internal */
+  /**
+   * The bound driver functions, for gemmc's own launch code.
+   *
+   * @ignore
+   */
   readonly driver: Driver;
   /** The device. */
   readonly device: DeviceInfo;
@@ -203,7 +218,12 @@ export class Cuda {
     if (!this.#open) throw new Error("CUDA context used after close");
   }
 
-  /** @internal Drops a resource from the set released by {@link Cuda.close}. */
+  /**
+   * Drops a resource from the set released by {@link Cuda.close}.
+   *
+   * @internal
+   * @ignore
+   */
   forget(r: DeviceBuffer | OwnedHandle): void {
     this.#owned.delete(r);
   }

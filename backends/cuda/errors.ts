@@ -22,6 +22,8 @@ export class CudaError extends Error {
   readonly errorString: string;
 
   /**
+   * An error of driver function `fn`.
+   *
    * @param fn The function.
    * @param code The CUresult.
    * @param errorName Its name.
@@ -44,6 +46,8 @@ export class JitError extends CudaError {
   readonly log: string;
 
   /**
+   * A rejection of the PTX by the JIT, with its log.
+   *
    * @param code The CUresult.
    * @param errorName Its name.
    * @param errorString Its description.
@@ -65,6 +69,8 @@ export class JitError extends CudaError {
  */
 export class CudaUnavailableError extends Error {
   /**
+   * The error, with the one sentence that says why.
+   *
    * @param message The sentence.
    */
   constructor(message: string) {

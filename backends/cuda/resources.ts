@@ -23,14 +23,19 @@ export interface Owner {
 
 /** Attributes of a loaded kernel (`cuFuncGetAttribute`). */
 export interface FunctionAttributes {
+  /** Registers per thread. */
   readonly registers: number;
   /** Local memory per thread (spills and stack). */
   readonly localBytes: number;
+  /** Static shared memory per block, in bytes. */
   readonly staticSharedBytes: number;
+  /** Constant memory the kernel uses, in bytes. */
   readonly constBytes: number;
+  /** The most threads a block of this kernel may have. */
   readonly maxThreadsPerBlock: number;
   /** PTX and binary versions, major * 10 + minor. */
   readonly ptxVersion: number;
+  /** The version of the binary the JIT produced, major * 10 + minor. */
   readonly binaryVersion: number;
 }
 
@@ -41,7 +46,12 @@ export class DeviceBuffer {
   /** Size in bytes. */
   readonly bytes: number;
 
-  /** @internal Use {@link Cuda.alloc}. */
+  /**
+   * Use {@link Cuda.alloc}.
+   *
+   * @internal
+   * @ignore
+   */
   constructor(cuda: Owner, ptr: bigint, bytes: number) {
     this.#cuda = cuda;
     this.#ptr = ptr;
@@ -117,14 +127,24 @@ export class CudaFunction {
   /** The entry name. */
   readonly name: string;
 
-  /** @internal Use {@link CudaModule.getFunction}. */
+  /**
+   * Use {@link CudaModule.getFunction}.
+   *
+   * @internal
+   * @ignore
+   */
   constructor(cuda: Owner, handle: Deno.PointerValue, name: string) {
     this.#cuda = cuda;
     this.#handle = handle;
     this.name = name;
   }
 
-  /** @internal The `CUfunction`. */
+  /**
+   * The `CUfunction`.
+   *
+   * @internal
+   * @ignore
+   */
   get handle(): Deno.PointerValue {
     return this.#handle;
   }
@@ -191,13 +211,23 @@ export abstract class OwnedHandle {
   #handle: Deno.PointerValue;
   readonly #what: string;
 
+  /**
+   * Takes ownership of `handle` for `cuda`.
+   *
+   * @internal
+   * @ignore
+   */
   constructor(cuda: Owner, handle: Deno.PointerValue, what: string) {
     this.#cuda = cuda;
     this.#handle = handle;
     this.#what = what;
   }
 
-  /** The owning context. */
+  /**
+   * The owning context.
+   *
+   * @ignore
+   */
   protected get cuda(): Owner {
     return this.#cuda;
   }
@@ -208,7 +238,11 @@ export abstract class OwnedHandle {
     return this.#handle;
   }
 
-  /** Releases the handle with `call` (once; later calls do nothing). */
+  /**
+   * Releases the handle with `call` (once; later calls do nothing).
+   *
+   * @ignore
+   */
   protected release(fn: string, call: (d: Driver, h: Deno.PointerValue) => number): void {
     if (this.#handle === null) return;
     const h = this.#handle;
@@ -224,7 +258,12 @@ export class CudaModule extends OwnedHandle {
   /** The JIT's log and time. */
   readonly jit: JitInfo;
 
-  /** @internal Use {@link Cuda.loadModule}. */
+  /**
+   * Use {@link Cuda.loadModule}.
+   *
+   * @internal
+   * @ignore
+   */
   constructor(cuda: Owner, handle: Deno.PointerValue, jit: JitInfo) {
     super(cuda, handle, "Module");
     this.jit = jit;
@@ -253,7 +292,12 @@ export class CudaModule extends OwnedHandle {
 
 /** A CUDA event (timing enabled). */
 export class CudaEvent extends OwnedHandle {
-  /** @internal Use {@link Cuda.createEvent}. */
+  /**
+   * Use {@link Cuda.createEvent}.
+   *
+   * @internal
+   * @ignore
+   */
   constructor(cuda: Owner, handle: Deno.PointerValue) {
     super(cuda, handle, "Event");
   }
@@ -295,12 +339,22 @@ export class CudaEvent extends OwnedHandle {
  * stream's. Create with {@link Cuda.createStream}.
  */
 export class CudaStream extends OwnedHandle {
-  /** @internal Use {@link Cuda.createStream}. */
+  /**
+   * Use {@link Cuda.createStream}.
+   *
+   * @internal
+   * @ignore
+   */
   constructor(cuda: Owner, handle: Deno.PointerValue) {
     super(cuda, handle, "Stream");
   }
 
-  /** @internal The handle for cuLaunchKernel. */
+  /**
+   * The handle for cuLaunchKernel.
+   *
+   * @internal
+   * @ignore
+   */
   get handle(): Deno.PointerValue {
     return this.live;
   }

@@ -18,26 +18,41 @@ import {
 
 /** One parameter of the entry point, in ABI order. */
 export interface ManifestParam {
+  /** The parameter's name in the source (tensors, dims, scalars) or the workspace's name. */
   readonly name: string;
+  /** What the parameter is: a tensor's address, a dimension, or a scalar. */
   readonly kind: "tensor" | "dim" | "scalar";
+  /** The PTX type of the parameter (`u64` for addresses). */
   readonly ptx: "u64" | "u32" | "f32" | "f64" | "s32";
+  /** The element type, for tensors and scalars (`u8` for a workspace). */
   readonly dtype?: string;
   /** Declared dimensions (names or constants), for tensors. */
   readonly shape?: readonly (string | number)[];
+  /** The storage order, for tensors. */
   readonly layout?: "row" | "col";
   /** Alignment in elements, for tensors. */
   readonly align?: number;
+  /**
+   * The tensor's role (`a`, `b`, `c`, `out`, `epilogue`, ...); `workspace` for a split-K workspace.
+   */
   readonly role?: string;
+  /** A scalar's declared default value (null: none), for scalars. */
   readonly default?: number | null;
 }
 
 /** The manifest of one kernel. */
 export interface KernelManifest {
+  /** The kernel's name in the source. */
   readonly name: string;
+  /** The PTX `.entry` name. */
   readonly entry: string;
+  /** The PTX target the module was printed for. */
   readonly target: PtxTarget;
+  /** The entry point's parameters, in ABI order. */
   readonly params: readonly ManifestParam[];
+  /** The thread block's shape `[x, y, z]`. */
   readonly block: readonly [number, number, number];
+  /** Dynamic shared memory a block requests, in bytes. */
   readonly dynamicSmemBytes: number;
   /** How the grid follows from the sizes (see {@link gridFor}). */
   readonly gridPlan: GridPlan;

@@ -10,6 +10,7 @@ export type BlockCoord = readonly [number, number, number];
 
 /** A tensor argument: its dense storage, read in place and written in place for outputs. */
 export interface SimTensorArg {
+  /** The tensor's bytes. */
   readonly bytes: Uint8Array;
 }
 
@@ -18,7 +19,9 @@ export type SimArg = SimTensorArg | number;
 
 /** One launch: the grid and an argument for every kernel parameter, by name. */
 export interface SimLaunch {
+  /** The grid `[x, y, z]`, in blocks. */
   readonly grid: readonly [number, number, number];
+  /** An argument for every kernel parameter, by name. */
   readonly args: Readonly<Record<string, SimArg>>;
 }
 
@@ -53,6 +56,7 @@ export type HazardKind =
 
 /** A hazard, reported once per kind and operation (the first occurrence), with a count. */
 export interface Hazard {
+  /** Which kind of hazard. */
   readonly kind: HazardKind;
   /** What happened, in words. */
   readonly message: string;
@@ -88,11 +92,15 @@ export interface SimStats {
   warpInstructions: number;
   /** The same, by op kind (`bin`, `ldg`, `mma`, ...). */
   readonly byKind: Record<string, number>;
+  /** Bytes loaded from global memory. */
   globalBytesRead: number;
+  /** Bytes stored to global memory. */
   globalBytesWritten: number;
   /** Lane-level `prefetch.global.L2` (each asks the L2 for one line; no bytes move to the SM). */
   l2Prefetches: number;
+  /** Bytes loaded from shared memory. */
   sharedBytesRead: number;
+  /** Bytes stored to shared memory. */
   sharedBytesWritten: number;
   /** Warp-level `mma` instructions. */
   mmas: number;
@@ -113,6 +121,7 @@ export interface SimResult {
   readonly hazards: readonly Hazard[];
   /** All hazard occurrences, recorded or not. */
   readonly hazardCount: number;
+  /** Counters of the simulated blocks. */
   readonly stats: SimStats;
 }
 
@@ -124,8 +133,11 @@ export interface SimErrorWhere {
   readonly path: string;
   /** Its 1-based line in `printKernel(kernel)`. */
   readonly line: number;
+  /** The block, when the error happened inside one. */
   readonly block: BlockCoord | null;
+  /** The warp within the block, when known. */
   readonly warp: number | null;
+  /** The lane within the warp, when known. */
   readonly lane: number | null;
 }
 
@@ -140,6 +152,8 @@ export class SimError extends Error {
   readonly where: SimErrorWhere | null;
 
   /**
+   * An error with its message and, when known, where it happened.
+   *
    * @param message What went wrong (the location is appended when given).
    * @param where Where it went wrong.
    */
