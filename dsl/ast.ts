@@ -10,16 +10,23 @@ import type { Dtype, Span } from "../ir/gemm.ts";
 
 /** A whole source file: one or more kernels. */
 export interface ProgramAst {
+  /** The node's tag. */
   readonly kind: "program";
+  /** The kernels, in source order. */
   readonly kernels: readonly KernelAst[];
+  /** The whole file. */
   readonly span: Span;
 }
 
 /** One `kernel NAME { ... }` block, its items in source order. */
 export interface KernelAst {
+  /** The node's tag. */
   readonly kind: "kernel";
+  /** The kernel's name. */
   readonly name: Ident;
+  /** Declarations, the statement and the schedule, in source order. */
   readonly items: readonly ItemAst[];
+  /** From `kernel` to the closing brace. */
   readonly span: Span;
 }
 
@@ -28,7 +35,9 @@ export type ItemAst = TensorDeclAst | ScalarDeclAst | StatementAst | ScheduleAst
 
 /** An identifier with its span. */
 export interface Ident {
+  /** The identifier as written. */
   readonly text: string;
+  /** Where it is written. */
   readonly span: Span;
 }
 
@@ -39,39 +48,61 @@ export type DimAst =
 
 /** `A: f16[M, K] row align 8`. */
 export interface TensorDeclAst {
+  /** The node's tag. */
   readonly kind: "tensorDecl";
+  /** The tensor's name. */
   readonly name: Ident;
+  /** The element type. */
   readonly dtype: Dtype;
+  /** Where the element type is written. */
   readonly dtypeSpan: Span;
+  /** The declared dimensions, in order. */
   readonly dims: readonly DimAst[];
+  /** The declared layout (`row` or `col`), if written. */
   readonly layout: { readonly value: "row" | "col"; readonly span: Span } | null;
+  /** The declared alignment in elements (`align N`), if written. */
   readonly align: { readonly value: number; readonly span: Span } | null;
+  /** The whole declaration. */
   readonly span: Span;
 }
 
 /** `alpha: f32 = 1.0`. */
 export interface ScalarDeclAst {
+  /** The node's tag. */
   readonly kind: "scalarDecl";
+  /** The scalar's name. */
   readonly name: Ident;
+  /** The scalar's type. */
   readonly dtype: Dtype;
+  /** Where the type is written. */
   readonly dtypeSpan: Span;
+  /** The default value (`= 1.0`), its text as written, if given. */
   readonly default: { readonly value: number; readonly text: string; readonly span: Span } | null;
+  /** The whole declaration. */
   readonly span: Span;
 }
 
 /** `D[m, n] = expr`. */
 export interface StatementAst {
+  /** The node's tag. */
   readonly kind: "statement";
+  /** The output access on the left of `=`. */
   readonly target: AccessAst;
+  /** The right-hand side. */
   readonly expr: ExprAst;
+  /** The whole statement. */
   readonly span: Span;
 }
 
 /** A tensor access `A[m, k]`. */
 export interface AccessAst {
+  /** The node's tag. */
   readonly kind: "access";
+  /** The tensor accessed. */
   readonly tensor: Ident;
+  /** The index names, one per dimension. */
   readonly indices: readonly Ident[];
+  /** From the tensor's name to the closing bracket. */
   readonly span: Span;
 }
 
@@ -105,14 +136,20 @@ export type ExprAst =
 
 /** `schedule { ... }`. */
 export interface ScheduleAst {
+  /** The node's tag. */
   readonly kind: "schedule";
+  /** The `key value` lines, in source order. */
   readonly lines: readonly ScheduleLineAst[];
+  /** The whole block. */
   readonly span: Span;
 }
 
 /** One `key value` line of a schedule block. */
 export interface ScheduleLineAst {
+  /** The schedule key (`tile`, `stages`, ...). */
   readonly key: Ident;
+  /** The value's text as written, and where. */
   readonly value: { readonly text: string; readonly span: Span };
+  /** The whole line. */
   readonly span: Span;
 }

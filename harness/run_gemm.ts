@@ -82,13 +82,19 @@ export interface RunOptions {
 
 /** Launch timings. */
 export interface RunTiming {
+  /** Untimed launches before the timed ones. */
   readonly warmup: number;
+  /** Timed launches. */
   readonly iters: number;
+  /** Distinct input sets the timed launches rotate through. */
   readonly inputSets: number;
   /** Each timed launch (ms), in order. */
   readonly samplesMs: readonly number[];
+  /** The median launch time (ms). */
   readonly medianMs: number;
+  /** The fastest launch (ms). */
   readonly minMs: number;
+  /** The slowest launch (ms). */
   readonly maxMs: number;
   /** 2·M·N·K·L operations. */
   readonly ops: number;
@@ -100,20 +106,31 @@ export interface RunTiming {
 
 /** What {@link runGemm} returns. */
 export interface RunReport {
+  /** The kernel's name. */
   readonly kernel: string;
+  /** The PTX entry launched. */
   readonly entry: string;
+  /** The value of every symbolic dimension. */
   readonly sizes: Readonly<Record<string, number>>;
+  /** The grid `[x, y, z]` launched, in blocks. */
   readonly grid: readonly [number, number, number];
+  /** The block `[x, y, z]`, in threads. */
   readonly block: readonly [number, number, number];
+  /** Dynamic shared memory per block, in bytes. */
   readonly dynamicSmemBytes: number;
+  /** The device it ran on. */
   readonly device: DeviceInfo;
   /** Registers, local memory (spills) and the like, from the driver. */
   readonly function: FunctionAttributes;
+  /** The JIT's log and time. */
   readonly jit: JitInfo;
   /** D's elements still poisoned after the launch (null where the type cannot tell). */
   readonly unwritten: number | null;
+  /** The check against the reference GEMM (null when not asked for). */
   readonly reference: ReferenceCheck | null;
+  /** The agreement with the simulator (null when not asked for). */
   readonly sim: SimAgreement | null;
+  /** Launch timings (null when not asked for). */
   readonly timing: RunTiming | null;
   /**
    * Nothing unwritten, agreement with the reference (when checked), and with
@@ -122,6 +139,7 @@ export interface RunReport {
   readonly ok: boolean;
   /** D's bytes as the GPU wrote them (first launch). */
   readonly output: Uint8Array;
+  /** The inputs the kernel ran on. */
   readonly args: LaunchArgs;
 }
 

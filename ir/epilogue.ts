@@ -70,7 +70,9 @@ export type Spelling =
 
 /** One row of the table. `R` is the builder's register type. */
 export interface EpilogueFnRow {
+  /** The number of arguments. */
   readonly arity: 1 | 2 | 3;
+  /** How the function is written. */
   readonly spelling: Spelling;
   /**
    * The typing rule. `any`: defined in every compute type (f32, f64, s32),
@@ -166,19 +168,33 @@ const CALL: Spelling = { kind: "call" };
  * two to each other). The GEMM IR's node types read the arities.
  */
 export interface EpilogueArities {
+  /** `relu(x)`: max(x, 0). */
   readonly relu: 1;
+  /** `gelu(x)`: x·Φ(x) (tanh approximation). */
   readonly gelu: 1;
+  /** `sigmoid(x)`: 1 / (1 + e^-x). */
   readonly sigmoid: 1;
+  /** `silu(x)`: x·sigmoid(x). */
   readonly silu: 1;
+  /** `tanh(x)`. */
   readonly tanh: 1;
+  /** `exp(x)`: e^x. */
   readonly exp: 1;
+  /** `abs(x)`: |x|. */
   readonly abs: 1;
+  /** `min(a, b)`. */
   readonly min: 2;
+  /** `max(a, b)`. */
   readonly max: 2;
+  /** `clamp(x, lo, hi)`: min(max(x, lo), hi). */
   readonly clamp: 3;
+  /** `-x`. */
   readonly neg: 1;
+  /** `a + b`. */
   readonly add: 2;
+  /** `a - b`. */
   readonly sub: 2;
+  /** `a * b`. */
   readonly mul: 2;
 }
 
