@@ -17,7 +17,9 @@ export type { ComputeType } from "./epilogue.ts";
 
 /** A half-open range of character offsets into a source text. */
 export interface Span {
+  /** Offset of the first character. */
   readonly start: number;
+  /** Offset just past the last character. */
   readonly end: number;
 }
 
@@ -35,8 +37,11 @@ export type Role = "A" | "B" | "C" | "D" | "bias";
 
 /** A tensor parameter, as declared. */
 export interface TensorParam {
+  /** The parameter's tag. */
   readonly kind: "tensor";
+  /** The tensor's name. */
   readonly name: string;
+  /** The element type. */
   readonly dtype: Dtype;
   /** Declared dimensions, in declaration order (batch first when rank 3). */
   readonly dims: readonly DimRef[];
@@ -44,16 +49,23 @@ export interface TensorParam {
   readonly layout: Layout;
   /** Guaranteed alignment of every row/column start, in elements. */
   readonly align: number;
+  /** What the tensor is to the GEMM. */
   readonly role: Role;
+  /** The declaration in the source. */
   readonly span: Span;
 }
 
 /** A scalar parameter. */
 export interface ScalarParam {
+  /** The parameter's tag. */
   readonly kind: "scalar";
+  /** The scalar's name. */
   readonly name: string;
+  /** The scalar's type. */
   readonly dtype: Dtype;
+  /** The declared default value (null: none). */
   readonly default: number | null;
+  /** The declaration in the source. */
   readonly span: Span;
 }
 
@@ -63,16 +75,23 @@ export type Param = TensorParam | ScalarParam;
 /** How the GEMM sees one matrix tensor: which tensor, its normalised layout,
  * and whether it has the batch dimension (absent: broadcast over the batch). */
 export interface MatrixView {
+  /** The tensor's name. */
   readonly tensor: string;
+  /** The normalised layout (see {@link Layout}). */
   readonly layout: Layout;
+  /** Whether the tensor has the batch dimension. */
   readonly batched: boolean;
 }
 
 /** The problem: sizes, roles and the normalised operand layouts. */
 export interface Problem {
+  /** The rows of D (and of A). */
   readonly m: DimRef;
+  /** The columns of D (and of B). */
   readonly n: DimRef;
+  /** The contraction dimension. */
   readonly k: DimRef;
+  /** The batch dimension (null: no batch). */
   readonly batch: DimRef | null;
   /** The user's index names for m, n, k and the batch. */
   readonly indices: {
@@ -81,8 +100,11 @@ export interface Problem {
     readonly k: string;
     readonly batch: string | null;
   };
+  /** Operand A, M x K. */
   readonly a: MatrixView;
+  /** Operand B, K x N. */
   readonly b: MatrixView;
+  /** The output D, M x N. */
   readonly d: MatrixView;
 }
 
@@ -99,12 +121,15 @@ export type MathMode =
 export interface MathSpec {
   /** Operand element types as stored. */
   readonly a: Dtype;
+  /** Operand B's element type as stored. */
   readonly b: Dtype;
   /** The types the MMA instruction consumes (`tf32` for f32 operands). */
   readonly mmaA: Dtype;
+  /** The type the MMA instruction consumes for B. */
   readonly mmaB: Dtype;
   /** The accumulator type. */
   readonly acc: Dtype;
+  /** How the main loop computes. */
   readonly mode: MathMode;
   /** The product: multiply-add, or a binary `popc` of `and` / `xor`. */
   readonly op: "mul" | "and.popc" | "xor.popc";
@@ -146,7 +171,9 @@ export type EpilogueExpr =
 
 /** The epilogue: computed per output element, then converted to D's type. */
 export interface Epilogue {
+  /** The type the epilogue computes in. */
   readonly compute: ComputeType;
+  /** The expression, over the accumulator. */
   readonly expr: EpilogueExpr;
   /** Layouts of the epilogue tensors that are indexed by both m and n. */
   readonly views: readonly MatrixView[];
@@ -154,8 +181,11 @@ export interface Epilogue {
 
 /** An M x N x K shape. */
 export interface Shape3 {
+  /** Rows (along M). */
   readonly m: number;
+  /** Columns (along N). */
   readonly n: number;
+  /** Depth (along K). */
   readonly k: number;
 }
 
@@ -177,18 +207,27 @@ export type ScheduleKey =
 
 /** The schedule as far as it is known: given by the user, or chosen by passes. */
 export interface Schedule {
+  /** The threadblock tile (`threadblock` key). */
   readonly threadblock?: Shape3;
+  /** The warp tile (`warp` key). */
   readonly warp?: Shape3;
+  /** The MMA instruction's shape (`mma` key). */
   readonly mma?: Shape3;
+  /** Pipeline stages (`stages` key). */
   readonly stages?: number;
+  /** Threadblock swizzle (`swizzle` key). */
   readonly swizzle?: number;
+  /** K-splits (`split_k` key; 1: no split). */
   readonly splitK?: number;
 }
 
 /** Tiling decisions (pass `gemm-tile`). */
 export interface TilePlan {
+  /** The threadblock tile. */
   readonly threadblock: Shape3;
+  /** The threadblock swizzle (1: none). */
   readonly swizzle: number;
+  /** The number of K-splits (1: none). */
   readonly splitK: number;
   /** Whether each dimension may leave a partial tile (false only when the
    * size is a compile-time multiple of the tile). Partial tiles are handled
@@ -202,10 +241,13 @@ export interface TilePlan {
 
 /** Warp partitioning (pass `gemm-warp`). */
 export interface WarpPlan {
+  /** The warp tile. */
   readonly warp: Shape3;
   /** Warps along M and N; warp w covers rows (w % warpsM) and columns (w / warpsM). */
   readonly warpsM: number;
+  /** Warps along N. */
   readonly warpsN: number;
+  /** Threads per block (32 per warp). */
   readonly threads: number;
 }
 
@@ -220,8 +262,11 @@ export interface WarpPlan {
 export interface OperandSmem {
   /** `k`: K is contiguous in the tile (A row-major, B column-major); `outer`: M (or N) is. */
   readonly contiguous: "k" | "outer";
+  /** Lines of the tile in one stage. */
   readonly rows: number;
+  /** Bytes of one line. */
   readonly rowBytes: number;
+  /** The `shift` of the chunk swizzle. */
   readonly swizzleShift: number;
   /** 1 for ldmatrix-read tiles and transposed ones, 2 for other ld.shared-read tiles (set by
    * gemm-fragment-load, which chooses the loads; 1 before it), 4 for tiles transposed
@@ -229,10 +274,12 @@ export interface OperandSmem {
   readonly swizzleScale: 1 | 2 | 4;
   /** Offset of this operand's stage 0 in the dynamic shared buffer. */
   readonly offset: number;
+  /** Bytes of one stage of this operand. */
   readonly stageBytes: number;
   /** Bytes per global->shared copy: 16/8/4 with cp.async, or 1/2 with a
    * synchronous load and store (alignments below 4 bytes). */
   readonly copyBytes: number;
+  /** Whether the copies are `cp.async` (false: a load and a store). */
   readonly async: boolean;
   /** Copies per thread per stage. */
   readonly copiesPerThread: number;
@@ -250,9 +297,13 @@ export interface OperandSmem {
 
 /** Stage pipelining (pass `gemm-pipeline`). */
 export interface PipelinePlan {
+  /** Pipeline stages. */
   readonly stages: number;
+  /** Operand A's shared-memory tile. */
   readonly a: OperandSmem;
+  /** Operand B's shared-memory tile. */
   readonly b: OperandSmem;
+  /** Dynamic shared memory of all stages, in bytes. */
   readonly smemBytes: number;
   /** The `cp.async.wait_group` depth of the steady state (stages - 2). */
   readonly waitDepth: number;
@@ -266,6 +317,7 @@ export type FragmentLoad = "ldmatrix" | "ldmatrix.trans" | "lds";
 export interface InstructionPlan {
   /** The MMA table row (ir/mma_table.ts). */
   readonly shape: string;
+  /** The instruction's M x N x K. */
   readonly instr: Shape3;
   /** k-steps per threadblock tile (tile K / instruction K). */
   readonly kSteps: number;
@@ -284,7 +336,9 @@ export interface InstructionPlan {
 /** The instruction and how its fragments come from shared memory (pass
  * `gemm-fragment-load`, from gemm-mma's {@link InstructionPlan}). */
 export interface MmaPlan extends InstructionPlan {
+  /** How A's fragments are loaded. */
   readonly aLoad: FragmentLoad;
+  /** How B's fragments are loaded. */
   readonly bLoad: FragmentLoad;
 }
 
@@ -347,12 +401,17 @@ export interface StagingPlan {
 
 /** What the passes decided, each filled in by its pass. */
 export interface Plan {
+  /** Tiling (pass `gemm-tile`). */
   readonly tile?: TilePlan;
+  /** Warp partitioning (pass `gemm-warp`). */
   readonly warp?: WarpPlan;
+  /** Stage pipelining (pass `gemm-pipeline`). */
   readonly pipeline?: PipelinePlan;
   /** gemm-mma's choice, until gemm-fragment-load replaces it by {@link Plan.mma}. */
   readonly instruction?: InstructionPlan;
+  /** The instruction and its fragment loads (pass `gemm-fragment-load`). */
   readonly mma?: MmaPlan;
+  /** Blocks per SM (pass `gemm-occupancy`). */
   readonly occupancy?: OccupancyPlan;
   /** Null: no workspace (split_k 1). */
   readonly workspace?: WorkspacePlan | null;
@@ -362,15 +421,21 @@ export interface Plan {
 
 /** One kernel in the GEMM IR. */
 export interface GemmKernel {
+  /** The node's tag. */
   readonly kind: "gemm";
+  /** The kernel's name. */
   readonly name: string;
+  /** The compile target. */
   readonly target: Target;
   /** Tensors and scalars, in declaration order. */
   readonly params: readonly Param[];
   /** Runtime dimensions, in order of first appearance in the declarations. */
   readonly dims: readonly string[];
+  /** Sizes, roles and operand layouts. */
   readonly problem: Problem;
+  /** The main loop's types. */
   readonly math: MathSpec;
+  /** The epilogue. */
   readonly epilogue: Epilogue;
   /** The schedule as given (possibly partial). */
   readonly schedule: Schedule;
@@ -388,6 +453,7 @@ export interface GemmKernel {
   readonly scheduleSpans: Readonly<Partial<Record<ScheduleKey, Span>>>;
   /** The kernel's name in `kernel NAME`: where a diagnostic without a schedule line points. */
   readonly nameSpan: Span;
+  /** The whole kernel in the source. */
   readonly span: Span;
   /** The file name and source the spans point into. */
   readonly source: { readonly file: string; readonly text: string };
