@@ -34,9 +34,13 @@ export type RegType = "pred" | "b16" | "b32" | "u32" | "s32" | "f32" | "u64" | "
 
 /** A virtual register: a unique id and a type. `name` is a hint for readers. */
 export interface Reg {
+  /** The operand's tag. */
   readonly kind: "reg";
+  /** The register's unique id (its index in {@link Kernel.regs}). */
   readonly id: number;
+  /** The register's type. */
   readonly type: RegType;
+  /** A name for readers of dumps and PTX; no meaning. */
   readonly name?: string;
 }
 
@@ -44,7 +48,9 @@ export interface Reg {
  * f32 immediate is rounded with `Math.fround`). An immediate of a bit type
  * (`b16`, `b32`, and the widths of `sts`/`stg`) is the bit pattern, an integer. */
 export interface Imm {
+  /** The operand's tag. */
   readonly kind: "imm";
+  /** The value (or bit pattern). */
   readonly value: number;
 }
 
@@ -53,7 +59,9 @@ export type Operand = Reg | Imm;
 
 /** Executes the operation only in lanes where `pred` is true (false with `negate`). */
 export interface Guard {
+  /** The predicate register. */
   readonly pred: Reg;
+  /** Run where `pred` is false instead. */
   readonly negate: boolean;
 }
 
@@ -72,32 +80,47 @@ export type SpecialReg =
  * from the kernel's parameter list; tensor parameters are read as `u64` and
  * converted to global addresses. */
 export interface ParamOp {
+  /** The operation's tag. */
   readonly op: "param";
+  /** The destination register. */
   readonly dst: Reg;
+  /** The parameter's name. */
   readonly name: string;
+  /** Runs only in the lanes where the guard holds (absent: all lanes). */
   readonly guard?: Guard;
 }
 
 /** `dst = special register` (always u32). */
 export interface SregOp {
+  /** The operation's tag. */
   readonly op: "sreg";
+  /** The destination register. */
   readonly dst: Reg;
+  /** The special register read. */
   readonly sreg: SpecialReg;
+  /** Runs only in the lanes where the guard holds (absent: all lanes). */
   readonly guard?: Guard;
 }
 
 /** `dst = src`, both of one type (or an immediate). */
 export interface MovOp {
+  /** The operation's tag. */
   readonly op: "mov";
+  /** The destination register. */
   readonly dst: Reg;
+  /** The source operand. */
   readonly src: Operand;
+  /** Runs only in the lanes where the guard holds (absent: all lanes). */
   readonly guard?: Guard;
 }
 
 /** `dst = shared-memory address of byte 0 of the dynamic shared buffer` (u32). */
 export interface SmemBaseOp {
+  /** The operation's tag. */
   readonly op: "smembase";
+  /** The destination register. */
   readonly dst: Reg;
+  /** Runs only in the lanes where the guard holds (absent: all lanes). */
   readonly guard?: Guard;
 }
 
@@ -109,12 +132,19 @@ export interface SmemBaseOp {
  * types (`f32`, `f64`) round to nearest even; `min`/`max` follow PTX (NaN
  * loses to a number). */
 export interface BinOp {
+  /** The operation's tag. */
   readonly op: "bin";
+  /** The function. */
   readonly fn: BinFn;
+  /** The operation's PTX type. */
   readonly type: "u32" | "s32" | "u64" | "b32" | "pred" | "f32" | "f64";
+  /** The destination register. */
   readonly dst: Reg;
+  /** The first operand. */
   readonly a: Operand;
+  /** The second operand. */
   readonly b: Operand;
+  /** Runs only in the lanes where the guard holds (absent: all lanes). */
   readonly guard?: Guard;
 }
 
@@ -139,21 +169,33 @@ export type BinFn =
 /** `dst = a * b + c`: `mad.lo` for integers (wrapping), `fma.rn` for floats
  * (one rounding). */
 export interface MadOp {
+  /** The operation's tag. */
   readonly op: "mad";
+  /** The operation's PTX type. */
   readonly type: "u32" | "s32" | "u64" | "f32" | "f64";
+  /** The destination register. */
   readonly dst: Reg;
+  /** The first factor. */
   readonly a: Operand;
+  /** The second factor. */
   readonly b: Operand;
+  /** The addend. */
   readonly c: Operand;
+  /** Runs only in the lanes where the guard holds (absent: all lanes). */
   readonly guard?: Guard;
 }
 
 /** `dst(u64) = a(u32) * b(u32)`, the full 64-bit product (`mul.wide.u32`). */
 export interface MulWideOp {
+  /** The operation's tag. */
   readonly op: "mulwide";
+  /** The u64 destination. */
   readonly dst: Reg;
+  /** The first u32 factor. */
   readonly a: Operand;
+  /** The second u32 factor. */
   readonly b: Operand;
+  /** Runs only in the lanes where the guard holds (absent: all lanes). */
   readonly guard?: Guard;
 }
 
@@ -162,33 +204,53 @@ export interface MulWideOp {
  * models them to within their documented error, see its numerics module);
  * `popc` counts set bits of a b32/u32. */
 export interface UnOp {
+  /** The operation's tag. */
   readonly op: "un";
+  /** The function. */
   readonly fn: "neg" | "abs" | "not" | "ex2" | "rcp" | "tanh" | "popc";
+  /** The operation's PTX type. */
   readonly type: "u32" | "s32" | "b32" | "pred" | "f32" | "f64";
+  /** The destination register. */
   readonly dst: Reg;
+  /** The source operand. */
   readonly src: Operand;
+  /** Runs only in the lanes where the guard holds (absent: all lanes). */
   readonly guard?: Guard;
 }
 
 /** Comparison to a predicate: `dst = a CMP b` (floats: ordered compares). */
 export interface SetpOp {
+  /** The operation's tag. */
   readonly op: "setp";
+  /** The comparison. */
   readonly cmp: "lt" | "le" | "gt" | "ge" | "eq" | "ne";
+  /** The type the operands are compared as. */
   readonly type: "u32" | "s32" | "u64" | "f32" | "f64";
+  /** The destination register. */
   readonly dst: Reg;
+  /** The first operand. */
   readonly a: Operand;
+  /** The second operand. */
   readonly b: Operand;
+  /** Runs only in the lanes where the guard holds (absent: all lanes). */
   readonly guard?: Guard;
 }
 
 /** `dst = p ? a : b`. */
 export interface SelpOp {
+  /** The operation's tag. */
   readonly op: "selp";
+  /** The operation's PTX type. */
   readonly type: "u32" | "s32" | "b32" | "f32" | "f64" | "u64";
+  /** The destination register. */
   readonly dst: Reg;
+  /** The value where `p` is true. */
   readonly a: Operand;
+  /** The value where `p` is false. */
   readonly b: Operand;
+  /** The predicate that selects. */
   readonly p: Reg;
+  /** Runs only in the lanes where the guard holds (absent: all lanes). */
   readonly guard?: Guard;
 }
 
@@ -211,10 +273,15 @@ export interface SelpOp {
  * - `b32.f32`, `f32.b32`, `b32.u32`, `u32.b32`, `s32.b32`, `b32.s32`: bit moves.
  */
 export interface CvtOp {
+  /** The operation's tag. */
   readonly op: "cvt";
+  /** The conversion. */
   readonly kind: CvtKind;
+  /** The destination register. */
   readonly dst: Reg;
+  /** The source operand. */
   readonly src: Operand;
+  /** Runs only in the lanes where the guard holds (absent: all lanes). */
   readonly guard?: Guard;
 }
 
@@ -243,19 +310,29 @@ export type CvtKind =
 
 /** `dst(b32) = hi << 16 | lo` from two b16 registers (`mov.b32 d, {lo, hi}`). */
 export interface PackOp {
+  /** The operation's tag. */
   readonly op: "pack";
+  /** The b32 destination. */
   readonly dst: Reg;
+  /** The b16 register of the low half. */
   readonly lo: Reg;
+  /** The b16 register of the high half. */
   readonly hi: Reg;
+  /** Runs only in the lanes where the guard holds (absent: all lanes). */
   readonly guard?: Guard;
 }
 
 /** `lo = src & 0xffff`, `hi = src >> 16` into two b16 registers (`mov.b32 {lo, hi}, s`). */
 export interface UnpackOp {
+  /** The operation's tag. */
   readonly op: "unpack";
+  /** The b16 register receiving the low half. */
   readonly lo: Reg;
+  /** The b16 register receiving the high half. */
   readonly hi: Reg;
+  /** The b32 register unpacked. */
   readonly src: Reg;
+  /** Runs only in the lanes where the guard holds (absent: all lanes). */
   readonly guard?: Guard;
 }
 
@@ -269,17 +346,25 @@ export interface UnpackOp {
  * `bytes`; so must `src` when `srcBytes > 0`.
  */
 export interface CpAsyncOp {
+  /** The operation's tag. */
   readonly op: "cpasync";
+  /** `ca`: cache in L1 and L2; `cg`: in L2 only. */
   readonly cache: "ca" | "cg";
   /** An L2 prefetch-size hint (`.L2::128B`): the L2 may fetch the whole
    * 128-byte line around the source. A performance hint only: no effect on
    * what lands in shared memory (the simulator ignores it). */
   readonly prefetch?: 128;
+  /** Bytes written to shared memory. */
   readonly bytes: 4 | 8 | 16;
+  /** The register holding the shared-memory destination address. */
   readonly dst: Reg;
+  /** A constant byte offset added to `dst`. */
   readonly dstOffset: number;
+  /** The register holding the global source address. */
   readonly src: Reg;
+  /** Bytes read from `src` (the rest zero-filled). */
   readonly srcBytes: Operand;
+  /** Runs only in the lanes where the guard holds (absent: all lanes). */
   readonly guard?: Guard;
 }
 
@@ -291,15 +376,19 @@ export interface CpAsyncOp {
  * lowering's bounds guard is tested like a load's).
  */
 export interface PrefetchOp {
+  /** The operation's tag. */
   readonly op: "prefetch";
+  /** The register holding the global address. */
   readonly addr: Reg;
   /** `.L2::evict_last`: keep the line ahead of normal lines until it is used. */
   readonly evictLast?: boolean;
+  /** Runs only in the lanes where the guard holds (absent: all lanes). */
   readonly guard?: Guard;
 }
 
 /** `cp.async.commit_group`: closes the current group of this thread's copies. */
 export interface CommitOp {
+  /** The operation's tag. */
   readonly op: "commit";
 }
 
@@ -307,12 +396,15 @@ export interface CommitOp {
  * groups are still pending; the data of all older groups is then visible to
  * this thread (and to the block after a following barrier). */
 export interface WaitOp {
+  /** The operation's tag. */
   readonly op: "wait";
+  /** The number of committed groups that may still be pending. */
   readonly n: number;
 }
 
 /** `bar.sync 0`: a block-wide barrier; must be in uniform control flow. */
 export interface BarOp {
+  /** The operation's tag. */
   readonly op: "bar";
 }
 
@@ -325,11 +417,17 @@ export interface BarOp {
  * column lane / 4. Element 0 is the low half. Warp-collective.
  */
 export interface LdmatrixOp {
+  /** The operation's tag. */
   readonly op: "ldmatrix";
+  /** The number of 8x8 matrices (x1, x2, x4). */
   readonly num: 1 | 2 | 4;
+  /** Whether the matrices are transposed on the way. */
   readonly trans: boolean;
+  /** One b32 register per matrix. */
   readonly dst: readonly Reg[];
+  /** The register holding this lane's row address (shared memory). */
   readonly addr: Reg;
+  /** A constant byte offset added to `addr`. */
   readonly offset: number;
 }
 
@@ -341,21 +439,33 @@ export type MemWidth = "b8" | "b16" | "b32" | "b64";
 /** `ld.shared[.v2|.v4].WIDTH {dst...}, [addr + offset]`: `dst.length`
  * consecutive elements (1, 2 or 4), aligned to their total size. */
 export interface LdsOp {
+  /** The operation's tag. */
   readonly op: "lds";
+  /** The width of each element. */
   readonly width: MemWidth;
+  /** The destination registers, one per element. */
   readonly dst: readonly Reg[];
+  /** The register holding the base address. */
   readonly addr: Reg;
+  /** A constant byte offset added to `addr`. */
   readonly offset: number;
+  /** Runs only in the lanes where the guard holds (absent: all lanes). */
   readonly guard?: Guard;
 }
 
 /** `st.shared[.v2|.v4].WIDTH [addr + offset], {src...}`. */
 export interface StsOp {
+  /** The operation's tag. */
   readonly op: "sts";
+  /** The width of each element. */
   readonly width: MemWidth;
+  /** The values stored, one per element. */
   readonly src: readonly Operand[];
+  /** The register holding the base address. */
   readonly addr: Reg;
+  /** A constant byte offset added to `addr`. */
   readonly offset: number;
+  /** Runs only in the lanes where the guard holds (absent: all lanes). */
   readonly guard?: Guard;
 }
 
@@ -364,12 +474,19 @@ export interface StsOp {
  * "cg"` caches in L2 only (not in the SM's L1, which is not coherent between
  * blocks): for data other blocks of the same launch wrote. */
 export interface LdgOp {
+  /** The operation's tag. */
   readonly op: "ldg";
+  /** The width of each element. */
   readonly width: MemWidth;
+  /** The destination registers, one per element. */
   readonly dst: readonly Reg[];
+  /** The register holding the base address. */
   readonly addr: Reg;
+  /** A constant byte offset added to `addr`. */
   readonly offset: number;
+  /** `cg`: cache in L2 only. */
   readonly cache?: "cg";
+  /** Runs only in the lanes where the guard holds (absent: all lanes). */
   readonly guard?: Guard;
 }
 
@@ -377,11 +494,17 @@ export interface LdgOp {
  * address and returns the old value, atomically with respect to every thread
  * of the grid. */
 export interface AtomOp {
+  /** The operation's tag. */
   readonly op: "atom";
+  /** Receives the old value. */
   readonly dst: Reg;
+  /** The register holding the base address. */
   readonly addr: Reg;
+  /** A constant byte offset added to `addr`. */
   readonly offset: number;
+  /** The value added. */
   readonly b: Operand;
+  /** Runs only in the lanes where the guard holds (absent: all lanes). */
   readonly guard?: Guard;
 }
 
@@ -390,16 +513,23 @@ export interface AtomOp {
  * atomic: the split-K hand-over between blocks). The simulator runs blocks
  * one after another, where it has no further effect. */
 export interface FenceOp {
+  /** The operation's tag. */
   readonly op: "fence";
 }
 
 /** `st.global[.v2|.v4].WIDTH [addr + offset], {src...}`. */
 export interface StgOp {
+  /** The operation's tag. */
   readonly op: "stg";
+  /** The width of each element. */
   readonly width: MemWidth;
+  /** The values stored, one per element. */
   readonly src: readonly Operand[];
+  /** The register holding the base address. */
   readonly addr: Reg;
+  /** A constant byte offset added to `addr`. */
   readonly offset: number;
+  /** Runs only in the lanes where the guard holds (absent: all lanes). */
   readonly guard?: Guard;
 }
 
@@ -411,11 +541,17 @@ export interface StgOp {
  * f64 for f64). Warp-collective; `d` may be the same registers as `c`.
  */
 export interface MmaOp {
+  /** The operation's tag. */
   readonly op: "mma";
+  /** The MMA table row's name. */
   readonly shape: string;
+  /** The D fragment (the result). */
   readonly d: readonly Reg[];
+  /** The A fragment. */
   readonly a: readonly Reg[];
+  /** The B fragment. */
   readonly b: readonly Reg[];
+  /** The C fragment (the accumulator read). */
   readonly c: readonly Reg[];
 }
 
@@ -423,28 +559,42 @@ export interface MmaOp {
  * `for (iv = from; iv < to; iv += step) body` (u32 compare); `step` is a
  * positive integer. */
 export interface ForOp {
+  /** The operation's tag. */
   readonly op: "for";
+  /** The induction variable (u32). */
   readonly iv: Reg;
+  /** The first value of `iv`. */
   readonly from: Operand;
+  /** The bound: the loop runs while `iv < to`. */
   readonly to: Operand;
+  /** The increment of `iv`. */
   readonly step: number;
+  /** The loop body. */
   readonly body: readonly Op[];
 }
 
 /** `if (cond) then else otherwise`. `uniform` promises that `cond` is the
  * same for every thread of the block (so barriers may appear inside). */
 export interface IfOp {
+  /** The operation's tag. */
   readonly op: "if";
+  /** The predicate register tested. */
   readonly cond: Reg;
+  /** Take the `then` branch where `cond` is false instead. */
   readonly negate: boolean;
+  /** Whether `cond` is the same for every thread of the block. */
   readonly uniform: boolean;
+  /** The operations run where the condition holds. */
   readonly then: readonly Op[];
+  /** The operations run where it does not. */
   readonly otherwise: readonly Op[];
 }
 
 /** A comment carried into the PTX and shown in dumps; no effect. */
 export interface CommentOp {
+  /** The operation's tag. */
   readonly op: "comment";
+  /** The comment's text. */
   readonly text: string;
 }
 
@@ -487,8 +637,11 @@ export type Op =
 
 /** A kernel parameter as the ABI passes it (docs/ARCHITECTURE.md §3). */
 export interface KernelParam {
+  /** The parameter's name. */
   readonly name: string;
+  /** What it is: a tensor's address, a dimension, or a scalar. */
   readonly kind: "tensor" | "dim" | "scalar";
+  /** Its PTX type (`u64` for addresses). */
   readonly ptx: "u64" | "u32" | "f32" | "f64" | "s32";
   /** For tensors and scalars: the element type. */
   readonly dtype?: Dtype;
@@ -498,14 +651,19 @@ export interface KernelParam {
  * grouping, and so on, written as data so that both a launcher and the
  * manifest can evaluate it. */
 export interface GridPlan {
+  /** Rows of D per block. */
   readonly tileM: number;
+  /** Columns of D per block. */
   readonly tileN: number;
   /** Rasterisation group size (CUTLASS's identity swizzle with log tile). */
   readonly swizzle: number;
+  /** K-splits (1: none); the grid's z has split_k blocks per batch. */
   readonly splitK: number;
   /** Dimension names (or constants) for M, N and batch. */
   readonly m: string | number;
+  /** The dimension name (or constant) of N. */
   readonly n: string | number;
+  /** The batch dimension's name (or constant); null: no batch. */
   readonly batch: string | number | null;
   /** split_k > 1: bytes of the workspace per output tile (a 128-byte header
    * with the tile's arrival counter, then one partial accumulator tile per
@@ -516,12 +674,17 @@ export interface GridPlan {
 
 /** A whole kernel-IR program. */
 export interface Kernel {
+  /** The node's tag. */
   readonly kind: "kernel";
+  /** The kernel's name (the PTX entry). */
   readonly name: string;
+  /** The compile target. */
   readonly target: Target;
+  /** The entry point's parameters, in ABI order. */
   readonly params: readonly KernelParam[];
   /** Threads per block (x only). */
   readonly threads: number;
+  /** Dynamic shared memory per block, in bytes. */
   readonly dynamicSmemBytes: number;
   /**
    * Blocks per SM the kernel is built to run at, if more than one: the PTX
@@ -530,9 +693,11 @@ export interface Kernel {
    * block, up to its `registersPerThread`.
    */
   readonly minBlocksPerSm?: number;
+  /** How the grid follows from the runtime sizes. */
   readonly grid: GridPlan;
   /** Every register, indexed by id. */
   readonly regs: readonly Reg[];
+  /** The program every thread runs. */
   readonly body: readonly Op[];
 }
 
