@@ -246,6 +246,6 @@ export type {
   MmaOperand,
   MmaRegType,
 } from "./ir/mma_fragments.ts";
-export type { Instruction } from "./ir/target.ts";
+export type { Instruction, TargetRow, TargetTable } from "./ir/target.ts";
 export type { GemmPass } from "./passes/pass.ts";
 export type { DumpHook } from "./passes/pipeline_list.ts";

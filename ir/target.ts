@@ -143,8 +143,31 @@ const SM80 = Object.freeze(
   } as const satisfies TargetInfo,
 );
 
+/**
+ * A row of {@link TARGETS}: a {@link TargetInfo} whose name and PTX spelling
+ * are literal types (so that {@link Target} and {@link PtxTarget} are unions
+ * of them).
+ */
+export interface TargetRow<Name extends string, Ptx extends string> extends TargetInfo {
+  /** The DSL and API spelling (`target sm80`). */
+  readonly name: Name;
+  /** The PTX `.target` and ptxas `-arch` spelling. */
+  readonly ptx: Ptx;
+}
+
+/**
+ * The type of {@link TARGETS}, written out for `deno doc` and JSR (a published
+ * constant needs an explicit type); the compiler checks it against the table.
+ */
+export interface TargetTable {
+  /** sm_80: the A100's chip (GA100). */
+  readonly sm80: TargetRow<"sm80", "sm_80">;
+  /** sm_86: GA10x (RTX 30xx, A40, A10). */
+  readonly sm86: TargetRow<"sm86", "sm_86">;
+}
+
 /** Every target, by name. The order is the CLI's and the help's; the first is the default. */
-export const TARGETS = Object.freeze(
+export const TARGETS: TargetTable = Object.freeze(
   {
     sm80: SM80,
     // sm_86 (GA10x) runs every sm_80 instruction and MMA shape; it has less
