@@ -97,8 +97,9 @@ export interface CompileResult {
  * @returns The AST or a syntax diagnostic.
  * @example
  * ```ts
+ * import { ok } from "node:assert/strict";
  * import { parse } from "./compiler.ts";
- * console.assert(parse("kernel k { }").ok);
+ * ok(parse("kernel k { }").ok);
  * ```
  */
 export function parse(source: string, options: SourceOptions = {}): ParseResult {
@@ -114,9 +115,11 @@ export function parse(source: string, options: SourceOptions = {}): ParseResult 
  * @throws {TypeError} For a `target` option that names no target.
  * @example
  * ```ts
+ * import { equal } from "node:assert/strict";
  * import { check } from "./compiler.ts";
  * const r = check("kernel k { A: f16[M, K]\n B: f16[K, N] col\n D: f32[M, N]\n D[m, n] = A[m, k] * B[k, n] }");
- * console.assert(r.diagnostics.length === 0 && r.kernels[0]?.problem.b.layout === "col");
+ * equal(r.diagnostics.length, 0);
+ * equal(r.kernels[0]?.problem.b.layout, "col");
  * ```
  */
 export function check(source: string, options: SourceOptions = {}): CheckResult {
@@ -142,9 +145,11 @@ export function check(source: string, options: SourceOptions = {}): CheckResult 
  * @returns The kernels and diagnostics; `ok` is false when there are diagnostics.
  * @example
  * ```ts
+ * import { equal, ok } from "node:assert/strict";
  * import { compile } from "./compiler.ts";
  * const r = compile("kernel k { A: s8[M, K]\n B: s8[K, N] col\n D: s32[M, N]\n D[m, n] = A[m, k] * B[k, n] }");
- * console.assert(r.ok && r.kernels[0]?.gemm.math.acc === "s32");
+ * ok(r.ok);
+ * equal(r.kernels[0]?.gemm.math.acc, "s32");
  * ```
  */
 export function compile(source: string, options: CompileOptions = {}): CompileResult {

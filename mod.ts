@@ -12,6 +12,7 @@
  *
  * @example
  * ```ts
+ * import { equal, ok } from "node:assert/strict";
  * import { compile } from "./mod.ts";
  * const src = `kernel hgemm {
  *   A: f16[M, K] row
@@ -20,7 +21,8 @@
  *   D[m, n] = A[m, k] * B[k, n]
  * }`;
  * const r = compile(src, { file: "hgemm.gemm" });
- * console.assert(r.ok && r.kernels[0]?.planned.plan.mma?.shape === "m16n8k16.f16.f32");
+ * ok(r.ok);
+ * equal(r.kernels[0]?.planned.plan.mma?.shape, "m16n8k16.f16.f32");
  * ```
  *
  * @module

@@ -175,6 +175,7 @@ export interface CommandDef<T extends readonly OptionSpec[]>
  * @returns The command.
  * @example
  * ```ts
+ * import { ok } from "node:assert/strict";
  * import { command, HELP_OPTION } from "./options.ts";
  * const out: string[] = [];
  * const hello = command({
@@ -184,7 +185,7 @@ export interface CommandDef<T extends readonly OptionSpec[]>
  * });
  * const io = { out: (s: string) => out.push(s), err: () => {}, readFile: () => "", writeFile: () => {} };
  * await hello.run(["--help"], io);
- * console.assert(out[0]!.startsWith("Usage: gemm hello"));
+ * ok(out[0]!.startsWith("Usage: gemm hello"));
  * ```
  */
 export function command<const T extends readonly OptionSpec[]>(def: CommandDef<T>): Command {

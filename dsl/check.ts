@@ -48,12 +48,13 @@ export interface CheckResult {
  * @returns The kernels that checked, and the diagnostics of those that did not.
  * @example
  * ```ts
+ * import { equal } from "node:assert/strict";
  * import { parseProgram } from "./parse.ts";
  * import { checkProgram } from "./check.ts";
  * const text = "kernel k { A: f16[M, K]\n B: f16[K, N] col\n D: f32[M, N]\n" +
  *   " D[m, n] = A[m, k] * B[k, n] }";
  * const r = parseProgram(text, "k.gemm");
- * if (r.ok) console.assert(checkProgram(r.ast, { file: "k.gemm", text }).kernels.length === 1);
+ * if (r.ok) equal(checkProgram(r.ast, { file: "k.gemm", text }).kernels.length, 1);
  * ```
  */
 export function checkProgram(

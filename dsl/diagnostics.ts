@@ -80,8 +80,9 @@ export interface Diagnostic {
  * @returns `{ line, column }`.
  * @example
  * ```ts
+ * import { equal } from "node:assert/strict";
  * import { lineColumn } from "./diagnostics.ts";
- * console.assert(lineColumn("ab\ncd", 4).line === 2);
+ * equal(lineColumn("ab\ncd", 4).line, 2);
  * ```
  */
 export function lineColumn(text: string, offset: number): { line: number; column: number } {
@@ -125,10 +126,11 @@ export function diagnostic(
  * @returns The rendered text, ending in a newline.
  * @example
  * ```ts
+ * import { ok } from "node:assert/strict";
  * import { diagnostic, renderDiagnostic } from "./diagnostics.ts";
  * const src = { file: "x.gemm", text: "kernel k {\n  A: f8[M]\n}\n" };
  * const d = diagnostic("E0001", "Expected a dtype", src, { start: 16, end: 18 });
- * console.assert(renderDiagnostic(d, src.text).startsWith("x.gemm:2:6: error[E0001]"));
+ * ok(renderDiagnostic(d, src.text).startsWith("x.gemm:2:6: error[E0001]"));
  * ```
  */
 export function renderDiagnostic(d: Diagnostic, text: string): string {

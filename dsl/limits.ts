@@ -34,9 +34,10 @@ const NUMBER = /[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/y;
  *   at the first identifier outside ASCII, or null.
  * @example
  * ```ts
+ * import { equal } from "node:assert/strict";
  * import { checkSourceLimits } from "./limits.ts";
- * console.assert(checkSourceLimits("kernel k { D[m, n] = ((x)) }", "k.gemm") === null);
- * console.assert(checkSourceLimits("(".repeat(65), "k.gemm")?.code === "E0002");
+ * equal(checkSourceLimits("kernel k { D[m, n] = ((x)) }", "k.gemm"), null);
+ * equal(checkSourceLimits("(".repeat(65), "k.gemm")?.code, "E0002");
  * ```
  */
 export function checkSourceLimits(text: string, file: string): Diagnostic | null {

@@ -184,9 +184,10 @@ export type ParseResult =
  *   (or one `E0002`/`E0003` of the source limits, checked first: dsl/limits.ts).
  * @example
  * ```ts
+ * import { ok } from "node:assert/strict";
  * import { parseProgram } from "./parse.ts";
  * const r = parseProgram("kernel k { A: f16[M, K] }", "k.gemm");
- * console.assert(r.ok);
+ * ok(r.ok);
  * ```
  */
 export function parseProgram(text: string, file: string): ParseResult {

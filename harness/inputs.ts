@@ -71,9 +71,10 @@ export interface LaunchArgs {
  * @returns A message, or null when the value is legal.
  * @example
  * ```ts
+ * import { equal, notEqual } from "node:assert/strict";
  * import { scalarValueProblem } from "./inputs.ts";
- * console.assert(scalarValueProblem("alpha", "f32", NaN) !== null);
- * console.assert(scalarValueProblem("alpha", "f32", 1.5) === null);
+ * notEqual(scalarValueProblem("alpha", "f32", NaN), null);
+ * equal(scalarValueProblem("alpha", "f32", 1.5), null);
  * ```
  */
 export function scalarValueProblem(name: string, dtype: Dtype, v: number): string | null {

@@ -104,10 +104,12 @@ export function probeName(s: MmaShape): string {
  * @returns The kernel-IR program.
  * @example
  * ```ts
+ * import { equal } from "node:assert/strict";
  * import { MMA_SHAPES } from "../ir/mma_table.ts";
  * import { probeKernel } from "./mma_probe.ts";
  * const k = probeKernel(MMA_SHAPES[0]!);
- * console.assert(k.threads === 32 && k.params.length === 4);
+ * equal(k.threads, 32);
+ * equal(k.params.length, 4);
  * ```
  */
 export function probeKernel(s: MmaShape): Kernel {
@@ -429,10 +431,11 @@ export interface ProbeOptions {
  * @throws {CudaUnavailableError} In GPU mode, when no driver can be used.
  * @example
  * ```ts
+ * import { ok } from "node:assert/strict";
  * import { MMA_SHAPES } from "../ir/mma_table.ts";
  * import { runProbe } from "./mma_probe.ts";
  * const [r] = await runProbe({ mode: "sim", shapes: [MMA_SHAPES[0]!] });
- * console.assert(r?.ok);
+ * ok(r?.ok);
  * ```
  */
 export async function runProbe(options: ProbeOptions = {}): Promise<ProbeResult[]> {

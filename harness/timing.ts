@@ -15,8 +15,9 @@ import type { Cuda, CudaEvent } from "../backends/cuda/driver.ts";
  * @returns Their median.
  * @example
  * ```ts
+ * import { equal } from "node:assert/strict";
  * import { median } from "./timing.ts";
- * console.assert(median([3, 1, 2, 10]) === 2.5);
+ * equal(median([3, 1, 2, 10]), 2.5);
  * ```
  */
 export function median(xs: readonly number[]): number {

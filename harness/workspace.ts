@@ -23,12 +23,13 @@ export { workspaceBytes };
  * @returns Buffers by parameter name (empty without split-K).
  * @example
  * ```ts
+ * import { ok } from "node:assert/strict";
  * import { compile } from "../compiler.ts";
  * import { workspaceArgs } from "./workspace.ts";
  * const src = `kernel k { A: f16[M, K] row  B: f16[K, N] col  D: f32[M, N] row
  *   D[m, n] = A[m, k] * B[k, n]  schedule { split_k 2 } }`;
  * const k = compile(src).kernels[0]!.kernel;
- * console.assert(workspaceArgs(k, { M: 128, N: 256, K: 64 }).get("workspace")!.length > 0);
+ * ok(workspaceArgs(k, { M: 128, N: 256, K: 64 }).get("workspace")!.length > 0);
  * ```
  */
 export function workspaceArgs(

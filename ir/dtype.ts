@@ -59,8 +59,10 @@ export const DTYPES: readonly Dtype[] = Object.freeze(
  * @returns True for one of {@link DTYPES}.
  * @example
  * ```ts
+ * import { ok } from "node:assert/strict";
  * import { isDtype } from "./dtype.ts";
- * console.assert(isDtype("bf16") && !isDtype("f8"));
+ * ok(isDtype("bf16"));
+ * ok(!isDtype("f8"));
  * ```
  */
 export function isDtype(s: string): s is Dtype {
@@ -75,8 +77,9 @@ export function isDtype(s: string): s is Dtype {
  * @returns 128 / bits.
  * @example
  * ```ts
+ * import { equal } from "node:assert/strict";
  * import { defaultAlign } from "./dtype.ts";
- * console.assert(defaultAlign("f16") === 8);
+ * equal(defaultAlign("f16"), 8);
  * ```
  */
 export function defaultAlign(t: Dtype): number {

@@ -291,9 +291,10 @@ export const EPILOGUE_FNS: {
  * @returns Its row.
  * @example
  * ```ts
+ * import { equal } from "node:assert/strict";
  * import { epilogueFn } from "./epilogue.ts";
- * console.assert(epilogueFn("clamp")?.arity === 3);
- * console.assert(epilogueFn("nope") === undefined);
+ * equal(epilogueFn("clamp")?.arity, 3);
+ * equal(epilogueFn("nope"), undefined);
  * ```
  */
 export function epilogueFn(name: string): EpilogueFnRow | undefined {
@@ -306,9 +307,10 @@ export function epilogueFn(name: string): EpilogueFnRow | undefined {
  * @returns The names, e.g. `relu`, `gelu`, ..., `clamp`.
  * @example
  * ```ts
+ * import { ok } from "node:assert/strict";
  * import { callableEpilogueFns } from "./epilogue.ts";
- * console.assert(callableEpilogueFns().includes("tanh"));
- * console.assert(!callableEpilogueFns().includes("add"));
+ * ok(callableEpilogueFns().includes("tanh"));
+ * ok(!callableEpilogueFns().includes("add"));
  * ```
  */
 export function callableEpilogueFns(): readonly EpilogueFnName[] {

@@ -67,9 +67,11 @@ export const castNode = (to: Dtype, x: EpilogueExpr): EpilogueNode<"cast"> => ({
  * @returns The node.
  * @example
  * ```ts
+ * import { equal } from "node:assert/strict";
  * import { accNode, callNode, constNode } from "./epilogue_expr.ts";
  * const e = callNode("max", [accNode(), constNode(0)]);
- * console.assert(e.op === "binary" && e.fn === "max");
+ * equal(e.op, "binary");
+ * equal(e.fn, "max");
  * ```
  */
 export function callNode(fn: EpilogueFnName, args: readonly EpilogueExpr[]): EpilogueExpr {
@@ -143,12 +145,13 @@ function withArgs(e: EpilogueExpr, args: readonly EpilogueExpr[]): EpilogueExpr 
  * @param actions What to do at the kinds of interest.
  * @example
  * ```ts
+ * import { equal } from "node:assert/strict";
  * import { accNode, callNode, loadNode, visitEpilogue } from "./epilogue_expr.ts";
  * const names: string[] = [];
  * visitEpilogue(callNode("add", [accNode(), loadNode("bias", false, true, false)]), {
  *   load: (l) => names.push(l.tensor),
  * });
- * console.assert(names.join() === "bias");
+ * equal(names.join(), "bias");
  * ```
  */
 export function visitEpilogue(e: EpilogueExpr, actions: VisitActions): void {
@@ -165,9 +168,11 @@ export function visitEpilogue(e: EpilogueExpr, actions: VisitActions): void {
  * @returns The new expression (`e` itself where nothing changed).
  * @example
  * ```ts
+ * import { equal } from "node:assert/strict";
  * import { accNode, callNode, constNode, rewriteEpilogue } from "./epilogue_expr.ts";
  * const e = rewriteEpilogue(callNode("relu", [accNode()]), { acc: () => constNode(2) });
- * console.assert(e.op === "unary" && e.x.op === "const");
+ * equal(e.op, "unary");
+ * equal(e.x.op, "const");
  * ```
  */
 export function rewriteEpilogue(e: EpilogueExpr, actions: RewriteActions): EpilogueExpr {
@@ -187,13 +192,14 @@ export function rewriteEpilogue(e: EpilogueExpr, actions: RewriteActions): Epilo
  * @returns The value of the root.
  * @example
  * ```ts
+ * import { equal } from "node:assert/strict";
  * import { accNode, callNode, constNode, foldEpilogue } from "./epilogue_expr.ts";
  * const depth = foldEpilogue<number>(callNode("max", [accNode(), constNode(0)]), {
  *   acc: () => 1, const: () => 1, scalar: () => 1, load: () => 1,
  *   unary: (_, [x]) => x! + 1, binary: (_, [a, b]) => Math.max(a!, b!) + 1,
  *   clamp: (_, xs) => Math.max(...xs) + 1, cast: (_, [x]) => x! + 1,
  * });
- * console.assert(depth === 2);
+ * equal(depth, 2);
  * ```
  */
 export function foldEpilogue<T>(e: EpilogueExpr, actions: FoldActions<T>): T {
@@ -208,9 +214,10 @@ export function foldEpilogue<T>(e: EpilogueExpr, actions: FoldActions<T>): T {
  * @returns The name and row of each function node.
  * @example
  * ```ts
+ * import { equal } from "node:assert/strict";
  * import { accNode, callNode, functionsIn } from "./epilogue_expr.ts";
  * const fs = functionsIn(callNode("tanh", [callNode("neg", [accNode()])]));
- * console.assert(fs.map((f) => f.name).join() === "tanh,neg");
+ * equal(fs.map((f) => f.name).join(), "tanh,neg");
  * ```
  */
 export function functionsIn(

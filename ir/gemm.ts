@@ -467,10 +467,11 @@ export interface GemmKernel {
  * @returns Never returns.
  * @example
  * ```ts
+ * import { equal } from "node:assert/strict";
  * import { unreachable } from "./gemm.ts";
  * type T = "a";
  * const f = (t: T) => { switch (t) { case "a": return 1; default: return unreachable(t); } };
- * console.assert(f("a") === 1);
+ * equal(f("a"), 1);
  * ```
  */
 export function unreachable(x: never): never {

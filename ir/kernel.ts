@@ -823,10 +823,11 @@ export function walkOps(
  * @returns Bytes.
  * @example
  * ```ts
+ * import { equal } from "node:assert/strict";
  * import { workspaceBytes } from "./kernel.ts";
  * const plan = { tileM: 128, tileN: 256, swizzle: 1, splitK: 4, m: "M", n: "N", batch: null,
  *   workspacePerTile: 1024 };
- * console.assert(workspaceBytes(plan, { M: 128, N: 1024 }) === 4 * 1024);
+ * equal(workspaceBytes(plan, { M: 128, N: 1024 }), 4 * 1024);
  * ```
  */
 export function workspaceBytes(
@@ -870,10 +871,11 @@ function val(d: string | number, dims: Readonly<Record<string, number>>): number
  * @returns `[x, y, z]`.
  * @example
  * ```ts
+ * import { equal } from "node:assert/strict";
  * import { gridFor } from "./kernel.ts";
  * const g = gridFor({ tileM: 128, tileN: 128, swizzle: 1, splitK: 1, m: "M", n: "N", batch: null },
  *   { M: 256, N: 384 });
- * console.assert(g.join() === "2,3,1");
+ * equal(g.join(), "2,3,1");
  * ```
  */
 export function gridFor(

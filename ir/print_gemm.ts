@@ -24,9 +24,10 @@ function shape(s: Shape3): string {
  * @returns The text.
  * @example
  * ```ts
+ * import { equal } from "node:assert/strict";
  * import { printEpilogueExpr } from "./print_gemm.ts";
  * const t = printEpilogueExpr({ op: "unary", fn: "relu", x: { op: "acc" } }, { m: "m", n: "n", batch: null });
- * console.assert(t === "relu(acc)");
+ * equal(t, "relu(acc)");
  * ```
  */
 export function printEpilogueExpr(

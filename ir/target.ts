@@ -207,8 +207,9 @@ export const DEFAULT_TARGET: Target = TARGET_NAMES[0]!;
  * @returns Its row of {@link TARGETS}.
  * @example
  * ```ts
+ * import { equal } from "node:assert/strict";
  * import { targetInfo } from "./target.ts";
- * console.assert(targetInfo("sm86").ptx === "sm_86");
+ * equal(targetInfo("sm86").ptx, "sm_86");
  * ```
  */
 export function targetInfo(t: Target): (typeof TARGETS)[Target] {
@@ -222,8 +223,10 @@ export function targetInfo(t: Target): (typeof TARGETS)[Target] {
  * @returns True for a row's name.
  * @example
  * ```ts
+ * import { ok } from "node:assert/strict";
  * import { isTargetName } from "./target.ts";
- * console.assert(isTargetName("sm86") && !isTargetName("sm_86"));
+ * ok(isTargetName("sm86"));
+ * ok(!isTargetName("sm_86"));
  * ```
  */
 export function isTargetName(text: string): text is Target {
@@ -238,9 +241,10 @@ export function isTargetName(text: string): text is Target {
  * @returns The target, or null when no row has that name.
  * @example
  * ```ts
+ * import { equal } from "node:assert/strict";
  * import { parseTarget } from "./target.ts";
- * console.assert(parseTarget("sm_86") === "sm86");
- * console.assert(parseTarget("sm70") === null);
+ * equal(parseTarget("sm_86"), "sm86");
+ * equal(parseTarget("sm70"), null);
  * ```
  */
 export function parseTarget(text: string): Target | null {
@@ -257,8 +261,9 @@ export function parseTarget(text: string): Target | null {
  * @returns `sm80 or sm86` (with three rows: `sm80, sm86 or sm90`).
  * @example
  * ```ts
+ * import { equal } from "node:assert/strict";
  * import { targetList } from "./target.ts";
- * console.assert(targetList() === "sm80 or sm86");
+ * equal(targetList(), "sm80 or sm86");
  * ```
  */
 export function targetList(sep = " or "): string {
@@ -273,8 +278,9 @@ export function targetList(sep = " or "): string {
  * @returns `sm80|sm86`.
  * @example
  * ```ts
+ * import { equal } from "node:assert/strict";
  * import { targetChoices } from "./target.ts";
- * console.assert(targetChoices() === "sm80|sm86");
+ * equal(targetChoices(), "sm80|sm86");
  * ```
  */
 export function targetChoices(): string {
@@ -288,8 +294,9 @@ export function targetChoices(): string {
  * @returns `108, an A100`.
  * @example
  * ```ts
+ * import { equal } from "node:assert/strict";
  * import { defaultSmsText } from "./target.ts";
- * console.assert(defaultSmsText() === "108, an A100");
+ * equal(defaultSmsText(), "108, an A100");
  * ```
  */
 export function defaultSmsText(t: Target = DEFAULT_TARGET): string {
@@ -304,8 +311,9 @@ export function defaultSmsText(t: Target = DEFAULT_TARGET): string {
  * @returns True when the target's row lists it.
  * @example
  * ```ts
+ * import { ok } from "node:assert/strict";
  * import { targetHas } from "./target.ts";
- * console.assert(targetHas("sm86", "ldmatrix"));
+ * ok(targetHas("sm86", "ldmatrix"));
  * ```
  */
 export function targetHas(t: Target, i: Instruction): boolean {
@@ -325,8 +333,9 @@ export function targetHas(t: Target, i: Instruction): boolean {
  * @returns The rows, frozen.
  * @example
  * ```ts
+ * import { ok } from "node:assert/strict";
  * import { mmaShapesOn } from "./target.ts";
- * console.assert(mmaShapesOn("sm86", "f16", "f16", "f32").length > 0);
+ * ok(mmaShapesOn("sm86", "f16", "f16", "f32").length > 0);
  * ```
  */
 export function mmaShapesOn(
@@ -358,9 +367,10 @@ export function mmaShapesOn(
  * @returns True when they fit.
  * @example
  * ```ts
+ * import { ok } from "node:assert/strict";
  * import { blocksFit } from "./target.ts";
- * console.assert(blocksFit("sm80", 2, 256, 65536));
- * console.assert(!blocksFit("sm86", 2, 256, 65536));
+ * ok(blocksFit("sm80", 2, 256, 65536));
+ * ok(!blocksFit("sm86", 2, 256, 65536));
  * ```
  */
 export function blocksFit(t: Target, blocks: number, threads: number, smemBytes: number): boolean {

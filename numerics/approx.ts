@@ -94,8 +94,10 @@ export function silu(x: number): number {
  * @returns An f32 value.
  * @example
  * ```ts
+ * import { equal } from "node:assert/strict";
  * import { ex2Approx } from "./mod.ts";
- * console.assert(ex2Approx(3) === 8 && ex2Approx(-Infinity) === 0);
+ * equal(ex2Approx(3), 8);
+ * equal(ex2Approx(-Infinity), 0);
  * ```
  */
 export function ex2Approx(x: number): number {
@@ -111,8 +113,10 @@ export function ex2Approx(x: number): number {
  * @returns An f32 value.
  * @example
  * ```ts
+ * import { equal } from "node:assert/strict";
  * import { rcpApprox } from "./mod.ts";
- * console.assert(rcpApprox(4) === 0.25 && rcpApprox(0) === Infinity);
+ * equal(rcpApprox(4), 0.25);
+ * equal(rcpApprox(0), Infinity);
  * ```
  */
 export function rcpApprox(x: number): number {
@@ -129,8 +133,10 @@ export function rcpApprox(x: number): number {
  * @returns An f32 value.
  * @example
  * ```ts
+ * import { equal } from "node:assert/strict";
  * import { tanhApprox } from "./mod.ts";
- * console.assert(tanhApprox(0) === 0 && tanhApprox(Infinity) === 1);
+ * equal(tanhApprox(0), 0);
+ * equal(tanhApprox(Infinity), 1);
  * ```
  */
 export function tanhApprox(x: number): number {

@@ -192,9 +192,10 @@ function fmaExact(a: number, b: number, c: number): number {
  * @returns `RN_f32(a * b + c)`.
  * @example
  * ```ts
+ * import { equal } from "node:assert/strict";
  * import { fmaF32 } from "./mod.ts";
  * const a = 1 + 2 ** -12;
- * console.assert(fmaF32(a, a, -1) === 2 ** -11 + 2 ** -24); // a*a - 1 exactly
+ * equal(fmaF32(a, a, -1), 2 ** -11 + 2 ** -24); // a*a - 1 exactly
  * ```
  */
 export function fmaF32(a: number, b: number, c: number): number {

@@ -35,8 +35,9 @@ export class Rng {
  * @returns [lo, hi], inclusive.
  * @example
  * ```ts
+ * import { equal } from "node:assert/strict";
  * import { intRange } from "./random.ts";
- * console.assert(intRange("s4")[0] === -8);
+ * equal(intRange("s4")[0], -8);
  * ```
  */
 export function intRange(dtype: string): [number, number] {

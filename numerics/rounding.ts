@@ -270,8 +270,9 @@ export function roundBf16(x: number): number {
  * @returns The rounded value.
  * @example
  * ```ts
+ * import { equal } from "node:assert/strict";
  * import { roundToDtype } from "./mod.ts";
- * console.assert(roundToDtype(1 + 2 ** -11, "f16") === 1);
+ * equal(roundToDtype(1 + 2 ** -11, "f16"), 1);
  * ```
  */
 export function roundToDtype(x: number, t: Dtype): number {
@@ -296,8 +297,10 @@ export function roundToDtype(x: number, t: Dtype): number {
  * @returns The integer.
  * @example
  * ```ts
+ * import { equal } from "node:assert/strict";
  * import { roundHalfEven } from "./mod.ts";
- * console.assert(roundHalfEven(2.5) === 2 && roundHalfEven(-3.5) === -4);
+ * equal(roundHalfEven(2.5), 2);
+ * equal(roundHalfEven(-3.5), -4);
  * ```
  */
 export function roundHalfEven(x: number): number {

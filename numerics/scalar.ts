@@ -71,8 +71,11 @@ export function popc32(x: number): number {
  * @returns An s32 value.
  * @example
  * ```ts
+ * import { equal } from "node:assert/strict";
  * import { rniSatS32 } from "./mod.ts";
- * console.assert(rniSatS32(2.5) === 2 && rniSatS32(-1.5) === -2 && rniSatS32(1e10) === 2147483647);
+ * equal(rniSatS32(2.5), 2);
+ * equal(rniSatS32(-1.5), -2);
+ * equal(rniSatS32(1e10), 2147483647);
  * ```
  */
 export function rniSatS32(x: number): number {
@@ -93,8 +96,10 @@ export function rniSatS32(x: number): number {
  * @returns The smaller.
  * @example
  * ```ts
+ * import { equal, ok } from "node:assert/strict";
  * import { minPtx } from "./mod.ts";
- * console.assert(minPtx(NaN, 3) === 3 && Object.is(minPtx(0, -0), -0));
+ * equal(minPtx(NaN, 3), 3);
+ * ok(Object.is(minPtx(0, -0), -0));
  * ```
  */
 export function minPtx(a: number, b: number): number {
@@ -113,8 +118,10 @@ export function minPtx(a: number, b: number): number {
  * @returns The larger.
  * @example
  * ```ts
+ * import { equal, ok } from "node:assert/strict";
  * import { maxPtx } from "./mod.ts";
- * console.assert(maxPtx(2, NaN) === 2 && Object.is(maxPtx(-0, 0), 0));
+ * equal(maxPtx(2, NaN), 2);
+ * ok(Object.is(maxPtx(-0, 0), 0));
  * ```
  */
 export function maxPtx(a: number, b: number): number {

@@ -75,8 +75,9 @@ const F64_PAIR = new DataView(new ArrayBuffer(16));
  * @returns The distance.
  * @example
  * ```ts
+ * import { equal } from "node:assert/strict";
  * import { ulpDistanceF64 } from "./mod.ts";
- * console.assert(ulpDistanceF64(1, 1 + 2 ** -52) === 1);
+ * equal(ulpDistanceF64(1, 1 + 2 ** -52), 1);
  * ```
  */
 export function ulpDistanceF64(a: number, b: number): number {
@@ -99,8 +100,10 @@ export function ulpDistanceF64(a: number, b: number): number {
  * @returns The ulp.
  * @example
  * ```ts
+ * import { equal } from "node:assert/strict";
  * import { ulpOf } from "./mod.ts";
- * console.assert(ulpOf(1, "f16") === 2 ** -10 && ulpOf(-3, "f32") === 2 ** -22);
+ * equal(ulpOf(1, "f16"), 2 ** -10);
+ * equal(ulpOf(-3, "f32"), 2 ** -22);
  * ```
  */
 export function ulpOf(x: number, t: Dtype): number {

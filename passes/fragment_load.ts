@@ -36,8 +36,9 @@ import type { GemmPass } from "./pass.ts";
  * @returns The load, or null.
  * @example
  * ```ts
+ * import { equal } from "node:assert/strict";
  * import { fragmentLoad } from "./fragment_load.ts";
- * console.assert(fragmentLoad(16, "outer") === "ldmatrix.trans");
+ * equal(fragmentLoad(16, "outer"), "ldmatrix.trans");
  * ```
  */
 export function fragmentLoad(bits: number, contiguous: "k" | "outer"): FragmentLoad | null {

@@ -22,6 +22,7 @@ import type { KernelArg } from "./driver.ts";
  * @returns The arguments; throws naming any that is missing or out of range.
  * @example
  * ```ts
+ * import { equal } from "node:assert/strict";
  * import { kernelArgs } from "./launch.ts";
  * const args = kernelArgs({
  *   name: "k", entry: "k", target: "sm_80", block: [128, 1, 1], dynamicSmemBytes: 0,
@@ -32,7 +33,8 @@ import type { KernelArg } from "./driver.ts";
  *     { name: "alpha", kind: "scalar", ptx: "f32" },
  *   ],
  * }, new Map([["A", 0x7f0000000000n]]), { M: 96 }, new Map([["alpha", 1.5]]));
- * console.assert(args[1]?.type === "u32" && args[1].value === 96);
+ * equal(args[1]?.type, "u32");
+ * equal(args[1]?.value, 96);
  * ```
  */
 export function kernelArgs(
@@ -87,10 +89,11 @@ export interface LaunchLimits {
  * @returns One message per problem.
  * @example
  * ```ts
+ * import { equal } from "node:assert/strict";
  * import { launchProblems } from "./launch.ts";
  * const p = launchProblems("k", [1, 70000, 1], [128, 1, 1], 0,
  *   { maxGrid: [2147483647, 65535, 65535], maxSharedPerBlockOptin: 232448 });
- * console.assert(p.length === 1);
+ * equal(p.length, 1);
  * ```
  */
 export function launchProblems(

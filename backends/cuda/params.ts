@@ -20,9 +20,10 @@ export type KernelArg =
  * @returns The slots and the pointer array.
  * @example
  * ```ts
+ * import { equal } from "node:assert/strict";
  * import { packKernelParams } from "./params.ts";
  * const p = packKernelParams([{ type: "u64", value: 0x1000n }, { type: "u32", value: 7 }]);
- * console.assert(new DataView(p.values).getUint32(8, true) === 7);
+ * equal(new DataView(p.values).getUint32(8, true), 7);
  * ```
  */
 export function packKernelParams(

@@ -100,9 +100,10 @@ const INT_IMM: Readonly<Partial<Record<ImmType, { bits: number; signed: boolean 
  * @returns The literal.
  * @example
  * ```ts
+ * import { equal } from "node:assert/strict";
  * import { immText } from "./print.ts";
- * console.assert(immText(1, "f32") === "0f3F800000");
- * console.assert(immText(-1, "u32") === "4294967295");
+ * equal(immText(1, "f32"), "0f3F800000");
+ * equal(immText(-1, "u32"), "4294967295");
  * ```
  */
 export function immText(value: number, type: ImmType): string {

@@ -185,8 +185,9 @@ function printEntry(k: Kernel, opts: PrintPtxOptions, out: string[]): void {
  * @returns `sm_80` or `sm_86`.
  * @example
  * ```ts
+ * import { equal } from "node:assert/strict";
  * import { ptxTarget } from "./print.ts";
- * console.assert(ptxTarget("sm86") === "sm_86");
+ * equal(ptxTarget("sm86"), "sm_86");
  * ```
  */
 export function ptxTarget(t: Target): PtxTarget {
@@ -207,13 +208,14 @@ export function ptxTarget(t: Target): PtxTarget {
  * operation has no PTX form.
  * @example
  * ```ts
+ * import { ok } from "node:assert/strict";
  * import { printPtx } from "./print.ts";
  * const ptx = printPtx([{
  *   kind: "kernel", name: "nop", target: "sm80", params: [], threads: 32,
  *   dynamicSmemBytes: 0, regs: [], body: [],
  *   grid: { tileM: 1, tileN: 1, swizzle: 1, splitK: 1, m: 1, n: 1, batch: null },
  * }]);
- * console.assert(ptx.includes(".visible .entry nop("));
+ * ok(ptx.includes(".visible .entry nop("));
  * ```
  */
 export function printPtx(kernels: readonly Kernel[], opts: PrintPtxOptions = {}): string {

@@ -71,9 +71,10 @@ function envPath(): string[] {
  * @returns The path, or null when there is no ptxas.
  * @example
  * ```ts
+ * import { ok } from "node:assert/strict";
  * import { findPtxas } from "./ptxas.ts";
  * const p = findPtxas();
- * console.assert(p === null || p.endsWith("ptxas"));
+ * ok(p === null || p.endsWith("ptxas"));
  * ```
  */
 export function findPtxas(explicit?: string): string | null {
@@ -95,13 +96,16 @@ export function findPtxas(explicit?: string): string | null {
  * @returns One entry per kernel, in the order ptxas reported them.
  * @example
  * ```ts
+ * import { equal } from "node:assert/strict";
  * import { parsePtxasLog } from "./ptxas.ts";
  * const [k] = parsePtxasLog([
  *   "ptxas info    : Compiling entry function 'k' for 'sm_80'",
  *   "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads",
  *   "ptxas info    : Used 40 registers, 368 bytes cmem[0]",
  * ].join("\n"));
- * console.assert(k?.name === "k" && k.registers === 40 && k.constBytes === 368);
+ * equal(k?.name, "k");
+ * equal(k?.registers, 40);
+ * equal(k?.constBytes, 368);
  * ```
  */
 export function parsePtxasLog(log: string): PtxasKernelInfo[] {
@@ -205,11 +209,15 @@ export async function runPtxas(ptx: string, opts: PtxasOptions): Promise<PtxasRe
  * @returns The report, without a trailing newline.
  * @example
  * ```ts
+ * import { equal } from "node:assert/strict";
  * import { formatPtxasReport } from "./ptxas.ts";
  * const s = formatPtxasReport({ ok: true, log: "", kernels: [{ name: "k", registers: 40,
  *   sharedBytes: 0, stackFrameBytes: 0, spillStoreBytes: 0, spillLoadBytes: 0 }] });
- * console.assert(s === "k: 40 registers, 0 bytes shared, 0 bytes stack frame, " +
- *   "0 bytes spill stores, 0 bytes spill loads");
+ * equal(
+ *   s,
+ *   "k: 40 registers, 0 bytes shared, 0 bytes stack frame, " +
+ *     "0 bytes spill stores, 0 bytes spill loads",
+ * );
  * ```
  */
 export function formatPtxasReport(result: PtxasResult): string {

@@ -47,6 +47,7 @@ import {
  * @returns Hazards and statistics.
  * @example
  * ```ts
+ * import { equal } from "node:assert/strict";
  * import { KernelBuilder } from "../../ir/builder.ts";
  * import { simulate } from "./simulate.ts";
  * const b = new KernelBuilder();
@@ -64,7 +65,7 @@ import {
  * } as const;
  * const bytes = new Uint8Array(128);
  * simulate(kernel, { grid: [1, 1, 1], args: { out: { bytes } } });
- * console.assert(new Int32Array(bytes.buffer)[31] === 31);
+ * equal(new Int32Array(bytes.buffer)[31], 31);
  * ```
  */
 export function simulate(kernel: Kernel, launch: SimLaunch, options: SimOptions = {}): SimResult {

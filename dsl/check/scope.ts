@@ -43,9 +43,10 @@ export interface Scope {
  * @returns A scope with no declarations and no bindings.
  * @example
  * ```ts
+ * import { equal } from "node:assert/strict";
  * import { newScope } from "./scope.ts";
  * const s = newScope({ file: "k.gemm", text: "" });
- * console.assert(s.tensors.size === 0);
+ * equal(s.tensors.size, 0);
  * ```
  */
 export function newScope(src: Src): Scope {
@@ -75,11 +76,12 @@ export const EPILOGUE_DTYPES: readonly Dtype[] = ["f64", "f32", "f16", "bf16", "
  * @returns Never: it throws a {@link DiagnosticError}.
  * @example
  * ```ts
+ * import { ok } from "node:assert/strict";
  * import { fail } from "./scope.ts";
  * try {
  *   fail({ file: "k.gemm", text: "x" }, "E0101", 'Unknown name "x"', { start: 0, end: 1 });
  * } catch (e) {
- *   console.assert(e instanceof Error);
+ *   ok(e instanceof Error);
  * }
  * ```
  */
@@ -95,8 +97,9 @@ export function fail(src: Src, code: DiagnosticCode, message: string, span: Span
  * @returns Its first line.
  * @example
  * ```ts
+ * import { equal } from "node:assert/strict";
  * import { lineOf } from "./scope.ts";
- * console.assert(lineOf({ file: "k", text: "a\nb" }, { start: 2, end: 3 }) === 2);
+ * equal(lineOf({ file: "k", text: "a\nb" }, { start: 2, end: 3 }), 2);
  * ```
  */
 export function lineOf(src: Src, span: Span): number {
@@ -111,8 +114,9 @@ export function lineOf(src: Src, span: Span): number {
  * @returns True when they are equal.
  * @example
  * ```ts
+ * import { ok } from "node:assert/strict";
  * import { dimEq } from "./scope.ts";
- * console.assert(dimEq({ kind: "sym", name: "M" }, { kind: "sym", name: "M" }));
+ * ok(dimEq({ kind: "sym", name: "M" }, { kind: "sym", name: "M" }));
  * ```
  */
 export function dimEq(a: DimRef, b: DimRef): boolean {
@@ -128,8 +132,9 @@ export function dimEq(a: DimRef, b: DimRef): boolean {
  * @returns Its name or its literal.
  * @example
  * ```ts
+ * import { equal } from "node:assert/strict";
  * import { dimText } from "./scope.ts";
- * console.assert(dimText({ kind: "const", value: 64 }) === "64");
+ * equal(dimText({ kind: "const", value: 64 }), "64");
  * ```
  */
 export function dimText(d: DimRef): string {
@@ -143,9 +148,11 @@ export function dimText(d: DimRef): string {
  * @returns The dimension reference.
  * @example
  * ```ts
+ * import { equal } from "node:assert/strict";
  * import { toDimRef } from "./scope.ts";
  * const d = toDimRef({ kind: "sym", name: "K", span: { start: 0, end: 1 } });
- * console.assert(d.kind === "sym" && d.name === "K");
+ * equal(d.kind, "sym");
+ * equal(d.name, "K");
  * ```
  */
 export function toDimRef(d: DimAst): DimRef {
@@ -160,9 +167,11 @@ export function toDimRef(d: DimAst): DimRef {
  * @returns Their cover.
  * @example
  * ```ts
+ * import { equal } from "node:assert/strict";
  * import { cover } from "./scope.ts";
  * const c = cover({ start: 4, end: 6 }, { start: 1, end: 2 });
- * console.assert(c.start === 1 && c.end === 6);
+ * equal(c.start, 1);
+ * equal(c.end, 6);
  * ```
  */
 export function cover(a: Span, b: Span): Span {
