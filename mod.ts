@@ -151,6 +151,8 @@ export type {
   JitInfo,
   OwnedHandle,
 } from "./backends/cuda/resources.ts";
+export type { ManifestWorkspace } from "./backends/ptx/manifest.ts";
+export type { BankStatsByKind } from "./backends/sim/types.ts";
 export type {
   AccessAst,
   DimAst,
@@ -166,8 +168,21 @@ export type {
 } from "./dsl/ast.ts";
 export type { CheckResult } from "./dsl/check.ts";
 export type { ParseResult } from "./dsl/parse.ts";
-export type { ReferenceCheck, SimAgreement } from "./harness/checks.ts";
-export type { ProbeMismatch, ProbeMode, ProbeOptions } from "./harness/mma_probe.ts";
+export type {
+  ReferenceCheck,
+  ReferenceMismatch,
+  SampledDim,
+  SimAgreement,
+  SimMismatch,
+} from "./harness/checks.ts";
+export type { ElementMismatch } from "./harness/compare.ts";
+export type {
+  ProbeCount,
+  ProbeMapCheck,
+  ProbeMismatch,
+  ProbeMode,
+  ProbeOptions,
+} from "./harness/mma_probe.ts";
 export type {
   ApproxFn,
   ComputeType,
@@ -180,6 +195,7 @@ export type {
 export type { EpilogueNode, EpilogueOp } from "./ir/epilogue_expr.ts";
 export type {
   FragmentLoad,
+  GemmSource,
   InstructionPlan,
   Layout,
   MathMode,
@@ -188,7 +204,9 @@ export type {
   OccupancyPlan,
   OperandSmem,
   Param,
+  PartialTiles,
   PipelinePlan,
+  ProblemIndices,
   Role,
   ScalarParam,
   ScheduleKey,
@@ -250,4 +268,4 @@ export type {
 } from "./ir/mma_fragments.ts";
 export type { Instruction, TargetRow, TargetTable } from "./ir/target.ts";
 export type { GemmPass } from "./passes/pass.ts";
-export type { DumpHook } from "./passes/pipeline_list.ts";
+export type { DumpHook, PipelineResult } from "./passes/pipeline_list.ts";

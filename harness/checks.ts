@@ -27,7 +27,7 @@ import type { LaunchArgs } from "./inputs.ts";
 import { Rng } from "../numerics/random.ts";
 import { dimValue, readElem, type TensorShape, tensorShape, writeElem } from "./tensor.ts";
 import { referenceGemm } from "./reference.ts";
-import { compareOutput, type Comparison } from "./compare.ts";
+import { compareOutput, type Comparison, type ElementMismatch } from "./compare.ts";
 import { type Hazard, simulate } from "../backends/sim/mod.ts";
 import { simArgs } from "./simulate_gemm.ts";
 import { workspaceArgs } from "./workspace.ts";
@@ -194,23 +194,30 @@ export function chooseReferenceSample(
   return out.size === 0 ? null : out;
 }
 
+/** How much of one dimension a sampled {@link ReferenceCheck} checked. */
+export interface SampledDim {
+  /** Indices checked. */
+  readonly chosen: number;
+  /** The dimension's size. */
+  readonly of: number;
+}
+
+/** An element of D over its bound, found by {@link referenceCheck}. */
+export interface ReferenceMismatch extends ElementMismatch {
+  /** Its multi-index (batch first, then row and column). */
+  readonly coords: readonly number[];
+}
+
 /** The outcome of {@link referenceCheck}. */
 export interface ReferenceCheck {
   /** The GPU's output compared with the reference GEMM. */
   readonly comparison: Comparison;
   /** Null when every element was checked; else the sampled counts per dimension. */
-  readonly sampled:
-    | null
-    | Readonly<Record<string, { readonly chosen: number; readonly of: number }>>;
+  readonly sampled: null | Readonly<Record<string, SampledDim>>;
   /** Elements checked. */
   readonly elements: number;
   /** The first element over its bound: full storage index, multi-index, values. */
-  readonly first: null | {
-    readonly index: number;
-    readonly coords: readonly number[];
-    readonly got: number;
-    readonly want: number;
-  };
+  readonly first: null | ReferenceMismatch;
   /** Wall time of the check, in seconds. */
   readonly seconds: number;
 }
@@ -389,6 +396,18 @@ export function chooseBlocks(
   return out;
 }
 
+/** An element of D on which the GPU and the simulator differ. */
+export interface SimMismatch {
+  /** Its index in D's storage. */
+  readonly index: number;
+  /** Its multi-index (batch first, then row and column). */
+  readonly coords: readonly number[];
+  /** The GPU's value. */
+  readonly gpu: number;
+  /** The simulator's value. */
+  readonly sim: number;
+}
+
 /** The outcome of {@link simAgreement}. */
 export interface SimAgreement {
   /** Blocks simulated, and the grid's total. */
@@ -417,12 +436,7 @@ export interface SimAgreement {
   /** D's element type. */
   readonly dtype: Dtype;
   /** The first differing element: storage index, multi-index, both values. */
-  readonly first: null | {
-    readonly index: number;
-    readonly coords: readonly number[];
-    readonly gpu: number;
-    readonly sim: number;
-  };
+  readonly first: null | SimMismatch;
   /** Hazard occurrences the simulator found. */
   readonly hazardCount: number;
   /** The first distinct hazards. */

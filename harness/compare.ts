@@ -11,6 +11,16 @@ import type { Dtype } from "../ir/dtype.ts";
 import { readElem } from "./tensor.ts";
 import type { Reference } from "./reference.ts";
 
+/** One output element over its bound. */
+export interface ElementMismatch {
+  /** Its index in D's storage. */
+  readonly index: number;
+  /** The kernel's value. */
+  readonly got: number;
+  /** The reference value. */
+  readonly want: number;
+}
+
 /** The verdict of a comparison. */
 export interface Comparison {
   /** Whether every element is within its bound. */
@@ -26,7 +36,7 @@ export interface Comparison {
   /** The largest absolute difference, max |D - R|. */
   readonly maxAbsError: number;
   /** The first offending element, if any. */
-  readonly first: { readonly index: number; readonly got: number; readonly want: number } | null;
+  readonly first: ElementMismatch | null;
 }
 
 /**

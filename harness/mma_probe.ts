@@ -65,6 +65,20 @@ export interface ProbeMismatch {
   readonly observed: readonly [number, number];
 }
 
+/** Elements that agree, of all checked. */
+export interface ProbeCount {
+  /** Elements that agree. */
+  readonly agree: number;
+  /** Elements checked. */
+  readonly total: number;
+}
+
+/** The check of a row's C/D fragment map: the count, and the first mismatches. */
+export interface ProbeMapCheck extends ProbeCount {
+  /** The first few mismatches. */
+  readonly mismatches: readonly ProbeMismatch[];
+}
+
 /** The probe's verdict on one MMA table row. */
 export interface ProbeResult {
   /** The MMA table row's name. */
@@ -74,14 +88,9 @@ export interface ProbeResult {
   /** Where the probe ran. */
   readonly mode: ProbeMode;
   /** C/D map: elements whose (row, col) the launches confirm, of all. */
-  readonly cMap: {
-    readonly agree: number;
-    readonly total: number;
-    /** The first few mismatches. */
-    readonly mismatches: readonly ProbeMismatch[];
-  };
+  readonly cMap: ProbeMapCheck;
   /** Random A, B, C: elements of D equal to the host's A·B + C, of all. */
-  readonly product: { readonly agree: number; readonly total: number };
+  readonly product: ProbeCount;
   /** GPU mode: the raw D registers of all three launches equal the simulator's; sim mode: null. */
   readonly simIdentical: boolean | null;
   /** A JIT or driver failure, if the shape could not run. */

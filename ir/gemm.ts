@@ -83,6 +83,18 @@ export interface MatrixView {
   readonly batched: boolean;
 }
 
+/** The user's index names of a {@link Problem}'s dimensions (`D[m, n] = A[m, k] ...`). */
+export interface ProblemIndices {
+  /** The index along M. */
+  readonly m: string;
+  /** The index along N. */
+  readonly n: string;
+  /** The summed index, along K. */
+  readonly k: string;
+  /** The batch index (null: no batch). */
+  readonly batch: string | null;
+}
+
 /** The problem: sizes, roles and the normalised operand layouts. */
 export interface Problem {
   /** The rows of D (and of A). */
@@ -94,12 +106,7 @@ export interface Problem {
   /** The batch dimension (null: no batch). */
   readonly batch: DimRef | null;
   /** The user's index names for m, n, k and the batch. */
-  readonly indices: {
-    readonly m: string;
-    readonly n: string;
-    readonly k: string;
-    readonly batch: string | null;
-  };
+  readonly indices: ProblemIndices;
   /** Operand A, M x K. */
   readonly a: MatrixView;
   /** Operand B, K x N. */
@@ -221,6 +228,16 @@ export interface Schedule {
   readonly splitK?: number;
 }
 
+/** Per dimension, whether a {@link TilePlan} may leave a partial tile. */
+export interface PartialTiles {
+  /** Along M. */
+  readonly m: boolean;
+  /** Along N. */
+  readonly n: boolean;
+  /** Along K. */
+  readonly k: boolean;
+}
+
 /** Tiling decisions (pass `gemm-tile`). */
 export interface TilePlan {
   /** The threadblock tile. */
@@ -232,7 +249,7 @@ export interface TilePlan {
   /** Whether each dimension may leave a partial tile (false only when the
    * size is a compile-time multiple of the tile). Partial tiles are handled
    * by predication: zero-filled copies and guarded stores. */
-  readonly partial: { readonly m: boolean; readonly n: boolean; readonly k: boolean };
+  readonly partial: PartialTiles;
   /** Set when gemm-tile shrank a 16-bit default tile for a small known (or
    * hinted) problem: about one block per SM with a long K, latency-bound, so
    * the k-tile is doubled and gemm-warp keeps 8 warps. */
@@ -419,6 +436,14 @@ export interface Plan {
   readonly staging?: StagingPlan | null;
 }
 
+/** The source a {@link GemmKernel}'s spans point into. */
+export interface GemmSource {
+  /** The file's name, as given to the compiler. */
+  readonly file: string;
+  /** The whole source text. */
+  readonly text: string;
+}
+
 /** One kernel in the GEMM IR. */
 export interface GemmKernel {
   /** The node's tag. */
@@ -456,7 +481,7 @@ export interface GemmKernel {
   /** The whole kernel in the source. */
   readonly span: Span;
   /** The file name and source the spans point into. */
-  readonly source: { readonly file: string; readonly text: string };
+  readonly source: GemmSource;
 }
 
 /**

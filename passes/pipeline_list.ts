@@ -51,6 +51,14 @@ export const PASS_NAMES: readonly string[] = Object.freeze([
 /** Receives the IR text after a pass. */
 export type DumpHook = (passName: string, text: string) => void;
 
+/** What {@link runPipeline} returns. */
+export interface PipelineResult {
+  /** The planned GEMM IR (every pass's decisions filled in). */
+  gemm: GemmKernel;
+  /** The kernel IR lowered from it. */
+  kernel: Kernel;
+}
+
 /**
  * Runs every pass on a checked GEMM IR kernel, verifying after each.
  *
@@ -59,7 +67,7 @@ export type DumpHook = (passName: string, text: string) => void;
  * @returns The planned GEMM IR and the kernel IR.
  * @throws DiagnosticError for schedules that cannot be honoured.
  */
-export function runPipeline(k: GemmKernel, dump?: DumpHook): { gemm: GemmKernel; kernel: Kernel } {
+export function runPipeline(k: GemmKernel, dump?: DumpHook): PipelineResult {
   let cur = k;
   for (const p of GEMM_PASSES) {
     cur = p.run(cur);

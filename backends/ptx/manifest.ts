@@ -40,6 +40,16 @@ export interface ManifestParam {
   readonly default?: number | null;
 }
 
+/** The split-K workspace of a {@link KernelManifest}. */
+export interface ManifestWorkspace {
+  /** The workspace parameter's name (the last parameter). */
+  readonly param: string;
+  /** Bytes per output tile. */
+  readonly bytesPerTile: number;
+  /** Bytes at the manifest's sizes, when sizes were given. */
+  readonly bytes?: number;
+}
+
 /** The manifest of one kernel. */
 export interface KernelManifest {
   /** The kernel's name in the source. */
@@ -64,11 +74,7 @@ export interface KernelManifest {
    * sizes). Zero it before the first launch; every launch leaves it zeroed,
    * so launches in one stream may share it (concurrent ones may not).
    */
-  readonly workspace?: {
-    readonly param: string;
-    readonly bytesPerTile: number;
-    readonly bytes?: number;
-  };
+  readonly workspace?: ManifestWorkspace;
 }
 
 /**

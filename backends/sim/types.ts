@@ -86,6 +86,18 @@ export interface BankStats {
   ideal: number;
 }
 
+/** Bank conflicts of a launch, by shared-memory access kind. */
+export interface BankStatsByKind {
+  /** `ld.shared`. */
+  readonly lds: BankStats;
+  /** `st.shared`. */
+  readonly sts: BankStats;
+  /** `ldmatrix`. */
+  readonly ldmatrix: BankStats;
+  /** The shared-memory side of `cp.async`. */
+  readonly cpasync: BankStats;
+}
+
 /** Statistics of a launch (over the simulated blocks). */
 export interface SimStats {
   /** Warp-level instructions issued (a warp issues an op when any lane reaches it, guarded or not). */
@@ -105,12 +117,7 @@ export interface SimStats {
   /** Warp-level `mma` instructions. */
   mmas: number;
   /** Bank conflicts by access kind. */
-  readonly banks: {
-    readonly lds: BankStats;
-    readonly sts: BankStats;
-    readonly ldmatrix: BankStats;
-    readonly cpasync: BankStats;
-  };
+  readonly banks: BankStatsByKind;
 }
 
 /** What {@link simulate} returns. */
