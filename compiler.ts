@@ -230,6 +230,14 @@ function hintsFor(k: GemmKernel, given: Readonly<Record<string, number>>): Recor
  * @param diagnostics The diagnostics.
  * @param source The text their spans point into.
  * @returns The rendered text.
+ * @example
+ * ```ts
+ * import { ok } from "node:assert/strict";
+ * import { check, formatDiagnostics } from "./compiler.ts";
+ * const src = "kernel k {\n  D[m, n] = X[m, k] * B[k, n]\n}";
+ * const r = check(src, { file: "k.gemm" });
+ * ok(formatDiagnostics(r.diagnostics, src).startsWith("k.gemm:2:"));
+ * ```
  */
 export function formatDiagnostics(diagnostics: readonly Diagnostic[], source: string): string {
   return diagnostics.map((d) => renderDiagnostic(d, source)).join("");

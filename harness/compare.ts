@@ -46,6 +46,23 @@ export interface Comparison {
  * @param dtype D's element type.
  * @param ref The reference.
  * @returns The comparison.
+ * @example
+ * ```ts
+ * import { equal, ok } from "node:assert/strict";
+ * import { check } from "../compiler.ts";
+ * import { randomArgs } from "./inputs.ts";
+ * import { referenceGemm } from "./reference.ts";
+ * import { compareOutput } from "./compare.ts";
+ * const k = check("kernel k { A: f16[M, K]\n B: f16[K, N] col\n D: f32[M, N]\n D[m, n] = A[m, k] * B[k, n] }")
+ *   .kernels[0]!;
+ * const ref = referenceGemm(k, randomArgs(k, { M: 16, N: 8, K: 32 }, 1));
+ * const d = new Float32Array(ref.values);
+ * ok(compareOutput(new Uint8Array(d.buffer), "f32", ref).ok);
+ * d[5]! += 1;
+ * const c = compareOutput(new Uint8Array(d.buffer), "f32", ref);
+ * equal(c.overBound, 1);
+ * equal(c.first?.index, 5);
+ * ```
  */
 export function compareOutput(out: Uint8Array, dtype: Dtype, ref: Reference): Comparison {
   let over = 0;

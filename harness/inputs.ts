@@ -98,6 +98,17 @@ export function scalarValueProblem(name: string, dtype: Dtype, v: number): strin
  * @param scalars Scalar values that override the random ones.
  * @returns The arguments.
  * @throws {Error} For a given scalar value that is not legal ({@link scalarValueProblem}).
+ * @example
+ * ```ts
+ * import { equal, ok } from "node:assert/strict";
+ * import { check } from "../compiler.ts";
+ * import { randomArgs } from "./inputs.ts";
+ * const k = check("kernel k { A: f16[M, K]\n B: f16[K, N] col\n D: f32[M, N]\n D[m, n] = A[m, k] * B[k, n] }")
+ *   .kernels[0]!;
+ * const args = randomArgs(k, { M: 16, N: 8, K: 32 }, 1);
+ * equal(args.tensors.get("A")?.length, 16 * 32 * 2);
+ * ok(args.tensors.get("D")!.every((b) => b === 0xff)); // the output, poisoned
+ * ```
  */
 export function randomArgs(
   k: GemmKernel,

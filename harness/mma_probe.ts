@@ -531,6 +531,22 @@ export async function runProbe(options: ProbeOptions = {}): Promise<ProbeResult[
  *
  * @param results From {@link runProbe}.
  * @returns The text.
+ * @example
+ * ```ts
+ * import { ok } from "node:assert/strict";
+ * import { formatProbe } from "./mma_probe.ts";
+ * const text = formatProbe([{
+ *   shape: "m16n8k16.f16.f32",
+ *   ptx: "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+ *   mode: "sim",
+ *   cMap: { agree: 128, total: 128, mismatches: [] },
+ *   product: { agree: 128, total: 128 },
+ *   simIdentical: null,
+ *   error: null,
+ *   ok: true,
+ * }]);
+ * ok(text.includes("m16n8k16.f16.f32") && text.includes("128/128"));
+ * ```
  */
 export function formatProbe(results: readonly ProbeResult[]): string {
   const w = Math.max(5, ...results.map((r) => r.shape.length));

@@ -231,6 +231,18 @@ function outputElement(
  * @param k The kernel (checked GEMM IR).
  * @param args The launch arguments (inputs as bytes).
  * @returns Values and bounds in D's storage order.
+ * @example
+ * ```ts
+ * import { equal, ok } from "node:assert/strict";
+ * import { check } from "../compiler.ts";
+ * import { randomArgs } from "./inputs.ts";
+ * import { referenceGemm } from "./reference.ts";
+ * const k = check("kernel k { A: f16[M, K]\n B: f16[K, N] col\n D: f32[M, N]\n D[m, n] = A[m, k] * B[k, n] }")
+ *   .kernels[0]!;
+ * const ref = referenceGemm(k, randomArgs(k, { M: 16, N: 8, K: 32 }, 1));
+ * equal(ref.values.length, 16 * 8);
+ * ok(!ref.exact && ref.bound.every((b) => b > 0));
+ * ```
  */
 export function referenceGemm(k: GemmKernel, args: LaunchArgs): Reference {
   const p = k.problem;

@@ -168,6 +168,16 @@ function count(name: string, v: number | undefined, dflt: number, min: number): 
  * @param given Sizes by dimension name or role letter.
  * @param args Given inputs, if any.
  * @returns The resolved sizes.
+ * @example
+ * ```ts
+ * import { deepEqual, throws } from "node:assert/strict";
+ * import { compile } from "../compiler.ts";
+ * import { checkRun } from "./run_gemm.ts";
+ * const ck = compile("kernel k { A: f16[M, K]\n B: f16[K, N] col\n D: f32[M, N]\n D[m, n] = A[m, k] * B[k, n] }")
+ *   .kernels[0]!;
+ * deepEqual(checkRun(ck, { M: 64, N: 64, K: 64 }), { M: 64, N: 64, K: 64 });
+ * throws(() => checkRun(ck, { M: 64, N: 64 })); // K missing
+ * ```
  */
 export function checkRun(
   ck: CompiledKernel,

@@ -86,6 +86,18 @@ export interface SimulateReport {
  *
  * @param args The launch arguments.
  * @returns Arguments by parameter name.
+ * @example
+ * ```ts
+ * import { equal, ok } from "node:assert/strict";
+ * import { check } from "../compiler.ts";
+ * import { randomArgs } from "./inputs.ts";
+ * import { simArgs } from "./simulate_gemm.ts";
+ * const k = check("kernel k { A: f16[M, K]\n B: f16[K, N] col\n D: f32[M, N]\n D[m, n] = A[m, k] * B[k, n] }")
+ *   .kernels[0]!;
+ * const a = simArgs(randomArgs(k, { M: 16, N: 8, K: 32 }, 1));
+ * equal(a.N, 8);
+ * ok(typeof a.A === "object" && a.A.bytes.length === 16 * 32 * 2);
+ * ```
  */
 export function simArgs(args: LaunchArgs): Record<string, SimArg> {
   const out: Record<string, SimArg> = {};
@@ -103,6 +115,17 @@ export function simArgs(args: LaunchArgs): Record<string, SimArg> {
  * @param options Seed, scalars, hazard checking.
  * @returns The report.
  * @throws {Error} For sizes out of range or misaligned, or work over `maxWork`, before anything is allocated.
+ * @example
+ * ```ts
+ * import { equal, ok } from "node:assert/strict";
+ * import { compile } from "../compiler.ts";
+ * import { simulateGemm } from "./simulate_gemm.ts";
+ * const r = compile("kernel k { A: f16[M, K]\n B: f16[K, N] col\n D: f32[M, N]\n D[m, n] = A[m, k] * B[k, n] }");
+ * const rep = simulateGemm(r.kernels[0]!, { M: 40, N: 24, K: 64 }, { seed: 3 });
+ * ok(rep.ok);
+ * equal(rep.comparison.elements, 40 * 24);
+ * equal(rep.sim.hazardCount, 0);
+ * ```
  */
 export function simulateGemm(
   ck: CompiledKernel,

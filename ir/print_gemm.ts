@@ -106,6 +106,14 @@ function printDecisions(k: GemmKernel): string[] {
  *
  * @param k The kernel.
  * @returns Its textual form, ending in a newline.
+ * @example
+ * ```ts
+ * import { ok } from "node:assert/strict";
+ * import { check } from "../compiler.ts";
+ * import { printGemm } from "./print_gemm.ts";
+ * const r = check("kernel k { A: f16[M, K]\n B: f16[K, N] col\n D: f32[M, N]\n D[m, n] = A[m, k] * B[k, n] }");
+ * ok(printGemm(r.kernels[0]!).startsWith("gemm @k target sm80 {"));
+ * ```
  */
 export function printGemm(k: GemmKernel): string {
   const out: string[] = [];

@@ -169,6 +169,15 @@ export function printBody(body: readonly Op[], indent: string, out: string[]): v
  *
  * @param k The kernel.
  * @returns Its text, ending in a newline.
+ * @example
+ * ```ts
+ * import { ok } from "node:assert/strict";
+ * import { compile } from "../compiler.ts";
+ * import { printKernel } from "./print_kernel.ts";
+ * const r = compile("kernel k { A: f16[M, K]\n B: f16[K, N] col\n D: f32[M, N]\n D[m, n] = A[m, k] * B[k, n] }");
+ * const text = printKernel(r.kernels[0]!.kernel);
+ * ok(text.includes("mma") && text.endsWith("\n"));
+ * ```
  */
 export function printKernel(k: Kernel): string {
   const out: string[] = [];

@@ -66,6 +66,17 @@ export interface PipelineResult {
  * @param dump Called after each pass with the dump (header + IR text).
  * @returns The planned GEMM IR and the kernel IR.
  * @throws DiagnosticError for schedules that cannot be honoured.
+ * @example
+ * ```ts
+ * import { deepEqual, ok } from "node:assert/strict";
+ * import { check } from "../compiler.ts";
+ * import { PASS_NAMES, runPipeline } from "./pipeline_list.ts";
+ * const r = check("kernel k { A: f16[M, K]\n B: f16[K, N] col\n D: f32[M, N]\n D[m, n] = A[m, k] * B[k, n] }");
+ * const ran: string[] = [];
+ * const { gemm, kernel } = runPipeline(r.kernels[0]!, (pass) => ran.push(pass));
+ * deepEqual(ran, PASS_NAMES); // every GEMM pass, then the lowering
+ * ok(gemm.plan.tile !== undefined && kernel.threads > 0);
+ * ```
  */
 export function runPipeline(k: GemmKernel, dump?: DumpHook): PipelineResult {
   let cur = k;

@@ -84,6 +84,18 @@ export interface KernelManifest {
  * @param kernel The kernel IR (for the ABI, block and shared memory).
  * @param sizes Runtime sizes, to include the concrete grid.
  * @returns The manifest.
+ * @example
+ * ```ts
+ * import { deepEqual, equal } from "node:assert/strict";
+ * import { compile } from "../../compiler.ts";
+ * import { kernelManifest } from "./manifest.ts";
+ * const r = compile("kernel k { A: f16[M, K]\n B: f16[K, N] col\n D: f32[M, N]\n D[m, n] = A[m, k] * B[k, n] }");
+ * const { gemm, kernel } = r.kernels[0]!;
+ * const m = kernelManifest(gemm, kernel, { M: 256, N: 256, K: 64 });
+ * equal(m.entry, "k");
+ * deepEqual(m.params.map((p) => p.name), ["A", "B", "D", "M", "K", "N"]); // dims: first use
+ * equal(m.grid?.length, 3);
+ * ```
  */
 export function kernelManifest(
   gemm: GemmKernel,

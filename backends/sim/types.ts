@@ -176,6 +176,13 @@ export class SimError extends Error {
  *
  * @param w The location.
  * @returns E.g. `at "{%b3} = ldg.b32 [%rd2]" (op 4/1, line 9), block (0, 0, 0), warp 1, lane 3`.
+ * @example
+ * ```ts
+ * import { equal } from "node:assert/strict";
+ * import { describeWhere } from "./types.ts";
+ * const w = { op: "bar.sync 0", path: "3", line: 5, block: [1, 0, 0] as const, warp: 2, lane: null };
+ * equal(describeWhere(w), 'at "bar.sync 0" (op 3, line 5), block (1, 0, 0), warp 2');
+ * ```
  */
 export function describeWhere(w: SimErrorWhere): string {
   let s = `at "${w.op}" (op ${w.path}, line ${w.line})`;
