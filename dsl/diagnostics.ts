@@ -9,7 +9,15 @@
 import type { Span } from "../ir/gemm.ts";
 
 /** Every diagnostic code gemmc emits, with a one-line summary. The codes are
- * stable: tests and users may rely on them. */
+ * stable: tests and users may rely on them.
+ *
+ * @example
+ * ```ts
+ * import { equal } from "node:assert/strict";
+ * import { DIAGNOSTIC_CODES } from "./diagnostics.ts";
+ * equal(DIAGNOSTIC_CODES.E0001, "syntax error");
+ * ```
+ */
 export const DIAGNOSTIC_CODES = {
   E0001: "syntax error",
   E0002: "over a source limit (nesting, operators, identifier length)",
@@ -149,7 +157,20 @@ export function renderDiagnostic(d: Diagnostic, text: string): string {
     `${gutter} | ${pad}${mark}\n`;
 }
 
-/** Thrown by passes that find a problem in the input; carries diagnostics. */
+/**
+ * Thrown by passes that find a problem in the input; carries diagnostics.
+ *
+ * @example
+ * ```ts
+ * import { deepEqual, ok } from "node:assert/strict";
+ * import { compile } from "../compiler.ts";
+ * import { DiagnosticError } from "./diagnostics.ts";
+ * const r = compile("kernel k { D[m, n] = A[m, k] * B[k, n] }", { file: "k.gemm" });
+ * const e = new DiagnosticError(r.diagnostics);
+ * deepEqual(e.diagnostics, r.diagnostics);
+ * ok(e.message.startsWith("k.gemm:1:"));
+ * ```
+ */
 export class DiagnosticError extends Error {
   /** The diagnostics, at least one. */
   readonly diagnostics: readonly Diagnostic[];

@@ -47,7 +47,16 @@ export const DTYPE_INFO: Readonly<Record<Dtype, DtypeInfo>> = Object.freeze(
   } as const,
 );
 
-/** All dtypes in the order the README (The DSL) lists them. */
+/**
+ * All dtypes in the order the README (The DSL) lists them.
+ *
+ * @example
+ * ```ts
+ * import { ok } from "node:assert/strict";
+ * import { DTYPES } from "./dtype.ts";
+ * ok(DTYPES.includes("bf16") && DTYPES.includes("s4"));
+ * ```
+ */
 export const DTYPES: readonly Dtype[] = Object.freeze(
   ["f64", "f32", "tf32", "f16", "bf16", "s32", "s8", "u8", "s4", "u4", "b1"] as const,
 );

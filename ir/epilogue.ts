@@ -209,6 +209,14 @@ export type EpilogueFnOfArity<N extends 1 | 2 | 3> = {
 /**
  * The table: every epilogue function and operator. The order of the `call`
  * rows is the order the checker lists them in ("expected one of ...").
+ *
+ * @example
+ * ```ts
+ * import { equal } from "node:assert/strict";
+ * import { EPILOGUE_FNS } from "./epilogue.ts";
+ * equal(EPILOGUE_FNS.clamp.arity, 3);
+ * equal(EPILOGUE_FNS.relu.spelling.kind, "call");
+ * ```
  */
 export const EPILOGUE_FNS: {
   readonly [K in EpilogueFnName]: EpilogueFnRow & { readonly arity: EpilogueArities[K] };

@@ -249,7 +249,16 @@ function b1Rows(k: number): RowSpec[] {
   }));
 }
 
-/** Every SM80 `mma.sync.aligned` variant the compiler may emit; frozen and validated. */
+/**
+ * Every SM80 `mma.sync.aligned` variant the compiler may emit; frozen and validated.
+ *
+ * @example
+ * ```ts
+ * import { ok } from "node:assert/strict";
+ * import { MMA_SHAPES } from "./mma_table.ts";
+ * ok(MMA_SHAPES.some((s) => s.name === "m16n8k16.f16.f32"));
+ * ```
+ */
 export const MMA_SHAPES: readonly MmaShape[] = Object.freeze(ROW_SPECS.map(buildRow));
 
 // ---------------------------------------------------------------------------------------------

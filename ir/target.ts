@@ -166,7 +166,17 @@ export interface TargetTable {
   readonly sm86: TargetRow<"sm86", "sm_86">;
 }
 
-/** Every target, by name. The order is the CLI's and the help's; the first is the default. */
+/**
+ * Every target, by name. The order is the CLI's and the help's; the first is the default.
+ *
+ * @example
+ * ```ts
+ * import { equal } from "node:assert/strict";
+ * import { TARGETS } from "./target.ts";
+ * equal(TARGETS.sm86.ptx, "sm_86");
+ * equal(TARGETS.sm80.registersPerSm, 65536);
+ * ```
+ */
 export const TARGETS: TargetTable = Object.freeze(
   {
     sm80: SM80,
@@ -194,7 +204,16 @@ export type Target = keyof typeof TARGETS;
 /** A target's PTX spelling (`sm_80`): the `.target`, ptxas `-arch` and the manifest's `target`. */
 export type PtxTarget = (typeof TARGETS)[Target]["ptx"];
 
-/** The targets' names, in table order. */
+/**
+ * The targets' names, in table order.
+ *
+ * @example
+ * ```ts
+ * import { deepEqual } from "node:assert/strict";
+ * import { TARGET_NAMES } from "./target.ts";
+ * deepEqual(TARGET_NAMES, ["sm80", "sm86"]);
+ * ```
+ */
 export const TARGET_NAMES: readonly Target[] = Object.freeze(Object.keys(TARGETS) as Target[]);
 
 /** The target of a program whose schedule and options name none. */

@@ -23,7 +23,16 @@ import { workspacePass } from "./workspace.ts";
 import { epilogueStagingPass } from "./epilogue_staging.ts";
 import { lowerToKernel } from "./lower/mod.ts";
 
-/** The GEMM IR passes, in order. */
+/**
+ * The GEMM IR passes, in order.
+ *
+ * @example
+ * ```ts
+ * import { equal } from "node:assert/strict";
+ * import { GEMM_PASSES } from "./pipeline_list.ts";
+ * equal(GEMM_PASSES[0]?.name, "gemm-tile");
+ * ```
+ */
 export const GEMM_PASSES: readonly GemmPass[] = Object.freeze([
   tilePass,
   warpPass,
@@ -42,7 +51,16 @@ export const LOWER_PASS = Object.freeze({
   summary: "Lower the planned GEMM to the thread-level kernel IR",
 });
 
-/** Every pass name, in pipeline order. */
+/**
+ * Every pass name, in pipeline order.
+ *
+ * @example
+ * ```ts
+ * import { equal } from "node:assert/strict";
+ * import { PASS_NAMES } from "./pipeline_list.ts";
+ * equal(PASS_NAMES.at(-1), "lower-kernel");
+ * ```
+ */
 export const PASS_NAMES: readonly string[] = Object.freeze([
   ...GEMM_PASSES.map((p) => p.name),
   LOWER_PASS.name,

@@ -169,6 +169,20 @@ export interface LaunchConfig {
  * A device's primary context and everything allocated through it. Open with
  * {@link Cuda.open}; {@link Cuda.close} (or `using`) frees every buffer,
  * event and module still alive and releases the context, also after errors.
+ *
+ * @example
+ * ```ts
+ * import { deepEqual } from "node:assert/strict";
+ * import { Cuda, cudaAvailable } from "./driver.ts";
+ * // Without a driver (CI) there is nothing to run; with one, a round trip through device memory.
+ * if (cudaAvailable().ok) {
+ *   using cuda = Cuda.open();
+ *   const bytes = new Uint8Array([3, 1, 4, 1, 5, 9, 2, 6]);
+ *   const buf = cuda.alloc(bytes.length);
+ *   buf.upload(bytes);
+ *   deepEqual(buf.download(), bytes);
+ * }
+ * ```
  */
 export class Cuda {
   /**

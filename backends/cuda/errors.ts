@@ -10,7 +10,18 @@
 
 import type { Driver } from "./symbols.ts";
 
-/** A failed driver call: the function, the CUresult, its name and description. */
+/**
+ * A failed driver call: the function, the CUresult, its name and description.
+ *
+ * @example
+ * ```ts
+ * import { equal, ok } from "node:assert/strict";
+ * import { CudaError } from "./errors.ts";
+ * const e = new CudaError("cuInit", 100, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected");
+ * equal(e.message, "cuInit failed: CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)");
+ * ok(e instanceof Error && e.code === 100);
+ * ```
+ */
 export class CudaError extends Error {
   /** The driver function that failed, e.g. `cuMemAlloc_v2`. */
   readonly fn: string;
@@ -40,7 +51,17 @@ export class CudaError extends Error {
   }
 }
 
-/** `cuModuleLoadDataEx` rejected the PTX: the message and {@link JitError.log} hold the JIT's log. */
+/**
+ * `cuModuleLoadDataEx` rejected the PTX: the message and {@link JitError.log} hold the JIT's log.
+ * @example
+ * ```ts
+ * import { ok } from "node:assert/strict";
+ * import { CudaError, JitError } from "./errors.ts";
+ * const e = new JitError(218, "CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed", "line 3: syntax error");
+ * ok(e instanceof CudaError && e.log === "line 3: syntax error");
+ * ok(e.message.endsWith("its log:\nline 3: syntax error"));
+ * ```
+ */
 export class JitError extends CudaError {
   /** The JIT compiler's error log (and info log, when it wrote one). */
   readonly log: string;
@@ -66,6 +87,13 @@ export class JitError extends CudaError {
  * No CUDA driver can be used here: the library did not load, lacks a
  * function, `cuInit` failed or there is no device. The message is one
  * sentence, fit to print as is.
+ *
+ * @example
+ * ```ts
+ * import { equal } from "node:assert/strict";
+ * import { CudaUnavailableError } from "./errors.ts";
+ * equal(new CudaUnavailableError("No CUDA driver here.").message, "No CUDA driver here.");
+ * ```
  */
 export class CudaUnavailableError extends Error {
   /**

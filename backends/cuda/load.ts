@@ -118,9 +118,10 @@ export function initDriver(): LoadState {
  * @returns `{ ok: true }`, or `{ ok: false, why }` with one sentence saying why.
  * @example
  * ```ts
+ * import { ok } from "node:assert/strict";
  * import { cudaAvailable } from "./driver.ts";
  * const r = cudaAvailable();
- * console.log(r.ok ? "a GPU is here" : r.why);
+ * ok(r.ok || r.why.length > 0); // without a GPU: one sentence saying why
  * ```
  */
 export function cudaAvailable(): { ok: true } | { ok: false; why: string } {

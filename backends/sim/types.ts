@@ -153,6 +153,16 @@ export interface SimErrorWhere {
  * cp.async size, non-uniform control flow where the IR promises uniformity, a
  * malformed operation). The message names the operation, its position, the
  * block, warp and lane; the same facts are fields.
+ *
+ * @example
+ * ```ts
+ * import { deepEqual, equal } from "node:assert/strict";
+ * import { SimError } from "./types.ts";
+ * const where = { op: "bar.sync 0", path: "3", line: 5, block: [0, 0, 0] as const, warp: 1, lane: 7 };
+ * const e = new SimError("Misaligned access", where);
+ * equal(e.message, 'Misaligned access: at "bar.sync 0" (op 3, line 5), block (0, 0, 0), warp 1, lane 7');
+ * deepEqual(e.where, where);
+ * ```
  */
 export class SimError extends Error {
   /** The operation and the thread, where known. */
