@@ -233,6 +233,20 @@ export function checkRun(
  * @throws {CudaUnavailableError} When no driver can be used.
  * @throws {JitError} With the JIT's log when it rejects the PTX.
  * @throws {CudaError} When a driver call fails (a launch fault included).
+ * @example
+ * ```ts
+ * import { ok } from "node:assert/strict";
+ * import { compile } from "../compiler.ts";
+ * import { cudaAvailable } from "../backends/cuda/driver.ts";
+ * import { runGemm } from "./run_gemm.ts";
+ * const ck = compile("kernel k { A: f16[M, K]\n B: f16[K, N] col\n D: f32[M, N]\n D[m, n] = A[m, k] * B[k, n] }")
+ *   .kernels[0]!;
+ * // Without a driver (CI) there is nothing to run; with one, a checked launch.
+ * if (cudaAvailable().ok) {
+ *   const rep = runGemm(ck, { M: 256, N: 128, K: 64 }, { iters: 0 });
+ *   ok(rep.ok && rep.unwritten === 0 && rep.reference?.comparison.ok);
+ * }
+ * ```
  */
 export function runGemm(
   ck: CompiledKernel,

@@ -34,13 +34,42 @@ export type ApproxFn = "ex2" | "rcp" | "tanh";
  * (plain numbers); each method returns the new destination register.
  */
 export interface EpilogueEmitter<R> {
-  /** `dst = a fn b` in type `t` (kernel-IR `bin`). */
+  /**
+   * `dst = a fn b` in type `t` (kernel-IR `bin`).
+   *
+   * @param fn The function.
+   * @param t The type it computes in.
+   * @param a The first operand.
+   * @param b The second operand.
+   * @returns The destination register.
+   */
   bin(fn: EmitBinFn, t: ComputeType, a: R | number, b: R | number): R;
-  /** `dst = fn(x)` in type `t` (kernel-IR `un`). */
+  /**
+   * `dst = fn(x)` in type `t` (kernel-IR `un`).
+   *
+   * @param fn The function.
+   * @param t The type it computes in.
+   * @param x The operand.
+   * @returns The destination register.
+   */
   un(fn: EmitUnFn, t: ComputeType, x: R): R;
-  /** `dst = a * b + c` in f32 (kernel-IR `mad`). */
+  /**
+   * `dst = a * b + c` in f32 (kernel-IR `mad`).
+   *
+   * @param a The first factor.
+   * @param b The second factor.
+   * @param c The addend.
+   * @returns The destination register.
+   */
   mad(a: R | number, b: R | number, c: R | number): R;
-  /** `x` converted from one compute type to another (kernel-IR `cvt`). */
+  /**
+   * `x` converted from one compute type to another (kernel-IR `cvt`).
+   *
+   * @param x The value.
+   * @param from Its compute type.
+   * @param to The compute type wanted.
+   * @returns The destination register.
+   */
   convert(x: R, from: ComputeType, to: ComputeType): R;
 }
 

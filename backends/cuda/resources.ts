@@ -162,7 +162,11 @@ export class CudaFunction {
     return out[0]!;
   }
 
-  /** Registers, local memory, static shared memory and versions. */
+  /**
+   * Registers, local memory, static shared memory and versions.
+   *
+   * @returns The attributes (`cuFuncGetAttribute`).
+   */
   attributes(): FunctionAttributes {
     const a = CU_FUNC_ATTRIBUTE;
     return {
