@@ -13,6 +13,7 @@ import assert from "node:assert/strict";
 import { dirname, join } from "node:path";
 import { compile, type CompiledKernel } from "../compiler.ts";
 import { cSource } from "../backends/aot/c.ts";
+import { gemm } from "./_cli.ts";
 import {
   contractGrid,
   contractWorkspaceBytes,
@@ -470,4 +471,25 @@ cTest("C artefact: two translation units, one with the implementation, link", as
   await sh("cc", ["-w", "-c", FAKE, "-o", join(dir, "fake.o")]);
   await sh("c++", [join(dir, "a.o"), join(dir, "b.o"), join(dir, "fake.o"), "-o", join(dir, "x")]);
   await sh(join(dir, "x"), []);
+});
+
+Deno.test("gemm compile --emit c prints cSource of the file's kernels, or writes it to -o", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "gemmc_c3_" });
+  const src = join(dir, "k.gemm");
+  await Deno.writeTextFile(src, SOURCE);
+  const r = await gemm("compile", src, "--emit", "c");
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(r.stdout, cSource(KERNELS));
+  const one = await gemm(
+    "compile",
+    src,
+    "--emit",
+    "c",
+    "--kernel",
+    "splitk",
+    "-o",
+    join(dir, "s.h"),
+  );
+  assert.equal(one.code, 0, one.stderr);
+  assert.equal(await Deno.readTextFile(join(dir, "s.h")), cSource([KERNELS[2]!]));
 });
