@@ -135,3 +135,8 @@ export {
   JitError,
 } from "./backends/cuda/driver.ts";
 export { formatProbe, type ProbeResult, runProbe } from "./harness/mma_probe.ts";
+
+// AOT artefacts: C and cubin (issue 19, item 2)
+export { cSource } from "./backends/aot/c.ts";
+export { assembleCubin, type CubinOptions } from "./backends/aot/cubin.ts";
+export { CUBIN_ARCHS, type CubinArch } from "./backends/ptx/ptxas.ts";

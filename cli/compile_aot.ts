@@ -8,7 +8,6 @@
  */
 
 import type { CompiledKernel } from "../compiler.ts";
-import { ptxModule } from "../compiler.ts";
 import { cSource } from "../backends/aot/c.ts";
 import { assembleCubin } from "../backends/aot/cubin.ts";
 import { CUBIN_ARCHS, type CubinArch, findPtxas } from "../backends/ptx/ptxas.ts";
@@ -64,7 +63,7 @@ async function cubin(kernels: readonly CompiledKernel[], ctx: EmitContext): Prom
         "give --ptxas-path",
     );
   }
-  return await assembleCubin(ptxModule(kernels), { arch: arch as CubinArch, ptxasPath: bin });
+  return await assembleCubin(kernels, { arch: arch as CubinArch, ptxasPath: bin });
 }
 
 /** The artefact rows of the `--emit` table. */

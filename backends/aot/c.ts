@@ -250,7 +250,7 @@ function kernelImpl(c: LaunchContract, a: CArgs, index: number): string {
  * const c = cSource(ks);
  * ok(c.includes("gemmc_status gemmc_k_launch(CUstream stream, CUdeviceptr A, CUdeviceptr B, " +
  *   "CUdeviceptr D, int64_t M, int64_t K, int64_t N);"));
- * ok(c.includes("#ifdef GEMMC_IMPLEMENTATION"));
+ * ok(c.includes("#if defined(GEMMC_IMPLEMENTATION)"));
  * ```
  */
 export function cSource(kernels: readonly CompiledKernel[]): string {

@@ -6,6 +6,7 @@
  * @module
  */
 
+import { type CompiledKernel, ptxModule } from "../../compiler.ts";
 import { CUBIN_ARCHS, type CubinArch, findPtxas, runPtxas } from "../ptx/ptxas.ts";
 
 /** Options of {@link assembleCubin}. */
@@ -26,7 +27,7 @@ function smNumber(arch: string): number {
  * at least the module's `.target` (ptxas assembles sm_80 PTX for sm_86 or
  * sm_90, not the reverse).
  *
- * @param ptx The PTX module (from `ptxModule`).
+ * @param module The compiled kernels (assembled as one module), or a PTX module's text.
  * @param opts The architecture, and optionally the ptxas binary.
  * @returns The cubin's bytes (an ELF image).
  * @throws {Error} When the architecture is unknown or below the module's
@@ -35,18 +36,22 @@ function smNumber(arch: string): number {
  * @example
  * ```ts
  * import { ok } from "node:assert/strict";
- * import { compile, ptxModule } from "../../compiler.ts";
+ * import { compile } from "../../compiler.ts";
  * import { findPtxas } from "../ptx/ptxas.ts";
  * import { assembleCubin } from "./cubin.ts";
  * const ck = compile(`kernel k { A: f16[M, K] row  B: f16[K, N] col  D: f32[M, N] row
  *   D[m, n] = A[m, k] * B[k, n] }`).kernels;
  * if (findPtxas() !== null) {
- *   const elf = await assembleCubin(ptxModule(ck), { arch: "sm_90" });
+ *   const elf = await assembleCubin(ck, { arch: "sm_90" });
  *   ok(elf[0] === 0x7f && elf[1] === 0x45 && elf[2] === 0x4c && elf[3] === 0x46); // "\x7fELF"
  * }
  * ```
  */
-export async function assembleCubin(ptx: string, opts: CubinOptions): Promise<Uint8Array> {
+export async function assembleCubin(
+  module: string | readonly CompiledKernel[],
+  opts: CubinOptions,
+): Promise<Uint8Array> {
+  const ptx = typeof module === "string" ? module : ptxModule(module);
   if (!CUBIN_ARCHS.includes(opts.arch)) {
     throw new Error(`Unknown architecture "${opts.arch}": expected ${CUBIN_ARCHS.join(", ")}`);
   }

@@ -43,6 +43,13 @@ export interface PtxasResult {
  * The architectures ptxas may assemble gemmc's PTX for: the compile targets'
  * own (ir/target.ts), and sm_90, which runs every sm_80 instruction (a PTX
  * module's `.target` may be lower than ptxas's `-arch`, never higher).
+ *
+ * @example
+ * ```ts
+ * import { ok } from "node:assert/strict";
+ * import { CUBIN_ARCHS } from "./ptxas.ts";
+ * ok(CUBIN_ARCHS.includes("sm_80") && CUBIN_ARCHS.includes("sm_90"));
+ * ```
  */
 export const CUBIN_ARCHS: readonly CubinArch[] = Object.freeze([
   ...TARGET_NAMES.map((t) => TARGETS[t].ptx),
