@@ -493,3 +493,25 @@ Deno.test("gemm compile --emit c prints cSource of the file's kernels, or writes
   assert.equal(one.code, 0, one.stderr);
   assert.equal(await Deno.readTextFile(join(dir, "s.h")), cSource([KERNELS[2]!]));
 });
+
+cTest("C artefact: a module the driver rejects: GEMMC_ERROR_CUDA with the JIT log", async () => {
+  // The fake driver rejects a module that mentions FAKE_JIT_ERROR, with a log.
+  const ks = compile(`kernel FAKE_JIT_ERROR { A: f16[M, K] row  B: f16[K, N] col
+    D: f32[M, N] row  D[m, n] = A[m, k] * B[k, n] }`).kernels;
+  const exe = await build(ks, false);
+  const [load, launch] = replies(
+    await sh(
+      exe,
+      [],
+      `load\n${
+        line(launchContract(ks[0]!.manifest), validCase(launchContract(ks[0]!.manifest), 0, rng(1)))
+      }\n`,
+    ),
+  );
+  assert.equal(load!.status, 3);
+  assert.deepEqual(load!.errors, [
+    "cuModuleLoadDataEx failed: CUDA_ERROR_INVALID_PTX (218): a PTX JIT compilation failed",
+    "ptxas fatal   : fake error at line 7",
+  ]);
+  assert.equal(launch!.status, 2);
+});
