@@ -54,10 +54,13 @@ static double f16_value(uint16_t h) {
   return (h & 0x8000) ? -v : v;
 }
 
+/* The copies and memsets below run on the legacy default stream, which a non-blocking stream
+ * does not wait for: each waits for its own work before a launch may read the buffer. */
 static CUdeviceptr upload(const void *host, size_t bytes) {
   CUdeviceptr p;
   CHECK_CU(cuMemAlloc(&p, bytes));
   CHECK_CU(cuMemcpyHtoD(p, host, bytes));
+  CHECK_CU(cuCtxSynchronize());
   return p;
 }
 
@@ -66,6 +69,7 @@ static CUdeviceptr poisoned(size_t bytes) {
   CUdeviceptr p;
   CHECK_CU(cuMemAlloc(&p, bytes));
   CHECK_CU(cuMemsetD8(p, 0xFF, bytes));
+  CHECK_CU(cuCtxSynchronize());
   return p;
 }
 
