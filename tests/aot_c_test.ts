@@ -337,7 +337,7 @@ async function build(kernels: readonly CompiledKernel[], cxx: boolean): Promise<
     join(dir, "harness.c"),
     harness(kernels.map((k) => launchContract(k.manifest))),
   );
-  const flags = ["-Wall", "-Wextra", "-Werror", `-I${INCLUDE}`, `-I${dir}`, "-c"];
+  const flags = ["-O2", "-Wall", "-Wextra", "-Werror", `-I${INCLUDE}`, `-I${dir}`, "-c"];
   const impl = join(dir, cxx ? "impl.cpp" : "impl.c");
   if (cxx) await Deno.copyFile(join(dir, "impl.c"), impl);
   await sh(cxx ? "c++" : "cc", [...flags, impl, "-o", join(dir, "impl.o")]);
