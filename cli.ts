@@ -30,7 +30,8 @@ if (import.meta.main) {
     out: (s) => write(Deno.stdout, s),
     err: (s) => write(Deno.stderr, s),
     readFile: (p) => Deno.readTextFileSync(p),
-    writeFile: (p, t) => Deno.writeTextFileSync(p, t),
+    writeFile: (p, t) =>
+      typeof t === "string" ? Deno.writeTextFileSync(p, t) : Deno.writeFileSync(p, t),
   });
   Deno.exit(code);
 }

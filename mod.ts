@@ -269,3 +269,8 @@ export type {
 export type { Instruction, TargetRow, TargetTable } from "./ir/target.ts";
 export type { GemmPass } from "./passes/pass.ts";
 export type { DumpHook, PipelineResult } from "./passes/pipeline_list.ts";
+
+// AOT artefacts: C and cubin (issue 19, item 2)
+export { cSource } from "./backends/aot/c.ts";
+export { assembleCubin, type CubinOptions } from "./backends/aot/cubin.ts";
+export { CUBIN_ARCHS, type CubinArch } from "./backends/ptx/ptxas.ts";

@@ -144,9 +144,9 @@ export function readSource(io: CliIO, file: string): string {
  *
  * @param io Where to write.
  * @param file The path.
- * @param text The contents.
+ * @param text The contents: text, or bytes.
  */
-export function writeOutput(io: CliIO, file: string, text: string): void {
+export function writeOutput(io: CliIO, file: string, text: string | Uint8Array): void {
   try {
     io.writeFile(file, text);
   } catch (e) {

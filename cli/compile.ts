@@ -8,7 +8,8 @@
 
 import { compile, type CompiledKernel, ptxModule } from "../compiler.ts";
 import { kernelManifest } from "../backends/ptx/manifest.ts";
-import { findPtxas, formatPtxasReport, runPtxas } from "../backends/ptx/ptxas.ts";
+import { CUBIN_ARCHS, findPtxas, formatPtxasReport, runPtxas } from "../backends/ptx/ptxas.ts";
+import { AOT_EMITS, type EmitRow } from "./compile_aot.ts";
 import { defaultSmsText, targetInfo } from "../ir/target.ts";
 import { PASS_NAMES } from "../passes/pipeline_list.ts";
 import { resolveSizes } from "../harness/sizes.ts";
@@ -34,17 +35,49 @@ import {
   UsageError,
 } from "./options.ts";
 
-const EMITS = ["ir", "kernel-ir", "ptx", "json"] as const;
-type Emit = typeof EMITS[number];
+/** Every `--emit` value, in the help's order; the first is the default. */
+const EMITS: readonly EmitRow[] = [
+  {
+    name: "ir",
+    help: "ir (GEMM IR; the default)",
+    binary: false,
+    emit: (kernels) => kernels.map((k) => k.gemmText).join("\n"),
+  },
+  {
+    name: "kernel-ir",
+    help: "kernel-ir",
+    binary: false,
+    emit: (kernels) => kernels.map((k) => k.kernelText).join("\n"),
+  },
+  { name: "ptx", help: "ptx", binary: false, emit: (kernels) => ptxModule(kernels) },
+  {
+    name: "json",
+    help: "json",
+    binary: false,
+    emit: (kernels, ctx) => manifests(kernels, ctx.sizes),
+  },
+  ...AOT_EMITS,
+];
+
+/** Text broken into help lines of at most 70 characters (`\n` between them). */
+function wrapped(text: string): string {
+  const lines: string[] = [];
+  for (const word of text.split(" ")) {
+    const last = lines.length - 1;
+    if (last >= 0 && lines[last]!.length + 1 + word.length <= 70) lines[last] += ` ${word}`;
+    else lines.push(word);
+  }
+  return lines.join("\n");
+}
 
 const OPTIONS = [
   kernelOption("Compile only this kernel (default: every kernel in FILE)"),
   {
     name: "emit",
     type: "string",
-    default: "ir",
+    default: EMITS[0]!.name,
     value: "STAGE",
-    help: "What to print: ir (GEMM IR; the default), kernel-ir, ptx, json",
+    help: wrapped(`What to print: ${EMITS.map((e) => e.help).join(", ")}`),
   },
   {
     name: "dump-after",
@@ -53,6 +86,13 @@ const OPTIONS = [
     help: 'Print the IR after PASS (or "all") to stderr',
   },
   TARGET_OPTION,
+  {
+    name: "arch",
+    type: "string",
+    value: "ARCH",
+    help: `With --emit cubin: the GPU to assemble for (${CUBIN_ARCHS.join(", ")};\n` +
+      "default: the target's)",
+  },
   {
     name: "size",
     type: "string",
@@ -89,10 +129,18 @@ const OPTIONS = [
 type Values = OptionValues<typeof OPTIONS>;
 
 /** The checked `--emit` and `--dump-after` values. */
-function stageOptions(values: Values): { emit: Emit; dumpAfter: string | undefined } {
-  const emit = values.emit as Emit;
-  if (!(EMITS as readonly string[]).includes(emit)) {
-    throw new UsageError(`Unknown --emit "${values.emit}": expected ${EMITS.join(", ")}`);
+function stageOptions(values: Values): { emit: EmitRow; dumpAfter: string | undefined } {
+  const emit = EMITS.find((e) => e.name === values.emit);
+  if (emit === undefined) {
+    throw new UsageError(
+      `Unknown --emit "${values.emit}": expected ${EMITS.map((e) => e.name).join(", ")}`,
+    );
+  }
+  if (values.arch !== undefined && emit.name !== "cubin") {
+    throw new UsageError("--arch is for --emit cubin");
+  }
+  if (emit.binary && values.output === undefined) {
+    throw new UsageError(`--emit ${emit.name} writes a binary file: give -o FILE`);
   }
   const dumpAfter = values["dump-after"];
   if (dumpAfter !== undefined && dumpAfter !== "all" && !PASS_NAMES.includes(dumpAfter)) {
@@ -105,33 +153,22 @@ function stageOptions(values: Values): { emit: Emit; dumpAfter: string | undefin
   return { emit, dumpAfter };
 }
 
-/** The text of the chosen stage. */
-function emitted(
-  emit: Emit,
+/** `--emit json`: the manifests, with the concrete grid when sizes are given. */
+function manifests(
   kernels: readonly CompiledKernel[],
   sizes: Record<string, number> | undefined,
 ): string {
-  switch (emit) {
-    case "ir":
-      return kernels.map((k) => k.gemmText).join("\n");
-    case "kernel-ir":
-      return kernels.map((k) => k.kernelText).join("\n");
-    case "ptx":
-      return ptxModule(kernels);
-    case "json": {
-      const manifests = kernels.map((k) => {
-        if (sizes === undefined) return k.manifest;
-        let resolved: Record<string, number>;
-        try {
-          resolved = resolveSizes(k.gemm, sizes);
-        } catch (e) {
-          throw new UsageError((e as Error).message);
-        }
-        return kernelManifest(k.gemm, k.kernel, resolved);
-      });
-      return JSON.stringify({ kernels: manifests }, null, 2) + "\n";
+  const ms = kernels.map((k) => {
+    if (sizes === undefined) return k.manifest;
+    let resolved: Record<string, number>;
+    try {
+      resolved = resolveSizes(k.gemm, sizes);
+    } catch (e) {
+      throw new UsageError((e as Error).message);
     }
-  }
+    return kernelManifest(k.gemm, k.kernel, resolved);
+  });
+  return JSON.stringify({ kernels: ms }, null, 2) + "\n";
 }
 
 /** `--ptxas`: assembles the module and prints ptxas's report (exit code 1 if it rejects it). */
@@ -186,9 +223,13 @@ async function run(values: Values, positionals: string[], io: CliIO): Promise<nu
   });
   const kernels = compiledKernels(r, file, text, values.kernel, io);
   if (kernels === null) return 1;
-  const output = emitted(emit, kernels, sizes);
+  const output = await emit.emit(kernels, {
+    sizes,
+    arch: values.arch,
+    ptxasPath: values["ptxas-path"],
+  });
   if (values.output !== undefined) writeOutput(io, values.output, output);
-  else io.out(output);
+  else if (typeof output === "string") io.out(output);
   if (values.ptxas || values["ptxas-path"] !== undefined) {
     return await assemble(kernels, values["ptxas-path"], io);
   }

@@ -15,7 +15,7 @@ export interface CliIO {
   readonly out: (s: string) => void;
   readonly err: (s: string) => void;
   readonly readFile: (path: string) => string;
-  readonly writeFile: (path: string, text: string) => void;
+  readonly writeFile: (path: string, data: string | Uint8Array) => void;
 }
 
 /** Bad usage: printed as one line `gemm: MESSAGE`, exit code 2. */

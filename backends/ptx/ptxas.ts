@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { PtxTarget } from "../../ir/target.ts";
+import { type PtxTarget, TARGET_NAMES, TARGETS } from "../../ir/target.ts";
 
 /** What `ptxas -v` reports for one entry. */
 export interface PtxasKernelInfo {
@@ -39,12 +39,34 @@ export interface PtxasResult {
   readonly kernels: readonly PtxasKernelInfo[];
 }
 
+/**
+ * The architectures ptxas may assemble gemmc's PTX for: the compile targets'
+ * own (ir/target.ts), and sm_90, which runs every sm_80 instruction (a PTX
+ * module's `.target` may be lower than ptxas's `-arch`, never higher).
+ *
+ * @example
+ * ```ts
+ * import { ok } from "node:assert/strict";
+ * import { CUBIN_ARCHS } from "./ptxas.ts";
+ * ok(CUBIN_ARCHS.includes("sm_80") && CUBIN_ARCHS.includes("sm_90"));
+ * ```
+ */
+export const CUBIN_ARCHS: readonly CubinArch[] = Object.freeze([
+  ...TARGET_NAMES.map((t) => TARGETS[t].ptx),
+  "sm_90" as const,
+]);
+
+/** An architecture of {@link CUBIN_ARCHS}. */
+export type CubinArch = PtxTarget | "sm_90";
+
 /** Options of {@link runPtxas}. */
 export interface PtxasOptions {
   /** The GPU architecture to assemble for. */
-  readonly arch: PtxTarget;
+  readonly arch: CubinArch;
   /** The ptxas binary; by default {@link findPtxas} looks for one. */
   readonly ptxasPath?: string;
+  /** Where ptxas writes the cubin; by default nowhere (`-o /dev/null`). */
+  readonly output?: string;
 }
 
 function isFile(path: string): boolean {
@@ -160,12 +182,12 @@ export function parsePtxasLog(log: string): PtxasKernelInfo[] {
 }
 
 /**
- * Assembles PTX with `ptxas -arch=ARCH -v -o /dev/null FILE` (the PTX goes
- * through a temporary file, removed afterwards) and reads the per-kernel
- * resource report.
+ * Assembles PTX with `ptxas -arch=ARCH -v -o OUT FILE` (OUT is
+ * {@link PtxasOptions.output}, by default `/dev/null`; the PTX goes through a
+ * temporary file, removed afterwards) and reads the per-kernel resource report.
  *
  * @param ptx The PTX module.
- * @param opts The architecture, and optionally the ptxas binary.
+ * @param opts The architecture, and optionally the ptxas binary and the cubin's path.
  * @returns Whether ptxas accepted it, its log and the per-kernel numbers.
  * @throws {Error} When no ptxas is found (see {@link findPtxas}).
  * @example
@@ -182,7 +204,7 @@ export async function runPtxas(ptx: string, opts: PtxasOptions): Promise<PtxasRe
   try {
     await Deno.writeTextFile(file, ptx);
     const out = await new Deno.Command(bin, {
-      args: [`-arch=${opts.arch}`, "-v", "-o", "/dev/null", file],
+      args: [`-arch=${opts.arch}`, "-v", "-o", opts.output ?? "/dev/null", file],
       stdout: "piped",
       stderr: "piped",
     }).output();

@@ -35,7 +35,7 @@ static int dyn_smem_attr;
 static int jit_opts_ok;
 
 struct module { char *image; };
-struct function { struct module *m; char name[128]; };
+struct function { struct module *m; char name[128]; int smem_attr; };
 struct event { int recorded; };
 
 CUresult cuGetErrorName(CUresult e, const char **s) {
@@ -170,6 +170,7 @@ CUresult cuFuncSetAttribute(void *fn, int attr, int value) {
   if (!fn) return INVALID_HANDLE;
   if (attr != 8 || value < 0 || value > 232448) return INVALID_VALUE;
   dyn_smem_attr = value;
+  ((struct function *)fn)->smem_attr = value; /* the limit is per function, as the driver's */
   return OK;
 }
 CUresult cuFuncGetAttribute(int *v, int attr, void *fn) {
@@ -220,7 +221,7 @@ CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigne
   if (!f || extra) return INVALID_VALUE;
   if (stream && ((struct stream *)stream)->magic != 0x57AE) return INVALID_HANDLE;
   if (stream) stream_launches++;
-  if (smem > 49152 && (int)smem > dyn_smem_attr) return INVALID_VALUE;
+  if (smem > 49152 && (int)smem > f->smem_attr) return INVALID_VALUE;
   char pat[160];
   snprintf(pat, sizeof pat, ".entry %s(", f->name);
   const char *p = strstr(f->m->image, pat);
@@ -301,4 +302,23 @@ int fake_last_launch(uint32_t *geometry, uint64_t *bits, char *types) {
     memcpy(types + 8 * i, last_types[i], 8);
   }
   return last_nparams;
+}
+
+/* For the C artefact (backends/aot/c.ts, tests/aot_c_test.ts): zeroing a split-K workspace on
+ * the stream, waiting for the stream before it grows, and the last memset for the test. */
+static uint64_t last_memset[3];
+CUresult cuMemsetD8Async(CUdeviceptr p, unsigned char c, size_t n, void *stream) {
+  if (!p) return INVALID_VALUE;
+  if (stream && ((struct stream *)stream)->magic != 0x57AE) return INVALID_HANDLE;
+  memset((void *)(uintptr_t)p, c, n);
+  last_memset[0] = p; last_memset[1] = c; last_memset[2] = n;
+  return OK;
+}
+CUresult cuStreamSynchronize(void *stream) {
+  if (stream && ((struct stream *)stream)->magic != 0x57AE) return INVALID_HANDLE;
+  return OK;
+}
+int fake_last_memset(uint64_t *out) {
+  for (int i = 0; i < 3; i++) out[i] = last_memset[i];
+  return 3;
 }

@@ -1,0 +1,417 @@
+/**
+ * The fixed C text of the C artefact (backends/aot/c.ts): the status codes
+ * and entry points every generated file declares, and the runtime behind
+ * `#define GEMMC_IMPLEMENTATION` that checks a launch against a kernel's
+ * contract table and launches it through the CUDA driver API.
+ *
+ * The checks are those of `launchViolations` (backends/ptx/contract.ts), in
+ * its order and with its messages, over tables c.ts prints from
+ * `launchContract`; tests/aot_c_test.ts runs both on the same launches and
+ * asks for the same messages, so the two cannot drift apart unseen. Two rules
+ * have nothing to check in C: every tensor is an argument (no "no device
+ * buffer"), and a `CUdeviceptr` carries no length (no buffer-length check;
+ * the caller's split-K workspace comes with its byte count and is checked).
+ *
+ * @module
+ */
+
+import { MAX_DIM, WORKSPACE_ALIGN_BYTES } from "../ptx/contract.ts";
+
+/** The header part's fixed declarations (inside the `extern "C"` block). */
+export const C_RUNTIME_DECLS = `/** What every gemmc_* function returns. */
+typedef enum gemmc_status {
+  GEMMC_OK = 0,
+  /** The launch breaks the kernel's contract: nothing was launched. */
+  GEMMC_ERROR_INVALID_ARGUMENT = 1,
+  /** gemmc_load() has not succeeded. */
+  GEMMC_ERROR_NOT_LOADED = 2,
+  /** A CUDA driver call failed. */
+  GEMMC_ERROR_CUDA = 3
+} gemmc_status;
+
+/**
+ * Loads the embedded PTX into the current CUDA context (cuModuleLoadDataEx),
+ * looks up every kernel and raises its dynamic shared-memory limit. Call it
+ * once, with the context current, before any launch; again after
+ * gemmc_unload(). Not thread-safe.
+ */
+gemmc_status gemmc_load(void);
+
+/** Frees the split-K workspaces gemmc allocated and unloads the module. */
+void gemmc_unload(void);
+
+/**
+ * Why the calling thread's last gemmc_* call failed: one line per problem
+ * (every broken rule of a launch, each naming the tensor, size or scalar and
+ * its value); "" after a success.
+ */
+const char *gemmc_last_error(void);
+`;
+
+/** The implementation's includes (outside `extern "C"`: C++'s <math.h> holds templates). */
+export const C_RUNTIME_INCLUDES = `#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+`;
+
+/** The implementation's types, inside its `extern "C"` block. */
+export const C_RUNTIME_TYPES = `#if defined(__cplusplus)
+#define GEMMC_TLS thread_local
+#elif defined(_MSC_VER)
+#define GEMMC_TLS __declspec(thread)
+#else
+#define GEMMC_TLS _Thread_local
+#endif
+
+/* backends/ptx/contract.ts: MAX_DIM and WORKSPACE_ALIGN_BYTES. */
+#define GEMMC_MAX_DIM ${MAX_DIM}LL
+#define GEMMC_WORKSPACE_ALIGN ${WORKSPACE_ALIGN_BYTES}ULL
+
+/* A dimension of a shape: runtime dimension number dim, or (dim < 0) the constant value. */
+typedef struct gemmc_extent {
+  int dim;
+  long long value;
+} gemmc_extent;
+
+typedef struct gemmc_tensor {
+  const char *name;
+  const char *dtype;
+  unsigned long long bits;
+  int output;
+  int is_c; /* role C: may be D itself, at the same address */
+  long long align_elems;
+  unsigned long long align_bytes;
+  int rank;
+  gemmc_extent shape[4];
+  int has_leading;
+  gemmc_extent leading;
+} gemmc_tensor;
+
+typedef struct gemmc_scalar {
+  const char *name;
+  const char *dtype;
+} gemmc_scalar;
+
+typedef struct gemmc_kernel {
+  const char *name;
+  const char *entry;
+  unsigned block[3];
+  unsigned smem;
+  long long tile_m, tile_n, swizzle, split_k;
+  gemmc_extent m, n, batch;
+  int has_batch;
+  unsigned long long ws_per_tile; /* split-K workspace bytes per output tile; 0: none */
+  int ntensors;
+  const gemmc_tensor *tensors;
+  int ndims;
+  const char *const *dims;
+  int nscalars;
+  const gemmc_scalar *scalars;
+} gemmc_kernel;
+`;
+
+/** The implementation's fixed functions, after the kernel tables and the PTX. */
+export const C_RUNTIME_FUNCTIONS = `static CUmodule gemmc_module;
+static CUfunction gemmc_functions[GEMMC_KERNEL_COUNT];
+static CUdeviceptr gemmc_owned_ws[GEMMC_KERNEL_COUNT];
+static unsigned long long gemmc_owned_ws_bytes[GEMMC_KERNEL_COUNT];
+static GEMMC_TLS char gemmc_error_text[8192];
+static GEMMC_TLS size_t gemmc_error_len;
+
+const char *gemmc_last_error(void) { return gemmc_error_text; }
+
+static void gemmc_clear_error(void) {
+  gemmc_error_text[0] = '\\0';
+  gemmc_error_len = 0;
+}
+
+/* Appends one line to the thread's message (truncated past its buffer). */
+#if defined(__GNUC__)
+__attribute__((format(printf, 1, 2)))
+#endif
+static void gemmc_add_error(const char *fmt, ...) {
+  const size_t cap = sizeof gemmc_error_text;
+  va_list ap;
+  int n;
+  if (gemmc_error_len + 2 >= cap) return;
+  if (gemmc_error_len > 0) gemmc_error_text[gemmc_error_len++] = '\\n';
+  va_start(ap, fmt);
+  n = vsnprintf(gemmc_error_text + gemmc_error_len, cap - gemmc_error_len, fmt, ap);
+  va_end(ap);
+  if (n < 0) n = 0;
+  gemmc_error_len += (size_t)n < cap - gemmc_error_len ? (size_t)n : cap - gemmc_error_len - 1;
+}
+
+static gemmc_status gemmc_cuda_failed(const char *what, CUresult r) {
+  const char *name = 0, *text = 0;
+  if (cuGetErrorName(r, &name) != CUDA_SUCCESS || name == 0) name = "CUDA error";
+  if (cuGetErrorString(r, &text) != CUDA_SUCCESS || text == 0) text = "unknown error";
+  gemmc_add_error("%s failed: %s (%d): %s", what, name, (int)r, text);
+  return GEMMC_ERROR_CUDA;
+}
+
+gemmc_status gemmc_load(void) {
+  char log[8192];
+  CUjit_option opts[2] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void *vals[2];
+  CUresult r;
+  int i;
+  gemmc_clear_error();
+  if (gemmc_module != 0) return GEMMC_OK;
+  log[0] = '\\0';
+  vals[0] = log;
+  vals[1] = (void *)(size_t)sizeof log;
+  r = cuModuleLoadDataEx(&gemmc_module, gemmc_ptx, 2, opts, vals);
+  if (r != CUDA_SUCCESS) {
+    gemmc_module = 0;
+    log[sizeof log - 1] = '\\0';
+    gemmc_cuda_failed("cuModuleLoadDataEx", r);
+    if (log[0] != '\\0') gemmc_add_error("%s", log);
+    return GEMMC_ERROR_CUDA;
+  }
+  for (i = 0; i < GEMMC_KERNEL_COUNT; i++) {
+    const gemmc_kernel *k = gemmc_kernels[i];
+    r = cuModuleGetFunction(&gemmc_functions[i], gemmc_module, k->entry);
+    if (r == CUDA_SUCCESS && k->smem > 48u * 1024u) {
+      r = cuFuncSetAttribute(gemmc_functions[i], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                             (int)k->smem);
+    }
+    if (r != CUDA_SUCCESS) {
+      gemmc_add_error("Kernel \\"%s\\" (%u bytes of dynamic shared memory):", k->name, k->smem);
+      gemmc_cuda_failed("loading it", r);
+      gemmc_unload();
+      return GEMMC_ERROR_CUDA;
+    }
+  }
+  return GEMMC_OK;
+}
+
+void gemmc_unload(void) {
+  int i;
+  for (i = 0; i < GEMMC_KERNEL_COUNT; i++) {
+    if (gemmc_owned_ws[i] != 0) (void)cuMemFree(gemmc_owned_ws[i]);
+    gemmc_owned_ws[i] = 0;
+    gemmc_owned_ws_bytes[i] = 0;
+    gemmc_functions[i] = 0;
+  }
+  if (gemmc_module != 0) (void)cuModuleUnload(gemmc_module);
+  gemmc_module = 0;
+}
+
+static long long gemmc_extent_of(gemmc_extent e, const long long *dims) {
+  return e.dim < 0 ? e.value : dims[e.dim];
+}
+
+static long long gemmc_ceil_div(long long a, long long b) { return (a + b - 1) / b; }
+
+static unsigned long long gemmc_mul_sat(unsigned long long a, unsigned long long b) {
+  if (a != 0 && b > ~0ULL / a) return ~0ULL;
+  return a * b;
+}
+
+/* ir/kernel.ts gridFor: [tilesM * swizzle, ceil(tilesN / swizzle), batch * splitK]. */
+static void gemmc_grid(const gemmc_kernel *k, const long long *dims, long long g[3]) {
+  long long tiles_m = gemmc_ceil_div(gemmc_extent_of(k->m, dims), k->tile_m);
+  long long tiles_n = gemmc_ceil_div(gemmc_extent_of(k->n, dims), k->tile_n);
+  long long batch = k->has_batch ? gemmc_extent_of(k->batch, dims) : 1;
+  g[0] = tiles_m * k->swizzle;
+  g[1] = gemmc_ceil_div(tiles_n, k->swizzle);
+  g[2] = batch * k->split_k;
+}
+
+/* ir/kernel.ts workspaceBytes: one workspace tile per output tile. */
+static unsigned long long gemmc_ws_need(const gemmc_kernel *k, const long long *dims) {
+  long long g[3];
+  unsigned long long tiles;
+  gemmc_grid(k, dims, g);
+  tiles = gemmc_mul_sat((unsigned long long)(g[0] / k->swizzle),
+                        (unsigned long long)gemmc_ceil_div(gemmc_extent_of(k->n, dims), k->tile_n));
+  tiles = gemmc_mul_sat(tiles, (unsigned long long)(g[2] / k->split_k));
+  return gemmc_mul_sat(tiles, k->ws_per_tile);
+}
+
+/* contract.ts tensorBytes: ceil(elements * bits / 8). */
+static unsigned long long gemmc_tensor_bytes(const gemmc_tensor *t, const long long *dims) {
+  unsigned long long e = 1;
+  int i;
+  for (i = 0; i < t->rank; i++) {
+    e = gemmc_mul_sat(e, (unsigned long long)gemmc_extent_of(t->shape[i], dims));
+  }
+  e = gemmc_mul_sat(e, t->bits);
+  return e == ~0ULL ? e : (e + 7) / 8;
+}
+
+static unsigned long long gemmc_end(CUdeviceptr lo, unsigned long long bytes) {
+  return bytes > ~0ULL - (unsigned long long)lo ? ~0ULL : (unsigned long long)lo + bytes;
+}
+
+/* A value as JavaScript prints it (only non-finite values are ever printed). */
+static const char *gemmc_number_text(double v, char *buf, size_t n) {
+  if (isnan(v)) return "NaN";
+  if (isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
+  snprintf(buf, n, "%.17g", v);
+  return buf;
+}
+
+/*
+ * contract.ts launchViolations, rule by rule and message by message, for a
+ * launch with the dimensions, tensor addresses and scalar values given (in
+ * the contract's order); ws is the caller's split-K workspace (has_ws).
+ * Returns the number of problems, each added to the thread's message.
+ */
+static int gemmc_violations(const gemmc_kernel *k, const long long *dims, const CUdeviceptr *ptrs,
+                            const double *scalars, int has_ws, CUdeviceptr ws,
+                            unsigned long long ws_bytes) {
+  int bad = 0, sizes_ok = 1, i, j;
+  unsigned long long lo[GEMMC_MAX_TENSORS], hi[GEMMC_MAX_TENSORS];
+  for (i = 0; i < k->ndims; i++) {
+    if (dims[i] < 0 || dims[i] > GEMMC_MAX_DIM) {
+      gemmc_add_error("Kernel \\"%s\\": size %s=%lld is not an integer in 0..%lld", k->name,
+                      k->dims[i], dims[i], GEMMC_MAX_DIM);
+      bad++;
+      sizes_ok = 0;
+    }
+  }
+  if (sizes_ok) {
+    long long g[3];
+    gemmc_grid(k, dims, g);
+    if (g[0] < 1 || g[1] < 1 || g[2] < 1) {
+      gemmc_add_error("Kernel \\"%s\\": the sizes give an empty grid [%lld, %lld, %lld]: "
+                      "every output dimension must be at least 1", k->name, g[0], g[1], g[2]);
+      bad++;
+    }
+  }
+  for (i = 0; i < k->ntensors; i++) {
+    const gemmc_tensor *t = &k->tensors[i];
+    if (sizes_ok && t->has_leading) {
+      long long v = gemmc_extent_of(t->leading, dims);
+      if (v % t->align_elems != 0) {
+        char name[96];
+        if (t->leading.dim < 0) snprintf(name, sizeof name, "%lld", v);
+        else snprintf(name, sizeof name, "%s=%lld", k->dims[t->leading.dim], v);
+        gemmc_add_error("Tensor \\"%s\\" declares align %lld but its leading dimension %s "
+                        "is not a multiple of %lld", t->name, t->align_elems, name, t->align_elems);
+        bad++;
+      }
+    }
+    if (ptrs[i] == 0) {
+      gemmc_add_error("Tensor \\"%s\\" has a null address", t->name);
+      bad++;
+    } else if ((unsigned long long)ptrs[i] % t->align_bytes != 0) {
+      gemmc_add_error("Tensor \\"%s\\" at 0x%llx is not aligned to %llu bytes (align %lld of %s)",
+                      t->name, (unsigned long long)ptrs[i], t->align_bytes, t->align_elems,
+                      t->dtype);
+      bad++;
+    }
+    lo[i] = (unsigned long long)ptrs[i];
+    hi[i] = sizes_ok ? gemmc_end(ptrs[i], gemmc_tensor_bytes(t, dims)) : lo[i];
+  }
+  if (sizes_ok) {
+    for (i = 0; i < k->ntensors; i++) {
+      if (!k->tensors[i].output) continue;
+      for (j = 0; j < k->ntensors; j++) {
+        const gemmc_tensor *in = &k->tensors[j];
+        int in_place = in->is_c && lo[j] == lo[i];
+        if (in->output || in_place) continue;
+        if (lo[i] < hi[j] && lo[j] < hi[i] && hi[i] > lo[i] && hi[j] > lo[j]) {
+          gemmc_add_error("Output \\"%s\\" overlaps input \\"%s\\"%s", k->tensors[i].name, in->name,
+                          in->is_c ? " (C may only be D itself, at the same address)" : "");
+          bad++;
+        }
+      }
+    }
+  }
+  if (has_ws) {
+    if (ws == 0) {
+      gemmc_add_error("The split-K workspace has a null address");
+      bad++;
+    } else if ((unsigned long long)ws % GEMMC_WORKSPACE_ALIGN != 0) {
+      gemmc_add_error("The split-K workspace at 0x%llx is not aligned to %llu bytes",
+                      (unsigned long long)ws, GEMMC_WORKSPACE_ALIGN);
+      bad++;
+    }
+    if (sizes_ok) {
+      unsigned long long need = gemmc_ws_need(k, dims), wend = gemmc_end(ws, ws_bytes);
+      if (ws_bytes < need) {
+        gemmc_add_error("The split-K workspace holds %llu bytes; the sizes need %llu", ws_bytes,
+                        need);
+        bad++;
+      }
+      for (j = 0; j < k->ntensors; j++) {
+        if (wend > (unsigned long long)ws && hi[j] > lo[j] && (unsigned long long)ws < hi[j] &&
+            lo[j] < wend) {
+          gemmc_add_error("The split-K workspace overlaps tensor \\"%s\\"", k->tensors[j].name);
+          bad++;
+        }
+      }
+    }
+  }
+  for (i = 0; i < k->nscalars; i++) {
+    if (!isfinite(scalars[i])) {
+      char buf[32];
+      gemmc_add_error("Scalar \\"%s\\" is %s: a finite %s is needed", k->scalars[i].name,
+                      gemmc_number_text(scalars[i], buf, sizeof buf), k->scalars[i].dtype);
+      bad++;
+    }
+  }
+  return bad;
+}
+
+/*
+ * Checks a launch and readies it: the grid in g, and for a split-K kernel
+ * without a caller's workspace (ws == 0) the workspace gemmc keeps for the
+ * kernel, grown (after a cuStreamSynchronize) and zeroed on the stream when
+ * the sizes need more.
+ */
+static gemmc_status gemmc_prepare(int index, CUstream stream, const long long *dims,
+                                  const CUdeviceptr *ptrs, const double *scalars, CUdeviceptr *ws,
+                                  unsigned long long ws_bytes, long long g[3]) {
+  const gemmc_kernel *k = gemmc_kernels[index];
+  int split = k->ws_per_tile > 0;
+  CUresult r;
+  gemmc_clear_error();
+  if (gemmc_violations(k, dims, ptrs, scalars, split && *ws != 0, *ws, ws_bytes) > 0) {
+    return GEMMC_ERROR_INVALID_ARGUMENT;
+  }
+  if (gemmc_module == 0) {
+    gemmc_add_error("Kernel \\"%s\\": gemmc_load() has not succeeded", k->name);
+    return GEMMC_ERROR_NOT_LOADED;
+  }
+  gemmc_grid(k, dims, g);
+  if (split && *ws == 0) {
+    unsigned long long need = gemmc_ws_need(k, dims);
+    if (need > gemmc_owned_ws_bytes[index]) {
+      if (gemmc_owned_ws[index] != 0) {
+        r = cuStreamSynchronize(stream);
+        if (r != CUDA_SUCCESS) return gemmc_cuda_failed("cuStreamSynchronize", r);
+        (void)cuMemFree(gemmc_owned_ws[index]);
+        gemmc_owned_ws[index] = 0;
+        gemmc_owned_ws_bytes[index] = 0;
+      }
+      r = cuMemAlloc(&gemmc_owned_ws[index], (size_t)need);
+      if (r != CUDA_SUCCESS) {
+        gemmc_owned_ws[index] = 0;
+        return gemmc_cuda_failed("cuMemAlloc (split-K workspace)", r);
+      }
+      gemmc_owned_ws_bytes[index] = need;
+      r = cuMemsetD8Async(gemmc_owned_ws[index], 0, (size_t)need, stream);
+      if (r != CUDA_SUCCESS) return gemmc_cuda_failed("cuMemsetD8Async (split-K workspace)", r);
+    }
+    *ws = gemmc_owned_ws[index];
+  }
+  return GEMMC_OK;
+}
+
+static gemmc_status gemmc_launch(int index, CUstream stream, const long long g[3], void **params) {
+  const gemmc_kernel *k = gemmc_kernels[index];
+  CUresult r = cuLaunchKernel(gemmc_functions[index], (unsigned)g[0], (unsigned)g[1],
+                              (unsigned)g[2], k->block[0], k->block[1], k->block[2], k->smem,
+                              stream, params, 0);
+  if (r != CUDA_SUCCESS) {
+    gemmc_add_error("Kernel \\"%s\\": grid [%lld, %lld, %lld]:", k->name, g[0], g[1], g[2]);
+    return gemmc_cuda_failed("cuLaunchKernel", r);
+  }
+  return GEMMC_OK;
+}
+`;

@@ -1,0 +1,325 @@
+/**
+ * The C artefact (`gemm compile --emit c`): one self-contained C file for a
+ * module of kernels, a header part and, behind `#define GEMMC_IMPLEMENTATION`,
+ * the implementation (the single-file-library convention of stb). The PTX is
+ * embedded as a string; `gemmc_load()` loads it through the CUDA driver API and
+ * `gemmc_<kernel>_launch(stream, <tensors>, <dims>, <scalars>)` checks a launch
+ * against the kernel's launch contract (backends/ptx/contract.ts, printed here
+ * as a table per kernel and checked by the runtime of _c_runtime.ts) and
+ * launches it asynchronously on the stream.
+ *
+ * Split-K kernels take two more arguments, `CUdeviceptr workspace, size_t
+ * workspace_bytes`: the caller's workspace (checked like the Deno path's, and
+ * zeroed by the caller before its first launch), or 0 for a workspace gemmc
+ * allocates, zeroes and keeps per kernel (grown when the sizes need more; one
+ * stream at a time may use it: give your own for concurrent launches).
+ *
+ * @module
+ */
+
+import type { CompiledKernel } from "../../compiler.ts";
+import { ptxModule } from "../../compiler.ts";
+import { type ContractTensor, type LaunchContract, launchContract } from "../ptx/contract.ts";
+import {
+  C_RUNTIME_DECLS,
+  C_RUNTIME_FUNCTIONS,
+  C_RUNTIME_INCLUDES,
+  C_RUNTIME_TYPES,
+} from "./_c_runtime.ts";
+
+/** C and C++ keywords a DSL name might be (they get a `_` appended), and the generated locals. */
+const RESERVED = new Set(
+  ("auto bool break case catch char class const continue default delete do double else enum " +
+    "explicit export extern false float for friend goto if inline int long mutable namespace new " +
+    "operator private protected public register restrict return short signed sizeof static " +
+    "struct switch template this throw true try typedef typename union unsigned using virtual " +
+    "void volatile while and or not xor stream workspace workspace_bytes").split(" "),
+);
+
+/** A DSL name as a C identifier. */
+function cName(name: string): string {
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new Error(`Name "${name}" is not a C name`);
+  return RESERVED.has(name) || name.startsWith("gemmc_") ? `${name}_` : name;
+}
+
+/** A C string literal. */
+function cString(s: string): string {
+  return `"${s.replace(/[\\"?]/g, (c) => `\\${c}`).replace(/\n/g, "\\n").replace(/\t/g, "\\t")}"`;
+}
+
+/** The C type of a scalar's PTX type. */
+const SCALAR_C_TYPE = { f32: "float", f64: "double", s32: "int32_t" } as const;
+
+/** A `gemmc_extent` initializer: a runtime dimension's number, or a constant. */
+function extent(c: LaunchContract, d: string | number): string {
+  if (typeof d === "number") return `{-1, ${d}LL}`;
+  const i = c.dims.findIndex((x) => x.name === d);
+  if (i < 0) throw new Error(`Kernel "${c.name}": "${d}" is not a runtime dimension`);
+  return `{${i}, 0}`;
+}
+
+/** A `gemmc_tensor` initializer. */
+function tensorRow(c: LaunchContract, t: ContractTensor): string {
+  if (!Number.isInteger(t.alignBytes)) {
+    throw new Error(`Tensor "${t.name}": alignment of ${t.alignBytes} bytes is not whole`);
+  }
+  if (t.shape.length > 4) throw new Error(`Tensor "${t.name}": rank ${t.shape.length} above 4`);
+  const shape = [...t.shape.map((d) => extent(c, d))];
+  while (shape.length < 4) shape.push("{-1, 1}");
+  const leading = t.leading === null ? "0, {-1, 1}" : `1, ${extent(c, t.leading)}`;
+  return `  {${cString(t.name)}, ${cString(t.dtype)}, ${t.bits}ULL, ${t.output ? 1 : 0}, ` +
+    `${t.role === "C" ? 1 : 0}, ${t.alignElems}LL, ${t.alignBytes}ULL, ${t.shape.length}, ` +
+    `{${shape.join(", ")}}, ${leading}}`;
+}
+
+/** The C names of a kernel's arguments, by kind. */
+interface CArgs {
+  readonly fn: string;
+  readonly tensors: readonly string[];
+  readonly dims: readonly string[];
+  readonly scalars: readonly string[];
+  readonly split: boolean;
+}
+
+function cArgs(c: LaunchContract): CArgs {
+  return {
+    fn: `gemmc_${cName(c.name)}`,
+    tensors: c.tensors.map((t) => cName(t.name)),
+    dims: c.dims.map((d) => cName(d.name)),
+    scalars: c.scalars.map((s) => cName(s.name)),
+    split: c.workspace !== null,
+  };
+}
+
+/** The kernel's table: dimensions, tensors, scalars and the `gemmc_kernel` itself. */
+function kernelTable(c: LaunchContract, a: CArgs): string {
+  const p = a.fn;
+  const g = c.gridPlan;
+  const lines: string[] = [];
+  if (c.dims.length > 0) {
+    lines.push(
+      `static const char *const ${p}_dims[${c.dims.length}] = {${
+        c.dims.map((d) => cString(d.name)).join(", ")
+      }};`,
+    );
+  }
+  lines.push(
+    `static const gemmc_tensor ${p}_tensors[${c.tensors.length}] = {`,
+    c.tensors.map((t) => tensorRow(c, t)).join(",\n"),
+    "};",
+  );
+  if (c.scalars.length > 0) {
+    lines.push(
+      `static const gemmc_scalar ${p}_scalars[${c.scalars.length}] = {${
+        c.scalars.map((s) => `{${cString(s.name)}, ${cString(s.dtype)}}`).join(", ")
+      }};`,
+    );
+  }
+  const batch = g.batch === null ? "{-1, 1}, 0" : `${extent(c, g.batch)}, 1`;
+  lines.push(
+    `static const gemmc_kernel ${p}_kernel = {${cString(c.name)}, ${cString(c.entry)}, ` +
+      `{${c.block.join(", ")}}, ${c.dynamicSmemBytes}, ${g.tileM}, ${g.tileN}, ${g.swizzle}, ` +
+      `${g.splitK}, ${extent(c, g.m)}, ${extent(c, g.n)}, ${batch}, ` +
+      `${
+        c.workspace?.bytesPerTile ?? 0
+      }ULL, ${c.tensors.length}, ${p}_tensors, ${c.dims.length}, ` +
+      `${c.dims.length > 0 ? `${p}_dims` : "0"}, ${c.scalars.length}, ` +
+      `${c.scalars.length > 0 ? `${p}_scalars` : "0"}};`,
+  );
+  return lines.join("\n");
+}
+
+/** The launch function's parameter list. */
+function signature(c: LaunchContract, a: CArgs): string {
+  return [
+    "CUstream stream",
+    ...a.tensors.map((t) => `CUdeviceptr ${t}`),
+    ...a.dims.map((d) => `int64_t ${d}`),
+    ...c.scalars.map((s, i) => `${SCALAR_C_TYPE[s.ptx]} ${a.scalars[i]}`),
+    ...(a.split ? ["CUdeviceptr workspace", "size_t workspace_bytes"] : []),
+  ].join(", ");
+}
+
+/** The header part's comment and prototypes of one kernel. */
+function kernelDecls(c: LaunchContract, a: CArgs): string {
+  const doc = [
+    `/**`,
+    ` * Kernel "${c.name}" (entry ${c.entry}): ${c.block[0]} threads a block, ` +
+    `${c.dynamicSmemBytes} bytes of dynamic shared memory.`,
+    ` * Launches it on the stream after checking the launch (nothing is launched on an error:`,
+    ` * GEMMC_ERROR_INVALID_ARGUMENT, gemmc_last_error() says why). Arguments:`,
+    ...c.tensors.map((t) =>
+      ` *   ${t.name}: ${t.dtype}[${t.shape.join(", ")}] ${t.layout}, align ${t.alignElems} ` +
+      `(address a multiple of ${t.alignBytes} bytes)${t.output ? ", written" : ""}`
+    ),
+    ...c.dims.map((d) => ` *   ${d.name}: a runtime size, 0..2147483647`),
+    ...c.scalars.map((s) =>
+      ` *   ${s.name}: ${s.dtype}, finite` +
+      (s.default !== null ? ` (DSL default ${s.default})` : "")
+    ),
+    ...(a.split
+      ? [
+        ` *   workspace, workspace_bytes: split-K scratch of ${a.fn}_workspace_bytes() bytes,`,
+        ` *     16-byte aligned, zeroed before its first launch (each launch leaves it zeroed);`,
+        ` *     or 0 for one gemmc allocates and keeps (one stream at a time).`,
+      ]
+      : []),
+    ` */`,
+  ];
+  const lines = [...doc, `gemmc_status ${a.fn}_launch(${signature(c, a)});`];
+  if (a.split) {
+    lines.push(
+      `/** The split-K workspace bytes at these sizes (0 when a size is out of range). */`,
+      `size_t ${a.fn}_workspace_bytes(${a.dims.map((d) => `int64_t ${d}`).join(", ") || "void"});`,
+    );
+  }
+  return lines.join("\n");
+}
+
+/** The implementation of one kernel's launch (and workspace size) function. */
+function kernelImpl(c: LaunchContract, a: CArgs, index: number): string {
+  const dims = a.dims.length > 0 ? "gemmc_dims" : "0";
+  const scalars = a.scalars.length > 0 ? "gemmc_scalars" : "0";
+  const dimsDecl = a.dims.length > 0
+    ? [
+      `  const long long gemmc_dims[${a.dims.length}] = {${
+        a.dims.map((d) => `(long long)${d}`).join(", ")
+      }};`,
+    ]
+    : [];
+  const params = c.tensors.length + c.dims.length + c.scalars.length + (a.split ? 1 : 0);
+  const byParam = new Array<string>(params);
+  c.tensors.forEach((t, i) => byParam[t.param] = `&${a.tensors[i]}`);
+  c.dims.forEach((d, i) => byParam[d.param] = `&gemmc_u32[${i}]`);
+  c.scalars.forEach((s, i) => byParam[s.param] = `&${a.scalars[i]}`);
+  if (c.workspace !== null) byParam[c.workspace.param] = "&gemmc_ws";
+  if (byParam.some((x) => x === undefined) || byParam.length !== params) {
+    throw new Error(`Kernel "${c.name}": parameters out of order`);
+  }
+  const lines = [
+    `gemmc_status ${a.fn}_launch(${signature(c, a)}) {`,
+    ...dimsDecl,
+    `  const CUdeviceptr gemmc_ptrs[${a.tensors.length}] = {${a.tensors.join(", ")}};`,
+    ...(a.scalars.length > 0
+      ? [
+        `  const double gemmc_scalars[${a.scalars.length}] = {${
+          a.scalars.map((s) => `(double)${s}`).join(", ")
+        }};`,
+      ]
+      : []),
+    `  CUdeviceptr gemmc_ws = ${a.split ? "workspace" : "0"};`,
+    ...(a.dims.length > 0 ? [`  uint32_t gemmc_u32[${a.dims.length}];`] : []),
+    `  long long gemmc_g[3];`,
+    `  gemmc_status gemmc_s = gemmc_prepare(${index}, stream, ${dims}, gemmc_ptrs, ${scalars}, ` +
+    `&gemmc_ws, ${a.split ? "(unsigned long long)workspace_bytes" : "0"}, gemmc_g);`,
+    `  if (gemmc_s != GEMMC_OK) return gemmc_s;`,
+    ...a.dims.map((d, i) => `  gemmc_u32[${i}] = (uint32_t)${d};`),
+    `  {`,
+    `    void *gemmc_params[${params}] = {${byParam.join(", ")}};`,
+    `    return gemmc_launch(${index}, stream, gemmc_g, gemmc_params);`,
+    `  }`,
+    `}`,
+  ];
+  if (a.split) {
+    lines.push(
+      "",
+      `size_t ${a.fn}_workspace_bytes(${a.dims.map((d) => `int64_t ${d}`).join(", ") || "void"}) {`,
+      ...dimsDecl,
+      ...a.dims.map((d) => `  if (${d} < 0 || ${d} > GEMMC_MAX_DIM) return 0;`),
+      `  return (size_t)gemmc_ws_need(&${a.fn}_kernel, ${dims});`,
+      `}`,
+    );
+  }
+  return lines.join("\n");
+}
+
+/**
+ * One self-contained C file for a module of kernels (see the module doc):
+ * include it anywhere for the declarations; in one C or C++ file define
+ * `GEMMC_IMPLEMENTATION` first for the implementation. Link with `-lcuda`.
+ *
+ * @param kernels The compiled kernels (one target).
+ * @returns The C source.
+ * @example
+ * ```ts
+ * import { ok } from "node:assert/strict";
+ * import { compile } from "../../compiler.ts";
+ * import { cSource } from "./c.ts";
+ * const ks = compile(`kernel k { A: f16[M, K] row  B: f16[K, N] col  D: f32[M, N] row
+ *   D[m, n] = A[m, k] * B[k, n] }`).kernels;
+ * const c = cSource(ks);
+ * ok(c.includes("gemmc_status gemmc_k_launch(CUstream stream, CUdeviceptr A, CUdeviceptr B, " +
+ *   "CUdeviceptr D, int64_t M, int64_t K, int64_t N);"));
+ * ok(c.includes("#if defined(GEMMC_IMPLEMENTATION)"));
+ * ```
+ */
+export function cSource(kernels: readonly CompiledKernel[]): string {
+  if (kernels.length === 0) throw new Error("No kernel to emit");
+  const contracts = kernels.map((k) => launchContract(k.manifest));
+  const args = contracts.map(cArgs);
+  const fns = args.map((a) => a.fn);
+  const twice = fns.find((f, i) => fns.indexOf(f) !== i);
+  if (twice !== undefined) throw new Error(`Two kernels are named "${twice}" in C`);
+  const ptx = ptxModule(kernels).split(/(?<=\n)/).map(cString).join("\n");
+  const maxTensors = Math.max(1, ...contracts.map((c) => c.tensors.length));
+  const names = contracts.map((c) => c.name).join(", ");
+  return [
+    `/*`,
+    ` * Generated by gemmc (gemm compile --emit c): kernels ${names}, for ${
+      kernels[0]!.manifest.target
+    }.`,
+    ` *`,
+    ` * Include this file wherever you call the kernels; in exactly one C or C++ file,`,
+    ` * #define GEMMC_IMPLEMENTATION before including it. Link with -lcuda.`,
+    ` * With a CUDA context current: gemmc_load(), then gemmc_<kernel>_launch(...) any number of`,
+    ` * times (asynchronous on the stream), then gemmc_unload(). Every function returns a`,
+    ` * gemmc_status; gemmc_last_error() says why one failed.`,
+    ` */`,
+    `#ifndef GEMMC_GENERATED_H`,
+    `#define GEMMC_GENERATED_H`,
+    `#include <cuda.h>`,
+    `#include <stddef.h>`,
+    `#include <stdint.h>`,
+    ``,
+    `#ifdef __cplusplus`,
+    `extern "C" {`,
+    `#endif`,
+    ``,
+    C_RUNTIME_DECLS,
+    contracts.map((c, i) => kernelDecls(c, args[i]!)).join("\n\n"),
+    ``,
+    `#ifdef __cplusplus`,
+    `}`,
+    `#endif`,
+    `#endif /* GEMMC_GENERATED_H */`,
+    ``,
+    `#if defined(GEMMC_IMPLEMENTATION) && !defined(GEMMC_IMPLEMENTATION_DONE)`,
+    `#define GEMMC_IMPLEMENTATION_DONE`,
+    C_RUNTIME_INCLUDES,
+    `#ifdef __cplusplus`,
+    `extern "C" {`,
+    `#endif`,
+    ``,
+    C_RUNTIME_TYPES,
+    `#define GEMMC_KERNEL_COUNT ${contracts.length}`,
+    `#define GEMMC_MAX_TENSORS ${maxTensors}`,
+    ``,
+    contracts.map((c, i) => kernelTable(c, args[i]!)).join("\n\n"),
+    ``,
+    `static const gemmc_kernel *const gemmc_kernels[GEMMC_KERNEL_COUNT] = {${
+      fns.map((f) => `&${f}_kernel`).join(", ")
+    }};`,
+    ``,
+    `static const char gemmc_ptx[] =`,
+    ptx + ";",
+    ``,
+    C_RUNTIME_FUNCTIONS,
+    contracts.map((c, i) => kernelImpl(c, args[i]!, i)).join("\n\n"),
+    ``,
+    `#ifdef __cplusplus`,
+    `}`,
+    `#endif`,
+    `#endif /* GEMMC_IMPLEMENTATION */`,
+    ``,
+  ].join("\n");
+}

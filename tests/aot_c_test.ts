@@ -1,0 +1,517 @@
+/**
+ * The C artefact (backends/aot/c.ts): the generated file compiles warning-free
+ * as C and as C++ (`-Wall -Wextra -Werror`, the toolkit's cuda.h), links
+ * against the fake driver (tests/gpu/testdata/fake_libcuda.c) and, launch by
+ * launch, refuses exactly what `launchViolations` refuses, with its messages,
+ * and passes a valid launch to cuLaunchKernel with the contract's grid, the
+ * manifest's block and shared memory, and the arguments in ABI order.
+ *
+ * Skipped visibly without a C compiler or cuda.h (failed under CI=true).
+ */
+
+import assert from "node:assert/strict";
+import { dirname, join } from "node:path";
+import { compile, type CompiledKernel } from "../compiler.ts";
+import { cSource } from "../backends/aot/c.ts";
+import { gemm } from "./_cli.ts";
+import {
+  contractGrid,
+  contractWorkspaceBytes,
+  type LaunchContract,
+  launchContract,
+  launchViolations,
+  MAX_DIM,
+  type TensorBinding,
+  tensorBytes,
+} from "../backends/ptx/contract.ts";
+
+const ROOT = new URL("../", import.meta.url).pathname;
+const FAKE = join(ROOT, "tests/gpu/testdata/fake_libcuda.c");
+const CI = Deno.env.get("CI") === "true";
+
+/** The directory holding cuda.h: the toolkit beside nvcc, else the usual places. */
+function cudaInclude(): string | null {
+  const dirs: string[] = [];
+  for (const v of ["CUDA_HOME", "CUDA_PATH"]) {
+    const d = Deno.env.get(v);
+    if (d !== undefined) dirs.push(join(d, "include"));
+  }
+  for (const p of (Deno.env.get("PATH") ?? "").split(":")) {
+    try {
+      const nvcc = Deno.realPathSync(join(p, "nvcc"));
+      dirs.push(join(dirname(dirname(nvcc)), "include"));
+      // A wrapper script (`exec /usr/local/cuda-13.0/bin/nvcc "$@"`): the toolkit it names.
+      const m = /exec\s+(\S+)\/bin\/nvcc/.exec(Deno.readTextFileSync(nvcc));
+      if (m !== null) dirs.push(join(m[1]!, "include"));
+    } catch { /* not there, or a binary */ }
+  }
+  dirs.push("/usr/local/cuda/include", "/usr/include");
+  return dirs.find((d) => {
+    try {
+      return Deno.statSync(join(d, "cuda.h")).isFile;
+    } catch {
+      return false;
+    }
+  }) ?? null;
+}
+
+function hasTool(name: string): boolean {
+  try {
+    return new Deno.Command(name, { args: ["--version"], stdout: "null", stderr: "null" })
+      .outputSync().success;
+  } catch {
+    return false;
+  }
+}
+
+const INCLUDE = cudaInclude();
+const READY = INCLUDE !== null && hasTool("cc") && hasTool("c++");
+
+function cTest(name: string, fn: () => Promise<void>): void {
+  if (READY) Deno.test({ name, fn });
+  else if (CI) Deno.test(name, () => assert.fail("cc, c++ or cuda.h not found and CI=true"));
+  else Deno.test({ name: `${name} (skipped: no cc, c++ or cuda.h)`, ignore: true, fn() {} });
+}
+
+/** hgemm (C, alpha, beta), an s8 kernel, a split-K kernel, a batched s4 kernel with a fixed K. */
+const SOURCE = `
+kernel hgemm {
+  A: f16[M, K] row
+  B: f16[K, N] col
+  C: f32[M, N] row
+  D: f32[M, N] row
+  alpha: f32 = 1.0
+  beta: f32 = 0.0
+  D[m, n] = alpha * A[m, k] * B[k, n] + beta * C[m, n]
+}
+kernel s8k {
+  A: s8[M, K] row
+  B: s8[K, N] col
+  D: s32[M, N] row
+  D[m, n] = A[m, k] * B[k, n]
+}
+kernel splitk {
+  A: bf16[M, K] row
+  B: bf16[K, N] col
+  bias: f32[N]
+  D: bf16[M, N] row
+  D[m, n] = bf16(A[m, k] * B[k, n] + bias[n])
+  schedule { split_k 4 }
+}
+kernel batched_s4 {
+  A: s4[L, M, 128] row
+  B: s4[L, 128, N] col
+  D: s32[L, M, N] row
+  D[l, m, n] = A[l, m, k] * B[l, k, n]
+}
+`;
+
+async function sh(cmd: string, args: string[], stdin?: string): Promise<string> {
+  const p = new Deno.Command(cmd, {
+    args,
+    stdin: stdin === undefined ? "null" : "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  if (stdin !== undefined) {
+    const w = p.stdin.getWriter();
+    await w.write(new TextEncoder().encode(stdin));
+    await w.close();
+  }
+  const out = await p.output();
+  const dec = new TextDecoder();
+  const text = dec.decode(out.stdout) + dec.decode(out.stderr);
+  if (!out.success) throw new Error(`${cmd} ${args.join(" ")} failed:\n${text}`);
+  return dec.decode(out.stdout);
+}
+
+/** A C harness: reads one launch a line, prints the status, the message and what the fake got. */
+function harness(cs: readonly LaunchContract[]): string {
+  const cases = cs.map((c, i) => {
+    let t = 1;
+    const args = [
+      "0",
+      ...c.tensors.map(() => `P(${t++})`),
+      ...c.dims.map(() => `I(${t++})`),
+      ...c.scalars.map(() => `F(${t++})`),
+      ...(c.workspace !== null ? [`P(${t++})`, `(size_t)P(${t++})`] : []),
+    ];
+    return `    case ${i}: s = gemmc_${c.name}_launch(${args.join(", ")}); break;`;
+  });
+  return `#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "gemmc.h"
+int fake_last_launch(uint32_t *geometry, uint64_t *bits, char *types);
+int fake_last_memset(uint64_t *out);
+static char *tok[64];
+#define P(i) (CUdeviceptr)strtoull(tok[i], 0, 0)
+#define I(i) (int64_t)strtoll(tok[i], 0, 10)
+#define F(i) strtod(tok[i], 0)
+int main(void) {
+  static char line[8192];
+  while (fgets(line, sizeof line, stdin)) {
+    int n = 0, s = -1, i;
+    char *p = strtok(line, " \\n");
+    while (p && n < 64) { tok[n++] = p; p = strtok(0, " \\n"); }
+    if (n == 0) continue;
+    if (!strcmp(tok[0], "load")) s = gemmc_load();
+    else if (!strcmp(tok[0], "unload")) { gemmc_unload(); s = 0; }
+    else switch (atoi(tok[0])) {
+${cases.join("\n")}
+    default: return 3;
+    }
+    printf("S %d\\n", s);
+    if (*gemmc_last_error()) printf("E %s\\n", gemmc_last_error());
+    if (s == 0 && strcmp(tok[0], "load") && strcmp(tok[0], "unload")) {
+      uint32_t geo[7];
+      uint64_t bits[64], ms[3];
+      char types[64 * 8];
+      int np = fake_last_launch(geo, bits, types);
+      printf("L");
+      for (i = 0; i < 7; i++) printf(" %u", geo[i]);
+      for (i = 0; i < np; i++) printf(" %s:%llu", types + 8 * i, (unsigned long long)bits[i]);
+      fake_last_memset(ms);
+      printf("\\nM %llu %llu %llu\\n", (unsigned long long)ms[0], (unsigned long long)ms[1],
+             (unsigned long long)ms[2]);
+    }
+    printf(".\\n");
+    fflush(stdout);
+  }
+  return 0;
+}
+`;
+}
+
+/** One launch to try: sizes, addresses, scalars, the caller's workspace (or none: gemmc's own). */
+interface Case {
+  readonly kernel: number;
+  readonly sizes: Record<string, number>;
+  readonly tensors: Map<string, bigint>;
+  readonly scalars: Map<string, number>;
+  readonly workspace?: { address: bigint; bytes: number };
+}
+
+function line(c: LaunchContract, k: Case): string {
+  const num = (v: number) =>
+    Number.isNaN(v) ? "nan" : v === Infinity ? "inf" : v === -Infinity ? "-inf" : `${v}`;
+  const ws = c.workspace === null
+    ? []
+    : [`0x${(k.workspace?.address ?? 0n).toString(16)}`, `${k.workspace?.bytes ?? 0}`];
+  return [
+    `${k.kernel}`,
+    ...c.tensors.map((t) => `0x${k.tensors.get(t.name)!.toString(16)}`),
+    ...c.dims.map((d) => `${k.sizes[d.name]}`),
+    ...c.scalars.map((s) => num(k.scalars.get(s.name)!)),
+    ...ws,
+  ].join(" ");
+}
+
+/** A seeded generator (mulberry32). */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** A launch that keeps the contract: random sizes on the alignments, disjoint aligned buffers. */
+function validCase(c: LaunchContract, kernel: number, r: () => number): Case {
+  const sizes: Record<string, number> = {};
+  for (const d of c.dims) sizes[d.name] = 128 * (1 + Math.floor(r() * 8));
+  const tensors = new Map<string, bigint>();
+  let at = 0x7f0000000000n + BigInt(Math.floor(r() * 1000)) * 256n;
+  for (const t of c.tensors) {
+    tensors.set(t.name, at);
+    at += BigInt(Math.ceil(tensorBytes(t, sizes) / 256) * 256 + 256);
+  }
+  const scalars = new Map(c.scalars.map((s) => [s.name, Math.round((r() * 8 - 4) * 64) / 64]));
+  const ws = c.workspace !== null && r() < 0.5
+    ? { address: at, bytes: contractWorkspaceBytes(c, sizes) + Math.floor(r() * 4) * 16 }
+    : undefined;
+  return { kernel, sizes, tensors, scalars, ...(ws !== undefined ? { workspace: ws } : {}) };
+}
+
+/** The valid case broken in one or two random ways. */
+function brokenCase(c: LaunchContract, kernel: number, r: () => number): Case {
+  const k = validCase(c, kernel, r);
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;
+  const breaks = 1 + Math.floor(r() * 2);
+  let ws = k.workspace;
+  for (let b = 0; b < breaks; b++) {
+    const t = pick(c.tensors);
+    switch (Math.floor(r() * 8)) {
+      case 0:
+        if (c.dims.length > 0) k.sizes[pick(c.dims).name] = pick([-1, MAX_DIM + 1, -7, 0]);
+        break;
+      case 1:
+        if (c.dims.length > 0) k.sizes[pick(c.dims).name]! += pick([1, 2, 4, 8, 12]);
+        break;
+      case 2:
+        k.tensors.set(t.name, 0n);
+        break;
+      case 3:
+        k.tensors.set(t.name, k.tensors.get(t.name)! + BigInt(pick([1, 2, 4, 8])));
+        break;
+      case 4: {
+        const o = c.tensors.find((x) => x.output)!;
+        k.tensors.set(o.name, k.tensors.get(t.name)! + BigInt(pick([0, 256])));
+        break;
+      }
+      case 5:
+        if (c.scalars.length > 0) {
+          k.scalars.set(pick(c.scalars).name, pick([NaN, Infinity, -Infinity]));
+        }
+        break;
+      case 6:
+        if (c.workspace !== null) {
+          const base = ws ??
+            { address: 0x7e0000000000n, bytes: contractWorkspaceBytes(c, k.sizes) };
+          ws = pick([
+            { ...base, address: base.address + 8n },
+            { ...base, bytes: base.bytes - 16 },
+            { ...base, address: k.tensors.get(t.name)! },
+          ]);
+        }
+        break;
+      default:
+        if (c.dims.length > 0) k.sizes[pick(c.dims).name] = 0;
+    }
+  }
+  return { ...k, ...(ws !== undefined ? { workspace: ws } : {}) };
+}
+
+function expected(c: LaunchContract, k: Case): string[] {
+  const tensors = new Map<string, TensorBinding>(
+    [...k.tensors].map(([n, address]) => [n, { address }]),
+  );
+  return launchViolations(c, k.sizes, tensors, k.scalars, k.workspace);
+}
+
+/** The argument bits the fake should see, in ABI order. */
+function expectedParams(c: LaunchContract, k: Case, ownWs: bigint | null): string[] {
+  const out: string[] = [];
+  const f32 = (v: number) => new Uint32Array(new Float32Array([v]).buffer)[0]!;
+  for (const t of c.tensors) out[t.param] = `u64:${k.tensors.get(t.name)!}`;
+  for (const d of c.dims) out[d.param] = `u32:${k.sizes[d.name]}`;
+  for (const s of c.scalars) out[s.param] = `${s.ptx}:${f32(k.scalars.get(s.name)!)}`;
+  if (c.workspace !== null) out[c.workspace.param] = `u64:${k.workspace?.address ?? ownWs}`;
+  return out;
+}
+
+interface Reply {
+  readonly status: number;
+  readonly errors: string[];
+  readonly launch: string[] | null;
+  readonly memset: bigint[] | null;
+}
+
+function replies(text: string): Reply[] {
+  return text.split(".\n").filter((b) => b.trim() !== "").map((b) => {
+    const lines = b.split("\n").filter((l) => l !== "");
+    const status = Number(lines[0]!.slice(2));
+    const errs: string[] = [];
+    let launch: string[] | null = null;
+    let memset: bigint[] | null = null;
+    for (const l of lines.slice(1)) {
+      if (l.startsWith("L ")) launch = l.slice(2).split(" ");
+      else if (l.startsWith("M ")) memset = l.slice(2).split(" ").map(BigInt);
+      else errs.push(l.startsWith("E ") ? l.slice(2) : l);
+    }
+    return { status, errors: errs, launch, memset };
+  });
+}
+
+async function build(kernels: readonly CompiledKernel[], cxx: boolean): Promise<string> {
+  const dir = await Deno.makeTempDir({ prefix: "gemmc_c_" });
+  await Deno.writeTextFile(join(dir, "gemmc.h"), cSource(kernels));
+  await Deno.writeTextFile(
+    join(dir, "impl.c"),
+    '#define GEMMC_IMPLEMENTATION\n#include "gemmc.h"\n',
+  );
+  await Deno.writeTextFile(
+    join(dir, "harness.c"),
+    harness(kernels.map((k) => launchContract(k.manifest))),
+  );
+  const flags = ["-O2", "-Wall", "-Wextra", "-Werror", `-I${INCLUDE}`, `-I${dir}`, "-c"];
+  const impl = join(dir, cxx ? "impl.cpp" : "impl.c");
+  if (cxx) await Deno.copyFile(join(dir, "impl.c"), impl);
+  await sh(cxx ? "c++" : "cc", [...flags, impl, "-o", join(dir, "impl.o")]);
+  await sh("cc", [...flags, join(dir, "harness.c"), "-o", join(dir, "harness.o")]);
+  await sh("cc", ["-w", "-c", FAKE, "-o", join(dir, "fake.o")]);
+  const exe = join(dir, "harness");
+  await sh(cxx ? "c++" : "cc", [
+    join(dir, "harness.o"),
+    join(dir, "impl.o"),
+    join(dir, "fake.o"),
+    "-o",
+    exe,
+  ]);
+  return exe;
+}
+
+const KERNELS = compile(SOURCE).kernels;
+const CONTRACTS = KERNELS.map((k) => launchContract(k.manifest));
+
+for (const cxx of [false, true]) {
+  const lang = cxx ? "C++" : "C";
+  cTest(
+    `C artefact (${lang}): every launch refused as launchViolations says, valid ones launched`,
+    async () => {
+      assert.equal(KERNELS.length, 4);
+      const exe = await build(KERNELS, cxx);
+      const r = rng(cxx ? 19 : 7);
+      const cases: Case[] = [];
+      for (let i = 0; i < 240; i++) {
+        const kernel = i % CONTRACTS.length;
+        const c = CONTRACTS[kernel]!;
+        cases.push(i % 3 === 0 ? validCase(c, kernel, r) : brokenCase(c, kernel, r));
+      }
+      const before = validCase(CONTRACTS[0]!, 0, r);
+      const input = [
+        line(CONTRACTS[0]!, before),
+        "load",
+        ...cases.map((k) => line(CONTRACTS[k.kernel]!, k)),
+        "unload",
+        line(CONTRACTS[0]!, before),
+      ].join("\n") + "\n";
+      const out = replies(await sh(exe, [], input));
+      assert.equal(out.length, cases.length + 4);
+      // Before gemmc_load and after gemmc_unload: refused as not loaded, nothing launched.
+      for (const o of [out[0]!, out.at(-1)!]) {
+        assert.equal(o.status, 2);
+        assert.deepEqual(o.errors, ['Kernel "hgemm": gemmc_load() has not succeeded']);
+      }
+      assert.equal(out[1]!.status, 0, out[1]!.errors.join("\n"));
+      let valid = 0, refused = 0;
+      cases.forEach((k, i) => {
+        const c = CONTRACTS[k.kernel]!;
+        const o = out[i + 2]!;
+        const want = expected(c, k);
+        const what = `case ${i} (${c.name}): ${line(c, k)}`;
+        assert.deepEqual(o.errors, want, what);
+        if (want.length > 0) {
+          assert.equal(o.status, 1, what);
+          assert.equal(o.launch, null, what);
+          refused++;
+          return;
+        }
+        valid++;
+        assert.equal(o.status, 0, what);
+        const [gx, gy, gz, bx, by, bz, smem, ...params] = o.launch!;
+        assert.deepEqual([gx, gy, gz].map(Number), contractGrid(c, k.sizes), what);
+        assert.deepEqual([bx, by, bz].map(Number), [...c.block], what);
+        assert.equal(Number(smem), c.dynamicSmemBytes, what);
+        let own: bigint | null = null;
+        if (c.workspace !== null && k.workspace === undefined) {
+          own = BigInt(params.at(-1)!.split(":")[1]!);
+          assert.ok(own !== 0n && own % 16n === 0n, what);
+        }
+        assert.deepEqual(params, expectedParams(c, k, own), what);
+        if (own !== null) {
+          // gemmc's own workspace: zeroed on the stream when (re)allocated; at least as large.
+          const [at, value, bytes] = o.memset!;
+          assert.equal(value, 0n, what);
+          if (at === own) assert.ok(bytes! >= BigInt(contractWorkspaceBytes(c, k.sizes)), what);
+        }
+      });
+      assert.ok(valid >= 60 && refused >= 100, `${valid} valid, ${refused} refused`);
+    },
+  );
+}
+
+cTest("C artefact: gemmc's own split-K workspace grows and is zeroed on the stream", async () => {
+  const exe = await build(KERNELS, false);
+  const c = CONTRACTS[2]!;
+  const r = rng(3);
+  const small = validCase(c, 2, r);
+  const sizes = { ...small.sizes, M: small.sizes.M! * 4, N: small.sizes.N! * 2 };
+  const big: Case = { ...validCase(c, 2, r), sizes };
+  const noWs = (k: Case): Case => ({
+    kernel: k.kernel,
+    sizes: k.sizes,
+    tensors: k.tensors,
+    scalars: k.scalars,
+  });
+  const bigNoWs = noWs(big);
+  // Re-place the buffers for the larger sizes.
+  let at = 0x7f0000000000n;
+  for (const t of c.tensors) {
+    bigNoWs.tensors.set(t.name, at);
+    at += BigInt(Math.ceil(tensorBytes(t, sizes) / 256) * 256 + 256);
+  }
+  const input = ["load", line(c, noWs(small)), line(c, noWs(small)), line(c, bigNoWs)].join("\n") +
+    "\n";
+  const [, a, b, d] = replies(await sh(exe, [], input));
+  const ws = (o: Reply) => BigInt(o.launch!.at(-1)!.split(":")[1]!);
+  for (const o of [a!, b!, d!]) assert.equal(o.status, 0, o.errors.join("\n"));
+  assert.deepEqual(a!.memset, [ws(a!), 0n, BigInt(contractWorkspaceBytes(c, small.sizes))]);
+  assert.equal(ws(b!), ws(a!), "the workspace is kept between launches");
+  assert.deepEqual(d!.memset, [ws(d!), 0n, BigInt(contractWorkspaceBytes(c, sizes))]);
+});
+
+cTest("C artefact: two translation units, one with the implementation, link", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "gemmc_c2_" });
+  await Deno.writeTextFile(join(dir, "gemmc.h"), cSource(KERNELS.slice(0, 1)));
+  await Deno.writeTextFile(
+    join(dir, "a.cpp"),
+    '#include "gemmc.h"\nint main(void) { return gemmc_load() == GEMMC_OK ? 0 : 1; }\n',
+  );
+  await Deno.writeTextFile(
+    join(dir, "b.c"),
+    '#include "gemmc.h"\n#define GEMMC_IMPLEMENTATION\n#include "gemmc.h"\n#include "gemmc.h"\n',
+  );
+  const flags = ["-Wall", "-Wextra", "-Werror", `-I${INCLUDE}`, "-c"];
+  await sh("c++", [...flags, join(dir, "a.cpp"), "-o", join(dir, "a.o")]);
+  await sh("cc", [...flags, join(dir, "b.c"), "-o", join(dir, "b.o")]);
+  await sh("cc", ["-w", "-c", FAKE, "-o", join(dir, "fake.o")]);
+  await sh("c++", [join(dir, "a.o"), join(dir, "b.o"), join(dir, "fake.o"), "-o", join(dir, "x")]);
+  await sh(join(dir, "x"), []);
+});
+
+Deno.test("gemm compile --emit c prints cSource of the file's kernels, or writes it to -o", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "gemmc_c3_" });
+  const src = join(dir, "k.gemm");
+  await Deno.writeTextFile(src, SOURCE);
+  const r = await gemm("compile", src, "--emit", "c");
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(r.stdout, cSource(KERNELS));
+  const one = await gemm(
+    "compile",
+    src,
+    "--emit",
+    "c",
+    "--kernel",
+    "splitk",
+    "-o",
+    join(dir, "s.h"),
+  );
+  assert.equal(one.code, 0, one.stderr);
+  assert.equal(await Deno.readTextFile(join(dir, "s.h")), cSource([KERNELS[2]!]));
+});
+
+cTest("C artefact: a module the driver rejects: GEMMC_ERROR_CUDA with the JIT log", async () => {
+  // The fake driver rejects a module that mentions FAKE_JIT_ERROR, with a log.
+  const ks = compile(`kernel FAKE_JIT_ERROR { A: f16[M, K] row  B: f16[K, N] col
+    D: f32[M, N] row  D[m, n] = A[m, k] * B[k, n] }`).kernels;
+  const exe = await build(ks, false);
+  const [load, launch] = replies(
+    await sh(
+      exe,
+      [],
+      `load\n${
+        line(launchContract(ks[0]!.manifest), validCase(launchContract(ks[0]!.manifest), 0, rng(1)))
+      }\n`,
+    ),
+  );
+  assert.equal(load!.status, 3);
+  assert.deepEqual(load!.errors, [
+    "cuModuleLoadDataEx failed: CUDA_ERROR_INVALID_PTX (218): a PTX JIT compilation failed",
+    "ptxas fatal   : fake error at line 7",
+  ]);
+  assert.equal(launch!.status, 2);
+});
