@@ -135,3 +135,24 @@ export {
   JitError,
 } from "./backends/cuda/driver.ts";
 export { formatProbe, type ProbeResult, runProbe } from "./harness/mma_probe.ts";
+// launch: load once, launch many times on device buffers (issue 19, item 1)
+export {
+  type BufferRef,
+  type KernelSource,
+  type LaunchBuffers,
+  LaunchError,
+  type LaunchOptions,
+  type LaunchSizes,
+  LoadedKernel,
+  loadKernel,
+  type LoadKernelOptions,
+} from "./backends/cuda/kernel.ts";
+export {
+  decodeTensor,
+  downloadTensor,
+  encodeTensor,
+  type HostArray,
+  type HostValues,
+  uploadTensor,
+} from "./harness/device_tensor.ts";
+export { CudaStream, DeviceBuffer } from "./backends/cuda/driver.ts";

@@ -10,7 +10,9 @@
  * - every runtime dimension is an integer in `0 ..` {@link MAX_DIM};
  * - the grid is at least 1 on every axis (M, N and the batch at least 1);
  * - a rank-2 or rank-3 tensor's contiguous extent is a multiple of its
- *   declared `align` (so every row or column start stays aligned);
+ *   declared `align` (so every row or column start stays aligned): the
+ *   dimension its layout makes contiguous for A, B, C and D, the last one for
+ *   a batched vector (role `bias`, stored batch outermost);
  * - every tensor's address is a multiple of {@link ContractTensor.alignBytes}
  *   (and not 0);
  * - where a buffer's length is known, it holds {@link tensorBytes} bytes;
@@ -34,6 +36,15 @@ export const MAX_DIM = 2 ** 31 - 1;
 /** The alignment, in bytes, every launcher asks of a split-K workspace it is given. */
 export const WORKSPACE_ALIGN_BYTES = 16;
 
+/**
+ * The roles whose declared layout orders their storage (the matrix operands).
+ * A batched vector (`bias: f32[L, N]`, role `bias`) is stored batch outermost
+ * with N contiguous whatever layout it declares (harness/tensor.ts
+ * `tensorShape`, the lowering's `vectorBase`), so its contiguous extent is
+ * always its last dimension.
+ */
+const MATRIX_ROLES: ReadonlySet<string> = new Set(["A", "B", "C", "D"]);
+
 /** One tensor parameter as a launcher must check it. */
 export interface ContractTensor {
   /** The parameter's name. */
@@ -56,7 +67,10 @@ export interface ContractTensor {
   readonly alignElems: number;
   /** The address must be a multiple of this many bytes. */
   readonly alignBytes: number;
-  /** The dimension that must be a multiple of `alignElems` (rank 2 and 3), else null. */
+  /**
+   * The contiguous dimension, which must be a multiple of `alignElems` (rank 2
+   * and 3; for a batched bias always the last), else null.
+   */
   readonly leading: string | number | null;
 }
 
@@ -150,6 +164,7 @@ export function launchContract(m: KernelManifest): LaunchContract {
       const layout = p.layout ?? "row";
       const alignElems = p.align ?? 1;
       const mat = shape.slice(-2);
+      const role = p.role ?? "";
       tensors.push({
         name: p.name,
         param,
@@ -157,11 +172,15 @@ export function launchContract(m: KernelManifest): LaunchContract {
         bits,
         shape,
         layout,
-        role: p.role ?? "",
-        output: p.role === "D",
+        role,
+        output: role === "D",
         alignElems,
         alignBytes: Math.max(1, (alignElems * bits) / 8),
-        leading: mat.length === 2 ? (layout === "row" ? mat[1]! : mat[0]!) : null,
+        leading: mat.length !== 2
+          ? null
+          : MATRIX_ROLES.has(role) && layout === "col"
+          ? mat[0]!
+          : mat[1]!,
       });
     }
   });
@@ -236,7 +255,7 @@ export interface TensorBinding {
   /** The device address. */
   readonly address: bigint;
   /** The buffer's length in bytes from `address` on, when known. */
-  readonly bytes?: number;
+  readonly bytes?: number | undefined;
 }
 
 /**
