@@ -79,14 +79,6 @@ interface Slot {
   bytes: number | undefined;
 }
 
-/** What a bound launch needs from the binder: geometry and the workspace to provide. */
-export interface BoundLaunch {
-  /** The grid. */
-  readonly grid: readonly [number, number, number];
-  /** Workspace bytes the kernel must provide itself (0: none, or the caller gave one). */
-  readonly ownWorkspaceBytes: number;
-}
-
 /**
  * The per-kernel state of its launches: the contract (derived once), the
  * kernel-parameter buffer (built once, patched per launch) and reusable
@@ -108,6 +100,13 @@ export class LaunchBinder {
   readonly #scalarNames: ReadonlySet<string>;
   readonly #ws: Slot = { address: 0n, bytes: undefined };
   readonly #limits: LaunchLimits | null;
+  /** The grid of the last launch bound. */
+  grid: readonly [number, number, number] = [1, 1, 1];
+  /**
+   * Workspace bytes the kernel must provide itself for the last launch bound
+   * (0: none, or the caller gave one).
+   */
+  ownWorkspaceBytes = 0;
 
   /**
    * @param manifest The kernel's manifest.
@@ -130,18 +129,16 @@ export class LaunchBinder {
   /**
    * Checks one launch and, when it may run, writes its arguments into the
    * parameter slots (the workspace's address excepted when the kernel
-   * provides its own: {@link LaunchBinder.setWorkspace}).
+   * provides its own: {@link LaunchBinder.setWorkspace}), its grid into
+   * {@link LaunchBinder.grid} and the workspace it needs into
+   * {@link LaunchBinder.ownWorkspaceBytes}.
    *
    * @param buffers Tensors by name.
    * @param sizes Sizes by dimension name.
    * @param options Scalars and a workspace.
-   * @returns The violations (empty: bound), or the launch's geometry.
+   * @returns The violations, or null when bound.
    */
-  bind(
-    buffers: LaunchBuffers,
-    sizes: LaunchSizes,
-    options: LaunchOptions,
-  ): string[] | BoundLaunch {
+  bind(buffers: LaunchBuffers, sizes: LaunchSizes, options: LaunchOptions): string[] | null {
     const c = this.contract;
     let extra: string[] | null = null;
     const tensors = c.tensors;
@@ -208,7 +205,11 @@ export class LaunchBinder {
       return launchProblems(c.name, grid, c.block, c.dynamicSmemBytes, lim);
     }
     this.#write(sizes, ws);
-    return { grid, ownWorkspaceBytes: ws === undefined ? contractWorkspaceBytes(c, sizes) : 0 };
+    this.grid = grid;
+    this.ownWorkspaceBytes = ws === undefined && c.workspace !== null
+      ? contractWorkspaceBytes(c, sizes)
+      : 0;
+    return null;
   }
 
   /**

@@ -13,12 +13,11 @@
 
 import { launchContract, WORKSPACE_ALIGN_BYTES } from "../ptx/contract.ts";
 import type { KernelManifest } from "../ptx/manifest.ts";
-import { type Cuda, DEFAULT_DYNAMIC_SMEM_LIMIT } from "./driver.ts";
+import { type Cuda, DEFAULT_DYNAMIC_SMEM_LIMIT, type Driver } from "./driver.ts";
 import { check } from "./errors.ts";
 import { launchProblems } from "./launch.ts";
 import type { CudaFunction, CudaModule, CudaStream, DeviceBuffer } from "./resources.ts";
 import {
-  type BoundLaunch,
   LaunchBinder,
   type LaunchBuffers,
   LaunchError,
@@ -68,6 +67,11 @@ export class LoadedKernel {
   readonly #workspaces = new Map<CudaStream | null, DeviceBuffer>();
   #launches = 0;
   #open = true;
+  // The hot path's constants, read once.
+  readonly #driver: Driver;
+  readonly #fn: Deno.PointerValue;
+  readonly #block: readonly [number, number, number];
+  readonly #smem: number;
 
   /** @internal Use {@link loadKernel}. */
   constructor(cuda: Cuda, source: KernelSource) {
@@ -89,6 +93,10 @@ export class LoadedKernel {
       this.module.unload();
       throw e;
     }
+    this.#driver = cuda.driver;
+    this.#fn = this.function.handle;
+    this.#block = m.block;
+    this.#smem = m.dynamicSmemBytes;
   }
 
   /** Launches so far (each that reached `cuLaunchKernel` and succeeded). */
@@ -119,33 +127,30 @@ export class LoadedKernel {
    */
   launch(buffers: LaunchBuffers, sizes: LaunchSizes, options: LaunchOptions = {}): void {
     if (!this.#open) throw new Error(`Kernel "${this.name}" launched after close`);
-    const b = this.#binder.bind(buffers, sizes, options);
-    if (Array.isArray(b)) throw new LaunchError(this.name, b);
-    const bound = b as BoundLaunch;
+    const binder = this.#binder;
+    const bad = binder.bind(buffers, sizes, options);
+    if (bad !== null) throw new LaunchError(this.name, bad);
     const stream = options.stream;
     const h = stream === undefined ? null : stream.handle;
-    if (bound.ownWorkspaceBytes > 0) {
-      this.#binder.setWorkspace(this.#ownWorkspace(stream ?? null, bound.ownWorkspaceBytes));
+    if (binder.ownWorkspaceBytes > 0) {
+      binder.setWorkspace(this.#ownWorkspace(stream ?? null, binder.ownWorkspaceBytes));
     }
-    const d = this.#cuda.driver;
-    const [gx, gy, gz] = bound.grid;
-    const [bx, by, bz] = this.manifest.block;
-    const code = d.cuLaunchKernel(
-      this.function.handle,
-      gx,
-      gy,
-      gz,
-      bx,
-      by,
-      bz,
-      this.manifest.dynamicSmemBytes,
+    const g = binder.grid;
+    const b = this.#block;
+    const code = this.#driver.cuLaunchKernel(
+      this.#fn,
+      g[0],
+      g[1],
+      g[2],
+      b[0],
+      b[1],
+      b[2],
+      this.#smem,
       h,
-      this.#binder.pointers,
+      binder.pointers,
       null,
     );
-    if (code !== 0) {
-      check(d, "cuLaunchKernel", code, `${this.name} grid [${bound.grid.join(", ")}]`);
-    }
+    if (code !== 0) check(this.#driver, "cuLaunchKernel", code, `${this.name} grid [${g}]`);
     this.#launches++;
   }
 

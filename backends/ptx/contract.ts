@@ -218,7 +218,8 @@ function dimOf(d: string | number, sizes: Readonly<Record<string, number>>): num
  * ```
  */
 export function tensorBytes(t: ContractTensor, sizes: Readonly<Record<string, number>>): number {
-  const elements = t.shape.reduce<number>((a, d) => a * dimOf(d, sizes), 1);
+  let elements = 1;
+  for (const d of t.shape) elements *= dimOf(d, sizes);
   return Math.ceil((elements * t.bits) / 8);
 }
 
@@ -315,7 +316,9 @@ export function launchViolations(
       );
     }
   }
-  const ranges: { t: ContractTensor; lo: bigint; hi: bigint }[] = [];
+  // Launchers call this once per launch: numbers where an address is a safe
+  // integer (every real device address is), no closures (backends/cuda/bind.ts).
+  const ranges: Range[] = [];
   for (const t of c.tensors) {
     if (sizesOk && t.leading !== null) {
       const v = dimOf(t.leading, sizes);
@@ -333,7 +336,7 @@ export function launchViolations(
       continue;
     }
     if (b.address === 0n) bad.push(`Tensor "${t.name}" has a null address`);
-    else if (b.address % BigInt(t.alignBytes) !== 0n) {
+    else if (!aligned(b.address, t.alignBytes)) {
       bad.push(
         `Tensor "${t.name}" at 0x${b.address.toString(16)} is not aligned to ${t.alignBytes} ` +
           `bytes (align ${t.alignElems} of ${t.dtype})`,
@@ -344,11 +347,13 @@ export function launchViolations(
     if (b.bytes !== undefined && b.bytes < need) {
       bad.push(`Buffer of tensor "${t.name}" holds ${b.bytes} bytes; the sizes need ${need}`);
     }
-    ranges.push({ t, lo: b.address, hi: b.address + BigInt(need) });
+    ranges.push(range(t, b.address, need));
   }
-  for (const o of ranges.filter((r) => r.t.output)) {
-    for (const i of ranges.filter((r) => !r.t.output)) {
-      const inPlace = i.t.role === "C" && i.lo === o.lo;
+  for (const o of ranges) {
+    if (!o.t.output) continue;
+    for (const i of ranges) {
+      if (i.t.output) continue;
+      const inPlace = i.t.role === "C" && !(i.lo < o.lo) && !(o.lo < i.lo);
       if (!inPlace && o.lo < i.hi && i.lo < o.hi && o.hi > o.lo && i.hi > i.lo) {
         bad.push(
           `Output "${o.t.name}" overlaps input "${i.t.name}"` +
@@ -372,18 +377,40 @@ export function launchViolations(
   return bad;
 }
 
+/**
+ * A buffer's bytes `[lo, hi)`: numbers where both ends are safe integers,
+ * else bigints (JavaScript compares a number with a bigint exactly).
+ */
+interface Range<T = ContractTensor> {
+  readonly t: T;
+  readonly lo: number | bigint;
+  readonly hi: number | bigint;
+}
+
+function range<T>(t: T, address: bigint, bytes: number): Range<T> {
+  const lo = Number(address);
+  const hi = lo + bytes;
+  return Number.isSafeInteger(hi) ? { t, lo, hi } : { t, lo: address, hi: address + BigInt(bytes) };
+}
+
+/** Whether an address is a multiple of `bytes` (as numbers where exact). */
+function aligned(address: bigint, bytes: number): boolean {
+  const a = Number(address);
+  return Number.isSafeInteger(a) ? a % bytes === 0 : address % BigInt(bytes) === 0n;
+}
+
 /** The split-K workspace's problems: none wanted, misaligned, too short, overlapping a tensor. */
 function workspaceViolations(
   c: LaunchContract,
   sizes: Readonly<Record<string, number>>,
   sizesOk: boolean,
   w: TensorBinding,
-  ranges: readonly { t: ContractTensor; lo: bigint; hi: bigint }[],
+  ranges: readonly Range[],
 ): string[] {
   if (c.workspace === null) return [`Kernel "${c.name}" has no split-K workspace to give`];
   const bad: string[] = [];
   if (w.address === 0n) bad.push(`The split-K workspace has a null address`);
-  else if (w.address % BigInt(WORKSPACE_ALIGN_BYTES) !== 0n) {
+  else if (!aligned(w.address, WORKSPACE_ALIGN_BYTES)) {
     bad.push(
       `The split-K workspace at 0x${w.address.toString(16)} is not aligned to ` +
         `${WORKSPACE_ALIGN_BYTES} bytes`,
@@ -394,9 +421,9 @@ function workspaceViolations(
   if (w.bytes !== undefined && w.bytes < need) {
     bad.push(`The split-K workspace holds ${w.bytes} bytes; the sizes need ${need}`);
   }
-  const hi = w.address + BigInt(w.bytes ?? need);
+  const wr = range(null, w.address, w.bytes ?? need);
   for (const r of ranges) {
-    if (hi > w.address && r.hi > r.lo && w.address < r.hi && r.lo < hi) {
+    if (wr.hi > wr.lo && r.hi > r.lo && wr.lo < r.hi && r.lo < wr.hi) {
       bad.push(`The split-K workspace overlaps tensor "${r.t.name}"`);
     }
   }
