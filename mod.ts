@@ -155,4 +155,10 @@ export {
   type HostValues,
   uploadTensor,
 } from "./harness/device_tensor.ts";
-export { CudaStream, DeviceBuffer } from "./backends/cuda/driver.ts";
+export {
+  CudaFunction,
+  CudaModule,
+  CudaStream,
+  DeviceBuffer,
+  type JitInfo,
+} from "./backends/cuda/driver.ts";

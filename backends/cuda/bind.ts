@@ -53,6 +53,8 @@ export class LaunchError extends Error {
   readonly violations: readonly string[];
 
   /**
+   * An error listing every problem of a launch of `kernel`.
+   *
    * @param kernel The kernel's name.
    * @param violations The problems (at least one).
    */
