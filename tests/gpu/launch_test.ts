@@ -122,6 +122,8 @@ gpuTest("hgemm loaded once, launched on device buffers: every launch agrees", ()
     for (let n = 0; n < 20; n++) k.launch(bufs, sizes, { scalars: { alpha, beta } });
     cuda.synchronize();
     poisonD(ck.gemm, bufs.D!);
+    // The stream does not wait for the default stream's memset: the context does.
+    cuda.synchronize();
     k.launch(bufs, sizes, { scalars: { alpha, beta }, stream: st });
     st.synchronize();
     checkD(ck.gemm, args, bufs.D!, JSON.stringify(sizes));
