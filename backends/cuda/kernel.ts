@@ -126,7 +126,9 @@ export class LoadedKernel {
    * @throws {CudaError} When the driver refuses the launch.
    */
   launch(buffers: LaunchBuffers, sizes: LaunchSizes, options: LaunchOptions = {}): void {
-    if (!this.#open) throw new Error(`Kernel "${this.name}" launched after close`);
+    if (!this.#open || !this.#cuda.isOpen) {
+      throw new Error(`Kernel "${this.name}" launched after its close or its context's`);
+    }
     const binder = this.#binder;
     const bad = binder.bind(buffers, sizes, options);
     if (bad !== null) throw new LaunchError(this.name, bad);
@@ -161,13 +163,14 @@ export class LoadedKernel {
    */
   #ownWorkspace(stream: CudaStream | null, bytes: number): bigint {
     const held = this.#workspaces.get(stream);
-    if (held !== undefined && held.bytes >= bytes) return held.ptr;
+    if (held !== undefined && !held.freed && held.bytes >= bytes) return held.ptr;
     if (held !== undefined) {
-      this.#sync(stream);
+      // Launches queued on the stream may still use it.
+      if (!held.freed) this.#sync(stream);
       this.#workspaces.delete(stream);
       held.free();
     }
-    // Rounded up to the alignment, so that the buffer's length is a whole number of records.
+    // A whole number of 16-byte words (the contract's workspace alignment).
     const size = Math.ceil(bytes / WORKSPACE_ALIGN_BYTES) * WORKSPACE_ALIGN_BYTES;
     const w = this.#cuda.alloc(size);
     try {

@@ -186,7 +186,7 @@ Deno.test("split-K: one zeroed workspace per stream, reused, grown when a launch
     assert.equal(stats().allocs, allocs);
     k.close();
     assert.ok(k.workspace() === null && k.workspace(st) === null && w1.freed);
-    assert.throws(() => k.launch(bufs, small), /launched after close/);
+    assert.throws(() => k.launch(bufs, small), /launched after its close/);
   } finally {
     cuda.close();
   }
@@ -207,4 +207,26 @@ Deno.test("uploadTensor and downloadTensor round-trip f16 and bf16 through devic
     assert.deepEqual([...back], xs.map(round));
     buf.free();
   }
+});
+
+Deno.test("a kernel whose context closed refuses to launch; its close then does nothing", () => {
+  const cuda = Cuda.open();
+  const k = loadKernel(example("hgemm.gemm"), { cuda });
+  const bufs = {
+    A: cuda.alloc(8192),
+    B: cuda.alloc(8192),
+    C: cuda.alloc(16384),
+    D: cuda.alloc(16384),
+  };
+  k.launch(bufs, { M: 64, N: 64, K: 64 });
+  cuda.close();
+  const s0 = stats();
+  assert.throws(
+    () => k.launch(bufs, { M: 64, N: 64, K: 64 }),
+    /launched after its close or its context's/,
+  );
+  k.close();
+  assert.deepEqual(stats(), s0);
+  assert.equal(s0.allocs, 0);
+  assert.equal(s0.ctxRefs, 0);
 });
