@@ -96,6 +96,8 @@ export class LaunchBinder {
   readonly #view: DataView;
   readonly #tensors = new Map<string, Slot>();
   readonly #slots: Slot[];
+  /** An aligned stand-in address per tensor, far from the others (see {@link #fill}). */
+  readonly #dummies: readonly bigint[];
   readonly #scalars = new Map<string, number>();
   readonly #known: ReadonlySet<string>;
   readonly #dims: ReadonlySet<string>;
@@ -123,6 +125,7 @@ export class LaunchBinder {
     this.pointers = packed.pointers;
     this.#view = new DataView(this.values);
     this.#slots = contract.tensors.map(() => ({ address: 0n, bytes: undefined }));
+    this.#dummies = contract.tensors.map((_, i) => BigInt(i + 1) << 40n);
     this.#known = new Set(contract.tensors.map((t) => t.name));
     this.#dims = new Set(contract.dims.map((d) => d.name));
     this.#scalarNames = new Set(contract.scalars.map((s) => s.name));
@@ -152,7 +155,7 @@ export class LaunchBinder {
         this.#tensors.delete(t.name);
         continue;
       }
-      const problem = this.#fill(slot, v, `Tensor "${t.name}"`, BigInt(i + 1) << 40n);
+      const problem = this.#fill(slot, v, t.name, this.#dummies[i]!);
       if (problem !== null) (extra ??= []).push(problem);
       this.#tensors.set(t.name, slot);
     }
@@ -191,7 +194,7 @@ export class LaunchBinder {
     }
     let ws: TensorBinding | undefined;
     if (options.workspace !== undefined) {
-      const problem = this.#fill(this.#ws, options.workspace, "The split-K workspace", 1n << 50n);
+      const problem = this.#fill(this.#ws, options.workspace, null, 1n << 50n);
       if (problem !== null) (extra ??= []).push(problem);
       ws = this.#ws;
     }
@@ -228,8 +231,10 @@ export class LaunchBinder {
    * A binding from a buffer or an address; a message when it is neither or
    * freed (the slot then holds `dummy`, an aligned address of its own, so
    * that the contract adds no second message about the same argument).
+   * `tensor` names the tensor (null: the workspace); a message is built only
+   * on failure (no string per launch).
    */
-  #fill(slot: Slot, v: unknown, what: string, dummy: bigint): string | null {
+  #fill(slot: Slot, v: unknown, tensor: string | null, dummy: bigint): string | null {
     if (typeof v === "bigint") {
       slot.bytes = undefined;
       if (v >= 0n && v < 1n << 64n) {
@@ -237,13 +242,13 @@ export class LaunchBinder {
         return null;
       }
       slot.address = dummy;
-      return `${what} has address ${v}, not a 64-bit address`;
+      return `${subject(tensor)} has address ${v}, not a 64-bit address`;
     }
     if (v instanceof DeviceBuffer) {
       if (v.freed) {
         slot.address = dummy;
         slot.bytes = undefined;
-        return `${what}'s device buffer was freed`;
+        return `${subject(tensor)}'s device buffer was freed`;
       }
       slot.address = v.ptr;
       slot.bytes = v.bytes;
@@ -251,7 +256,9 @@ export class LaunchBinder {
     }
     slot.address = dummy;
     slot.bytes = undefined;
-    return `${what} is ${describe(v)}: a DeviceBuffer or a bigint device address is needed`;
+    return `${subject(tensor)} is ${
+      describe(v)
+    }: a DeviceBuffer or a bigint device address is needed`;
   }
 
   /** The arguments into their slots (the contract passed). */
@@ -271,6 +278,11 @@ export class LaunchBinder {
     }
     if (ws !== undefined) this.setWorkspace(ws.address);
   }
+}
+
+/** The argument a message is about: a tensor by name, or (null) the workspace. */
+function subject(tensor: string | null): string {
+  return tensor === null ? "The split-K workspace" : `Tensor "${tensor}"`;
 }
 
 function list(names: ReadonlySet<string>): string {
