@@ -39,8 +39,8 @@ export interface LaunchOptions {
   readonly scalars?: Readonly<Record<string, number>>;
   /**
    * A split-K workspace of the caller's (at least the contract's bytes,
-   * 16-byte aligned, zeroed before its first launch; each launch leaves it
-   * zeroed). Without it the kernel uses one of its own per stream.
+   * 16-byte aligned, zeroed before its first launch; each launch leaves its
+   * arrival counters at 0). Without it the kernel uses one of its own per stream.
    */
   readonly workspace?: BufferRef;
 }

@@ -158,7 +158,7 @@ export class LoadedKernel {
 
   /**
    * The kernel's own workspace on a stream, at least `bytes`, zeroed when
-   * allocated (each launch leaves it zeroed); a smaller one is freed after
+   * allocated (each launch leaves its arrival counters at 0); a smaller one is freed after
    * the stream's queued work.
    */
   #ownWorkspace(stream: CudaStream | null, bytes: number): bigint {

@@ -21,7 +21,8 @@
  *   that writes it in D, first);
  * - every scalar is finite in its dtype; an `s32` scalar is a 32-bit integer;
  * - a split-K kernel gets a workspace of {@link contractWorkspaceBytes} bytes,
- *   zeroed before its first launch (each launch leaves it zeroed).
+ *   zeroed before its first launch (each launch leaves its tiles' arrival
+ *   counters at 0, all a next launch needs).
  *
  * @module
  */
