@@ -142,15 +142,7 @@ export { formatProbe, type ProbeResult, runProbe } from "./harness/mma_probe.ts"
 // exported so that `deno doc --lint mod.ts` finds every type a caller sees.
 export type { LaunchConfig } from "./backends/cuda/driver.ts";
 export type { KernelArg } from "./backends/cuda/params.ts";
-export type {
-  CudaEvent,
-  CudaFunction,
-  CudaModule,
-  CudaStream,
-  DeviceBuffer,
-  JitInfo,
-  OwnedHandle,
-} from "./backends/cuda/resources.ts";
+export type { CudaEvent, OwnedHandle } from "./backends/cuda/resources.ts";
 export type { ManifestWorkspace } from "./backends/ptx/manifest.ts";
 export type { BankStatsByKind } from "./backends/sim/types.ts";
 export type {
@@ -274,3 +266,31 @@ export type { DumpHook, PipelineResult } from "./passes/pipeline_list.ts";
 export { cSource } from "./backends/aot/c.ts";
 export { assembleCubin, type CubinOptions } from "./backends/aot/cubin.ts";
 export { CUBIN_ARCHS, type CubinArch } from "./backends/ptx/ptxas.ts";
+
+// launch: load once, launch many times on device buffers (issue 19, item 1)
+export {
+  type BufferRef,
+  type KernelSource,
+  type LaunchBuffers,
+  LaunchError,
+  type LaunchOptions,
+  type LaunchSizes,
+  LoadedKernel,
+  loadKernel,
+  type LoadKernelOptions,
+} from "./backends/cuda/kernel.ts";
+export {
+  decodeTensor,
+  downloadTensor,
+  encodeTensor,
+  type HostArray,
+  type HostValues,
+  uploadTensor,
+} from "./harness/device_tensor.ts";
+export {
+  CudaFunction,
+  CudaModule,
+  CudaStream,
+  DeviceBuffer,
+  type JitInfo,
+} from "./backends/cuda/driver.ts";

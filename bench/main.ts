@@ -10,8 +10,12 @@
  *    `main(args)` with the remaining arguments; otherwise says that the GPU
  *    benchmark is not available.
  *
+ * 4. `--launch`: the launch overhead per call of the Deno launch API against
+ *    a raw `cuLaunchKernel` loop (bench/launch_overhead.ts); recorded in
+ *    `bench/results/launch-overhead-DATE.md`; exits 1 without a driver.
+ *
  * Options: `--no-sim`, `--no-compile`, `--no-record` (do not write the
- * simulator record), `--gpu`.
+ * simulator record), `--gpu`, `--launch`.
  *
  * @module
  */
@@ -19,6 +23,7 @@
 import { compile } from "../compiler.ts";
 import { simBenchMain } from "./sim_bench.ts";
 import { median } from "../harness/timing.ts";
+import { launchOverheadMain } from "./launch_overhead.ts";
 
 /** Target: milliseconds to compile one kernel from source to PTX. */
 export const COMPILE_TARGET_MS = 10;
@@ -137,6 +142,7 @@ if (import.meta.main) {
   const noCompile = flag("--no-compile");
   const noRecord = flag("--no-record");
   const gpu = flag("--gpu");
+  const launch = flag("--launch");
   if (!noSim) {
     console.log("## Simulator\n");
     await simBenchMain(!noRecord, ["deno task bench", ...Deno.args].join(" "));
@@ -150,5 +156,9 @@ if (import.meta.main) {
   if (gpu) {
     console.log("## GPU\n");
     await gpuBench(args);
+  }
+  if (launch) {
+    console.log("## Launch overhead\n");
+    if (!launchOverheadMain(["deno task bench", ...Deno.args].join(" "))) Deno.exit(1);
   }
 }

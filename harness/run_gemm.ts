@@ -1,9 +1,10 @@
 /**
  * Runs a compiled GEMM on the GPU through the CUDA driver and checks it:
  * sizes and alignments are checked before anything touches the driver;
- * inputs are random (never zeros) and the output poisoned; the PTX is
- * JIT-compiled and launched with the manifest's grid, block and dynamic
- * shared memory; the output is compared with the reference GEMM (in full, or
+ * inputs are random (never zeros) and the output poisoned; the kernel is
+ * loaded once and launched on the inputs' device buffers through the launch
+ * API (backends/cuda/kernel.ts `loadKernel`, which checks every launch
+ * against the contract and keeps the split-K workspace); the output is compared with the reference GEMM (in full, or
  * on sampled rows and columns above a budget) and, on request, with the
  * simulator running the same kernel IR on the same inputs (integers:
  * identical; floats: the largest ulp difference); then the kernel is timed
@@ -20,19 +21,15 @@ import { DTYPE_INFO } from "../ir/dtype.ts";
 import { type LaunchArgs, randomArgs, scalarValueProblem } from "./inputs.ts";
 import { dimValue, tensorShape } from "./tensor.ts";
 import { alignmentViolations, resolveSizes } from "./sizes.ts";
-import { type KernelManifest, kernelManifest } from "../backends/ptx/manifest.ts";
+import { kernelManifest } from "../backends/ptx/manifest.ts";
 import {
   Cuda,
-  type CudaModule,
-  DEFAULT_DYNAMIC_SMEM_LIMIT,
   type DeviceBuffer,
   type DeviceInfo,
   type FunctionAttributes,
   type JitInfo,
-  type KernelArg,
 } from "../backends/cuda/driver.ts";
-import { kernelArgs, launchProblems } from "../backends/cuda/launch.ts";
-import { workspaceArgs } from "./workspace.ts";
+import { type LoadedKernel, loadKernel } from "../backends/cuda/kernel.ts";
 import { median, timeLaunches } from "./timing.ts";
 import {
   chooseBlocks,
@@ -273,11 +270,11 @@ export function runGemm(
   const cuda = typeof options.cuda === "object"
     ? options.cuda
     : (options.cuda ?? (() => Cuda.open()))();
-  const held: Held = { buffers: [], module: null };
+  const held: Held = { buffers: [], kernel: null };
   let phase: GpuPhase | null = null;
   let failure: unknown = null;
   try {
-    phase = gpuPhase(cuda, ck, manifest, sizes, args, counts, held);
+    phase = gpuPhase(cuda, ck, sizes, args, counts, held);
   } catch (e) {
     failure = e;
   }
@@ -291,8 +288,8 @@ export function runGemm(
     }
   };
   for (const b of held.buffers) attempt(() => b.free());
-  const m = held.module;
-  if (m !== null) attempt(() => m.unload());
+  const k = held.kernel;
+  if (k !== null) attempt(() => k.close());
   if (owned) attempt(() => cuda.close());
   if (failure !== null || phase === null) throw failure;
   const { output, fnAttrs, jit, timing } = phase;
@@ -320,7 +317,7 @@ export function runGemm(
 /** What a run allocated on the device: released by {@link runGemm} whatever happened. */
 interface Held {
   readonly buffers: DeviceBuffer[];
-  module: CudaModule | null;
+  kernel: LoadedKernel | null;
 }
 
 /** The launch counts of a run, checked. */
@@ -331,55 +328,52 @@ interface Counts {
 }
 
 /**
- * Loads the kernel, uploads the inputs, launches once (D's bytes come back)
- * and, unless `iters` is 0, times the launches.
+ * Loads the kernel ({@link loadKernel}), uploads the inputs, launches once
+ * (D's bytes come back) and, unless `iters` is 0, times the launches. The
+ * loaded kernel checks every launch against the contract and keeps the
+ * split-K workspace.
  */
 function gpuPhase(
   cuda: Cuda,
   ck: CompiledKernel,
-  manifest: KernelManifest,
   sizes: Readonly<Record<string, number>>,
   args: LaunchArgs,
   counts: Counts,
   held: Held,
 ): GpuPhase {
-  const grid = manifest.grid!;
-  const smem = manifest.dynamicSmemBytes;
-  const problems = launchProblems(ck.name, grid, manifest.block, smem, cuda.device);
-  if (problems.length > 0) throw new Error(problems.join("\n"));
-  const module = held.module = cuda.loadModule(ck.ptx);
-  const fn = module.getFunction(manifest.entry);
-  if (smem > DEFAULT_DYNAMIC_SMEM_LIMIT) fn.setMaxDynamicSharedBytes(smem);
-  const fnAttrs = fn.attributes();
+  const kernel = held.kernel = loadKernel(ck, { cuda });
+  const fnAttrs = kernel.function.attributes();
   const nSets = counts.iters > 0 ? counts.inputSets : 1;
-  const { launchArgs, dBuf } = uploadSets(cuda, ck, manifest, sizes, args, nSets, held);
-  const config = { grid, block: manifest.block, dynamicSmemBytes: smem };
-  cuda.launch(fn, config, launchArgs[0]!);
+  const { sets, dBuf } = uploadSets(cuda, ck, args, nSets, held);
+  const options = { scalars: Object.fromEntries(args.scalars) };
+  // The contract's own dimension names (resolveSizes may know a GEMM dimension no parameter has).
+  const dims = Object.fromEntries(
+    ck.manifest.params.filter((p) => p.kind === "dim").map((p) => [p.name, sizes[p.name]!]),
+  );
+  kernel.launch(sets[0]!, dims, options);
   cuda.synchronize();
   const output = dBuf.download();
-  if (counts.iters === 0) return { output, fnAttrs, jit: module.jit, timing: null };
-  const launch = (i: number) => cuda.launch(fn, config, launchArgs[i % launchArgs.length]!);
+  const jit = kernel.module.jit;
+  if (counts.iters === 0) return { output, fnAttrs, jit, timing: null };
+  const launch = (i: number) => kernel.launch(sets[i % sets.length]!, dims, options);
   const samplesMs = timeLaunches(cuda, launch, counts.warmup, counts.iters);
-  const timing = runTiming(ck, sizes, samplesMs, { ...counts, inputSets: launchArgs.length });
-  return { output, fnAttrs, jit: module.jit, timing };
+  const timing = runTiming(ck, sizes, samplesMs, { ...counts, inputSets: sets.length });
+  return { output, fnAttrs, jit, timing };
 }
 
 /**
  * Uploads the inputs: set 0 holds every tensor (D poisoned); sets 1.. copy
- * the inputs and share D; split-K's one zeroed workspace serves every launch
- * (each leaves it zeroed).
+ * the inputs and share D.
  *
- * @returns The kernel arguments of each set, and D's buffer.
+ * @returns The buffers of each set by tensor name, and D's buffer.
  */
 function uploadSets(
   cuda: Cuda,
   ck: CompiledKernel,
-  manifest: KernelManifest,
-  sizes: Readonly<Record<string, number>>,
   args: LaunchArgs,
   nSets: number,
   held: Held,
-): { launchArgs: KernelArg[][]; dBuf: DeviceBuffer } {
+): { sets: Record<string, DeviceBuffer>[]; dBuf: DeviceBuffer } {
   const d = tensorParam(ck.gemm, ck.gemm.problem.d.tensor);
   const alloc = (bytes: Uint8Array) => {
     const b = cuda.alloc(bytes.byteLength);
@@ -387,21 +381,16 @@ function uploadSets(
     b.upload(bytes);
     return b;
   };
-  const set0 = new Map<string, DeviceBuffer>();
-  for (const [n, bytes] of args.tensors) set0.set(n, alloc(bytes));
-  const dBuf = set0.get(d.name)!;
-  const sets: Map<string, bigint>[] = [new Map([...set0].map(([n, b]) => [n, b.ptr]))];
+  const set0: Record<string, DeviceBuffer> = {};
+  for (const [n, bytes] of args.tensors) set0[n] = alloc(bytes);
+  const dBuf = set0[d.name]!;
+  const sets = [set0];
   for (let s = 1; s < nSets; s++) {
-    const m = new Map<string, bigint>();
-    for (const [n, bytes] of args.tensors) m.set(n, n === d.name ? dBuf.ptr : alloc(bytes).ptr);
+    const m: Record<string, DeviceBuffer> = {};
+    for (const [n, bytes] of args.tensors) m[n] = n === d.name ? dBuf : alloc(bytes);
     sets.push(m);
   }
-  for (const [n, bytes] of workspaceArgs(ck.kernel, sizes)) {
-    const w = alloc(bytes).ptr;
-    for (const m of sets) m.set(n, w);
-  }
-  const launchArgs = sets.map((m) => kernelArgs(manifest, m, sizes, args.scalars));
-  return { launchArgs, dBuf };
+  return { sets, dBuf };
 }
 
 /** The timing of a run from its samples: median, extremes and the rate. */

@@ -363,6 +363,16 @@ export class CudaStream extends OwnedHandle {
     return this.live;
   }
 
+  /**
+   * Waits for the work queued on the stream (`cuStreamSynchronize`; the whole
+   * context's, `cuCtxSynchronize`, on a driver without it).
+   */
+  synchronize(): void {
+    const d = this.cuda.driver;
+    if (d.cuStreamSynchronize === null) check(d, "cuCtxSynchronize", d.cuCtxSynchronize());
+    else check(d, "cuStreamSynchronize", d.cuStreamSynchronize(this.live));
+  }
+
   /** Destroys the stream (idempotent); work already queued on it still runs. */
   destroy(): void {
     this.release("cuStreamDestroy_v2", (d, h) => d.cuStreamDestroy_v2?.(h) ?? 0);

@@ -91,6 +91,11 @@ export const SYMBOLS = {
   cuMemcpyHtoD_v2: { parameters: ["u64", "buffer", "usize"], result: "i32", optional: true },
   cuMemcpyDtoH_v2: { parameters: ["buffer", "u64", "usize"], result: "i32", optional: true },
   cuMemsetD8_v2: { parameters: ["u64", "u8", "usize"], result: "i32", optional: true },
+  cuMemsetD8Async: {
+    parameters: ["u64", "u8", "usize", "pointer"],
+    result: "i32",
+    optional: true,
+  },
   cuLaunchKernel: {
     parameters: [
       "pointer", // CUfunction f
@@ -124,6 +129,7 @@ export const SYMBOLS = {
   cuEventDestroy_v2: { parameters: ["pointer"], result: "i32", optional: true },
   cuStreamCreate: { parameters: ["buffer", "u32"], result: "i32", optional: true },
   cuStreamDestroy_v2: { parameters: ["pointer"], result: "i32", optional: true },
+  cuStreamSynchronize: { parameters: ["pointer"], result: "i32", optional: true },
 } as const;
 
 /** The bound symbols of the library, each possibly null. */
@@ -166,12 +172,16 @@ const REQUIRED = [
 /**
  * The functions that may be absent: `cuDevicePrimaryCtxReset_v2` is used only
  * to clean up after a kernel fault, the streams only to run a probe beside
- * other work.
+ * other work or a loaded kernel on a stream of its caller's; without
+ * `cuMemsetD8Async` a loaded kernel zeroes its split-K workspace with the
+ * synchronous `cuMemsetD8_v2`.
  */
 const OPTIONAL = [
   "cuDevicePrimaryCtxReset_v2",
   "cuStreamCreate",
   "cuStreamDestroy_v2",
+  "cuStreamSynchronize",
+  "cuMemsetD8Async",
 ] as const satisfies readonly (keyof Symbols)[];
 
 /** The older name bound when a versioned required one is absent (the same ABI). */

@@ -10,7 +10,9 @@
  * - every runtime dimension is an integer in `0 ..` {@link MAX_DIM};
  * - the grid is at least 1 on every axis (M, N and the batch at least 1);
  * - a rank-2 or rank-3 tensor's contiguous extent is a multiple of its
- *   declared `align` (so every row or column start stays aligned);
+ *   declared `align` (so every row or column start stays aligned): the
+ *   dimension its layout makes contiguous for A, B, C and D, the last one for
+ *   a batched vector (role `bias`, stored batch outermost);
  * - every tensor's address is a multiple of {@link ContractTensor.alignBytes}
  *   (and not 0);
  * - where a buffer's length is known, it holds {@link tensorBytes} bytes;
@@ -19,7 +21,8 @@
  *   that writes it in D, first);
  * - every scalar is finite in its dtype; an `s32` scalar is a 32-bit integer;
  * - a split-K kernel gets a workspace of {@link contractWorkspaceBytes} bytes,
- *   zeroed before its first launch (each launch leaves it zeroed).
+ *   zeroed before its first launch (each launch leaves its tiles' arrival
+ *   counters at 0, all a next launch needs).
  *
  * @module
  */
@@ -33,6 +36,15 @@ export const MAX_DIM = 2 ** 31 - 1;
 
 /** The alignment, in bytes, every launcher asks of a split-K workspace it is given. */
 export const WORKSPACE_ALIGN_BYTES = 16;
+
+/**
+ * The roles whose declared layout orders their storage (the matrix operands).
+ * A batched vector (`bias: f32[L, N]`, role `bias`) is stored batch outermost
+ * with N contiguous whatever layout it declares (harness/tensor.ts
+ * `tensorShape`, the lowering's `vectorBase`), so its contiguous extent is
+ * always its last dimension.
+ */
+const MATRIX_ROLES: ReadonlySet<string> = new Set(["A", "B", "C", "D"]);
 
 /** One tensor parameter as a launcher must check it. */
 export interface ContractTensor {
@@ -56,7 +68,10 @@ export interface ContractTensor {
   readonly alignElems: number;
   /** The address must be a multiple of this many bytes. */
   readonly alignBytes: number;
-  /** The dimension that must be a multiple of `alignElems` (rank 2 and 3), else null. */
+  /**
+   * The contiguous dimension, which must be a multiple of `alignElems` (rank 2
+   * and 3; for a batched bias always the last), else null.
+   */
   readonly leading: string | number | null;
 }
 
@@ -150,6 +165,7 @@ export function launchContract(m: KernelManifest): LaunchContract {
       const layout = p.layout ?? "row";
       const alignElems = p.align ?? 1;
       const mat = shape.slice(-2);
+      const role = p.role ?? "";
       tensors.push({
         name: p.name,
         param,
@@ -157,11 +173,15 @@ export function launchContract(m: KernelManifest): LaunchContract {
         bits,
         shape,
         layout,
-        role: p.role ?? "",
-        output: p.role === "D",
+        role,
+        output: role === "D",
         alignElems,
         alignBytes: Math.max(1, (alignElems * bits) / 8),
-        leading: mat.length === 2 ? (layout === "row" ? mat[1]! : mat[0]!) : null,
+        leading: mat.length !== 2
+          ? null
+          : MATRIX_ROLES.has(role) && layout === "col"
+          ? mat[0]!
+          : mat[1]!,
       });
     }
   });
@@ -199,7 +219,8 @@ function dimOf(d: string | number, sizes: Readonly<Record<string, number>>): num
  * ```
  */
 export function tensorBytes(t: ContractTensor, sizes: Readonly<Record<string, number>>): number {
-  const elements = t.shape.reduce<number>((a, d) => a * dimOf(d, sizes), 1);
+  let elements = 1;
+  for (const d of t.shape) elements *= dimOf(d, sizes);
   return Math.ceil((elements * t.bits) / 8);
 }
 
@@ -236,7 +257,7 @@ export interface TensorBinding {
   /** The device address. */
   readonly address: bigint;
   /** The buffer's length in bytes from `address` on, when known. */
-  readonly bytes?: number;
+  readonly bytes?: number | undefined;
 }
 
 /**
@@ -296,7 +317,9 @@ export function launchViolations(
       );
     }
   }
-  const ranges: { t: ContractTensor; lo: bigint; hi: bigint }[] = [];
+  // Launchers call this once per launch: numbers where an address is a safe
+  // integer (every real device address is), no closures (backends/cuda/bind.ts).
+  const ranges: Range[] = [];
   for (const t of c.tensors) {
     if (sizesOk && t.leading !== null) {
       const v = dimOf(t.leading, sizes);
@@ -314,7 +337,7 @@ export function launchViolations(
       continue;
     }
     if (b.address === 0n) bad.push(`Tensor "${t.name}" has a null address`);
-    else if (b.address % BigInt(t.alignBytes) !== 0n) {
+    else if (!aligned(b.address, t.alignBytes)) {
       bad.push(
         `Tensor "${t.name}" at 0x${b.address.toString(16)} is not aligned to ${t.alignBytes} ` +
           `bytes (align ${t.alignElems} of ${t.dtype})`,
@@ -325,11 +348,13 @@ export function launchViolations(
     if (b.bytes !== undefined && b.bytes < need) {
       bad.push(`Buffer of tensor "${t.name}" holds ${b.bytes} bytes; the sizes need ${need}`);
     }
-    ranges.push({ t, lo: b.address, hi: b.address + BigInt(need) });
+    ranges.push(range(t, b.address, need));
   }
-  for (const o of ranges.filter((r) => r.t.output)) {
-    for (const i of ranges.filter((r) => !r.t.output)) {
-      const inPlace = i.t.role === "C" && i.lo === o.lo;
+  for (const o of ranges) {
+    if (!o.t.output) continue;
+    for (const i of ranges) {
+      if (i.t.output) continue;
+      const inPlace = i.t.role === "C" && !(i.lo < o.lo) && !(o.lo < i.lo);
       if (!inPlace && o.lo < i.hi && i.lo < o.hi && o.hi > o.lo && i.hi > i.lo) {
         bad.push(
           `Output "${o.t.name}" overlaps input "${i.t.name}"` +
@@ -353,18 +378,40 @@ export function launchViolations(
   return bad;
 }
 
+/**
+ * A buffer's bytes `[lo, hi)`: numbers where both ends are safe integers,
+ * else bigints (JavaScript compares a number with a bigint exactly).
+ */
+interface Range<T = ContractTensor> {
+  readonly t: T;
+  readonly lo: number | bigint;
+  readonly hi: number | bigint;
+}
+
+function range<T>(t: T, address: bigint, bytes: number): Range<T> {
+  const lo = Number(address);
+  const hi = lo + bytes;
+  return Number.isSafeInteger(hi) ? { t, lo, hi } : { t, lo: address, hi: address + BigInt(bytes) };
+}
+
+/** Whether an address is a multiple of `bytes` (as numbers where exact). */
+function aligned(address: bigint, bytes: number): boolean {
+  const a = Number(address);
+  return Number.isSafeInteger(a) ? a % bytes === 0 : address % BigInt(bytes) === 0n;
+}
+
 /** The split-K workspace's problems: none wanted, misaligned, too short, overlapping a tensor. */
 function workspaceViolations(
   c: LaunchContract,
   sizes: Readonly<Record<string, number>>,
   sizesOk: boolean,
   w: TensorBinding,
-  ranges: readonly { t: ContractTensor; lo: bigint; hi: bigint }[],
+  ranges: readonly Range[],
 ): string[] {
   if (c.workspace === null) return [`Kernel "${c.name}" has no split-K workspace to give`];
   const bad: string[] = [];
   if (w.address === 0n) bad.push(`The split-K workspace has a null address`);
-  else if (w.address % BigInt(WORKSPACE_ALIGN_BYTES) !== 0n) {
+  else if (!aligned(w.address, WORKSPACE_ALIGN_BYTES)) {
     bad.push(
       `The split-K workspace at 0x${w.address.toString(16)} is not aligned to ` +
         `${WORKSPACE_ALIGN_BYTES} bytes`,
@@ -375,9 +422,9 @@ function workspaceViolations(
   if (w.bytes !== undefined && w.bytes < need) {
     bad.push(`The split-K workspace holds ${w.bytes} bytes; the sizes need ${need}`);
   }
-  const hi = w.address + BigInt(w.bytes ?? need);
+  const wr = range(null, w.address, w.bytes ?? need);
   for (const r of ranges) {
-    if (hi > w.address && r.hi > r.lo && w.address < r.hi && r.lo < hi) {
+    if (wr.hi > wr.lo && r.hi > r.lo && wr.lo < r.hi && r.lo < wr.hi) {
       bad.push(`The split-K workspace overlaps tensor "${r.t.name}"`);
     }
   }

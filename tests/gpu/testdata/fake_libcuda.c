@@ -304,21 +304,29 @@ int fake_last_launch(uint32_t *geometry, uint64_t *bits, char *types) {
   return last_nparams;
 }
 
-/* For the C artefact (backends/aot/c.ts, tests/aot_c_test.ts): zeroing a split-K workspace on
- * the stream, waiting for the stream before it grows, and the last memset for the test. */
+/* For the C artefact (backends/aot/c.ts, tests/aot_c_test.ts) and the Deno launch API
+ * (backends/cuda/kernel.ts, tests/gpu/launch_test.ts): zeroing a split-K workspace on the stream,
+ * waiting for the stream before it grows; the last memset and the counts, for the tests. */
 static uint64_t last_memset[3];
+static long memsets_async, stream_syncs;
 CUresult cuMemsetD8Async(CUdeviceptr p, unsigned char c, size_t n, void *stream) {
   if (!p) return INVALID_VALUE;
   if (stream && ((struct stream *)stream)->magic != 0x57AE) return INVALID_HANDLE;
   memset((void *)(uintptr_t)p, c, n);
   last_memset[0] = p; last_memset[1] = c; last_memset[2] = n;
+  memsets_async++;
   return OK;
 }
 CUresult cuStreamSynchronize(void *stream) {
   if (stream && ((struct stream *)stream)->magic != 0x57AE) return INVALID_HANDLE;
+  stream_syncs++;
   return OK;
 }
 int fake_last_memset(uint64_t *out) {
   for (int i = 0; i < 3; i++) out[i] = last_memset[i];
+  return 0;
+}
+int fake_launch_stats(int64_t *out) {
+  out[0] = memsets_async; out[1] = stream_syncs; out[2] = launches;
   return 3;
 }
