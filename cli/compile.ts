@@ -8,6 +8,7 @@
 
 import { compile, type CompiledKernel, ptxModule } from "../compiler.ts";
 import { kernelManifest } from "../backends/ptx/manifest.ts";
+import { pythonModule } from "../backends/aot/python.ts";
 import { findPtxas, formatPtxasReport, runPtxas } from "../backends/ptx/ptxas.ts";
 import { defaultSmsText, targetInfo } from "../ir/target.ts";
 import { PASS_NAMES } from "../passes/pipeline_list.ts";
@@ -34,7 +35,7 @@ import {
   UsageError,
 } from "./options.ts";
 
-const EMITS = ["ir", "kernel-ir", "ptx", "json"] as const;
+const EMITS = ["ir", "kernel-ir", "ptx", "json", "py"] as const;
 type Emit = typeof EMITS[number];
 
 const OPTIONS = [
@@ -44,7 +45,8 @@ const OPTIONS = [
     type: "string",
     default: "ir",
     value: "STAGE",
-    help: "What to print: ir (GEMM IR; the default), kernel-ir, ptx, json",
+    help: "What to print: ir (GEMM IR; the default), kernel-ir, ptx, json,\n" +
+      "py (a Python module: backends/aot/python.ts)",
   },
   {
     name: "dump-after",
@@ -110,6 +112,7 @@ function emitted(
   emit: Emit,
   kernels: readonly CompiledKernel[],
   sizes: Record<string, number> | undefined,
+  file: string,
 ): string {
   switch (emit) {
     case "ir":
@@ -118,6 +121,8 @@ function emitted(
       return kernels.map((k) => k.kernelText).join("\n");
     case "ptx":
       return ptxModule(kernels);
+    case "py":
+      return pythonModule(kernels, { source: file });
     case "json": {
       const manifests = kernels.map((k) => {
         if (sizes === undefined) return k.manifest;
@@ -186,7 +191,7 @@ async function run(values: Values, positionals: string[], io: CliIO): Promise<nu
   });
   const kernels = compiledKernels(r, file, text, values.kernel, io);
   if (kernels === null) return 1;
-  const output = emitted(emit, kernels, sizes);
+  const output = emitted(emit, kernels, sizes, file);
   if (values.output !== undefined) writeOutput(io, values.output, output);
   else io.out(output);
   if (values.ptxas || values["ptxas-path"] !== undefined) {
