@@ -531,12 +531,15 @@ def _tensor_views(k, args, bad):
 
 
 def _scalar_values(k, given, bad):
-    known = [s["name"] for s in k["scalars"]]
+    """Scalar values by DSL name: the keyword arguments (by their Python names), else defaults."""
+    names = k["scalarArgs"]
     for n in given:
-        if n not in known:
+        if n not in names:
             bad.append(f'Kernel "{k["name"]}" has no scalar "{n}"'
-                       + (f': its scalars are {", ".join(known)}' if known else ""))
-    return {s["name"]: given.get(s["name"], s["default"]) for s in k["scalars"]}
+                       + (f': its scalars are {", ".join(names)}' if names else ""))
+    values = {s["name"]: s["default"] for s in k["scalars"]}
+    values.update((names[n], v) for n, v in given.items() if n in names)
+    return values
 
 
 def _params(k, sizes, views, scalars, workspace):

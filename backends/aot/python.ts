@@ -12,7 +12,12 @@
 
 import { type CompiledKernel, ptxModule } from "../../compiler.ts";
 import { type Dtype, DTYPE_INFO } from "../../ir/dtype.ts";
-import { launchContract, MAX_DIM, WORKSPACE_ALIGN_BYTES } from "../ptx/contract.ts";
+import {
+  type LaunchContract,
+  launchContract,
+  MAX_DIM,
+  WORKSPACE_ALIGN_BYTES,
+} from "../ptx/contract.ts";
 import { PYTHON_RUNTIME, runtimeNames } from "./_python_runtime.ts";
 
 /** The tensor libraries a generated module accepts. */
@@ -67,25 +72,51 @@ function pyLiteral(v: unknown): string {
   return `{${entries.join(", ")}}`;
 }
 
-/** A Python identifier for a DSL name, clear of keywords, the runtime's names and `taken`. */
-function pyName(name: string, taken: ReadonlySet<string>): string {
+/** Python's builtins (3.11): a kernel function may not shadow one the runtime calls. */
+const PY_BUILTINS = new Set(
+  (
+    "ArithmeticError AssertionError AttributeError BaseException BaseExceptionGroup " +
+    "BlockingIOError BrokenPipeError BufferError BytesWarning ChildProcessError " +
+    "ConnectionAbortedError ConnectionError ConnectionRefusedError ConnectionResetError " +
+    "DeprecationWarning EOFError Ellipsis EncodingWarning EnvironmentError Exception " +
+    "ExceptionGroup FileExistsError FileNotFoundError FloatingPointError FutureWarning " +
+    "GeneratorExit IOError ImportError ImportWarning IndentationError IndexError " +
+    "InterruptedError IsADirectoryError KeyError KeyboardInterrupt LookupError MemoryError " +
+    "ModuleNotFoundError NameError NotADirectoryError NotImplemented NotImplementedError " +
+    "OSError OverflowError PendingDeprecationWarning PermissionError ProcessLookupError " +
+    "RecursionError ReferenceError ResourceWarning RuntimeError RuntimeWarning " +
+    "StopAsyncIteration StopIteration SyntaxError SyntaxWarning SystemError SystemExit " +
+    "TabError TimeoutError TypeError UnboundLocalError UnicodeDecodeError UnicodeEncodeError " +
+    "UnicodeError UnicodeTranslateError UnicodeWarning UserWarning ValueError Warning " +
+    "ZeroDivisionError abs aiter all anext any ascii bin bool breakpoint bytearray bytes " +
+    "callable chr classmethod compile complex copyright credits delattr dict dir divmod " +
+    "enumerate eval exec exit filter float format frozenset getattr globals hasattr hash help " +
+    "hex id input int isinstance issubclass iter len license list locals map max memoryview " +
+    "min next object oct open ord pow print property quit range repr reversed round set " +
+    "setattr slice sorted staticmethod str sum super tuple type vars zi"
+  ).split(" "),
+);
+
+/** The module-level names of the runtime (its own, each starting with "_", and the public ones). */
+const MODULE_NAMES = new Set([
+  ...[...runtimeNames()].filter((n) => n.startsWith("_")),
+  "GemmcLaunchError",
+  "set_backend",
+  "backend_name",
+]);
+
+/** What a kernel function's body uses besides its arguments. */
+const FUNCTION_NAMES = new Set(["_launch", "_KERNELS", "out", "stream", "workspace", "scalars"]);
+
+/** A Python identifier for a DSL name, clear of keywords, the names in `avoid` and `taken`. */
+function pyName(name: string, avoid: ReadonlySet<string>, taken: ReadonlySet<string>): string {
   let n = name;
-  while (PY_KEYWORDS.has(n) || RUNTIME_NAMES.has(n) || taken.has(n)) n += "_";
+  while (PY_KEYWORDS.has(n) || avoid.has(n) || taken.has(n)) n += "_";
   return n;
 }
 
-const RUNTIME_NAMES = new Set([
-  ...runtimeNames(),
-  "out",
-  "stream",
-  "workspace",
-  "scalars",
-  "_KERNELS",
-  "_DTYPES",
-  "_PTX",
-  "_MAX_DIM",
-  "_WORKSPACE_ALIGN_BYTES",
-]);
+/** What a kernel function's name may not be: a runtime name or a builtin. */
+const KERNEL_AVOID = new Set([...MODULE_NAMES, ...PY_BUILTINS]);
 
 /** The table of one kernel: its launch contract, its parameters in ABI order. */
 function kernelTable(k: CompiledKernel): string {
@@ -95,7 +126,20 @@ function kernelTable(k: CompiledKernel): string {
     p.name,
     p.ptx,
   ]);
-  return pyLiteral({ ...c, params });
+  const { scalars } = argNames(c);
+  return pyLiteral({ ...c, params, scalarArgs: Object.fromEntries(scalars) });
+}
+
+/** The Python names of a kernel's input tensors and scalars (keyword arguments), by DSL name. */
+function argNames(c: LaunchContract): { inputs: string[]; scalars: [string, string][] } {
+  const taken = new Set<string>();
+  const name = (n: string) => {
+    const p = pyName(n, FUNCTION_NAMES, taken);
+    taken.add(p);
+    return p;
+  };
+  const inputs = c.tensors.filter((t) => !t.output).map((t) => name(t.name));
+  return { inputs, scalars: c.scalars.map((s) => [name(s.name), s.name]) };
 }
 
 /** The Python function of one kernel. */
@@ -103,12 +147,7 @@ function kernelFunction(k: CompiledKernel, fnName: string): string {
   const c = launchContract(k.manifest);
   const inputs = c.tensors.filter((t) => !t.output);
   const output = c.tensors.find((t) => t.output)!;
-  const taken = new Set<string>();
-  const args = inputs.map((t) => {
-    const n = pyName(t.name, taken);
-    taken.add(n);
-    return n;
-  });
+  const { inputs: args, scalars } = argNames(c);
   const decl = (t: typeof c.tensors[number]) =>
     `${t.name}: ${t.dtype}[${t.shape.join(", ")}] ${t.layout}, align ${t.alignElems}`;
   const doc = [
@@ -118,8 +157,8 @@ function kernelFunction(k: CompiledKernel, fnName: string): string {
     ...inputs.map((t, i) => `    ${args[i]}: ${decl(t)}`),
     `    out (${output.name}): ${decl(output)}`,
     ...(c.scalars.length > 0 ? ["Scalars (keyword arguments):"] : []),
-    ...c.scalars.map((s) =>
-      `    ${s.name}: ${s.dtype}` + (s.default !== null ? ` = ${s.default}` : " (required)")
+    ...c.scalars.map((s, i) =>
+      `    ${scalars[i]![0]}: ${s.dtype}` + (s.default !== null ? ` = ${s.default}` : " (required)")
     ),
     "stream: a torch/CuPy stream or a CUstream handle (default: the current stream).",
     ...(c.workspace !== null
@@ -135,7 +174,9 @@ function kernelFunction(k: CompiledKernel, fnName: string): string {
   const wsArg = c.workspace !== null ? "workspace" : "None";
   return [
     `def ${fnName}(${[...args, "out=None", "stream=None"].join(", ")}${ws}, **scalars):`,
-    `    """${doc.join("\n    ").replaceAll("\\", "\\\\")}\n    """`,
+    `    """${
+      doc.map((l, i) => i === 0 || l === "" ? l : "    " + l).join("\n").replaceAll("\\", "\\\\")
+    }\n    """`,
     `    return _launch(_KERNELS[${JSON.stringify(c.name)}], (${
       args.map((a) => a + ",").join(" ")
     }), out, stream, ${wsArg}, scalars)`,
@@ -168,7 +209,7 @@ export function pythonModule(
   if (kernels.length === 0) throw new Error("pythonModule: no kernels");
   const taken = new Set<string>();
   const fnNames = kernels.map((k) => {
-    const n = pyName(k.name, taken);
+    const n = pyName(k.name, KERNEL_AVOID, taken);
     taken.add(n);
     return n;
   });
