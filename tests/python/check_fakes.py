@@ -163,6 +163,99 @@ class FakeDriver(types.ModuleType):
                 "stream": stream, "params": values}
 
 
+# ---------------------------------------------------------------- fake CuPy
+
+
+class FakeNpDtype(object):
+    def __init__(self, name):
+        self.name = name
+        self.itemsize = {"float64": 8, "float32": 4, "float16": 2, "uint16": 2, "int32": 4,
+                         "int8": 1, "uint8": 1}[name]
+
+
+class FakeArray(object):
+    """A cupy.ndarray: strides in bytes, data.ptr, device.id."""
+
+    def __init__(self, shape, dtype, device=0, strides=None, address=None):
+        self.shape = tuple(shape)
+        self.dtype = FakeNpDtype(dtype) if isinstance(dtype, str) else dtype
+        self.itemsize = self.dtype.itemsize
+        if strides is None:
+            strides, step = [], self.itemsize
+            for e in reversed(self.shape):
+                strides.insert(0, step)
+                step *= e
+        self.strides = tuple(strides)
+        n = 1
+        for e in self.shape:
+            n *= e
+        ptr = fresh_address(n * self.itemsize) if address is None else address
+        self.data = types.SimpleNamespace(ptr=ptr)
+        self.device = types.SimpleNamespace(id=device)
+
+    def swapaxes(self, a, b):
+        shape, strides = list(self.shape), list(self.strides)
+        shape[a], shape[b] = shape[b], shape[a]
+        strides[a], strides[b] = strides[b], strides[a]
+        return FakeArray(shape, self.dtype, self.device.id, strides, self.data.ptr)
+
+
+class FakeCupyDriver(object):
+    """cupy.cuda.driver: records launches, decoded like FakeDriver's."""
+
+    def __init__(self, decode):
+        self.decode = decode
+        self.launches = []
+        self.attributes = []
+
+    def moduleLoadData(self, image):
+        return ("module", len(image))
+
+    def moduleGetFunction(self, module, name):
+        return ("function", name)
+
+    def funcSetAttribute(self, f, attribute, value):
+        self.attributes.append((f, attribute, value))
+
+    def launchKernel(self, *args):
+        self.launches.append(self.decode(args))
+
+
+def make_fake_cupy(decode):
+    cupy = types.ModuleType("cupy")
+    cuda = types.ModuleType("cupy.cuda")
+    cupy.ndarray = FakeArray
+    cupy.cuda = cuda
+    cuda.driver = FakeCupyDriver(decode)
+    cupy.current = FakeStream(0xC0C0)
+    cupy.current.ptr = 0xC0C0
+    cuda.get_current_stream = lambda: cupy.current
+
+    class Device(object):
+        def __init__(self, index):
+            self.index = index
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    cuda.Device = Device
+    cupy.made = []
+
+    def make(zeroed):
+        def f(shape, dtype):
+            a = FakeArray(shape, dtype)
+            cupy.made.append((zeroed, a))
+            return a
+        return f
+
+    cupy.empty = make(False)
+    cupy.zeros = make(True)
+    return cupy
+
+
 def install_fakes():
     torch = make_fake_torch()
     driver = FakeDriver()
@@ -172,7 +265,8 @@ def install_fakes():
     cuda.bindings = bindings
     sys.modules.update({"torch": torch, "cuda": cuda, "cuda.bindings": bindings,
                         "cuda.bindings.driver": driver})
-    sys.modules.pop("cupy", None)
+    cupy = make_fake_cupy(driver.decode)
+    sys.modules.update({"cupy": cupy, "cupy.cuda": cupy.cuda})
     return torch, driver
 
 
@@ -330,12 +424,42 @@ def check_splitk(mod, torch, driver):
             A, B, bias, workspace=FakeTensor((need,), torch.uint8, address=bias.data_ptr()))
 
 
+def check_cupy(mod, torch, driver):
+    """CuPy arrays through the CuPy backend: sizes, strides in bytes, the launch, out."""
+    cupy = sys.modules["cupy"]
+    mod.set_backend("cupy")
+    check(mod.backend_name() == "cupy", "set_backend(cupy)")
+    M, N, K = 40, 24, 64
+    A = FakeArray((M, K), "int8")
+    B = FakeArray((N, K), "int8").swapaxes(0, 1)
+    D = mod.s8_gemm(A, B)
+    launches = cupy.cuda.driver.launches
+    check(len(launches) == 1, "cupy backend launched")
+    L = launches[-1]
+    check(isinstance(D, FakeArray) and D.dtype.name == "int32" and D.shape == (M, N),
+          "cupy out allocated")
+    check(L["params"] == {"A": A.data.ptr, "B": B.data.ptr, "D": D.data.ptr, "M": M, "K": K,
+                          "N": N}, f"cupy params {L['params']}")
+    check(L["stream"] == 0xC0C0, "cupy: current stream")
+    refused(mod, cupy.cuda.driver, mod.s8_gemm,
+            'Tensor "B" has strides [24, 1] for shape [64, 24]: declared col, it must be the '
+            'transpose of a contiguous one in its last two dimensions (strides [1, 64])',
+            A, FakeArray((K, N), "int8"))
+    refused(mod, cupy.cuda.driver, mod.s8_gemm,
+            'Tensor "B" is a torch tensor but tensor "A" is a cupy one',
+            A, FakeTensor((N, K), torch.int8).t())
+    mod.set_backend("auto")
+
+
 def fakes(directory):
     torch, driver = install_fakes()
     for stem, fn in [("hgemm", check_hgemm), ("s8_gemm", check_s8), ("splitk", check_splitk)]:
         mod = load(f"{directory}/{stem}.py", "gemmc_" + stem)
         driver.kernels.update(mod._KERNELS)
+        if stem == "s8_gemm":
+            mod_s8 = mod
         fn(mod, torch, driver)
+    check_cupy(mod_s8, torch, driver)
     try:
         mod.set_backend("nope")
         check(False, "set_backend refuses an unknown name")
