@@ -135,3 +135,5 @@ export {
   JitError,
 } from "./backends/cuda/driver.ts";
 export { formatProbe, type ProbeResult, runProbe } from "./harness/mma_probe.ts";
+// aot python
+export { pythonModule, type PythonModuleOptions } from "./backends/aot/python.ts";
