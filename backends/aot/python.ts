@@ -57,8 +57,8 @@ const PY_KEYWORDS = new Set(
     "with yield").split(" "),
 );
 
-/** A Python value literal of JSON-like data. */
-function pyLiteral(v: unknown): string {
+/** A Python value literal of JSON-like data, on one line. */
+function pyFlat(v: unknown): string {
   if (v === null || v === undefined) return "None";
   if (typeof v === "boolean") return v ? "True" : "False";
   if (typeof v === "number") {
@@ -66,10 +66,25 @@ function pyLiteral(v: unknown): string {
     return String(v);
   }
   if (typeof v === "string") return JSON.stringify(v);
-  if (Array.isArray(v)) return `[${v.map(pyLiteral).join(", ")}]`;
-  const entries = Object.entries(v as Record<string, unknown>)
-    .map(([k, x]) => `${JSON.stringify(k)}: ${pyLiteral(x)}`);
-  return `{${entries.join(", ")}}`;
+  if (Array.isArray(v)) return `[${v.map(pyFlat).join(", ")}]`;
+  const entries = Object.entries(v as Record<string, unknown>);
+  return `{${entries.map(([k, x]) => `${JSON.stringify(k)}: ${pyFlat(x)}`).join(", ")}}`;
+}
+
+/**
+ * {@link pyFlat}, but a list or dict longer than 100 columns at `indent`
+ * is spread over lines, one entry a line.
+ */
+function pyLiteral(v: unknown, indent = ""): string {
+  const flat = pyFlat(v);
+  if (indent.length + flat.length <= 100 || v === null || typeof v !== "object") return flat;
+  const inner = indent + "    ";
+  const lines = Array.isArray(v)
+    ? v.map((x) => pyLiteral(x, inner))
+    : Object.entries(v as Record<string, unknown>)
+      .map(([k, x]) => `${JSON.stringify(k)}: ${pyLiteral(x, inner)}`);
+  const [open, close] = Array.isArray(v) ? ["[", "]"] : ["{", "}"];
+  return `${open}\n${lines.map((l) => `${inner}${l},\n`).join("")}${indent}${close}`;
 }
 
 /** Python's builtins (3.11): a kernel function may not shadow one the runtime calls. */
@@ -119,7 +134,7 @@ function pyName(name: string, avoid: ReadonlySet<string>, taken: ReadonlySet<str
 const KERNEL_AVOID = new Set([...MODULE_NAMES, ...PY_BUILTINS]);
 
 /** The table of one kernel: its launch contract, its parameters in ABI order. */
-function kernelTable(k: CompiledKernel): string {
+function kernelTable(k: CompiledKernel, indent: string): string {
   const c = launchContract(k.manifest);
   const params = k.manifest.params.map((p) => [
     p.role === "workspace" ? "workspace" : p.kind,
@@ -127,7 +142,7 @@ function kernelTable(k: CompiledKernel): string {
     p.ptx,
   ]);
   const { scalars } = argNames(c);
-  return pyLiteral({ ...c, params, scalarArgs: Object.fromEntries(scalars) });
+  return pyLiteral({ ...c, params, scalarArgs: Object.fromEntries(scalars) }, indent);
 }
 
 /** The Python names of a kernel's input tensors and scalars (keyword arguments), by DSL name. */
@@ -242,7 +257,7 @@ export function pythonModule(
     `_DTYPES = ${pyLiteral(dtypes)}`,
     "# The launch contract of every kernel (backends/ptx/contract.ts launchContract).",
     "_KERNELS = {",
-    ...kernels.map((k) => `    ${JSON.stringify(k.name)}: ${kernelTable(k)},`),
+    ...kernels.map((k) => `    ${JSON.stringify(k.name)}: ${kernelTable(k, "    ")},`),
     "}",
     '_PTX = "\\n".join([',
     ...ptxLines.map((l) => `    ${l},`),
