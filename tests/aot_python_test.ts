@@ -1,8 +1,9 @@
 /**
  * The Python artefact (backends/aot/python.ts, `gemm compile --emit py`)
  * without a GPU: every example's module compiles under `python3 -m
- * py_compile`; tests/python/check_fakes.py imports the modules of hgemm, s8
- * and split-K with a fake torch and a fake cuda-python driver and checks the
+ * py_compile`; tests/python/check_fakes.py imports the modules of hgemm, s8,
+ * split-K, s4 and b1 with a fake torch, a fake CuPy and a fake cuda-python
+ * driver and checks the
  * validation messages and every launch's grid, block, shared memory, stream
  * and parameters; and the Python port of the launch contract gives the same
  * messages as backends/ptx/contract.ts `launchViolations` on the same cases.
@@ -103,7 +104,7 @@ Deno.test(`names that are Python keywords or runtime names get a "_"${why}`, { i
 });
 
 Deno.test(`the modules check and launch right, on a fake driver${why}`, { ignore }, () => {
-  const dir = writeModules(["hgemm", "s8_gemm", "splitk"]);
+  const dir = writeModules(["hgemm", "s8_gemm", "splitk", "s4_gemm", "b1_and"]);
   try {
     const r = python3([new URL("python/check_fakes.py", import.meta.url).pathname, "fakes", dir]);
     assert.equal(r?.code, 0, `${r?.stdout}\n${r?.stderr}`);

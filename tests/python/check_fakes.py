@@ -7,7 +7,8 @@ imported; the checks then call the module's kernels and compare the
 validation messages and the launches' grid, block, shared memory, stream and
 parameters with what they must be.
 
-    python3 check_fakes.py fakes DIR       # DIR holds hgemm.py, s8_gemm.py, splitk.py
+    python3 check_fakes.py fakes DIR
+        # DIR holds hgemm.py, s8_gemm.py, splitk.py, s4_gemm.py, b1_and.py
     python3 check_fakes.py parity MODULE.py KERNEL CASES.json
         # prints, as JSON, the module's contract violations for each case
 """
@@ -451,6 +452,22 @@ def check_cupy(mod, torch, driver):
     mod.set_backend("auto")
 
 
+def check_packed(mod, torch, driver):
+    """s4 and b1: packed uint8 tensors; K is the packed extent times 8 / bits."""
+    M, N, K = 40, 24, 256
+    for stem, fn, per in [("s4_gemm", mod["s4"].s4_gemm, 2), ("b1_and", mod["b1"].b1_and, 8)]:
+        A = FakeTensor((M, K // per), torch.uint8)
+        B = FakeTensor((N, K // per), torch.int8).t()
+        D = fn(A, B)
+        L = driver.launches[-1]
+        check(L["entry"] == stem and L["params"]["K"] == K and L["params"]["M"] == M
+              and L["params"]["N"] == N, f"{stem}: K unpacked from the packed extent {L}")
+        check(D.dtype is torch.int32, f"{stem}: s32 out")
+        refused(mod[stem[:2]], driver, fn,
+                f'Tensor "A" has dtype torch.float16; gemmc {stem[:2]} needs torch.uint8 or '
+                'torch.int8', FakeTensor((M, K // per), torch.float16), B)
+
+
 def fakes(directory):
     torch, driver = install_fakes()
     for stem, fn in [("hgemm", check_hgemm), ("s8_gemm", check_s8), ("splitk", check_splitk)]:
@@ -460,6 +477,11 @@ def fakes(directory):
             mod_s8 = mod
         fn(mod, torch, driver)
     check_cupy(mod_s8, torch, driver)
+    packed = {}
+    for key, stem in [("s4", "s4_gemm"), ("b1", "b1_and")]:
+        packed[key] = load(f"{directory}/{stem}.py", "gemmc_" + stem)
+        driver.kernels.update(packed[key]._KERNELS)
+    check_packed(packed, torch, driver)
     try:
         mod.set_backend("nope")
         check(False, "set_backend refuses an unknown name")
