@@ -3,9 +3,8 @@
  * without a GPU: every example's module compiles under `python3 -m
  * py_compile`; tests/python/check_fakes.py imports the modules of hgemm, s8,
  * split-K, s4 and b1 with a fake torch, a fake CuPy and a fake cuda-python
- * driver and checks the
- * validation messages and every launch's grid, block, shared memory, stream
- * and parameters; and the Python port of the launch contract gives the same
+ * driver and checks the validation messages and every launch's grid, block,
+ * shared memory, stream and parameters; and the Python port of the launch contract gives the same
  * messages as backends/ptx/contract.ts `launchViolations` on the same cases.
  * Skipped, visibly, where python3 does not run.
  */
