@@ -577,13 +577,21 @@ def _launch(k, inputs, out, stream, workspace, given):
     if bad:
         raise GemmcLaunchError(k["name"], bad)
     lib, device = next((v.lib, v.device) for v in views.values())
-    stream = _stream_handle(stream, lib, device)
+    try:
+        handle = _stream_handle(stream, lib, device)
+    except (TypeError, ValueError):
+        bad.append(f"The stream is {stream!r}: a torch or CuPy stream or a CUstream handle "
+                   "is needed")
     ws = None
     if workspace is not None:
         w = _view("workspace", workspace, bad)
         if w is not None and w.device != device:
             bad.append(f'The split-K workspace is on cuda:{w.device} but the tensors are on '
                        f'cuda:{device}')
+        elif w is not None and any(s != d for s, d, e in zip(
+                w.strides, _dense_strides({"layout": "row"}, w.shape), w.shape) if e != 1):
+            bad.append(f"The split-K workspace has strides {list(w.strides)} for shape "
+                       f"{list(w.shape)}: it must be contiguous")
         ws = None if w is None else (w.address, w.bytes)
     bindings = {n: (v.address, v.bytes) for n, v in views.items()}
     pending = () if out is not None else (output["name"],)
@@ -596,11 +604,11 @@ def _launch(k, inputs, out, stream, workspace, given):
     if k["workspace"] is not None:
         need = _workspace_bytes(k, sizes)
         ws = ws[0] if ws is not None else _view(
-            "workspace", _cached_workspace(k, lib, device, stream, need), bad).address
+            "workspace", _cached_workspace(k, lib, device, handle, need), bad).address
     backend = _backend()
     f = backend.function(device, k["entry"], k["dynamicSmemBytes"])
     values, array = _params(k, sizes, views, scalars, ws)
-    backend.launch(device, f, _grid(k, sizes), k["block"], k["dynamicSmemBytes"], stream,
+    backend.launch(device, f, _grid(k, sizes), k["block"], k["dynamicSmemBytes"], handle,
                    _ctypes.addressof(array))
     del values
     return out

@@ -421,6 +421,12 @@ def check_splitk(mod, torch, driver):
             f"The split-K workspace at 0x{odd.data_ptr():x} is not aligned to 16 bytes",
             A, B, bias, workspace=odd)
     refused(mod, driver, mod.skinny_splitk,
+            f"The split-K workspace has strides [2] for shape [{need}]: it must be contiguous",
+            A, B, bias, workspace=FakeTensor((need,), torch.uint8, strides=(2,)))
+    refused(mod, driver, mod.skinny_splitk,
+            "The stream is 'fast': a torch or CuPy stream or a CUstream handle is needed",
+            A, B, bias, stream="fast")
+    refused(mod, driver, mod.skinny_splitk,
             'The split-K workspace overlaps tensor "bias"',
             A, B, bias, workspace=FakeTensor((need,), torch.uint8, address=bias.data_ptr()))
 
