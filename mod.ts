@@ -294,3 +294,6 @@ export {
   DeviceBuffer,
   type JitInfo,
 } from "./backends/cuda/driver.ts";
+
+// aot python
+export { pythonModule, type PythonModuleOptions } from "./backends/aot/python.ts";

@@ -227,6 +227,7 @@ async function run(values: Values, positionals: string[], io: CliIO): Promise<nu
     sizes,
     arch: values.arch,
     ptxasPath: values["ptxas-path"],
+    source: file,
   });
   if (values.output !== undefined) writeOutput(io, values.output, output);
   else if (typeof output === "string") io.out(output);

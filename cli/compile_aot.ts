@@ -1,7 +1,7 @@
 /**
  * The artefacts `gemm compile --emit` writes besides the compiler's stages:
- * a self-contained C file (`c`) and a cubin for one architecture (`cubin`,
- * through ptxas). cli/compile.ts puts these rows after its own in its one
+ * a self-contained C file (`c`), a cubin for one architecture (`cubin`,
+ * through ptxas) and a Python module (`py`). cli/compile.ts puts these rows after its own in its one
  * `--emit` table.
  *
  * @module
@@ -9,6 +9,7 @@
 
 import type { CompiledKernel } from "../compiler.ts";
 import { cSource } from "../backends/aot/c.ts";
+import { pythonModule } from "../backends/aot/python.ts";
 import { assembleCubin } from "../backends/aot/cubin.ts";
 import { CUBIN_ARCHS, type CubinArch, findPtxas } from "../backends/ptx/ptxas.ts";
 import { UsageError } from "./options.ts";
@@ -21,6 +22,8 @@ export interface EmitContext {
   readonly arch: string | undefined;
   /** `--ptxas-path`, if given. */
   readonly ptxasPath: string | undefined;
+  /** The source file's name, for the artefacts' headers. */
+  readonly source: string;
 }
 
 /** One `--emit` value. */
@@ -80,5 +83,11 @@ export const AOT_EMITS: readonly EmitRow[] = [
     help: `cubin (ptxas's ELF for --arch; needs -o)`,
     binary: true,
     emit: cubin,
+  },
+  {
+    name: "py",
+    help: "py (a Python module for PyTorch or CuPy: cuda-python or CuPy loads it)",
+    binary: false,
+    emit: (kernels, ctx) => pythonModule(kernels, { source: ctx.source }),
   },
 ];

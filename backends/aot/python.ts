@@ -1,0 +1,268 @@
+/**
+ * The Python artefact (`gemm compile --emit py`): one self-contained Python
+ * module per DSL file that embeds the PTX of its kernels and exposes one
+ * function per kernel, `<kernel>(A, B, ..., out=None, stream=None,
+ * **scalars)` (plus `workspace=None` for split-K), taking PyTorch tensors or
+ * CuPy arrays. The module's check tables are the kernels' launch contracts
+ * (backends/ptx/contract.ts) rendered as Python data; the rules that read them
+ * are the runtime text of backends/aot/_python_runtime.ts.
+ *
+ * @module
+ */
+
+import { type CompiledKernel, ptxModule } from "../../compiler.ts";
+import { type Dtype, DTYPE_INFO } from "../../ir/dtype.ts";
+import {
+  type LaunchContract,
+  launchContract,
+  MAX_DIM,
+  WORKSPACE_ALIGN_BYTES,
+} from "../ptx/contract.ts";
+import { PYTHON_RUNTIME, runtimeNames } from "./_python_runtime.ts";
+
+/** The tensor libraries a generated module accepts. */
+type Lib = "torch" | "cupy";
+
+/**
+ * gemmc dtype -> the accepted dtype names per library (the first is the one
+ * an allocated `out` gets). Sub-byte dtypes (s4, u4, b1) are packed along the
+ * contiguous dimension, the lowest index in the least significant bits, into
+ * a 1-byte integer tensor whose contiguous extent is the packed one (K/2 for
+ * s4 and u4, K/8 for b1). CuPy has no bfloat16: a CuPy bf16 array holds the
+ * raw bits as uint16. tf32 operands are float32 tensors.
+ */
+const DTYPE_TABLE: Readonly<Record<Dtype, Readonly<Record<Lib, readonly string[]>>>> = {
+  f64: { torch: ["float64"], cupy: ["float64"] },
+  f32: { torch: ["float32"], cupy: ["float32"] },
+  tf32: { torch: ["float32"], cupy: ["float32"] },
+  f16: { torch: ["float16"], cupy: ["float16"] },
+  bf16: { torch: ["bfloat16"], cupy: ["uint16"] },
+  s32: { torch: ["int32"], cupy: ["int32"] },
+  s8: { torch: ["int8"], cupy: ["int8"] },
+  u8: { torch: ["uint8"], cupy: ["uint8"] },
+  s4: { torch: ["uint8", "int8"], cupy: ["uint8", "int8"] },
+  u4: { torch: ["uint8", "int8"], cupy: ["uint8", "int8"] },
+  b1: { torch: ["uint8", "int8"], cupy: ["uint8", "int8"] },
+};
+
+/** Options of {@link pythonModule}. */
+export interface PythonModuleOptions {
+  /** The DSL file the kernels came from, named in the module's header. */
+  readonly source?: string;
+}
+
+const PY_KEYWORDS = new Set(
+  ("False None True and as assert async await break class continue def del elif else except " +
+    "finally for from global if import in is lambda nonlocal not or pass raise return try while " +
+    "with yield").split(" "),
+);
+
+/** A Python value literal of JSON-like data, on one line. */
+function pyFlat(v: unknown): string {
+  if (v === null || v === undefined) return "None";
+  if (typeof v === "boolean") return v ? "True" : "False";
+  if (typeof v === "number") {
+    if (!Number.isFinite(v)) throw new Error(`Non-finite number ${v} in a Python table`);
+    return String(v);
+  }
+  if (typeof v === "string") return JSON.stringify(v);
+  if (Array.isArray(v)) return `[${v.map(pyFlat).join(", ")}]`;
+  const entries = Object.entries(v as Record<string, unknown>);
+  return `{${entries.map(([k, x]) => `${JSON.stringify(k)}: ${pyFlat(x)}`).join(", ")}}`;
+}
+
+/**
+ * {@link pyFlat}, but a list or dict longer than 100 columns at `indent`
+ * is spread over lines, one entry a line.
+ */
+function pyLiteral(v: unknown, indent = ""): string {
+  const flat = pyFlat(v);
+  if (indent.length + flat.length <= 100 || v === null || typeof v !== "object") return flat;
+  const inner = indent + "    ";
+  const lines = Array.isArray(v)
+    ? v.map((x) => pyLiteral(x, inner))
+    : Object.entries(v as Record<string, unknown>)
+      .map(([k, x]) => `${JSON.stringify(k)}: ${pyLiteral(x, inner)}`);
+  const [open, close] = Array.isArray(v) ? ["[", "]"] : ["{", "}"];
+  return `${open}\n${lines.map((l) => `${inner}${l},\n`).join("")}${indent}${close}`;
+}
+
+/** Python's builtins (3.11): a kernel function may not shadow one the runtime calls. */
+const PY_BUILTINS = new Set(
+  (
+    "ArithmeticError AssertionError AttributeError BaseException BaseExceptionGroup " +
+    "BlockingIOError BrokenPipeError BufferError BytesWarning ChildProcessError " +
+    "ConnectionAbortedError ConnectionError ConnectionRefusedError ConnectionResetError " +
+    "DeprecationWarning EOFError Ellipsis EncodingWarning EnvironmentError Exception " +
+    "ExceptionGroup FileExistsError FileNotFoundError FloatingPointError FutureWarning " +
+    "GeneratorExit IOError ImportError ImportWarning IndentationError IndexError " +
+    "InterruptedError IsADirectoryError KeyError KeyboardInterrupt LookupError MemoryError " +
+    "ModuleNotFoundError NameError NotADirectoryError NotImplemented NotImplementedError " +
+    "OSError OverflowError PendingDeprecationWarning PermissionError ProcessLookupError " +
+    "RecursionError ReferenceError ResourceWarning RuntimeError RuntimeWarning " +
+    "StopAsyncIteration StopIteration SyntaxError SyntaxWarning SystemError SystemExit " +
+    "TabError TimeoutError TypeError UnboundLocalError UnicodeDecodeError UnicodeEncodeError " +
+    "UnicodeError UnicodeTranslateError UnicodeWarning UserWarning ValueError Warning " +
+    "ZeroDivisionError abs aiter all anext any ascii bin bool breakpoint bytearray bytes " +
+    "callable chr classmethod compile complex copyright credits delattr dict dir divmod " +
+    "enumerate eval exec exit filter float format frozenset getattr globals hasattr hash help " +
+    "hex id input int isinstance issubclass iter len license list locals map max memoryview " +
+    "min next object oct open ord pow print property quit range repr reversed round set " +
+    "setattr slice sorted staticmethod str sum super tuple type vars zi"
+  ).split(" "),
+);
+
+/** The module-level names of the runtime (its own, each starting with "_", and the public ones). */
+const MODULE_NAMES = new Set([
+  ...[...runtimeNames()].filter((n) => n.startsWith("_")),
+  "GemmcLaunchError",
+  "set_backend",
+  "backend_name",
+]);
+
+/** What a kernel function's body uses besides its arguments. */
+const FUNCTION_NAMES = new Set(["_launch", "_KERNELS", "out", "stream", "workspace", "scalars"]);
+
+/** A Python identifier for a DSL name, clear of keywords, the names in `avoid` and `taken`. */
+function pyName(name: string, avoid: ReadonlySet<string>, taken: ReadonlySet<string>): string {
+  let n = name;
+  while (PY_KEYWORDS.has(n) || avoid.has(n) || taken.has(n)) n += "_";
+  return n;
+}
+
+/** What a kernel function's name may not be: a runtime name or a builtin. */
+const KERNEL_AVOID = new Set([...MODULE_NAMES, ...PY_BUILTINS]);
+
+/** The table of one kernel: its launch contract, its parameters in ABI order. */
+function kernelTable(k: CompiledKernel, indent: string): string {
+  const c = launchContract(k.manifest);
+  const params = k.manifest.params.map((p) => [
+    p.role === "workspace" ? "workspace" : p.kind,
+    p.name,
+    p.ptx,
+  ]);
+  const { scalars } = argNames(c);
+  return pyLiteral({ ...c, params, scalarArgs: Object.fromEntries(scalars) }, indent);
+}
+
+/** The Python names of a kernel's input tensors and scalars (keyword arguments), by DSL name. */
+function argNames(c: LaunchContract): { inputs: string[]; scalars: [string, string][] } {
+  const taken = new Set<string>();
+  const name = (n: string) => {
+    const p = pyName(n, FUNCTION_NAMES, taken);
+    taken.add(p);
+    return p;
+  };
+  const inputs = c.tensors.filter((t) => !t.output).map((t) => name(t.name));
+  return { inputs, scalars: c.scalars.map((s) => [name(s.name), s.name]) };
+}
+
+/** The Python function of one kernel. */
+function kernelFunction(k: CompiledKernel, fnName: string): string {
+  const c = launchContract(k.manifest);
+  const inputs = c.tensors.filter((t) => !t.output);
+  const output = c.tensors.find((t) => t.output)!;
+  const { inputs: args, scalars } = argNames(c);
+  const decl = (t: typeof c.tensors[number]) =>
+    `${t.name}: ${t.dtype}[${t.shape.join(", ")}] ${t.layout}, align ${t.alignElems}`;
+  const doc = [
+    `Launches gemmc kernel "${c.name}" and returns ${output.name} (allocated when out is None).`,
+    "",
+    "Tensors (PyTorch CUDA tensors or CuPy arrays, dense in the declared layout):",
+    ...inputs.map((t, i) => `    ${args[i]}: ${decl(t)}`),
+    `    out (${output.name}): ${decl(output)}`,
+    ...(c.scalars.length > 0 ? ["Scalars (keyword arguments):"] : []),
+    ...c.scalars.map((s, i) =>
+      `    ${scalars[i]![0]}: ${s.dtype}` + (s.default !== null ? ` = ${s.default}` : " (required)")
+    ),
+    "stream: a torch/CuPy stream or a CUstream handle (default: the current stream).",
+    ...(c.workspace !== null
+      ? [
+        `workspace: split-K scratch, ${c.workspace.bytesPerTile} bytes per output tile, ` +
+        `${WORKSPACE_ALIGN_BYTES}-byte aligned, zeroed before its first use (each launch`,
+        "    leaves it zeroed); default: one kept per device and stream.",
+      ]
+      : []),
+    "Raises GemmcLaunchError (a ValueError) naming the tensor and the value; nothing is launched.",
+  ];
+  const ws = c.workspace !== null ? ", workspace=None" : "";
+  const wsArg = c.workspace !== null ? "workspace" : "None";
+  return [
+    `def ${fnName}(${[...args, "out=None", "stream=None"].join(", ")}${ws}, **scalars):`,
+    `    """${
+      doc.map((l, i) => i === 0 || l === "" ? l : "    " + l).join("\n").replaceAll("\\", "\\\\")
+    }\n    """`,
+    `    return _launch(_KERNELS[${JSON.stringify(c.name)}], (${
+      args.map((a) => a + ",").join(" ")
+    }), out, stream, ${wsArg}, scalars)`,
+  ].join("\n");
+}
+
+/**
+ * A Python module for compiled kernels: the PTX embedded, the launch
+ * contracts as tables, the runtime, and one function per kernel.
+ *
+ * @param kernels The compiled kernels (one target).
+ * @param options The source file name for the header.
+ * @returns The module's text.
+ * @example
+ * ```ts
+ * import { ok } from "node:assert/strict";
+ * import { compile } from "../../compiler.ts";
+ * import { pythonModule } from "./python.ts";
+ * const r = compile(`kernel k { A: f16[M, K] row  B: f16[K, N] col  D: f32[M, N] row
+ *   D[m, n] = A[m, k] * B[k, n] }`);
+ * const py = pythonModule(r.kernels);
+ * ok(py.includes("def k(A, B, out=None, stream=None, **scalars):"));
+ * ok(py.includes(".visible .entry k("));
+ * ```
+ */
+export function pythonModule(
+  kernels: readonly CompiledKernel[],
+  options: PythonModuleOptions = {},
+): string {
+  if (kernels.length === 0) throw new Error("pythonModule: no kernels");
+  const taken = new Set<string>();
+  const fnNames = kernels.map((k) => {
+    const n = pyName(k.name, KERNEL_AVOID, taken);
+    taken.add(n);
+    return n;
+  });
+  const ptxLines = ptxModule(kernels).split("\n").map((l) => JSON.stringify(l));
+  const dtypes = Object.fromEntries(
+    (Object.keys(DTYPE_INFO) as Dtype[]).map((d) => [d, DTYPE_TABLE[d]]),
+  );
+  const from = options.source !== undefined ? ` from ${options.source}` : "";
+  return [
+    `# Generated by gemmc (gemm compile --emit py)${from}. Do not edit.`,
+    `"""gemmc kernels: ${fnNames.join(", ")}.`,
+    "",
+    "Each function checks its arguments against the kernel's launch contract",
+    "(dtype, shape, layout, alignment, device, sizes, scalars, overlap) and raises",
+    "GemmcLaunchError before anything runs, then launches on the given stream",
+    "(default: the current PyTorch or CuPy stream) and returns the output.",
+    "The PTX is loaded through cuda-python or CuPy: set_backend(), or the",
+    'environment variable GEMMC_PY_BACKEND ("auto", "cuda-python", "cupy").',
+    "Sub-byte dtypes (s4, u4, b1) are packed along the contiguous dimension into",
+    "uint8/int8 tensors; bf16 CuPy arrays hold the raw bits as uint16.",
+    '"""',
+    "",
+    `__all__ = [${
+      ["GemmcLaunchError", "set_backend", "backend_name", ...fnNames].map((n) => JSON.stringify(n))
+        .join(", ")
+    }]`,
+    "",
+    `_MAX_DIM = ${MAX_DIM}`,
+    `_WORKSPACE_ALIGN_BYTES = ${WORKSPACE_ALIGN_BYTES}`,
+    `_DTYPES = ${pyLiteral(dtypes)}`,
+    "# The launch contract of every kernel (backends/ptx/contract.ts launchContract).",
+    "_KERNELS = {",
+    ...kernels.map((k) => `    ${JSON.stringify(k.name)}: ${kernelTable(k, "    ")},`),
+    "}",
+    '_PTX = "\\n".join([',
+    ...ptxLines.map((l) => `    ${l},`),
+    "])",
+    PYTHON_RUNTIME,
+    ...kernels.map((k, i) => "\n" + kernelFunction(k, fnNames[i]!) + "\n"),
+  ].join("\n");
+}

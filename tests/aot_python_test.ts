@@ -1,0 +1,196 @@
+/**
+ * The Python artefact (backends/aot/python.ts, `gemm compile --emit py`)
+ * without a GPU: every example's module compiles under `python3 -m
+ * py_compile`; tests/python/check_fakes.py imports the modules of hgemm, s8,
+ * split-K, s4 and b1 with a fake torch, a fake CuPy and a fake cuda-python
+ * driver and checks the validation messages and every launch's grid, block,
+ * shared memory, stream and parameters; and the Python port of the launch contract gives the same
+ * messages as backends/ptx/contract.ts `launchViolations` on the same cases.
+ * Skipped, visibly, where python3 does not run.
+ */
+
+import assert from "node:assert/strict";
+import { compile, type CompiledKernel } from "../compiler.ts";
+import { pythonModule } from "../backends/aot/python.ts";
+import {
+  contractWorkspaceBytes,
+  launchContract,
+  launchViolations,
+  type TensorBinding,
+} from "../backends/ptx/contract.ts";
+import { examples, ROOT } from "./_examples.ts";
+import { gemm } from "./_cli.ts";
+
+const dec = new TextDecoder();
+
+function python3(args: string[]): { code: number; stdout: string; stderr: string } | null {
+  try {
+    const r = new Deno.Command("python3", { args, stdout: "piped", stderr: "piped" }).outputSync();
+    return { code: r.code, stdout: dec.decode(r.stdout), stderr: dec.decode(r.stderr) };
+  } catch {
+    return null;
+  }
+}
+
+const PYTHON = python3(["-c", "import sys; print(sys.version_info >= (3, 6))"])?.stdout.trim() ===
+  "True";
+const ignore = !PYTHON;
+const why = ignore ? " (skipped: no python3 >= 3.6)" : "";
+
+function compiled(name: string): CompiledKernel[] {
+  const file = `examples/${name}.gemm`;
+  const r = compile(Deno.readTextFileSync(new URL(file, ROOT)), { file });
+  assert.ok(r.ok, `${file}: ${r.diagnostics.map((d) => d.message).join("; ")}`);
+  return [...r.kernels];
+}
+
+/** Writes the modules of these examples into a fresh directory. */
+function writeModules(names: readonly string[]): string {
+  const dir = Deno.makeTempDirSync({ prefix: "gemmc_py_" });
+  for (const n of names) Deno.writeTextFileSync(`${dir}/${n}.py`, pythonModule(compiled(n)));
+  return dir;
+}
+
+Deno.test(`every example's Python module passes py_compile${why}`, { ignore }, () => {
+  const names = examples();
+  const dir = writeModules(names);
+  try {
+    const r = python3(["-m", "py_compile", ...names.map((n) => `${dir}/${n}.py`)]);
+    assert.equal(r?.code, 0, r?.stderr);
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
+});
+
+Deno.test(`gemm compile --emit py writes the module${why}`, { ignore }, async () => {
+  const dir = Deno.makeTempDirSync({ prefix: "gemmc_py_" });
+  try {
+    const r = await gemm(
+      "compile",
+      "examples/two_kernels.gemm",
+      "--emit",
+      "py",
+      "-o",
+      `${dir}/m.py`,
+    );
+    assert.equal(r.code, 0, r.stderr);
+    const text = Deno.readTextFileSync(`${dir}/m.py`);
+    for (const k of compiled("two_kernels")) {
+      assert.match(text, new RegExp(`^def ${k.name}\\(`, "m"));
+      assert.ok(text.includes(JSON.stringify(`.visible .entry ${k.kernel.name}(`)));
+    }
+    assert.equal(python3(["-m", "py_compile", `${dir}/m.py`])?.code, 0);
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
+});
+
+Deno.test(`names that are Python keywords or runtime names get a "_"${why}`, { ignore }, () => {
+  const r = compile(`kernel len { out: f16[M, K] row  lambda: f16[K, N] col  D: f32[M, N] row
+    stream: f32 = 2.0
+    D[m, n] = stream * out[m, k] * lambda[k, n] }`);
+  assert.ok(r.ok);
+  const text = pythonModule(r.kernels);
+  assert.ok(text.includes("def len_(out_, lambda_, out=None, stream=None, **scalars):"));
+  assert.ok(text.includes('"scalarArgs": {"stream_": "stream"}'));
+  const dir = Deno.makeTempDirSync({ prefix: "gemmc_py_" });
+  try {
+    Deno.writeTextFileSync(`${dir}/m.py`, text);
+    assert.equal(python3(["-m", "py_compile", `${dir}/m.py`])?.code, 0);
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
+});
+
+Deno.test(`the modules check and launch right, on a fake driver${why}`, { ignore }, () => {
+  const dir = writeModules(["hgemm", "s8_gemm", "splitk", "s4_gemm", "b1_and"]);
+  try {
+    const r = python3([new URL("python/check_fakes.py", import.meta.url).pathname, "fakes", dir]);
+    assert.equal(r?.code, 0, `${r?.stdout}\n${r?.stderr}`);
+    assert.match(r!.stdout, /\d+ checks passed, 0 failed/);
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
+});
+
+/** One case of the contract, as both launchers take it. */
+interface Case {
+  sizes: Record<string, number>;
+  tensors: Record<string, [number, number]>;
+  scalars: Record<string, number>;
+  workspace?: [number, number];
+}
+
+/** Random cases around the contract's edges: good, misaligned, short, overlapping, bad sizes. */
+function cases(k: CompiledKernel, n: number, seed: number): Case[] {
+  let s = seed;
+  const rnd = () => (s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)]!;
+  const c = launchContract(k.manifest);
+  const out: Case[] = [];
+  for (let i = 0; i < n; i++) {
+    const sizes: Record<string, number> = {};
+    for (const d of c.dims) sizes[d.name] = pick([0, 1, 7, 64, 96, 100, 264, 1000, -1, 2.5]);
+    if (rnd() < 0.1) delete sizes[c.dims[0]!.name];
+    const tensors: Record<string, [number, number]> = {};
+    // Own, shared and nearby addresses: alignments, null, overlaps and in-place C all arise.
+    let base = 0x1000000;
+    for (const t of c.tensors) {
+      const addr = pick([base, base, base + 2, base + 16, 0, 0x10000, 0x10010, 0x10000 + 4096]);
+      tensors[t.name] = [addr, pick([1 << 20, 64, 1 << 22])];
+      base += 1 << 23;
+    }
+    if (rnd() < 0.1) delete tensors[c.tensors[0]!.name];
+    const scalars: Record<string, number> = {};
+    for (const sc of c.scalars) scalars[sc.name] = pick([1, -0.5, 1e39, 3.25]);
+    const ws: [number, number] | undefined = c.workspace !== null
+      ? [pick([base, base + 8, 0x10000, 0x20000]), pick([1 << 24, 128, 0])]
+      : undefined;
+    out.push({ sizes, tensors, scalars, ...(ws !== undefined ? { workspace: ws } : {}) });
+  }
+  return out;
+}
+
+Deno.test(`the Python contract gives launchViolations' messages${why}`, { ignore }, () => {
+  const dir = Deno.makeTempDirSync({ prefix: "gemmc_py_" });
+  try {
+    let compared = 0;
+    for (const name of ["hgemm", "splitk", "s4_gemm", "fused_bias_relu", "batched"]) {
+      const k = compiled(name)[0]!;
+      const c = launchContract(k.manifest);
+      const cs = cases(k, 60, name.length * 7919);
+      Deno.writeTextFileSync(`${dir}/m.py`, pythonModule([k]));
+      Deno.writeTextFileSync(`${dir}/cases.json`, JSON.stringify(cs));
+      const r = python3([
+        new URL("python/check_fakes.py", import.meta.url).pathname,
+        "parity",
+        `${dir}/m.py`,
+        k.name,
+        `${dir}/cases.json`,
+      ]);
+      assert.equal(r?.code, 0, r?.stderr);
+      const got = JSON.parse(r!.stdout) as string[][];
+      cs.forEach((cs1, i) => {
+        const tensors = new Map<string, TensorBinding>(
+          Object.entries(cs1.tensors).map(([n, [a, b]]) => [n, { address: BigInt(a), bytes: b }]),
+        );
+        const ws = cs1.workspace !== undefined
+          ? { address: BigInt(cs1.workspace[0]), bytes: cs1.workspace[1] }
+          : undefined;
+        const want = launchViolations(
+          c,
+          cs1.sizes,
+          tensors,
+          new Map(Object.entries(cs1.scalars)),
+          ws,
+        );
+        assert.deepEqual(got[i], want, `${name} case ${i}: ${JSON.stringify(cs1)}`);
+        compared += want.length;
+      });
+      if (c.workspace !== null) assert.ok(contractWorkspaceBytes(c, { M: 64, N: 64, K: 64 }) > 0);
+    }
+    assert.ok(compared > 300, `only ${compared} messages compared`);
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
+});

@@ -1,0 +1,518 @@
+"""Checks gemmc's generated Python modules without a GPU (tests/aot_python_test.ts runs it).
+
+A fake ``torch`` (tensors with shapes, strides, devices and made-up addresses)
+and a fake ``cuda.bindings.driver`` (which decodes every launch's void**
+parameter array with ctypes) go into sys.modules before a generated module is
+imported; the checks then call the module's kernels and compare the
+validation messages and the launches' grid, block, shared memory, stream and
+parameters with what they must be.
+
+    python3 check_fakes.py fakes DIR
+        # DIR holds hgemm.py, s8_gemm.py, splitk.py, s4_gemm.py, b1_and.py
+    python3 check_fakes.py parity MODULE.py KERNEL CASES.json
+        # prints, as JSON, the module's contract violations for each case
+"""
+
+import ctypes
+import importlib.util
+import json
+import sys
+import types
+
+# ---------------------------------------------------------------- fake torch
+
+
+class FakeDtype(object):
+    def __init__(self, name, size):
+        self.name = name
+        self.size = size
+
+    def __str__(self):
+        return "torch." + self.name
+
+
+class FakeDevice(object):
+    def __init__(self, type_, index):
+        self.type = type_
+        self.index = index
+
+    def __str__(self):
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+
+_next_address = [0x7F0000000000]
+
+
+def fresh_address(nbytes):
+    a = _next_address[0]
+    _next_address[0] += (nbytes + 4095) // 4096 * 4096 + 4096
+    return a
+
+
+class FakeTensor(object):
+    def __init__(self, shape, dtype, device="cuda:0", strides=None, address=None):
+        self.shape = tuple(shape)
+        self.dtype = dtype
+        kind, _, index = device.partition(":")
+        self.device = FakeDevice(kind, int(index) if index else None)
+        if strides is None:
+            strides, step = [], 1
+            for e in reversed(self.shape):
+                strides.insert(0, step)
+                step *= e
+        self._strides = tuple(strides)
+        n = 1
+        for e in self.shape:
+            n *= e
+        self._address = fresh_address(n * dtype.size) if address is None else address
+
+    @property
+    def is_cuda(self):
+        return self.device.type == "cuda"
+
+    def stride(self):
+        return self._strides
+
+    def data_ptr(self):
+        return self._address
+
+    def element_size(self):
+        return self.dtype.size
+
+    def transpose(self, a, b):
+        shape, strides = list(self.shape), list(self._strides)
+        shape[a], shape[b] = shape[b], shape[a]
+        strides[a], strides[b] = strides[b], strides[a]
+        return FakeTensor(shape, self.dtype, str(self.device), strides, self._address)
+
+    def t(self):
+        return self.transpose(0, 1)
+
+
+class FakeStream(object):
+    def __init__(self, handle):
+        self.cuda_stream = handle
+        self.synchronized = 0
+
+    def synchronize(self):
+        self.synchronized += 1
+
+
+def make_fake_torch():
+    torch = types.ModuleType("torch")
+    torch.Tensor = FakeTensor
+    for name, size in [("float64", 8), ("float32", 4), ("float16", 2), ("bfloat16", 2),
+                       ("int32", 4), ("int8", 1), ("uint8", 1)]:
+        setattr(torch, name, FakeDtype(name, size))
+    torch.made = []
+
+    def make(zeroed):
+        def f(shape, dtype, device):
+            t = FakeTensor(shape, dtype, device)
+            torch.made.append((zeroed, t))
+            return t
+        return f
+
+    torch.empty = make(False)
+    torch.zeros = make(True)
+    torch.cuda = types.SimpleNamespace()
+    torch.current = FakeStream(0xC0FFEE)
+    torch.cuda.current_stream = lambda device=None: torch.current
+    return torch
+
+
+# ---------------------------------------------------------------- fake driver
+
+
+class FakeDriver(types.ModuleType):
+    """cuda.bindings.driver: returns (0, value) tuples and records every call."""
+
+    def __init__(self):
+        types.ModuleType.__init__(self, "cuda.bindings.driver")
+        self.calls = []
+        self.launches = []
+        self.kernels = {}
+        self.CUfunction_attribute = types.SimpleNamespace(
+            CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES=8)
+        self.CUstream = lambda h: ("stream", h)
+
+    def __getattr__(self, name):
+        if not name.startswith("cu"):
+            raise AttributeError(name)
+
+        def call(*args):
+            self.calls.append((name,) + args)
+            if name == "cuModuleGetFunction":
+                return (0, ("function", args[1].decode()))
+            if name == "cuLaunchKernel":
+                self.launches.append(self.decode(args))
+            if name in ("cuInit", "cuCtxPushCurrent", "cuFuncSetAttribute", "cuLaunchKernel"):
+                return (0,)
+            return (0, (name, args))
+        return call
+
+    def decode(self, args):
+        f, gx, gy, gz, bx, by, bz, smem, stream, params, extra = args
+        entry = f[1]
+        types_ = {"u64": ctypes.c_uint64, "u32": ctypes.c_uint32, "f32": ctypes.c_float,
+                  "f64": ctypes.c_double, "s32": ctypes.c_int32}
+        values = {}
+        for i, (_, name, ptx) in enumerate(self.kernels[entry]["params"]):
+            p = ctypes.c_void_p.from_address(params + i * ctypes.sizeof(ctypes.c_void_p)).value
+            values[name] = types_[ptx].from_address(p).value
+        return {"entry": entry, "grid": (gx, gy, gz), "block": (bx, by, bz), "smem": smem,
+                "stream": stream, "params": values}
+
+
+# ---------------------------------------------------------------- fake CuPy
+
+
+class FakeNpDtype(object):
+    def __init__(self, name):
+        self.name = name
+        self.itemsize = {"float64": 8, "float32": 4, "float16": 2, "uint16": 2, "int32": 4,
+                         "int8": 1, "uint8": 1}[name]
+
+
+class FakeArray(object):
+    """A cupy.ndarray: strides in bytes, data.ptr, device.id."""
+
+    def __init__(self, shape, dtype, device=0, strides=None, address=None):
+        self.shape = tuple(shape)
+        self.dtype = FakeNpDtype(dtype) if isinstance(dtype, str) else dtype
+        self.itemsize = self.dtype.itemsize
+        if strides is None:
+            strides, step = [], self.itemsize
+            for e in reversed(self.shape):
+                strides.insert(0, step)
+                step *= e
+        self.strides = tuple(strides)
+        n = 1
+        for e in self.shape:
+            n *= e
+        ptr = fresh_address(n * self.itemsize) if address is None else address
+        self.data = types.SimpleNamespace(ptr=ptr)
+        self.device = types.SimpleNamespace(id=device)
+
+    def swapaxes(self, a, b):
+        shape, strides = list(self.shape), list(self.strides)
+        shape[a], shape[b] = shape[b], shape[a]
+        strides[a], strides[b] = strides[b], strides[a]
+        return FakeArray(shape, self.dtype, self.device.id, strides, self.data.ptr)
+
+
+class FakeCupyDriver(object):
+    """cupy.cuda.driver: records launches, decoded like FakeDriver's."""
+
+    def __init__(self, decode):
+        self.decode = decode
+        self.launches = []
+        self.attributes = []
+
+    def moduleLoadData(self, image):
+        return ("module", len(image))
+
+    def moduleGetFunction(self, module, name):
+        return ("function", name)
+
+    def funcSetAttribute(self, f, attribute, value):
+        self.attributes.append((f, attribute, value))
+
+    def launchKernel(self, *args):
+        self.launches.append(self.decode(args))
+
+
+def make_fake_cupy(decode):
+    cupy = types.ModuleType("cupy")
+    cuda = types.ModuleType("cupy.cuda")
+    cupy.ndarray = FakeArray
+    cupy.cuda = cuda
+    cuda.driver = FakeCupyDriver(decode)
+    cupy.current = FakeStream(0xC0C0)
+    cupy.current.ptr = 0xC0C0
+    cuda.get_current_stream = lambda: cupy.current
+
+    class Device(object):
+        def __init__(self, index):
+            self.index = index
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    cuda.Device = Device
+    cupy.made = []
+
+    def make(zeroed):
+        def f(shape, dtype):
+            a = FakeArray(shape, dtype)
+            cupy.made.append((zeroed, a))
+            return a
+        return f
+
+    cupy.empty = make(False)
+    cupy.zeros = make(True)
+    return cupy
+
+
+def install_fakes():
+    torch = make_fake_torch()
+    driver = FakeDriver()
+    cuda = types.ModuleType("cuda")
+    bindings = types.ModuleType("cuda.bindings")
+    bindings.driver = driver
+    cuda.bindings = bindings
+    sys.modules.update({"torch": torch, "cuda": cuda, "cuda.bindings": bindings,
+                        "cuda.bindings.driver": driver})
+    cupy = make_fake_cupy(driver.decode)
+    sys.modules.update({"cupy": cupy, "cupy.cuda": cupy.cuda})
+    return torch, driver
+
+
+def load(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+# ---------------------------------------------------------------- the checks
+
+FAILED = []
+PASSED = [0]
+
+
+def check(cond, what):
+    if cond:
+        PASSED[0] += 1
+    else:
+        FAILED.append(what)
+        print("FAIL:", what)
+
+
+def refused(mod, driver, fn, expected, *args, **kwargs):
+    """fn(*args, **kwargs) raises GemmcLaunchError with the expected message line; no launch."""
+    before = len(driver.launches)
+    try:
+        fn(*args, **kwargs)
+    except mod.GemmcLaunchError as e:
+        check(isinstance(e, ValueError), "GemmcLaunchError is a ValueError")
+        check(expected in e.problems, f"expected {expected!r} among {e.problems!r}")
+        check(len(driver.launches) == before, f"nothing launched for {expected!r}")
+        return
+    FAILED.append(f"not refused: {expected!r}")
+    print("FAIL: not refused:", expected)
+
+
+def check_hgemm(mod, torch, driver):
+    f16, f32 = torch.float16, torch.float32
+    M, N, K = 300, 520, 264
+    A = FakeTensor((M, K), f16)
+    B = FakeTensor((N, K), f16).t()
+    C = FakeTensor((M, N), f32)
+    D = mod.hgemm(A, B, C, alpha=2.5, beta=-0.75)
+    check(D.shape == (M, N) and D.dtype is f32 and D.stride() == (N, 1), "out allocated")
+    L = driver.launches[-1]
+    check(L["entry"] == "hgemm", "entry")
+    # hgemm.gemm: threadblock 128x256, swizzle 8: 3 tiles of M x 8, ceil(3 tiles of N / 8).
+    check(L["grid"] == (24, 1, 1), f"grid {L['grid']}")
+    check(L["block"] == (256, 1, 1) and L["smem"] == 73728, f"block/smem {L}")
+    check(L["stream"] == ("stream", 0xC0FFEE), "default stream: torch's current stream")
+    want = {"A": A.data_ptr(), "B": B.data_ptr(), "C": C.data_ptr(), "D": D.data_ptr(),
+            "M": M, "K": K, "N": N, "alpha": 2.5, "beta": -0.75}
+    check(L["params"] == want, f"params {L['params']} != {want}")
+    attrs = [c for c in driver.calls if c[0] == "cuFuncSetAttribute"]
+    check(len(attrs) == 1 and attrs[0][2:] == (8, 73728), f"smem limit raised once: {attrs}")
+    D2 = FakeTensor((M, N), f32)
+    out = mod.hgemm(A, B, C, out=D2, stream=FakeStream(0x5157))
+    L = driver.launches[-1]
+    check(out is D2 and L["params"]["D"] == D2.data_ptr(), "out= used")
+    check(L["stream"] == ("stream", 0x5157) and L["params"]["alpha"] == 1.0, "stream=, default")
+    mod.hgemm(A, B, C, out=C)
+    check(driver.launches[-1]["params"]["D"] == C.data_ptr(), "in place: out is C")
+    loads = [c for c in driver.calls if c[0] == "cuModuleLoadData"]
+    check(len(loads) == 1, "module loaded once")
+
+    def refuse(expected, *args, **kw):
+        refused(mod, driver, mod.hgemm, expected, *args, **kw)
+
+    refuse('Tensor "A" has dtype torch.float32; gemmc f16 needs torch.float16',
+           FakeTensor((M, K), f32), B, C)
+    refuse('Tensor "B" has strides [520, 1] for shape [264, 520]: declared col, it must be the '
+           'transpose of a contiguous one in its last two dimensions (strides [1, 264])',
+           A, FakeTensor((K, N), f16), C)
+    refuse('Tensor "B" has shape [264]; it is declared [K, N]', A, FakeTensor((K,), f16), C)
+    refuse('Tensor "B" gives K=272 but tensor "A" gives K=264',
+           A, FakeTensor((N, 272), f16).t(), C)
+    refuse('Tensor "A" declares align 8 but its leading dimension K=260 is not a multiple of 8',
+           FakeTensor((M, 260), f16), FakeTensor((N, 260), f16).t(), C)
+    odd = FakeTensor((M, K), f16, address=A.data_ptr() + 2)
+    refuse(f'Tensor "A" at 0x{odd.data_ptr():x} is not aligned to 16 bytes (align 8 of f16)',
+           odd, B, C)
+    refuse('Tensor "A" is on cpu: a CUDA tensor is needed', FakeTensor((M, K), f16, "cpu"), B, C)
+    refuse('Tensor "C" is on cuda:1 but tensor "A" is on cuda:0',
+           A, B, FakeTensor((M, N), f32, "cuda:1"))
+    refuse('Tensor "A" is a list: a PyTorch CUDA tensor or a CuPy array is needed', [1.0], B, C)
+    refuse('Tensor "C" gives M=7 but tensor "A" gives M=300', A, B, FakeTensor((7, N), f32))
+    refuse('Scalar "alpha" is Infinity: a finite f32 is needed', A, B, C, alpha=float("inf"))
+    refuse('Scalar "beta" is 1e+39: a finite f32 is needed', A, B, C, beta=1e39)
+    refuse('Scalar "alpha" is NaN: a finite f32 is needed', A, B, C, alpha=float("nan"))
+    refuse('Kernel "hgemm" has no scalar "gamma": its scalars are alpha, beta', A, B, C, gamma=1)
+    refuse('No tensor given for "C"', A, B, None)
+    shifted = FakeTensor((M, N), f32, address=C.data_ptr() + 16)
+    refuse('Output "D" overlaps input "C" (C may only be D itself, at the same address)',
+           A, B, C, out=shifted)
+    onA = FakeTensor((M, N), f32, address=A.data_ptr())
+    refuse('Output "D" overlaps input "A"', A, B, C, out=onA)
+    refuse('Kernel "hgemm": the sizes give an empty grid [0, 1, 1]: every output dimension '
+           'must be at least 1', FakeTensor((0, K), f16), B, FakeTensor((0, N), f32))
+    refuse('Tensor "D" has dtype torch.float16; gemmc f32 needs torch.float32',
+           A, B, C, out=FakeTensor((M, N), f16))
+
+
+def check_s8(mod, torch, driver):
+    M, N, K = 77, 44, 128
+    A = FakeTensor((M, K), torch.int8)
+    B = FakeTensor((N, K), torch.int8).t()
+    D = mod.s8_gemm(A, B)
+    L = driver.launches[-1]
+    check(D.dtype is torch.int32 and D.shape == (M, N), "s8: s32 out allocated")
+    check(L["params"] == {"A": A.data_ptr(), "B": B.data_ptr(), "D": D.data_ptr(), "M": M,
+                          "K": K, "N": N}, f"s8 params {L['params']}")
+    check(all(g >= 1 for g in L["grid"]), "s8 grid")
+    refused(mod, driver, mod.s8_gemm,
+            'Tensor "A" has dtype torch.uint8; gemmc s8 needs torch.int8',
+            FakeTensor((M, K), torch.uint8), B)
+    refused(mod, driver, mod.s8_gemm,
+            'Tensor "A" declares align 16 but its leading dimension K=120 is not a multiple of 16',
+            FakeTensor((M, 120), torch.int8), FakeTensor((N, 120), torch.int8).t())
+
+
+def check_splitk(mod, torch, driver):
+    M, N, K = 64, 200, 1024
+    bf = torch.bfloat16
+    A = FakeTensor((M, K), bf)
+    B = FakeTensor((N, K), bf).t()
+    bias = FakeTensor((N,), torch.float32)
+    made = len(torch.made)
+    D = mod.skinny_splitk(A, B, bias)
+    zeroed = [t for z, t in torch.made[made:] if z]
+    check(len(zeroed) == 1, "split-K: one zeroed workspace allocated")
+    check(torch.current.synchronized >= 1, "split-K: stream synchronized after zeroing")
+    w = driver.launches[-1]["params"]["workspace"]
+    check(w == zeroed[0].data_ptr(), "split-K: the workspace passed")
+    check(driver.launches[-1]["grid"][2] == 4, "split-K: 4 splits on z")
+    mod.skinny_splitk(A, B, bias, out=D)
+    check(driver.launches[-1]["params"]["workspace"] == w, "split-K: the workspace is kept")
+    check(len([1 for z, _ in torch.made[made:] if z]) == 1, "split-K: no second workspace")
+    mine = FakeTensor((1 << 20,), torch.uint8)
+    mod.skinny_splitk(A, B, bias, workspace=mine)
+    check(driver.launches[-1]["params"]["workspace"] == mine.data_ptr(), "split-K: workspace=")
+    k = mod._KERNELS["skinny_splitk"]
+    need = mod._workspace_bytes(k, {"M": M, "N": N, "K": K})
+    small = FakeTensor((need - 1,), torch.uint8)
+    refused(mod, driver, mod.skinny_splitk,
+            f"The split-K workspace holds {need - 1} bytes; the sizes need {need}",
+            A, B, bias, workspace=small)
+    odd = FakeTensor((need,), torch.uint8, address=mine.data_ptr() + 8)
+    refused(mod, driver, mod.skinny_splitk,
+            f"The split-K workspace at 0x{odd.data_ptr():x} is not aligned to 16 bytes",
+            A, B, bias, workspace=odd)
+    refused(mod, driver, mod.skinny_splitk,
+            f"The split-K workspace has strides [2] for shape [{need}]: it must be contiguous",
+            A, B, bias, workspace=FakeTensor((need,), torch.uint8, strides=(2,)))
+    refused(mod, driver, mod.skinny_splitk,
+            "The stream is 'fast': a torch or CuPy stream or a CUstream handle is needed",
+            A, B, bias, stream="fast")
+    refused(mod, driver, mod.skinny_splitk,
+            'The split-K workspace overlaps tensor "bias"',
+            A, B, bias, workspace=FakeTensor((need,), torch.uint8, address=bias.data_ptr()))
+
+
+def check_cupy(mod, torch, driver):
+    """CuPy arrays through the CuPy backend: sizes, strides in bytes, the launch, out."""
+    cupy = sys.modules["cupy"]
+    mod.set_backend("cupy")
+    check(mod.backend_name() == "cupy", "set_backend(cupy)")
+    M, N, K = 40, 24, 64
+    A = FakeArray((M, K), "int8")
+    B = FakeArray((N, K), "int8").swapaxes(0, 1)
+    D = mod.s8_gemm(A, B)
+    launches = cupy.cuda.driver.launches
+    check(len(launches) == 1, "cupy backend launched")
+    L = launches[-1]
+    check(isinstance(D, FakeArray) and D.dtype.name == "int32" and D.shape == (M, N),
+          "cupy out allocated")
+    check(L["params"] == {"A": A.data.ptr, "B": B.data.ptr, "D": D.data.ptr, "M": M, "K": K,
+                          "N": N}, f"cupy params {L['params']}")
+    check(L["stream"] == 0xC0C0, "cupy: current stream")
+    refused(mod, cupy.cuda.driver, mod.s8_gemm,
+            'Tensor "B" has strides [24, 1] for shape [64, 24]: declared col, it must be the '
+            'transpose of a contiguous one in its last two dimensions (strides [1, 64])',
+            A, FakeArray((K, N), "int8"))
+    refused(mod, cupy.cuda.driver, mod.s8_gemm,
+            'Tensor "B" is a torch tensor but tensor "A" is a cupy one',
+            A, FakeTensor((N, K), torch.int8).t())
+    mod.set_backend("auto")
+
+
+def check_packed(mod, torch, driver):
+    """s4 and b1: packed uint8 tensors; K is the packed extent times 8 / bits."""
+    M, N, K = 40, 24, 256
+    for stem, fn, per in [("s4_gemm", mod["s4"].s4_gemm, 2), ("b1_and", mod["b1"].b1_and, 8)]:
+        A = FakeTensor((M, K // per), torch.uint8)
+        B = FakeTensor((N, K // per), torch.int8).t()
+        D = fn(A, B)
+        L = driver.launches[-1]
+        check(L["entry"] == stem and L["params"]["K"] == K and L["params"]["M"] == M
+              and L["params"]["N"] == N, f"{stem}: K unpacked from the packed extent {L}")
+        check(D.dtype is torch.int32, f"{stem}: s32 out")
+        refused(mod[stem[:2]], driver, fn,
+                f'Tensor "A" has dtype torch.float16; gemmc {stem[:2]} needs torch.uint8 or '
+                'torch.int8', FakeTensor((M, K // per), torch.float16), B)
+
+
+def fakes(directory):
+    torch, driver = install_fakes()
+    for stem, fn in [("hgemm", check_hgemm), ("s8_gemm", check_s8), ("splitk", check_splitk)]:
+        mod = load(f"{directory}/{stem}.py", "gemmc_" + stem)
+        driver.kernels.update(mod._KERNELS)
+        if stem == "s8_gemm":
+            mod_s8 = mod
+        fn(mod, torch, driver)
+    check_cupy(mod_s8, torch, driver)
+    packed = {}
+    for key, stem in [("s4", "s4_gemm"), ("b1", "b1_and")]:
+        packed[key] = load(f"{directory}/{stem}.py", "gemmc_" + stem)
+        driver.kernels.update(packed[key]._KERNELS)
+    check_packed(packed, torch, driver)
+    try:
+        mod.set_backend("nope")
+        check(False, "set_backend refuses an unknown name")
+    except ValueError as e:
+        check("Unknown backend" in str(e), "set_backend message")
+    print(f"{PASSED[0]} checks passed, {len(FAILED)} failed")
+    return 1 if FAILED else 0
+
+
+def parity(path, kernel, cases_path):
+    install_fakes()
+    mod = load(path, "gemmc_parity")
+    k = mod._KERNELS[kernel]
+    with open(cases_path) as f:
+        cases = json.load(f)
+    out = []
+    for c in cases:
+        tensors = {n: (a, b) for n, (a, b) in c["tensors"].items()}
+        ws = tuple(c["workspace"]) if c.get("workspace") is not None else None
+        out.append(mod._violations(k, c["sizes"], tensors, c["scalars"], ws))
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "fakes":
+        sys.exit(fakes(sys.argv[2]))
+    sys.exit(parity(sys.argv[2], sys.argv[3], sys.argv[4]))
