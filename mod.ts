@@ -135,3 +135,6 @@ export {
   JitError,
 } from "./backends/cuda/driver.ts";
 export { formatProbe, type ProbeResult, runProbe } from "./harness/mma_probe.ts";
+
+// fuzz
+export { type Limit, type LimitName, LIMITS } from "./dsl/limits.ts";

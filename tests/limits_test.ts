@@ -7,7 +7,14 @@
 
 import assert from "node:assert/strict";
 import { check, compile } from "../compiler.ts";
-import { MAX_IDENTIFIER, MAX_NESTING, MAX_OPERATORS } from "../dsl/limits.ts";
+import {
+  LIMITS,
+  MAX_IDENTIFIER,
+  MAX_NESTING,
+  MAX_OPERATORS,
+  MAX_SOURCE_LENGTH,
+} from "../dsl/limits.ts";
+import { MAX_DIM } from "../backends/ptx/contract.ts";
 
 const ACC = "A[m, k] * B[k, n]";
 
@@ -62,7 +69,8 @@ for (const [name, expr, words, column] of OVER) {
 Deno.test("limits: an identifier of the limit's length is legal, one longer is E0002", () => {
   const ok = "D" + "x".repeat(MAX_IDENTIFIER - 1);
   assert.deepEqual(check(program(ACC, ok), { file: "k.gemm" }).diagnostics, []);
-  const long = "D" + "x".repeat(1_000_000);
+  // Twice in the program, under the source length limit.
+  const long = "D" + "x".repeat(100_000);
   const d = check(program(ACC, long), { file: "k.gemm" }).diagnostics;
   assert.deepEqual(d.map((x) => [x.code, x.line, x.column]), [["E0002", 4, 3]]);
   assert.equal(d[0]!.span.end - d[0]!.span.start, MAX_IDENTIFIER);
@@ -78,4 +86,32 @@ Deno.test("limits: a name outside ASCII is E0003 at the name", () => {
   const d = check(program(ACC, "Dé"), { file: "k.gemm" }).diagnostics;
   assert.deepEqual(d.map((x) => [x.code, x.line, x.column]), [["E0003", 4, 3]]);
   assert.match(d[0]!.message, /"Dé" is not ASCII/);
+});
+
+Deno.test("limits: a source of the limit's length is legal, one character more is E0002 there", () => {
+  const base = program(ACC);
+  const pad = (n: number) => base + "//" + "x".repeat(n - base.length - 3) + "\n";
+  assert.equal(pad(MAX_SOURCE_LENGTH).length, MAX_SOURCE_LENGTH);
+  assert.deepEqual(check(pad(MAX_SOURCE_LENGTH), { file: "k.gemm" }).diagnostics, []);
+  const d = check(pad(MAX_SOURCE_LENGTH + 1), { file: "k.gemm" }).diagnostics;
+  assert.deepEqual(d.map((x) => [x.code, x.span.start]), [["E0002", MAX_SOURCE_LENGTH]]);
+  assert.match(d[0]!.message, new RegExp(`limit of ${MAX_SOURCE_LENGTH}`));
+});
+
+Deno.test("limits: a byte order mark reads as a space, and spans stay those of the text", () => {
+  const r = compile("\uFEFF" + program(ACC), { file: "k.gemm" });
+  assert.ok(r.ok, JSON.stringify(r.diagnostics));
+  const d = check("\uFEFF" + program("A[m, k] * B[k, n] + q"), { file: "k.gemm" }).diagnostics;
+  assert.deepEqual(d.map((x) => [x.code, x.line, x.column]), [["E0101", 5, 33]]);
+});
+
+Deno.test("limits: the README's Limits table lists every row of LIMITS with its value", () => {
+  const readme = Deno.readTextFileSync(new URL("../README.md", import.meta.url));
+  const section = readme.slice(readme.indexOf("## Limits"), readme.indexOf("## Development"));
+  const rows = [...section.matchAll(/^\| `(\w+)` +\| (\d+) ([^|]*?) +\|/gm)]
+    .map((m) => [m[1], Number(m[2]), m[3]]);
+  const want = Object.entries(LIMITS).map(([k, v]) => [k, v.value, v.unit]);
+  assert.deepEqual(rows, want);
+  // The launch contract's bound on a runtime size is the same value.
+  assert.equal(LIMITS.runtimeSize.value, MAX_DIM);
 });
