@@ -116,7 +116,8 @@ const NUMBER = /[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/y;
  * @param text The source.
  * @param file The file name used in diagnostics.
  * @returns An `E0002` diagnostic at the first token over a limit, an `E0003`
- *   at the first identifier outside ASCII, or null.
+ *   at the first identifier outside ASCII, an `E0001` at a carriage return
+ *   without a line feed, or null.
  * @example
  * ```ts
  * import { checkSourceLimits } from "./limits.ts";
@@ -132,6 +133,18 @@ export function checkSourceLimits(text: string, file: string): Diagnostic | null
       `Source too long: ${text.length} characters exceed the limit of ${MAX_SOURCE_LENGTH}`,
       src,
       { start: MAX_SOURCE_LENGTH, end: MAX_SOURCE_LENGTH + 1 },
+    );
+  }
+  // A carriage return ends a line only before a line feed (CRLF): alone (old
+  // Mac line endings) it would leave every `//` comment running to the end of
+  // the file, which then compiles to nothing.
+  const cr = /\r(?!\n)/.exec(text);
+  if (cr !== null) {
+    return diagnostic(
+      "E0001",
+      "A carriage return without a line feed: lines end in LF or CRLF",
+      src,
+      { start: cr.index, end: cr.index + 1 },
     );
   }
   let depth = 0;

@@ -115,3 +115,11 @@ Deno.test("limits: the README's Limits table lists every row of LIMITS with its 
   // The launch contract's bound on a runtime size is the same value.
   assert.equal(LIMITS.runtimeSize.value, MAX_DIM);
 });
+
+Deno.test("limits: CRLF line endings compile, a carriage return alone is E0001 at it", () => {
+  const crlf = program(ACC).replace(/\n/g, "\r\n");
+  assert.ok(compile("// a comment\r\n" + crlf, { file: "k.gemm" }).ok);
+  const d = check("// a comment\r" + program(ACC), { file: "k.gemm" }).diagnostics;
+  assert.deepEqual(d.map((x) => [x.code, x.span.start]), [["E0001", 12]]);
+  assert.match(d[0]!.message, /carriage return/);
+});
