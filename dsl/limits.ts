@@ -14,6 +14,7 @@
  */
 
 import { type Diagnostic, diagnostic } from "./diagnostics.ts";
+import type { Span } from "../ir/gemm.ts";
 
 /** One limit: its value, its unit, what it bounds, and where and how it is refused. */
 export interface Limit {
@@ -61,9 +62,9 @@ export const LIMITS: Readonly<Record<LimitName, Limit>> = Object.freeze({
     refused: "E0002 at the first parenthesis past it (dsl/limits.ts)",
   },
   operators: {
-    value: 256,
+    value: 128,
     unit: "operators",
-    what: "`+`, `-` and `*` in one kernel (terms and signs)",
+    what: "`+`, `-`, `*` and function calls in one kernel (terms, signs and calls)",
     refused: "E0002 at the first operator past it (dsl/limits.ts)",
   },
   identifier: {
@@ -96,7 +97,10 @@ export const LIMITS: Readonly<Record<LimitName, Limit>> = Object.freeze({
 /** The most levels of parentheses (grouping or call) an expression may nest. */
 export const MAX_NESTING: number = LIMITS.nesting.value;
 
-/** The most `+`, `-` and `*` one kernel may hold (its statement's terms and signs). */
+/** The most `+`, `-`, `*` and calls one kernel may hold: the epilogue is unrolled over every
+ * accumulator of a thread, so its compile time grows with them (at 128: about 0.5 s on an idle
+ * machine, 1-1.5 s on a loaded one; at 256 it was 2.3 s, and a tree of 1023 `max` calls, which
+ * no `+ - *` limit saw, 3.7 s). */
 export const MAX_OPERATORS: number = LIMITS.operators.value;
 
 /** The longest identifier, in characters. */
@@ -107,6 +111,8 @@ export const MAX_SOURCE_LENGTH: number = LIMITS.sourceLength.value;
 
 /** An identifier as the grammar reads it (a letter of any script or `_`, then letters, digits, `_`). */
 const IDENT = /[\p{L}_][\p{L}0-9_]*/uy;
+/** What makes an identifier a call: an opening parenthesis after it. */
+const CALL = /\s*\(/y;
 /** A number, so that an exponent's sign is not an operator and its `e` not a name. */
 const NUMBER = /[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/y;
 
@@ -157,7 +163,8 @@ export function checkSourceLimits(text: string, file: string): Diagnostic | null
       i = nl === -1 ? text.length : nl;
       continue;
     }
-    const word = match(IDENT, text, i) ?? match(NUMBER, text, i);
+    const ident = match(IDENT, text, i);
+    const word = ident ?? match(NUMBER, text, i);
     if (word !== null) {
       const span = { start: i, end: i + word.length };
       if (word.length > MAX_IDENTIFIER) {
@@ -179,6 +186,9 @@ export function checkSourceLimits(text: string, file: string): Diagnostic | null
         );
       }
       if (word === "kernel") operators = 0;
+      if (ident !== null && match(CALL, text, i + word.length) !== null) {
+        if (++operators > MAX_OPERATORS) return tooLong(src, span);
+      }
       i += word.length;
       continue;
     }
@@ -192,16 +202,21 @@ export function checkSourceLimits(text: string, file: string): Diagnostic | null
     }
     if (ch === ")") depth = Math.max(0, depth - 1);
     if ((ch === "+" || ch === "-" || ch === "*") && ++operators > MAX_OPERATORS) {
-      return diagnostic(
-        "E0002",
-        `Expression too long: more than ${MAX_OPERATORS} operators (+, -, *) in one kernel`,
-        src,
-        { start: i, end: i + 1 },
-      );
+      return tooLong(src, { start: i, end: i + 1 });
     }
     i++;
   }
   return null;
+}
+
+/** The E0002 of the operator (or call) past {@link MAX_OPERATORS}. */
+function tooLong(src: { file: string; text: string }, span: Span): Diagnostic {
+  return diagnostic(
+    "E0002",
+    `Expression too long: more than ${MAX_OPERATORS} operators (+, -, *) and calls in one kernel`,
+    src,
+    span,
+  );
 }
 
 /** The match of a sticky pattern at `at`, or null. */

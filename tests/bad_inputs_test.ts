@@ -70,8 +70,8 @@ const ROWS: readonly Row[] = [
   { file: "popc_in_epilogue.gemm", form: "check", exit: 1, at: ["E0116", 6, 33], fragment: "popc" },
   { file: "deep_parens_300.gemm", form: "check", exit: 1, at: ["E0002", 5, 77], fragment: "64" },
   { file: "deep_relu_200.gemm", form: "check", exit: 1, at: ["E0002", 5, 337], fragment: "64" },
-  { file: "deep_neg_1000.gemm", form: "check", exit: 1, at: ["E0002", 5, 269], fragment: "256" },
-  { file: "long_sum_3000.gemm", form: "check", exit: 1, at: ["E0002", 5, 1051], fragment: "256" },
+  { file: "deep_neg_1000.gemm", form: "check", exit: 1, at: ["E0002", 5, 141], fragment: "128" },
+  { file: "long_sum_3000.gemm", form: "check", exit: 1, at: ["E0002", 5, 539], fragment: "128" },
   {
     file: "split_k_4294967297.gemm",
     form: "check",

@@ -273,8 +273,11 @@ function mutate(r: R, s: string): string {
 /** The statement's right-hand side of the plain program, and the program around it. */
 const ACC = "A[m, k] * B[k, n]";
 function plain(expr: string, schedule = ""): string {
-  return `kernel k {\n  A: f16[M, K]\n  B: f16[K, N] col\n  C: f32[M, N]\n  D: f32[M, N]\n` +
-    `  alpha: f32 = 1.5\n  D[m, n] = ${expr}${schedule}\n}\n`;
+  // C and alpha declared only where used (an unused tensor is an E0117).
+  const c = expr.includes("C[") ? "  C: f32[M, N]\n" : "";
+  const alpha = expr.includes("alpha") ? "  alpha: f32 = 1.5\n" : "";
+  return `kernel k {\n  A: f16[M, K]\n  B: f16[K, N] col\n${c}  D: f32[M, N]\n${alpha}` +
+    `  D[m, n] = ${expr}${schedule}\n}\n`;
 }
 
 /** Nesting and operator chains around the source limits, in the shapes that recurse deepest. */
@@ -307,7 +310,7 @@ function numbers(r: R): string {
     case 0:
       return plain(`${x()} * ${ACC} + ${x()}`);
     case 1:
-      return plain(ACC).replace(
+      return plain("alpha * " + ACC).replace(
         "alpha: f32 = 1.5",
         `alpha: ${pick(r, ["f32", "s32", "f64", "f16"])} = -${x()}`,
       );

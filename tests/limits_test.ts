@@ -23,15 +23,21 @@ function program(expr: string, out = "D"): string {
     `  ${out}[m, n] = ${expr}\n}\n`;
 }
 
+/** A binary tree of max calls `depth` deep over C (2^depth - 1 calls). */
+function tree(depth: number): string {
+  return depth === 0 ? "1.5" : `max(${tree(depth - 1)}, ${tree(depth - 1)})`;
+}
+
 /** Nesting and operators at their limits together, in the shapes that recurse deepest. */
 const AT_LIMITS: Readonly<Record<string, string>> = {
   "parentheses around a sum": "(".repeat(MAX_NESTING) + ACC + " + 1".repeat(MAX_OPERATORS - 1) +
     ")".repeat(MAX_NESTING),
   "calls then products": "relu(".repeat(MAX_NESTING) + ACC + ")".repeat(MAX_NESTING) +
-    " * 2".repeat(MAX_OPERATORS - 1),
+    " * 2".repeat(MAX_OPERATORS - MAX_NESTING - 1),
   "unary minus inside parentheses": "(-".repeat(MAX_NESTING) + ACC + ")".repeat(MAX_NESTING) +
     " + 1".repeat(MAX_OPERATORS - MAX_NESTING - 1),
   "a chain of unary minus": "-".repeat(MAX_OPERATORS - 1) + ACC,
+  "a binary tree of calls": tree(6) + " + " + ACC + " * 2".repeat(MAX_OPERATORS - 65),
 };
 
 for (const [name, expr] of Object.entries(AT_LIMITS)) {
@@ -55,6 +61,13 @@ const OVER: readonly (readonly [string, string, string, number])[] = [
     ACC + " + 1".repeat(MAX_OPERATORS + 1),
     "too long",
     13 + ACC.length + 4 * (MAX_OPERATORS - 1) + 1,
+  ],
+  [
+    // Each repetition adds a + and a call: the call of the last one is one past.
+    "operators and calls",
+    ACC + " + relu(1)".repeat(MAX_OPERATORS / 2),
+    "and calls",
+    13 + ACC.length + 10 * (MAX_OPERATORS / 2 - 1) + 3,
   ],
 ];
 
