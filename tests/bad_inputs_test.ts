@@ -168,6 +168,19 @@ const ROWS: readonly Row[] = [
     exit: 2,
     fragment: 'TypeError: Unknown target "sm90"',
   },
+  // The CLI's side of the API script's scalars: --scalar out of its dtype is exit 2.
+  ...([
+    [HGEMM, "alpha=-1e39", 'Scalar "alpha" is -1e+39: a finite f32 is needed'],
+    [HGEMM, "alpha=1e999", 'Malformed --scalar "alpha=1e999"'],
+    ["examples/u8_gemm.gemm", "shift=4294967297", "an s32 scalar needs a 32-bit integer"],
+    ["examples/u8_gemm.gemm", "shift=1.5", "an s32 scalar needs a 32-bit integer"],
+  ] as const).map(([program, scalar, fragment]): Row => ({
+    file: "api_runtime.ts.txt",
+    form: "cli",
+    args: ["simulate", program, "--size", "M=16,N=16,K=32", "--scalar", scalar],
+    exit: 2,
+    fragment,
+  })),
   ...([
     ["simulate M=2^31-1", "exceed the limit of 2147483648"],
     ["simulate alpha=NaN", 'Scalar "alpha" is NaN'],

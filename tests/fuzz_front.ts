@@ -20,8 +20,10 @@
  * position is outside the source, or a case over the time budget (default
  * 2000 ms: the slowest legal programs, nesting and operators both at their
  * limits in dsl/limits.ts, compile and print in ~0.5 s on an idle machine and
- * took 1.1-1.2 s on the shared 2-core one; their cost is linear in the
- * epilogue's operations times the accumulators a thread holds). Every crash
+ * in 1-1.5 s on the shared 2-core one; their cost is linear in the epilogue's
+ * operations times the accumulators a thread holds. At the former limit of
+ * 256 operators, and with calls not counted, cases took 2-4 s: that is how
+ * the limit came to count calls and to be 128). Every crash
  * prints its source (as JSON, so that invisible characters show), ready to
  * become a regression test.
  *
@@ -287,7 +289,12 @@ function deep(r: R): string {
     : int(r, 0, LIMITS.nesting.value * 4);
   const ops = LIMITS.operators.value + int(r, -4, 4);
   const fn = pick(r, ["(", "relu(", "-(", "(-", "tanh(", "f16(", "abs("]);
-  switch (int(r, 0, 4)) {
+  switch (int(r, 0, 5)) {
+    case 5: { // a binary tree of calls: many calls, shallow (the + - * count once missed them)
+      const tree = (d: number): string =>
+        d === 0 ? pick(r, ["C[m, n]", "1.5", ACC]) : `max(${tree(d - 1)}, ${tree(d - 1)})`;
+      return plain(tree(int(r, 0, 9)) + (r() < 0.5 ? ` + ${ACC}` : ""));
+    }
     case 0:
       return plain(fn.repeat(n) + ACC + ")".repeat(n));
     case 1:
