@@ -18,6 +18,7 @@ import { DiagnosticError } from "./dsl/diagnostics.ts";
 import { printPtx } from "./backends/ptx/print.ts";
 import { type KernelManifest, kernelManifest } from "./backends/ptx/manifest.ts";
 import { isTargetName, targetList } from "./ir/target.ts";
+import { LIMITS } from "./dsl/limits.ts";
 
 /** Options shared by {@link parse}, {@link check} and {@link compile}. */
 export interface SourceOptions {
@@ -143,6 +144,8 @@ export function check(source: string, options: SourceOptions = {}): CheckResult 
  * @param source The DSL text.
  * @param options File name, target, and which kernel.
  * @returns The kernels and diagnostics; `ok` is false when there are diagnostics.
+ * @throws {TypeError} For a `target` that names no target, an `sms` that is not a
+ *   positive integer, or a size hint that is not an integer in 0..2^31-1.
  * @example
  * ```ts
  * import { equal, ok } from "node:assert/strict";
@@ -153,6 +156,7 @@ export function check(source: string, options: SourceOptions = {}): CheckResult 
  * ```
  */
 export function compile(source: string, options: CompileOptions = {}): CompileResult {
+  compileOptionProblem(options);
   const r = check(source, options);
   let kernels = r.kernels;
   const diagnostics = [...r.diagnostics];
@@ -181,6 +185,25 @@ export function compile(source: string, options: CompileOptions = {}): CompileRe
   }
   return { ok: diagnostics.length === 0, kernels: compiled, diagnostics };
 }
+
+/**
+ * Refuses API options out of their range, as the CLI's option parsing does
+ * (bad_inputs: NaN or negative `sms` and size hints were taken as given).
+ */
+function compileOptionProblem(options: CompileOptions): void {
+  const sms = options.sms;
+  if (sms !== undefined && !(Number.isInteger(sms) && sms > 0 && sms <= MAX_HINT)) {
+    throw new TypeError(`Option sms must be an integer in 1..${MAX_HINT}, got ${sms}`);
+  }
+  for (const [name, v] of Object.entries(options.sizeHints ?? {})) {
+    if (!(Number.isInteger(v) && v >= 0 && v <= MAX_HINT)) {
+      throw new TypeError(`Size hint ${name}=${v} must be an integer in 0..${MAX_HINT}`);
+    }
+  }
+}
+
+/** The largest size hint or SM count: the largest runtime size (dsl/limits.ts). */
+const MAX_HINT = LIMITS.runtimeSize.value;
 
 /**
  * A {@link CompiledKernel} whose texts of the kernel IR and of the PTX are

@@ -297,3 +297,6 @@ export {
 
 // aot python
 export { pythonModule, type PythonModuleOptions } from "./backends/aot/python.ts";
+
+// fuzz
+export { type Limit, type LimitName, LIMITS } from "./dsl/limits.ts";

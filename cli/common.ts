@@ -18,6 +18,7 @@ import { parseTarget, type Target, targetChoices, targetList } from "../ir/targe
 import { parseSizes } from "../harness/sizes.ts";
 import type { Hazard } from "../backends/sim/mod.ts";
 import { type CliIO, type OptionSpec, UsageError } from "./options.ts";
+import { LIMITS } from "../dsl/limits.ts";
 
 /** `--target`, its values from the target table. */
 export const TARGET_OPTION = {
@@ -168,8 +169,10 @@ export function writeOutput(io: CliIO, file: string, text: string | Uint8Array):
 export function parseSms(text: string | undefined): number | undefined {
   if (text === undefined) return undefined;
   const sms = Number(text);
-  if (!(Number.isInteger(sms) && sms > 0)) {
-    throw new UsageError(`Malformed --sms "${text}": a positive integer`);
+  if (!(Number.isInteger(sms) && sms > 0 && sms <= LIMITS.runtimeSize.value)) {
+    throw new UsageError(
+      `Malformed --sms "${text}": a positive integer, at most ${LIMITS.runtimeSize.value}`,
+    );
   }
   return sms;
 }

@@ -193,7 +193,8 @@ export type ParseResult =
 export function parseProgram(text: string, file: string): ParseResult {
   const over = checkSourceLimits(text, file);
   if (over !== null) return { ok: false, diagnostics: [over] };
-  const m = gemmGrammar.match(text);
+  // A byte order mark reads as a space (offsets, so spans, stay those of `text`).
+  const m = gemmGrammar.match(text.startsWith("\uFEFF") ? " " + text.slice(1) : text);
   if (m.failed()) {
     // Ohm drops the failed `kernel` at a point where `Kernel*` stopped (a "fluffy" failure),
     // but wherever the end of input may come, so may another kernel.

@@ -23,10 +23,11 @@
  * Lipschitz on the interval), plus the error of the approximate PTX
  * functions (tanh.approx: 2^-10.9 relative; ex2/rcp.approx: 2^-21) scaled by
  * the output, plus one rounding of the output type (half an ulp, taken as a
- * full ulp of |R| to cover intermediate casts), plus 2^-20 relative to the
- * largest intermediate of the epilogue (at least |R|) for its f32 arithmetic:
- * `beta - (x + beta)` rounds at |beta| however small the result. Integer results carry no bound: they must be
- * identical.
+ * full ulp of |R| to cover intermediate casts), plus 2^-24 per operation of
+ * the epilogue (at least 16 of them: 2^-20) relative to its largest
+ * intermediate (at least |R|) for its f32 arithmetic: `beta - (x + beta)`
+ * rounds at |beta| however small the result (the reasoning is at
+ * `outputElement`). Integer results carry no bound: they must be identical.
  *
  * @module
  */
@@ -56,9 +57,11 @@ function intRangeOf(t: Dtype): [number, number] {
 /** The value of an epilogue element from the accumulator, the batch, row and column. */
 type ElementFn = (acc: number, b: number, r: number, c: number) => number;
 
-/** The largest magnitude a function node of the epilogue produced since it was reset. */
+/** The largest magnitude a function node of the epilogue produced since it was reset, and how
+ * many function nodes the epilogue has (counted once, when it is built). */
 interface Peak {
   value: number;
+  nodes: number;
 }
 
 /**
@@ -76,6 +79,7 @@ function epilogueFunction(
 ): ElementFn {
   const call = (e: EpilogueExpr, xs: readonly ElementFn[]): ElementFn => {
     const ref = fnOf(e)!.row.reference;
+    peak.nodes++;
     return (acc, b, r, c) => {
       const v = ref(xs.map((x) => x(acc, b, r, c)), compute);
       if (Math.abs(v) > peak.value) peak.value = Math.abs(v);
@@ -212,7 +216,20 @@ function outputElement(
       bnd = Math.max(Math.abs(hi - v), Math.abs(lo - v));
     }
     if (approx > 0) bnd += approx * Math.max(1, Math.abs(v));
-    bnd += 2 ** -20 * Math.max(Math.abs(v), peak) +
+    // The epilogue's own rounding. Each f32 operation rounds its result to
+    // within 2^-24 of that result (round to nearest), and that error then flows
+    // through the later operations: unchanged through + and -, scaled by the
+    // other factor through *, which scales that operation's result alike; so,
+    // seen at the output, each operation contributes at most 2^-24 times the
+    // magnitude of an intermediate result (a term), not of the output. A sum
+    // that cancels cancels its terms, not their errors: `beta - (x + beta)`
+    // rounds `x + beta` at |beta| however small the result
+    // (bad_inputs/epilogue_cancellation_bound.gemm was 43/4096 over a bound
+    // relative to |R|). Summed over the epilogue's operations: 2^-24 times
+    // their count (at least 16: 2^-20, as before the count was taken) times the
+    // largest term, or |R| if larger (a cast or a store rounds at |R|).
+    const ops = Math.max(16, rule.peak.nodes);
+    bnd += 2 ** -24 * ops * Math.max(Math.abs(v), peak) +
       2 * ulpOf(v, out === "f64" ? "f64" : out === "f16" || out === "bf16" ? out : "f32");
   }
   // Convert to the output type.
@@ -268,7 +285,7 @@ export function referenceGemm(k: GemmKernel, args: LaunchArgs): Reference {
   const aIdx = elemIndex(A, tensorShape(A, sizes), p.a.layout, p.a.batched);
   const bIdx = elemIndex(B, tensorShape(B, sizes), p.b.layout, p.b.batched);
   const dIdx = elemIndex(D, dSh, p.d.layout, p.d.batched);
-  const peak: Peak = { value: 0 };
+  const peak: Peak = { value: 0, nodes: 0 };
   const rule: OutputRule = {
     evalE: epilogueFunction(k.epilogue.expr, compute, args.scalars, epilogueLoads(k, args), peak),
     peak,

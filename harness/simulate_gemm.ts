@@ -16,6 +16,7 @@ import { alignmentViolations, resolveSizes } from "./sizes.ts";
 import { type DimRef, tensorParam } from "../ir/gemm.ts";
 import { dimValue } from "./tensor.ts";
 import { workspaceArgs } from "./workspace.ts";
+import { LIMITS } from "../dsl/limits.ts";
 
 /** Options of {@link simulateGemm}. */
 export interface SimulateOptions {
@@ -30,12 +31,12 @@ export interface SimulateOptions {
 }
 
 /**
- * The default bound on {@link simulationWork}: 2^31, some 20 s of simulation
+ * The default bound on {@link simulationWork} (dsl/limits.ts `LIMITS.simulationWork`): 2^31, some 20 s of simulation
  * without the hazard checker (about 10^8 multiply-adds a second) and the
  * inputs' few gigabytes at most. Above it the simulation is refused before
  * anything is allocated.
  */
-export const SIM_WORK_LIMIT = 2 ** 31;
+export const SIM_WORK_LIMIT: number = LIMITS.simulationWork.value;
 
 /**
  * The work of simulating a kernel at resolved sizes: its multiply-adds
@@ -137,6 +138,7 @@ export function simulateGemm(
   if (bad.length > 0) throw new Error(bad.join("; "));
   const work = simulationWork(ck, sizes);
   const maxWork = options.maxWork ?? SIM_WORK_LIMIT;
+  if (!(maxWork >= 0)) throw new TypeError(`Option maxWork must be a number >= 0, got ${maxWork}`);
   if (work > maxWork) {
     throw new Error(
       `Simulation too large: ${work} multiply-adds and elements exceed the limit of ${maxWork} ` +

@@ -8,6 +8,10 @@
  */
 
 import type { GemmKernel } from "../ir/gemm.ts";
+import { LIMITS } from "../dsl/limits.ts";
+
+/** The largest runtime size (dsl/limits.ts; the launch contract's MAX_DIM is the same value). */
+const MAX_SIZE = LIMITS.runtimeSize.value;
 
 /**
  * Parses `NAME=V,NAME=V`.
@@ -20,7 +24,13 @@ export function parseSizes(text: string): Record<string, number> {
   for (const part of text.split(",")) {
     const m = /^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*([0-9]+)\s*$/.exec(part);
     if (m === null) throw new Error(`Malformed size "${part}": expected NAME=VALUE`);
-    out[m[1]!] = Number(m[2]);
+    const v = Number(m[2]);
+    if (v > MAX_SIZE) {
+      throw new Error(
+        `Size ${m[1]}=${m[2]} is out of range: a size is an integer in 0..${MAX_SIZE}`,
+      );
+    }
+    out[m[1]!] = v;
   }
   return out;
 }
@@ -55,8 +65,8 @@ export function resolveSizes(
         `No size for dimension "${d}" of kernel "${k.name}": give ${d}=... in --size`,
       );
     }
-    if (!Number.isInteger(v) || v < 0 || v >= 2 ** 31) {
-      throw new Error(`Size ${d}=${v} is out of range`);
+    if (!Number.isInteger(v) || v < 0 || v > MAX_SIZE) {
+      throw new Error(`Size ${d}=${v} is out of range: a size is an integer in 0..${MAX_SIZE}`);
     }
     out[d] = v;
   }

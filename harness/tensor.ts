@@ -51,13 +51,10 @@ export function tensorShape(t: TensorParam, sizes: Readonly<Record<string, numbe
   const r = dims.length;
   let index: (ix: readonly number[]) => number;
   if (r === 1) index = (ix) => ix[0]!;
-  else if (t.role === "bias") {
-    // A vector read along the batch (`bias[l, n]`, declared [L, N]): batch
-    // outermost whatever layout the declaration names, as the lowering's
-    // `vectorBase` reads it (docs/ARCHITECTURE.md §3).
-    const d1 = dims[1]!;
-    index = (ix) => ix[0]! * d1 + ix[1]!;
-  } else {
+  else {
+    // A batched vector (`bias[l, n]`, declared [L, N]) is a row-major matrix:
+    // the checker refuses "col" on it (E0117), as the lowering's `vectorBase`
+    // reads it batch outermost.
     const d0 = dims[r - 2]!;
     const d1 = dims[r - 1]!;
     const batchStride = d0 * d1;

@@ -4,6 +4,10 @@
  *
  *     deno run -A tests/fuzz.ts [--cases N] [--seed S] [--max-macs M]
  *
+ * With `--front`, the front-end fuzzer of tests/fuzz_front.ts runs instead
+ * (`--cases N --seed S --budget-ms B`): random and mutated programs through
+ * the compile API, looking for crashes rather than wrong answers.
+ *
  * Each case draws a program (operand types, layouts, alignment, an epilogue, a
  * schedule or none, sometimes size hints and an SM count for the default
  * choices) and sizes (often not multiples of the tile), compiles it, and then:
@@ -21,6 +25,9 @@ import { compile } from "../compiler.ts";
 import { simulateGemm } from "../harness/simulate_gemm.ts";
 import { rng } from "../backends/sim/_test_kernels.ts";
 import { type Dtype, DTYPE_INFO } from "../ir/dtype.ts";
+// A cycle (fuzz_front.ts draws programs with `draw`), harmless: neither module
+// uses the other's exports while it is evaluated.
+import { frontMain } from "./fuzz_front.ts";
 
 export interface Case {
   readonly source: string;
@@ -275,4 +282,10 @@ function main(): number {
   return failed === 0 ? 0 : 1;
 }
 
-if (import.meta.main) Deno.exit(main());
+if (import.meta.main) {
+  if (Deno.args.includes("--front")) {
+    // The front-end mode (tests/fuzz_front.ts): random and mutated programs through compile().
+    Deno.exit(frontMain(Deno.args.filter((a) => a !== "--front")));
+  }
+  Deno.exit(main());
+}

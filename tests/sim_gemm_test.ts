@@ -674,11 +674,12 @@ const COMBOS: Combo[] = [
     sizes: [{ M: 40, N: 24, K: 64, L: 3 }],
   },
   {
-    // The reference once indexed this [L, N] col vector as a column-major
-    // matrix (l + n * L); a vector has no layout: batch outermost.
-    name: "batched bias[l, n] declared col (bad_inputs/batch_bias_col.gemm)",
+    // bad_inputs/batch_bias_col.gemm declared this vector "col", which the
+    // kernel never honoured (it reads batch outermost): that is an E0117 now
+    // (tests/bad_inputs_test.ts); the batched vector itself still agrees.
+    name: "batched bias[l, n] with batched B",
     source: kernel(
-      "A: f16[L, M, K]; B: f16[L, K, N] col; bias: f32[L, N] col; D: f32[L, M, N]",
+      "A: f16[L, M, K]; B: f16[L, K, N] col; bias: f32[L, N]; D: f32[L, M, N]",
       "D[l, m, n] = A[l, m, k] * B[l, k, n] + bias[l, n]",
     ),
     sizes: [{ M: 16, N: 16, K: 16, L: 4 }],

@@ -207,6 +207,19 @@ function load(w: Walk, e: AccessAst): EpilogueExpr {
     fail(src, "E0118", `Tensor "${e.tensor.text}" is used as ${prevRole} and as ${role}`, e.span);
   }
   roles.set(e.tensor.text, role);
+  if (role === "bias" && batched && t.layout?.value === "col") {
+    // A batched vector is stored batch-outermost (the lowering's vectorBase reads
+    // it so): a declared "col" ([L, N] with L contiguous) would be a promise the
+    // kernel does not keep, and one the manifest would repeat to every launcher
+    // (bad_inputs/batch_bias_col.gemm: the reference honoured it, the kernel did not).
+    fail(
+      src,
+      "E0117",
+      `Tensor "${e.tensor.text}" is a batched vector (batch outermost, then its one dimension): ` +
+        `it has no "col" layout; declare it without one`,
+      t.layout.span,
+    );
+  }
   if (rows && cols) {
     const mat = batched ? names.slice(1) : names;
     const contiguous = (t.layout?.value ?? "row") === "row" ? mat[1] : mat[0];

@@ -11,6 +11,7 @@ import type { Schedule, ScheduleKey, Shape3, Span, Target } from "../../ir/gemm.
 import { type Dtype, isDtype } from "../../ir/dtype.ts";
 import { isTargetName, targetList } from "../../ir/target.ts";
 import { fail, lineOf, type Src } from "./scope.ts";
+import { LIMITS } from "../limits.ts";
 
 /**
  * The most splits of K a schedule may ask for, checked before anything is
@@ -18,7 +19,7 @@ import { fail, lineOf, type Src } from "./scope.ts";
  * default picks at most 8 (passes/tile.ts `defaultSplitK`); each split
  * needs a k-tile of its own, and the last block sums the partials serially.
  */
-export const MAX_SPLIT_K = 64;
+export const MAX_SPLIT_K: number = LIMITS.splitK.value;
 
 /** The schedule keys, in the order the README (The DSL, The schedule) lists them. */
 export const SCHEDULE_KEYS: readonly ScheduleKey[] = Object.freeze(
