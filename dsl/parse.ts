@@ -24,6 +24,8 @@ import type {
 import type { Dtype, Span } from "../ir/gemm.ts";
 import { type Diagnostic, diagnostic } from "./diagnostics.ts";
 import { checkSourceLimits } from "./limits.ts";
+import { didYouMean } from "./suggest.ts";
+import { DTYPES } from "../ir/dtype.ts";
 
 /** The Ohm grammar of the DSL, built once. */
 export const gemmGrammar: ohm.Grammar = ohm.grammar(grammarSource);
@@ -206,7 +208,7 @@ export function parseProgram(text: string, file: string): ParseResult {
       : pos !== failure
       ? "end of line"
       : describeFound(text, pos);
-    const message = `Expected ${expected}, found ${found}`;
+    const message = `Expected ${expected}, found ${found}${dtypeSuggestion(expected, text, pos)}`;
     const end = pos >= text.length ? pos : pos + Math.max(1, tokenLength(text, pos));
     return {
       ok: false,
@@ -236,6 +238,13 @@ function errorPosition(text: string, failure: number, expected: string): number 
     p = comment;
   }
   return text.slice(p, failure).includes("\n") ? p : failure;
+}
+
+/** `; did you mean "f16"?` where a dtype was expected and a word near one was found. */
+function dtypeSuggestion(expected: string, text: string, pos: number): string {
+  if (!expected.startsWith("a dtype")) return "";
+  const word = /^[A-Za-z0-9_]+/.exec(text.slice(pos));
+  return word === null ? "" : didYouMean(word[0], DTYPES);
 }
 
 function tokenLength(text: string, pos: number): number {

@@ -8,6 +8,7 @@
  */
 
 import type { GemmKernel } from "../ir/gemm.ts";
+import { type Dtype, minAlign } from "../ir/dtype.ts";
 
 /**
  * Parses `NAME=V,NAME=V`.
@@ -85,9 +86,22 @@ export function alignmentViolations(
       const name = contiguous.kind === "const" ? String(v) : `${contiguous.name}=${v}`;
       bad.push(
         `Tensor "${p.name}" declares align ${p.align} but its leading dimension ${name} is not ` +
-          `a multiple of ${p.align}: declare "align 1" (any size) or pick a size that is`,
+          `a multiple of ${p.align}: ${alignAdvice(p.dtype, p.align)}`,
       );
     }
   }
   return bad;
+}
+
+/**
+ * What to do about a size that breaks a declared alignment: declare the
+ * type's smallest alignment (`align 1`, but `align 2` for 4-bit types and
+ * `align 8` for b1: a whole byte, ir/dtype.ts) where that is smaller, and
+ * which multiples the size must then be.
+ */
+function alignAdvice(dtype: Dtype, align: number): string {
+  const least = minAlign(dtype);
+  if (least >= align) return `pick a size that is (${dtype} needs whole bytes)`;
+  const any = least === 1 ? "any size" : `sizes that are multiples of ${least}`;
+  return `declare "align ${least}" (${any}) or pick a size that is`;
 }

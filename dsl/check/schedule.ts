@@ -11,6 +11,7 @@ import type { Schedule, ScheduleKey, Shape3, Span, Target } from "../../ir/gemm.
 import { type Dtype, isDtype } from "../../ir/dtype.ts";
 import { isTargetName, targetList } from "../../ir/target.ts";
 import { fail, lineOf, type Src } from "./scope.ts";
+import { didYouMean } from "../suggest.ts";
 
 /**
  * The most splits of K a schedule may ask for, checked before anything is
@@ -81,7 +82,9 @@ export function readSchedule(src: Src, lines: readonly ScheduleLineAst[]): Sched
       fail(
         src,
         "E0110",
-        `Unknown schedule key "${key}": expected one of ${SCHEDULE_KEYS.join(", ")}`,
+        `Unknown schedule key "${key}": expected one of ${SCHEDULE_KEYS.join(", ")}${
+          didYouMean(key, SCHEDULE_KEYS)
+        }`,
         l.key.span,
       );
     }
