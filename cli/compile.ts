@@ -11,7 +11,10 @@ import { kernelManifest } from "../backends/ptx/manifest.ts";
 import { findPtxas, formatPtxasReport, runPtxas } from "../backends/ptx/ptxas.ts";
 import { defaultSmsText, targetInfo } from "../ir/target.ts";
 import { PASS_NAMES } from "../passes/pipeline_list.ts";
-import { resolveSizes } from "../harness/sizes.ts";
+import { alignmentViolations, resolveSizes } from "../harness/sizes.ts";
+import { printGemm } from "../ir/print_gemm.ts";
+import { checkSizeNames } from "./sizes.ts";
+import { didYouMean } from "../dsl/suggest.ts";
 import {
   compiledKernels,
   compileOptions,
@@ -34,8 +37,23 @@ import {
   UsageError,
 } from "./options.ts";
 
-const EMITS = ["ir", "kernel-ir", "ptx", "json"] as const;
-type Emit = typeof EMITS[number];
+/**
+ * What `--size` means to each `--emit` without `--tune` (with `--tune` it
+ * chooses the schedule, whatever the stage): `"grid"`, the launch at those
+ * sizes, which must honour every declared alignment (as `simulate` and `run`
+ * require); `null`, nothing, so `--size` without `--tune` is refused rather
+ * than ignored. A new stage adds its row here.
+ */
+const EMIT_SIZES = {
+  ir: null,
+  "kernel-ir": null,
+  ptx: null,
+  json: "grid",
+} as const satisfies Record<string, "grid" | null>;
+type Emit = keyof typeof EMIT_SIZES;
+const EMITS = Object.keys(EMIT_SIZES) as Emit[];
+/** The stages that take `--size`, for the messages and the help. */
+const GRID_EMITS = EMITS.filter((e) => EMIT_SIZES[e] === "grid");
 
 const OPTIONS = [
   kernelOption("Compile only this kernel (default: every kernel in FILE)"),
@@ -57,7 +75,11 @@ const OPTIONS = [
     name: "size",
     type: "string",
     value: "SIZES",
-    help: "With --emit json: the concrete grid for these sizes (M=..,N=..,K=..)",
+    help:
+      `With --emit ${
+        GRID_EMITS.join(", ")
+      }: the concrete launch at these sizes (M=..,N=..,K=..),\n` +
+      "which must honour the declared alignments; with --tune: the sizes to tune for",
   },
   tuneOption(
     "Choose the default schedule for the --size sizes, as run --tune and\n" +
@@ -92,7 +114,11 @@ type Values = OptionValues<typeof OPTIONS>;
 function stageOptions(values: Values): { emit: Emit; dumpAfter: string | undefined } {
   const emit = values.emit as Emit;
   if (!(EMITS as readonly string[]).includes(emit)) {
-    throw new UsageError(`Unknown --emit "${values.emit}": expected ${EMITS.join(", ")}`);
+    throw new UsageError(
+      `Unknown --emit "${values.emit}": expected ${EMITS.join(", ")}${
+        didYouMean(values.emit, EMITS)
+      }`,
+    );
   }
   const dumpAfter = values["dump-after"];
   if (dumpAfter !== undefined && dumpAfter !== "all" && !PASS_NAMES.includes(dumpAfter)) {
@@ -105,33 +131,70 @@ function stageOptions(values: Values): { emit: Emit; dumpAfter: string | undefin
   return { emit, dumpAfter };
 }
 
+/**
+ * The `--size` sizes resolved for every kernel of a `"grid"` stage; sizes
+ * that break a declared alignment are a usage error, as for `simulate`.
+ */
+function gridSizes(
+  kernels: readonly CompiledKernel[],
+  sizes: Readonly<Record<string, number>>,
+): Record<string, number>[] {
+  return kernels.map((k) => {
+    let resolved: Record<string, number>;
+    try {
+      resolved = resolveSizes(k.gemm, sizes);
+    } catch (e) {
+      throw new UsageError((e as Error).message);
+    }
+    const bad = alignmentViolations(k.gemm, resolved);
+    if (bad.length > 0) throw new UsageError(`${k.name}: ${bad.join("; ")}`);
+    return resolved;
+  });
+}
+
+/**
+ * The GEMM IR text; after `--tune`, with the schedule the passes chose for
+ * the sizes (the checked kernel's schedule is only what the source gave).
+ */
+function gemmText(k: CompiledKernel, tuned: boolean): string {
+  return tuned ? printGemm({ ...k.gemm, schedule: k.planned.schedule }) : k.gemmText;
+}
+
 /** The text of the chosen stage. */
 function emitted(
   emit: Emit,
   kernels: readonly CompiledKernel[],
   sizes: Record<string, number> | undefined,
+  tuned: boolean,
 ): string {
   switch (emit) {
     case "ir":
-      return kernels.map((k) => k.gemmText).join("\n");
+      return kernels.map((k) => gemmText(k, tuned)).join("\n");
     case "kernel-ir":
       return kernels.map((k) => k.kernelText).join("\n");
     case "ptx":
       return ptxModule(kernels);
     case "json": {
-      const manifests = kernels.map((k) => {
-        if (sizes === undefined) return k.manifest;
-        let resolved: Record<string, number>;
-        try {
-          resolved = resolveSizes(k.gemm, sizes);
-        } catch (e) {
-          throw new UsageError((e as Error).message);
-        }
-        return kernelManifest(k.gemm, k.kernel, resolved);
-      });
+      const grids = sizes === undefined ? undefined : gridSizes(kernels, sizes);
+      const manifests = kernels.map((k, i) =>
+        grids === undefined ? k.manifest : kernelManifest(k.gemm, k.kernel, grids[i]!)
+      );
       return JSON.stringify({ kernels: manifests }, null, 2) + "\n";
     }
   }
+}
+
+/** `--ptxas-path`: the file must exist (no fall-back to the PATH when it does not). */
+function ptxasPathOf(path: string | undefined): string | undefined {
+  if (path === undefined) return undefined;
+  let file = false;
+  try {
+    file = Deno.statSync(path).isFile;
+  } catch {
+    // Missing or unreadable: said below.
+  }
+  if (!file) throw new UsageError(`--ptxas-path "${path}": no such file`);
+  return path;
 }
 
 /** `--ptxas`: assembles the module and prints ptxas's report (exit code 1 if it rejects it). */
@@ -153,20 +216,42 @@ async function assemble(
     io.err(`gemm: ptxas rejected the PTX for ${arch}:\n${res.log.trimEnd()}\n`);
     return 1;
   }
-  io.out(`ptxas -arch=${arch}:\n${formatPtxasReport(res)}\n`);
+  // ptxas counts static shared memory only; the kernels ask for theirs at launch.
+  const dynamic = new Map(kernels.map((k) => [k.manifest.entry, k.manifest.dynamicSmemBytes]));
+  const lines = formatPtxasReport(res).split("\n").map((line) => {
+    const bytes = dynamic.get(line.slice(0, line.indexOf(":")));
+    return bytes === undefined ? line : `${line}; ${bytes} bytes dynamic shared memory at launch`;
+  });
+  io.out(`ptxas -arch=${arch}:\n${lines.join("\n")}\n`);
   return 0;
 }
 
+/** The checked `--size`: given only where the stage or `--tune` uses it. */
+function sizesFor(values: Values, emit: Emit): Record<string, number> | undefined {
+  if (values.size === undefined) {
+    if (values.tune) throw new UsageError("compile: --tune needs --size");
+    return undefined;
+  }
+  const sizes = sizesOf(values.size);
+  if (!values.tune && EMIT_SIZES[emit] === null) {
+    throw new UsageError(
+      `compile: --size applies to --emit ${GRID_EMITS.join(", ")} and to --tune; ` +
+        `--emit ${emit} takes no sizes`,
+    );
+  }
+  return sizes;
+}
+
 async function run(values: Values, positionals: string[], io: CliIO): Promise<number> {
-  const sizes = values.size !== undefined ? sizesOf(values.size) : undefined;
-  if (values.tune && sizes === undefined) throw new UsageError("compile: --tune needs --size");
+  const { emit, dumpAfter } = stageOptions(values);
+  const sizes = sizesFor(values, emit);
   const sms = parseSms(values.sms);
+  const ptxasPath = ptxasPathOf(values["ptxas-path"]);
   const [file, ...extra] = positionals;
   if (file === undefined) throw new UsageError("compile: no input file");
   if (extra.length > 0) {
     throw new UsageError(`compile: one file at a time, got ${positionals.length}`);
   }
-  const { emit, dumpAfter } = stageOptions(values);
   const target = targetOf(values.target);
   const text = readSource(io, file);
   const r = compile(text, {
@@ -186,11 +271,17 @@ async function run(values: Values, positionals: string[], io: CliIO): Promise<nu
   });
   const kernels = compiledKernels(r, file, text, values.kernel, io);
   if (kernels === null) return 1;
-  const output = emitted(emit, kernels, sizes);
+  if (sizes !== undefined) checkSizeNames(kernels.map((k) => k.gemm), sizes);
+  const output = emitted(
+    emit,
+    kernels,
+    EMIT_SIZES[emit] === null ? undefined : sizes,
+    !!values.tune,
+  );
   if (values.output !== undefined) writeOutput(io, values.output, output);
   else io.out(output);
-  if (values.ptxas || values["ptxas-path"] !== undefined) {
-    return await assemble(kernels, values["ptxas-path"], io);
+  if (values.ptxas || ptxasPath !== undefined) {
+    return await assemble(kernels, ptxasPath, io);
   }
   return 0;
 }

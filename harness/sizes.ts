@@ -86,7 +86,7 @@ export function alignmentViolations(
       const name = contiguous.kind === "const" ? String(v) : `${contiguous.name}=${v}`;
       bad.push(
         `Tensor "${p.name}" declares align ${p.align} but its leading dimension ${name} is not ` +
-          `a multiple of ${p.align}: ${alignAdvice(p.dtype, p.align)}`,
+          `a multiple of ${p.align}: ${alignAdvice(p.dtype, v)}`,
       );
     }
   }
@@ -96,12 +96,15 @@ export function alignmentViolations(
 /**
  * What to do about a size that breaks a declared alignment: declare the
  * type's smallest alignment (`align 1`, but `align 2` for 4-bit types and
- * `align 8` for b1: a whole byte, ir/dtype.ts) where that is smaller, and
- * which multiples the size must then be.
+ * `align 8` for b1: a whole byte, ir/dtype.ts) where the size is a multiple
+ * of it; otherwise only another size will do.
  */
-function alignAdvice(dtype: Dtype, align: number): string {
+function alignAdvice(dtype: Dtype, size: number): string {
   const least = minAlign(dtype);
-  if (least >= align) return `pick a size that is (${dtype} needs whole bytes)`;
-  const any = least === 1 ? "any size" : `sizes that are multiples of ${least}`;
+  if (size % least !== 0) {
+    return `pick a size that is, or declare "align ${least}" (${dtype} rows are whole bytes) ` +
+      `and a multiple of ${least}`;
+  }
+  const any = least === 1 ? "any size" : `any multiple of ${least}`;
   return `declare "align ${least}" (${any}) or pick a size that is`;
 }
