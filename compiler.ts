@@ -175,6 +175,8 @@ export function compile(source: string, options: CompileOptions = {}): CompileRe
       else throw e;
     }
   }
+  // In source order: the checker's and the passes' diagnostics of every kernel interleaved.
+  diagnostics.sort((a, b) => a.span.start - b.span.start);
   return { ok: diagnostics.length === 0, kernels: compiled, diagnostics };
 }
 

@@ -249,7 +249,7 @@ function syntaxError(
     ? `end of input or "kernel"`
     : m.getExpectedText();
   const failure = m.getRightmostFailurePosition();
-  const pos = errorPosition(text, failure, expected);
+  const pos = errorPosition(text, failure, expected, next !== "end of input");
   const found = failure >= text.length && (next === "end of input" || pos === failure)
     ? next
     : pos !== failure
@@ -268,11 +268,12 @@ function syntaxError(
  * start of the next one; report it right after the last token instead
  * ("found end of line"). But where a new item, line or kernel could start at
  * the failure (a `}` or the end of input is among the expected), the token
- * there is itself the problem: keep it.
+ * there is itself the problem: keep it (also at the end of a kernel block
+ * when `more` text, the next block's `kernel`, follows: dsl/resync.ts).
  */
-function errorPosition(text: string, failure: number, expected: string): number {
+function errorPosition(text: string, failure: number, expected: string, more = false): number {
   const canStartThere = expected.includes(`"}"`) || expected.includes("end of input");
-  if (failure < text.length && canStartThere) return failure;
+  if ((failure < text.length || more) && canStartThere) return failure;
   let p = Math.min(failure, text.length);
   for (;;) {
     while (p > 0 && /\s/.test(text[p - 1] ?? "")) p--;
