@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import { blockText, failingBlock, kernelBlocks } from "../dsl/resync.ts";
 import { parseProgram } from "../dsl/parse.ts";
-import { compile, formatDiagnostics } from "../compiler.ts";
+import { check, compile, formatDiagnostics } from "../compiler.ts";
 
 const ROOT = new URL("../", import.meta.url);
 
@@ -131,4 +131,32 @@ Deno.test("a source over a limit recovers nothing; garbage before the first kern
   const deep = parseProgram(`kernel a { D[m] = ${"(".repeat(100)}x }\n${kernel}`, "d.gemm");
   assert.equal(deep.ok, false);
   if (!deep.ok) assert.equal(deep.partial, undefined);
+});
+
+Deno.test("random edits of a multi-kernel file: diagnostics, never a crash, spans inside the source", () => {
+  const files = ["two_kernels", "splitk", "b1_xor", "tanh_exp"];
+  const whole = files.map((f) => Deno.readTextFileSync(new URL(`examples/${f}.gemm`, ROOT)))
+    .join("\n");
+  const next = rng(1919);
+  const pieces = ["kernel", "}", "{", "[", "]", ",", "(", ")", "//", "\n", "x", "f16", "*", "="];
+  for (let trial = 0; trial < 80; trial++) {
+    let text = whole;
+    for (let e = 1 + Math.floor(next() * 3); e > 0; e--) {
+      const at = Math.floor(next() * text.length);
+      const cut = Math.floor(next() * 4);
+      const put = next() < 0.6 ? pieces[Math.floor(next() * pieces.length)]! : "";
+      text = text.slice(0, at) + put + text.slice(at + cut);
+    }
+    // The front end only (parse, recovery, checker): the passes are not what is tested.
+    const r = check(text, { file: "f.gemm" });
+    const lines = text.split("\n");
+    for (const d of r.diagnostics) {
+      assert.ok(d.span.start >= 0 && d.span.start <= text.length, `${trial}: ${d.message}`);
+      assert.ok(d.line >= 1 && d.line <= lines.length, `${trial}: ${d.message}`);
+      assert.ok(d.column >= 1 && d.column <= lines[d.line - 1]!.length + 1, `${trial}`);
+    }
+    const starts = r.diagnostics.map((d) => d.span.start);
+    assert.deepEqual(starts, [...starts].sort((a, b) => a - b), `${trial}: source order`);
+    if (r.diagnostics.length === 0) assert.ok(r.kernels.length > 0);
+  }
 });
