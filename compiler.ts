@@ -130,12 +130,17 @@ export function check(source: string, options: SourceOptions = {}): CheckResult 
   }
   const file = options.file ?? "<input>";
   const p = parseProgram(source, file);
-  if (!p.ok) return { kernels: [], diagnostics: p.diagnostics };
-  const r = checkProgram(p.ast, { file, text: source }, {
+  const ast = p.ok ? p.ast : p.partial;
+  if (ast === undefined) return { kernels: [], diagnostics: p.ok ? [] : p.diagnostics };
+  const r = checkProgram(ast, { file, text: source }, {
     ...(options.target !== undefined ? { target: options.target } : {}),
   });
   for (const k of r.kernels) verifyGemm(k);
-  return r;
+  if (p.ok) return r;
+  // A syntax error: the other kernels' diagnostics too (dsl/resync.ts), in source order.
+  const diagnostics = [...p.diagnostics, ...r.diagnostics]
+    .sort((a, b) => a.span.start - b.span.start);
+  return { kernels: r.kernels, diagnostics };
 }
 
 /**
@@ -183,6 +188,8 @@ export function compile(source: string, options: CompileOptions = {}): CompileRe
       else throw e;
     }
   }
+  // In source order: the checker's and the passes' diagnostics of every kernel interleaved.
+  diagnostics.sort((a, b) => a.span.start - b.span.start);
   return { ok: diagnostics.length === 0, kernels: compiled, diagnostics };
 }
 

@@ -33,6 +33,7 @@
  * @module
  */
 
+import { freshResultPath, resultDate, RESULTS_DIR } from "./results.ts";
 import { compile, type CompiledKernel } from "../compiler.ts";
 import {
   Cuda,
@@ -353,7 +354,8 @@ export async function main(args: readonly string[] = Deno.args): Promise<void> {
   const problems = PROBLEMS.filter((p) => shapes === undefined || shapes.includes(p.shape));
   const avail = cudaAvailable();
   if (!avail.ok) {
-    console.log(`GPU benchmark: no CUDA driver (${avail.why}).`);
+    console.error(`GPU benchmark: ${avail.why}`);
+    Deno.exitCode = 1;
     return;
   }
   const cuda = Cuda.open();
@@ -420,11 +422,11 @@ export async function main(args: readonly string[] = Deno.args): Promise<void> {
       }`,
     );
   }
-  const date = new Date().toISOString().slice(0, 10);
+  const date = resultDate();
   const gpu = cuda.device.name.replace(/^NVIDIA\s+/, "").toLowerCase().replace(/[^a-z0-9]+/g, "-");
-  const dir = opt("--out") ?? new URL("./results/", import.meta.url).pathname;
   const csv = csvOf(rows, cuda.device, date);
-  const path = `${dir}/${date}-${gpu}.csv`;
+  // A new file: a record already there (committed) is never rewritten.
+  const path = freshResultPath(opt("--out") ?? RESULTS_DIR, `${date}-${gpu}`, ".csv");
   Deno.writeTextFileSync(path, csv);
   console.log(`wrote ${path}`);
 }

@@ -2,13 +2,15 @@
  * `deno task bench`: the project's benchmarks, printed as tables.
  *
  * 1. The simulator (bench/sim_bench.ts): a 256x256x256 f16 GEMM, whole grid,
- *    hazards on and off; recorded in `bench/results/sim-DATE.md`.
+ *    hazards on and off; recorded in a new `bench/results/sim-DATE.md`
+ *    (`sim-DATE-2.md`, ... when that exists: bench/results.ts).
  * 2. Compile time: for every kernel of every example, the median time to
  *    compile it from source to PTX in-process (parse, check, passes,
  *    lowering, PTX printing), after warm-up. Target: <= 10 ms per kernel.
  * 3. `--gpu`: imports `./gpu_bench.ts` when it exists and calls its exported
  *    `main(args)` with the remaining arguments; otherwise says that the GPU
- *    benchmark is not available.
+ *    benchmark is not available. Without a CUDA driver, `--gpu` exits 1
+ *    with one line on stderr before any benchmark runs.
  *
  * 4. `--launch`: the launch overhead per call of the Deno launch API against
  *    a raw `cuLaunchKernel` loop (bench/launch_overhead.ts); recorded in
@@ -24,6 +26,7 @@ import { compile } from "../compiler.ts";
 import { simBenchMain } from "./sim_bench.ts";
 import { median } from "../harness/timing.ts";
 import { launchOverheadMain } from "./launch_overhead.ts";
+import { cudaAvailable } from "../backends/cuda/driver.ts";
 
 /** Target: milliseconds to compile one kernel from source to PTX. */
 export const COMPILE_TARGET_MS = 10;
@@ -143,6 +146,12 @@ if (import.meta.main) {
   const noRecord = flag("--no-record");
   const gpu = flag("--gpu");
   const launch = flag("--launch");
+  // Asked for the GPU and there is none: say so and fail before the minutes of the others.
+  const driver = gpu ? cudaAvailable() : { ok: true as const };
+  if (!driver.ok) {
+    console.error(`deno task bench --gpu: ${driver.why}`);
+    Deno.exit(1);
+  }
   if (!noSim) {
     console.log("## Simulator\n");
     await simBenchMain(!noRecord, ["deno task bench", ...Deno.args].join(" "));

@@ -16,6 +16,7 @@
  * @module
  */
 
+import { freshResultPath, resultDate, RESULTS_DIR } from "./results.ts";
 import { compile } from "../compiler.ts";
 import { simulateGemm } from "../harness/simulate_gemm.ts";
 import { median } from "../harness/timing.ts";
@@ -182,7 +183,7 @@ ${simBenchTable(r)}
 /**
  * Runs the benchmark, prints the table and writes the record.
  *
- * @param record Whether to write `bench/results/sim-DATE.md`.
+ * @param record Whether to write `bench/results/sim-DATE.md` (`sim-DATE-2.md`, ... when taken).
  * @param command The command line to record.
  * @returns The figures.
  */
@@ -195,13 +196,13 @@ export async function simBenchMain(record: boolean, command: string): Promise<Si
   );
   console.log(simBenchTable(r));
   if (record) {
-    const date = new Date().toISOString().slice(0, 10);
-    const path = new URL(`./results/sim-${date}.md`, import.meta.url);
-    Deno.mkdirSync(new URL("./results/", import.meta.url), { recursive: true });
+    const date = resultDate();
+    // A new file: a record already there (committed) is never rewritten.
+    const path = freshResultPath(RESULTS_DIR, `sim-${date}`, ".md");
     Deno.writeTextFileSync(path, simBenchRecord(r, await machineInfo(), date, command));
     // Formatted as `deno fmt --check` (CI) wants it; best effort.
-    await commandOutput(Deno.execPath(), ["fmt", "--quiet", path.pathname]);
-    console.log(`Recorded in bench/results/sim-${date}.md`);
+    await commandOutput(Deno.execPath(), ["fmt", "--quiet", path]);
+    console.log(`Recorded in bench/results/${path.slice(path.lastIndexOf("/") + 1)}`);
   }
   return r;
 }

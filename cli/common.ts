@@ -33,7 +33,8 @@ export const SIZE_OPTION = {
   name: "size",
   type: "string",
   value: "SIZES",
-  help: "Runtime sizes: dimension names, or M, N, K, L for the roles",
+  help: "Runtime sizes: dimension names, or M, N, K, L for the roles\n" +
+    "(not needed when the source fixes every size)",
 } as const satisfies OptionSpec;
 
 /** `--seed`, for `simulate` and `run`. */
@@ -227,17 +228,35 @@ export function hazardLines(count: number, hazards: readonly Hazard[]): string[]
 }
 
 /**
- * The `--size` option: `M=..,N=..,K=..`; a malformed one is a usage error.
+ * Sizes for a report: `M=64, N=48`, or what stands for none.
+ *
+ * @param sizes The sizes by name.
+ * @returns The text.
+ */
+export function sizesText(sizes: Readonly<Record<string, number>>): string {
+  const parts = Object.entries(sizes).map(([k, v]) => `${k}=${v}`);
+  return parts.length === 0 ? "every size fixed in the source" : parts.join(", ");
+}
+
+/**
+ * The `--size` option: `M=..,N=..,K=..`; a malformed one, or a zero, is a usage error.
  *
  * @param text The option's text.
  * @returns The sizes by name.
  */
 export function sizesOf(text: string): Record<string, number> {
+  let sizes: Record<string, number>;
   try {
-    return parseSizes(text);
+    sizes = parseSizes(text);
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
+  // An empty problem launches no block: nothing to compile a grid for, simulate or run.
+  const zero = Object.entries(sizes).find(([, v]) => v === 0);
+  if (zero !== undefined) {
+    throw new UsageError(`--size ${zero[0]}=0: every size must be at least 1`);
+  }
+  return sizes;
 }
 
 /** The options of a command that choose what {@link compileOptions} compiles. */

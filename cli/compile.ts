@@ -12,7 +12,10 @@ import { CUBIN_ARCHS, findPtxas, formatPtxasReport, runPtxas } from "../backends
 import { AOT_EMITS, type EmitRow } from "./compile_aot.ts";
 import { defaultSmsText, targetInfo } from "../ir/target.ts";
 import { PASS_NAMES } from "../passes/pipeline_list.ts";
-import { resolveSizes } from "../harness/sizes.ts";
+import { alignmentViolations, resolveSizes } from "../harness/sizes.ts";
+import { printGemm } from "../ir/print_gemm.ts";
+import { checkSizeNames } from "./sizes.ts";
+import { didYouMean } from "../dsl/suggest.ts";
 import {
   compiledKernels,
   compileOptions,
@@ -35,29 +38,41 @@ import {
   UsageError,
 } from "./options.ts";
 
-/** Every `--emit` value, in the help's order; the first is the default. */
+/**
+ * Every `--emit` value, in the help's order; the first is the default. Its
+ * `sizes` says what `--size` means to it without `--tune` (with `--tune` it
+ * chooses the schedule, whatever the stage): `"grid"`, the launch at those
+ * sizes, which must honour every declared alignment (as `simulate` and `run`
+ * require); `null`, nothing, so `--size` without `--tune` is refused rather
+ * than ignored.
+ */
 const EMITS: readonly EmitRow[] = [
   {
     name: "ir",
     help: "ir (GEMM IR; the default)",
     binary: false,
-    emit: (kernels) => kernels.map((k) => k.gemmText).join("\n"),
+    sizes: null,
+    emit: (kernels, ctx) => kernels.map((k) => gemmText(k, ctx.tuned)).join("\n"),
   },
   {
     name: "kernel-ir",
     help: "kernel-ir",
     binary: false,
+    sizes: null,
     emit: (kernels) => kernels.map((k) => k.kernelText).join("\n"),
   },
-  { name: "ptx", help: "ptx", binary: false, emit: (kernels) => ptxModule(kernels) },
+  { name: "ptx", help: "ptx", binary: false, sizes: null, emit: (kernels) => ptxModule(kernels) },
   {
     name: "json",
     help: "json",
     binary: false,
+    sizes: "grid",
     emit: (kernels, ctx) => manifests(kernels, ctx.sizes),
   },
   ...AOT_EMITS,
 ];
+/** The stages that take `--size`, for the messages and the help. */
+const GRID_EMITS = EMITS.filter((e) => e.sizes === "grid").map((e) => e.name);
 
 /** Text broken into help lines of at most 70 characters (`\n` between them). */
 function wrapped(text: string): string {
@@ -97,7 +112,11 @@ const OPTIONS = [
     name: "size",
     type: "string",
     value: "SIZES",
-    help: "With --emit json: the concrete grid for these sizes (M=..,N=..,K=..)",
+    help:
+      `With --emit ${
+        GRID_EMITS.join(", ")
+      }: the concrete launch at these sizes (M=..,N=..,K=..),\n` +
+      "which must honour the declared alignments; with --tune: the sizes to tune for",
   },
   tuneOption(
     "Choose the default schedule for the --size sizes, as run --tune and\n" +
@@ -132,8 +151,11 @@ type Values = OptionValues<typeof OPTIONS>;
 function stageOptions(values: Values): { emit: EmitRow; dumpAfter: string | undefined } {
   const emit = EMITS.find((e) => e.name === values.emit);
   if (emit === undefined) {
+    const names = EMITS.map((e) => e.name);
     throw new UsageError(
-      `Unknown --emit "${values.emit}": expected ${EMITS.map((e) => e.name).join(", ")}`,
+      `Unknown --emit "${values.emit}": expected ${names.join(", ")}${
+        didYouMean(values.emit, names)
+      }`,
     );
   }
   if (values.arch !== undefined && emit.name !== "cubin") {
@@ -153,22 +175,58 @@ function stageOptions(values: Values): { emit: EmitRow; dumpAfter: string | unde
   return { emit, dumpAfter };
 }
 
-/** `--emit json`: the manifests, with the concrete grid when sizes are given. */
-function manifests(
+/**
+ * The `--size` sizes resolved for every kernel of a `"grid"` stage; sizes
+ * that break a declared alignment are a usage error, as for `simulate`.
+ */
+function gridSizes(
   kernels: readonly CompiledKernel[],
-  sizes: Record<string, number> | undefined,
-): string {
-  const ms = kernels.map((k) => {
-    if (sizes === undefined) return k.manifest;
+  sizes: Readonly<Record<string, number>>,
+): Record<string, number>[] {
+  return kernels.map((k) => {
     let resolved: Record<string, number>;
     try {
       resolved = resolveSizes(k.gemm, sizes);
     } catch (e) {
       throw new UsageError((e as Error).message);
     }
-    return kernelManifest(k.gemm, k.kernel, resolved);
+    const bad = alignmentViolations(k.gemm, resolved);
+    if (bad.length > 0) throw new UsageError(`${k.name}: ${bad.join("; ")}`);
+    return resolved;
   });
+}
+
+/**
+ * The GEMM IR text; after `--tune`, with the schedule the passes chose for
+ * the sizes (the checked kernel's schedule is only what the source gave).
+ */
+function gemmText(k: CompiledKernel, tuned: boolean): string {
+  return tuned ? printGemm({ ...k.gemm, schedule: k.planned.schedule }) : k.gemmText;
+}
+
+/** `--emit json`: the manifests, with the concrete grid when sizes are given. */
+function manifests(
+  kernels: readonly CompiledKernel[],
+  sizes: Record<string, number> | undefined,
+): string {
+  const grids = sizes === undefined ? undefined : gridSizes(kernels, sizes);
+  const ms = kernels.map((k, i) =>
+    grids === undefined ? k.manifest : kernelManifest(k.gemm, k.kernel, grids[i]!)
+  );
   return JSON.stringify({ kernels: ms }, null, 2) + "\n";
+}
+
+/** `--ptxas-path`: the file must exist (no fall-back to the PATH when it does not). */
+function ptxasPathOf(path: string | undefined): string | undefined {
+  if (path === undefined) return undefined;
+  let file = false;
+  try {
+    file = Deno.statSync(path).isFile;
+  } catch {
+    // Missing or unreadable: said below.
+  }
+  if (!file) throw new UsageError(`--ptxas-path "${path}": no such file`);
+  return path;
 }
 
 /** `--ptxas`: assembles the module and prints ptxas's report (exit code 1 if it rejects it). */
@@ -190,20 +248,42 @@ async function assemble(
     io.err(`gemm: ptxas rejected the PTX for ${arch}:\n${res.log.trimEnd()}\n`);
     return 1;
   }
-  io.out(`ptxas -arch=${arch}:\n${formatPtxasReport(res)}\n`);
+  // ptxas counts static shared memory only; the kernels ask for theirs at launch.
+  const dynamic = new Map(kernels.map((k) => [k.manifest.entry, k.manifest.dynamicSmemBytes]));
+  const lines = formatPtxasReport(res).split("\n").map((line) => {
+    const bytes = dynamic.get(line.slice(0, line.indexOf(":")));
+    return bytes === undefined ? line : `${line}; ${bytes} bytes dynamic shared memory at launch`;
+  });
+  io.out(`ptxas -arch=${arch}:\n${lines.join("\n")}\n`);
   return 0;
 }
 
+/** The checked `--size`: given only where the stage or `--tune` uses it. */
+function sizesFor(values: Values, emit: EmitRow): Record<string, number> | undefined {
+  if (values.size === undefined) {
+    if (values.tune) throw new UsageError("compile: --tune needs --size");
+    return undefined;
+  }
+  const sizes = sizesOf(values.size);
+  if (!values.tune && emit.sizes === null) {
+    throw new UsageError(
+      `compile: --size applies to --emit ${GRID_EMITS.join(", ")} and to --tune; ` +
+        `--emit ${emit.name} takes no sizes`,
+    );
+  }
+  return sizes;
+}
+
 async function run(values: Values, positionals: string[], io: CliIO): Promise<number> {
-  const sizes = values.size !== undefined ? sizesOf(values.size) : undefined;
-  if (values.tune && sizes === undefined) throw new UsageError("compile: --tune needs --size");
+  const { emit, dumpAfter } = stageOptions(values);
+  const sizes = sizesFor(values, emit);
   const sms = parseSms(values.sms);
+  const ptxasPath = ptxasPathOf(values["ptxas-path"]);
   const [file, ...extra] = positionals;
   if (file === undefined) throw new UsageError("compile: no input file");
   if (extra.length > 0) {
     throw new UsageError(`compile: one file at a time, got ${positionals.length}`);
   }
-  const { emit, dumpAfter } = stageOptions(values);
   const target = targetOf(values.target);
   const text = readSource(io, file);
   const r = compile(text, {
@@ -223,16 +303,18 @@ async function run(values: Values, positionals: string[], io: CliIO): Promise<nu
   });
   const kernels = compiledKernels(r, file, text, values.kernel, io);
   if (kernels === null) return 1;
+  if (sizes !== undefined) checkSizeNames(kernels.map((k) => k.gemm), sizes);
   const output = await emit.emit(kernels, {
-    sizes,
+    sizes: emit.sizes === null ? undefined : sizes,
+    tuned: !!values.tune,
     arch: values.arch,
-    ptxasPath: values["ptxas-path"],
+    ptxasPath,
     source: file,
   });
   if (values.output !== undefined) writeOutput(io, values.output, output);
   else if (typeof output === "string") io.out(output);
-  if (values.ptxas || values["ptxas-path"] !== undefined) {
-    return await assemble(kernels, values["ptxas-path"], io);
+  if (values.ptxas || ptxasPath !== undefined) {
+    return await assemble(kernels, ptxasPath, io);
   }
   return 0;
 }

@@ -16,8 +16,10 @@ import { UsageError } from "./options.ts";
 
 /** What an `--emit` row gets besides the kernels. */
 export interface EmitContext {
-  /** Runtime sizes (`--size`), if given. */
+  /** Runtime sizes (`--size`), if given and the row takes them. */
   readonly sizes: Record<string, number> | undefined;
+  /** Whether `--tune` chose the schedule for the sizes. */
+  readonly tuned: boolean;
   /** `--arch`, if given. */
   readonly arch: string | undefined;
   /** `--ptxas-path`, if given. */
@@ -34,6 +36,11 @@ export interface EmitRow {
   readonly help: string;
   /** Whether it is binary (written to `-o` only). */
   readonly binary: boolean;
+  /**
+   * What `--size` means to it without `--tune`: `"grid"`, a launch at those
+   * sizes (alignments checked); `null`, nothing (then `--size` is refused).
+   */
+  readonly sizes: "grid" | null;
   /** Produces the output: text, or bytes when {@link EmitRow.binary}. */
   readonly emit: (
     kernels: readonly CompiledKernel[],
@@ -76,18 +83,21 @@ export const AOT_EMITS: readonly EmitRow[] = [
     help: "c (one C file: declarations, and the implementation behind " +
       "#define GEMMC_IMPLEMENTATION)",
     binary: false,
+    sizes: null,
     emit: (kernels) => cSource(kernels),
   },
   {
     name: "cubin",
     help: `cubin (ptxas's ELF for --arch; needs -o)`,
     binary: true,
+    sizes: null,
     emit: cubin,
   },
   {
     name: "py",
     help: "py (a Python module for PyTorch or CuPy: cuda-python or CuPy loads it)",
     binary: false,
+    sizes: null,
     emit: (kernels, ctx) => pythonModule(kernels, { source: ctx.source }),
   },
 ];

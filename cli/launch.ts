@@ -6,15 +6,28 @@
  * @module
  */
 
-import { compile } from "../compiler.ts";
-import { compileOptions, parseScalars, parseSms, readSource, sizesOf, targetOf } from "./common.ts";
+import { compile, type CompiledKernel } from "../compiler.ts";
+import {
+  compiledKernels,
+  compileOptions,
+  parseScalars,
+  parseSms,
+  readSource,
+  sizesOf,
+  targetOf,
+} from "./common.ts";
+import { checkScalarNames, checkSizeNames, requireSizes } from "./sizes.ts";
 import { type CliIO, UsageError } from "./options.ts";
 
 /** What `simulate` and `run` share: the file, sizes, seed, scalars, and the compiled kernels. */
 export interface Prepared {
+  readonly cmd: "simulate" | "run";
   readonly file: string;
   readonly text: string;
+  /** The `--size` values ({} without `--size`). */
   readonly sizes: Record<string, number>;
+  /** Whether `--size` was given. */
+  readonly sizesGiven: boolean;
   readonly seed: number;
   readonly scalars: Record<string, number>;
   readonly result: ReturnType<typeof compile>;
@@ -51,8 +64,9 @@ export function prepare(
   const [file, ...extra] = positionals;
   if (file === undefined) throw new UsageError(`${cmd}: no input file`);
   if (extra.length > 0) throw new UsageError(`${cmd}: one file at a time`);
-  if (values.size === undefined) throw new UsageError(`${cmd}: --size is required`);
-  const sizes = sizesOf(values.size);
+  // No --size: right for kernels whose sizes are all fixed in the source; {@link launchKernels}
+  // refuses it for the others, once they are compiled.
+  const sizes = values.size === undefined ? {} : sizesOf(values.size);
   const seed = Number(values.seed ?? "1");
   if (!Number.isInteger(seed)) throw new UsageError(`Malformed --seed "${values.seed}"`);
   const scalars = parseScalars(values.scalar);
@@ -69,5 +83,40 @@ export function prepare(
         sms,
       }),
     );
-  return { file, text, sizes, seed, scalars, result: build(sms), recompile: build };
+  return {
+    cmd,
+    file,
+    text,
+    sizes,
+    sizesGiven: values.size !== undefined,
+    seed,
+    scalars,
+    result: build(sms),
+    recompile: build,
+  };
+}
+
+/**
+ * The compiled kernels of a prepared launch, or null after printing the
+ * diagnostics (exit code 1); checks `--size` and `--scalar` against them
+ * (cli/sizes.ts): names no kernel knows, dimensions fixed in the source, and
+ * no `--size` for a kernel with runtime dimensions are usage errors.
+ *
+ * @param p The prepared launch.
+ * @param kernel The `--kernel` option, if given.
+ * @param io Where to print the diagnostics.
+ * @returns The kernels, or null.
+ */
+export function launchKernels(
+  p: Prepared,
+  kernel: string | undefined,
+  io: CliIO,
+): readonly CompiledKernel[] | null {
+  const kernels = compiledKernels(p.result, p.file, p.text, kernel, io);
+  if (kernels === null) return null;
+  const gemms = kernels.map((k) => k.gemm);
+  if (p.sizesGiven) checkSizeNames(gemms, p.sizes);
+  else requireSizes(p.cmd, gemms);
+  checkScalarNames(gemms, p.scalars);
+  return kernels;
 }

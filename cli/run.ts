@@ -11,7 +11,6 @@ import { SimError } from "../backends/sim/mod.ts";
 import { checkRun, runGemm, type RunReport } from "../harness/run_gemm.ts";
 import { Cuda, cudaAvailable, CudaError, CudaUnavailableError } from "../backends/cuda/driver.ts";
 import {
-  compiledKernels,
   hazardLines,
   JSON_OPTION,
   kernelOption,
@@ -20,12 +19,13 @@ import {
   SCALAR_OPTION,
   SEED_OPTION,
   SIZE_OPTION,
+  sizesText,
   smsOption,
   TARGET_OPTION,
   TUNE_HELP,
   tuneOption,
 } from "./common.ts";
-import { prepare, type Prepared } from "./launch.ts";
+import { launchKernels, prepare, type Prepared } from "./launch.ts";
 import {
   type CliIO,
   type Command,
@@ -125,7 +125,7 @@ function runJson(r: RunReport): unknown {
 }
 
 function runLines(r: RunReport): string[] {
-  const sz = Object.entries(r.sizes).map(([k, v]) => `${k}=${v}`).join(", ");
+  const sz = sizesText(r.sizes);
   const ref = r.reference;
   const sim = r.sim;
   const intOut = sim !== null && sim.maxUlp === null;
@@ -263,9 +263,9 @@ function runAll(
 
 function run(values: Values, positionals: string[], io: CliIO): number {
   const prepared = prepare("run", positionals, values, io);
-  const { file, text, sizes } = prepared;
+  const { sizes } = prepared;
   const counts = launchCounts(values);
-  const kernels = compiledKernels(prepared.result, file, text, values.kernel, io);
+  const kernels = launchKernels(prepared, values.kernel, io);
   if (kernels === null) return 1;
   // Sizes and alignments of every kernel first: nothing touches the driver before.
   for (const ck of kernels) {
@@ -298,7 +298,7 @@ export const RUN: Command = command({
   name: "run",
   args: "FILE",
   summary: "Run the compiled PTX on the GPU (CUDA driver), check and time it",
-  usage: "run FILE --size M=..,N=..,K=..[,L=..] [options]",
+  usage: "run FILE [--size M=..,N=..,K=..[,L=..]] [options]",
   about: `Compiles FILE, loads the PTX through the CUDA driver (libcuda.so.1), fills the
 inputs with random values (never zeros), poisons the output, launches the
 kernel and compares its output with the reference GEMM (integers: identical;

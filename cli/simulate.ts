@@ -10,7 +10,6 @@ import { SIM_WORK_LIMIT, simulateGemm, type SimulateReport } from "../harness/si
 import { SimError } from "../backends/sim/mod.ts";
 import { defaultSmsText } from "../ir/target.ts";
 import {
-  compiledKernels,
   hazardLines,
   JSON_OPTION,
   kernelOption,
@@ -19,12 +18,13 @@ import {
   SCALAR_OPTION,
   SEED_OPTION,
   SIZE_OPTION,
+  sizesText,
   smsOption,
   TARGET_OPTION,
   TUNE_HELP,
   tuneOption,
 } from "./common.ts";
-import { prepare } from "./launch.ts";
+import { launchKernels, prepare } from "./launch.ts";
 import {
   type CliIO,
   type Command,
@@ -99,7 +99,7 @@ function reportJson(rep: SimulateReport): unknown {
 /** The text report of one kernel. */
 function reportLines(name: string, rep: SimulateReport): string[] {
   const c = rep.comparison;
-  const sz = Object.entries(rep.sizes).map(([k, v]) => `${k}=${v}`).join(", ");
+  const sz = sizesText(rep.sizes);
   const verdict = !c.ok
     ? "MISMATCH with"
     : rep.sim.hazardCount > 0
@@ -125,9 +125,10 @@ function reportLines(name: string, rep: SimulateReport): string[] {
 }
 
 function run(values: OptionValues<typeof OPTIONS>, positionals: string[], io: CliIO): number {
-  const { file, text, sizes, seed, scalars, result } = prepare("simulate", positionals, values, io);
+  const prepared = prepare("simulate", positionals, values, io);
+  const { sizes, seed, scalars } = prepared;
   const maxWork = nonNegative("max-work", values["max-work"]);
-  const kernels = compiledKernels(result, file, text, values.kernel, io);
+  const kernels = launchKernels(prepared, values.kernel, io);
   if (kernels === null) return 1;
   let ok = true;
   const reports: unknown[] = [];
@@ -159,7 +160,7 @@ export const SIMULATE: Command = command({
   name: "simulate",
   args: "FILE",
   summary: "Run the compiled kernel IR on the CPU and check it",
-  usage: "simulate FILE --size M=..,N=..,K=..[,L=..] [options]",
+  usage: "simulate FILE [--size M=..,N=..,K=..[,L=..]] [options]",
   about: `Compiles FILE, fills the inputs with random values (never zeros), poisons the
 output, runs the kernel IR on the CPU over the whole grid, and compares the
 output with a reference GEMM (integers: identical; floats: within a bound per

@@ -24,6 +24,9 @@ import type {
 import type { Dtype, Span } from "../ir/gemm.ts";
 import { type Diagnostic, diagnostic } from "./diagnostics.ts";
 import { checkSourceLimits } from "./limits.ts";
+import { didYouMean } from "./suggest.ts";
+import { DTYPES } from "../ir/dtype.ts";
+import { blockText, failingBlock, kernelBlocks, MAX_RECOVERED_BLOCKS } from "./resync.ts";
 
 /** The Ohm grammar of the DSL, built once. */
 export const gemmGrammar: ohm.Grammar = ohm.grammar(grammarSource);
@@ -170,52 +173,96 @@ function binary(op: "+" | "-" | "*", lhs: ohm.Node, rhs: ohm.Node, s: Span): Exp
   return { kind: "binary", op, lhs: lhs["ast"](), rhs: rhs["ast"](), span: s };
 }
 
-/** The result of parsing: an AST, or the syntax diagnostic. */
+/**
+ * The result of parsing: an AST, or the syntax diagnostics and the kernels
+ * that parsed despite them.
+ */
 export type ParseResult =
   | { readonly ok: true; readonly ast: ProgramAst }
-  | { readonly ok: false; readonly diagnostics: readonly Diagnostic[] };
+  | {
+    readonly ok: false;
+    readonly diagnostics: readonly Diagnostic[];
+    /**
+     * After a syntax error, the kernels of the other blocks that parsed on
+     * their own (dsl/resync.ts), for the checker; absent for a source limit.
+     */
+    readonly partial?: ProgramAst;
+  };
 
 /**
  * Parses DSL source text.
  *
  * @param text The source.
  * @param file The file name used in diagnostics.
- * @returns The AST, or one `E0001` syntax diagnostic at the furthest point the parser reached
- *   (or one `E0002`/`E0003` of the source limits, checked first: dsl/limits.ts).
+ * @returns The AST; or an `E0001` syntax diagnostic at the furthest point the parser reached,
+ *   then those of the other kernel blocks parsed on their own, with the kernels that parsed
+ *   (dsl/resync.ts); or one `E0002`/`E0003` of the source limits, checked first
+ *   (dsl/limits.ts).
  * @example
  * ```ts
  * import { ok } from "node:assert/strict";
  * import { parseProgram } from "./parse.ts";
  * const r = parseProgram("kernel k { A: f16[M, K] }", "k.gemm");
  * ok(r.ok);
+ * const bad = parseProgram("kernel a { A: f16[M }\nkernel b { }", "k.gemm");
+ * ok(!bad.ok && bad.partial?.kernels[0]?.name.text === "b");
  * ```
  */
 export function parseProgram(text: string, file: string): ParseResult {
   const over = checkSourceLimits(text, file);
   if (over !== null) return { ok: false, diagnostics: [over] };
-  // A byte order mark reads as a space (offsets, so spans, stay those of `text`).
-  const m = gemmGrammar.match(text.startsWith("\uFEFF") ? " " + text.slice(1) : text);
-  if (m.failed()) {
-    // Ohm drops the failed `kernel` at a point where `Kernel*` stopped (a "fluffy" failure),
-    // but wherever the end of input may come, so may another kernel.
-    const expected = m.getExpectedText() === "end of input"
-      ? `end of input or "kernel"`
-      : m.getExpectedText();
-    const failure = m.getRightmostFailurePosition();
-    const pos = errorPosition(text, failure, expected);
-    const found = failure >= text.length
-      ? "end of input"
-      : pos !== failure
-      ? "end of line"
-      : describeFound(text, pos);
-    const message = `Expected ${expected}, found ${found}`;
-    const end = pos >= text.length ? pos : pos + Math.max(1, tokenLength(text, pos));
-    return {
-      ok: false,
-      diagnostics: [diagnostic("E0001", message, { file, text }, { start: pos, end })],
-    };
-  }
-  return { ok: true, ast: semantics(m)["ast"]() as ProgramAst };
+  // A byte order mark reads as a space (offsets, so spans, stay those of the source).
+  const src = text.startsWith("\uFEFF") ? " " + text.slice(1) : text;
+  const m = gemmGrammar.match(src);
+  if (!m.failed()) return { ok: true, ast: semantics(m)["ast"]() as ProgramAst };
+  const diagnostics = [syntaxError(m, src, file)];
+  const kernels: KernelAst[] = [];
+  const blocks = kernelBlocks(src);
+  const failing = failingBlock(blocks, m.getRightmostFailurePosition());
+  blocks.forEach((b, i) => {
+    if (i === failing || i > failing + MAX_RECOVERED_BLOCKS) return;
+    const bt = blockText(src, b);
+    const bm = gemmGrammar.match(bt);
+    // A block that runs out before its end runs into the next block's `kernel`.
+    const next = i + 1 < blocks.length ? '"kernel"' : "end of input";
+    if (bm.failed()) diagnostics.push(syntaxError(bm, bt, file, next));
+    else kernels.push(...(semantics(bm)["ast"]() as ProgramAst).kernels);
+  });
+  diagnostics.sort((a, b) => a.span.start - b.span.start);
+  return {
+    ok: false,
+    diagnostics,
+    partial: { kind: "program", kernels, span: { start: 0, end: src.length } },
+  };
+}
+
+/**
+ * The `E0001` diagnostic of a failed match; `next` is what follows the text
+ * (the end of input, or the next kernel block's `kernel`).
+ */
+function syntaxError(
+  m: ohm.FailedMatchResult,
+  text: string,
+  file: string,
+  next = "end of input",
+): Diagnostic {
+  // Ohm drops the failed `kernel` at a point where `Kernel*` stopped (a "fluffy" failure),
+  // but wherever the end of input may come, so may another kernel.
+  const expected = m.getExpectedText() === "end of input"
+    ? `end of input or "kernel"`
+    : m.getExpectedText();
+  const failure = m.getRightmostFailurePosition();
+  const pos = errorPosition(text, failure, expected, next !== "end of input");
+  const found = failure >= text.length && (next === "end of input" || pos === failure)
+    ? next
+    : pos !== failure
+    ? "end of line"
+    : describeFound(text, pos);
+  const message = `Expected ${expected}, found ${found}${dtypeSuggestion(expected, text, pos)}`;
+  const end = pos >= text.length
+    ? pos + (next === "end of input" ? 0 : "kernel".length)
+    : pos + Math.max(1, tokenLength(text, pos));
+  return diagnostic("E0001", message, { file, text }, { start: pos, end });
 }
 
 /**
@@ -224,11 +271,12 @@ export function parseProgram(text: string, file: string): ParseResult {
  * start of the next one; report it right after the last token instead
  * ("found end of line"). But where a new item, line or kernel could start at
  * the failure (a `}` or the end of input is among the expected), the token
- * there is itself the problem: keep it.
+ * there is itself the problem: keep it (also at the end of a kernel block
+ * when `more` text, the next block's `kernel`, follows: dsl/resync.ts).
  */
-function errorPosition(text: string, failure: number, expected: string): number {
+function errorPosition(text: string, failure: number, expected: string, more = false): number {
   const canStartThere = expected.includes(`"}"`) || expected.includes("end of input");
-  if (failure < text.length && canStartThere) return failure;
+  if ((failure < text.length || more) && canStartThere) return failure;
   let p = Math.min(failure, text.length);
   for (;;) {
     while (p > 0 && /\s/.test(text[p - 1] ?? "")) p--;
@@ -238,6 +286,13 @@ function errorPosition(text: string, failure: number, expected: string): number 
     p = comment;
   }
   return text.slice(p, failure).includes("\n") ? p : failure;
+}
+
+/** `; did you mean "f16"?` where a dtype was expected and a word near one was found. */
+function dtypeSuggestion(expected: string, text: string, pos: number): string {
+  if (!expected.startsWith("a dtype")) return "";
+  const word = /^[A-Za-z0-9_]+/.exec(text.slice(pos));
+  return word === null ? "" : didYouMean(word[0], DTYPES);
 }
 
 function tokenLength(text: string, pos: number): number {

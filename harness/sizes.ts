@@ -8,6 +8,7 @@
  */
 
 import type { GemmKernel } from "../ir/gemm.ts";
+import { type Dtype, minAlign } from "../ir/dtype.ts";
 import { LIMITS } from "../dsl/limits.ts";
 
 /** The largest runtime size (dsl/limits.ts; the launch contract's MAX_DIM is the same value). */
@@ -95,9 +96,25 @@ export function alignmentViolations(
       const name = contiguous.kind === "const" ? String(v) : `${contiguous.name}=${v}`;
       bad.push(
         `Tensor "${p.name}" declares align ${p.align} but its leading dimension ${name} is not ` +
-          `a multiple of ${p.align}: declare "align 1" (any size) or pick a size that is`,
+          `a multiple of ${p.align}: ${alignAdvice(p.dtype, v)}`,
       );
     }
   }
   return bad;
+}
+
+/**
+ * What to do about a size that breaks a declared alignment: declare the
+ * type's smallest alignment (`align 1`, but `align 2` for 4-bit types and
+ * `align 8` for b1: a whole byte, ir/dtype.ts) where the size is a multiple
+ * of it; otherwise only another size will do.
+ */
+function alignAdvice(dtype: Dtype, size: number): string {
+  const least = minAlign(dtype);
+  if (size % least !== 0) {
+    return `pick a size that is, or declare "align ${least}" (${dtype} rows are whole bytes) ` +
+      `and a multiple of ${least}`;
+  }
+  const any = least === 1 ? "any size" : `any multiple of ${least}`;
+  return `declare "align ${least}" (${any}) or pick a size that is`;
 }

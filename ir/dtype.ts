@@ -94,3 +94,24 @@ export function isDtype(s: string): s is Dtype {
 export function defaultAlign(t: Dtype): number {
   return 128 / DTYPE_INFO[t].bits;
 }
+
+/**
+ * The smallest alignment a tensor of this type may declare, in elements: a
+ * whole byte (rows start at byte addresses), so 8 for b1, 2 for the 4-bit
+ * types and 1 for the rest. The checker refuses a smaller `align`, and the
+ * advice for sizes that break an alignment names this one.
+ *
+ * @param t The element type.
+ * @returns max(1, 8 / bits).
+ * @example
+ * ```ts
+ * import { equal } from "node:assert/strict";
+ * import { minAlign } from "./dtype.ts";
+ * equal(minAlign("b1"), 8);
+ * equal(minAlign("s4"), 2);
+ * equal(minAlign("f16"), 1);
+ * ```
+ */
+export function minAlign(t: Dtype): number {
+  return Math.max(1, 8 / DTYPE_INFO[t].bits);
+}

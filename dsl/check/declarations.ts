@@ -9,7 +9,7 @@
 
 import type { KernelAst, ScalarDeclAst, TensorDeclAst } from "../ast.ts";
 import type { Param, Role, Span, TensorParam } from "../../ir/gemm.ts";
-import { defaultAlign, DTYPE_INFO } from "../../ir/dtype.ts";
+import { defaultAlign, minAlign } from "../../ir/dtype.ts";
 import { fail, lineOf, type Scope, toDimRef } from "./scope.ts";
 
 function checkNewName(s: Scope, name: { text: string; span: Span }): void {
@@ -28,7 +28,6 @@ function checkNewName(s: Scope, name: { text: string; span: Span }): void {
 
 function checkAlign(s: Scope, d: TensorDeclAst, align: { value: number; span: Span }): void {
   const a = align.value;
-  const bits = DTYPE_INFO[d.dtype].bits;
   const max = defaultAlign(d.dtype);
   if (a < 1 || (a & (a - 1)) !== 0) {
     fail(s.src, "E0117", `Alignment must be a power of two: got ${a}`, align.span);
@@ -41,12 +40,12 @@ function checkAlign(s: Scope, d: TensorDeclAst, align: { value: number; span: Sp
       align.span,
     );
   }
-  if ((a * bits) % 8 !== 0) {
+  if (a < minAlign(d.dtype)) {
     fail(
       s.src,
       "E0117",
       `Alignment ${a} of "${d.name.text}" is not a whole byte: ${d.dtype} needs at least ${
-        8 / bits
+        minAlign(d.dtype)
       } elements`,
       align.span,
     );
@@ -151,8 +150,7 @@ function literalAlign(d: TensorDeclAst): number {
   let a = full;
   while (a > 1 && contiguous.value % a !== 0) a /= 2;
   // Sub-byte types need whole bytes.
-  const minElems = Math.max(1, 8 / DTYPE_INFO[d.dtype].bits);
-  return Math.max(a, Math.min(minElems, full));
+  return Math.max(a, Math.min(minAlign(d.dtype), full));
 }
 
 /**

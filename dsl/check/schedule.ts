@@ -12,6 +12,7 @@ import { type Dtype, isDtype } from "../../ir/dtype.ts";
 import { isTargetName, targetList } from "../../ir/target.ts";
 import { fail, lineOf, type Src } from "./scope.ts";
 import { LIMITS } from "../limits.ts";
+import { didYouMean } from "../suggest.ts";
 
 /**
  * The most splits of K a schedule may ask for, checked before anything is
@@ -82,7 +83,9 @@ export function readSchedule(src: Src, lines: readonly ScheduleLineAst[]): Sched
       fail(
         src,
         "E0110",
-        `Unknown schedule key "${key}": expected one of ${SCHEDULE_KEYS.join(", ")}`,
+        `Unknown schedule key "${key}": expected one of ${SCHEDULE_KEYS.join(", ")}${
+          didYouMean(key, SCHEDULE_KEYS)
+        }`,
         l.key.span,
       );
     }

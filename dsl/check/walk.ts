@@ -10,6 +10,7 @@
 import type { AccessAst, ExprAst, TensorDeclAst } from "../ast.ts";
 import { isDtype } from "../../ir/dtype.ts";
 import { epilogueFn } from "../../ir/epilogue.ts";
+import { didYouMean } from "../suggest.ts";
 import {
   dimEq,
   dimText,
@@ -62,7 +63,12 @@ export function resolveAccess(s: Scope, a: AccessAst): TensorDeclAst {
     if (s.scalars.has(name)) {
       fail(s.src, "E0118", `"${name}" is a scalar, not a tensor: it cannot be indexed`, a.span);
     }
-    fail(s.src, "E0101", `Unknown tensor "${name}"`, a.tensor.span);
+    fail(
+      s.src,
+      "E0101",
+      `Unknown tensor "${name}"${didYouMean(name, [...s.tensors.keys()])}`,
+      a.tensor.span,
+    );
   }
   if (a.indices.length !== t.dims.length) {
     fail(
@@ -116,7 +122,9 @@ function resolveCall(s: Scope, e: Extract<ExprAst, { kind: "call" }>): void {
       "E0116",
       `Unknown function "${f}": expected one of ${
         FUNCTIONS.join(", ")
-      }, or a cast named by a dtype (${EPILOGUE_DTYPES.join(", ")})`,
+      }, or a cast named by a dtype (${EPILOGUE_DTYPES.join(", ")})${
+        didYouMean(f, [...FUNCTIONS, ...EPILOGUE_DTYPES])
+      }`,
       e.callee.span,
     );
   }
@@ -166,7 +174,9 @@ export function resolveExpr(s: Scope, e: ExprAst, output: string): void {
       if (s.tensors.has(n)) {
         fail(s.src, "E0118", `"${n}" is a tensor: index it, as in ${n}[...]`, e.span);
       }
-      if (!s.scalars.has(n)) fail(s.src, "E0101", `Unknown name "${n}"`, e.span);
+      if (!s.scalars.has(n)) {
+        fail(s.src, "E0101", `Unknown name "${n}"${didYouMean(n, [...s.scalars.keys()])}`, e.span);
+      }
       return;
     }
     case "call":
