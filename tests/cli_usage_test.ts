@@ -37,7 +37,8 @@ async function gemm(...args: string[]): Promise<Ran> {
     out: (s) => out += s,
     err: (s) => err += s,
     readFile: (p) => Deno.readTextFileSync(at(p)),
-    writeFile: (p, t) => Deno.writeTextFileSync(at(p), t),
+    writeFile: (p, t) =>
+      typeof t === "string" ? Deno.writeTextFileSync(at(p), t) : Deno.writeFileSync(at(p), t),
   };
   const code = await main(args, io);
   return { code, out, err };
