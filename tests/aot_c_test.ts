@@ -24,6 +24,7 @@ import {
   type TensorBinding,
   tensorBytes,
 } from "../backends/ptx/contract.ts";
+import { Rng } from "../numerics/random.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 const FAKE = join(ROOT, "tests/gpu/testdata/fake_libcuda.c");
@@ -207,16 +208,10 @@ function line(c: LaunchContract, k: Case): string {
   ].join(" ");
 }
 
-/** A seeded generator (mulberry32). */
+/** A seeded generator: numerics/random.ts's mulberry32 as a function. */
 function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const g = new Rng(seed);
+  return () => g.next();
 }
 
 /** A launch that keeps the contract: random sizes on the alignments, disjoint aligned buffers. */

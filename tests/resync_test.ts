@@ -10,19 +10,14 @@ import assert from "node:assert/strict";
 import { blockText, failingBlock, kernelBlocks } from "../dsl/resync.ts";
 import { parseProgram } from "../dsl/parse.ts";
 import { check, compile, formatDiagnostics } from "../compiler.ts";
+import { Rng } from "../numerics/random.ts";
 
 const ROOT = new URL("../", import.meta.url);
 
-/** A seeded generator (mulberry32). */
+/** A seeded generator: numerics/random.ts's mulberry32 as a function. */
 function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const g = new Rng(seed);
+  return () => g.next();
 }
 
 Deno.test("kernelBlocks cuts at the keyword only: not in comments, not inside a name", () => {

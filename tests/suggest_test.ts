@@ -10,17 +10,12 @@
 import assert from "node:assert/strict";
 import { didYouMean, editDistance, suggestions } from "../dsl/suggest.ts";
 import { compile } from "../compiler.ts";
+import { Rng } from "../numerics/random.ts";
 
-/** A seeded generator (mulberry32). */
+/** A seeded generator: numerics/random.ts's mulberry32 as a function. */
 function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const g = new Rng(seed);
+  return () => g.next();
 }
 
 /** Optimal string alignment distance, by the textbook recurrence over a full table. */
