@@ -46,6 +46,15 @@ export type DimAst =
   | { readonly kind: "sym"; readonly name: string; readonly span: Span }
   | { readonly kind: "const"; readonly value: number; readonly span: Span };
 
+/** `strides(sb, ld)`: in elements, every dimension's stride but the contiguous one's,
+ * outermost first; each a literal or a name (a kernel dimension, or a new stride parameter). */
+export interface StridesAst {
+  /** The strides as written. */
+  readonly values: readonly DimAst[];
+  /** From `strides` to the closing parenthesis. */
+  readonly span: Span;
+}
+
 /** `A: f16[M, K] row align 8`. */
 export interface TensorDeclAst {
   /** The node's tag. */
@@ -60,6 +69,8 @@ export interface TensorDeclAst {
   readonly dims: readonly DimAst[];
   /** The declared layout (`row` or `col`), if written. */
   readonly layout: { readonly value: "row" | "col"; readonly span: Span } | null;
+  /** The declared strides (`strides(sb, ld)`, DESIGN §6.1), if written. */
+  readonly strides: StridesAst | null;
   /** The declared alignment in elements (`align N`), if written. */
   readonly align: { readonly value: number; readonly span: Span } | null;
   /** The whole declaration. */

@@ -46,6 +46,7 @@ export const DIAGNOSTIC_CODES = {
   E0122: "two schedule settings on one line",
   E0123: "illegal math mode",
   E0124: "literal out of range",
+  E0125: "illegal stride",
   E0201: "threadblock tile not divisible by the warp tile",
   E0202: "warp tile not divisible by the instruction",
   E0203: "no such instruction for these types",

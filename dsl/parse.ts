@@ -61,8 +61,9 @@ semantics.addOperation<unknown>("ast", {
       span: span(this),
     } satisfies KernelAst;
   },
-  TensorDecl(name, _colon, dtype, _lb, dims, _rb, layout, align) {
+  TensorDecl(name, _colon, dtype, _lb, dims, _rb, layout, strides, align) {
     const l = layout.children[0];
+    const st = strides.children[0];
     const a = align.children[0];
     return {
       kind: "tensorDecl",
@@ -71,6 +72,7 @@ semantics.addOperation<unknown>("ast", {
       dtypeSpan: span(dtype),
       dims: asts(dims.asIteration()),
       layout: l === undefined ? null : { value: l.sourceString as "row" | "col", span: span(l) },
+      strides: st === undefined ? null : st["ast"](),
       align: a === undefined ? null : a["ast"](),
       span: span(this),
     } satisfies ItemAst;
@@ -80,6 +82,9 @@ semantics.addOperation<unknown>("ast", {
   },
   DimSpec_literal(lit) {
     return { kind: "const", value: Number(lit.sourceString), span: span(this) } satisfies DimAst;
+  },
+  StridesSpec(_kw, _lp, values, _rp) {
+    return { values: asts(values.asIteration()), span: span(this) };
   },
   AlignSpec(_kw, n) {
     return { value: Number(n.sourceString), span: span(n) };

@@ -49,6 +49,14 @@ export interface TensorParam {
   readonly layout: Layout;
   /** Guaranteed alignment of every row/column start, in elements. */
   readonly align: number;
+  /**
+   * The declared strides in elements (`strides(...)`, DESIGN §6.1): every dimension's
+   * but the contiguous one's, outermost first (a matrix: its line stride; a batched
+   * matrix: the batch stride, then the line stride; a batched vector: the batch
+   * stride). A `sym` names a kernel dimension or a stride parameter
+   * ({@link GemmKernel.strides}). Absent: dense, as in version 1.
+   */
+  readonly strides?: readonly DimRef[];
   /** What the tensor is to the GEMM. */
   readonly role: Role;
   /** The declaration in the source. */
@@ -456,6 +464,9 @@ export interface GemmKernel {
   readonly params: readonly Param[];
   /** Runtime dimensions, in order of first appearance in the declarations. */
   readonly dims: readonly string[];
+  /** Runtime stride parameters (`strides(lda)` where `lda` is no dimension), in order
+   * of first appearance: `.u64` kernel parameters after the dims. Absent: none. */
+  readonly strides?: readonly string[];
   /** Sizes, roles and operand layouts. */
   readonly problem: Problem;
   /** The main loop's types. */

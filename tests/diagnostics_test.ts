@@ -90,6 +90,7 @@ const EXPECTED: Readonly<Record<string, readonly (readonly [DiagnosticCode, numb
   E0118_tensor_without_index: [["E0118", 6, 33]],
   E0118_two_index_orders: [["E0118", 6, 43]],
   E0118_two_roles: [["E0118", 6, 33]],
+  E0118_stride_names_scalar: [["E0118", 2, 28]],
   E0119_batch_not_first: [["E0119", 5, 16]],
   E0119_both_output_indices: [["E0119", 5, 13]],
   E0119_repeated_index: [["E0119", 5, 18]],
@@ -104,6 +105,12 @@ const EXPECTED: Readonly<Record<string, readonly (readonly [DiagnosticCode, numb
   E0124_infinite_literal: [["E0124", 5, 13]],
   E0124_infinite_scalar_default: [["E0124", 5, 16]],
   E0124_s32_literal_overflow: [["E0124", 5, 33]],
+  E0125_batch_stride_overlap: [["E0125", 2, 33]],
+  E0125_line_stride_below_extent: [["E0125", 2, 29]],
+  E0125_output_batch_stride_zero: [["E0125", 4, 31]],
+  E0125_stride_count: [["E0125", 2, 20]],
+  E0125_stride_misaligned: [["E0125", 2, 28]],
+  E0125_sub_byte_stride: [["E0125", 2, 27]],
 };
 
 /** The checker's codes (E01xx) and the syntax error; E02xx belong to the passes. */

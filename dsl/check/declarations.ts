@@ -11,6 +11,7 @@ import type { KernelAst, ScalarDeclAst, TensorDeclAst } from "../ast.ts";
 import type { Param, Role, Span, TensorParam } from "../../ir/gemm.ts";
 import { defaultAlign, minAlign } from "../../ir/dtype.ts";
 import { fail, lineOf, type Scope, toDimRef } from "./scope.ts";
+import { checkStrides } from "./strides.ts";
 
 function checkNewName(s: Scope, name: { text: string; span: Span }): void {
   const prev = s.tensors.get(name.text) ?? s.scalars.get(name.text);
@@ -154,31 +155,47 @@ function literalAlign(d: TensorDeclAst): number {
 }
 
 /**
- * The kernel's parameters in declaration order, and its symbolic dimensions
- * in order of first appearance.
+ * The kernel's parameters in declaration order, its symbolic dimensions
+ * in order of first appearance, and its stride parameters likewise.
  *
  * @param s The kernel's scope.
  * @param k The kernel.
  * @param roles The role of every tensor the statement uses.
- * @returns The parameters and the dimension names.
- * @throws {DiagnosticError} E0117 for a tensor declared but not used.
+ * @param matrices The tensors the GEMM reads as matrices (A, B, D, C); the others are vectors.
+ * @returns The parameters, the dimension names and the stride parameter names.
+ * @throws {DiagnosticError} E0117 for a tensor declared but not used, E0125 (and E0118)
+ *   for illegal strides.
  */
 export function kernelParams(
   s: Scope,
   k: KernelAst,
   roles: ReadonlyMap<string, Role>,
-): { params: Param[]; dims: string[] } {
+  matrices: ReadonlySet<string>,
+): { params: Param[]; dims: string[]; strides: string[] } {
   const params: Param[] = [];
   const dims: string[] = [];
+  const strides: string[] = [];
+  for (const item of k.items) {
+    if (item.kind !== "tensorDecl") continue;
+    for (const d of item.dims) {
+      if (d.kind === "sym" && !dims.includes(d.name)) dims.push(d.name);
+    }
+  }
   for (const item of k.items) {
     if (item.kind === "tensorDecl") {
       const role = roles.get(item.name.text);
       if (role === undefined) {
         fail(s.src, "E0117", `Tensor "${item.name.text}" is declared but not used`, item.name.span);
       }
-      for (const d of item.dims) {
-        if (d.kind === "sym" && !dims.includes(d.name)) dims.push(d.name);
-      }
+      const st = checkStrides(
+        s,
+        item,
+        role,
+        matrices.has(item.name.text),
+        item.align?.value ?? literalAlign(item),
+        dims,
+        strides,
+      );
       params.push(
         {
           kind: "tensor",
@@ -186,7 +203,8 @@ export function kernelParams(
           dtype: item.dtype,
           dims: item.dims.map(toDimRef),
           layout: item.layout?.value ?? "row",
-          align: item.align?.value ?? literalAlign(item),
+          align: st.align,
+          ...(st.strides !== undefined ? { strides: st.strides } : {}),
           role,
           span: item.span,
         } satisfies TensorParam,
@@ -201,5 +219,5 @@ export function kernelParams(
       });
     }
   }
-  return { params, dims };
+  return { params, dims, strides };
 }

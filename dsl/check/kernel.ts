@@ -117,7 +117,8 @@ function checkStatement(
     roles,
     views,
   });
-  const { params, dims } = kernelParams(s, k, roles);
+  const matrices = new Set([aView, bView, dView, ...views].map((v) => v.tensor));
+  const { params, dims, strides } = kernelParams(s, k, roles, matrices);
 
   return {
     kind: "gemm",
@@ -125,6 +126,7 @@ function checkStatement(
     target,
     params,
     dims,
+    ...(strides.length > 0 ? { strides } : {}),
     problem,
     math,
     epilogue: { ...epi, views },
