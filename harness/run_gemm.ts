@@ -348,7 +348,9 @@ function gpuPhase(
   const options = { scalars: Object.fromEntries(args.scalars) };
   // The contract's own dimension names (resolveSizes may know a GEMM dimension no parameter has).
   const dims = Object.fromEntries(
-    ck.manifest.params.filter((p) => p.kind === "dim").map((p) => [p.name, sizes[p.name]!]),
+    ck.manifest.params.filter((p) => p.kind === "dim" || p.kind === "stride").map((
+      p,
+    ) => [p.name, sizes[p.name]!]),
   );
   kernel.launch(sets[0]!, dims, options);
   cuda.synchronize();

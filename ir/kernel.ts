@@ -639,8 +639,8 @@ export type Op =
 export interface KernelParam {
   /** The parameter's name. */
   readonly name: string;
-  /** What it is: a tensor's address, a dimension, or a scalar. */
-  readonly kind: "tensor" | "dim" | "scalar";
+  /** What it is: a tensor's address, a dimension, a stride (`.u64`, DESIGN §6.1), or a scalar. */
+  readonly kind: "tensor" | "dim" | "stride" | "scalar";
   /** Its PTX type (`u64` for addresses). */
   readonly ptx: "u64" | "u32" | "f32" | "f64" | "s32";
   /** For tensors and scalars: the element type. */

@@ -58,6 +58,15 @@ export function kernelArgs(
         }
         return { type: "u32", value: v };
       }
+      case "stride": {
+        // A stride parameter (DESIGN §6.1): its value in elements comes with the sizes.
+        const v = sizes[p.name];
+        if (v === undefined) throw new Error(`No value for stride "${p.name}"`);
+        if (!Number.isSafeInteger(v) || v < 0) {
+          throw new RangeError(`Stride ${p.name}=${v} is not an integer >= 0`);
+        }
+        return { type: "u64", value: BigInt(v) };
+      }
       case "scalar": {
         const v = scalars.get(p.name);
         if (v === undefined) throw new Error(`No value for scalar "${p.name}"`);

@@ -20,14 +20,21 @@ import {
 export interface ManifestParam {
   /** The parameter's name in the source (tensors, dims, scalars) or the workspace's name. */
   readonly name: string;
-  /** What the parameter is: a tensor's address, a dimension, or a scalar. */
-  readonly kind: "tensor" | "dim" | "scalar";
+  /** What the parameter is: a tensor's address, a dimension, a stride parameter
+   * (`.u64`, in elements, DESIGN §6.1), or a scalar. */
+  readonly kind: "tensor" | "dim" | "stride" | "scalar";
   /** The PTX type of the parameter (`u64` for addresses). */
   readonly ptx: "u64" | "u32" | "f32" | "f64" | "s32";
   /** The element type, for tensors and scalars (`u8` for a workspace). */
   readonly dtype?: string;
   /** Declared dimensions (names or constants), for tensors. */
   readonly shape?: readonly (string | number)[];
+  /**
+   * A strided tensor's declared strides in elements (`strides(...)`, DESIGN §6.1): every
+   * dimension's but the contiguous one's, outermost first, as written (a name is a
+   * dimension or a stride parameter). Absent: dense.
+   */
+  readonly strides?: readonly (string | number)[];
   /** The storage order, for tensors. */
   readonly layout?: "row" | "col";
   /** Alignment in elements, for tensors. */
@@ -112,6 +119,9 @@ export function kernelManifest(
         ptx: p.ptx,
         dtype: decl.dtype,
         shape: decl.dims.map((d) => d.kind === "sym" ? d.name : d.value),
+        ...(decl.strides !== undefined
+          ? { strides: decl.strides.map((d) => d.kind === "sym" ? d.name : d.value) }
+          : {}),
         layout: decl.layout,
         align: decl.align,
         role: decl.role,

@@ -59,6 +59,7 @@ const PARAM_PTX: Readonly<Record<KernelParam["kind"], readonly KernelParam["ptx"
   .freeze({
     tensor: ["u64"],
     dim: ["u32"],
+    stride: ["u64"],
     scalar: ["u32", "s32", "f32", "f64", "u64"],
   });
 

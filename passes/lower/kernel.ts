@@ -70,7 +70,7 @@ function buildKernel(cx: LowerContext): Kernel {
 }
 
 /**
- * Emits the kernel's parameters in ABI order: tensors, dims, scalars, and
+ * Emits the kernel's parameters in ABI order: tensors, dims, strides, scalars, and
  * with split_k > 1 the workspace, last.
  *
  * @param cx The lowering's context (its `params` are written here).
@@ -86,6 +86,8 @@ function emitParams(cx: LowerContext): KernelParam[] {
     }
   }
   for (const d of k.dims) kparams.push({ name: d, kind: "dim", ptx: "u32" });
+  // Stride parameters (DESIGN §6.1): `.u64` elements, after the dims, before the scalars.
+  for (const st of k.strides ?? []) kparams.push({ name: st, kind: "stride", ptx: "u64" });
   for (const p of k.params) {
     if (p.kind === "scalar") {
       const ptx = p.dtype === "f64" ? "f64" : p.dtype === "s32" ? "s32" : "f32";
