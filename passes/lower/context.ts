@@ -8,7 +8,7 @@
 
 import { imm, KernelBuilder } from "../../ir/builder.ts";
 import { type Dtype, DTYPE_INFO } from "../../ir/dtype.ts";
-import type { GemmKernel, MatrixView, TensorParam } from "../../ir/gemm.ts";
+import type { DimRef, GemmKernel, MatrixView, TensorParam } from "../../ir/gemm.ts";
 import type { BinFn, Op, Operand, Reg, RegType } from "../../ir/kernel.ts";
 import type { MmaShape } from "../../ir/mma_table.ts";
 import { plannedShape } from "../mma.ts";
@@ -186,9 +186,36 @@ export function tensorBase(cx: LowerContext, view: MatrixView, t: TensorParam, b
   return vectorBase(cx, t, bz);
 }
 
-/** Base of a batched tensor (any rank): base + bz * (elements per batch) * bytes. */
+/** A declared stride's value in elements: an immediate for a literal, else its
+ * parameter (a dimension's `.u32` or a stride's `.u64`). */
+function strideOperand(cx: LowerContext, d: DimRef): Operand {
+  return d.kind === "const" ? imm(d.value) : cx.params.get(d.name)!;
+}
+
+/**
+ * A matrix tensor's line stride in elements where it declares `strides(...)` (the last
+ * one, DESIGN §6.1); null for a dense tensor, whose callers keep their dense extent (so
+ * that dense kernels lower exactly as before).
+ *
+ * @param cx The lowering's context.
+ * @param t The tensor.
+ * @returns The stride (an immediate, or a `.u32`/`.u64` parameter), or null.
+ */
+export function lineStride(cx: LowerContext, t: TensorParam): Operand | null {
+  if (t.strides === undefined) return null;
+  return strideOperand(cx, t.strides[t.strides.length - 1]!);
+}
+
+/** Base of a batched tensor (any rank): base + bz * (elements per batch) * bytes; a
+ * strided tensor's elements per batch are its batch stride (0: every batch the same). */
 export function vectorBase(cx: LowerContext, t: TensorParam, bz: Reg): Reg {
   const base = cx.params.get(t.name)!;
+  if (t.strides !== undefined) {
+    const sb = strideOperand(cx, t.strides[0]!);
+    if (sb.kind === "imm" && sb.value === 0) return base;
+    const bytes = bytesOfElems(cx, sb.kind === "imm" ? sb : b64(cx, sb), DTYPE_INFO[t.dtype].bits);
+    return cx.bin("add", "u64", base, cx.mulU64(bz, bytes) as Reg);
+  }
   let stride: Operand = imm(1);
   for (const d of t.dims.slice(1)) {
     const v: Operand = d.kind === "const" ? imm(d.value) : b64(cx, cx.params.get(d.name)!);

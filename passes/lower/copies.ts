@@ -11,7 +11,7 @@ import { DTYPE_INFO } from "../../ir/dtype.ts";
 import { type MatrixView, type OperandSmem, tensorParam } from "../../ir/gemm.ts";
 import type { MemWidth, Operand, Reg } from "../../ir/kernel.ts";
 import { type Affine, emitAffine, groupRecipes, scaleAffine, type SmemRecipe } from "./affine.ts";
-import { b64, bytesOfElems, log2, type LowerContext, vectorBase } from "./context.ts";
+import { b64, bytesOfElems, lineStride, log2, type LowerContext, vectorBase } from "./context.ts";
 import * as ir from "../../ir/builder.ts";
 
 interface CopyOne {
@@ -156,7 +156,8 @@ function copyLayout(cx: LowerContext, op: CopyOperand, K: Operand, bz: Reg): Cop
   const base: Reg = view.batched ? vectorBase(cx, t, bz) : cx.params.get(view.tensor)!;
   // Leading dimension in bytes: the size of the contiguous logical dim.
   const kContig = p.contiguous === "k" || transpose;
-  const ldElems = kContig ? K : outerSize;
+  // A strided tensor's line stride (DESIGN §6.1) where it declares one.
+  const ldElems = lineStride(cx, t) ?? (kContig ? K : outerSize);
   const ldBytes = bytesOfElems(cx, ldElems.kind === "imm" ? ldElems : b64(cx, ldElems), bits);
   return {
     ...op,

@@ -16,7 +16,15 @@ import {
 } from "../../ir/gemm.ts";
 import type { MemWidth, Operand, Reg, RegType } from "../../ir/kernel.ts";
 import type { ComputeType } from "../../ir/epilogue.ts";
-import { b64, b64Op, bytesOfElems, log2, type LowerContext, tensorBase } from "./context.ts";
+import {
+  b64,
+  b64Op,
+  bytesOfElems,
+  lineStride,
+  log2,
+  type LowerContext,
+  tensorBase,
+} from "./context.ts";
 import { loadedToCompute, pack } from "./epilogue_expr.ts";
 import { alongRow as alongRowOf } from "../epilogue_staging.ts";
 import * as ir from "../../ir/builder.ts";
@@ -101,7 +109,8 @@ export function epiPrefetch(
         if ((i + 1) * cx.threads > total) {
           ok = cx.bin("and", "pred", ok, cx.setp("lt", "u32", idx, imm(total)));
         }
-        const elemIdx = globalAddr(cx, base, row, col, rowMajor ? N : M, rowMajor, bits / 8);
+        const ld = lineStride(cx, t) ?? (rowMajor ? N : M);
+        const elemIdx = globalAddr(cx, base, row, col, ld, rowMajor, bits / 8);
         b.emit(ir.prefetch(elemIdx, ir.when(ok)));
       }
     }
@@ -221,7 +230,7 @@ function elemAddr(
     const N = cx.dim(cx.k.problem.n);
     const line = v.layout === "row" ? row : col;
     const inLine = v.layout === "row" ? col : row;
-    const ld = v.layout === "row" ? N : M;
+    const ld = lineStride(cx, info.t) ?? (v.layout === "row" ? N : M);
     const lo = cx.mulU64(line, b64Op(cx, ld));
     idx = cx.bin("add", "u64", lo, b64(cx, inLine));
   } else {

@@ -21,7 +21,7 @@ import {
 } from "../epilogue_staging.ts";
 import type { Operand, Reg } from "../../ir/kernel.ts";
 import { type Affine, emitAffine, laneAffine } from "./affine.ts";
-import { type LowerContext, tensorBase, vectorBase } from "./context.ts";
+import { lineStride, type LowerContext, tensorBase, vectorBase } from "./context.ts";
 import { convertOut, evalEpilogue } from "./epilogue_expr.ts";
 import type { EpiTensor } from "./epilogue_loads.ts";
 import * as ir from "../../ir/builder.ts";
@@ -133,7 +133,7 @@ export function setupEpilogue(cx: LowerContext, at: EpilogueInputs): EpilogueSet
   const groups = fragmentGroups(s, pairsOk(k));
   // D's base and leading dimension.
   const dBase = tensorBase(cx, k.problem.d, d, bz);
-  const ldD = dRowMajor ? N : M;
+  const ldD = lineStride(cx, d) ?? (dRowMajor ? N : M);
   const { loads, readsMatrix } = epilogueTensors(cx, bz);
   // One load expression of each tensor (they differ only in where they sit).
   const nodes = loadsOf(k.epilogue.expr);
