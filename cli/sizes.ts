@@ -23,7 +23,7 @@ type SizeMeaning =
   | { readonly kind: "none" };
 
 function meaning(k: GemmKernel, name: string): SizeMeaning {
-  if (k.dims.includes(name)) return { kind: "runtime" };
+  if (k.dims.includes(name) || (k.strides ?? []).includes(name)) return { kind: "runtime" };
   const role = ROLE_LETTERS.find(([letter]) => letter === name);
   const dim = role === undefined ? null : k.problem[role[1]];
   if (dim === null || dim === undefined) return { kind: "none" };
@@ -32,7 +32,7 @@ function meaning(k: GemmKernel, name: string): SizeMeaning {
 
 /** Every name `--size` accepts for these kernels: their dimensions, then the role letters. */
 function sizeNames(kernels: readonly GemmKernel[]): string[] {
-  const names = new Set<string>(kernels.flatMap((k) => k.dims));
+  const names = new Set<string>(kernels.flatMap((k) => [...k.dims, ...(k.strides ?? [])]));
   for (const [letter] of ROLE_LETTERS) {
     if (kernels.some((k) => meaning(k, letter).kind === "runtime")) names.add(letter);
   }

@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { Dtype } from "../ir/dtype.ts";
+import { type Dtype, DTYPE_INFO } from "../ir/dtype.ts";
 import { readElem } from "./tensor.ts";
 import type { Reference } from "./reference.ts";
 
@@ -71,7 +71,11 @@ export function compareOutput(out: Uint8Array, dtype: Dtype, ref: Reference): Co
   let worst = 0;
   let maxAbs = 0;
   let first: Comparison["first"] = null;
+  let elements = 0;
   for (let i = 0; i < ref.values.length; i++) {
+    // A strided D's gaps are checked by gapWrites.
+    if (ref.inView !== undefined && ref.inView[i] === 0) continue;
+    elements++;
     const got = readElem(out, dtype, i);
     const want = ref.values[i]!;
     // Equal values, infinities of one sign included, differ by 0 (Inf - Inf is NaN).
@@ -90,11 +94,52 @@ export function compareOutput(out: Uint8Array, dtype: Dtype, ref: Reference): Co
   }
   return {
     ok: over === 0,
-    elements: ref.values.length,
+    elements,
     overBound: over,
     relFrobenius: den === 0 ? Math.sqrt(num) : Math.sqrt(num / den),
     worstRatio: worst,
     maxAbsError: maxAbs,
     first,
   };
+}
+
+/**
+ * Elements of a strided D's gaps (storage outside its view, DESIGN §6.1) that the
+ * kernel wrote: every byte of a gap element must still hold the poison the output
+ * was filled with.
+ *
+ * @param out The kernel's output bytes (D's storage).
+ * @param dtype D's element type (8 bits or more).
+ * @param ref The reference (its `inView`; none: no gaps, 0).
+ * @param poisonByte The byte D was filled with before the run.
+ * @returns The count of gap elements written.
+ * @example
+ * ```ts
+ * import { equal } from "node:assert/strict";
+ * import { gapWrites } from "./compare.ts";
+ * const ref = { values: new Float64Array(2), bound: new Float64Array(2), exact: true,
+ *   inView: new Uint8Array([1, 0]) };
+ * equal(gapWrites(new Uint8Array([7, 0x5a]), "s8", ref, 0x5a), 0);
+ * equal(gapWrites(new Uint8Array([7, 3]), "s8", ref, 0x5a), 1);
+ * ```
+ */
+export function gapWrites(
+  out: Uint8Array,
+  dtype: Dtype,
+  ref: Reference,
+  poisonByte: number,
+): number {
+  if (ref.inView === undefined) return 0;
+  const w = DTYPE_INFO[dtype].bits / 8;
+  let n = 0;
+  for (let i = 0; i < ref.inView.length; i++) {
+    if (ref.inView[i] !== 0) continue;
+    for (let b = 0; b < w; b++) {
+      if (out[i * w + b] !== poisonByte) {
+        n++;
+        break;
+      }
+    }
+  }
+  return n;
 }

@@ -12,11 +12,12 @@
 
 import type { GemmKernel, TensorParam } from "../ir/gemm.ts";
 import { type Dtype, DTYPE_INFO } from "../ir/dtype.ts";
-import { tensorShape, writeElem } from "./tensor.ts";
+import { forEachInView, tensorShape, writeElem } from "./tensor.ts";
 import { intRange, Rng } from "../numerics/random.ts";
 
 /**
- * Fills a tensor with random values of its type.
+ * Fills a tensor with random values of its type; a strided view's gaps (storage
+ * its elements do not cover) with the poison of {@link poison}.
  *
  * @param t The parameter.
  * @param sizes Runtime sizes.
@@ -31,12 +32,17 @@ export function randomTensor(
   const sh = tensorShape(t, sizes);
   const bytes = new Uint8Array(sh.bytes);
   const info = DTYPE_INFO[t.dtype];
-  if (info.float) {
-    for (let i = 0; i < sh.elements; i++) writeElem(bytes, t.dtype, i, rng.next() * 2 - 1);
-  } else {
-    const [lo, hi] = intRange(t.dtype);
-    for (let i = 0; i < sh.elements; i++) writeElem(bytes, t.dtype, i, rng.int(lo, hi));
+  const [lo, hi] = info.float ? [0, 0] : intRange(t.dtype);
+  const draw = (i: number) =>
+    writeElem(bytes, t.dtype, i, info.float ? rng.next() * 2 - 1 : rng.int(lo, hi));
+  if (sh.dense) {
+    for (let i = 0; i < sh.elements; i++) draw(i);
+    return bytes;
   }
+  // A strided view (DESIGN §6.1): the gaps poisoned, so that a kernel reading
+  // outside its view fails the comparison; only the view drawn.
+  poison(bytes, info.float);
+  forEachInView(sh, draw);
   return bytes;
 }
 

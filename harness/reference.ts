@@ -36,7 +36,7 @@ import type { ComputeType, DimRef, EpilogueExpr, GemmKernel, TensorParam } from 
 import { tensorParam } from "../ir/gemm.ts";
 import { type EpilogueNode, fnOf, foldEpilogue, functionsIn } from "../ir/epilogue_expr.ts";
 import { type Dtype, DTYPE_INFO } from "../ir/dtype.ts";
-import { dimValue, readElem, tensorShape } from "./tensor.ts";
+import { dimValue, forEachInView, readElem, tensorShape } from "./tensor.ts";
 import type { LaunchArgs } from "./inputs.ts";
 import { roundHalfEven, roundToDtype, ulpOf } from "../numerics/mod.ts";
 
@@ -48,6 +48,9 @@ export interface Reference {
   readonly bound: Float64Array;
   /** Integer output from integer compute: compared for equality (every bound is 0). */
   readonly exact: boolean;
+  /** A strided D (DESIGN §6.1): 1 for the storage elements of the view, 0 for its gaps,
+   * which the kernel must leave as they were. Absent: every element is in the view. */
+  readonly inView?: Uint8Array;
 }
 
 function intRangeOf(t: Dtype): [number, number] {
@@ -329,5 +332,8 @@ export function referenceGemm(k: GemmKernel, args: LaunchArgs): Reference {
       }
     }
   }
-  return { values, bound, exact };
+  if (dSh.dense) return { values, bound, exact };
+  const inView = new Uint8Array(dSh.elements);
+  forEachInView(dSh, (i) => inView[i] = 1);
+  return { values, bound, exact, inView };
 }

@@ -11,10 +11,11 @@ import { gridFor } from "../ir/kernel.ts";
 import { type SimArg, type SimResult, simulate } from "../backends/sim/mod.ts";
 import { type LaunchArgs, randomArgs } from "./inputs.ts";
 import { referenceGemm } from "./reference.ts";
-import { compareOutput, type Comparison } from "./compare.ts";
+import { compareOutput, type Comparison, gapWrites } from "./compare.ts";
+import { DTYPE_INFO } from "../ir/dtype.ts";
 import { alignmentViolations, resolveSizes } from "./sizes.ts";
 import { type DimRef, tensorParam } from "../ir/gemm.ts";
-import { dimValue } from "./tensor.ts";
+import { dimValue, tensorShape } from "./tensor.ts";
 import { workspaceArgs } from "./workspace.ts";
 import { LIMITS } from "../dsl/limits.ts";
 
@@ -55,7 +56,7 @@ export function simulationWork(
   const dim = (d: DimRef | null) => d === null ? 1 : dimValue(d, sizes);
   let work = dim(p.batch) * dim(p.m) * dim(p.n) * dim(p.k);
   for (const t of ck.gemm.params) {
-    if (t.kind === "tensor") work += t.dims.reduce((a, d) => a * dim(d), 1);
+    if (t.kind === "tensor") work += tensorShape(t, sizes).elements;
   }
   return work;
 }
@@ -74,7 +75,9 @@ export interface SimulateReport {
   readonly sim: SimResult;
   /** The output compared with the reference GEMM. */
   readonly comparison: Comparison;
-  /** Agreement with the reference and no hazard. */
+  /** Elements of a strided D's gaps that the kernel wrote (must be 0). */
+  readonly gapWrites: number;
+  /** Agreement with the reference, no hazard and no write outside D's view. */
   readonly ok: boolean;
   /** The inputs the kernel ran on. */
   readonly args: LaunchArgs;
@@ -158,6 +161,8 @@ export function simulateGemm(
   const d = tensorParam(ck.gemm, ck.gemm.problem.d.tensor);
   const output = args.tensors.get(d.name)!;
   const comparison = compareOutput(output, d.dtype, ref);
+  // A strided D's gaps must still hold the poison (DESIGN §6.1).
+  const gaps = gapWrites(output, d.dtype, ref, DTYPE_INFO[d.dtype].float ? 0xff : 0x5a);
   return {
     kernel: ck.name,
     sizes,
@@ -165,7 +170,8 @@ export function simulateGemm(
     seconds,
     sim,
     comparison,
-    ok: comparison.ok && sim.hazardCount === 0,
+    gapWrites: gaps,
+    ok: comparison.ok && sim.hazardCount === 0 && gaps === 0,
     args,
     output,
   };

@@ -7,8 +7,9 @@
  * @module
  */
 
-import type { GemmKernel } from "../ir/gemm.ts";
-import { type Dtype, minAlign } from "../ir/dtype.ts";
+import type { DimRef, GemmKernel, TensorParam } from "../ir/gemm.ts";
+import { type Dtype, DTYPE_INFO, minAlign } from "../ir/dtype.ts";
+import { dimValue } from "./tensor.ts";
 import { LIMITS } from "../dsl/limits.ts";
 
 /** The largest runtime size (dsl/limits.ts; the launch contract's MAX_DIM is the same value). */
@@ -71,12 +72,116 @@ export function resolveSizes(
     }
     out[d] = v;
   }
+  // Stride parameters (DESIGN §6.1): given like dims, else their dense value.
+  for (const st of k.strides ?? []) {
+    const v = given[st] ?? denseStride(k, st, { ...given, ...out });
+    if (!Number.isSafeInteger(v) || v < 0) {
+      throw new Error(`Stride ${st}=${v} is out of range: a stride is an integer >= 0`);
+    }
+    out[st] = v;
+  }
   return out;
+}
+
+/** Whether the GEMM reads a tensor as a matrix (A, B, D, or an epilogue matrix). */
+function isMatrix(k: GemmKernel, name: string): boolean {
+  const p = k.problem;
+  return [p.a, p.b, p.d, ...k.epilogue.views].some((v) => v.tensor === name);
+}
+
+/** A strided tensor's extents: the contiguous one, the lines (a matrix's other one). */
+function extents(
+  k: GemmKernel,
+  t: TensorParam,
+  sizes: Readonly<Record<string, number>>,
+): { contiguous: number; lines: number; matrix: boolean } {
+  const dims = t.dims.map((d) => dimValue(d, sizes));
+  const r = dims.length;
+  const matrix = isMatrix(k, t.name);
+  if (!matrix) return { contiguous: dims[r - 1]!, lines: 1, matrix };
+  const row = t.layout === "row";
+  return {
+    contiguous: row ? dims[r - 1]! : dims[r - 2]!,
+    lines: row ? dims[r - 2]! : dims[r - 1]!,
+    matrix,
+  };
+}
+
+/**
+ * A stride parameter's dense value, from its first use: a line stride's is the
+ * contiguous extent, a batch stride's one batch's extent (lines x line stride).
+ */
+function denseStride(k: GemmKernel, name: string, sizes: Readonly<Record<string, number>>): number {
+  for (const t of k.params) {
+    if (t.kind !== "tensor" || t.strides === undefined) continue;
+    const j = t.strides.findIndex((d) => d.kind === "sym" && d.name === name);
+    if (j < 0) continue;
+    const { contiguous, lines, matrix } = extents(k, t, sizes);
+    if (!matrix) return contiguous;
+    if (j === t.strides.length - 1) return contiguous;
+    const ld = t.strides[t.strides.length - 1]!;
+    const ldV = ld.kind === "const" ? ld.value : sizes[ld.name] ?? denseStride(k, ld.name, sizes);
+    return lines * ldV;
+  }
+  throw new Error(`No tensor uses stride "${name}"`);
+}
+
+/**
+ * Checks the strides of strided tensors at runtime sizes (DESIGN §6.1): a line stride
+ * of at least the contiguous extent, a batch stride of at least one batch's extent or
+ * 0 (inputs only), each a multiple of the alignment and of whole bytes.
+ *
+ * @param k The kernel.
+ * @param sizes Sizes and stride values by name.
+ * @returns A message per violation, naming the tensor, the stride and its value.
+ */
+export function strideViolations(
+  k: GemmKernel,
+  sizes: Readonly<Record<string, number>>,
+): string[] {
+  const bad: string[] = [];
+  for (const t of k.params) {
+    if (t.kind !== "tensor" || t.strides === undefined) continue;
+    const { contiguous, lines, matrix } = extents(k, t, sizes);
+    const bits = DTYPE_INFO[t.dtype].bits;
+    const val = (d: DimRef) => dimValue(d, sizes);
+    const label = (d: DimRef) => d.kind === "const" ? String(d.value) : `${d.name}=${val(d)}`;
+    for (const d of t.strides) {
+      const v = val(d);
+      if ((v * bits) % 8 !== 0) {
+        bad.push(`Stride ${label(d)} of "${t.name}" is not a whole number of bytes of ${t.dtype}`);
+      } else if (v % t.align !== 0) {
+        bad.push(`Stride ${label(d)} of "${t.name}" is not a multiple of its alignment ${t.align}`);
+      }
+    }
+    const ld = matrix ? t.strides[t.strides.length - 1]! : null;
+    if (ld !== null && val(ld) < contiguous) {
+      bad.push(
+        `Stride ${label(ld)} of "${t.name}" is less than its contiguous extent ${contiguous}`,
+      );
+    }
+    const batched = matrix ? t.strides.length === 2 : t.strides.length === 1;
+    if (!batched) continue;
+    const sb = t.strides[0]!;
+    const need = lines * (ld === null ? contiguous : val(ld));
+    if (val(sb) === 0 && t.role === "D") {
+      bad.push(
+        `Batch stride ${label(sb)} of output "${t.name}": every batch would write one matrix`,
+      );
+    } else if (val(sb) !== 0 && val(sb) < need) {
+      bad.push(
+        `Batch stride ${label(sb)} of "${t.name}" is less than one batch's extent ${need} ` +
+          `(0 broadcasts one to every batch)`,
+      );
+    }
+  }
+  return bad;
 }
 
 /**
  * Checks that sizes honour every tensor's declared alignment: the stride
- * between rows (or columns) must be a multiple of `align` elements.
+ * between rows (or columns) must be a multiple of `align` elements; and the
+ * strided tensors' rules ({@link strideViolations}), first.
  *
  * @param k The kernel.
  * @param sizes Sizes by dimension name.
@@ -86,7 +191,7 @@ export function alignmentViolations(
   k: GemmKernel,
   sizes: Readonly<Record<string, number>>,
 ): string[] {
-  const bad: string[] = [];
+  const bad: string[] = strideViolations(k, sizes);
   for (const p of k.params) {
     if (p.kind !== "tensor" || p.dims.length < 2) continue;
     const dims = p.dims.slice(-2);

@@ -15,10 +15,14 @@ import { bf16BitsToF32, f16BitsToF32, f32ToBf16Bits, f32ToF16Bits } from "../num
 /** A tensor's concrete shape and strides (in elements). */
 export interface TensorShape {
   readonly dims: readonly number[];
+  /** Elements of the storage: the dense count, or a strided view's footprint (its last
+   * element's index + 1; 0 for an empty view). */
   readonly elements: number;
   readonly bytes: number;
   /** Element index of a multi-index in declared dimension order. */
   readonly index: (ix: readonly number[]) => number;
+  /** Whether the view covers its storage exactly (no `strides`, or dense values). */
+  readonly dense: boolean;
 }
 
 /**
@@ -37,35 +41,72 @@ export function dimValue(d: DimRef, sizes: Readonly<Record<string, number>>): nu
 }
 
 /**
+ * A tensor's strides in elements at runtime sizes, outermost first, one per dimension
+ * (the contiguous one's 1): the declared `strides(...)` (DESIGN §6.1; a stride
+ * parameter's value comes with the sizes), else dense.
+ *
+ * @param t The parameter.
+ * @param sizes Runtime sizes (and stride values) by name.
+ * @returns The strides of `t.dims`, in declared order.
+ */
+export function elementStrides(
+  t: TensorParam,
+  sizes: Readonly<Record<string, number>>,
+): number[] {
+  const dims = t.dims.map((d) => dimValue(d, sizes));
+  const r = dims.length;
+  if (r === 1) return [1];
+  // A batched vector (`bias[l, n]`, declared [L, N]) is a row-major matrix:
+  // the checker refuses "col" on it (E0117), as the lowering's `vectorBase`
+  // reads it batch outermost.
+  const d0 = dims[r - 2]!;
+  const d1 = dims[r - 1]!;
+  const given = t.strides?.map((d) => dimValue(d, sizes));
+  const ld = given?.[given.length - 1] ?? (t.layout === "row" ? d1 : d0);
+  const mat = t.layout === "row" ? [ld, 1] : [1, ld];
+  if (r === 2) return mat;
+  return [given?.[0] ?? d0 * d1, ...mat];
+}
+
+/**
  * The concrete shape of a tensor parameter for given runtime sizes.
  *
  * @param t The parameter.
- * @param sizes Runtime sizes by dimension name.
+ * @param sizes Runtime sizes (and stride values) by name.
  * @returns Its shape, byte size and index function.
  */
 export function tensorShape(t: TensorParam, sizes: Readonly<Record<string, number>>): TensorShape {
   const dims = t.dims.map((d) => dimValue(d, sizes));
-  const elements = dims.reduce((a, b) => a * b, 1);
+  const count = dims.reduce((a, b) => a * b, 1);
   const bits = DTYPE_INFO[t.dtype].bits;
+  const st = elementStrides(t, sizes);
+  const index = (ix: readonly number[]) => {
+    let i = 0;
+    for (let j = 0; j < ix.length; j++) i += ix[j]! * st[j]!;
+    return i;
+  };
+  const elements = count === 0 ? 0 : index(dims.map((d) => d - 1)) + 1;
   const bytes = Math.ceil((elements * bits) / 8);
-  const r = dims.length;
-  let index: (ix: readonly number[]) => number;
-  if (r === 1) index = (ix) => ix[0]!;
-  else {
-    // A batched vector (`bias[l, n]`, declared [L, N]) is a row-major matrix:
-    // the checker refuses "col" on it (E0117), as the lowering's `vectorBase`
-    // reads it batch outermost.
-    const d0 = dims[r - 2]!;
-    const d1 = dims[r - 1]!;
-    const batchStride = d0 * d1;
-    const mat = t.layout === "row"
-      ? (i: number, j: number) => i * d1 + j
-      : (i: number, j: number) => i + j * d0;
-    index = r === 2
-      ? (ix) => mat(ix[0]!, ix[1]!)
-      : (ix) => ix[0]! * batchStride + mat(ix[1]!, ix[2]!);
+  return { dims, elements, bytes, index, dense: elements === count };
+}
+
+/**
+ * Calls `f` with the storage index of every element of a tensor's view, in
+ * declared index order (the last index fastest).
+ *
+ * @param sh The tensor's shape.
+ * @param f Called per element.
+ */
+export function forEachInView(sh: TensorShape, f: (i: number) => void): void {
+  const r = sh.dims.length;
+  const ix = new Array<number>(r).fill(0);
+  if (sh.dims.some((d) => d === 0)) return;
+  for (;;) {
+    f(sh.index(ix));
+    let j = r - 1;
+    while (j >= 0 && ++ix[j]! === sh.dims[j]!) ix[j--] = 0;
+    if (j < 0) return;
   }
-  return { dims, elements, bytes, index };
 }
 
 /**
