@@ -1,0 +1,236 @@
+/**
+ * Strided views (../shared/DESIGN.md §6.1): the checker's forms, the ABI and
+ * manifest, and the simulator against the reference for strided and
+ * batch-strided programs of every operand type (batch stride 0 broadcasting B),
+ * at sizes that are not tile multiples and strides that are not dense; inputs
+ * with poisoned gaps, D's gaps checked untouched. Mutations: a kernel lowered
+ * without the strides must fail on strided inputs, reading and writing.
+ */
+
+import assert from "node:assert/strict";
+import { compile, type CompiledKernel } from "../compiler.ts";
+import { simulateGemm } from "../harness/simulate_gemm.ts";
+import { simArgs } from "../harness/simulate_gemm.ts";
+import { randomArgs } from "../harness/inputs.ts";
+import { referenceGemm } from "../harness/reference.ts";
+import { compareOutput, gapWrites } from "../harness/compare.ts";
+import { resolveSizes, strideViolations } from "../harness/sizes.ts";
+import { simulate } from "../backends/sim/mod.ts";
+import { gridFor } from "../ir/kernel.ts";
+import { tensorParam } from "../ir/gemm.ts";
+import { defaultAlign, type Dtype, DTYPE_INFO } from "../ir/dtype.ts";
+
+function one(src: string): CompiledKernel {
+  const r = compile(src, { file: "strided.gemm" });
+  assert.ok(r.ok, r.diagnostics.map((d) => d.message).join("; "));
+  return r.kernels[0]!;
+}
+
+Deno.test("strides: the IR, the ABI order and the manifest", () => {
+  const ck = one(`kernel k {
+  X: bf16[L, M, K] row strides(sx, ldx)
+  W: bf16[L, K, N] col strides(0, ldw)
+  bias: f32[L, N] strides(0)
+  Y: f32[L, M, N] row strides(sy, N)
+  alpha: f32
+  Y[b, m, n] = alpha * X[b, m, k] * W[b, k, n] + bias[b, n]
+}`);
+  assert.deepEqual(ck.gemm.strides, ["sx", "ldx", "ldw", "sy"]);
+  assert.deepEqual(
+    ck.manifest.params.map((p) => `${p.name}:${p.kind}:${p.ptx}`),
+    [
+      "X:tensor:u64",
+      "W:tensor:u64",
+      "bias:tensor:u64",
+      "Y:tensor:u64",
+      "L:dim:u32",
+      "M:dim:u32",
+      "K:dim:u32",
+      "N:dim:u32",
+      "sx:stride:u64",
+      "ldx:stride:u64",
+      "ldw:stride:u64",
+      "sy:stride:u64",
+      "alpha:scalar:f32",
+    ],
+  );
+  const strides = Object.fromEntries(ck.manifest.params.map((p) => [p.name, p.strides]));
+  assert.deepEqual(strides.X, ["sx", "ldx"]);
+  assert.deepEqual(strides.W, [0, "ldw"]);
+  assert.deepEqual(strides.bias, [0]);
+  assert.deepEqual(strides.Y, ["sy", "N"]);
+  assert.equal(strides.L, undefined);
+  // A dense program's manifest has no strides at all.
+  const dense = one(`kernel k { A: f16[M, K]\n B: f16[K, N] col\n D: f32[M, N]
+  D[m, n] = A[m, k] * B[k, n] }`);
+  assert.ok(dense.manifest.params.every((p) => p.strides === undefined && p.kind !== "stride"));
+  assert.match(ck.ptx ?? "", /\.param \.u64 param_sy,\s*\.param \.f32 param_alpha/);
+});
+
+Deno.test("strides: literal strides lower the default alignment and fold", () => {
+  const ck = one(`kernel k {
+  A: f16[M, K] row strides(1028)
+  B: f16[K, N] col
+  D: f32[M, N]
+  D[m, n] = A[m, k] * B[k, n]
+}`);
+  assert.equal(tensorParam(ck.gemm, "A").align, 4);
+  assert.equal(ck.gemm.strides, undefined);
+  assert.ok(!ck.manifest.params.some((p) => p.kind === "stride"));
+});
+
+Deno.test("strides: sizes take stride values, dense by default, and refuse broken rules", () => {
+  const ck = one(`kernel k {
+  X: f16[L, M, K] row strides(sx, ldx)
+  W: f16[L, K, N] col strides(0, ldw)
+  D: f32[L, M, N] row strides(sd, ldd)
+  D[b, m, n] = X[b, m, k] * W[b, k, n]
+}`);
+  const s = resolveSizes(ck.gemm, { L: 2, M: 10, N: 12, K: 16, ldx: 24 });
+  assert.deepEqual(
+    [s.sx, s.ldx, s.ldw, s.sd, s.ldd],
+    [10 * 24, 24, 16, 10 * 12, 12],
+  );
+  assert.deepEqual(strideViolations(ck.gemm, s), []);
+  const bad = strideViolations(ck.gemm, { ...s, ldx: 8, sd: 0, ldw: 20 });
+  assert.deepEqual(bad, [
+    'Stride ldx=8 of "X" is less than its contiguous extent 16',
+    'Stride ldw=20 of "W" is not a multiple of its alignment 8',
+    'Batch stride sd=0 of output "D": every batch would write one matrix',
+  ]);
+  assert.throws(
+    () => simulateGemm(ck, { L: 2, M: 10, N: 12, K: 16, sx: 100 }),
+    /Batch stride sx=100 of "X" is less than one batch's extent 160/,
+  );
+});
+
+/** One operand type's program family: operands, output, math, and K's alignment. */
+interface Family {
+  readonly a: Dtype;
+  readonly d: Dtype;
+  readonly math?: string;
+  /** A matrix C read through strides (floats only). */
+  readonly c: boolean;
+  /** B's layout: col (K-contiguous) for the integer and binary types. */
+  readonly bLayout: "row" | "col";
+}
+
+const FAMILIES: Readonly<Record<string, Family>> = {
+  f16: { a: "f16", d: "f32", c: true, bLayout: "row" },
+  bf16: { a: "bf16", d: "f32", c: true, bLayout: "col" },
+  tf32: { a: "f32", d: "f32", math: "tf32", c: true, bLayout: "row" },
+  f32: { a: "f32", d: "f32", math: "f32", c: true, bLayout: "col" },
+  f64: { a: "f64", d: "f64", c: true, bLayout: "row" },
+  s8: { a: "s8", d: "s32", c: false, bLayout: "col" },
+  u8: { a: "u8", d: "s32", c: false, bLayout: "col" },
+  s4: { a: "s4", d: "s32", c: false, bLayout: "col" },
+  u4: { a: "u4", d: "s32", c: false, bLayout: "col" },
+  b1: { a: "b1", d: "s32", c: false, bLayout: "col" },
+};
+
+function program(f: Family, batched: boolean): string {
+  const [bx, bi] = batched ? ["L, ", "b, "] : ["", ""];
+  const st = (s: string, ld: string) => batched ? `strides(${s}, ${ld})` : `strides(${ld})`;
+  const prod = f.a === "b1" ? `popc(A[${bi}m, k] ^ B[${bi}k, n])` : `A[${bi}m, k] * B[${bi}k, n]`;
+  const lines = [
+    `kernel k_${f.a}_${f.math ?? ""}_${batched ? "batched" : "plain"} {`,
+    `  A: ${f.a}[${bx}M, K] row ${st("sa", "lda")}`,
+    // Batched: one B for every batch (batch stride 0).
+    `  B: ${f.a}[${bx}K, N] ${f.bLayout} ${st("0", "ldb")}`,
+    ...(f.c ? [`  C: ${f.d}[${bx}M, N] col ${st("sc", "ldc")}`, `  beta: ${f.d}`] : []),
+    `  D: ${f.d}[${bx}M, N] row ${st("sd", "ldd")}`,
+    `  D[${bi}m, n] = ${prod}${f.c ? ` + beta * C[${bi}m, n]` : ""}`,
+    ...(f.math !== undefined ? [`  schedule {\n    math ${f.math}\n  }`] : []),
+    "}",
+  ];
+  return lines.join("\n");
+}
+
+/** Sizes not tile multiples, strides not dense (each a whole number of alignments more). */
+function stridedSizes(f: Family, batched: boolean): Record<string, number> {
+  const al = defaultAlign(f.a);
+  const dl = defaultAlign(f.d);
+  const K = 3 * al;
+  const M = 40;
+  const N = 3 * Math.max(dl, f.bLayout === "row" ? al : 1);
+  const s: Record<string, number> = {
+    M,
+    N,
+    K,
+    lda: K + al,
+    ldb: (f.bLayout === "row" ? N : K) + 2 * al,
+    ldc: M + dl,
+    ldd: N + 2 * dl,
+  };
+  if (batched) {
+    s.L = 3;
+    s.sa = M * s.lda! + 5 * al;
+    s.sc = N * s.ldc! + dl;
+    s.sd = M * s.ldd! + 3 * dl;
+  }
+  return s;
+}
+
+for (const [name, f] of Object.entries(FAMILIES)) {
+  for (const batched of [false, true]) {
+    Deno.test(`strides: simulate agrees, ${name}${batched ? ", batched, B broadcast" : ""}`, () => {
+      const ck = one(program(f, batched));
+      const sizes = stridedSizes(f, batched);
+      const rep = simulateGemm(ck, sizes, { seed: 20 + name.length + (batched ? 7 : 0) });
+      assert.equal(rep.sim.hazardCount, 0, "hazards");
+      assert.equal(rep.gapWrites, 0, "writes outside D's view");
+      assert.ok(
+        rep.comparison.ok,
+        `${rep.comparison.overBound} of ${rep.comparison.elements} over the bound: ` +
+          JSON.stringify(rep.comparison.first),
+      );
+      assert.equal(rep.comparison.elements, (batched ? 3 : 1) * sizes.M! * sizes.N!);
+      assert.ok(rep.ok);
+    });
+  }
+}
+
+/**
+ * The mutation: the same program without `strides` lowers dense addresses; run on
+ * the strided program's inputs it must read the gaps (poison) or write them.
+ */
+function denseRun(src: string, sizes: Record<string, number>) {
+  const strided = one(src);
+  const dense = one(src.replace(/ strides\([^)]*\)/g, ""));
+  const full = resolveSizes(strided.gemm, sizes);
+  const args = randomArgs(strided.gemm, full, 5);
+  simulate(dense.kernel, { grid: gridFor(dense.kernel.grid, full), args: simArgs(args) }, {
+    hazards: false,
+  });
+  const ref = referenceGemm(strided.gemm, args);
+  const d = tensorParam(strided.gemm, strided.gemm.problem.d.tensor);
+  const out = args.tensors.get(d.name)!;
+  return {
+    cmp: compareOutput(out, d.dtype, ref),
+    gaps: gapWrites(out, d.dtype, ref, DTYPE_INFO[d.dtype].float ? 0xff : 0x5a),
+  };
+}
+
+Deno.test("strides mutation: a kernel that ignores A's stride reads its gaps and fails", () => {
+  const src = `kernel k {
+  A: s8[M, K] row strides(lda)
+  B: s8[K, N] col
+  D: s32[M, N] row
+  D[m, n] = A[m, k] * B[k, n]
+}`;
+  const { cmp } = denseRun(src, { M: 40, N: 24, K: 48, lda: 80 });
+  assert.ok(!cmp.ok);
+  assert.ok(cmp.overBound > 100, `only ${cmp.overBound} elements differ`);
+});
+
+Deno.test("strides mutation: a kernel that ignores D's stride writes its gaps and fails", () => {
+  const src = `kernel k {
+  A: f16[M, K] row
+  B: f16[K, N] col
+  D: f32[M, N] row strides(ldd)
+  D[m, n] = A[m, k] * B[k, n]
+}`;
+  const { cmp, gaps } = denseRun(src, { M: 40, N: 24, K: 32, ldd: 36 });
+  assert.ok(!cmp.ok);
+  assert.ok(gaps > 0);
+});
