@@ -16,10 +16,10 @@
 
 import type { CompiledKernel } from "../compiler.ts";
 import { gridFor } from "../ir/kernel.ts";
-import { type DimRef, tensorParam } from "../ir/gemm.ts";
+import { type DimRef, type TensorParam, tensorParam } from "../ir/gemm.ts";
 import { DTYPE_INFO } from "../ir/dtype.ts";
 import { type LaunchArgs, randomArgs, scalarValueProblem } from "./inputs.ts";
-import { dimValue, tensorShape } from "./tensor.ts";
+import { dimValue, forEachInView, tensorShape } from "./tensor.ts";
 import { alignmentViolations, resolveSizes } from "./sizes.ts";
 import { kernelManifest } from "../backends/ptx/manifest.ts";
 import {
@@ -34,6 +34,7 @@ import { median, timeLaunches } from "./timing.ts";
 import {
   chooseBlocks,
   chooseReferenceSample,
+  poisonByte,
   type ReferenceCheck,
   referenceCheck,
   type SimAgreement,
@@ -123,6 +124,8 @@ export interface RunReport {
   readonly jit: JitInfo;
   /** D's elements still poisoned after the launch (null where the type cannot tell). */
   readonly unwritten: number | null;
+  /** Elements of a strided D's gaps the launch wrote (DESIGN §6.1; must be 0). */
+  readonly gapWrites: number;
   /** The check against the reference GEMM (null when not asked for). */
   readonly reference: ReferenceCheck | null;
   /** The agreement with the simulator (null when not asked for). */
@@ -429,14 +432,17 @@ function cpuChecks(
   output: Uint8Array,
   options: RunOptions,
   check: RunCheck,
-): Pick<RunReport, "unwritten" | "reference" | "sim" | "ok"> {
+): Pick<RunReport, "unwritten" | "gapWrites" | "reference" | "sim" | "ok"> {
   const seed = options.seed ?? 1;
   const d = tensorParam(ck.gemm, ck.gemm.problem.d.tensor);
-  const unwritten = unwrittenCount(d.dtype, output);
+  const { unwritten, gapWrites } = writtenCounts(d, sizes, output);
   let reference: ReferenceCheck | null = null;
   let sim: SimAgreement | null = null;
+  // Shortcut: a strided kernel's reference is not sampled (gatherTensor packs dense
+  // sub-tensors, which the strides would misread); it is computed whole.
+  const strided = ck.gemm.params.some((p) => p.kind === "tensor" && p.strides !== undefined);
   if (check !== "none") {
-    const sample = chooseReferenceSample(
+    const sample = strided ? null : chooseReferenceSample(
       ck.gemm,
       sizes,
       options.refMaxMacs ?? 2 ** 26,
@@ -462,8 +468,34 @@ function cpuChecks(
     });
   }
   const intOut = !DTYPE_INFO[d.dtype].float;
-  const ok = (unwritten ?? 0) === 0 &&
+  const ok = (unwritten ?? 0) === 0 && gapWrites === 0 &&
     (reference === null || reference.comparison.ok) &&
     (sim === null || (sim.hazardCount === 0 && (!intOut || sim.differing === 0)));
-  return { unwritten, reference, sim, ok };
+  return { unwritten, gapWrites, reference, sim, ok };
+}
+
+/**
+ * D's elements still poisoned ({@link unwrittenCount}) and, for a strided D (DESIGN
+ * §6.1), the elements of its gaps the kernel wrote (every gap byte must keep the poison).
+ */
+function writtenCounts(
+  d: TensorParam,
+  sizes: Readonly<Record<string, number>>,
+  output: Uint8Array,
+): { unwritten: number | null; gapWrites: number } {
+  const sh = tensorShape(d, sizes);
+  if (sh.dense) return { unwritten: unwrittenCount(d.dtype, output), gapWrites: 0 };
+  const w = DTYPE_INFO[d.dtype].bits / 8;
+  const inView = new Uint8Array(sh.elements);
+  forEachInView(sh, (i) => inView[i] = 1);
+  const view: number[] = [];
+  let gapWrites = 0;
+  const p = poisonByte(d.dtype);
+  for (let i = 0; i < sh.elements; i++) {
+    if (inView[i] === 1) view.push(i);
+    else if (!output.subarray(i * w, i * w + w).every((b) => b === p)) gapWrites++;
+  }
+  const packed = new Uint8Array(view.length * w);
+  view.forEach((i, j) => packed.set(output.subarray(i * w, i * w + w), j * w));
+  return { unwritten: unwrittenCount(d.dtype, packed), gapWrites };
 }
