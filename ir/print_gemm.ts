@@ -121,9 +121,9 @@ export function printGemm(k: GemmKernel): string {
   for (const p of k.params) {
     if (p.kind === "tensor") {
       out.push(
-        `  tensor ${p.name}: ${p.dtype}[${
-          p.dims.map(dim).join(", ")
-        }] ${p.layout} align ${p.align}` +
+        `  tensor ${p.name}: ${p.dtype}[${p.dims.map(dim).join(", ")}] ${p.layout}${
+          p.strides === undefined ? "" : ` strides(${p.strides.map(dim).join(", ")})`
+        } align ${p.align}` +
           ` role ${p.role}`,
       );
     } else {
@@ -133,6 +133,7 @@ export function printGemm(k: GemmKernel): string {
     }
   }
   out.push(`  dims (${k.dims.join(", ")})`);
+  if (k.strides !== undefined) out.push(`  strides (${k.strides.join(", ")})`);
   const pr = k.problem;
   out.push(
     `  problem m ${dim(pr.m)} (${pr.indices.m}), n ${dim(pr.n)} (${pr.indices.n}), k ${

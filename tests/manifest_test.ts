@@ -71,7 +71,13 @@ function assertAbiOrder(ck: CompiledKernel, m: KernelManifest): void {
   // split_k > 1: one more parameter, last, the workspace (README: The schedule).
   const split = ck.kernel.grid.splitK > 1;
   const ws = split ? ["workspace"] : [];
-  assert.deepEqual(m.params.map((p) => p.name), [...tensors, ...g.dims, ...scalars, ...ws]);
+  assert.deepEqual(m.params.map((p) => p.name), [
+    ...tensors,
+    ...g.dims,
+    ...(g.strides ?? []),
+    ...scalars,
+    ...ws,
+  ]);
   assert.equal(m.workspace !== undefined, split);
   for (const p of split ? m.params.slice(0, -1) : m.params) {
     const decl = g.params.find((q) => q.name === p.name);
@@ -83,9 +89,14 @@ function assertAbiOrder(ck: CompiledKernel, m: KernelManifest): void {
       assert.equal(p.layout, decl.layout);
       assert.equal(p.align, decl.align);
       assert.deepEqual(p.shape, decl.dims.map((d) => d.kind === "sym" ? d.name : d.value));
+      assert.deepEqual(p.strides, decl.strides?.map((d) => d.kind === "sym" ? d.name : d.value));
     } else if (p.kind === "dim") {
       assert.equal(decl, undefined);
       assert.equal(p.ptx, "u32");
+    } else if (p.kind === "stride") {
+      // A stride parameter (DESIGN §6.1): a .u64 count of elements.
+      assert.equal(decl, undefined);
+      assert.equal(p.ptx, "u64");
     } else {
       assert.ok(decl?.kind === "scalar");
       // A scalar is passed as its own type.
