@@ -300,3 +300,6 @@ export { pythonModule, type PythonModuleOptions } from "./backends/aot/python.ts
 
 // fuzz
 export { type Limit, type LimitName, LIMITS } from "./dsl/limits.ts";
+
+// strides (issue 20): the type a TensorDeclAst's `strides` names
+export type { StridesAst } from "./dsl/ast.ts";
