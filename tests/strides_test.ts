@@ -20,6 +20,7 @@ import { gridFor } from "../ir/kernel.ts";
 import { tensorParam } from "../ir/gemm.ts";
 import { DTYPE_INFO } from "../ir/dtype.ts";
 import { FAMILIES, program, stridedSizes } from "./_strided.ts";
+import { ptxasTest } from "./_ptxas.ts";
 
 function one(src: string): CompiledKernel {
   const r = compile(src, { file: "strided.gemm" });
@@ -168,3 +169,30 @@ Deno.test("strides mutation: a kernel that ignores D's stride writes its gaps an
   assert.ok(!cmp.ok);
   assert.ok(gaps > 0);
 });
+
+ptxasTest(
+  "strides: ptxas accepts the strided programs of every type, sm_80 and sm_86",
+  async (ptxas) => {
+    const dir = await Deno.makeTempDir();
+    try {
+      for (const [name, f] of Object.entries(FAMILIES)) {
+        for (const batched of [false, true]) {
+          for (const target of ["sm80", "sm86"] as const) {
+            const r = compile(program(f, batched), { file: "strided.gemm", target });
+            assert.ok(r.ok, `${name}: ${r.diagnostics.map((d) => d.message).join("; ")}`);
+            const file = `${dir}/${name}_${batched}_${target}.ptx`;
+            await Deno.writeTextFile(file, r.kernels[0]!.ptx);
+            const arch = target === "sm80" ? "sm_80" : "sm_86";
+            const o = await new Deno.Command(ptxas, {
+              args: [`-arch=${arch}`, file, "-o", "/dev/null"],
+            })
+              .output();
+            assert.equal(o.code, 0, `${name} ${target}: ${new TextDecoder().decode(o.stderr)}`);
+          }
+        }
+      }
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+);
