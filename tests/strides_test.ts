@@ -230,3 +230,18 @@ Deno.test("strides: simulate agrees with strided epilogue tensors (batched bias,
   const out = args.tensors.get("D")!;
   assert.ok(!compareOutput(out, "f16", referenceGemm(ck.gemm, args)).ok);
 });
+
+Deno.test("strides: split-K with a strided column-major D agrees", () => {
+  const ck = one(`kernel sk {
+  A: f16[M, K] row strides(lda)
+  B: f16[K, N] row strides(ldb)
+  D: f32[M, N] col strides(ldd)
+  D[m, n] = A[m, k] * B[k, n]
+  schedule {
+    split_k 2
+  }
+}`);
+  const rep = simulateGemm(ck, { M: 40, N: 24, K: 200, lda: 216, ldb: 32, ldd: 48 }, { seed: 4 });
+  assert.equal(rep.grid[2], 2);
+  assert.ok(rep.ok && rep.comparison.elements === 40 * 24, JSON.stringify(rep.comparison.first));
+});
