@@ -16,12 +16,19 @@ import {
   workspaceParams,
 } from "../../ir/kernel.ts";
 
+/**
+ * What an entry parameter is: a tensor's address (`.u64`), a runtime
+ * dimension (`.u32`), a runtime stride (`.u64`, in elements; after the dims,
+ * before the scalars) or a scalar.
+ */
+export type ParamKind = "tensor" | "dim" | "stride" | "scalar";
+
 /** One parameter of the entry point, in ABI order. */
 export interface ManifestParam {
-  /** The parameter's name in the source (tensors, dims, scalars) or the workspace's name. */
+  /** The parameter's name in the source (tensors, dims, strides, scalars) or the workspace's name. */
   readonly name: string;
-  /** What the parameter is: a tensor's address, a dimension, or a scalar. */
-  readonly kind: "tensor" | "dim" | "scalar";
+  /** What the parameter is (see {@link ParamKind}). */
+  readonly kind: ParamKind;
   /** The PTX type of the parameter (`u64` for addresses). */
   readonly ptx: "u64" | "u32" | "f32" | "f64" | "s32";
   /** The element type, for tensors and scalars (`u8` for a workspace). */
@@ -30,6 +37,14 @@ export interface ManifestParam {
   readonly shape?: readonly (string | number)[];
   /** The storage order, for tensors. */
   readonly layout?: "row" | "col";
+  /**
+   * A tensor's declared strides in elements (DESIGN.md §6.1), outermost first:
+   * one for a matrix (between rows of a row-major, columns of a col-major
+   * one), two for a batched matrix (`[batch, matrix]`), one for a batched
+   * vector (the batch stride). Each a literal or a name (a dimension's or a
+   * stride parameter's). Absent: dense.
+   */
+  readonly strides?: readonly (string | number)[];
   /** Alignment in elements, for tensors. */
   readonly align?: number;
   /**

@@ -1,0 +1,41 @@
+/**
+ * Hand-built strided manifests for the launcher tests (issue 20): a compiled
+ * dense kernel's manifest with `strides` added to some tensors and a stride
+ * parameter (`kind: "stride"`, `.u64`) per new name, placed after the dims
+ * in order of first appearance (DESIGN.md §6.1). Shortcut until the compiler
+ * emits strided kernels: the PTX stays the dense kernel's, so these serve the
+ * contract, the fake driver and the Python fakes only, never a real launch.
+ */
+
+import type { CompiledKernel } from "../compiler.ts";
+import type { KernelManifest, ManifestParam } from "../backends/ptx/manifest.ts";
+
+/** Declared strides by tensor name (outermost first). */
+export type StrideDecls = Readonly<Record<string, readonly (string | number)[]>>;
+
+/** The manifest with the strides declared and their stride parameters. */
+export function stridedManifest(m: KernelManifest, decls: StrideDecls): KernelManifest {
+  const names = new Set(m.params.filter((p) => p.kind === "dim").map((p) => p.name));
+  const strideParams: ManifestParam[] = [];
+  for (const p of m.params) {
+    for (const s of decls[p.name] ?? []) {
+      if (typeof s === "string" && !names.has(s)) {
+        names.add(s);
+        strideParams.push({ name: s, kind: "stride", ptx: "u64" });
+      }
+    }
+  }
+  const params: ManifestParam[] = [];
+  const lastDim = m.params.findLastIndex((p) => p.kind === "dim" || p.kind === "tensor");
+  m.params.forEach((p, i) => {
+    const s = decls[p.name];
+    params.push(s !== undefined ? { ...p, strides: s } : p);
+    if (i === lastDim) params.push(...strideParams);
+  });
+  return { ...m, params };
+}
+
+/** The compiled kernel with a {@link stridedManifest}. */
+export function stridedKernel(ck: CompiledKernel, decls: StrideDecls): CompiledKernel {
+  return { ...ck, manifest: stridedManifest(ck.manifest, decls) };
+}
