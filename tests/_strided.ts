@@ -9,6 +9,7 @@
 
 import type { CompiledKernel } from "../compiler.ts";
 import type { KernelManifest, ManifestParam } from "../backends/ptx/manifest.ts";
+import type { KernelParam } from "../ir/kernel.ts";
 
 /** Declared strides by tensor name (outermost first). */
 export type StrideDecls = Readonly<Record<string, readonly (string | number)[]>>;
@@ -26,7 +27,9 @@ export function stridedManifest(m: KernelManifest, decls: StrideDecls): KernelMa
     }
   }
   const params: ManifestParam[] = [];
-  const lastDim = m.params.findLastIndex((p) => p.kind === "dim" || p.kind === "tensor");
+  const lastDim = m.params.findLastIndex((p) =>
+    p.kind === "dim" || (p.kind === "tensor" && p.role !== "workspace")
+  );
   m.params.forEach((p, i) => {
     const s = decls[p.name];
     params.push(s !== undefined ? { ...p, strides: s } : p);
@@ -35,7 +38,19 @@ export function stridedManifest(m: KernelManifest, decls: StrideDecls): KernelMa
   return { ...m, params };
 }
 
-/** The compiled kernel with a {@link stridedManifest}. */
+/**
+ * The compiled kernel with a {@link stridedManifest}, and its kernel IR's
+ * entry given the stride parameters too (as `.u64` "tensors": ir/kernel.ts has
+ * no stride kind yet), so that the printed PTX declares them where the fake
+ * driver reads the launch's arguments.
+ */
 export function stridedKernel(ck: CompiledKernel, decls: StrideDecls): CompiledKernel {
-  return { ...ck, manifest: stridedManifest(ck.manifest, decls) };
+  const manifest = stridedManifest(ck.manifest, decls);
+  const params: KernelParam[] = manifest.params.filter((p) => p.role !== "workspace").map((p) =>
+    p.kind === "stride"
+      ? { name: p.name, kind: "tensor", ptx: "u64" }
+      : ck.kernel.params.find((q) => q.name === p.name)!
+  );
+  const ws = ck.kernel.params.filter((q) => !params.includes(q));
+  return { ...ck, manifest, kernel: { ...ck.kernel, params: [...params, ...ws] } };
 }
