@@ -20,6 +20,7 @@ import {
 } from "../backends/ptx/contract.ts";
 import { examples, ROOT } from "./_examples.ts";
 import { gemm } from "./_cli.ts";
+import { type StrideDecls, stridedKernel } from "./_strided.ts";
 
 const dec = new TextDecoder();
 
@@ -132,6 +133,11 @@ function cases(k: CompiledKernel, n: number, seed: number): Case[] {
     const sizes: Record<string, number> = {};
     for (const d of c.dims) sizes[d.name] = pick([0, 1, 7, 64, 96, 100, 264, 1000, -1, 2.5]);
     if (rnd() < 0.1) delete sizes[c.dims[0]!.name];
+    // Strides: left out (dense), dense-ish, padded, short, misaligned, 0, out of range.
+    for (const st of c.strides) {
+      const v = pick([undefined, 64, 96, 128, 264, 1000, 1032, 1040, 100000, 0, 7, 130, -1, 2.5]);
+      if (v !== undefined) sizes[st.name] = v;
+    }
     const tensors: Record<string, [number, number]> = {};
     // Own, shared and nearby addresses: alignments, null, overlaps and in-place C all arise.
     let base = 0x1000000;
@@ -154,9 +160,24 @@ function cases(k: CompiledKernel, n: number, seed: number): Case[] {
 Deno.test(`the Python contract gives launchViolations' messages${why}`, { ignore }, () => {
   const dir = Deno.makeTempDirSync({ prefix: "gemmc_py_" });
   try {
-    let compared = 0;
-    for (const name of ["hgemm", "splitk", "s4_gemm", "fused_bias_relu", "batched"]) {
-      const k = compiled(name)[0]!;
+    let compared = 0, strideMessages = 0;
+    const strided: Record<string, StrideDecls> = {
+      hgemm_strided: { A: ["lda"], B: ["ldb"], C: ["ldc"], D: ["ldc"] },
+      s4_gemm_strided: { A: ["lda"], B: [256], D: ["ldd"] },
+      batched_strided: { A: ["sa", "lda"], B: [0, "ldb"], D: ["sd", "N"] },
+    };
+    for (
+      const name of [
+        "hgemm",
+        "splitk",
+        "s4_gemm",
+        "fused_bias_relu",
+        "batched",
+        ...Object.keys(strided),
+      ]
+    ) {
+      const base = compiled(name.replace("_strided", ""))[0]!;
+      const k = strided[name] !== undefined ? stridedKernel(base, strided[name]) : base;
       const c = launchContract(k.manifest);
       const cs = cases(k, 60, name.length * 7919);
       Deno.writeTextFileSync(`${dir}/m.py`, pythonModule([k]));
@@ -186,10 +207,12 @@ Deno.test(`the Python contract gives launchViolations' messages${why}`, { ignore
         );
         assert.deepEqual(got[i], want, `${name} case ${i}: ${JSON.stringify(cs1)}`);
         compared += want.length;
+        strideMessages += want.filter((m) => / stride /.test(m)).length;
       });
       if (c.workspace !== null) assert.ok(contractWorkspaceBytes(c, { M: 64, N: 64, K: 64 }) > 0);
     }
-    assert.ok(compared > 300, `only ${compared} messages compared`);
+    assert.ok(compared > 450, `only ${compared} messages compared`);
+    assert.ok(strideMessages > 60, `only ${strideMessages} stride messages compared`);
   } finally {
     Deno.removeSync(dir, { recursive: true });
   }
