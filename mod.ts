@@ -300,3 +300,6 @@ export { pythonModule, type PythonModuleOptions } from "./backends/aot/python.ts
 
 // fuzz
 export { type Limit, type LimitName, LIMITS } from "./dsl/limits.ts";
+
+// stride-launch (issue 20): the manifest's parameter kinds, "stride" among them.
+export type { ParamKind } from "./backends/ptx/manifest.ts";
