@@ -7,7 +7,7 @@
  * contract, the fake driver and the Python fakes only, never a real launch.
  */
 
-import type { CompiledKernel } from "../compiler.ts";
+import { type CompiledKernel, ptxModule } from "../compiler.ts";
 import type { KernelManifest, ManifestParam } from "../backends/ptx/manifest.ts";
 import type { KernelParam } from "../ir/kernel.ts";
 
@@ -42,7 +42,7 @@ export function stridedManifest(m: KernelManifest, decls: StrideDecls): KernelMa
  * The compiled kernel with a {@link stridedManifest}, and its kernel IR's
  * entry given the stride parameters too (as `.u64` "tensors": ir/kernel.ts has
  * no stride kind yet), so that the printed PTX declares them where the fake
- * driver reads the launch's arguments.
+ * driver reads the launch's arguments (`ptx` and `ptxModule` alike).
  */
 export function stridedKernel(ck: CompiledKernel, decls: StrideDecls): CompiledKernel {
   const manifest = stridedManifest(ck.manifest, decls);
@@ -52,5 +52,6 @@ export function stridedKernel(ck: CompiledKernel, decls: StrideDecls): CompiledK
       : ck.kernel.params.find((q) => q.name === p.name)!
   );
   const ws = ck.kernel.params.filter((q) => !params.includes(q));
-  return { ...ck, manifest, kernel: { ...ck.kernel, params: [...params, ...ws] } };
+  const kernel = { ...ck.kernel, params: [...params, ...ws] };
+  return { ...ck, manifest, kernel, ptx: ptxModule([{ ...ck, kernel }]) };
 }
