@@ -277,6 +277,8 @@ export class LaunchBinder {
     }
     for (const d of c.dims) dv.setUint32(d.param * 8, sizes[d.name]!, true);
     if (c.strides.length > 0) {
+      // Shortcut: a stride left out costs a copy of the sizes here and in the
+      // contract check (strided kernels only; none when every stride is given).
       const sz = withStrideDefaults(c, sizes);
       for (const s of c.strides) dv.setBigUint64(s.param * 8, BigInt(sz[s.name]!), true);
     }
