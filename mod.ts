@@ -303,3 +303,6 @@ export { type Limit, type LimitName, LIMITS } from "./dsl/limits.ts";
 
 // strides (issue 20): the type a TensorDeclAst's `strides` names
 export type { StridesAst } from "./dsl/ast.ts";
+
+// stride-launch (issue 20): the manifest's parameter kinds, "stride" among them.
+export type { ParamKind } from "./backends/ptx/manifest.ts";

@@ -23,7 +23,9 @@ import {
   MAX_DIM,
   type TensorBinding,
   tensorBytes,
+  tensorView,
 } from "../backends/ptx/contract.ts";
+import { stridedKernel } from "./_strided_manifests.ts";
 import { Rng } from "../numerics/random.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
@@ -134,6 +136,7 @@ function harness(cs: readonly LaunchContract[]): string {
       "0",
       ...c.tensors.map(() => `P(${t++})`),
       ...c.dims.map(() => `I(${t++})`),
+      ...c.strides.map(() => `I(${t++})`),
       ...c.scalars.map(() => `F(${t++})`),
       ...(c.workspace !== null ? [`P(${t++})`, `(size_t)P(${t++})`] : []),
     ];
@@ -195,7 +198,15 @@ interface Case {
 
 function line(c: LaunchContract, k: Case): string {
   const num = (v: number) =>
-    Number.isNaN(v) ? "nan" : v === Infinity ? "inf" : v === -Infinity ? "-inf" : `${v}`;
+    Number.isNaN(v)
+      ? "nan"
+      : v === Infinity
+      ? "inf"
+      : v === -Infinity
+      ? "-inf"
+      : Object.is(v, -0)
+      ? "-0"
+      : `${v}`;
   const ws = c.workspace === null
     ? []
     : [`0x${(k.workspace?.address ?? 0n).toString(16)}`, `${k.workspace?.bytes ?? 0}`];
@@ -203,6 +214,7 @@ function line(c: LaunchContract, k: Case): string {
     `${k.kernel}`,
     ...c.tensors.map((t) => `0x${k.tensors.get(t.name)!.toString(16)}`),
     ...c.dims.map((d) => `${k.sizes[d.name]}`),
+    ...c.strides.map((s) => `${k.sizes[s.name]}`),
     ...c.scalars.map((s) => num(k.scalars.get(s.name)!)),
     ...ws,
   ].join(" ");
@@ -218,6 +230,7 @@ function rng(seed: number): () => number {
 function validCase(c: LaunchContract, kernel: number, r: () => number): Case {
   const sizes: Record<string, number> = {};
   for (const d of c.dims) sizes[d.name] = 128 * (1 + Math.floor(r() * 8));
+  validStrides(c, sizes, r);
   const tensors = new Map<string, bigint>();
   let at = 0x7f0000000000n + BigInt(Math.floor(r() * 1000)) * 256n;
   for (const t of c.tensors) {
@@ -231,6 +244,28 @@ function validCase(c: LaunchContract, kernel: number, r: () => number): Case {
   return { kernel, sizes, tensors, scalars, ...(ws !== undefined ? { workspace: ws } : {}) };
 }
 
+/**
+ * Stride values that keep the contract (C takes every one): the dense value
+ * plus a few aligned elements of padding; an input's batch stride sometimes 0.
+ */
+function validStrides(c: LaunchContract, sizes: Record<string, number>, r: () => number): void {
+  const pad = (a: number) => a * Math.floor(r() * 4);
+  for (const t of c.tensors) {
+    const v = tensorView(t);
+    if (v === null) continue;
+    const dim = (d: string | number) => typeof d === "number" ? d : sizes[d]!;
+    if (typeof v.matrixStride === "string" && sizes[v.matrixStride] === undefined) {
+      sizes[v.matrixStride] = dim(v.contiguous) + pad(t.alignElems);
+    }
+    const sm = v.matrixStride === null ? dim(v.contiguous) : dim(v.matrixStride);
+    if (typeof v.batchStride === "string" && sizes[v.batchStride] === undefined) {
+      sizes[v.batchStride] = !t.output && r() < 0.3
+        ? 0
+        : (v.rows === null ? 1 : dim(v.rows)) * sm + pad(t.alignElems);
+    }
+  }
+}
+
 /** The valid case broken in one or two random ways. */
 function brokenCase(c: LaunchContract, kernel: number, r: () => number): Case {
   const k = validCase(c, kernel, r);
@@ -239,7 +274,7 @@ function brokenCase(c: LaunchContract, kernel: number, r: () => number): Case {
   let ws = k.workspace;
   for (let b = 0; b < breaks; b++) {
     const t = pick(c.tensors);
-    switch (Math.floor(r() * 8)) {
+    switch (Math.floor(r() * (c.strides.length > 0 ? 10 : 8))) {
       case 0:
         if (c.dims.length > 0) k.sizes[pick(c.dims).name] = pick([-1, MAX_DIM + 1, -7, 0]);
         break;
@@ -273,6 +308,14 @@ function brokenCase(c: LaunchContract, kernel: number, r: () => number): Case {
           ]);
         }
         break;
+      case 8:
+      case 9: {
+        // A stride negative, below its minimum, misaligned, 0, or of a small dimension.
+        const s = pick(c.strides).name;
+        const v = k.sizes[s]!;
+        k.sizes[s] = pick([-1, -v - 8, v - 8, v + 1, v + 2, 0, 1]);
+        break;
+      }
       default:
         if (c.dims.length > 0) k.sizes[pick(c.dims).name] = 0;
     }
@@ -293,6 +336,7 @@ function expectedParams(c: LaunchContract, k: Case, ownWs: bigint | null): strin
   const f32 = (v: number) => new Uint32Array(new Float32Array([v]).buffer)[0]!;
   for (const t of c.tensors) out[t.param] = `u64:${k.tensors.get(t.name)!}`;
   for (const d of c.dims) out[d.param] = `u32:${k.sizes[d.name]}`;
+  for (const s of c.strides) out[s.param] = `u64:${k.sizes[s.name]}`;
   for (const s of c.scalars) out[s.param] = `${s.ptx}:${f32(k.scalars.get(s.name)!)}`;
   if (c.workspace !== null) out[c.workspace.param] = `u64:${k.workspace?.address ?? ownWs}`;
   return out;
@@ -349,7 +393,19 @@ async function build(kernels: readonly CompiledKernel[], cxx: boolean): Promise<
   return exe;
 }
 
-const KERNELS = compile(SOURCE).kernels;
+/**
+ * The strided variants (issue 20; hand-built manifests, tests/_strided_manifests.ts):
+ * hgemm with lda, ldb and a shared ldc for C and D; split-K with lda; the
+ * batched s4 kernel with a batch stride, a broadcast B (batch stride 0) and
+ * a literal matrix stride.
+ */
+const STRIDED = compile(SOURCE.replace(/kernel (\w+) /g, "kernel $1_s ")).kernels;
+const KERNELS = [
+  ...compile(SOURCE).kernels,
+  stridedKernel(STRIDED[0]!, { A: ["lda"], B: ["ldb"], C: ["ldc"], D: ["ldc"] }),
+  stridedKernel(STRIDED[2]!, { A: ["lda"], D: ["ldd"] }),
+  stridedKernel(STRIDED[3]!, { A: ["sa", "lda"], B: [0, 160], D: ["sd", "ldd"] }),
+];
 const CONTRACTS = KERNELS.map((k) => launchContract(k.manifest));
 
 for (const cxx of [false, true]) {
@@ -357,11 +413,11 @@ for (const cxx of [false, true]) {
   cTest(
     `C artefact (${lang}): every launch refused as launchViolations says, valid ones launched`,
     async () => {
-      assert.equal(KERNELS.length, 4);
+      assert.equal(KERNELS.length, 7);
       const exe = await build(KERNELS, cxx);
       const r = rng(cxx ? 19 : 7);
       const cases: Case[] = [];
-      for (let i = 0; i < 240; i++) {
+      for (let i = 0; i < 420; i++) {
         const kernel = i % CONTRACTS.length;
         const c = CONTRACTS[kernel]!;
         cases.push(i % 3 === 0 ? validCase(c, kernel, r) : brokenCase(c, kernel, r));
@@ -382,13 +438,14 @@ for (const cxx of [false, true]) {
         assert.deepEqual(o.errors, ['Kernel "hgemm": gemmc_load() has not succeeded']);
       }
       assert.equal(out[1]!.status, 0, out[1]!.errors.join("\n"));
-      let valid = 0, refused = 0;
+      let valid = 0, refused = 0, strideRules = 0;
       cases.forEach((k, i) => {
         const c = CONTRACTS[k.kernel]!;
         const o = out[i + 2]!;
         const want = expected(c, k);
         const what = `case ${i} (${c.name}): ${line(c, k)}`;
         assert.deepEqual(o.errors, want, what);
+        if (want.some((m) => / stride /.test(m))) strideRules++;
         if (want.length > 0) {
           assert.equal(o.status, 1, what);
           assert.equal(o.launch, null, what);
@@ -414,7 +471,8 @@ for (const cxx of [false, true]) {
           if (at === own) assert.ok(bytes! >= BigInt(contractWorkspaceBytes(c, k.sizes)), what);
         }
       });
-      assert.ok(valid >= 60 && refused >= 100, `${valid} valid, ${refused} refused`);
+      assert.ok(valid >= 100 && refused >= 180, `${valid} valid, ${refused} refused`);
+      assert.ok(strideRules >= 30, `${strideRules} launches broke a stride rule`);
     },
   );
 }
@@ -474,7 +532,7 @@ Deno.test("gemm compile --emit c prints cSource of the file's kernels, or writes
   await Deno.writeTextFile(src, SOURCE);
   const r = await gemm("compile", src, "--emit", "c");
   assert.equal(r.code, 0, r.stderr);
-  assert.equal(r.stdout, cSource(KERNELS));
+  assert.equal(r.stdout, cSource(KERNELS.slice(0, 4)));
   const one = await gemm(
     "compile",
     src,

@@ -20,6 +20,7 @@ import {
 } from "../backends/ptx/contract.ts";
 import { examples, ROOT } from "./_examples.ts";
 import { gemm } from "./_cli.ts";
+import { type StrideDecls, stridedKernel } from "./_strided_manifests.ts";
 
 const dec = new TextDecoder();
 
@@ -102,8 +103,23 @@ Deno.test(`names that are Python keywords or runtime names get a "_"${why}`, { i
   }
 });
 
+/** The strided variants the fakes and the parity test check (hand-built manifests). */
+const STRIDED: Readonly<Record<string, StrideDecls>> = {
+  hgemm_strided: { A: ["lda"], B: ["ldb"], C: ["ldc"], D: ["ldc"] },
+  s4_strided: { A: ["lda"], B: [256], D: ["ldd"] },
+  batched_strided: { A: ["sa", "lda"], B: [0, "ldb"], D: ["sd", "N"] },
+};
+
+function stridedCompiled(name: string): CompiledKernel {
+  const base = compiled(name.replace("_strided", "").replace("s4", "s4_gemm"))[0]!;
+  return stridedKernel(base, STRIDED[name]!);
+}
+
 Deno.test(`the modules check and launch right, on a fake driver${why}`, { ignore }, () => {
   const dir = writeModules(["hgemm", "s8_gemm", "splitk", "s4_gemm", "b1_and"]);
+  for (const n of Object.keys(STRIDED)) {
+    Deno.writeTextFileSync(`${dir}/${n}.py`, pythonModule([stridedCompiled(n)]));
+  }
   try {
     const r = python3([new URL("python/check_fakes.py", import.meta.url).pathname, "fakes", dir]);
     assert.equal(r?.code, 0, `${r?.stdout}\n${r?.stderr}`);
@@ -132,6 +148,11 @@ function cases(k: CompiledKernel, n: number, seed: number): Case[] {
     const sizes: Record<string, number> = {};
     for (const d of c.dims) sizes[d.name] = pick([0, 1, 7, 64, 96, 100, 264, 1000, -1, 2.5]);
     if (rnd() < 0.1) delete sizes[c.dims[0]!.name];
+    // Strides: left out (dense), dense-ish, padded, short, misaligned, 0, out of range.
+    for (const st of c.strides) {
+      const v = pick([undefined, 64, 96, 128, 264, 1000, 1032, 1040, 100000, 0, 7, 130, -1, 2.5]);
+      if (v !== undefined) sizes[st.name] = v;
+    }
     const tensors: Record<string, [number, number]> = {};
     // Own, shared and nearby addresses: alignments, null, overlaps and in-place C all arise.
     let base = 0x1000000;
@@ -154,9 +175,18 @@ function cases(k: CompiledKernel, n: number, seed: number): Case[] {
 Deno.test(`the Python contract gives launchViolations' messages${why}`, { ignore }, () => {
   const dir = Deno.makeTempDirSync({ prefix: "gemmc_py_" });
   try {
-    let compared = 0;
-    for (const name of ["hgemm", "splitk", "s4_gemm", "fused_bias_relu", "batched"]) {
-      const k = compiled(name)[0]!;
+    let compared = 0, strideMessages = 0;
+    for (
+      const name of [
+        "hgemm",
+        "splitk",
+        "s4_gemm",
+        "fused_bias_relu",
+        "batched",
+        ...Object.keys(STRIDED),
+      ]
+    ) {
+      const k = STRIDED[name] !== undefined ? stridedCompiled(name) : compiled(name)[0]!;
       const c = launchContract(k.manifest);
       const cs = cases(k, 60, name.length * 7919);
       Deno.writeTextFileSync(`${dir}/m.py`, pythonModule([k]));
@@ -186,10 +216,12 @@ Deno.test(`the Python contract gives launchViolations' messages${why}`, { ignore
         );
         assert.deepEqual(got[i], want, `${name} case ${i}: ${JSON.stringify(cs1)}`);
         compared += want.length;
+        strideMessages += want.filter((m) => / stride /.test(m)).length;
       });
       if (c.workspace !== null) assert.ok(contractWorkspaceBytes(c, { M: 64, N: 64, K: 64 }) > 0);
     }
-    assert.ok(compared > 300, `only ${compared} messages compared`);
+    assert.ok(compared > 450, `only ${compared} messages compared`);
+    assert.ok(strideMessages > 60, `only ${strideMessages} stride messages compared`);
   } finally {
     Deno.removeSync(dir, { recursive: true });
   }

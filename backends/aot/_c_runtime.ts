@@ -68,7 +68,10 @@ export const C_RUNTIME_TYPES = `#if defined(__cplusplus)
 #define GEMMC_MAX_DIM ${MAX_DIM}LL
 #define GEMMC_WORKSPACE_ALIGN ${WORKSPACE_ALIGN_BYTES}ULL
 
-/* A dimension of a shape: runtime dimension number dim, or (dim < 0) the constant value. */
+/*
+ * A dimension of a shape, or a stride: runtime value number dim (the dims, then the strides),
+ * or (dim < 0) the constant value.
+ */
 typedef struct gemmc_extent {
   int dim;
   long long value;
@@ -86,6 +89,9 @@ typedef struct gemmc_tensor {
   gemmc_extent shape[4];
   int has_leading;
   gemmc_extent leading;
+  /* contract.ts TensorView (rank 2 and 3): batch x rows x leading, strides (has_*: declared). */
+  int has_view, strided, has_batch, has_rows, has_sb, has_sm;
+  gemmc_extent batch, rows, sb, sm;
 } gemmc_tensor;
 
 typedef struct gemmc_scalar {
@@ -105,7 +111,8 @@ typedef struct gemmc_kernel {
   int ntensors;
   const gemmc_tensor *tensors;
   int ndims;
-  const char *const *dims;
+  const char *const *dims; /* the names of the dims, then of the strides */
+  int nstrides;
   int nscalars;
   const gemmc_scalar *scalars;
 } gemmc_kernel;
@@ -231,10 +238,40 @@ static unsigned long long gemmc_ws_need(const gemmc_kernel *k, const long long *
   return gemmc_mul_sat(tiles, k->ws_per_tile);
 }
 
-/* contract.ts tensorBytes: ceil(elements * bits / 8). */
+static unsigned long long gemmc_add_sat(unsigned long long a, unsigned long long b) {
+  return b > ~0ULL - a ? ~0ULL : a + b;
+}
+
+/* contract.ts viewValues: a view's extents and strides (strides not declared: dense). */
+typedef struct gemmc_view {
+  unsigned long long batch, rows, cont, sb, sm;
+} gemmc_view;
+
+static gemmc_view gemmc_view_of(const gemmc_tensor *t, const long long *dims) {
+  gemmc_view v;
+  v.cont = (unsigned long long)gemmc_extent_of(t->leading, dims);
+  v.rows = t->has_rows ? (unsigned long long)gemmc_extent_of(t->rows, dims) : 1;
+  v.batch = t->has_batch ? (unsigned long long)gemmc_extent_of(t->batch, dims) : 1;
+  v.sm = t->has_sm ? (unsigned long long)gemmc_extent_of(t->sm, dims) : v.cont;
+  v.sb = t->has_sb ? (unsigned long long)gemmc_extent_of(t->sb, dims) : gemmc_mul_sat(v.rows, v.sm);
+  return v;
+}
+
+/*
+ * contract.ts tensorBytes: ceil(elements * bits / 8); a strided tensor's elements from its first
+ * to its last, (L-1)*sb + (rows-1)*sm + contiguous extent.
+ */
 static unsigned long long gemmc_tensor_bytes(const gemmc_tensor *t, const long long *dims) {
   unsigned long long e = 1;
   int i;
+  if (t->strided) {
+    gemmc_view v = gemmc_view_of(t, dims);
+    if (v.batch == 0 || v.rows == 0 || v.cont == 0) return 0;
+    e = gemmc_add_sat(gemmc_add_sat(gemmc_mul_sat(v.batch - 1, v.sb), gemmc_mul_sat(v.rows - 1, v.sm)),
+                      v.cont);
+    e = gemmc_mul_sat(e, t->bits);
+    return e == ~0ULL ? e : (e + 7) / 8;
+  }
   for (i = 0; i < t->rank; i++) {
     e = gemmc_mul_sat(e, (unsigned long long)gemmc_extent_of(t->shape[i], dims));
   }
@@ -252,6 +289,61 @@ static const char *gemmc_number_text(double v, char *buf, size_t n) {
   if (isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
   snprintf(buf, n, "%.17g", v);
   return buf;
+}
+
+/* A stride or extent as messages name it: "lda=1040", or a constant alone. */
+static const char *gemmc_label(const gemmc_kernel *k, gemmc_extent e, unsigned long long v, char *buf,
+                               size_t n) {
+  if (e.dim < 0) snprintf(buf, n, "%llu", v);
+  else snprintf(buf, n, "%s=%llu", k->dims[e.dim], v);
+  return buf;
+}
+
+/* contract.ts strideViolations: a strided tensor's broken stride rules. */
+static int gemmc_stride_violations(const gemmc_kernel *k, const gemmc_tensor *t, const long long *dims) {
+  gemmc_view v = gemmc_view_of(t, dims);
+  unsigned long long a = (unsigned long long)t->align_elems;
+  char s[96], c[96];
+  int bad = 0;
+  if (t->has_sm) {
+    gemmc_label(k, t->sm, v.sm, s, sizeof s);
+    if (v.sm < v.cont) {
+      gemmc_add_error("Tensor \\"%s\\" has matrix stride %s, less than its contiguous extent %s",
+                      t->name, s, gemmc_label(k, t->leading, v.cont, c, sizeof c));
+      bad++;
+    }
+    if (v.sm % a != 0) {
+      gemmc_add_error("Tensor \\"%s\\" declares align %llu but its matrix stride %s is not a "
+                      "multiple of %llu", t->name, a, s, a);
+      bad++;
+    }
+  }
+  if (t->has_sb) {
+    unsigned long long need = gemmc_mul_sat(v.rows, v.sm);
+    gemmc_label(k, t->sb, v.sb, s, sizeof s);
+    if (v.sb < need && (v.sb != 0 || t->output)) {
+      gemmc_add_error("Tensor \\"%s\\" has batch stride %s; %s %llu (%s)", t->name, s,
+                      t->output ? "an output's must be at least" : "it must be 0 or at least", need,
+                      t->has_rows ? "rows x matrix stride" : "its row length");
+      bad++;
+    }
+    if (v.sb % a != 0) {
+      gemmc_add_error("Tensor \\"%s\\" declares align %llu but its batch stride %s is not a "
+                      "multiple of %llu", t->name, a, s, a);
+      bad++;
+    }
+  }
+  return bad;
+}
+
+/* contract.ts sameStrides: whether C (at D's address) lies as D does. */
+static int gemmc_same_strides(const gemmc_tensor *c, const gemmc_tensor *d, const long long *dims) {
+  gemmc_view x, y;
+  if (!c->strided && !d->strided) return 1;
+  if (!c->has_view || !d->has_view) return c->has_view == d->has_view;
+  x = gemmc_view_of(c, dims);
+  y = gemmc_view_of(d, dims);
+  return x.sm == y.sm && (x.batch <= 1 || x.sb == y.sb);
 }
 
 /*
@@ -282,6 +374,15 @@ static int gemmc_violations(const gemmc_kernel *k, const long long *dims, const 
       bad++;
     }
   }
+  /* Strides: the values after the dims, int64_t (negative: out of range). */
+  for (i = k->ndims; i < k->ndims + k->nstrides; i++) {
+    if (dims[i] < 0) {
+      gemmc_add_error("Kernel \\"%s\\": stride %s=%lld is not an integer in 0..9223372036854775807",
+                      k->name, k->dims[i], dims[i]);
+      bad++;
+      sizes_ok = 0;
+    }
+  }
   for (i = 0; i < k->ntensors; i++) {
     const gemmc_tensor *t = &k->tensors[i];
     if (sizes_ok && t->has_leading) {
@@ -295,6 +396,7 @@ static int gemmc_violations(const gemmc_kernel *k, const long long *dims, const 
         bad++;
       }
     }
+    if (sizes_ok && t->strided) bad += gemmc_stride_violations(k, t, dims);
     if (ptrs[i] == 0) {
       gemmc_add_error("Tensor \\"%s\\" has a null address", t->name);
       bad++;
@@ -312,7 +414,7 @@ static int gemmc_violations(const gemmc_kernel *k, const long long *dims, const 
       if (!k->tensors[i].output) continue;
       for (j = 0; j < k->ntensors; j++) {
         const gemmc_tensor *in = &k->tensors[j];
-        int in_place = in->is_c && lo[j] == lo[i];
+        int in_place = in->is_c && lo[j] == lo[i] && gemmc_same_strides(in, &k->tensors[i], dims);
         if (in->output || in_place) continue;
         if (lo[i] < hi[j] && lo[j] < hi[i] && hi[i] > lo[i] && hi[j] > lo[j]) {
           gemmc_add_error("Output \\"%s\\" overlaps input \\"%s\\"%s", k->tensors[i].name, in->name,

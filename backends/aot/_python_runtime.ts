@@ -10,7 +10,11 @@
  *   change there must be made here too (tests/aot_python_test.ts runs both on
  *   the same cases and compares the messages);
  * - what only a Python caller can get wrong: the tensor's library, dtype,
- *   rank, extents, layout (strides), device;
+ *   rank, extents, layout (strides), device; a tensor declared with
+ *   `strides(...)` (DESIGN.md §6.1) may be any view whose contiguous
+ *   dimension has stride 1: its other strides are the stride values (the
+ *   `.u64` stride parameters), checked against literals, dimensions and the
+ *   other tensors that name the same stride;
  * - two drivers: cuda-python (`cuda.bindings.driver`, or the older
  *   `cuda.cuda`) and CuPy (`cupy.cuda.driver`), both through the same
  *   `void**` parameter array built with ctypes.
@@ -18,7 +22,9 @@
  * @module
  */
 
-/** The Python runtime text (no tables; see backends/aot/python.ts). */
+import { PYTHON_STRIDES } from "./_python_strides.ts";
+
+/** The Python runtime text (no tables; see backends/aot/python.ts), strides included. */
 export const PYTHON_RUNTIME = String.raw`
 import ctypes as _ctypes
 import math as _math
@@ -162,6 +168,8 @@ def _check_view(t, v, bad):
         return False
     if 0 in v.shape:
         return True
+    if t.get("strides") is not None:
+        return _check_strided(t, v, bad)
     want = _dense_strides(t, v.shape)
     if any(s != w and e != 1 for s, w, e in zip(v.strides, want, v.shape)):
         how = ("contiguous" if t["layout"] == "row" or len(v.shape) < 2
@@ -217,6 +225,10 @@ def _workspace_bytes(k, sizes):
 
 
 def _tensor_bytes(t, sizes):
+    if t.get("strides") is not None:
+        batch, rows, cont, sb, sm = _view_values(t["view"], sizes)
+        n = 0 if 0 in (batch, rows, cont) else (batch - 1) * sb + (rows - 1) * sm + cont
+        return -(-(n * t["bits"]) // 8)
     n = 1
     for d in t["shape"]:
         n *= _dim(d, sizes)
@@ -247,6 +259,19 @@ def _violations(k, sizes, tensors, scalars, workspace=None, pending=()):
             bad.append(f'Kernel "{name}": the sizes give an empty grid '
                        f'[{", ".join(str(g) for g in grid)}]: every output dimension must be '
                        'at least 1')
+    # Strides (DESIGN.md §6.1): the values given, and those left out dense.
+    strides_ok = True
+    for s in k["strides"]:
+        v = sizes.get(s["name"])
+        if v is not None and not (isinstance(v, int) and not isinstance(v, bool)
+                                  and 0 <= v < 2**63):
+            bad.append(f'Kernel "{name}": stride {s["name"]}={_js(v)} is not an integer in '
+                       f'0..{_MAX_STRIDE}')
+            strides_ok = False
+    if not strides_ok:
+        sizes_ok = False
+    elif sizes_ok and k["strides"]:
+        sizes = _with_stride_defaults(k, sizes)
     ranges = []
     for t in k["tensors"]:
         if sizes_ok and t["leading"] is not None:
@@ -255,6 +280,8 @@ def _violations(k, sizes, tensors, scalars, workspace=None, pending=()):
                 lead = str(v) if isinstance(t["leading"], int) else f'{t["leading"]}={v}'
                 bad.append(f'Tensor "{t["name"]}" declares align {t["alignElems"]} but its '
                            f'leading dimension {lead} is not a multiple of {t["alignElems"]}')
+        if sizes_ok and t.get("strides") is not None:
+            _stride_violations(t, sizes, bad)
         if t["name"] in pending:
             continue
         b = tensors.get(t["name"])
@@ -280,7 +307,7 @@ def _violations(k, sizes, tensors, scalars, workspace=None, pending=()):
         for i, ilo, ihi in ranges:
             if i["output"]:
                 continue
-            in_place = i["role"] == "C" and ilo == olo
+            in_place = i["role"] == "C" and ilo == olo and _same_strides(i, o, sizes)
             if not in_place and olo < ihi and ilo < ohi and ohi > olo and ihi > ilo:
                 bad.append(f'Output "{o["name"]}" overlaps input "{i["name"]}"'
                            + (" (C may only be D itself, at the same address)"
@@ -548,7 +575,7 @@ def _params(k, sizes, views, scalars, workspace):
     for kind, name, ptx in k["params"]:
         if kind == "tensor":
             v = views[name].address
-        elif kind == "dim":
+        elif kind == "dim" or kind == "stride":
             v = sizes[name]
         elif kind == "scalar":
             v = scalars[name] if ptx != "s32" else int(scalars[name])
@@ -573,6 +600,7 @@ def _launch(k, inputs, out, stream, workspace, given):
         args[output["name"]] = out
     views = _tensor_views(k, args, bad)
     sizes = _sizes(k, views, bad)
+    _stride_values(k, views, sizes, bad)
     scalars = _scalar_values(k, given, bad)
     if bad:
         raise GemmcLaunchError(k["name"], bad)
@@ -593,12 +621,18 @@ def _launch(k, inputs, out, stream, workspace, given):
             bad.append(f"The split-K workspace has strides {list(w.strides)} for shape "
                        f"{list(w.shape)}: it must be contiguous")
         ws = None if w is None else (w.address, w.bytes)
-    bindings = {n: (v.address, v.bytes) for n, v in views.items()}
+    # A strided view's buffer length is unknown (its own extent holds it by construction).
+    strided = set(t["name"] for t in k["tensors"] if t.get("strides") is not None)
+    bindings = {n: (v.address, None if n in strided else v.bytes) for n, v in views.items()}
     pending = () if out is not None else (output["name"],)
     bad += _violations(k, sizes, bindings, scalars, ws, pending)
     if bad:
         raise GemmcLaunchError(k["name"], bad)
-    if out is None:
+    sizes = _with_stride_defaults(k, sizes)
+    if out is None and output.get("strides") is not None:
+        out = _allocate_strided(output, lib, device, sizes)
+        views[output["name"]] = _view(output["name"], out, bad)
+    elif out is None:
         out = _allocate(output, lib, device, sizes)
         views[output["name"]] = _view(output["name"], out, bad)
     if k["workspace"] is not None:
@@ -612,7 +646,7 @@ def _launch(k, inputs, out, stream, workspace, given):
                    _ctypes.addressof(array))
     del values
     return out
-`;
+` + PYTHON_STRIDES;
 
 /** The names the runtime defines or uses, which generated names must avoid. */
 export function runtimeNames(): Set<string> {

@@ -3,7 +3,9 @@
  * module of kernels, a header part and, behind `#define GEMMC_IMPLEMENTATION`,
  * the implementation (the single-file-library convention of stb). The PTX is
  * embedded as a string; `gemmc_load()` loads it through the CUDA driver API and
- * `gemmc_<kernel>_launch(stream, <tensors>, <dims>, <scalars>)` checks a launch
+ * `gemmc_<kernel>_launch(stream, <tensors>, <dims>, <strides>, <scalars>)`
+ * (ABI order; a runtime stride is an `int64_t` count of elements, DESIGN.md
+ * §6.1, given always: C has no dense default) checks a launch
  * against the kernel's launch contract (backends/ptx/contract.ts, printed here
  * as a table per kernel and checked by the runtime of _c_runtime.ts) and
  * launches it asynchronously on the stream.
@@ -19,7 +21,12 @@
 
 import type { CompiledKernel } from "../../compiler.ts";
 import { ptxModule } from "../../compiler.ts";
-import { type ContractTensor, type LaunchContract, launchContract } from "../ptx/contract.ts";
+import {
+  type ContractTensor,
+  type LaunchContract,
+  launchContract,
+  tensorView,
+} from "../ptx/contract.ts";
 import {
   C_RUNTIME_DECLS,
   C_RUNTIME_FUNCTIONS,
@@ -50,12 +57,33 @@ function cString(s: string): string {
 /** The C type of a scalar's PTX type. */
 const SCALAR_C_TYPE = { f32: "float", f64: "double", s32: "int32_t" } as const;
 
-/** A `gemmc_extent` initializer: a runtime dimension's number, or a constant. */
+/**
+ * A `gemmc_extent` initializer: a runtime dimension's number, a runtime
+ * stride's (after the dims), or a constant.
+ */
 function extent(c: LaunchContract, d: string | number): string {
   if (typeof d === "number") return `{-1, ${d}LL}`;
-  const i = c.dims.findIndex((x) => x.name === d);
-  if (i < 0) throw new Error(`Kernel "${c.name}": "${d}" is not a runtime dimension`);
+  const i = [...c.dims, ...c.strides].findIndex((x) => x.name === d);
+  if (i < 0) throw new Error(`Kernel "${c.name}": "${d}" is not a runtime dimension or stride`);
   return `{${i}, 0}`;
+}
+
+/** The `has, extent` pair of an optional view entry. */
+function optExtent(c: LaunchContract, d: string | number | null): [string, string] {
+  return d === null ? ["0", "{-1, 0}"] : ["1", extent(c, d)];
+}
+
+/** The view fields of a `gemmc_tensor` initializer (contract.ts TensorView). */
+function viewFields(c: LaunchContract, t: ContractTensor): string {
+  const v = tensorView(t);
+  if (v === null) return "0, 0, 0, 0, 0, 0, {-1, 0}, {-1, 0}, {-1, 0}, {-1, 0}";
+  const [hb, b] = optExtent(c, v.batch);
+  const [hr, r] = optExtent(c, v.rows);
+  const [hsb, sb] = optExtent(c, v.batchStride);
+  const [hsm, sm] = optExtent(c, v.matrixStride);
+  return `1, ${
+    t.strides !== undefined ? 1 : 0
+  }, ${hb}, ${hr}, ${hsb}, ${hsm}, ${b}, ${r}, ${sb}, ${sm}`;
 }
 
 /** A `gemmc_tensor` initializer. */
@@ -69,7 +97,7 @@ function tensorRow(c: LaunchContract, t: ContractTensor): string {
   const leading = t.leading === null ? "0, {-1, 1}" : `1, ${extent(c, t.leading)}`;
   return `  {${cString(t.name)}, ${cString(t.dtype)}, ${t.bits}ULL, ${t.output ? 1 : 0}, ` +
     `${t.role === "C" ? 1 : 0}, ${t.alignElems}LL, ${t.alignBytes}ULL, ${t.shape.length}, ` +
-    `{${shape.join(", ")}}, ${leading}}`;
+    `{${shape.join(", ")}}, ${leading}, ${viewFields(c, t)}}`;
 }
 
 /** The C names of a kernel's arguments, by kind. */
@@ -77,6 +105,7 @@ interface CArgs {
   readonly fn: string;
   readonly tensors: readonly string[];
   readonly dims: readonly string[];
+  readonly strides: readonly string[];
   readonly scalars: readonly string[];
   readonly split: boolean;
 }
@@ -86,6 +115,7 @@ function cArgs(c: LaunchContract): CArgs {
     fn: `gemmc_${cName(c.name)}`,
     tensors: c.tensors.map((t) => cName(t.name)),
     dims: c.dims.map((d) => cName(d.name)),
+    strides: c.strides.map((s) => cName(s.name)),
     scalars: c.scalars.map((s) => cName(s.name)),
     split: c.workspace !== null,
   };
@@ -96,10 +126,11 @@ function kernelTable(c: LaunchContract, a: CArgs): string {
   const p = a.fn;
   const g = c.gridPlan;
   const lines: string[] = [];
-  if (c.dims.length > 0) {
+  const values = [...c.dims, ...c.strides];
+  if (values.length > 0) {
     lines.push(
-      `static const char *const ${p}_dims[${c.dims.length}] = {${
-        c.dims.map((d) => cString(d.name)).join(", ")
+      `static const char *const ${p}_dims[${values.length}] = {${
+        values.map((d) => cString(d.name)).join(", ")
       }};`,
     );
   }
@@ -123,7 +154,7 @@ function kernelTable(c: LaunchContract, a: CArgs): string {
       `${
         c.workspace?.bytesPerTile ?? 0
       }ULL, ${c.tensors.length}, ${p}_tensors, ${c.dims.length}, ` +
-      `${c.dims.length > 0 ? `${p}_dims` : "0"}, ${c.scalars.length}, ` +
+      `${values.length > 0 ? `${p}_dims` : "0"}, ${c.strides.length}, ${c.scalars.length}, ` +
       `${c.scalars.length > 0 ? `${p}_scalars` : "0"}};`,
   );
   return lines.join("\n");
@@ -135,6 +166,7 @@ function signature(c: LaunchContract, a: CArgs): string {
     "CUstream stream",
     ...a.tensors.map((t) => `CUdeviceptr ${t}`),
     ...a.dims.map((d) => `int64_t ${d}`),
+    ...a.strides.map((s) => `int64_t ${s}`),
     ...c.scalars.map((s, i) => `${SCALAR_C_TYPE[s.ptx]} ${a.scalars[i]}`),
     ...(a.split ? ["CUdeviceptr workspace", "size_t workspace_bytes"] : []),
   ].join(", ");
@@ -149,10 +181,13 @@ function kernelDecls(c: LaunchContract, a: CArgs): string {
     ` * Launches it on the stream after checking the launch (nothing is launched on an error:`,
     ` * GEMMC_ERROR_INVALID_ARGUMENT, gemmc_last_error() says why). Arguments:`,
     ...c.tensors.map((t) =>
-      ` *   ${t.name}: ${t.dtype}[${t.shape.join(", ")}] ${t.layout}, align ${t.alignElems} ` +
+      ` *   ${t.name}: ${t.dtype}[${t.shape.join(", ")}] ${t.layout}` +
+      (t.strides !== undefined ? ` strides(${t.strides.join(", ")})` : "") +
+      `, align ${t.alignElems} ` +
       `(address a multiple of ${t.alignBytes} bytes)${t.output ? ", written" : ""}`
     ),
     ...c.dims.map((d) => ` *   ${d.name}: a runtime size, 0..2147483647`),
+    ...c.strides.map((s) => ` *   ${s.name}: a runtime stride in elements, 0..2^63-1`),
     ...c.scalars.map((s) =>
       ` *   ${s.name}: ${s.dtype}, finite` +
       (s.default !== null ? ` (DSL default ${s.default})` : "")
@@ -178,8 +213,16 @@ function kernelDecls(c: LaunchContract, a: CArgs): string {
 
 /** The implementation of one kernel's launch (and workspace size) function. */
 function kernelImpl(c: LaunchContract, a: CArgs, index: number): string {
-  const dims = a.dims.length > 0 ? "gemmc_dims" : "0";
+  const values = [...a.dims, ...a.strides];
+  const dims = values.length > 0 ? "gemmc_dims" : "0";
   const scalars = a.scalars.length > 0 ? "gemmc_scalars" : "0";
+  const valuesDecl = values.length > 0
+    ? [
+      `  const long long gemmc_dims[${values.length}] = {${
+        values.map((d) => `(long long)${d}`).join(", ")
+      }};`,
+    ]
+    : [];
   const dimsDecl = a.dims.length > 0
     ? [
       `  const long long gemmc_dims[${a.dims.length}] = {${
@@ -187,10 +230,12 @@ function kernelImpl(c: LaunchContract, a: CArgs, index: number): string {
       }};`,
     ]
     : [];
-  const params = c.tensors.length + c.dims.length + c.scalars.length + (a.split ? 1 : 0);
+  const params = c.tensors.length + c.dims.length + c.strides.length + c.scalars.length +
+    (a.split ? 1 : 0);
   const byParam = new Array<string>(params);
   c.tensors.forEach((t, i) => byParam[t.param] = `&${a.tensors[i]}`);
   c.dims.forEach((d, i) => byParam[d.param] = `&gemmc_u32[${i}]`);
+  c.strides.forEach((s, i) => byParam[s.param] = `&gemmc_u64[${i}]`);
   c.scalars.forEach((s, i) => byParam[s.param] = `&${a.scalars[i]}`);
   if (c.workspace !== null) byParam[c.workspace.param] = "&gemmc_ws";
   if (byParam.some((x) => x === undefined) || byParam.length !== params) {
@@ -198,7 +243,7 @@ function kernelImpl(c: LaunchContract, a: CArgs, index: number): string {
   }
   const lines = [
     `gemmc_status ${a.fn}_launch(${signature(c, a)}) {`,
-    ...dimsDecl,
+    ...valuesDecl,
     `  const CUdeviceptr gemmc_ptrs[${a.tensors.length}] = {${a.tensors.join(", ")}};`,
     ...(a.scalars.length > 0
       ? [
@@ -209,11 +254,13 @@ function kernelImpl(c: LaunchContract, a: CArgs, index: number): string {
       : []),
     `  CUdeviceptr gemmc_ws = ${a.split ? "workspace" : "0"};`,
     ...(a.dims.length > 0 ? [`  uint32_t gemmc_u32[${a.dims.length}];`] : []),
+    ...(a.strides.length > 0 ? [`  uint64_t gemmc_u64[${a.strides.length}];`] : []),
     `  long long gemmc_g[3];`,
     `  gemmc_status gemmc_s = gemmc_prepare(${index}, stream, ${dims}, gemmc_ptrs, ${scalars}, ` +
     `&gemmc_ws, ${a.split ? "(unsigned long long)workspace_bytes" : "0"}, gemmc_g);`,
     `  if (gemmc_s != GEMMC_OK) return gemmc_s;`,
     ...a.dims.map((d, i) => `  gemmc_u32[${i}] = (uint32_t)${d};`),
+    ...a.strides.map((s, i) => `  gemmc_u64[${i}] = (uint64_t)${s};`),
     `  {`,
     `    void *gemmc_params[${params}] = {${byParam.join(", ")}};`,
     `    return gemmc_launch(${index}, stream, gemmc_g, gemmc_params);`,
@@ -226,7 +273,7 @@ function kernelImpl(c: LaunchContract, a: CArgs, index: number): string {
       `size_t ${a.fn}_workspace_bytes(${a.dims.map((d) => `int64_t ${d}`).join(", ") || "void"}) {`,
       ...dimsDecl,
       ...a.dims.map((d) => `  if (${d} < 0 || ${d} > GEMMC_MAX_DIM) return 0;`),
-      `  return (size_t)gemmc_ws_need(&${a.fn}_kernel, ${dims});`,
+      `  return (size_t)gemmc_ws_need(&${a.fn}_kernel, ${a.dims.length > 0 ? "gemmc_dims" : "0"});`,
       `}`,
     );
   }

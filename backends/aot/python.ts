@@ -16,6 +16,7 @@ import {
   type LaunchContract,
   launchContract,
   MAX_DIM,
+  MAX_STRIDE,
   WORKSPACE_ALIGN_BYTES,
 } from "../ptx/contract.ts";
 import { PYTHON_RUNTIME, runtimeNames } from "./_python_runtime.ts";
@@ -164,11 +165,14 @@ function kernelFunction(k: CompiledKernel, fnName: string): string {
   const output = c.tensors.find((t) => t.output)!;
   const { inputs: args, scalars } = argNames(c);
   const decl = (t: typeof c.tensors[number]) =>
-    `${t.name}: ${t.dtype}[${t.shape.join(", ")}] ${t.layout}, align ${t.alignElems}`;
+    `${t.name}: ${t.dtype}[${t.shape.join(", ")}] ${t.layout}` +
+    (t.strides !== undefined ? ` strides(${t.strides.join(", ")})` : "") +
+    `, align ${t.alignElems}`;
   const doc = [
     `Launches gemmc kernel "${c.name}" and returns ${output.name} (allocated when out is None).`,
     "",
-    "Tensors (PyTorch CUDA tensors or CuPy arrays, dense in the declared layout):",
+    "Tensors (PyTorch CUDA tensors or CuPy arrays, dense in the declared layout; one declared",
+    "with strides: any view whose contiguous dimension has stride 1, its strides the values):",
     ...inputs.map((t, i) => `    ${args[i]}: ${decl(t)}`),
     `    out (${output.name}): ${decl(output)}`,
     ...(c.scalars.length > 0 ? ["Scalars (keyword arguments):"] : []),
@@ -253,6 +257,7 @@ export function pythonModule(
     }]`,
     "",
     `_MAX_DIM = ${MAX_DIM}`,
+    `_MAX_STRIDE = ${MAX_STRIDE}`,
     `_WORKSPACE_ALIGN_BYTES = ${WORKSPACE_ALIGN_BYTES}`,
     `_DTYPES = ${pyLiteral(dtypes)}`,
     "# The launch contract of every kernel (backends/ptx/contract.ts launchContract).",

@@ -16,6 +16,7 @@ import {
   type LaunchContract,
   launchViolations,
   type TensorBinding,
+  withStrideDefaults,
 } from "../ptx/contract.ts";
 import type { KernelManifest } from "../ptx/manifest.ts";
 import { type LaunchLimits, launchProblems } from "./launch.ts";
@@ -28,7 +29,11 @@ export type BufferRef = DeviceBuffer | bigint;
 /** Device buffers (or raw addresses) by tensor name. */
 export type LaunchBuffers = Readonly<Record<string, BufferRef>>;
 
-/** Runtime sizes by dimension name (the kernel's own names: `M`, `N`, `K`, `L`, ...). */
+/**
+ * Runtime sizes by dimension name (the kernel's own names: `M`, `N`, `K`, `L`,
+ * ...), and runtime strides by stride parameter name (`lda`, ...; in
+ * elements; one left out takes its dense value).
+ */
 export type LaunchSizes = Readonly<Record<string, number>>;
 
 /** Options of one launch. */
@@ -127,7 +132,7 @@ export class LaunchBinder {
     this.#slots = contract.tensors.map(() => ({ address: 0n, bytes: undefined }));
     this.#dummies = contract.tensors.map((_, i) => BigInt(i + 1) << 40n);
     this.#known = new Set(contract.tensors.map((t) => t.name));
-    this.#dims = new Set(contract.dims.map((d) => d.name));
+    this.#dims = new Set([...contract.dims, ...contract.strides].map((d) => d.name));
     this.#scalarNames = new Set(contract.scalars.map((s) => s.name));
   }
 
@@ -169,7 +174,9 @@ export class LaunchBinder {
     for (const n in sizes) {
       if (!this.#dims.has(n)) {
         (extra ??= []).push(
-          `Kernel "${c.name}" has no runtime dimension "${n}"` +
+          `Kernel "${c.name}" has no runtime ${
+            c.strides.length === 0 ? "dimension" : "dimension or stride"
+          } "${n}"` +
             (this.#dims.size === 0
               ? " (its sizes are all fixed)"
               : ` (it has ${list(this.#dims)})`),
@@ -269,6 +276,12 @@ export class LaunchBinder {
       dv.setBigUint64(c.tensors[i]!.param * 8, this.#slots[i]!.address, true);
     }
     for (const d of c.dims) dv.setUint32(d.param * 8, sizes[d.name]!, true);
+    if (c.strides.length > 0) {
+      // Shortcut: a stride left out costs a copy of the sizes here and in the
+      // contract check (strided kernels only; none when every stride is given).
+      const sz = withStrideDefaults(c, sizes);
+      for (const s of c.strides) dv.setBigUint64(s.param * 8, BigInt(sz[s.name]!), true);
+    }
     for (const s of c.scalars) {
       const v = this.#scalars.get(s.name)!;
       const o = s.param * 8;

@@ -120,7 +120,8 @@ export class LoadedKernel {
    * the contract; on any problem nothing is launched (nor allocated).
    *
    * @param buffers Device buffers (or raw device addresses) by tensor name.
-   * @param sizes Sizes by runtime dimension name.
+   * @param sizes Sizes by runtime dimension name, and strides by stride parameter name
+   *   (elements; one left out is dense).
    * @param options The stream, scalars (defaults apply), a workspace of the caller's.
    * @throws {LaunchError} Listing every problem, each naming its tensor, dimension or scalar.
    * @throws {CudaError} When the driver refuses the launch.

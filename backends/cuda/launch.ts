@@ -7,6 +7,7 @@
  * @module
  */
 
+import { launchContract, withStrideDefaults } from "../ptx/contract.ts";
 import type { KernelManifest } from "../ptx/manifest.ts";
 import type { KernelArg } from "./driver.ts";
 
@@ -17,7 +18,7 @@ import type { KernelArg } from "./driver.ts";
  *
  * @param manifest The kernel's manifest.
  * @param tensors Device addresses by tensor name.
- * @param sizes Runtime sizes by dimension name.
+ * @param sizes Runtime sizes by dimension name (and strides by name; dense when left out).
  * @param scalars Scalar values by name.
  * @returns The arguments; throws naming any that is missing or out of range.
  * @example
@@ -43,6 +44,9 @@ export function kernelArgs(
   sizes: Readonly<Record<string, number>>,
   scalars: ReadonlyMap<string, number>,
 ): KernelArg[] {
+  // Stride parameters left out of `sizes` take their dense values.
+  const strided = manifest.params.some((p) => p.kind === "stride" && sizes[p.name] === undefined);
+  const sz = strided ? withStrideDefaults(launchContract(manifest), sizes) : sizes;
   return manifest.params.map((p): KernelArg => {
     switch (p.kind) {
       case "tensor": {
@@ -60,10 +64,9 @@ export function kernelArgs(
       }
       case "stride": {
         // A stride parameter (DESIGN §6.1): its value in elements comes with the sizes.
-        const v = sizes[p.name];
-        if (v === undefined) throw new Error(`No value for stride "${p.name}"`);
-        if (!Number.isSafeInteger(v) || v < 0) {
-          throw new RangeError(`Stride ${p.name}=${v} is not an integer >= 0`);
+        const v = sz[p.name];
+        if (v === undefined || !Number.isInteger(v) || v < 0 || v >= 2 ** 63) {
+          throw new RangeError(`Stride ${p.name}=${v} is not an integer in 0..2^63-1`);
         }
         return { type: "u64", value: BigInt(v) };
       }

@@ -8,17 +8,26 @@
  *
  * The rules, for sizes `S`, tensor addresses and scalar values:
  * - every runtime dimension is an integer in `0 ..` {@link MAX_DIM};
+ * - every runtime stride (DESIGN.md §6.1; its value by name in the same
+ *   sizes record, the dense value when left out: {@link withStrideDefaults})
+ *   is an integer in `0 ..` {@link MAX_STRIDE};
  * - the grid is at least 1 on every axis (M, N and the batch at least 1);
  * - a rank-2 or rank-3 tensor's contiguous extent is a multiple of its
  *   declared `align` (so every row or column start stays aligned): the
  *   dimension its layout makes contiguous for A, B, C and D, the last one for
  *   a batched vector (role `bias`, stored batch outermost);
+ * - a strided tensor's ({@link TensorView}) matrix stride is at least its
+ *   contiguous extent; its batch stride at least rows x the matrix stride
+ *   (an input's may be 0: one matrix for every batch; an output's never);
+ *   every stride a multiple of the declared `align` (row starts stay aligned);
  * - every tensor's address is a multiple of {@link ContractTensor.alignBytes}
  *   (and not 0);
- * - where a buffer's length is known, it holds {@link tensorBytes} bytes;
- * - the output does not overlap an input, except C at D's very address (in
- *   place, which the kernel supports: each element of C is read by the thread
- *   that writes it in D, first);
+ * - where a buffer's length is known, it holds {@link tensorBytes} bytes
+ *   (with strides, from its first element to its last);
+ * - the output's bytes (first to last element) do not overlap an input's,
+ *   except C at D's very address with D's strides (in place, which the kernel
+ *   supports: each element of C is read by the thread that writes it in D,
+ *   first);
  * - every scalar is finite in its dtype; an `s32` scalar is a 32-bit integer;
  * - a split-K kernel gets a workspace of {@link contractWorkspaceBytes} bytes,
  *   zeroed before its first launch (each launch leaves its tiles' arrival
@@ -33,6 +42,13 @@ import type { KernelManifest } from "./manifest.ts";
 
 /** The largest runtime dimension a launcher accepts (the kernels index with signed 32-bit math). */
 export const MAX_DIM = 2 ** 31 - 1;
+
+/**
+ * The largest runtime stride a launcher accepts, in elements (`2^63 - 1`, the
+ * `.u64` parameter read as a signed 64-bit offset). As a JavaScript number
+ * it rounds up to `2^63`, so {@link launchViolations} asks for `v < 2^63`.
+ */
+export const MAX_STRIDE = 2n ** 63n - 1n;
 
 /** The alignment, in bytes, every launcher asks of a split-K workspace it is given. */
 export const WORKSPACE_ALIGN_BYTES = 16;
@@ -73,6 +89,41 @@ export interface ContractTensor {
    * and 3; for a batched bias always the last), else null.
    */
   readonly leading: string | number | null;
+  /**
+   * The declared strides as the manifest gives them (outermost first; see
+   * `ManifestParam.strides`); absent: dense.
+   */
+  readonly strides?: readonly (string | number)[];
+  /** How its elements lie ({@link tensorView}); absent: derived on demand. */
+  readonly view?: TensorView | null;
+}
+
+/**
+ * A rank-2 or rank-3 tensor's storage as batch x rows x contiguous extent,
+ * with the strides between batches and between rows (DESIGN.md §6.1). Every
+ * entry is a runtime name (a dimension or a stride parameter) or a constant;
+ * a null stride is the dense value. Element `(b, r, c)` lies at
+ * `b * batchStride + r * matrixStride + c`.
+ */
+export interface TensorView {
+  /** The batch dimension, or null (no batch). */
+  readonly batch: string | number | null;
+  /** The dimension across rows (of the storage order), or null (a batched vector: one row). */
+  readonly rows: string | number | null;
+  /** The contiguous dimension (the tensor's `leading`). */
+  readonly contiguous: string | number;
+  /** The stride between batches, or null: dense (`rows x matrixStride`) or no batch. */
+  readonly batchStride: string | number | null;
+  /** The stride between rows, or null: dense (the contiguous extent) or no rows. */
+  readonly matrixStride: string | number | null;
+}
+
+/** A runtime stride parameter (DESIGN.md §6.1): a `.u64` count of elements. */
+export interface ContractStride {
+  /** The parameter's name. */
+  readonly name: string;
+  /** Its position among the entry's parameters. */
+  readonly param: number;
 }
 
 /** A scalar parameter as a launcher must check it. */
@@ -113,6 +164,8 @@ export interface LaunchContract {
   readonly tensors: readonly ContractTensor[];
   /** Runtime dimensions, in parameter order. */
   readonly dims: readonly ContractDim[];
+  /** Runtime strides, in parameter order (after the dims). */
+  readonly strides: readonly ContractStride[];
   /** Scalars, in parameter order. */
   readonly scalars: readonly ContractScalar[];
   /** The split-K workspace parameter, or null. */
@@ -143,10 +196,12 @@ export interface LaunchContract {
 export function launchContract(m: KernelManifest): LaunchContract {
   const tensors: ContractTensor[] = [];
   const dims: ContractDim[] = [];
+  const strides: ContractStride[] = [];
   const scalars: ContractScalar[] = [];
   let workspace: LaunchContract["workspace"] = null;
   m.params.forEach((p, param) => {
     if (p.kind === "dim") dims.push({ name: p.name, param });
+    else if (p.kind === "stride") strides.push({ name: p.name, param });
     else if (p.kind === "scalar") {
       if (p.ptx === "u64" || p.ptx === "u32") throw new Error(`Scalar "${p.name}" is .${p.ptx}`);
       scalars.push({
@@ -166,7 +221,7 @@ export function launchContract(m: KernelManifest): LaunchContract {
       const alignElems = p.align ?? 1;
       const mat = shape.slice(-2);
       const role = p.role ?? "";
-      tensors.push({
+      const t: ContractTensor = {
         name: p.name,
         param,
         dtype,
@@ -182,7 +237,9 @@ export function launchContract(m: KernelManifest): LaunchContract {
           : MATRIX_ROLES.has(role) && layout === "col"
           ? mat[0]!
           : mat[1]!,
-      });
+        ...(p.strides !== undefined ? { strides: p.strides } : {}),
+      };
+      tensors.push({ ...t, view: tensorView(t) });
     }
   });
   return {
@@ -193,6 +250,7 @@ export function launchContract(m: KernelManifest): LaunchContract {
     gridPlan: m.gridPlan,
     tensors,
     dims,
+    strides,
     scalars,
     workspace,
   };
@@ -204,10 +262,146 @@ function dimOf(d: string | number, sizes: Readonly<Record<string, number>>): num
 }
 
 /**
- * A tensor's size in bytes at the given sizes (packed: `ceil(elements * bits / 8)`).
+ * A tensor's storage as a {@link TensorView} (rank 2 or 3), from its shape,
+ * layout, role and declared strides; null for other ranks (dense vectors).
  *
  * @param t The tensor.
- * @param sizes Runtime sizes by dimension name.
+ * @returns Its view, or null.
+ * @example
+ * ```ts
+ * import { deepEqual } from "node:assert/strict";
+ * import { tensorView } from "./contract.ts";
+ * const t = { name: "W", param: 1, dtype: "f16", bits: 16, shape: ["L", "K", "N"],
+ *   layout: "col", role: "B", output: false, alignElems: 8, alignBytes: 16, leading: "K",
+ *   strides: [0, "ldw"] } as const;
+ * deepEqual(tensorView(t), { batch: "L", rows: "N", contiguous: "K", batchStride: 0,
+ *   matrixStride: "ldw" });
+ * ```
+ */
+export function tensorView(t: ContractTensor): TensorView | null {
+  if (t.view !== undefined) return t.view;
+  const rank = t.shape.length;
+  const s = t.strides;
+  if (t.leading === null || rank < 2 || rank > 3) {
+    if (s !== undefined) throw new Error(`Tensor "${t.name}" of rank ${rank} cannot have strides`);
+    return null;
+  }
+  if (s !== undefined && s.length !== rank - 1) {
+    throw new Error(`Tensor "${t.name}" of rank ${rank} declares ${s.length} strides`);
+  }
+  if (rank === 2 && !MATRIX_ROLES.has(t.role)) {
+    // A batched vector (bias: [L, N]): one row per batch.
+    const batchStride = s?.[0] ?? null;
+    return {
+      batch: t.shape[0]!,
+      rows: null,
+      contiguous: t.leading,
+      batchStride,
+      matrixStride: null,
+    };
+  }
+  const colMajor = MATRIX_ROLES.has(t.role) && t.layout === "col";
+  return {
+    batch: rank === 3 ? t.shape[0]! : null,
+    rows: t.shape[rank - (colMajor ? 1 : 2)]!,
+    contiguous: t.leading,
+    batchStride: rank === 3 ? s?.[0] ?? null : null,
+    matrixStride: s?.[rank - 2] ?? null,
+  };
+}
+
+/** A view's extents and strides at some sizes (strides left out: dense). */
+interface ViewValues {
+  readonly batch: number;
+  readonly rows: number;
+  readonly contiguous: number;
+  readonly batchStride: number;
+  readonly matrixStride: number;
+}
+
+function viewValues(v: TensorView, sizes: Readonly<Record<string, number>>): ViewValues {
+  const contiguous = dimOf(v.contiguous, sizes);
+  const rows = v.rows === null ? 1 : dimOf(v.rows, sizes);
+  const ms = v.matrixStride === null ? undefined : strideOf(v.matrixStride, sizes);
+  const matrixStride = ms ?? contiguous;
+  const bs = v.batchStride === null ? undefined : strideOf(v.batchStride, sizes);
+  return {
+    batch: v.batch === null ? 1 : dimOf(v.batch, sizes),
+    rows,
+    contiguous,
+    batchStride: bs ?? rows * matrixStride,
+    matrixStride,
+  };
+}
+
+/** A stride's value: a constant, or by name (undefined: not given). */
+function strideOf(d: string | number, sizes: Readonly<Record<string, number>>): number | undefined {
+  return typeof d === "number" ? d : sizes[d];
+}
+
+/** Elements from a view's first to its last, plus one (0 when empty). */
+function viewElements(v: ViewValues): number {
+  if (v.batch === 0 || v.rows === 0 || v.contiguous === 0) return 0;
+  return (v.batch - 1) * v.batchStride + (v.rows - 1) * v.matrixStride + v.contiguous;
+}
+
+/**
+ * The sizes with a value for every stride parameter: those given, and for
+ * each left out its dense value where it first appears (the contiguous
+ * extent for a matrix stride, rows x the matrix stride for a batch stride),
+ * as `gemm simulate` and the launchers take it. The same record when the
+ * kernel has no stride parameter or every one is given.
+ *
+ * @param c The contract.
+ * @param sizes Runtime sizes and strides by name.
+ * @returns The sizes with every stride.
+ * @example
+ * ```ts
+ * import { ok } from "node:assert/strict";
+ * import { withStrideDefaults } from "./contract.ts";
+ * const A = { name: "A", param: 0, dtype: "f16", bits: 16, shape: ["M", "K"], layout: "row",
+ *   role: "A", output: false, alignElems: 8, alignBytes: 16, leading: "K", strides: ["lda"] } as const;
+ * const c = { name: "k", entry: "k", block: [128, 1, 1], dynamicSmemBytes: 0,
+ *   gridPlan: { m: "M", n: "N", batch: null, tileM: 64, tileN: 64, swizzle: 1, splitK: 1 },
+ *   tensors: [A], dims: [], strides: [{ name: "lda", param: 3 }], scalars: [],
+ *   workspace: null } as const;
+ * ok(withStrideDefaults(c, { M: 4, K: 24 }).lda === 24);
+ * ```
+ */
+export function withStrideDefaults(
+  c: LaunchContract,
+  sizes: Readonly<Record<string, number>>,
+): Readonly<Record<string, number>> {
+  let out: Record<string, number> | null = null;
+  for (const s of c.strides) {
+    if (sizes[s.name] === undefined) out = { ...sizes };
+  }
+  if (out === null) return sizes;
+  for (const t of c.tensors) {
+    const v = tensorView(t);
+    if (v === null) continue;
+    const contiguous = dimOf(v.contiguous, out);
+    if (typeof v.matrixStride === "string" && out[v.matrixStride] === undefined) {
+      out[v.matrixStride] = contiguous;
+    }
+    if (typeof v.batchStride === "string" && out[v.batchStride] === undefined) {
+      const rows = v.rows === null ? 1 : dimOf(v.rows, out);
+      const ms = v.matrixStride === null ? contiguous : strideOf(v.matrixStride, out)!;
+      out[v.batchStride] = rows * ms;
+    }
+  }
+  return out;
+}
+
+/**
+ * A tensor's size in bytes at the given sizes (packed: `ceil(elements * bits / 8)`).
+ * A strided tensor's elements run from its first to its last:
+ * `(L-1)·batchStride + (rows-1)·matrixStride + contiguous extent` (a batch
+ * stride of 0 reads one matrix), its stride values by name in `sizes` (one
+ * left out: this tensor's dense value).
+ *
+ * @param t The tensor.
+ * @param sizes Runtime sizes (and strides) by name.
  * @returns Its bytes.
  * @example
  * ```ts
@@ -219,6 +413,10 @@ function dimOf(d: string | number, sizes: Readonly<Record<string, number>>): num
  * ```
  */
 export function tensorBytes(t: ContractTensor, sizes: Readonly<Record<string, number>>): number {
+  if (t.strides !== undefined) {
+    const v = tensorView(t)!;
+    return Math.ceil((viewElements(viewValues(v, sizes)) * t.bits) / 8);
+  }
   let elements = 1;
   for (const d of t.shape) elements *= dimOf(d, sizes);
   return Math.ceil((elements * t.bits) / 8);
@@ -267,7 +465,8 @@ export interface TensorBinding {
  * scalar and the value in each message.
  *
  * @param c The contract.
- * @param sizes Runtime sizes by dimension name.
+ * @param sizes Runtime sizes by dimension name, and stride values by stride
+ *   parameter name (one left out takes its dense value: {@link withStrideDefaults}).
  * @param tensors Tensor bindings by name.
  * @param scalars Scalar values by name (every scalar, defaults already applied).
  * @param workspace The split-K workspace given by the caller, if any: checked
@@ -317,6 +516,17 @@ export function launchViolations(
       );
     }
   }
+  // Strides (DESIGN.md §6.1): the values given, and those left out dense.
+  let sz = sizes;
+  for (const s of c.strides) {
+    const v = sizes[s.name];
+    if (v !== undefined && !(Number.isInteger(v) && v >= 0 && v < 2 ** 63)) {
+      bad.push(`Kernel "${c.name}": stride ${s.name}=${v} is not an integer in 0..${MAX_STRIDE}`);
+      sz = NO_SIZES;
+    }
+  }
+  if (sz === NO_SIZES) sizesOk = false;
+  else if (sizesOk && c.strides.length > 0) sz = withStrideDefaults(c, sizes);
   // Launchers call this once per launch: numbers where an address is a safe
   // integer (every real device address is), no closures (backends/cuda/bind.ts).
   const ranges: Range[] = [];
@@ -331,6 +541,7 @@ export function launchViolations(
         );
       }
     }
+    if (sizesOk && t.strides !== undefined) strideViolations(t, sz, bad);
     const b = tensors.get(t.name);
     if (b === undefined) {
       bad.push(`No device buffer for tensor "${t.name}"`);
@@ -344,7 +555,7 @@ export function launchViolations(
       );
     }
     if (!sizesOk) continue;
-    const need = tensorBytes(t, sizes);
+    const need = tensorBytes(t, sz);
     if (b.bytes !== undefined && b.bytes < need) {
       bad.push(`Buffer of tensor "${t.name}" holds ${b.bytes} bytes; the sizes need ${need}`);
     }
@@ -354,7 +565,8 @@ export function launchViolations(
     if (!o.t.output) continue;
     for (const i of ranges) {
       if (i.t.output) continue;
-      const inPlace = i.t.role === "C" && !(i.lo < o.lo) && !(o.lo < i.lo);
+      const inPlace = i.t.role === "C" && !(i.lo < o.lo) && !(o.lo < i.lo) &&
+        sameStrides(i.t, o.t, sz);
       if (!inPlace && o.lo < i.hi && i.lo < o.hi && o.hi > o.lo && i.hi > i.lo) {
         bad.push(
           `Output "${o.t.name}" overlaps input "${i.t.name}"` +
@@ -376,6 +588,69 @@ export function launchViolations(
     }
   }
   return bad;
+}
+
+/** A marker: some stride is out of range. */
+const NO_SIZES: Readonly<Record<string, number>> = {};
+
+/** A stride or extent as messages name it: `lda=1040`, or a constant alone. */
+function label(d: string | number, v: number): string {
+  return typeof d === "number" ? String(v) : `${d}=${v}`;
+}
+
+/** A strided tensor's broken stride rules (DESIGN.md §6.1), at valid sizes and strides. */
+function strideViolations(
+  t: ContractTensor,
+  sizes: Readonly<Record<string, number>>,
+  bad: string[],
+): void {
+  const v = tensorView(t)!;
+  const x = viewValues(v, sizes);
+  const a = t.alignElems;
+  if (v.matrixStride !== null) {
+    const ms = label(v.matrixStride, x.matrixStride);
+    if (x.matrixStride < x.contiguous) {
+      bad.push(
+        `Tensor "${t.name}" has matrix stride ${ms}, less than its contiguous extent ` +
+          label(v.contiguous, x.contiguous),
+      );
+    }
+    if (x.matrixStride % a !== 0) {
+      bad.push(
+        `Tensor "${t.name}" declares align ${a} but its matrix stride ${ms} is not a multiple of ${a}`,
+      );
+    }
+  }
+  if (v.batchStride !== null) {
+    const bs = label(v.batchStride, x.batchStride);
+    const need = x.rows * x.matrixStride;
+    if (x.batchStride < need && (x.batchStride !== 0 || t.output)) {
+      const what = v.rows === null ? "its row length" : "rows x matrix stride";
+      bad.push(
+        `Tensor "${t.name}" has batch stride ${bs}; ` +
+          (t.output ? `an output's must be at least ${need}` : `it must be 0 or at least ${need}`) +
+          ` (${what})`,
+      );
+    }
+    if (x.batchStride % a !== 0) {
+      bad.push(
+        `Tensor "${t.name}" declares align ${a} but its batch stride ${bs} is not a multiple of ${a}`,
+      );
+    }
+  }
+}
+
+/** Whether C (at D's address) lies as D does: both dense, or the same strides. */
+function sameStrides(
+  c: ContractTensor,
+  d: ContractTensor,
+  sizes: Readonly<Record<string, number>>,
+): boolean {
+  if (c.strides === undefined && d.strides === undefined) return true;
+  const cv = tensorView(c), dv = tensorView(d);
+  if (cv === null || dv === null) return cv === dv;
+  const x = viewValues(cv, sizes), y = viewValues(dv, sizes);
+  return x.matrixStride === y.matrixStride && (x.batch <= 1 || x.batchStride === y.batchStride);
 }
 
 /**

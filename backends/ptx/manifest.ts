@@ -16,27 +16,35 @@ import {
   workspaceParams,
 } from "../../ir/kernel.ts";
 
+/**
+ * What an entry parameter is: a tensor's address (`.u64`), a runtime
+ * dimension (`.u32`), a runtime stride (`.u64`, in elements; after the dims,
+ * before the scalars) or a scalar.
+ */
+export type ParamKind = "tensor" | "dim" | "stride" | "scalar";
+
 /** One parameter of the entry point, in ABI order. */
 export interface ManifestParam {
-  /** The parameter's name in the source (tensors, dims, scalars) or the workspace's name. */
+  /** The parameter's name in the source (tensors, dims, strides, scalars) or the workspace's name. */
   readonly name: string;
-  /** What the parameter is: a tensor's address, a dimension, a stride parameter
-   * (`.u64`, in elements, DESIGN §6.1), or a scalar. */
-  readonly kind: "tensor" | "dim" | "stride" | "scalar";
+  /** What the parameter is (see {@link ParamKind}). */
+  readonly kind: ParamKind;
   /** The PTX type of the parameter (`u64` for addresses). */
   readonly ptx: "u64" | "u32" | "f32" | "f64" | "s32";
   /** The element type, for tensors and scalars (`u8` for a workspace). */
   readonly dtype?: string;
   /** Declared dimensions (names or constants), for tensors. */
   readonly shape?: readonly (string | number)[];
-  /**
-   * A strided tensor's declared strides in elements (`strides(...)`, DESIGN §6.1): every
-   * dimension's but the contiguous one's, outermost first, as written (a name is a
-   * dimension or a stride parameter). Absent: dense.
-   */
-  readonly strides?: readonly (string | number)[];
   /** The storage order, for tensors. */
   readonly layout?: "row" | "col";
+  /**
+   * A tensor's declared strides in elements (DESIGN.md §6.1), outermost first:
+   * one for a matrix (between rows of a row-major, columns of a col-major
+   * one), two for a batched matrix (`[batch, matrix]`), one for a batched
+   * vector (the batch stride). Each a literal or a name (a dimension's or a
+   * stride parameter's). Absent: dense.
+   */
+  readonly strides?: readonly (string | number)[];
   /** Alignment in elements, for tensors. */
   readonly align?: number;
   /**

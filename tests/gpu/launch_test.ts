@@ -101,7 +101,7 @@ Deno.test("the launch API against a fake libcuda (C), end to end", async (t) => 
     }).output();
     const out = dec.decode(r.stdout) + dec.decode(r.stderr);
     assert.ok(r.success, out);
-    assert.match(out, /ok \| 5 passed \| 0 failed/);
+    assert.match(out, /ok \| 6 passed \| 0 failed/);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

@@ -8,7 +8,8 @@ validation messages and the launches' grid, block, shared memory, stream and
 parameters with what they must be.
 
     python3 check_fakes.py fakes DIR
-        # DIR holds hgemm.py, s8_gemm.py, splitk.py, s4_gemm.py, b1_and.py
+        # DIR holds hgemm.py, s8_gemm.py, splitk.py, s4_gemm.py, b1_and.py and the strided
+        # hgemm_strided.py, batched_strided.py, s4_strided.py (tests/aot_python_test.ts)
     python3 check_fakes.py parity MODULE.py KERNEL CASES.json
         # prints, as JSON, the module's contract violations for each case
 """
@@ -49,6 +50,11 @@ def fresh_address(nbytes):
     return a
 
 
+def span(shape, strides):
+    """Elements (or bytes, for byte strides) from a view's first element to its last, plus one."""
+    return 0 if 0 in shape else 1 + sum((e - 1) * abs(s) for e, s in zip(shape, strides))
+
+
 class FakeTensor(object):
     def __init__(self, shape, dtype, device="cuda:0", strides=None, address=None):
         self.shape = tuple(shape)
@@ -61,9 +67,7 @@ class FakeTensor(object):
                 strides.insert(0, step)
                 step *= e
         self._strides = tuple(strides)
-        n = 1
-        for e in self.shape:
-            n *= e
+        n = span(self.shape, self._strides)
         self._address = fresh_address(n * dtype.size) if address is None else address
 
     @property
@@ -115,6 +119,13 @@ def make_fake_torch():
 
     torch.empty = make(False)
     torch.zeros = make(True)
+
+    def empty_strided(shape, strides, dtype, device):
+        t = FakeTensor(shape, dtype, device, strides)
+        torch.made.append((False, t))
+        return t
+
+    torch.empty_strided = empty_strided
     torch.cuda = types.SimpleNamespace()
     torch.current = FakeStream(0xC0FFEE)
     torch.cuda.current_stream = lambda device=None: torch.current
@@ -187,9 +198,7 @@ class FakeArray(object):
                 strides.insert(0, step)
                 step *= e
         self.strides = tuple(strides)
-        n = 1
-        for e in self.shape:
-            n *= e
+        n = span(self.shape, self.strides) // self.itemsize + 1
         ptr = fresh_address(n * self.itemsize) if address is None else address
         self.data = types.SimpleNamespace(ptr=ptr)
         self.device = types.SimpleNamespace(id=device)
@@ -254,6 +263,9 @@ def make_fake_cupy(decode):
 
     cupy.empty = make(False)
     cupy.zeros = make(True)
+    cupy.lib = types.SimpleNamespace(stride_tricks=types.SimpleNamespace(
+        as_strided=lambda x, shape, strides: FakeArray(shape, x.dtype, x.device.id, strides,
+                                                       x.data.ptr)))
     return cupy
 
 
@@ -474,6 +486,96 @@ def check_packed(mod, torch, driver):
                 'torch.int8', FakeTensor((M, K // per), torch.float16), B)
 
 
+def check_strided(mods, torch, driver):
+    """Kernels declared with strides (hand-built manifests): views, their stride values."""
+    f16, f32 = torch.float16, torch.float32
+    mod = mods["hgemm"]
+    driver.kernels.update(mod._KERNELS)
+    M, N, K = 300, 520, 264
+    A = FakeTensor((M, K), f16, strides=(K + 64, 1), address=fresh_address(2 * M * (K + 64)))
+    B = FakeTensor((K, N), f16, strides=(1, K + 16), address=fresh_address(2 * N * (K + 16)))
+    C = FakeTensor((M, N), f32, strides=(N + 8, 1), address=fresh_address(4 * M * (N + 8)))
+    D = mod.hgemm(A, B, C, alpha=0.5)
+    check(D.shape == (M, N) and D.stride() == (N + 8, 1), f"strided out allocated {D.stride()}")
+    L = driver.launches[-1]
+    want = {"A": A.data_ptr(), "B": B.data_ptr(), "C": C.data_ptr(), "D": D.data_ptr(),
+            "M": M, "K": K, "N": N, "lda": K + 64, "ldb": K + 16, "ldc": N + 8, "alpha": 0.5,
+            "beta": 0.0}
+    check(L["params"] == want, f"strided params {L['params']} != {want}")
+    dense = FakeTensor((M, K), f16)
+    mod.hgemm(dense, B, C, out=D)
+    check(driver.launches[-1]["params"]["lda"] == K, "a dense view gives the dense stride")
+    mod.hgemm(A, B, C, out=C)
+    check(driver.launches[-1]["params"]["D"] == C.data_ptr(), "strided in place: out is C")
+
+    def refuse(expected, *args, **kw):
+        refused(mod, driver, mod.hgemm, expected, *args, **kw)
+
+    refuse('Tensor "A" has strides [1, 300] for shape [300, 264]: declared row strides(lda), '
+           'its dimension 1 must be contiguous (stride 1)',
+           FakeTensor((M, K), f16, strides=(1, M)), B, C)
+    refuse('Tensor "D" gives matrix stride ldc=536 but tensor "C" gives ldc=528',
+           A, B, C, out=FakeTensor((M, N), f32, strides=(N + 16, 1)))
+    refuse('Tensor "A" declares align 8 but its matrix stride lda=268 is not a multiple of 8',
+           FakeTensor((M, K), f16, strides=(K + 4, 1)), B, C)
+    refuse('Tensor "A" has matrix stride lda=256, less than its contiguous extent K=264',
+           FakeTensor((M, K), f16, strides=(K - 8, 1)), B, C)
+    # D in columns N.. of C's rows (both ldc = 2N): their extents overlap.
+    wide = FakeTensor((M, N), f32, strides=(2 * N, 1), address=fresh_address(8 * M * N))
+    beside = FakeTensor((M, N), f32, strides=(2 * N, 1), address=wide.data_ptr() + 4 * N)
+    refuse('Output "D" overlaps input "C" (C may only be D itself, at the same address)',
+           A, B, wide, out=beside)
+
+    mod = mods["batched"]
+    driver.kernels.update(mod._KERNELS)
+    Lb, M, N, K = 3, 64, 40, 48
+    A = FakeTensor((Lb, M, K), f16, strides=(M * K + 512, K + 8, 1),
+                   address=fresh_address(2 * Lb * (M * K + 512)))
+    W = FakeTensor((N, K), f16)
+    B = FakeTensor((Lb, K, N), f16, strides=(0, 1, K), address=W.data_ptr())  # W.t() expanded
+    D = mod.batched_hgemm(A, B)
+    L = driver.launches[-1]
+    check(D.stride() == (M * N, N, 1), f"batched: dense out {D.stride()}")
+    check((L["params"]["sa"], L["params"]["lda"], L["params"]["ldb"], L["params"]["sd"])
+          == (M * K + 512, K + 8, K, M * N), f"batched stride params {L['params']}")
+    Dp = FakeTensor((Lb, M, N), f16, strides=(M * N + 64, N, 1),
+                    address=fresh_address(2 * Lb * (M * N + 64)))
+    mod.batched_hgemm(A, B, out=Dp)
+    check(driver.launches[-1]["params"]["sd"] == M * N + 64, "batched: out's batch stride")
+    refused(mod, driver, mod.batched_hgemm,
+            f'Tensor "B" has batch stride {K * N} where it is declared 0',
+            A, FakeTensor((Lb, K, N), f16, strides=(K * N, 1, K)))
+    refused(mod, driver, mod.batched_hgemm,
+            f'Tensor "D" has batch stride sd=0; an output\'s must be at least {M * N} '
+            '(rows x matrix stride)',
+            A, B, out=FakeTensor((Lb, M, N), f16, strides=(0, N, 1)))
+    refused(mod, driver, mod.batched_hgemm,
+            f'Tensor "D" has matrix stride {N + 8} where it is declared N={N}',
+            A, B, out=FakeTensor((Lb, M, N), f16, strides=(M * (N + 8), N + 8, 1)))
+
+    mod = mods["s4"]
+    driver.kernels.update(mod._KERNELS)
+    M, N, K = 40, 24, 256
+    A = FakeTensor((M, K // 2), torch.uint8, strides=(K // 2 + 16, 1))
+    B = FakeTensor((N, K // 2), torch.int8).t()
+    mod.s4_gemm(A, B)
+    L = driver.launches[-1]["params"]
+    check(L["K"] == K and L["lda"] == K + 32, f"s4: the packed stride in elements {L}")
+    cupy = sys.modules["cupy"]
+    mods["hgemm"].set_backend("cupy")
+    M, N, K = 40, 24, 64
+    mod = mods["hgemm"]
+    driver.kernels.update(mod._KERNELS)
+    A = FakeArray((M, K), "float16", strides=(2 * (K + 8), 2))
+    B = FakeArray((N, K), "float16").swapaxes(0, 1)
+    C = FakeArray((M, N), "float32", strides=(4 * (N + 8), 4))
+    D = mod.hgemm(A, B, C)
+    L = cupy.cuda.driver.launches[-1]["params"]
+    check(D.strides == (4 * (N + 8), 4), f"cupy: strided out {D.strides}")
+    check((L["lda"], L["ldb"], L["ldc"]) == (K + 8, K, N + 8), f"cupy stride params {L}")
+    mods["hgemm"].set_backend("auto")
+
+
 def fakes(directory):
     torch, driver = install_fakes()
     for stem, fn in [("hgemm", check_hgemm), ("s8_gemm", check_s8), ("splitk", check_splitk)]:
@@ -488,6 +590,11 @@ def fakes(directory):
         packed[key] = load(f"{directory}/{stem}.py", "gemmc_" + stem)
         driver.kernels.update(packed[key]._KERNELS)
     check_packed(packed, torch, driver)
+    strided = {}
+    for key, stem in [("hgemm", "hgemm_strided"), ("batched", "batched_strided"),
+                      ("s4", "s4_strided")]:
+        strided[key] = load(f"{directory}/{stem}.py", "gemmc_" + stem)
+    check_strided(strided, torch, driver)
     try:
         mod.set_backend("nope")
         check(False, "set_backend refuses an unknown name")

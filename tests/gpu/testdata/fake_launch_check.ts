@@ -15,6 +15,7 @@ import { LaunchError, loadKernel } from "../../../backends/cuda/kernel.ts";
 import { downloadTensor, uploadTensor } from "../../../harness/device_tensor.ts";
 import { gridFor } from "../../../ir/kernel.ts";
 import { Rng } from "../../../numerics/random.ts";
+import { stridedKernel } from "../../_strided_manifests.ts";
 import { roundBf16, roundF16 } from "../../../numerics/mod.ts";
 
 const LIB = Deno.env.get("GEMMC_LIBCUDA")!;
@@ -229,4 +230,49 @@ Deno.test("a kernel whose context closed refuses to launch; its close then does 
   assert.deepEqual(stats(), s0);
   assert.equal(s0.allocs, 0);
   assert.equal(s0.ctxRefs, 0);
+});
+
+Deno.test("strided hgemm (a hand-built manifest): stride values reach the driver as .u64", () => {
+  const ck = stridedKernel(example("hgemm.gemm"), {
+    A: ["lda"],
+    B: ["ldb"],
+    C: ["ldc"],
+    D: ["ldc"],
+  });
+  using cuda = Cuda.open();
+  using k = loadKernel(ck, { cuda });
+  const [M, N, K] = [100, 136, 64];
+  const [lda, ldc] = [K + 40, N + 24];
+  const A = cuda.alloc(((M - 1) * lda + K) * 2);
+  const B = cuda.alloc(N * K * 2);
+  const C = cuda.alloc(((M - 1) * ldc + N) * 4);
+  const D = cuda.alloc(((M - 1) * ldc + N) * 4);
+  k.launch({ A, B, C, D }, { M, N, K, lda, ldc }, { scalars: { alpha: 0.5 } });
+  const want = [
+    A.ptr,
+    B.ptr,
+    C.ptr,
+    D.ptr,
+    ...ck.manifest.params.filter((p) => p.kind === "dim").map((p) =>
+      BigInt({ M, N, K }[p.name as "M"])
+    ),
+    BigInt(lda),
+    BigInt(K), // ldb left out: dense
+    BigInt(ldc),
+    f32Bits(0.5),
+    f32Bits(0),
+    ...gridFor(ck.kernel.grid, { M, N, K }).map(BigInt),
+  ];
+  assert.deepEqual(lastParams(), want);
+  // One element short of A's strided extent: refused, named, nothing launched.
+  const s0 = stats();
+  assert.throws(
+    () => k.launch({ A, B, C, D }, { M, N, K, lda: lda + 8, ldc }),
+    (e: unknown) =>
+      e instanceof LaunchError &&
+      e.violations.includes(
+        `Buffer of tensor "A" holds ${A.bytes} bytes; the sizes need ${A.bytes + 8 * (M - 1) * 2}`,
+      ),
+  );
+  assert.deepEqual(stats(), s0);
 });
