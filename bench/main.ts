@@ -15,9 +15,12 @@
  * 4. `--launch`: the launch overhead per call of the Deno launch API against
  *    a raw `cuLaunchKernel` loop (bench/launch_overhead.ts); recorded in
  *    `bench/results/launch-overhead-DATE.md`; exits 1 without a driver.
+ * 5. `--strided`: strided kernels against dense at 8192³, f16 and bf16, both
+ *    states of the card (bench/strided_cost.ts); recorded in
+ *    `bench/results/strided-DATE.md`; exits 1 without a driver.
  *
  * Options: `--no-sim`, `--no-compile`, `--no-record` (do not write the
- * simulator record), `--gpu`, `--launch`.
+ * simulator record), `--gpu`, `--launch`, `--strided`.
  *
  * @module
  */
@@ -26,6 +29,7 @@ import { compile } from "../compiler.ts";
 import { simBenchMain } from "./sim_bench.ts";
 import { median } from "../harness/timing.ts";
 import { launchOverheadMain } from "./launch_overhead.ts";
+import { stridedCostMain } from "./strided_cost.ts";
 import { cudaAvailable } from "../backends/cuda/driver.ts";
 
 /** Target: milliseconds to compile one kernel from source to PTX. */
@@ -146,6 +150,7 @@ if (import.meta.main) {
   const noRecord = flag("--no-record");
   const gpu = flag("--gpu");
   const launch = flag("--launch");
+  const strided = flag("--strided");
   // Asked for the GPU and there is none: say so and fail before the minutes of the others.
   const driver = gpu ? cudaAvailable() : { ok: true as const };
   if (!driver.ok) {
@@ -169,5 +174,9 @@ if (import.meta.main) {
   if (launch) {
     console.log("## Launch overhead\n");
     if (!launchOverheadMain(["deno task bench", ...Deno.args].join(" "))) Deno.exit(1);
+  }
+  if (strided) {
+    console.log("## Strided against dense\n");
+    if (!stridedCostMain(["deno task bench", ...Deno.args].join(" "))) Deno.exit(1);
   }
 }
