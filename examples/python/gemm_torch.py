@@ -6,6 +6,7 @@ wrote (see README.md here):
     hgemm.py    from examples/hgemm.gemm     f16 x f16 -> f32, alpha/beta, C
     s8_gemm.py  from examples/s8_gemm.gemm   s8 x s8 -> s32 (checked exactly)
     splitk.py   from examples/splitk.gemm    bf16, split_k 4, bias, bf16 out
+    strided.py  from examples/strided.gemm   views of wider buffers, a batch stride 0
 
 Each kernel runs on random tensors, at a size that is a multiple of its tile
 and at one that is not, and is compared with a float64 PyTorch reference:
@@ -122,6 +123,34 @@ def run_splitk(mod, dev, gen):
             float_check(f"skinny_splitk {M}x{N}x{K} run {run}", D, ref, bound)
 
 
+def run_strided(mod, dev, gen):
+    """Strided views (issue 20): sub-blocks of wider buffers, a batch broadcast by stride 0."""
+    for M, N, K in [(200, 136, 264), (64, 512, 128)]:
+        A = torch.randn(M, K + 40, generator=gen, device=dev).half()[:, :K]  # lda = K + 40
+        B = torch.randn(N, K, generator=gen, device=dev).half().t()
+        Dbase = poisoned((M, N + 24), torch.float32, dev)  # ldd = N + 24
+        D = Dbase[:, :N]
+        alpha = 0.5
+        mod.strided_hgemm(A, B, out=D, alpha=alpha)
+        torch.cuda.synchronize()
+        ref = alpha * (A.double() @ B.double())
+        bound = K * 2.0**-23 * abs(alpha) * (A.double().abs() @ B.double().abs()) + 1e-30
+        float_check(f"strided_hgemm {M}x{N}x{K} lda={K + 40} ldd={N + 24}", D, ref, bound)
+        report("strided_hgemm: D's padding untouched", bool(Dbase[:, N:].isnan().all()), 0)
+    L, M, N, K = 3, 72, 96, 128
+    X = torch.randn(L, M, K + 8, generator=gen, device=dev).bfloat16()[:, :, :K]
+    W1 = torch.randn(N, K + 16, generator=gen, device=dev).bfloat16()[:, :K].t()  # K x N col
+    W = W1.unsqueeze(0).expand(L, K, N)  # batch stride 0
+    bias = torch.randn(N, generator=gen, device=dev).unsqueeze(0).expand(L, N)
+    Y = poisoned((L, M, N), torch.bfloat16, dev)
+    mod.broadcast_weight(X, W, bias, out=Y)
+    torch.cuda.synchronize()
+    ref = X.double() @ W.double() + bias.double().unsqueeze(1)
+    bound = (K * 2.0**-23 * (X.double().abs() @ W.double().abs() + bias.double().abs().unsqueeze(1))
+             * (1 + 2.0**-7) + ref.abs() * 2.0**-8 + 1e-30)
+    float_check(f"broadcast_weight {L}x{M}x{N}x{K} (W, bias stride 0)", Y, ref, bound)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("dir", help="the directory of the generated modules")
@@ -134,12 +163,13 @@ def main():
     dev = torch.device("cuda", 0)
     gen = torch.Generator(device=dev)
     gen.manual_seed(a.seed)
-    mods = {s: load(a.dir, s, a.backend) for s in ("hgemm", "s8_gemm", "splitk")}
+    mods = {s: load(a.dir, s, a.backend) for s in ("hgemm", "s8_gemm", "splitk", "strided")}
     print(f"backend {mods['hgemm'].backend_name()}, {torch.cuda.get_device_name(dev)}, "
           f"torch {torch.__version__}")
     run_hgemm(mods["hgemm"], dev, gen)
     run_s8(mods["s8_gemm"], dev, gen)
     run_splitk(mods["splitk"], dev, gen)
+    run_strided(mods["strided"], dev, gen)
     failed = RESULTS.count(False)
     print(f"{len(RESULTS) - failed} passed, {failed} failed")
     return 1 if failed else 0

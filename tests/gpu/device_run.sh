@@ -28,7 +28,7 @@ for s in $STEPS; do
   launch) step launch-example "$DENO" run --cached-only -A examples/launch.ts ;;
   c) step c-example env DENO="$DENO" DENO_FLAGS=--cached-only OUT=/tmp/gemmc_c sh -c \
     'sh examples/c/build.sh && /tmp/gemmc_c/gemm_example' ;;
-  py) step py-example sh -c "mkdir -p /tmp/gemmc_py && for k in hgemm s8_gemm splitk; do \
+  py) step py-example sh -c "mkdir -p /tmp/gemmc_py && for k in hgemm s8_gemm splitk strided; do \
     $DENO run --cached-only -A cli.ts compile --emit py -o /tmp/gemmc_py/\$k.py examples/\$k.gemm || exit 1; done && \
     python3 examples/python/gemm_torch.py /tmp/gemmc_py --backend cuda-python && \
     python3 examples/python/gemm_torch.py /tmp/gemmc_py --backend cupy" ;;

@@ -52,13 +52,13 @@ for (const [backend, probe] of BACKENDS) {
   const missing = SKIP === null && python3(["-c", probe]).code !== 0;
   const why = SKIP ?? (missing ? `${backend} does not import` : null);
   Deno.test({
-    name: `gemm_torch.py: hgemm, s8, split-K agree with PyTorch (${backend})` +
+    name: `gemm_torch.py: hgemm, s8, split-K, strided views agree with PyTorch (${backend})` +
       (why !== null ? ` (skipped: ${why})` : ""),
     ignore: why !== null,
     fn: () => {
       const dir = Deno.makeTempDirSync({ prefix: "gemmc_py_gpu_" });
       try {
-        for (const stem of ["hgemm", "s8_gemm", "splitk"]) {
+        for (const stem of ["hgemm", "s8_gemm", "splitk", "strided"]) {
           const file = `examples/${stem}.gemm`;
           const r = compile(Deno.readTextFileSync(new URL(file, ROOT)), { file });
           assert.ok(r.ok, file);
