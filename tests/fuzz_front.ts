@@ -35,6 +35,7 @@ import { compile, type CompileOptions, formatDiagnostics } from "../compiler.ts"
 import { rng } from "../backends/sim/_test_kernels.ts";
 import { LIMITS } from "../dsl/limits.ts";
 import { draw } from "./fuzz.ts";
+import { SCHEDULE_KEYS } from "../dsl/check/schedule.ts";
 
 /** One drawn case. */
 export interface FrontCase {
@@ -202,15 +203,7 @@ const TOKENS = [
   "^",
   "\n",
   " ",
-  "threadblock",
-  "warp",
-  "mma",
-  "stages",
-  "swizzle",
-  "split_k",
-  "target",
-  "math",
-  "accumulate",
+  ...SCHEDULE_KEYS,
   "128x128x32",
   "64x64x32",
   "16x8x16",

@@ -16,6 +16,7 @@
  */
 
 import assert from "node:assert/strict";
+import { runFakeDriverCheck } from "./_fake_driver.ts";
 import { compile, type CompiledKernel } from "../../compiler.ts";
 import { runGemm } from "../../harness/run_gemm.ts";
 import { cudaAvailable } from "../../backends/cuda/driver.ts";
@@ -35,7 +36,6 @@ import { gemmWithEnv } from "../_cli.ts";
 
 const ROOT = new URL("../../", import.meta.url);
 const EXAMPLES = new URL("examples/", ROOT);
-const dec = new TextDecoder();
 
 function exampleFiles(): string[] {
   return [...Deno.readDirSync(EXAMPLES)]
@@ -229,38 +229,7 @@ Deno.test("float outputs: the simulator comparison reports ulps of the output ty
 });
 
 Deno.test("the FFI bindings against a fake libcuda (C), end to end", async (t) => {
-  const cc = ["cc", "gcc", "clang"].find((c) => {
-    try {
-      return new Deno.Command(c, { args: ["--version"], stdout: "null", stderr: "null" })
-        .outputSync().success;
-    } catch {
-      return false;
-    }
-  });
-  if (cc === undefined) {
-    await t.step({ name: "skipped: no C compiler", ignore: true, fn: () => {} });
-    return;
-  }
-  const dir = await Deno.makeTempDir({ prefix: "gemmc_fake_cuda_" });
-  try {
-    const lib = `${dir}/libfakecuda.so`;
-    const src = new URL("testdata/fake_libcuda.c", import.meta.url).pathname;
-    const built = await new Deno.Command(cc, {
-      args: ["-shared", "-fPIC", "-O1", "-o", lib, src],
-      stderr: "piped",
-    }).output();
-    assert.ok(built.success, dec.decode(built.stderr));
-    const r = await new Deno.Command(Deno.execPath(), {
-      args: ["test", "-A", "tests/gpu/testdata/fake_driver_check.ts"],
-      cwd: ROOT.pathname,
-      env: { NO_COLOR: "1", GEMMC_LIBCUDA: lib },
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    assert.ok(r.success, dec.decode(r.stdout) + dec.decode(r.stderr));
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  await runFakeDriverCheck(t, "fake_driver_check.ts");
 });
 
 // ---------------------------------------------------------------------------------------------
