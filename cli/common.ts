@@ -15,7 +15,7 @@ import {
   formatDiagnostics,
 } from "../compiler.ts";
 import { parseTarget, type Target, targetChoices, targetList } from "../ir/target.ts";
-import { parseSizes } from "../harness/sizes.ts";
+import { parseGroups, parseSizes } from "../harness/sizes.ts";
 import type { Hazard } from "../backends/sim/mod.ts";
 import { type CliIO, type OptionSpec, UsageError } from "./options.ts";
 import { LIMITS } from "../dsl/limits.ts";
@@ -35,6 +35,15 @@ export const SIZE_OPTION = {
   value: "SIZES",
   help: "Runtime sizes: dimension names, or M, N, K, L for the roles\n" +
     "(not needed when the source fixes every size)",
+} as const satisfies OptionSpec;
+
+/** `--groups`, for `simulate` and `run` of a grouped kernel (DESIGN §6.2). */
+export const GROUPS_OPTION = {
+  name: "groups",
+  type: "string",
+  value: "LIST",
+  help: 'A grouped kernel\'s problems: sizes as in --size, problems separated by ";"\n' +
+    "(a size may be 0: that problem does nothing)",
 } as const satisfies OptionSpec;
 
 /** `--seed`, for `simulate` and `run`. */
@@ -236,6 +245,21 @@ export function hazardLines(count: number, hazards: readonly Hazard[]): string[]
 export function sizesText(sizes: Readonly<Record<string, number>>): string {
   const parts = Object.entries(sizes).map(([k, v]) => `${k}=${v}`);
   return parts.length === 0 ? "every size fixed in the source" : parts.join(", ");
+}
+
+/**
+ * The `--groups` option: problems `M=..,N=..,K=..` separated by `;`; sizes may be 0
+ * (an empty problem of a grouped launch does nothing).
+ *
+ * @param text The option's text.
+ * @returns Each problem's sizes.
+ */
+export function groupsOf(text: string): Record<string, number>[] {
+  try {
+    return parseGroups(text, parseSizes);
+  } catch (e) {
+    throw new UsageError(`--groups: ${(e as Error).message}`);
+  }
 }
 
 /**

@@ -10,6 +10,7 @@ import { compile, type CompiledKernel } from "../compiler.ts";
 import {
   compiledKernels,
   compileOptions,
+  groupsOf,
   parseScalars,
   parseSms,
   readSource,
@@ -28,6 +29,8 @@ export interface Prepared {
   readonly sizes: Record<string, number>;
   /** Whether `--size` was given. */
   readonly sizesGiven: boolean;
+  /** The `--groups` problems (null without `--groups`): for grouped kernels. */
+  readonly groups: Record<string, number>[] | null;
   readonly seed: number;
   readonly scalars: Record<string, number>;
   readonly result: ReturnType<typeof compile>;
@@ -38,6 +41,7 @@ export interface Prepared {
 /** The options {@link prepare} reads. */
 export interface LaunchValues {
   readonly size?: string | undefined;
+  readonly groups?: string | undefined;
   readonly seed?: string | undefined;
   readonly scalar?: string | undefined;
   readonly target?: string | undefined;
@@ -89,6 +93,7 @@ export function prepare(
     text,
     sizes,
     sizesGiven: values.size !== undefined,
+    groups: values.groups === undefined ? null : groupsOf(values.groups),
     seed,
     scalars,
     result: build(sms),
@@ -114,7 +119,20 @@ export function launchKernels(
 ): readonly CompiledKernel[] | null {
   const kernels = compiledKernels(p.result, p.file, p.text, kernel, io);
   if (kernels === null) return null;
-  const gemms = kernels.map((k) => k.gemm);
+  // Grouped kernels take --groups, the others --size (DESIGN §6.2).
+  const grouped = kernels.filter((k) => k.gemm.grouped).map((k) => k.gemm);
+  const gemms = kernels.filter((k) => !k.gemm.grouped).map((k) => k.gemm);
+  if (grouped.length > 0) {
+    if (p.groups === null) {
+      throw new UsageError(
+        `${p.cmd}: --groups is required: kernel "${grouped[0]!.name}" is grouped ` +
+          '(problems such as "M=128,N=64,K=32;M=0,N=64,K=32")',
+      );
+    }
+    for (const g of p.groups) checkSizeNames(grouped, g);
+  } else if (p.groups !== null) {
+    throw new UsageError(`${p.cmd}: --groups is for grouped kernels; give --size`);
+  }
   if (p.sizesGiven) checkSizeNames(gemms, p.sizes);
   else requireSizes(p.cmd, gemms);
   checkScalarNames(gemms, p.scalars);

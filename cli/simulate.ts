@@ -8,8 +8,10 @@
 
 import { SIM_WORK_LIMIT, simulateGemm, type SimulateReport } from "../harness/simulate_gemm.ts";
 import { SimError } from "../backends/sim/mod.ts";
+import { type GroupedReport, simulateGrouped } from "../harness/simulate_grouped.ts";
 import { defaultSmsText } from "../ir/target.ts";
 import {
+  GROUPS_OPTION,
   hazardLines,
   JSON_OPTION,
   kernelOption,
@@ -36,6 +38,7 @@ import {
 
 const OPTIONS = [
   SIZE_OPTION,
+  GROUPS_OPTION,
   kernelOption("Simulate only this kernel"),
   SEED_OPTION,
   SCALAR_OPTION,
@@ -54,7 +57,7 @@ const OPTIONS = [
   HELP_OPTION,
 ] as const;
 
-function fmtStats(r: SimulateReport): string[] {
+function fmtStats(r: Pick<SimulateReport, "sim">): string[] {
   const st = r.sim.stats;
   const kinds = Object.entries(st.byKind).sort((a, b) => b[1] - a[1])
     .map(([k, v]) => `${k} ${v}`).join(", ");
@@ -84,16 +87,82 @@ function reportJson(rep: SimulateReport): unknown {
     sizes: rep.sizes,
     grid: rep.grid,
     seconds: rep.seconds,
+    ...comparisonJson(c),
+    hazards: rep.sim.hazards,
+    hazardCount: rep.sim.hazardCount,
+    stats: rep.sim.stats,
+  };
+}
+
+/** The comparison's fields of a JSON record. */
+function comparisonJson(c: SimulateReport["comparison"]) {
+  return {
     agree: c.ok,
     elements: c.elements,
     overBound: c.overBound,
     relFrobenius: c.relFrobenius,
     worstRatio: c.worstRatio,
     maxAbsError: c.maxAbsError,
+  };
+}
+
+/** The JSON record of a grouped kernel's report. */
+function groupedJson(rep: GroupedReport): unknown {
+  return {
+    kernel: rep.kernel,
+    grid: rep.grid,
+    totalTiles: rep.totalTiles,
+    seconds: rep.seconds,
+    agree: rep.ok,
+    problems: rep.problems.map((p) => ({
+      sizes: p.sizes,
+      tiles: p.tiles,
+      ...comparisonJson(p.comparison),
+      gapWrites: p.gapWrites,
+    })),
     hazards: rep.sim.hazards,
     hazardCount: rep.sim.hazardCount,
     stats: rep.sim.stats,
   };
+}
+
+/** The error line of a comparison. */
+function errorLine(c: SimulateReport["comparison"]): string {
+  return `${c.overBound} of ${c.elements} elements over the bound; relative Frobenius ${
+    c.relFrobenius.toExponential(2)
+  }; worst error/bound ${c.worstRatio.toFixed(3)}; max |error| ${c.maxAbsError.toExponential(2)}`;
+}
+
+/** The text report of a grouped kernel: one line per problem. */
+function groupedLines(name: string, rep: GroupedReport): string[] {
+  const bad = rep.problems.filter((p) => !p.ok).length;
+  const verdict = bad > 0
+    ? `MISMATCH in ${bad} of ${rep.problems.length} problems with`
+    : rep.sim.hazardCount > 0
+    ? "HAZARDS, every problem agrees with"
+    : `AGREES (${rep.problems.length} problems) with`;
+  const lines = [
+    `${name}: ${verdict} the reference (${rep.totalTiles} tiles; persistent grid ${
+      rep.grid.join("x")
+    }; ${rep.seconds.toFixed(2)} s simulated)`,
+  ];
+  for (const [i, p] of rep.problems.entries()) {
+    const c = p.comparison;
+    lines.push(
+      `  problem ${i} (${sizesText(p.sizes)}; ${p.tiles} tiles): ${p.ok ? "agrees" : "MISMATCH"}; ${
+        errorLine(c)
+      }${p.gapWrites > 0 ? `; ${p.gapWrites} writes outside D's view` : ""}`,
+    );
+    if (c.first !== null) {
+      lines.push(
+        `    first mismatch: element ${c.first.index}: got ${c.first.got}, want ${c.first.want}`,
+      );
+    }
+  }
+  if (rep.sim.hazardCount === 0) lines.push("  hazards: none");
+  else lines.push(...hazardLines(rep.sim.hazardCount, rep.sim.hazards));
+  lines.push(...fmtStats(rep));
+  return lines;
 }
 
 /** The text report of one kernel. */
@@ -109,9 +178,7 @@ function reportLines(name: string, rep: SimulateReport): string[] {
     `${name}: ${verdict} the reference (${sz}; grid ${rep.grid.join("x")}; ${
       rep.seconds.toFixed(2)
     } s simulated)`,
-    `  error: ${c.overBound} of ${c.elements} elements over the bound; relative Frobenius ${
-      c.relFrobenius.toExponential(2)
-    }; worst error/bound ${c.worstRatio.toFixed(3)}; max |error| ${c.maxAbsError.toExponential(2)}`,
+    `  error: ${errorLine(c)}`,
   ];
   if (c.first !== null) {
     lines.push(
@@ -133,9 +200,12 @@ function run(values: OptionValues<typeof OPTIONS>, positionals: string[], io: Cl
   let ok = true;
   const reports: unknown[] = [];
   for (const ck of kernels) {
-    let rep: SimulateReport;
+    let rep: SimulateReport | GroupedReport;
+    const opts = { seed, scalars, hazards: !values["no-hazards"], maxWork };
     try {
-      rep = simulateGemm(ck, sizes, { seed, scalars, hazards: !values["no-hazards"], maxWork });
+      rep = ck.kernel.group !== undefined
+        ? simulateGrouped(ck, prepared.groups!, opts)
+        : simulateGemm(ck, sizes, opts);
     } catch (e) {
       if (e instanceof SimError) {
         io.err(`${ck.name}: simulation error: ${e.message}\n`);
@@ -148,7 +218,10 @@ function run(values: OptionValues<typeof OPTIONS>, positionals: string[], io: Cl
       throw e;
     }
     ok &&= rep.ok;
-    if (values.json) reports.push(reportJson(rep));
+    if ("problems" in rep) {
+      if (values.json) reports.push(groupedJson(rep));
+      else io.out(groupedLines(ck.name, rep).join("\n") + "\n");
+    } else if (values.json) reports.push(reportJson(rep));
     else io.out(reportLines(ck.name, rep).join("\n") + "\n");
   }
   if (values.json) io.out(JSON.stringify({ reports }, null, 2) + "\n");
@@ -160,12 +233,13 @@ export const SIMULATE: Command = command({
   name: "simulate",
   args: "FILE",
   summary: "Run the compiled kernel IR on the CPU and check it",
-  usage: "simulate FILE [--size M=..,N=..,K=..[,L=..]] [options]",
+  usage: 'simulate FILE [--size M=..,N=..,K=..[,L=..] | --groups "M=..,N=..,K=..;..."] [options]',
   about: `Compiles FILE, fills the inputs with random values (never zeros), poisons the
 output, runs the kernel IR on the CPU over the whole grid, and compares the
 output with a reference GEMM (integers: identical; floats: within a bound per
 element, see harness/reference.ts). Also reports shared-memory hazards
-and statistics.
+and statistics. A grouped kernel runs every problem of --groups in one launch
+(each with its own inputs) and each is checked.
 `,
   options: OPTIONS,
   notes: "Exit codes: 0 agreement and no hazard, 1 mismatch, hazard or errors in the input.\n",

@@ -24,6 +24,8 @@ export interface KernelAst {
   readonly kind: "kernel";
   /** The kernel's name. */
   readonly name: Ident;
+  /** Where `grouped` is written after the name (DESIGN §6.2); null: an ordinary kernel. */
+  readonly grouped: Span | null;
   /** Declarations, the statement and the schedule, in source order. */
   readonly items: readonly ItemAst[];
   /** From `kernel` to the closing brace. */

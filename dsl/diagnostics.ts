@@ -47,6 +47,7 @@ export const DIAGNOSTIC_CODES = {
   E0123: "illegal math mode",
   E0124: "literal out of range",
   E0125: "illegal stride",
+  E0126: "illegal grouped kernel",
   E0201: "threadblock tile not divisible by the warp tile",
   E0202: "warp tile not divisible by the instruction",
   E0203: "no such instruction for these types",

@@ -53,10 +53,12 @@ semantics.addOperation<unknown>("ast", {
       span: span(this),
     } satisfies ProgramAst;
   },
-  Kernel(_kw, name, _open, items, _close) {
+  Kernel(_kw, name, grouped, _open, items, _close) {
+    const g = grouped.children[0];
     return {
       kind: "kernel",
       name: ident(name),
+      grouped: g === undefined ? null : span(g),
       items: asts(items),
       span: span(this),
     } satisfies KernelAst;

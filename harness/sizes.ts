@@ -223,3 +223,28 @@ function alignAdvice(dtype: Dtype, size: number): string {
   const any = least === 1 ? "any size" : `any multiple of ${least}`;
   return `declare "align ${least}" (${any}) or pick a size that is`;
 }
+
+/**
+ * Parses a `--groups` list: problems separated by `;`, each `M=..,N=..,K=..`.
+ *
+ * @param text The list.
+ * @param parse Parses one problem's sizes (the CLI's `--size` parser).
+ * @returns Each problem's sizes.
+ * @example
+ * ```ts
+ * import { deepEqual } from "node:assert/strict";
+ * import { parseGroups, parseSizes } from "./sizes.ts";
+ * deepEqual(parseGroups("M=8,N=16,K=32; M=0,N=16,K=32", parseSizes),
+ *   [{ M: 8, N: 16, K: 32 }, { M: 0, N: 16, K: 32 }]);
+ * ```
+ */
+export function parseGroups(
+  text: string,
+  parse: (s: string) => Record<string, number>,
+): Record<string, number>[] {
+  const parts = text.split(";").map((s) => s.trim());
+  if (parts.some((s) => s === "")) {
+    throw new Error(`Bad --groups "${text}": problems are "M=..,N=..,K=.." separated by ";"`);
+  }
+  return parts.map((s) => parse(s));
+}

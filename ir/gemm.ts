@@ -464,6 +464,9 @@ export interface GemmKernel {
   readonly params: readonly Param[];
   /** Runtime dimensions, in order of first appearance in the declarations. */
   readonly dims: readonly string[];
+  /** `grouped` (DESIGN §6.2): one launch runs a table of problems, each with its own
+   * dims, tensor addresses and strides; scalars shared. Absent: an ordinary kernel. */
+  readonly grouped?: true;
   /** Runtime stride parameters (`strides(lda)` where `lda` is no dimension), in order
    * of first appearance: `.u64` kernel parameters after the dims. Absent: none. */
   readonly strides?: readonly string[];
@@ -494,6 +497,10 @@ export interface GemmKernel {
   /** The file name and source the spans point into. */
   readonly source: GemmSource;
 }
+
+/** The names of a grouped kernel's first two parameters (DESIGN §6.2): the problem
+ * table's address (`.u64`) and the problem count (`.u32`). */
+export const GROUP_PARAMS = Object.freeze({ table: "group_table", count: "group_count" });
 
 /**
  * Throws on a value that a `switch` should never reach; its parameter type

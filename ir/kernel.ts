@@ -639,8 +639,10 @@ export type Op =
 export interface KernelParam {
   /** The parameter's name. */
   readonly name: string;
-  /** What it is: a tensor's address, a dimension, a stride (`.u64`, DESIGN §6.1), or a scalar. */
-  readonly kind: "tensor" | "dim" | "stride" | "scalar";
+  /** What it is: a tensor's address, a dimension, a stride (`.u64`, DESIGN §6.1), a
+   * scalar, or a grouped kernel's problem table (`.u64` address) and problem count
+   * (`.u32`, DESIGN §6.2). */
+  readonly kind: "tensor" | "dim" | "stride" | "scalar" | "table" | "count";
   /** Its PTX type (`u64` for addresses). */
   readonly ptx: "u64" | "u32" | "f32" | "f64" | "s32";
   /** For tensors and scalars: the element type. */
@@ -672,6 +674,33 @@ export interface GridPlan {
   readonly workspacePerTile?: number;
 }
 
+/** One field of a grouped kernel's problem-table entry (DESIGN §6.2). */
+export interface GroupField {
+  /** The parameter of the ordinary kernel it stands for (a tensor, stride or dim
+   * name), or `tiles_before`: the number of output tiles of the problems before
+   * this one (the launcher's prefix sum; the kernel's tile search reads it). */
+  readonly name: string;
+  /** What it is. */
+  readonly kind: "tensor" | "stride" | "dim" | "tiles_before";
+  /** Byte offset in the entry (aligned to its size). */
+  readonly offset: number;
+  /** Its PTX type. */
+  readonly ptx: "u64" | "u32";
+}
+
+/**
+ * A grouped kernel's problem table (DESIGN §6.2): `count` entries of
+ * `entryBytes` each, back to back from the table's address (8-byte aligned).
+ * Each entry holds one problem's tensor addresses, strides and dims, and its
+ * `tiles_before`; scalars are shared (kernel parameters).
+ */
+export interface GroupLayout {
+  /** Bytes per entry (a multiple of 8). */
+  readonly entryBytes: number;
+  /** The fields, by offset. */
+  readonly fields: readonly GroupField[];
+}
+
 /** A whole kernel-IR program. */
 export interface Kernel {
   /** The node's tag. */
@@ -693,8 +722,11 @@ export interface Kernel {
    * block, up to its `registersPerThread`.
    */
   readonly minBlocksPerSm?: number;
-  /** How the grid follows from the runtime sizes. */
+  /** How the grid follows from the runtime sizes (for a grouped kernel, the tile
+   * of every problem; its grid is the persistent one of {@link groupedGrid}). */
   readonly grid: GridPlan;
+  /** A grouped kernel's problem table (DESIGN §6.2); absent: an ordinary kernel. */
+  readonly group?: GroupLayout;
   /** Every register, indexed by id. */
   readonly regs: readonly Reg[];
   /** The program every thread runs. */
@@ -886,4 +918,45 @@ export function gridFor(
   const tilesN = Math.ceil(val(plan.n, dims) / plan.tileN);
   const batch = plan.batch === null ? 1 : val(plan.batch, dims);
   return [tilesM * plan.swizzle, Math.ceil(tilesN / plan.swizzle), batch * plan.splitK];
+}
+
+/**
+ * A grouped problem's output tiles: `ceil(M / tileM) * ceil(N / tileN)`, 0 when M
+ * or N is 0 (a problem with no rows, such as an expert that got no tokens).
+ *
+ * @param plan The kernel's grid plan.
+ * @param dims The problem's sizes by dimension name.
+ * @returns The tile count.
+ * @example
+ * ```ts
+ * import { equal } from "node:assert/strict";
+ * import { problemTiles } from "./kernel.ts";
+ * const plan = { tileM: 128, tileN: 64, swizzle: 1, splitK: 1, m: "M", n: "N", batch: null };
+ * equal(problemTiles(plan, { M: 129, N: 64 }), 2);
+ * equal(problemTiles(plan, { M: 0, N: 64 }), 0);
+ * ```
+ */
+export function problemTiles(plan: GridPlan, dims: Readonly<Record<string, number>>): number {
+  return Math.ceil(val(plan.m, dims) / plan.tileM) * Math.ceil(val(plan.n, dims) / plan.tileN);
+}
+
+/**
+ * A grouped kernel's persistent grid: `[min(tiles, blocks), 1, 1]`, where
+ * `blocks` is as many as run at once (SMs times blocks per SM); at least one
+ * block (which finds no tile when there are none).
+ *
+ * @param totalTiles The output tiles of all problems.
+ * @param residentBlocks Blocks that run at once on the device.
+ * @returns `[x, 1, 1]`.
+ * @example
+ * ```ts
+ * import { equal } from "node:assert/strict";
+ * import { groupedGrid } from "./kernel.ts";
+ * equal(groupedGrid(10, 264).join(), "10,1,1");
+ * equal(groupedGrid(5000, 264).join(), "264,1,1");
+ * equal(groupedGrid(0, 264).join(), "1,1,1");
+ * ```
+ */
+export function groupedGrid(totalTiles: number, residentBlocks: number): [number, number, number] {
+  return [Math.max(1, Math.min(totalTiles, residentBlocks)), 1, 1];
 }

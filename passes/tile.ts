@@ -518,9 +518,12 @@ export const tilePass: GemmPass = {
     const tb = chosen.tb;
     checkThreadblock(k, tb);
     const nConst = knownSize(k, p.n);
-    const swizzle = k.schedule.swizzle ??
-      defaultSwizzle(nConst === null ? null : Math.ceil(nConst / tb.n));
-    const splitK = k.schedule.splitK ?? chosen.splitK;
+    // A grouped kernel (DESIGN §6.2): its persistent blocks take whole tiles from
+    // every problem in turn, so no swizzle and no split-K (the checker refuses both).
+    const swizzle = k.grouped
+      ? 1
+      : k.schedule.swizzle ?? defaultSwizzle(nConst === null ? null : Math.ceil(nConst / tb.n));
+    const splitK = k.grouped ? 1 : k.schedule.splitK ?? chosen.splitK;
     checkSplitK(k, tb, splitK);
     const partial = (d: DimRef, t: number) => d.kind === "sym" || d.value % t !== 0;
     const tile: TilePlan = {

@@ -49,11 +49,13 @@ export function kernelArgs(
   const sz = strided ? withStrideDefaults(launchContract(manifest), sizes) : sizes;
   return manifest.params.map((p): KernelArg => {
     switch (p.kind) {
+      case "table": // a grouped kernel's problem table: a device address, as a tensor's
       case "tensor": {
         const v = tensors.get(p.name);
         if (v === undefined) throw new Error(`No device buffer for tensor "${p.name}"`);
         return { type: "u64", value: v };
       }
+      case "count": // a grouped kernel's problem count: a u32, as a dimension's
       case "dim": {
         const v = sizes[p.name];
         if (v === undefined) throw new Error(`No size for dimension "${p.name}"`);

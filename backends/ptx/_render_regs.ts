@@ -57,7 +57,7 @@ export const REG_RENDER: Renderers<RegOpName> = {
     const d = regName(o.dst);
     expect(`parameter "${p.name}"`, classOf(p.ptx), o.dst);
     put(cx, OP_TEMPLATES.param, { t: p.ptx, d, name: paramSymbol(p) });
-    if (p.kind === "tensor") put(cx, OP_TEMPLATES.cvta, { d });
+    if (p.kind === "tensor" || p.kind === "table") put(cx, OP_TEMPLATES.cvta, { d });
   },
   sreg(o, cx) {
     expect("sreg", "i32", o.dst);

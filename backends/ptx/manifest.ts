@@ -11,7 +11,9 @@ import { type PtxTarget, targetInfo } from "../../ir/target.ts";
 import {
   gridFor,
   type GridPlan,
+  type GroupField,
   type Kernel,
+  type KernelParam,
   workspaceBytes,
   workspaceParams,
 } from "../../ir/kernel.ts";
@@ -19,9 +21,10 @@ import {
 /**
  * What an entry parameter is: a tensor's address (`.u64`), a runtime
  * dimension (`.u32`), a runtime stride (`.u64`, in elements; after the dims,
- * before the scalars) or a scalar.
+ * before the scalars) or a scalar; a grouped kernel's problem table (`.u64`) and
+ * problem count (`.u32`, DESIGN §6.2).
  */
-export type ParamKind = "tensor" | "dim" | "stride" | "scalar";
+export type ParamKind = "tensor" | "dim" | "stride" | "scalar" | "table" | "count";
 
 /** One parameter of the entry point, in ABI order. */
 export interface ManifestParam {
@@ -90,6 +93,27 @@ export interface KernelManifest {
    * so launches in one stream may share it (concurrent ones may not).
    */
   readonly workspace?: ManifestWorkspace;
+  /** A grouped kernel's problem table (DESIGN §6.2); absent: an ordinary kernel. */
+  readonly group?: ManifestGroup;
+}
+
+/**
+ * A grouped kernel's problem table: the table parameter points at `count`
+ * entries of `entryBytes` bytes, back to back (8-byte aligned); each entry holds
+ * one problem's fields (little-endian). `problem` describes each problem as the
+ * parameters of the ordinary kernel would (tensors with their shapes, layouts,
+ * strides and alignment; dims; strides), so a launcher checks every problem as it
+ * would an ordinary launch. `tiles_before` is the number of output tiles
+ * (`ceil(M / tileM) * ceil(N / tileN)`, `gridPlan`'s tile) of the problems before
+ * the entry; the grid is persistent: `[min(all tiles, resident blocks), 1, 1]`.
+ */
+export interface ManifestGroup {
+  /** Bytes per entry. */
+  readonly entryBytes: number;
+  /** Each field's name, kind, byte offset and PTX type. */
+  readonly fields: readonly GroupField[];
+  /** One problem's parameters, as the ordinary kernel would take them. */
+  readonly problem: readonly ManifestParam[];
 }
 
 /**
@@ -118,31 +142,14 @@ export function kernelManifest(
   sizes?: Readonly<Record<string, number>>,
 ): KernelManifest {
   const ws = workspaceParams(kernel);
-  const params: ManifestParam[] = kernel.params.map((p) => {
-    const decl = gemm.params.find((q) => q.name === p.name);
-    if (p.kind === "tensor" && decl?.kind === "tensor") {
-      return {
-        name: p.name,
-        kind: p.kind,
-        ptx: p.ptx,
-        dtype: decl.dtype,
-        shape: decl.dims.map((d) => d.kind === "sym" ? d.name : d.value),
-        ...(decl.strides !== undefined
-          ? { strides: decl.strides.map((d) => d.kind === "sym" ? d.name : d.value) }
-          : {}),
-        layout: decl.layout,
-        align: decl.align,
-        role: decl.role,
-      };
-    }
-    if (p.kind === "scalar" && decl?.kind === "scalar") {
-      return { name: p.name, kind: p.kind, ptx: p.ptx, dtype: decl.dtype, default: decl.default };
-    }
-    if (ws.includes(p.name)) {
-      return { name: p.name, kind: p.kind, ptx: p.ptx, dtype: "u8", role: "workspace" };
-    }
-    return { name: p.name, kind: p.kind, ptx: p.ptx };
-  });
+  const params: ManifestParam[] = kernel.params.map((p) => manifestParam(gemm, p, ws));
+  const group = kernel.group === undefined ? undefined : {
+    entryBytes: kernel.group.entryBytes,
+    fields: kernel.group.fields,
+    problem: kernel.group.fields.flatMap((f) =>
+      f.kind === "tiles_before" ? [] : [manifestParam(gemm, { ...f, kind: f.kind }, ws)]
+    ),
+  };
   return {
     name: gemm.name,
     entry: kernel.name,
@@ -151,7 +158,7 @@ export function kernelManifest(
     block: [kernel.threads, 1, 1],
     dynamicSmemBytes: kernel.dynamicSmemBytes,
     gridPlan: kernel.grid,
-    ...(sizes !== undefined ? { grid: gridFor(kernel.grid, sizes) } : {}),
+    ...(sizes !== undefined && group === undefined ? { grid: gridFor(kernel.grid, sizes) } : {}),
     ...(ws.length > 0
       ? {
         workspace: {
@@ -161,5 +168,37 @@ export function kernelManifest(
         },
       }
       : {}),
+    ...(group !== undefined ? { group } : {}),
   };
+}
+
+/** One parameter's manifest entry: declarations for tensors and scalars. */
+function manifestParam(
+  gemm: GemmKernel,
+  p: Pick<KernelParam, "name" | "kind" | "ptx">,
+  ws: readonly string[],
+): ManifestParam {
+  const decl = gemm.params.find((q) => q.name === p.name);
+  if (p.kind === "tensor" && decl?.kind === "tensor") {
+    return {
+      name: p.name,
+      kind: p.kind,
+      ptx: p.ptx,
+      dtype: decl.dtype,
+      shape: decl.dims.map((d) => d.kind === "sym" ? d.name : d.value),
+      ...(decl.strides !== undefined
+        ? { strides: decl.strides.map((d) => d.kind === "sym" ? d.name : d.value) }
+        : {}),
+      layout: decl.layout,
+      align: decl.align,
+      role: decl.role,
+    };
+  }
+  if (p.kind === "scalar" && decl?.kind === "scalar") {
+    return { name: p.name, kind: p.kind, ptx: p.ptx, dtype: decl.dtype, default: decl.default };
+  }
+  if (ws.includes(p.name)) {
+    return { name: p.name, kind: p.kind, ptx: p.ptx, dtype: "u8", role: "workspace" };
+  }
+  return { name: p.name, kind: p.kind, ptx: p.ptx };
 }

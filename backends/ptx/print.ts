@@ -61,6 +61,8 @@ const PARAM_PTX: Readonly<Record<KernelParam["kind"], readonly KernelParam["ptx"
     dim: ["u32"],
     stride: ["u64"],
     scalar: ["u32", "s32", "f32", "f64", "u64"],
+    table: ["u64"],
+    count: ["u32"],
   });
 
 function regPrefix(r: Reg): string {

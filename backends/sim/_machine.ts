@@ -15,6 +15,7 @@ import {
   type BankStats,
   type BlockCoord,
   type SimArg,
+  type SimBuffer,
   SimError,
   type SimErrorWhere,
   type SimStats,
@@ -147,6 +148,7 @@ export class Machine {
    * @param infos Its operations, indexed.
    * @param grid The launch grid.
    * @param args The launch arguments.
+   * @param buffers Global buffers beyond the parameters' tensors.
    * @param hazards Whether to track hazards.
    * @param maxHazards How many distinct hazards to record.
    */
@@ -155,6 +157,7 @@ export class Machine {
     infos: OpInfo[],
     grid: readonly [number, number, number],
     args: Readonly<Record<string, SimArg>>,
+    buffers: readonly SimBuffer[],
     hazards: boolean,
     maxHazards: number,
   ) {
@@ -183,7 +186,7 @@ export class Machine {
     for (const p of kernel.params) {
       const a = args[p.name];
       if (a === undefined) throw new SimError(`Missing argument for parameter "${p.name}"`);
-      if (p.kind === "tensor") {
+      if (p.kind === "tensor" || p.kind === "table") {
         if (typeof a === "number") {
           throw new SimError(`Argument "${p.name}" must be a tensor ({ bytes }), got a number`);
         }
@@ -205,6 +208,14 @@ export class Machine {
         }
         this.paramValues.set(p.name, v);
       }
+    }
+
+    // Buffers no parameter names (a grouped kernel's problem tensors, DESIGN §6.2):
+    // after the parameters' tensors, at the addresses simBufferAddress gives.
+    for (const [i, buf] of buffers.entries()) {
+      this.gNames.push(buf.name ?? `buffer ${i}`);
+      this.gBytes.push(buf.bytes);
+      this.gView.push(new DataView(buf.bytes.buffer, buf.bytes.byteOffset, buf.bytes.byteLength));
     }
 
     const S = kernel.dynamicSmemBytes;

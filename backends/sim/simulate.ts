@@ -7,7 +7,7 @@
 
 import type { Kernel } from "../../ir/kernel.ts";
 import { compileKernel, indexOps } from "./_compile.ts";
-import { Machine } from "./_machine.ts";
+import { Machine, TENSOR_STRIDE } from "./_machine.ts";
 import {
   type BlockCoord,
   SimError,
@@ -93,6 +93,7 @@ export function simulate(kernel: Kernel, launch: SimLaunch, options: SimOptions 
     indexOps(kernel),
     grid,
     launch.args,
+    launch.buffers ?? [],
     options.hazards ?? true,
     options.maxHazards ?? 20,
   );
@@ -108,4 +109,25 @@ export function simulate(kernel: Kernel, launch: SimLaunch, options: SimOptions 
     hazardCount: M.hz.count,
     stats: M.stats(),
   };
+}
+
+/**
+ * The global address of extra buffer `i` of a launch ({@link SimLaunch}'s
+ * `buffers`): they follow the kernel's tensor parameters (and a grouped
+ * kernel's table), each {@link TENSOR_STRIDE} bytes apart.
+ *
+ * @param kernel The kernel.
+ * @param i The buffer's index in `buffers`.
+ * @returns Its address.
+ * @example
+ * ```ts
+ * import { equal } from "node:assert/strict";
+ * import { simBufferAddress } from "./simulate.ts";
+ * const kernel = { params: [{ name: "t", kind: "table", ptx: "u64" }] } as const;
+ * equal(simBufferAddress(kernel, 0), 2 * 2 ** 36);
+ * ```
+ */
+export function simBufferAddress(kernel: Pick<Kernel, "params">, i: number): number {
+  const tensors = kernel.params.filter((p) => p.kind === "tensor" || p.kind === "table").length;
+  return (tensors + 1 + i) * TENSOR_STRIDE;
 }

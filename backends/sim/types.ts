@@ -17,12 +17,23 @@ export interface SimTensorArg {
 /** An argument of a launch: a tensor's storage, or the number a dim or scalar parameter holds. */
 export type SimArg = SimTensorArg | number;
 
+/** Global memory no parameter names: a grouped kernel's problem tensors, whose
+ * addresses its table holds (see `simBufferAddress`). */
+export interface SimBuffer {
+  /** The buffer's bytes, read and written in place. */
+  readonly bytes: Uint8Array;
+  /** What it is, for error messages. */
+  readonly name?: string;
+}
+
 /** One launch: the grid and an argument for every kernel parameter, by name. */
 export interface SimLaunch {
   /** The grid `[x, y, z]`, in blocks. */
   readonly grid: readonly [number, number, number];
   /** An argument for every kernel parameter, by name. */
   readonly args: Readonly<Record<string, SimArg>>;
+  /** More global buffers, after the parameters' tensors (default none). */
+  readonly buffers?: readonly SimBuffer[];
 }
 
 /** Options of {@link simulate}. */

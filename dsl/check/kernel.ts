@@ -9,6 +9,7 @@
 import type { KernelAst, ScheduleLineAst, StatementAst } from "../ast.ts";
 import type { DimRef, GemmKernel, MatrixView, Problem, Role, Target } from "../../ir/gemm.ts";
 import { DEFAULT_TARGET } from "../../ir/target.ts";
+import { GROUP_PARAMS } from "../../ir/gemm.ts";
 import { fail, lineOf, newScope, type Scope, type Src } from "./scope.ts";
 import { declareScalar, declareTensor, kernelParams } from "./declarations.ts";
 import { readSchedule, type ScheduleInfo } from "./schedule.ts";
@@ -119,6 +120,7 @@ function checkStatement(
   });
   const matrices = new Set([aView, bView, dView, ...views].map((v) => v.tensor));
   const { params, dims, strides } = kernelParams(s, k, roles, matrices);
+  if (k.grouped !== null) checkGrouped(s, k, problem, sched, params.map((p) => p.name));
 
   return {
     kind: "gemm",
@@ -127,6 +129,7 @@ function checkStatement(
     params,
     dims,
     ...(strides.length > 0 ? { strides } : {}),
+    ...(k.grouped !== null ? { grouped: true as const } : {}),
     problem,
     math,
     epilogue: { ...epi, views },
@@ -137,4 +140,52 @@ function checkStatement(
     span: k.span,
     source: s.src,
   };
+}
+
+/**
+ * The rules of a grouped kernel (DESIGN §6.2): its problems are its batch (no batch
+ * dimension), every problem runs whole in one block per tile (no split-K), tiles are
+ * handed out by the persistent scheduler (no `swizzle`), and the table and count
+ * parameters' names are free.
+ */
+function checkGrouped(
+  s: Scope,
+  k: KernelAst,
+  problem: Problem,
+  sched: ScheduleInfo,
+  names: readonly string[],
+): void {
+  const at = k.grouped!;
+  if (problem.batch !== null) {
+    fail(
+      s.src,
+      "E0126",
+      `A grouped kernel's problems are its batch: drop the batch index "${problem.indices.batch}" ` +
+        "(each problem of the table has its own tensors)",
+      at,
+    );
+  }
+  for (
+    const [key, v] of [["split_k", sched.schedule.splitK], ["swizzle", sched.schedule.swizzle]]
+  ) {
+    if (v !== undefined && v !== 1) {
+      fail(
+        s.src,
+        "E0126",
+        `"${key} ${v}" does not apply to a grouped kernel: its persistent blocks take whole tiles ` +
+          "from every problem in turn",
+        sched.spans[key as "split_k" | "swizzle"] ?? at,
+      );
+    }
+  }
+  for (const n of Object.values(GROUP_PARAMS)) {
+    if (names.includes(n)) {
+      fail(
+        s.src,
+        "E0126",
+        `A grouped kernel takes a parameter named "${n}" (DESIGN §6.2): rename the kernel's "${n}"`,
+        at,
+      );
+    }
+  }
 }

@@ -6,8 +6,9 @@
  */
 
 import { imm } from "../../ir/builder.ts";
-import type { GemmKernel } from "../../ir/gemm.ts";
-import type { Kernel, KernelParam, Reg, RegType } from "../../ir/kernel.ts";
+import { type GemmKernel, GROUP_PARAMS } from "../../ir/gemm.ts";
+import type { GroupLayout, Kernel, KernelParam, Reg, RegType } from "../../ir/kernel.ts";
+import { groupedTiles, groupLayout } from "./grouped.ts";
 import { log2, LowerContext } from "./context.ts";
 import { epilogue } from "./epilogue.ts";
 import { epiPrefetch } from "./epilogue_loads.ts";
@@ -23,6 +24,7 @@ import * as ir from "../../ir/builder.ts";
  * @returns The kernel-IR program.
  */
 function buildKernel(cx: LowerContext): Kernel {
+  if (cx.k.grouped) return buildGroupedKernel(cx);
   const k = cx.k;
   const b = cx.b;
   const tb = k.plan.tile!.threadblock;
@@ -70,6 +72,30 @@ function buildKernel(cx: LowerContext): Kernel {
 }
 
 /**
+ * Builds a grouped kernel (DESIGN §6.2): the table and count parameters and the
+ * scalars, the thread's indices, then the persistent loop over every problem's
+ * tiles (grouped.ts), each tile's main loop and epilogue as in {@link buildKernel}
+ * (no batch, no split-K).
+ *
+ * @param cx The lowering's context.
+ * @returns The kernel-IR program.
+ */
+function buildGroupedKernel(cx: LowerContext): Kernel {
+  const b = cx.b;
+  const layout = groupLayout(cx.k);
+  const kparams = emitParams(cx);
+  emitThreadIndices(cx);
+  const bz = cx.mov("u32", imm(0), "batch");
+  groupedTiles(cx, layout, ({ m0, n0, M, N, K }) => {
+    const smem = b.reg("u32", "smem");
+    b.emit(ir.smemBase(smem));
+    const acc = mainLoop(cx, { m0, n0, M, N, K, bz, split: null, smem });
+    epilogue(cx, { acc, m0, n0, M, N, bz, smem });
+  });
+  return kernelOf(cx, kparams, layout);
+}
+
+/**
  * Emits the kernel's parameters in ABI order: tensors, dims, strides, scalars, and
  * with split_k > 1 the workspace, last.
  *
@@ -80,14 +106,21 @@ function emitParams(cx: LowerContext): KernelParam[] {
   const k = cx.k;
   const b = cx.b;
   const kparams: KernelParam[] = [];
-  for (const p of k.params) {
-    if (p.kind === "tensor") {
-      kparams.push({ name: p.name, kind: "tensor", ptx: "u64", dtype: p.dtype });
+  if (k.grouped) {
+    // DESIGN §6.2: the table's address and the problem count replace the tensors,
+    // dims and strides (each problem's are in its table entry).
+    kparams.push({ name: GROUP_PARAMS.table, kind: "table", ptx: "u64" });
+    kparams.push({ name: GROUP_PARAMS.count, kind: "count", ptx: "u32" });
+  } else {
+    for (const p of k.params) {
+      if (p.kind === "tensor") {
+        kparams.push({ name: p.name, kind: "tensor", ptx: "u64", dtype: p.dtype });
+      }
     }
+    for (const d of k.dims) kparams.push({ name: d, kind: "dim", ptx: "u32" });
+    // Stride parameters (DESIGN §6.1): `.u64` elements, after the dims, before the scalars.
+    for (const st of k.strides ?? []) kparams.push({ name: st, kind: "stride", ptx: "u64" });
   }
-  for (const d of k.dims) kparams.push({ name: d, kind: "dim", ptx: "u32" });
-  // Stride parameters (DESIGN §6.1): `.u64` elements, after the dims, before the scalars.
-  for (const st of k.strides ?? []) kparams.push({ name: st, kind: "stride", ptx: "u64" });
   for (const p of k.params) {
     if (p.kind === "scalar") {
       const ptx = p.dtype === "f64" ? "f64" : p.dtype === "s32" ? "s32" : "f32";
@@ -128,22 +161,7 @@ interface BlockIndices {
  */
 function emitIndices(cx: LowerContext): BlockIndices {
   const tile = cx.k.plan.tile!;
-  const wp = cx.k.plan.warp!;
-  const tid = cx.b.readSreg("tid.x", "tid");
-  const lane = cx.bin("and", "u32", tid, imm(31), "lane");
-  const warp = cx.bin("shr", "u32", tid, imm(5), "warp");
-  cx.features.set("tid", tid);
-  cx.features.set("lane7", cx.bin("and", "u32", lane, imm(7)));
-  cx.features.set(
-    "lane8",
-    cx.bin("and", "u32", cx.bin("shr", "u32", lane, imm(3)), imm(1)),
-  );
-  cx.features.set("lane16", cx.bin("shr", "u32", lane, imm(4)));
-  cx.features.set("g", cx.bin("shr", "u32", lane, imm(2), "g"));
-  cx.features.set("tig", cx.bin("and", "u32", lane, imm(3), "tig"));
-  cx.features.set("wm", cx.divRem("rem", warp, wp.warpsM, "wm"));
-  cx.features.set("wn", cx.divRem("div", warp, wp.warpsM, "wn"));
-
+  emitThreadIndices(cx);
   const bx = cx.b.readSreg("ctaid.x", "bx");
   const by = cx.b.readSreg("ctaid.y", "by");
   const bzRaw = cx.b.readSreg("ctaid.z", "bz");
@@ -163,13 +181,37 @@ function emitIndices(cx: LowerContext): BlockIndices {
 }
 
 /**
+ * Emits the thread's indices: the lane and warp features of the context.
+ *
+ * @param cx The lowering's context (its `features` are written here).
+ */
+function emitThreadIndices(cx: LowerContext): void {
+  const wp = cx.k.plan.warp!;
+  const tid = cx.b.readSreg("tid.x", "tid");
+  const lane = cx.bin("and", "u32", tid, imm(31), "lane");
+  const warp = cx.bin("shr", "u32", tid, imm(5), "warp");
+  cx.features.set("tid", tid);
+  cx.features.set("lane7", cx.bin("and", "u32", lane, imm(7)));
+  cx.features.set(
+    "lane8",
+    cx.bin("and", "u32", cx.bin("shr", "u32", lane, imm(3)), imm(1)),
+  );
+  cx.features.set("lane16", cx.bin("shr", "u32", lane, imm(4)));
+  cx.features.set("g", cx.bin("shr", "u32", lane, imm(2), "g"));
+  cx.features.set("tig", cx.bin("and", "u32", lane, imm(3), "tig"));
+  cx.features.set("wm", cx.divRem("rem", warp, wp.warpsM, "wm"));
+  cx.features.set("wn", cx.divRem("div", warp, wp.warpsM, "wn"));
+}
+
+/**
  * The kernel-IR program of the built body.
  *
  * @param cx The lowering's context.
  * @param kparams The parameters.
+ * @param group A grouped kernel's problem table.
  * @returns The kernel.
  */
-function kernelOf(cx: LowerContext, kparams: KernelParam[]): Kernel {
+function kernelOf(cx: LowerContext, kparams: KernelParam[], group?: GroupLayout): Kernel {
   const k = cx.k;
   const b = cx.b;
   const tile = k.plan.tile!;
@@ -200,6 +242,7 @@ function kernelOf(cx: LowerContext, kparams: KernelParam[]): Kernel {
         ? k.problem.batch.name
         : k.problem.batch.value,
     },
+    ...(group !== undefined ? { group } : {}),
     regs: b.regs,
     body: b.body,
   };
