@@ -18,9 +18,13 @@
  * 5. `--strided`: strided kernels against dense at 8192³, f16 and bf16, both
  *    states of the card (bench/strided_cost.ts); recorded in
  *    `bench/results/strided-DATE.md`; exits 1 without a driver.
+ * 6. `--grouped`: grouped GEMM for mixture-of-experts layers, bf16, against a
+ *    loop of per-expert cuBLAS calls and `torch._grouped_mm` in the same run
+ *    (bench/grouped.ts); recorded in `bench/results/grouped-DATE.md`; exits 1
+ *    without a driver.
  *
  * Options: `--no-sim`, `--no-compile`, `--no-record` (do not write the
- * simulator record), `--gpu`, `--launch`, `--strided`.
+ * simulator record), `--gpu`, `--launch`, `--strided`, `--grouped`.
  *
  * @module
  */
@@ -30,6 +34,7 @@ import { simBenchMain } from "./sim_bench.ts";
 import { median } from "../harness/timing.ts";
 import { launchOverheadMain } from "./launch_overhead.ts";
 import { stridedCostMain } from "./strided_cost.ts";
+import { groupedBenchMain } from "./grouped.ts";
 import { cudaAvailable } from "../backends/cuda/driver.ts";
 
 /** Target: milliseconds to compile one kernel from source to PTX. */
@@ -151,6 +156,7 @@ if (import.meta.main) {
   const gpu = flag("--gpu");
   const launch = flag("--launch");
   const strided = flag("--strided");
+  const grouped = flag("--grouped");
   // Asked for the GPU and there is none: say so and fail before the minutes of the others.
   const driver = gpu ? cudaAvailable() : { ok: true as const };
   if (!driver.ok) {
@@ -178,5 +184,9 @@ if (import.meta.main) {
   if (strided) {
     console.log("## Strided against dense\n");
     if (!stridedCostMain(["deno task bench", ...Deno.args].join(" "))) Deno.exit(1);
+  }
+  if (grouped) {
+    console.log("## Grouped (mixture of experts)\n");
+    if (!groupedBenchMain(["deno task bench", ...Deno.args].join(" "))) Deno.exit(1);
   }
 }

@@ -9,9 +9,9 @@
  *
  * The tile search is a binary search over the entries' `tiles_before` (the
  * launcher's prefix sum of tiles), from the problem of the block's previous tile
- * (tiles only grow): at most log2(count) dependent loads a tile, which L1 serves
- * after the first tiles. Its loop runs 32 rounds, those past the search's end a
- * compare and a branch each (the kernel IR has no `clz` to bound it: a shortcut).
+ * (tiles only grow): at most log2(count) + 1 dependent loads a tile, which L1 serves
+ * after the first tiles. The rounds are the bits of the count, counted once per
+ * block by a 32-step loop (the kernel IR has no `clz`).
  *
  * Addresses loaded from the table are used as global addresses as they are (a
  * device allocation's generic address is its global one, the convention CUTLASS's
@@ -144,6 +144,15 @@ export function groupedTiles(
     nct,
     "iters",
   );
+  // The search's rounds: the bits of count (each round halves the range, rounded up).
+  const steps = cx.mov("u32", imm(0), "steps");
+  const bit = b.reg("u32", "bit");
+  b.for(bit, imm(0), imm(32), 1, () => {
+    const nz = cx.setp("ne", "u32", cx.bin("shr", "u32", count, bit), imm(0));
+    const one = b.reg("u32");
+    b.emit(ir.selp("u32", one, imm(1), imm(0), nz));
+    b.emit(ir.bin("add", "u32", steps, steps, one));
+  });
   const g = cx.mov("u32", imm(0), "g");
   const i = b.reg("u32", "i");
   b.for(i, imm(0), iters, 1, () => {
@@ -153,7 +162,7 @@ export function groupedTiles(
     b.emit(ir.comment("grouped: find the tile's problem"));
     const hi = cx.mov("u32", count, "hi");
     const round = b.reg("u32");
-    b.for(round, imm(0), imm(32), 1, () => {
+    b.for(round, imm(0), steps, 1, () => {
       const span = cx.bin("sub", "u32", hi, g);
       b.if(cx.setp("gt", "u32", span, imm(1)), true, () => {
         const mid = cx.bin("add", "u32", g, cx.bin("shr", "u32", span, imm(1)));
