@@ -534,7 +534,7 @@ const REJECTED: readonly Rejected[] = [
     src: "kernel k\n  A: f16[M]\n}",
     line: 1,
     column: 9,
-    says: 'Expected "{", found end of line',
+    says: 'Expected "{" or "grouped", found end of line',
   },
   { name: "a missing kernel name", src: "kernel {\n}", line: 1, column: 8, says: "an identifier" },
   { name: "a keyword as kernel name", src: "kernel row {\n}", line: 1, column: 8, says: '"row"' },
