@@ -113,11 +113,14 @@ function printDecisions(k: GemmKernel): string[] {
  * import { printGemm } from "./print_gemm.ts";
  * const r = check("kernel k { A: f16[M, K]\n B: f16[K, N] col\n D: f32[M, N]\n D[m, n] = A[m, k] * B[k, n] }");
  * ok(printGemm(r.kernels[0]!).startsWith("gemm @k target sm80 {"));
+ * // A grouped kernel (DESIGN §6.2) says so after its name.
+ * const g = check("kernel e grouped { X: bf16[M, K]\n W: bf16[K, N] col\n Y: bf16[M, N]\n Y[m, n] = X[m, k] * W[k, n] }");
+ * ok(printGemm(g.kernels[0]!).startsWith("gemm @e grouped target sm80 {"));
  * ```
  */
 export function printGemm(k: GemmKernel): string {
   const out: string[] = [];
-  out.push(`gemm @${k.name} target ${k.target} {`);
+  out.push(`gemm @${k.name}${k.grouped === true ? " grouped" : ""} target ${k.target} {`);
   for (const p of k.params) {
     if (p.kind === "tensor") {
       out.push(

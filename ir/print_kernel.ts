@@ -177,6 +177,11 @@ export function printBody(body: readonly Op[], indent: string, out: string[]): v
  * const r = compile("kernel k { A: f16[M, K]\n B: f16[K, N] col\n D: f32[M, N]\n D[m, n] = A[m, k] * B[k, n] }");
  * const text = printKernel(r.kernels[0]!.kernel);
  * ok(text.includes("mma") && text.endsWith("\n"));
+ * // A grouped kernel (DESIGN §6.2): its problem table's entry, field by field.
+ * const g = compile("kernel e grouped { X: bf16[M, K]\n W: bf16[K, N] col\n Y: bf16[M, N]\n Y[m, n] = X[m, k] * W[k, n] }");
+ * const lines = printKernel(g.kernels[0]!.kernel).split("\n");
+ * ok(lines[0]!.startsWith("kernel @e target sm80 (group_table: u64 table, group_count: u32 count"));
+ * ok(lines[2]!.startsWith("  group table: 40-byte entries (X: u64 tensor @0, W: u64 tensor @8,"));
  * ```
  */
 export function printKernel(k: Kernel): string {
@@ -193,6 +198,10 @@ export function printKernel(k: Kernel): string {
       k.minBlocksPerSm === undefined ? "" : `, ${k.minBlocksPerSm} blocks per SM`
     }`,
   );
+  if (k.group !== undefined) {
+    const fields = k.group.fields.map((f) => `${f.name}: ${f.ptx} ${f.kind} @${f.offset}`);
+    out.push(`  group table: ${k.group.entryBytes}-byte entries (${fields.join(", ")})`);
+  }
   out.push("{");
   printBody(k.body, "  ", out);
   out.push("}");

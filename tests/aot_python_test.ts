@@ -18,7 +18,7 @@ import {
   launchViolations,
   type TensorBinding,
 } from "../backends/ptx/contract.ts";
-import { examples, ROOT } from "./_examples.ts";
+import { examples, isGroupedExample, ROOT } from "./_examples.ts";
 import { gemm } from "./_cli.ts";
 import { type StrideDecls, stridedKernel } from "./_strided_manifests.ts";
 
@@ -53,7 +53,9 @@ function writeModules(names: readonly string[]): string {
 }
 
 Deno.test(`every example's Python module passes py_compile${why}`, { ignore }, () => {
-  const names = examples();
+  // Not yet for grouped kernels: the Python artefact has no problem table (tests/grouped_test.ts
+  // lists that as a visible skip).
+  const names = examples().filter((n) => !isGroupedExample(n));
   const dir = writeModules(names);
   try {
     const r = python3(["-m", "py_compile", ...names.map((n) => `${dir}/${n}.py`)]);

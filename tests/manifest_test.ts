@@ -133,7 +133,13 @@ for (const name of examples()) {
             p.ptx,
           ]),
         );
-        assertAbiOrder(ck, m);
+        if (ck.kernel.group === undefined) assertAbiOrder(ck, m);
+        else {
+          // Grouped (DESIGN §6.2): the table and the count, then the scalars; each problem's
+          // tensors and dims are table fields (tests/grouped_test.ts checks the table).
+          const scalars = ck.gemm.params.filter((p) => p.kind === "scalar").map((p) => p.name);
+          assert.deepEqual(m.params.map((p) => p.name), ["group_table", "group_count", ...scalars]);
+        }
         assert.deepEqual(m.block, [ck.kernel.threads, 1, 1]);
         assert.deepEqual(e.maxntid, m.block);
         assert.equal(m.dynamicSmemBytes, ck.kernel.dynamicSmemBytes);

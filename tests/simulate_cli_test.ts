@@ -8,13 +8,14 @@
 
 import assert from "node:assert/strict";
 import { assertNoStackTrace, gemm, gemmAll, type Run } from "./_cli.ts";
-import { examples } from "./_examples.ts";
+import { examples, isGroupedExample } from "./_examples.ts";
 
 const ROOT_PATH = new URL("../", import.meta.url).pathname;
 
-/** Example files, as paths from the repository root. */
+/** Example files, as paths from the repository root; grouped ones take --groups, not --size
+ * (tests/grouped_test.ts runs them). */
 function exampleFiles(): string[] {
-  return examples().map((n) => `examples/${n}.gemm`);
+  return examples().filter((n) => !isGroupedExample(n)).map((n) => `examples/${n}.gemm`);
 }
 
 /** Kernel names declared in a file. */

@@ -240,7 +240,11 @@ Deno.test("the FFI bindings against a fake libcuda (C), end to end", async (t) =
 const ODD = { M: 100, N: 72, K: 384, L: 2 };
 const TILED = { M: 256, N: 256, K: 256, L: 2 };
 
-for (const file of exampleFiles()) {
+/** Grouped examples run over a list of problems (`--groups`), not one size: tests/grouped_test.ts. */
+const isGrouped = (file: string) =>
+  /^\s*kernel\s+\w+\s+grouped\b/m.test(Deno.readTextFileSync(new URL(file, EXAMPLES)));
+
+for (const file of exampleFiles().filter((f) => !isGrouped(f))) {
   gpuTest(`${file} on the GPU agrees with the reference and the simulator`, () => {
     for (const ck of compileExample(file)) {
       for (const sizes of [TILED, ODD]) {
