@@ -129,7 +129,7 @@ export function launchKernels(
           '(problems such as "M=128,N=64,K=32;M=0,N=64,K=32")',
       );
     }
-    for (const g of p.groups) checkSizeNames(grouped, g);
+    for (const g of p.groups) checkSizeNames(grouped, g, "--groups");
   } else if (p.groups !== null) {
     throw new UsageError(`${p.cmd}: --groups is for grouped kernels; give --size`);
   }

@@ -45,12 +45,14 @@ function sizeNames(kernels: readonly GemmKernel[]): string[] {
  *
  * @param kernels The kernels the command compiled.
  * @param sizes The `--size` values by name.
+ * @param option The option the sizes came from (`--groups` for a grouped kernel's problems).
  * @throws {UsageError} For a name no kernel knows (with the names it accepts
  *   and a suggestion), or one that names a dimension fixed in the source.
  */
 export function checkSizeNames(
   kernels: readonly GemmKernel[],
   sizes: Readonly<Record<string, number>>,
+  option = "--size",
 ): void {
   for (const name of Object.keys(sizes)) {
     const means = kernels.map((k) => ({ k, m: meaning(k, name) }));
@@ -58,15 +60,15 @@ export function checkSizeNames(
     const fixed = means.find(({ m }) => m.kind === "fixed");
     if (fixed !== undefined && fixed.m.kind === "fixed") {
       throw new UsageError(
-        `--size ${name}: kernel "${fixed.k.name}" fixes ${name} at ${fixed.m.value} in the ` +
-          `source; leave it out of --size`,
+        `${option} ${name}: kernel "${fixed.k.name}" fixes ${name} at ${fixed.m.value} in the ` +
+          `source; leave it out of ${option}`,
       );
     }
     const accepted = sizeNames(kernels);
     throw new UsageError(
-      `--size ${name}: no kernel has a dimension "${name}"` +
+      `${option} ${name}: no kernel has a dimension "${name}"` +
         (accepted.length === 0
-          ? ": every size is fixed in the source, --size is not needed"
+          ? `: every size is fixed in the source, ${option} is not needed`
           : `: expected ${oneOf(accepted)}${didYouMean(name, accepted)}`),
     );
   }
