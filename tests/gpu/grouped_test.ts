@@ -84,7 +84,7 @@ function randomGroups(
 ): Record<string, number>[] {
   const ms = [1, 0, 7, 129, 0, 3, 64, 65];
   return Array.from({ length: count }, (_, i) => ({
-    M: i < ms.length ? ms[i]! : Math.floor(rng.next() * 300),
+    M: i < ms.length ? ms[i]! : Math.floor(rng.next() * 100),
     N: n(),
     K: k(),
   }));
@@ -93,21 +93,21 @@ function randomGroups(
 gpuTest("bf16 grouped kernels: every problem agrees with the reference (simulator too)", () => {
   const rng = new Rng(41);
   using cuda = Cuda.open();
-  const odd = () => 1 + Math.floor(rng.next() * 150);
+  const odd = () => 1 + Math.floor(rng.next() * 90);
   for (
     const [src, n, k] of [
       [BF16_ANY, odd, odd],
       [
         BF16,
-        () => 8 * (1 + Math.floor(rng.next() * 20)),
-        () => 8 * (1 + Math.floor(rng.next() * 12)),
+        () => 8 * (1 + Math.floor(rng.next() * 10)),
+        () => 8 * (1 + Math.floor(rng.next() * 10)),
       ],
     ] as const
   ) {
     const ck = kernel(src);
-    const groups = randomGroups(rng, 11, n, k);
+    const groups = randomGroups(rng, 10, n, k);
     // A problem with K = 0 too: D = 0 (alpha times an empty sum).
-    groups.push({ M: 9, N: groups[0]!.N, K: 0 });
+    groups.push({ M: 9, N: groups[0]!.N!, K: 0 });
     const rep = runGrouped(ck, groups, { seed: 7, check: "sim", iters: 0, cuda });
     for (const [i, p] of rep.problems.entries()) {
       assert.ok(
@@ -149,7 +149,6 @@ gpuTest("s8 grouped kernel: every problem identical to the simulator's", () => {
 
 gpuTest("the mixture-of-experts form: each expert's rows agree with the reference", () => {
   const ck = kernel(BF16);
-  const rng = new Rng(47);
   using cuda = Cuda.open();
   using k = loadKernel(ck, { cuda });
   const [N, K] = [72, 48];
@@ -179,12 +178,11 @@ gpuTest("the mixture-of-experts form: each expert's rows agree with the referenc
   const d = dBuf.download();
   per.forEach((args, e) => {
     const start = e === 0 ? 0 : offs[e - 1]!;
-    const rows = d.subarray(start * N * 2, offs[e]! * N * 2);
+    const rows = d.slice(start * N * 2, offs[e]! * N * 2);
     const c = compareOutput(rows, "bf16", referenceGemm(ck.gemm, args));
     assert.ok(c.ok, `expert ${e} (${counts[e]} rows): ${c.overBound} over`);
   });
   assert.ok(!d.every((x) => x === poisonByte("bf16")) || T === 0);
-  void rng;
 });
 
 gpuTest("gemm run --groups: every problem checked, the simulator too", async () => {
