@@ -306,3 +306,61 @@ export type { StridesAst } from "./dsl/ast.ts";
 
 // stride-launch (issue 20): the manifest's parameter kinds, "stride" among them.
 export type { ParamKind } from "./backends/ptx/manifest.ts";
+
+/**
+ * Grouped launches (DESIGN §6.2): `LoadedKernel.groupedLaunch(problems)` checks
+ * every problem of a grouped kernel as an ordinary launch of its form, uploads
+ * the problem table once and launches a persistent grid as often as wanted;
+ * {@link moeProblems} builds the problems of the mixture-of-experts form (one
+ * packed A and D, `offs` the end row of each expert, B one matrix per expert);
+ * {@link runGrouped} is `gemm run --groups`.
+ *
+ * @example
+ * ```ts
+ * import { equal } from "node:assert/strict";
+ * import { compile, Cuda, cudaAvailable, downloadTensor, loadKernel, moeProblems, uploadTensor }
+ *   from "./mod.ts";
+ * const ck = compile(`kernel experts grouped { X: bf16[M, K] row  W: bf16[K, N] col
+ *   Y: f32[M, N] row
+ *   Y[m, n] = X[m, k] * W[k, n] }`).kernels[0]!;
+ * // Three experts with 5, 0 and 3 tokens: the second is a problem with M = 0.
+ * const offs = [5, 5, 8];
+ * const at = (n: number) => BigInt(n) << 32n;
+ * const ps = moeProblems(ck.manifest,
+ *   { a: at(1), b: at(2), d: at(3), offs, sizes: { N: 16, K: 32 } });
+ * equal(ps[1]!.sizes.M, 0);
+ * equal(ps[2]!.buffers.X, at(1) + 5n * 32n * 2n); // expert 2 starts at row 5
+ * if (cudaAvailable().ok) {
+ *   using cuda = Cuda.open();
+ *   using k = loadKernel(ck, { cuda });
+ *   const a = uploadTensor(cuda, new Float32Array(8 * 32).fill(0.5), "bf16");
+ *   const b = uploadTensor(cuda, new Float32Array(3 * 16 * 32).fill(0.25), "bf16");
+ *   const d = cuda.alloc(8 * 16 * 4);
+ *   using g = k.groupedLaunch(moeProblems(ck.manifest, { a, b, d, offs, sizes: { N: 16, K: 32 } }));
+ *   g.launch();
+ *   cuda.synchronize();
+ *   equal(downloadTensor(d, "f32")[0], 4); // 32 x 0.5 x 0.25
+ * }
+ * ```
+ */
+export {
+  GroupedLaunch,
+  type GroupedLaunchOptions,
+  type GroupedPlan,
+  type GroupedProblem,
+  type MoeOperands,
+  moeProblems,
+  planGroupedLaunch,
+} from "./backends/cuda/grouped.ts";
+export {
+  checkGroupedRun,
+  type GroupedProblemRun,
+  type GroupedRunOptions,
+  type GroupedRunReport,
+  runGrouped,
+} from "./harness/run_gemm.ts";
+// The grouped kernel's types that the exported Kernel, KernelManifest and SimLaunch name
+// (for `deno doc --lint`).
+export type { GroupField, GroupLayout } from "./ir/kernel.ts";
+export type { ManifestGroup } from "./backends/ptx/manifest.ts";
+export type { SimBuffer } from "./backends/sim/mod.ts";

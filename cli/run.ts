@@ -8,9 +8,17 @@
 
 import type { CompiledKernel } from "../compiler.ts";
 import { SimError } from "../backends/sim/mod.ts";
-import { checkRun, runGemm, type RunReport } from "../harness/run_gemm.ts";
+import {
+  checkGroupedRun,
+  checkRun,
+  type GroupedRunReport,
+  runGemm,
+  runGrouped,
+  type RunReport,
+} from "../harness/run_gemm.ts";
 import { Cuda, cudaAvailable, CudaError, CudaUnavailableError } from "../backends/cuda/driver.ts";
 import {
+  GROUPS_OPTION,
   hazardLines,
   JSON_OPTION,
   kernelOption,
@@ -40,6 +48,7 @@ const CHECKS = ["ref", "sim", "none"] as const;
 
 const OPTIONS = [
   SIZE_OPTION,
+  GROUPS_OPTION,
   kernelOption("Run only this kernel"),
   SEED_OPTION,
   SCALAR_OPTION,
@@ -203,6 +212,91 @@ function runLines(r: RunReport): string[] {
   return lines;
 }
 
+function groupedJson(r: GroupedRunReport): unknown {
+  return {
+    kernel: r.kernel,
+    entry: r.entry,
+    grid: r.grid,
+    totalTiles: r.totalTiles,
+    block: r.block,
+    dynamicSmemBytes: r.dynamicSmemBytes,
+    device: r.device,
+    function: r.function,
+    jit: r.jit,
+    problems: r.problems.map(({ args: _a, output: _o, ...p }) => p),
+    simHazards: r.simHazards,
+    timing: r.timing,
+    ok: r.ok,
+  };
+}
+
+/** The text report of a grouped run: one line per problem (as `gemm simulate --groups`). */
+function groupedLines(r: GroupedRunReport): string[] {
+  const bad = r.problems.filter((p) => !p.ok).length;
+  const checked = r.problems.some((p) => p.reference !== null);
+  const withSim = r.simHazards !== null;
+  const verdict = bad > 0
+    ? `MISMATCH in ${bad} of ${r.problems.length} problems`
+    : (r.simHazards ?? 0) > 0
+    ? "HAZARDS in the simulator; every problem agrees"
+    : !checked
+    ? `RAN (${r.problems.length} problems, not checked)`
+    : `AGREES (${r.problems.length} problems) with the reference${
+      withSim ? " and the simulator" : ""
+    }`;
+  const lines = [
+    `${r.kernel}: ${verdict} (${r.totalTiles} tiles; persistent grid ${r.grid.join("x")})`,
+  ];
+  for (const [i, p] of r.problems.entries()) {
+    const parts = [`${p.ok ? "agrees" : "MISMATCH"}`];
+    const c = p.reference;
+    if (c !== null) {
+      parts.push(
+        `${c.overBound} of ${c.elements} elements over the bound; relative Frobenius ${
+          c.relFrobenius.toExponential(2)
+        }; worst error/bound ${c.worstRatio.toFixed(3)}`,
+      );
+    }
+    if (p.sim !== null) {
+      parts.push(
+        p.sim.maxUlp === null
+          ? `simulator: ${
+            p.sim.differing === 0 ? "identical" : `${p.sim.differing} elements differ`
+          }`
+          : `simulator: ${
+            p.sim.differing === 0 ? "bit-identical" : `largest difference ${p.sim.maxUlp} ulp`
+          }`,
+      );
+    }
+    if ((p.unwritten ?? 0) > 0) parts.push(`${p.unwritten} elements unwritten`);
+    if (p.gapWrites > 0) parts.push(`${p.gapWrites} writes outside D's view`);
+    lines.push(`  problem ${i} (${sizesText(p.sizes)}; ${p.tiles} tiles): ${parts.join("; ")}`);
+    if (c !== null && c.first !== null) {
+      lines.push(
+        `    first mismatch: element ${c.first.index}: got ${c.first.got}, want ${c.first.want}`,
+      );
+    }
+  }
+  if (r.simHazards !== null) {
+    lines.push(r.simHazards === 0 ? "  hazards: none" : `  hazards: ${r.simHazards}`);
+  }
+  const t = r.timing;
+  if (t !== null) {
+    lines.push(
+      `  time: median ${t.medianMs.toPrecision(4)} ms of ${t.iters} launches (min ${
+        t.minMs.toPrecision(4)
+      }, max ${t.maxMs.toPrecision(4)}; ${t.warmup} warm-up): ${t.rate.toPrecision(3)} ${t.unit}`,
+    );
+  }
+  const f = r.function;
+  lines.push(
+    `  launch: persistent grid ${r.grid.join("x")}, block ${r.block.join("x")}, ` +
+      `${r.dynamicSmemBytes} B dynamic shared memory; ${f.registers} registers, ` +
+      `${f.localBytes} B local memory per thread`,
+  );
+  return lines;
+}
+
 /** Runs every kernel on the open device; false when one disagrees or fails. */
 function runAll(
   prepared: Prepared,
@@ -235,6 +329,33 @@ function runAll(
   const full = values["full-check"] === true;
   let ok = true;
   for (const ck of kernels) {
+    if (ck.kernel.group !== undefined) {
+      let g: GroupedRunReport;
+      try {
+        g = runGrouped(ck, prepared.groups!, {
+          seed: prepared.seed,
+          check: counts.check,
+          iters: counts.iters,
+          warmup: counts.warmup,
+          scalars: prepared.scalars,
+          hazards: !values["no-hazards"],
+          cuda,
+          ...(full ? { simMaxWork: Infinity } : {}),
+        });
+      } catch (e) {
+        if (e instanceof CudaError || e instanceof SimError) {
+          io.err(`gemm: ${ck.name}: ${e.message}\n`);
+          ok = false;
+          if (values.json) reports.push({ kernel: ck.name, error: e.message });
+          continue;
+        }
+        throw e;
+      }
+      ok &&= g.ok;
+      if (values.json) reports.push(groupedJson(g));
+      else io.out(groupedLines(g).join("\n") + "\n");
+      continue;
+    }
     let rep: RunReport;
     try {
       rep = runGemm(ck, prepared.sizes, {
@@ -270,7 +391,14 @@ function run(values: Values, positionals: string[], io: CliIO): number {
   // Sizes and alignments of every kernel first: nothing touches the driver before.
   for (const ck of kernels) {
     try {
-      checkRun(ck, sizes);
+      if (ck.kernel.group !== undefined) {
+        const limit = counts.check !== "sim"
+          ? null
+          : values["full-check"] === true
+          ? Infinity
+          : 2 ** 27;
+        checkGroupedRun(ck, prepared.groups!, limit);
+      } else checkRun(ck, sizes);
     } catch (e) {
       throw new UsageError(`${ck.name}: ${(e as Error).message}`);
     }
@@ -298,7 +426,7 @@ export const RUN: Command = command({
   name: "run",
   args: "FILE",
   summary: "Run the compiled PTX on the GPU (CUDA driver), check and time it",
-  usage: "run FILE [--size M=..,N=..,K=..[,L=..]] [options]",
+  usage: 'run FILE [--size M=..,N=..,K=..[,L=..] | --groups "M=..,N=..,K=..;..."] [options]',
   about: `Compiles FILE, loads the PTX through the CUDA driver (libcuda.so.1), fills the
 inputs with random values (never zeros), poisons the output, launches the
 kernel and compares its output with the reference GEMM (integers: identical;
@@ -311,6 +439,11 @@ and then settles lower (an H200: 10-20% lower for large tensor-core GEMMs,
 bench/NOTES.md 26). The default 3 + 20 launches stay inside that window for
 kernels under ~3.5 ms; enough --warmup launches to fill ~1.5 s time the
 sustained state.
+
+A grouped kernel (DESIGN §6.2) runs every problem of --groups (each with its
+own random inputs; the scalars shared) in one launch on a persistent grid, and
+each problem is checked (with --check sim against the simulator's run of the
+same launch, which is not sampled: its work is limited unless --full-check).
 `,
   options: OPTIONS,
   notes: `Exit codes: 0 every kernel agrees, 1 a mismatch, a JIT or driver failure, no CUDA

@@ -18,6 +18,12 @@ import { check } from "./errors.ts";
 import { launchProblems } from "./launch.ts";
 import type { CudaFunction, CudaModule, CudaStream, DeviceBuffer } from "./resources.ts";
 import {
+  GroupedLaunch,
+  type GroupedLaunchOptions,
+  type GroupedProblem,
+  residentBlocks,
+} from "./grouped.ts";
+import {
   LaunchBinder,
   type LaunchBuffers,
   LaunchError,
@@ -33,6 +39,13 @@ export {
   type LaunchOptions,
   type LaunchSizes,
 } from "./bind.ts";
+export {
+  GroupedLaunch,
+  type GroupedLaunchOptions,
+  type GroupedProblem,
+  type MoeOperands,
+  moeProblems,
+} from "./grouped.ts";
 
 /** What {@link loadKernel} loads: a compiled kernel, or PTX and its manifest. */
 export interface KernelSource {
@@ -63,7 +76,10 @@ export class LoadedKernel {
   /** The kernel function. */
   readonly function: CudaFunction;
   readonly #cuda: Cuda;
-  readonly #binder: LaunchBinder;
+  /** Null for a grouped kernel (its launches: {@link LoadedKernel.groupedLaunch}). */
+  readonly #binder: LaunchBinder | null;
+  readonly #grouped = new Set<GroupedLaunch>();
+  #resident: number | null = null;
   readonly #workspaces = new Map<CudaStream | null, DeviceBuffer>();
   #launches = 0;
   #open = true;
@@ -76,10 +92,12 @@ export class LoadedKernel {
   /** @internal Use {@link loadKernel}. */
   constructor(cuda: Cuda, source: KernelSource) {
     const m = source.manifest;
-    const contract = launchContract(m);
     const problems = launchProblems(m.name, [1, 1, 1], m.block, m.dynamicSmemBytes, cuda.device);
     if (problems.length > 0) throw new LaunchError(m.name, problems);
-    this.#binder = new LaunchBinder(m, contract, cuda.device);
+    // A grouped kernel's parameters are its table, count and scalars: no ordinary contract.
+    this.#binder = m.group !== undefined
+      ? null
+      : new LaunchBinder(m, launchContract(m), cuda.device);
     this.#cuda = cuda;
     this.name = m.name;
     this.manifest = m;
@@ -125,12 +143,19 @@ export class LoadedKernel {
    * @param options The stream, scalars (defaults apply), a workspace of the caller's.
    * @throws {LaunchError} Listing every problem, each naming its tensor, dimension or scalar.
    * @throws {CudaError} When the driver refuses the launch.
+   * @throws {Error} For a grouped kernel: it is launched with {@link LoadedKernel.groupedLaunch}.
    */
   launch(buffers: LaunchBuffers, sizes: LaunchSizes, options: LaunchOptions = {}): void {
     if (!this.#open || !this.#cuda.isOpen) {
       throw new Error(`Kernel "${this.name}" launched after its close or its context's`);
     }
     const binder = this.#binder;
+    if (binder === null) {
+      throw new Error(
+        `Kernel "${this.name}" is grouped (DESIGN §6.2): launch it with ` +
+          "groupedLaunch(problems, { scalars }).launch(), not launch(buffers, sizes)",
+      );
+    }
     const bad = binder.bind(buffers, sizes, options);
     if (bad !== null) throw new LaunchError(this.name, bad);
     const stream = options.stream;
@@ -155,6 +180,73 @@ export class LoadedKernel {
     );
     if (code !== 0) check(this.#driver, "cuLaunchKernel", code, `${this.name} grid [${g}]`);
     this.#launches++;
+  }
+
+  /**
+   * Prepares a launch of a grouped kernel (DESIGN §6.2) over a list of
+   * problems: checks every problem as an ordinary launch of the kernel's form
+   * (a problem with a zero dimension is legal; a tensor it never reads may be
+   * left out), builds the problem table and uploads it once to a buffer the
+   * returned launch owns, and picks the persistent grid
+   * (`[min(all tiles, blocks), 1, 1]`, blocks: SMs x the occupancy the driver
+   * reports unless `options.blocks`). Launch it with {@link GroupedLaunch.launch}
+   * as often as wanted; close it (or the kernel, or the context) to free the
+   * table. With zero problems its launch does nothing.
+   *
+   * @param problems Each problem's buffers and sizes.
+   * @param options Scalars (shared by every problem), the grid's block count, the stream.
+   * @returns The launch.
+   * @throws {LaunchError} Listing every problem's violations, each with its index.
+   * @throws {Error} For a kernel that is not grouped.
+   */
+  groupedLaunch(
+    problems: readonly GroupedProblem[],
+    options: GroupedLaunchOptions = {},
+  ): GroupedLaunch {
+    if (!this.#open || !this.#cuda.isOpen) {
+      throw new Error(`Kernel "${this.name}" used after its close or its context's`);
+    }
+    if (this.manifest.group === undefined) {
+      throw new Error(
+        `Kernel "${this.name}" is not grouped: launch it with launch(buffers, sizes)`,
+      );
+    }
+    const cuda = this.#cuda;
+    const l = new GroupedLaunch(
+      {
+        manifest: this.manifest,
+        driver: this.#driver,
+        fn: this.#fn,
+        alloc: (bytes) => cuda.alloc(bytes),
+        synchronize: () => cuda.synchronize(),
+        isOpen: () => this.#open && cuda.isOpen,
+        launched: () => {
+          this.#launches++;
+        },
+        residentBlocks: () => this.residentBlocks,
+        closed: (g) => this.#grouped.delete(g),
+      },
+      problems,
+      options,
+    );
+    this.#grouped.add(l);
+    return l;
+  }
+
+  /**
+   * Blocks of this kernel that run at once on the device: SMs x the occupancy
+   * the driver reports (`cuOccupancyMaxActiveBlocksPerMultiprocessor`; x 1
+   * without it). Asked once.
+   */
+  get residentBlocks(): number {
+    this.#resident ??= residentBlocks(
+      this.#driver,
+      this.#fn,
+      this.#block[0] * this.#block[1] * this.#block[2],
+      this.#smem,
+      this.#cuda.device.multiprocessors,
+    );
+    return this.#resident;
   }
 
   /**
@@ -200,8 +292,15 @@ export class LoadedKernel {
    */
   close(): void {
     if (!this.#open) return;
-    this.#open = false;
     let first: unknown = null;
+    for (const g of [...this.#grouped]) {
+      try {
+        g.close();
+      } catch (e) {
+        first ??= e;
+      }
+    }
+    this.#open = false;
     for (const [stream, w] of this.#workspaces) {
       try {
         if (this.#cuda.isOpen && !w.freed) this.#sync(stream);

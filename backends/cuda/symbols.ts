@@ -130,6 +130,11 @@ export const SYMBOLS = {
   cuStreamCreate: { parameters: ["buffer", "u32"], result: "i32", optional: true },
   cuStreamDestroy_v2: { parameters: ["pointer"], result: "i32", optional: true },
   cuStreamSynchronize: { parameters: ["pointer"], result: "i32", optional: true },
+  cuOccupancyMaxActiveBlocksPerMultiprocessor: {
+    parameters: ["buffer", "pointer", "i32", "usize"], // int*, CUfunction, blockSize, dynamicSMemSize
+    result: "i32",
+    optional: true,
+  },
 } as const;
 
 /** The bound symbols of the library, each possibly null. */
@@ -174,7 +179,8 @@ const REQUIRED = [
  * to clean up after a kernel fault, the streams only to run a probe beside
  * other work or a loaded kernel on a stream of its caller's; without
  * `cuMemsetD8Async` a loaded kernel zeroes its split-K workspace with the
- * synchronous `cuMemsetD8_v2`.
+ * synchronous `cuMemsetD8_v2`; without `cuOccupancyMaxActiveBlocksPerMultiprocessor`
+ * a grouped launch's persistent grid counts one block per SM (backends/cuda/grouped.ts).
  */
 const OPTIONAL = [
   "cuDevicePrimaryCtxReset_v2",
@@ -182,6 +188,7 @@ const OPTIONAL = [
   "cuStreamDestroy_v2",
   "cuStreamSynchronize",
   "cuMemsetD8Async",
+  "cuOccupancyMaxActiveBlocksPerMultiprocessor",
 ] as const satisfies readonly (keyof Symbols)[];
 
 /** The older name bound when a versioned required one is absent (the same ABI). */

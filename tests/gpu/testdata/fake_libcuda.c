@@ -330,3 +330,21 @@ int fake_launch_stats(int64_t *out) {
   out[0] = memsets_async; out[1] = stream_syncs; out[2] = launches;
   return 3;
 }
+
+/* For grouped launches (backends/cuda/grouped.ts): blocks of a function per SM; the fake
+ * answers 2 (0 above 1024 threads) and records the arguments of the last call. */
+static long occupancy_calls;
+static int last_occ_threads;
+static size_t last_occ_smem;
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, void *fn, int threads, size_t smem) {
+  if (!fn || !n) return INVALID_HANDLE;
+  occupancy_calls++;
+  last_occ_threads = threads;
+  last_occ_smem = smem;
+  *n = threads > 1024 ? 0 : 2;
+  return OK;
+}
+int fake_occupancy_stats(int64_t *out) {
+  out[0] = occupancy_calls; out[1] = last_occ_threads; out[2] = (int64_t)last_occ_smem;
+  return 3;
+}
