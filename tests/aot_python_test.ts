@@ -308,6 +308,13 @@ Deno.test(`grouped kernels: tables as groupTable writes them, checks, MoE, the g
     // An expert without tokens, and tiles_before after it.
     const moe = records[3]!;
     assert.deepEqual(moe.problems.map((p) => p.sizes.M), [10, 0, 25, 15]);
+    // The example's grouped module (examples/python/gemm_torch.py runs it on the GPU).
+    const file = "examples/python/grouped.gemm";
+    const ex = compile(Deno.readTextFileSync(new URL(file, ROOT)), { file });
+    assert.ok(ex.ok, file);
+    Deno.writeTextFileSync(`${dir}/example.py`, pythonModule(ex.kernels, { source: file }));
+    const c = python3(["-m", "py_compile", `${dir}/example.py`]);
+    assert.equal(c?.code, 0, c?.stderr);
   } finally {
     Deno.removeSync(dir, { recursive: true });
   }

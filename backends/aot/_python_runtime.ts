@@ -467,7 +467,9 @@ class _CuPy(object):
         with self.cupy.cuda.Device(device):
             # cudaDevAttrMultiProcessorCount
             sms = self.cupy.cuda.runtime.deviceGetAttribute(16, device)
-            per = self.d.occupancyMaxActiveBlocksPerMultiprocessor(f, threads, smem)
+            occupancy = getattr(self.d, "occupancyMaxActiveBlocksPerMultiprocessor", None)
+            # Shortcut: a CuPy without it gets one block per SM (right, if slower).
+            per = 1 if occupancy is None else occupancy(f, threads, smem)
         return max(1, int(sms)) * max(1, int(per))
 
     def copy_htod(self, device, dst, src, n, stream):
