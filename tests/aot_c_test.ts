@@ -1014,3 +1014,49 @@ function groupedReplies(text: string): GReply[] {
     };
   });
 }
+
+cTest(
+  "examples/c/main.c builds against its header; its grouped part runs on the fake",
+  async () => {
+    const dir = await Deno.makeTempDir({ prefix: "gemmc_cex_" });
+    const r = compile(Deno.readTextFileSync(join(ROOT, "examples/c/kernels.gemm")));
+    assert.ok(r.ok);
+    await Deno.writeTextFile(join(dir, "gemmc_kernels.h"), cSource(r.kernels));
+    await Deno.writeTextFile(join(dir, "fake2.c"), groupedFakes());
+    const flags = ["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", `-I${INCLUDE}`, `-I${dir}`];
+    await sh("cc", [...flags, "-c", join(ROOT, "examples/c/main.c"), "-o", join(dir, "main.o")]);
+    await sh("cc", ["-w", "-c", FAKE, "-o", join(dir, "fake.o")]);
+    await sh("cc", ["-w", "-c", join(dir, "fake2.c"), "-o", join(dir, "fake2.o")]);
+    const exe = join(dir, "x");
+    await sh("cc", [
+      join(dir, "main.o"),
+      join(dir, "fake.o"),
+      join(dir, "fake2.o"),
+      "-lm",
+      "-o",
+      exe,
+    ]);
+    // The fake runs no kernel (every comparison fails, exit 1): the refusal is what it shows here.
+    const p = await new Deno.Command(exe, { stdout: "piped", stderr: "piped" }).output();
+    const out = new TextDecoder().decode(p.stdout);
+    assert.match(
+      out,
+      /^refused table \(status 1\):\nProblem 2: Tensor "X" at 0x[0-9a-f]+ is not aligned to 16 bytes \(align 8 of bf16\)$/m,
+    );
+    assert.match(out, /^experts +max error/m);
+  },
+);
+
+Deno.test("gemm compile --emit c and --emit py take grouped kernels", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "gemmc_cg4_" });
+  const src = join(dir, "g.gemm");
+  await Deno.writeTextFile(src, GROUPED_SOURCE);
+  const c = await gemm("compile", src, "--emit", "c");
+  assert.equal(c.code, 0, c.stderr);
+  assert.equal(c.stdout, cSource(GROUPED));
+  assert.match(c.stdout, /^gemmc_status gemmc_experts_run\(CUstream stream, /m);
+  const py = await gemm("compile", src, "--emit", "py");
+  assert.equal(py.code, 0, py.stderr);
+  assert.match(py.stdout, /^experts\.moe = _gemmc_experts_moe$/m);
+  assert.match(py.stdout, /^gs\.grouped = _gemmc_gs_grouped$/m);
+});
