@@ -319,3 +319,23 @@ Deno.test(`grouped kernels: tables as groupTable writes them, checks, MoE, the g
     Deno.removeSync(dir, { recursive: true });
   }
 });
+
+Deno.test(`a grouped kernel's scalar named like moe()'s arguments gets a "_"${why}`, {
+  ignore,
+}, () => {
+  const r = compile(`kernel g grouped { a: f16[M, K] row  B: f16[K, N] col  D: f32[M, N] row
+    offs: f32 = 2.0
+    D[m, n] = offs * a[m, k] * B[k, n] }`);
+  assert.ok(r.ok, r.diagnostics.map((d) => d.message).join("; "));
+  const text = pythonModule(r.kernels);
+  assert.ok(text.includes("def g(a_, B, out=None, stream=None, **scalars):"));
+  assert.ok(text.includes('"scalarArgs": {"offs_": "offs"}'));
+  assert.ok(text.includes("def _gemmc_g_moe(a, b, d, offs, stream=None, **scalars):"));
+  const dir = Deno.makeTempDirSync({ prefix: "gemmc_py_" });
+  try {
+    Deno.writeTextFileSync(`${dir}/m.py`, text);
+    assert.equal(python3(["-m", "py_compile", `${dir}/m.py`])?.code, 0);
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
+});

@@ -16,6 +16,18 @@
  * allocates, zeroes and keeps per kernel (grown when the sizes need more; one
  * stream at a time may use it: give your own for concurrent launches).
  *
+ * A grouped kernel (DESIGN §6.2) gets, instead of `_launch(...)` with sizes, a
+ * problem struct `gemmc_<kernel>_problem` (its tensors' `CUdeviceptr`s, its
+ * strides as `int64_t`, its dims as `uint32_t`, in table order),
+ * `gemmc_<kernel>_table_bytes(count)`, `gemmc_<kernel>_table(problems, count,
+ * table, table_bytes, &total_tiles)` (each problem checked as its ordinary launch
+ * would be, the messages starting "Problem i: "; the table written as
+ * backends/ptx/group_table.ts writes it), `gemmc_<kernel>_launch(stream,
+ * device_table, count, total_tiles, <scalars>)` (the persistent grid from the
+ * SM count and the kernel's occupancy, found once per gemmc_load()) and
+ * `gemmc_<kernel>_run(stream, problems, count, host_table, device_table,
+ * table_bytes, <scalars>)` (table, `cuMemcpyHtoDAsync`, launch).
+ *
  * @module
  */
 

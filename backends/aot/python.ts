@@ -7,6 +7,12 @@
  * (backends/ptx/contract.ts) rendered as Python data; the rules that read them
  * are the runtime text of backends/aot/_python_runtime.ts.
  *
+ * A grouped kernel's function (DESIGN §6.2) runs one problem, and has two
+ * attributes: `<kernel>.grouped(problems, stream=None, **scalars)` (a list of
+ * dicts of tensors by name; returns the outputs) and, for a kernel of A, B and D
+ * alone, `<kernel>.moe(a, b, d, offs, stream=None, **scalars)` (row offsets into
+ * one packed operand, as `torch._grouped_mm`'s); backends/aot/_python_grouped.ts.
+ *
  * @module
  */
 
@@ -125,6 +131,9 @@ const MODULE_NAMES = new Set([
 /** What a kernel function's body uses besides its arguments. */
 const FUNCTION_NAMES = new Set(["_launch", "_KERNELS", "out", "stream", "workspace", "scalars"]);
 
+/** What a grouped kernel's functions use besides their arguments (`grouped`, `moe`). */
+const GROUPED_NAMES = new Set([...FUNCTION_NAMES, "problems", "a", "b", "d", "offs", "p"]);
+
 /** A Python identifier for a DSL name, clear of keywords, the names in `avoid` and `taken`. */
 function pyName(name: string, avoid: ReadonlySet<string>, taken: ReadonlySet<string>): string {
   let n = name;
@@ -143,8 +152,8 @@ function kernelTable(k: CompiledKernel, indent: string): string {
     p.name,
     p.ptx,
   ]);
-  const { scalars } = argNames(c);
   const g = k.manifest.group;
+  const { scalars } = argNames(c, g !== undefined);
   return pyLiteral({
     ...c,
     params,
@@ -159,10 +168,14 @@ function contractOf(k: CompiledKernel): LaunchContract {
 }
 
 /** The Python names of a kernel's input tensors and scalars (keyword arguments), by DSL name. */
-function argNames(c: LaunchContract): { inputs: string[]; scalars: [string, string][] } {
+function argNames(
+  c: LaunchContract,
+  grouped = false,
+): { inputs: string[]; scalars: [string, string][] } {
   const taken = new Set<string>();
+  const avoid = grouped ? GROUPED_NAMES : FUNCTION_NAMES;
   const name = (n: string) => {
-    const p = pyName(n, FUNCTION_NAMES, taken);
+    const p = pyName(n, avoid, taken);
     taken.add(p);
     return p;
   };
@@ -220,7 +233,7 @@ function groupedFunction(k: CompiledKernel, fnName: string): string {
   const c = problemContract(k.manifest);
   const inputs = c.tensors.filter((t) => !t.output);
   const output = c.tensors.find((t) => t.output)!;
-  const { inputs: args, scalars } = argNames(c);
+  const { inputs: args, scalars } = argNames(c, true);
   const decl = (t: typeof c.tensors[number]) =>
     `${t.name}: ${t.dtype}[${t.shape.join(", ")}] ${t.layout}` +
     (t.strides !== undefined ? ` strides(${t.strides.join(", ")})` : "") +
