@@ -21,6 +21,8 @@ import {
 import { examples, isGroupedExample, ROOT } from "./_examples.ts";
 import { gemm } from "./_cli.ts";
 import { type StrideDecls, stridedKernel } from "./_strided_manifests.ts";
+import { groupTable } from "../backends/ptx/group_table.ts";
+import { groupedGrid } from "../ir/kernel.ts";
 
 const dec = new TextDecoder();
 
@@ -224,6 +226,117 @@ Deno.test(`the Python contract gives launchViolations' messages${why}`, { ignore
     }
     assert.ok(compared > 450, `only ${compared} messages compared`);
     assert.ok(strideMessages > 60, `only ${strideMessages} stride messages compared`);
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
+});
+
+/** Two grouped kernels (DESIGN §6.2): the MoE form, and one with strides, C and scalars. */
+const GROUPED_SOURCE = `
+kernel experts grouped {
+  X: bf16[M, K] row
+  W: bf16[K, N] col
+  Y: bf16[M, N] row
+  Y[m, n] = X[m, k] * W[k, n]
+}
+kernel gs grouped {
+  A: f16[M, K] row strides(lda)
+  B: f16[K, N] col
+  C: f32[M, N] row strides(ldc)
+  D: f32[M, N] row strides(ldc)
+  count: f32 = 1.0
+  beta: f32 = 0.0
+  D[m, n] = count * A[m, k] * B[k, n] + beta * C[m, n]
+  schedule {
+    threadblock 64x64x32
+    warp 32x32x32
+  }
+}
+`;
+
+/** One grouped launch as check_fakes.py records it. */
+interface GroupedRecord {
+  kind: string;
+  entry: string;
+  grid: number[];
+  block: number[];
+  smem: number;
+  params: Record<string, number>;
+  dst: number;
+  table: string;
+  problems: { sizes: Record<string, number>; addresses: Record<string, number> }[];
+  occupancy: number;
+}
+
+Deno.test(`grouped kernels: tables as groupTable writes them, checks, MoE, the grid${why}`, {
+  ignore,
+}, () => {
+  const r = compile(GROUPED_SOURCE);
+  assert.ok(r.ok, r.diagnostics.map((d) => d.message).join("; "));
+  const dir = Deno.makeTempDirSync({ prefix: "gemmc_py_" });
+  try {
+    Deno.writeTextFileSync(`${dir}/grouped.py`, pythonModule(r.kernels));
+    const out = python3([
+      new URL("python/check_fakes.py", import.meta.url).pathname,
+      "grouped",
+      dir,
+    ]);
+    assert.equal(out?.code, 0, `${out?.stdout}\n${out?.stderr}`);
+    assert.match(out!.stdout, /\d+ checks passed, 0 failed/);
+    const line = out!.stdout.split("\n").find((l) => l.startsWith("RECORDS "))!;
+    const records = JSON.parse(line.slice(8)) as GroupedRecord[];
+    assert.deepEqual(records.map((x) => x.kind), [
+      "grouped",
+      "again",
+      "one",
+      "moe",
+      "moe tensor offs",
+      "strided",
+      "cupy",
+    ]);
+    for (const rec of records) {
+      const k = r.kernels.find((x) => x.kernel.name === rec.entry)!;
+      const t = groupTable(k.manifest.group!, k.kernel.grid, rec.problems);
+      const hex = [...t.bytes].map((b) => b.toString(16).padStart(2, "0")).join("");
+      assert.equal(rec.table, hex, rec.kind);
+      assert.deepEqual(rec.grid, groupedGrid(t.totalTiles, 132 * rec.occupancy), rec.kind);
+      assert.deepEqual(rec.block, [...k.manifest.block], rec.kind);
+      assert.equal(rec.smem, k.manifest.dynamicSmemBytes, rec.kind);
+      assert.equal(rec.params.group_table, rec.dst, rec.kind);
+      assert.equal(rec.params.group_count, rec.problems.length, rec.kind);
+    }
+    // The first launch has more tiles than the 132 x 3 resident blocks: the grid is capped.
+    assert.equal(records[0]!.grid[0], 396);
+    // An expert without tokens, and tiles_before after it.
+    const moe = records[3]!;
+    assert.deepEqual(moe.problems.map((p) => p.sizes.M), [10, 0, 25, 15]);
+    // The example's grouped module (examples/python/gemm_torch.py runs it on the GPU).
+    const file = "examples/python/grouped.gemm";
+    const ex = compile(Deno.readTextFileSync(new URL(file, ROOT)), { file });
+    assert.ok(ex.ok, file);
+    Deno.writeTextFileSync(`${dir}/example.py`, pythonModule(ex.kernels, { source: file }));
+    const c = python3(["-m", "py_compile", `${dir}/example.py`]);
+    assert.equal(c?.code, 0, c?.stderr);
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
+});
+
+Deno.test(`a grouped kernel's scalar named like moe()'s arguments gets a "_"${why}`, {
+  ignore,
+}, () => {
+  const r = compile(`kernel g grouped { a: f16[M, K] row  B: f16[K, N] col  D: f32[M, N] row
+    offs: f32 = 2.0
+    D[m, n] = offs * a[m, k] * B[k, n] }`);
+  assert.ok(r.ok, r.diagnostics.map((d) => d.message).join("; "));
+  const text = pythonModule(r.kernels);
+  assert.ok(text.includes("def g(a_, B, out=None, stream=None, **scalars):"));
+  assert.ok(text.includes('"scalarArgs": {"offs_": "offs"}'));
+  assert.ok(text.includes("def _gemmc_g_moe(a, b, d, offs, stream=None, **scalars):"));
+  const dir = Deno.makeTempDirSync({ prefix: "gemmc_py_" });
+  try {
+    Deno.writeTextFileSync(`${dir}/m.py`, text);
+    assert.equal(python3(["-m", "py_compile", `${dir}/m.py`])?.code, 0);
   } finally {
     Deno.removeSync(dir, { recursive: true });
   }

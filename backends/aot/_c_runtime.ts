@@ -64,6 +64,13 @@ export const C_RUNTIME_TYPES = `#if defined(__cplusplus)
 #define GEMMC_TLS _Thread_local
 #endif
 
+/* A function a file with only grouped kernels leaves unused. */
+#if defined(__GNUC__)
+#define GEMMC_MAYBE_UNUSED __attribute__((unused))
+#else
+#define GEMMC_MAYBE_UNUSED
+#endif
+
 /* backends/ptx/contract.ts: MAX_DIM and WORKSPACE_ALIGN_BYTES. */
 #define GEMMC_MAX_DIM ${MAX_DIM}LL
 #define GEMMC_WORKSPACE_ALIGN ${WORKSPACE_ALIGN_BYTES}ULL
@@ -115,6 +122,7 @@ typedef struct gemmc_kernel {
   int nstrides;
   int nscalars;
   const gemmc_scalar *scalars;
+  int grouped; /* a grouped kernel's problem (DESIGN 6.2): no empty-grid rule; empty tensors may be null */
 } gemmc_kernel;
 `;
 
@@ -123,8 +131,11 @@ export const C_RUNTIME_FUNCTIONS = `static CUmodule gemmc_module;
 static CUfunction gemmc_functions[GEMMC_KERNEL_COUNT];
 static CUdeviceptr gemmc_owned_ws[GEMMC_KERNEL_COUNT];
 static unsigned long long gemmc_owned_ws_bytes[GEMMC_KERNEL_COUNT];
+/* A grouped kernel's resident blocks (SMs x blocks per SM), found at its first launch; 0: not yet. */
+static unsigned gemmc_resident[GEMMC_KERNEL_COUNT];
 static GEMMC_TLS char gemmc_error_text[8192];
 static GEMMC_TLS size_t gemmc_error_len;
+static GEMMC_TLS long long gemmc_error_problem = -1; /* >= 0: lines start "Problem i: " */
 
 const char *gemmc_last_error(void) { return gemmc_error_text; }
 
@@ -143,6 +154,12 @@ static void gemmc_add_error(const char *fmt, ...) {
   int n;
   if (gemmc_error_len + 2 >= cap) return;
   if (gemmc_error_len > 0) gemmc_error_text[gemmc_error_len++] = '\\n';
+  if (gemmc_error_problem >= 0) {
+    n = snprintf(gemmc_error_text + gemmc_error_len, cap - gemmc_error_len, "Problem %lld: ",
+                 gemmc_error_problem);
+    if (n < 0) n = 0;
+    gemmc_error_len += (size_t)n < cap - gemmc_error_len ? (size_t)n : cap - gemmc_error_len - 1;
+  }
   va_start(ap, fmt);
   n = vsnprintf(gemmc_error_text + gemmc_error_len, cap - gemmc_error_len, fmt, ap);
   va_end(ap);
@@ -201,6 +218,7 @@ void gemmc_unload(void) {
     gemmc_owned_ws[i] = 0;
     gemmc_owned_ws_bytes[i] = 0;
     gemmc_functions[i] = 0;
+    gemmc_resident[i] = 0;
   }
   if (gemmc_module != 0) (void)cuModuleUnload(gemmc_module);
   gemmc_module = 0;
@@ -346,10 +364,24 @@ static int gemmc_same_strides(const gemmc_tensor *c, const gemmc_tensor *d, cons
   return x.sm == y.sm && (x.batch <= 1 || x.sb == y.sb);
 }
 
+/* contract.ts launchViolations' scalar rule: every scalar finite. */
+static int gemmc_scalar_violations(const gemmc_kernel *k, const double *scalars) {
+  int bad = 0, i;
+  for (i = 0; i < k->nscalars; i++) {
+    if (!isfinite(scalars[i])) {
+      char buf[32];
+      gemmc_add_error("Scalar \\"%s\\" is %s: a finite %s is needed", k->scalars[i].name,
+                      gemmc_number_text(scalars[i], buf, sizeof buf), k->scalars[i].dtype);
+      bad++;
+    }
+  }
+  return bad;
+}
+
 /*
  * contract.ts launchViolations, rule by rule and message by message, for a
  * launch with the dimensions, tensor addresses and scalar values given (in
- * the contract's order); ws is the caller's split-K workspace (has_ws).
+ * the contract's order; scalars 0: not checked); ws is the caller's split-K workspace (has_ws).
  * Returns the number of problems, each added to the thread's message.
  */
 static int gemmc_violations(const gemmc_kernel *k, const long long *dims, const CUdeviceptr *ptrs,
@@ -365,7 +397,7 @@ static int gemmc_violations(const gemmc_kernel *k, const long long *dims, const 
       sizes_ok = 0;
     }
   }
-  if (sizes_ok) {
+  if (sizes_ok && !k->grouped) {
     long long g[3];
     gemmc_grid(k, dims, g);
     if (g[0] < 1 || g[1] < 1 || g[2] < 1) {
@@ -397,7 +429,9 @@ static int gemmc_violations(const gemmc_kernel *k, const long long *dims, const 
       }
     }
     if (sizes_ok && t->strided) bad += gemmc_stride_violations(k, t, dims);
-    if (ptrs[i] == 0) {
+    if (ptrs[i] == 0 && k->grouped && sizes_ok && gemmc_tensor_bytes(t, dims) == 0) {
+      /* A grouped problem's empty tensor (an expert without tokens): never read or written. */
+    } else if (ptrs[i] == 0) {
       gemmc_add_error("Tensor \\"%s\\" has a null address", t->name);
       bad++;
     } else if ((unsigned long long)ptrs[i] % t->align_bytes != 0) {
@@ -449,14 +483,7 @@ static int gemmc_violations(const gemmc_kernel *k, const long long *dims, const 
       }
     }
   }
-  for (i = 0; i < k->nscalars; i++) {
-    if (!isfinite(scalars[i])) {
-      char buf[32];
-      gemmc_add_error("Scalar \\"%s\\" is %s: a finite %s is needed", k->scalars[i].name,
-                      gemmc_number_text(scalars[i], buf, sizeof buf), k->scalars[i].dtype);
-      bad++;
-    }
-  }
+  if (scalars != 0) bad += gemmc_scalar_violations(k, scalars);
   return bad;
 }
 
@@ -466,6 +493,7 @@ static int gemmc_violations(const gemmc_kernel *k, const long long *dims, const 
  * kernel, grown (after a cuStreamSynchronize) and zeroed on the stream when
  * the sizes need more.
  */
+GEMMC_MAYBE_UNUSED
 static gemmc_status gemmc_prepare(int index, CUstream stream, const long long *dims,
                                   const CUdeviceptr *ptrs, const double *scalars, CUdeviceptr *ws,
                                   unsigned long long ws_bytes, long long g[3]) {
@@ -515,5 +543,128 @@ static gemmc_status gemmc_launch(int index, CUstream stream, const long long g[3
     return gemmc_cuda_failed("cuLaunchKernel", r);
   }
   return GEMMC_OK;
+}
+`;
+
+/** The grouped kernels' runtime (DESIGN §6.2), after the fixed functions: only in a file with one. */
+export const C_RUNTIME_GROUPED =
+  `/* Little-endian stores of a problem-table field (backends/ptx/group_table.ts). */
+static void gemmc_put_u64(unsigned char *p, unsigned long long v) {
+  int i;
+  for (i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void gemmc_put_u32(unsigned char *p, unsigned long long v) {
+  int i;
+  for (i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* ir/kernel.ts problemTiles: ceil(M / tileM) * ceil(N / tileN) at valid sizes. */
+static unsigned long long gemmc_problem_tiles(const gemmc_kernel *k, const long long *dims) {
+  return (unsigned long long)gemmc_ceil_div(gemmc_extent_of(k->m, dims), k->tile_m) *
+         (unsigned long long)gemmc_ceil_div(gemmc_extent_of(k->n, dims), k->tile_n);
+}
+
+/*
+ * Checks problem i as an ordinary launch of the kernel's form (every line "Problem i: ...";
+ * no empty-grid rule) and adds its tiles to *tiles. Returns the number of problems found.
+ */
+static int gemmc_check_problem(const gemmc_kernel *k, unsigned long long i, const long long *dims,
+                               const CUdeviceptr *ptrs, unsigned long long *tiles) {
+  int bad;
+  gemmc_error_problem = (long long)i;
+  bad = gemmc_violations(k, dims, ptrs, 0, 0, 0, 0);
+  gemmc_error_problem = -1;
+  if (bad == 0) *tiles = gemmc_add_sat(*tiles, gemmc_problem_tiles(k, dims));
+  return bad;
+}
+
+/* The table's size check: count entries of entry bytes in a buffer of table_bytes. */
+static int gemmc_table_fits(const gemmc_kernel *k, unsigned long long count,
+                            unsigned long long entry, const void *table,
+                            unsigned long long table_bytes) {
+  unsigned long long need = gemmc_mul_sat(count, entry);
+  if (count > 0 && table == 0) {
+    gemmc_add_error("Kernel \\"%s\\": the host table is null", k->name);
+    return 0;
+  }
+  if (table_bytes < need) {
+    gemmc_add_error("Kernel \\"%s\\": the table holds %llu bytes; %llu problems need %llu",
+                    k->name, table_bytes, count, need);
+    return 0;
+  }
+  return 1;
+}
+
+/* The total tiles' rule (group_table.ts): at most 2^32 - 1. */
+static int gemmc_tiles_fit(unsigned long long tiles) {
+  if (tiles > 0xffffffffULL) {
+    gemmc_add_error("The problems have %llu tiles: over 2^32 - 1", tiles);
+    return 0;
+  }
+  return 1;
+}
+
+/* The blocks of kernel index that run at once: SMs x blocks per SM (found once, then kept). */
+static gemmc_status gemmc_resident_blocks(int index, unsigned *blocks) {
+  const gemmc_kernel *k = gemmc_kernels[index];
+  if (gemmc_resident[index] == 0) {
+    CUdevice dev;
+    int sms = 0, per = 0;
+    CUresult r = cuCtxGetDevice(&dev);
+    if (r != CUDA_SUCCESS) return gemmc_cuda_failed("cuCtxGetDevice", r);
+    r = cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+    if (r != CUDA_SUCCESS) return gemmc_cuda_failed("cuDeviceGetAttribute", r);
+    r = cuOccupancyMaxActiveBlocksPerMultiprocessor(&per, gemmc_functions[index],
+                                                    (int)(k->block[0] * k->block[1] * k->block[2]),
+                                                    (size_t)k->smem);
+    if (r != CUDA_SUCCESS) return gemmc_cuda_failed("cuOccupancyMaxActiveBlocksPerMultiprocessor", r);
+    gemmc_resident[index] = (unsigned)(sms > 0 ? sms : 1) * (unsigned)(per > 0 ? per : 1);
+  }
+  *blocks = gemmc_resident[index];
+  return GEMMC_OK;
+}
+
+/*
+ * Checks a grouped launch's arguments: the device table (null only without problems; 8-byte
+ * aligned), the scalars (0: none), and that gemmc_load() succeeded.
+ */
+static gemmc_status gemmc_grouped_check(int index, CUdeviceptr table, unsigned long long count,
+                                        const double *scalars) {
+  const gemmc_kernel *k = gemmc_kernels[index];
+  int bad = 0;
+  if (count > 0 && table == 0) {
+    gemmc_add_error("Kernel \\"%s\\": the problem table has a null address", k->name);
+    bad++;
+  } else if ((unsigned long long)table % 8 != 0) {
+    gemmc_add_error("Kernel \\"%s\\": the problem table at 0x%llx is not aligned to 8 bytes",
+                    k->name, (unsigned long long)table);
+    bad++;
+  }
+  if (scalars != 0) bad += gemmc_scalar_violations(k, scalars);
+  if (bad > 0) return GEMMC_ERROR_INVALID_ARGUMENT;
+  if (gemmc_module == 0) {
+    gemmc_add_error("Kernel \\"%s\\": gemmc_load() has not succeeded", k->name);
+    return GEMMC_ERROR_NOT_LOADED;
+  }
+  return GEMMC_OK;
+}
+
+/*
+ * Launches grouped kernel index (checked) with total_tiles tiles on the persistent grid
+ * [min(total_tiles, resident blocks), 1, 1] (at least 1); params: the table's address, the
+ * count, then the scalars.
+ */
+static gemmc_status gemmc_launch_grouped(int index, CUstream stream,
+                                         unsigned long long total_tiles, void **params) {
+  long long g[3];
+  unsigned blocks = 1;
+  gemmc_status s = gemmc_resident_blocks(index, &blocks);
+  if (s != GEMMC_OK) return s;
+  g[0] = (long long)(total_tiles < blocks ? total_tiles : blocks);
+  if (g[0] < 1) g[0] = 1;
+  g[1] = 1;
+  g[2] = 1;
+  return gemmc_launch(index, stream, g, params);
 }
 `;

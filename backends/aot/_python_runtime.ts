@@ -23,6 +23,7 @@
  */
 
 import { PYTHON_STRIDES } from "./_python_strides.ts";
+import { PYTHON_GROUPED } from "./_python_grouped.ts";
 
 /** The Python runtime text (no tables; see backends/aot/python.ts), strides included. */
 export const PYTHON_RUNTIME = String.raw`
@@ -239,7 +240,9 @@ def _violations(k, sizes, tensors, scalars, workspace=None, pending=()):
     """backends/ptx/contract.ts launchViolations, rule for rule, same messages.
 
     tensors: name -> (address, bytes or None); pending: outputs still to be
-    allocated (no buffer yet, nothing to check but the sizes).
+    allocated (no buffer yet, nothing to check but the sizes); scalars None: not
+    checked. A grouped kernel's problem (k["group"]) has no empty-grid rule, and its
+    tensors of 0 bytes may have a null address.
     """
     bad = []
     name = k["name"]
@@ -253,7 +256,7 @@ def _violations(k, sizes, tensors, scalars, workspace=None, pending=()):
             bad.append(f'Kernel "{name}": size {d["name"]}={_js(v)} is not an integer in '
                        f'0..{_MAX_DIM}')
             sizes_ok = False
-    if sizes_ok:
+    if sizes_ok and k.get("group") is None:
         grid = _grid(k, sizes)
         if any(g < 1 for g in grid):
             bad.append(f'Kernel "{name}": the sizes give an empty grid '
@@ -289,7 +292,9 @@ def _violations(k, sizes, tensors, scalars, workspace=None, pending=()):
             bad.append(f'No device buffer for tensor "{t["name"]}"')
             continue
         address, length = b
-        if address == 0:
+        if address == 0 and k.get("group") and sizes_ok and _tensor_bytes(t, sizes) == 0:
+            pass  # an empty problem's tensor (an expert without tokens): never read or written
+        elif address == 0:
             bad.append(f'Tensor "{t["name"]}" has a null address')
         elif address % t["alignBytes"] != 0:
             bad.append(f'Tensor "{t["name"]}" at 0x{address:x} is not aligned to '
@@ -314,6 +319,13 @@ def _violations(k, sizes, tensors, scalars, workspace=None, pending=()):
                               if i["role"] == "C" else ""))
     if workspace is not None:
         bad.extend(_workspace_violations(k, sizes, sizes_ok, workspace, ranges))
+    if scalars is not None:
+        _scalar_violations(k, scalars, bad)
+    return bad
+
+
+def _scalar_violations(k, scalars, bad):
+    """launchViolations' scalar rules."""
     for s in k["scalars"]:
         v = scalars.get(s["name"])
         if v is None:
@@ -323,7 +335,6 @@ def _violations(k, sizes, tensors, scalars, workspace=None, pending=()):
             bad.append(f'Scalar "{s["name"]}" is {_js(v)}: a finite {s["dtype"]} is needed')
         elif s["ptx"] == "s32" and not (float(v).is_integer() and -2**31 <= v < 2**31):
             bad.append(f'Scalar "{s["name"]}" is {_js(v)}: an s32 scalar needs a 32-bit integer')
-    return bad
 
 
 def _workspace_violations(k, sizes, sizes_ok, w, ranges):
@@ -400,6 +411,26 @@ class _CudaPython(object):
         finally:
             self._call("cuCtxPopCurrent")
 
+    def resident_blocks(self, device, f, threads, smem):
+        """SMs x the kernel's blocks per SM (cuOccupancyMaxActiveBlocksPerMultiprocessor)."""
+        self._call("cuCtxPushCurrent", self._context(device))
+        try:
+            dev = self._call("cuDeviceGet", device)
+            attr = self.d.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+            sms = self._call("cuDeviceGetAttribute", attr, dev)
+            per = self._call("cuOccupancyMaxActiveBlocksPerMultiprocessor", f, threads, smem)
+        finally:
+            self._call("cuCtxPopCurrent")
+        return max(1, int(sms)) * max(1, int(per))
+
+    def copy_htod(self, device, dst, src, n, stream):
+        """n bytes from host address src to device address dst, in stream order."""
+        self._call("cuCtxPushCurrent", self._context(device))
+        try:
+            self._call("cuMemcpyHtoDAsync", dst, src, n, self.d.CUstream(stream))
+        finally:
+            self._call("cuCtxPopCurrent")
+
 
 class _CuPy(object):
     """Loads and launches through CuPy's driver wrappers (cupy.cuda.driver)."""
@@ -431,10 +462,25 @@ class _CuPy(object):
             self.d.launchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2],
                                 smem, stream, params, 0)
 
+    def resident_blocks(self, device, f, threads, smem):
+        """SMs x the kernel's blocks per SM (cuOccupancyMaxActiveBlocksPerMultiprocessor)."""
+        with self.cupy.cuda.Device(device):
+            # cudaDevAttrMultiProcessorCount
+            sms = self.cupy.cuda.runtime.deviceGetAttribute(16, device)
+            occupancy = getattr(self.d, "occupancyMaxActiveBlocksPerMultiprocessor", None)
+            # Shortcut: a CuPy without it gets one block per SM (right, if slower).
+            per = 1 if occupancy is None else occupancy(f, threads, smem)
+        return max(1, int(sms)) * max(1, int(per))
+
+    def copy_htod(self, device, dst, src, n, stream):
+        """n bytes from host address src to device address dst, in stream order."""
+        with self.cupy.cuda.Device(device):
+            self.cupy.cuda.runtime.memcpyAsync(dst, src, n, 1, stream)  # cudaMemcpyHostToDevice
+
 
 _BACKENDS = {"cuda-python": _CudaPython, "cupy": _CuPy}
 _state = {"choice": _os.environ.get("GEMMC_PY_BACKEND", "auto"), "backend": None,
-          "workspaces": {}}
+          "workspaces": {}, "tables": {}, "resident": {}}
 _lock = _threading.Lock()
 
 
@@ -452,6 +498,7 @@ def set_backend(name="auto"):
     with _lock:
         _state["choice"] = name
         _state["backend"] = None
+        _state["resident"] = {}
 
 
 def backend_name():
@@ -646,7 +693,7 @@ def _launch(k, inputs, out, stream, workspace, given):
                    _ctypes.addressof(array))
     del values
     return out
-` + PYTHON_STRIDES;
+` + PYTHON_STRIDES + PYTHON_GROUPED;
 
 /** The names the runtime defines or uses, which generated names must avoid. */
 export function runtimeNames(): Set<string> {

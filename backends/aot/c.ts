@@ -16,6 +16,18 @@
  * allocates, zeroes and keeps per kernel (grown when the sizes need more; one
  * stream at a time may use it: give your own for concurrent launches).
  *
+ * A grouped kernel (DESIGN §6.2) gets, instead of `_launch(...)` with sizes, a
+ * problem struct `gemmc_<kernel>_problem` (its tensors' `CUdeviceptr`s, its
+ * strides as `int64_t`, its dims as `uint32_t`, in table order),
+ * `gemmc_<kernel>_table_bytes(count)`, `gemmc_<kernel>_table(problems, count,
+ * table, table_bytes, &total_tiles)` (each problem checked as its ordinary launch
+ * would be, the messages starting "Problem i: "; the table written as
+ * backends/ptx/group_table.ts writes it), `gemmc_<kernel>_launch(stream,
+ * device_table, count, total_tiles, <scalars>)` (the persistent grid from the
+ * SM count and the kernel's occupancy, found once per gemmc_load()) and
+ * `gemmc_<kernel>_run(stream, problems, count, host_table, device_table,
+ * table_bytes, <scalars>)` (table, `cuMemcpyHtoDAsync`, launch).
+ *
  * @module
  */
 
@@ -30,9 +42,12 @@ import {
 import {
   C_RUNTIME_DECLS,
   C_RUNTIME_FUNCTIONS,
+  C_RUNTIME_GROUPED,
   C_RUNTIME_INCLUDES,
   C_RUNTIME_TYPES,
 } from "./_c_runtime.ts";
+import type { KernelManifest } from "../ptx/manifest.ts";
+import { problemContract } from "./_group.ts";
 
 /** C and C++ keywords a DSL name might be (they get a `_` appended), and the generated locals. */
 const RESERVED = new Set(
@@ -110,19 +125,40 @@ interface CArgs {
   readonly split: boolean;
 }
 
-function cArgs(c: LaunchContract): CArgs {
+function cArgs(c: LaunchContract, grouped = false): CArgs {
+  // A grouped kernel's functions take these besides the scalars.
+  const taken = new Set(grouped ? GROUPED_LOCALS : []);
+  const scalar = (n: string) => {
+    let x = cName(n);
+    while (taken.has(x)) x += "_";
+    return x;
+  };
   return {
     fn: `gemmc_${cName(c.name)}`,
     tensors: c.tensors.map((t) => cName(t.name)),
     dims: c.dims.map((d) => cName(d.name)),
     strides: c.strides.map((s) => cName(s.name)),
-    scalars: c.scalars.map((s) => cName(s.name)),
+    scalars: c.scalars.map((s) => scalar(s.name)),
     split: c.workspace !== null,
   };
 }
 
-/** The kernel's table: dimensions, tensors, scalars and the `gemmc_kernel` itself. */
-function kernelTable(c: LaunchContract, a: CArgs): string {
+/** The parameter names of a grouped kernel's functions, which a scalar's name must avoid. */
+const GROUPED_LOCALS = [
+  "problems",
+  "count",
+  "table",
+  "table_bytes",
+  "total_tiles",
+  "host_table",
+  "device_table",
+];
+
+/**
+ * The kernel's table: dimensions, tensors, scalars and the `gemmc_kernel` itself
+ * (for a grouped kernel, those of one problem).
+ */
+function kernelTable(c: LaunchContract, a: CArgs, grouped: boolean): string {
   const p = a.fn;
   const g = c.gridPlan;
   const lines: string[] = [];
@@ -155,7 +191,7 @@ function kernelTable(c: LaunchContract, a: CArgs): string {
         c.workspace?.bytesPerTile ?? 0
       }ULL, ${c.tensors.length}, ${p}_tensors, ${c.dims.length}, ` +
       `${values.length > 0 ? `${p}_dims` : "0"}, ${c.strides.length}, ${c.scalars.length}, ` +
-      `${c.scalars.length > 0 ? `${p}_scalars` : "0"}};`,
+      `${c.scalars.length > 0 ? `${p}_scalars` : "0"}, ${grouped ? 1 : 0}};`,
   );
   return lines.join("\n");
 }
@@ -280,6 +316,223 @@ function kernelImpl(c: LaunchContract, a: CArgs, index: number): string {
   return lines.join("\n");
 }
 
+/** A grouped kernel's problem fields (the table's but `tiles_before`), in table order. */
+function problemFields(m: KernelManifest, c: LaunchContract) {
+  return m.group!.fields.filter((f) => f.kind !== "tiles_before").map((f) => ({
+    ...f,
+    c: cName(f.name),
+    type: f.kind === "tensor" ? "CUdeviceptr" : f.kind === "dim" ? "uint32_t" : "int64_t",
+    // The value's index among the contract's dims then strides (tensors: among the tensors).
+    index: f.kind === "tensor"
+      ? c.tensors.findIndex((t) => t.name === f.name)
+      : [...c.dims, ...c.strides].findIndex((d) => d.name === f.name),
+  }));
+}
+
+/** The scalars of a grouped kernel's functions, as C parameters. */
+function scalarParams(c: LaunchContract, a: CArgs): string[] {
+  return c.scalars.map((s, i) => `${SCALAR_C_TYPE[s.ptx]} ${a.scalars[i]}`);
+}
+
+/** The header part of a grouped kernel: its problem struct and its functions. */
+function groupedDecls(m: KernelManifest, c: LaunchContract, a: CArgs): string {
+  const f = a.fn;
+  const fields = problemFields(m, c);
+  const entry = m.group!.entryBytes;
+  const scalars = scalarParams(c, a);
+  const decl = (t: typeof c.tensors[number]) =>
+    `${t.dtype}[${t.shape.join(", ")}] ${t.layout}` +
+    (t.strides !== undefined ? ` strides(${t.strides.join(", ")})` : "") +
+    `, align ${t.alignElems} (address a multiple of ${t.alignBytes} bytes)` +
+    (t.output ? ", written" : "");
+  return [
+    `/**`,
+    ` * Grouped kernel "${c.name}" (entry ${c.entry}, DESIGN 6.2): one launch runs a table of`,
+    ` * problems; ${
+      c.block[0]
+    } threads a block, ${c.dynamicSmemBytes} bytes of dynamic shared memory.`,
+    ` * One problem, as an ordinary launch of the kernel's form would take it:`,
+    ...fields.map((x) =>
+      ` *   ${x.c}: ` +
+      (x.kind === "tensor"
+        ? decl(c.tensors[x.index]!)
+        : x.kind === "dim"
+        ? "a runtime size, 0..2147483647 (0: the problem does nothing)"
+        : "a runtime stride in elements, 0..2^63-1")
+    ),
+    ` * A tensor of 0 bytes (an expert without tokens) may have a null address.`,
+    ` */`,
+    `typedef struct ${f}_problem {`,
+    ...fields.map((x) => `  ${x.type} ${x.c};`),
+    `} ${f}_problem;`,
+    ``,
+    `/** Bytes of one problem-table entry. */`,
+    `enum { ${f}_entry_bytes = ${entry} };`,
+    ``,
+    `/** The bytes of a table of count problems: count * ${f}_entry_bytes. */`,
+    `size_t ${f}_table_bytes(uint32_t count);`,
+    ``,
+    `/**`,
+    ` * Checks every problem as its ordinary launch would be checked (each message starts`,
+    ` * "Problem i: "), writes the table of count problems into the host buffer table`,
+    ` * (table_bytes >= ${f}_table_bytes(count)), and stores the output tiles of all the`,
+    ` * problems in *total_tiles (may be null). Nothing is written to *total_tiles on an error.`,
+    ` */`,
+    `gemmc_status ${f}_table(const ${f}_problem *problems, uint32_t count, void *table, ` +
+    `size_t table_bytes, uint32_t *total_tiles);`,
+    ``,
+    `/**`,
+    ` * Launches the kernel on the stream over a table of count problems already on the device`,
+    ` * (8-byte aligned; written by ${f}_table, with its total_tiles), on the persistent grid`,
+    ` * [min(total_tiles, resident blocks), 1, 1]: resident blocks are the device's SMs times the`,
+    ` * kernel's blocks per SM (cuOccupancyMaxActiveBlocksPerMultiprocessor), found at the first`,
+    ` * launch and kept until gemmc_unload(). The table must stay unchanged until the kernel ran.`,
+    ...c.scalars.map((s, i) =>
+      ` *   ${a.scalars[i]}: ${s.dtype}, finite, shared by every problem` +
+      (s.default !== null ? ` (DSL default ${s.default})` : "")
+    ),
+    ` */`,
+    `gemmc_status ${f}_launch(${
+      [
+        "CUstream stream",
+        "CUdeviceptr table",
+        "uint32_t count",
+        "uint32_t total_tiles",
+        ...scalars,
+      ].join(", ")
+    });`,
+    ``,
+    `/**`,
+    ` * ${f}_table into host_table, then cuMemcpyHtoDAsync of it into device_table on the stream,`,
+    ` * then ${f}_launch: both buffers hold table_bytes >= ${f}_table_bytes(count). A pageable`,
+    ` * host_table may be reused when this returns; a pinned one only after the copy ran. Launches`,
+    ` * on one stream may share device_table (the copy waits for the kernels before it).`,
+    ` */`,
+    `gemmc_status ${f}_run(${
+      [
+        "CUstream stream",
+        `const ${f}_problem *problems`,
+        "uint32_t count",
+        "void *host_table",
+        "CUdeviceptr device_table",
+        "size_t table_bytes",
+        ...scalars,
+      ].join(", ")
+    });`,
+  ].join("\n");
+}
+
+/** The implementation of a grouped kernel's functions. */
+function groupedImpl(m: KernelManifest, c: LaunchContract, a: CArgs, index: number): string {
+  const f = a.fn;
+  const fields = problemFields(m, c);
+  const g = m.group!;
+  const entry = g.entryBytes;
+  const scalars = scalarParams(c, a);
+  const nValues = c.dims.length + c.strides.length;
+  const values = [...c.dims, ...c.strides].map((d) =>
+    `(long long)p->${fields.find((x) => x.name === d.name)!.c}`
+  );
+  const ptrs = c.tensors.map((t) => `p->${fields.find((x) => x.name === t.name)!.c}`);
+  const puts = g.fields.map((x) =>
+    x.kind === "tiles_before"
+      ? `    gemmc_put_u32(e + ${x.offset}, gemmc_before);`
+      : `    gemmc_put_${x.ptx}(e + ${x.offset}, (unsigned long long)p->${cName(x.name)});`
+  );
+  const byParam = m.params.map((p) => {
+    if (p.kind === "table") return "&table";
+    if (p.kind === "count") return "&count";
+    const i = c.scalars.findIndex((s) => s.name === p.name);
+    if (p.kind !== "scalar" || i < 0) throw new Error(`Kernel "${c.name}": parameter ${p.name}?`);
+    return `&${a.scalars[i]}`;
+  });
+  const scalarArray = a.scalars.length > 0
+    ? [
+      `  const double gemmc_scalars[${a.scalars.length}] = {${
+        a.scalars.map((s) => `(double)${s}`).join(", ")
+      }};`,
+    ]
+    : [];
+  const sc = a.scalars.length > 0 ? "gemmc_scalars" : "0";
+  return [
+    `size_t ${f}_table_bytes(uint32_t count) { return (size_t)count * ${entry}u; }`,
+    ``,
+    `gemmc_status ${f}_table(const ${f}_problem *problems, uint32_t count, void *table, ` +
+    `size_t table_bytes, uint32_t *total_tiles) {`,
+    `  unsigned long long gemmc_tiles = 0;`,
+    `  uint32_t i;`,
+    `  int gemmc_bad = 0;`,
+    `  gemmc_clear_error();`,
+    `  if (count > 0 && problems == 0) {`,
+    `    gemmc_add_error("Kernel \\"%s\\": the problem list is null", ${f}_kernel.name);`,
+    `    return GEMMC_ERROR_INVALID_ARGUMENT;`,
+    `  }`,
+    `  if (!gemmc_table_fits(&${f}_kernel, count, ${entry}ULL, table, ` +
+    `(unsigned long long)table_bytes)) {`,
+    `    return GEMMC_ERROR_INVALID_ARGUMENT;`,
+    `  }`,
+    `  for (i = 0; i < count; i++) {`,
+    `    const ${f}_problem *p = &problems[i];`,
+    ...(nValues > 0 ? [`    const long long gemmc_v[${nValues}] = {${values.join(", ")}};`] : []),
+    `    const CUdeviceptr gemmc_p[${ptrs.length}] = {${ptrs.join(", ")}};`,
+    `    unsigned char *e = (unsigned char *)table + (size_t)i * ${entry}u;`,
+    `    unsigned long long gemmc_before = gemmc_tiles;`,
+    `    if (gemmc_check_problem(&${f}_kernel, i, ${
+      nValues > 0 ? "gemmc_v" : "0"
+    }, gemmc_p, &gemmc_tiles) > 0) {`,
+    `      gemmc_bad++;`,
+    `      continue;`,
+    `    }`,
+    ...puts,
+    `  }`,
+    `  if (gemmc_bad == 0 && !gemmc_tiles_fit(gemmc_tiles)) gemmc_bad++;`,
+    `  if (gemmc_bad > 0) return GEMMC_ERROR_INVALID_ARGUMENT;`,
+    `  if (total_tiles != 0) *total_tiles = (uint32_t)gemmc_tiles;`,
+    `  return GEMMC_OK;`,
+    `}`,
+    ``,
+    `gemmc_status ${f}_launch(${
+      ["CUstream stream", "CUdeviceptr table", "uint32_t count", "uint32_t total_tiles", ...scalars]
+        .join(", ")
+    }) {`,
+    ...scalarArray,
+    `  void *gemmc_params[${byParam.length}] = {${byParam.join(", ")}};`,
+    `  gemmc_status gemmc_s;`,
+    `  gemmc_clear_error();`,
+    `  gemmc_s = gemmc_grouped_check(${index}, table, count, ${sc});`,
+    `  if (gemmc_s != GEMMC_OK) return gemmc_s;`,
+    `  return gemmc_launch_grouped(${index}, stream, total_tiles, gemmc_params);`,
+    `}`,
+    ``,
+    `gemmc_status ${f}_run(${
+      [
+        "CUstream stream",
+        `const ${f}_problem *problems`,
+        "uint32_t count",
+        "void *host_table",
+        "CUdeviceptr device_table",
+        "size_t table_bytes",
+        ...scalars,
+      ].join(", ")
+    }) {`,
+    ...scalarArray,
+    `  uint32_t gemmc_tiles = 0;`,
+    `  CUresult gemmc_r;`,
+    `  gemmc_status gemmc_s = ${f}_table(problems, count, host_table, table_bytes, &gemmc_tiles);`,
+    `  if (gemmc_s != GEMMC_OK) return gemmc_s;`,
+    `  gemmc_s = gemmc_grouped_check(${index}, device_table, count, ${sc});`,
+    `  if (gemmc_s != GEMMC_OK) return gemmc_s;`,
+    `  if (count > 0) {`,
+    `    gemmc_r = cuMemcpyHtoDAsync(device_table, host_table, (size_t)count * ${entry}u, stream);`,
+    `    if (gemmc_r != CUDA_SUCCESS) return gemmc_cuda_failed("cuMemcpyHtoDAsync (problem table)", gemmc_r);`,
+    `  }`,
+    `  return ${f}_launch(${
+      ["stream", "device_table", "count", "gemmc_tiles", ...a.scalars].join(", ")
+    });`,
+    `}`,
+  ].join("\n");
+}
+
 /**
  * One self-contained C file for a module of kernels (see the module doc):
  * include it anywhere for the declarations; in one C or C++ file define
@@ -302,8 +555,11 @@ function kernelImpl(c: LaunchContract, a: CArgs, index: number): string {
  */
 export function cSource(kernels: readonly CompiledKernel[]): string {
   if (kernels.length === 0) throw new Error("No kernel to emit");
-  const contracts = kernels.map((k) => launchContract(k.manifest));
-  const args = contracts.map(cArgs);
+  const grouped = kernels.map((k) => k.manifest.group !== undefined);
+  const contracts = kernels.map((k, i) =>
+    grouped[i] ? problemContract(k.manifest) : launchContract(k.manifest)
+  );
+  const args = contracts.map((c, i) => cArgs(c, grouped[i]));
   const fns = args.map((a) => a.fn);
   const twice = fns.find((f, i) => fns.indexOf(f) !== i);
   if (twice !== undefined) throw new Error(`Two kernels are named "${twice}" in C`);
@@ -333,7 +589,9 @@ export function cSource(kernels: readonly CompiledKernel[]): string {
     `#endif`,
     ``,
     C_RUNTIME_DECLS,
-    contracts.map((c, i) => kernelDecls(c, args[i]!)).join("\n\n"),
+    contracts.map((c, i) =>
+      grouped[i] ? groupedDecls(kernels[i]!.manifest, c, args[i]!) : kernelDecls(c, args[i]!)
+    ).join("\n\n"),
     ``,
     `#ifdef __cplusplus`,
     `}`,
@@ -351,7 +609,7 @@ export function cSource(kernels: readonly CompiledKernel[]): string {
     `#define GEMMC_KERNEL_COUNT ${contracts.length}`,
     `#define GEMMC_MAX_TENSORS ${maxTensors}`,
     ``,
-    contracts.map((c, i) => kernelTable(c, args[i]!)).join("\n\n"),
+    contracts.map((c, i) => kernelTable(c, args[i]!, grouped[i]!)).join("\n\n"),
     ``,
     `static const gemmc_kernel *const gemmc_kernels[GEMMC_KERNEL_COUNT] = {${
       fns.map((f) => `&${f}_kernel`).join(", ")
@@ -361,7 +619,10 @@ export function cSource(kernels: readonly CompiledKernel[]): string {
     ptx + ";",
     ``,
     C_RUNTIME_FUNCTIONS,
-    contracts.map((c, i) => kernelImpl(c, args[i]!, i)).join("\n\n"),
+    ...(grouped.some((x) => x) ? [C_RUNTIME_GROUPED] : []),
+    contracts.map((c, i) =>
+      grouped[i] ? groupedImpl(kernels[i]!.manifest, c, args[i]!, i) : kernelImpl(c, args[i]!, i)
+    ).join("\n\n"),
     ``,
     `#ifdef __cplusplus`,
     `}`,

@@ -7,6 +7,12 @@
  * (backends/ptx/contract.ts) rendered as Python data; the rules that read them
  * are the runtime text of backends/aot/_python_runtime.ts.
  *
+ * A grouped kernel's function (DESIGN §6.2) runs one problem, and has two
+ * attributes: `<kernel>.grouped(problems, stream=None, **scalars)` (a list of
+ * dicts of tensors by name; returns the outputs) and, for a kernel of A, B and D
+ * alone, `<kernel>.moe(a, b, d, offs, stream=None, **scalars)` (row offsets into
+ * one packed operand, as `torch._grouped_mm`'s); backends/aot/_python_grouped.ts.
+ *
  * @module
  */
 
@@ -20,6 +26,7 @@ import {
   WORKSPACE_ALIGN_BYTES,
 } from "../ptx/contract.ts";
 import { PYTHON_RUNTIME, runtimeNames } from "./_python_runtime.ts";
+import { problemContract } from "./_group.ts";
 
 /** The tensor libraries a generated module accepts. */
 type Lib = "torch" | "cupy";
@@ -124,6 +131,9 @@ const MODULE_NAMES = new Set([
 /** What a kernel function's body uses besides its arguments. */
 const FUNCTION_NAMES = new Set(["_launch", "_KERNELS", "out", "stream", "workspace", "scalars"]);
 
+/** What a grouped kernel's functions use besides their arguments (`grouped`, `moe`). */
+const GROUPED_NAMES = new Set([...FUNCTION_NAMES, "problems", "a", "b", "d", "offs", "p"]);
+
 /** A Python identifier for a DSL name, clear of keywords, the names in `avoid` and `taken`. */
 function pyName(name: string, avoid: ReadonlySet<string>, taken: ReadonlySet<string>): string {
   let n = name;
@@ -136,21 +146,36 @@ const KERNEL_AVOID = new Set([...MODULE_NAMES, ...PY_BUILTINS]);
 
 /** The table of one kernel: its launch contract, its parameters in ABI order. */
 function kernelTable(k: CompiledKernel, indent: string): string {
-  const c = launchContract(k.manifest);
+  const c = contractOf(k);
   const params = k.manifest.params.map((p) => [
     p.role === "workspace" ? "workspace" : p.kind,
     p.name,
     p.ptx,
   ]);
-  const { scalars } = argNames(c);
-  return pyLiteral({ ...c, params, scalarArgs: Object.fromEntries(scalars) }, indent);
+  const g = k.manifest.group;
+  const { scalars } = argNames(c, g !== undefined);
+  return pyLiteral({
+    ...c,
+    params,
+    scalarArgs: Object.fromEntries(scalars),
+    ...(g !== undefined ? { group: { entryBytes: g.entryBytes, fields: g.fields } } : {}),
+  }, indent);
+}
+
+/** The contract the module checks: the kernel's, or a grouped kernel's of one problem. */
+function contractOf(k: CompiledKernel): LaunchContract {
+  return k.manifest.group !== undefined ? problemContract(k.manifest) : launchContract(k.manifest);
 }
 
 /** The Python names of a kernel's input tensors and scalars (keyword arguments), by DSL name. */
-function argNames(c: LaunchContract): { inputs: string[]; scalars: [string, string][] } {
+function argNames(
+  c: LaunchContract,
+  grouped = false,
+): { inputs: string[]; scalars: [string, string][] } {
   const taken = new Set<string>();
+  const avoid = grouped ? GROUPED_NAMES : FUNCTION_NAMES;
   const name = (n: string) => {
-    const p = pyName(n, FUNCTION_NAMES, taken);
+    const p = pyName(n, avoid, taken);
     taken.add(p);
     return p;
   };
@@ -160,6 +185,7 @@ function argNames(c: LaunchContract): { inputs: string[]; scalars: [string, stri
 
 /** The Python function of one kernel. */
 function kernelFunction(k: CompiledKernel, fnName: string): string {
+  if (k.manifest.group !== undefined) return groupedFunction(k, fnName);
   const c = launchContract(k.manifest);
   const inputs = c.tensors.filter((t) => !t.output);
   const output = c.tensors.find((t) => t.output)!;
@@ -199,6 +225,103 @@ function kernelFunction(k: CompiledKernel, fnName: string): string {
     `    return _launch(_KERNELS[${JSON.stringify(c.name)}], (${
       args.map((a) => a + ",").join(" ")
     }), out, stream, ${wsArg}, scalars)`,
+  ].join("\n");
+}
+
+/** The Python function of a grouped kernel, with its `grouped` and `moe` attributes. */
+function groupedFunction(k: CompiledKernel, fnName: string): string {
+  const c = problemContract(k.manifest);
+  const inputs = c.tensors.filter((t) => !t.output);
+  const output = c.tensors.find((t) => t.output)!;
+  const { inputs: args, scalars } = argNames(c, true);
+  const decl = (t: typeof c.tensors[number]) =>
+    `${t.name}: ${t.dtype}[${t.shape.join(", ")}] ${t.layout}` +
+    (t.strides !== undefined ? ` strides(${t.strides.join(", ")})` : "") +
+    `, align ${t.alignElems}`;
+  const role = (r: string) => c.tensors.find((t) => t.role === r);
+  const moe = c.tensors.length === 3 && role("A") && role("B") && role("D");
+  const scalarDoc = [
+    ...(c.scalars.length > 0 ? ["Scalars (keyword arguments, shared by every problem):"] : []),
+    ...c.scalars.map((s, i) =>
+      `    ${scalars[i]![0]}: ${s.dtype}` + (s.default !== null ? ` = ${s.default}` : " (required)")
+    ),
+    "stream: a torch/CuPy stream or a CUstream handle (default: the current stream).",
+  ];
+  const q = JSON.stringify(c.name);
+  const docstring = (lines: string[]) =>
+    `    """${
+      lines.map((l, i) => i === 0 || l === "" ? l : "    " + l).join("\n").replaceAll("\\", "\\\\")
+    }\n    """`;
+  const one = [
+    `Launches grouped gemmc kernel "${c.name}" on one problem and returns ${output.name}.`,
+    "",
+    `The same as ${fnName}.grouped([{...}]) of one problem (DESIGN 6.2). Tensors:`,
+    ...inputs.map((t, i) => `    ${args[i]}: ${decl(t)}`),
+    `    out (${output.name}): ${decl(output)}`,
+    ...scalarDoc,
+    "Raises GemmcLaunchError (a ValueError); nothing is launched.",
+  ];
+  const grouped = [
+    `Launches grouped gemmc kernel "${c.name}" once over a list of problems.`,
+    "",
+    "problems: a list of dicts of PyTorch CUDA tensors or CuPy arrays by tensor name, each",
+    "    checked as the ordinary call would check it (sizes from the shapes; strided views",
+    "    where declared); one without its output gets one allocated. A problem with M or N 0",
+    "    does nothing (its tensors may be empty, even null). Tensors:",
+    ...c.tensors.map((t) => `    ${decl(t)}`),
+    ...scalarDoc,
+    "The table is built on the host and copied on the stream into a device buffer kept per",
+    "device and stream; the grid is [min(tiles, SMs x blocks per SM), 1, 1]. No problem: no launch.",
+    "Returns each problem's output. Raises GemmcLaunchError (a ValueError), each line naming",
+    'the problem ("Problem i: ..."); nothing is launched.',
+  ];
+  const moeDoc = [
+    `Launches grouped gemmc kernel "${c.name}" on the mixture-of-experts form; returns d.`,
+    "",
+    `a (${role("A")?.name}): [T, ...] the tokens, sorted by expert (rows not contiguous).`,
+    `b (${role("B")?.name}): [E, ...] one matrix per expert, b[g] as the ordinary call takes`,
+    `    ${
+      role("B")?.name
+    } (e.g. col-major [K, N]: PyTorch weights [E, N, K] transposed, w.transpose(1, 2)).`,
+    `d (${
+      role("D")?.name
+    }): [T, ...] the output (None: allocated); rows past the last offset untouched.`,
+    "offs: E cumulative end rows (as torch._grouped_mm's offs): expert g takes rows",
+    "    offs[g-1]..offs[g] (from 0 for g = 0). A list of ints, or an integer tensor: a GPU one",
+    "    is copied to the host first (shortcut: that waits for the device).",
+    ...scalarDoc,
+    "The whole operands are checked once (every slice lies within them).",
+    "Raises GemmcLaunchError (a ValueError); nothing is launched.",
+  ];
+  const hidden = `_gemmc_${fnName}`;
+  return [
+    `def ${fnName}(${[...args, "out=None", "stream=None"].join(", ")}, **scalars):`,
+    docstring(one),
+    `    p = dict(zip([${inputs.map((t) => JSON.stringify(t.name)).join(", ")}], (${
+      args.map((a) => a + ",").join(" ")
+    })))`,
+    `    if out is not None:`,
+    `        p[${JSON.stringify(output.name)}] = out`,
+    `    return _grouped(_KERNELS[${q}], [p], stream, scalars)[0]`,
+    "",
+    "",
+    `def ${hidden}_grouped(problems, stream=None, **scalars):`,
+    docstring(grouped),
+    `    return _grouped(_KERNELS[${q}], problems, stream, scalars)`,
+    "",
+    "",
+    ...(moe
+      ? [
+        `def ${hidden}_moe(a, b, d, offs, stream=None, **scalars):`,
+        docstring(moeDoc),
+        `    return _moe(_KERNELS[${q}], a, b, d, offs, stream, scalars)`,
+        "",
+        "",
+        `${fnName}.moe = ${hidden}_moe`,
+      ]
+      : []),
+    `${fnName}.grouped = ${hidden}_grouped`,
+    `del ${hidden}_grouped${moe ? `, ${hidden}_moe` : ""}`,
   ].join("\n");
 }
 

@@ -1,8 +1,10 @@
 /*
- * The C artefact in use: three gemmc kernels (kernels.gemm, compiled by
+ * The C artefact in use: four gemmc kernels (kernels.gemm, compiled by
  * build.sh into build/gemmc_kernels.h) run on device buffers through the CUDA
- * driver API and checked against a CPU reference. Prints each kernel's
- * largest error and PASS or FAIL; exits 0 when all three pass.
+ * driver API and checked against a CPU reference: hgemm, an s8 kernel, a
+ * split-K kernel, and a grouped kernel running the experts of a
+ * mixture-of-experts layer in one launch. Prints each kernel's largest error
+ * and PASS or FAIL; exits 0 when all pass.
  */
 #include <math.h>
 #include <stdint.h>
@@ -52,6 +54,18 @@ static double f16_value(uint16_t h) {
   int exp = (h >> 10) & 0x1f;
   double v = ldexp(1.0 + (h & 0x3ff) / 1024.0, exp - 15);
   return (h & 0x8000) ? -v : v;
+}
+
+/* A random normal bf16 in +-[2^-4, 2): its bits, and its value. */
+static uint16_t rand_bf16(void) {
+  uint32_t sign = rnd() & 1, exp = 123 + rnd() % 4, mant = rnd() & 0x7f;
+  return (uint16_t)(sign << 15 | exp << 7 | mant);
+}
+static double bf16_value(uint16_t h) {
+  uint32_t bits = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
 }
 
 /* The copies and memsets below run on the legacy default stream, which a non-blocking stream
@@ -173,6 +187,81 @@ static int run_s8(int64_t M, int64_t N, int64_t K, CUstream stream) {
   return report("igemm_s8", max_err, bad);
 }
 
+/*
+ * Y = X W per expert, in one grouped launch: T tokens sorted by expert (X: bf16 [T, K] row), one
+ * weight matrix per expert (W_g: bf16 [K, N] col, stored [N][K], back to back), Y: bf16 [T, N]
+ * row; expert g takes the rows offs[g-1]..offs[g]. Two experts get no token. The bound: K + 8
+ * f32 additions (2^-23 each, of the magnitudes) and the rounding to bf16 (2^-8 of the result).
+ */
+static int run_grouped(CUstream stream) {
+  enum { E = 6, K = 136, N = 200 };
+  static const int64_t counts[E] = {70, 0, 129, 3, 0, 40};
+  int64_t offs[E + 1] = {0}, T, g, m, n, k;
+  gemmc_experts_problem problems[E];
+  size_t nx, nw, ny, i, table_bytes = gemmc_experts_table_bytes(E);
+  uint16_t *x, *w, *y;
+  unsigned char *host_table = malloc(table_bytes);
+  double max_err = 0;
+  long bad = 0;
+  CUdeviceptr dx, dw, dy, dtable;
+  gemmc_status s;
+  for (g = 0; g < E; g++) offs[g + 1] = offs[g] + counts[g];
+  T = offs[E];
+  nx = (size_t)(T * K), nw = (size_t)(E * N * K), ny = (size_t)(T * N);
+  x = malloc(nx * 2), w = malloc(nw * 2), y = malloc(ny * 2);
+  for (i = 0; i < nx; i++) x[i] = rand_bf16();
+  for (i = 0; i < nw; i++) w[i] = rand_bf16();
+  dx = upload(x, nx * 2);
+  dw = upload(w, nw * 2);
+  dy = poisoned(ny * 2);
+  CHECK_CU(cuMemAlloc(&dtable, table_bytes));
+  for (g = 0; g < E; g++) {
+    problems[g].X = dx + (CUdeviceptr)(offs[g] * K * 2);
+    problems[g].W = dw + (CUdeviceptr)(g * N * K * 2);
+    problems[g].Y = dy + (CUdeviceptr)(offs[g] * N * 2);
+    problems[g].M = (uint32_t)counts[g];
+    problems[g].K = K;
+    problems[g].N = N;
+  }
+  /* A problem that breaks the contract is named; nothing is written or launched. */
+  problems[2].X += 2;
+  s = gemmc_experts_table(problems, E, host_table, table_bytes, 0);
+  printf("refused table (status %d):\n%s\n", (int)s, gemmc_last_error());
+  if (s != GEMMC_ERROR_INVALID_ARGUMENT || strncmp(gemmc_last_error(), "Problem 2: ", 11) != 0) {
+    bad++;
+  }
+  problems[2].X -= 2;
+  CHECK_GEMMC(gemmc_experts_run(stream, problems, E, host_table, dtable, table_bytes));
+  CHECK_CU(cuStreamSynchronize(stream));
+  CHECK_CU(cuMemcpyDtoH(y, dy, ny * 2));
+  for (g = 0; g < E; g++) {
+    for (m = offs[g]; m < offs[g + 1]; m++) {
+      for (n = 0; n < N; n++) {
+        double sum = 0, mag = 0, err;
+        for (k = 0; k < K; k++) {
+          double p = bf16_value(x[m * K + k]) * bf16_value(w[(g * N + n) * K + k]);
+          sum += p;
+          mag += fabs(p);
+        }
+        err = fabs(bf16_value(y[m * N + n]) - sum);
+        if (!(err <= ldexp((double)(K + 8) * mag * (1 + 1.0 / 128), -23) + ldexp(fabs(sum), -8))) {
+          bad++;
+        }
+        if (!(err <= max_err)) max_err = err;
+      }
+    }
+  }
+  CHECK_CU(cuMemFree(dx));
+  CHECK_CU(cuMemFree(dw));
+  CHECK_CU(cuMemFree(dy));
+  CHECK_CU(cuMemFree(dtable));
+  free(x);
+  free(w);
+  free(y);
+  free(host_table);
+  return report("experts", max_err, bad);
+}
+
 int main(void) {
   CUdevice dev;
   CUcontext ctx;
@@ -194,6 +283,7 @@ int main(void) {
   ok &= run_f16(0, 384, 320, 264, stream);  /* sizes off the tile: partial tiles */
   ok &= run_s8(256, 192, 512, stream);
   ok &= run_f16(1, 48, 136, 4096, stream);  /* few output tiles, a long K: split-K */
+  ok &= run_grouped(stream);                /* six experts, two without tokens, one launch */
 
   gemmc_unload();
   CHECK_CU(cuStreamDestroy(stream));

@@ -7,6 +7,8 @@ wrote (see README.md here):
     s8_gemm.py  from examples/s8_gemm.gemm   s8 x s8 -> s32 (checked exactly)
     splitk.py   from examples/splitk.gemm    bf16, split_k 4, bias, bf16 out
     strided.py  from examples/strided.gemm   views of wider buffers, a batch stride 0
+    grouped.py  from examples/python/grouped.gemm   a grouped kernel (DESIGN 6.2): MoE experts
+                (optional: skipped, visibly, when DIR has no grouped.py)
 
 Each kernel runs on random tensors, at a size that is a multiple of its tile
 and at one that is not, and is compared with a float64 PyTorch reference:
@@ -151,6 +153,76 @@ def run_strided(mod, dev, gen):
     float_check(f"broadcast_weight {L}x{M}x{N}x{K} (W, bias stride 0)", Y, ref, bound)
 
 
+def bf16_bound(X, W, ref):
+    """f32 accumulation (K roundings, on both sides of a float32 reference) and one bf16 rounding."""
+    K = X.shape[1]
+    return (2 * K * 2.0**-23 * (X.double().abs() @ W.double().abs()) * (1 + 2.0**-7)
+            + ref.double().abs() * 2.0**-8 + 1e-30)
+
+
+def run_grouped(mod, dev, gen):
+    """Grouped launches: the MoE form against torch.mm per expert (float32), and a problem list."""
+    E, K, N = 8, 264, 392
+    counts = [37, 0, 130, 5, 0, 200, 64, 1]  # experts without tokens among them
+    T = sum(counts) + 11  # 11 rows past the last offset: left alone
+    offs, end = [], 0
+    for c in counts:
+        end += c
+        offs.append(end)
+    X = (torch.randn(T, K, generator=gen, device=dev) * 0.5).bfloat16()
+    Wt = (torch.randn(E, N, K, generator=gen, device=dev) * 0.5).bfloat16()  # weights [E, N, K]
+    for how, o in (("list", offs), ("GPU tensor", torch.tensor(offs, device=dev,
+                                                                  dtype=torch.int32))):
+        Y = poisoned((T, N), torch.bfloat16, dev)
+        mod.experts.moe(X, Wt.transpose(1, 2), Y, o)
+        torch.cuda.synchronize()
+        start = 0
+        for g, e in enumerate(offs):
+            if e > start:
+                ref = torch.mm(X[start:e].float(), Wt[g].float().t())
+                float_check(f"experts.moe expert {g} ({e - start} rows, offs a {how})", Y[start:e],
+                            ref.double(), bf16_bound(X[start:e], Wt[g].t(), ref))
+            start = e
+        report(f"experts.moe: rows past offs[-1] untouched (offs a {how})",
+               bool(Y[offs[-1]:].isnan().all()), 0)
+    grouped_mm = getattr(torch, "_grouped_mm", None)
+    if grouped_mm is None:
+        print("      (torch._grouped_mm: skipped, not in this PyTorch)")
+    else:
+        try:
+            T2 = offs[-1]
+            ref = grouped_mm(X[:T2], Wt.transpose(-2, -1),
+                             offs=torch.tensor(offs, device=dev, dtype=torch.int32))
+            Y = mod.experts.moe(X[:T2], Wt.transpose(1, 2), None, offs)
+            torch.cuda.synchronize()
+            wmax = Wt.float().abs().amax(0).t()  # [K, N]: |W_g| <= wmax for every expert g
+            float_check("experts.moe against torch._grouped_mm", Y, ref.double(),
+                        2 * bf16_bound(X[:T2], wmax, ref))
+        except (RuntimeError, TypeError, ValueError, NotImplementedError) as e:
+            print(f"      (torch._grouped_mm: skipped, {str(e).splitlines()[0]})")
+    problems, refs = [], []
+    for M, N2, K2 in [(300, 520, 264), (0, 64, 64), (7, 8, 8), (129, 257, 136)]:
+        A = torch.randn(M, K2, generator=gen, device=dev).bfloat16()
+        B = torch.randn(N2, K2, generator=gen, device=dev).bfloat16().t()
+        problems.append({"X": A, "W": B})
+        ref = torch.mm(A.float(), B.float())
+        refs.append((f"{M}x{N2}x{K2}", ref, bf16_bound(A, B, ref)))
+    outs = mod.experts.grouped(problems)
+    torch.cuda.synchronize()
+    for (what, ref, bound), Y in zip(refs, outs):
+        if ref.numel() == 0:  # M = 0: an empty output, allocated
+            report(f"experts.grouped problem {what} (empty)", tuple(Y.shape) == tuple(ref.shape),
+                   0.0)
+        else:
+            float_check(f"experts.grouped problem {what}", Y, ref.double(), bound)
+    try:
+        mod.experts.grouped([problems[0], {"X": problems[0]["X"][:, :260], "W": problems[0]["W"]}])
+        report("experts.grouped refuses a misaligned problem", False, 0.0)
+    except mod.GemmcLaunchError as e:
+        print(f"      GemmcLaunchError: {e}")
+        report("experts.grouped names the problem", str(e).startswith("Problem 1: "), 0.0)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("dir", help="the directory of the generated modules")
@@ -170,6 +242,10 @@ def main():
     run_s8(mods["s8_gemm"], dev, gen)
     run_splitk(mods["splitk"], dev, gen)
     run_strided(mods["strided"], dev, gen)
+    if os.path.exists(os.path.join(a.dir, "grouped.py")):
+        run_grouped(load(a.dir, "grouped", a.backend), dev, gen)
+    else:
+        print("      (grouped: skipped, no grouped.py in the directory)")
     failed = RESULTS.count(False)
     print(f"{len(RESULTS) - failed} passed, {failed} failed")
     return 1 if failed else 0

@@ -1,6 +1,7 @@
 /**
  * The Python artefact on the GPU: the modules of examples/hgemm.gemm,
- * examples/s8_gemm.gemm and examples/splitk.gemm are generated into a
+ * examples/s8_gemm.gemm, examples/splitk.gemm, examples/strided.gemm and
+ * examples/python/grouped.gemm (a grouped kernel, DESIGN §6.2) are generated into a
  * temporary directory and examples/python/gemm_torch.py runs them on PyTorch
  * CUDA tensors with each backend (cuda-python, CuPy), against its float64
  * reference (s8 exactly). Listed as skipped, with the reason, where no CUDA
@@ -52,7 +53,8 @@ for (const [backend, probe] of BACKENDS) {
   const missing = SKIP === null && python3(["-c", probe]).code !== 0;
   const why = SKIP ?? (missing ? `${backend} does not import` : null);
   Deno.test({
-    name: `gemm_torch.py: hgemm, s8, split-K, strided views agree with PyTorch (${backend})` +
+    name:
+      `gemm_torch.py: hgemm, s8, split-K, strided views, grouped agree with PyTorch (${backend})` +
       (why !== null ? ` (skipped: ${why})` : ""),
     ignore: why !== null,
     fn: () => {
@@ -64,6 +66,11 @@ for (const [backend, probe] of BACKENDS) {
           assert.ok(r.ok, file);
           Deno.writeTextFileSync(`${dir}/${stem}.py`, pythonModule(r.kernels, { source: file }));
         }
+        // A grouped kernel (DESIGN §6.2): gemm_torch.py runs the MoE form and a problem list.
+        const grouped = "examples/python/grouped.gemm";
+        const g = compile(Deno.readTextFileSync(new URL(grouped, ROOT)), { file: grouped });
+        assert.ok(g.ok, grouped);
+        Deno.writeTextFileSync(`${dir}/grouped.py`, pythonModule(g.kernels, { source: grouped }));
         const script = new URL("examples/python/gemm_torch.py", ROOT).pathname;
         const run = python3([script, dir, "--backend", backend]);
         console.log(run.out.trimEnd());
@@ -71,6 +78,7 @@ for (const [backend, probe] of BACKENDS) {
         assert.match(run.out, new RegExp(`^backend ${backend}`, "m"));
         assert.match(run.out, /^\d+ passed, 0 failed$/m);
         assert.doesNotMatch(run.out, /^FAIL/m);
+        assert.match(run.out, /^PASS {2}experts\.moe expert 7/m);
       } finally {
         Deno.removeSync(dir, { recursive: true });
       }

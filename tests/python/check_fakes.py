@@ -10,6 +10,9 @@ parameters with what they must be.
     python3 check_fakes.py fakes DIR
         # DIR holds hgemm.py, s8_gemm.py, splitk.py, s4_gemm.py, b1_and.py and the strided
         # hgemm_strided.py, batched_strided.py, s4_strided.py (tests/aot_python_test.ts)
+    python3 check_fakes.py grouped DIR
+        # DIR holds grouped.py (kernels experts and gs); prints the grouped launches as JSON
+        # (RECORDS ...) for tests/aot_python_test.ts to compare with groupTable
     python3 check_fakes.py parity MODULE.py KERNEL CASES.json
         # prints, as JSON, the module's contract violations for each case
 """
@@ -83,6 +86,9 @@ class FakeTensor(object):
     def element_size(self):
         return self.dtype.size
 
+    def tolist(self):
+        return list(self.values)
+
     def transpose(self, a, b):
         shape, strides = list(self.shape), list(self._strides)
         shape[a], shape[b] = shape[b], shape[a]
@@ -145,6 +151,10 @@ class FakeDriver(types.ModuleType):
         self.kernels = {}
         self.CUfunction_attribute = types.SimpleNamespace(
             CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES=8)
+        self.CUdevice_attribute = types.SimpleNamespace(
+            CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT=16)
+        self.occupancy = 3
+        self.copies = []
         self.CUstream = lambda h: ("stream", h)
 
     def __getattr__(self, name):
@@ -157,6 +167,14 @@ class FakeDriver(types.ModuleType):
                 return (0, ("function", args[1].decode()))
             if name == "cuLaunchKernel":
                 self.launches.append(self.decode(args))
+            if name == "cuDeviceGetAttribute":
+                return (0, 132 if args[0] == 16 else 0)
+            if name == "cuOccupancyMaxActiveBlocksPerMultiprocessor":
+                return (0, self.occupancy)
+            if name == "cuMemcpyHtoDAsync":
+                dst, src, n, stream = args
+                self.copies.append((dst, ctypes.string_at(src, n), stream))
+                return (0,)
             if name in ("cuInit", "cuCtxPushCurrent", "cuFuncSetAttribute", "cuLaunchKernel"):
                 return (0,)
             return (0, (name, args))
@@ -168,7 +186,7 @@ class FakeDriver(types.ModuleType):
         types_ = {"u64": ctypes.c_uint64, "u32": ctypes.c_uint32, "f32": ctypes.c_float,
                   "f64": ctypes.c_double, "s32": ctypes.c_int32}
         values = {}
-        for i, (_, name, ptx) in enumerate(self.kernels[entry]["params"]):
+        for i, (_, name, ptx) in enumerate(self.kernels[entry]["params"]):  # kind, name, ptx
             p = ctypes.c_void_p.from_address(params + i * ctypes.sizeof(ctypes.c_void_p)).value
             values[name] = types_[ptx].from_address(p).value
         return {"entry": entry, "grid": (gx, gy, gz), "block": (bx, by, bz), "smem": smem,
@@ -230,6 +248,10 @@ class FakeCupyDriver(object):
     def launchKernel(self, *args):
         self.launches.append(self.decode(args))
 
+    def occupancyMaxActiveBlocksPerMultiprocessor(self, f, threads, smem):
+        self.occupancy_calls = getattr(self, "occupancy_calls", 0) + 1
+        return 2
+
 
 def make_fake_cupy(decode):
     cupy = types.ModuleType("cupy")
@@ -252,6 +274,14 @@ def make_fake_cupy(decode):
             return False
 
     cuda.Device = Device
+    copies = []
+
+    def memcpy_async(dst, src, n, kind, stream):
+        copies.append((dst, ctypes.string_at(src, n), stream, kind))
+
+    cuda.runtime = types.SimpleNamespace(
+        deviceGetAttribute=lambda attr, dev: 132 if attr == 16 else 0,
+        memcpyAsync=memcpy_async, copies=copies)
     cupy.made = []
 
     def make(zeroed):
@@ -604,6 +634,168 @@ def fakes(directory):
     return 1 if FAILED else 0
 
 
+# ---------------------------------------------------------------- grouped kernels
+
+RECORDS = []
+
+
+def record(kind, launch, copy, problems, occupancy):
+    """One grouped launch for tests/aot_python_test.ts to compare with groupTable."""
+    RECORDS.append({"kind": kind, "entry": launch["entry"], "grid": list(launch["grid"]),
+                    "block": list(launch["block"]), "smem": launch["smem"],
+                    "params": launch["params"], "dst": copy[0], "table": copy[1].hex(),
+                    "problems": problems, "occupancy": occupancy})
+
+
+def dense_problem(X, W, Y):
+    M, K = X.shape
+    N = W.shape[1]
+    return {"sizes": {"M": M, "K": K, "N": N},
+            "addresses": {"X": X.data_ptr(), "W": W.data_ptr(), "Y": Y.data_ptr()}}
+
+
+def check_grouped(mod, torch, driver):
+    bf = torch.bfloat16
+    K = 64
+    X0, W0, Y0 = FakeTensor((100, K), bf), FakeTensor((200, K), bf).t(), FakeTensor((100, 200), bf)
+    X1 = FakeTensor((0, K), bf, address=0)
+    W1, Y1 = FakeTensor((200, K), bf).t(), FakeTensor((0, 200), bf, address=0)
+    X2, W2 = FakeTensor((7, K), bf), FakeTensor((72, K), bf).t()
+    X3, W3, Y3 = FakeTensor((40000, K), bf), FakeTensor((2048, K), bf).t(), FakeTensor((40000, 2048), bf)
+    made = len(torch.made)
+    outs = mod.experts.grouped([{"X": X0, "W": W0, "Y": Y0}, {"X": X1, "W": W1, "Y": Y1},
+                                {"X": X2, "W": W2}, {"X": X3, "W": W3, "Y": Y3}])
+    check(len(outs) == 4 and outs[0] is Y0 and outs[1] is Y1 and outs[3] is Y3, "grouped outs")
+    check(outs[2].shape == (7, 72) and outs[2].dtype is bf, f"grouped: Y allocated {outs[2].shape}")
+    L, C = driver.launches[-1], driver.copies[-1]
+    check(C[2] == ("stream", 0xC0FFEE) and L["stream"] == ("stream", 0xC0FFEE), "current stream")
+    table_buffers = [t for _, t in torch.made[made:] if t.dtype is torch.uint8]
+    check(len(table_buffers) == 1 and C[0] == table_buffers[0].data_ptr(), "table buffer")
+    record("grouped", L, C, [dense_problem(X0, W0, Y0), dense_problem(X1, W1, Y1),
+                             dense_problem(X2, W2, outs[2]), dense_problem(X3, W3, Y3)], 3)
+    driver.occupancy = 5  # found once: the grid stays at 132 x 3
+    mod.experts.grouped([{"X": X3, "W": W3, "Y": Y3}])
+    L, C = driver.launches[-1], driver.copies[-1]
+    check(C[0] == table_buffers[0].data_ptr(), "the table buffer is kept for the stream")
+    record("again", L, C, [dense_problem(X3, W3, Y3)], 3)
+    occ = [c for c in driver.calls if c[0] == "cuOccupancyMaxActiveBlocksPerMultiprocessor"]
+    k = mod._KERNELS["experts"]
+    check(len(occ) == 1 and occ[0][2:] == (k["block"][0], k["dynamicSmemBytes"]),
+          f"occupancy found once {occ}")
+    Y = mod.experts(X2, W2, stream=FakeStream(0x5157))
+    L, C = driver.launches[-1], driver.copies[-1]
+    check(C[2] == ("stream", 0x5157) and C[0] != table_buffers[0].data_ptr(),
+          "another stream: another table buffer")
+    record("one", L, C, [dense_problem(X2, W2, Y)], 3)
+    check(mod.experts.grouped([]) == [], "no problem: nothing launched")
+
+    def refuse(expected, fn, *args, **kw):
+        refused(mod, driver, fn, expected, *args, **kw)
+
+    odd = FakeTensor((100, K), bf, address=X0.data_ptr() + 2)
+    refuse(f'Problem 1: Tensor "X" at 0x{odd.data_ptr():x} is not aligned to 16 bytes '
+           '(align 8 of bf16)', mod.experts.grouped,
+           [{"X": X0, "W": W0, "Y": Y0}, {"X": odd, "W": W0}])
+    refuse('Problem 2: No tensor given for "W"', mod.experts.grouped,
+           [{"X": X0, "W": W0}, {"X": X2, "W": W2}, {"X": X2}])
+    refuse('Problem 0: Tensor "W" gives K=72 but tensor "X" gives K=64', mod.experts.grouped,
+           [{"X": X0, "W": FakeTensor((200, 72), bf).t()}])
+    refuse('Problem 1: Kernel "experts" has no tensor "Z": its tensors are X, W, Y',
+           mod.experts.grouped, [{"X": X0, "W": W0}, {"X": X0, "W": W0, "Z": X0}])
+    refuse('Problem 0: Output "Y" overlaps input "X"', mod.experts.grouped,
+           [{"X": X0, "W": W0, "Y": FakeTensor((100, 200), bf, address=X0.data_ptr())}])
+    refuse('Problem 0: Tensor "X" has a null address', mod.experts.grouped,
+           [{"X": FakeTensor((5, K), bf, address=0), "W": W0}])
+    refuse("Problem 1: is a list: a dict of tensors by name (X, W, Y) is needed",
+           mod.experts.grouped, [{"X": X0, "W": W0}, [X0, W0]])
+
+    # The mixture-of-experts form: T tokens sorted by expert, weights [E, N, K].
+    T, N, E = 50, 96, 4
+    a, w, d = FakeTensor((T, K), bf), FakeTensor((E, N, K), bf), FakeTensor((T, N), bf)
+    b = w.transpose(1, 2)
+    offs = [10, 10, 35, 50]
+
+    def moe_problems(offs, d):
+        out, start = [], 0
+        for g, end in enumerate(offs):
+            out.append({"sizes": {"M": end - start, "K": K, "N": N},
+                        "addresses": {"X": a.data_ptr() + 2 * K * start,
+                                      "W": w.data_ptr() + 2 * N * K * g,
+                                      "Y": d.data_ptr() + 2 * N * start}})
+            start = end
+        return out
+
+    check(mod.experts.moe(a, b, d, offs) is d, "moe returns d")
+    record("moe", driver.launches[-1], driver.copies[-1], moe_problems(offs, d), 3)
+    offs_t = FakeTensor((E,), torch.int32)
+    offs_t.values = [0, 20, 20, 41]
+    d2 = mod.experts.moe(a, b, None, offs_t)
+    check(d2.shape == (T, N) and d2.dtype is bf, "moe: d allocated")
+    record("moe tensor offs", driver.launches[-1], driver.copies[-1],
+           moe_problems(offs_t.values, d2), 3)
+    refuse("Problem 2: offs[2]=5 is less than the previous end row 10 (offs are cumulative end "
+           "rows)", mod.experts.moe, a, b, d, [10, 10, 5, 50])
+    refuse('Problem 3: offs[3]=51 is beyond the 50 rows of tensor "X"', mod.experts.moe,
+           a, b, d, [10, 10, 35, 51])
+    refuse('offs has 3 entries but tensor "W" holds 4 experts', mod.experts.moe,
+           a, b, d, [10, 20, 50])
+    refuse('Tensor "W" has shape [64, 96]; moe() needs [experts, K, N]', mod.experts.moe,
+           a, FakeTensor((N, K), bf).t(), d, offs)
+    refuse('Output "Y" overlaps input "W"', mod.experts.moe, a, b,
+           FakeTensor((T, N), bf, address=w.data_ptr() + 4096), offs)
+    refuse('Tensor "X" has dtype torch.float16; gemmc bf16 needs torch.bfloat16',
+           mod.experts.moe, FakeTensor((T, K), torch.float16), b, d, offs)
+
+    # Strides, C and scalars (one named "count"): views of wider buffers.
+    f16, f32 = torch.float16, torch.float32
+    probs, recs = [], []
+    for M, N2, K2 in [(130, 264, 72), (0, 40, 16), (33, 8, 8)]:
+        A = FakeTensor((M, K2), f16, strides=(K2 + 8, 1),
+                       address=fresh_address(2 * max(M, 1) * (K2 + 8)))
+        B = FakeTensor((N2, K2), f16).t()
+        Cm = FakeTensor((M, N2), f32, strides=(N2 + 8, 1),
+                        address=fresh_address(4 * max(M, 1) * (N2 + 8)))
+        D = FakeTensor((M, N2), f32, strides=(N2 + 8, 1),
+                       address=fresh_address(4 * max(M, 1) * (N2 + 8)))
+        probs.append({"A": A, "B": B, "C": Cm, "D": D})
+        recs.append({"sizes": {"M": M, "K": K2, "N": N2, "lda": K2 + 8, "ldc": N2 + 8},
+                     "addresses": {"A": A.data_ptr(), "B": B.data_ptr(), "C": Cm.data_ptr(),
+                                   "D": D.data_ptr()}})
+    # An empty problem's views: dense strides where a dimension is 0 give the dense value.
+    recs[1]["sizes"]["lda"], recs[1]["sizes"]["ldc"] = 16, 40
+    mod.gs.grouped(probs, count=2.5, beta=-0.5)
+    L = driver.launches[-1]
+    check(L["params"]["count"] == 2.5 and L["params"]["beta"] == -0.5
+          and L["params"]["group_count"] == 3, f"gs scalars {L['params']}")
+    record("strided", L, driver.copies[-1], recs, 3)
+    refuse('Scalar "count" is Infinity: a finite f32 is needed', mod.gs.grouped, probs,
+           count=float("inf"))
+    refuse('Problem 0: Tensor "D" gives matrix stride ldc=280 but tensor "C" gives ldc=272',
+           mod.gs.grouped, [dict(probs[0], D=FakeTensor((130, 264), f32, strides=(280, 1)))])
+
+    # CuPy arrays through the CuPy backend (occupancy 2).
+    cupy = sys.modules["cupy"]
+    mod.set_backend("cupy")
+    Xc, Wc = FakeArray((300, K), "uint16"), FakeArray((512, K), "uint16").swapaxes(0, 1)
+    outs = mod.experts.grouped([{"X": Xc, "W": Wc}, {"X": Xc, "W": Wc}])
+    L, C = cupy.cuda.driver.launches[-1], cupy.cuda.runtime.copies[-1]
+    check(C[3] == 1 and C[2] == 0xC0C0 and L["stream"] == 0xC0C0, "cupy: copy and launch")
+    record("cupy", L, C, [{"sizes": {"M": 300, "K": K, "N": 512},
+                           "addresses": {"X": Xc.data.ptr, "W": Wc.data.ptr,
+                                         "Y": o.data.ptr}} for o in outs], 2)
+    mod.set_backend("auto")
+
+
+def grouped(directory):
+    torch, driver = install_fakes()
+    mod = load(f"{directory}/grouped.py", "gemmc_grouped")
+    driver.kernels.update(mod._KERNELS)
+    check_grouped(mod, torch, driver)
+    print("RECORDS " + json.dumps(RECORDS))
+    print(f"{PASSED[0]} checks passed, {len(FAILED)} failed")
+    return 1 if FAILED else 0
+
+
 def parity(path, kernel, cases_path):
     install_fakes()
     mod = load(path, "gemmc_parity")
@@ -622,4 +814,6 @@ def parity(path, kernel, cases_path):
 if __name__ == "__main__":
     if sys.argv[1] == "fakes":
         sys.exit(fakes(sys.argv[2]))
+    if sys.argv[1] == "grouped":
+        sys.exit(grouped(sys.argv[2]))
     sys.exit(parity(sys.argv[2], sys.argv[3], sys.argv[4]))
