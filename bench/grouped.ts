@@ -122,7 +122,7 @@ export function routedCounts(E: number, tokens: number, rng: Rng): number[] {
 class Pool {
   static readonly ELEMS = 32 * 1024 * 1024;
   readonly bytes: Uint8Array;
-  readonly values: Float32Array;
+  readonly values: ArrayLike<number>;
   constructor(rng: Rng) {
     const v = new Float32Array(Pool.ELEMS);
     for (let i = 0; i < v.length; i++) v[i] = rng.next() * 2 - 1;

@@ -35,7 +35,7 @@ Deno.test({
     const r = await run(join(out, "gemm_example"), []);
     const all = r.stdout + r.stderr;
     assert.equal(r.code, 0, all);
-    for (const k of ["hgemm", "igemm_s8", "skinny_splitk"]) {
+    for (const k of ["hgemm", "igemm_s8", "skinny_splitk", "experts"]) {
       assert.match(r.stdout, new RegExp(`^${k} +max error \\S+ +PASS$`, "m"), all);
     }
     assert.match(r.stdout, /Tensor "A" declares align 16 but its leading dimension K=100/, all);

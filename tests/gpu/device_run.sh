@@ -30,6 +30,7 @@ for s in $STEPS; do
     'sh examples/c/build.sh && /tmp/gemmc_c/gemm_example' ;;
   py) step py-example sh -c "mkdir -p /tmp/gemmc_py && for k in hgemm s8_gemm splitk strided; do \
     $DENO run --cached-only -A cli.ts compile --emit py -o /tmp/gemmc_py/\$k.py examples/\$k.gemm || exit 1; done && \
+    $DENO run --cached-only -A cli.ts compile --emit py -o /tmp/gemmc_py/grouped.py examples/python/grouped.gemm && \
     python3 examples/python/gemm_torch.py /tmp/gemmc_py --backend cuda-python && \
     python3 examples/python/gemm_torch.py /tmp/gemmc_py --backend cupy" ;;
   overhead) step launch-overhead "$DENO" run --cached-only -A bench/main.ts --no-sim --no-compile --launch ;;
