@@ -162,6 +162,14 @@ class Pool {
   }
 }
 
+/** A compiled kernel's planned schedule: `128x128x64, warp 64x64x64, 4 stages`. */
+function scheduleText(ck: CompiledKernel): string {
+  const s = ck.planned.schedule;
+  const tb = s.threadblock, wp = s.warp;
+  if (tb === undefined || wp === undefined) return "?";
+  return `${tb.m}x${tb.n}x${tb.k}, warp ${wp.m}x${wp.n}x${wp.k}, ${s.stages} stages`;
+}
+
 /** One candidate schedule's figures. */
 interface Candidate {
   readonly label: string;
@@ -173,8 +181,8 @@ interface Candidate {
 
 /** One peer's figures, as bench/peers/grouped_peers.py writes them. */
 interface PeerFigures {
-  readonly burst_ms?: number;
-  readonly sustained_ms?: number;
+  readonly burst_ms?: number | null;
+  readonly sustained_ms?: number | null;
   readonly ok?: boolean;
   readonly unavailable?: string;
 }
@@ -293,12 +301,9 @@ function runRow(cuda: Cuda, pool: Pool, row: GroupedRow, counts: readonly number
     launch.launch();
     const c = checkOutput(pool, y.download(new Uint8Array(T * N * 2)), row, offs, rng);
     const burst = timeBurst(cuda, () => launch.launch(), est).ms;
-    const sched = v.ck.gemm.schedule;
-    const tb = sched.threadblock!, wp = sched.warp!;
     candidates.push({
       label: v.label,
-      schedule: `${tb.m}x${tb.n}x${tb.k}, warp ${wp.m}x${wp.n}x${wp.k}, ${sched.stages} stages; ` +
-        `grid ${launch.grid[0]}, ${launch.totalTiles} tiles`,
+      schedule: `${scheduleText(v.ck)}; grid ${launch.grid[0]}, ${launch.totalTiles} tiles`,
       burstMs: burst,
       check: c.text,
       ok: c.ok,
@@ -331,8 +336,8 @@ function runRow(cuda: Cuda, pool: Pool, row: GroupedRow, counts: readonly number
 
 /** The markdown report. */
 function report(command: string, device: string, results: readonly RowResult[]): string {
-  const f = (v: number | undefined, d = 3) =>
-    v === undefined || !Number.isFinite(v) ? "-" : v.toFixed(d);
+  const f = (v: number | null | undefined, d = 3) =>
+    v == null || !Number.isFinite(v) ? "-" : v.toFixed(d);
   const tf = (flops: number, ms: number | undefined) =>
     ms === undefined || !Number.isFinite(ms) ? "-" : (flops / (ms * 1e-3) / 1e12).toFixed(0);
   const lines = [
@@ -351,8 +356,8 @@ function report(command: string, device: string, results: readonly RowResult[]):
   for (const r of results) {
     const floorMs = (r.weightBytes / COPY_BYTES_PER_S) * 1e3;
     const used = r.counts.filter((c) => c > 0).length;
-    const ratio = (peer: number | undefined, ours: number) =>
-      peer === undefined || !Number.isFinite(ours) ? "-" : (peer / ours).toFixed(2);
+    const ratio = (peer: number | null | undefined, ours: number) =>
+      peer == null || !Number.isFinite(ours) ? "-" : (peer / ours).toFixed(2);
     lines.push(
       `| ${r.row.name} (N=${r.row.N}, K=${r.row.K}) | ${r.row.tokens} (${used}/${r.row.E}) | ${
         f(r.burstMs)
