@@ -67,6 +67,8 @@ const SCHEDULES: Readonly<Record<GroupedRow["kind"], readonly string[]>> = {
     "threadblock 128x128x64\n    warp 64x64x64\n    stages 4",
     "threadblock 64x256x32\n    warp 64x64x32\n    stages 4",
     "threadblock 64x128x64\n    warp 32x64x64\n    stages 4",
+    "threadblock 128x128x32\n    warp 64x64x32\n    stages 4",
+    "threadblock 96x256x32\n    warp 96x64x32\n    stages 4",
   ],
   decode: [
     "threadblock 16x128x64\n    warp 16x32x64\n    stages 6",
