@@ -111,8 +111,8 @@ const EXPECTED: Readonly<Record<string, readonly (readonly [DiagnosticCode, numb
   E0125_stride_count: [["E0125", 2, 20]],
   E0125_stride_misaligned: [["E0125", 2, 28]],
   E0125_sub_byte_stride: [["E0125", 2, 27]],
-  E0126_grouped_batch: [["E0126", 1, 16]],
-  E0126_grouped_name: [["E0126", 1, 16]],
+  E0126_grouped_batch: [["E0126", 5, 5]],
+  E0126_grouped_name: [["E0126", 4, 3]],
   E0126_grouped_split_k: [["E0126", 7, 5]],
   E0126_grouped_swizzle: [["E0126", 7, 5]],
 };

@@ -157,12 +157,13 @@ function checkGrouped(
 ): void {
   const at = k.grouped!;
   if (problem.batch !== null) {
+    const ix = problem.indices.batch!;
     fail(
       s.src,
       "E0126",
-      `A grouped kernel's problems are its batch: drop the batch index "${problem.indices.batch}" ` +
+      `A grouped kernel's problems are its batch: drop the batch index "${ix}" ` +
         "(each problem of the table has its own tensors)",
-      at,
+      s.binding.get(ix)?.span ?? at,
     );
   }
   for (
@@ -184,7 +185,7 @@ function checkGrouped(
         s.src,
         "E0126",
         `A grouped kernel takes a parameter named "${n}" (DESIGN §6.2): rename the kernel's "${n}"`,
-        at,
+        (s.tensors.get(n) ?? s.scalars.get(n))?.name.span ?? at,
       );
     }
   }
