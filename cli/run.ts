@@ -329,10 +329,20 @@ function runAll(
   const full = values["full-check"] === true;
   let ok = true;
   for (const ck of kernels) {
-    if (ck.kernel.group !== undefined) {
-      let g: GroupedRunReport;
+    // A device or simulator failure: said on stderr, the kernel counted as failed, the rest run.
+    const attempt = <T>(f: () => T): T | null => {
       try {
-        g = runGrouped(ck, prepared.groups!, {
+        return f();
+      } catch (e) {
+        if (!(e instanceof CudaError || e instanceof SimError)) throw e;
+        io.err(`gemm: ${ck.name}: ${e.message}\n`);
+        if (values.json) reports.push({ kernel: ck.name, error: e.message });
+        return null;
+      }
+    };
+    if (ck.kernel.group !== undefined) {
+      const g: GroupedRunReport | null = attempt(() =>
+        runGrouped(ck, prepared.groups!, {
           seed: prepared.seed,
           check: counts.check,
           iters: counts.iters,
@@ -341,41 +351,26 @@ function runAll(
           hazards: !values["no-hazards"],
           cuda,
           ...(full ? { simMaxWork: Infinity } : {}),
-        });
-      } catch (e) {
-        if (e instanceof CudaError || e instanceof SimError) {
-          io.err(`gemm: ${ck.name}: ${e.message}\n`);
-          ok = false;
-          if (values.json) reports.push({ kernel: ck.name, error: e.message });
-          continue;
-        }
-        throw e;
-      }
-      ok &&= g.ok;
+        })
+      );
+      ok &&= g !== null && g.ok;
+      if (g === null) continue;
       if (values.json) reports.push(groupedJson(g));
       else io.out(groupedLines(g).join("\n") + "\n");
       continue;
     }
-    let rep: RunReport;
-    try {
-      rep = runGemm(ck, prepared.sizes, {
+    const rep: RunReport | null = attempt(() =>
+      runGemm(ck, prepared.sizes, {
         seed: prepared.seed,
         ...counts,
         scalars: prepared.scalars,
         hazards: !values["no-hazards"],
         cuda,
         ...(full ? { refMaxMacs: Infinity, simMaxMacs: Infinity } : {}),
-      });
-    } catch (e) {
-      if (e instanceof CudaError || e instanceof SimError) {
-        io.err(`gemm: ${ck.name}: ${e.message}\n`);
-        ok = false;
-        if (values.json) reports.push({ kernel: ck.name, error: e.message });
-        continue;
-      }
-      throw e;
-    }
-    ok &&= rep.ok;
+      })
+    );
+    ok &&= rep !== null && rep.ok;
+    if (rep === null) continue;
     if (values.json) reports.push(runJson(rep));
     else io.out(runLines(rep).join("\n") + "\n");
   }

@@ -153,16 +153,26 @@ function groupedLines(name: string, rep: GroupedReport): string[] {
         errorLine(c)
       }${p.gapWrites > 0 ? `; ${p.gapWrites} writes outside D's view` : ""}`,
     );
-    if (c.first !== null) {
-      lines.push(
-        `    first mismatch: element ${c.first.index}: got ${c.first.got}, want ${c.first.want}`,
-      );
-    }
+    lines.push(...firstMismatch(c, "    "));
   }
-  if (rep.sim.hazardCount === 0) lines.push("  hazards: none");
-  else lines.push(...hazardLines(rep.sim.hazardCount, rep.sim.hazards));
-  lines.push(...fmtStats(rep));
-  return lines;
+  return [...lines, ...simTail(rep)];
+}
+
+/** The line of a comparison's first mismatch, if any. */
+function firstMismatch(c: SimulateReport["comparison"], indent: string): string[] {
+  return c.first === null ? [] : [
+    `${indent}first mismatch: element ${c.first.index}: got ${c.first.got}, want ${c.first.want}`,
+  ];
+}
+
+/** The hazard and statistics lines that end every report. */
+function simTail(rep: Pick<SimulateReport, "sim">): string[] {
+  return [
+    ...(rep.sim.hazardCount === 0
+      ? ["  hazards: none"]
+      : hazardLines(rep.sim.hazardCount, rep.sim.hazards)),
+    ...fmtStats(rep),
+  ];
 }
 
 /** The text report of one kernel. */
@@ -179,16 +189,9 @@ function reportLines(name: string, rep: SimulateReport): string[] {
       rep.seconds.toFixed(2)
     } s simulated)`,
     `  error: ${errorLine(c)}`,
+    ...firstMismatch(c, "  "),
   ];
-  if (c.first !== null) {
-    lines.push(
-      `  first mismatch: element ${c.first.index}: got ${c.first.got}, want ${c.first.want}`,
-    );
-  }
-  if (rep.sim.hazardCount === 0) lines.push("  hazards: none");
-  else lines.push(...hazardLines(rep.sim.hazardCount, rep.sim.hazards));
-  lines.push(...fmtStats(rep));
-  return lines;
+  return [...lines, ...simTail(rep)];
 }
 
 function run(values: OptionValues<typeof OPTIONS>, positionals: string[], io: CliIO): number {
