@@ -286,19 +286,7 @@ export function runGemm(
   } catch (e) {
     failure = e;
   }
-  // Release what this run made, whatever happened; then the context, if ours.
-  // A release failure is raised only when the run itself succeeded.
-  const attempt = (f: () => void) => {
-    try {
-      f();
-    } catch (e) {
-      failure ??= e;
-    }
-  };
-  for (const b of held.buffers) attempt(() => b.free());
-  const k = held.kernel;
-  if (k !== null) attempt(() => k.close());
-  if (owned) attempt(() => cuda.close());
+  failure = release(held, owned ? cuda : null, failure);
   if (failure !== null || phase === null) throw failure;
   const { output, fnAttrs, jit, timing } = phase;
 
@@ -326,6 +314,31 @@ export function runGemm(
 interface Held {
   readonly buffers: DeviceBuffer[];
   kernel: LoadedKernel | null;
+}
+
+/**
+ * Releases what a run made, whatever happened: its buffers, its kernel, then the
+ * context when the run opened it. A release failure is kept only when the run itself
+ * succeeded.
+ *
+ * @param held What the run holds.
+ * @param owned The context, when the run opened it; null otherwise.
+ * @param failure The run's failure, or null.
+ * @returns The failure to raise, or null.
+ */
+function release(held: Held, owned: Cuda | null, failure: unknown): unknown {
+  const attempt = (f: () => void) => {
+    try {
+      f();
+    } catch (e) {
+      failure ??= e;
+    }
+  };
+  for (const b of held.buffers) attempt(() => b.free());
+  const k = held.kernel;
+  if (k !== null) attempt(() => k.close());
+  if (owned !== null) attempt(() => owned.close());
+  return failure;
 }
 
 /** The launch counts of a run, checked. */
@@ -747,18 +760,8 @@ export function runGrouped(
   } catch (e) {
     failure = e;
   }
-  const attempt = (f: () => void) => {
-    try {
-      f();
-    } catch (e) {
-      failure ??= e;
-    }
-  };
-  for (const b of held.buffers) attempt(() => b.free());
-  const k = held.kernel;
-  if (k !== null) attempt(() => k.close());
   const device = cuda.device;
-  if (owned) attempt(() => cuda.close());
+  failure = release(held, owned ? cuda : null, failure);
   if (failure !== null || gpu === null) throw failure;
 
   // The checks, on the CPU.
