@@ -611,7 +611,7 @@ function groupedFakes(): string {
   return `#include <stdint.h>
 #include <string.h>
 typedef int CUresult;
-int fake_occupancy = 3, fake_occupancy_calls = 0;
+OCCUPANCY_GLOBALS
 uint64_t fake_copy_dst, fake_copy_n;
 unsigned char fake_copy_bytes[1 << 16];
 ${has("cuCtxGetDevice") ? "" : "CUresult cuCtxGetDevice(int *d) { *d = 0; return 0; }"}
@@ -632,6 +632,12 @@ CUresult cuMemcpyHtoDAsync_v2(uint64_t dst, const void *src, size_t n, void *str
 `.replace(
     has("cuOccupancyMaxActiveBlocksPerMultiprocessor") ? /CUresult cuOccupancy[^]*?\n}\n/ : /^$/,
     "",
+  ).replace(
+    "OCCUPANCY_GLOBALS",
+    // The fake's own occupancy (fake_occupancy, fake_occupancy_calls) where it has one.
+    has("cuOccupancyMaxActiveBlocksPerMultiprocessor")
+      ? ""
+      : "int fake_occupancy = 3, fake_occupancy_calls = 0;",
   );
 }
 

@@ -11,6 +11,7 @@
 import assert from "node:assert/strict";
 import { compile, type CompiledKernel } from "../compiler.ts";
 import { simulateGemm, type SimulateReport } from "../harness/simulate_gemm.ts";
+import { simulateGrouped } from "../harness/simulate_grouped.ts";
 import { referenceGemm } from "../harness/reference.ts";
 import { DTYPE_INFO } from "../ir/dtype.ts";
 import { tensorParam } from "../ir/gemm.ts";
@@ -91,6 +92,21 @@ for (const file of exampleFiles()) {
   for (const ck of kernels) {
     const tb = ck.planned.plan.tile!.threadblock;
     const stages = ck.planned.plan.pipeline!.stages;
+    if (ck.kernel.group !== undefined) {
+      // A grouped example: the same sizes as problems of one launch, an empty one among them.
+      const seedG = nextSeed();
+      Deno.test(`${file} ${ck.name}: grouped, a tile multiple, M=0 and M=80 N=72 K=256`, () => {
+        const rep = simulateGrouped(ck, [
+          { M: tb.m, N: tb.n, K: (stages + 1) * tb.k },
+          { M: 0, N: 72, K: 256 },
+          { M: 80, N: 72, K: 256 },
+        ], { seed: seedG });
+        assert.ok(rep.ok, JSON.stringify(rep.problems.map((p) => p.comparison.first)));
+        assert.equal(rep.sim.hazardCount, 0);
+        assert.ok(rep.sim.stats.mmas > 0);
+      });
+      continue;
+    }
     const batched = ck.gemm.problem.batch !== null;
     const seedA = nextSeed();
     Deno.test(

@@ -331,17 +331,21 @@ int fake_launch_stats(int64_t *out) {
   return 3;
 }
 
-/* For grouped launches (backends/cuda/grouped.ts): blocks of a function per SM; the fake
- * answers 2 (0 above 1024 threads) and records the arguments of the last call. */
+/* For grouped launches (backends/cuda/grouped.ts, the C artefact): blocks of a function per
+ * SM; the fake answers fake_occupancy (2 unless a test sets it; 0 above 1024 threads), counts
+ * the calls in fake_occupancy_calls and records the arguments of the last call. */
+int fake_occupancy = 2;
+int fake_occupancy_calls;
 static long occupancy_calls;
 static int last_occ_threads;
 static size_t last_occ_smem;
 CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, void *fn, int threads, size_t smem) {
   if (!fn || !n) return INVALID_HANDLE;
   occupancy_calls++;
+  fake_occupancy_calls++;
   last_occ_threads = threads;
   last_occ_smem = smem;
-  *n = threads > 1024 ? 0 : 2;
+  *n = threads > 1024 ? 0 : fake_occupancy;
   return OK;
 }
 int fake_occupancy_stats(int64_t *out) {
