@@ -339,6 +339,8 @@ export class SparsePatternError extends Error {
   /** The first of them, in storage order. */
   readonly violations: readonly SparseViolation[];
   /**
+   * An error for the groups a check found.
+   *
    * @param dtype The element type.
    * @param report What the check found.
    */
