@@ -11,16 +11,18 @@
  * per type. Along K, every row of A is cut into aligned *groups*; in each group
  * only some *units* may be nonzero:
  *
- * | dtype            | group (elements of K) | unit             | units kept | kept elements |
- * | ---------------- | --------------------- | ---------------- | ---------- | ------------- |
- * | f16, bf16, s8, u8 | 4                    | 1 element        | 2 of 4     | 2             |
- * | f32, tf32        | 2                     | 1 element        | 1 of 2     | 1             |
- * | s4, u4           | 8                     | 2 elements (pair) | 2 of 4    | 4             |
+ * | dtype             | group (elements of K) | unit              | units kept | kept elements |
+ * | ----------------- | --------------------- | ----------------- | ---------- | ------------- |
+ * | f16, bf16, s8, u8 | 4                     | 1 element         | 2 of 4     | 2             |
+ * | f32, tf32         | 2                     | 1 element         | 1 of 2     | 1             |
+ * | s4, u4            | 8                     | 2 elements (pair) | 2 of 4     | 4             |
  *
  * So every type keeps half of K: the kept values of a row are `cols / 2`
  * elements. Note the 4-bit types: the ISA makes them *pairwise* 4:8 sparse (a
  * pair of adjacent elements is kept or dropped as a whole), not 2:4 over single
- * elements; a pair counts as nonzero when either of its elements is.
+ * elements (DESIGN §6.3's "at most 2 nonzeros in every aligned group of 4"
+ * is the rule of the 16- and 8-bit types); a pair counts as nonzero when
+ * either of its elements is.
  *
  * ## Canonical metadata (the layout {@link compressSparse} writes)
  *
@@ -32,20 +34,24 @@
  *   (0..3). Kept indices (0, 3) give `0b1100`, (1, 2) give `0b1001`.
  * - s4, u4: `i0`, `i1` are the kept *pairs'* indices in the group of 8
  *   (0..3; pair `p` is elements `2p` and `2p + 1`).
- * - f32, tf32: the ISA's 4-bit index of a 2-wide chunk, which names the two
- *   16-bit halves of the kept 32-bit element: element 0 kept is `0b0100`
- *   (halves 0 and 1), element 1 kept is `0b1110` (halves 2 and 3); no other
- *   value is meaningful.
+ * - f32, tf32: the ISA's 4-bit index of a 2-wide chunk, for which it defines
+ *   only two values: element 0 kept is `0b0100`, element 1 kept is `0b1110`
+ *   (read as two 2-bit indices they name the 16-bit halves of the kept
+ *   32-bit element: halves 0 and 1, or 2 and 3).
  *
  * Nibbles are packed into little-endian u32 words row by row: a row (of the
  * `batch * rows` rows, batch first) takes `w = ceil((cols / group) / 8)`
  * words ({@link sparseMetaWordsPerRow}); the nibble of group `g` of row `r`
  * is bits `4 * (g % 8)` .. `4 * (g % 8) + 3` of word `r * w + floor(g / 8)`
- * (group 0 in the least significant bits, as the ISA's metadata registers
- * hold the lower K columns in the lower bits). The unused nibbles at the end
- * of a row's last word hold `0b0100`, a meaningful value for every type, so a
- * kernel that reads whole words never hands the tensor core an undefined
- * index. As bytes (what a launcher uploads): `new Uint8Array(meta.buffer)` on
+ * (group 0 in the least significant bits: the order in which CUTLASS's host
+ * reference, `uncompress` in cutlass/util/host_uncompress.h, reads its
+ * metadata before the kernel-specific reorder; it also decodes tf32's
+ * `0b0100` / `0b1110` and the 4-bit types' pair indices as above). The
+ * unused nibbles at the end of a row's last word hold `0b0100`, a meaningful
+ * value for every type, so a kernel that reads whole words never hands the
+ * tensor core an undefined index. This module needs K to be a multiple of the
+ * group only; a kernel will also want K a multiple of its `mma.sp` K (and the
+ * metadata rows whole words). As bytes (what a launcher uploads): `new Uint8Array(meta.buffer)` on
  * a little-endian host, {@link sparseMetaBytes} of them.
  *
  * ## Kept values
