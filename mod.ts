@@ -364,3 +364,61 @@ export {
 export type { GroupField, GroupLayout } from "./ir/kernel.ts";
 export type { ManifestGroup } from "./backends/ptx/manifest.ts";
 export type { SimBuffer } from "./backends/sim/mod.ts";
+
+/**
+ * Structured-sparse A on the host (DESIGN §6.3, issue 21; numerics/sparse.ts):
+ * {@link compressSparse} turns a dense `[batch, rows, K]` matrix with the
+ * `mma.sp` pattern (2:4 for f16/bf16/s8/u8, 1:2 for f32/tf32, 4:8 in pairs
+ * for s4/u4) into A's kept values (`[batch, rows, K/2]`, encoded as the type
+ * is stored) and the canonical `A_meta` metadata (one 4-bit pair of 2-bit
+ * indices per group, little-endian u32 words row by row), refusing a matrix
+ * that breaks the pattern with a {@link SparsePatternError} that lists where,
+ * or pruning it with `prune: true`; {@link decompressSparse} is the inverse;
+ * {@link sparseValueBytes} and {@link sparseMetaBytes} size the buffers.
+ *
+ * @example
+ * ```ts
+ * import { deepEqual, equal, throws } from "node:assert/strict";
+ * import {
+ *   compressSparse, decompressSparse, randomSparse, SparsePatternError, sparseMetaBytes,
+ *   sparseValueBytes,
+ * } from "./mod.ts";
+ * // One f16 row of 8 whose kept indices are (0, 3) and (1, 2).
+ * const c = compressSparse([1.5, 0, 0, -2, 0, 3, 4, 0], "f16", 1, 8);
+ * equal(c.meta[0], 0x4444449c); // nibbles 0b1100, 0b1001, then padding 0b0100
+ * deepEqual([...decompressSparse(c, "f16", 1, 8)], [1.5, 0, 0, -2, 0, 3, 4, 0]);
+ * // A random 64 x 128 bf16 matrix with the pattern, and the buffer sizes.
+ * const a = randomSparse("bf16", 64, 128, { seed: 1 });
+ * const s = compressSparse(a, "bf16", 64, 128);
+ * equal(s.values.byteLength, sparseValueBytes(64, 128, "bf16")); // 64 x 64 x 2
+ * equal(s.meta.byteLength, sparseMetaBytes(64, 128, "bf16")); // 64 rows x 2 words x 4
+ * // Three nonzeros in a group of four: refused, or pruned on request.
+ * throws(() => compressSparse([1, 2, 3, 0], "f16", 1, 4), SparsePatternError);
+ * equal(compressSparse([1, 2, 3, 0], "f16", 1, 4, { prune: true }).pruned, 1);
+ * ```
+ */
+export {
+  checkSparsePattern,
+  compressSparse,
+  decompressSparse,
+  isSparseDtype,
+  pruneSparse,
+  randomSparse,
+  type RandomSparseOptions,
+  SPARSE_DTYPES,
+  type SparseCheckOptions,
+  type SparseCompressed,
+  type SparseCompressOptions,
+  type SparseDtype,
+  type SparseGroup,
+  sparseGroup,
+  sparseMetaBytes,
+  type SparseMetaLayout,
+  sparseMetaPosition,
+  sparseMetaWordsPerRow,
+  SparsePatternError,
+  type SparsePatternReport,
+  type SparseShapeOptions,
+  sparseValueBytes,
+  type SparseViolation,
+} from "./numerics/sparse.ts";
