@@ -30,6 +30,11 @@
  * C/D map launches use the pattern "first kept columns" and selector 0; the
  * random product runs once per legal selector, with `mma.sp` and with
  * `mma.sp::ordered_metadata` (one kernel each, {@link sparseProbeKernel}).
+ * Then, per selector, 8 (16 for 16 chunks a row) launches of a binary code
+ * find the (lane, nibble) each (row, chunk) of A takes its metadata from, and
+ * compare it with the table's metadata map (`metaMap` of the result; the
+ * mismatches name the lane and nibble the launch used, so a wrong layout in
+ * ir/mma_sparse.ts can be corrected from the probe's output).
  *
  * Modes: `gpu` launches the PTX through the CUDA driver and also runs the
  * simulator on the same registers (the raw D registers must be identical);
@@ -110,6 +115,28 @@ export interface ProbeResult {
   readonly error: string | null;
   /** Whether the map and the product agree everywhere and nothing failed. */
   readonly ok: boolean;
+  /** Sparse rows: the metadata map found by the launches, against the table's. */
+  readonly metaMap?: ProbeMetaCheck;
+}
+
+/** One chunk of A whose metadata the launch read from another (lane, nibble). */
+export interface ProbeMetaMismatch {
+  /** The sparsity selector of the launch. */
+  readonly selector: number;
+  /** The row of A. */
+  readonly row: number;
+  /** The chunk of the row (dense columns chunk * group ..). */
+  readonly chunk: number;
+  /** The table's [lane, nibble]. */
+  readonly table: readonly [number, number];
+  /** The launch's [lane, nibble]; NaN where the launches gave no consistent answer. */
+  readonly observed: readonly [number, number];
+}
+
+/** The check of a sparse row's metadata map: (row, chunk) pairs per selector. */
+export interface ProbeMetaCheck extends ProbeCount {
+  /** The first few mismatches. */
+  readonly mismatches: readonly ProbeMetaMismatch[];
 }
 
 /** The PTX entry name of a row's probe. */
@@ -585,7 +612,10 @@ export function evaluateSparseProbe(
       }
     }
   }
-  const simIdentical: boolean | null = simSame;
+  const metaMap = discoverMeta(s, launchers);
+  const simIdentical: boolean | null = simSame === null
+    ? metaMap.simSame
+    : simSame && metaMap.simSame !== false;
   return {
     shape: s.name,
     ptx: s.ptx,
@@ -594,8 +624,87 @@ export function evaluateSparseProbe(
     product: { agree: prodAgree, total: total * prods.length },
     simIdentical,
     error: null,
-    ok: agree === total && prodAgree === total * prods.length && simIdentical !== false,
+    ok: agree === total && prodAgree === total * prods.length && simIdentical !== false &&
+      metaMap.check.agree === metaMap.check.total,
+    metaMap: metaMap.check,
   };
+}
+
+/**
+ * Finds which (lane, nibble) of the metadata registers each (row, chunk) of A is read from,
+ * for every selector, with launches of a binary code: A's kept values all 1, C 0; launch
+ * (bit b, half h) writes nibble 0b1110 ("keep the upper half of the chunk") where bit b of
+ * the slot index 8 * lane + nibble is set and 0b0100 (the lower half) elsewhere, and B
+ * (k, j) is 1 exactly where k is in the upper half of chunk 8h + j, so that D[i][j] is the
+ * kept count where row i's chunk 8h + j read a 1 bit and 0 where it read a 0 bit.
+ */
+function discoverMeta(
+  s: SparseMmaShape,
+  launchers: SparseLaunchers,
+): { check: ProbeMetaCheck; simSame: boolean | null } {
+  const { group, kept, chunks } = s.meta;
+  const a = packFragment(s.a, () => 1);
+  const c = packFragment(s.c, () => 0);
+  let simSame: boolean | null = null;
+  const mismatches: ProbeMetaMismatch[] = [];
+  let agree = 0;
+  let total = 0;
+  for (const selector of s.meta.selectors) {
+    const [launch, sim] = launchers({ selector, ordered: false });
+    const slot = new Float64Array(s.m * chunks); // the (lane, nibble) slot index found
+    for (let h = 0; h * 8 < chunks; h++) {
+      const b = packFragment(s.b, (k, j) => {
+        const ch = Math.floor(k / group);
+        return ch - 8 * h === j && k % group >= group / 2 ? 1 : 0;
+      });
+      for (let bit = 0; bit < 8; bit++) {
+        const e = new Uint8Array(128);
+        const dv = new DataView(e.buffer);
+        for (let lane = 0; lane < 32; lane++) {
+          let w = 0;
+          for (let n = 0; n < 8; n++) {
+            w = (w | ((((8 * lane + n) >> bit) & 1 ? 0xe : 0x4) << (4 * n))) >>> 0;
+          }
+          dv.setUint32(4 * lane, w, true);
+        }
+        const bytes = launch(a, b, c, e);
+        if (sim !== null) simSame = (simSame ?? true) && equalBytes(bytes, sim(a, b, c, e));
+        const d = unpackFragment(s.c, bytes);
+        for (let lane = 0; lane < 32; lane++) {
+          for (let r = 0; r < s.c.regs; r++) {
+            for (let el = 0; el < s.c.elemsPerReg; el++) {
+              const [i, j] = s.c.coord(lane, r, el);
+              const ch = 8 * h + j;
+              if (ch >= chunks) continue;
+              const v = d(lane, r, el);
+              const x = v === kept ? 1 : v === 0 ? 0 : NaN;
+              slot[i * chunks + ch] = slot[i * chunks + ch]! + x * (1 << bit);
+            }
+          }
+        }
+      }
+    }
+    const where = new Map<number, [number, number]>();
+    for (let lane = 0; lane < 32; lane++) {
+      for (let n = 0; n < 8; n++) {
+        const rc = s.meta.coord(lane, selector, n);
+        if (rc !== undefined) where.set(rc[0] * chunks + rc[1], [lane, n]);
+      }
+    }
+    for (let i = 0; i < s.m; i++) {
+      for (let ch = 0; ch < chunks; ch++) {
+        total++;
+        const table = where.get(i * chunks + ch)!;
+        const x = slot[i * chunks + ch]!;
+        const observed: [number, number] = Number.isNaN(x) ? [NaN, NaN] : [x >> 3, x & 7];
+        if (observed[0] === table[0] && observed[1] === table[1]) agree++;
+        else if (mismatches.length < 8) {
+          mismatches.push({ selector, row: i, chunk: ch, table, observed });
+        }
+      }
+    }
+  }
+  return { check: { agree, total, mismatches }, simSame };
 }
 
 /** C/D id inputs of a sparse row on pattern `keep` (the same for every row). */
@@ -924,6 +1033,19 @@ export function formatProbe(results: readonly ProbeResult[]): string {
           m.table.join(", ")
         }), ${r.mode === "gpu" ? "GPU" : "simulator"} (${m.observed.join(", ")})`,
       );
+    }
+    const mm = r.metaMap;
+    if (mm !== undefined && mm.agree !== mm.total) {
+      lines.push(`${"".padEnd(w)}    metadata map ${mm.agree}/${mm.total}`);
+      for (const m of mm.mismatches) {
+        lines.push(
+          `${"".padEnd(w)}    selector ${m.selector} row ${m.row} chunk ${m.chunk}: table lane ${
+            m.table[0]
+          } nibble ${m.table[1]}, ${r.mode === "gpu" ? "GPU" : "simulator"} lane ${
+            m.observed[0]
+          } nibble ${m.observed[1]}`,
+        );
+      }
     }
   }
   const bad = results.filter((r) => !r.ok).length;

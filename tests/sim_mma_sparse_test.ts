@@ -9,7 +9,11 @@ import assert from "node:assert/strict";
 import { SPARSE_MMA_TABLE, type SparseMmaShape } from "../ir/mma_sparse.ts";
 import type { MmaDtype } from "../ir/mma_table.ts";
 import {
+  evaluateSparseProbe,
+  formatProbe,
   packFragment,
+  type ProbeLauncher,
+  runProbe,
   simProbeLauncher,
   sparseProbeKernel,
   unpackFragment,
@@ -286,4 +290,29 @@ Deno.test("mma.sp in the IR: the verifier and the PTX printer", () => {
     Object.keys(ir.mma("m16n8k16.f16.f16", [r(1), r(2)], [], [], [r(1), r(2)])),
     ["op", "shape", "d", "a", "b", "c"],
   );
+});
+
+Deno.test("the sparse probe finds the metadata map a launch reads (a wrong table row)", async () => {
+  const s = SPARSE_MMA_TABLE.find((r) => r.name === "sp.m16n8k32.s8.s32")!;
+  const launchers = (v: { selector: number; ordered: boolean }) =>
+    [simProbeLauncher(s, sparseProbeKernel(s, v)), null] as [ProbeLauncher, null];
+  const right = evaluateSparseProbe(s, "sim", launchers, 7);
+  assert.ok(right.ok);
+  assert.equal(right.metaMap?.agree, 2 * 16 * 8);
+  // A table that swaps the two lanes of each pair (rows g and g + 8).
+  const meta = Object.freeze({
+    ...s.meta,
+    coord: (lane: number, sel: number, n: number) => s.meta.coord(lane ^ 1, sel, n),
+  });
+  const wrong: SparseMmaShape = Object.freeze({ ...s, meta });
+  const r = evaluateSparseProbe(wrong, "sim", launchers, 7);
+  assert.equal(r.ok, false);
+  assert.ok(r.product.agree < r.product.total);
+  assert.equal(r.metaMap?.agree, 0);
+  for (const m of r.metaMap!.mismatches) {
+    assert.deepEqual(m.observed, [m.table[0] ^ 1, m.table[1]]);
+  }
+  assert.match(formatProbe([r]), /metadata map 0\/256/);
+  const all = await runProbe({ mode: "sim", shapes: SPARSE_MMA_TABLE });
+  assert.ok(all.every((x) => x.ok && x.metaMap!.agree === x.metaMap!.total));
 });
