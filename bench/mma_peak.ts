@@ -5,8 +5,15 @@
  * kernel IR and printed by its PTX backend, one per MMA shape that the
  * benchmarks compare against.
  *
+ * The sparse ceiling (`mma.sp`, ir/mma_sparse.ts): {@link SPARSE_PEAK_SHAPES}
+ * through the same {@link peakKernel} (compressed A fragments, a valid
+ * metadata register, selector 0), plain or `mma.sp::ordered_metadata`
+ * ({@link sparsePeakKernels}); {@link peakOps} counts a sparse MMA by its dense
+ * shape (dense-equivalent operations, as cuSPARSELt and the issue quote them).
+ *
  * Run on a GPU through `bench/gpu_bench.ts`; `deno run bench/mma_peak.ts
- * --ptx` prints the module.
+ * --ptx` prints the module (`--sparse`: the sparse kernels' module instead,
+ * PTX 8.5 for ordered_metadata).
  *
  * @module
  */
@@ -14,6 +21,7 @@
 import { imm, KernelBuilder } from "../ir/builder.ts";
 import type { Kernel, Reg, RegType } from "../ir/kernel.ts";
 import { MMA_SHAPES, type MmaShape } from "../ir/mma_table.ts";
+import { sparseMmaByName } from "../ir/mma_sparse.ts";
 import { printPtx } from "../backends/ptx/print.ts";
 import * as ir from "../ir/builder.ts";
 
@@ -43,20 +51,48 @@ export const PEAK_SHAPES: Readonly<Record<string, string>> = Object.freeze({
   b1: "m16n8k256.b1.s32.and.popc",
 });
 
+/** The sparse shapes measured (`mma.sp`), by benchmark type. */
+export const SPARSE_PEAK_SHAPES: Readonly<Record<string, string>> = Object.freeze({
+  f16: "sp.m16n8k32.f16.f32",
+  bf16: "sp.m16n8k32.bf16.f32",
+  tf32: "sp.m16n8k16.tf32.f32",
+  s8: "sp.m16n8k64.s8.s32",
+});
+
+/** Valid metadata words (every nibble keeps two ascending positions, so also valid for
+ * ordered_metadata): 2:4 types, and tf32 (only 0b0100 and 0b1110 nibbles). */
+const META_WORDS = [0x44444444, 0xeeeeeeee, 0x98989898, 0xdcdcdcdc];
+const META_WORDS_TF32 = [0x44444444, 0xeeeeeeee, 0x4e4e4e4e, 0xe4e4e4e4];
+
 /**
- * A peak kernel for one MMA table row: `iters` rounds of eight independent
- * MMAs; each thread writes one value derived from its accumulators.
+ * A peak kernel for one MMA table row (dense, or sparse "sp.*"): `iters` rounds of
+ * `accumulators` independent MMAs; each thread writes one value derived from its
+ * accumulators. A sparse row's MMAs read a constant valid metadata register (with `random`
+ * operands, one of four rotated with A) and selector 0.
  *
  * @param shapeName The MMA table row.
  * @param accumulators Independent accumulator sets per thread.
+ * @param operands Fixed or random operand values.
+ * @param ordered Sparse rows: `mma.sp::ordered_metadata` instead of `mma.sp`.
  * @returns The kernel (params: `out` tensor, `iters` dim).
+ * @example
+ * ```ts
+ * import { ok } from "node:assert/strict";
+ * import { printPtx } from "../backends/ptx/print.ts";
+ * import { peakKernel } from "./mma_peak.ts";
+ * const k = peakKernel("sp.m16n8k32.f16.f32", 16, "fixed", true);
+ * ok(k.name.endsWith("_ord"));
+ * ok(printPtx([k]).includes("mma.sp::ordered_metadata.sync.aligned.m16n8k32"));
+ * ```
  */
 export function peakKernel(
   shapeName: string,
   accumulators = PEAK_ACCUMULATORS,
   operands: PeakOperands = "fixed",
+  ordered = false,
 ): Kernel {
-  const s = MMA_SHAPES.find((x) => x.name === shapeName);
+  const sp = sparseMmaByName(shapeName);
+  const s = sp ?? MMA_SHAPES.find((x) => x.name === shapeName);
   if (s === undefined) throw new Error(`Unknown MMA shape "${shapeName}"`);
   const b = new KernelBuilder();
   const frame = peakParams(b);
@@ -118,6 +154,13 @@ export function peakKernel(
   const Bs = operands === "fixed"
     ? [operand(s.b.regs, 7)]
     : Array.from({ length: OPERAND_SETS }, (_, j) => hashed(s.b.regs, 2 * j + 2, s.bType));
+  const metas = sp === undefined
+    ? []
+    : (sp.aType === "tf32" ? META_WORDS_TF32 : META_WORDS).slice(0, As.length).map((w) => {
+      const r = b.reg("b32");
+      b.emit(ir.mov(r, imm(w)));
+      return r;
+    });
   const accType = s.c.regType;
   const acc: Reg[][] = Array.from(
     { length: accumulators },
@@ -133,14 +176,19 @@ export function peakKernel(
     acc.forEach((c, j) => {
       const a = As[j % As.length]!;
       const bb = Bs[Math.floor(j / As.length) % Bs.length]!;
-      b.emit(ir.mma(s.name, c, a, bb, c));
+      const meta = metas[j % As.length];
+      b.emit(
+        meta === undefined
+          ? ir.mma(s.name, c, a, bb, c)
+          : ir.mma(s.name, c, a, bb, c, { meta, selector: 0, ordered }),
+      );
     });
   });
   return peakFinish(
     b,
     `peak_${s.name.replaceAll(".", "_")}${
       accumulators === PEAK_ACCUMULATORS ? "" : `_a${accumulators}`
-    }${operands === "fixed" ? "" : "_rand"}`,
+    }${operands === "fixed" ? "" : "_rand"}${ordered && sp !== undefined ? "_ord" : ""}`,
     frame,
     acc.map((c) => c[0]!),
     accType,
@@ -283,7 +331,28 @@ export function ffmaOps(blocks: number, iters: number): number {
 }
 
 /**
- * Operations one peak-kernel launch performs (2 per multiply-add).
+ * The sparse ceiling kernels: every {@link SPARSE_PEAK_SHAPES} row with `mma.sp` and with
+ * `mma.sp::ordered_metadata` (a module with them prints as PTX 8.5).
+ *
+ * @param operands Fixed or random operand values.
+ * @returns The kernels, plain and ordered for each shape.
+ * @example
+ * ```ts
+ * import { equal } from "node:assert/strict";
+ * import { sparsePeakKernels } from "./mma_peak.ts";
+ * equal(sparsePeakKernels().length, 8);
+ * ```
+ */
+export function sparsePeakKernels(operands: PeakOperands = "fixed"): Kernel[] {
+  return Object.values(SPARSE_PEAK_SHAPES).flatMap((s) => [
+    peakKernel(s, PEAK_ACCUMULATORS, operands, false),
+    peakKernel(s, PEAK_ACCUMULATORS, operands, true),
+  ]);
+}
+
+/**
+ * Operations one peak-kernel launch performs (2 per multiply-add; a sparse row counts its
+ * dense shape).
  *
  * @param shapeName The MMA table row.
  * @param blocks Blocks launched.
@@ -291,12 +360,16 @@ export function ffmaOps(blocks: number, iters: number): number {
  * @returns The operation count.
  */
 export function peakOps(shapeName: string, blocks: number, iters: number): number {
-  const s = MMA_SHAPES.find((x) => x.name === shapeName)!;
+  const s = sparseMmaByName(shapeName) ?? MMA_SHAPES.find((x) => x.name === shapeName)!;
   const warps = (blocks * PEAK_THREADS) / 32;
   return 2 * s.m * s.n * s.k * PEAK_ACCUMULATORS * iters * warps;
 }
 
 if (import.meta.main) {
+  if (Deno.args.includes("--sparse")) {
+    console.log(printPtx(sparsePeakKernels(), { minBlocksPerSm: 1 }));
+    Deno.exit(0);
+  }
   const kernels = Object.values(PEAK_SHAPES).map((s) => peakKernel(s));
   if (Deno.args.includes("--variants")) {
     for (const a of [8, 32]) {

@@ -422,15 +422,41 @@ export function atom(dst: Reg, addr: Reg, offset: number, b: Operand, guard?: Gu
   return guarded({ op: "atom", dst, addr, offset, b }, guard);
 }
 
+/** The sparse operands of {@link mma} for a sparse row (ir/mma_sparse.ts). */
+export interface MmaSparseOperands {
+  /** The lane's metadata register (b32). */
+  readonly meta: Reg;
+  /** The sparsity selector. */
+  readonly selector: number;
+  /** Print `mma.sp::ordered_metadata` (default false). */
+  readonly ordered?: boolean;
+}
+
 /**
- * `d = a * b + c`, one warp-wide MMA of the shape named `shape` (ir/mma_table.ts).
+ * `d = a * b + c`, one warp-wide MMA of the shape named `shape` (ir/mma_table.ts,
+ * or a sparse row "sp.*" of ir/mma_sparse.ts, which takes `sparse`).
  *
  * @param shape The MMA table row's name.
  * @param d The result fragment.
- * @param a The A fragment.
+ * @param a The A fragment (compressed, for a sparse row).
  * @param b The B fragment.
  * @param c The accumulator fragment.
+ * @param sparse For a sparse row: the metadata register, the selector, ordered_metadata.
  * @returns The operation.
+ * @example
+ * ```ts
+ * import { deepEqual, equal } from "node:assert/strict";
+ * import { mma } from "./builder.ts";
+ * const r = (id: number) => ({ kind: "reg" as const, id, type: "b32" as const });
+ * const f = (id: number) => ({ kind: "reg" as const, id, type: "f32" as const });
+ * const acc = [f(1), f(2), f(3), f(4)];
+ * const op = mma("sp.m16n8k16.f16.f32", acc, [r(5), r(6)], [r(7), r(8)], acc, {
+ *   meta: r(9),
+ *   selector: 2,
+ * });
+ * equal(op.selector, 2);
+ * deepEqual(Object.keys(mma("m16n8k16.f16.f32", acc, [], [], acc)), ["op", "shape", "d", "a", "b", "c"]);
+ * ```
  */
 export function mma(
   shape: string,
@@ -438,8 +464,13 @@ export function mma(
   a: readonly Reg[],
   b: readonly Reg[],
   c: readonly Reg[],
+  sparse?: MmaSparseOperands,
 ): MmaOp {
-  return { op: "mma", shape, d, a, b, c };
+  if (sparse === undefined) return { op: "mma", shape, d, a, b, c };
+  const { meta, selector } = sparse;
+  return sparse.ordered === true
+    ? { op: "mma", shape, d, a, b, c, meta, selector, ordered: true }
+    : { op: "mma", shape, d, a, b, c, meta, selector };
 }
 
 /**

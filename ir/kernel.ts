@@ -539,6 +539,12 @@ export interface StgOp {
  * as many as the row's fragment maps say (b32 for packed and tf32 operands,
  * f32/s32 for f32/s32 accumulators, b32 holding f16x2 for f16 accumulators,
  * f64 for f64). Warp-collective; `d` may be the same registers as `c`.
+ *
+ * A sparse row (ir/mma_sparse.ts, names "sp.*") is `mma.sp.sync.aligned`:
+ * `a` is the compressed A fragment, and `meta` (a b32 register: the lane's
+ * metadata) and `selector` (one of the row's sparsity-selector values) are
+ * required; `ordered` prints `mma.sp::ordered_metadata`. Dense rows take
+ * none of the three.
  */
 export interface MmaOp {
   /** The operation's tag. */
@@ -553,6 +559,12 @@ export interface MmaOp {
   readonly b: readonly Reg[];
   /** The C fragment (the accumulator read). */
   readonly c: readonly Reg[];
+  /** Sparse rows only: the lane's metadata register (b32). */
+  readonly meta?: Reg;
+  /** Sparse rows only: the sparsity selector (an immediate of the row's `meta.selectors`). */
+  readonly selector?: number;
+  /** Sparse rows only: print `mma.sp::ordered_metadata` (PTX ISA 8.5) instead of `mma.sp`. */
+  readonly ordered?: boolean;
 }
 
 /** A loop with a trip count that is the same for every thread of the block:
@@ -811,6 +823,7 @@ export function opRegs(o: Op): { reads: Reg[]; writes: Reg[] } {
       return { reads, writes: [] };
     case "mma":
       reads.push(...o.a, ...o.b, ...o.c);
+      if (o.meta !== undefined) reads.push(o.meta);
       return { reads, writes: [...o.d] };
     case "for":
       pushReg(reads, o.from);

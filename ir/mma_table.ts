@@ -277,6 +277,30 @@ function fail(name: string, msg: string): never {
   throw new Error(`mma table: ${name}: ${msg}`);
 }
 
+/**
+ * Checks that fragment map `f` of row `name` covers its `rows` x `cols` operand tile exactly
+ * once over 32 lanes x regs x elemsPerReg, with register packing that matches the element
+ * width. Throws an Error naming the row and the first problem. Used by {@link
+ * validateMmaTable} and by the sparse table's validation (ir/mma_sparse.ts).
+ *
+ * @example
+ * ```ts
+ * import { throws } from "node:assert/strict";
+ * import { MMA_SHAPES, validateFragmentMap } from "./mma_table.ts";
+ * const s = MMA_SHAPES[0]!;
+ * validateFragmentMap(s.name, s.a, s.m, s.k);
+ * throws(() => validateFragmentMap(s.name, s.a, s.m, 2 * s.k));
+ * ```
+ */
+export function validateFragmentMap(
+  name: string,
+  f: FragmentMap,
+  rows: number,
+  cols: number,
+): void {
+  validateMap(name, f, rows, cols);
+}
+
 function validateMap(name: string, f: FragmentMap, rows: number, cols: number): void {
   const where = `${name} operand ${f.operand}`;
   if (f.rows !== rows || f.cols !== cols) {

@@ -21,6 +21,7 @@ import {
   walkOps,
 } from "./kernel.ts";
 import { MMA_SHAPES, type MmaShape } from "./mma_table.ts";
+import { sparseMmaByName } from "./mma_sparse.ts";
 import { printBody } from "./print_kernel.ts";
 
 function show(o: Op): string {
@@ -202,7 +203,20 @@ function access(o: Extract<Op, { op: "lds" | "ldg" | "sts" | "stg" }>, cx: Check
  * f64, f32 and s32 accumulators in registers of their type, every packed or tf32 operand
  * in a b32), in uniform control flow. */
 const mma: Check<"mma"> = (o, cx, path) => {
-  const s = MMA_BY_NAME.get(o.shape) ?? cx.fail(o, `unknown MMA shape "${o.shape}"`);
+  const sp = sparseMmaByName(o.shape);
+  const s = sp ?? MMA_BY_NAME.get(o.shape) ?? cx.fail(o, `unknown MMA shape "${o.shape}"`);
+  if (sp === undefined) {
+    if (o.meta !== undefined || o.selector !== undefined || o.ordered !== undefined) {
+      cx.fail(o, `${s.name} is dense: it takes no metadata, selector or ordered_metadata`);
+    }
+  } else {
+    const meta = o.meta ?? cx.fail(o, `sparse ${sp.name} needs a metadata register`);
+    cx.is(o, meta, B32, "metadata");
+    const sel = o.selector;
+    if (sel === undefined || !sp.meta.selectors.includes(sel)) {
+      cx.fail(o, `${sp.name}: sparsity selector ${sel} not in ${sp.meta.selectors.join(", ")}`);
+    }
+  }
   const frags = [[o.a, s.a, "a"], [o.b, s.b, "b"], [o.c, s.c, "c"], [o.d, s.c, "d"]] as const;
   for (const [r, f, w] of frags) {
     if (r.length !== f.regs) {

@@ -10,6 +10,19 @@ import {
   mmaShapesFor,
   validateMmaTable,
 } from "../ir/mma_table.ts";
+import {
+  findSparseMma,
+  keptColumns,
+  metaNibble,
+  SPARSE_MMA_TABLE,
+  sparseMmaByName,
+  type SparseMmaShape,
+  validateSparseMmaTable,
+} from "../ir/mma_sparse.ts";
+import { sparseProbeKernel } from "../harness/mma_probe.ts";
+import { printPtx } from "../backends/ptx/print.ts";
+import { runPtxas } from "../backends/ptx/ptxas.ts";
+import { ptxasTest } from "./_ptxas.ts";
 
 function mma(name: string): MmaShape {
   const s = MMA_SHAPES.find((x) => x.name === name);
@@ -476,6 +489,196 @@ Deno.test("ldmatrix.x4 feeds the m16n8k16 A fragment; ldmatrix.x2.trans feeds B"
         const kRow = 8 * j + r;
         assert.deepEqual([kRow, c], at(s.b, lane, j, e), `B lane ${lane} reg ${j}`);
       }
+    }
+  }
+});
+
+// ---------------------------------------------------------------------------------------------
+// Sparse rows (ir/mma_sparse.ts)
+// ---------------------------------------------------------------------------------------------
+
+function sp(name: string): SparseMmaShape {
+  const s = sparseMmaByName(name);
+  assert.ok(s, `missing sparse row ${name}`);
+  return s;
+}
+
+Deno.test("sparse table: the 24 rows of the PTX ISA for sm_80, names and mnemonics", () => {
+  validateSparseMmaTable();
+  assert.equal(SPARSE_MMA_TABLE.length, 24);
+  const names = SPARSE_MMA_TABLE.map((s) => s.name);
+  for (
+    const n of [
+      "sp.m16n8k16.f16.f32",
+      "sp.m16n8k16.f16.f16",
+      "sp.m16n8k32.f16.f16",
+      "sp.m16n8k32.bf16.f32",
+      "sp.m16n8k8.tf32.f32",
+      "sp.m16n8k16.tf32.f32",
+      "sp.m16n8k32.u8.s8.s32",
+      "sp.m16n8k64.s8.s32",
+      "sp.m16n8k64.u4.s32",
+      "sp.m16n8k128.s4.u4.s32",
+    ]
+  ) assert.ok(names.includes(n), n);
+  assert.ok(!names.includes("sp.m16n8k32.bf16.f16"));
+  assert.equal(
+    sp("sp.m16n8k64.s8.u8.s32").ptx,
+    "mma.sp.sync.aligned.m16n8k64.row.col.satfinite.s32.s8.u8.s32",
+  );
+  assert.equal(
+    sp("sp.m16n8k8.tf32.f32").ptxOrdered,
+    "mma.sp::ordered_metadata.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",
+  );
+  // No name clashes with the dense table.
+  for (const s of SPARSE_MMA_TABLE) assert.ok(!MMA_SHAPES.some((d) => d.name === s.name));
+  assert.equal(findSparseMma("f16", "f16", "f16", 16, 8, 32)?.name, "sp.m16n8k32.f16.f16");
+  assert.equal(findSparseMma("f16", "f16", "f32", 16, 8, 8), undefined);
+});
+
+Deno.test("sparse table: compressed A is the dense map of M x K/2; B and C/D as dense", () => {
+  for (const s of SPARSE_MMA_TABLE) {
+    assert.equal(s.a.rows, 16);
+    assert.equal(s.a.cols, s.k / 2, s.name);
+    // The ISA's register counts of A: f16 k16 2, k32 4; tf32 k8 2, k16 4; s8 k32 2, k64 4;
+    // s4 k64 2, k128 4.
+    const small = s.k === 16 && s.aType !== "tf32" || s.k === 8 || s.k === 32 && INT8(s) ||
+      s.k === 64 && INT4(s);
+    assert.equal(s.a.regs, small ? 2 : 4, s.name);
+    const dense = findMma(s.aType, s.bType, s.cType, 16, 8, s.k);
+    if (dense !== undefined) {
+      for (let l = 0; l < 32; l++) {
+        for (let r = 0; r < s.b.regs; r++) {
+          for (let e = 0; e < s.b.elemsPerReg; e++) {
+            assert.deepEqual(at(s.b, l, r, e), at(dense.b, l, r, e));
+          }
+        }
+      }
+    }
+  }
+  // Sparse m16n8k16 f16: a0,a1 row g, two kept of cols 4t..4t+3; a2,a3 row g + 8.
+  const f = sp("sp.m16n8k16.f16.f32").a;
+  assert.deepEqual(at(f, 6, 0, 1), [1, 5]); // g 1, t 2: kept index 5 = chunk 2
+  assert.deepEqual(at(f, 6, 1, 0), [9, 4]);
+  // Sparse m16n8k128 s4: a0..a7 row g from cols 16t.., a16.. cols + 64 (kept: + 32).
+  const q = sp("sp.m16n8k128.s4.s32").a;
+  assert.deepEqual(at(q, 7, 2, 3), [1, 3 * 8 + 3 + 32]);
+});
+
+function INT8(s: SparseMmaShape): boolean {
+  return s.aType === "s8" || s.aType === "u8";
+}
+function INT4(s: SparseMmaShape): boolean {
+  return s.aType === "s4" || s.aType === "u4";
+}
+
+Deno.test("sparse table: metadata lanes per selector (the ISA's 'Sparse matrix storage')", () => {
+  const sel = (n: string) => sp(n).meta.selectors;
+  assert.deepEqual(sel("sp.m16n8k16.f16.f32"), [0, 1, 2, 3]);
+  assert.deepEqual(sel("sp.m16n8k32.bf16.f32"), [0, 1]);
+  assert.deepEqual(sel("sp.m16n8k8.tf32.f32"), [0, 1, 2, 3]);
+  assert.deepEqual(sel("sp.m16n8k16.tf32.f32"), [0, 1]);
+  assert.deepEqual(sel("sp.m16n8k32.s8.s32"), [0, 1]);
+  assert.deepEqual(sel("sp.m16n8k64.u8.s32"), [0]);
+  assert.deepEqual(sel("sp.m16n8k64.s4.s32"), [0, 1]);
+  assert.deepEqual(sel("sp.m16n8k128.u4.s32"), [0]);
+  // m16n8k16 f16, selector 2: lane 4g + 2; bits 0-15 row g, 16-31 row g + 8.
+  const a = sp("sp.m16n8k16.f16.f32").meta;
+  assert.deepEqual(a.coord(4 * 3 + 2, 2, 1), [3, 1]);
+  assert.deepEqual(a.coord(4 * 3 + 2, 2, 5), [11, 1]);
+  assert.equal(a.coord(4 * 3 + 1, 2, 5), undefined);
+  // m16n8k32 f16, selector 1: lanes 4g + 2 (chunks 0-3) and 4g + 3 (chunks 4-7), rows g | g + 8.
+  const b = sp("sp.m16n8k32.f16.f32").meta;
+  assert.deepEqual(b.coord(4 * 5 + 3, 1, 6), [13, 6]);
+  assert.deepEqual(b.coord(4 * 5 + 2, 1, 0), [5, 0]);
+  assert.equal(b.coord(4 * 5 + 1, 1, 0), undefined);
+  // m16n8k64 s8: lane t: row g + 8 (t & 1), chunks 8 (t >> 1) ..
+  const c = sp("sp.m16n8k64.s8.s32").meta;
+  assert.deepEqual(c.coord(4 * 2 + 1, 0, 3), [10, 3]);
+  assert.deepEqual(c.coord(4 * 2 + 2, 0, 7), [2, 15]);
+  // m16n8k32 s8, selector 0: lane 4g row g, lane 4g + 1 row g + 8, all 8 chunks.
+  const d = sp("sp.m16n8k32.s8.s32").meta;
+  assert.deepEqual(d.coord(4 * 7 + 1, 0, 7), [15, 7]);
+  assert.throws(() => d.coord(0, 2, 0), RangeError);
+  assert.throws(() => d.coord(32, 0, 0), RangeError);
+  assert.throws(() => d.coord(0, 0, 8), RangeError);
+});
+
+Deno.test("sparse table: metadata nibbles (2:4, tf32 1:2, s4 pairs), UB and ordered", () => {
+  const f = sp("sp.m16n8k16.f16.f32");
+  const t = sp("sp.m16n8k8.tf32.f32");
+  const q = sp("sp.m16n8k64.u4.s32");
+  for (let n = 0; n < 16; n++) {
+    const i0 = n & 3;
+    const i1 = n >> 2;
+    assert.deepEqual(keptColumns(f, n, false), i0 === i1 ? undefined : [i0, i1]);
+    assert.deepEqual(keptColumns(f, n, true), i0 < i1 ? [i0, i1] : undefined);
+    const tc = keptColumns(t, n, false);
+    assert.deepEqual(tc, n === 0b0100 ? [0] : n === 0b1110 ? [1] : undefined);
+    const cols = keptColumns(q, n, true);
+    if (cols !== undefined) assert.equal(metaNibble(q, cols), n);
+    const fc = keptColumns(f, n, true);
+    if (fc !== undefined) assert.equal(metaNibble(f, fc), n);
+  }
+  assert.deepEqual(keptColumns(q, 0b1100, false), [0, 1, 6, 7]);
+  assert.throws(() => metaNibble(q, [1, 2, 4, 5]), RangeError);
+  assert.throws(() => metaNibble(f, [2, 2]), RangeError);
+  assert.throws(() => keptColumns(f, 16, false), RangeError);
+});
+
+Deno.test("sparse table: deeply frozen; validateSparseMmaTable rejects broken rows", () => {
+  for (const s of SPARSE_MMA_TABLE) {
+    for (const x of [s, s.a, s.b, s.c, s.meta, s.meta.selectors]) assert.ok(Object.isFrozen(x));
+  }
+  assert.ok(Object.isFrozen(SPARSE_MMA_TABLE));
+  const good = sp("sp.m16n8k32.f16.f32");
+  const one = (r: SparseMmaShape) => Object.freeze([Object.freeze(r)]);
+  // Two nibbles for one chunk.
+  const dupMeta = Object.freeze({
+    ...good.meta,
+    coord: (lane: number, s: number, n: number) => good.meta.coord(lane, s, n & ~1),
+  });
+  assert.throws(() => validateSparseMmaTable(one({ ...good, meta: dupMeta })), /twice/);
+  // A chunk's metadata in a lane of another row group.
+  const farMeta = Object.freeze({
+    ...good.meta,
+    coord: (lane: number, s: number, n: number) => good.meta.coord(lane ^ 4, s, n),
+  });
+  assert.throws(() => validateSparseMmaTable(one({ ...good, meta: farMeta })), /in lane/);
+  // A selector the shape does not have.
+  const sel3 = Object.freeze({ ...good.meta, selectors: Object.freeze([0, 1, 2]) });
+  assert.throws(() => validateSparseMmaTable(one({ ...good, meta: sel3 })), /selectors/);
+  // An A map of the wrong tile (16 x 8, not 16 x K/2 = 16 x 16).
+  const denseA = mma("m16n8k8.f16.f32").a;
+  assert.throws(() => validateSparseMmaTable(one({ ...good, a: denseA })), /tile/);
+  // Mnemonics.
+  assert.throws(
+    () => validateSparseMmaTable(one({ ...good, ptx: good.ptxOrdered })),
+    /ordered_metadata/,
+  );
+  assert.throws(
+    () =>
+      validateSparseMmaTable(
+        one({ ...good, ptx: "mma.sp.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" }),
+      ),
+    /shape/,
+  );
+  assert.throws(() => validateSparseMmaTable(Object.freeze([good, good])), /duplicate/);
+  assert.throws(() => validateSparseMmaTable([good]), /frozen/);
+});
+
+ptxasTest("sparse table: every row, selector and ordered_metadata assembles (sm_80, sm_86)", async (
+  ptxas,
+) => {
+  for (const ordered of [false, true]) {
+    const kernels = SPARSE_MMA_TABLE.flatMap((s) =>
+      s.meta.selectors.map((selector) => sparseProbeKernel(s, { selector, ordered }))
+    );
+    const ptx = printPtx(kernels);
+    for (const arch of ["sm_80", "sm_86"] as const) {
+      const r = await runPtxas(ptx, { arch, ptxasPath: ptxas });
+      assert.ok(r.ok, r.log);
+      assert.equal(r.kernels.length, kernels.length);
     }
   }
 });

@@ -10,6 +10,7 @@
 import type { Reg } from "../../ir/kernel.ts";
 import { regName } from "../../ir/print_kernel.ts";
 import { MMA_SHAPES, type MmaShape } from "../../ir/mma_table.ts";
+import { sparseMmaByName } from "../../ir/mma_sparse.ts";
 import { MMA_OPERAND_REGS, OP_TEMPLATES, PtxError, type RegClass } from "./_tables.ts";
 import {
   addr,
@@ -117,9 +118,31 @@ export const MEM_RENDER: Renderers<Exclude<Simple["op"], RegOpName>> = {
     put(cx, OP_TEMPLATES.stg, { v: m.v, w: m.w, a: m.list, addr: addr(o.addr, o.offset) });
   },
   mma(o, cx) {
-    const row = MMA_BY_NAME.get(o.shape);
+    const sp = sparseMmaByName(o.shape);
+    const row = sp ?? MMA_BY_NAME.get(o.shape);
     if (row === undefined) throw new PtxError(`Unknown mma shape "${o.shape}"`);
     const acc = MMA_OPERAND_REGS[row.c.regType];
+    if (sp !== undefined) {
+      if (o.meta === undefined) throw new PtxError(`mma ${sp.name}: no metadata register`);
+      expect(`mma ${sp.name} metadata`, "x32", o.meta);
+      const sel = o.selector;
+      if (sel === undefined || !sp.meta.selectors.includes(sel)) {
+        throw new PtxError(`mma ${sp.name}: sparsity selector ${sel} not in ${sp.meta.selectors}`);
+      }
+      put(cx, OP_TEMPLATES.mmaSp, {
+        mn: o.ordered === true ? sp.ptxOrdered : sp.ptx,
+        d: mmaFrag(sp, "d", o.d, sp.c.regs, acc),
+        a: mmaFrag(sp, "a", o.a, sp.a.regs, MMA_OPERAND_REGS[sp.a.regType]),
+        b: mmaFrag(sp, "b", o.b, sp.b.regs, MMA_OPERAND_REGS[sp.b.regType]),
+        c: mmaFrag(sp, "c", o.c, sp.c.regs, acc),
+        e: regName(o.meta),
+        f: `0x${sel.toString(16)}`,
+      });
+      return;
+    }
+    if (o.meta !== undefined || o.selector !== undefined || o.ordered !== undefined) {
+      throw new PtxError(`mma ${row.name} is dense: no metadata, selector or ordered_metadata`);
+    }
     put(cx, OP_TEMPLATES.mma, {
       mn: row.ptx,
       d: mmaFrag(row, "d", o.d, row.c.regs, acc),

@@ -282,6 +282,7 @@ export const OP_TEMPLATES = Object.freeze({
   fence: "fence.acq_rel.gpu",
   stg: "st.global$v.$w [$addr], $a",
   mma: "$mn $d, $a, $b, $c",
+  mmaSp: "$mn $d, $a, $b, $c, $e, $f",
   comment: "// $text",
   // Structured control flow.
   forInit: "mov.u32 $iv, $from",

@@ -16,11 +16,20 @@
  * - integers: exact, then saturated to s32 (`.satfinite`).
  * - b1: `popc(a & b)` or `popc(a ^ b)` summed onto the accumulator, wrapping.
  *
+ * Sparse rows (`mma.sp`, ir/mma_sparse.ts): the compressed A fragment is
+ * gathered into an M x K/2 tile, then expanded into the dense M x K tile (zeros
+ * elsewhere) by the metadata nibbles of the lanes the row's metadata map names
+ * for the op's selector (the other lanes' metadata registers are not read);
+ * from there on the row runs exactly as the dense row of its types. A nibble
+ * the ISA leaves undefined (both indices equal; with ordered_metadata the first
+ * not below the second; tf32 other than 0b0100 / 0b1110) is a SimError.
+ *
  * @module
  */
 
 import type { MmaOp, Reg } from "../../ir/kernel.ts";
 import { type FragmentMap, MMA_SHAPES, type MmaDtype, type MmaShape } from "../../ir/mma_table.ts";
+import { keptColumns, sparseMmaByName, type SparseMmaShape } from "../../ir/mma_sparse.ts";
 import {
   bf16BitsToF32,
   bitsF32,
@@ -110,6 +119,7 @@ function gatherCode(f: FragmentMap, dt: MmaDtype, name: string, out: string, idx
 /** The generated source of one table row (everything but the register arrays). */
 function mmaSource(s: MmaShape): string {
   const { m: M, n: N, k: K } = s;
+  const sparse = sparseMmaByName(s.name) !== undefined;
   let inner: string;
   let finish = "";
   if (s.aType === "f64") {
@@ -147,7 +157,11 @@ return function run() {
   for (let wp = 0; wp < M.W; wp++) {
     if (!H.warpActive(M, I, m, wp, "mma")) continue;
     const base = wp * 32;
-${gatherCode(s.a, s.aType, "a", "A", "ai")}
+${
+    sparse
+      ? gatherCode(s.a, s.aType, "a", "AC", "ai") + "\n    X(base);"
+      : gatherCode(s.a, s.aType, "a", "A", "ai")
+  }
 ${gatherCode(s.b, s.bType, "b", "B", "bi")}
 ${gatherCode(s.c, cdt, "c", "C", "ci")}
     for (let i = 0; i < ${M}; i++) {
@@ -178,6 +192,8 @@ interface Plan {
   /** B transposed: element (k, j) at j * K + k. */
   readonly B: Float64Array;
   readonly C: Float64Array;
+  /** Sparse rows: the compressed A tile (M x K/2); dense rows: null. */
+  readonly AC: Float64Array | null;
 }
 
 const PLANS = new Map<string, Plan>();
@@ -196,6 +212,8 @@ function params(s: MmaShape): string[] {
     "A",
     "B",
     "C",
+    "AC",
+    "X",
     ...regs("a", s.a.regs),
     ...regs("b", s.b.regs),
     ...regs("c", s.c.regs),
@@ -207,14 +225,17 @@ function plan(s: MmaShape): Plan {
   let p = PLANS.get(s.name);
   if (p === undefined) {
     const { m: M, n: N, k: K } = s;
+    const sparse = sparseMmaByName(s.name) !== undefined;
+    const KA = sparse ? K / 2 : K;
     p = {
       factory: new Function(...params(s), mmaSource(s)) as Plan["factory"],
-      ai: table(s.a, (i, k) => i * K + k),
+      ai: table(s.a, (i, k) => i * KA + k),
       bi: table(s.b, (k, j) => j * K + k),
       ci: table(s.c, (i, j) => i * N + j),
       A: new Float64Array(M * K),
       B: new Float64Array(N * K),
       C: new Float64Array(M * N),
+      AC: sparse ? new Float64Array(M * KA) : null,
     };
     PLANS.set(s.name, p);
   }
@@ -236,18 +257,28 @@ function regViews(M: Machine, info: OpInfo, regs: readonly Reg[], f: FragmentMap
 /** `mma.sync.aligned`: see {@link MmaOp}. */
 export function compileMma(M: Machine, info: OpInfo, mask: Mask): Run {
   const o = info.op as MmaOp;
-  const s = MMA_SHAPES.find((x) => x.name === o.shape);
-  if (s === undefined) {
-    throw new SimError(`Unknown mma shape "${o.shape}"`, {
-      op: info.text,
-      path: info.path,
-      line: info.line,
-      block: null,
-      warp: null,
-      lane: null,
-    });
-  }
+  const where = (warp: number | null = null, lane: number | null = null) => ({
+    op: info.text,
+    path: info.path,
+    line: info.line,
+    block: null,
+    warp,
+    lane,
+  });
+  const sp = sparseMmaByName(o.shape);
+  const s = sp ?? MMA_SHAPES.find((x) => x.name === o.shape);
+  if (s === undefined) throw new SimError(`Unknown mma shape "${o.shape}"`, where());
   const p = plan(s);
+  let expand: ((base: number) => void) | null = null;
+  if (sp !== undefined) {
+    if (o.meta === undefined) throw new SimError(`mma ${sp.name}: no metadata register`, where());
+    const sel = o.selector ?? -1;
+    if (!sp.meta.selectors.includes(sel)) {
+      throw new SimError(`mma ${sp.name}: sparsity selector ${o.selector} not legal`, where());
+    }
+    const meta = M.view(o.meta, "u32", info.index);
+    expand = sparseExpander(sp, sel, o.ordered === true, meta, p.AC!, p.A, where);
+  }
   return p.factory(
     M,
     mask,
@@ -260,9 +291,67 @@ export function compileMma(M: Machine, info: OpInfo, mask: Mask): Run {
     p.A,
     p.B,
     p.C,
+    p.AC,
+    expand,
     ...regViews(M, info, o.a, s.a, "A"),
     ...regViews(M, info, o.b, s.b, "B"),
     ...regViews(M, info, o.c, s.c, "C"),
     ...regViews(M, info, o.d, s.c, "D"),
   );
+}
+
+/** Per sparse row and selector: [lane, bit shift, dense offset, compressed offset] a nibble. */
+const META_ENTRIES = new Map<string, Int32Array>();
+
+function metaEntries(s: SparseMmaShape, sel: number): Int32Array {
+  const key = `${s.name}/${sel}`;
+  let e = META_ENTRIES.get(key);
+  if (e === undefined) {
+    const out: number[] = [];
+    const { group, kept } = s.meta;
+    for (let lane = 0; lane < 32; lane++) {
+      for (let n = 0; n < 8; n++) {
+        const rc = s.meta.coord(lane, sel, n);
+        if (rc === undefined) continue;
+        const [r, c] = rc;
+        out.push(lane, 4 * n, r * s.k + c * group, r * (s.k / 2) + c * kept);
+      }
+    }
+    e = Int32Array.from(out);
+    META_ENTRIES.set(key, e);
+  }
+  return e;
+}
+
+/** The expansion of a warp's compressed A tile `AC` into the dense tile `A` by metadata. */
+function sparseExpander(
+  s: SparseMmaShape,
+  sel: number,
+  ordered: boolean,
+  meta: ArrayLike<number>,
+  AC: Float64Array,
+  A: Float64Array,
+  where: (warp: number | null, lane: number | null) => ConstructorParameters<typeof SimError>[1],
+): (base: number) => void {
+  const ent = metaEntries(s, sel);
+  const cols = Array.from({ length: 16 }, (_, nib) => keptColumns(s, nib, ordered));
+  return (base) => {
+    A.fill(0);
+    for (let i = 0; i < ent.length; i += 4) {
+      const lane = ent[i]!;
+      const nib = (meta[base + lane]! >>> ent[i + 1]!) & 15;
+      const kc = cols[nib];
+      if (kc === undefined) {
+        throw new SimError(
+          `mma ${s.name}: metadata nibble 0b${nib.toString(2).padStart(4, "0")} (bits ${
+            ent[i + 1]
+          }..${ent[i + 1]! + 3}) is undefined behaviour${ordered ? " (ordered_metadata)" : ""}`,
+          where(base >> 5, lane),
+        );
+      }
+      const d = ent[i + 2]!;
+      const c = ent[i + 3]!;
+      for (let j = 0; j < kc.length; j++) A[d + kc[j]!] = AC[c + j]!;
+    }
+  };
 }
