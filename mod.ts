@@ -136,7 +136,13 @@ export {
   type FunctionAttributes,
   JitError,
 } from "./backends/cuda/driver.ts";
-export { formatProbe, type ProbeResult, runProbe } from "./harness/mma_probe.ts";
+export {
+  formatProbe,
+  type ProbeMetaCheck,
+  type ProbeMetaMismatch,
+  type ProbeResult,
+  runProbe,
+} from "./harness/mma_probe.ts";
 
 // doclint: the types that the exports above name in their signatures (issue 19, item 3),
 // exported so that `deno doc --lint mod.ts` finds every type a caller sees.
@@ -422,3 +428,15 @@ export {
   sparseValueBytes,
   type SparseViolation,
 } from "./numerics/sparse.ts";
+
+// sparse-mma (issue 21): the mma.sp rows beside the dense MMA table (ir/mma_sparse.ts), each
+// confirmed on the H200 by harness/mma_probe.ts (bench/results/2026-12-02-h200-issue21-mma-sp/).
+export {
+  findSparseMma,
+  keptColumns,
+  metaNibble,
+  SPARSE_MMA_TABLE,
+  type SparseMetaMap,
+  sparseMmaByName,
+  type SparseMmaShape,
+} from "./ir/mma_sparse.ts";
