@@ -33,6 +33,9 @@ import { resolveSizes } from "../harness/sizes.ts";
 import { printGemm } from "../ir/print_gemm.ts";
 import { printKernel } from "../ir/print_kernel.ts";
 import { assertNoStackTrace, gemm, gemmAll } from "./_cli.ts";
+import { moeProblems, planGroupedLaunch } from "../backends/cuda/grouped.ts";
+import { LaunchError } from "../backends/cuda/bind.ts";
+import { Rng } from "../numerics/random.ts";
 
 type Sizes = Record<string, number>;
 
@@ -688,4 +691,49 @@ Deno.test("gemm compile --emit c / py of a grouped kernel", async () => {
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /experts|moe/);
   }
+});
+
+// ---------------------------------------------------------------------------
+// The launcher's checks across problems (backends/cuda/grouped.ts planGroupedLaunch):
+// pure, no driver.
+// ---------------------------------------------------------------------------
+
+Deno.test("grouped launch plan: outputs overlapping another problem's tensors are refused", () => {
+  const ck = compile(Deno.readTextFileSync(MOE)).kernels[0]!;
+  const m = ck.manifest;
+  const N = 64, K = 32, bytes = 2;
+  const rng = new Rng(11);
+  // The mixture-of-experts form: each expert's rows of X and Y its own, W per expert.
+  const offs: number[] = [];
+  let end = 0;
+  for (let g = 0; g < 6; g++) offs.push(end += g === 2 ? 0 : rng.int(1, 40));
+  const base = (i: number) => BigInt(i) << 36n;
+  const ps = moeProblems(m, { a: base(1), b: base(2), d: base(3), offs, sizes: { N, K } });
+  assert.equal(planGroupedLaunch(m, ps, {}).tiles.length, 6);
+  const refused = (problems: typeof ps, want: RegExp) => {
+    assert.throws(() => planGroupedLaunch(m, problems, {}), (e: Error) => {
+      assert.ok(e instanceof LaunchError, String(e));
+      assert.match(e.message, want);
+      return true;
+    });
+  };
+  // Expert 4's Y moved one row up: it writes expert 3's last row.
+  const y4 = ps[4]!.buffers.Y as bigint;
+  const shifted = ps.map((p, i) =>
+    i === 4 ? { ...p, buffers: { ...p.buffers, Y: y4 - BigInt(N * bytes) } } : p
+  );
+  refused(shifted, /Problem 3's output "Y" overlaps problem 4's output "Y"/);
+  // Expert 1 reads X from where expert 0 writes Y.
+  const reads = ps.map((p, i) =>
+    i === 1 ? { ...p, buffers: { ...p.buffers, X: ps[0]!.buffers.Y as bigint } } : p
+  );
+  refused(reads, /Problem 0's output "Y" overlaps problem 1's input "X"/);
+  // Inputs may be shared (every expert reading one W is legal), and an expert with no
+  // tokens (M=0: no tile) touches nothing, wherever its pointers point.
+  const sharedW = ps.map((p) => ({ ...p, buffers: { ...p.buffers, W: base(2) } }));
+  assert.equal(planGroupedLaunch(m, sharedW, {}).tiles.length, 6);
+  const y3 = ps[3]!.buffers.Y as bigint;
+  const empty = ps.map((p, i) => i === 2 ? { ...p, buffers: { ...p.buffers, Y: y3 } } : p);
+  assert.equal(ps[2]!.sizes.M, 0);
+  assert.equal(planGroupedLaunch(m, empty, {}).tiles[2], 0);
 });

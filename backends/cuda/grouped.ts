@@ -130,8 +130,10 @@ export interface GroupedPlan {
  * Checks every problem of a grouped launch as an ordinary launch of the
  * kernel's form (sizes, alignments, addresses, buffer lengths, overlaps; a
  * problem with a zero dimension is legal, and a tensor it never reads may be
- * left out or given as `0n`), and the shared scalars once, then writes the
- * table. Pure: no driver call.
+ * left out or given as `0n`), the shared scalars once, and across problems:
+ * no problem's output may overlap another problem's input or output (the
+ * problems run at once; span-based, so conservative for interleaved strided
+ * views). Then writes the table. Pure: no driver call.
  *
  * @param m The grouped kernel's manifest.
  * @param problems The problems, in order.
@@ -168,6 +170,7 @@ export function planGroupedLaunch(
   const dimNames = new Set([...c.dims, ...c.strides].map((d) => d.name));
   const all: Readonly<Record<string, number>>[] = [];
   const addresses: Record<string, bigint>[] = [];
+  const spans: Span[] = [];
   if (!Array.isArray(problems)) {
     throw new TypeError(`Kernel "${m.name}": the problems must be an array`);
   }
@@ -213,10 +216,21 @@ export function planGroupedLaunch(
         ));
       }
     }
-    for (const v of launchViolations(c, sizes, bindings, new Map())) bad.push(at(v));
+    const own = launchViolations(c, sizes, bindings, new Map());
+    for (const v of own) bad.push(at(v));
+    if (own.length === 0 && tiles > 0) {
+      for (const t of c.tensors) {
+        const lo = addr[t.name] ?? 0n;
+        const n = BigInt(tensorBytes(t, sz));
+        if (lo !== 0n && n > 0n) {
+          spans.push({ lo, hi: lo + n, problem: i, name: t.name, output: t.output });
+        }
+      }
+    }
     all.push(sz);
     addresses.push(addr);
   }
+  bad.push(...crossProblemOverlaps(spans));
   // The scalars, once.
   const sc = scalarContract(m);
   const values = new Map<string, number>();
@@ -252,6 +266,56 @@ export function planGroupedLaunch(
     sizes: all,
     scalars: values,
   };
+}
+
+/** The bytes a problem's tensor spans (from its address to the end of its view). */
+interface Span {
+  readonly lo: bigint;
+  readonly hi: bigint;
+  readonly problem: number;
+  readonly name: string;
+  readonly output: boolean;
+}
+
+/**
+ * Outputs of one problem that overlap an output or an input of another: the
+ * problems of one launch run in any order and at once, so such a launch races
+ * (within a problem the ordinary contract's rules apply). Span-based, so
+ * conservative for strided views that interleave. The outputs are sorted by
+ * start once; each tensor meets only the outputs that start before its end and
+ * not so early that even the longest output would end before its start.
+ *
+ * @param spans Every problem's tensors.
+ * @returns The messages, at most 8 (and a count of the rest).
+ */
+function crossProblemOverlaps(spans: readonly Span[]): string[] {
+  const outs = spans.filter((x) => x.output).sort((
+    a,
+    b,
+  ) => (a.lo < b.lo ? -1 : a.lo > b.lo ? 1 : 0));
+  let longest = 0n;
+  for (const o of outs) if (o.hi - o.lo > longest) longest = o.hi - o.lo;
+  const found: string[] = [];
+  for (const x of spans) {
+    // k: the first output starting at or after x's end.
+    let k = outs.length;
+    for (let lo = 0; lo < k;) {
+      const mid = (lo + k) >> 1;
+      if (outs[mid]!.lo < x.hi) lo = mid + 1;
+      else k = mid;
+    }
+    for (let j = k - 1; j >= 0; j--) {
+      const o = outs[j]!;
+      if (o.lo + longest <= x.lo) break;
+      // Another problem's, reaching x; two outputs reported once (from the later problem).
+      if (o.hi <= x.lo || o.problem === x.problem || (x.output && o.problem > x.problem)) continue;
+      found.push(
+        `Problem ${o.problem}'s output "${o.name}" overlaps problem ${x.problem}'s ` +
+          `${x.output ? "output" : "input"} "${x.name}": the problems of a launch run at once`,
+      );
+    }
+  }
+  return found.length <= 8 ? found : [...found.slice(0, 8), `... and ${found.length - 8} more`];
 }
 
 /** A binding from a buffer or an address, or why it is neither. */

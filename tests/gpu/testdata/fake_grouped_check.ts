@@ -165,8 +165,9 @@ Deno.test("groupedLaunch: the table the kernel gets is groupTable's; the grid is
     assert.equal(k.residentBlocks, 264);
     // More tiles than resident blocks: the grid is the resident blocks.
     const big = k.groupedLaunch(
-      Array.from({ length: 3 }, () => ({
-        buffers: { X: 1n << 40n, W: 2n << 40n, C: 3n << 40n, Y: 4n << 40n },
+      Array.from({ length: 3 }, (_, i) => ({
+        // Shared inputs; each problem its own output (outputs of a launch must not overlap).
+        buffers: { X: 1n << 40n, W: 2n << 40n, C: 3n << 40n, Y: BigInt(4 + i) << 40n },
         sizes: { M: 64 * 20, N: 64 * 10, K: 32 },
       })),
     );
@@ -237,15 +238,21 @@ Deno.test("violations: every problem's, with its index; nothing allocated or lau
   // The scalars are checked once, not per problem.
   assert.equal(v.filter((m) => /Scalar "alpha" is NaN/.test(m)).length, 1);
   assert.equal(v.filter((m) => /no scalar "gamma"/.test(m)).length, 1);
+  // Problems 0 and 2 are both `good`: one Y written by two problems of one launch.
+  assert.ok(
+    v.some((m) => /Problem 0's output "Y" overlaps problem 2's output "Y"/.test(m)),
+    v.join("\n"),
+  );
   assert.match(err.message, /Kernel "e" was not launched/);
   const s = stats();
   assert.equal(s.launches, s0.launches);
   assert.equal(s.allocs, s0.allocs, "no table allocated");
   // A zero dimension is legal: no tile, no buffer needed; K = 0 needs no X nor W.
+  const y2 = cuda.alloc(64 * 64 * 4);
   using ok = k.groupedLaunch([
     { buffers: {}, sizes: { M: 0, N: 64, K: 32 } },
     { buffers: {}, sizes: { M: 64, N: 0, K: 32 } },
-    { buffers: { C: c, Y: y }, sizes: { M: 64, N: 64, K: 0 } },
+    { buffers: { C: c, Y: y2 }, sizes: { M: 64, N: 64, K: 0 } },
     good,
   ]);
   assert.deepEqual(ok.tiles, [0, 0, 1, 1]);
