@@ -737,3 +737,40 @@ Deno.test("grouped launch plan: outputs overlapping another problem's tensors ar
   assert.equal(ps[2]!.sizes.M, 0);
   assert.equal(planGroupedLaunch(m, empty, {}).tiles[2], 0);
 });
+
+// ---------------------------------------------------------------------------
+// Warps past M skip their MMAs (a warp-uniform guard; grouped kernels put warp rows
+// outermost so every SM sub-partition gets lighter).
+// ---------------------------------------------------------------------------
+
+const SKIP_TYPES: readonly [string, string, string, string][] = [
+  ["f16", "f16", "f32", ""],
+  ["bf16", "bf16", "bf16", ""],
+  ["s8", "s8", "s32", ""],
+  ["f32", "f32", "f32", "\n    math tf32"],
+  ["f32", "f32", "f32", "\n    math 3xtf32"],
+];
+for (const [a, b, d, math] of SKIP_TYPES) {
+  Deno.test(`grouped ${a}${math.replace(/\s+math /, " ")}: warps past M skip their MMAs, results unchanged`, () => {
+    const kk = a === "s8" ? 64 : 32;
+    const src =
+      `kernel skip grouped {\n  X: ${a}[M, K] row\n  W: ${b}[K, N] col\n  Y: ${d}[M, N] row\n` +
+      `  Y[m, n] = X[m, k] * W[k, n]\n  schedule {\n    threadblock 64x32x${kk}\n    warp 32x32x${kk}${math}\n  }\n}`;
+    const r = compile(src);
+    assert.ok(r.ok, formatDiagnostics(r.diagnostics, src));
+    const ck = r.kernels[0]!;
+    const full = simulateGrouped(ck, [{ M: 64, N: 32, K: 2 * kk }], { seed: 5 });
+    // M=24: the second warp row (rows 32..63) is past M in both tiles; M=33: row 32 is not.
+    const ragged = simulateGrouped(ck, [
+      { M: 24, N: 64, K: 2 * kk },
+      { M: 0, N: 32, K: kk },
+      { M: 33, N: 40, K: kk + kk / 2 },
+    ], { seed: 6 });
+    assert.ok(full.ok && ragged.ok, JSON.stringify(ragged.problems.map((p) => p.comparison.first)));
+    assert.equal(ragged.sim.hazardCount, 0);
+    // MMAs of one warp row over one k-tile: the full problem has 1 tile x 2 warp rows x 2 k-tiles.
+    const unit = full.sim.stats.mmas / 4;
+    // M=24: 2 tiles x 1 live warp row x 2 k-tiles; M=33: 2 tiles x 2 warp rows x 2 k-tiles.
+    assert.equal(ragged.sim.stats.mmas, unit * (2 * 1 * 2 + 2 * 2 * 2));
+  });
+}
