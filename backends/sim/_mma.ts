@@ -290,9 +290,7 @@ export function compileMma(M: Machine, info: OpInfo, mask: Mask): Run {
     run = sub;
     narrow = () => {
       const m = mask.m;
-      for (let t = 0; t < m.length; t++) {
-        sub.m[t] = m[t] !== 0 && (g[t] !== 0 ? 1 : 0) !== skip ? 1 : 0;
-      }
+      for (let t = 0; t < m.length; t++) sub.m[t] = m[t] !== 0 && (g[t] !== 0 ? 1 : 0) !== skip ? 1 : 0;
       sub.warps = mask.warps;
     };
   }
