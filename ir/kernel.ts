@@ -565,9 +565,6 @@ export interface MmaOp {
   readonly selector?: number;
   /** Sparse rows only: print `mma.sp::ordered_metadata` (PTX ISA 8.5) instead of `mma.sp`. */
   readonly ordered?: boolean;
-  /** Runs only in the warps where the guard holds: the same in all 32 lanes of a warp (a
-   * grouped kernel's warps whose rows all lie past M skip their MMAs). */
-  readonly guard?: Guard;
 }
 
 /** A loop with a trip count that is the same for every thread of the block:

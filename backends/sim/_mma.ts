@@ -279,24 +279,9 @@ export function compileMma(M: Machine, info: OpInfo, mask: Mask): Run {
     const meta = M.view(o.meta, "u32", info.index);
     expand = sparseExpander(sp, sel, o.ordered === true, meta, p.AC!, p.A, where);
   }
-  // A guarded MMA: its warps run where the guard holds in every lane, skip where it holds
-  // in none; a warp split by the guard fails as a partly active warp does.
-  let run: Mask = mask;
-  let narrow: (() => void) | null = null;
-  if (o.guard !== undefined) {
-    const g = M.view(o.guard.pred, "pred", info.index);
-    const skip = o.guard.negate ? 1 : 0;
-    const sub = { m: new Uint8Array(mask.m.length), warps: 0, root: false };
-    run = sub;
-    narrow = () => {
-      const m = mask.m;
-      for (let t = 0; t < m.length; t++) sub.m[t] = m[t] !== 0 && (g[t] !== 0 ? 1 : 0) !== skip ? 1 : 0;
-      sub.warps = mask.warps;
-    };
-  }
-  const inner = p.factory(
+  return p.factory(
     M,
-    run,
+    mask,
     M.counts,
     info.index,
     HELPERS,
@@ -313,12 +298,6 @@ export function compileMma(M: Machine, info: OpInfo, mask: Mask): Run {
     ...regViews(M, info, o.c, s.c, "C"),
     ...regViews(M, info, o.d, s.c, "D"),
   );
-  if (narrow === null) return inner;
-  const widen = narrow;
-  return () => {
-    widen();
-    inner();
-  };
 }
 
 /** Per sparse row and selector: [lane, bit shift, dense offset, compressed offset] a nibble. */

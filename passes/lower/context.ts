@@ -62,10 +62,6 @@ export class LowerContext {
    * (read by `emitAffine` (affine.ts) for that operand's recipes, so they stay here:
    * every recipe's features are looked up by name). */
   readonly features = new Map<Feature, Reg>();
-  /** A warp-uniform predicate that guards every MMA the main loop emits (null: none):
-   * set by a grouped kernel's tile body to "this warp has a row below M", so that the
-   * warps of a partial tile whose rows all lie past M skip their MMAs. */
-  mmaGuard: Reg | null = null;
 
   constructor(k: GemmKernel) {
     this.k = k;

@@ -86,18 +86,10 @@ function buildGroupedKernel(cx: LowerContext): Kernel {
   const kparams = emitParams(cx);
   emitThreadIndices(cx);
   const bz = cx.mov("u32", imm(0), "batch");
-  const wp = cx.k.plan.warp!;
   groupedTiles(cx, layout, ({ m0, n0, M, N, K }) => {
     const smem = b.reg("u32", "smem");
     b.emit(ir.smemBase(smem));
-    // Ragged problems (an expert's last rows) leave tiles partly past M: the warps whose
-    // rows all lie past it skip their MMAs (warp-uniform guard; tensor-core kernels only).
-    if (wp.warpsM > 1 && cx.k.math.mode !== "simt") {
-      const first = cx.bin("add", "u32", m0, cx.mulImm(cx.features.get("wm")!, wp.warp.m));
-      cx.mmaGuard = cx.setp("lt", "u32", first, M);
-    }
     const acc = mainLoop(cx, { m0, n0, M, N, K, bz, split: null, smem });
-    cx.mmaGuard = null;
     epilogue(cx, { acc, m0, n0, M, N, bz, smem });
   });
   return kernelOf(cx, kparams, layout);
@@ -207,14 +199,6 @@ function emitThreadIndices(cx: LowerContext): void {
   cx.features.set("lane16", cx.bin("shr", "u32", lane, imm(4)));
   cx.features.set("g", cx.bin("shr", "u32", lane, imm(2), "g"));
   cx.features.set("tig", cx.bin("and", "u32", lane, imm(3), "tig"));
-  if (cx.k.grouped) {
-    // Warp w runs on SM sub-partition w % 4: with warp rows outermost, the warps of one
-    // sub-partition hold different rows of the tile, so those skipped past M (see
-    // buildGroupedKernel) lighten every sub-partition, not only some.
-    cx.features.set("wn", cx.divRem("rem", warp, wp.warpsN, "wn"));
-    cx.features.set("wm", cx.divRem("div", warp, wp.warpsN, "wm"));
-    return;
-  }
   cx.features.set("wm", cx.divRem("rem", warp, wp.warpsM, "wm"));
   cx.features.set("wn", cx.divRem("div", warp, wp.warpsM, "wn"));
 }

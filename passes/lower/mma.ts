@@ -6,7 +6,7 @@
  */
 
 import { imm } from "../../ir/builder.ts";
-import type { MmaOp, Reg } from "../../ir/kernel.ts";
+import type { Reg } from "../../ir/kernel.ts";
 import type { LowerContext } from "./context.ts";
 import * as ir from "../../ir/builder.ts";
 
@@ -20,11 +20,6 @@ export interface KTileSums {
   /** Per accumulator tile, the running sum of the current k-tile's products
    * (set at k-step 0, added to the accumulator at the last). */
   readonly sums: Reg[][][];
-}
-
-/** An MMA under the context's warp guard (`cx.mmaGuard`), if it has one. */
-function guarded(cx: LowerContext, o: MmaOp): MmaOp {
-  return cx.mmaGuard === null ? o : { ...o, guard: { pred: cx.mmaGuard, negate: false } };
 }
 
 /**
@@ -109,14 +104,14 @@ export function mmas(
         (kTile.sums[i] ??= [])[j] = t;
         let from: readonly Reg[] = first ? kTile.zero : t;
         for (const [x, y] of [[A.small, B.big], [A.big, B.small], [A.big, B.big]] as const) {
-          b.emit(guarded(cx, ir.mma(cx.shape.name, t, x, y, from)));
+          b.emit(ir.mma(cx.shape.name, t, x, y, from));
           from = t;
         }
         if (kk === cx.k.plan.mma!.kSteps - 1) {
           c.forEach((r, q) => b.emit(ir.bin("add", "f32", r, r, t[q]!)));
         }
       } else {
-        b.emit(guarded(cx, ir.mma(cx.shape.name, c, aFr[i]!, bFr[j]!, c)));
+        b.emit(ir.mma(cx.shape.name, c, aFr[i]!, bFr[j]!, c));
         after?.(i, j, jj === row.length - 1);
       }
     }
