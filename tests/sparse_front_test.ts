@@ -351,3 +351,16 @@ Deno.test("sparse harness: a runtime K that is not a multiple of the group is re
   const a = k.params[0] as TensorParam;
   assert.throws(() => tensorShape(a, { M: 8, N: 8, K: 20 }), RangeError);
 });
+
+Deno.test("sparse check: the default alignment follows the kept values' rows (K / 2)", () => {
+  const alignOf = (decl: string, k: string) => {
+    const src = program(decl, "f16", "f32").replace("B: f16[K, N]", `B: f16[${k}, N]`);
+    return (checked(src).params[0] as TensorParam).align;
+  };
+  // K = 36: rows of 18 kept f16 (36 bytes): 4-byte aligned, 2 elements (dense: 4 elements).
+  assert.equal(alignOf("f16[M, 36] row sparse", "36"), 2);
+  assert.equal(alignOf("f16[M, 36] row", "36"), 4);
+  // K = 32: 16 kept (32 bytes): the full 16 bytes.
+  assert.equal(alignOf("f16[M, 32] row sparse", "32"), 8);
+  assert.equal(alignOf("f16[M, K] row sparse align 2", "K"), 2);
+});
