@@ -57,7 +57,7 @@ export interface StridesAst {
   readonly span: Span;
 }
 
-/** `A: f16[M, K] row align 8`. */
+/** `A: f16[M, K] row sparse align 8`. */
 export interface TensorDeclAst {
   /** The node's tag. */
   readonly kind: "tensorDecl";
@@ -71,6 +71,8 @@ export interface TensorDeclAst {
   readonly dims: readonly DimAst[];
   /** The declared layout (`row` or `col`), if written. */
   readonly layout: { readonly value: "row" | "col"; readonly span: Span } | null;
+  /** Where `sparse` is written (a structured-sparse A, DESIGN §6.3); null: dense. */
+  readonly sparse: Span | null;
   /** The declared strides (`strides(sb, ld)`, DESIGN §6.1), if written. */
   readonly strides: StridesAst | null;
   /** The declared alignment in elements (`align N`), if written. */

@@ -48,6 +48,7 @@ export const DIAGNOSTIC_CODES = {
   E0124: "literal out of range",
   E0125: "illegal stride",
   E0126: "illegal grouped kernel",
+  E0127: "illegal sparse operand",
   E0201: "threadblock tile not divisible by the warp tile",
   E0202: "warp tile not divisible by the instruction",
   E0203: "no such instruction for these types",
@@ -60,6 +61,7 @@ export const DIAGNOSTIC_CODES = {
   E0210: "unknown kernel",
   E0211: "operand layout not supported for this type",
   E0212: "a name split-K needs is taken",
+  E0213: "sparse lowering not built yet (issue 21)",
 } as const;
 Object.freeze(DIAGNOSTIC_CODES);
 

@@ -63,8 +63,9 @@ semantics.addOperation<unknown>("ast", {
       span: span(this),
     } satisfies KernelAst;
   },
-  TensorDecl(name, _colon, dtype, _lb, dims, _rb, layout, strides, align) {
+  TensorDecl(name, _colon, dtype, _lb, dims, _rb, layout, sparse, strides, align) {
     const l = layout.children[0];
+    const sp = sparse.children[0];
     const st = strides.children[0];
     const a = align.children[0];
     return {
@@ -74,6 +75,7 @@ semantics.addOperation<unknown>("ast", {
       dtypeSpan: span(dtype),
       dims: asts(dims.asIteration()),
       layout: l === undefined ? null : { value: l.sourceString as "row" | "col", span: span(l) },
+      sparse: sp === undefined ? null : span(sp),
       strides: st === undefined ? null : st["ast"](),
       align: a === undefined ? null : a["ast"](),
       span: span(this),

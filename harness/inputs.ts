@@ -12,8 +12,9 @@
 
 import type { GemmKernel, TensorParam } from "../ir/gemm.ts";
 import { type Dtype, DTYPE_INFO } from "../ir/dtype.ts";
-import { forEachInView, tensorShape, writeElem } from "./tensor.ts";
+import { forEachInView, sparseExtents, tensorShape, writeElem } from "./tensor.ts";
 import { intRange, Rng } from "../numerics/random.ts";
+import { compressSparse, randomSparse } from "../numerics/sparse.ts";
 
 /**
  * Fills a tensor with random values of its type; a strided view's gaps (storage
@@ -57,6 +58,48 @@ export function poison(bytes: Uint8Array, float: boolean): void {
   bytes.fill(float ? 0xff : 0x5a);
 }
 
+/**
+ * A random structured-sparse A (DESIGN §6.3): a dense matrix with its type's
+ * pattern (numerics/sparse.ts `randomSparse`: exactly the kept units nonzero, at
+ * random positions, values never 0 or ±1), compressed into the two buffers the
+ * kernel takes.
+ *
+ * @param a The sparse A (`sparse: true`).
+ * @param sizes Runtime sizes; K must be a multiple of the type's group.
+ * @param rng The generator (one draw: the seed of `randomSparse`).
+ * @returns The kept values (A's buffer) and the canonical metadata's bytes (`A_meta`'s).
+ * @throws {RangeError} For a K that is not a multiple of the group.
+ * @example
+ * ```ts
+ * import { equal } from "node:assert/strict";
+ * import { check } from "../compiler.ts";
+ * import { Rng } from "../numerics/random.ts";
+ * import { sparseMetaBytes, sparseValueBytes } from "../numerics/sparse.ts";
+ * import { randomSparseOperand } from "./inputs.ts";
+ * const k = check("kernel k { A: f16[M, K] sparse\n B: f16[K, N] col\n D: f32[M, N]\n" +
+ *   " D[m, n] = A[m, k] * B[k, n] }").kernels[0]!;
+ * const a = k.params[0]!;
+ * if (a.kind !== "tensor") throw new Error("A is a tensor");
+ * const { values, meta } = randomSparseOperand(a, { M: 5, N: 3, K: 40 }, new Rng(1));
+ * equal(values.length, sparseValueBytes(5, 40, "f16"));
+ * equal(meta.length, sparseMetaBytes(5, 40, "f16"));
+ * ```
+ */
+export function randomSparseOperand(
+  a: TensorParam,
+  sizes: Readonly<Record<string, number>>,
+  rng: Rng,
+): { values: Uint8Array; meta: Uint8Array } {
+  const { batch, rows, cols } = sparseExtents(a, sizes);
+  const seed = rng.int(1, 2 ** 31 - 1);
+  const dense = randomSparse(a.dtype, rows, cols, { seed, batch });
+  const c = compressSparse(dense, a.dtype, rows, cols, { batch });
+  return {
+    values: c.values,
+    meta: new Uint8Array(c.meta.buffer, c.meta.byteOffset, c.meta.byteLength),
+  };
+}
+
 /** Concrete arguments of a launch: tensors as bytes, dims and scalars as numbers. */
 export interface LaunchArgs {
   /** Each tensor's bytes (its storage), by parameter name. */
@@ -96,7 +139,8 @@ export function scalarValueProblem(name: string, dtype: Dtype, v: number): strin
 /**
  * Random arguments for a kernel: every input tensor random, the output
  * poisoned, scalars random (floats in [0.5, 1.5), s32 in [1, 3]) unless
- * given.
+ * given. A sparse A (DESIGN §6.3) gets a random matrix with its pattern, as its kept
+ * values and its metadata ({@link randomSparseOperand}).
  *
  * @param k The kernel.
  * @param sizes Runtime sizes.
@@ -127,7 +171,16 @@ export function randomArgs(
   const sv = new Map<string, number>();
   for (const p of k.params) {
     if (p.kind === "tensor") {
-      if (p.role === "D") {
+      if (p.role === "A_meta") continue; // drawn with its sparse A, just before it
+      if (p.sparse === true) {
+        const { values, meta } = randomSparseOperand(p, sizes, rng);
+        tensors.set(p.name, values);
+        const mp = k.params[k.params.indexOf(p) + 1];
+        if (mp === undefined || mp.kind !== "tensor" || mp.role !== "A_meta") {
+          throw new Error(`Sparse "${p.name}" is not followed by its metadata parameter`);
+        }
+        tensors.set(mp.name, meta);
+      } else if (p.role === "D") {
         const bytes = new Uint8Array(tensorShape(p, sizes).bytes);
         poison(bytes, DTYPE_INFO[p.dtype].float);
         tensors.set(p.name, bytes);

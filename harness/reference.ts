@@ -36,9 +36,11 @@ import type { ComputeType, DimRef, EpilogueExpr, GemmKernel, TensorParam } from 
 import { tensorParam } from "../ir/gemm.ts";
 import { type EpilogueNode, fnOf, foldEpilogue, functionsIn } from "../ir/epilogue_expr.ts";
 import { type Dtype, DTYPE_INFO } from "../ir/dtype.ts";
-import { dimValue, forEachInView, readElem, tensorShape } from "./tensor.ts";
+import { dimValue, forEachInView, readElem, sparseExtents, tensorShape } from "./tensor.ts";
 import type { LaunchArgs } from "./inputs.ts";
 import { roundHalfEven, roundToDtype, ulpOf } from "../numerics/mod.ts";
+import { decompressSparse } from "../numerics/sparse.ts";
+import { sparseMetaParam } from "../ir/gemm.ts";
 
 /** The reference result of a GEMM. */
 export interface Reference {
@@ -246,7 +248,30 @@ function outputElement(
 }
 
 /**
- * Computes the reference GEMM and its error bounds.
+ * A sparse A's elements, dense (DESIGN §6.3): its kept values and metadata expanded by
+ * numerics/sparse.ts `decompressSparse` into `[batch, M, K]` row-major.
+ */
+function denseSparseA(k: GemmKernel, a: TensorParam, args: LaunchArgs): (i: number) => number {
+  const meta = sparseMetaParam(k);
+  if (meta === null) throw new Error(`Sparse "${a.name}" has no metadata parameter`);
+  const { batch, rows, cols } = sparseExtents(a, args.sizes);
+  const mb = args.tensors.get(meta.name)!;
+  // A copy: a Uint32Array view needs a 4-byte aligned offset (little-endian host, as the ABI).
+  const words = new Uint32Array(mb.slice().buffer, 0, mb.byteLength >> 2);
+  const dense = decompressSparse(
+    { values: args.tensors.get(a.name)!, meta: words },
+    a.dtype,
+    rows,
+    cols,
+    { batch },
+  );
+  return (i) => dense[i]!;
+}
+
+/**
+ * Computes the reference GEMM and its error bounds. A sparse A (DESIGN §6.3) is
+ * multiplied as the dense matrix its kept values and metadata describe
+ * (numerics/sparse.ts `decompressSparse`).
  *
  * @param k The kernel (checked GEMM IR).
  * @param args The launch arguments (inputs as bytes).
@@ -285,7 +310,12 @@ export function referenceGemm(k: GemmKernel, args: LaunchArgs): Reference {
   const exact = !DTYPE_INFO[D.dtype].float && compute === "s32";
   const values = new Float64Array(dSh.elements);
   const bound = new Float64Array(dSh.elements);
-  const aIdx = elemIndex(A, tensorShape(A, sizes), p.a.layout, p.a.batched);
+  // A sparse A reads its dense expansion, [batch, M, K] row-major (the view is K-contiguous).
+  const sparseA = A.sparse === true ? denseSparseA(k, A, args) : null;
+  const aIdx = sparseA !== null
+    ? (b: number, r: number, kk: number) => ((p.a.batched ? b : 0) * M + r) * K + kk
+    : elemIndex(A, tensorShape(A, sizes), p.a.layout, p.a.batched);
+  const aElem = sparseA ?? ((i: number) => readElem(aBytes, A.dtype, i));
   const bIdx = elemIndex(B, tensorShape(B, sizes), p.b.layout, p.b.batched);
   const dIdx = elemIndex(D, dSh, p.d.layout, p.d.batched);
   const peak: Peak = { value: 0, nodes: 0 };
@@ -304,7 +334,7 @@ export function referenceGemm(k: GemmKernel, args: LaunchArgs): Reference {
   const bCols = new Float64Array(N * K);
   for (let b = 0; b < L; b++) {
     for (let r = 0; r < M; r++) {
-      for (let kk = 0; kk < K; kk++) aRows[r * K + kk] = readElem(aBytes, A.dtype, aIdx(b, r, kk));
+      for (let kk = 0; kk < K; kk++) aRows[r * K + kk] = aElem(aIdx(b, r, kk));
     }
     for (let c = 0; c < N; c++) {
       for (let kk = 0; kk < K; kk++) bCols[c * K + kk] = readElem(bBytes, B.dtype, bIdx(b, kk, c));

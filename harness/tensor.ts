@@ -11,6 +11,7 @@
 import type { DimRef, TensorParam } from "../ir/gemm.ts";
 import { type Dtype, DTYPE_INFO } from "../ir/dtype.ts";
 import { bf16BitsToF32, f16BitsToF32, f32ToBf16Bits, f32ToF16Bits } from "../numerics/mod.ts";
+import { sparseMetaBytes, sparseMetaWordsPerRow, sparseValueBytes } from "../numerics/sparse.ts";
 
 /** A tensor's concrete shape and strides (in elements). */
 export interface TensorShape {
@@ -68,14 +69,94 @@ export function elementStrides(
   return [given?.[0] ?? d0 * d1, ...mat];
 }
 
+/** The sizes of a sparse A, or of its metadata (DESIGN §6.3): batch, M and the dense K. */
+export interface SparseExtents {
+  /** The batch count (1 without a batch dimension). */
+  readonly batch: number;
+  /** M: the lines of A. */
+  readonly rows: number;
+  /** K of the dense matrix: the contiguous dimension in the declared layout. */
+  readonly cols: number;
+}
+
 /**
- * The concrete shape of a tensor parameter for given runtime sizes.
+ * The extents of a sparse A or of its `A_meta` parameter (ir/gemm.ts `Param`: both have
+ * A's logical dims and layout, K the contiguous dimension) at runtime sizes.
+ *
+ * @param t A sparse A (`sparse: true`) or its metadata (role `A_meta`).
+ * @param sizes Runtime sizes by name.
+ * @returns Batch, rows (M) and cols (K).
+ * @example
+ * ```ts
+ * import { deepEqual } from "node:assert/strict";
+ * import { check } from "../compiler.ts";
+ * import { sparseExtents } from "./tensor.ts";
+ * const k = check("kernel k { A: f16[L, M, K] sparse\n B: f16[L, K, N] col\n D: f32[L, M, N]\n" +
+ *   " D[l, m, n] = A[l, m, k] * B[l, k, n] }").kernels[0]!;
+ * const a = k.params[0]!;
+ * if (a.kind === "tensor") deepEqual(sparseExtents(a, { L: 2, M: 3, K: 8 }), { batch: 2, rows: 3, cols: 8 });
+ * ```
+ */
+export function sparseExtents(
+  t: TensorParam,
+  sizes: Readonly<Record<string, number>>,
+): SparseExtents {
+  const dims = t.dims.map((d) => dimValue(d, sizes));
+  const r = dims.length;
+  const [d0, d1] = [dims[r - 2]!, dims[r - 1]!];
+  return {
+    batch: r === 3 ? dims[0]! : 1,
+    rows: t.layout === "row" ? d0 : d1,
+    cols: t.layout === "row" ? d1 : d0,
+  };
+}
+
+/**
+ * The shape of a sparse A's buffer: its kept values, the contiguous K halved
+ * (`[batch?, M, K / 2]` in the declared layout), or of its metadata: canonical u32
+ * words (numerics/sparse.ts), `[batch?, M, words per row]` row-major, whose
+ * `elements` are words (not elements of the parameter's dtype).
+ */
+function sparseShape(t: TensorParam, sizes: Readonly<Record<string, number>>): TensorShape {
+  const { batch, rows, cols } = sparseExtents(t, sizes);
+  if (t.role === "A_meta") {
+    const w = sparseMetaWordsPerRow(cols, t.dtype);
+    const dims = t.dims.length === 3 ? [batch, rows, w] : [rows, w];
+    const st = t.dims.length === 3 ? [rows * w, w, 1] : [w, 1];
+    return {
+      dims,
+      elements: batch * rows * w,
+      bytes: sparseMetaBytes(rows, cols, t.dtype, batch),
+      index: (ix) => ix.reduce((a, v, j) => a + v * st[j]!, 0),
+      dense: true,
+    };
+  }
+  // Throws a RangeError naming the group when K is not a multiple of it.
+  const bytes = sparseValueBytes(rows, cols, t.dtype, batch);
+  const r = t.dims.length;
+  const kAt = t.layout === "row" ? r - 1 : r - 2;
+  const { sparse: _, ...dense } = t;
+  const kept = tensorShape(
+    { ...dense, dims: t.dims.map((d, i) => i === kAt ? { kind: "const", value: cols / 2 } : d) },
+    sizes,
+  );
+  if (kept.bytes !== bytes) throw new Error(`Sparse "${t.name}": ${kept.bytes} != ${bytes} bytes`);
+  return kept;
+}
+
+/**
+ * The concrete shape of a tensor parameter for given runtime sizes. A sparse A
+ * (DESIGN §6.3) has the shape of its kept values, `[batch?, M, K / 2]`
+ * (`sparseValueBytes`); its `A_meta` that of its metadata words (`sparseMetaBytes`).
  *
  * @param t The parameter.
  * @param sizes Runtime sizes (and stride values) by name.
  * @returns Its shape, byte size and index function.
+ * @throws {RangeError} For a sparse A (or its metadata) whose K is not a multiple of its
+ *   group (numerics/sparse.ts `sparseGroup`).
  */
 export function tensorShape(t: TensorParam, sizes: Readonly<Record<string, number>>): TensorShape {
+  if (t.sparse === true || t.role === "A_meta") return sparseShape(t, sizes);
   const dims = t.dims.map((d) => dimValue(d, sizes));
   const count = dims.reduce((a, b) => a * b, 1);
   const bits = DTYPE_INFO[t.dtype].bits;

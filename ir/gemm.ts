@@ -32,8 +32,9 @@ export type DimRef =
  * second logical dimension is contiguous (K for A, N for B, N for C/D). */
 export type Layout = "row" | "col";
 
-/** What a tensor is to the GEMM. */
-export type Role = "A" | "B" | "C" | "D" | "bias";
+/** What a tensor is to the GEMM. `A_meta`: the metadata of a structured-sparse A
+ * (DESIGN §6.3; see {@link TensorParam.sparse}). */
+export type Role = "A" | "B" | "C" | "D" | "bias" | "A_meta";
 
 /** A tensor parameter, as declared. */
 export interface TensorParam {
@@ -57,9 +58,17 @@ export interface TensorParam {
    * ({@link GemmKernel.strides}). Absent: dense, as in version 1.
    */
   readonly strides?: readonly DimRef[];
+  /**
+   * A structured-sparse A (`A: f16[M, K] row sparse`, DESIGN §6.3, issue 21): only on
+   * the A operand, K contiguous. `dims` stay the logical (dense) `[batch?, M, K]`;
+   * the buffer holds the kept values, `[batch?, M, K / 2]` in the declared layout
+   * (numerics/sparse.ts `sparseValueBytes`), and `align` counts in those rows. The
+   * metadata is the next parameter ({@link sparseMetaParam}). Absent: dense.
+   */
+  readonly sparse?: true;
   /** What the tensor is to the GEMM. */
   readonly role: Role;
-  /** The declaration in the source. */
+  /** The declaration in the source (of an `A_meta` parameter: A's word `sparse`). */
   readonly span: Span;
 }
 
@@ -77,7 +86,19 @@ export interface ScalarParam {
   readonly span: Span;
 }
 
-/** A kernel parameter in declaration order. */
+/**
+ * A kernel parameter in declaration order.
+ *
+ * A sparse A ({@link TensorParam.sparse}) is followed at once by its metadata: a
+ * `TensorParam` of role `A_meta` named `<A>_meta` (a `.u64` address in the ABI, so
+ * the order is A, A_meta, then the other tensors as declared). Its element type is
+ * A's (the type whose pattern the metadata encodes: it fixes the group,
+ * numerics/sparse.ts `sparseGroup`), its `dims` and `layout` A's (logical
+ * `[batch?, M, K]`, K the contiguous one), its `align` 1 (not meaningful), and its storage not `dims` x `dtype` but the canonical
+ * metadata of numerics/sparse.ts: u32 words, `sparseMetaBytes(M, K, dtype, batch)`
+ * bytes (harness/tensor.ts `tensorShape` knows both). No u32 {@link Dtype} exists to
+ * name the words, and the dims in words (`ceil(K / group / 8)`) are no {@link DimRef}.
+ */
 export type Param = TensorParam | ScalarParam;
 
 /** How the GEMM sees one matrix tensor: which tensor, its normalised layout,
@@ -519,6 +540,44 @@ export const GROUP_PARAMS = Object.freeze({ table: "group_table", count: "group_
  */
 export function unreachable(x: never): never {
   throw new Error(`Unreachable: ${JSON.stringify(x)}`);
+}
+
+/**
+ * The metadata parameter of a kernel's sparse A (role `A_meta`, right after A), or
+ * null for a dense kernel.
+ *
+ * @param k The kernel.
+ * @returns The parameter, whose `span` is A's word `sparse`.
+ * @example
+ * ```ts
+ * import { equal } from "node:assert/strict";
+ * import { check } from "../compiler.ts";
+ * import { sparseMetaParam } from "./gemm.ts";
+ * const k = check("kernel k { A: f16[M, K] sparse\n B: f16[K, N] col\n D: f32[M, N]\n" +
+ *   " D[m, n] = A[m, k] * B[k, n] }").kernels[0]!;
+ * equal(sparseMetaParam(k)?.name, "A_meta");
+ * equal(k.params.map((p) => p.name).join(), "A,A_meta,B,D");
+ * ```
+ */
+export function sparseMetaParam(k: GemmKernel): TensorParam | null {
+  const p = k.params.find((q) => q.kind === "tensor" && q.role === "A_meta");
+  return p === undefined ? null : p as TensorParam;
+}
+
+/**
+ * The name of a sparse A's metadata parameter (DESIGN §6.3).
+ *
+ * @param a The name of A.
+ * @returns `<a>_meta`.
+ * @example
+ * ```ts
+ * import { equal } from "node:assert/strict";
+ * import { sparseMetaName } from "./gemm.ts";
+ * equal(sparseMetaName("X"), "X_meta");
+ * ```
+ */
+export function sparseMetaName(a: string): string {
+  return `${a}_meta`;
 }
 
 /**

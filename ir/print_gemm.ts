@@ -116,15 +116,27 @@ function printDecisions(k: GemmKernel): string[] {
  * // A grouped kernel (DESIGN §6.2) says so after its name.
  * const g = check("kernel e grouped { X: bf16[M, K]\n W: bf16[K, N] col\n Y: bf16[M, N]\n Y[m, n] = X[m, k] * W[k, n] }");
  * ok(printGemm(g.kernels[0]!).startsWith("gemm @e grouped target sm80 {"));
+ * // A sparse A (DESIGN §6.3) says so, and its metadata parameter follows it.
+ * const s = check("kernel s { A: f16[M, K] row sparse\n B: f16[K, N] col\n D: f32[M, N]\n D[m, n] = A[m, k] * B[k, n] }");
+ * ok(printGemm(s.kernels[0]!).includes("tensor A: f16[M, K] row sparse align 8 role A\n  tensor A_meta: metadata of f16[M, K] row role A_meta\n"));
  * ```
  */
 export function printGemm(k: GemmKernel): string {
   const out: string[] = [];
   out.push(`gemm @${k.name}${k.grouped === true ? " grouped" : ""} target ${k.target} {`);
   for (const p of k.params) {
-    if (p.kind === "tensor") {
+    if (p.kind === "tensor" && p.role === "A_meta") {
+      // Its storage is u32 words (ir/gemm.ts Param): say whose pattern, over which dims.
+      out.push(
+        `  tensor ${p.name}: metadata of ${p.dtype}[${
+          p.dims.map(dim).join(", ")
+        }] ${p.layout} role A_meta`,
+      );
+    } else if (p.kind === "tensor") {
       out.push(
         `  tensor ${p.name}: ${p.dtype}[${p.dims.map(dim).join(", ")}] ${p.layout}${
+          p.sparse === true ? " sparse" : ""
+        }${
           p.strides === undefined ? "" : ` strides(${p.strides.map(dim).join(", ")})`
         } align ${p.align}` +
           ` role ${p.role}`,

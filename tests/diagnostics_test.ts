@@ -115,6 +115,12 @@ const EXPECTED: Readonly<Record<string, readonly (readonly [DiagnosticCode, numb
   E0126_grouped_name: [["E0126", 4, 3]],
   E0126_grouped_split_k: [["E0126", 7, 5]],
   E0126_grouped_swizzle: [["E0126", 7, 5]],
+  E0127_sparse_b: [["E0127", 3, 20]],
+  E0127_sparse_f64: [["E0127", 2, 6]],
+  E0127_sparse_literal_k: [["E0127", 2, 12]],
+  E0127_sparse_m_contiguous: [["E0127", 2, 16]],
+  E0127_sparse_meta_name: [["E0127", 4, 3]],
+  E0127_sparse_strides: [["E0127", 2, 28]],
 };
 
 /** The checker's codes (E01xx) and the syntax error; E02xx belong to the passes. */

@@ -12,6 +12,8 @@ import type { Param, Role, Span, TensorParam } from "../../ir/gemm.ts";
 import { defaultAlign, minAlign } from "../../ir/dtype.ts";
 import { fail, lineOf, type Scope, toDimRef } from "./scope.ts";
 import { checkStrides } from "./strides.ts";
+import { checkSparseDecl } from "./sparse.ts";
+import { sparseMetaName } from "../../ir/gemm.ts";
 
 function checkNewName(s: Scope, name: { text: string; span: Span }): void {
   const prev = s.tensors.get(name.text) ?? s.scalars.get(name.text);
@@ -59,7 +61,8 @@ function checkAlign(s: Scope, d: TensorDeclAst, align: { value: number; span: Sp
  * @param s The kernel's scope.
  * @param d The declaration.
  * @throws {DiagnosticError} E0102 for a name declared twice, E0117 for a bad
- *   rank, size, layout or alignment.
+ *   rank, size, layout or alignment, E0127 for a `sparse` of a type that cannot be or
+ *   with strides.
  */
 export function declareTensor(s: Scope, d: TensorDeclAst): void {
   checkNewName(s, d.name);
@@ -85,6 +88,7 @@ export function declareTensor(s: Scope, d: TensorDeclAst): void {
     );
   }
   if (d.align !== null) checkAlign(s, d, d.align);
+  checkSparseDecl(s, d);
   s.tensors.set(d.name.text, d);
 }
 
@@ -148,15 +152,18 @@ function literalAlign(d: TensorDeclAst): number {
   const mat = d.dims.slice(-2);
   const contiguous = (d.layout?.value ?? "row") === "row" ? mat[1]! : mat[0]!;
   if (contiguous.kind !== "const") return full;
+  // A sparse A stores half of K along its rows (DESIGN §6.3).
+  const extent = d.sparse !== null ? contiguous.value / 2 : contiguous.value;
   let a = full;
-  while (a > 1 && contiguous.value % a !== 0) a /= 2;
+  while (a > 1 && extent % a !== 0) a /= 2;
   // Sub-byte types need whole bytes.
   return Math.max(a, Math.min(minAlign(d.dtype), full));
 }
 
 /**
  * The kernel's parameters in declaration order, its symbolic dimensions
- * in order of first appearance, and its stride parameters likewise.
+ * in order of first appearance, and its stride parameters likewise. A sparse A
+ * is followed by its metadata parameter (role `A_meta`, ir/gemm.ts {@link Param}).
  *
  * @param s The kernel's scope.
  * @param k The kernel.
@@ -205,10 +212,25 @@ export function kernelParams(
           layout: item.layout?.value ?? "row",
           align: st.align,
           ...(st.strides !== undefined ? { strides: st.strides } : {}),
+          ...(item.sparse !== null ? { sparse: true as const } : {}),
           role,
           span: item.span,
         } satisfies TensorParam,
       );
+      if (item.sparse !== null) {
+        params.push(
+          {
+            kind: "tensor",
+            name: sparseMetaName(item.name.text),
+            dtype: item.dtype,
+            dims: item.dims.map(toDimRef),
+            layout: item.layout?.value ?? "row",
+            align: 1,
+            role: "A_meta",
+            span: item.sparse,
+          } satisfies TensorParam,
+        );
+      }
     } else if (item.kind === "scalarDecl") {
       params.push({
         kind: "scalar",

@@ -17,6 +17,7 @@ import { resolveExpr } from "./walk.ts";
 import { checkOutput, findContraction, matrixView, operandRoles } from "./contraction.ts";
 import { checkMath } from "./math.ts";
 import { checkEpilogue } from "./epilogue.ts";
+import { checkSparseName, checkSparseOperand } from "./sparse.ts";
 
 /**
  * Checks one kernel.
@@ -90,6 +91,17 @@ function checkStatement(
   const aView = matrixView(s, aAcc, aDecl, batchIx, rowIx, kIx);
   const bView = matrixView(s, bAcc, bDecl, batchIx, kIx, colIx);
   const dView = matrixView(s, stmt.target, out.decl, batchIx, rowIx, colIx);
+  const roleText = (n: string) =>
+    n === bDecl.name.text ? "operand B" : n === outName ? "the output" : "not an operand";
+  checkSparseOperand(
+    s,
+    k,
+    { acc: aAcc, decl: aDecl },
+    kIx,
+    rowIx,
+    aView.layout === "row",
+    roleText,
+  );
   const dimOf = (i: string): DimRef => s.binding.get(i)!.dim;
   const problem: Problem = {
     m: dimOf(rowIx),
@@ -120,6 +132,7 @@ function checkStatement(
   });
   const matrices = new Set([aView, bView, dView, ...views].map((v) => v.tensor));
   const { params, dims, strides } = kernelParams(s, k, roles, matrices);
+  if (aDecl.sparse !== null) checkSparseName(s, k, aDecl, params, [...dims, ...strides]);
   if (k.grouped !== null) checkGrouped(s, k, problem, sched, params.map((p) => p.name));
 
   return {
