@@ -408,17 +408,7 @@ function groupedDecls(m: KernelManifest, c: LaunchContract, a: CArgs): string {
     ` * host_table may be reused when this returns; a pinned one only after the copy ran. Launches`,
     ` * on one stream may share device_table (the copy waits for the kernels before it).`,
     ` */`,
-    `gemmc_status ${f}_run(${
-      [
-        "CUstream stream",
-        `const ${f}_problem *problems`,
-        "uint32_t count",
-        "void *host_table",
-        "CUdeviceptr device_table",
-        "size_t table_bytes",
-        ...scalars,
-      ].join(", ")
-    });`,
+    `gemmc_status ${f}_run(${runParams(f, scalars)});`,
   ].join("\n");
 }
 
@@ -504,17 +494,7 @@ function groupedImpl(m: KernelManifest, c: LaunchContract, a: CArgs, index: numb
     `  return gemmc_launch_grouped(${index}, stream, total_tiles, gemmc_params);`,
     `}`,
     ``,
-    `gemmc_status ${f}_run(${
-      [
-        "CUstream stream",
-        `const ${f}_problem *problems`,
-        "uint32_t count",
-        "void *host_table",
-        "CUdeviceptr device_table",
-        "size_t table_bytes",
-        ...scalars,
-      ].join(", ")
-    }) {`,
+    `gemmc_status ${f}_run(${runParams(f, scalars)}) {`,
     ...scalarArray,
     `  uint32_t gemmc_tiles = 0;`,
     `  CUresult gemmc_r;`,
@@ -630,4 +610,17 @@ export function cSource(kernels: readonly CompiledKernel[]): string {
     `#endif /* GEMMC_IMPLEMENTATION */`,
     ``,
   ].join("\n");
+}
+
+/** The parameters of a grouped kernel's `_run` function, as declared and as defined. */
+function runParams(f: string, scalars: readonly string[]): string {
+  return [
+    "CUstream stream",
+    `const ${f}_problem *problems`,
+    "uint32_t count",
+    "void *host_table",
+    "CUdeviceptr device_table",
+    "size_t table_bytes",
+    ...scalars,
+  ].join(", ");
 }
