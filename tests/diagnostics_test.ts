@@ -121,6 +121,8 @@ const EXPECTED: Readonly<Record<string, readonly (readonly [DiagnosticCode, numb
   E0127_sparse_m_contiguous: [["E0127", 2, 16]],
   E0127_sparse_meta_name: [["E0127", 4, 3]],
   E0127_sparse_strides: [["E0127", 2, 28]],
+  E0127_sparse_3xtf32: [["E0127", 2, 20]],
+  E0127_sparse_grouped: [["E0127", 2, 20]],
 };
 
 /** The checker's codes (E01xx) and the syntax error; E02xx belong to the passes. */

@@ -17,7 +17,7 @@ import { resolveExpr } from "./walk.ts";
 import { checkOutput, findContraction, matrixView, operandRoles } from "./contraction.ts";
 import { checkMath } from "./math.ts";
 import { checkEpilogue } from "./epilogue.ts";
-import { checkSparseName, checkSparseOperand } from "./sparse.ts";
+import { checkSparseMath, checkSparseName, checkSparseOperand } from "./sparse.ts";
 
 /**
  * Checks one kernel.
@@ -115,6 +115,7 @@ function checkStatement(
   };
 
   const math = checkMath(s.src, aDecl, bDecl, main, sched);
+  if (aDecl.sparse !== null) checkSparseMath(s, k, aDecl.sparse, math.mode);
   const roles = new Map<string, Role>([
     [aDecl.name.text, "A"],
     [bDecl.name.text, "B"],

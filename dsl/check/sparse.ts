@@ -10,7 +10,7 @@
  */
 
 import type { AccessAst, KernelAst, TensorDeclAst } from "../ast.ts";
-import { type Param, sparseMetaName } from "../../ir/gemm.ts";
+import { type Param, type Span, sparseMetaName } from "../../ir/gemm.ts";
 import { isSparseDtype, SPARSE_DTYPES, sparseGroup } from "../../numerics/sparse.ts";
 import { fail, type Scope } from "./scope.ts";
 
@@ -144,4 +144,31 @@ export function checkSparseName(
       `(DESIGN §6.3): rename the kernel's "${meta}"`,
     at ?? aDecl.sparse!,
   );
+}
+
+/**
+ * A sparse A runs on `mma.sp`, a tensor-core instruction of one pass: `math f32` (CUDA
+ * cores) and `math 3xtf32` (three MMAs a product) have no sparse form, and grouped
+ * kernels do not take a sparse operand yet.
+ *
+ * @param s The kernel's scope.
+ * @param k The kernel.
+ * @param at Where `sparse` is written.
+ * @param mode The kernel's math mode.
+ * @throws {DiagnosticError} E0127.
+ */
+export function checkSparseMath(s: Scope, k: KernelAst, at: Span, mode: string): void {
+  if (mode === "simt" || mode === "3xtf32") {
+    fail(
+      s.src,
+      "E0127",
+      `A sparse operand runs on the tensor cores' mma.sp: math ${
+        mode === "simt" ? "f32" : "3xtf32"
+      } has no sparse form (use math tf32, or drop "sparse")`,
+      at,
+    );
+  }
+  if (k.grouped !== null) {
+    fail(s.src, "E0127", "A grouped kernel takes no sparse operand yet (issue 21)", at);
+  }
 }
