@@ -242,30 +242,15 @@ export class LaunchBinder {
    * on failure (no string per launch).
    */
   #fill(slot: Slot, v: unknown, tensor: string | null, dummy: bigint): string | null {
-    if (typeof v === "bigint") {
-      slot.bytes = undefined;
-      if (v >= 0n && v < 1n << 64n) {
-        slot.address = v;
-        return null;
-      }
+    const b = bufferBinding(v, tensor);
+    if (typeof b === "string") {
       slot.address = dummy;
-      return `${subject(tensor)} has address ${v}, not a 64-bit address`;
+      slot.bytes = undefined;
+      return b;
     }
-    if (v instanceof DeviceBuffer) {
-      if (v.freed) {
-        slot.address = dummy;
-        slot.bytes = undefined;
-        return `${subject(tensor)}'s device buffer was freed`;
-      }
-      slot.address = v.ptr;
-      slot.bytes = v.bytes;
-      return null;
-    }
-    slot.address = dummy;
-    slot.bytes = undefined;
-    return `${subject(tensor)} is ${
-      describe(v)
-    }: a DeviceBuffer or a bigint device address is needed`;
+    slot.address = b.address;
+    slot.bytes = b.bytes;
+    return null;
   }
 
   /** The arguments into their slots (the contract passed). */
@@ -293,16 +278,49 @@ export class LaunchBinder {
   }
 }
 
+/**
+ * A tensor argument's binding (its address, and its length for a `DeviceBuffer`), or
+ * the message when it is neither a live buffer nor a 64-bit address. Shared by the
+ * ordinary launch (LaunchBinder) and the grouped one (backends/cuda/grouped.ts).
+ *
+ * @param v The argument.
+ * @param tensor The tensor's name (null: the split-K workspace).
+ * @returns The binding, or the message.
+ * @example
+ * ```ts
+ * import { deepEqual, equal } from "node:assert/strict";
+ * import { bufferBinding } from "./bind.ts";
+ * deepEqual(bufferBinding(4096n, "A"), { address: 4096n, bytes: undefined });
+ * equal(bufferBinding(-1n, "A"), 'Tensor "A" has address -1, not a 64-bit address');
+ * ```
+ */
+export function bufferBinding(v: unknown, tensor: string | null): TensorBinding | string {
+  if (typeof v === "bigint") {
+    return v >= 0n && v < 1n << 64n
+      ? { address: v, bytes: undefined }
+      : `${subject(tensor)} has address ${v}, not a 64-bit address`;
+  }
+  if (v instanceof DeviceBuffer) {
+    if (v.freed) return `${subject(tensor)}'s device buffer was freed`;
+    return { address: v.ptr, bytes: v.bytes };
+  }
+  return `${subject(tensor)} is ${
+    describe(v)
+  }: a DeviceBuffer or a bigint device address is needed`;
+}
+
 /** The argument a message is about: a tensor by name, or (null) the workspace. */
 function subject(tensor: string | null): string {
   return tensor === null ? "The split-K workspace" : `Tensor "${tensor}"`;
 }
 
-function list(names: ReadonlySet<string>): string {
+/** Names as a message lists them: `"A", "B"`. */
+export function list(names: ReadonlySet<string>): string {
   return [...names].map((n) => `"${n}"`).join(", ");
 }
 
-function describe(v: unknown): string {
+/** A value as a message names it: `null`, `a Float32Array`, `number 3`. */
+export function describe(v: unknown): string {
   if (v === null) return "null";
   if (typeof v === "object") return `a ${v.constructor?.name ?? "object"}`;
   return `${typeof v} ${String(v)}`;

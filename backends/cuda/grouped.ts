@@ -26,7 +26,14 @@ import type { KernelManifest, ManifestParam } from "../ptx/manifest.ts";
 import { groupTable } from "../ptx/group_table.ts";
 import { groupedGrid, problemTiles } from "../../ir/kernel.ts";
 import { DTYPE_INFO } from "../../ir/dtype.ts";
-import { type BufferRef, type LaunchBuffers, LaunchError, type LaunchSizes } from "./bind.ts";
+import {
+  bufferBinding,
+  type BufferRef,
+  type LaunchBuffers,
+  LaunchError,
+  type LaunchSizes,
+  list,
+} from "./bind.ts";
 import { type KernelArg, packKernelParams } from "./params.ts";
 import { type CudaStream, DeviceBuffer } from "./resources.ts";
 import type { Driver } from "./symbols.ts";
@@ -194,7 +201,7 @@ export function planGroupedLaunch(
         return;
       }
       if (v === undefined) return; // the contract names it
-      const b = binding(v, t.name);
+      const b = bufferBinding(v, t.name);
       if (typeof b === "string") {
         bad.push(at(b));
         bindings.set(t.name, { address: BigInt(ti + 1) << 44n, bytes: undefined });
@@ -316,30 +323,6 @@ function crossProblemOverlaps(spans: readonly Span[]): string[] {
     }
   }
   return found.length <= 8 ? found : [...found.slice(0, 8), `... and ${found.length - 8} more`];
-}
-
-/** A binding from a buffer or an address, or why it is neither. */
-function binding(v: unknown, name: string): TensorBinding | string {
-  if (typeof v === "bigint") {
-    return v >= 0n && v < 1n << 64n
-      ? { address: v }
-      : `Tensor "${name}" has address ${v}, not a 64-bit address`;
-  }
-  if (v instanceof DeviceBuffer) {
-    if (v.freed) return `Tensor "${name}"'s device buffer was freed`;
-    return { address: v.ptr, bytes: v.bytes };
-  }
-  return `Tensor "${name}" is ${describe(v)}: a DeviceBuffer or a bigint device address is needed`;
-}
-
-function list(names: ReadonlySet<string>): string {
-  return [...names].map((n) => `"${n}"`).join(", ");
-}
-
-function describe(v: unknown): string {
-  if (v === null) return "null";
-  if (typeof v === "object") return `a ${v.constructor?.name ?? "object"}`;
-  return `${typeof v} ${String(v)}`;
 }
 
 /** The kernel arguments of a grouped launch: the table, the count, the scalars. */
