@@ -38,6 +38,7 @@ import { type KernelArg, packKernelParams } from "./params.ts";
 import { type CudaStream, DeviceBuffer } from "./resources.ts";
 import type { Driver } from "./symbols.ts";
 import { check } from "./errors.ts";
+import { launchPacked } from "./launch.ts";
 
 /** One problem of a grouped launch: its tensors and its sizes (as an ordinary launch's). */
 export interface GroupedProblem {
@@ -377,9 +378,8 @@ export class GroupedLaunch {
   readonly #stream: CudaStream | undefined;
   readonly #block: readonly [number, number, number];
   readonly #smem: number;
-  // Referenced until the launch is closed: cuLaunchKernel reads them.
-  readonly #values: ArrayBuffer;
-  readonly #pointers: BigUint64Array;
+  /** The packed arguments: `pointers` point into `values`, so both live as long as the launch. */
+  readonly #params: ReturnType<typeof packKernelParams>;
   #launches = 0;
   #open = true;
 
@@ -417,9 +417,7 @@ export class GroupedLaunch {
       }
     }
     this.table = table;
-    const packed = packKernelParams(groupedArgs(m, table?.ptr ?? 0n, this.count, plan.scalars));
-    this.#values = packed.values;
-    this.#pointers = packed.pointers;
+    this.#params = packKernelParams(groupedArgs(m, table?.ptr ?? 0n, this.count, plan.scalars));
   }
 
   /** Launches so far (each that reached `cuLaunchKernel` and succeeded). */
@@ -443,25 +441,16 @@ export class GroupedLaunch {
     }
     if (this.count === 0) return;
     const s = options.stream ?? this.#stream;
-    const g = this.grid;
-    const b = this.#block;
-    const d = this.#host.driver;
-    const code = d.cuLaunchKernel(
+    launchPacked(
+      this.#host.driver,
       this.#host.fn,
-      g[0],
-      g[1],
-      g[2],
-      b[0],
-      b[1],
-      b[2],
+      this.grid,
+      this.#block,
       this.#smem,
       s === undefined ? null : s.handle,
-      this.#pointers,
-      null,
+      this.#params.pointers,
+      `${this.#host.manifest.name} grouped`,
     );
-    if (code !== 0) {
-      check(d, "cuLaunchKernel", code, `${this.#host.manifest.name} grouped grid [${g}]`);
-    }
     this.#launches++;
     this.#host.launched();
   }
@@ -474,7 +463,6 @@ export class GroupedLaunch {
     if (!this.#open) return;
     this.#open = false;
     this.#host.closed(this);
-    void this.#values;
     const t = this.table;
     if (t === null || t.freed) return;
     if (this.#launches > 0 && this.#host.isOpen()) this.#host.synchronize();

@@ -15,7 +15,7 @@ import { launchContract, WORKSPACE_ALIGN_BYTES } from "../ptx/contract.ts";
 import type { KernelManifest } from "../ptx/manifest.ts";
 import { type Cuda, DEFAULT_DYNAMIC_SMEM_LIMIT, type Driver } from "./driver.ts";
 import { check } from "./errors.ts";
-import { launchProblems } from "./launch.ts";
+import { launchPacked, launchProblems } from "./launch.ts";
 import type { CudaFunction, CudaModule, CudaStream, DeviceBuffer } from "./resources.ts";
 import {
   GroupedLaunch,
@@ -163,22 +163,16 @@ export class LoadedKernel {
     if (binder.ownWorkspaceBytes > 0) {
       binder.setWorkspace(this.#ownWorkspace(stream ?? null, binder.ownWorkspaceBytes));
     }
-    const g = binder.grid;
-    const b = this.#block;
-    const code = this.#driver.cuLaunchKernel(
+    launchPacked(
+      this.#driver,
       this.#fn,
-      g[0],
-      g[1],
-      g[2],
-      b[0],
-      b[1],
-      b[2],
+      binder.grid,
+      this.#block,
       this.#smem,
       h,
       binder.pointers,
-      null,
+      this.name,
     );
-    if (code !== 0) check(this.#driver, "cuLaunchKernel", code, `${this.name} grid [${g}]`);
     this.#launches++;
   }
 

@@ -10,6 +10,8 @@
 import { launchContract, withStrideDefaults } from "../ptx/contract.ts";
 import type { KernelManifest } from "../ptx/manifest.ts";
 import type { KernelArg } from "./driver.ts";
+import type { Driver } from "./symbols.ts";
+import { check } from "./errors.ts";
 
 /**
  * The arguments of a launch, in the manifest's parameter order: a `u64`
@@ -140,4 +142,44 @@ export function launchProblems(
     );
   }
   return out;
+}
+
+/**
+ * `cuLaunchKernel` with packed parameters, raising the driver's error (a
+ * `CudaError` naming `what`) when it fails: the one launch call of the ordinary
+ * and the grouped launch.
+ *
+ * @param driver The driver.
+ * @param fn The function handle.
+ * @param grid The grid.
+ * @param block The block.
+ * @param smem Dynamic shared memory in bytes.
+ * @param stream The stream handle (null: the default stream).
+ * @param pointers The parameter pointers (backends/cuda/params.ts).
+ * @param what What is launched, for the message.
+ */
+export function launchPacked(
+  driver: Driver,
+  fn: Deno.PointerValue,
+  grid: readonly [number, number, number],
+  block: readonly [number, number, number],
+  smem: number,
+  stream: Deno.PointerValue | null,
+  pointers: BigUint64Array,
+  what: string,
+): void {
+  const code = driver.cuLaunchKernel(
+    fn,
+    grid[0],
+    grid[1],
+    grid[2],
+    block[0],
+    block[1],
+    block[2],
+    smem,
+    stream,
+    pointers,
+    null,
+  );
+  if (code !== 0) check(driver, "cuLaunchKernel", code, `${what} grid [${grid}]`);
 }
