@@ -93,3 +93,34 @@ export const SHAPES: readonly (readonly [number, number, number])[] = [
   [3000, 200, 9000],
   [96, 4096, 2048],
 ];
+
+/**
+ * Two grouped kernels (DESIGN §6.2) for the C and Python artefact tests: the
+ * mixture-of-experts form, and one with strides, C and scalars (a scalar named
+ * `count`, which the artefacts must keep apart from the problem count).
+ */
+export const GROUPED_ARTEFACT_SOURCE = `
+kernel experts grouped {
+  X: bf16[M, K] row
+  W: bf16[K, N] col
+  Y: bf16[M, N] row
+  Y[m, n] = X[m, k] * W[k, n]
+  schedule {
+    threadblock 64x128x32
+    warp 32x64x32
+  }
+}
+kernel gs grouped {
+  A: f16[M, K] row strides(lda)
+  B: f16[K, N] col
+  C: f32[M, N] row strides(ldc)
+  D: f32[M, N] row strides(ldc)
+  count: f32 = 1.0
+  beta: f32 = 0.0
+  D[m, n] = count * A[m, k] * B[k, n] + beta * C[m, n]
+  schedule {
+    threadblock 64x64x32
+    warp 32x32x32
+  }
+}
+`;

@@ -10,6 +10,7 @@
  */
 
 import assert from "node:assert/strict";
+import { GROUPED_ARTEFACT_SOURCE } from "./_programs.ts";
 import { dirname, join } from "node:path";
 import { compile, type CompiledKernel } from "../compiler.ts";
 import { cSource } from "../backends/aot/c.ts";
@@ -574,29 +575,7 @@ cTest("C artefact: a module the driver rejects: GEMMC_ERROR_CUDA with the JIT lo
 
 // ---------------------------------------------------------------- grouped kernels (DESIGN §6.2)
 
-/** Two grouped kernels: the MoE form, and one with strides, C and scalars. */
-const GROUPED_SOURCE = `
-kernel experts grouped {
-  X: bf16[M, K] row
-  W: bf16[K, N] col
-  Y: bf16[M, N] row
-  Y[m, n] = X[m, k] * W[k, n]
-  schedule {
-    threadblock 64x128x32
-    warp 32x64x32
-  }
-}
-kernel gs grouped {
-  A: f16[M, K] row strides(lda)
-  B: f16[K, N] col
-  C: f32[M, N] row strides(ldc)
-  D: f32[M, N] row strides(ldc)
-  count: f32 = 1.0
-  beta: f32 = 0.0
-  D[m, n] = count * A[m, k] * B[k, n] + beta * C[m, n]
-}
-`;
-const GROUPED_RESULT = compile(GROUPED_SOURCE);
+const GROUPED_RESULT = compile(GROUPED_ARTEFACT_SOURCE);
 assert.ok(GROUPED_RESULT.ok, GROUPED_RESULT.diagnostics.map((d) => d.message).join("; "));
 const GROUPED = GROUPED_RESULT.kernels;
 const FAKE_SMS = 132;
@@ -1056,7 +1035,7 @@ cTest(
 Deno.test("gemm compile --emit c and --emit py take grouped kernels", async () => {
   const dir = await Deno.makeTempDir({ prefix: "gemmc_cg4_" });
   const src = join(dir, "g.gemm");
-  await Deno.writeTextFile(src, GROUPED_SOURCE);
+  await Deno.writeTextFile(src, GROUPED_ARTEFACT_SOURCE);
   const c = await gemm("compile", src, "--emit", "c");
   assert.equal(c.code, 0, c.stderr);
   assert.equal(c.stdout, cSource(GROUPED));

@@ -10,6 +10,7 @@
  */
 
 import assert from "node:assert/strict";
+import { GROUPED_ARTEFACT_SOURCE } from "./_programs.ts";
 import { compile, type CompiledKernel } from "../compiler.ts";
 import { pythonModule } from "../backends/aot/python.ts";
 import {
@@ -231,29 +232,6 @@ Deno.test(`the Python contract gives launchViolations' messages${why}`, { ignore
   }
 });
 
-/** Two grouped kernels (DESIGN §6.2): the MoE form, and one with strides, C and scalars. */
-const GROUPED_SOURCE = `
-kernel experts grouped {
-  X: bf16[M, K] row
-  W: bf16[K, N] col
-  Y: bf16[M, N] row
-  Y[m, n] = X[m, k] * W[k, n]
-}
-kernel gs grouped {
-  A: f16[M, K] row strides(lda)
-  B: f16[K, N] col
-  C: f32[M, N] row strides(ldc)
-  D: f32[M, N] row strides(ldc)
-  count: f32 = 1.0
-  beta: f32 = 0.0
-  D[m, n] = count * A[m, k] * B[k, n] + beta * C[m, n]
-  schedule {
-    threadblock 64x64x32
-    warp 32x32x32
-  }
-}
-`;
-
 /** One grouped launch as check_fakes.py records it. */
 interface GroupedRecord {
   kind: string;
@@ -271,7 +249,7 @@ interface GroupedRecord {
 Deno.test(`grouped kernels: tables as groupTable writes them, checks, MoE, the grid${why}`, {
   ignore,
 }, () => {
-  const r = compile(GROUPED_SOURCE);
+  const r = compile(GROUPED_ARTEFACT_SOURCE);
   assert.ok(r.ok, r.diagnostics.map((d) => d.message).join("; "));
   const dir = Deno.makeTempDirSync({ prefix: "gemmc_py_" });
   try {
