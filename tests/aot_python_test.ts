@@ -10,6 +10,7 @@
  */
 
 import assert from "node:assert/strict";
+import { python3 } from "./_python.ts";
 import { GROUPED_ARTEFACT_SOURCE } from "./_programs.ts";
 import { compile, type CompiledKernel } from "../compiler.ts";
 import { pythonModule } from "../backends/aot/python.ts";
@@ -25,16 +26,6 @@ import { type StrideDecls, stridedKernel } from "./_strided_manifests.ts";
 import { groupTable } from "../backends/ptx/group_table.ts";
 import { groupedGrid } from "../ir/kernel.ts";
 
-const dec = new TextDecoder();
-
-function python3(args: string[]): { code: number; stdout: string; stderr: string } | null {
-  try {
-    const r = new Deno.Command("python3", { args, stdout: "piped", stderr: "piped" }).outputSync();
-    return { code: r.code, stdout: dec.decode(r.stdout), stderr: dec.decode(r.stderr) };
-  } catch {
-    return null;
-  }
-}
 
 const PYTHON = python3(["-c", "import sys; print(sys.version_info >= (3, 6))"])?.stdout.trim() ===
   "True";

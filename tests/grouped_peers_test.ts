@@ -8,19 +8,10 @@
  */
 
 import assert from "node:assert/strict";
+import { python3 } from "./_python.ts";
 
 const SCRIPT = new URL("../bench/peers/grouped_peers.py", import.meta.url).pathname;
 const ROWS = new URL("../bench/peers/testdata/grouped_rows.json", import.meta.url).pathname;
-const dec = new TextDecoder();
-
-function python3(args: string[]): { code: number; stdout: string; stderr: string } | null {
-  try {
-    const r = new Deno.Command("python3", { args, stdout: "piped", stderr: "piped" }).outputSync();
-    return { code: r.code, stdout: dec.decode(r.stdout), stderr: dec.decode(r.stderr) };
-  } catch {
-    return null;
-  }
-}
 
 const ignore = python3(["-c", "import sys; print(sys.version_info >= (3, 8))"])?.stdout.trim() !==
   "True";
