@@ -26,7 +26,6 @@ import { type StrideDecls, stridedKernel } from "./_strided_manifests.ts";
 import { groupTable } from "../backends/ptx/group_table.ts";
 import { groupedGrid } from "../ir/kernel.ts";
 
-
 const PYTHON = python3(["-c", "import sys; print(sys.version_info >= (3, 6))"])?.stdout.trim() ===
   "True";
 const ignore = !PYTHON;
