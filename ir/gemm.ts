@@ -341,6 +341,31 @@ export interface OperandSmem {
   readonly viaRegisters?: boolean;
 }
 
+/**
+ * A structured-sparse A's metadata tile in shared memory (DESIGN §6.3, issue 21): each
+ * stage holds the canonical metadata words (numerics/sparse.ts) of the k-tile's rows,
+ * row-major and unswizzled, `rowBytes` a row. Copied by `cp.async` where the words lie
+ * inside the matrix; a copy past M or past the row's last word stores `0x44444444`
+ * instead (every nibble `0b0100`, a defined index pair for every sparse type, so the
+ * zero-filled values past K are multiplied by a legal `mma.sp` and not by an undefined one).
+ */
+export interface MetaSmem {
+  /** Rows of the tile (the threadblock's M). */
+  readonly rows: number;
+  /** Bytes of one row's metadata in one k-tile: `tileK / kPerWord * 4`. */
+  readonly rowBytes: number;
+  /** Offset of stage 0 in the dynamic shared buffer. */
+  readonly offset: number;
+  /** Bytes of one stage (`rows * rowBytes`). */
+  readonly stageBytes: number;
+  /** Bytes per copy (16, 8 or 4): divides `rowBytes` and the matrix's row of words. */
+  readonly copyBytes: 4 | 8 | 16;
+  /** Words in a row of the whole matrix (`ceil(K / kPerWord)`, K a literal). */
+  readonly rowWords: number;
+  /** K elements one metadata word describes (8 groups: 32 for 2:4, 16 for tf32, 64 for s4/u4). */
+  readonly kPerWord: number;
+}
+
 /** Stage pipelining (pass `gemm-pipeline`). */
 export interface PipelinePlan {
   /** Pipeline stages. */
@@ -349,6 +374,8 @@ export interface PipelinePlan {
   readonly a: OperandSmem;
   /** Operand B's shared-memory tile. */
   readonly b: OperandSmem;
+  /** A sparse A's metadata tile (its stages after B's); absent for a dense A. */
+  readonly meta?: MetaSmem;
   /** Dynamic shared memory of all stages, in bytes. */
   readonly smemBytes: number;
   /** The `cp.async.wait_group` depth of the steady state (stages - 2). */

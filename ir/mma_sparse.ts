@@ -498,6 +498,24 @@ export function sparseMmaByName(name: string): SparseMmaShape | undefined {
 }
 
 /**
+ * Whether an MMA row is a sparse one (`mma.sp`, with its metadata map).
+ *
+ * @param s A row of either table.
+ * @returns True for a {@link SparseMmaShape}.
+ * @example
+ * ```ts
+ * import { equal } from "node:assert/strict";
+ * import { isSparseShape, SPARSE_MMA_TABLE } from "./mma_sparse.ts";
+ * import { MMA_SHAPES } from "./mma_table.ts";
+ * equal(isSparseShape(SPARSE_MMA_TABLE[0]!), true);
+ * equal(isSparseShape(MMA_SHAPES[0]!), false);
+ * ```
+ */
+export function isSparseShape(s: MmaShape): s is SparseMmaShape {
+  return (s as Partial<SparseMmaShape>).sparse === true;
+}
+
+/**
  * The sparse row for exact operand and accumulator types and the dense instruction shape
  * (K before compression), or undefined when sm_80 has no such `mma.sp`.
  *

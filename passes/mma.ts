@@ -11,7 +11,9 @@
 import type { GemmKernel, InstructionPlan } from "../ir/gemm.ts";
 import type { MmaDtype, MmaShape } from "../ir/mma_table.ts";
 import { MMA_SHAPES } from "../ir/mma_table.ts";
-import { mmaShapesOn, targetInfo } from "../ir/target.ts";
+import { mmaShapesOn, targetHas, targetInfo } from "../ir/target.ts";
+import { sparseMmaByName, SPARSE_MMA_TABLE } from "../ir/mma_sparse.ts";
+import { sparseMetaParam } from "../ir/gemm.ts";
 import { type GemmPass, scheduleError } from "./pass.ts";
 import { SIMT_PREFIX, simtShape } from "../ir/simt.ts";
 
@@ -83,6 +85,21 @@ function simtPlan(k: GemmKernel): GemmKernel {
 }
 
 /**
+ * The `mma.sp` rows (ir/mma_sparse.ts) for a sparse A's types, ascending K: every
+ * target with `mma.sync` has them (sm_80 on).
+ */
+function sparseShapesOn(
+  k: GemmKernel,
+  a: MmaDtype,
+  b: MmaDtype,
+  c: MmaDtype,
+): readonly MmaShape[] {
+  if (!targetHas(k.target, "mma.sync")) return [];
+  return SPARSE_MMA_TABLE.filter((s) => s.aType === a && s.bType === b && s.cType === c)
+    .toSorted((x, y) => x.k - y.k);
+}
+
+/**
  * The MMA table row (or SIMT cell) that the mma plan names.
  *
  * @param k The kernel (warp and mma plans made).
@@ -93,7 +110,7 @@ export function plannedShape(k: GemmKernel): MmaShape {
   const w = k.plan.warp!.warp;
   const s = name.startsWith(SIMT_PREFIX)
     ? simtShape(w.m, w.n)
-    : MMA_SHAPES.find((x) => x.name === name);
+    : (sparseMmaByName(name) ?? MMA_SHAPES.find((x) => x.name === name));
   if (s === undefined) throw new Error(`Unknown MMA shape "${name}"`);
   return s;
 }
@@ -107,13 +124,11 @@ export const mmaPass: GemmPass = {
     const m = k.math;
     if (m.mode === "simt") return simtPlan(k);
     const op = m.op === "mul" ? undefined : m.op;
-    const shapes = mmaShapesOn(
-      k.target,
-      m.mmaA as MmaDtype,
-      m.mmaB as MmaDtype,
-      m.acc as MmaDtype,
-      op,
-    );
+    const sparse = sparseMetaParam(k) !== null;
+    const shapes = sparse
+      ? sparseShapesOn(k, m.mmaA as MmaDtype, m.mmaB as MmaDtype, m.acc as MmaDtype)
+      : mmaShapesOn(k.target, m.mmaA as MmaDtype, m.mmaB as MmaDtype, m.acc as MmaDtype, op);
+    const instr = sparse ? "mma.sp" : "mma.sync";
     const want = k.schedule.mma;
     const list = shapes.map((s) => `${s.m}x${s.n}x${s.k}`).join(", ");
     const shape = want === undefined
@@ -125,8 +140,8 @@ export const mmaPass: GemmPass = {
         "mma",
         "E0203",
         want === undefined
-          ? `No mma.sync instruction for ${m.mmaA} x ${m.mmaB} -> ${m.acc}`
-          : `No mma.sync instruction ${want.m}x${want.n}x${want.k} for ${m.mmaA} x ${m.mmaB} -> ${m.acc}: ` +
+          ? `No ${instr} instruction for ${m.mmaA} x ${m.mmaB} -> ${m.acc}`
+          : `No ${instr} instruction ${want.m}x${want.n}x${want.k} for ${m.mmaA} x ${m.mmaB} -> ${m.acc}: ` +
             `${targetInfo(k.target).mmaIsa} has ${list}`,
       );
     }
@@ -154,7 +169,9 @@ export const mmaPass: GemmPass = {
     const nTiles = w.n / shape.n;
     const regWords = shape.regBits / 32;
     const acc = mTiles * nTiles * shape.c.regs * regWords;
-    const oneSet = (mTiles * shape.a.regs + nTiles * shape.b.regs) * regWords;
+    // A sparse A adds one metadata register per tile row (passes/lower/sparse_meta.ts).
+    const oneSet = (mTiles * shape.a.regs + nTiles * shape.b.regs) * regWords +
+      (sparse ? mTiles : 0);
     // Two sets (double buffering) when they fit; else one set, the next
     // k-step's fragments loaded into each register as it frees up (plain
     // tensor MMAs only: 3xtf32 splits its fragments first).

@@ -9,8 +9,15 @@
  * @module
  */
 
-import type { GemmKernel, MatrixView, OperandSmem, PipelinePlan } from "../ir/gemm.ts";
-import { tensorParam } from "../ir/gemm.ts";
+import type {
+  GemmKernel,
+  MatrixView,
+  MetaSmem,
+  OperandSmem,
+  PipelinePlan,
+} from "../ir/gemm.ts";
+import { sparseMetaParam, tensorParam } from "../ir/gemm.ts";
+import { sparseGroup } from "../numerics/sparse.ts";
 import { DTYPE_INFO } from "../ir/dtype.ts";
 import { requireInstruction, targetInfo } from "../ir/target.ts";
 import { type GemmPass, scheduleError } from "./pass.ts";
@@ -99,6 +106,34 @@ function operandSmem(
 }
 
 /**
+ * A sparse A's metadata tile (ir/gemm.ts {@link MetaSmem}; offset filled in by the
+ * caller): the threadblock's rows, each the canonical words of the k-tile's K.
+ *
+ * @param k The kernel (tile plan made; A sparse, K a literal: E0127).
+ * @returns The tile.
+ */
+function metaSmem(k: GemmKernel): Omit<MetaSmem, "offset"> {
+  const tb = k.plan.tile!.threadblock;
+  const a = tensorParam(k, k.problem.a.tensor);
+  const kPerWord = 8 * sparseGroup(a.dtype).elements;
+  if (tb.k % kPerWord !== 0) {
+    scheduleError(
+      k,
+      "threadblock",
+      "E0209",
+      `Sparse A ("${a.name}", ${a.dtype}): tile K ${tb.k} must be a multiple of ${kPerWord}, ` +
+        `the K of one metadata word`,
+    );
+  }
+  const K = k.problem.k;
+  if (K.kind !== "const") throw new Error("gemm-pipeline: a sparse A needs a literal K (E0127)");
+  const rowWords = Math.ceil(K.value / kPerWord);
+  const rowBytes = (tb.k / kPerWord) * 4;
+  const copyBytes = ([16, 8, 4] as const).find((c) => rowBytes % c === 0 && (rowWords * 4) % c === 0)!;
+  return { rows: tb.m, rowBytes, stageBytes: tb.m * rowBytes, copyBytes, rowWords, kPerWord };
+}
+
+/**
  * Whether an operand's tile is stored transposed: SIMT f32 stores a
  * K-contiguous operand M/N-contiguous, so that its fragments load 4 registers
  * at a time (ir/simt.ts; bench/NOTES.md 40).
@@ -171,10 +206,15 @@ export const pipelinePass: GemmPass = {
   run(k: GemmKernel): GemmKernel {
     const tb = k.plan.tile!.threadblock;
     const threads = k.plan.warp!.threads;
-    const a = operandSmem(k, k.problem.a, "A", tb.m, tb.k, threads);
+    // A sparse A's tile holds the kept values: half of the k-tile's columns.
+    const sparse = sparseMetaParam(k) !== null;
+    const a = operandSmem(k, k.problem.a, "A", tb.m, sparse ? tb.k / 2 : tb.k, threads);
     const b = operandSmem(k, k.problem.b, "B", tb.n, tb.k, threads);
-    if (a.async || b.async) requireInstruction(k.target, "cp.async", "gemm-pipeline's copies");
-    const perStage = a.stageBytes + b.stageBytes;
+    const meta = sparse ? metaSmem(k) : null;
+    if (a.async || b.async || meta !== null) {
+      requireInstruction(k.target, "cp.async", "gemm-pipeline's copies");
+    }
+    const perStage = a.stageBytes + b.stageBytes + (meta?.stageBytes ?? 0);
     const budget = targetInfo(k.target).smemPerBlock;
     const fit = Math.floor(budget / perStage);
     const given = k.schedule.stages;
@@ -206,6 +246,7 @@ export const pipelinePass: GemmPass = {
       stages,
       a: { ...a, offset: 0 },
       b: { ...b, offset: stages * a.stageBytes },
+      ...(meta === null ? {} : { meta: { ...meta, offset: stages * (a.stageBytes + b.stageBytes) } }),
       smemBytes: stages * perStage,
       waitDepth: stages - 2,
     };

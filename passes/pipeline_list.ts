@@ -22,7 +22,6 @@ import { occupancyPass } from "./occupancy.ts";
 import { workspacePass } from "./workspace.ts";
 import { epilogueStagingPass } from "./epilogue_staging.ts";
 import { lowerToKernel } from "./lower/mod.ts";
-import { refuseSparse } from "./sparse.ts";
 
 /**
  * The GEMM IR passes, in order.
@@ -84,8 +83,7 @@ export interface PipelineResult {
  * @param k The checked kernel.
  * @param dump Called after each pass with the dump (header + IR text).
  * @returns The planned GEMM IR and the kernel IR.
- * @throws DiagnosticError for schedules that cannot be honoured, and E0213 for a sparse A
- *   (passes/sparse.ts: its lowering is not built yet).
+ * @throws DiagnosticError for schedules that cannot be honoured.
  * @example
  * ```ts
  * import { deepEqual, ok } from "node:assert/strict";
@@ -99,7 +97,6 @@ export interface PipelineResult {
  * ```
  */
 export function runPipeline(k: GemmKernel, dump?: DumpHook): PipelineResult {
-  refuseSparse(k);
   let cur = k;
   for (const p of GEMM_PASSES) {
     cur = p.run(cur);

@@ -13,6 +13,7 @@
  */
 
 import type { DimRef, GemmKernel, Shape3, TilePlan } from "../ir/gemm.ts";
+import { sparseMetaParam } from "../ir/gemm.ts";
 import { type Dtype, DTYPE_INFO } from "../ir/dtype.ts";
 import { type GemmPass, scheduleError } from "./pass.ts";
 import { targetInfo } from "../ir/target.ts";
@@ -278,13 +279,17 @@ interface TileContext {
  * 8192^3 over 16 deep (NOTES 47). Operands aligned to less than 4 bytes are
  * copied synchronously, one element per load and store (no cp.async): a
  * 128x128 tile keeps the copies per thread (and their registers) in bounds.
- * Otherwise {@link defaultThreadblock}.
+ * Otherwise {@link defaultThreadblock}; a sparse A (issue 21) twice as deep, since
+ * `mma.sp` takes twice the K of the dense instruction (the same smem for A's kept values,
+ * twice for B: 128x256x64 f16 is 40 KiB a stage).
  */
 function baseTile(k: GemmKernel, syncCopy: boolean): Shape3 {
   if (k.math.mode === "simt") return { m: 128, n: 128, k: 8 };
   if (k.math.mode === "3xtf32") return { m: 128, n: 64, k: 32 };
-  if (syncCopy) return { m: 128, n: 128, k: defaultThreadblock(k.math.mmaA).k };
-  return defaultThreadblock(k.math.mmaA);
+  const d = defaultThreadblock(k.math.mmaA);
+  const deep = sparseMetaParam(k) === null ? d.k : 2 * d.k;
+  if (syncCopy) return { m: 128, n: 128, k: deep };
+  return { ...d, k: deep };
 }
 
 /** The facts about a kernel that the default-tile decisions share. */

@@ -63,6 +63,12 @@ export interface CopyOperand {
   /** The threadblock tile's first row (A) or column (B), and M (A) or N (B). */
   readonly x0: Reg;
   readonly outerSize: Operand;
+  /**
+   * A buffer whose lines are not the view's (a sparse A's kept values,
+   * passes/lower/sparse.ts): its base (batch applied), line length in elements and
+   * the elements of a line one k-tile spans. Absent: the tensor's own.
+   */
+  readonly line?: { readonly base: Reg; readonly ldElems: Operand; readonly tileK: number };
 }
 
 /** What {@link copySetup}'s steps share: the operand's copy geometry and registers. */
@@ -110,7 +116,7 @@ export function copySetup(
   const lay = copyLayout(cx, op, K, bz);
   const { dst, valid } = copyDestinations(cx, lay, smem);
   // Bytes to advance per k-tile.
-  const tileK = cx.k.plan.tile!.threadblock.k;
+  const tileK = op.line?.tileK ?? cx.k.plan.tile!.threadblock.k;
   const { ldBytes, bits } = lay;
   const step: Operand = lay.kContig
     ? imm((tileK * bits) / 8)
@@ -134,7 +140,7 @@ function copyLayout(cx: LowerContext, op: CopyOperand, K: Operand, bz: Reg): Cop
   const bits = DTYPE_INFO[t.dtype].bits;
   // The copies go along the operand's lines in global memory: the tile's
   // rows, or for a transposed tile its columns (tileK elements).
-  const tileK = cx.k.plan.tile!.threadblock.k;
+  const tileK = op.line?.tileK ?? cx.k.plan.tile!.threadblock.k;
   const transpose = p.transpose === true;
   const cpr = (transpose ? (tileK * bits) / 8 : p.rowBytes) / p.copyBytes;
   const epc = (p.copyBytes * 8) / bits;
@@ -153,11 +159,12 @@ function copyLayout(cx: LowerContext, op: CopyOperand, K: Operand, bz: Reg): Cop
       ? { c: 0, terms: [["tidLo", 1]] }
       : { c: (j % (cpr / T)) * T, terms: [["tid", 1]] };
   // Base pointer, with the batch offset.
-  const base: Reg = view.batched ? vectorBase(cx, t, bz) : cx.params.get(view.tensor)!;
+  const base: Reg = op.line?.base ??
+    (view.batched ? vectorBase(cx, t, bz) : cx.params.get(view.tensor)!);
   // Leading dimension in bytes: the size of the contiguous logical dim.
   const kContig = p.contiguous === "k" || transpose;
   // A strided tensor's line stride (DESIGN §6.1) where it declares one.
-  const ldElems = lineStride(cx, t) ?? (kContig ? K : outerSize);
+  const ldElems = op.line?.ldElems ?? lineStride(cx, t) ?? (kContig ? K : outerSize);
   const ldBytes = bytesOfElems(cx, ldElems.kind === "imm" ? ldElems : b64(cx, ldElems), bits);
   return {
     ...op,

@@ -10,6 +10,7 @@ import { DTYPE_INFO } from "../../ir/dtype.ts";
 import type { OperandSmem } from "../../ir/gemm.ts";
 import type { Reg } from "../../ir/kernel.ts";
 import type { MmaShape } from "../../ir/mma_table.ts";
+import { isSparseShape } from "../../ir/mma_sparse.ts";
 import { type Affine, groupRecipes, laneAffine, scaleAffine, type SmemRecipe } from "./affine.ts";
 import type { Feature, LowerContext } from "./context.ts";
 import * as ir from "../../ir/builder.ts";
@@ -88,6 +89,8 @@ interface FragGeometry {
   readonly tiles: number;
   /** Rows (A) or columns (B) of the warp tile. */
   readonly warpOuter: number;
+  /** Elements of the tile along K that one k-step reads (a sparse A's kept values: half the MMA's K). */
+  readonly kStep: number;
   /** (outer, k) of a fragment element, in the warp tile, for lane/reg/elem. */
   readonly at: (lane: number, reg: number, elem: number) => [number, number];
   /** Converts (outer, kElem) plus the warp's origin into an smem (row, byte) recipe. */
@@ -110,6 +113,7 @@ function fragGeometry(cx: LowerContext, role: "A" | "B", p: OperandSmem): FragGe
   const tiles = role === "A" ? wp.warp.m / cx.shape.m : wp.warp.n / cx.shape.n;
   const warpFeat: Feature = role === "A" ? "wm" : "wn";
   const warpOuter = role === "A" ? wp.warp.m : wp.warp.n;
+  const kStep = role === "A" && isSparseShape(cx.shape) ? cx.shape.k / 2 : cx.shape.k;
   const at = (lane: number, reg: number, elem: number): [number, number] => {
     const [r, c] = frag.coord(lane, reg, elem);
     return role === "A" ? [r, c] : [c, r];
@@ -120,7 +124,7 @@ function fragGeometry(cx: LowerContext, role: "A" | "B", p: OperandSmem): FragGe
       ? { row: o, byte: scaleAffine(kE, bits / 8) }
       : { row: kE, byte: scaleAffine(o, bits / 8) };
   };
-  return { role, frag, bits, tileOuter, tiles, warpOuter, at, toRecipe };
+  return { role, frag, bits, tileOuter, tiles, warpOuter, kStep, at, toRecipe };
 }
 
 /**
@@ -184,7 +188,7 @@ function ldsInstrs(cx: LowerContext, g: FragGeometry, p: OperandSmem): FragInstr
           trans: false,
           recipe: toRecipe(
             { c: outer.c + t * tileOuter, terms: outer.terms },
-            { c: kE.c + kk * cx.shape.k, terms: kE.terms },
+            { c: kE.c + kk * g.kStep, terms: kE.terms },
           ),
         });
       }
@@ -230,7 +234,7 @@ function ldmatrixInstrs(cx: LowerContext, g: FragGeometry, trans: boolean): Frag
     for (let t = 0; t < tiles; t++) {
       for (let r = 0; r < frag.regs; r++) {
         const [o0, k0] = origin(r);
-        mats.push({ tile: t, reg: r, o: o0 + t * tileOuter, k: k0 + kk * cx.shape.k });
+        mats.push({ tile: t, reg: r, o: o0 + t * tileOuter, k: k0 + kk * g.kStep });
       }
     }
     for (let i = 0; i < mats.length;) {

@@ -22,6 +22,18 @@ import {
 import { epiPrefetch, prefetchAhead } from "./epilogue_loads.ts";
 import { fragLoader, type FragPlan, fragSetup } from "./fragments.ts";
 import { type KTileSums, mmas } from "./mma.ts";
+import {
+  issueMetaCopies,
+  keptRemaining,
+  keptValuesOperand,
+  loadMeta,
+  type MetaCopies,
+  metaCopySetup,
+  type MetaFrags,
+  metaFragSetup,
+  skipMetaTiles,
+  sparseShape,
+} from "./sparse.ts";
 import * as ir from "../../ir/builder.ts";
 
 /** The threadblock tile and what the main loop needs of the problem. */
@@ -50,6 +62,9 @@ interface LoopState {
   /** The two fragment buffers of A and of B. */
   readonly aBuf: Reg[][][];
   readonly bBuf: Reg[][][];
+  /** A sparse A's two buffers of metadata registers (one a tile row), and their loads. */
+  readonly metaBuf: Reg[][] | null;
+  readonly metaFrag: MetaFrags | null;
   /** The stage the fragments are read from. */
   readonly readOff: Reg;
   /** Issues the copies of the next k-tile to fetch. */
@@ -73,14 +88,25 @@ export function mainLoop(cx: LowerContext, o: TileOrigin): Reg[][][] {
   const tb = k.plan.tile!.threadblock;
   const { m0, n0, M, N, K, bz, split, smem } = o;
   const copies = (role: "A" | "B", op: CopyOperand) => copySetup(cx, role, op, K, bz, smem);
-  const aCopy = copies("A", { view: k.problem.a, p: pipe.a, x0: m0, outerSize: M });
+  const sparse = sparseShape(cx) !== null;
+  const aCopy = copies(
+    "A",
+    sparse ? keptValuesOperand(cx, m0, M, K, bz) : {
+      view: k.problem.a,
+      p: pipe.a,
+      x0: m0,
+      outerSize: M,
+    },
+  );
   const bCopy = copies("B", { view: k.problem.b, p: pipe.b, x0: n0, outerSize: N });
+  const metaCopy = sparse ? metaCopySetup(cx, m0, M, K, bz, smem) : null;
 
   // Fragment address set-up.
   const aFrag = fragSetup(cx, "A", pipe.a, mp.aLoad, smem);
   const bFrag = fragSetup(cx, "B", pipe.b, mp.bLoad, smem);
+  const metaFrag = sparse ? metaFragSetup(cx, smem) : null;
   const { acc, kTile } = zeroAccumulators(cx);
-  const { kRem, kCount } = kTileRange(cx, K, split, aCopy, bCopy);
+  const { kRem, kCount } = kTileRange(cx, K, split, aCopy, bCopy, metaCopy);
   const S = pipe.stages;
   const mTiles = acc.length;
   const nTiles = acc[0]!.length;
@@ -88,8 +114,9 @@ export function mainLoop(cx: LowerContext, o: TileOrigin): Reg[][][] {
   const readOff = cx.mov("u32", imm(0), "rstage");
 
   const issue = () => {
-    issueCopies(cx, aCopy, pipe.a, writeOff, kRem);
+    issueCopies(cx, aCopy, pipe.a, writeOff, sparse ? keptRemaining(cx, kRem) : kRem);
     issueCopies(cx, bCopy, pipe.b, writeOff, kRem);
+    if (metaCopy !== null) issueMetaCopies(cx, metaCopy, writeOff, kRem);
     b.emit(ir.commit());
     b.emit(ir.bin("sub", "s32", kRem, kRem, imm(tb.k)));
     advanceStage(cx, writeOff, S);
@@ -112,13 +139,29 @@ export function mainLoop(cx: LowerContext, o: TileOrigin): Reg[][][] {
     );
   const aBuf = [fragRegs(cx.shape.a, mTiles), fragRegs(cx.shape.a, mTiles)];
   const bBuf = [fragRegs(cx.shape.b, nTiles), fragRegs(cx.shape.b, nTiles)];
+  const metaBuf = metaFrag === null ? null : [0, 1].map((x) =>
+    Array.from({ length: mTiles }, (_, i) => b.reg("b32", `meta${x}_${i}`))
+  );
   const loadBoth = (kk: number, buf: number) => {
     fragLoader(cx, aFrag, aBuf[buf]!, kk, readOff, pipe.a)(() => true);
     fragLoader(cx, bFrag, bBuf[buf]!, kk, readOff, pipe.b)(() => true);
   };
   loadBoth(0, 0);
+  if (metaFrag !== null) loadMeta(cx, metaFrag, metaBuf![0]!, 0, readOff);
 
-  const st: LoopState = { acc, kTile, aFrag, bFrag, aBuf, bBuf, readOff, issue, loadBoth };
+  const st: LoopState = {
+    acc,
+    kTile,
+    aFrag,
+    bFrag,
+    aBuf,
+    bBuf,
+    metaBuf,
+    metaFrag,
+    readOff,
+    issue,
+    loadBoth,
+  };
   const kt = b.reg("u32", "kt");
   const KK = mp.kSteps;
   // k-steps per tile are a power of two >= 2 (gemm-mma), so the two fragment
@@ -165,7 +208,7 @@ function kStep(cx: LowerContext, st: LoopState, kk: number): void {
   const mp = cx.k.plan.mma!;
   const KK = mp.kSteps;
   const S = pipe.stages;
-  const { acc, kTile, aFrag, bFrag, aBuf, bBuf, readOff, issue, loadBoth } = st;
+  const { acc, kTile, aFrag, bFrag, aBuf, bBuf, metaBuf, metaFrag, readOff, issue, loadBoth } = st;
   const mTiles = acc.length;
   if (kk === KK - 1) {
     b.emit(ir.wait(pipe.waitDepth));
@@ -175,12 +218,14 @@ function kStep(cx: LowerContext, st: LoopState, kk: number): void {
   const next = (kk + 1) % 2;
   const interleaved = mp.fragments === "interleaved";
   if (!interleaved) loadBoth((kk + 1) % KK, next);
+  if (metaFrag !== null) loadMeta(cx, metaFrag, metaBuf![next]!, (kk + 1) % KK, readOff);
+  const meta = metaBuf?.[kk % 2] ?? null;
   if (kk === 0) {
     b.emit(ir.comment(`copies of k-tile kt + ${S - 1}`));
     issue();
   }
   if (!interleaved) {
-    mmas(cx, acc, aBuf[kk % 2]!, bBuf[kk % 2]!, kk, kTile);
+    mmas(cx, acc, aBuf[kk % 2]!, bBuf[kk % 2]!, kk, kTile, undefined, meta);
     return;
   }
   // Each load of k-step kk+1 right after the MMAs that free its tiles.
@@ -193,7 +238,7 @@ function kStep(cx: LowerContext, st: LoopState, kk: number): void {
       bNext((t) => bDone.has(t));
     }
     if (rowDone) aNext((t) => t <= i);
-  });
+  }, meta);
 }
 
 /**
@@ -237,6 +282,7 @@ function zeroAccumulators(cx: LowerContext): { acc: Reg[][][]; kTile: KTileSums 
  * @param split This block's split, or null.
  * @param aCopy A's copies.
  * @param bCopy B's copies.
+ * @param metaCopy A sparse A's metadata copies, or null.
  * @returns The k-tile count and the fetch counter.
  */
 function kTileRange(
@@ -245,6 +291,7 @@ function kTileRange(
   split: Reg | null,
   aCopy: CopyPlan,
   bCopy: CopyPlan,
+  metaCopy: MetaCopies | null,
 ): { kRem: Reg; kCount: Operand } {
   const tb = cx.k.plan.tile!.threadblock;
   const splitK = cx.k.plan.tile!.splitK;
@@ -271,6 +318,7 @@ function kTileRange(
     kRem = cx.bin("min", "s32", left, cx.s32Of(cx.mulImm(kCount, tb.k)), "kfetch");
     skipTiles(cx, aCopy, start);
     skipTiles(cx, bCopy, start);
+    if (metaCopy !== null) skipMetaTiles(cx, metaCopy, start);
   }
   return { kRem, kCount };
 }
