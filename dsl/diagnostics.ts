@@ -61,7 +61,6 @@ export const DIAGNOSTIC_CODES = {
   E0210: "unknown kernel",
   E0211: "operand layout not supported for this type",
   E0212: "a name split-K needs is taken",
-  E0213: "sparse lowering not built yet (issue 21)",
 } as const;
 Object.freeze(DIAGNOSTIC_CODES);
 

@@ -193,12 +193,15 @@ export function alignmentViolations(
 ): string[] {
   const bad: string[] = strideViolations(k, sizes);
   for (const p of k.params) {
-    if (p.kind !== "tensor" || p.dims.length < 2) continue;
+    if (p.kind !== "tensor" || p.dims.length < 2 || p.role === "A_meta") continue;
     const dims = p.dims.slice(-2);
     const contiguous = p.layout === "row" ? dims[1]! : dims[0]!;
-    const v = contiguous.kind === "const" ? contiguous.value : sizes[contiguous.name]!;
+    const full = contiguous.kind === "const" ? contiguous.value : sizes[contiguous.name]!;
+    // A sparse A's rows hold the kept values: half of K (DESIGN §6.3).
+    const v = p.sparse === true ? full / 2 : full;
     if (v % p.align !== 0) {
-      const name = contiguous.kind === "const" ? String(v) : `${contiguous.name}=${v}`;
+      const dim = contiguous.kind === "const" ? String(full) : `${contiguous.name}=${full}`;
+      const name = p.sparse === true ? `(the kept values, ${dim} / 2 = ${v})` : dim;
       bad.push(
         `Tensor "${p.name}" declares align ${p.align} but its leading dimension ${name} is not ` +
           `a multiple of ${p.align}: ${alignAdvice(p.dtype, v)}`,

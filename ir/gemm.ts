@@ -358,10 +358,11 @@ export interface MetaSmem {
   readonly offset: number;
   /** Bytes of one stage (`rows * rowBytes`). */
   readonly stageBytes: number;
-  /** Bytes per copy (16, 8 or 4): divides `rowBytes` and the matrix's row of words. */
+  /** Bytes per copy (16, 8 or 4): divides `rowBytes` and the matrix's row of words (4 where
+   * K is a runtime size). */
   readonly copyBytes: 4 | 8 | 16;
-  /** Words in a row of the whole matrix (`ceil(K / kPerWord)`, K a literal). */
-  readonly rowWords: number;
+  /** Words in a row of the whole matrix (`ceil(K / kPerWord)`) for a literal K, else null. */
+  readonly rowWords: number | null;
   /** K elements one metadata word describes (8 groups: 32 for 2:4, 16 for tf32, 64 for s4/u4). */
   readonly kPerWord: number;
 }

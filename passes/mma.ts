@@ -12,7 +12,7 @@ import type { GemmKernel, InstructionPlan } from "../ir/gemm.ts";
 import type { MmaDtype, MmaShape } from "../ir/mma_table.ts";
 import { MMA_SHAPES } from "../ir/mma_table.ts";
 import { mmaShapesOn, targetHas, targetInfo } from "../ir/target.ts";
-import { sparseMmaByName, SPARSE_MMA_TABLE } from "../ir/mma_sparse.ts";
+import { SPARSE_MMA_TABLE, sparseMmaByName } from "../ir/mma_sparse.ts";
 import { sparseMetaParam } from "../ir/gemm.ts";
 import { type GemmPass, scheduleError } from "./pass.ts";
 import { SIMT_PREFIX, simtShape } from "../ir/simt.ts";

@@ -9,13 +9,7 @@
  * @module
  */
 
-import type {
-  GemmKernel,
-  MatrixView,
-  MetaSmem,
-  OperandSmem,
-  PipelinePlan,
-} from "../ir/gemm.ts";
+import type { GemmKernel, MatrixView, MetaSmem, OperandSmem, PipelinePlan } from "../ir/gemm.ts";
 import { sparseMetaParam, tensorParam } from "../ir/gemm.ts";
 import { sparseGroup } from "../numerics/sparse.ts";
 import { DTYPE_INFO } from "../ir/dtype.ts";
@@ -109,7 +103,7 @@ function operandSmem(
  * A sparse A's metadata tile (ir/gemm.ts {@link MetaSmem}; offset filled in by the
  * caller): the threadblock's rows, each the canonical words of the k-tile's K.
  *
- * @param k The kernel (tile plan made; A sparse, K a literal: E0127).
+ * @param k The kernel (tile plan made; A sparse).
  * @returns The tile.
  */
 function metaSmem(k: GemmKernel): Omit<MetaSmem, "offset"> {
@@ -126,10 +120,12 @@ function metaSmem(k: GemmKernel): Omit<MetaSmem, "offset"> {
     );
   }
   const K = k.problem.k;
-  if (K.kind !== "const") throw new Error("gemm-pipeline: a sparse A needs a literal K (E0127)");
-  const rowWords = Math.ceil(K.value / kPerWord);
+  const rowWords = K.kind === "const" ? Math.ceil(K.value / kPerWord) : null;
   const rowBytes = (tb.k / kPerWord) * 4;
-  const copyBytes = ([16, 8, 4] as const).find((c) => rowBytes % c === 0 && (rowWords * 4) % c === 0)!;
+  // A runtime K leaves the rows of words aligned to 4 bytes only.
+  const copyBytes = ([16, 8, 4] as const).find((c) =>
+    rowBytes % c === 0 && (rowWords ?? 1) * 4 % c === 0
+  )!;
   return { rows: tb.m, rowBytes, stageBytes: tb.m * rowBytes, copyBytes, rowWords, kPerWord };
 }
 
@@ -246,7 +242,9 @@ export const pipelinePass: GemmPass = {
       stages,
       a: { ...a, offset: 0 },
       b: { ...b, offset: stages * a.stageBytes },
-      ...(meta === null ? {} : { meta: { ...meta, offset: stages * (a.stageBytes + b.stageBytes) } }),
+      ...(meta === null
+        ? {}
+        : { meta: { ...meta, offset: stages * (a.stageBytes + b.stageBytes) } }),
       smemBytes: stages * perStage,
       waitDepth: stages - 2,
     };

@@ -2,7 +2,7 @@
  * The front end and the harness of structured-sparse A (DESIGN §6.3, issue 21):
  * `sparse` in the grammar (not a keyword), the checker's rules (E0127, goldens in
  * tests/testdata/bad/E0127_sparse_*), the metadata parameter right after A, the
- * compile-time refusal until the lowering exists (E0213), random inputs (kept
+ * sparse kernels compiling to mma.sp (tests/sparse_lower_test.ts has the rest), random inputs (kept
  * values and metadata, their byte sizes) and the reference (the decompressed A's
  * product), which must equal that of the same kernel made dense.
  */
@@ -192,32 +192,34 @@ Deno.test("sparse check: sparse on C or bias, and A_meta taken by a tensor or a 
   assert.deepEqual(dim.diagnostics.map((d) => [d.code, d.line, d.column]), [["E0127", 2, 10]]);
 });
 
-// ---- until the lowering exists ----
+// ---- through the passes ----
 
-Deno.test("sparse compile: E0213 at the word sparse; dense kernels of the file still compile", () => {
+Deno.test("sparse compile: mma.sp in the PTX; the schedule is honoured; dense kernels of the file too", () => {
   const src = program("f16[M, K] row sparse", "f16", "f32") +
     program("f16[M, K] row", "f16", "f32").replace("spmm", "dense");
   const r = compile(src, { file: "s.gemm" });
-  assert.deepEqual(r.diagnostics.map((d) => [d.code, d.line, d.column]), [["E0213", 2, 20]]);
-  assert.match(r.diagnostics[0]!.message, /^Sparse lowering not built yet \(issue 21\)/);
-  assert.deepEqual(r.kernels.map((k) => k.name), ["dense"]);
-  // The schedule is not looked at yet: a sparse kernel stops before the passes.
+  assert.deepEqual(r.diagnostics, []);
+  assert.deepEqual(r.kernels.map((k) => k.name), ["spmm", "dense"]);
+  const ptx = (name: string) => r.kernels.find((k) => k.name === name)!.ptx;
+  assert.match(ptx("spmm"), /mma\.sp\.sync\.aligned\.m16n8k32\.row\.col\.f32\.f16\.f16\.f32 /);
+  assert.doesNotMatch(ptx("dense"), /mma\.sp/);
+  // A schedule the sparse plan cannot honour is a schedule diagnostic, as for dense kernels.
   const sched = compile(
-    program("s4[M, K] row sparse", "s4", "s32", "  schedule {\n    split_k 2\n  }\n"),
+    program("s4[M, K] row sparse", "s4", "s32", "  schedule {\n    mma 16x8x32\n  }\n"),
   );
-  assert.deepEqual(sched.diagnostics.map((d) => d.code), ["E0213"]);
+  assert.deepEqual(sched.diagnostics.map((d) => d.code), ["E0203"]);
+  assert.match(sched.diagnostics[0]!.message, /No mma\.sp instruction 16x8x32 for s4 x s4 -> s32/);
 });
 
-Deno.test("sparse CLI: gemm check accepts a sparse kernel, gemm compile says why it stops", async () => {
+Deno.test("sparse CLI: gemm check and gemm compile accept a sparse kernel", async () => {
   const dir = Deno.makeTempDirSync();
   const file = `${dir}/spmm.gemm`;
   Deno.writeTextFileSync(file, program("f16[M, K] row sparse", "f16", "f32"));
   const c = await gemm("check", file);
   assert.deepEqual([c.code, c.stderr, c.stdout], [0, "", ""]);
-  const k = await gemm("compile", file);
-  assert.equal(k.code, 1);
-  assert.match(k.stderr, /spmm\.gemm:2:20: error\[E0213\]: Sparse lowering not built yet/);
-  assert.match(k.stderr, /\n2 \| {3}A: f16\[M, K\] row sparse\n {2}\| {20}\^~~~~~\n/);
+  const k = await gemm("compile", file, "--emit", "ptx");
+  assert.equal(k.code, 0, k.stderr);
+  assert.match(k.stdout, /mma\.sp\.sync/);
   // A checker error of a sparse kernel still fails gemm check.
   Deno.writeTextFileSync(file, program("f64[M, K] row sparse", "f64", "f64"));
   const bad = await gemm("check", file);
@@ -245,9 +247,9 @@ Deno.test("sparse front: no crash when sparse is added to every declaration of e
     }
   }
   assert.ok(cases > 40, `${cases} cases`);
-  // Both refusals occur: E0127 (not A, a type that cannot be sparse) and E0213.
+  // Both outcomes occur: E0127 (not A, a type that cannot be sparse) and a sparse kernel compiled.
   assert.ok([...verdicts].some((v) => v.includes("E0127")), [...verdicts].join("; "));
-  assert.ok([...verdicts].some((v) => v.includes("E0213")), [...verdicts].join("; "));
+  assert.ok([...verdicts].some((v) => v.startsWith("compiled")), [...verdicts].join("; "));
 });
 
 // ---- harness ----

@@ -139,9 +139,9 @@ export function mainLoop(cx: LowerContext, o: TileOrigin): Reg[][][] {
     );
   const aBuf = [fragRegs(cx.shape.a, mTiles), fragRegs(cx.shape.a, mTiles)];
   const bBuf = [fragRegs(cx.shape.b, nTiles), fragRegs(cx.shape.b, nTiles)];
-  const metaBuf = metaFrag === null ? null : [0, 1].map((x) =>
-    Array.from({ length: mTiles }, (_, i) => b.reg("b32", `meta${x}_${i}`))
-  );
+  const metaBuf = metaFrag === null
+    ? null
+    : [0, 1].map((x) => Array.from({ length: mTiles }, (_, i) => b.reg("b32", `meta${x}_${i}`)));
   const loadBoth = (kk: number, buf: number) => {
     fragLoader(cx, aFrag, aBuf[buf]!, kk, readOff, pipe.a)(() => true);
     fragLoader(cx, bFrag, bBuf[buf]!, kk, readOff, pipe.b)(() => true);

@@ -32,7 +32,7 @@ import { DTYPE_INFO } from "../../ir/dtype.ts";
 import { type MetaSmem, sparseMetaParam, tensorParam } from "../../ir/gemm.ts";
 import type { Operand, Reg } from "../../ir/kernel.ts";
 import { isSparseShape, type SparseMmaShape } from "../../ir/mma_sparse.ts";
-import { b64, log2, type LowerContext } from "./context.ts";
+import { b64, bytesOfElems, log2, type LowerContext } from "./context.ts";
 import type { CopyOperand } from "./copies.ts";
 import * as ir from "../../ir/builder.ts";
 
@@ -60,7 +60,7 @@ function batchBase(cx: LowerContext, name: string, rowBytes: Operand, M: Operand
  * @param cx The lowering's context.
  * @param m0 The tile's first row.
  * @param M The problem's M.
- * @param K The problem's K (a literal: E0127).
+ * @param K The problem's K.
  * @param bz The batch index.
  * @returns The operand.
  */
@@ -72,9 +72,12 @@ export function keptValuesOperand(
   bz: Reg,
 ): CopyOperand {
   const k = cx.k;
-  if (K.kind !== "imm") throw new Error("lower-kernel: a sparse A needs a literal K");
   const a = tensorParam(k, k.problem.a.tensor);
-  const rowBytes = imm(((K.value / 2) * DTYPE_INFO[a.dtype].bits) / 8);
+  const kept: Operand = K.kind === "imm" ? imm(K.value / 2) : cx.bin("shr", "u32", K, imm(1));
+  const bits = DTYPE_INFO[a.dtype].bits;
+  const rowBytes = kept.kind === "imm"
+    ? imm((kept.value * bits) / 8)
+    : bytesOfElems(cx, b64(cx, kept), bits);
   return {
     view: k.problem.a,
     p: k.plan.pipeline!.a,
@@ -82,7 +85,7 @@ export function keptValuesOperand(
     outerSize: M,
     line: {
       base: batchBase(cx, a.name, rowBytes, M, bz),
-      ldElems: imm(K.value / 2),
+      ldElems: kept,
       tileK: k.plan.tile!.threadblock.k / 2,
     },
   };
@@ -99,7 +102,7 @@ export interface MetaCopies {
   /** Global address of this thread's copy 0 (advanced a k-tile at a time). */
   readonly ptr: Reg;
   /** Bytes between copy j and j + 1 in global memory, and rows between them. */
-  readonly stride: number;
+  readonly stride: Operand;
   readonly dRows: number;
   /** Shared address (stage 0) of copy 0. */
   readonly dst: Reg;
@@ -110,8 +113,6 @@ export interface MetaCopies {
   readonly valid: readonly (Reg | null)[];
   /** `0x44444444`, stored in place of words outside the matrix. */
   readonly fill: Reg;
-  /** The literal K. */
-  readonly K: number;
 }
 
 /**
@@ -121,7 +122,7 @@ export interface MetaCopies {
  * @param cx The lowering's context.
  * @param m0 The tile's first row.
  * @param M The problem's M.
- * @param K The problem's K (a literal).
+ * @param K The problem's K.
  * @param bz The batch index.
  * @param smem The shared memory's base.
  * @returns The plan.
@@ -136,7 +137,6 @@ export function metaCopySetup(
 ): MetaCopies {
   const meta = cx.k.plan.pipeline!.meta!;
   const param = sparseMetaParam(cx.k)!;
-  if (K.kind !== "imm") throw new Error("lower-kernel: a sparse A needs a literal K");
   const T = cx.threads;
   const cpr = meta.rowBytes / meta.copyBytes;
   if ((cpr & (cpr - 1)) !== 0 || T % cpr !== 0) {
@@ -145,13 +145,27 @@ export function metaCopySetup(
   const tid = cx.features.get("tid")!;
   const row = cx.bin("shr", "u32", tid, imm(log2(cpr)));
   const col = cx.bin("and", "u32", tid, imm(cpr - 1));
-  const ld = meta.rowWords * 4;
-  const base = batchBase(cx, param.name, imm(ld), M, bz);
+  // Bytes of a row of words: ceil(K / kPerWord) * 4.
+  const ld: Operand = K.kind === "imm" ? imm(Math.ceil(K.value / meta.kPerWord) * 4) : b64(
+    cx,
+    cx.bin(
+      "shl",
+      "u32",
+      cx.bin(
+        "shr",
+        "u32",
+        cx.bin("add", "u32", K, imm(meta.kPerWord - 1)),
+        imm(log2(meta.kPerWord)),
+      ),
+      imm(2),
+    ),
+  );
+  const base = batchBase(cx, param.name, ld, M, bz);
   const gRow = cx.bin("add", "u32", m0, row);
   const off = cx.bin(
     "add",
     "u64",
-    cx.mulU64(gRow, imm(ld)),
+    cx.mulU64(gRow, ld),
     b64(cx, cx.mulImm(col, meta.copyBytes)),
   );
   const ptr = cx.bin("add", "u64", base, off, "metaptr");
@@ -173,7 +187,8 @@ export function metaCopySetup(
     );
   }
   const fill = cx.mov("b32", imm(0x44444444), "metafill");
-  return { meta, ptr, stride: dRows * ld, dRows, dst, rowRem, word, valid, fill, K: K.value };
+  const stride = ld.kind === "imm" ? imm(dRows * ld.value) : cx.bin("mul", "u64", ld, imm(dRows));
+  return { meta, ptr, stride, dRows, dst, rowRem, word, valid, fill };
 }
 
 /**
@@ -189,11 +204,12 @@ export function metaCopySetup(
 export function issueMetaCopies(cx: LowerContext, c: MetaCopies, stage: Reg, kRem: Reg): void {
   const b = cx.b;
   const { meta } = c;
-  // Words left in the row from the k-tile's first: (kRem - K) / kPerWord + rowWords.
+  // Words left in the row from the k-tile's first (a multiple of kPerWord along K):
+  // ceil(kRem / kPerWord), none once kRem <= 0.
   const wordsLeft = cx.bin(
     "shr",
     "s32",
-    cx.bin("add", "s32", kRem, imm(meta.rowWords * meta.kPerWord - c.K)),
+    cx.bin("add", "s32", kRem, imm(meta.kPerWord - 1)),
     imm(log2(meta.kPerWord)),
   );
   const kIn = cx.setp("lt", "s32", c.word, wordsLeft);
@@ -204,7 +220,11 @@ export function issueMetaCopies(cx: LowerContext, c: MetaCopies, stage: Reg, kRe
     const rows = imm(j * c.dRows);
     const inside = cx.and(valid, cx.and(cx.setp("lt", "s32", rows, c.rowRem), kIn))!;
     const out = cx.and(valid, cx.bin("or", "pred", cx.setp("ge", "s32", rows, c.rowRem), kOut))!;
-    const ptr = j === 0 ? c.ptr : cx.bin("add", "u64", c.ptr, imm(j * c.stride));
+    const ptr = j === 0
+      ? c.ptr
+      : c.stride.kind === "imm"
+      ? cx.bin("add", "u64", c.ptr, imm(j * c.stride.value))
+      : cx.bin("add", "u64", c.ptr, cx.bin("mul", "u64", c.stride, imm(j)));
     const dOff = j * c.dRows * meta.rowBytes;
     b.emit(ir.cpAsync(
       {
@@ -394,9 +414,7 @@ export function loadMeta(
       // The half's 16 bits, moved to bits 16x..16x+15.
       if (lane === null) {
         if (x === 0) {
-          return c === 0
-            ? cx.bin("and", "b32", w, imm(0xffff))
-            : cx.bin("shr", "b32", w, imm(c));
+          return c === 0 ? cx.bin("and", "b32", w, imm(0xffff)) : cx.bin("shr", "b32", w, imm(c));
         }
         return c === 16
           ? cx.bin("and", "b32", w, imm(0xffff0000))
