@@ -20,6 +20,8 @@ import { gridFor } from "../ir/kernel.ts";
 import { sparseMetaParam, tensorParam } from "../ir/gemm.ts";
 import { runPtxas } from "../backends/ptx/ptxas.ts";
 import { ptxasTest } from "./_ptxas.ts";
+import { launchContract, launchViolations, tensorBytes } from "../backends/ptx/contract.ts";
+import { tensorShape } from "../harness/tensor.ts";
 
 /** A sparse GEMM of operand type `a`, accumulator/output `d`, K as given, an epilogue. */
 function program(name: string, a: string, d: string, K: string, extra = ""): string {
@@ -179,3 +181,49 @@ ptxasTest(
     }
   },
 );
+
+Deno.test("sparse launch contract: the manifest's storage sizes the buffers as the harness stores them", () => {
+  for (const [a, d, K] of TYPES) {
+    const ck = one(program(`ct_${a}`, a, d, K));
+    const c = launchContract(ck.manifest);
+    const sizes = resolveSizes(ck.gemm, { M: 70, N: 40, ...(K === "K" ? { K: 256 } : {}) });
+    const meta = sparseMetaParam(ck.gemm)!;
+    const aParam = tensorParam(ck.gemm, ck.gemm.problem.a.tensor);
+    const m = ck.manifest.params.find((p) => p.name === meta.name)!;
+    assert.equal(m.sparse?.storage, "metadata");
+    assert.equal(ck.manifest.params.find((p) => p.name === aParam.name)!.sparse?.storage, "values");
+    const bindings = new Map<string, { address: bigint; bytes: number }>();
+    let at = 1n << 32n;
+    for (const t of c.tensors) {
+      const p = ck.gemm.params.find((q) => q.name === t.name)!;
+      const bytes = p.kind === "tensor" ? tensorShape(p, sizes).bytes : 0;
+      assert.equal(tensorBytes(t, sizes), bytes, `${a}: ${t.name}`);
+      bindings.set(t.name, { address: at, bytes });
+      at += BigInt(Math.ceil(bytes / 256) * 256 + 256);
+    }
+    const scalars = new Map(c.scalars.map((s) => [s.name, 1.5]));
+    assert.deepEqual(launchViolations(c, sizes, bindings, scalars), [], a);
+    // One byte short of the metadata, and the launcher says so.
+    const short = new Map(bindings);
+    short.set(meta.name, {
+      ...bindings.get(meta.name)!,
+      bytes: bindings.get(meta.name)!.bytes - 1,
+    });
+    assert.match(
+      launchViolations(c, sizes, short, scalars).join("; "),
+      new RegExp(`Buffer of tensor "${meta.name}" holds`),
+    );
+  }
+  // A runtime K whose kept values break A's alignment (f16: 8 kept values).
+  const ck = one(program("ct_k", "f16", "f32", "K"));
+  const c = launchContract(ck.manifest);
+  const bad = launchViolations(c, { M: 64, N: 64, K: 200 }, new Map(), new Map());
+  assert.ok(
+    bad.some((x) =>
+      x.includes(
+        '"A" declares align 8 but its leading dimension (the kept values, K=200 / 2 = 100)',
+      )
+    ),
+    bad.join("; "),
+  );
+});

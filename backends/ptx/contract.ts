@@ -96,6 +96,12 @@ export interface ContractTensor {
   readonly strides?: readonly (string | number)[];
   /** How its elements lie ({@link tensorView}); absent: derived on demand. */
   readonly view?: TensorView | null;
+  /**
+   * A sparse A's buffer (manifest `sparse`, DESIGN §6.3): the kept values (the contiguous
+   * K halved; `alignElems` counts kept values) or the metadata (u32 words, `ceil(K /
+   * kPerWord)` a row; `bits` 32). Absent: dense.
+   */
+  readonly sparse?: { readonly storage: "values" | "metadata"; readonly kPerWord: number };
 }
 
 /**
@@ -215,7 +221,8 @@ export function launchContract(m: KernelManifest): LaunchContract {
       workspace = { name: p.name, param, bytesPerTile: m.workspace?.bytesPerTile ?? 0 };
     } else {
       const dtype = p.dtype as Dtype;
-      const bits = DTYPE_INFO[dtype].bits;
+      const metadata = p.sparse?.storage === "metadata";
+      const bits = metadata ? 32 : DTYPE_INFO[dtype].bits;
       const shape = p.shape ?? [];
       const layout = p.layout ?? "row";
       const alignElems = p.align ?? 1;
@@ -238,6 +245,9 @@ export function launchContract(m: KernelManifest): LaunchContract {
           ? mat[0]!
           : mat[1]!,
         ...(p.strides !== undefined ? { strides: p.strides } : {}),
+        ...(p.sparse !== undefined
+          ? { sparse: { storage: p.sparse.storage, kPerWord: p.sparse.kPerWord } }
+          : {}),
       };
       tensors.push({ ...t, view: tensorView(t) });
     }
@@ -418,8 +428,35 @@ export function tensorBytes(t: ContractTensor, sizes: Readonly<Record<string, nu
     return Math.ceil((viewElements(viewValues(v, sizes)) * t.bits) / 8);
   }
   let elements = 1;
-  for (const d of t.shape) elements *= dimOf(d, sizes);
+  for (const d of t.shape) {
+    elements *= d === t.leading && t.sparse !== undefined
+      ? storedExtent(t, dimOf(d, sizes))
+      : dimOf(d, sizes);
+  }
   return Math.ceil((elements * t.bits) / 8);
+}
+
+/**
+ * A tensor's contiguous extent as stored: a sparse A's kept values hold half of K, its
+ * metadata `ceil(K / kPerWord)` words; any other tensor's is the dimension itself.
+ *
+ * @param t The tensor.
+ * @param leading The value of its contiguous dimension.
+ * @returns The stored extent, in elements of `t.bits`.
+ * @example
+ * ```ts
+ * import { equal } from "node:assert/strict";
+ * import { storedExtent } from "./contract.ts";
+ * const t = { name: "A_meta", param: 1, dtype: "f16", bits: 32, shape: ["M", "K"], layout: "row",
+ *   role: "A_meta", output: false, alignElems: 1, alignBytes: 4, leading: "K",
+ *   sparse: { storage: "metadata", kPerWord: 32 } } as const;
+ * equal(storedExtent(t, 200), 7);
+ * equal(storedExtent({ ...t, sparse: { storage: "values", kPerWord: 32 } }, 200), 100);
+ * ```
+ */
+export function storedExtent(t: ContractTensor, leading: number): number {
+  if (t.sparse === undefined) return leading;
+  return t.sparse.storage === "values" ? leading / 2 : Math.ceil(leading / t.sparse.kPerWord);
 }
 
 /**
@@ -532,9 +569,11 @@ export function launchViolations(
   const ranges: Range[] = [];
   for (const t of c.tensors) {
     if (sizesOk && t.leading !== null) {
-      const v = dimOf(t.leading, sizes);
+      const full = dimOf(t.leading, sizes);
+      const v = storedExtent(t, full);
       if (v % t.alignElems !== 0) {
-        const name = typeof t.leading === "number" ? String(v) : `${t.leading}=${v}`;
+        const dim = typeof t.leading === "number" ? String(full) : `${t.leading}=${full}`;
+        const name = t.sparse === undefined ? dim : `(the kept values, ${dim} / 2 = ${v})`;
         bad.push(
           `Tensor "${t.name}" declares align ${t.alignElems} but its leading dimension ${name} ` +
             `is not a multiple of ${t.alignElems}`,

@@ -7,6 +7,7 @@
  */
 
 import type { GemmKernel } from "../../ir/gemm.ts";
+import { sparseGroup } from "../../numerics/sparse.ts";
 import { type PtxTarget, targetInfo } from "../../ir/target.ts";
 import {
   gridFor,
@@ -56,6 +57,20 @@ export interface ManifestParam {
   readonly role?: string;
   /** A scalar's declared default value (null: none), for scalars. */
   readonly default?: number | null;
+  /**
+   * A structured-sparse A's storage (DESIGN §6.3): `values`, the kept values, `shape` with
+   * its contiguous K halved (`[batch?, M, K/2]`, `align` counting kept values); `metadata`
+   * (the `A_meta` parameter, `dtype` A's), the canonical metadata of numerics/sparse.ts:
+   * little-endian u32 words, `[batch?, M, ceil(K / kPerWord)]` row-major, one 4-bit nibble
+   * a group of `group` elements of K (bits 0-1 the first kept index, bits 2-3 the second,
+   * increasing; tf32 0b0100 / 0b1110; s4/u4 pair indices), the unused nibbles of a row's
+   * last word 0b0100. Absent: dense.
+   */
+  readonly sparse?: {
+    readonly storage: "values" | "metadata";
+    readonly group: number;
+    readonly kPerWord: number;
+  };
 }
 
 /** The split-K workspace of a {@link KernelManifest}. */
@@ -172,6 +187,15 @@ export function kernelManifest(
   };
 }
 
+/** The manifest's description of a sparse A's buffer (ManifestParam.sparse). */
+function sparseStorage(
+  storage: "values" | "metadata",
+  dtype: string,
+): NonNullable<ManifestParam["sparse"]> {
+  const group = sparseGroup(dtype).elements;
+  return { storage, group, kPerWord: 8 * group };
+}
+
 /** One parameter's manifest entry: declarations for tensors and scalars. */
 function manifestParam(
   gemm: GemmKernel,
@@ -192,6 +216,9 @@ function manifestParam(
       layout: decl.layout,
       align: decl.align,
       role: decl.role,
+      ...(decl.sparse === true || decl.role === "A_meta"
+        ? { sparse: sparseStorage(decl.role === "A_meta" ? "metadata" : "values", decl.dtype) }
+        : {}),
     };
   }
   if (p.kind === "scalar" && decl?.kind === "scalar") {
