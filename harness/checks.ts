@@ -112,7 +112,9 @@ export function gatherTensor(
     const si = sub.index(ix);
     const fi = full.index(orig);
     fullIndex[si] = fi;
-    writeElem(out, t.dtype, si, readElem(bytes, t.dtype, fi));
+    // A sparse A's metadata (role A_meta) is u32 words, not elements of its dtype.
+    if (t.role === "A_meta") out.set(bytes.subarray(4 * fi, 4 * fi + 4), 4 * si);
+    else writeElem(out, t.dtype, si, readElem(bytes, t.dtype, fi));
   });
   return { bytes: out, fullIndex };
 }

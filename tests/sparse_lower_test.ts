@@ -14,6 +14,7 @@ import { simArgs, simulateGemm } from "../harness/simulate_gemm.ts";
 import { randomArgs } from "../harness/inputs.ts";
 import { referenceGemm } from "../harness/reference.ts";
 import { compareOutput } from "../harness/compare.ts";
+import { chooseReferenceSample, referenceCheck } from "../harness/checks.ts";
 import { resolveSizes } from "../harness/sizes.ts";
 import { simulate } from "../backends/sim/mod.ts";
 import { gridFor } from "../ir/kernel.ts";
@@ -226,4 +227,24 @@ Deno.test("sparse launch contract: the manifest's storage sizes the buffers as t
     ),
     bad.join("; "),
   );
+});
+
+Deno.test("sparse reference check: a sampled check gathers the metadata as words", () => {
+  for (const [a, d] of [["f16", "f32"], ["s4", "s32"]] as const) {
+    const ck = one(program(`smp_${a}`, a, d, "K"));
+    const sizes = resolveSizes(ck.gemm, { M: 96, N: 48, K: 512 });
+    const args = randomArgs(ck.gemm, sizes, 7, { alpha: 0.5 });
+    simulate(ck.kernel, { grid: gridFor(ck.kernel.grid, sizes), args: simArgs(args) }, {
+      hazards: false,
+    });
+    const out = args.tensors.get(tensorParam(ck.gemm, ck.gemm.problem.d.tensor).name)!;
+    const sample = chooseReferenceSample(ck.gemm, sizes, 96 * 16 * 512, 3);
+    assert.ok(sample !== null && sample.size > 0);
+    assert.ok(referenceCheck(ck.gemm, args, out, sample).comparison.ok, a);
+    // A wrong element in a sampled row is caught.
+    const row = sample.get("M")?.[1] ?? 1;
+    const bad = out.slice();
+    bad[(row * 48 + 5) * 4 + 3]! ^= 0x40; // f32 and s32: 4 bytes an element; the top byte
+    assert.equal(referenceCheck(ck.gemm, args, bad, sample).comparison.ok, false, a);
+  }
 });
