@@ -98,7 +98,7 @@ function randomValue(rng: Rng, dtype: SparseDtype): number {
   }
 }
 
-/** K for `groupsOf8` whole words plus `extra` groups (extra > 0: padding nibbles). */
+/** K of `words` whole metadata words plus `extra` groups (extra > 0: padding nibbles). */
 function kOf(dtype: SparseDtype, words: number, extra: number): number {
   return sparseGroup(dtype).elements * (8 * words + extra);
 }
