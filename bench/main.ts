@@ -22,9 +22,13 @@
  *    loop of per-expert cuBLAS calls and `torch._grouped_mm` in the same run
  *    (bench/grouped.ts); recorded in `bench/results/grouped-DATE.md`; exits 1
  *    without a driver.
+ * 7. `--sparse`: 2:4 structured-sparse A against the dense kernel of the same
+ *    type (f16, bf16, tf32, s8) at 8192³, with the `mma.sp` ceiling and the
+ *    PyTorch peers (cuBLAS, cuSPARSELt) in the same run (bench/sparse.ts);
+ *    recorded in `bench/results/sparse-DATE.md`; exits 1 without a driver.
  *
  * Options: `--no-sim`, `--no-compile`, `--no-record` (do not write the
- * simulator record), `--gpu`, `--launch`, `--strided`, `--grouped`.
+ * simulator record), `--gpu`, `--launch`, `--strided`, `--grouped`, `--sparse`.
  *
  * @module
  */
@@ -35,6 +39,7 @@ import { median } from "../harness/timing.ts";
 import { launchOverheadMain } from "./launch_overhead.ts";
 import { stridedCostMain } from "./strided_cost.ts";
 import { groupedBenchMain } from "./grouped.ts";
+import { sparseBenchMain } from "./sparse.ts";
 import { cudaAvailable } from "../backends/cuda/driver.ts";
 
 /** Target: milliseconds to compile one kernel from source to PTX. */
@@ -157,6 +162,7 @@ if (import.meta.main) {
   const launch = flag("--launch");
   const strided = flag("--strided");
   const grouped = flag("--grouped");
+  const sparse = flag("--sparse");
   // Asked for the GPU and there is none: say so and fail before the minutes of the others.
   const driver = gpu ? cudaAvailable() : { ok: true as const };
   if (!driver.ok) {
@@ -188,5 +194,9 @@ if (import.meta.main) {
   if (grouped) {
     console.log("## Grouped (mixture of experts)\n");
     if (!groupedBenchMain(["deno task bench", ...Deno.args].join(" "))) Deno.exit(1);
+  }
+  if (sparse) {
+    console.log("## 2:4 sparse against dense\n");
+    if (!sparseBenchMain(["deno task bench", ...Deno.args].join(" "))) Deno.exit(1);
   }
 }

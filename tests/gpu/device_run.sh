@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Everything that needs a GPU, in one command for a device call:
 # the GPU tests, the launch example, the C and Python examples, the launch-overhead
-# benchmark, the strided-against-dense benchmark and the grouped (MoE) benchmark. Logs go to $OUT (default out/device); the last lines are a summary.
+# benchmark, the strided-against-dense benchmark, the grouped (MoE) benchmark and the 2:4 sparse benchmark. Logs go to $OUT (default out/device); the last lines are a summary.
 #   DENO  the deno to run (default deno); it runs with --cached-only (no network there).
-#   STEPS which steps to run (default: all): tests launch c py overhead strided grouped
+#   STEPS which steps to run (default: all): tests launch c py overhead strided grouped sparse
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 DENO=${DENO:-deno}
 OUT=${OUT:-out/device}
-STEPS=${STEPS:-tests launch c py overhead strided grouped}
+STEPS=${STEPS:-tests launch c py overhead strided grouped sparse}
 mkdir -p "$OUT"
 summary=()
 step() {
@@ -36,6 +36,7 @@ for s in $STEPS; do
   overhead) step launch-overhead "$DENO" run --cached-only -A bench/main.ts --no-sim --no-compile --launch ;;
   strided) step strided-bench "$DENO" run --cached-only -A bench/main.ts --no-sim --no-compile --strided ;;
   grouped) step grouped-bench "$DENO" run --cached-only -A bench/main.ts --no-sim --no-compile --grouped ;;
+  sparse) step sparse-bench "$DENO" run --cached-only -A bench/main.ts --no-sim --no-compile --sparse ;;
   esac
 done
 cat "$OUT/env.txt"

@@ -1,0 +1,218 @@
+/**
+ * bench/peers/sparse_peers.py (the PyTorch peers of the 2:4 sparse benchmark,
+ * issue 21) without a GPU or torch: its `--dry` mode prints the plan and one
+ * planned JSON record per (dtype, peer, state) with every key of the schema
+ * (bench/sparse.ts reads these keys), for the defaults and for random sizes,
+ * dtypes and states; bad sizes, dtypes and states are refused with a message
+ * each and exit 2. Without torch, a real run exits 3 and says so (skipped,
+ * visibly, where torch is installed). Nothing here runs a peer: the timing,
+ * the checks and the backend detection need torch and a GPU (the device step
+ * `sparse`, tests/gpu/device_run.sh). Skipped, visibly, where python3 does
+ * not run.
+ */
+
+import assert from "node:assert/strict";
+import { python3 } from "./_python.ts";
+
+const SCRIPT = new URL("../bench/peers/sparse_peers.py", import.meta.url).pathname;
+
+const ignore = python3(["-c", "import sys; print(sys.version_info >= (3, 8))"])?.stdout.trim() !==
+  "True";
+const why = ignore ? " (skipped: no python3 >= 3.8)" : "";
+const hasTorch = !ignore &&
+  python3(["-c", "import importlib.util as u; print(u.find_spec('torch') is not None)"])?.stdout
+      .trim() === "True";
+
+/** The keys of every record, in order (the schema bench/sparse.ts reads). */
+const KEYS = [
+  "dtype",
+  "peer",
+  "state",
+  "M",
+  "N",
+  "K",
+  "flops",
+  "status",
+  "reason",
+  "op",
+  "backend",
+  "out_dtype",
+  "ok",
+  "max_rel_err",
+  "ms",
+  "tflops",
+  "burst_rounds",
+  "seed",
+  "torch",
+  "cuda",
+  "device",
+  "force_cutlass",
+];
+
+/** A random integer in [lo, hi]. */
+function rand(lo: number, hi: number): number {
+  return lo + Math.floor(Math.random() * (hi - lo + 1));
+}
+
+/** A random non-empty subset of `xs`, in their order. */
+function subset(xs: readonly string[]): string[] {
+  const s = xs.filter(() => Math.random() < 0.5);
+  return s.length > 0 ? s : [xs[rand(0, xs.length - 1)]!];
+}
+
+/** Runs the script with these arguments and an OUT path; OUT must not be written. */
+function run(args: string[]): { code: number; stdout: string; stderr: string } {
+  const dir = Deno.makeTempDirSync({ prefix: "gemmc_sparse_peers_" });
+  try {
+    const r = python3([SCRIPT, ...args, `${dir}/out.jsonl`]);
+    assert.ok(r !== null);
+    if (args.includes("--dry") || r.code !== 0) {
+      assert.throws(() => Deno.statSync(`${dir}/out.jsonl`), Deno.errors.NotFound);
+    }
+    return r;
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
+}
+
+/** The JSON records of a --dry output (the lines that start with `{`). */
+function records(stdout: string): Record<string, unknown>[] {
+  return stdout.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l));
+}
+
+Deno.test(`sparse_peers.py --dry: the default plan, 8192³, 4 dtypes x 2 peers x 2 states${why}`, {
+  ignore,
+}, () => {
+  const r = run(["--dry"]);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /^M=8192 N=8192 K=8192 flops 1\.1e\+12 \(dense-equivalent\), seed 1, /);
+  assert.match(r.stdout, /^f32: A \[8192, 8192\] row pruned 1:2 \(kept \[8192, 4096\]\)/m);
+  assert.match(r.stdout, /^s8: .* D \[8192, 8192\] s32$/m);
+  const recs = records(r.stdout);
+  assert.equal(recs.length, 16);
+  for (const rec of recs) {
+    assert.deepEqual(Object.keys(rec), KEYS);
+    assert.equal(rec.status, "planned");
+    assert.equal(rec.flops, 2 * 8192 ** 3);
+    for (const k of ["ms", "tflops", "backend", "ok", "reason"]) assert.equal(rec[k], null, k);
+  }
+  assert.deepEqual(
+    recs.map((x) => `${x.dtype} ${x.peer} ${x.state} ${x.seed}`),
+    ["f16", "bf16", "s8", "f32"].flatMap((t, i) =>
+      ["dense", "sparse"].flatMap((p) =>
+        ["burst", "sustained"].map((s) => `${t} ${p} ${s} ${1 + i}`)
+      )
+    ),
+  );
+});
+
+Deno.test(`sparse_peers.py --dry: random sizes, dtypes, states and seed${why}`, { ignore }, () => {
+  const [M, N, K] = [64 * rand(1, 200), 64 * rand(1, 200), 64 * rand(1, 200)];
+  const dtypes = subset(["f16", "bf16", "s8", "f32"]);
+  const states = subset(["burst", "sustained"]);
+  const seed = rand(2, 10000);
+  const r = run([
+    "--dry",
+    "--m",
+    `${M}`,
+    "--n",
+    `${N}`,
+    "--k",
+    `${K}`,
+    "--dtypes",
+    dtypes.join(","),
+    "--states",
+    states.join(","),
+    "--seed",
+    `${seed}`,
+  ]);
+  assert.equal(r.code, 0, r.stderr);
+  assert.ok(r.stdout.startsWith(`M=${M} N=${N} K=${K} `), r.stdout);
+  const recs = records(r.stdout);
+  assert.equal(recs.length, dtypes.length * 2 * states.length);
+  for (const rec of recs) {
+    assert.deepEqual(Object.keys(rec), KEYS);
+    assert.deepEqual([rec.M, rec.N, rec.K, rec.flops], [M, N, K, 2 * M * N * K]);
+    assert.ok(states.includes(rec.state as string));
+    assert.equal(rec.seed, seed + dtypes.indexOf(rec.dtype as string));
+  }
+  for (const t of dtypes) {
+    const kept = t === "f32" ? "1:2" : "2:4";
+    assert.ok(
+      r.stdout.includes(`${t}: A [${M}, ${K}] row pruned ${kept} (kept [${M}, ${K / 2}])`),
+      r.stdout,
+    );
+  }
+});
+
+Deno.test(`sparse_peers.py: bad sizes, dtypes and states exit 2, one message each${why}`, {
+  ignore,
+}, () => {
+  const m = 64 * rand(1, 50) + rand(1, 63);
+  const r = run(["--dry", "--m", `${m}`, "--dtypes", "f16,f64", "--states", "burst,burst"]);
+  assert.equal(r.code, 2);
+  assert.equal(r.stdout, "");
+  const lines = r.stderr.trim().split("\n");
+  assert.deepEqual(lines, [
+    `sparse_peers.py: --m must be a positive multiple of 64, got ${m}`,
+    "sparse_peers.py: --dtypes must be a comma-separated list of distinct f16, bf16, s8, f32; " +
+    "got 'f16,f64'",
+    "sparse_peers.py: --states must be a comma-separated list of distinct burst, sustained; " +
+    "got 'burst,burst'",
+  ]);
+  // Without --dry too: the options are checked before torch is looked for.
+  const k = run(["--k", "0"]);
+  assert.equal(k.code, 2);
+  assert.match(k.stderr, /--k must be a positive multiple of 64, got 0/);
+});
+
+Deno.test(
+  `sparse_peers.py without torch exits 3 and says so${
+    ignore ? why : hasTorch ? " (skipped: torch is installed)" : ""
+  }`,
+  { ignore: ignore || hasTorch },
+  () => {
+    const r = run(["--m", "64", "--n", "64", "--k", "64", "--dtypes", "f16"]);
+    assert.equal(r.code, 3, r.stderr);
+    assert.match(r.stderr, /^sparse_peers\.py: torch is not installed/);
+  },
+);
+
+Deno.test(`sparse_peers.py: records are written as strict JSON lines, NaN as null${why}`, {
+  ignore,
+}, () => {
+  // The writer and the table on fake records (no torch: the module imports it lazily).
+  const dir = Deno.makeTempDirSync({ prefix: "gemmc_sparse_peers_" });
+  try {
+    const ms = 0.5 + Math.random() * 4;
+    const code = `
+import sys, math
+sys.path.insert(0, ${JSON.stringify(new URL("../bench/peers", import.meta.url).pathname)})
+import sparse_peers as s
+import argparse
+plan = s.validate(argparse.Namespace(m=64, n=128, k=256, dtypes="f16,f32", states="burst", seed=3))
+recs = [
+    s.record(plan, "f16", "dense", "burst", status="ok", ms=${ms}, tflops=plan.flops / (${ms} * 1e-3) / 1e12,
+             backend="cuBLAS", max_rel_err=math.nan, burst_rounds=[${ms}, math.inf]),
+    s.record(plan, "f32", "sparse", "burst", status="unsupported", reason="ValueError: f32"),
+]
+s.write_jsonl(sys.argv[1], recs)
+print(s.table(recs))
+`;
+    const r = python3(["-c", code, `${dir}/out.jsonl`]);
+    assert.ok(r !== null);
+    assert.equal(r.code, 0, r.stderr);
+    const lines = Deno.readTextFileSync(`${dir}/out.jsonl`).trim().split("\n");
+    assert.equal(lines.length, 2);
+    const [a, b] = lines.map((l) => JSON.parse(l));
+    assert.deepEqual(Object.keys(a), KEYS);
+    assert.equal(a.max_rel_err, null);
+    assert.deepEqual(a.burst_rounds, [ms, null]);
+    assert.equal(a.flops, 2 * 64 * 128 * 256);
+    assert.equal(b.status, "unsupported");
+    assert.match(r.stdout, new RegExp(`^f16 {3}dense {2}burst +${ms.toFixed(4)} `, "m"));
+    assert.match(r.stdout, /^f32 {3}sparse burst +- +- +- +unsupported \(ValueError: f32\)$/m);
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
+});
