@@ -20,8 +20,8 @@
  *    then timed in the house's two states (bench/gpu_measure.ts, bench/NOTES.md
  *    26): burst (3 rounds after 1 s rests) and sustained (after 1.5 s of load),
  *    dense and sparse back to back, rotating between input sets so L2 does
- *    not flatter. A kernel that does not compile (E0213 until the lowering
- *    lands), load or launch is a recorded line, not a crash.
+ *    not flatter. A kernel that does not compile (a schedule diagnostic), load
+ *    or launch is a recorded line, not a crash.
  * 3. The `mma.sp` ceiling of each type (random operands, dense-equivalent,
  *    burst and sustained, measured as bench/sparse_peak.ts does).
  * 4. The peers, in the same run once our context is closed
@@ -317,7 +317,7 @@ function fx(v: number | null | undefined, d: number): string {
  *   rows: [{
  *     type: "f16", peers: [], ceiling: null,
  *     dense: { status: "ok", note: "ok", schedule: "128x128x32", ms },
- *     sparse: { status: "compile failed", note: "E0213", schedule: null,
+ *     sparse: { status: "compile failed", note: "E0204", schedule: null,
  *       ms: { burst: null, sustained: null } },
  *   }],
  * });
@@ -664,8 +664,7 @@ function runPeers(
  * @param command The command line, for the record.
  * @param options Sizes, types, peers, ceiling.
  * @returns False without a driver or when a kernel's check failed; a kernel that
- *   does not compile (E0213 until the lowering lands) is a recorded line and does not
- *   make it false.
+ *   does not compile is a recorded line and does not make it false.
  */
 export function sparseBenchMain(command: string, options: SparseBenchOptions = {}): boolean {
   const avail = cudaAvailable();
