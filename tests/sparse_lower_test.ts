@@ -21,20 +21,9 @@ import { gridFor } from "../ir/kernel.ts";
 import { sparseMetaParam, tensorParam } from "../ir/gemm.ts";
 import { runPtxas } from "../backends/ptx/ptxas.ts";
 import { ptxasTest } from "./_ptxas.ts";
+import { program, sparseSizes, TYPES } from "./_sparse.ts";
 import { launchContract, launchViolations, tensorBytes } from "../backends/ptx/contract.ts";
 import { tensorShape } from "../harness/tensor.ts";
-
-/** A sparse GEMM of operand type `a`, accumulator/output `d`, K as given, an epilogue. */
-function program(name: string, a: string, d: string, K: string, extra = ""): string {
-  const out = d === "s32" ? "s32" : d;
-  const epi = d === "s32"
-    ? "A[m, k] * B[k, n] + bias[n]"
-    : "relu(alpha * A[m, k] * B[k, n] + bias[n])";
-  const scal = d === "s32" ? "" : "  alpha: f32\n";
-  const biasT = d === "s32" ? "s32" : "f32";
-  return `kernel ${name} {\n  A: ${a}[M, ${K}] row sparse\n  B: ${a}[${K}, N] col\n` +
-    `  bias: ${biasT}[N]\n${scal}  D: ${out}[M, N]\n  D[m, n] = ${epi}\n${extra}}\n`;
-}
 
 function one(src: string, target: "sm80" | "sm86" = "sm80"): CompiledKernel {
   const r = compile(src, { file: "sparse.gemm", target });
@@ -42,22 +31,11 @@ function one(src: string, target: "sm80" | "sm86" = "sm80"): CompiledKernel {
   return r.kernels[0]!;
 }
 
-/** Every sparse type, its output, a K that leaves a partial k-tile, and the sizes. */
-const TYPES = [
-  ["f16", "f16", "208"],
-  ["bf16", "bf16", "K"],
-  ["f32", "f32", "112"],
-  ["s8", "s32", "K"],
-  ["u8", "s32", "224"],
-  ["s4", "s32", "448"],
-  ["u4", "s32", "K"],
-] as const;
-
 for (const [a, d, K] of TYPES) {
   Deno.test(`sparse simulate: ${a} -> ${d}, K ${K}, epilogue, M and N not tile multiples`, () => {
     const ck = one(program(`sp_${a}`, a, d, K));
     assert.match(ck.ptx, /mma\.sp\.sync\.aligned\.m16n8k/);
-    const sizes = { M: 70, N: 40, ...(K === "K" ? { K: a.endsWith("4") ? 384 : 224 } : {}) };
+    const sizes = sparseSizes(a, K);
     const rep = simulateGemm(ck, sizes, { seed: 3 + a.length });
     assert.equal(rep.sim.hazardCount, 0, "hazards");
     assert.ok(rep.comparison.ok, JSON.stringify(rep.comparison.first));
