@@ -114,7 +114,7 @@ export function mmas(
           c.forEach((r, q) => b.emit(ir.bin("add", "f32", r, r, t[q]!)));
         }
       } else {
-        const sp = meta === null ? undefined : { meta: meta[i]!, selector: 0 };
+        const sp = meta === null ? undefined : { meta: meta[i]!, selector: 0, ordered: true };
         b.emit(ir.mma(cx.shape.name, c, aFr[i]!, bFr[j]!, c, sp));
         after?.(i, j, jj === row.length - 1);
       }
