@@ -25,7 +25,8 @@ step() {
 for s in $STEPS; do
   case $s in
   tests) step gpu-tests "$DENO" test --cached-only -A tests/gpu/ ;;
-  launch) step launch-example "$DENO" run --cached-only -A examples/launch.ts ;;
+  launch) step launch-example sh -c "$DENO run --cached-only -A examples/launch.ts && \
+    $DENO run --cached-only -A examples/sparse_launch.ts" ;;
   c) step c-example env DENO="$DENO" DENO_FLAGS=--cached-only OUT=/tmp/gemmc_c sh -c \
     'sh examples/c/build.sh && /tmp/gemmc_c/gemm_example' ;;
   py) step py-example sh -c "mkdir -p /tmp/gemmc_py && for k in hgemm s8_gemm splitk strided; do \
