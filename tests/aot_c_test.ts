@@ -1080,6 +1080,7 @@ cTest(
         ["D", undefined],
       ]);
     }
+    await build(ks, true); // warning-free as C++ too
     const exe = await build(ks, false);
     const rnd = rng(29);
     const cases: Case[] = [];
