@@ -233,7 +233,7 @@ class FakeNpDtype(object):
     def __init__(self, name):
         self.name = name
         self.itemsize = {"float64": 8, "float32": 4, "float16": 2, "uint16": 2, "int32": 4,
-                         "int8": 1, "uint8": 1}[name]
+                         "uint32": 4, "int8": 1, "uint8": 1}[name]
 
 
 class FakeArray(object):
@@ -737,6 +737,20 @@ def check_sparse(mod, torch, driver):
            f'{4 * Lb * M * 6}', A4, FakeTensor((Lb, M, 5), i32), B4)
     refuse(mod.sps4, 'Tensor "A_meta" has dtype torch.uint8; the sparse metadata (32-bit words) '
            'of gemmc s4 needs torch.int32', A4, FakeTensor((Lb, M, 6), torch.uint8), B4)
+
+    # CuPy: uint32 metadata (numpy compress_sparse's, through cupy.asarray), through CuPy.
+    cupy = sys.modules["cupy"]
+    mod.set_backend("cupy")
+    M, N, K = 70, 40, 224
+    Ac, Bc = FakeArray((M, K // 2), "float16"), FakeArray((N, K), "float16").swapaxes(0, 1)
+    mc = FakeArray((M, K // 32), "uint32")
+    Dc = mod.spmm(Ac, mc, Bc)
+    L = cupy.cuda.driver.launches[-1]["params"]
+    check((L["A_meta"], L["K"], L["D"]) == (mc.data.ptr, K, Dc.data.ptr), f"cupy sparse {L}")
+    refused(mod, cupy.cuda.driver, mod.spmm, 'Tensor "A_meta" has dtype cupy.float16; the sparse '
+            'metadata (32-bit words) of gemmc f16 needs cupy.int32 or cupy.uint32',
+            Ac, FakeArray((M, K // 32), "float16"), Bc)
+    mod.set_backend("auto")
 
     # compress_sparse's torch path (a fake torch tensor holding a numpy array): its results go in
     # as they are.
