@@ -105,6 +105,29 @@ const STRIDED: Readonly<Record<string, StrideDecls>> = {
   batched_strided: { A: ["sa", "lda"], B: [0, "ldb"], D: ["sd", "N"] },
 };
 
+/** Kernels with a structured-sparse A (issue 21): f16 with a scalar, and a batched s4. */
+const SPARSE_SOURCE = `
+kernel spmm {
+  A: f16[M, K] row sparse
+  B: f16[K, N] col
+  D: f32[M, N]
+  alpha: f32 = 1.0
+  D[m, n] = alpha * A[m, k] * B[k, n]
+}
+kernel sps4 {
+  A: s4[L, M, K] row sparse
+  B: s4[L, K, N] col
+  D: s32[L, M, N]
+  D[l, m, n] = A[l, m, k] * B[l, k, n]
+}
+`;
+
+function sparseCompiled(): CompiledKernel[] {
+  const r = compile(SPARSE_SOURCE);
+  assert.ok(r.ok, r.diagnostics.map((d) => d.message).join("; "));
+  return [...r.kernels];
+}
+
 function stridedCompiled(name: string): CompiledKernel {
   const base = compiled(name.replace("_strided", "").replace("s4", "s4_gemm"))[0]!;
   return stridedKernel(base, STRIDED[name]!);
@@ -115,6 +138,7 @@ Deno.test(`the modules check and launch right, on a fake driver${why}`, { ignore
   for (const n of Object.keys(STRIDED)) {
     Deno.writeTextFileSync(`${dir}/${n}.py`, pythonModule([stridedCompiled(n)]));
   }
+  Deno.writeTextFileSync(`${dir}/sparse.py`, pythonModule(sparseCompiled()));
   try {
     const r = python3([new URL("python/check_fakes.py", import.meta.url).pathname, "fakes", dir]);
     assert.equal(r?.code, 0, `${r?.stdout}\n${r?.stderr}`);
@@ -170,7 +194,8 @@ function cases(k: CompiledKernel, n: number, seed: number): Case[] {
 Deno.test(`the Python contract gives launchViolations' messages${why}`, { ignore }, () => {
   const dir = Deno.makeTempDirSync({ prefix: "gemmc_py_" });
   try {
-    let compared = 0, strideMessages = 0;
+    let compared = 0, strideMessages = 0, sparseMessages = 0;
+    const sparse = sparseCompiled();
     for (
       const name of [
         "hgemm",
@@ -179,9 +204,15 @@ Deno.test(`the Python contract gives launchViolations' messages${why}`, { ignore
         "fused_bias_relu",
         "batched",
         ...Object.keys(STRIDED),
+        "spmm",
+        "sps4",
       ]
     ) {
-      const k = STRIDED[name] !== undefined ? stridedCompiled(name) : compiled(name)[0]!;
+      const k = STRIDED[name] !== undefined
+        ? stridedCompiled(name)
+        : name === "spmm" || name === "sps4"
+        ? sparse.find((x) => x.name === name)!
+        : compiled(name)[0]!;
       const c = launchContract(k.manifest);
       const cs = cases(k, 60, name.length * 7919);
       Deno.writeTextFileSync(`${dir}/m.py`, pythonModule([k]));
@@ -212,11 +243,15 @@ Deno.test(`the Python contract gives launchViolations' messages${why}`, { ignore
         assert.deepEqual(got[i], want, `${name} case ${i}: ${JSON.stringify(cs1)}`);
         compared += want.length;
         strideMessages += want.filter((m) => / stride /.test(m)).length;
+        sparseMessages += want.filter((m) =>
+          /the kept values|tensor "A_meta"|input "A_meta"/.test(m)
+        ).length;
       });
       if (c.workspace !== null) assert.ok(contractWorkspaceBytes(c, { M: 64, N: 64, K: 64 }) > 0);
     }
     assert.ok(compared > 450, `only ${compared} messages compared`);
     assert.ok(strideMessages > 60, `only ${strideMessages} stride messages compared`);
+    assert.ok(sparseMessages > 30, `only ${sparseMessages} sparse messages compared`);
   } finally {
     Deno.removeSync(dir, { recursive: true });
   }

@@ -99,6 +99,13 @@ typedef struct gemmc_tensor {
   /* contract.ts TensorView (rank 2 and 3): batch x rows x leading, strides (has_*: declared). */
   int has_view, strided, has_batch, has_rows, has_sb, has_sm;
   gemmc_extent batch, rows, sb, sm;
+  /*
+   * contract.ts ContractTensor.sparse (a structured-sparse A, always row-major, K its last
+   * dimension): 0 dense; 1 the kept values (K / 2 stored a row); 2 the metadata
+   * (ceil(K / k_per_word) 32-bit words a row; bits is 32).
+   */
+  int sparse;
+  long long k_per_word;
 } gemmc_tensor;
 
 typedef struct gemmc_scalar {
@@ -291,10 +298,17 @@ static unsigned long long gemmc_tensor_bytes(const gemmc_tensor *t, const long l
     return e == ~0ULL ? e : (e + 7) / 8;
   }
   for (i = 0; i < t->rank; i++) {
-    e = gemmc_mul_sat(e, (unsigned long long)gemmc_extent_of(t->shape[i], dims));
+    unsigned long long d = (unsigned long long)gemmc_extent_of(t->shape[i], dims);
+    /* contract.ts storedExtent: a sparse A's metadata holds ceil(K / k_per_word) words a row. */
+    if (t->sparse == 2 && i == t->rank - 1) {
+      d = (unsigned long long)gemmc_ceil_div((long long)d, t->k_per_word);
+    }
+    e = gemmc_mul_sat(e, d);
   }
   e = gemmc_mul_sat(e, t->bits);
-  return e == ~0ULL ? e : (e + 7) / 8;
+  if (e == ~0ULL) return e;
+  /* The kept values hold K / 2 a row: ceil(elements * bits / 8) with K halved (K may be odd). */
+  return t->sparse == 1 ? (e + 15) / 16 : (e + 7) / 8;
 }
 
 static unsigned long long gemmc_end(CUdeviceptr lo, unsigned long long bytes) {
@@ -419,10 +433,17 @@ static int gemmc_violations(const gemmc_kernel *k, const long long *dims, const 
     const gemmc_tensor *t = &k->tensors[i];
     if (sizes_ok && t->has_leading) {
       long long v = gemmc_extent_of(t->leading, dims);
-      if (v % t->align_elems != 0) {
-        char name[96];
-        if (t->leading.dim < 0) snprintf(name, sizeof name, "%lld", v);
-        else snprintf(name, sizeof name, "%s=%lld", k->dims[t->leading.dim], v);
+      /* contract.ts storedExtent: the kept values hold v / 2 (odd v: a half), the metadata
+         ceil(v / k_per_word) words. */
+      long long s = t->sparse == 1 ? v / 2 : t->sparse == 2 ? gemmc_ceil_div(v, t->k_per_word) : v;
+      int half = t->sparse == 1 && v % 2 != 0;
+      if (half || s % t->align_elems != 0) {
+        char dim[96], name[192];
+        if (t->leading.dim < 0) snprintf(dim, sizeof dim, "%lld", v);
+        else snprintf(dim, sizeof dim, "%s=%lld", k->dims[t->leading.dim], v);
+        if (t->sparse == 0) snprintf(name, sizeof name, "%s", dim);
+        else snprintf(name, sizeof name, "(the kept values, %s / 2 = %lld%s)", dim, s,
+                      half ? ".5" : "");
         gemmc_add_error("Tensor \\"%s\\" declares align %lld but its leading dimension %s "
                         "is not a multiple of %lld", t->name, t->align_elems, name, t->align_elems);
         bad++;

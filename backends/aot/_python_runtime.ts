@@ -135,11 +135,54 @@ def _contiguous_axis(t, rank):
 
 
 def _logical_shape(t, v, bad):
-    """The shape in the kernel's elements: a sub-byte tensor's packed axis unpacked."""
+    """The shape in the kernel's elements: a sub-byte tensor's packed axis unpacked; a sparse
+    A's kept values (K / 2 a row) doubled."""
     shape = list(v.shape)
     if t["bits"] < 8 and shape:
         shape[_contiguous_axis(t, len(shape))] *= 8 // t["bits"]
+    if _sparse_storage(t) == "values" and shape:
+        shape[-1] *= 2
     return shape
+
+
+def _sparse_storage(t):
+    """A sparse A's buffer (contract.ts ContractTensor.sparse): "values", "metadata" or None."""
+    s = t.get("sparse")
+    return None if s is None else s["storage"]
+
+
+def _stored_extent(t, full):
+    """contract.ts storedExtent: a sparse A's kept values hold K / 2, its metadata
+    ceil(K / kPerWord) words; any other tensor's contiguous extent is the dimension."""
+    storage = _sparse_storage(t)
+    if storage == "values":
+        return full // 2 if full % 2 == 0 else full / 2
+    if storage == "metadata":
+        return -(-full // t["sparse"]["kPerWord"])
+    return full
+
+
+def _meta_dtypes(lib):
+    """The element types a sparse A's metadata (32-bit words) may have."""
+    if lib == "torch":
+        return ("int32", "uint32") if hasattr(_torch(), "uint32") else ("int32",)
+    return ("int32", "uint32")
+
+
+def _meta_shape(k, views, sizes, bad):
+    """A sparse A's metadata: [batch?, M, ceil(K / kPerWord)] at the sizes the others give."""
+    for t in k["tensors"]:
+        v = views.get(t["name"])
+        if v is None or _sparse_storage(t) != "metadata":
+            continue
+        want = [_dim(d, sizes) for d in t["shape"]]
+        if None in want or not all(isinstance(e, int) for e in want):
+            continue
+        want[-1] = _stored_extent(t, want[-1])
+        if list(v.shape) != want:
+            dims = list(t["shape"][:-1]) + [f'ceil({t["shape"][-1]} / {t["sparse"]["kPerWord"]})']
+            bad.append(f'Tensor "{t["name"]}" has shape {list(v.shape)}: the metadata of the '
+                       f'sparse A needs {want} ([{", ".join(str(d) for d in dims)}] 32-bit words)')
 
 
 def _dense_strides(t, shape):
@@ -158,12 +201,15 @@ def _dense_strides(t, shape):
 def _check_view(t, v, bad):
     """dtype and layout: what a gemmc kernel reads as dense in its declared layout."""
     name = t["name"]
-    want = _DTYPES[t["dtype"]].get(v.lib) or ()
+    meta = _sparse_storage(t) == "metadata"
+    want = _meta_dtypes(v.lib) if meta else _DTYPES[t["dtype"]].get(v.lib) or ()
     if v.dtype not in want:
-        bad.append(f'Tensor "{name}" has dtype {v.lib}.{v.dtype}; gemmc {t["dtype"]} needs '
+        what = f'the sparse metadata (32-bit words) of gemmc {t["dtype"]}' if meta else \
+            f'gemmc {t["dtype"]}'
+        bad.append(f'Tensor "{name}" has dtype {v.lib}.{v.dtype}; {what} needs '
                    + " or ".join(f"{v.lib}.{w}" for w in want))
         return False
-    if len(v.shape) != len(t["shape"]):
+    if len(v.shape) != len(t["shape"]) and not meta:
         bad.append(f'Tensor "{name}" has shape {list(v.shape)}; it is declared '
                    f'[{", ".join(str(d) for d in t["shape"])}]')
         return False
@@ -187,8 +233,8 @@ def _sizes(k, views, bad):
     origin = {}
     for t in k["tensors"]:
         v = views.get(t["name"])
-        if v is None:
-            continue
+        if v is None or _sparse_storage(t) == "metadata":
+            continue  # the metadata's extents are checked against the sizes (_meta_shape)
         for d, e in zip(t["shape"], _logical_shape(t, v, bad)):
             if isinstance(d, int):
                 if e != d:
@@ -230,10 +276,15 @@ def _tensor_bytes(t, sizes):
         batch, rows, cont, sb, sm = _view_values(t["view"], sizes)
         n = 0 if 0 in (batch, rows, cont) else (batch - 1) * sb + (rows - 1) * sm + cont
         return -(-(n * t["bits"]) // 8)
+    # contract.ts tensorBytes: a sparse A's contiguous extent as stored (its last dimension,
+    # row-major); the kept values' K / 2 as a division at the end (K may be odd).
     n = 1
-    for d in t["shape"]:
-        n *= _dim(d, sizes)
-    return -(-(n * t["bits"]) // 8)
+    last = len(t["shape"]) - 1
+    for i, d in enumerate(t["shape"]):
+        e = _dim(d, sizes)
+        n *= _stored_extent(t, e) if i == last and _sparse_storage(t) == "metadata" else e
+    half = 2 if _sparse_storage(t) == "values" else 1
+    return -(-(n * t["bits"]) // (8 * half))
 
 
 def _violations(k, sizes, tensors, scalars, workspace=None, pending=()):
@@ -278,9 +329,12 @@ def _violations(k, sizes, tensors, scalars, workspace=None, pending=()):
     ranges = []
     for t in k["tensors"]:
         if sizes_ok and t["leading"] is not None:
-            v = _dim(t["leading"], sizes)
+            full = _dim(t["leading"], sizes)
+            v = _stored_extent(t, full)
             if v % t["alignElems"] != 0:
-                lead = str(v) if isinstance(t["leading"], int) else f'{t["leading"]}={v}'
+                lead = str(full) if isinstance(t["leading"], int) else f'{t["leading"]}={full}'
+                if t.get("sparse") is not None:
+                    lead = f"(the kept values, {lead} / 2 = {_js(v)})"
                 bad.append(f'Tensor "{t["name"]}" declares align {t["alignElems"]} but its '
                            f'leading dimension {lead} is not a multiple of {t["alignElems"]}')
         if sizes_ok and t.get("strides") is not None:
@@ -651,6 +705,7 @@ def _launch(k, inputs, out, stream, workspace, given):
     scalars = _scalar_values(k, given, bad)
     if bad:
         raise GemmcLaunchError(k["name"], bad)
+    _meta_shape(k, views, sizes, bad)
     lib, device = next((v.lib, v.device) for v in views.values())
     try:
         handle = _stream_handle(stream, lib, device)

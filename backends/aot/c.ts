@@ -10,6 +10,11 @@
  * as a table per kernel and checked by the runtime of _c_runtime.ts) and
  * launches it asynchronously on the stream.
  *
+ * A structured-sparse A (`A: f16[M, K] row sparse`, DESIGN §6.3) is two device pointers:
+ * `A`, the kept values (`[batch?, M, K/2]` row-major), then `A_meta`, the canonical metadata
+ * (u32 words, `[batch?, M, ceil(K / kPerWord)]` row-major); the table marks them (`sparse`
+ * 1 and 2) and the runtime checks and sizes them by their stored extents, as contract.ts.
+ *
  * Split-K kernels take two more arguments, `CUdeviceptr workspace, size_t
  * workspace_bytes`: the caller's workspace (checked like the Deno path's, and
  * zeroed by the caller before its first launch), or 0 for a workspace gemmc
@@ -112,7 +117,53 @@ function tensorRow(c: LaunchContract, t: ContractTensor): string {
   const leading = t.leading === null ? "0, {-1, 1}" : `1, ${extent(c, t.leading)}`;
   return `  {${cString(t.name)}, ${cString(t.dtype)}, ${t.bits}ULL, ${t.output ? 1 : 0}, ` +
     `${t.role === "C" ? 1 : 0}, ${t.alignElems}LL, ${t.alignBytes}ULL, ${t.shape.length}, ` +
-    `{${shape.join(", ")}}, ${leading}, ${viewFields(c, t)}}`;
+    `{${shape.join(", ")}}, ${leading}, ${viewFields(c, t)}, ` +
+    `${t.sparse === undefined ? 0 : t.sparse.storage === "values" ? 1 : 2}, ` +
+    `${t.sparse?.kPerWord ?? 0}LL}`;
+}
+
+/** A sparse A's pattern, by elements per metadata word (8 nibbles, each a group). */
+function sparsePattern(kPerWord: number): string {
+  const group = kPerWord / 8;
+  return group === 2 ? "1:2" : group === 8 ? "4:8 in pairs" : "2:4";
+}
+
+/** A sparse A's stored contiguous extent as a doc shows it: `K/2`, or `ceil(K / 32)`. */
+function storedDim(t: ContractTensor, d: string | number): string {
+  const s = t.sparse!;
+  if (typeof d === "number") {
+    return String(s.storage === "values" ? d / 2 : Math.ceil(d / s.kPerWord));
+  }
+  return s.storage === "values" ? `${d}/2` : `ceil(${d} / ${s.kPerWord})`;
+}
+
+/**
+ * The header's line about one tensor argument: its declaration and, for a sparse A's two
+ * buffers, what they hold (contract.ts ContractTensor.sparse, manifest.ts ManifestParam.sparse).
+ */
+function tensorDoc(t: ContractTensor): string {
+  const address = `(address a multiple of ${t.alignBytes} bytes)`;
+  if (t.sparse !== undefined) {
+    const shape = t.shape.map((d, i) => i === t.shape.length - 1 ? storedDim(t, d) : String(d));
+    const pattern = sparsePattern(t.sparse.kPerWord);
+    if (t.sparse.storage === "values") {
+      return ` *   ${t.name}: ${t.dtype}[${
+        t.shape.join(", ")
+      }] ${t.layout} sparse (${pattern} along ` +
+        `${t.shape.at(-1)}): the kept values,\n *     ${t.dtype}[${shape.join(", ")}] row-major` +
+        (t.bits < 8 ? ` (packed, ${8 / t.bits} a byte)` : "") + `, align ${t.alignElems} ` +
+        `kept values ${address}`;
+    }
+    return ` *   ${t.name}: the metadata of the sparse A: uint32_t[${
+      shape.join(", ")
+    }] row-major,\n` +
+      ` *     ${address}, canonical (numerics/sparse.ts: a 4-bit nibble a group of ` +
+      `${t.sparse.kPerWord / 8} along ${t.shape.at(-1)}, the lowest\n *     group in the low ` +
+      `bits; compressSparse or the Python artefact's compress_sparse write it)`;
+  }
+  return ` *   ${t.name}: ${t.dtype}[${t.shape.join(", ")}] ${t.layout}` +
+    (t.strides !== undefined ? ` strides(${t.strides.join(", ")})` : "") +
+    `, align ${t.alignElems} ${address}${t.output ? ", written" : ""}`;
 }
 
 /** The C names of a kernel's arguments, by kind. */
@@ -216,12 +267,7 @@ function kernelDecls(c: LaunchContract, a: CArgs): string {
     `${c.dynamicSmemBytes} bytes of dynamic shared memory.`,
     ` * Launches it on the stream after checking the launch (nothing is launched on an error:`,
     ` * GEMMC_ERROR_INVALID_ARGUMENT, gemmc_last_error() says why). Arguments:`,
-    ...c.tensors.map((t) =>
-      ` *   ${t.name}: ${t.dtype}[${t.shape.join(", ")}] ${t.layout}` +
-      (t.strides !== undefined ? ` strides(${t.strides.join(", ")})` : "") +
-      `, align ${t.alignElems} ` +
-      `(address a multiple of ${t.alignBytes} bytes)${t.output ? ", written" : ""}`
-    ),
+    ...c.tensors.map(tensorDoc),
     ...c.dims.map((d) => ` *   ${d.name}: a runtime size, 0..2147483647`),
     ...c.strides.map((s) => ` *   ${s.name}: a runtime stride in elements, 0..2^63-1`),
     ...c.scalars.map((s) =>

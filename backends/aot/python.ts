@@ -19,6 +19,7 @@
 import { type CompiledKernel, ptxModule } from "../../compiler.ts";
 import { type Dtype, DTYPE_INFO } from "../../ir/dtype.ts";
 import {
+  type ContractTensor,
   type LaunchContract,
   launchContract,
   MAX_DIM,
@@ -26,6 +27,7 @@ import {
   WORKSPACE_ALIGN_BYTES,
 } from "../ptx/contract.ts";
 import { PYTHON_RUNTIME, runtimeNames } from "./_python_runtime.ts";
+import { PYTHON_SPARSE } from "./_python_sparse.ts";
 import { problemContract } from "./_group.ts";
 
 /** The tensor libraries a generated module accepts. */
@@ -120,9 +122,17 @@ const PY_BUILTINS = new Set(
   ).split(" "),
 );
 
-/** The module-level names of the runtime (its own, each starting with "_", and the public ones). */
+/**
+ * The module-level names of the runtime (its own, each starting with "_", and the public ones),
+ * the sparse part's included (a module with a sparse A carries it; every module avoids its names,
+ * so a kernel's Python name does not depend on another kernel).
+ */
 const MODULE_NAMES = new Set([
   ...[...runtimeNames()].filter((n) => n.startsWith("_")),
+  ...[...(PYTHON_SPARSE.match(/[A-Za-z_][A-Za-z0-9_]*/g) ?? [])].filter((n) => n.startsWith("_")),
+  "compress_sparse",
+  "decompress_sparse",
+  "SparsePatternError",
   "GemmcLaunchError",
   "set_backend",
   "backend_name",
@@ -191,9 +201,12 @@ function kernelFunction(k: CompiledKernel, fnName: string): string {
   const output = c.tensors.find((t) => t.output)!;
   const { inputs: args, scalars } = argNames(c);
   const decl = (t: typeof c.tensors[number]) =>
-    `${t.name}: ${t.dtype}[${t.shape.join(", ")}] ${t.layout}` +
-    (t.strides !== undefined ? ` strides(${t.strides.join(", ")})` : "") +
-    `, align ${t.alignElems}`;
+    t.sparse !== undefined
+      ? sparseDecl(t)
+      : `${t.name}: ${t.dtype}[${t.shape.join(", ")}] ${t.layout}` +
+        (t.strides !== undefined ? ` strides(${t.strides.join(", ")})` : "") +
+        `, align ${t.alignElems}`;
+  const sparse = c.tensors.some((t) => t.sparse !== undefined);
   const doc = [
     `Launches gemmc kernel "${c.name}" and returns ${output.name} (allocated when out is None).`,
     "",
@@ -201,6 +214,7 @@ function kernelFunction(k: CompiledKernel, fnName: string): string {
     "with strides: any view whose contiguous dimension has stride 1, its strides the values):",
     ...inputs.map((t, i) => `    ${args[i]}: ${decl(t)}`),
     `    out (${output.name}): ${decl(output)}`,
+    ...(sparse ? sparseCall(c, fnName, args) : []),
     ...(c.scalars.length > 0 ? ["Scalars (keyword arguments):"] : []),
     ...c.scalars.map((s, i) =>
       `    ${scalars[i]![0]}: ${s.dtype}` + (s.default !== null ? ` = ${s.default}` : " (required)")
@@ -226,6 +240,60 @@ function kernelFunction(k: CompiledKernel, fnName: string): string {
       args.map((a) => a + ",").join(" ")
     }), out, stream, ${wsArg}, scalars)`,
   ].join("\n");
+}
+
+/** A sparse A's buffer as a kernel's docstring lists it (ContractTensor.sparse). */
+function sparseDecl(t: ContractTensor): string {
+  const s = t.sparse!;
+  const k = t.shape.at(-1)!;
+  const lead = t.shape.slice(0, -1).map(String);
+  if (s.storage === "values") {
+    const packed = t.bits < 8
+      ? `, packed ${8 / t.bits} a byte (uint8/int8 [${
+        [...lead, typeof k === "number" ? k / 4 : `${k}/4`].join(", ")
+      }])`
+      : "";
+    return `${t.name}: ${t.dtype}[${t.shape.join(", ")}] row sparse: the kept values, ` +
+      `[${
+        [...lead, typeof k === "number" ? k / 2 : `${k}/2`].join(", ")
+      }] row-major${packed}, align ${t.alignElems} kept values`;
+  }
+  const w = typeof k === "number" ? Math.ceil(k / s.kPerWord) : `ceil(${k} / ${s.kPerWord})`;
+  return `${t.name}: the metadata of the sparse A, int32 or uint32 [${
+    [...lead, w].join(", ")
+  }] row-major`;
+}
+
+/** The module docstring's example call of a kernel with a sparse A. */
+function sparseExample(k: CompiledKernel, fnName: string): string[] {
+  const c = launchContract(k.manifest);
+  const { inputs: args } = argNames(c);
+  const a = c.tensors.find((t) => t.sparse?.storage === "values")!;
+  const call = c.tensors.filter((t) => !t.output).map((t, i) =>
+    t === a ? `${args[i]}=values` : t.sparse !== undefined ? `${args[i]}=meta` : `${args[i]}=...`
+  );
+  return [
+    `    values, meta = compress_sparse(${a.name}_dense, ${JSON.stringify(a.dtype)}, prune=True)`,
+    `    ${c.tensors.find((t) => t.output)!.name} = ${fnName}(${call.join(", ")})`,
+  ];
+}
+
+/** How a kernel with a sparse A is called (the docstring's lines). */
+function sparseCall(c: LaunchContract, fnName: string, args: readonly string[]): string[] {
+  const a = c.tensors.find((t) => t.sparse?.storage === "values")!;
+  const inputs = c.tensors.filter((t) => !t.output);
+  const call = inputs.map((t, i) =>
+    t === a ? `${args[i]}=values` : t.sparse !== undefined ? `${args[i]}=meta` : `${args[i]}=...`
+  );
+  return [
+    `${a.name} is structured-sparse (DESIGN 6.3): compress a dense ${a.name} [.., M, K] first, then`,
+    `    values, meta = compress_sparse(${a.name}_dense, ${JSON.stringify(a.dtype)}, prune=True)`,
+    `    ${fnName}(${call.join(", ")})`,
+    "compress_sparse (in this module) keeps a torch input's device, gives the values in its",
+    "dtype (s4/u4: packed uint8) and the metadata as int32: what the call takes as is; for",
+    "CuPy, cupy.asarray() its numpy results. Without prune=True a dense A that breaks the",
+    "pattern raises SparsePatternError.",
+  ];
 }
 
 /** The Python function of a grouped kernel, with its `grouped` and `moe` attributes. */
@@ -360,6 +428,16 @@ export function pythonModule(
     (Object.keys(DTYPE_INFO) as Dtype[]).map((d) => [d, DTYPE_TABLE[d]]),
   );
   const from = options.source !== undefined ? ` from ${options.source}` : "";
+  const sparseIdx = kernels.flatMap((k, i) =>
+    k.manifest.group === undefined && k.manifest.params.some((p) => p.sparse !== undefined)
+      ? [i]
+      : []
+  );
+  const sparse = sparseIdx.map((i) => fnNames[i]!);
+  const example = sparseIdx.length > 0 ? sparseExample(kernels[sparseIdx[0]!]!, sparse[0]!) : [];
+  const sparseNames = sparse.length > 0
+    ? ["compress_sparse", "decompress_sparse", "SparsePatternError"]
+    : [];
   return [
     `# Generated by gemmc (gemm compile --emit py)${from}. Do not edit.`,
     `"""gemmc kernels: ${fnNames.join(", ")}.`,
@@ -372,10 +450,26 @@ export function pythonModule(
     'environment variable GEMMC_PY_BACKEND ("auto", "cuda-python", "cupy").',
     "Sub-byte dtypes (s4, u4, b1) are packed along the contiguous dimension into",
     "uint8/int8 tensors; bf16 CuPy arrays hold the raw bits as uint16.",
+    ...(sparse.length > 0
+      ? [
+        "",
+        `Structured-sparse A (${sparse.join(", ")}; DESIGN 6.3): such a kernel takes A as two`,
+        "tensors, the kept values A ([.., M, K/2] row-major; s4/u4 packed uint8 [.., M, K/4])",
+        "and the metadata A_meta (int32 or uint32 [.., M, ceil(K / (8 * group))] row-major).",
+        "compress_sparse(a, dtype, prune=False) -> (values, meta) makes both from a dense A",
+        "(numpy, or torch: torch results on its device, meta int32), e.g.",
+        ...example,
+        "decompress_sparse(values, meta, dtype, K) is its inverse; SparsePatternError (a",
+        "ValueError) is what compress_sparse raises for a dense A that breaks the pattern.",
+        "Both need numpy.",
+      ]
+      : []),
     '"""',
     "",
     `__all__ = [${
-      ["GemmcLaunchError", "set_backend", "backend_name", ...fnNames].map((n) => JSON.stringify(n))
+      ["GemmcLaunchError", "set_backend", "backend_name", ...sparseNames, ...fnNames].map((n) =>
+        JSON.stringify(n)
+      )
         .join(", ")
     }]`,
     "",
@@ -390,7 +484,7 @@ export function pythonModule(
     '_PTX = "\\n".join([',
     ...ptxLines.map((l) => `    ${l},`),
     "])",
-    PYTHON_RUNTIME,
+    PYTHON_RUNTIME + (sparse.length > 0 ? PYTHON_SPARSE : ""),
     ...kernels.map((k, i) => "\n" + kernelFunction(k, fnNames[i]!) + "\n"),
   ].join("\n");
 }

@@ -9,7 +9,8 @@ parameters with what they must be.
 
     python3 check_fakes.py fakes DIR
         # DIR holds hgemm.py, s8_gemm.py, splitk.py, s4_gemm.py, b1_and.py and the strided
-        # hgemm_strided.py, batched_strided.py, s4_strided.py (tests/aot_python_test.ts)
+        # hgemm_strided.py, batched_strided.py, s4_strided.py, and sparse.py (kernels spmm
+        # and sps4 with a structured-sparse A; tests/aot_python_test.ts)
     python3 check_fakes.py grouped DIR
         # DIR holds grouped.py (kernels experts and gs); prints the grouped launches as JSON
         # (RECORDS ...) for tests/aot_python_test.ts to compare with groupTable
@@ -98,6 +99,31 @@ class FakeTensor(object):
     def t(self):
         return self.transpose(0, 1)
 
+    # What compress_sparse's torch path calls (a tensor made from numpy keeps its array).
+    def detach(self):
+        return self
+
+    def cpu(self):
+        return self
+
+    def contiguous(self):
+        return self
+
+    def numpy(self):
+        return self.array
+
+    def to(self, device):
+        t = FakeTensor(self.shape, self.dtype, str(device))
+        t.array = self.array
+        return t
+
+
+class FakeHostTensor(FakeTensor):
+    """A fake torch tensor as compress_sparse recognizes one (its class's module is torch's)."""
+
+
+FakeHostTensor.__module__ = "torch"
+
 
 class FakeStream(object):
     def __init__(self, handle):
@@ -132,6 +158,13 @@ def make_fake_torch():
         return t
 
     torch.empty_strided = empty_strided
+
+    def from_numpy(a):
+        t = FakeHostTensor(a.shape, getattr(torch, a.dtype.name), "cpu")
+        t.array = a
+        return t
+
+    torch.from_numpy = from_numpy
     torch.cuda = types.SimpleNamespace()
     torch.current = FakeStream(0xC0FFEE)
     torch.cuda.current_stream = lambda device=None: torch.current
@@ -200,7 +233,7 @@ class FakeNpDtype(object):
     def __init__(self, name):
         self.name = name
         self.itemsize = {"float64": 8, "float32": 4, "float16": 2, "uint16": 2, "int32": 4,
-                         "int8": 1, "uint8": 1}[name]
+                         "uint32": 4, "int8": 1, "uint8": 1}[name]
 
 
 class FakeArray(object):
@@ -532,7 +565,7 @@ def check_strided(mods, torch, driver):
             "M": M, "K": K, "N": N, "lda": K + 64, "ldb": K + 16, "ldc": N + 8, "alpha": 0.5,
             "beta": 0.0}
     check(L["params"] == want, f"strided params {L['params']} != {want}")
-    dense = FakeTensor((M, K), f16)
+    dense = FakeHostTensor((M, K), f16)
     mod.hgemm(dense, B, C, out=D)
     check(driver.launches[-1]["params"]["lda"] == K, "a dense view gives the dense stride")
     mod.hgemm(A, B, C, out=C)
@@ -630,8 +663,123 @@ def fakes(directory):
         check(False, "set_backend refuses an unknown name")
     except ValueError as e:
         check("Unknown backend" in str(e), "set_backend message")
+    sparse = load(f"{directory}/sparse.py", "gemmc_sparse")
+    driver.kernels.update(sparse._KERNELS)
+    check_sparse(sparse, torch, driver)
     print(f"{PASSED[0]} checks passed, {len(FAILED)} failed")
     return 1 if FAILED else 0
+
+
+def check_sparse(mod, torch, driver):
+    """A structured-sparse A: kept values and metadata (spmm f16, sps4 batched s4)."""
+    f16, i32 = torch.float16, torch.int32
+    M, N, K = 70, 40, 224
+    W = -(-K // 32)
+    A = FakeTensor((M, K // 2), f16)
+    meta = FakeTensor((M, W), i32)
+    B = FakeTensor((N, K), f16).t()
+    D = mod.spmm(A, meta, B, alpha=1.5)
+    L = driver.launches[-1]
+    check(D.shape == (M, N) and D.dtype is torch.float32, f"sparse: out {D.shape}")
+    want = {"A": A.data_ptr(), "A_meta": meta.data_ptr(), "B": B.data_ptr(), "D": D.data_ptr(),
+            "M": M, "K": K, "N": N, "alpha": 1.5}
+    check(L["params"] == want, f"sparse params {L['params']} != {want}")
+    check(list(mod._KERNELS["spmm"]["params"][i][1] for i in range(4)) == ["A", "A_meta", "B", "D"],
+          "sparse: ABI order A, A_meta, B, D")
+    mod.spmm(A=A, A_meta=meta, B=B, out=D)
+    check(driver.launches[-1]["params"]["A_meta"] == meta.data_ptr(), "sparse: keywords")
+    # torch.uint32 where torch has it.
+    torch.uint32 = FakeDtype("uint32", 4)
+    try:
+        mod.spmm(A, FakeTensor((M, W), torch.uint32), B, out=D)
+        check(True, "sparse: uint32 metadata")
+    except mod.GemmcLaunchError as e:
+        check(False, f"sparse: uint32 metadata refused: {e}")
+    del torch.uint32
+
+    def refuse(fn, expected, *args, **kw):
+        refused(mod, driver, fn, expected, *args, **kw)
+
+    refuse(mod.spmm, 'Tensor "A_meta" has dtype torch.float16; the sparse metadata (32-bit words) '
+           'of gemmc f16 needs torch.int32', A, FakeTensor((M, W), f16), B)
+    short = FakeTensor((M, W - 1), i32)
+    refuse(mod.spmm, f'Tensor "A_meta" has shape [{M}, {W - 1}]: the metadata of the sparse A '
+           f'needs [{M}, {W}] ([M, ceil(K / 32)] 32-bit words)', A, short, B)
+    refuse(mod.spmm, f'Buffer of tensor "A_meta" holds {4 * M * (W - 1)} bytes; the sizes need '
+           f'{4 * M * W}', A, short, B)
+    refuse(mod.spmm, f'Tensor "A_meta" has shape [{W}]: the metadata of the sparse A needs '
+           f'[{M}, {W}] ([M, ceil(K / 32)] 32-bit words)', A, FakeTensor((W,), i32), B)
+    refuse(mod.spmm, 'Tensor "A" declares align 8 but its leading dimension (the kept values, '
+           'K=200 / 2 = 100) is not a multiple of 8', FakeTensor((M, 100), f16),
+           FakeTensor((M, 7), i32), FakeTensor((N, 200), f16).t())
+    refuse(mod.spmm, 'Tensor "B" gives K=232 but tensor "A" gives K=224', A, meta,
+           FakeTensor((N, 232), f16).t())
+    refuse(mod.spmm, 'Output "D" overlaps input "A_meta"', A, meta, B,
+           out=FakeTensor((M, N), torch.float32, address=meta.data_ptr()))
+
+    # s4, batched: the kept values packed two a byte, [L, M, K/4] uint8; 64 of K a word.
+    Lb, M, N, K = 3, 40, 24, 384
+    A4 = FakeTensor((Lb, M, K // 4), torch.uint8)
+    meta4 = FakeTensor((Lb, M, K // 64), i32)
+    B4 = FakeTensor((Lb, N, K // 2), torch.int8).transpose(1, 2)
+    D4 = mod.sps4(A4, meta4, B4)
+    L = driver.launches[-1]["params"]
+    check((L["L"], L["M"], L["K"], L["N"]) == (Lb, M, K, N),
+          f"s4 sparse: K from the packed values {L}")
+    check(L["A_meta"] == meta4.data_ptr() and D4.shape == (Lb, M, N), "s4 sparse: meta, out")
+    refuse(mod.sps4, 'Tensor "A" declares align 32 but its leading dimension (the kept values, '
+           'K=400 / 2 = 200) is not a multiple of 32', FakeTensor((Lb, M, 100), torch.uint8),
+           FakeTensor((Lb, M, 7), i32), FakeTensor((Lb, N, 200), torch.int8).transpose(1, 2))
+    refuse(mod.sps4, f'Tensor "A_meta" has shape [{Lb}, {M}, 5]: the metadata of the sparse A '
+           f'needs [{Lb}, {M}, 6] ([L, M, ceil(K / 64)] 32-bit words)', A4,
+           FakeTensor((Lb, M, 5), i32), B4)
+    refuse(mod.sps4, f'Buffer of tensor "A_meta" holds {4 * Lb * M * 5} bytes; the sizes need '
+           f'{4 * Lb * M * 6}', A4, FakeTensor((Lb, M, 5), i32), B4)
+    refuse(mod.sps4, 'Tensor "A_meta" has dtype torch.uint8; the sparse metadata (32-bit words) '
+           'of gemmc s4 needs torch.int32', A4, FakeTensor((Lb, M, 6), torch.uint8), B4)
+
+    # CuPy: uint32 metadata (numpy compress_sparse's, through cupy.asarray), through CuPy.
+    cupy = sys.modules["cupy"]
+    mod.set_backend("cupy")
+    M, N, K = 70, 40, 224
+    Ac, Bc = FakeArray((M, K // 2), "float16"), FakeArray((N, K), "float16").swapaxes(0, 1)
+    mc = FakeArray((M, K // 32), "uint32")
+    Dc = mod.spmm(Ac, mc, Bc)
+    L = cupy.cuda.driver.launches[-1]["params"]
+    check((L["A_meta"], L["K"], L["D"]) == (mc.data.ptr, K, Dc.data.ptr), f"cupy sparse {L}")
+    refused(mod, cupy.cuda.driver, mod.spmm, 'Tensor "A_meta" has dtype cupy.float16; the sparse '
+            'metadata (32-bit words) of gemmc f16 needs cupy.int32 or cupy.uint32',
+            Ac, FakeArray((M, K // 32), "float16"), Bc)
+    mod.set_backend("auto")
+
+    # compress_sparse's torch path (a fake torch tensor holding a numpy array): its results go in
+    # as they are.
+    try:
+        import numpy as np
+    except ImportError:
+        print("check_sparse: no numpy; compress_sparse's results not checked (skipped)")
+        return
+    rng = np.random.default_rng(5)
+    M, N, K = 70, 40, 224
+    dense = FakeHostTensor((M, K), f16)
+    dense.array = rng.standard_normal((M, K)).astype(np.float16)
+    values, m = mod.compress_sparse(dense, "f16", prune=True)
+    check(values.dtype is f16 and m.dtype is i32 and values.shape == (M, K // 2)
+          and m.shape == (M, K // 32) and values.is_cuda, f"compress_sparse f16: {values.shape}")
+    mod.spmm(A=values, A_meta=m, B=B)
+    L = driver.launches[-1]["params"]
+    check((L["A"], L["A_meta"], L["K"]) == (values.data_ptr(), m.data_ptr(), K),
+          f"compress_sparse's f16 results launched {L}")
+    Lb, M, N, K = 3, 40, 24, 448
+    d4 = FakeHostTensor((Lb, M, K), torch.int8)
+    d4.array = rng.integers(-8, 8, (Lb, M, K)).astype(np.int8)
+    values, m = mod.compress_sparse(d4, "s4", prune=True)
+    check(values.dtype is torch.uint8 and values.shape == (Lb, M, K // 4)
+          and m.dtype is i32 and m.shape == (Lb, M, -(-K // 64)), f"compress_sparse s4: {m.shape}")
+    mod.sps4(values, m, FakeTensor((Lb, N, K // 2), torch.int8).transpose(1, 2))
+    L = driver.launches[-1]["params"]
+    check((L["A"], L["A_meta"], L["K"]) == (values.data_ptr(), m.data_ptr(), K),
+          f"compress_sparse's s4 results launched {L}")
 
 
 # ---------------------------------------------------------------- grouped kernels
