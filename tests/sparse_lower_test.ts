@@ -193,6 +193,17 @@ Deno.test("sparse launch contract: the manifest's storage sizes the buffers as t
       new RegExp(`Buffer of tensor "${meta.name}" holds`),
     );
   }
+  // A square sparse A: only the stored (last) K is halved.
+  const sq = one(
+    "kernel sq {\n  A: f16[K, K] row sparse\n  B: f16[K, N] col\n  D: f32[K, N]\n" +
+      "  D[m, n] = A[m, k] * B[k, n]\n}\n",
+  );
+  const sqc = launchContract(sq.manifest);
+  for (const t of sqc.tensors) {
+    const p = sq.gemm.params.find((q) => q.name === t.name)!;
+    if (p.kind !== "tensor") continue;
+    assert.equal(tensorBytes(t, { K: 64, N: 8 }), tensorShape(p, { K: 64, N: 8 }).bytes, t.name);
+  }
   // A runtime K whose kept values break A's alignment (f16: 8 kept values).
   const ck = one(program("ct_k", "f16", "f32", "K"));
   const c = launchContract(ck.manifest);

@@ -428,11 +428,14 @@ export function tensorBytes(t: ContractTensor, sizes: Readonly<Record<string, nu
     return Math.ceil((viewElements(viewValues(v, sizes)) * t.bits) / 8);
   }
   let elements = 1;
-  for (const d of t.shape) {
-    elements *= d === t.leading && t.sparse !== undefined
+  // A sparse A is row-major: its stored extent is the last dimension's (by position:
+  // `A: f16[K, K] row sparse` halves only the second K).
+  const last = t.shape.length - 1;
+  t.shape.forEach((d, i) => {
+    elements *= i === last && t.sparse !== undefined
       ? storedExtent(t, dimOf(d, sizes))
       : dimOf(d, sizes);
-  }
+  });
   return Math.ceil((elements * t.bits) / 8);
 }
 
