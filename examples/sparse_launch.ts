@@ -43,8 +43,10 @@ const ck = r.kernels[0]!;
 const random = (n: number) => Float32Array.from({ length: n }, () => Math.random() * 2 - 1);
 const dense = random(M! * K!);
 const w = compressSparse(dense, "f16", M!, K!, { prune: true });
-console.log(`pruned ${w.pruned} of ${M! * K!} weights; kept values ${w.values.byteLength} B, ` +
-  `metadata ${w.meta.byteLength} B`);
+console.log(
+  `pruned ${w.pruned} of ${M! * K!} weights; kept values ${w.values.byteLength} B, ` +
+    `metadata ${w.meta.byteLength} B`,
+);
 const x = random(K! * N!);
 const bias = random(M!);
 
