@@ -198,6 +198,7 @@ export type {
   Layout,
   MathMode,
   MatrixView,
+  MetaSmem,
   MmaPlan,
   OccupancyPlan,
   OperandSmem,

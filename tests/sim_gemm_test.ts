@@ -39,7 +39,7 @@ function exactKernel(ck: CompiledKernel): boolean {
 }
 
 function isAlign1(ck: CompiledKernel): boolean {
-  return ck.gemm.params.some((p) => p.kind === "tensor" && p.align === 1);
+  return ck.gemm.params.some((p) => p.kind === "tensor" && p.align === 1 && p.role !== "A_meta");
 }
 
 /**

@@ -253,7 +253,7 @@ Deno.test("sparseBenchSource: every kernel checks and compiles, dense and sparse
     assert.equal(sc.kernels[0]!.math.mode, "tensor");
     const s = compile(sparseBenchSource(t, true), { sizeHints: { M: 8192, N: 8192, K: 8192 } });
     assert.ok(s.ok, `${t}: ${s.diagnostics.map((x) => `${x.code} ${x.message}`).join("; ")}`);
-    assert.match(s.kernels[0]!.ptx, /mma\.sp\.sync/);
+    assert.match(s.kernels[0]!.ptx, /mma\.sp::ordered_metadata\.sync/);
   }
   assert.match(sparseBenchSource("tf32", true), /A: f32\[M, K\] row sparse\n[^]*math tf32/);
   assert.match(

@@ -201,7 +201,10 @@ Deno.test("sparse compile: mma.sp in the PTX; the schedule is honoured; dense ke
   assert.deepEqual(r.diagnostics, []);
   assert.deepEqual(r.kernels.map((k) => k.name), ["spmm", "dense"]);
   const ptx = (name: string) => r.kernels.find((k) => k.name === name)!.ptx;
-  assert.match(ptx("spmm"), /mma\.sp\.sync\.aligned\.m16n8k32\.row\.col\.f32\.f16\.f16\.f32 /);
+  assert.match(
+    ptx("spmm"),
+    /mma\.sp::ordered_metadata\.sync\.aligned\.m16n8k32\.row\.col\.f32\.f16\.f16\.f32 /,
+  );
   assert.doesNotMatch(ptx("dense"), /mma\.sp/);
   // A schedule the sparse plan cannot honour is a schedule diagnostic, as for dense kernels.
   const sched = compile(
@@ -219,7 +222,7 @@ Deno.test("sparse CLI: gemm check and gemm compile accept a sparse kernel", asyn
   assert.deepEqual([c.code, c.stderr, c.stdout], [0, "", ""]);
   const k = await gemm("compile", file, "--emit", "ptx");
   assert.equal(k.code, 0, k.stderr);
-  assert.match(k.stdout, /mma\.sp\.sync/);
+  assert.match(k.stdout, /mma\.sp::ordered_metadata\.sync/);
   // A checker error of a sparse kernel still fails gemm check.
   Deno.writeTextFileSync(file, program("f64[M, K] row sparse", "f64", "f64"));
   const bad = await gemm("check", file);

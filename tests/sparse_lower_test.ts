@@ -34,7 +34,7 @@ function one(src: string, target: "sm80" | "sm86" = "sm80"): CompiledKernel {
 for (const [a, d, K] of TYPES) {
   Deno.test(`sparse simulate: ${a} -> ${d}, K ${K}, epilogue, M and N not tile multiples`, () => {
     const ck = one(program(`sp_${a}`, a, d, K));
-    assert.match(ck.ptx, /mma\.sp\.sync\.aligned\.m16n8k/);
+    assert.match(ck.ptx, /mma\.sp::ordered_metadata\.sync\.aligned\.m16n8k/);
     const sizes = sparseSizes(a, K);
     const rep = simulateGemm(ck, sizes, { seed: 3 + a.length });
     assert.equal(rep.sim.hazardCount, 0, "hazards");
@@ -110,7 +110,7 @@ for (const [src, shape, sizes] of SCHEDULES) {
   const name = src.slice(7, src.indexOf(" {"));
   Deno.test(`sparse simulate: ${name} (${shape})`, () => {
     const ck = one(src);
-    assert.match(ck.ptx, new RegExp(`mma\\.sp\\.sync\\.aligned\\.${shape}\\.`));
+    assert.match(ck.ptx, new RegExp(`mma\\.sp::ordered_metadata\\.sync\\.aligned\\.${shape}\\.`));
     const rep = simulateGemm(ck, sizes, { seed: 11 });
     assert.equal(rep.sim.hazardCount, 0, "hazards");
     assert.ok(rep.comparison.ok, JSON.stringify(rep.comparison.first));
