@@ -283,6 +283,9 @@ export interface TilePlan {
    * hinted) problem: about one block per SM with a long K, latency-bound, so
    * the k-tile is doubled and gemm-warp keeps 8 warps. */
   readonly smallGrid?: true;
+  /** Set when gemm-tile chose the skinny schedule of passes/skinny.ts (issue 22):
+   * it fixed the warp tile and the stage count too. */
+  readonly skinny?: true;
 }
 
 /** Warp partitioning (pass `gemm-warp`). */

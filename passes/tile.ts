@@ -17,6 +17,7 @@ import { sparseMetaParam } from "../ir/gemm.ts";
 import { type Dtype, DTYPE_INFO } from "../ir/dtype.ts";
 import { type GemmPass, scheduleError } from "./pass.ts";
 import { targetInfo } from "../ir/target.ts";
+import { type SkinnyChoice, skinnySchedule } from "./skinny.ts";
 
 /**
  * The default threadblock tile for an MMA operand type.
@@ -447,16 +448,52 @@ function deepenKTile(
   return { tb: t, smallGrid };
 }
 
+/** What {@link defaultTile} chooses; `skinny` also fixes the warp tile and the stages. */
+interface ChosenTile {
+  readonly tb: Shape3;
+  readonly smallGrid: boolean;
+  readonly splitK: number;
+  readonly skinny?: SkinnyChoice;
+}
+
+/**
+ * The skinny schedule (passes/skinny.ts) where it was measured: a 16-bit TN
+ * problem with f32 accumulators, copied by cp.async, M, N and K known or
+ * hinted, no batch, a dense ungrouped A, and a schedule that gives none of
+ * warp, stages, mma and split_k (any of them keeps the general default).
+ */
+function skinnyTile(c: TileContext): SkinnyChoice | null {
+  const { k, mc, nc, kc } = c;
+  const s = k.schedule;
+  if (
+    mc === null || nc === null || kc === null || !c.asyncTensor || !c.is16 ||
+    k.math.acc !== "f32" || k.problem.a.layout !== "row" || k.problem.b.layout !== "col" ||
+    k.problem.batch !== null || k.grouped || sparseMetaParam(k) !== null ||
+    s.warp !== undefined || s.stages !== undefined || s.mma !== undefined ||
+    s.splitK !== undefined
+  ) return null;
+  return skinnySchedule({
+    M: mc,
+    N: nc,
+    K: kc,
+    sms: c.sms,
+    elemBytes: 2,
+    smemPerBlock: targetInfo(k.target).smemPerBlock,
+  });
+}
+
 /**
  * The default schedule of a kernel without a given threadblock: the type's
  * tile shrunk to small compile-time (or hinted) sizes, then to the target's
  * minimum grid unless split-K fills the SMs instead, then deepened or made
  * wave-aware ({@link deepenKTile}).
  */
-function defaultTile(
-  k: GemmKernel,
-): { readonly tb: Shape3; readonly smallGrid: boolean; readonly splitK: number } {
+function defaultTile(k: GemmKernel): ChosenTile {
   const c = tileContext(k);
+  const skinny = skinnyTile(c);
+  if (skinny !== null) {
+    return { tb: skinny.threadblock, smallGrid: false, splitK: skinny.splitK, skinny };
+  }
   const sized = { m: shrink(c.d.m, c.mc, c.minM), n: shrink(c.d.n, c.nc, c.minM), k: c.d.k };
   const shrunk = shrinkForGrid(c, sized);
   const deep16 = isDeep16(c, shrunk);
@@ -517,9 +554,10 @@ export const tilePass: GemmPass = {
   run(k: GemmKernel): GemmKernel {
     const p = k.problem;
     const given = k.schedule.threadblock;
-    const chosen = given === undefined
+    const chosen: ChosenTile = given === undefined
       ? defaultTile(k)
       : { tb: given, smallGrid: false, splitK: 1 };
+    const skinny = chosen.skinny;
     const tb = chosen.tb;
     checkThreadblock(k, tb);
     const nConst = knownSize(k, p.n);
@@ -537,10 +575,17 @@ export const tilePass: GemmPass = {
       splitK,
       partial: { m: partial(p.m, tb.m), n: partial(p.n, tb.n), k: partial(p.k, tb.k) },
       ...(chosen.smallGrid ? { smallGrid: true as const } : {}),
+      ...(skinny !== undefined ? { skinny: true as const } : {}),
     };
     return {
       ...k,
-      schedule: { ...k.schedule, threadblock: tb, swizzle, splitK },
+      schedule: {
+        ...k.schedule,
+        threadblock: tb,
+        swizzle,
+        splitK,
+        ...(skinny !== undefined ? { warp: skinny.warp, stages: skinny.stages } : {}),
+      },
       plan: { ...k.plan, tile },
     };
   },

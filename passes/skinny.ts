@@ -1,0 +1,148 @@
+/**
+ * Skinny problems (issue 22): the GEMMs of LLM inference, a few to a few hundred
+ * rows of activations against a large weight matrix, are bound by reading the
+ * weights from HBM, not by the tensor cores. What reaches that limit is one wave
+ * of blocks that fills the SMs, each streaming a long run of K through a deep
+ * pipeline: a tile 16 or 64 rows tall, 128 deep, and split-K where the output
+ * tiles alone leave SMs idle. {@link skinnySchedule} picks it for a 16-bit
+ * TN problem (A row-major, B column-major) with known (or hinted) M <= 128.
+ *
+ * The candidates and the rule come from one sweep on the H200 (132 SMs; 35
+ * schedules at the 18 f16 shapes of `bench/llm_shapes.ts`, each a CUDA graph of
+ * 20 launches over 4 input sets; bench/research/llm/, bench/NOTES.md 56): the
+ * fastest schedule of every shape with M <= 128 has one wave of 112-128 blocks,
+ * the fewest splits among those, and, for M = 128 with a long K, warps larger
+ * than 32x32 (whose MMAs then start to count). Measured for f16 with f32
+ * accumulation only; bf16 takes the same (its copies and MMAs are the same
+ * sizes). Shortcuts: batched problems, 8-bit types, other layouts and f16
+ * accumulation keep the general default.
+ *
+ * @module
+ */
+
+import type { Shape3 } from "../ir/gemm.ts";
+
+/** One candidate: the threadblock, its warp tile and its preferred stage count. */
+export interface SkinnyTile {
+  readonly m: number;
+  readonly n: number;
+  readonly k: number;
+  readonly warp: { readonly m: number; readonly n: number };
+  readonly stages: number;
+  /** Only for K up to this (32x32 warps lose to larger ones on long K: NOTES 56). */
+  readonly maxK?: number;
+}
+
+/**
+ * The candidates by M, in order of preference on a tie, with what they measured
+ * (f16, µs; NOTES 56). M <= 16: at N=K=4096 16x32x256 (128 blocks) 11.5, 16x64x128
+ * split 2 12.2-12.3, the old default 64x256x64 split 4 19.3; at N=14336 16x128x128
+ * (112 blocks) 29.6 against 31.9; at K=14336 16x64x128 split 2 31.4-31.6 against
+ * 42.0, where 16x32x256 lost 2% (so it stops at K = 8192). M = 64: 64x64x128 split
+ * 2 14.3-14.5 and 34.8-35.0 (K=14336) against 19.8 and 43.1. M = 128: 64x64x128
+ * 17.1-17.3 against 28.2; at N=14336 128x128x64 41.2-41.8 against 46.8; at
+ * K=14336 64x128x128 split 2 45.6-46.7 against 55.2, where 64x64x128 took 58.0.
+ */
+export const SKINNY_TILES: readonly {
+  readonly maxM: number;
+  readonly tiles: readonly SkinnyTile[];
+}[] = [
+  {
+    maxM: 16,
+    tiles: [
+      { m: 16, n: 32, k: 256, warp: { m: 16, n: 8 }, stages: 3, maxK: 8192 },
+      { m: 16, n: 64, k: 128, warp: { m: 16, n: 16 }, stages: 4 },
+      { m: 16, n: 128, k: 128, warp: { m: 16, n: 32 }, stages: 4 },
+    ],
+  },
+  {
+    maxM: 64,
+    tiles: [
+      { m: 64, n: 64, k: 128, warp: { m: 32, n: 32 }, stages: 4 },
+      { m: 64, n: 128, k: 128, warp: { m: 32, n: 64 }, stages: 3 },
+    ],
+  },
+  {
+    maxM: 128,
+    tiles: [
+      { m: 64, n: 64, k: 128, warp: { m: 32, n: 32 }, stages: 4, maxK: 8192 },
+      { m: 64, n: 128, k: 128, warp: { m: 32, n: 64 }, stages: 3 },
+      { m: 128, n: 128, k: 64, warp: { m: 64, n: 64 }, stages: 4 },
+    ],
+  },
+];
+
+/** The split-K counts tried, and the fewest k-tiles a split keeps. */
+const SPLITS = [1, 2, 4, 8] as const;
+const MIN_KTILES_PER_SPLIT = 8;
+
+/** What {@link skinnySchedule} weighs. */
+export interface SkinnyProblem {
+  readonly M: number;
+  readonly N: number;
+  readonly K: number;
+  /** SMs of the GPU. */
+  readonly sms: number;
+  /** Bytes of an operand element (2 for the 16-bit types). */
+  readonly elemBytes: number;
+  /** Shared memory one block may use (ir/target.ts `smemPerBlock`). */
+  readonly smemPerBlock: number;
+}
+
+/** The chosen schedule: the tile, the warp tile, the stage count and split-K. */
+export interface SkinnyChoice {
+  readonly threadblock: Shape3;
+  readonly warp: Shape3;
+  readonly stages: number;
+  readonly splitK: number;
+  /** Blocks of the grid. */
+  readonly blocks: number;
+}
+
+/**
+ * The skinny schedule for a problem: among the candidates of M's class and
+ * split-K in 1, 2, 4, 8 (each split at least 8 k-tiles), those whose grid is one
+ * wave (blocks <= SMs); the most blocks, then the fewest splits, then the
+ * candidates' order. Null when M is above 128 or no candidate fits in one wave
+ * (a wide N: the general default then).
+ *
+ * @param p The problem.
+ * @returns The choice, or null.
+ * @example
+ * ```ts
+ * import { equal } from "node:assert/strict";
+ * import { skinnySchedule } from "./skinny.ts";
+ * const c = skinnySchedule({ M: 16, N: 4096, K: 4096, sms: 132, elemBytes: 2, smemPerBlock: 166912 })!;
+ * equal(`${c.threadblock.m}x${c.threadblock.n} split ${c.splitK}`, "16x32 split 1");
+ * ```
+ */
+export function skinnySchedule(p: SkinnyProblem): SkinnyChoice | null {
+  const cls = SKINNY_TILES.find((c) => p.M <= c.maxM);
+  if (cls === undefined) return null;
+  let best: SkinnyChoice | null = null;
+  for (const t of cls.tiles) {
+    if (t.maxK !== undefined && p.K > t.maxK) continue;
+    const perStage = (t.m + t.n) * t.k * p.elemBytes;
+    const stages = Math.min(t.stages, Math.floor(p.smemPerBlock / perStage));
+    if (stages < 2) continue;
+    const tiles = Math.ceil(p.M / t.m) * Math.ceil(p.N / t.n);
+    const kTiles = Math.ceil(p.K / t.k);
+    for (const s of SPLITS) {
+      if (s > 1 && kTiles / s < MIN_KTILES_PER_SPLIT) break;
+      const blocks = tiles * s;
+      if (blocks > p.sms) break;
+      const better = best === null || blocks > best.blocks ||
+        (blocks === best.blocks && s < best.splitK);
+      if (better) {
+        best = {
+          threadblock: { m: t.m, n: t.n, k: t.k },
+          warp: { m: t.warp.m, n: t.warp.n, k: t.k },
+          stages,
+          splitK: s,
+          blocks,
+        };
+      }
+    }
+  }
+  return best;
+}

@@ -1,0 +1,195 @@
+/**
+ * The skinny schedule (passes/skinny.ts, issue 22): the rule's choices at the
+ * shapes the H200 sweep measured (bench/NOTES.md 56), its limits (M above 128,
+ * a wide N, the sm86 shared-memory budget, a schedule that names a warp), and
+ * that every schedule it can choose simulates in agreement with the reference at
+ * sizes that are no tile multiples (M = 1, 7, 33; K not a multiple of the tile's),
+ * with no hazards, and that a split-K choice gives the same bytes whatever the
+ * order its blocks run in.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { compile, type CompiledKernel } from "../compiler.ts";
+import { skinnySchedule } from "../passes/skinny.ts";
+import { simArgs, simulateGemm } from "../harness/simulate_gemm.ts";
+import { randomArgs } from "../harness/inputs.ts";
+import { simulate } from "../backends/sim/mod.ts";
+import { workspaceArgs } from "../harness/workspace.ts";
+import { gridFor } from "../ir/kernel.ts";
+import { tensorParam } from "../ir/gemm.ts";
+import { runPtxas } from "../backends/ptx/ptxas.ts";
+import { ptxTarget } from "../backends/ptx/print.ts";
+import { ptxasTest } from "./_ptxas.ts";
+
+const H200 = { sms: 132, elemBytes: 2, smemPerBlock: 166912 };
+
+function pick(M: number, N: number, K: number, smemPerBlock = H200.smemPerBlock): string | null {
+  const c = skinnySchedule({ ...H200, M, N, K, smemPerBlock });
+  if (c === null) return null;
+  const t = c.threadblock;
+  return `${t.m}x${t.n}x${t.k} warp ${c.warp.m}x${c.warp.n} stages ${c.stages} split ${c.splitK}`;
+}
+
+Deno.test("skinny: the rule picks the sweep's fastest schedules on the H200 (NOTES 56)", () => {
+  // M <= 16: one wave of 128 (N = 4096) or 112 (N = 14336) blocks.
+  assert.equal(pick(16, 4096, 4096), "16x32x256 warp 16x8 stages 3 split 1");
+  assert.equal(pick(1, 4096, 4096), "16x32x256 warp 16x8 stages 3 split 1");
+  assert.equal(pick(16, 14336, 4096), "16x128x128 warp 16x32 stages 4 split 1");
+  assert.equal(pick(16, 4096, 14336), "16x64x128 warp 16x16 stages 4 split 2");
+  assert.equal(pick(64, 4096, 4096), "64x64x128 warp 32x32 stages 4 split 2");
+  assert.equal(pick(64, 14336, 4096), "64x128x128 warp 32x64 stages 3 split 1");
+  assert.equal(pick(128, 4096, 4096), "64x64x128 warp 32x32 stages 4 split 1");
+  assert.equal(pick(128, 14336, 4096), "128x128x64 warp 64x64 stages 4 split 1");
+  assert.equal(pick(128, 4096, 14336), "64x128x128 warp 32x64 stages 3 split 2");
+});
+
+Deno.test("skinny: no choice above M = 128 or where no candidate fits one wave", () => {
+  assert.equal(pick(129, 4096, 4096), null);
+  assert.equal(pick(256, 14336, 4096), null);
+  // 16 x 65536: 512 tiles of the widest candidate, more than 132 SMs.
+  assert.equal(pick(16, 65536, 4096), null);
+});
+
+Deno.test("skinny: every choice is one wave, and splits keep >= 8 k-tiles", () => {
+  for (const M of [1, 5, 16, 17, 48, 64, 100, 128]) {
+    for (const N of [256, 1000, 4096, 11008, 14336]) {
+      for (const K of [512, 3000, 4096, 14336]) {
+        const c = skinnySchedule({ ...H200, M, N, K });
+        if (c === null) continue;
+        const t = c.threadblock;
+        const blocks = Math.ceil(M / t.m) * Math.ceil(N / t.n) * c.splitK;
+        assert.equal(blocks, c.blocks);
+        assert.ok(blocks <= H200.sms, `${M}x${N}x${K}: ${blocks} blocks`);
+        if (c.splitK > 1) assert.ok(Math.ceil(K / t.k) / c.splitK >= 8, `${M}x${N}x${K}`);
+        assert.ok(t.m >= Math.min(M, 16) && (t.m === 16 || M > 16), `${M}: tile ${t.m}`);
+      }
+    }
+  }
+});
+
+Deno.test("skinny: stages capped by the target's shared memory (sm86: 99 KiB a block)", () => {
+  // 64x128x128 is 48 KiB a stage: 3 on sm80, 2 on sm86.
+  assert.equal(pick(64, 14336, 4096, 101376), "64x128x128 warp 32x64 stages 2 split 1");
+});
+
+const BENCH = (t: string, extra = "") =>
+  `kernel sk {
+  A: ${t}[M, K] row
+  B: ${t}[K, N] col
+  ${extra === "" ? "" : "bias: f32[N]"}
+  D: ${t}[M, N] row
+  D[m, n] = ${t}(${extra === "" ? "A[m, k] * B[k, n]" : "relu(A[m, k] * B[k, n] + bias[n])"})
+${extra}}
+`;
+
+function hinted(src: string, hints: Record<string, number>): CompiledKernel {
+  const r = compile(src, { file: "sk.gemm", sizeHints: hints, sms: 132 });
+  assert.ok(r.ok, r.diagnostics.map((d) => d.message).join("; "));
+  return r.kernels[0]!;
+}
+
+Deno.test("skinny: the compiler takes the choice for hinted sizes, and names it in the plan", () => {
+  const ck = hinted(BENCH("f16"), { M: 16, N: 4096, K: 4096 });
+  const s = ck.planned.schedule;
+  assert.deepEqual(
+    [s.threadblock, s.warp, s.stages, s.splitK],
+    [{ m: 16, n: 32, k: 256 }, { m: 16, n: 8, k: 256 }, 3, 1],
+  );
+  assert.equal(ck.planned.plan.tile!.skinny, true);
+});
+
+Deno.test("skinny: a schedule that names the stages keeps the general default", () => {
+  const ck = hinted(
+    BENCH("f16").replace("}\n", "  schedule {\n    stages 3\n  }\n}\n"),
+    { M: 16, N: 4096, K: 4096 },
+  );
+  assert.equal(ck.planned.plan.tile!.skinny, undefined);
+  assert.notEqual(ck.planned.schedule.threadblock!.m, 16);
+});
+
+/** Hints that make the rule choose each of its schedules (see the first test). */
+const CHOICES: readonly { hints: Record<string, number>; type: string; epilogue?: true }[] = [
+  { hints: { M: 16, N: 4096, K: 4096 }, type: "f16" },
+  { hints: { M: 16, N: 14336, K: 4096 }, type: "bf16" },
+  { hints: { M: 16, N: 4096, K: 14336 }, type: "f16", epilogue: true },
+  { hints: { M: 64, N: 4096, K: 4096 }, type: "bf16" },
+  { hints: { M: 64, N: 14336, K: 4096 }, type: "f16" },
+  { hints: { M: 128, N: 4096, K: 4096 }, type: "f16", epilogue: true },
+  { hints: { M: 128, N: 14336, K: 4096 }, type: "bf16" },
+  { hints: { M: 128, N: 4096, K: 14336 }, type: "f16" },
+];
+
+for (const c of CHOICES) {
+  const ck = hinted(BENCH(c.type, c.epilogue ? " " : ""), c.hints);
+  const s = ck.planned.schedule;
+  const tag = `${s.threadblock!.m}x${s.threadblock!.n}x${s.threadblock!.k} split ${s.splitK}`;
+  for (const M of [1, 7, 33]) {
+    Deno.test(`skinny ${c.type} ${tag}${c.epilogue ? " + bias, relu" : ""}: simulates in agreement at M=${M}`, () => {
+      assert.equal(ck.planned.plan.tile!.skinny, true);
+      // K not a multiple of the tile's K, N not one of the tile's N; K long enough
+      // for every split to get k-tiles.
+      const K = s.threadblock!.k * 2 * (s.splitK ?? 1) + 40;
+      const rep = simulateGemm(ck, { M, N: s.threadblock!.n + 24, K }, { seed: 11 + M });
+      assert.equal(rep.sim.hazardCount, 0, JSON.stringify(rep.sim.hazards.slice(0, 3)));
+      assert.ok(
+        rep.comparison.ok,
+        `${rep.comparison.overBound} over the bound, first ${JSON.stringify(rep.comparison.first)}`,
+      );
+    });
+  }
+}
+
+Deno.test("skinny: a split-K choice writes the same bytes whatever the order of its blocks", () => {
+  const ck = hinted(BENCH("f16"), { M: 64, N: 4096, K: 4096 });
+  assert.equal(ck.planned.schedule.splitK, 2);
+  const sizes = { M: 33, N: 88, K: 2 * 2 * 128 + 40 };
+  const run = (reverse: boolean) => {
+    const args = randomArgs(ck.gemm, sizes, 5, {});
+    const d = tensorParam(ck.gemm, ck.gemm.problem.d.tensor).name;
+    args.tensors.get(d)!.fill(0xff);
+    const grid = gridFor(ck.kernel.grid, sizes);
+    const blocks: [number, number, number][] = [];
+    for (let z = 0; z < grid[2]; z++) {
+      for (let y = 0; y < grid[1]; y++) for (let x = 0; x < grid[0]; x++) blocks.push([x, y, z]);
+    }
+    const ws = workspaceArgs(ck.kernel, sizes).get("workspace")!;
+    simulate(ck.kernel, { grid, args: { ...simArgs(args), workspace: { bytes: ws } } }, {
+      blocks: reverse ? blocks.reverse() : blocks,
+    });
+    return args.tensors.get(d)!;
+  };
+  const a = run(false);
+  const b = run(true);
+  assert.ok(a.some((x) => x !== 0xff), "D was written");
+  assert.deepEqual(a, b);
+});
+
+ptxasTest(
+  "skinny: ptxas assembles every choice for sm_80 and sm_86 without spills",
+  async (ptxas) => {
+    for (const c of CHOICES) {
+      const ck = hinted(BENCH(c.type, c.epilogue ? " " : ""), c.hints);
+      for (const target of ["sm80", "sm86"] as const) {
+        const r = compile(BENCH(c.type, c.epilogue ? " " : ""), {
+          file: "sk.gemm",
+          sizeHints: c.hints,
+          sms: 132,
+          target,
+        });
+        assert.ok(r.ok, r.diagnostics.map((d) => d.message).join("; "));
+        const k = r.kernels[0]!;
+        const res = await runPtxas(k.ptx, { arch: ptxTarget(k.kernel.target), ptxasPath: ptxas });
+        assert.ok(res.ok, res.log);
+        const sp = res.kernels[0]!;
+        assert.equal(
+          sp.spillStoreBytes + sp.spillLoadBytes,
+          0,
+          `${JSON.stringify(c.hints)} ${target}`,
+        );
+      }
+      assert.equal(ck.planned.plan.tile!.skinny, true);
+    }
+  },
+);
