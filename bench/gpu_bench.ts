@@ -165,7 +165,7 @@ export function cutlassName(ck: CompiledKernel, t: BlasType): string {
  * gets with `gemm run --tune --sms N`: the sizes as hints and the device's SM
  * count (tile shrinking, wave-aware tiles).
  */
-function compileFor(cuda: Cuda, t: BlasType, p: Problem): CompiledKernel {
+export function compileFor(cuda: Cuda, t: BlasType, p: Problem): CompiledKernel {
   const r = compile(sourceFor(t, p), {
     file: `bench_${t}.gemm`,
     sizeHints: { M: p.M, N: p.N, K: p.K },
@@ -176,7 +176,7 @@ function compileFor(cuda: Cuda, t: BlasType, p: Problem): CompiledKernel {
 }
 
 /** A kernel loaded, with its inputs on the device in several sets. */
-interface Loaded {
+export interface Loaded {
   readonly fn: CudaFunction;
   readonly mod: CudaModule;
   readonly config: LaunchConfig;
@@ -197,7 +197,7 @@ interface Loaded {
  * the H200), each set the same bytes rotated by s*4096 (cheap, not
  * identical), and loads the kernel. Every buffer goes into `bufs`.
  */
-function load(
+export function load(
   cuda: Cuda,
   ck: CompiledKernel,
   sizes: Readonly<Record<string, number>>,
@@ -261,7 +261,7 @@ function load(
 }
 
 /** Launches set 0 once and checks D against the reference on sampled rows and columns. */
-function verify(
+export function verify(
   cuda: Cuda,
   ck: CompiledKernel,
   sizes: Readonly<Record<string, number>>,

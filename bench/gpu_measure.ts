@@ -2,12 +2,15 @@
  * How bench/gpu_bench.ts measures the card (bench/NOTES.md 26): launches
  * timed in a burst after a rest and sustained under load, the SM clock read
  * beside them (bench/clock_probe.ts) and sampled by nvidia-smi, and the
- * mma.sync / fma ceilings measured on the spot (bench/mma_peak.ts).
+ * mma.sync / fma ceilings measured on the spot (bench/mma_peak.ts); and for
+ * the short kernels of bench/llm.ts, back-to-back series of launches between
+ * one pair of events, in the same two states ({@link timeBurstSeries},
+ * {@link timeSustained} with a series).
  *
  * @module
  */
 
-import type { Cuda, CudaFunction } from "../backends/cuda/driver.ts";
+import type { Cuda, CudaEvent, CudaFunction } from "../backends/cuda/driver.ts";
 import { median, timeLaunches } from "../harness/timing.ts";
 import { printPtx } from "../backends/ptx/print.ts";
 import {
@@ -152,9 +155,146 @@ export function timeBurst(cuda: Cuda, launch: (i: number) => void, estMs: number
   return { ms: median(all), rounds };
 }
 
-/** Sustained: {@link SUSTAINED}.loadMs of launches, then the median of {@link SUSTAINED}.iters (ms). */
-export function timeSustained(cuda: Cuda, launch: (i: number) => void, estMs: number): number {
-  return timeIt(cuda, launch, Math.ceil(SUSTAINED.loadMs / estMs), SUSTAINED.iters);
+/**
+ * Loads the card: `launch(0..n-1)` for about {@link SUSTAINED}.loadMs, `n` from
+ * `estMs` a launch, stopping early when the host has spent that long queueing
+ * (launches the host queues more slowly than the GPU runs them). Not
+ * synchronised: what follows queues behind the load.
+ *
+ * @returns The launches queued.
+ */
+function loadCard(launch: (i: number) => void, estMs: number): number {
+  const n = Math.ceil(SUSTAINED.loadMs / estMs);
+  const t0 = performance.now();
+  let i = 0;
+  for (; i < n; i++) {
+    launch(i);
+    if (i % 256 === 255 && performance.now() - t0 >= SUSTAINED.loadMs) break;
+  }
+  return i;
+}
+
+/**
+ * A back-to-back series (bench/llm.ts, issue 22): {@link Series.launches}
+ * launches queued between one pair of events, for kernels so short that one
+ * launch's overhead dominates per-launch event timing.
+ */
+export interface Series {
+  /** Launches once; `i` counts on from series to series of one measurement. */
+  readonly launch: (i: number) => void;
+  /** Launches per series. */
+  readonly launches: number;
+  /** Queued before each series' start event (bench/llm.ts: a hold kernel, so that the
+   * host has queued the whole series before the GPU reaches its first launch). */
+  readonly before?: () => void;
+}
+
+/** One series' figures. */
+export interface SeriesTime {
+  /** GPU time per launch (ms): the events' interval over the launches. */
+  readonly ms: number;
+  /** Host time (ms) to queue the launches and the end event, `before` not included. */
+  readonly hostMs: number;
+}
+
+/** A measurement of several series: the median and each series' figures. */
+export interface SeriesMeasurement {
+  /** The median over the series of the time per launch (ms). */
+  readonly ms: number;
+  readonly series: readonly SeriesTime[];
+}
+
+/**
+ * Times one back-to-back series: `s.before`, the start event, `s.launches`
+ * launches (`first`, `first + 1`, ...), the end event; the events are
+ * destroyed on every path.
+ */
+export function timeSeries(cuda: Cuda, s: Series, first = 0): SeriesTime {
+  const ev: CudaEvent[] = [];
+  let out: SeriesTime | null = null;
+  let failure: unknown = null;
+  try {
+    ev.push(cuda.createEvent(), cuda.createEvent());
+    s.before?.();
+    const t0 = performance.now();
+    ev[0]!.record();
+    for (let i = 0; i < s.launches; i++) s.launch(first + i);
+    ev[1]!.record();
+    const hostMs = performance.now() - t0;
+    ev[1]!.synchronize();
+    out = { ms: ev[1]!.elapsedSince(ev[0]!) / s.launches, hostMs };
+  } catch (e) {
+    failure = e;
+  }
+  for (const e of ev) {
+    try {
+      e.destroy();
+    } catch (err) {
+      failure ??= err;
+    }
+  }
+  if (failure !== null || out === null) throw failure;
+  return out;
+}
+
+/** Back-to-back series per state (issue 22): 5 burst series, 5 sustained ones. */
+const SERIES = { burstRounds: 5, sustainedCount: 5, warmup: 2 } as const;
+
+/**
+ * Burst, in back-to-back series: {@link SERIES}.burstRounds rounds, each
+ * after a {@link BURST}.restMs rest, in which every series of `all` runs once
+ * (after {@link SERIES}.warmup untimed launches), the order rotated from
+ * round to round. The series share the rest: each lasts a few ms, well inside
+ * the ~80 ms the card holds its boost clock after one (bench/NOTES.md 26).
+ *
+ * @returns Per series of `all`, the median over the rounds.
+ */
+export function timeBurstSeries(
+  cuda: Cuda,
+  all: readonly Series[],
+  rounds: number = SERIES.burstRounds,
+): SeriesMeasurement[] {
+  const got: SeriesTime[][] = all.map(() => []);
+  for (let r = 0; r < rounds; r++) {
+    sleepMs(BURST.restMs);
+    for (let j = 0; j < all.length; j++) {
+      const at = (j + r) % all.length;
+      const s = all[at]!;
+      const first = r * (s.launches + SERIES.warmup);
+      for (let w = 0; w < SERIES.warmup; w++) s.launch(first + w);
+      got[at]!.push(timeSeries(cuda, s, first + SERIES.warmup));
+    }
+  }
+  return got.map((series) => ({ ms: median(series.map((t) => t.ms)), series }));
+}
+
+/**
+ * Sustained: {@link SUSTAINED}.loadMs of launches, then the median of
+ * {@link SUSTAINED}.iters launches each between its own events (ms); or, given
+ * `series` (its launches, its `before`), the median of `count` (default
+ * {@link SERIES}.sustainedCount) back-to-back series after the load.
+ */
+export function timeSustained(cuda: Cuda, launch: (i: number) => void, estMs: number): number;
+export function timeSustained(
+  cuda: Cuda,
+  launch: (i: number) => void,
+  estMs: number,
+  series: Omit<Series, "launch"> & { readonly count?: number },
+): SeriesMeasurement;
+export function timeSustained(
+  cuda: Cuda,
+  launch: (i: number) => void,
+  estMs: number,
+  series?: Omit<Series, "launch"> & { readonly count?: number },
+): number | SeriesMeasurement {
+  const loaded = loadCard(launch, estMs);
+  if (series === undefined) return timeIt(cuda, launch, 0, SUSTAINED.iters);
+  const s: Series = { ...series, launch };
+  const times = Array.from(
+    { length: series.count ?? SERIES.sustainedCount },
+    (_, k) => timeSeries(cuda, s, loaded + k * series.launches),
+  );
+  return { ms: median(times.map((t) => t.ms)), series: times };
 }
 
 /** Launches after a timed series, during which the clock probe runs beside them. */
@@ -193,10 +333,17 @@ function sleepMs(ms: number): void {
 /**
  * The ceilings per type: mma.sync for the tensor-core types, `fma.rn.f32`
  * for `f32` (math f32 runs on the CUDA cores), and for `3xtf32` the tf32
- * ceiling over 3 (three MMAs a product).
+ * ceiling over 3 (three MMAs a product). Given `types`, only those (each
+ * measurement of a type takes ~3 s: its sustained figure loads the card).
  */
-export function ceilings(cuda: Cuda, probe: ClockProbe): Map<string, Ceiling> {
+export function ceilings(
+  cuda: Cuda,
+  probe: ClockProbe,
+  types?: readonly string[],
+): Map<string, Ceiling> {
   const out = new Map<string, Ceiling>();
+  const wanted = (t: string) =>
+    types === undefined || types.includes(t) || (t === "tf32" && types.includes("3xtf32"));
   const kinds = [
     ...Object.entries(PEAK_SHAPES).map(([t, s]) => ({
       t,
@@ -205,7 +352,7 @@ export function ceilings(cuda: Cuda, probe: ClockProbe): Map<string, Ceiling> {
       iters: 2048,
     })),
     { t: "f32", make: ffmaKernel, ops: ffmaOps, iters: 4096 },
-  ];
+  ].filter((k) => wanted(k.t));
   const kernels = kinds.flatMap((k) =>
     (["fixed", "random"] as const).map((o) => [k, o, k.make(o)] as const)
   );
@@ -242,13 +389,15 @@ export function ceilings(cuda: Cuda, probe: ClockProbe): Map<string, Ceiling> {
     const [sustained, sustainedClock] = got.get(`${t} sustained`)!;
     out.set(t, { fixed, fixedClock, random, randomClock, sustained, sustainedClock });
   }
-  const tf = out.get("tf32")!;
-  out.set("3xtf32", {
-    ...tf,
-    fixed: tf.fixed / 3,
-    random: tf.random / 3,
-    sustained: tf.sustained / 3,
-  });
+  const tf = out.get("tf32");
+  if (tf !== undefined) {
+    out.set("3xtf32", {
+      ...tf,
+      fixed: tf.fixed / 3,
+      random: tf.random / 3,
+      sustained: tf.sustained / 3,
+    });
+  }
   buf.free();
   mod.unload();
   return out;

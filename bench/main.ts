@@ -26,9 +26,19 @@
  *    type (f16, bf16, tf32, s8) at 8192³, with the `mma.sp` ceiling and the
  *    PyTorch peers (cuBLAS, cuSPARSELt) in the same run (bench/sparse.ts);
  *    recorded in `bench/results/sparse-DATE.md`; exits 1 without a driver.
+ * 8. `--gpu --shapes llm`: instead of the shapes of `--gpu`, the skinny shapes
+ *    of LLM inference (issue 22: f16, bf16 and s8, M from 1 to 1024, (N, K) of
+ *    a projection, an up- and a down-projection) against cuBLAS and the floor
+ *    (HBM copy bandwidth or the mma.sync ceiling, measured in the same run),
+ *    timed in back-to-back series in both states of the card (bench/llm.ts);
+ *    with `--types f16,bf16,s8`, `--m 1,16,...` and `--no-cublas`; recorded in
+ *    `bench/results/llm-DATE.md` and `.json`; exits 1 without a driver or when
+ *    a row fails its check. `--shapes llm,8192` runs the table, then `--gpu`
+ *    at the other shapes.
  *
  * Options: `--no-sim`, `--no-compile`, `--no-record` (do not write the
- * simulator record), `--gpu`, `--launch`, `--strided`, `--grouped`, `--sparse`.
+ * simulator record), `--gpu`, `--shapes llm` (with `--gpu`), `--launch`,
+ * `--strided`, `--grouped`, `--sparse`.
  *
  * @module
  */
@@ -40,6 +50,7 @@ import { launchOverheadMain } from "./launch_overhead.ts";
 import { stridedCostMain } from "./strided_cost.ts";
 import { groupedBenchMain } from "./grouped.ts";
 import { sparseBenchMain } from "./sparse.ts";
+import { llmBenchMain } from "./llm.ts";
 import { cudaAvailable } from "../backends/cuda/driver.ts";
 
 /** Target: milliseconds to compile one kernel from source to PTX. */
@@ -163,6 +174,19 @@ if (import.meta.main) {
   const strided = flag("--strided");
   const grouped = flag("--grouped");
   const sparse = flag("--sparse");
+  // `--shapes llm`: the LLM table (bench/llm.ts); other shapes stay for gpu_bench.ts.
+  const shapesAt = args.indexOf("--shapes");
+  const shapes = shapesAt >= 0 ? (args[shapesAt + 1] ?? "").split(",") : [];
+  const llm = shapes.includes("llm");
+  const otherShapes = shapes.filter((s) => s !== "llm");
+  if (llm) {
+    if (otherShapes.length > 0) args[shapesAt + 1] = otherShapes.join(",");
+    else args.splice(shapesAt, 2);
+  }
+  if (llm && !gpu) {
+    console.error("deno task bench --shapes llm: needs --gpu (deno task bench --gpu --shapes llm)");
+    Deno.exit(1);
+  }
   // Asked for the GPU and there is none: say so and fail before the minutes of the others.
   const driver = gpu ? cudaAvailable() : { ok: true as const };
   if (!driver.ok) {
@@ -179,7 +203,11 @@ if (import.meta.main) {
     console.log(compileBenchTable(runCompileBench()));
     console.log("");
   }
-  if (gpu) {
+  if (gpu && llm) {
+    console.log("## GPU: skinny shapes of LLM inference (issue 22)\n");
+    if (!llmBenchMain(["deno task bench", ...Deno.args].join(" "), args)) Deno.exit(1);
+  }
+  if (gpu && (!llm || otherShapes.length > 0)) {
     console.log("## GPU\n");
     await gpuBench(args);
   }

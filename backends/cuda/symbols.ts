@@ -90,6 +90,7 @@ export const SYMBOLS = {
   cuMemFree_v2: { parameters: ["u64"], result: "i32", optional: true },
   cuMemcpyHtoD_v2: { parameters: ["u64", "buffer", "usize"], result: "i32", optional: true },
   cuMemcpyDtoH_v2: { parameters: ["buffer", "u64", "usize"], result: "i32", optional: true },
+  cuMemcpyDtoD_v2: { parameters: ["u64", "u64", "usize"], result: "i32", optional: true },
   cuMemsetD8_v2: { parameters: ["u64", "u8", "usize"], result: "i32", optional: true },
   cuMemsetD8Async: {
     parameters: ["u64", "u8", "usize", "pointer"],
@@ -180,10 +181,12 @@ const REQUIRED = [
  * other work or a loaded kernel on a stream of its caller's; without
  * `cuMemsetD8Async` a loaded kernel zeroes its split-K workspace with the
  * synchronous `cuMemsetD8_v2`; without `cuOccupancyMaxActiveBlocksPerMultiprocessor`
- * a grouped launch's persistent grid counts one block per SM (backends/cuda/grouped.ts).
+ * a grouped launch's persistent grid counts one block per SM (backends/cuda/grouped.ts);
+ * `cuMemcpyDtoD_v2` only measures the copy bandwidth (bench/llm.ts).
  */
 const OPTIONAL = [
   "cuDevicePrimaryCtxReset_v2",
+  "cuMemcpyDtoD_v2",
   "cuStreamCreate",
   "cuStreamDestroy_v2",
   "cuStreamSynchronize",

@@ -1,0 +1,805 @@
+/**
+ * `deno task bench --gpu --shapes llm`: the skinny shapes of LLM inference
+ * (issue 22, bench/llm_shapes.ts) against cuBLAS and the floor, in one process
+ * on one GPU.
+ *
+ * For each type (f16, bf16: f32 accumulation, out in the operand type; s8: s32
+ * out) and shape, A `[M, K]` row-major, B column-major, D `[M, N]` row-major
+ * (bench/kernels/*.gemm):
+ *
+ * 1. Our kernel at its default schedule for the problem (bench/gpu_bench.ts
+ *    `compileFor`: the sizes as hints, the device's SM count), loaded with as
+ *    many input sets as keep A + B over 3x the 60 MB L2 (at least 2; `load`),
+ *    launched once and checked on sampled rows and columns against the
+ *    reference (`verify`); a row whose check fails is reported FAILED and not
+ *    timed. The schedule chosen (threadblock, warp, stages, split_k) is in the row.
+ * 2. Timing in back-to-back series: these kernels run 5–100 µs, where one
+ *    launch's own overhead dominates per-launch event timing, so each figure is
+ *    one pair of events around L launches ({@link seriesLaunches}: at least 20,
+ *    enough for ~2 ms), rotating among the input sets, over L. A hold kernel
+ *    (bench/clock_probe.ts's sleeping probe) is queued before each series' start
+ *    event, long enough for the host to queue the whole series behind it
+ *    ({@link holdMs}), so the GPU never waits for the host inside a series; a
+ *    series whose queueing still outlasted the hold by more than half its own
+ *    time is counted as host-paced in the record. Two states of the card
+ *    (bench/gpu_measure.ts, bench/NOTES.md 26): *burst*, the median of 5 series
+ *    each after a 1 s rest (ours and cuBLAS share each rest, the order
+ *    alternating: a series lasts a few ms, well inside the ~80 ms the card holds
+ *    its boost clock), and *sustained*, the median of 5 series after 1.5 s of
+ *    continuous launches of the same kernel. The SM clock beside one more series
+ *    after the sustained ones is read by bench/clock_probe.ts.
+ * 3. cuBLAS (`cublasGemmEx`, bench/cublas.ts: the same buffers, TN) timed the
+ *    same way in the same run (`--no-cublas`: not).
+ * 4. The floor, measured in the same run: the larger of the bytes of A, B and D
+ *    once at the device-to-device copy bandwidth (`cuMemcpyDtoD` of 1 GiB, read
+ *    + write counted, median of 10) and the FLOPs at the mma.sync ceiling of the
+ *    type (bench/gpu_measure.ts `ceilings`: burst, fixed operands, for the burst
+ *    figures; sustained for the sustained ones). {@link llmFloor}.
+ *
+ * Prints the table (markdown; times in µs, burst / sustained), the share of
+ * the floor (floor time / measured time: 1.0 is the limit) for ours and
+ * cuBLAS, ours against cuBLAS (cuBLAS time / ours: above 1, ours is faster),
+ * and the targets of issue 22 met or MISSED in each state ({@link llmTarget}):
+ * M <= 64 at (N, K) = (4096, 4096) and (14336, 4096): >= 0.85 of the floor;
+ * M = 128 and 256 at all three (N, K): >= 0.75. Writes
+ * `bench/results/llm-DATE.md` and the raw figures beside it as `.json` (new
+ * files: `-2`, ... when one exists; rewritten after each row). The whole table
+ * takes ~9 minutes on the H200 (~12 s a row: 5 rests, 2 loads; 9 rows took 117 s).
+ *
+ * `deno run -A bench/llm.ts [--types f16,bf16,s8] [--m 1,16,...] [--no-cublas]
+ * [--out DIR]`, or `deno task bench --gpu --shapes llm [the same options]`.
+ *
+ * @module
+ */
+
+import {
+  Cuda,
+  cudaAvailable,
+  type CudaFunction,
+  type CudaModule,
+} from "../backends/cuda/driver.ts";
+import type { DeviceBuffer } from "../backends/cuda/resources.ts";
+import { check as checkCuda } from "../backends/cuda/errors.ts";
+import type { CompiledKernel } from "../compiler.ts";
+import { median, timeLaunches } from "../harness/timing.ts";
+import { Cublas } from "./cublas.ts";
+import { CLOCK_PROBE_PTX, ClockProbe } from "./clock_probe.ts";
+import { compileFor, cutlassName, load, verify } from "./gpu_bench.ts";
+import {
+  type Ceiling,
+  ceilings,
+  type Series,
+  type SeriesMeasurement,
+  timeBurstSeries,
+  timeSeries,
+  timeSustained,
+} from "./gpu_measure.ts";
+import { LLM_M_16BIT, LLM_M_S8, LLM_NK, LLM_SHAPES } from "./llm_shapes.ts";
+import { freshResultPath, resultDate, RESULTS_DIR } from "./results.ts";
+
+/** The types of the table. */
+export type LlmType = "f16" | "bf16" | "s8";
+
+/** Every {@link LlmType}, in the table's order. */
+export const LLM_TYPES: readonly LlmType[] = ["f16", "bf16", "s8"];
+
+/** One problem of the table. */
+export interface LlmProblem {
+  readonly M: number;
+  readonly N: number;
+  readonly K: number;
+}
+
+/** Bytes per element of A (and B) and of D, per type. */
+const ELEMENT_BYTES: Readonly<Record<LlmType, { readonly ab: number; readonly d: number }>> = {
+  f16: { ab: 2, d: 2 },
+  bf16: { ab: 2, d: 2 },
+  s8: { ab: 1, d: 4 },
+};
+
+/**
+ * The bytes a GEMM must move at least: A, B and D once each.
+ *
+ * @param t The type.
+ * @param p The problem.
+ * @returns Bytes.
+ * @example
+ * ```ts
+ * import { equal } from "node:assert/strict";
+ * import { problemBytes } from "./llm.ts";
+ * equal(problemBytes("s8", { M: 2, N: 3, K: 4 }), 2 * 4 + 4 * 3 + 2 * 3 * 4);
+ * ```
+ */
+export function problemBytes(t: LlmType, p: LlmProblem): number {
+  const e = ELEMENT_BYTES[t];
+  return (p.M * p.K + p.K * p.N) * e.ab + p.M * p.N * e.d;
+}
+
+/** A floor: the least time a GEMM can take, and what bounds it. */
+export interface LlmFloor {
+  /** The larger of {@link LlmFloor.hbmUs} and {@link LlmFloor.mmaUs} (µs). */
+  readonly us: number;
+  readonly bound: "HBM" | "mma";
+  /** The bytes of A, B and D once at the copy bandwidth (µs). */
+  readonly hbmUs: number;
+  /** The FLOPs (2·M·N·K) at the mma.sync ceiling (µs). */
+  readonly mmaUs: number;
+}
+
+/**
+ * The floor of a problem: the larger of its bytes (A + B + D once) at the copy
+ * bandwidth and its operations at the mma.sync ceiling.
+ *
+ * @param t The type.
+ * @param p The problem.
+ * @param copyBytesPerS The device-to-device copy bandwidth, bytes read + written a second.
+ * @param mmaOpsPerS The mma.sync ceiling, operations (2 a multiply-add) a second.
+ * @returns The floor.
+ * @example
+ * ```ts
+ * import { equal } from "node:assert/strict";
+ * import { llmFloor } from "./llm.ts";
+ * const f = llmFloor("f16", { M: 1, N: 8, K: 4 }, 1e6, 1e6);
+ * equal(f.hbmUs, (1 * 4 + 4 * 8 + 8) * 2); // 88 bytes at 1 byte a µs
+ * equal(f.bound, "HBM");
+ * ```
+ */
+export function llmFloor(
+  t: LlmType,
+  p: LlmProblem,
+  copyBytesPerS: number,
+  mmaOpsPerS: number,
+): LlmFloor {
+  const hbmUs = (problemBytes(t, p) / copyBytesPerS) * 1e6;
+  const mmaUs = ((2 * p.M * p.N * p.K) / mmaOpsPerS) * 1e6;
+  const us = Math.max(hbmUs, mmaUs);
+  return { us, bound: mmaUs > hbmUs ? "mma" : "HBM", hbmUs, mmaUs };
+}
+
+/**
+ * The share of the floor a measured time reaches: floor / measured (1 is the
+ * limit); NaN when either is not a positive finite time.
+ *
+ * @param floorUs The floor (µs).
+ * @param measuredUs The measured time (µs).
+ * @returns The share.
+ * @example
+ * ```ts
+ * import { equal } from "node:assert/strict";
+ * import { floorShare } from "./llm.ts";
+ * equal(floorShare(5, 20), 0.25);
+ * ```
+ */
+export function floorShare(floorUs: number, measuredUs: number): number {
+  const ok = (x: number) => Number.isFinite(x) && x > 0;
+  return ok(floorUs) && ok(measuredUs) ? floorUs / measuredUs : NaN;
+}
+
+/** (N, K) pairs whose small-M rows (M <= 64) have the 0.85 target. */
+const NK_085: readonly (readonly [number, number])[] = [[4096, 4096], [14336, 4096]];
+
+/**
+ * Issue 22's target for a problem, as a share of the floor: 0.85 for M <= 64
+ * at (N, K) = (4096, 4096) and (14336, 4096); 0.75 for M = 128 and 256 at the
+ * table's three (N, K); null where the issue sets none.
+ *
+ * @param p The problem.
+ * @returns The least share of the floor, or null.
+ * @example
+ * ```ts
+ * import { equal } from "node:assert/strict";
+ * import { llmTarget } from "./llm.ts";
+ * equal(llmTarget({ M: 16, N: 14336, K: 4096 }), 0.85);
+ * equal(llmTarget({ M: 16, N: 4096, K: 14336 }), null);
+ * ```
+ */
+export function llmTarget(p: LlmProblem): number | null {
+  const at = (pairs: readonly (readonly [number, number])[]) =>
+    pairs.some(([n, k]) => n === p.N && k === p.K);
+  if (p.M <= 64 && at(NK_085)) return 0.85;
+  if ((p.M === 128 || p.M === 256) && at(LLM_NK)) return 0.75;
+  return null;
+}
+
+/**
+ * A target's verdict: `met` when the share reaches it, `MISSED` when not or
+ * when there is no share (the row failed or was not timed), null without a target.
+ *
+ * @param share The share of the floor.
+ * @param target The target, or null.
+ * @returns The verdict.
+ * @example
+ * ```ts
+ * import { equal } from "node:assert/strict";
+ * import { targetVerdict } from "./llm.ts";
+ * equal(targetVerdict(0.8, 0.75), "met");
+ * equal(targetVerdict(NaN, 0.75), "MISSED");
+ * ```
+ */
+export function targetVerdict(share: number, target: number | null): "met" | "MISSED" | null {
+  if (target === null) return null;
+  return Number.isFinite(share) && share >= target ? "met" : "MISSED";
+}
+
+/** A series' length: at least {@link SERIES_MIN} launches, enough for {@link SERIES_MS}. */
+const SERIES_MIN = 20;
+const SERIES_MS = 2;
+const SERIES_MAX = 2000;
+
+/**
+ * Launches per back-to-back series for a kernel of about `estUs`: enough to
+ * last ~2 ms (50 at 40 µs), at least 20, at most 2000.
+ *
+ * @param estUs The time of one launch (µs).
+ * @returns The series' length.
+ * @example
+ * ```ts
+ * import { equal } from "node:assert/strict";
+ * import { seriesLaunches } from "./llm.ts";
+ * equal(seriesLaunches(40), 50);
+ * equal(seriesLaunches(500), 20);
+ * ```
+ */
+export function seriesLaunches(estUs: number): number {
+  if (!Number.isFinite(estUs) || estUs <= 0) return SERIES_MAX;
+  return Math.min(SERIES_MAX, Math.max(SERIES_MIN, Math.ceil((SERIES_MS * 1e3) / estUs)));
+}
+
+/**
+ * How long the hold before a series lasts (ms): twice the host's time to
+ * queue it (`hostUs` a launch), at least 50 µs.
+ *
+ * @param hostUs Host time to queue one launch (µs).
+ * @param launches The series' length.
+ * @returns The hold (ms).
+ * @example
+ * ```ts
+ * import { equal } from "node:assert/strict";
+ * import { holdMs } from "./llm.ts";
+ * equal(holdMs(5, 400), 4);
+ * ```
+ */
+export function holdMs(hostUs: number, launches: number): number {
+  return Math.max(0.05, (2 * hostUs * launches) / 1e3);
+}
+
+/** The options of the benchmark. */
+export interface LlmOptions {
+  readonly types: readonly LlmType[];
+  /** The M to run; null: all. */
+  readonly m: readonly number[] | null;
+  readonly cublas: boolean;
+  /** Where the record goes (default bench/results/). */
+  readonly out: string;
+}
+
+/**
+ * Reads `--types f16,bf16,s8`, `--m 1,16,...`, `--no-cublas`, `--out DIR`;
+ * other arguments are ignored (bench/main.ts passes its own on).
+ *
+ * @param args The arguments.
+ * @returns The options, or the sentence saying what is wrong.
+ * @example
+ * ```ts
+ * import { deepEqual, equal } from "node:assert/strict";
+ * import { parseLlmArgs } from "./llm.ts";
+ * const o = parseLlmArgs(["--types", "s8", "--m", "16", "--no-cublas"]);
+ * equal(typeof o, "object");
+ * if (typeof o === "object") deepEqual([o.types, o.m, o.cublas], [["s8"], [16], false]);
+ * ```
+ */
+export function parseLlmArgs(args: readonly string[]): LlmOptions | string {
+  const value = (name: string) => {
+    const i = args.indexOf(name);
+    return i < 0 ? undefined : args[i + 1] ?? "";
+  };
+  const types = value("--types")?.split(",") ?? [...LLM_TYPES];
+  const bad = types.find((t) => !(LLM_TYPES as readonly string[]).includes(t));
+  if (bad !== undefined) {
+    return `Unknown type "${bad}" in --types: expected some of ${LLM_TYPES.join(", ")}`;
+  }
+  const known = [...new Set([...LLM_M_16BIT, ...LLM_M_S8])].sort((x, y) => x - y);
+  const m = value("--m")?.split(",") ?? null;
+  const wrong = m?.find((x) => x.trim() === "" || !known.includes(Number(x)));
+  if (wrong !== undefined) {
+    return `Unknown M "${wrong}" in --m: the table has M = ${known.join(", ")}`;
+  }
+  const out = value("--out");
+  if (out === "") return "--out needs a folder";
+  return {
+    types: types as LlmType[],
+    m: m?.map(Number) ?? null,
+    cublas: !args.includes("--no-cublas"),
+    out: out ?? RESULTS_DIR,
+  };
+}
+
+/** The rows an option set selects: type by type, then (N, K) and M as bench/llm_shapes.ts lists them. */
+export function selectedProblems(o: LlmOptions): { type: LlmType; p: LlmProblem }[] {
+  return o.types.flatMap((type) =>
+    LLM_SHAPES.filter((s) => s.types.includes(type) && (o.m === null || o.m.includes(s.M))).map(
+      (s) => ({ type, p: { M: s.M, N: s.N, K: s.K } }),
+    )
+  );
+}
+
+/** One side of a row (ours or cuBLAS): its series and their figures. */
+export interface SideFigures {
+  /** Burst: the median of the series' time per launch (µs). */
+  readonly burstUs: number;
+  /** Sustained: the same after 1.5 s of load (µs). */
+  readonly sustainedUs: number;
+  /** Launches per series ({@link seriesLaunches}). */
+  readonly launches: number;
+  /** The hold before each series (ms; {@link holdMs}). */
+  readonly holdMs: number;
+  /** Host time to queue one launch, measured before the series (µs). */
+  readonly hostUs: number;
+  readonly burstSeriesUs: readonly number[];
+  readonly sustainedSeriesUs: readonly number[];
+  /** Series whose queueing outlasted the hold by more than half their own time. */
+  readonly hostPaced: number;
+  /** The SM clock beside one more series after the sustained ones (MHz). */
+  readonly clockMHz: number;
+}
+
+/** One row of the table. */
+export interface LlmRow extends LlmProblem {
+  readonly type: LlmType;
+  /** `ok`: checked and timed; `FAILED`: the check failed (not timed); `ERROR`: it did not run. */
+  readonly status: "ok" | "FAILED" | "ERROR";
+  /** The check's outcome, or the error. */
+  readonly note: string;
+  /** The schedule the compiler chose ({@link scheduleText}). */
+  readonly schedule: string;
+  /** The CUTLASS-style name (bench/gpu_bench.ts). */
+  readonly kernel: string;
+  /** Input sets rotated among. */
+  readonly sets: number;
+  readonly registers: number;
+  readonly ours: SideFigures | null;
+  readonly cublas: SideFigures | null;
+  /** The floor in each state (the mma.sync ceiling of that state). */
+  readonly floor: { readonly burst: LlmFloor; readonly sustained: LlmFloor };
+}
+
+/** A compiled kernel's schedule: `64x256x64, warp 32x64x64, 4 stages, split_k 4`. */
+export function scheduleText(ck: CompiledKernel): string {
+  const s = ck.planned.schedule, plan = ck.planned.plan;
+  const tb = plan.tile?.threadblock ?? s.threadblock;
+  const wp = plan.warp?.warp ?? s.warp;
+  if (tb === undefined || wp === undefined) return "?";
+  const stages = plan.pipeline?.stages ?? s.stages ?? "?";
+  const splitK = plan.tile?.splitK ?? s.splitK ?? 1;
+  return `${tb.m}x${tb.n}x${tb.k}, warp ${wp.m}x${wp.n}x${wp.k}, ${stages} stages, split_k ${splitK}`;
+}
+
+/**
+ * The hold queued before each series: bench/clock_probe.ts's probe kernel (one
+ * warp sleeping in 1 µs steps) on the default stream, so the GPU waits while
+ * the host queues the series behind it.
+ */
+class Hold {
+  readonly #cuda: Cuda;
+  readonly #mod: CudaModule;
+  readonly #fn: CudaFunction;
+  readonly #buf: DeviceBuffer;
+
+  constructor(cuda: Cuda) {
+    this.#cuda = cuda;
+    this.#mod = cuda.loadModule(CLOCK_PROBE_PTX);
+    this.#fn = this.#mod.getFunction("clock_probe");
+    this.#buf = cuda.alloc(16);
+  }
+
+  /** Queues a hold of `ms`. */
+  launch(ms: number): void {
+    this.#cuda.launch(this.#fn, { grid: [1, 1, 1], block: [32, 1, 1], dynamicSmemBytes: 0 }, [
+      { type: "u64", value: this.#buf.ptr },
+      { type: "u64", value: BigInt(Math.round(ms * 1e6)) },
+    ]);
+  }
+
+  close(): void {
+    this.#buf.free();
+    this.#mod.unload();
+  }
+}
+
+/** The copy bandwidth's measurement: bytes copied each time, the times, bytes read + written a second. */
+export interface CopyBandwidth {
+  readonly bytes: number;
+  readonly ms: readonly number[];
+  readonly bytesPerS: number;
+}
+
+/** Bytes of the copy that measures the bandwidth (1 GiB), and its runs. */
+const COPY_BYTES = 2 ** 30;
+const COPY_RUNS = 10;
+
+/** The device-to-device copy bandwidth: `cuMemcpyDtoD` of 1 GiB, read + write counted, median of 10. */
+function copyBandwidth(cuda: Cuda): CopyBandwidth {
+  const d = cuda.driver;
+  const copy = d.cuMemcpyDtoD_v2;
+  if (copy === null) throw new Error("The driver lacks cuMemcpyDtoD_v2: no copy bandwidth");
+  const src = cuda.alloc(COPY_BYTES), dst = cuda.alloc(COPY_BYTES);
+  try {
+    src.fill(0x3c);
+    dst.fill(0);
+    const ms = timeLaunches(
+      cuda,
+      () => {
+        checkCuda(d, "cuMemcpyDtoD_v2", copy(dst.ptr, src.ptr, BigInt(COPY_BYTES)));
+      },
+      2,
+      COPY_RUNS,
+    );
+    return { bytes: COPY_BYTES, ms, bytesPerS: (2 * COPY_BYTES) / (median(ms) * 1e-3) };
+  } finally {
+    src.free();
+    dst.free();
+  }
+}
+
+/** A side's series, from a first estimate: 2 warm-up launches, then 20 behind a 1 ms hold. */
+function prepare(cuda: Cuda, hold: Hold, launch: (i: number) => void) {
+  for (let w = 0; w < 2; w++) launch(w);
+  const est = timeSeries(cuda, { launch, launches: 20, before: () => hold.launch(1) }, 2);
+  const hostUs = (est.hostMs / 20) * 1e3;
+  const launches = seriesLaunches(est.ms * 1e3);
+  const h = holdMs(hostUs, launches);
+  const series: Series = { launch, launches, before: () => hold.launch(h) };
+  return { series, estMs: est.ms, hostUs, holdMs: h };
+}
+
+/** A side's figures from its burst and sustained series. */
+function figures(
+  s: ReturnType<typeof prepare>,
+  burst: SeriesMeasurement,
+  sustained: SeriesMeasurement,
+  clockMHz: number,
+): SideFigures {
+  const all = [...burst.series, ...sustained.series];
+  const L = s.series.launches;
+  return {
+    burstUs: burst.ms * 1e3,
+    sustainedUs: sustained.ms * 1e3,
+    launches: L,
+    holdMs: s.holdMs,
+    hostUs: s.hostUs,
+    burstSeriesUs: burst.series.map((t) => t.ms * 1e3),
+    sustainedSeriesUs: sustained.series.map((t) => t.ms * 1e3),
+    hostPaced: all.filter((t) => t.hostMs - s.holdMs > 0.5 * L * t.ms).length,
+    clockMHz,
+  };
+}
+
+/** What every row of a run shares. */
+interface RunContext {
+  readonly cuda: Cuda;
+  readonly blas: Cublas | null;
+  readonly probe: ClockProbe;
+  readonly hold: Hold;
+  readonly ceilings: ReadonlyMap<string, Ceiling>;
+  readonly copy: CopyBandwidth;
+}
+
+/** The floors of a problem in both states. */
+function floors(ctx: RunContext, type: LlmType, p: LlmProblem): LlmRow["floor"] {
+  const c = ctx.ceilings.get(type);
+  const at = (tops: number | undefined) =>
+    llmFloor(type, p, ctx.copy.bytesPerS, (tops ?? NaN) * 1e12);
+  return { burst: at(c?.fixed), sustained: at(c?.sustained) };
+}
+
+/** Compiles, checks and times one row (both sides, both states). */
+function benchRow(ctx: RunContext, type: LlmType, p: LlmProblem): LlmRow {
+  const { cuda, blas, probe, hold } = ctx;
+  const ck = compileFor(cuda, type, { shape: `${p.M}x${p.N}x${p.K}`, ...p });
+  const base = {
+    type,
+    ...p,
+    schedule: scheduleText(ck),
+    kernel: cutlassName(ck, type),
+    floor: floors(ctx, type, p),
+  };
+  const sizes = { M: p.M, N: p.N, K: p.K };
+  const bufs: DeviceBuffer[] = [];
+  let mod: CudaModule | null = null;
+  try {
+    const k = load(cuda, ck, sizes, bufs);
+    mod = k.mod;
+    const sets = k.argSets.length;
+    const registers = k.fn.attributes().registers;
+    const checked = verify(cuda, ck, sizes, k);
+    const cmp = checked.comparison;
+    const note = `${cmp.ok ? "ok" : "FAILED"} on ${checked.elements} sampled elements ` +
+      `(relative Frobenius error ${cmp.relFrobenius.toExponential(2)})`;
+    if (!cmp.ok) {
+      return { ...base, status: "FAILED", note, sets, registers, ours: null, cublas: null };
+    }
+    const ours = prepare(cuda, hold, (i) => cuda.launch(k.fn, k.config, k.argSets[i % sets]!));
+    const theirs = blas === null ? null : prepare(cuda, hold, (i) =>
+      blas.gemmTN(
+        type,
+        p.M,
+        p.N,
+        p.K,
+        k.aBufs[i % sets]!.ptr,
+        k.bBufs[i % sets]!.ptr,
+        k.cBuf.ptr,
+      ));
+    const sides = theirs === null ? [ours] : [ours, theirs];
+    const burst = timeBurstSeries(cuda, sides.map((s) => s.series));
+    const side = (s: ReturnType<typeof prepare>, b: SeriesMeasurement) => {
+      const { launch, launches, before } = s.series;
+      const sus = timeSustained(cuda, launch, s.estMs, { launches, ...(before ? { before } : {}) });
+      const clock = probe.during(() => {
+        for (let i = 0; i < launches; i++) launch(i);
+      }, 0.8 * launches * sus.ms * 1e6);
+      return figures(s, b, sus, clock);
+    };
+    return {
+      ...base,
+      status: "ok",
+      note,
+      sets,
+      registers,
+      ours: side(ours, burst[0]!),
+      cublas: theirs === null ? null : side(theirs, burst[1]!),
+    };
+  } finally {
+    for (const b of bufs) b.free();
+    mod?.unload();
+  }
+}
+
+/** What the report says about the run besides its rows. */
+export interface LlmRunInfo {
+  readonly date: string;
+  readonly command: string;
+  /** The GPU, its SMs and driver, in words. */
+  readonly device: string;
+  /** cuBLAS's library, or why it did not run. */
+  readonly cublas: string;
+  readonly copy: CopyBandwidth;
+  /** Per type, the mma.sync ceiling (TOPS) in each state. */
+  readonly ceilings: Readonly<
+    Record<string, { readonly burst: number; readonly sustained: number }>
+  >;
+}
+
+/** A number or `-`. */
+function fmt(x: number | undefined, digits: number): string {
+  return x === undefined || !Number.isFinite(x) ? "-" : x.toFixed(digits);
+}
+
+/** A state of the card. */
+type State = "burst" | "sustained";
+
+/** A side's time in a state (µs; NaN when it did not run). */
+function timeOf(s: SideFigures | null, st: State): number {
+  return s === null ? NaN : st === "burst" ? s.burstUs : s.sustainedUs;
+}
+
+/** A side's share of the row's floor in a state. */
+function shareOf(r: LlmRow, s: SideFigures | null, st: State): number {
+  return floorShare(r.floor[st].us, timeOf(s, st));
+}
+
+/** The cells of one row: times, floor, shares, ratio, target. */
+function rowCells(r: LlmRow): string[] {
+  const o = r.ours, b = r.cublas, f = r.floor;
+  const both = (x: (st: State) => number, d: number) =>
+    `${fmt(x("burst"), d)} / ${fmt(x("sustained"), d)}`;
+  const floorCell = f.burst.bound === f.sustained.bound
+    ? `${both((st) => f[st].us, 1)} (${f.burst.bound})`
+    : `${fmt(f.burst.us, 1)} (${f.burst.bound}) / ${fmt(f.sustained.us, 1)} (${f.sustained.bound})`;
+  const target = llmTarget(r);
+  const verdict = (st: State) => targetVerdict(shareOf(r, o, st), target);
+  return [
+    r.type,
+    `${r.M}`,
+    `${r.N}`,
+    `${r.K}`,
+    r.schedule,
+    r.status === "ok" ? "ok" : `**${r.status}**`,
+    both((st) => timeOf(o, st), 1),
+    both((st) => timeOf(b, st), 1),
+    floorCell,
+    both((st) => shareOf(r, o, st), 2),
+    both((st) => shareOf(r, b, st), 2),
+    both((st) => timeOf(b, st) / timeOf(o, st), 2),
+    target === null ? "-" : `${target}: ${verdict("burst")} / ${verdict("sustained")}`,
+  ];
+}
+
+/**
+ * The markdown record: the run, the table, the targets and the series' notes.
+ *
+ * @param info The run.
+ * @param rows The rows.
+ * @returns The text.
+ */
+export function llmReport(info: LlmRunInfo, rows: readonly LlmRow[]): string {
+  const tb = (x: number) => (x / 1e12).toFixed(2);
+  const lines = [
+    `# Skinny GEMMs of LLM inference, issue 22 (${info.date})`,
+    "",
+    `\`${info.command}\` on ${info.device}; cuBLAS: ${info.cublas}. A [M, K] row, B col, ` +
+    "D [M, N] row (bench/kernels/*.gemm), our default schedule (size hints, the device's SMs). " +
+    "Times: µs a launch, each the median of 5 back-to-back series (one pair of events around " +
+    "L launches, a hold kernel queued before; input sets rotated, A + B over 3x L2), burst: each " +
+    "series after a 1 s rest; sustained: after 1.5 s of load. Floor: the larger of A + B + D once " +
+    `at the copy bandwidth (cuMemcpyDtoD of ${info.copy.bytes / 2 ** 30} GiB, read + write ` +
+    `counted, median of ${info.copy.ms.length}: ${tb(info.copy.bytesPerS)} TB/s) and the FLOPs ` +
+    "at the mma.sync ceiling of the state (TOPS burst / sustained: " +
+    Object.entries(info.ceilings).map(([t, c]) =>
+      `${t} ${c.burst.toFixed(0)} / ${c.sustained.toFixed(0)}`
+    ).join(", ") +
+    "). Share: floor / time (1 is the limit); cuBLAS/ours: cuBLAS time over ours (above 1: ours " +
+    "faster).",
+    "",
+    "| type | M | N | K | schedule | check | ours µs | cuBLAS µs | floor µs | ours/floor | " +
+    "cuBLAS/floor | cuBLAS/ours | target |",
+    "| --- | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+    ...rows.map((r) => `| ${rowCells(r).join(" | ")} |`),
+    "",
+    "Pairs are burst / sustained.",
+    "",
+    "## Targets (issue 22: share of the floor)",
+    "",
+  ];
+  const targeted = rows.flatMap((r) => {
+    const t = llmTarget(r);
+    return t === null ? [] : [{ r, t }];
+  });
+  const share = (r: LlmRow, st: State) => shareOf(r, r.ours, st);
+  const verdict = (r: LlmRow, t: number, st: State) => targetVerdict(share(r, st), t);
+  for (const { r, t } of targeted) {
+    lines.push(
+      `- ${r.type} M=${r.M} N=${r.N} K=${r.K}: >= ${t}: burst ${fmt(share(r, "burst"), 3)} ` +
+        `${verdict(r, t, "burst")}, sustained ${fmt(share(r, "sustained"), 3)} ` +
+        `${verdict(r, t, "sustained")}${r.status === "ok" ? "" : ` (${r.status})`}`,
+    );
+  }
+  const met = (st: State) => targeted.filter(({ r, t }) => verdict(r, t, st) === "met").length;
+  lines.push(
+    "",
+    `Met: ${met("burst")} of ${targeted.length} in burst, ${met("sustained")} of ` +
+      `${targeted.length} sustained.`,
+  );
+  lines.push("", "## Series and checks", "");
+  const side = (name: string, s: SideFigures | null) =>
+    s === null
+      ? ""
+      : `; ${name}: L ${s.launches}, hold ${s.holdMs.toFixed(2)} ms, host ${s.hostUs.toFixed(1)} ` +
+        `µs a launch, host-paced series ${s.hostPaced} of 10, ${
+          s.clockMHz.toFixed(0)
+        } MHz sustained`;
+  for (const r of rows) {
+    lines.push(
+      `- ${r.type} ${r.M}x${r.N}x${r.K} (${r.kernel}, ${r.registers} registers, ${r.sets} input ` +
+        `sets): ${r.note}${side("ours", r.ours)}${side("cuBLAS", r.cublas)}`,
+    );
+  }
+  return lines.join("\n") + "\n";
+}
+
+/** The line printed as each row completes. */
+function progressLine(r: LlmRow): string {
+  const c = rowCells(r);
+  return `${r.type} ${r.M}x${r.N}x${r.K} [${r.schedule}] ${r.status}: ours ${c[6]} µs, ` +
+    `cuBLAS ${c[7]} µs, floor ${c[8]}, share ${c[9]}${r.status === "ok" ? "" : ` (${r.note})`}`;
+}
+
+/** cuBLAS, unless `--no-cublas` or it cannot be loaded; and what the record says of it. */
+function openBlas(o: LlmOptions): { blas: Cublas | null; note: string } {
+  if (!o.cublas) return { blas: null, note: "not run (--no-cublas)" };
+  try {
+    const blas = Cublas.open();
+    return { blas, note: blas.path };
+  } catch (e) {
+    return { blas: null, note: `unavailable (${(e as Error).message})` };
+  }
+}
+
+/** The row of a problem that did not run. */
+function errorRow(ctx: RunContext, type: LlmType, p: LlmProblem, e: unknown): LlmRow {
+  const message = e instanceof Error ? e.message : String(e);
+  return {
+    type,
+    ...p,
+    status: "ERROR",
+    note: `ERROR ${message.replace(/\s*\n\s*/g, " ")}`,
+    schedule: "?",
+    kernel: "?",
+    sets: 0,
+    registers: 0,
+    ours: null,
+    cublas: null,
+    floor: floors(ctx, type, p),
+  };
+}
+
+/**
+ * Runs the table and records it. The record is rewritten after every row, so
+ * a run stopped part way leaves the rows it finished.
+ *
+ * @param command The command line, for the record.
+ * @param args {@link parseLlmArgs}'s arguments.
+ * @returns False without a driver, on bad arguments, or when a row failed its check or did not run.
+ */
+export function llmBenchMain(command: string, args: readonly string[]): boolean {
+  const o = parseLlmArgs(args);
+  const avail = typeof o === "string" ? { ok: false as const, why: o } : cudaAvailable();
+  if (typeof o === "string" || !avail.ok) {
+    console.error(`bench --gpu --shapes llm: ${avail.ok ? o : avail.why}`);
+    return false;
+  }
+  const t0 = performance.now();
+  const problems = selectedProblems(o);
+  using cuda = Cuda.open();
+  const dev = cuda.device;
+  const { blas, note } = openBlas(o);
+  const device =
+    `${dev.name} (${dev.arch}, ${dev.multiprocessors} SMs, driver ${dev.driverVersionText})`;
+  console.log(`# ${device}; cuBLAS: ${note}; ${problems.length} rows (~12 s each)`);
+  const probe = new ClockProbe(cuda);
+  const hold = new Hold(cuda);
+  const rows: LlmRow[] = [];
+  let path = "";
+  try {
+    const ceil = ceilings(cuda, probe, o.types);
+    const copy = copyBandwidth(cuda);
+    const perType = o.types.map((t) => {
+      const c = ceil.get(t);
+      return [t, { burst: c?.fixed ?? NaN, sustained: c?.sustained ?? NaN }] as const;
+    });
+    const date = resultDate();
+    const info: LlmRunInfo = {
+      date,
+      command,
+      device,
+      cublas: note,
+      copy,
+      ceilings: Object.fromEntries(perType),
+    };
+    console.log(
+      `# copy ${(copy.bytesPerS / 1e12).toFixed(2)} TB/s; mma.sync TOPS (burst / sustained): ${
+        perType.map(([t, c]) => `${t} ${c.burst.toFixed(0)} / ${c.sustained.toFixed(0)}`).join(", ")
+      }`,
+    );
+    path = freshResultPath(o.out, `llm-${date}`, ".md");
+    const ctx: RunContext = { cuda, blas, probe, hold, ceilings: ceil, copy };
+    for (const { type, p } of problems) {
+      let row: LlmRow;
+      try {
+        row = benchRow(ctx, type, p);
+      } catch (e) {
+        row = errorRow(ctx, type, p, e);
+      }
+      rows.push(row);
+      console.log(progressLine(row));
+      const done = rows.length === problems.length;
+      const text = llmReport(info, rows) +
+        (done ? "" : `\nIncomplete: ${rows.length} of ${problems.length} rows so far.\n`);
+      Deno.writeTextFileSync(path, text);
+      Deno.writeTextFileSync(
+        path.replace(/\.md$/, ".json"),
+        JSON.stringify({ ...info, mmaSync: Object.fromEntries(ceil), rows }, null, 2) + "\n",
+      );
+      if (done) console.log("\n" + text);
+    }
+  } finally {
+    hold.close();
+    probe.close();
+    blas?.close();
+  }
+  console.log(`Recorded in ${path} (${((performance.now() - t0) / 1e3).toFixed(0)} s).`);
+  return rows.every((r) => r.status === "ok");
+}
+
+if (import.meta.main) {
+  if (!llmBenchMain(["deno run -A bench/llm.ts", ...Deno.args].join(" "), Deno.args)) Deno.exit(1);
+}
