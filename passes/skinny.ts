@@ -72,6 +72,12 @@ export const SKINNY_TILES: readonly {
   },
 ];
 
+/**
+ * The smallest N and K the rule serves: the sweep measured N, K >= 4096 (a weight
+ * matrix of LLM inference); smaller problems keep the general default.
+ */
+const MIN_NK = 2048;
+
 /** The split-K counts tried, and the fewest k-tiles a split keeps. */
 const SPLITS = [1, 2, 4, 8] as const;
 const MIN_KTILES_PER_SPLIT = 8;
@@ -103,8 +109,8 @@ export interface SkinnyChoice {
  * The skinny schedule for a problem: among the candidates of M's class and
  * split-K in 1, 2, 4, 8 (each split at least 8 k-tiles), those whose grid is one
  * wave (blocks <= SMs); the most blocks, then the fewest splits, then the
- * candidates' order. Null when M is above 128 or no candidate fits in one wave
- * (a wide N: the general default then).
+ * candidates' order. Null when M is above 128, N or K below 2048, or no candidate
+ * fits in one wave (a wide N): the general default then.
  *
  * @param p The problem.
  * @returns The choice, or null.
@@ -118,7 +124,7 @@ export interface SkinnyChoice {
  */
 export function skinnySchedule(p: SkinnyProblem): SkinnyChoice | null {
   const cls = SKINNY_TILES.find((c) => p.M <= c.maxM);
-  if (cls === undefined) return null;
+  if (cls === undefined || p.N < MIN_NK || p.K < MIN_NK) return null;
   let best: SkinnyChoice | null = null;
   for (const t of cls.tiles) {
     if (t.maxK !== undefined && p.K > t.maxK) continue;

@@ -50,12 +50,15 @@ Deno.test("skinny: no choice above M = 128 or where no candidate fits one wave",
   assert.equal(pick(256, 14336, 4096), null);
   // 16 x 65536: 512 tiles of the widest candidate, more than 132 SMs.
   assert.equal(pick(16, 65536, 4096), null);
+  // Small N or K: outside what was measured.
+  assert.equal(pick(16, 1024, 4096), null);
+  assert.equal(pick(64, 4096, 1024), null);
 });
 
 Deno.test("skinny: every choice is one wave, and splits keep >= 8 k-tiles", () => {
   for (const M of [1, 5, 16, 17, 48, 64, 100, 128]) {
-    for (const N of [256, 1000, 4096, 11008, 14336]) {
-      for (const K of [512, 3000, 4096, 14336]) {
+    for (const N of [2048, 3000, 4096, 11008, 14336]) {
+      for (const K of [2048, 3000, 4096, 14336]) {
         const c = skinnySchedule({ ...H200, M, N, K });
         if (c === null) continue;
         const t = c.threadblock;
