@@ -234,20 +234,23 @@ Deno.test("split-K defaults: skinny problems with known sizes split K (tf32; f16
   assert.equal(defaultSplitK(32, 64, 132), 2); // 32 k-tiles per split at least
   assert.equal(defaultSplitK(32, 63, 132), 1);
   assert.equal(defaultSplitK(67, 1024, 132), 1); // half the SMs busy already
-  const plan = (t: string, sms: number, acc = "", N = 8192) => {
+  const plan = (t: string, sms: number, acc = "", N = 8192, M = 128) => {
     const src = Deno.readTextFileSync(new URL(`../bench/kernels/${t}.gemm`, import.meta.url))
       .replace("D[m, n] =", `${acc}D[m, n] =`);
-    const ck = one(src, { sizeHints: { M: 128, N, K: 8192 }, sms });
+    const ck = one(src, { sizeHints: { M, N, K: 8192 }, sms });
     const tile = ck.planned.plan.tile!;
     return `${tile.threadblock.m}x${tile.threadblock.n} split ${tile.splitK}`;
   };
-  // 16-bit at M=128, N=K=8192: 128 blocks of a 128-deep 128x64 tile instead
-  // (passes/tile.ts deep16; bench/NOTES.md 30); at N=4096 that grid would be
-  // 64 blocks, so K is split.
-  assert.equal(plan("f16", 132), "128x64 split 1");
-  assert.equal(plan("bf16", 132), "128x64 split 1");
-  assert.equal(plan("f16", 132, "", 4096), "128x256 split 8");
-  assert.equal(plan("bf16", 132, "", 4096), "128x256 split 8");
+  // 16-bit at M=256, N=4096, K=8192: 128 blocks of a 128-deep 128x64 tile
+  // (passes/tile.ts deep16; bench/NOTES.md 30); at N=8192 the 128x256 grid of 64
+  // blocks splits K. At M <= 128 the skinny schedule (passes/skinny.ts): one wave of
+  // short tiles, split only where the tiles alone leave SMs idle.
+  assert.equal(plan("f16", 132, "", 4096, 256), "128x64 split 1");
+  assert.equal(plan("bf16", 132, "", 4096, 256), "128x64 split 1");
+  assert.equal(plan("f16", 132, "", 8192, 256), "128x256 split 2");
+  assert.equal(plan("bf16", 132, "", 8192, 256), "128x256 split 2");
+  assert.equal(plan("f16", 132), "64x128 split 1");
+  assert.equal(plan("f16", 132, "", 4096, 64), "64x64 split 2");
   assert.equal(plan("tf32", 132), "128x256 split 4");
   assert.equal(plan("tf32", 108), "128x256 split 3");
   // s8 measured slower with split-K: it keeps the small-grid tile.
@@ -304,9 +307,10 @@ Deno.test({
   ignore: PTXAS === null && Deno.env.get("CI") !== "true",
   fn: async () => {
     assert.ok(PTXAS !== null, "ptxas not found and CI=true");
-    for (const [t, N, split] of [["f16", 4096, 8], ["bf16", 4096, 8], ["tf32", 8192, 4]] as const) {
+    const cases = [["f16", 64, 4096, 2], ["bf16", 256, 8192, 2], ["tf32", 128, 8192, 4]] as const;
+    for (const [t, M, N, split] of cases) {
       const src = Deno.readTextFileSync(new URL(`../bench/kernels/${t}.gemm`, import.meta.url));
-      const ck = one(src, { sizeHints: { M: 128, N, K: 8192 }, sms: 132 });
+      const ck = one(src, { sizeHints: { M, N, K: 8192 }, sms: 132 });
       assert.equal(ck.kernel.grid.splitK, split);
       const r = await runPtxas(ck.ptx, { arch: ptxTarget(ck.kernel.target), ptxasPath: PTXAS });
       assert.ok(r.ok, r.log);
