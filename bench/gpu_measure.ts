@@ -10,8 +10,8 @@
  * @module
  */
 
-import type { Cuda, CudaEvent, CudaFunction } from "../backends/cuda/driver.ts";
-import { median, timeLaunches } from "../harness/timing.ts";
+import type { Cuda, CudaFunction } from "../backends/cuda/driver.ts";
+import { median, timeLaunches, withEvents } from "../harness/timing.ts";
 import { printPtx } from "../backends/ptx/print.ts";
 import {
   ffmaKernel,
@@ -210,11 +210,7 @@ export interface SeriesMeasurement {
  * destroyed on every path.
  */
 export function timeSeries(cuda: Cuda, s: Series, first = 0): SeriesTime {
-  const ev: CudaEvent[] = [];
-  let out: SeriesTime | null = null;
-  let failure: unknown = null;
-  try {
-    ev.push(cuda.createEvent(), cuda.createEvent());
+  return withEvents(cuda, 2, (ev) => {
     s.before?.();
     const t0 = performance.now();
     ev[0]!.record();
@@ -222,19 +218,8 @@ export function timeSeries(cuda: Cuda, s: Series, first = 0): SeriesTime {
     ev[1]!.record();
     const hostMs = performance.now() - t0;
     ev[1]!.synchronize();
-    out = { ms: ev[1]!.elapsedSince(ev[0]!) / s.launches, hostMs };
-  } catch (e) {
-    failure = e;
-  }
-  for (const e of ev) {
-    try {
-      e.destroy();
-    } catch (err) {
-      failure ??= err;
-    }
-  }
-  if (failure !== null || out === null) throw failure;
-  return out;
+    return { ms: ev[1]!.elapsedSince(ev[0]!) / s.launches, hostMs };
+  });
 }
 
 /** Back-to-back series per state (issue 22): 5 burst series, 5 sustained ones. */

@@ -45,23 +45,37 @@ export function timeLaunches(
 ): number[] {
   for (let i = 0; i < warmup; i++) launch(i);
   cuda.synchronize();
-  const ev: CudaEvent[] = [];
-  let ms: number[] | null = null;
-  let failure: unknown = null;
-  try {
-    for (let i = 0; i < 2 * iters; i++) ev.push(cuda.createEvent());
+  return withEvents(cuda, 2 * iters, (ev) => {
     for (let i = 0; i < iters; i++) {
       ev[2 * i]!.record();
       launch(i);
       ev[2 * i + 1]!.record();
     }
     ev[2 * iters - 1]!.synchronize();
-    ms = Array.from({ length: iters }, (_, i) => ev[2 * i + 1]!.elapsedSince(ev[2 * i]!));
+    return Array.from({ length: iters }, (_, i) => ev[2 * i + 1]!.elapsedSince(ev[2 * i]!));
+  });
+}
+
+/**
+ * Runs `fn` on `n` fresh events and destroys them on every path; a failure to
+ * destroy one is raised only when `fn` itself succeeded (after a kernel fault
+ * every release fails).
+ *
+ * @param cuda The context.
+ * @param n Events to create.
+ * @param fn What to time with them.
+ * @returns What `fn` returns.
+ */
+export function withEvents<T>(cuda: Cuda, n: number, fn: (ev: readonly CudaEvent[]) => T): T {
+  const ev: CudaEvent[] = [];
+  let out: { value: T } | null = null;
+  let failure: unknown = null;
+  try {
+    for (let i = 0; i < n; i++) ev.push(cuda.createEvent());
+    out = { value: fn(ev) };
   } catch (e) {
     failure = e;
   }
-  // Every event is destroyed; a failure to destroy one is raised only when
-  // the timing itself succeeded (after a kernel fault every release fails).
   for (const e of ev) {
     try {
       e.destroy();
@@ -69,6 +83,6 @@ export function timeLaunches(
       failure ??= err;
     }
   }
-  if (failure !== null || ms === null) throw failure;
-  return ms;
+  if (failure !== null || out === null) throw failure;
+  return out.value;
 }

@@ -35,9 +35,14 @@ export function gemm(...args: string[]): Promise<Run> {
  * @param env Environment variables to add.
  * @returns Exit code, stdout and stderr.
  */
-export async function gemmWithEnv(args: string[], env: Record<string, string>): Promise<Run> {
+export function gemmWithEnv(args: string[], env: Record<string, string>): Promise<Run> {
+  return denoRun(["cli.ts", ...args], env);
+}
+
+/** `deno run -A ARGS...` from the repository root, Deno's download lines dropped. */
+async function denoRun(args: readonly string[], env: Record<string, string>): Promise<Run> {
   const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "cli.ts", ...args],
+    args: ["run", "-A", ...args],
     cwd: ROOT_PATH,
     env: { NO_COLOR: "1", ...env },
     stdin: "null",
@@ -46,6 +51,18 @@ export async function gemmWithEnv(args: string[], env: Record<string, string>): 
   }).output();
   const stderr = dec.decode(out.stderr).replace(/^Download https?:\/\/\S+\n/gm, "");
   return { code: out.code, stdout: dec.decode(out.stdout), stderr };
+}
+
+/**
+ * Runs `deno run -A ARGS...` from the repository root with a libcuda that does
+ * not exist (`GEMMC_LIBCUDA`): how the benchmarks behave on a machine without a
+ * driver. Deno's "Download URL" lines are dropped from stderr.
+ *
+ * @param args The script and its arguments.
+ * @returns Exit code, stdout and stderr.
+ */
+export function runWithoutDriver(args: readonly string[]): Promise<Run> {
+  return denoRun(args, { GEMMC_LIBCUDA: "/nonexistent/libcuda.so.1" });
 }
 
 /**

@@ -5,6 +5,7 @@
 
 import assert from "node:assert/strict";
 import { freshResultPath } from "../bench/results.ts";
+import { runWithoutDriver } from "./_cli.ts";
 
 Deno.test("freshResultPath: the plain name, then -2, -3, ...; never an existing file", () => {
   const dir = Deno.makeTempDirSync({ prefix: "gemmc_results_" });
@@ -35,16 +36,8 @@ Deno.test("freshResultPath: the plain name, then -2, -3, ...; never an existing 
 });
 
 Deno.test("deno task bench --gpu without a driver: exit 1, one sentence, nothing benchmarked", async () => {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "bench/main.ts", "--gpu"],
-    cwd: new URL("../", import.meta.url).pathname,
-    env: { NO_COLOR: "1", GEMMC_LIBCUDA: "/nonexistent/libcuda.so.1" },
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const dec = new TextDecoder();
-  const stderr = dec.decode(out.stderr).replace(/^Download https?:\/\/\S+\n/gm, "");
-  assert.equal(out.code, 1, stderr);
-  assert.equal(dec.decode(out.stdout), "", "the simulator and compile benchmarks did not run");
-  assert.match(stderr, /^deno task bench --gpu: No CUDA driver: [^\n]+\n$/);
+  const out = await runWithoutDriver(["bench/main.ts", "--gpu"]);
+  assert.equal(out.code, 1, out.stderr);
+  assert.equal(out.stdout, "", "the simulator and compile benchmarks did not run");
+  assert.match(out.stderr, /^deno task bench --gpu: No CUDA driver: [^\n]+\n$/);
 });

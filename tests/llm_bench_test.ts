@@ -9,6 +9,7 @@
 
 import assert from "node:assert/strict";
 import { LLM_SHAPES } from "../bench/llm_shapes.ts";
+import { runWithoutDriver } from "./_cli.ts";
 import {
   floorShare,
   holdMs,
@@ -256,17 +257,9 @@ for (
   ] as const
 ) {
   Deno.test(`${what} without a driver: exit 1, one sentence, nothing benchmarked`, async () => {
-    const out = await new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", ...args],
-      cwd: new URL("../", import.meta.url).pathname,
-      env: { NO_COLOR: "1", GEMMC_LIBCUDA: "/nonexistent/libcuda.so.1" },
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    const dec = new TextDecoder();
-    const stderr = dec.decode(out.stderr).replace(/^Download https?:\/\/\S+\n/gm, "");
-    assert.equal(out.code, 1, stderr);
-    assert.equal(dec.decode(out.stdout), "");
-    assert.match(stderr, new RegExp(`^${prefix}: No CUDA driver: [^\\n]+\\n$`));
+    const out = await runWithoutDriver(args);
+    assert.equal(out.code, 1, out.stderr);
+    assert.equal(out.stdout, "");
+    assert.match(out.stderr, new RegExp(`^${prefix}: No CUDA driver: [^\\n]+\\n$`));
   });
 }

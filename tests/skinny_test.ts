@@ -15,7 +15,7 @@ import { compile, type CompiledKernel } from "../compiler.ts";
 import { skinnySchedule } from "../passes/skinny.ts";
 import { simArgs, simulateGemm } from "../harness/simulate_gemm.ts";
 import { randomArgs } from "../harness/inputs.ts";
-import { simulate } from "../backends/sim/mod.ts";
+import { gridBlocks, simulate } from "../backends/sim/mod.ts";
 import { workspaceArgs } from "../harness/workspace.ts";
 import { gridFor } from "../ir/kernel.ts";
 import { tensorParam } from "../ir/gemm.ts";
@@ -153,10 +153,7 @@ Deno.test("skinny: a split-K choice writes the same bytes whatever the order of 
     const d = tensorParam(ck.gemm, ck.gemm.problem.d.tensor).name;
     args.tensors.get(d)!.fill(0xff);
     const grid = gridFor(ck.kernel.grid, sizes);
-    const blocks: [number, number, number][] = [];
-    for (let z = 0; z < grid[2]; z++) {
-      for (let y = 0; y < grid[1]; y++) for (let x = 0; x < grid[0]; x++) blocks.push([x, y, z]);
-    }
+    const blocks = gridBlocks(grid);
     const ws = workspaceArgs(ck.kernel, sizes).get("workspace")!;
     simulate(ck.kernel, { grid, args: { ...simArgs(args), workspace: { bytes: ws } } }, {
       blocks: reverse ? blocks.reverse() : blocks,

@@ -16,7 +16,7 @@ import { compile, type CompiledKernel } from "../compiler.ts";
 import { simulateGemm } from "../harness/simulate_gemm.ts";
 import { simArgs } from "../harness/simulate_gemm.ts";
 import { randomArgs } from "../harness/inputs.ts";
-import { simulate } from "../backends/sim/mod.ts";
+import { type BlockCoord, gridBlocks, simulate } from "../backends/sim/mod.ts";
 import { workspaceArgs, workspaceBytes } from "../harness/workspace.ts";
 import { kernelManifest } from "../backends/ptx/manifest.ts";
 import { gridFor } from "../ir/kernel.ts";
@@ -159,17 +159,14 @@ Deno.test("split-K: batched (the grid's z is batch x splits)", () => {
 function runOrdered(
   ck: CompiledKernel,
   sizes: Record<string, number>,
-  order: (blocks: [number, number, number][]) => [number, number, number][],
+  order: (blocks: BlockCoord[]) => BlockCoord[],
   workspace?: Uint8Array,
 ) {
   const args = randomArgs(ck.gemm, sizes, 5, {});
   const d = tensorParam(ck.gemm, ck.gemm.problem.d.tensor).name;
   args.tensors.get(d)!.fill(0xff);
   const grid = gridFor(ck.kernel.grid, sizes);
-  const blocks: [number, number, number][] = [];
-  for (let z = 0; z < grid[2]; z++) {
-    for (let y = 0; y < grid[1]; y++) for (let x = 0; x < grid[0]; x++) blocks.push([x, y, z]);
-  }
+  const blocks = gridBlocks(grid);
   const ws = workspace ?? workspaceArgs(ck.kernel, sizes).get("workspace")!;
   const res = simulate(ck.kernel, {
     grid,

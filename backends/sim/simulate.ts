@@ -17,6 +17,23 @@ import {
 } from "./types.ts";
 
 /**
+ * Every block of a grid in launch order (x fastest, then y, then z): the order
+ * {@link simulate} runs them in unless `options.blocks` gives another.
+ *
+ * @param grid The grid.
+ * @returns The blocks' coordinates.
+ */
+export function gridBlocks(grid: readonly [number, number, number]): BlockCoord[] {
+  const blocks: BlockCoord[] = [];
+  for (let z = 0; z < grid[2]; z++) {
+    for (let y = 0; y < grid[1]; y++) {
+      for (let x = 0; x < grid[0]; x++) blocks.push([x, y, z]);
+    }
+  }
+  return blocks;
+}
+
+/**
  * Runs a kernel-IR program on the CPU: every block of the grid (or those
  * `options.blocks` lists), one after another; within a block the body runs
  * once for all threads in lockstep, each operation for every active lane, the
@@ -81,13 +98,7 @@ export function simulate(kernel: Kernel, launch: SimLaunch, options: SimOptions 
       }
       blocks.push(b);
     }
-  } else {
-    for (let z = 0; z < grid[2]; z++) {
-      for (let y = 0; y < grid[1]; y++) {
-        for (let x = 0; x < grid[0]; x++) blocks.push([x, y, z]);
-      }
-    }
-  }
+  } else blocks.push(...gridBlocks(grid));
   const M = new Machine(
     kernel,
     indexOps(kernel),
