@@ -4,7 +4,7 @@
  * a wide N, the sm86 shared-memory budget, a schedule that names a warp), and
  * that every schedule it can choose simulates in agreement with the reference at
  * sizes that are no tile multiples (M = 1, 7, 33; K not a multiple of the tile's),
- * with no hazards, and that a split-K choice gives the same bytes whatever the
+ * with no hazards and no bank conflicts in ldmatrix and cp.async, and that a split-K choice gives the same bytes whatever the
  * order its blocks run in.
  *
  * @module
@@ -136,6 +136,10 @@ for (const c of CHOICES) {
       const K = s.threadblock!.k * 2 * (s.splitK ?? 1) + 40;
       const rep = simulateGemm(ck, { M, N: s.threadblock!.n + 24, K }, { seed: 11 + M });
       assert.equal(rep.sim.hazardCount, 0, JSON.stringify(rep.sim.hazards.slice(0, 3)));
+      // The main loop's shared-memory traffic is free of bank conflicts.
+      const banks = rep.sim.stats.banks;
+      assert.equal(banks.ldmatrix.wavefronts, banks.ldmatrix.ideal, "ldmatrix");
+      assert.equal(banks.cpasync.wavefronts, banks.cpasync.ideal, "cp.async");
       assert.ok(
         rep.comparison.ok,
         `${rep.comparison.overBound} over the bound, first ${JSON.stringify(rep.comparison.first)}`,
