@@ -4,8 +4,8 @@
  * a wide N, the sm86 shared-memory budget, a schedule that names a warp), and
  * that every schedule it can choose simulates in agreement with the reference at
  * sizes that are no tile multiples (M = 1, 7, 33; K not a multiple of the tile's),
- * with no hazards and no bank conflicts in ldmatrix and cp.async, and that a split-K choice gives the same bytes whatever the
- * order its blocks run in.
+ * with no hazards and no bank conflicts in ldmatrix and cp.async, and that a
+ * split-K choice gives the same bytes whatever the order its blocks run in.
  *
  * @module
  */
