@@ -222,8 +222,11 @@ export function timeSeries(cuda: Cuda, s: Series, first = 0): SeriesTime {
   });
 }
 
-/** Back-to-back series per state (issue 22): 5 burst series, 5 sustained ones. */
-const SERIES = { burstRounds: 5, sustainedCount: 5, warmup: 2 } as const;
+/**
+ * Back-to-back series per state (issue 22): 3 burst rounds (each after a rest,
+ * as {@link BURST} has 3 short series), 5 sustained series after the load.
+ */
+const SERIES = { burstRounds: BURST.rounds, sustainedCount: 5, warmup: 2 } as const;
 
 /**
  * Burst, in back-to-back series: {@link SERIES}.burstRounds rounds, each

@@ -22,7 +22,7 @@
  *    ({@link holdMs}), so the GPU never waits for the host inside a series; a
  *    series whose queueing still outlasted the hold by more than half its own
  *    time is counted as host-paced in the record. Two states of the card
- *    (bench/gpu_measure.ts, bench/NOTES.md 26): *burst*, the median of 5 series
+ *    (bench/gpu_measure.ts, bench/NOTES.md 26): *burst*, the median of 3 series
  *    each after a 1 s rest (ours and cuBLAS share each rest, the order
  *    alternating: a series lasts a few ms, well inside the ~80 ms the card holds
  *    its boost clock), and *sustained*, the median of 5 series after 1.5 s of
@@ -44,7 +44,7 @@
  * M = 128 and 256 at all three (N, K): >= 0.75. Writes
  * `bench/results/llm-DATE.md` and the raw figures beside it as `.json` (new
  * files: `-2`, ... when one exists; rewritten after each row). The whole table
- * takes ~9 minutes on the H200 (~12 s a row: 5 rests, 2 loads; 9 rows took 117 s).
+ * takes ~7 minutes on the H200 (~10 s a row: 3 rests, 2 loads; with 5 rests 9 rows took 117 s).
  *
  * `deno run -A bench/llm.ts [--types f16,bf16,s8] [--m 1,16,...] [--no-cublas]
  * [--out DIR]`, or `deno task bench --gpu --shapes llm [the same options]`.
@@ -628,9 +628,10 @@ export function llmReport(info: LlmRunInfo, rows: readonly LlmRow[]): string {
     "",
     `\`${info.command}\` on ${info.device}; cuBLAS: ${info.cublas}. A [M, K] row, B col, ` +
     "D [M, N] row (bench/kernels/*.gemm), our default schedule (size hints, the device's SMs). " +
-    "Times: µs a launch, each the median of 5 back-to-back series (one pair of events around " +
-    "L launches, a hold kernel queued before; input sets rotated, A + B over 3x L2), burst: each " +
-    "series after a 1 s rest; sustained: after 1.5 s of load. Floor: the larger of A + B + D once " +
+    "Times: µs a launch, each the median of back-to-back series (one pair of events around " +
+    "L launches, a hold kernel queued before; input sets rotated, A + B over 3x L2), burst: 3 " +
+    "series, each after a 1 s rest; sustained: 5 series after 1.5 s of load. Floor: the larger " +
+    "of A + B + D once " +
     `at the copy bandwidth (cuMemcpyDtoD of ${info.copy.bytes / 2 ** 30} GiB, read + write ` +
     `counted, median of ${info.copy.ms.length}: ${tb(info.copy.bytesPerS)} TB/s) and the FLOPs ` +
     "at the mma.sync ceiling of the state (TOPS burst / sustained: " +
