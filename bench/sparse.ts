@@ -43,7 +43,6 @@ import { compile, type CompiledKernel } from "../compiler.ts";
 import { Cuda, cudaAvailable } from "../backends/cuda/driver.ts";
 import { type LoadedKernel, loadKernel } from "../backends/cuda/kernel.ts";
 import type { DeviceBuffer } from "../backends/cuda/resources.ts";
-import { printPtx } from "../backends/ptx/print.ts";
 import type { GemmKernel } from "../ir/gemm.ts";
 import { tensorParam } from "../ir/gemm.ts";
 import { compareOutput, type Comparison } from "../harness/compare.ts";
@@ -53,7 +52,7 @@ import { referenceGemm } from "../harness/reference.ts";
 import { tensorShape } from "../harness/tensor.ts";
 import { Rng } from "../numerics/random.ts";
 import { compressSparse, randomSparse } from "../numerics/sparse.ts";
-import { PEAK_THREADS, peakKernel, peakOps, SPARSE_PEAK_SHAPES } from "./mma_peak.ts";
+import { type SparsePeakRow, sparsePeaks } from "./sparse_peak.ts";
 import { timeBurst, timeIt, timeSustained } from "./gpu_measure.ts";
 import { freshResultPath, resultDate } from "./results.ts";
 
@@ -258,6 +257,23 @@ export interface PeerRecord {
   readonly ms: number | null;
   readonly tflops: number | null;
 }
+
+/** Each key of {@link PeerRecord}, no other (the type sees to both). */
+const PEER_READ: Readonly<Record<keyof PeerRecord, 0>> = {
+  dtype: 0,
+  peer: 0,
+  state: 0,
+  status: 0,
+  reason: 0,
+  op: 0,
+  backend: 0,
+  ok: 0,
+  ms: 0,
+  tflops: 0,
+};
+
+/** The record keys this module reads (tests/sparse_peers_test.ts checks the script's records). */
+export const PEER_RECORD_KEYS = Object.keys(PEER_READ) as readonly (keyof PeerRecord)[];
 
 /** The `mma.sp` ceiling of one type, dense-equivalent TFLOP/s (TOP/s for s8). */
 export interface SparseCeiling {
@@ -567,51 +583,6 @@ function prepare(
   }
 }
 
-/** The `mma.sp` ceilings of the types (as bench/sparse_peak.ts measures the plain `mma.sp`). */
-function sparseCeilings(
-  cuda: Cuda,
-  types: readonly SparseBenchType[],
-): Map<SparseBenchType, SparseCeiling> {
-  const out = new Map<SparseBenchType, SparseCeiling>();
-  const iters = 2048;
-  const cases = types.flatMap((t) => {
-    const shape = SPARSE_PEAK_SHAPES[t];
-    return shape === undefined
-      ? []
-      : [{ t, shape, kernel: peakKernel(shape, undefined, "random") }];
-  });
-  if (cases.length === 0) return out;
-  const mod = cuda.loadModule(printPtx(cases.map((c) => c.kernel), { minBlocksPerSm: 1 }));
-  const blocks = cuda.device.multiprocessors * 4;
-  const buf = cuda.alloc(blocks * PEAK_THREADS * 8);
-  try {
-    for (const c of cases) {
-      const fn = mod.getFunction(c.kernel.name);
-      const run = (n: number) => () =>
-        cuda.launch(
-          fn,
-          { grid: [blocks, 1, 1], block: [PEAK_THREADS, 1, 1], dynamicSmemBytes: 0 },
-          [{ type: "u64", value: buf.ptr }, { type: "u32", value: n }],
-        );
-      const tflops = (ops: number, ms: number) => ops / (ms * 1e-3) / 1e12;
-      const burst = tflops(peakOps(c.shape, blocks, iters), timeIt(cuda, run(iters), 2, 5));
-      const long = run(3 * iters);
-      const sustained = tflops(
-        peakOps(c.shape, blocks, 3 * iters),
-        timeSustained(cuda, long, timeIt(cuda, long, 1, 2)),
-      );
-      out.set(c.t, { burst, sustained });
-      console.log(
-        `mma.sp ${c.t} (${c.shape}): ${burst.toFixed(0)} burst, ${sustained.toFixed(0)} sustained`,
-      );
-    }
-  } finally {
-    buf.free();
-    mod.unload();
-  }
-  return out;
-}
-
 /** Runs the peer script; its records, or why there are none. */
 function runPeers(
   M: number,
@@ -683,7 +654,12 @@ export function sparseBenchMain(command: string, options: SparseBenchOptions = {
     let ceil = new Map<SparseBenchType, SparseCeiling>();
     if (options.ceiling !== false) {
       try {
-        ceil = sparseCeilings(cuda, types);
+        // As bench/sparse_peak.ts measures them, the plain `mma.sp` only.
+        const label = (r: SparsePeakRow) => `mma.sp ${r.type}`;
+        const { rows } = sparsePeaks(cuda, { types, variants: ["mma.sp"], label });
+        ceil = new Map(
+          rows.map((r) => [r.type as SparseBenchType, { burst: r.burst, sustained: r.sustained }]),
+        );
       } catch (e) {
         console.error(`mma.sp ceiling not measured: ${errText(e)}`);
       }

@@ -1,7 +1,9 @@
 /**
  * Programs and problem shapes shared by the by-hand sweeps (tests/ptxas_sweep.ts,
  * tests/ptx_identity.ts): inline programs covering the epilogue paths, and the
- * problem shapes whose size hints reach the tuned schedules.
+ * problem shapes whose size hints reach the tuned schedules; and the grouped and
+ * sparse kernels of the C and Python artefact tests (tests/aot_c_test.ts,
+ * tests/aot_python_test.ts).
  *
  * @module
  */
@@ -122,5 +124,25 @@ kernel gs grouped {
     threadblock 64x64x32
     warp 32x32x32
   }
+}
+`;
+
+/**
+ * Two kernels with a structured-sparse A (issue 21, DESIGN §6.3) for the C and
+ * Python artefact tests: f16 with a scalar (alpha), and a batched s4.
+ */
+export const SPARSE_ARTEFACT_SOURCE = `
+kernel spmm {
+  A: f16[M, K] row sparse
+  B: f16[K, N] col
+  D: f32[M, N]
+  alpha: f32 = 1.0
+  D[m, n] = alpha * A[m, k] * B[k, n]
+}
+kernel sps4 {
+  A: s4[L, M, K] row sparse
+  B: s4[L, K, N] col
+  D: s32[L, M, N]
+  D[l, m, n] = A[l, m, k] * B[l, k, n]
 }
 `;

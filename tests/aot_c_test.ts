@@ -10,7 +10,7 @@
  */
 
 import assert from "node:assert/strict";
-import { GROUPED_ARTEFACT_SOURCE } from "./_programs.ts";
+import { GROUPED_ARTEFACT_SOURCE, SPARSE_ARTEFACT_SOURCE } from "./_programs.ts";
 import { dirname, join } from "node:path";
 import { compile, type CompiledKernel } from "../compiler.ts";
 import { cSource } from "../backends/aot/c.ts";
@@ -1048,27 +1048,10 @@ Deno.test("gemm compile --emit c and --emit py take grouped kernels", async () =
 
 // ---------------------------------------------------------------- structured-sparse A (issue 21)
 
-/** A sparse f16 kernel with alpha, and a batched s4 one (DESIGN §6.3). */
-const SPARSE_SOURCE = `
-kernel spmm {
-  A: f16[M, K] row sparse
-  B: f16[K, N] col
-  D: f32[M, N]
-  alpha: f32 = 1.0
-  D[m, n] = alpha * A[m, k] * B[k, n]
-}
-kernel sps4 {
-  A: s4[L, M, K] row sparse
-  B: s4[L, K, N] col
-  D: s32[L, M, N]
-  D[l, m, n] = A[l, m, k] * B[l, k, n]
-}
-`;
-
 cTest(
   "C artefact, sparse A: the kept values and the metadata checked and sized as contract.ts",
   async () => {
-    const r = compile(SPARSE_SOURCE);
+    const r = compile(SPARSE_ARTEFACT_SOURCE);
     assert.ok(r.ok, r.diagnostics.map((d) => d.message).join("; "));
     const ks = r.kernels;
     const cs = ks.map((k) => launchContract(k.manifest));

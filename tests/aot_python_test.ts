@@ -11,7 +11,7 @@
 
 import assert from "node:assert/strict";
 import { python3 } from "./_python.ts";
-import { GROUPED_ARTEFACT_SOURCE } from "./_programs.ts";
+import { GROUPED_ARTEFACT_SOURCE, SPARSE_ARTEFACT_SOURCE } from "./_programs.ts";
 import { compile, type CompiledKernel } from "../compiler.ts";
 import { pythonModule } from "../backends/aot/python.ts";
 import {
@@ -105,25 +105,8 @@ const STRIDED: Readonly<Record<string, StrideDecls>> = {
   batched_strided: { A: ["sa", "lda"], B: [0, "ldb"], D: ["sd", "N"] },
 };
 
-/** Kernels with a structured-sparse A (issue 21): f16 with a scalar, and a batched s4. */
-const SPARSE_SOURCE = `
-kernel spmm {
-  A: f16[M, K] row sparse
-  B: f16[K, N] col
-  D: f32[M, N]
-  alpha: f32 = 1.0
-  D[m, n] = alpha * A[m, k] * B[k, n]
-}
-kernel sps4 {
-  A: s4[L, M, K] row sparse
-  B: s4[L, K, N] col
-  D: s32[L, M, N]
-  D[l, m, n] = A[l, m, k] * B[l, k, n]
-}
-`;
-
 function sparseCompiled(): CompiledKernel[] {
-  const r = compile(SPARSE_SOURCE);
+  const r = compile(SPARSE_ARTEFACT_SOURCE);
   assert.ok(r.ok, r.diagnostics.map((d) => d.message).join("; "));
   return [...r.kernels];
 }

@@ -2,7 +2,8 @@
  * bench/peers/sparse_peers.py (the PyTorch peers of the 2:4 sparse benchmark,
  * issue 21) without a GPU or torch: its `--dry` mode prints the plan and one
  * planned JSON record per (dtype, peer, state) with every key of the schema
- * (bench/sparse.ts reads these keys), for the defaults and for random sizes,
+ * (its RECORD_KEYS, in order), among them each key bench/sparse.ts reads
+ * (`PEER_RECORD_KEYS`), for the defaults and for random sizes,
  * dtypes and states; bad sizes, dtypes and states are refused with a message
  * each and exit 2. Without torch, a real run exits 3 and says so (skipped,
  * visibly, where torch is installed). Nothing here runs a peer: the timing,
@@ -13,6 +14,7 @@
 
 import assert from "node:assert/strict";
 import { python3 } from "./_python.ts";
+import { PEER_RECORD_KEYS } from "../bench/sparse.ts";
 
 const SCRIPT = new URL("../bench/peers/sparse_peers.py", import.meta.url).pathname;
 
@@ -23,31 +25,22 @@ const hasTorch = !ignore &&
   python3(["-c", "import importlib.util as u; print(u.find_spec('torch') is not None)"])?.stdout
       .trim() === "True";
 
-/** The keys of every record, in order (the schema bench/sparse.ts reads). */
-const KEYS = [
-  "dtype",
-  "peer",
-  "state",
-  "M",
-  "N",
-  "K",
-  "flops",
-  "status",
-  "reason",
-  "op",
-  "backend",
-  "out_dtype",
-  "ok",
-  "max_rel_err",
-  "ms",
-  "tflops",
-  "burst_rounds",
-  "seed",
-  "torch",
-  "cuda",
-  "device",
-  "force_cutlass",
-];
+const PEERS_DIR = new URL("../bench/peers", import.meta.url).pathname;
+
+/** The script's schema, its RECORD_KEYS (read from it; empty where python3 does not run). */
+const SCHEMA: string[] = ignore ? [] : JSON.parse(
+  python3([
+    "-c",
+    `import json, sys; sys.path.insert(0, ${JSON.stringify(PEERS_DIR)}); import sparse_peers; ` +
+    "print(json.dumps(sparse_peers.RECORD_KEYS))",
+  ])?.stdout ?? "[]",
+);
+
+/** A record has the schema's keys, in order, and every key bench/sparse.ts reads. */
+function assertKeys(rec: Record<string, unknown>): void {
+  assert.deepEqual(Object.keys(rec), SCHEMA);
+  assert.deepEqual(PEER_RECORD_KEYS.filter((k) => !(k in rec)), [], "keys bench/sparse.ts reads");
+}
 
 /** A random integer in [lo, hi]. */
 function rand(lo: number, hi: number): number {
@@ -91,7 +84,7 @@ Deno.test(`sparse_peers.py --dry: the default plan, 8192³, 4 dtypes x 2 peers x
   const recs = records(r.stdout);
   assert.equal(recs.length, 16);
   for (const rec of recs) {
-    assert.deepEqual(Object.keys(rec), KEYS);
+    assertKeys(rec);
     assert.equal(rec.status, "planned");
     assert.equal(rec.flops, 2 * 8192 ** 3);
     for (const k of ["ms", "tflops", "backend", "ok", "reason"]) assert.equal(rec[k], null, k);
@@ -131,7 +124,7 @@ Deno.test(`sparse_peers.py --dry: random sizes, dtypes, states and seed${why}`, 
   const recs = records(r.stdout);
   assert.equal(recs.length, dtypes.length * 2 * states.length);
   for (const rec of recs) {
-    assert.deepEqual(Object.keys(rec), KEYS);
+    assertKeys(rec);
     assert.deepEqual([rec.M, rec.N, rec.K, rec.flops], [M, N, K, 2 * M * N * K]);
     assert.ok(states.includes(rec.state as string));
     assert.equal(rec.seed, seed + dtypes.indexOf(rec.dtype as string));
@@ -187,7 +180,7 @@ Deno.test(`sparse_peers.py: records are written as strict JSON lines, NaN as nul
     const ms = 0.5 + Math.random() * 4;
     const code = `
 import sys, math
-sys.path.insert(0, ${JSON.stringify(new URL("../bench/peers", import.meta.url).pathname)})
+sys.path.insert(0, ${JSON.stringify(PEERS_DIR)})
 import sparse_peers as s
 import argparse
 plan = s.validate(argparse.Namespace(m=64, n=128, k=256, dtypes="f16,f32", states="burst", seed=3))
@@ -205,7 +198,7 @@ print(s.table(recs))
     const lines = Deno.readTextFileSync(`${dir}/out.jsonl`).trim().split("\n");
     assert.equal(lines.length, 2);
     const [a, b] = lines.map((l) => JSON.parse(l));
-    assert.deepEqual(Object.keys(a), KEYS);
+    assertKeys(a);
     assert.equal(a.max_rel_err, null);
     assert.deepEqual(a.burst_rounds, [ms, null]);
     assert.equal(a.flops, 2 * 64 * 128 * 256);

@@ -58,11 +58,15 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _runner import InputError, cli  # noqa: E402  (the command line, shared with sparse_peers.py)
 
 if TYPE_CHECKING:  # torch is imported lazily: --dry must run without it
     import torch
@@ -100,10 +104,6 @@ ABS_FRACTION = 2.0**-2
 # The two peers agree elementwise within twice each one's tolerance (two
 # roundings to bf16 can land one ulp, up to 2^-7 relative, apart).
 AGREE_REL_TOL = 2 * REL_TOL
-
-
-class InputError(Exception):
-    """IN.json is malformed; the message lists every problem, one a line."""
 
 
 @dataclass(frozen=True)
@@ -602,14 +602,8 @@ def table(doc: dict[str, Any]) -> str:
 
 def run_all(plan: Plan, out_path: str) -> int:
     """Runs every row on the GPU, writing OUT.json after each; returns the exit status."""
-    try:
-        import torch
-    except ImportError as e:
-        print(f"{PROG}: torch is not installed ({e})", file=sys.stderr)
-        return 3
-    if not torch.cuda.is_available():
-        print(f"{PROG}: no CUDA device (torch.cuda.is_available() is False)", file=sys.stderr)
-        return 3
+    import torch  # cli (_runner.py) has checked that it imports and sees a device
+
     doc: dict[str, Any] = {
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
@@ -638,22 +632,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("input", metavar="IN.json", help="the rows to time")
     parser.add_argument("output", metavar="OUT.json", help="where the results go")
-    parser.add_argument(
-        "--dry",
-        action="store_true",
-        help="validate IN.json and print the planned shapes, without torch; writes nothing",
+    return cli(
+        parser,
+        argv,
+        lambda args: load_plan(args.input),
+        describe,
+        run_all,
+        dry_help="validate IN.json and print the planned shapes, without torch; writes nothing",
     )
-    args = parser.parse_args(argv)
-    try:
-        plan = load_plan(args.input)
-    except InputError as e:
-        for line in str(e).split("\n"):
-            print(f"{PROG}: {line}", file=sys.stderr)
-        return 2
-    if args.dry:
-        print(describe(plan))
-        return 0
-    return run_all(plan, args.output)
 
 
 if __name__ == "__main__":

@@ -70,6 +70,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _runner import InputError, cli  # noqa: E402  (the command line, shared)
 from grouped_peers import finite, measure  # noqa: E402  (the same timing protocol)
 
 if TYPE_CHECKING:  # torch is imported lazily: --dry must run without it
@@ -118,10 +119,6 @@ CHECK_SAMPLES = 256
 # while a dropped K-tile still fails.
 REL_TOL = 2.0**-6
 ABS_FRACTION = 2.0**-2
-
-
-class InputError(Exception):
-    """Bad options; the message lists every problem, one a line."""
 
 
 @dataclass(frozen=True)
@@ -210,6 +207,11 @@ def planned(plan: Plan) -> list[dict[str, Any]]:
         for p in PEERS
         for s in plan.states
     ]
+
+
+def dry_text(plan: Plan) -> str:
+    """What --dry prints: the plan, then the planned records as JSON lines."""
+    return "\n".join([describe(plan), *(json.dumps(r) for r in planned(plan))])
 
 
 # ---------------------------------------------------------------- GPU side
@@ -444,14 +446,8 @@ def table(records: Sequence[dict[str, Any]]) -> str:
 
 def run_all(plan: Plan, out_path: str) -> int:
     """Runs every dtype on the GPU, writing OUT.jsonl after each; returns the exit status."""
-    try:
-        import torch
-    except ImportError as e:
-        print(f"{PROG}: torch is not installed ({e})", file=sys.stderr)
-        return 3
-    if not torch.cuda.is_available():
-        print(f"{PROG}: no CUDA device (torch.cuda.is_available() is False)", file=sys.stderr)
-        return 3
+    import torch  # cli (_runner.py) has checked that it imports and sees a device
+
     force = getattr(torch.sparse.SparseSemiStructuredTensor, "_FORCE_CUTLASS", None)
     env = {
         "torch": torch.__version__,
@@ -486,25 +482,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--states", default=",".join(STATES), help=f"default {','.join(STATES)}")
     parser.add_argument("--seed", type=int, default=1, help="default 1")
-    parser.add_argument(
-        "--dry",
-        action="store_true",
-        help="validate the options and print the plan and planned records, without torch; "
+    return cli(
+        parser,
+        argv,
+        validate,
+        dry_text,
+        run_all,
+        dry_help="validate the options and print the plan and planned records, without torch; "
         "writes nothing",
     )
-    args = parser.parse_args(argv)
-    try:
-        plan = validate(args)
-    except InputError as e:
-        for line in str(e).split("\n"):
-            print(f"{PROG}: {line}", file=sys.stderr)
-        return 2
-    if args.dry:
-        print(describe(plan))
-        for r in planned(plan):
-            print(json.dumps(r))
-        return 0
-    return run_all(plan, args.output)
 
 
 if __name__ == "__main__":
