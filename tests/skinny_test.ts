@@ -22,6 +22,7 @@ import { tensorParam } from "../ir/gemm.ts";
 import { runPtxas } from "../backends/ptx/ptxas.ts";
 import { ptxTarget } from "../backends/ptx/print.ts";
 import { ptxasTest } from "./_ptxas.ts";
+import { gemm } from "./_cli.ts";
 
 const H200 = { sms: 132, elemBytes: 2, smemPerBlock: 166912 };
 
@@ -197,3 +198,24 @@ ptxasTest(
     }
   },
 );
+
+Deno.test("gemm simulate --tune takes the skinny schedule at M = 1, 7, 33 and agrees, hazards none", async () => {
+  const dir = Deno.makeTempDirSync();
+  const file = `${dir}/sk.gemm`;
+  Deno.writeTextFileSync(file, BENCH("f16"));
+  // [sizes, the grid the skinny choice launches]: 16x32x256 (64 tiles, no split);
+  // 64x64x128 with K split 4 (32 tiles x 4 = 128 blocks); 16x32x256 at M = 1.
+  const cases = [
+    ["M=7,N=2048,K=2056", [8, 8, 1]],
+    ["M=33,N=2048,K=4104", [8, 4, 4]],
+    ["M=1,N=2048,K=2104", [8, 8, 1]],
+  ] as const;
+  for (const [size, grid] of cases) {
+    const r = await gemm("simulate", file, "--size", size, "--tune", "--sms", "132", "--json");
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    const rep = JSON.parse(r.stdout).reports[0];
+    assert.deepEqual(rep.grid, grid, size);
+    assert.equal(rep.agree, true, size);
+    assert.equal(rep.hazardCount, 0, size);
+  }
+});
