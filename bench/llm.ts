@@ -39,7 +39,7 @@
  * Prints the table (markdown; times in µs, burst / sustained), the share of
  * the floor (floor time / measured time: 1.0 is the limit) for ours and
  * cuBLAS, ours against cuBLAS (cuBLAS time / ours: above 1, ours is faster),
- * and the targets of issue 22 met or MISSED in each state ({@link llmTarget}):
+ * and the targets of issue 22 met or MISSED in each state (bench/llm_report.ts `llmTarget`):
  * M <= 64 at (N, K) = (4096, 4096) and (14336, 4096): >= 0.85 of the floor;
  * M = 128 and 256 at all three (N, K): >= 0.75. Writes
  * `bench/results/llm-DATE.md` and the raw figures beside it as `.json` (new
@@ -76,150 +76,18 @@ import {
 } from "./gpu_measure.ts";
 import { LLM_M_16BIT, LLM_M_S8, LLM_NK, LLM_SHAPES } from "./llm_shapes.ts";
 import { freshResultPath, resultDate, RESULTS_DIR } from "./results.ts";
-
-/** The types of the table. */
-export type LlmType = "f16" | "bf16" | "s8";
-
-/** Every {@link LlmType}, in the table's order. */
-export const LLM_TYPES: readonly LlmType[] = ["f16", "bf16", "s8"];
-
-/** One problem of the table. */
-export interface LlmProblem {
-  readonly M: number;
-  readonly N: number;
-  readonly K: number;
-}
-
-/** Bytes per element of A (and B) and of D, per type. */
-const ELEMENT_BYTES: Readonly<Record<LlmType, { readonly ab: number; readonly d: number }>> = {
-  f16: { ab: 2, d: 2 },
-  bf16: { ab: 2, d: 2 },
-  s8: { ab: 1, d: 4 },
-};
-
-/**
- * The bytes a GEMM must move at least: A, B and D once each.
- *
- * @param t The type.
- * @param p The problem.
- * @returns Bytes.
- * @example
- * ```ts
- * import { equal } from "node:assert/strict";
- * import { problemBytes } from "./llm.ts";
- * equal(problemBytes("s8", { M: 2, N: 3, K: 4 }), 2 * 4 + 4 * 3 + 2 * 3 * 4);
- * ```
- */
-export function problemBytes(t: LlmType, p: LlmProblem): number {
-  const e = ELEMENT_BYTES[t];
-  return (p.M * p.K + p.K * p.N) * e.ab + p.M * p.N * e.d;
-}
-
-/** A floor: the least time a GEMM can take, and what bounds it. */
-export interface LlmFloor {
-  /** The larger of {@link LlmFloor.hbmUs} and {@link LlmFloor.mmaUs} (µs). */
-  readonly us: number;
-  readonly bound: "HBM" | "mma";
-  /** The bytes of A, B and D once at the copy bandwidth (µs). */
-  readonly hbmUs: number;
-  /** The FLOPs (2·M·N·K) at the mma.sync ceiling (µs). */
-  readonly mmaUs: number;
-}
-
-/**
- * The floor of a problem: the larger of its bytes (A + B + D once) at the copy
- * bandwidth and its operations at the mma.sync ceiling.
- *
- * @param t The type.
- * @param p The problem.
- * @param copyBytesPerS The device-to-device copy bandwidth, bytes read + written a second.
- * @param mmaOpsPerS The mma.sync ceiling, operations (2 a multiply-add) a second.
- * @returns The floor.
- * @example
- * ```ts
- * import { equal } from "node:assert/strict";
- * import { llmFloor } from "./llm.ts";
- * const f = llmFloor("f16", { M: 1, N: 8, K: 4 }, 1e6, 1e6);
- * equal(f.hbmUs, (1 * 4 + 4 * 8 + 8) * 2); // 88 bytes at 1 byte a µs
- * equal(f.bound, "HBM");
- * ```
- */
-export function llmFloor(
-  t: LlmType,
-  p: LlmProblem,
-  copyBytesPerS: number,
-  mmaOpsPerS: number,
-): LlmFloor {
-  const hbmUs = (problemBytes(t, p) / copyBytesPerS) * 1e6;
-  const mmaUs = ((2 * p.M * p.N * p.K) / mmaOpsPerS) * 1e6;
-  const us = Math.max(hbmUs, mmaUs);
-  return { us, bound: mmaUs > hbmUs ? "mma" : "HBM", hbmUs, mmaUs };
-}
-
-/**
- * The share of the floor a measured time reaches: floor / measured (1 is the
- * limit); NaN when either is not a positive finite time.
- *
- * @param floorUs The floor (µs).
- * @param measuredUs The measured time (µs).
- * @returns The share.
- * @example
- * ```ts
- * import { equal } from "node:assert/strict";
- * import { floorShare } from "./llm.ts";
- * equal(floorShare(5, 20), 0.25);
- * ```
- */
-export function floorShare(floorUs: number, measuredUs: number): number {
-  const ok = (x: number) => Number.isFinite(x) && x > 0;
-  return ok(floorUs) && ok(measuredUs) ? floorUs / measuredUs : NaN;
-}
-
-/** (N, K) pairs whose small-M rows (M <= 64) have the 0.85 target. */
-const NK_085: readonly (readonly [number, number])[] = [[4096, 4096], [14336, 4096]];
-
-/**
- * Issue 22's target for a problem, as a share of the floor: 0.85 for M <= 64
- * at (N, K) = (4096, 4096) and (14336, 4096); 0.75 for M = 128 and 256 at the
- * table's three (N, K); null where the issue sets none.
- *
- * @param p The problem.
- * @returns The least share of the floor, or null.
- * @example
- * ```ts
- * import { equal } from "node:assert/strict";
- * import { llmTarget } from "./llm.ts";
- * equal(llmTarget({ M: 16, N: 14336, K: 4096 }), 0.85);
- * equal(llmTarget({ M: 16, N: 4096, K: 14336 }), null);
- * ```
- */
-export function llmTarget(p: LlmProblem): number | null {
-  const at = (pairs: readonly (readonly [number, number])[]) =>
-    pairs.some(([n, k]) => n === p.N && k === p.K);
-  if (p.M <= 64 && at(NK_085)) return 0.85;
-  if ((p.M === 128 || p.M === 256) && at(LLM_NK)) return 0.75;
-  return null;
-}
-
-/**
- * A target's verdict: `met` when the share reaches it, `MISSED` when not or
- * when there is no share (the row failed or was not timed), null without a target.
- *
- * @param share The share of the floor.
- * @param target The target, or null.
- * @returns The verdict.
- * @example
- * ```ts
- * import { equal } from "node:assert/strict";
- * import { targetVerdict } from "./llm.ts";
- * equal(targetVerdict(0.8, 0.75), "met");
- * equal(targetVerdict(NaN, 0.75), "MISSED");
- * ```
- */
-export function targetVerdict(share: number, target: number | null): "met" | "MISSED" | null {
-  if (target === null) return null;
-  return Number.isFinite(share) && share >= target ? "met" : "MISSED";
-}
+import {
+  type CopyBandwidth,
+  LLM_TYPES,
+  llmFloor,
+  type LlmProblem,
+  llmReport,
+  type LlmRow,
+  type LlmRunInfo,
+  type LlmType,
+  progressLine,
+  type SideFigures,
+} from "./llm_report.ts";
 
 /** A series' length: at least {@link SERIES_MIN} launches, enough for {@link SERIES_MS}. */
 const SERIES_MIN = 20;
@@ -323,46 +191,6 @@ export function selectedProblems(o: LlmOptions): { type: LlmType; p: LlmProblem 
   );
 }
 
-/** One side of a row (ours or cuBLAS): its series and their figures. */
-export interface SideFigures {
-  /** Burst: the median of the series' time per launch (µs). */
-  readonly burstUs: number;
-  /** Sustained: the same after 1.5 s of load (µs). */
-  readonly sustainedUs: number;
-  /** Launches per series ({@link seriesLaunches}). */
-  readonly launches: number;
-  /** The hold before each series (ms; {@link holdMs}). */
-  readonly holdMs: number;
-  /** Host time to queue one launch, measured before the series (µs). */
-  readonly hostUs: number;
-  readonly burstSeriesUs: readonly number[];
-  readonly sustainedSeriesUs: readonly number[];
-  /** Series whose queueing outlasted the hold by more than half their own time. */
-  readonly hostPaced: number;
-  /** The SM clock beside one more series after the sustained ones (MHz). */
-  readonly clockMHz: number;
-}
-
-/** One row of the table. */
-export interface LlmRow extends LlmProblem {
-  readonly type: LlmType;
-  /** `ok`: checked and timed; `FAILED`: the check failed (not timed); `ERROR`: it did not run. */
-  readonly status: "ok" | "FAILED" | "ERROR";
-  /** The check's outcome, or the error. */
-  readonly note: string;
-  /** The schedule the compiler chose ({@link scheduleText}). */
-  readonly schedule: string;
-  /** The CUTLASS-style name (bench/gpu_bench.ts). */
-  readonly kernel: string;
-  /** Input sets rotated among. */
-  readonly sets: number;
-  readonly registers: number;
-  readonly ours: SideFigures | null;
-  readonly cublas: SideFigures | null;
-  /** The floor in each state (the mma.sync ceiling of that state). */
-  readonly floor: { readonly burst: LlmFloor; readonly sustained: LlmFloor };
-}
-
 /** A compiled kernel's schedule: `64x256x64, warp 32x64x64, 4 stages, split_k 4`. */
 export function scheduleText(ck: CompiledKernel): string {
   const s = ck.planned.schedule, plan = ck.planned.plan;
@@ -406,14 +234,6 @@ class Hold {
   }
 }
 
-/** The copy bandwidth's measurement: bytes copied each time, the times, bytes read + written a second. */
-export interface CopyBandwidth {
-  readonly bytes: number;
-  readonly ms: readonly number[];
-  readonly bytesPerS: number;
-}
-
-/** Bytes of the copy that measures the bandwidth (1 GiB), and its runs. */
 const COPY_BYTES = 2 ** 30;
 const COPY_RUNS = 10;
 
@@ -552,146 +372,6 @@ function benchRow(ctx: RunContext, type: LlmType, p: LlmProblem): LlmRow {
     for (const b of bufs) b.free();
     mod?.unload();
   }
-}
-
-/** What the report says about the run besides its rows. */
-export interface LlmRunInfo {
-  readonly date: string;
-  readonly command: string;
-  /** The GPU, its SMs and driver, in words. */
-  readonly device: string;
-  /** cuBLAS's library, or why it did not run. */
-  readonly cublas: string;
-  readonly copy: CopyBandwidth;
-  /** Per type, the mma.sync ceiling (TOPS) in each state. */
-  readonly ceilings: Readonly<
-    Record<string, { readonly burst: number; readonly sustained: number }>
-  >;
-}
-
-/** A number or `-`. */
-function fmt(x: number | undefined, digits: number): string {
-  return x === undefined || !Number.isFinite(x) ? "-" : x.toFixed(digits);
-}
-
-/** A state of the card. */
-type State = "burst" | "sustained";
-
-/** A side's time in a state (µs; NaN when it did not run). */
-function timeOf(s: SideFigures | null, st: State): number {
-  return s === null ? NaN : st === "burst" ? s.burstUs : s.sustainedUs;
-}
-
-/** A side's share of the row's floor in a state. */
-function shareOf(r: LlmRow, s: SideFigures | null, st: State): number {
-  return floorShare(r.floor[st].us, timeOf(s, st));
-}
-
-/** The cells of one row: times, floor, shares, ratio, target. */
-function rowCells(r: LlmRow): string[] {
-  const o = r.ours, b = r.cublas, f = r.floor;
-  const both = (x: (st: State) => number, d: number) =>
-    `${fmt(x("burst"), d)} / ${fmt(x("sustained"), d)}`;
-  const floorCell = f.burst.bound === f.sustained.bound
-    ? `${both((st) => f[st].us, 1)} (${f.burst.bound})`
-    : `${fmt(f.burst.us, 1)} (${f.burst.bound}) / ${fmt(f.sustained.us, 1)} (${f.sustained.bound})`;
-  const target = llmTarget(r);
-  const verdict = (st: State) => targetVerdict(shareOf(r, o, st), target);
-  return [
-    r.type,
-    `${r.M}`,
-    `${r.N}`,
-    `${r.K}`,
-    r.schedule,
-    r.status === "ok" ? "ok" : `**${r.status}**`,
-    both((st) => timeOf(o, st), 1),
-    both((st) => timeOf(b, st), 1),
-    floorCell,
-    both((st) => shareOf(r, o, st), 2),
-    both((st) => shareOf(r, b, st), 2),
-    both((st) => timeOf(b, st) / timeOf(o, st), 2),
-    target === null ? "-" : `${target}: ${verdict("burst")} / ${verdict("sustained")}`,
-  ];
-}
-
-/**
- * The markdown record: the run, the table, the targets and the series' notes.
- *
- * @param info The run.
- * @param rows The rows.
- * @returns The text.
- */
-export function llmReport(info: LlmRunInfo, rows: readonly LlmRow[]): string {
-  const tb = (x: number) => (x / 1e12).toFixed(2);
-  const lines = [
-    `# Skinny GEMMs of LLM inference, issue 22 (${info.date})`,
-    "",
-    `\`${info.command}\` on ${info.device}; cuBLAS: ${info.cublas}. A [M, K] row, B col, ` +
-    "D [M, N] row (bench/kernels/*.gemm), our default schedule (size hints, the device's SMs). " +
-    "Times: µs a launch, each the median of back-to-back series (one pair of events around " +
-    "L launches, a hold kernel queued before; input sets rotated, A + B over 3x L2), burst: 3 " +
-    "series, each after a 1 s rest; sustained: 5 series after 1.5 s of load. Floor: the larger " +
-    "of A + B + D once " +
-    `at the copy bandwidth (cuMemcpyDtoD of ${info.copy.bytes / 2 ** 30} GiB, read + write ` +
-    `counted, median of ${info.copy.ms.length}: ${tb(info.copy.bytesPerS)} TB/s) and the FLOPs ` +
-    "at the mma.sync ceiling of the state (TOPS burst / sustained: " +
-    Object.entries(info.ceilings).map(([t, c]) =>
-      `${t} ${c.burst.toFixed(0)} / ${c.sustained.toFixed(0)}`
-    ).join(", ") +
-    "). Share: floor / time (1 is the limit); cuBLAS/ours: cuBLAS time over ours (above 1: ours " +
-    "faster).",
-    "",
-    "| type | M | N | K | schedule | check | ours µs | cuBLAS µs | floor µs | ours/floor | " +
-    "cuBLAS/floor | cuBLAS/ours | target |",
-    "| --- | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
-    ...rows.map((r) => `| ${rowCells(r).join(" | ")} |`),
-    "",
-    "Pairs are burst / sustained.",
-    "",
-    "## Targets (issue 22: share of the floor)",
-    "",
-  ];
-  const targeted = rows.flatMap((r) => {
-    const t = llmTarget(r);
-    return t === null ? [] : [{ r, t }];
-  });
-  const share = (r: LlmRow, st: State) => shareOf(r, r.ours, st);
-  const verdict = (r: LlmRow, t: number, st: State) => targetVerdict(share(r, st), t);
-  for (const { r, t } of targeted) {
-    lines.push(
-      `- ${r.type} M=${r.M} N=${r.N} K=${r.K}: >= ${t}: burst ${fmt(share(r, "burst"), 3)} ` +
-        `${verdict(r, t, "burst")}, sustained ${fmt(share(r, "sustained"), 3)} ` +
-        `${verdict(r, t, "sustained")}${r.status === "ok" ? "" : ` (${r.status})`}`,
-    );
-  }
-  const met = (st: State) => targeted.filter(({ r, t }) => verdict(r, t, st) === "met").length;
-  lines.push(
-    "",
-    `Met: ${met("burst")} of ${targeted.length} in burst, ${met("sustained")} of ` +
-      `${targeted.length} sustained.`,
-  );
-  lines.push("", "## Series and checks", "");
-  const side = (name: string, s: SideFigures | null) =>
-    s === null
-      ? ""
-      : `; ${name}: L ${s.launches}, hold ${s.holdMs.toFixed(2)} ms, host ${s.hostUs.toFixed(1)} ` +
-        `µs a launch, host-paced series ${s.hostPaced} of 10, ${
-          s.clockMHz.toFixed(0)
-        } MHz sustained`;
-  for (const r of rows) {
-    lines.push(
-      `- ${r.type} ${r.M}x${r.N}x${r.K} (${r.kernel}, ${r.registers} registers, ${r.sets} input ` +
-        `sets): ${r.note}${side("ours", r.ours)}${side("cuBLAS", r.cublas)}`,
-    );
-  }
-  return lines.join("\n") + "\n";
-}
-
-/** The line printed as each row completes. */
-function progressLine(r: LlmRow): string {
-  const c = rowCells(r);
-  return `${r.type} ${r.M}x${r.N}x${r.K} [${r.schedule}] ${r.status}: ours ${c[6]} µs, ` +
-    `cuBLAS ${c[7]} µs, floor ${c[8]}, share ${c[9]}${r.status === "ok" ? "" : ` (${r.note})`}`;
 }
 
 /** cuBLAS, unless `--no-cublas` or it cannot be loaded; and what the record says of it. */

@@ -10,21 +10,18 @@
 import assert from "node:assert/strict";
 import { LLM_SHAPES } from "../bench/llm_shapes.ts";
 import { runWithoutDriver } from "./_cli.ts";
+import { holdMs, parseLlmArgs, selectedProblems, seriesLaunches } from "../bench/llm.ts";
 import {
   floorShare,
-  holdMs,
   type LlmFloor,
   llmFloor,
   llmReport,
   type LlmRow,
   llmTarget,
-  parseLlmArgs,
   problemBytes,
-  selectedProblems,
-  seriesLaunches,
   type SideFigures,
   targetVerdict,
-} from "../bench/llm.ts";
+} from "../bench/llm_report.ts";
 
 /** Issue 22's rows, written out from its text: (type, M, N, K). */
 function issueRows(): string[] {
