@@ -74,7 +74,7 @@ import {
   timeSeries,
   timeSustained,
 } from "./gpu_measure.ts";
-import { LLM_M_16BIT, LLM_M_S8, LLM_NK, LLM_SHAPES } from "./llm_shapes.ts";
+import { LLM_M_16BIT, LLM_M_S8, LLM_SHAPES } from "./llm_shapes.ts";
 import { freshResultPath, resultDate, RESULTS_DIR } from "./results.ts";
 import {
   type CopyBandwidth,
