@@ -284,8 +284,9 @@ export interface TilePlan {
    * the k-tile is doubled and gemm-warp keeps 8 warps. */
   readonly smallGrid?: true;
   /** Set when gemm-tile chose the skinny schedule of passes/skinny.ts (issue 22):
-   * it fixed the warp tile and the stage count too. */
-  readonly skinny?: true;
+   * the warp tile gemm-warp takes and the stage count gemm-pipeline prefers (capped
+   * by what fits, as every default) where the schedule gives none. */
+  readonly skinny?: { readonly warp: Shape3; readonly stages: number };
 }
 
 /** Warp partitioning (pass `gemm-warp`). */

@@ -179,7 +179,8 @@ export function viaRegisters(k: GemmKernel, role: "A" | "B", threads: number): b
  * (whose 128x256x16 tile has half the bytes per stage; 5 stages measured
  * best on the H200), 6 for 16-bit split-K kernels, 4 for 3xtf32 (its
  * 128x64x32 tile: 5 stages, 120 KB, left one block an SM and ran 9% slower
- * than 4 at 4096^3; bench/NOTES.md 47). Capped by what fits.
+ * than 4 at 4096^3; bench/NOTES.md 47); a skinny schedule's own (passes/skinny.ts).
+ * Capped by what fits.
  *
  * @param k The kernel.
  * @returns The stage count to try.
@@ -189,6 +190,9 @@ export function defaultStages(k: GemmKernel): number {
   // their loads: 6 stages measured +2.4% for f16 and bf16 at M=128,
   // N=K=8192 on the H200 (bench/NOTES.md 23; tf32: no gain).
   const a = k.math.mmaA;
+  // The skinny schedule's own count (passes/skinny.ts, measured with it).
+  const skinny = k.plan.tile?.skinny;
+  if (skinny !== undefined) return skinny.stages;
   if ((k.plan.tile?.splitK ?? 1) > 1 && (a === "f16" || a === "bf16")) return 6;
   if (k.math.mode === "3xtf32") return 4;
   return a === "tf32" ? 5 : 4;

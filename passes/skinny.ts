@@ -89,13 +89,12 @@ export interface SkinnyProblem {
   readonly K: number;
   /** SMs of the GPU. */
   readonly sms: number;
-  /** Bytes of an operand element (2 for the 16-bit types). */
-  readonly elemBytes: number;
-  /** Shared memory one block may use (ir/target.ts `smemPerBlock`). */
-  readonly smemPerBlock: number;
 }
 
-/** The chosen schedule: the tile, the warp tile, the stage count and split-K. */
+/**
+ * The chosen schedule: the tile, the warp tile, the preferred stage count
+ * (gemm-pipeline caps it by the target's shared memory) and split-K.
+ */
 export interface SkinnyChoice {
   readonly threadblock: Shape3;
   readonly warp: Shape3;
@@ -118,7 +117,7 @@ export interface SkinnyChoice {
  * ```ts
  * import { equal } from "node:assert/strict";
  * import { skinnySchedule } from "./skinny.ts";
- * const c = skinnySchedule({ M: 16, N: 4096, K: 4096, sms: 132, elemBytes: 2, smemPerBlock: 166912 })!;
+ * const c = skinnySchedule({ M: 16, N: 4096, K: 4096, sms: 132 })!;
  * equal(`${c.threadblock.m}x${c.threadblock.n} split ${c.splitK}`, "16x32 split 1");
  * ```
  */
@@ -128,9 +127,6 @@ export function skinnySchedule(p: SkinnyProblem): SkinnyChoice | null {
   let best: SkinnyChoice | null = null;
   for (const t of cls.tiles) {
     if (t.maxK !== undefined && p.K > t.maxK) continue;
-    const perStage = (t.m + t.n) * t.k * p.elemBytes;
-    const stages = Math.min(t.stages, Math.floor(p.smemPerBlock / perStage));
-    if (stages < 2) continue;
     const tiles = Math.ceil(p.M / t.m) * Math.ceil(p.N / t.n);
     const kTiles = Math.ceil(p.K / t.k);
     for (const s of SPLITS) {
@@ -143,7 +139,7 @@ export function skinnySchedule(p: SkinnyProblem): SkinnyChoice | null {
         best = {
           threadblock: { m: t.m, n: t.n, k: t.k },
           warp: { m: t.warp.m, n: t.warp.n, k: t.k },
-          stages,
+          stages: t.stages,
           splitK: s,
           blocks,
         };

@@ -448,7 +448,7 @@ function deepenKTile(
   return { tb: t, smallGrid };
 }
 
-/** What {@link defaultTile} chooses; `skinny` also fixes the warp tile and the stages. */
+/** What {@link defaultTile} chooses; `skinny` also names the warp tile and the stages. */
 interface ChosenTile {
   readonly tb: Shape3;
   readonly smallGrid: boolean;
@@ -472,14 +472,7 @@ function skinnyTile(c: TileContext): SkinnyChoice | null {
     s.warp !== undefined || s.stages !== undefined || s.mma !== undefined ||
     s.splitK !== undefined
   ) return null;
-  return skinnySchedule({
-    M: mc,
-    N: nc,
-    K: kc,
-    sms: c.sms,
-    elemBytes: 2,
-    smemPerBlock: targetInfo(k.target).smemPerBlock,
-  });
+  return skinnySchedule({ M: mc, N: nc, K: kc, sms: c.sms });
 }
 
 /**
@@ -575,17 +568,11 @@ export const tilePass: GemmPass = {
       splitK,
       partial: { m: partial(p.m, tb.m), n: partial(p.n, tb.n), k: partial(p.k, tb.k) },
       ...(chosen.smallGrid ? { smallGrid: true as const } : {}),
-      ...(skinny !== undefined ? { skinny: true as const } : {}),
+      ...(skinny !== undefined ? { skinny: { warp: skinny.warp, stages: skinny.stages } } : {}),
     };
     return {
       ...k,
-      schedule: {
-        ...k.schedule,
-        threadblock: tb,
-        swizzle,
-        splitK,
-        ...(skinny !== undefined ? { warp: skinny.warp, stages: skinny.stages } : {}),
-      },
+      schedule: { ...k.schedule, threadblock: tb, swizzle, splitK },
       plan: { ...k.plan, tile },
     };
   },
