@@ -59,13 +59,35 @@ export class ClockProbe {
   readonly #cuda: Cuda;
   readonly #mod: CudaModule;
   readonly #buf: DeviceBuffer;
+  /** Where {@link ClockProbe.hold} writes: apart from what {@link ClockProbe.during} reads. */
+  readonly #holdBuf: DeviceBuffer;
   readonly #stream: CudaStream | null;
 
   constructor(cuda: Cuda) {
     this.#cuda = cuda;
     this.#mod = cuda.loadModule(CLOCK_PROBE_PTX);
     this.#buf = cuda.alloc(16);
+    this.#holdBuf = cuda.alloc(16);
     this.#stream = cuda.createStream();
+  }
+
+  /** Launches the probe, sleeping `ns`, writing `buf`, on `stream` (default: the default stream). */
+  #launch(buf: DeviceBuffer, ns: number, stream?: CudaStream): void {
+    this.#cuda.launch(
+      this.#mod.getFunction("clock_probe"),
+      { grid: [1, 1, 1], block: [32, 1, 1], dynamicSmemBytes: 0 },
+      [{ type: "u64", value: buf.ptr }, { type: "u64", value: BigInt(Math.round(ns)) }],
+      stream,
+    );
+  }
+
+  /**
+   * Queues a hold of `ms` on the default stream and returns: what the host queues
+   * next waits behind it (bench/llm.ts: a back-to-back series the host queues
+   * whole before the GPU reaches its first launch).
+   */
+  hold(ms: number): void {
+    this.#launch(this.#holdBuf, ms * 1e6);
   }
 
   /**
@@ -75,19 +97,12 @@ export class ClockProbe {
    * runs for 0.1 ms after the work instead.
    */
   during(work: () => void, ns: number): number {
-    const probe = (stream: CudaStream | undefined, t: number) =>
-      this.#cuda.launch(
-        this.#mod.getFunction("clock_probe"),
-        { grid: [1, 1, 1], block: [32, 1, 1], dynamicSmemBytes: 0 },
-        [{ type: "u64", value: this.#buf.ptr }, { type: "u64", value: BigInt(Math.round(t)) }],
-        stream,
-      );
     if (this.#stream !== null) {
-      probe(this.#stream, ns);
+      this.#launch(this.#buf, ns, this.#stream);
       work();
     } else {
       work();
-      probe(undefined, AFTER_NS);
+      this.#launch(this.#buf, AFTER_NS);
     }
     this.#cuda.synchronize();
     const v = new BigUint64Array(this.#buf.download().buffer);
@@ -98,6 +113,7 @@ export class ClockProbe {
   close(): void {
     this.#stream?.destroy();
     this.#buf.free();
+    this.#holdBuf.free();
     this.#mod.unload();
   }
 }

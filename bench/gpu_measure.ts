@@ -5,7 +5,7 @@
  * mma.sync / fma ceilings measured on the spot (bench/mma_peak.ts); and for
  * the short kernels of bench/llm.ts, back-to-back series of launches between
  * one pair of events, in the same two states ({@link timeBurstSeries},
- * {@link timeSustained} with a series).
+ * {@link timeSustainedSeries}).
  *
  * @module
  */
@@ -256,31 +256,26 @@ export function timeBurstSeries(
   return got.map((series) => ({ ms: median(series.map((t) => t.ms)), series }));
 }
 
+/** Sustained: {@link SUSTAINED}.loadMs of launches, then the median of {@link SUSTAINED}.iters (ms). */
+export function timeSustained(cuda: Cuda, launch: (i: number) => void, estMs: number): number {
+  loadCard(launch, estMs);
+  return timeIt(cuda, launch, 0, SUSTAINED.iters);
+}
+
 /**
- * Sustained: {@link SUSTAINED}.loadMs of launches, then the median of
- * {@link SUSTAINED}.iters launches each between its own events (ms); or, given
- * `series` (its launches, its `before`), the median of `count` (default
- * {@link SERIES}.sustainedCount) back-to-back series after the load.
+ * Sustained, in back-to-back series: {@link SUSTAINED}.loadMs of `s`'s
+ * launches, then the median of `count` series of `s` ({@link timeSeries}).
  */
-export function timeSustained(cuda: Cuda, launch: (i: number) => void, estMs: number): number;
-export function timeSustained(
+export function timeSustainedSeries(
   cuda: Cuda,
-  launch: (i: number) => void,
+  s: Series,
   estMs: number,
-  series: Omit<Series, "launch"> & { readonly count?: number },
-): SeriesMeasurement;
-export function timeSustained(
-  cuda: Cuda,
-  launch: (i: number) => void,
-  estMs: number,
-  series?: Omit<Series, "launch"> & { readonly count?: number },
-): number | SeriesMeasurement {
-  const loaded = loadCard(launch, estMs);
-  if (series === undefined) return timeIt(cuda, launch, 0, SUSTAINED.iters);
-  const s: Series = { ...series, launch };
+  count: number = SERIES.sustainedCount,
+): SeriesMeasurement {
+  const loaded = loadCard(s.launch, estMs);
   const times = Array.from(
-    { length: series.count ?? SERIES.sustainedCount },
-    (_, k) => timeSeries(cuda, s, loaded + k * series.launches),
+    { length: count },
+    (_, k) => timeSeries(cuda, s, loaded + k * s.launches),
   );
   return { ms: median(times.map((t) => t.ms)), series: times };
 }

@@ -17,8 +17,8 @@
  *    launch's own overhead dominates per-launch event timing, so each figure is
  *    one pair of events around L launches ({@link seriesLaunches}: at least 20,
  *    enough for ~2 ms), rotating among the input sets, over L. A hold kernel
- *    (bench/clock_probe.ts's sleeping probe) is queued before each series' start
- *    event, long enough for the host to queue the whole series behind it
+ *    (bench/clock_probe.ts `ClockProbe.hold`) is queued before each series'
+ *    start event, long enough for the host to queue the whole series behind it
  *    ({@link holdMs}), so the GPU never waits for the host inside a series; a
  *    series whose queueing still outlasted the hold by more than half its own
  *    time is counted as host-paced in the record. Two states of the card
@@ -55,7 +55,6 @@
 import {
   Cuda,
   cudaAvailable,
-  type CudaFunction,
   type CudaModule,
 } from "../backends/cuda/driver.ts";
 import type { DeviceBuffer } from "../backends/cuda/resources.ts";
@@ -63,7 +62,7 @@ import { check as checkCuda } from "../backends/cuda/errors.ts";
 import type { CompiledKernel } from "../compiler.ts";
 import { median, timeLaunches } from "../harness/timing.ts";
 import { Cublas } from "./cublas.ts";
-import { CLOCK_PROBE_PTX, ClockProbe } from "./clock_probe.ts";
+import { ClockProbe } from "./clock_probe.ts";
 import { compileFor, cutlassName, load, verify } from "./gpu_bench.ts";
 import {
   type Ceiling,
@@ -72,7 +71,7 @@ import {
   type SeriesMeasurement,
   timeBurstSeries,
   timeSeries,
-  timeSustained,
+  timeSustainedSeries,
 } from "./gpu_measure.ts";
 import { LLM_M_16BIT, LLM_M_S8, LLM_SHAPES } from "./llm_shapes.ts";
 import { freshResultPath, resultDate, RESULTS_DIR } from "./results.ts";
@@ -202,38 +201,6 @@ export function scheduleText(ck: CompiledKernel): string {
   return `${tb.m}x${tb.n}x${tb.k}, warp ${wp.m}x${wp.n}x${wp.k}, ${stages} stages, split_k ${splitK}`;
 }
 
-/**
- * The hold queued before each series: bench/clock_probe.ts's probe kernel (one
- * warp sleeping in 1 µs steps) on the default stream, so the GPU waits while
- * the host queues the series behind it.
- */
-class Hold {
-  readonly #cuda: Cuda;
-  readonly #mod: CudaModule;
-  readonly #fn: CudaFunction;
-  readonly #buf: DeviceBuffer;
-
-  constructor(cuda: Cuda) {
-    this.#cuda = cuda;
-    this.#mod = cuda.loadModule(CLOCK_PROBE_PTX);
-    this.#fn = this.#mod.getFunction("clock_probe");
-    this.#buf = cuda.alloc(16);
-  }
-
-  /** Queues a hold of `ms`. */
-  launch(ms: number): void {
-    this.#cuda.launch(this.#fn, { grid: [1, 1, 1], block: [32, 1, 1], dynamicSmemBytes: 0 }, [
-      { type: "u64", value: this.#buf.ptr },
-      { type: "u64", value: BigInt(Math.round(ms * 1e6)) },
-    ]);
-  }
-
-  close(): void {
-    this.#buf.free();
-    this.#mod.unload();
-  }
-}
-
 const COPY_BYTES = 2 ** 30;
 const COPY_RUNS = 10;
 
@@ -262,13 +229,13 @@ function copyBandwidth(cuda: Cuda): CopyBandwidth {
 }
 
 /** A side's series, from a first estimate: 2 warm-up launches, then 20 behind a 1 ms hold. */
-function prepare(cuda: Cuda, hold: Hold, launch: (i: number) => void) {
+function prepare(cuda: Cuda, probe: ClockProbe, launch: (i: number) => void) {
   for (let w = 0; w < 2; w++) launch(w);
-  const est = timeSeries(cuda, { launch, launches: 20, before: () => hold.launch(1) }, 2);
+  const est = timeSeries(cuda, { launch, launches: 20, before: () => probe.hold(1) }, 2);
   const hostUs = (est.hostMs / 20) * 1e3;
   const launches = seriesLaunches(est.ms * 1e3);
   const h = holdMs(hostUs, launches);
-  const series: Series = { launch, launches, before: () => hold.launch(h) };
+  const series: Series = { launch, launches, before: () => probe.hold(h) };
   return { series, estMs: est.ms, hostUs, holdMs: h };
 }
 
@@ -299,7 +266,6 @@ interface RunContext {
   readonly cuda: Cuda;
   readonly blas: Cublas | null;
   readonly probe: ClockProbe;
-  readonly hold: Hold;
   readonly ceilings: ReadonlyMap<string, Ceiling>;
   readonly copy: CopyBandwidth;
 }
@@ -314,7 +280,7 @@ function floors(ctx: RunContext, type: LlmType, p: LlmProblem): LlmRow["floor"] 
 
 /** Compiles, checks and times one row (both sides, both states). */
 function benchRow(ctx: RunContext, type: LlmType, p: LlmProblem): LlmRow {
-  const { cuda, blas, probe, hold } = ctx;
+  const { cuda, blas, probe } = ctx;
   const ck = compileFor(cuda, type, { shape: `${p.M}x${p.N}x${p.K}`, ...p });
   const base = {
     type,
@@ -338,8 +304,8 @@ function benchRow(ctx: RunContext, type: LlmType, p: LlmProblem): LlmRow {
     if (!cmp.ok) {
       return { ...base, status: "FAILED", note, sets, registers, ours: null, cublas: null };
     }
-    const ours = prepare(cuda, hold, (i) => cuda.launch(k.fn, k.config, k.argSets[i % sets]!));
-    const theirs = blas === null ? null : prepare(cuda, hold, (i) =>
+    const ours = prepare(cuda, probe, (i) => cuda.launch(k.fn, k.config, k.argSets[i % sets]!));
+    const theirs = blas === null ? null : prepare(cuda, probe, (i) =>
       blas.gemmTN(
         type,
         p.M,
@@ -352,8 +318,8 @@ function benchRow(ctx: RunContext, type: LlmType, p: LlmProblem): LlmRow {
     const sides = theirs === null ? [ours] : [ours, theirs];
     const burst = timeBurstSeries(cuda, sides.map((s) => s.series));
     const side = (s: ReturnType<typeof prepare>, b: SeriesMeasurement) => {
-      const { launch, launches, before } = s.series;
-      const sus = timeSustained(cuda, launch, s.estMs, { launches, ...(before ? { before } : {}) });
+      const { launch, launches } = s.series;
+      const sus = timeSustainedSeries(cuda, s.series, s.estMs);
       const clock = probe.during(() => {
         for (let i = 0; i < launches; i++) launch(i);
       }, 0.8 * launches * sus.ms * 1e6);
@@ -427,7 +393,6 @@ export function llmBenchMain(command: string, args: readonly string[]): boolean 
     `${dev.name} (${dev.arch}, ${dev.multiprocessors} SMs, driver ${dev.driverVersionText})`;
   console.log(`# ${device}; cuBLAS: ${note}; ${problems.length} rows (~12 s each)`);
   const probe = new ClockProbe(cuda);
-  const hold = new Hold(cuda);
   const rows: LlmRow[] = [];
   let path = "";
   try {
@@ -452,7 +417,7 @@ export function llmBenchMain(command: string, args: readonly string[]): boolean 
       }`,
     );
     path = freshResultPath(o.out, `llm-${date}`, ".md");
-    const ctx: RunContext = { cuda, blas, probe, hold, ceilings: ceil, copy };
+    const ctx: RunContext = { cuda, blas, probe, ceilings: ceil, copy };
     for (const { type, p } of problems) {
       let row: LlmRow;
       try {
@@ -473,7 +438,6 @@ export function llmBenchMain(command: string, args: readonly string[]): boolean 
       if (done) console.log("\n" + text);
     }
   } finally {
-    hold.close();
     probe.close();
     blas?.close();
   }

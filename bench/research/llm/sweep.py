@@ -10,7 +10,6 @@ usage: python3 bench/research/llm/sweep.py GEN [MAX_M]
 """
 import os, sys, statistics, time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-sys.argv = [sys.argv[0], *sys.argv[1:]]
 GEN = sys.argv[1]
 MAX_M = int(sys.argv[2]) if len(sys.argv) > 2 else 256
 import gpu_quick as q  # noqa: E402  (reads GEN from argv[1])
