@@ -16,6 +16,7 @@
  */
 import { existsSync } from "node:fs";
 import type { CompileOptions, CompileResult } from "../../compiler.ts";
+import { writeKernelFiles } from "./_kernel_files.ts";
 
 const [out, tag, root = new URL("../..", import.meta.url).pathname] = Deno.args;
 if (out === undefined || tag === undefined) {
@@ -41,10 +42,6 @@ for (const t of kernels) {
     const src = Deno.readTextFileSync(file).replace(/^kernel \w+/m, `kernel ${name}`);
     const r = compile(src, { file: `${name}.gemm`, sizeHints: { M: M!, N: N!, K: K! }, sms: 132 });
     if (!r.ok) throw new Error(r.diagnostics.map((d) => d.message).join("; "));
-    Deno.writeTextFileSync(`${out}/${name}.ptx`, ptxModule(r.kernels));
-    Deno.writeTextFileSync(
-      `${out}/${name}.json`,
-      JSON.stringify({ kernels: [r.kernels[0]!.manifest] }, null, 2) + "\n",
-    );
+    writeKernelFiles(out, name, ptxModule(r.kernels), r.kernels[0]!.manifest);
   }
 }

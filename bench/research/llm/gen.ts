@@ -13,12 +13,12 @@
  */
 import { compile, ptxModule } from "../../../compiler.ts";
 import { LLM_SHAPES } from "../../llm_shapes.ts";
+import { writeKernelFiles } from "../_kernel_files.ts";
 
-const [out] = Deno.args;
-if (out === undefined) {
+const out: string = Deno.args[0] ?? (() => {
   console.error("usage: deno run -A bench/research/llm/gen.ts OUT");
   Deno.exit(2);
-}
+})();
 const here = new URL(".", import.meta.url);
 const types = (Deno.env.get("TYPES") ?? "f16").split(",");
 Deno.mkdirSync(out, { recursive: true });
@@ -33,11 +33,7 @@ function write(name: string, src: string, hints?: Record<string, number>): void 
     console.log(`skip ${name}: ${r.diagnostics.map((d) => d.message).join("; ")}`);
     return;
   }
-  Deno.writeTextFileSync(`${out}/${name}.ptx`, ptxModule(r.kernels));
-  Deno.writeTextFileSync(
-    `${out}/${name}.json`,
-    JSON.stringify({ kernels: [r.kernels[0]!.manifest] }, null, 2) + "\n",
-  );
+  writeKernelFiles(out, name, ptxModule(r.kernels), r.kernels[0]!.manifest);
   const sch = r.kernels[0]!.planned.schedule;
   const tb = sch.threadblock!;
   console.log(`${name}: ${tb.m}x${tb.n}x${tb.k} stages ${sch.stages} split_k ${sch.splitK}`);
