@@ -52,11 +52,7 @@
  * @module
  */
 
-import {
-  Cuda,
-  cudaAvailable,
-  type CudaModule,
-} from "../backends/cuda/driver.ts";
+import { Cuda, cudaAvailable, type CudaModule } from "../backends/cuda/driver.ts";
 import type { DeviceBuffer } from "../backends/cuda/resources.ts";
 import { check as checkCuda } from "../backends/cuda/errors.ts";
 import type { CompiledKernel } from "../compiler.ts";
