@@ -346,29 +346,30 @@ export interface OperandSmem {
 }
 
 /**
- * A structured-sparse A's metadata tile in shared memory (DESIGN §6.3, issue 21): each
- * stage holds the canonical metadata words (numerics/sparse.ts) of the k-tile's rows,
- * row-major and unswizzled, `rowBytes` a row. Copied by `cp.async` where the words lie
- * inside the matrix; a copy past M or past the row's last word stores `0x44444444`
- * instead (every nibble `0b0100`, a defined index pair for every sparse type, so the
- * zero-filled values past K are multiplied by a legal `mma.sp` and not by an undefined one).
+ * A structured-sparse A's metadata tile in shared memory (DESIGN §6.3, issue 21), in
+ * *packets* (ir/mma_sparse.ts `metaPacket`): 128 bytes, one word a lane, serving 16 rows
+ * and `kPerPacket` of K; a stage is `blocks` 16-row blocks of `packets` packets each,
+ * block-major and unswizzled. The canonical words (numerics/sparse.ts, the `A_meta`
+ * buffer) are read from global memory into registers, joined into packet words and
+ * stored a k-tile ahead (passes/lower/sparse.ts); a word past M or past the row's last
+ * is `0x44444444` (every nibble `0b0100`, a defined index pair for every sparse type, so
+ * the zero-filled values past K are multiplied by a legal `mma.sp`).
  */
 export interface MetaSmem {
-  /** Rows of the tile (the threadblock's M). */
-  readonly rows: number;
-  /** Bytes of one row's metadata in one k-tile: `tileK / kPerWord * 4`. */
-  readonly rowBytes: number;
+  /** 16-row blocks of the tile (the threadblock's M / 16). */
+  readonly blocks: number;
+  /** Packets of a block in one k-tile (`tileK / kPerPacket`). */
+  readonly packets: number;
   /** Offset of stage 0 in the dynamic shared buffer. */
   readonly offset: number;
-  /** Bytes of one stage (`rows * rowBytes`). */
+  /** Bytes of one stage (`blocks * packets * 128`). */
   readonly stageBytes: number;
-  /** Bytes per copy (16, 8 or 4): divides `rowBytes` and the matrix's row of words (4 where
-   * K is a runtime size). */
-  readonly copyBytes: 4 | 8 | 16;
   /** Words in a row of the whole matrix (`ceil(K / kPerWord)`) for a literal K, else null. */
   readonly rowWords: number | null;
-  /** K elements one metadata word describes (8 groups: 32 for 2:4, 16 for tf32, 64 for s4/u4). */
+  /** K elements one canonical word describes (8 groups: 32 for 2:4, 16 for tf32, 64 for s4/u4). */
   readonly kPerWord: number;
+  /** K elements one packet describes (`2 * kPerWord`: two canonical words of each row). */
+  readonly kPerPacket: number;
 }
 
 /** Stage pipelining (pass `gemm-pipeline`). */

@@ -547,3 +547,92 @@ export function findSparseMma(
     s.k === k
   );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Metadata packets
+// ---------------------------------------------------------------------------------------------
+
+/** One 16-bit half of a lane's packet word: which canonical half it is. */
+export interface MetaHalf {
+  /** The row, relative to the lane's groupID g: g (0) or g + 8 (8). */
+  readonly row: 0 | 8;
+  /** The 16-bit half (0..3) of that row's two canonical words in the packet (4 groups each). */
+  readonly half: number;
+}
+
+/**
+ * The metadata *packet* of a sparse row: 32 words, one a lane, that give every lane its
+ * metadata register for `steps` consecutive k-steps, k-step q read with selector q. It
+ * covers 16 rows of A and 16 groups along K (two canonical words of each row,
+ * numerics/sparse.ts), so one `ld.shared.b32` a tile row serves `steps` MMAs and the
+ * selector picks which lanes' words the instruction reads: under selector q the lanes
+ * t in [q * lanesPerGroup, (q + 1) * lanesPerGroup) of each group of four supply it
+ * (the ISA's rule, {@link SparseMetaMap.coord}). The two rows of a 16-row block that a
+ * lane's word draws on are always g and g + 8, so a thread that reads those two rows'
+ * words builds the packet words of lanes 4g .. 4g + 3.
+ */
+export interface MetaPacket {
+  /** k-steps one packet serves: `4 / lanesPerGroup`. */
+  readonly steps: number;
+  /** Dense K one packet spans: `steps * k`, 16 groups. */
+  readonly k: number;
+  /** By t = lane & 3, the canonical halves of the word's bits 0-15 and 16-31. */
+  readonly halves: readonly (readonly [MetaHalf, MetaHalf])[];
+}
+
+/**
+ * The metadata packet of a sparse row, derived from its metadata map and checked: each
+ * 16-bit half of a lane's word must be four consecutive groups of one row (row g or
+ * g + 8) starting at a multiple of four, and depend on t = lane & 3 only. The two rows of
+ * a type give the same packet (checked at module load).
+ *
+ * @param s A sparse row.
+ * @returns The packet.
+ * @throws {Error} If the map breaks the packet's shape.
+ * @example
+ * ```ts
+ * import { deepEqual, equal } from "node:assert/strict";
+ * import { metaPacket, sparseMmaByName } from "./mma_sparse.ts";
+ * const p = metaPacket(sparseMmaByName("sp.m16n8k32.f16.f32")!);
+ * equal(p.steps, 2); // selector 0: lanes t = 0, 1; selector 1: t = 2, 3
+ * deepEqual(p.halves[3], [{ row: 0, half: 3 }, { row: 8, half: 3 }]);
+ * ```
+ */
+export function metaPacket(s: SparseMmaShape): MetaPacket {
+  const mm = s.meta;
+  const steps = 4 / mm.lanesPerGroup;
+  if (steps * mm.chunks !== 16) fail(s.name, `a packet of ${steps * mm.chunks} groups, not 16`);
+  const halfAt = (lane: number, x: number): MetaHalf => {
+    const q = Math.floor((lane & 3) / mm.lanesPerGroup);
+    const [r0, c0] = mm.coord(lane, q, 4 * x)!;
+    const group0 = q * mm.chunks + c0;
+    for (let n = 1; n < 4; n++) {
+      const [r, c] = mm.coord(lane, q, 4 * x + n)!;
+      if (r !== r0 || q * mm.chunks + c !== group0 + n) fail(s.name, "a packet half is no run");
+    }
+    const row = r0 - (lane >> 2);
+    if ((row !== 0 && row !== 8) || group0 % 4 !== 0) fail(s.name, "a packet half is misplaced");
+    return Object.freeze({ row: row as 0 | 8, half: group0 / 4 });
+  };
+  const halves = [0, 1, 2, 3].map((t) => Object.freeze([halfAt(t, 0), halfAt(t, 1)] as const));
+  for (let l = 0; l < WARP; l++) {
+    for (const x of [0, 1]) {
+      const h = halfAt(l, x);
+      const want = halves[l & 3]![x]!;
+      if (h.row !== want.row || h.half !== want.half) fail(s.name, "a packet depends on groupID");
+    }
+  }
+  return Object.freeze({ steps, k: steps * s.k, halves: Object.freeze(halves) });
+}
+
+// The two rows of a type share one packet layout (halves and K span), so that a kernel's
+// metadata tile does not depend on which of them it runs.
+for (const s of SPARSE_MMA_TABLE) {
+  const p = metaPacket(s);
+  for (const o of SPARSE_MMA_TABLE.filter((o) => o.aType === s.aType)) {
+    const q = metaPacket(o);
+    if (q.k !== p.k || JSON.stringify(q.halves) !== JSON.stringify(p.halves)) {
+      fail(s.name, `its metadata packet differs from ${o.name}'s`);
+    }
+  }
+}

@@ -101,7 +101,7 @@ function operandSmem(
 
 /**
  * A sparse A's metadata tile (ir/gemm.ts {@link MetaSmem}; offset filled in by the
- * caller): the threadblock's rows, each the canonical words of the k-tile's K.
+ * caller): the threadblock's 16-row blocks, each the packets of the k-tile's K.
  *
  * @param k The kernel (tile plan made; A sparse).
  * @returns The tile.
@@ -110,23 +110,21 @@ function metaSmem(k: GemmKernel): Omit<MetaSmem, "offset"> {
   const tb = k.plan.tile!.threadblock;
   const a = tensorParam(k, k.problem.a.tensor);
   const kPerWord = 8 * sparseGroup(a.dtype).elements;
-  if (tb.k % kPerWord !== 0) {
+  const kPerPacket = 2 * kPerWord;
+  if (tb.k % kPerPacket !== 0) {
     scheduleError(
       k,
       "threadblock",
       "E0209",
-      `Sparse A ("${a.name}", ${a.dtype}): tile K ${tb.k} must be a multiple of ${kPerWord}, ` +
-        `the K of one metadata word`,
+      `Sparse A ("${a.name}", ${a.dtype}): tile K ${tb.k} must be a multiple of ${kPerPacket}, ` +
+        `the K of one metadata packet (two metadata words of each row)`,
     );
   }
   const K = k.problem.k;
   const rowWords = K.kind === "const" ? Math.ceil(K.value / kPerWord) : null;
-  const rowBytes = (tb.k / kPerWord) * 4;
-  // A runtime K leaves the rows of words aligned to 4 bytes only.
-  const copyBytes = ([16, 8, 4] as const).find((c) =>
-    rowBytes % c === 0 && (rowWords ?? 1) * 4 % c === 0
-  )!;
-  return { rows: tb.m, rowBytes, stageBytes: tb.m * rowBytes, copyBytes, rowWords, kPerWord };
+  const blocks = tb.m / 16;
+  const packets = tb.k / kPerPacket;
+  return { blocks, packets, stageBytes: blocks * packets * 128, rowWords, kPerWord, kPerPacket };
 }
 
 /**

@@ -51,8 +51,8 @@ const SCHEDULES: readonly (readonly [string, string, Record<string, number>])[] 
       "f16",
       "f32",
       "96",
-      "  schedule {\n    threadblock 64x64x32\n" +
-        "    warp 32x32x32\n    mma 16x8x16\n    stages 3\n  }\n",
+      "  schedule {\n    threadblock 64x64x64\n" +
+        "    warp 32x32x64\n    mma 16x8x16\n    stages 3\n  }\n",
     ),
     "m16n8k16",
     { M: 70, N: 100 },
@@ -63,8 +63,8 @@ const SCHEDULES: readonly (readonly [string, string, Record<string, number>])[] 
       "f32",
       "f32",
       "80",
-      "  schedule {\n    threadblock 64x64x16\n" +
-        "    warp 32x32x16\n    mma 16x8x8\n    stages 3\n  }\n",
+      "  schedule {\n    threadblock 64x64x32\n" +
+        "    warp 32x32x32\n    mma 16x8x8\n    stages 3\n  }\n",
     ),
     "m16n8k8",
     { M: 70, N: 100 },
@@ -123,14 +123,18 @@ Deno.test("sparse simulate: the kernel reads the metadata (another kept index ch
     const sizes = resolveSizes(ck.gemm, { M: 40, N: 24 });
     const args = randomArgs(ck.gemm, sizes, 5, { alpha: 1.5 });
     const meta = args.tensors.get(sparseMetaParam(ck.gemm)!.name)!;
-    // Row 17's first word: swap each nibble's two indices for another legal pair
-    // (tf32: the other element of the pair), so that other columns of B meet the values.
-    const at = 17 * (meta.length / 40);
+    // Row 17's first word and row 26's second (rows g and g + 8 of a block, the two
+    // words of a packet: both selectors of the two-step rows): swap each nibble's two
+    // indices for another legal pair (tf32: the other element of the pair), so that
+    // other columns of B meet the values.
+    const row = meta.length / 40;
     const before = referenceGemm(ck.gemm, args);
-    for (let i = 0; i < 4; i++) {
-      const was = meta[at + i]!;
-      // 2:4: kept (0, 1) and (1, 2), or (0, 3) and (0, 1) where that was the byte.
-      meta[at + i] = a === "f32" ? was ^ 0xaa : was === 0x49 ? 0xc4 : 0x49;
+    for (const at of [17 * row, 26 * row + 4]) {
+      for (let i = 0; i < 4; i++) {
+        const was = meta[at + i]!;
+        // 2:4: kept (0, 1) and (1, 2), or (0, 3) and (0, 1) where that was the byte.
+        meta[at + i] = a === "f32" ? was ^ 0xaa : was === 0x49 ? 0xc4 : 0x49;
+      }
     }
     const after = referenceGemm(ck.gemm, args);
     const grid = gridFor(ck.kernel.grid, sizes);
@@ -140,6 +144,23 @@ Deno.test("sparse simulate: the kernel reads the metadata (another kept index ch
     assert.ok(compareOutput(out, dName.dtype, after).ok, `${a}: the changed metadata's product`);
     assert.equal(compareOutput(out, dName.dtype, before).ok, false, `${a}: not the old product`);
   }
+});
+
+Deno.test("sparse lowering: one metadata load a packet, read with each selector", () => {
+  // f16 m16n8k32 (two k-steps a packet: selectors 0 and 1), s8 m16n8k64 (one: 0 only).
+  for (const [a, d, sels] of [["f16", "f32", ["0x0", "0x1"]], ["s8", "s32", ["0x0"]]] as const) {
+    const ck = one(program(`sel_${a}`, a, d, "1024"));
+    const used = new Set([...ck.ptx.matchAll(/mma\.sp[^;]*, (0x[0-9a-f]+);/g)].map((m) => m[1]));
+    assert.deepEqual([...used].sort(), [...sels], a);
+  }
+  // A k-tile of one metadata word a row holds half a packet: refused, with the reason.
+  const r = compile(
+    program("half", "f16", "f32", "96", "  schedule {\n    threadblock 64x64x32\n  }\n"),
+    { file: "half.gemm" },
+  );
+  assert.equal(r.ok, false);
+  assert.equal(r.diagnostics[0]!.code, "E0209");
+  assert.match(r.diagnostics[0]!.message, /tile K 32 must be a multiple of 64/);
 });
 
 ptxasTest(

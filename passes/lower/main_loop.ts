@@ -23,16 +23,18 @@ import { epiPrefetch, prefetchAhead } from "./epilogue_loads.ts";
 import { fragLoader, type FragPlan, fragSetup } from "./fragments.ts";
 import { type KTileSums, mmas } from "./mma.ts";
 import {
-  issueMetaCopies,
   keptRemaining,
   keptValuesOperand,
-  loadMeta,
+  loadMetaWords,
   type MetaCopies,
   metaCopySetup,
-  type MetaFrags,
   metaFragSetup,
+  type MetaSteps,
+  metaSteps,
+  type MetaWords,
   skipMetaTiles,
   sparseShape,
+  storeMetaWords,
 } from "./sparse.ts";
 import * as ir from "../../ir/builder.ts";
 
@@ -62,13 +64,15 @@ interface LoopState {
   /** The two fragment buffers of A and of B. */
   readonly aBuf: Reg[][][];
   readonly bBuf: Reg[][][];
-  /** A sparse A's two buffers of metadata registers (one a tile row), and their loads. */
-  readonly metaBuf: Reg[][] | null;
-  readonly metaFrag: MetaFrags | null;
+  /** A sparse A's metadata registers (null: dense). */
+  readonly meta: MetaSteps | null;
   /** The stage the fragments are read from. */
   readonly readOff: Reg;
-  /** Issues the copies of the next k-tile to fetch. */
-  readonly issue: () => void;
+  /** Issues the copies of the next k-tile to fetch (`deferMeta`: the metadata's
+   * stores wait for `storeMeta`). */
+  readonly issue: (deferMeta?: boolean) => void;
+  /** Stores the metadata words of the copies issued last (nothing if stored). */
+  readonly storeMeta: () => void;
   /** Loads k-step kk's fragments of A and B into buffer `buf`. */
   readonly loadBoth: (kk: number, buf: number) => void;
 }
@@ -113,10 +117,20 @@ export function mainLoop(cx: LowerContext, o: TileOrigin): Reg[][][] {
   const writeOff = cx.mov("u32", imm(0), "wstage");
   const readOff = cx.mov("u32", imm(0), "rstage");
 
-  const issue = () => {
+  // A sparse A's metadata words of the k-tile in flight, loaded by issue(true) and
+  // stored by storeMeta() before the iteration's barrier (passes/lower/sparse.ts).
+  let metaWords: MetaWords | null = null;
+  const storeMeta = () => {
+    if (metaWords !== null) storeMetaWords(cx, metaCopy!, metaWords);
+    metaWords = null;
+  };
+  const issue = (deferMeta = false) => {
     issueCopies(cx, aCopy, pipe.a, writeOff, sparse ? keptRemaining(cx, kRem) : kRem);
     issueCopies(cx, bCopy, pipe.b, writeOff, kRem);
-    if (metaCopy !== null) issueMetaCopies(cx, metaCopy, writeOff, kRem);
+    if (metaCopy !== null) {
+      metaWords = loadMetaWords(cx, metaCopy, writeOff, kRem);
+      if (!deferMeta) storeMeta();
+    }
     b.emit(ir.commit());
     b.emit(ir.bin("sub", "s32", kRem, kRem, imm(tb.k)));
     advanceStage(cx, writeOff, S);
@@ -139,15 +153,12 @@ export function mainLoop(cx: LowerContext, o: TileOrigin): Reg[][][] {
     );
   const aBuf = [fragRegs(cx.shape.a, mTiles), fragRegs(cx.shape.a, mTiles)];
   const bBuf = [fragRegs(cx.shape.b, nTiles), fragRegs(cx.shape.b, nTiles)];
-  const metaBuf = metaFrag === null
-    ? null
-    : [0, 1].map((x) => Array.from({ length: mTiles }, (_, i) => b.reg("b32", `meta${x}_${i}`)));
   const loadBoth = (kk: number, buf: number) => {
     fragLoader(cx, aFrag, aBuf[buf]!, kk, readOff, pipe.a)(() => true);
     fragLoader(cx, bFrag, bBuf[buf]!, kk, readOff, pipe.b)(() => true);
   };
   loadBoth(0, 0);
-  if (metaFrag !== null) loadMeta(cx, metaFrag, metaBuf![0]!, 0, readOff);
+  const meta = metaFrag === null ? null : metaSteps(cx, metaFrag, mTiles, mp.kSteps, readOff);
 
   const st: LoopState = {
     acc,
@@ -156,10 +167,10 @@ export function mainLoop(cx: LowerContext, o: TileOrigin): Reg[][][] {
     bFrag,
     aBuf,
     bBuf,
-    metaBuf,
-    metaFrag,
+    meta,
     readOff,
     issue,
+    storeMeta,
     loadBoth,
   };
   const kt = b.reg("u32", "kt");
@@ -208,9 +219,10 @@ function kStep(cx: LowerContext, st: LoopState, kk: number): void {
   const mp = cx.k.plan.mma!;
   const KK = mp.kSteps;
   const S = pipe.stages;
-  const { acc, kTile, aFrag, bFrag, aBuf, bBuf, metaBuf, metaFrag, readOff, issue, loadBoth } = st;
+  const { acc, kTile, aFrag, bFrag, aBuf, bBuf, meta, readOff, issue, loadBoth } = st;
   const mTiles = acc.length;
   if (kk === KK - 1) {
+    st.storeMeta();
     b.emit(ir.wait(pipe.waitDepth));
     b.emit(ir.bar());
     advanceStage(cx, readOff, S);
@@ -218,14 +230,15 @@ function kStep(cx: LowerContext, st: LoopState, kk: number): void {
   const next = (kk + 1) % 2;
   const interleaved = mp.fragments === "interleaved";
   if (!interleaved) loadBoth((kk + 1) % KK, next);
-  if (metaFrag !== null) loadMeta(cx, metaFrag, metaBuf![next]!, (kk + 1) % KK, readOff);
-  const meta = metaBuf?.[kk % 2] ?? null;
+  meta?.next(kk, readOff);
+  const sp = meta?.at(kk) ?? null;
   if (kk === 0) {
     b.emit(ir.comment(`copies of k-tile kt + ${S - 1}`));
-    issue();
+    issue(true);
   }
   if (!interleaved) {
-    mmas(cx, acc, aBuf[kk % 2]!, bBuf[kk % 2]!, kk, kTile, undefined, meta);
+    mmas(cx, acc, aBuf[kk % 2]!, bBuf[kk % 2]!, kk, kTile, undefined, sp);
+    meta?.after(kk);
     return;
   }
   // Each load of k-step kk+1 right after the MMAs that free its tiles.
@@ -238,7 +251,8 @@ function kStep(cx: LowerContext, st: LoopState, kk: number): void {
       bNext((t) => bDone.has(t));
     }
     if (rowDone) aNext((t) => t <= i);
-  }, meta);
+  }, sp);
+  meta?.after(kk);
 }
 
 /**

@@ -35,8 +35,8 @@ export interface KTileSums {
  * @param kk The k-step.
  * @param kTile 3xtf32: the k-tile sums (null otherwise).
  * @param after Runs after each plain tensor MMA.
- * @param meta A sparse A's metadata registers of the k-step, one a tile row (`mma.sp`
- *   with selector 0), or null.
+ * @param meta A sparse A's metadata registers of the k-step, one a tile row, and the
+ *   `mma.sp` sparsity selector they are read with; or null.
  */
 export function mmas(
   cx: LowerContext,
@@ -46,7 +46,7 @@ export function mmas(
   kk: number,
   kTile: KTileSums | null,
   after?: (i: number, j: number, rowDone: boolean) => void,
-  meta: readonly Reg[] | null = null,
+  meta: { readonly regs: readonly Reg[]; readonly selector: number } | null = null,
 ): void {
   const b = cx.b;
   const mode = cx.k.math.mode;
@@ -114,7 +114,9 @@ export function mmas(
           c.forEach((r, q) => b.emit(ir.bin("add", "f32", r, r, t[q]!)));
         }
       } else {
-        const sp = meta === null ? undefined : { meta: meta[i]!, selector: 0, ordered: true };
+        const sp = meta === null
+          ? undefined
+          : { meta: meta.regs[i]!, selector: meta.selector, ordered: true };
         b.emit(ir.mma(cx.shape.name, c, aFr[i]!, bFr[j]!, c, sp));
         after?.(i, j, jj === row.length - 1);
       }

@@ -49,8 +49,8 @@ for (const [a, d, K] of TYPES) {
 }
 
 const SCHEDULES: readonly (readonly [string, string, string, string])[] = [
-  ["f16", "f32", "96", "threadblock 64x64x32\n    warp 32x32x32\n    mma 16x8x16"],
-  ["f32", "f32", "80", "threadblock 64x64x16\n    warp 32x32x16\n    mma 16x8x8"],
+  ["f16", "f32", "96", "threadblock 64x64x64\n    warp 32x32x64\n    mma 16x8x16"],
+  ["f32", "f32", "80", "threadblock 64x64x32\n    warp 32x32x32\n    mma 16x8x8"],
   ["s8", "s32", "192", "threadblock 64x128x64\n    warp 32x64x64\n    mma 16x8x32"],
   ["s4", "s32", "384", "threadblock 64x64x128\n    warp 32x32x128\n    mma 16x8x64"],
   ["bf16", "f32", "1024", "split_k 3"],
