@@ -69,16 +69,18 @@
  * included; a float that rounds to zero in `dtype` counts as zero; NaN is
  * nonzero).
  *
- * ## Reordered layouts (not here yet)
+ * ## Reordered layouts: in the kernel, not in the buffer
  *
- * A kernel may want the metadata (and values) reordered so that one wide,
- * bank-conflict-free copy lands each thread's `mma.sp` metadata register where
- * it needs it (CUTLASS and cuSPARSELt both reorder: interleaved rows, column
- * swizzles). This module provides only the canonical layout, named
- * {@link SparseMetaLayout} `"canonical"` in every {@link SparseCompressed}; a
- * reordered layout belongs here as another member of that type plus a
- * `reorderSparseMeta(meta, layout, ...)` from the canonical form, so that the
- * compressor, the simulator and the lowering keep one source of truth.
+ * CUTLASS and cuSPARSELt ask the user for metadata reordered on the host
+ * (interleaved rows, column swizzles) so that each thread's `mma.sp` metadata
+ * register is one wide load. gemmc keeps the user's buffer canonical (the one
+ * layout this module writes, {@link SparseMetaLayout} `"canonical"` in every
+ * {@link SparseCompressed}) and reorders on the way into shared memory: the
+ * main loop reads each k-tile's canonical words into registers and stores
+ * them as *packets*, one word a lane that is its metadata register for one or
+ * more k-steps (ir/mma_sparse.ts `metaPacket`, passes/lower/sparse.ts). The
+ * reorder costs a few ALU operations a thread a k-tile; what it saves is the
+ * per-warp assembly next to the MMAs (bench/NOTES.md 55, 58).
  *
  * ## Batches
  *

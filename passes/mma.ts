@@ -169,7 +169,8 @@ export const mmaPass: GemmPass = {
     const nTiles = w.n / shape.n;
     const regWords = shape.regBits / 32;
     const acc = mTiles * nTiles * shape.c.regs * regWords;
-    // A sparse A adds one metadata register per tile row (passes/lower/sparse_meta.ts).
+    // A sparse A adds a metadata register per tile row (passes/lower/sparse.ts; a second
+    // set, the next packet, is not counted: it is loaded once every 1-4 k-steps).
     const oneSet = (mTiles * shape.a.regs + nTiles * shape.b.regs) * regWords +
       (sparse ? mTiles : 0);
     // Two sets (double buffering) when they fit; else one set, the next
