@@ -280,17 +280,58 @@ interface TileContext {
  * 8192^3 over 16 deep (NOTES 47). Operands aligned to less than 4 bytes are
  * copied synchronously, one element per load and store (no cp.async): a
  * 128x128 tile keeps the copies per thread (and their registers) in bounds.
- * Otherwise {@link defaultThreadblock}; a sparse A (issue 21) twice as deep, since
- * `mma.sp` takes twice the K of the dense instruction (the same smem for A's kept values,
- * twice for B: 128x256x64 f16 is 40 KiB a stage).
+ * Otherwise {@link defaultThreadblock}, or for a sparse A (issue 21) {@link sparseThreadblock}.
  */
 function baseTile(k: GemmKernel, syncCopy: boolean): Shape3 {
   if (k.math.mode === "simt") return { m: 128, n: 128, k: 8 };
   if (k.math.mode === "3xtf32") return { m: 128, n: 64, k: 32 };
-  const d = defaultThreadblock(k.math.mmaA);
-  const deep = sparseMetaParam(k) === null ? d.k : 2 * d.k;
-  if (syncCopy) return { m: 128, n: 128, k: deep };
-  return { ...d, k: deep };
+  const sparse = sparseMetaParam(k) !== null;
+  const d = sparse
+    ? sparseThreadblock(k.math.mmaA, targetInfo(k.target).smemPerBlock)
+    : defaultThreadblock(k.math.mmaA);
+  if (syncCopy) return { m: 128, n: 128, k: d.k };
+  return d;
+}
+
+/**
+ * The default tile of a structured-sparse A (issue 21): 256x128 (A's kept values are half
+ * as many bytes as B's a k, so a tall tile reads less of shared memory an MMA), four
+ * k-steps of `mma.sp` deep (two stages fit: half the barriers an MMA of three 2-step
+ * stages). Measured on the H200 at 8192^3 (bench/results/2026-12-03-h200-issue21-meta/
+ * packets.txt, one run): f16 608 TFLOP/s against 538 for 160x256x64 (3 stages), 525 for
+ * 192x128x128, 499 for 128x256x64; tf32 256x128x64 286 against 274 (160x256x32) and 221
+ * (256x128x32, 3 stages); s8 256x128x256 1120 TOP/s against 841 (160x256x128) and 828
+ * (128x256x128), though 8-bit kernels take 256x128x128 (see below). The 16-bit and tf32
+ * tiles' two stages take 136 KiB; a target with less shared memory a
+ * block (sm86: 99 KiB) and s4/u4 keep the dense default twice as deep (128x256x64 f16,
+ * 40 KiB a stage; s4/u4 not measured with the packet tile: a shortcut).
+ *
+ * @param t A's MMA type.
+ * @param smemPerBlock The target's shared memory a block.
+ * @returns The tile before the problem's sizes are weighed.
+ */
+function sparseThreadblock(t: Dtype, smemPerBlock: number): Shape3 {
+  const twiceDeep = () => {
+    const d = defaultThreadblock(t);
+    return { ...d, k: 2 * d.k };
+  };
+  // Two stages of the 16-bit tile: 2 x (32 KiB of kept values + 32 KiB of B + 4 KiB of packets).
+  if (smemPerBlock < 2 * 69632) return twiceDeep();
+  switch (t) {
+    case "f16":
+    case "bf16":
+      return { m: 256, n: 128, k: 128 };
+    case "tf32":
+    case "f32":
+      return { m: 256, n: 128, k: 64 };
+    case "s8":
+    case "u8":
+      // 256x128x256 (measured) spills 4 bytes with a literal K and an epilogue (ptxas,
+      // sm_80): the half as deep tile (4 stages), not measured on the GPU (a shortcut).
+      return { m: 256, n: 128, k: 128 };
+    default:
+      return twiceDeep();
+  }
 }
 
 /** The facts about a kernel that the default-tile decisions share. */
@@ -384,14 +425,17 @@ function autoSplitK(c: TileContext, tb: Shape3, deep16: boolean): number {
  * The wave-aware tile for a default-sized tile over known M and N without
  * split-K ({@link waveAwareTile}): tensor-core MMAs weigh {@link WAVE_TILES}
  * or {@link WAVE_TILES_8BIT}, SIMT f32 {@link WAVE_TILES_SIMT}; other tiles
- * stay.
+ * (a sparse A's among them) stay.
  */
 function waveTile(c: TileContext, tb: Shape3, splitK: number): Shape3 {
   const { k, mc, nc, d } = c;
   if (splitK !== 1 || mc === null || nc === null || tb.m !== d.m || tb.n !== d.n) return tb;
   if (c.asyncTensor) {
     const a = k.math.mmaA;
-    const table = a === "f16" || a === "bf16" || a === "tf32"
+    // A sparse A's tile (sparseThreadblock) was measured against none of these.
+    const table = sparseMetaParam(k) !== null
+      ? []
+      : a === "f16" || a === "bf16" || a === "tf32"
       ? WAVE_TILES
       : a === "s8" || a === "u8"
       ? WAVE_TILES_8BIT

@@ -163,6 +163,25 @@ Deno.test("sparse lowering: one metadata load a packet, read with each selector"
   assert.match(r.diagnostics[0]!.message, /tile K 32 must be a multiple of 64/);
 });
 
+Deno.test("sparse default tiles: 256x128 (16-bit, tf32: two stages of four mma.sp k-steps); sm86 keeps the dense tile twice as deep", () => {
+  const want = { f16: "256x128x128", f32: "256x128x64", s8: "256x128x128" } as const;
+  for (const [a, d] of [["f16", "f32"], ["f32", "f32"], ["s8", "s32"]] as const) {
+    const src = program(`dt_${a}`, a, d, "8192");
+    const sizeHints = { M: 8192, N: 8192 };
+    const r80 = compile(src, { file: "dt.gemm", sizeHints, sms: 132 });
+    assert.ok(r80.ok);
+    const p = r80.kernels[0]!.planned.plan;
+    const tb = p.tile!.threadblock;
+    assert.equal(`${tb.m}x${tb.n}x${tb.k}`, want[a], `${a} on sm80`);
+    assert.equal(p.pipeline!.stages, a === "s8" ? 4 : 2, `${a} stages`);
+    assert.ok(p.pipeline!.smemBytes <= 166912, `${a} fits sm80`);
+    const r86 = compile(src, { file: "dt.gemm", sizeHints, sms: 84, target: "sm86" });
+    assert.ok(r86.ok, `${a} on sm86`);
+    const t86 = r86.kernels[0]!.planned.plan.tile!.threadblock;
+    assert.equal(t86.k, { f16: 64, f32: 32, s8: 128 }[a], a);
+  }
+});
+
 ptxasTest(
   "sparse: ptxas takes every default sparse kernel, sm_80 and sm_86, no spills",
   async () => {
