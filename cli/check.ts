@@ -6,7 +6,7 @@
  */
 
 import { compile, formatDiagnostics } from "../compiler.ts";
-import { type Target, targetList } from "../ir/target.ts";
+import { type Target, targetChoices } from "../ir/target.ts";
 import { compileOptions, readSource, TARGET_OPTION, targetOf } from "./common.ts";
 import {
   type CliIO,
@@ -59,7 +59,7 @@ export const CHECK: Command = command({
   name: "check",
   args: "FILE...",
   summary: "Check DSL files and print diagnostics",
-  usage: `check FILE... [--target ${targetList("|")}]`,
+  usage: `check FILE... [--target ${targetChoices()}]`,
   about: `Parses and checks each file, and runs the passes so that schedules that cannot be
 honoured are reported too; prints every diagnostic as
 FILE:LINE:COL: error[CODE]: message, with the source line and a caret.

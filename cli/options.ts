@@ -118,7 +118,10 @@ export function optionsHelp(specs: readonly OptionSpec[]): string {
       s.value !== undefined ? ` ${s.value}` : ""
     }`;
     const [first, ...more] = s.help.replaceAll("{default}", s.default ?? "").split("\n");
-    const head = `  ${flag.padEnd(FLAG_WIDTH - 1)} ${first}`;
+    // A flag wider than the column keeps two spaces before its text.
+    const head = `  ${flag.padEnd(FLAG_WIDTH - 1)}${
+      flag.length < FLAG_WIDTH - 1 ? " " : "  "
+    }${first}`;
     return [head, ...more.map((l) => pad + l)].join("\n") + "\n";
   }).join("");
 }

@@ -30,8 +30,8 @@
  * {@link TARGET_NAMES}.
  *
  * Sources of the figures: the CUDA C++ Programming Guide, "Compute
- * Capabilities" (technical specifications per compute capability 8.0 and
- * 8.6), and `cudaDevAttrMaxSharedMemoryPerBlockOptin` /
+ * Capabilities" (technical specifications per compute capability 8.0,
+ * 8.6 and 9.0), and `cudaDevAttrMaxSharedMemoryPerBlockOptin` /
  * `cudaDevAttrMaxSharedMemoryPerMultiprocessor` as the driver reports them.
  *
  * @module
@@ -164,6 +164,8 @@ export interface TargetTable {
   readonly sm80: TargetRow<"sm80", "sm_80">;
   /** sm_86: GA10x (RTX 30xx, A40, A10). */
   readonly sm86: TargetRow<"sm86", "sm_86">;
+  /** sm_90a: Hopper (H100, H200), its architecture-specific features included. */
+  readonly sm90: TargetRow<"sm90", "sm_90a">;
 }
 
 /**
@@ -195,6 +197,26 @@ export const TARGETS: TargetTable = Object.freeze(
         maxBlocksPerSm: 16,
       } as const satisfies TargetInfo,
     ),
+    // sm_90a (Hopper; issue 23, DESIGN §6.4): every sm_80 instruction and MMA shape, more
+    // shared memory, and an H100/H200's 132 SMs by default. Hopper's own instructions
+    // (wgmma, TMA bulk tensor copies, mbarrier, clusters) are not in the row yet: until
+    // they are, its kernels are the sm_80 ones (mma.sync, cp.async, ldmatrix) assembled
+    // for sm_90a, natively instead of through the driver's JIT (a shortcut of issue 23).
+    // `a`: the architecture-specific target that wgmma and setmaxnreg need (PTX ISA 8.0).
+    sm90: Object.freeze(
+      {
+        ...SM80,
+        name: "sm90",
+        ptx: "sm_90a",
+        ptxVersion: "8.0",
+        smemPerBlock: 232448, // 227 KiB
+        smemPerSm: 233472, // 228 KiB
+        defaultSms: 132,
+        defaultGpu: "an H100 SXM or H200",
+        minBlocks: 132,
+        mmaIsa: "SM80 (mma.sync on SM90)",
+      } as const satisfies TargetInfo,
+    ),
   } as const satisfies Record<string, TargetInfo>,
 );
 
@@ -211,7 +233,7 @@ export type PtxTarget = (typeof TARGETS)[Target]["ptx"];
  * ```ts
  * import { deepEqual } from "node:assert/strict";
  * import { TARGET_NAMES } from "./target.ts";
- * deepEqual(TARGET_NAMES, ["sm80", "sm86"]);
+ * deepEqual(TARGET_NAMES, ["sm80", "sm86", "sm90"]);
  * ```
  */
 export const TARGET_NAMES: readonly Target[] = Object.freeze(Object.keys(TARGETS) as Target[]);
@@ -277,12 +299,12 @@ export function parseTarget(text: string): Target | null {
  * The targets' names joined for a message.
  *
  * @param sep The separator before the last name.
- * @returns `sm80 or sm86` (with three rows: `sm80, sm86 or sm90`).
+ * @returns `sm80, sm86 or sm90` (with two rows: `sm80 or sm86`).
  * @example
  * ```ts
  * import { equal } from "node:assert/strict";
  * import { targetList } from "./target.ts";
- * equal(targetList(), "sm80 or sm86");
+ * equal(targetList(), "sm80, sm86 or sm90");
  * ```
  */
 export function targetList(sep = " or "): string {
@@ -294,12 +316,12 @@ export function targetList(sep = " or "): string {
 /**
  * The targets' names as a usage line's choice.
  *
- * @returns `sm80|sm86`.
+ * @returns `sm80|sm86|sm90`.
  * @example
  * ```ts
  * import { equal } from "node:assert/strict";
  * import { targetChoices } from "./target.ts";
- * equal(targetChoices(), "sm80|sm86");
+ * equal(targetChoices(), "sm80|sm86|sm90");
  * ```
  */
 export function targetChoices(): string {

@@ -46,7 +46,7 @@ ptxasTest(
         elf: true,
         class64: true,
         machine: 190,
-        sm: Number(arch.slice(3)),
+        sm: parseInt(arch.slice(3)), // sm_90a: 90
       }, arch);
       assert.ok(holds(b, ".text.hgemm_c") && holds(b, ".text.s8_c"), arch);
     }

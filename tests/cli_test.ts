@@ -242,7 +242,7 @@ Deno.test("cli: bad usage exits 2 with one line and no stack trace", async () =>
     [["compile"], /no input file/],
     [["compile", "examples/hgemm.gemm", "examples/dgemm.gemm"], /one file at a time/],
     [["compile", "examples/hgemm.gemm", "--emit", "asm"], /Unknown --emit "asm"/],
-    [["compile", "examples/hgemm.gemm", "--target", "sm90"], /Unknown target "sm90"/],
+    [["compile", "examples/hgemm.gemm", "--target", "sm70"], /Unknown target "sm70"/],
     [["check", "examples/hgemm.gemm", "--target", "sm_70"], /Unknown target "sm_70"/],
     [["compile", "examples/hgemm.gemm", "--bogus"], /bogus/],
     [["check", "--emit", "ir", "examples/hgemm.gemm"], /emit/],

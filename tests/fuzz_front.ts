@@ -388,9 +388,9 @@ function drawOptions(r: R): [CompileOptions, boolean] {
   const o: Record<string, unknown> = { file: "fuzz.gemm" };
   let bad = false;
   const x = r();
-  if (x < 0.1) o.target = pick(r, ["sm80", "sm86"]);
+  if (x < 0.1) o.target = pick(r, ["sm80", "sm86", "sm90"]);
   else if (x < 0.12) {
-    o.target = pick(r, ["sm90", "", "SM80"]);
+    o.target = pick(r, ["sm70", "", "SM80"]);
     bad = true;
   }
   if (r() < 0.1) {

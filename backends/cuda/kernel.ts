@@ -15,7 +15,7 @@ import { launchContract, WORKSPACE_ALIGN_BYTES } from "../ptx/contract.ts";
 import type { KernelManifest } from "../ptx/manifest.ts";
 import { type Cuda, DEFAULT_DYNAMIC_SMEM_LIMIT, type Driver } from "./driver.ts";
 import { check } from "./errors.ts";
-import { launchPacked, launchProblems } from "./launch.ts";
+import { launchPacked, launchProblems, targetProblem } from "./launch.ts";
 import type { CudaFunction, CudaModule, CudaStream, DeviceBuffer } from "./resources.ts";
 import {
   GroupedLaunch,
@@ -93,6 +93,8 @@ export class LoadedKernel {
   constructor(cuda: Cuda, source: KernelSource) {
     const m = source.manifest;
     const problems = launchProblems(m.name, [1, 1, 1], m.block, m.dynamicSmemBytes, cuda.device);
+    const arch = targetProblem(m.name, m.target, cuda.device.computeCapability);
+    if (arch !== null) problems.push(arch);
     if (problems.length > 0) throw new LaunchError(m.name, problems);
     // A grouped kernel's parameters are its table, count and scalars: no ordinary contract.
     this.#binder = m.group !== undefined

@@ -94,6 +94,35 @@ export interface LaunchLimits {
 }
 
 /**
+ * Why a kernel's PTX target cannot run on a device, or null: an architecture-specific
+ * target (`sm_90a`) runs only on its own compute capability (9.0), which the driver would
+ * otherwise report as an opaque load error.
+ *
+ * @param name The kernel's name.
+ * @param target The manifest's target (`sm_80`, `sm_90a`).
+ * @param cc The device's compute capability.
+ * @returns The problem, or null.
+ * @example
+ * ```ts
+ * import { equal, match } from "node:assert/strict";
+ * import { targetProblem } from "./launch.ts";
+ * equal(targetProblem("k", "sm_90a", [9, 0]), null);
+ * equal(targetProblem("k", "sm_80", [9, 0]), null);
+ * match(targetProblem("k", "sm_90a", [8, 0])!, /compute capability 9\.0/);
+ * ```
+ */
+export function targetProblem(
+  name: string,
+  target: string,
+  cc: readonly [number, number],
+): string | null {
+  const m = /^sm_(\d)(\d)a$/.exec(target);
+  if (m === null || (Number(m[1]) === cc[0] && Number(m[2]) === cc[1])) return null;
+  return `Kernel "${name}" is compiled for ${target}, which runs only on compute capability ` +
+    `${m[1]}.${m[2]}; this device is ${cc[0]}.${cc[1]} (compile it for another target)`;
+}
+
+/**
  * Why a launch cannot run on a device (empty when it can): block size, grid
  * dimensions and dynamic shared memory.
  *
