@@ -1,0 +1,187 @@
+/**
+ * SM90 (Hopper) warpgroup MMA: every `wgmma.mma_async.sync.aligned` variant of the PTX ISA
+ * for `sm_90a`, as data (issue 23, item 1). A row is one instruction: a warpgroup (4 warps,
+ * 128 threads) multiplies a 64 x K tile of A by a K x N tile of B into a 64 x N
+ * accumulator held in registers, A from shared memory (a matrix descriptor) or from
+ * registers, B always from shared memory.
+ *
+ * Source: PTX ISA, "Asynchronous Warpgroup Level Matrix Multiply-Accumulate Instructions",
+ * `wgmma.mma_async` (9.7.15.5 in the 9.x ISA): its syntax per type family, the shapes
+ * each allows, the operand lists (`d, a-desc | a, b-desc, scale-d` and, for floating
+ * types, `imm-scale-a, imm-scale-b`; `imm-trans-a, imm-trans-b` for .f16/.bf16 with A
+ * from shared memory, `imm-trans-b` alone with A from registers), and `.satfinite` for
+ * the integer rows:
+ *   - .f16 x .f16 -> .f16 | .f32, .bf16 x .bf16 -> .f32: m64nNk16, N = 8, 16, .., 256;
+ *   - .tf32 x .tf32 -> .f32: m64nNk8, the same N;
+ *   - .e4m3 | .e5m2 x .e4m3 | .e5m2 -> .f16 | .f32: m64nNk32, the same N;
+ *   - .s8 | .u8 x .s8 | .u8 -> .s32: m64nNk32, N = 8, 16, 24, 32, then 48 .. 224 by 16;
+ *   - .b1 x .b1 -> .s32 (`.and.popc`): m64nNk256, N = 8, 16, 24, 32, then 48 .. 256 by 16.
+ *
+ * The accumulator: 64 x N elements over 128 threads, N / 2 of them a thread: N / 2 `.f32` or
+ * `.s32` registers, N / 4 `.f16x2` ones. The fragment maps (which thread holds which
+ * element), the descriptor format and the swizzles are not here yet (a shortcut of issue
+ * 23: the table is what ptxas accepts, checked by tests/wgmma_table_test.ts; a GPU probe
+ * as harness/mma_probe.ts does for sm_80 is to confirm the maps when they are added).
+ *
+ * @module
+ */
+
+/** The element types of wgmma operands. */
+export type WgmmaType = "f16" | "bf16" | "tf32" | "e4m3" | "e5m2" | "s8" | "u8" | "b1";
+
+/** The accumulator types. */
+export type WgmmaAcc = "f16" | "f32" | "s32";
+
+/** One `wgmma.mma_async` variant. */
+export interface WgmmaShape {
+  /** Unique name: "wg.m64n128k16.f16.f32", "wg.m64n64k32.e4m3.e5m2.f32". */
+  readonly name: string;
+  readonly m: 64;
+  readonly n: number;
+  readonly k: number;
+  readonly aType: WgmmaType;
+  readonly bType: WgmmaType;
+  readonly cType: WgmmaAcc;
+  /** The PTX mnemonic, e.g. "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16". */
+  readonly ptx: string;
+  /** Accumulator registers a thread: N / 2 (.f32, .s32) or N / 4 (.f16x2). */
+  readonly accRegs: number;
+  /** The accumulator registers' PTX type. */
+  readonly accRegType: "f32" | "b32" | "s32";
+  /** A's registers a thread when A comes from registers (64 x K over 128 threads, 32-bit). */
+  readonly aRegs: number;
+  /** Whether the instruction takes `imm-scale-a, imm-scale-b` (the floating types). */
+  readonly scales: boolean;
+  /** Whether it takes transposes (`imm-trans-a, imm-trans-b`; .f16 and .bf16 only). */
+  readonly transposes: boolean;
+  /** The lowest PTX ISA version that has it: 8.0, or 8.4 for mixed s8/u8 operands (ptxas:
+   * "WGMMA with mixed integer types requires PTX ISA .version 8.4"). */
+  readonly ptxVersion: "8.0" | "8.4";
+}
+
+const BITS: Readonly<Record<WgmmaType, number>> = {
+  f16: 16,
+  bf16: 16,
+  tf32: 32,
+  e4m3: 8,
+  e5m2: 8,
+  s8: 8,
+  u8: 8,
+  b1: 1,
+};
+
+/** N of the floating rows: 8 .. 256 by 8. */
+const FLOAT_N = Array.from({ length: 32 }, (_, i) => 8 * (i + 1));
+/** N of the integer rows: 8, 16, 24, 32, then 48 .. 224 by 16. */
+const INT_N = [8, 16, 24, 32, ...Array.from({ length: 12 }, (_, i) => 48 + 16 * i)];
+/** N of the single-bit rows: 8, 16, 24, 32, then 48 .. 256 by 16. */
+const B1_N = [8, 16, 24, 32, ...Array.from({ length: 14 }, (_, i) => 48 + 16 * i)];
+
+function row(n: number, k: number, aType: WgmmaType, bType: WgmmaType, cType: WgmmaAcc) {
+  const types = aType === bType ? aType : `${aType}.${bType}`;
+  const tail = aType === "b1"
+    ? `s32.b1.b1.and.popc`
+    : cType === "s32"
+    ? `satfinite.s32.${aType}.${bType}`
+    : `${cType}.${aType}.${bType}`;
+  return Object.freeze({
+    name: `wg.m64n${n}k${k}.${types}.${cType}`,
+    m: 64 as const,
+    n,
+    k,
+    aType,
+    bType,
+    cType,
+    ptx: `wgmma.mma_async.sync.aligned.m64n${n}k${k}.${tail}`,
+    accRegs: cType === "f16" ? n / 4 : n / 2,
+    accRegType: cType === "f16"
+      ? "b32" as const
+      : cType === "f32"
+      ? "f32" as const
+      : "s32" as const,
+    aRegs: (64 * k * BITS[aType]) / (128 * 32),
+    scales: cType !== "s32",
+    transposes: aType === "f16" || aType === "bf16",
+    ptxVersion: cType === "s32" && aType !== bType ? "8.4" as const : "8.0" as const,
+  });
+}
+
+function build(): WgmmaShape[] {
+  const out: WgmmaShape[] = [];
+  for (const n of FLOAT_N) {
+    out.push(row(n, 16, "f16", "f16", "f16"), row(n, 16, "f16", "f16", "f32"));
+    out.push(row(n, 16, "bf16", "bf16", "f32"), row(n, 8, "tf32", "tf32", "f32"));
+    for (const a of ["e4m3", "e5m2"] as const) {
+      for (const b of ["e4m3", "e5m2"] as const) {
+        for (const c of ["f16", "f32"] as const) out.push(row(n, 32, a, b, c));
+      }
+    }
+  }
+  for (const n of INT_N) {
+    for (const a of ["s8", "u8"] as const) {
+      for (const b of ["s8", "u8"] as const) out.push(row(n, 32, a, b, "s32"));
+    }
+  }
+  for (const n of B1_N) out.push(row(n, 256, "b1", "b1", "s32"));
+  return out;
+}
+
+/**
+ * Every `wgmma.mma_async` variant of sm_90a (the module's list), frozen; names unique.
+ *
+ * @example
+ * ```ts
+ * import { equal } from "node:assert/strict";
+ * import { WGMMA_TABLE } from "./wgmma_table.ts";
+ * const r = WGMMA_TABLE.find((s) => s.name === "wg.m64n256k16.f16.f32")!;
+ * equal(r.ptx, "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16");
+ * equal(r.accRegs, 128); // 64 x 256 f32 over a warpgroup's 128 threads
+ * equal(r.aRegs, 4); // A from registers: 64 x 16 f16
+ * ```
+ */
+export const WGMMA_TABLE: readonly WgmmaShape[] = Object.freeze(build());
+
+{
+  const names = new Set<string>();
+  for (const s of WGMMA_TABLE) {
+    if (names.has(s.name)) throw new Error(`wgmma table: duplicate ${s.name}`);
+    names.add(s.name);
+    if (!Number.isInteger(s.aRegs) || !Number.isInteger(s.accRegs) || s.n % 8 !== 0) {
+      throw new Error(`wgmma table: ${s.name}: bad register counts`);
+    }
+  }
+}
+
+/**
+ * The operands a row's instruction takes after `d`, as PTX text, for A from shared memory
+ * (`aDesc`) or registers (`aRegs`): `a, b-desc, scale-d` and the row's immediates
+ * (scales 1, transposes 0).
+ *
+ * @param s The row.
+ * @param a A's descriptor register, or its registers' list (`{%r1, ..}`).
+ * @param bDesc B's descriptor register.
+ * @param scaleD The `scale-d` predicate or immediate (0: D = A * B; 1: D += A * B).
+ * @param fromRegs Whether `a` is A's registers.
+ * @returns The operands, comma-separated.
+ * @example
+ * ```ts
+ * import { equal } from "node:assert/strict";
+ * import { WGMMA_TABLE, wgmmaOperands } from "./wgmma_table.ts";
+ * const s = WGMMA_TABLE.find((r) => r.name === "wg.m64n8k16.f16.f32")!;
+ * equal(wgmmaOperands(s, "%rd1", "%rd2", "1", false), "%rd1, %rd2, 1, 1, 1, 0, 0");
+ * equal(wgmmaOperands(s, "{%r1, %r2, %r3, %r4}", "%rd2", "p", true), "{%r1, %r2, %r3, %r4}, %rd2, p, 1, 1, 0");
+ * ```
+ */
+export function wgmmaOperands(
+  s: WgmmaShape,
+  a: string,
+  bDesc: string,
+  scaleD: string,
+  fromRegs: boolean,
+): string {
+  const imms = [
+    ...(s.scales ? ["1", "1"] : []),
+    ...(s.transposes ? (fromRegs ? ["0"] : ["0", "0"]) : []),
+  ];
+  return [a, bDesc, scaleD, ...imms].join(", ");
+}
