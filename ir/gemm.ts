@@ -348,7 +348,7 @@ export interface OperandSmem {
 /**
  * A structured-sparse A's metadata tile in shared memory (DESIGN §6.3, issue 21), in
  * *packets* (ir/mma_sparse.ts `metaPacket`): 128 bytes, one word a lane, serving 16 rows
- * and `kPerPacket` of K; a stage is `blocks` 16-row blocks of `packets` packets each,
+ * and 16 groups of K (two canonical words of each row); a stage is `blocks` 16-row blocks of `packets` packets each,
  * block-major and unswizzled. The canonical words (numerics/sparse.ts, the `A_meta`
  * buffer) are read from global memory into registers, joined into packet words and
  * stored a k-tile ahead (passes/lower/sparse.ts); a word past M or past the row's last
@@ -358,7 +358,7 @@ export interface OperandSmem {
 export interface MetaSmem {
   /** 16-row blocks of the tile (the threadblock's M / 16). */
   readonly blocks: number;
-  /** Packets of a block in one k-tile (`tileK / kPerPacket`). */
+  /** Packets of a block in one k-tile (`tileK / (2 * kPerWord)`). */
   readonly packets: number;
   /** Offset of stage 0 in the dynamic shared buffer. */
   readonly offset: number;
@@ -368,8 +368,6 @@ export interface MetaSmem {
   readonly rowWords: number | null;
   /** K elements one canonical word describes (8 groups: 32 for 2:4, 16 for tf32, 64 for s4/u4). */
   readonly kPerWord: number;
-  /** K elements one packet describes (`2 * kPerWord`: two canonical words of each row). */
-  readonly kPerPacket: number;
 }
 
 /** Stage pipelining (pass `gemm-pipeline`). */

@@ -599,6 +599,15 @@ export interface MetaPacket {
  * ```
  */
 export function metaPacket(s: SparseMmaShape): MetaPacket {
+  let p = PACKETS.get(s);
+  if (p === undefined) PACKETS.set(s, p = derivePacket(s));
+  return p;
+}
+
+/** Each row's packet, derived once. */
+const PACKETS = new WeakMap<SparseMmaShape, MetaPacket>();
+
+function derivePacket(s: SparseMmaShape): MetaPacket {
   const mm = s.meta;
   const steps = 4 / mm.lanesPerGroup;
   if (steps * mm.chunks !== 16) fail(s.name, `a packet of ${steps * mm.chunks} groups, not 16`);
@@ -629,10 +638,9 @@ export function metaPacket(s: SparseMmaShape): MetaPacket {
 // metadata tile does not depend on which of them it runs.
 for (const s of SPARSE_MMA_TABLE) {
   const p = metaPacket(s);
-  for (const o of SPARSE_MMA_TABLE.filter((o) => o.aType === s.aType)) {
-    const q = metaPacket(o);
-    if (q.k !== p.k || JSON.stringify(q.halves) !== JSON.stringify(p.halves)) {
-      fail(s.name, `its metadata packet differs from ${o.name}'s`);
-    }
+  const first = SPARSE_MMA_TABLE.find((o) => o.aType === s.aType)!;
+  const q = metaPacket(first);
+  if (q.k !== p.k || JSON.stringify(q.halves) !== JSON.stringify(p.halves)) {
+    fail(s.name, `its metadata packet differs from ${first.name}'s`);
   }
 }

@@ -124,7 +124,7 @@ function metaSmem(k: GemmKernel): Omit<MetaSmem, "offset"> {
   const rowWords = K.kind === "const" ? Math.ceil(K.value / kPerWord) : null;
   const blocks = tb.m / 16;
   const packets = tb.k / kPerPacket;
-  return { blocks, packets, stageBytes: blocks * packets * 128, rowWords, kPerWord, kPerPacket };
+  return { blocks, packets, stageBytes: blocks * packets * 128, rowWords, kPerWord };
 }
 
 /**

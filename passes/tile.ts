@@ -282,12 +282,14 @@ interface TileContext {
  * 128x128 tile keeps the copies per thread (and their registers) in bounds.
  * Otherwise {@link defaultThreadblock}, or for a sparse A (issue 21) {@link sparseThreadblock}.
  */
+const SM80_SMEM = targetInfo("sm80").smemPerBlock;
+
 function baseTile(k: GemmKernel, syncCopy: boolean): Shape3 {
   if (k.math.mode === "simt") return { m: 128, n: 128, k: 8 };
   if (k.math.mode === "3xtf32") return { m: 128, n: 64, k: 32 };
   const sparse = sparseMetaParam(k) !== null;
   const d = sparse
-    ? sparseThreadblock(k.math.mmaA, targetInfo(k.target).smemPerBlock)
+    ? sparseThreadblock(k.math.mmaA, targetInfo(k.target).smemPerBlock >= SM80_SMEM)
     : defaultThreadblock(k.math.mmaA);
   if (syncCopy) return { m: 128, n: 128, k: d.k };
   return d;
@@ -307,16 +309,16 @@ function baseTile(k: GemmKernel, syncCopy: boolean): Shape3 {
  * 40 KiB a stage; s4/u4 not measured with the packet tile: a shortcut).
  *
  * @param t A's MMA type.
- * @param smemPerBlock The target's shared memory a block.
+ * @param measured Whether the target has the shared memory of sm80, where the tiles were
+ *   measured (sm86 has less, sm90 more).
  * @returns The tile before the problem's sizes are weighed.
  */
-function sparseThreadblock(t: Dtype, smemPerBlock: number): Shape3 {
+function sparseThreadblock(t: Dtype, measured: boolean): Shape3 {
   const twiceDeep = () => {
     const d = defaultThreadblock(t);
     return { ...d, k: 2 * d.k };
   };
-  // Two stages of the 16-bit tile: 2 x (32 KiB of kept values + 32 KiB of B + 4 KiB of packets).
-  if (smemPerBlock < 2 * 69632) return twiceDeep();
+  if (!measured) return twiceDeep();
   switch (t) {
     case "f16":
     case "bf16":

@@ -205,11 +205,7 @@ Deno.test("target: compile and check with a target option that names no target t
   assert.ok(compile(src, { target: "sm86" }).ok);
 });
 
-Deno.test("target sm90: Hopper's figures, and its kernels (the sm_80 instructions for now) simulate in agreement", () => {
-  const row = targetInfo("sm90");
-  assert.equal(row.ptx, "sm_90a");
-  assert.equal(row.smemPerBlock, 227 * 1024);
-  assert.equal(row.defaultSms, 132);
+Deno.test("target sm90: its kernels (the sm_80 instructions for now) print for sm_90a and simulate in agreement", () => {
   for (
     const [file, sizes] of [
       ["hgemm", { M: 77, N: 72, K: 200 }],

@@ -95,22 +95,23 @@ ptxasTest(
 ptxasTest("wgmma table: shapes the ISA leaves out are refused by ptxas", async (ptxas) => {
   const base = (name: string) => WGMMA_TABLE.find((s) => s.name === name)!;
   // Each mutation names an instruction outside the table; ptxas must refuse each.
+  const W = "wgmma.mma_async.sync.aligned.";
   const bad: WgmmaShape[] = [
-    { ...base("wg.m64n32k32.s8.s32"), n: 40, accRegs: 20 },
-    { ...base("wg.m64n8k8.tf32.f32"), k: 16 },
+    {
+      ...base("wg.m64n32k32.s8.s32"),
+      n: 40,
+      accRegs: 20,
+      ptx: `${W}m64n40k32.satfinite.s32.s8.s8`,
+    },
+    { ...base("wg.m64n8k8.tf32.f32"), k: 16, ptx: `${W}m64n8k16.f32.tf32.tf32` },
     {
       ...base("wg.m64n8k16.bf16.f32"),
-      cType: "f16" as const,
+      cType: "f16",
       accRegs: 2,
-      accRegType: "b32" as const,
+      accRegType: "b32",
+      ptx: `${W}m64n8k16.f16.bf16.bf16`,
     },
-  ].map((s): WgmmaShape => ({
-    ...s,
-    ptx: s.ptx.replace(/m64n\d+k\d+/, `m64n${s.n}k${s.k}`).replace(
-      /\.f32\.bf16\.bf16$/,
-      s.cType === "f16" ? ".f16.bf16.bf16" : ".f32.bf16.bf16",
-    ),
-  }));
+  ];
   for (const s of bad) {
     const r = await runPtxas(module([kernel("bad", [s], false)]), {
       arch: "sm_90a",

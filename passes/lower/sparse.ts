@@ -154,11 +154,6 @@ export function metaCopySetup(
 ): MetaCopies {
   const meta = cx.k.plan.pipeline!.meta!;
   const packet = metaPacket(sparseShape(cx)!);
-  if (packet.k !== meta.kPerPacket) {
-    throw new Error(
-      `lower-kernel: a metadata packet spans ${packet.k} of K, the plan ${meta.kPerPacket}`,
-    );
-  }
   const param = sparseMetaParam(cx.k)!;
   const T = cx.threads;
   const perBlock = 8 * meta.packets;
