@@ -289,7 +289,11 @@ function baseTile(k: GemmKernel, syncCopy: boolean): Shape3 {
   if (k.math.mode === "3xtf32") return { m: 128, n: 64, k: 32 };
   const sparse = sparseMetaParam(k) !== null;
   const d = sparse
-    ? sparseThreadblock(k.math.mmaA, targetInfo(k.target).smemPerBlock >= SM80_SMEM)
+    ? sparseThreadblock(
+      k.math.mmaA,
+      targetInfo(k.target).smemPerBlock >= SM80_SMEM,
+      k.problem.k.kind === "const",
+    )
     : defaultThreadblock(k.math.mmaA);
   if (syncCopy) return { m: 128, n: 128, k: d.k };
   return d;
@@ -303,7 +307,8 @@ function baseTile(k: GemmKernel, syncCopy: boolean): Shape3 {
  * packets.txt, one run): f16 608 TFLOP/s against 538 for 160x256x64 (3 stages), 525 for
  * 192x128x128, 499 for 128x256x64; tf32 256x128x64 286 against 274 (160x256x32) and 221
  * (256x128x32, 3 stages); s8 256x128x256 1120 TOP/s against 841 (160x256x128) and 828
- * (128x256x128), though 8-bit kernels take 256x128x128 (see below). The 16-bit and tf32
+ * (128x256x128); 256x128x128 (4 stages) 808 (run2/s8-tiles.txt: two k-steps a tile are
+ * too few), but 8-bit kernels with a literal K take it (see below). The 16-bit and tf32
  * tiles' two stages take 136 KiB; a target with less shared memory a
  * block (sm86: 99 KiB) and s4/u4 keep the dense default twice as deep (128x256x64 f16,
  * 40 KiB a stage; s4/u4 not measured with the packet tile: a shortcut).
@@ -311,9 +316,10 @@ function baseTile(k: GemmKernel, syncCopy: boolean): Shape3 {
  * @param t A's MMA type.
  * @param measured Whether the target has the shared memory of sm80, where the tiles were
  *   measured (sm86 has less, sm90 more).
+ * @param literalK Whether K is fixed in the source (8-bit kernels: see below).
  * @returns The tile before the problem's sizes are weighed.
  */
-function sparseThreadblock(t: Dtype, measured: boolean): Shape3 {
+function sparseThreadblock(t: Dtype, measured: boolean, literalK: boolean): Shape3 {
   const twiceDeep = () => {
     const d = defaultThreadblock(t);
     return { ...d, k: 2 * d.k };
@@ -328,9 +334,11 @@ function sparseThreadblock(t: Dtype, measured: boolean): Shape3 {
       return { m: 256, n: 128, k: 64 };
     case "s8":
     case "u8":
-      // 256x128x256 (measured) spills 4 bytes with a literal K and an epilogue (ptxas,
-      // sm_80): the half as deep tile (4 stages), not measured on the GPU (a shortcut).
-      return { m: 256, n: 128, k: 128 };
+      // 256x128x256 (measured: 1120 TOP/s, runtime K) spills 4 bytes with a literal K
+      // (ptxas, sm_80, with or without an epilogue): there the half as deep tile (4
+      // stages, 808 TOP/s with a runtime K, below the dense 985: a shortcut, the spilling
+      // tile not measured against it).
+      return { m: 256, n: 128, k: literalK ? 128 : 256 };
     default:
       return twiceDeep();
   }

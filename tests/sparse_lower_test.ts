@@ -163,23 +163,32 @@ Deno.test("sparse lowering: one metadata load a packet, read with each selector"
   assert.match(r.diagnostics[0]!.message, /tile K 32 must be a multiple of 64/);
 });
 
-Deno.test("sparse default tiles: 256x128 (16-bit, tf32: two stages of four mma.sp k-steps); sm86 keeps the dense tile twice as deep", () => {
-  const want = { f16: "256x128x128", f32: "256x128x64", s8: "256x128x128" } as const;
+Deno.test("sparse default tiles: 256x128, two stages of four mma.sp k-steps (8-bit with a literal K: two); sm86 keeps the dense tile twice as deep", () => {
+  const want = { f16: "256x128x128", f32: "256x128x64", s8: "256x128x256" } as const;
   for (const [a, d] of [["f16", "f32"], ["f32", "f32"], ["s8", "s32"]] as const) {
-    const src = program(`dt_${a}`, a, d, "8192");
-    const sizeHints = { M: 8192, N: 8192 };
+    const src = program(`dt_${a}`, a, d, "K");
+    const sizeHints = { M: 8192, N: 8192, K: 8192 };
     const r80 = compile(src, { file: "dt.gemm", sizeHints, sms: 132 });
     assert.ok(r80.ok);
     const p = r80.kernels[0]!.planned.plan;
     const tb = p.tile!.threadblock;
     assert.equal(`${tb.m}x${tb.n}x${tb.k}`, want[a], `${a} on sm80`);
-    assert.equal(p.pipeline!.stages, a === "s8" ? 4 : 2, `${a} stages`);
+    assert.equal(p.pipeline!.stages, 2, `${a} stages`);
     assert.ok(p.pipeline!.smemBytes <= 166912, `${a} fits sm80`);
     const r86 = compile(src, { file: "dt.gemm", sizeHints, sms: 84, target: "sm86" });
     assert.ok(r86.ok, `${a} on sm86`);
     const t86 = r86.kernels[0]!.planned.plan.tile!.threadblock;
     assert.equal(t86.k, { f16: 64, f32: 32, s8: 128 }[a], a);
   }
+  // A literal K: 256x128x256 spills 4 bytes there (passes/tile.ts sparseThreadblock).
+  const lit = compile(program("dt_lit", "s8", "s32", "8192"), {
+    file: "dt.gemm",
+    sizeHints: { M: 8192, N: 8192 },
+    sms: 132,
+  });
+  assert.ok(lit.ok);
+  const tl = lit.kernels[0]!.planned.plan.tile!.threadblock;
+  assert.equal(`${tl.m}x${tl.n}x${tl.k}`, "256x128x128");
 });
 
 ptxasTest(
