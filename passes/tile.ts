@@ -307,9 +307,10 @@ function baseTile(k: GemmKernel, syncCopy: boolean): Shape3 {
  * packets.txt, one run): f16 608 TFLOP/s against 538 for 160x256x64 (3 stages), 525 for
  * 192x128x128, 499 for 128x256x64; tf32 256x128x64 286 against 274 (160x256x32) and 221
  * (256x128x32, 3 stages); s8 256x128x256 1120 TOP/s against 841 (160x256x128) and 828
- * (128x256x128); 256x128x128 (4 stages) 808 (the same directory, run2/s8-tiles.txt; NOTES 59: two k-steps a tile are
- * too few), but 8-bit kernels with a literal K take it (see below). The 16-bit and tf32
- * tiles' two stages take 136 KiB; a target with less shared memory a
+ * (128x256x128); 256x128x128 (4 stages) 808 (the same directory, run2/s8-tiles.txt;
+ * NOTES 59: two k-steps a tile are too few), but 8-bit kernels with a literal K take it
+ * (see below). The 16-bit and tf32 tiles' two stages take 136 KiB; a target with less
+ * shared memory a
  * block (sm86: 99 KiB) and s4/u4 keep the dense default twice as deep (128x256x64 f16,
  * 40 KiB a stage; s4/u4 not measured with the packet tile: a shortcut).
  *
