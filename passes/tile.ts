@@ -310,9 +310,8 @@ function baseTile(k: GemmKernel, syncCopy: boolean): Shape3 {
  * (128x256x128); 256x128x128 (4 stages) 808 (the same directory, run2/s8-tiles.txt;
  * NOTES 59: two k-steps a tile are too few), but 8-bit kernels with a literal K take it
  * (see below). The 16-bit and tf32 tiles' two stages take 136 KiB; a target with less
- * shared memory a
- * block (sm86: 99 KiB) and s4/u4 keep the dense default twice as deep (128x256x64 f16,
- * 40 KiB a stage; s4/u4 not measured with the packet tile: a shortcut).
+ * shared memory a block (sm86: 99 KiB) and s4/u4 keep the dense default twice as deep
+ * (128x256x64 f16, 40 KiB a stage; s4/u4 not measured with the packet tile: a shortcut).
  *
  * @param t A's MMA type.
  * @param measured Whether the target has the shared memory of sm80, where the tiles were
