@@ -98,6 +98,15 @@ function printDecisions(k: GemmKernel): string[] {
         `${s.elemBytes}-byte elements`,
     );
   }
+  if (pl.short === null) out.push(`  plan.short none`);
+  else if (pl.short !== undefined) {
+    const t = pl.short;
+    out.push(
+      `  plan.short threadblock ${shape(t.tile!.threadblock)}, warp ${shape(t.warp!.warp)}, ` +
+        `warps ${t.warp!.warpsM}x${t.warp!.warpsN}, smem ${t.pipeline!.smemBytes} bytes, ` +
+        `A by ${t.mma!.aLoad}, B by ${t.mma!.bLoad}, staging ${t.staging?.mode ?? "direct"}`,
+    );
+  }
   return out;
 }
 

@@ -21,6 +21,7 @@ import { fragmentLoadPass } from "./fragment_load.ts";
 import { occupancyPass } from "./occupancy.ts";
 import { workspacePass } from "./workspace.ts";
 import { epilogueStagingPass } from "./epilogue_staging.ts";
+import { shortTilePass } from "./short_tile.ts";
 import { lowerToKernel } from "./lower/mod.ts";
 
 /**
@@ -42,6 +43,7 @@ export const GEMM_PASSES: readonly GemmPass[] = Object.freeze([
   occupancyPass,
   workspacePass,
   epilogueStagingPass,
+  shortTilePass,
 ]);
 
 /** The lowering's name and title, as `--dump-after` and dumps show them. */

@@ -13,9 +13,11 @@
  * fastest schedule of every shape with M <= 128 has one wave of 112-128 blocks,
  * the fewest splits among those, and, for M = 128 with a long K, warps larger
  * than 32x32 (whose MMAs then start to count). Measured for f16 with f32
- * accumulation only; bf16 takes the same (its copies and MMAs are the same
- * sizes). Shortcuts: batched problems, 8-bit types, other layouts and f16
- * accumulation keep the general default.
+ * accumulation; bf16 takes the same (its copies and MMAs are the same sizes).
+ * 8-bit operands (s8, u8; s32 accumulators) have their own candidates, the same
+ * bytes a k-tile row (bench/NOTES.md 60, measured at M = 16 and 128). Shortcuts:
+ * batched problems, 4-bit and other types, other layouts and f16 accumulation keep
+ * the general default; 8-bit M in 17..64 takes the M = 128 candidates unmeasured.
  *
  * @module
  */
@@ -33,6 +35,12 @@ export interface SkinnyTile {
   readonly maxK?: number;
 }
 
+/** The candidates of problems up to `maxM` rows. */
+export interface SkinnyClass {
+  readonly maxM: number;
+  readonly tiles: readonly SkinnyTile[];
+}
+
 /**
  * The candidates by M, in order of preference on a tie, with what they measured
  * (f16, µs; NOTES 56). M <= 16: at N=K=4096 16x32x256 (128 blocks) 11.5, 16x64x128
@@ -43,10 +51,7 @@ export interface SkinnyTile {
  * 17.1-17.3 against 28.2; at N=14336 128x128x64 41.2-41.8 against 46.8; at
  * K=14336 64x128x128 split 2 45.6-46.7 against 55.2, where 64x64x128 took 58.0.
  */
-export const SKINNY_TILES: readonly {
-  readonly maxM: number;
-  readonly tiles: readonly SkinnyTile[];
-}[] = [
+export const SKINNY_TILES_16: readonly SkinnyClass[] = [
   {
     maxM: 16,
     tiles: [
@@ -73,6 +78,39 @@ export const SKINNY_TILES: readonly {
 ];
 
 /**
+ * The 8-bit candidates (s8, u8 operands), with what they measured (s8 -> s32, µs,
+ * a CUDA graph of 20 launches over 4 input sets; bench/NOTES.md 60). M <= 16: at
+ * N = K = 4096 16x32x512 (128 blocks) 6.9 against the general default's 10.4; at
+ * N = 14336 16x128x256 (112 blocks) 16.4 against 18.0; at K = 14336 16x32x512 18.2
+ * against 29.1 (16x64x256 split 2: 18.4). M = 128: 64x64x256 is the general default
+ * at N = 4096 (10.5, and 28.3 at K = 14336); at N = 14336 128x112x128 (128 blocks)
+ * 23.0 against 29.4.
+ */
+export const SKINNY_TILES_8: readonly SkinnyClass[] = [
+  {
+    maxM: 16,
+    tiles: [
+      { m: 16, n: 32, k: 512, warp: { m: 16, n: 8 }, stages: 3 },
+      { m: 16, n: 64, k: 256, warp: { m: 16, n: 16 }, stages: 4 },
+      { m: 16, n: 128, k: 256, warp: { m: 16, n: 32 }, stages: 4 },
+    ],
+  },
+  {
+    maxM: 128,
+    tiles: [
+      { m: 64, n: 64, k: 256, warp: { m: 32, n: 32 }, stages: 4 },
+      { m: 128, n: 112, k: 128, warp: { m: 64, n: 56 }, stages: 4 },
+    ],
+  },
+];
+
+/** The candidate tables by operand bytes. */
+const SKINNY_TILES: Readonly<Record<1 | 2, readonly SkinnyClass[]>> = {
+  1: SKINNY_TILES_8,
+  2: SKINNY_TILES_16,
+};
+
+/**
  * The smallest N and K the rule serves: the sweep measured N, K >= 4096 (a weight
  * matrix of LLM inference); smaller problems keep the general default.
  */
@@ -89,6 +127,8 @@ export interface SkinnyProblem {
   readonly K: number;
   /** SMs of the GPU. */
   readonly sms: number;
+  /** Bytes of an operand element: 2 (f16, bf16; the default) or 1 (s8, u8). */
+  readonly bytes?: 1 | 2;
 }
 
 /**
@@ -122,7 +162,7 @@ export interface SkinnyChoice {
  * ```
  */
 export function skinnySchedule(p: SkinnyProblem): SkinnyChoice | null {
-  const cls = SKINNY_TILES.find((c) => p.M <= c.maxM);
+  const cls = SKINNY_TILES[p.bytes ?? 2].find((c) => p.M <= c.maxM);
   if (cls === undefined || p.N < MIN_NK || p.K < MIN_NK) return null;
   let best: SkinnyChoice | null = null;
   for (const t of cls.tiles) {

@@ -511,22 +511,24 @@ interface ChosenTile {
 }
 
 /**
- * The skinny schedule (passes/skinny.ts) where it was measured: a 16-bit TN
- * problem with f32 accumulators, copied by cp.async, M, N and K known or
- * hinted, no batch, a dense ungrouped A, and a schedule that gives none of
- * warp, stages, mma and split_k (any of them keeps the general default).
+ * The skinny schedule (passes/skinny.ts) where it was measured: a TN problem of
+ * 16-bit operands with f32 accumulators or 8-bit ones (s32), copied by cp.async,
+ * M, N and K known or hinted, no batch, a dense ungrouped A, and a schedule that
+ * gives none of warp, stages, mma and split_k (any of them keeps the general default).
  */
 function skinnyTile(c: TileContext): SkinnyChoice | null {
   const { k, mc, nc, kc } = c;
   const s = k.schedule;
+  const is8 = k.math.mmaA === "s8" || k.math.mmaA === "u8";
+  const typed = (c.is16 && k.math.acc === "f32") || (is8 && k.math.acc === "s32");
   if (
-    mc === null || nc === null || kc === null || !c.asyncTensor || !c.is16 ||
-    k.math.acc !== "f32" || k.problem.a.layout !== "row" || k.problem.b.layout !== "col" ||
+    mc === null || nc === null || kc === null || !c.asyncTensor || !typed ||
+    k.problem.a.layout !== "row" || k.problem.b.layout !== "col" ||
     k.problem.batch !== null || k.grouped || sparseMetaParam(k) !== null ||
     s.warp !== undefined || s.stages !== undefined || s.mma !== undefined ||
     s.splitK !== undefined
   ) return null;
-  return skinnySchedule({ M: mc, N: nc, K: kc, sms: c.sms });
+  return skinnySchedule({ M: mc, N: nc, K: kc, sms: c.sms, bytes: is8 ? 1 : 2 });
 }
 
 /**

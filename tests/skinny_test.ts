@@ -26,8 +26,8 @@ import { gemm } from "./_cli.ts";
 
 const H200 = { sms: 132 };
 
-function pick(M: number, N: number, K: number): string | null {
-  const c = skinnySchedule({ ...H200, M, N, K });
+function pick(M: number, N: number, K: number, bytes: 1 | 2 = 2): string | null {
+  const c = skinnySchedule({ ...H200, M, N, K, bytes });
   if (c === null) return null;
   const t = c.threadblock;
   return `${t.m}x${t.n}x${t.k} warp ${c.warp.m}x${c.warp.n} stages ${c.stages} split ${c.splitK}`;
@@ -46,6 +46,32 @@ Deno.test("skinny: the rule picks the sweep's fastest schedules on the H200 (NOT
   assert.equal(pick(128, 4096, 14336), "64x128x128 warp 32x64 stages 3 split 2");
 });
 
+Deno.test("skinny: 8-bit operands take the 8-bit sweep's fastest schedules (NOTES 60)", () => {
+  assert.equal(pick(16, 4096, 4096, 1), "16x32x512 warp 16x8 stages 3 split 1");
+  assert.equal(pick(16, 14336, 4096, 1), "16x128x256 warp 16x32 stages 4 split 1");
+  assert.equal(pick(16, 4096, 14336, 1), "16x32x512 warp 16x8 stages 3 split 1");
+  assert.equal(pick(128, 4096, 4096, 1), "64x64x256 warp 32x32 stages 4 split 1");
+  assert.equal(pick(128, 14336, 4096, 1), "128x112x128 warp 64x56 stages 4 split 1");
+  assert.equal(pick(128, 4096, 14336, 1), "64x64x256 warp 32x32 stages 4 split 1");
+  assert.equal(pick(129, 4096, 4096, 1), null);
+  // Through the compiler: hinted sizes of an s8 kernel, and none for s4.
+  const tile = (t: string, d: string) => {
+    const r = compile(
+      `kernel q {\n  A: ${t}[M, K] row\n  B: ${t}[K, N] col\n  D: ${d}[M, N]\n` +
+        `  D[m, n] = A[m, k] * B[k, n]\n}\n`,
+      { sizeHints: { M: 16, N: 14336, K: 4096 }, sms: 132 },
+    );
+    assert.ok(r.ok, r.diagnostics.map((x) => x.message).join("; "));
+    const p = r.kernels[0]!.planned;
+    return `${p.plan.tile!.threadblock.n}x${p.plan.tile!.threadblock.k}${
+      p.plan.tile!.skinny ? " skinny" : ""
+    }`;
+  };
+  assert.equal(tile("s8", "s32"), "128x256 skinny");
+  assert.equal(tile("u8", "s32"), "128x256 skinny");
+  assert.ok(!tile("s4", "s32").endsWith("skinny"));
+});
+
 Deno.test("skinny: no choice above M = 128 or where no candidate fits one wave", () => {
   assert.equal(pick(129, 4096, 4096), null);
   assert.equal(pick(256, 14336, 4096), null);
@@ -60,28 +86,34 @@ Deno.test("skinny: every choice is one wave, and splits keep >= 8 k-tiles", () =
   for (const M of [1, 5, 16, 17, 48, 64, 100, 128]) {
     for (const N of [2048, 3000, 4096, 11008, 14336]) {
       for (const K of [2048, 3000, 4096, 14336]) {
-        const c = skinnySchedule({ ...H200, M, N, K });
-        if (c === null) continue;
-        const t = c.threadblock;
-        const blocks = Math.ceil(M / t.m) * Math.ceil(N / t.n) * c.splitK;
-        assert.equal(blocks, c.blocks);
-        assert.ok(blocks <= H200.sms, `${M}x${N}x${K}: ${blocks} blocks`);
-        if (c.splitK > 1) assert.ok(Math.ceil(K / t.k) / c.splitK >= 8, `${M}x${N}x${K}`);
-        assert.ok(t.m >= Math.min(M, 16) && (t.m === 16 || M > 16), `${M}: tile ${t.m}`);
+        for (const bytes of [1, 2] as const) {
+          const c = skinnySchedule({ ...H200, M, N, K, bytes });
+          if (c === null) continue;
+          const t = c.threadblock;
+          const blocks = Math.ceil(M / t.m) * Math.ceil(N / t.n) * c.splitK;
+          assert.equal(blocks, c.blocks);
+          assert.ok(blocks <= H200.sms, `${M}x${N}x${K}: ${blocks} blocks`);
+          if (c.splitK > 1) assert.ok(Math.ceil(K / t.k) / c.splitK >= 8, `${M}x${N}x${K}`);
+          assert.ok(t.m >= Math.min(M, 16) && (t.m === 16 || M > 16), `${M}: tile ${t.m}`);
+        }
       }
     }
   }
 });
 
-const BENCH = (t: string, extra = "") =>
-  `kernel sk {
+/** The benchmark's kernel; s8 stores its s32 sums (with a bias: s32 too). */
+const BENCH = (t: string, extra = "") => {
+  const sum = extra === "" ? "A[m, k] * B[k, n]" : "relu(A[m, k] * B[k, n] + bias[n])";
+  const s8 = t === "s8";
+  return `kernel sk {
   A: ${t}[M, K] row
   B: ${t}[K, N] col
-  ${extra === "" ? "" : "bias: f32[N]"}
-  D: ${t}[M, N] row
-  D[m, n] = ${t}(${extra === "" ? "A[m, k] * B[k, n]" : "relu(A[m, k] * B[k, n] + bias[n])"})
+  ${extra === "" ? "" : `bias: ${s8 ? "s32" : "f32"}[N]`}
+  D: ${s8 ? "s32" : t}[M, N] row
+  D[m, n] = ${s8 ? sum : `${t}(${sum})`}
 ${extra}}
 `;
+};
 
 function hinted(src: string, hints: Record<string, number>): CompiledKernel {
   const r = compile(src, { file: "sk.gemm", sizeHints: hints, sms: 132 });
@@ -137,6 +169,9 @@ const CHOICES: readonly { hints: Record<string, number>; type: string; epilogue?
   { hints: { M: 128, N: 4096, K: 4096 }, type: "f16", epilogue: true },
   { hints: { M: 128, N: 14336, K: 4096 }, type: "bf16" },
   { hints: { M: 128, N: 4096, K: 14336 }, type: "f16" },
+  { hints: { M: 16, N: 4096, K: 4096 }, type: "s8" },
+  { hints: { M: 16, N: 14336, K: 4096 }, type: "s8", epilogue: true },
+  { hints: { M: 128, N: 14336, K: 4096 }, type: "s8" },
 ];
 
 for (const c of CHOICES) {
@@ -147,8 +182,8 @@ for (const c of CHOICES) {
     Deno.test(`skinny ${c.type} ${tag}${c.epilogue ? " + bias, relu" : ""}: simulates in agreement at M=${M}`, () => {
       assert.notEqual(ck.planned.plan.tile!.skinny, undefined);
       // K not a multiple of the tile's K, N not one of the tile's N; K long enough
-      // for every split to get k-tiles.
-      const K = s.threadblock!.k * 2 * (s.splitK ?? 1) + 40;
+      // for every split to get k-tiles (s8: K a multiple of its 16-element alignment).
+      const K = s.threadblock!.k * 2 * (s.splitK ?? 1) + (c.type === "s8" ? 48 : 40);
       const rep = simulateGemm(ck, { M, N: s.threadblock!.n + 24, K }, { seed: 11 + M });
       assert.equal(rep.sim.hazardCount, 0, JSON.stringify(rep.sim.hazards.slice(0, 3)));
       // The main loop's shared-memory traffic is free of bank conflicts.

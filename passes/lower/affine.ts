@@ -95,6 +95,8 @@ function featureValue(cx: LowerContext, f: Feature, tid: number, lineCopies: num
       return warp % wp.warpsM;
     case "wn":
       return Math.floor(warp / wp.warpsM);
+    case "warp":
+      return warp;
     case "tidHi":
     case "tidLo":
       if (lineCopies === 0) throw new Error(`lower-kernel: a recipe uses ${f} outside the copies`);

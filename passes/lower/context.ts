@@ -30,6 +30,7 @@ export type Feature =
   | "tig"
   | "wm"
   | "wn"
+  | "warp"
   | "tidHi"
   | "tidLo"
   | "tid";
@@ -41,7 +42,7 @@ export type Feature =
  */
 export class LowerContext {
   /** The kernel-IR builder every phase emits into. */
-  readonly b = new KernelBuilder();
+  readonly b: KernelBuilder;
   /** The planned GEMM IR kernel being lowered. */
   readonly k: GemmKernel;
   /** The MMA shape of the plan (a tensor-core row of the MMA table, or the SIMT micro-tile). */
@@ -49,24 +50,46 @@ export class LowerContext {
   /** Threads per block. */
   readonly threads: number;
   /** Each kernel parameter's register, by name: written by `buildKernel` (kernel.ts), first. */
-  readonly params = new Map<string, Reg>();
+  readonly params: Map<string, Reg>;
   /** f32 registers that hold `cvt.f32(h)` of a 16-bit float h: written by `castTo`
    * and read by `convertOut` (epilogue_expr.ts), which then rounds h itself, not its
    * widening. It stays a side table keyed by register (not a returned value): the
    * expression's value reaches `convertOut` as a bare register through the epilogue
    * function table's builders and the direct and staged paths, which would all have
    * to carry it. */
-  readonly narrowed = new Map<Reg, { readonly to: Dtype; readonly h: Reg; readonly widen: Op }>();
+  readonly narrowed: Map<Reg, { readonly to: Dtype; readonly h: Reg; readonly widen: Op }>;
   /** The register of each index feature: `buildKernel` writes the lane and warp
    * features, `copySetup` (copies.ts) `tidHi` and `tidLo` for the operand it sets up
    * (read by `emitAffine` (affine.ts) for that operand's recipes, so they stay here:
    * every recipe's features are looked up by name). */
-  readonly features = new Map<Feature, Reg>();
+  readonly features: Map<Feature, Reg>;
 
-  constructor(k: GemmKernel) {
+  /**
+   * @param k The planned kernel.
+   * @param parent A context whose builder, parameters and narrowed registers this one
+   *   shares, and whose features it starts from (see {@link LowerContext.variant}).
+   */
+  constructor(k: GemmKernel, parent?: LowerContext) {
     this.k = k;
     this.shape = plannedShape(k);
     this.threads = k.plan.warp!.threads;
+    this.b = parent?.b ?? new KernelBuilder();
+    this.params = parent?.params ?? new Map();
+    this.narrowed = parent?.narrowed ?? new Map();
+    this.features = new Map(parent?.features ?? []);
+  }
+
+  /**
+   * A context for the same kernel under another plan (a grouped kernel's short
+   * tiles, `plan.short`): it emits into the same builder and sees the same
+   * parameters; its features start as a copy of this one's (the caller sets the warp
+   * features of the other layout).
+   *
+   * @param plan The other plan.
+   * @returns The context.
+   */
+  variant(plan: GemmKernel["plan"]): LowerContext {
+    return new LowerContext({ ...this.k, plan }, this);
   }
 
   bin(

@@ -86,11 +86,24 @@ function buildGroupedKernel(cx: LowerContext): Kernel {
   const kparams = emitParams(cx);
   emitThreadIndices(cx);
   const bz = cx.mov("u32", imm(0), "batch");
+  // The tiles of a problem with at most half a tile's rows (an expert with few tokens)
+  // run the short plan (passes/short_tile.ts): the same warps over a tile half as tall.
+  const short = cx.k.plan.short ?? null;
+  const cxShort = short === null ? null : cx.variant(short);
+  if (cxShort !== null) emitWarpIndices(cxShort);
+  const half = cx.k.plan.tile!.threadblock.m / 2;
   groupedTiles(cx, layout, ({ m0, n0, M, N, K }) => {
     const smem = b.reg("u32", "smem");
     b.emit(ir.smemBase(smem));
-    const acc = mainLoop(cx, { m0, n0, M, N, K, bz, split: null, smem });
-    epilogue(cx, { acc, m0, n0, M, N, bz, smem });
+    const body = (c: LowerContext) => () => {
+      const acc = mainLoop(c, { m0, n0, M, N, K, bz, split: null, smem });
+      epilogue(c, { acc, m0, n0, M, N, bz, smem });
+    };
+    if (cxShort === null) return body(cx)();
+    // The problem's M, not the tile's rows: a short last tile beside full ones would
+    // run ahead of its siblings, which read the same B columns at the same time (see
+    // passes/short_tile.ts).
+    b.if(cx.setp("le", "u32", M, imm(half)), true, body(cxShort), body(cx));
   });
   return kernelOf(cx, kparams, layout);
 }
@@ -186,7 +199,6 @@ function emitIndices(cx: LowerContext): BlockIndices {
  * @param cx The lowering's context (its `features` are written here).
  */
 function emitThreadIndices(cx: LowerContext): void {
-  const wp = cx.k.plan.warp!;
   const tid = cx.b.readSreg("tid.x", "tid");
   const lane = cx.bin("and", "u32", tid, imm(31), "lane");
   const warp = cx.bin("shr", "u32", tid, imm(5), "warp");
@@ -199,6 +211,19 @@ function emitThreadIndices(cx: LowerContext): void {
   cx.features.set("lane16", cx.bin("shr", "u32", lane, imm(4)));
   cx.features.set("g", cx.bin("shr", "u32", lane, imm(2), "g"));
   cx.features.set("tig", cx.bin("and", "u32", lane, imm(3), "tig"));
+  cx.features.set("warp", warp);
+  emitWarpIndices(cx);
+}
+
+/**
+ * Emits the warp's row and column of the context's warp layout (features `wm`, `wn`)
+ * from its `warp` feature.
+ *
+ * @param cx The lowering's context (its `features` are written here).
+ */
+function emitWarpIndices(cx: LowerContext): void {
+  const wp = cx.k.plan.warp!;
+  const warp = cx.features.get("warp")!;
   cx.features.set("wm", cx.divRem("rem", warp, wp.warpsM, "wm"));
   cx.features.set("wn", cx.divRem("div", warp, wp.warpsM, "wn"));
 }

@@ -1,7 +1,7 @@
 /**
  * The skinny schedules (passes/skinny.ts, issue 22) on the GPU: `gemm run --tune`
  * at odd sizes that make the rule choose each family (16-row tiles with and
- * without split-K, 64- and 128-row tiles) agrees with the reference and the
+ * without split-K, 64- and 128-row tiles; s8's 16x32x512 and 128x112x128) agrees with the reference and the
  * simulator; a split-K choice launched again and again on the same inputs writes
  * the same bytes every time. Listed as skipped without a CUDA driver.
  *
@@ -20,15 +20,19 @@ import { gemmWithEnv } from "../_cli.ts";
 const CUDA = cudaAvailable();
 const SKIP = CUDA.ok ? "" : " (skipped: no CUDA driver)";
 
-const SRC = (t: string) =>
-  `kernel sk {
+/** The skinny kernel with a bias and a relu; s8 stores its s32 sums (bias s32). */
+const SRC = (t: string) => {
+  const s8 = t === "s8";
+  const sum = "relu(A[m, k] * B[k, n] + bias[n])";
+  return `kernel sk {
   A: ${t}[M, K] row
   B: ${t}[K, N] col
-  bias: f32[N]
-  D: ${t}[M, N] row
-  D[m, n] = ${t}(relu(A[m, k] * B[k, n] + bias[n]))
+  bias: ${s8 ? "s32" : "f32"}[N]
+  D: ${s8 ? "s32" : t}[M, N] row
+  D[m, n] = ${s8 ? sum : `${t}(${sum})`}
 }
 `;
+};
 
 const RUNS: readonly { type: string; size: string; expect: RegExp }[] = [
   { type: "f16", size: "M=7,N=4088,K=4136", expect: /16x32x256/ },
@@ -36,6 +40,8 @@ const RUNS: readonly { type: string; size: string; expect: RegExp }[] = [
   { type: "f16", size: "M=33,N=4096,K=4104", expect: /64x64x128/ },
   { type: "bf16", size: "M=100,N=14336,K=4096", expect: /128x128x64/ },
   { type: "f16", size: "M=128,N=4000,K=14336", expect: /64x128x128/ },
+  { type: "s8", size: "M=9,N=4096,K=4112", expect: /16x32x512/ },
+  { type: "s8", size: "M=100,N=14336,K=4096", expect: /128x112x128/ },
 ];
 
 for (const r of RUNS) {

@@ -1,0 +1,93 @@
+/**
+ * `gemm-short-tile`: a grouped kernel's second plan, for the tiles that hold at most
+ * half the threadblock's rows (DESIGN §6.2; {@link Plan.short}).
+ *
+ * In a mixture-of-experts layer every expert's last tile is ragged: with 128-row
+ * tiles and a few hundred tokens an expert, a fifth to two fifths of the tiles have
+ * 64 rows or fewer, and a full tile's warps spend half their MMAs on rows past M
+ * (bench/NOTES.md 52). The short plan is the same block of warps over a tile half as
+ * tall: warps `warpsM / 2 x 2 warpsN`, each warp tile half as wide, the same k-tile
+ * and stages; the grouped tile loop runs such tiles through it (a block-uniform
+ * branch, passes/lower/kernel.ts), so they cost about half a full tile.
+ *
+ * The short plan is planned by the same passes as the kernel's own (a schedule with
+ * the short threadblock and warp tiles). None where it cannot apply: ungrouped
+ * kernels, SIMT and sparse math, an odd `warpsM`, a warp tile that halves below two
+ * MMA columns, or a short plan that would need more shared memory, registers or
+ * threads than the full one.
+ *
+ * @module
+ */
+
+import type { GemmKernel, Plan } from "../ir/gemm.ts";
+import { sparseMetaParam } from "../ir/gemm.ts";
+import { DiagnosticError } from "../dsl/diagnostics.ts";
+import type { GemmPass } from "./pass.ts";
+import { tilePass } from "./tile.ts";
+import { warpPass } from "./warp.ts";
+import { pipelinePass } from "./pipeline.ts";
+import { mmaPass, plannedShape } from "./mma.ts";
+import { fragmentLoadPass } from "./fragment_load.ts";
+import { occupancyPass } from "./occupancy.ts";
+import { workspacePass } from "./workspace.ts";
+import { epilogueStagingPass } from "./epilogue_staging.ts";
+
+/** The passes that plan a kernel, in pipeline order (passes/pipeline_list.ts). */
+const PLANNING = [
+  tilePass,
+  warpPass,
+  pipelinePass,
+  mmaPass,
+  fragmentLoadPass,
+  occupancyPass,
+  workspacePass,
+  epilogueStagingPass,
+] as const;
+
+/**
+ * The short plan of a planned kernel, or null where none applies (see the module).
+ *
+ * @param k The kernel, planned through `gemm-epilogue-staging`.
+ * @returns The plan of its half-height tiles, or null.
+ */
+export function shortPlan(k: GemmKernel): Plan | null {
+  const pl = k.plan;
+  if (k.grouped !== true || k.math.mode === "simt" || sparseMetaParam(k) !== null) return null;
+  const tb = pl.tile!.threadblock;
+  const wp = pl.warp!;
+  const n = plannedShape(k).n;
+  if (wp.warpsM % 2 !== 0 || wp.warp.n % (4 * n) !== 0) return null;
+  let s: GemmKernel = {
+    ...k,
+    schedule: {
+      ...k.schedule,
+      threadblock: { m: tb.m / 2, n: tb.n, k: tb.k },
+      warp: { m: wp.warp.m, n: wp.warp.n / 2, k: wp.warp.k },
+      stages: pl.pipeline!.stages,
+    },
+    plan: {},
+  };
+  try {
+    for (const p of PLANNING) s = p.run(s);
+  } catch (e) {
+    // A schedule the passes refuse (an ldmatrix width, a copy split) has no short plan.
+    if (e instanceof DiagnosticError) return null;
+    throw e;
+  }
+  const sp = s.plan;
+  const fits = sp.warp!.threads === wp.threads &&
+    sp.pipeline!.smemBytes <= pl.pipeline!.smemBytes &&
+    sp.mma!.regEstimate <= pl.mma!.regEstimate &&
+    sp.occupancy!.blocksPerSm >= pl.occupancy!.blocksPerSm;
+  return fits ? sp : null;
+}
+
+/** The pass: {@link shortPlan} into `plan.short`. */
+export const shortTilePass: GemmPass = {
+  name: "gemm-short-tile",
+  title: "ShortTile",
+  summary: "Plan a grouped kernel's half-height tiles (an expert's last rows)",
+  run(k: GemmKernel): GemmKernel {
+    return { ...k, plan: { ...k.plan, short: shortPlan(k) } };
+  },
+};
