@@ -98,8 +98,9 @@ function printDecisions(k: GemmKernel): string[] {
         `${s.elemBytes}-byte elements`,
     );
   }
-  if (pl.short === null) out.push(`  plan.short none`);
-  else if (pl.short !== undefined) {
+  // Only grouped kernels have a short plan to report (absent or null elsewhere).
+  if (pl.short === null && k.grouped === true) out.push(`  plan.short none`);
+  else if (pl.short !== undefined && pl.short !== null) {
     const t = pl.short;
     out.push(
       `  plan.short threadblock ${shape(t.tile!.threadblock)}, warp ${shape(t.warp!.warp)}, ` +

@@ -92,7 +92,7 @@ export function verifyGemm(k: GemmKernel): void {
   verifyDecisions(k, fail);
 }
 
-/** The invariants of the decisions made after gemm-mma: occupancy, workspace, staging. */
+/** The invariants of the decisions made after gemm-mma: occupancy, workspace, staging, short tiles. */
 function verifyDecisions(k: GemmKernel, fail: (msg: string) => never): void {
   const { occupancy, workspace, staging, tile, warp, pipeline, mma } = k.plan;
   if (mma !== undefined && k.plan.instruction !== undefined) {
@@ -143,6 +143,31 @@ function verifyDecisions(k: GemmKernel, fail: (msg: string) => never): void {
       if (need > pipeline.smemBytes) {
         fail(`plan.staging: ${need} bytes exceed the pipeline's ${pipeline.smemBytes}`);
       }
+    }
+  }
+  const short = k.plan.short;
+  if (short !== undefined && short !== null) {
+    // The short tiles run in the same launch: the same block, within its shared memory.
+    if (k.grouped !== true) fail("plan.short in a kernel that is not grouped");
+    if (tile === undefined || warp === undefined || pipeline === undefined) {
+      return fail("plan.short before the kernel's own plan");
+    }
+    const st = short.tile?.threadblock, sw = short.warp, sp = short.pipeline;
+    if (st === undefined || sw === undefined || sp === undefined || short.mma === undefined) {
+      return fail("plan.short is not fully planned");
+    }
+    if (2 * st.m !== tile.threadblock.m || st.n !== tile.threadblock.n) {
+      fail(
+        `plan.short threadblock ${st.m}x${st.n} is not half of ${tile.threadblock.m}x${tile.threadblock.n}`,
+      );
+    }
+    if (sw.threads !== warp.threads) {
+      fail(`plan.short has ${sw.threads} threads, not ${warp.threads}`);
+    }
+    if (sp.smemBytes > pipeline.smemBytes) {
+      fail(
+        `plan.short needs ${sp.smemBytes} bytes of shared memory, the kernel ${pipeline.smemBytes}`,
+      );
     }
   }
 }

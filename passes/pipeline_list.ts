@@ -13,14 +13,7 @@ import { verifyKernel } from "../ir/verify_kernel.ts";
 import { printGemm } from "../ir/print_gemm.ts";
 import { printKernel } from "../ir/print_kernel.ts";
 import { dumpHeader, type GemmPass } from "./pass.ts";
-import { tilePass } from "./tile.ts";
-import { warpPass } from "./warp.ts";
-import { pipelinePass } from "./pipeline.ts";
-import { mmaPass } from "./mma.ts";
-import { fragmentLoadPass } from "./fragment_load.ts";
-import { occupancyPass } from "./occupancy.ts";
-import { workspacePass } from "./workspace.ts";
-import { epilogueStagingPass } from "./epilogue_staging.ts";
+import { PLANNING_PASSES } from "./planning.ts";
 import { shortTilePass } from "./short_tile.ts";
 import { lowerToKernel } from "./lower/mod.ts";
 
@@ -34,17 +27,7 @@ import { lowerToKernel } from "./lower/mod.ts";
  * equal(GEMM_PASSES[0]?.name, "gemm-tile");
  * ```
  */
-export const GEMM_PASSES: readonly GemmPass[] = Object.freeze([
-  tilePass,
-  warpPass,
-  pipelinePass,
-  mmaPass,
-  fragmentLoadPass,
-  occupancyPass,
-  workspacePass,
-  epilogueStagingPass,
-  shortTilePass,
-]);
+export const GEMM_PASSES: readonly GemmPass[] = Object.freeze([...PLANNING_PASSES, shortTilePass]);
 
 /** The lowering's name and title, as `--dump-after` and dumps show them. */
 export const LOWER_PASS = Object.freeze({

@@ -23,26 +23,8 @@ import type { GemmKernel, Plan } from "../ir/gemm.ts";
 import { sparseMetaParam } from "../ir/gemm.ts";
 import { DiagnosticError } from "../dsl/diagnostics.ts";
 import type { GemmPass } from "./pass.ts";
-import { tilePass } from "./tile.ts";
-import { warpPass } from "./warp.ts";
-import { pipelinePass } from "./pipeline.ts";
-import { mmaPass, plannedShape } from "./mma.ts";
-import { fragmentLoadPass } from "./fragment_load.ts";
-import { occupancyPass } from "./occupancy.ts";
-import { workspacePass } from "./workspace.ts";
-import { epilogueStagingPass } from "./epilogue_staging.ts";
-
-/** The passes that plan a kernel, in pipeline order (passes/pipeline_list.ts). */
-const PLANNING = [
-  tilePass,
-  warpPass,
-  pipelinePass,
-  mmaPass,
-  fragmentLoadPass,
-  occupancyPass,
-  workspacePass,
-  epilogueStagingPass,
-] as const;
+import { plannedShape } from "./mma.ts";
+import { PLANNING_PASSES } from "./planning.ts";
 
 /**
  * The short plan of a planned kernel, or null where none applies (see the module).
@@ -68,7 +50,7 @@ export function shortPlan(k: GemmKernel): Plan | null {
     plan: {},
   };
   try {
-    for (const p of PLANNING) s = p.run(s);
+    for (const p of PLANNING_PASSES) s = p.run(s);
   } catch (e) {
     // A schedule the passes refuse (an ldmatrix width, a copy split) has no short plan.
     if (e instanceof DiagnosticError) return null;

@@ -84,7 +84,10 @@ export const SKINNY_TILES_16: readonly SkinnyClass[] = [
  * N = 14336 16x128x256 (112 blocks) 16.4 against 18.0; at K = 14336 16x32x512 18.2
  * against 29.1 (16x64x256 split 2: 18.4). M = 128: 64x64x256 is the general default
  * at N = 4096 (10.5, and 28.3 at K = 14336); at N = 14336 128x112x128 (128 blocks)
- * 23.0 against 29.4.
+ * 23.0 against 29.4; at N = 8192 the general default's 128x64x256 (128 blocks, the
+ * main benchmark's skinny s8 row, bench/NOTES.md 23) stays. No split-K for 8-bit
+ * operands: it lost in the sweep (M = 128, K = 14336: 64x64x256 split 2 37.3 against
+ * 28.3 unsplit) or tied (M = 16: 16x64x256 split 2 18.4 against 16x32x512's 18.2).
  */
 export const SKINNY_TILES_8: readonly SkinnyClass[] = [
   {
@@ -99,6 +102,7 @@ export const SKINNY_TILES_8: readonly SkinnyClass[] = [
     maxM: 128,
     tiles: [
       { m: 64, n: 64, k: 256, warp: { m: 32, n: 32 }, stages: 4 },
+      { m: 128, n: 64, k: 256, warp: { m: 64, n: 32 }, stages: 3 },
       { m: 128, n: 112, k: 128, warp: { m: 64, n: 56 }, stages: 4 },
     ],
   },
@@ -169,7 +173,7 @@ export function skinnySchedule(p: SkinnyProblem): SkinnyChoice | null {
     if (t.maxK !== undefined && p.K > t.maxK) continue;
     const tiles = Math.ceil(p.M / t.m) * Math.ceil(p.N / t.n);
     const kTiles = Math.ceil(p.K / t.k);
-    for (const s of SPLITS) {
+    for (const s of p.bytes === 1 ? [1] : SPLITS) {
       if (s > 1 && kTiles / s < MIN_KTILES_PER_SPLIT) break;
       const blocks = tiles * s;
       if (blocks > p.sms) break;

@@ -9,12 +9,15 @@
  *   half, one past half, several tiles) agree with the reference, no hazards.
  * - Where there is no short plan: ungrouped kernels, one warp row, SIMT math.
  * - The default bf16 grouped kernel assembles with ptxas without spills.
+ * - The GEMM IR verifier refuses a short plan that does not fit the kernel.
  */
 
 import assert from "node:assert/strict";
 import { compile, type CompiledKernel, formatDiagnostics } from "../compiler.ts";
 import { simulateGrouped } from "../harness/simulate_grouped.ts";
 import { printGemm } from "../ir/print_gemm.ts";
+import { verifyGemm } from "../ir/verify_gemm.ts";
+import type { Plan } from "../ir/gemm.ts";
 import { ptxasTest } from "./_ptxas.ts";
 import { runPtxas } from "../backends/ptx/ptxas.ts";
 
@@ -164,4 +167,23 @@ ptxasTest("short tiles: the default bf16 grouped kernel assembles without spills
   const r = await runPtxas(ck.ptx, { arch: "sm_80" });
   assert.ok(r.ok, r.log);
   assert.deepEqual([r.kernels[0]!.spillStoreBytes, r.kernels[0]!.spillLoadBytes], [0, 0]);
+});
+
+Deno.test("short tiles: the verifier refuses a short plan that does not fit the kernel", () => {
+  const ck = compileOne(source("f16", "f16", "f32", "threadblock 64x64x32\n    warp 32x32x32"));
+  const k = ck.planned;
+  const short = k.plan.short!;
+  verifyGemm(k);
+  const bad = (plan: Plan, msg: RegExp) =>
+    assert.throws(() => verifyGemm({ ...k, plan: { ...k.plan, short: plan } }), msg);
+  bad({ ...short, tile: { ...short.tile!, threadblock: { m: 16, n: 64, k: 32 } } }, /not half/);
+  bad({ ...short, warp: { ...short.warp!, threads: 64 } }, /threads/);
+  bad({ ...short, pipeline: { ...short.pipeline!, smemBytes: 1 << 20 } }, /shared memory/);
+  const ungrouped = compileOne(
+    source("f16", "f16", "f32", "threadblock 64x64x32\n    warp 32x32x32", false),
+  );
+  assert.throws(
+    () => verifyGemm({ ...ungrouped.planned, plan: { ...ungrouped.planned.plan, short } }),
+    /not grouped/,
+  );
 });

@@ -685,6 +685,7 @@ Deno.test("pass manager: one ordered list of kebab-case passes with summaries", 
     "gemm-occupancy",
     "gemm-workspace",
     "gemm-epilogue-staging",
+    "gemm-short-tile",
     "lower-kernel",
   ]);
   assert.deepEqual(GEMM_PASSES.map((p) => p.title), [
@@ -696,6 +697,7 @@ Deno.test("pass manager: one ordered list of kebab-case passes with summaries", 
     "Occupancy",
     "SplitKWorkspace",
     "EpilogueStaging",
+    "ShortTile",
   ]);
   for (const p of [...GEMM_PASSES, LOWER_PASS]) {
     assert.match(p.name, /^[a-z]+(-[a-z]+)*$/);
@@ -739,6 +741,7 @@ Deno.test("pass manager: each pass is a pure function that adds its part of the 
     ["occupancy"],
     ["workspace"],
     ["staging"],
+    ["short"],
   ]);
   assert.equal(JSON.stringify(k0), before, "the input is untouched");
   // The pipeline gives the same as the passes one by one.

@@ -53,6 +53,10 @@ Deno.test("skinny: 8-bit operands take the 8-bit sweep's fastest schedules (NOTE
   assert.equal(pick(128, 4096, 4096, 1), "64x64x256 warp 32x32 stages 4 split 1");
   assert.equal(pick(128, 14336, 4096, 1), "128x112x128 warp 64x56 stages 4 split 1");
   assert.equal(pick(128, 4096, 14336, 1), "64x64x256 warp 32x32 stages 4 split 1");
+  // The main benchmark's skinny s8 row keeps the general default's 128x64x256.
+  assert.equal(pick(128, 8192, 8192, 1), "128x64x256 warp 64x32 stages 3 split 1");
+  // No split-K for 8-bit operands: 64x64 at M = 64 stays 64 blocks.
+  assert.equal(pick(64, 4096, 4096, 1), "64x64x256 warp 32x32 stages 4 split 1");
   assert.equal(pick(129, 4096, 4096, 1), null);
   // Through the compiler: hinted sizes of an s8 kernel, and none for s4.
   const tile = (t: string, d: string) => {
