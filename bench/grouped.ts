@@ -410,11 +410,13 @@ export function groupedBenchMain(command: string, only?: readonly string[]): boo
     console.error(`bench --grouped: ${avail.why}`);
     return false;
   }
-  const rows = GROUPED_ROWS.filter((r) =>
-    only === undefined || only.some((o) => r.name.includes(o))
-  );
+  // Every row's routing is drawn in table order, then the rows asked for are kept: a row
+  // run alone gets the tokens it gets in the whole table (and in earlier results).
   const rng = new Rng(20261202);
-  const routed = rows.map((row) => ({ row, counts: routedCounts(row.E, row.tokens, rng) }));
+  const routed = GROUPED_ROWS.map((row) => ({
+    row,
+    counts: routedCounts(row.E, row.tokens, rng),
+  })).filter(({ row }) => only === undefined || only.some((o) => row.name.includes(o)));
   let results: RowResult[];
   let device: string;
   {
