@@ -494,8 +494,8 @@ export interface Plan {
   readonly workspace?: WorkspacePlan | null;
   /** Null: the epilogue stores straight from registers. */
   readonly staging?: StagingPlan | null;
-  /** A grouped kernel's plan for tiles with at most half the threadblock's rows: the
-   * same warps over a tile half as tall (pass `gemm-short-tile`); null: none. */
+  /** A grouped kernel's plan for problems with at most half the threadblock's rows:
+   * the same warps over a tile half as tall (pass `gemm-short-tile`); null: none. */
   readonly short?: Plan | null;
 }
 

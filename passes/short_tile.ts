@@ -1,14 +1,16 @@
 /**
- * `gemm-short-tile`: a grouped kernel's second plan, for the tiles that hold at most
- * half the threadblock's rows (DESIGN §6.2; {@link Plan.short}).
+ * `gemm-short-tile`: a grouped kernel's second plan, for the problems that have at
+ * most half a threadblock's rows (DESIGN §6.2; {@link Plan.short}).
  *
- * In a mixture-of-experts layer every expert's last tile is ragged: with 128-row
- * tiles and a few hundred tokens an expert, a fifth to two fifths of the tiles have
- * 64 rows or fewer, and a full tile's warps spend half their MMAs on rows past M
- * (bench/NOTES.md 52). The short plan is the same block of warps over a tile half as
- * tall: warps `warpsM / 2 x 2 warpsN`, each warp tile half as wide, the same k-tile
- * and stages; the grouped tile loop runs such tiles through it (a block-uniform
- * branch, passes/lower/kernel.ts), so they cost about half a full tile.
+ * In a mixture-of-experts layer many experts get few tokens: with 128-row tiles, an
+ * expert of 64 tokens or fewer computes as many rows past M as inside it. The short
+ * plan is the same block of warps over a tile half as tall: warps `warpsM / 2 x 2
+ * warpsN`, each warp tile half as wide, the same k-tile and stages; the grouped tile
+ * loop runs such a problem's tiles through it (a block-uniform branch on the
+ * problem's M, passes/lower/kernel.ts), at half the MMAs. Only whole problems, not
+ * the short last tile of a larger one: that tile would run ahead of the expert's
+ * full tiles, which read the same B columns at the same time, and B would come from
+ * DRAM twice (bench/NOTES.md 61: 11% slower at E=256).
  *
  * The short plan is planned by the same passes as the kernel's own (a schedule with
  * the short threadblock and warp tiles). None where it cannot apply: ungrouped
@@ -68,7 +70,7 @@ export function shortPlan(k: GemmKernel): Plan | null {
 export const shortTilePass: GemmPass = {
   name: "gemm-short-tile",
   title: "ShortTile",
-  summary: "Plan a grouped kernel's half-height tiles (an expert's last rows)",
+  summary: "Plan the half-height tiles of a grouped kernel's problems of few rows",
   run(k: GemmKernel): GemmKernel {
     return { ...k, plan: { ...k.plan, short: shortPlan(k) } };
   },

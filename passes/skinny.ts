@@ -108,10 +108,17 @@ export const SKINNY_TILES_8: readonly SkinnyClass[] = [
   },
 ];
 
-/** The candidate tables by operand bytes. */
-const SKINNY_TILES: Readonly<Record<1 | 2, readonly SkinnyClass[]>> = {
-  1: SKINNY_TILES_8,
-  2: SKINNY_TILES_16,
+/** The split-K counts tried, and the fewest k-tiles a split keeps. */
+const SPLITS = [1, 2, 4, 8] as const;
+const MIN_KTILES_PER_SPLIT = 8;
+
+/** By operand bytes: the candidates, and the split-K counts tried (8-bit: none, see
+ * {@link SKINNY_TILES_8}). */
+const SKINNY_RULES: Readonly<
+  Record<1 | 2, { readonly classes: readonly SkinnyClass[]; readonly splits: readonly number[] }>
+> = {
+  1: { classes: SKINNY_TILES_8, splits: [1] },
+  2: { classes: SKINNY_TILES_16, splits: SPLITS },
 };
 
 /**
@@ -119,10 +126,6 @@ const SKINNY_TILES: Readonly<Record<1 | 2, readonly SkinnyClass[]>> = {
  * matrix of LLM inference); smaller problems keep the general default.
  */
 const MIN_NK = 2048;
-
-/** The split-K counts tried, and the fewest k-tiles a split keeps. */
-const SPLITS = [1, 2, 4, 8] as const;
-const MIN_KTILES_PER_SPLIT = 8;
 
 /** What {@link skinnySchedule} weighs. */
 export interface SkinnyProblem {
@@ -166,14 +169,15 @@ export interface SkinnyChoice {
  * ```
  */
 export function skinnySchedule(p: SkinnyProblem): SkinnyChoice | null {
-  const cls = SKINNY_TILES[p.bytes ?? 2].find((c) => p.M <= c.maxM);
+  const rule = SKINNY_RULES[p.bytes ?? 2];
+  const cls = rule.classes.find((c) => p.M <= c.maxM);
   if (cls === undefined || p.N < MIN_NK || p.K < MIN_NK) return null;
   let best: SkinnyChoice | null = null;
   for (const t of cls.tiles) {
     if (t.maxK !== undefined && p.K > t.maxK) continue;
     const tiles = Math.ceil(p.M / t.m) * Math.ceil(p.N / t.n);
     const kTiles = Math.ceil(p.K / t.k);
-    for (const s of p.bytes === 1 ? [1] : SPLITS) {
+    for (const s of rule.splits) {
       if (s > 1 && kTiles / s < MIN_KTILES_PER_SPLIT) break;
       const blocks = tiles * s;
       if (blocks > p.sms) break;

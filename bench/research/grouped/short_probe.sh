@@ -1,7 +1,9 @@
 # Issue 20, short tiles: the time of full and of short tiles alone and beside each other, by
 # `gemm run --groups` on lists of E equal problems of M rows, in three trees: this one (short
-# tiles for problems of M <= half a tile), .device/rows (short tiles for any tile of <= half a
-# tile's rows: an expert's last tile too) and .device/base (before short tiles). Run from the
+# tiles for problems of M <= half a tile), .device/rows (a copy of it whose branch in
+# passes/lower/kernel.ts tests the tile's rows, M - m0, instead: an expert's last tile runs short
+# too) and .device/base (`git archive 7ec139e`, before short tiles); a tree not there is skipped.
+# Slow: ~60 s a run, most of it drawing 128 problems' inputs on the host. Run from the
 # repo root on the device with DENO and OUT set.
 set -u
 list() { local s="" i; for ((i = 0; i < $1; i++)); do s+="M=$2,N=$3,K=$4;"; done; echo "${s%;}"; }
