@@ -245,6 +245,7 @@ export type {
   PackOp,
   ParamOp,
   PrefetchOp,
+  ProxyFenceOp,
   Reg,
   RegType,
   SelpOp,
@@ -257,6 +258,10 @@ export type {
   UnOp,
   UnpackOp,
   WaitOp,
+  WgCommitOp,
+  WgFenceOp,
+  WgmmaOp,
+  WgWaitOp,
 } from "./ir/kernel.ts";
 export type {
   FragmentMap,

@@ -66,6 +66,7 @@ import {
 } from "./gpu_measure.ts";
 import { type BenchRow, csvOf, printTargets, type Problem, rowLine } from "./gpu_report.ts";
 import { median } from "../harness/timing.ts";
+import { type Target, TARGET_NAMES } from "../ir/target.ts";
 
 const PROBLEMS: readonly Problem[] = [
   { shape: "4096", M: 4096, N: 4096, K: 4096 },
@@ -165,11 +166,17 @@ export function cutlassName(ck: CompiledKernel, t: BlasType): string {
  * gets with `gemm run --tune --sms N`: the sizes as hints and the device's SM
  * count (tile shrinking, wave-aware tiles).
  */
-export function compileFor(cuda: Cuda, t: BlasType, p: Problem): CompiledKernel {
+export function compileFor(
+  cuda: Cuda,
+  t: BlasType,
+  p: Problem,
+  target?: Target,
+): CompiledKernel {
   const r = compile(sourceFor(t, p), {
     file: `bench_${t}.gemm`,
     sizeHints: { M: p.M, N: p.N, K: p.K },
     sms: cuda.device.multiprocessors,
+    ...(target === undefined ? {} : { target }),
   });
   if (!r.ok) throw new Error(r.diagnostics.map((d) => d.message).join("; "));
   return r.kernels[0]!;
@@ -289,8 +296,9 @@ function benchOne(
   t: BlasType,
   p: Problem,
   ceiling: Ceiling,
+  target?: Target,
 ): BenchRow {
-  const ck = compileFor(cuda, t, p);
+  const ck = compileFor(cuda, t, p, target);
   const sizes = { M: p.M, N: p.N, K: p.K };
   const bufs: DeviceBuffer[] = [];
   try {
@@ -342,7 +350,8 @@ function benchOne(
 /**
  * Runs the benchmark.
  *
- * @param args `--types f16,s8`, `--shapes 4096,8192,skinny,odd`, `--out DIR`.
+ * @param args `--types f16,s8`, `--shapes 4096,8192,skinny,odd`, `--out DIR`, `--target sm90`
+ *   (the compile target; default: the kernels' own, sm80).
  */
 export async function main(args: readonly string[] = Deno.args): Promise<void> {
   const opt = (name: string) => {
@@ -351,6 +360,11 @@ export async function main(args: readonly string[] = Deno.args): Promise<void> {
   };
   const types = (opt("--types")?.split(",") ?? TYPES) as BlasType[];
   const shapes = opt("--shapes")?.split(",");
+  const targetOpt = opt("--target");
+  if (targetOpt !== undefined && !(TARGET_NAMES as readonly string[]).includes(targetOpt)) {
+    throw new Error(`--target ${targetOpt}: expected ${TARGET_NAMES.join(", ")}`);
+  }
+  const target = targetOpt as Target | undefined;
   const problems = PROBLEMS.filter((p) => shapes === undefined || shapes.includes(p.shape));
   const avail = cudaAvailable();
   if (!avail.ok) {
@@ -368,6 +382,7 @@ export async function main(args: readonly string[] = Deno.args): Promise<void> {
     console.log(
       `# ${dev.name} (${dev.arch}, ${dev.multiprocessors} SMs), driver ${dev.driverVersionText}, ${blas.path}`,
     );
+    if (target !== undefined) console.log(`# compile target ${target}`);
     const ceil = ceilings(cuda, probe);
     console.log(
       `# mma.sync ceiling, TOPS@MHz (burst, fixed operands | burst, random | sustained, random): ${
@@ -390,7 +405,7 @@ export async function main(args: readonly string[] = Deno.args): Promise<void> {
             sustained: NaN,
             sustainedClock: NaN,
           };
-          row = benchOne(cuda, blas, probe, t, p, c);
+          row = benchOne(cuda, blas, probe, t, p, c, target);
         } catch (e) {
           console.log(`${t} ${p.shape}: ERROR ${(e as Error).message}`);
           continue;
@@ -399,7 +414,7 @@ export async function main(args: readonly string[] = Deno.args): Promise<void> {
         console.log(rowLine(row));
       }
     }
-    printTargets(rows);
+    printTargets(rows, target);
   } finally {
     probe.close();
     blas.close();

@@ -61,7 +61,11 @@ const TARGETS: Readonly<Record<string, number>> = {
 };
 
 /** Prints each 8192³ target, met or missed, in both states of the card. */
-export function printTargets(rows: readonly BenchRow[]): void {
+export function printTargets(rows: readonly BenchRow[], target?: string): void {
+  if (target === "sm90") {
+    printHopperTargets(rows);
+    return;
+  }
   console.log(
     "# targets at 8192³ (ratio to the ceiling of this run; burst: the burst/fixed ceiling, " +
       "as ../shared/ANCHORS.md measures it; sustained: the sustained/random one)",
@@ -78,6 +82,31 @@ export function printTargets(rows: readonly BenchRow[]): void {
       }, sustained ${sustained.toFixed(3)} ${verdict(sustained)}${
         r.verified ? "" : " (not verified)"
       }`,
+    );
+  }
+}
+
+/** Issue 23's targets at 8192³: the ratio to cuBLAS of the same run, in both states. */
+const HOPPER_TARGETS: Readonly<Record<string, number>> = {
+  f16: 1.0,
+  bf16: 1.0,
+  tf32: 0.95,
+  s8: 0.95,
+};
+
+/** {@link printTargets} for `--target sm90`: issue 23's ratios to cuBLAS at 8192³. */
+function printHopperTargets(rows: readonly BenchRow[]): void {
+  console.log("# issue 23 targets at 8192³ (ratio to cuBLAS of the same run, burst and sustained)");
+  for (const r of rows.filter((x) => x.shape === "8192")) {
+    const target = HOPPER_TARGETS[r.type];
+    if (target === undefined) continue;
+    const burst = r.ours / r.cublas;
+    const sustained = r.oursSustained / r.cublasSustained;
+    const verdict = (x: number) => (r.verified && x >= target ? "met" : "MISSED");
+    console.log(
+      `#   ${r.type.padEnd(5)} target ${target.toFixed(2)}x cuBLAS: burst ${burst.toFixed(3)} ${
+        verdict(burst)
+      }, sustained ${sustained.toFixed(3)} ${verdict(sustained)}`,
     );
   }
 }

@@ -37,6 +37,7 @@ import type {
   PackOp,
   ParamOp,
   PrefetchOp,
+  ProxyFenceOp,
   Reg,
   RegType,
   SelpOp,
@@ -49,6 +50,10 @@ import type {
   UnOp,
   UnpackOp,
   WaitOp,
+  WgCommitOp,
+  WgFenceOp,
+  WgmmaOp,
+  WgWaitOp,
 } from "./kernel.ts";
 
 /**
@@ -301,6 +306,57 @@ export function bar(): BarOp {
  */
 export function fence(): FenceOp {
   return { op: "fence" };
+}
+
+/**
+ * A warpgroup MMA (ir/kernel.ts, WgmmaOp): `d (+)= A * B`, A and B read from shared memory.
+ *
+ * @param shape The wgmma table row.
+ * @param d The accumulators.
+ * @param a A's tile address (u32, shared).
+ * @param b B's tile address (u32, shared).
+ * @param scaleD 1: accumulate into `d`; 0: overwrite it.
+ * @returns The operation.
+ */
+export function wgmma(shape: string, d: readonly Reg[], a: Reg, b: Reg, scaleD: 0 | 1): WgmmaOp {
+  return { op: "wgmma", shape, d, a, b, scaleD };
+}
+
+/**
+ * `wgmma.fence.sync.aligned`.
+ *
+ * @returns The operation.
+ */
+export function wgFence(): WgFenceOp {
+  return { op: "wgfence" };
+}
+
+/**
+ * `wgmma.commit_group.sync.aligned`.
+ *
+ * @returns The operation.
+ */
+export function wgCommit(): WgCommitOp {
+  return { op: "wgcommit" };
+}
+
+/**
+ * `wgmma.wait_group.sync.aligned n`.
+ *
+ * @param n The groups that may stay pending.
+ * @returns The operation.
+ */
+export function wgWait(n: number): WgWaitOp {
+  return { op: "wgwait", n };
+}
+
+/**
+ * `fence.proxy.async.shared::cta`.
+ *
+ * @returns The operation.
+ */
+export function proxyFence(): ProxyFenceOp {
+  return { op: "proxyfence" };
 }
 
 /**

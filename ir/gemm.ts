@@ -287,6 +287,9 @@ export interface TilePlan {
    * the warp tile gemm-warp takes and the stage count gemm-pipeline prefers (capped
    * by what fits, as every default) where the schedule gives none. */
   readonly skinny?: { readonly warp: Shape3; readonly stages: number };
+  /** Set when the tile runs on sm90's warpgroup MMA (passes/wgmma.ts): gemm-warp, gemm-pipeline
+   * and gemm-mma then plan for wgmma. */
+  readonly wgmma?: true;
 }
 
 /** Warp partitioning (pass `gemm-warp`). */
@@ -387,8 +390,9 @@ export interface PipelinePlan {
 }
 
 /** How an operand's MMA fragments come from shared memory: `ldmatrix`,
- * `ldmatrix.trans`, or `ld.shared` (`lds`). */
-export type FragmentLoad = "ldmatrix" | "ldmatrix.trans" | "lds";
+ * `ldmatrix.trans`, or `ld.shared` (`lds`); `wgmma`: none, the warpgroup MMA reads
+ * the tile itself. */
+export type FragmentLoad = "ldmatrix" | "ldmatrix.trans" | "lds" | "wgmma";
 
 /** The instruction (pass `gemm-mma`); gemm-fragment-load completes it into {@link MmaPlan}. */
 export interface InstructionPlan {
@@ -408,6 +412,10 @@ export interface InstructionPlan {
    * for two sets, such as 96x64 with f32 accumulators).
    */
   readonly fragments: "double" | "interleaved";
+  /** sm90: the wgmma table row (ir/wgmma_table.ts) the main loop issues, from shared
+   * memory; `shape` is then the m16n8 row of the same types, whose accumulator map is
+   * each warp's part of the warpgroup's (passes/wgmma.ts). Absent: mma.sync. */
+  readonly wgmma?: string;
 }
 
 /** The instruction and how its fragments come from shared memory (pass

@@ -567,6 +567,76 @@ export interface MmaOp {
   readonly ordered?: boolean;
 }
 
+/**
+ * `wgmma.mma_async.sync.aligned` of the wgmma table row named `shape` (ir/wgmma_table.ts;
+ * sm_90a, issue 23): the warpgroup of the executing thread (warps 4g .. 4g + 3, all 128
+ * lanes active) multiplies a 64 x K tile of A by a K x N tile of B, both read from shared
+ * memory, into its 64 x N accumulator. Each thread's `d` are its accumulator registers in
+ * the ISA's order (the row's `accRegs`): for the n8 block j, registers 4j .. 4j + 3 (f32,
+ * s32) hold the m16n8 accumulator fragment of ir/mma_table.ts at rows 16 (warp % 4) ..,
+ * columns 8j .., as do registers 2j, 2j + 1 (f16x2) of an f16 accumulator.
+ *
+ * Operands (the layout `WGMMA_SMEM` of ir/wgmma_table.ts): `a` and `b` are u32
+ * shared addresses of A's 64 x K and B's N x K tiles, K contiguous, rows of 128 bytes
+ * in groups of 8 (1,024 bytes), the 128-byte swizzle on the absolute address (bits 4-6
+ * XOR bits 7-9), so a tile starts at a 1024-byte boundary plus an offset along K below
+ * 128 bytes. The printer encodes them as the instruction's matrix descriptors.
+ *
+ * Asynchronous: the op starts the multiply; it completes at the `wgwait` that retires
+ * its group (`wgcommit`). Until then the `d` registers must be neither read nor written
+ * by other operations, and the shared bytes it reads must not be written; `d` written by
+ * other operations since the last `wgfence` must be fenced before it starts; shared
+ * memory written through the generic proxy (sts, cp.async) needs a `proxyfence` by the
+ * writing thread and a `bar` before a wgmma reads it. The simulator reports each
+ * violation as a hazard.
+ */
+export interface WgmmaOp {
+  /** The operation's tag. */
+  readonly op: "wgmma";
+  /** The wgmma table row's name. */
+  readonly shape: string;
+  /** The accumulators (read unless `scaleD` is 0, and written). */
+  readonly d: readonly Reg[];
+  /** A's tile: its shared address (u32). */
+  readonly a: Reg;
+  /** B's tile: its shared address (u32). */
+  readonly b: Reg;
+  /** 1: d = a * b + d; 0: d = a * b. */
+  readonly scaleD: 0 | 1;
+}
+
+/** `wgmma.fence.sync.aligned`: orders this warpgroup's register writes (of wgmma
+ * accumulators) before the wgmmas that follow. Warpgroup-collective. */
+export interface WgFenceOp {
+  /** The operation's tag. */
+  readonly op: "wgfence";
+}
+
+/** `wgmma.commit_group.sync.aligned`: closes the warpgroup's group of wgmmas issued
+ * since the last commit. Warpgroup-collective. */
+export interface WgCommitOp {
+  /** The operation's tag. */
+  readonly op: "wgcommit";
+}
+
+/** `wgmma.wait_group.sync.aligned n`: waits until at most `n` of the warpgroup's
+ * committed groups are pending; the others have completed (their accumulators written,
+ * their shared reads done). Warpgroup-collective. */
+export interface WgWaitOp {
+  /** The operation's tag. */
+  readonly op: "wgwait";
+  /** Groups that may stay pending. */
+  readonly n: number;
+}
+
+/** `fence.proxy.async.shared::cta`: this thread's shared-memory writes through the
+ * generic proxy (st.shared, cp.async) are ordered before later accesses through the
+ * async proxy (wgmma operands) once a barrier has made them the block's. */
+export interface ProxyFenceOp {
+  /** The operation's tag. */
+  readonly op: "proxyfence";
+}
+
 /** A loop with a trip count that is the same for every thread of the block:
  * `for (iv = from; iv < to; iv += step) body` (u32 compare); `step` is a
  * positive integer. */
@@ -643,6 +713,11 @@ export type Op =
   | AtomOp
   | FenceOp
   | MmaOp
+  | WgmmaOp
+  | WgFenceOp
+  | WgCommitOp
+  | WgWaitOp
+  | ProxyFenceOp
   | ForOp
   | IfOp
   | CommentOp;
@@ -803,6 +878,10 @@ export function opRegs(o: Op): { reads: Reg[]; writes: Reg[] } {
     case "wait":
     case "bar":
     case "fence":
+    case "wgfence":
+    case "wgcommit":
+    case "wgwait":
+    case "proxyfence":
     case "comment":
       return { reads, writes: [] };
     case "atom":
@@ -824,6 +903,10 @@ export function opRegs(o: Op): { reads: Reg[]; writes: Reg[] } {
     case "mma":
       reads.push(...o.a, ...o.b, ...o.c);
       if (o.meta !== undefined) reads.push(o.meta);
+      return { reads, writes: [...o.d] };
+    case "wgmma":
+      reads.push(o.a, o.b);
+      if (o.scaleD === 1) reads.push(...o.d);
       return { reads, writes: [...o.d] };
     case "for":
       pushReg(reads, o.from);

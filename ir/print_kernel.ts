@@ -123,6 +123,18 @@ function line(o: Op): string {
       return `${g}stg.${o.width} ${addr(o.addr, o.offset)}, ${list(o.src)}`;
     case "mma":
       return `${list(o.d)} = mma ${o.shape} ${list(o.a)}, ${list(o.b)}, ${list(o.c)}`;
+    case "wgmma":
+      return `${list(o.d)} ${o.scaleD === 1 ? "+=" : "="} wgmma ${o.shape} [${regName(o.a)}], [${
+        regName(o.b)
+      }]`;
+    case "wgfence":
+      return "wgmma.fence";
+    case "wgcommit":
+      return "wgmma.commit";
+    case "wgwait":
+      return `wgmma.wait ${o.n}`;
+    case "proxyfence":
+      return "fence.proxy.async";
     case "comment":
       return `// ${o.text}`;
     case "for":

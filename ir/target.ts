@@ -62,7 +62,10 @@ export type Instruction =
   /** `cvt.rna.tf32.f32` (rounding f32 to tf32 for the MMA). */
   | "cvt.tf32"
   /** `cvt` to and from `.bf16`. */
-  | "cvt.bf16";
+  | "cvt.bf16"
+  /** `wgmma.mma_async` (sm_90a warpgroup MMA from shared memory), its fence, groups,
+   * and `fence.proxy.async`. */
+  | "wgmma";
 
 /** One compile target's facts. */
 export interface TargetInfo {
@@ -116,6 +119,11 @@ const AMPERE_INSTRUCTIONS: ReadonlySet<Instruction> = Object.freeze(
     "cvt.tf32",
     "cvt.bf16",
   ]),
+);
+
+/** sm_90a: Ampere's instructions and the warpgroup MMA. */
+const HOPPER_INSTRUCTIONS: ReadonlySet<Instruction> = Object.freeze(
+  new Set<Instruction>([...AMPERE_INSTRUCTIONS, "wgmma"]),
 );
 
 /** Every row of the MMA table: they are the SM80 `mma.sync` variants. */
@@ -198,10 +206,11 @@ export const TARGETS: TargetTable = Object.freeze(
       } as const satisfies TargetInfo,
     ),
     // sm_90a (Hopper; issue 23, DESIGN §6.4): every sm_80 instruction and MMA shape, more
-    // shared memory, and an H100/H200's 132 SMs by default. Hopper's own instructions
-    // (wgmma, TMA bulk tensor copies, mbarrier, clusters) are not in the row yet: until
-    // they are, its kernels are the sm_80 ones (mma.sync, cp.async, ldmatrix) assembled
-    // for sm_90a, natively instead of through the driver's JIT (a shortcut of issue 23).
+    // shared memory, and an H100/H200's 132 SMs by default, and wgmma: 16-bit dense
+    // K-major programs run warpgroup MMAs from shared memory (passes/wgmma.ts). TMA
+    // bulk tensor copies, mbarrier and clusters are not in the row yet (a shortcut of
+    // issue 23): operands arrive by cp.async, and the other programs are the sm_80
+    // kernels assembled for sm_90a, natively instead of through the driver's JIT.
     // `a`: the architecture-specific target that wgmma and setmaxnreg need (PTX ISA 8.0).
     sm90: Object.freeze(
       {
@@ -214,7 +223,8 @@ export const TARGETS: TargetTable = Object.freeze(
         defaultSms: 132,
         defaultGpu: "an H100 SXM or H200",
         minBlocks: 132,
-        mmaIsa: "SM80 (mma.sync on SM90)",
+        mmaIsa: "SM80 (mma.sync on SM90) and SM90 wgmma",
+        instructions: HOPPER_INSTRUCTIONS,
       } as const satisfies TargetInfo,
     ),
   } as const satisfies Record<string, TargetInfo>,

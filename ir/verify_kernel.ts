@@ -22,6 +22,8 @@ import {
 } from "./kernel.ts";
 import { MMA_SHAPES, type MmaShape } from "./mma_table.ts";
 import { sparseMmaByName } from "./mma_sparse.ts";
+import { targetHas } from "./target.ts";
+import { WGMMA_BY_NAME } from "./wgmma_table.ts";
 import { printBody } from "./print_kernel.ts";
 
 function show(o: Op): string {
@@ -227,6 +229,27 @@ const mma: Check<"mma"> = (o, cx, path) => {
   cx.uniform(o, path, "warp-collective mma");
 };
 
+/** Warpgroup operations: a target with wgmma, whole warpgroups, uniform control flow. */
+function warpgroupOp(o: Op, cx: Checker, path: Path, what: string): void {
+  if (!targetHas(cx.k.target, "wgmma")) cx.fail(o, `${what} needs sm90 (target ${cx.k.target})`);
+  if (cx.k.threads % 128 !== 0) {
+    cx.fail(o, `${what} is warpgroup-collective: ${cx.k.threads} threads are not whole warpgroups`);
+  }
+  cx.uniform(o, path, what);
+}
+
+/** A warpgroup MMA: a known row, its accumulator count and type, u32 shared addresses. */
+const wgmma: Check<"wgmma"> = (o, cx, path) => {
+  const s = WGMMA_BY_NAME.get(o.shape) ?? cx.fail(o, `unknown wgmma shape "${o.shape}"`);
+  if (o.d.length !== s.accRegs) {
+    cx.fail(o, `d has ${o.d.length} registers, ${s.name} takes ${s.accRegs}`);
+  }
+  for (const x of o.d) cx.is(o, x, only(s.accRegType), "d");
+  cx.is(o, o.a, U32, "A's address");
+  cx.is(o, o.b, U32, "B's address");
+  warpgroupOp(o, cx, path, "wgmma");
+};
+
 /** A cp.async's operands, checked after its size and offset. */
 const cpasyncOperands = operands<"cpasync">(
   ["dst", U32, "destination address"],
@@ -302,6 +325,14 @@ const CHECKS: { readonly [K in Op["op"]]: Check<K> } = {
   sts: access,
   stg: access,
   mma,
+  wgmma,
+  wgfence: (o, cx, path) => warpgroupOp(o, cx, path, "wgmma.fence"),
+  wgcommit: (o, cx, path) => warpgroupOp(o, cx, path, "wgmma.commit_group"),
+  wgwait: (o, cx, path) => {
+    if (o.n < 0 || !Number.isInteger(o.n)) cx.fail(o, "bad wgmma wait depth");
+    warpgroupOp(o, cx, path, "wgmma.wait_group");
+  },
+  proxyfence: () => {},
   for: operands<"for">(
     ["iv", U32, "induction variable"],
     ["from", U32, "start"],

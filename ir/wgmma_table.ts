@@ -18,10 +18,13 @@
  *   - .b1 x .b1 -> .s32 (`.and.popc`): m64nNk256, N = 8, 16, 24, 32, then 48 .. 256 by 16.
  *
  * The accumulator: 64 x N elements over 128 threads, N / 2 of them a thread: N / 2 `.f32` or
- * `.s32` registers, N / 4 `.f16x2` ones. The fragment maps (which thread holds which
- * element), the descriptor format and the swizzles are not here yet (a shortcut of issue
- * 23: the table is what ptxas accepts, checked by tests/wgmma_table_test.ts; a GPU probe
- * as harness/mma_probe.ts does for sm_80 is to confirm the maps when they are added).
+ * `.s32` registers, N / 4 `.f16x2` ones, each warp's 16 rows in the m16n8 accumulator layout
+ * of ir/mma_table.ts (the kernel IR's WgmmaOp says which register holds which element; the
+ * simulator, backends/sim/_wgmma.ts, executes it, and tests/gpu/wgmma_test.ts checks it on
+ * the GPU). The one shared-memory layout the kernels use, {@link WGMMA_SMEM}, and its
+ * descriptor are below. Not here (a shortcut of issue 23): A from registers in the
+ * kernels, the other swizzles (none, 32 and 64 bytes), M/N-major tiles, the fp8 and b1
+ * rows in the simulator.
  *
  * @module
  */
@@ -185,3 +188,73 @@ export function wgmmaOperands(
   ];
   return [a, bDesc, scaleD, ...imms].join(", ");
 }
+
+/**
+ * The one shared-memory layout the kernels give wgmma operands (issue 23; the ISA's
+ * K-major canonical layout with the 128-byte swizzle): a tile of R rows (M or N) by K,
+ * K contiguous, each row 128 bytes, 8-row groups of 1,024 bytes one after another, and
+ * within a group the 16-byte chunk c of row r stored at chunk c ^ (r % 8). The swizzle
+ * acts on the absolute shared address, so a tile's groups start at 1024-byte boundaries;
+ * the instruction's K (32 bytes of 16-bit types) is a start address 32 bytes further
+ * along the row. Its matrix descriptor: start address >> 4 (bits 0-13), leading byte
+ * offset 16 >> 4 (bits 16-29; unused with this swizzle, 1 by convention), stride byte
+ * offset 1024 >> 4 (bits 32-45), base offset 0 (bits 49-51), swizzle mode 1 (128 bytes,
+ * bits 62-63). The pipeline's tiles of 128-byte rows (passes/pipeline.ts, shift 3, scale
+ * 1) are stored this way; the simulator reads operands through {@link wgmmaSmemAddress}.
+ */
+export const WGMMA_SMEM = Object.freeze({
+  /** Bytes of one row (the swizzle span). */
+  rowBytes: 128,
+  /** Bytes between consecutive groups of 8 rows (the stride byte offset). */
+  groupBytes: 1024,
+  /** The leading byte offset field's value in bytes (unused by the 128-byte swizzle). */
+  leadingBytes: 16,
+  /** The swizzle mode field: 1, the 128-byte swizzle. */
+  swizzleMode: 1,
+});
+
+/**
+ * The shared address of element (row, byte `kb` along K) of a wgmma operand tile that
+ * starts at `start` in the {@link WGMMA_SMEM} layout.
+ *
+ * @param start The tile's start address (a 1024-byte boundary plus less than 128).
+ * @param row The row (M for A, N for B).
+ * @param kb The byte offset along K from the start.
+ * @returns The byte's shared address.
+ * @example
+ * ```ts
+ * import { equal } from "node:assert/strict";
+ * import { wgmmaSmemAddress } from "./wgmma_table.ts";
+ * equal(wgmmaSmemAddress(0, 0, 0), 0);
+ * equal(wgmmaSmemAddress(0, 1, 0), 128 + 16); // row 1: chunk 0 lands in chunk 1
+ * equal(wgmmaSmemAddress(2048, 9, 34), 2048 + 1024 + 128 + (2 ^ 1) * 16 + 2);
+ * ```
+ */
+export function wgmmaSmemAddress(start: number, row: number, kb: number): number {
+  const pre = start + (row >> 3) * WGMMA_SMEM.groupBytes + (row & 7) * WGMMA_SMEM.rowBytes + kb;
+  return pre ^ (((pre >> 7) & 7) << 4);
+}
+
+/**
+ * The 64-bit matrix descriptor's high word for the {@link WGMMA_SMEM} layout (stride
+ * byte offset and swizzle mode), and the low word's bits other than the start address
+ * (the leading byte offset): the printer ORs `(address >> 4) & 0x3fff` into the low word.
+ *
+ * @example
+ * ```ts
+ * import { equal } from "node:assert/strict";
+ * import { wgmmaDescriptorWords } from "./wgmma_table.ts";
+ * const w = wgmmaDescriptorWords();
+ * equal(w.hi, 0x40000040);
+ * equal(w.loFixed, 0x10000);
+ * ```
+ */
+export function wgmmaDescriptorWords(): { readonly hi: number; readonly loFixed: number } {
+  const hi = ((WGMMA_SMEM.swizzleMode << 30) | (WGMMA_SMEM.groupBytes >> 4)) >>> 0;
+  return { hi, loFixed: (WGMMA_SMEM.leadingBytes >> 4) << 16 };
+}
+
+/** The row of each name. */
+export const WGMMA_BY_NAME: ReadonlyMap<string, WgmmaShape> = new Map(
+  WGMMA_TABLE.map((s) => [s.name, s]),
+);

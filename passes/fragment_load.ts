@@ -89,8 +89,10 @@ export const fragmentLoadPass: GemmPass = {
     const pipe = k.plan.pipeline!;
     const simt = instruction!.shape.startsWith(SIMT_PREFIX);
     // SIMT reads its fragments by ld.shared (ir/simt.ts).
-    const aLoad = simt ? "lds" : operandLoad(k, "A", pipe.a);
-    const bLoad = simt ? "lds" : operandLoad(k, "B", pipe.b);
+    // A wgmma reads both tiles from shared memory itself (passes/wgmma.ts).
+    const wg = instruction!.wgmma !== undefined;
+    const aLoad = wg ? "wgmma" : simt ? "lds" : operandLoad(k, "A", pipe.a);
+    const bLoad = wg ? "wgmma" : simt ? "lds" : operandLoad(k, "B", pipe.b);
     const mma: MmaPlan = { ...instruction!, aLoad, bLoad };
     const pipeline = {
       ...pipe,

@@ -16,6 +16,7 @@ import { SPARSE_MMA_TABLE, sparseMmaByName } from "../ir/mma_sparse.ts";
 import { sparseMetaParam } from "../ir/gemm.ts";
 import { type GemmPass, scheduleError } from "./pass.ts";
 import { SIMT_PREFIX, simtShape } from "../ir/simt.ts";
+import { wgmmaRowFor } from "./wgmma.ts";
 
 /** Registers the estimate reserves for addressing, predicates and the epilogue. */
 const ADDRESSING_REGS = 40;
@@ -115,6 +116,37 @@ export function plannedShape(k: GemmKernel): MmaShape {
   return s;
 }
 
+/**
+ * The plan of a wgmma tile (passes/wgmma.ts): the warpgroup row of the tile's N, and as
+ * `shape` the m16n8 mma.sync row of the same types and K, whose accumulator fragment is
+ * each warp's 16 x 8 part of the warpgroup's accumulator (what the epilogue reads).
+ */
+function wgmmaPlan(k: GemmKernel): GemmKernel {
+  const tb = k.plan.tile!.threadblock;
+  const row = wgmmaRowFor(k, tb);
+  const m = k.math;
+  const shape = mmaShapesOn(k.target, m.mmaA as MmaDtype, m.mmaB as MmaDtype, m.acc as MmaDtype)
+    .find((s) => s.m === 16 && s.n === 8 && s.k === row?.k);
+  if (row === null || shape === undefined) {
+    throw new Error(`gemm-mma: no wgmma plan for ${m.mmaA} -> ${m.acc} at ${tb.m}x${tb.n}x${tb.k}`);
+  }
+  const regEstimate = row.accRegs + ADDRESSING_REGS;
+  checkRegisterFile(k, regEstimate);
+  const plan: InstructionPlan = {
+    shape: shape.name,
+    instr: { m: row.m, n: row.n, k: row.k },
+    kSteps: tb.k / row.k,
+    regEstimate,
+    fragments: "double",
+    wgmma: row.name,
+  };
+  return {
+    ...k,
+    schedule: { ...k.schedule, mma: plan.instr },
+    plan: { ...k.plan, instruction: plan },
+  };
+}
+
 /** The pass. */
 export const mmaPass: GemmPass = {
   name: "gemm-mma",
@@ -123,6 +155,7 @@ export const mmaPass: GemmPass = {
   run(k: GemmKernel): GemmKernel {
     const m = k.math;
     if (m.mode === "simt") return simtPlan(k);
+    if (k.plan.tile!.wgmma) return wgmmaPlan(k);
     const op = m.op === "mul" ? undefined : m.op;
     const sparse = sparseMetaParam(k) !== null;
     const shapes = sparse

@@ -15,6 +15,8 @@ import { sparseGroup } from "../numerics/sparse.ts";
 import { DTYPE_INFO } from "../ir/dtype.ts";
 import { requireInstruction, targetInfo } from "../ir/target.ts";
 import { type GemmPass, scheduleError } from "./pass.ts";
+import { WGMMA_DEFAULT_STAGES } from "./wgmma.ts";
+import { WGMMA_SMEM } from "../ir/wgmma_table.ts";
 
 function log2(x: number): number {
   return Math.round(Math.log2(x));
@@ -191,9 +193,26 @@ export function defaultStages(k: GemmKernel): number {
   // The skinny schedule's own count (passes/skinny.ts, measured with it).
   const skinny = k.plan.tile?.skinny;
   if (skinny !== undefined) return skinny.stages;
+  if (k.plan.tile?.wgmma) return WGMMA_DEFAULT_STAGES;
   if ((k.plan.tile?.splitK ?? 1) > 1 && (a === "f16" || a === "bf16")) return 6;
   if (k.math.mode === "3xtf32") return 4;
   return a === "tf32" ? 5 : 4;
+}
+
+/**
+ * The operand tiles of a wgmma program are the instruction's layout (ir/wgmma_table.ts
+ * `WGMMA_SMEM`): 128-byte rows, chunk c of row r at c ^ (r % 8), stages of whole 1,024-byte
+ * groups (so every stage of A and of B starts on a group). A compiler bug otherwise.
+ */
+function checkWgmmaLayout(...tiles: Omit<OperandSmem, "offset">[]): void {
+  for (const t of tiles) {
+    const ok = t.contiguous === "k" && t.rowBytes === WGMMA_SMEM.rowBytes &&
+      t.swizzleShift === 3 && t.swizzleScale === 1 && t.stageBytes % WGMMA_SMEM.groupBytes === 0 &&
+      t.async && t.transpose !== true;
+    if (!ok) {
+      throw new Error(`gemm-pipeline: a wgmma operand tile off the layout: ${JSON.stringify(t)}`);
+    }
+  }
 }
 
 /** The pass. */
@@ -216,18 +235,24 @@ export const pipelinePass: GemmPass = {
     const budget = targetInfo(k.target).smemPerBlock;
     const fit = Math.floor(budget / perStage);
     const given = k.schedule.stages;
-    if (given !== undefined && given < 2) {
+    // A wgmma pipeline keeps a stage more: the one the previous k-tile's wgmmas still read.
+    const wgmma = k.plan.tile!.wgmma === true;
+    const least = wgmma ? 3 : 2;
+    if (given !== undefined && given < least) {
       scheduleError(
         k,
         "stages",
         "E0206",
-        `"stages ${given}": a cp.async pipeline needs at least 2 stages`,
+        `"stages ${given}": a cp.async pipeline ${
+          wgmma ? "feeding wgmma " : ""
+        }needs at least ${least} stages`,
       );
     }
+    if (wgmma) checkWgmmaLayout(a, b);
     // At least 2 when the schedule is silent, so that an over-budget tile is
     // reported with the figure of the smallest pipeline (2 stages).
-    const stages = given ?? Math.max(2, Math.min(defaultStages(k), fit));
-    if (stages < 2 || stages * perStage > budget) {
+    const stages = given ?? Math.max(least, Math.min(defaultStages(k), fit));
+    if (stages < least || stages * perStage > budget) {
       const need = stages * perStage;
       const hint = fit >= 2
         ? `use stages ${fit} or fewer`
@@ -248,7 +273,7 @@ export const pipelinePass: GemmPass = {
         ? {}
         : { meta: { ...meta, offset: stages * (a.stageBytes + b.stageBytes) } }),
       smemBytes: stages * perStage,
-      waitDepth: stages - 2,
+      waitDepth: stages - least,
     };
     return { ...k, schedule: { ...k.schedule, stages }, plan: { ...k.plan, pipeline: pipe } };
   },

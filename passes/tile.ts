@@ -18,6 +18,7 @@ import { type Dtype, DTYPE_INFO } from "../ir/dtype.ts";
 import { type GemmPass, scheduleError } from "./pass.ts";
 import { targetInfo } from "../ir/target.ts";
 import { type SkinnyChoice, skinnySchedule } from "./skinny.ts";
+import { wgmmaCandidate, wgmmaDefaultTile, wgmmaRowFor } from "./wgmma.ts";
 
 /**
  * The default threadblock tile for an MMA operand type.
@@ -543,6 +544,12 @@ function defaultTile(k: GemmKernel): ChosenTile {
   if (skinny !== null) {
     return { tb: skinny.threadblock, smallGrid: false, splitK: skinny.splitK, skinny };
   }
+  // sm90's warpgroup MMA (passes/wgmma.ts) where a wave of its tiles fills the SMs; a
+  // smaller problem keeps the mma.sync tiles below, shrunk or split (a shortcut of issue 23).
+  if (wgmmaCandidate(k)) {
+    const tb = wgmmaDefaultTile(k);
+    if (gridBlocks(c, tb) >= c.sms) return { tb, smallGrid: false, splitK: 1 };
+  }
   const sized = { m: shrink(c.d.m, c.mc, c.minM), n: shrink(c.d.n, c.nc, c.minM), k: c.d.k };
   const shrunk = shrinkForGrid(c, sized);
   const deep16 = isDeep16(c, shrunk);
@@ -609,6 +616,18 @@ export const tilePass: GemmPass = {
     const skinny = chosen.skinny;
     const tb = chosen.tb;
     checkThreadblock(k, tb);
+    const wgmma = wgmmaCandidate(k) && wgmmaRowFor(k, tb) !== null;
+    if (k.schedule.mma?.m === 64 && !wgmma) {
+      const mm = k.schedule.mma;
+      scheduleError(
+        k,
+        ["mma", "threadblock"],
+        "E0203",
+        `"mma ${mm.m}x${mm.n}x${mm.k}" is a warpgroup MMA (wgmma): it needs target sm90, ` +
+          `f16, bf16, tf32, s8 or u8 operands, A row-major and B column-major, no warp tile, ` +
+          `and a threadblock of 64 or 128 rows, N = ${mm.n} and one 128-byte row of K`,
+      );
+    }
     const nConst = knownSize(k, p.n);
     // A grouped kernel (DESIGN §6.2): its persistent blocks take whole tiles from
     // every problem in turn, so no swizzle and no split-K (the checker refuses both).
@@ -625,6 +644,7 @@ export const tilePass: GemmPass = {
       partial: { m: partial(p.m, tb.m), n: partial(p.n, tb.n), k: partial(p.k, tb.k) },
       ...(chosen.smallGrid ? { smallGrid: true as const } : {}),
       ...(skinny !== undefined ? { skinny: { warp: skinny.warp, stages: skinny.stages } } : {}),
+      ...(wgmma ? { wgmma: true as const } : {}),
     };
     return {
       ...k,

@@ -18,8 +18,10 @@ export const warpPass: GemmPass = {
   summary: "Partition the threadblock tile among warps; fix the thread count",
   run(k: GemmKernel): GemmKernel {
     const tb = k.plan.tile!.threadblock;
+    // A wgmma tile (passes/wgmma.ts): warp w takes 16 rows of its warpgroup's 64, every column.
+    const wgmma = k.plan.tile!.wgmma ? { m: 16, n: tb.n, k: tb.k } : undefined;
     // The skinny schedule's warp tile (passes/skinny.ts), else the general default.
-    let warp: Shape3 = k.schedule.warp ?? k.plan.tile!.skinny?.warp ?? (() => {
+    let warp: Shape3 = wgmma ?? k.schedule.warp ?? k.plan.tile!.skinny?.warp ?? (() => {
       // 64x64 (CUTLASS's Ampere default); f64 32x32; 3xtf32 64x32, since the
       // split operands (big and small parts) need twice the fragment registers.
       // The wave-aware tiles' 160- and 192-wide sides (passes/tile.ts) split

@@ -32,7 +32,7 @@ import {
   UN_PTX,
 } from "../backends/ptx/print.ts";
 import { allTestKernels, mmaKernelName, saxpyKernel } from "../backends/ptx/testdata/kernels.ts";
-import { TARGET_NAMES, targetInfo } from "../ir/target.ts";
+import { TARGET_NAMES, targetHas, targetInfo } from "../ir/target.ts";
 
 const ROOT = new URL("../", import.meta.url);
 const UPDATE = Deno.env.get("UPDATE_GOLDEN") === "1";
@@ -97,6 +97,11 @@ const ALL_OPS = {
   atom: true,
   fence: true,
   mma: true,
+  wgmma: true,
+  wgfence: true,
+  wgcommit: true,
+  wgwait: true,
+  proxyfence: true,
   for: true,
   if: true,
   comment: true,
@@ -127,7 +132,9 @@ const ALL_CVT = {
 
 Deno.test("ptx test kernels use every op, conversion, width, vector and mma row", () => {
   const seen = new Set<string>();
-  for (const k of allTestKernels("sm80")) {
+  // sm80's kernels, and sm90's warpgroup MMA kernels (the only ones sm80 lacks).
+  const wg = allTestKernels("sm90").filter((k) => k.name.startsWith("wgmma_"));
+  for (const k of [...allTestKernels("sm80"), ...wg]) {
     walkOps(k.body, (o, path) => {
       seen.add(`op ${o.op}`);
       if ("guard" in o && o.guard !== undefined) seen.add(`guard ${o.guard.negate}`);
@@ -213,7 +220,8 @@ for (const target of TARGET_NAMES) {
       `.version ${targetInfo(target).ptxVersion}`,
       `.target ${ptxTarget(target)}`,
       ".address_size 64",
-      ".extern .shared .align 128 .b8 gemmc_smem[];",
+      // wgmma's 128-byte swizzle needs 1024-byte aligned stages (ir/wgmma_table.ts).
+      `.extern .shared .align ${targetHas(target, "wgmma") ? 1024 : 128} .b8 gemmc_smem[];`,
     ]);
     assert.equal(ptx.match(/\.extern \.shared/g)?.length, 1);
     assert.ok(ptx.indexOf(".extern .shared") < ptx.indexOf(".entry"));

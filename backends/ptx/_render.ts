@@ -70,6 +70,16 @@ export function render(o: Simple, cx: Ctx): void {
       return RENDER.fence(o, cx);
     case "mma":
       return RENDER.mma(o, cx);
+    case "wgmma":
+      return RENDER.wgmma(o, cx);
+    case "wgfence":
+      return RENDER.wgfence(o, cx);
+    case "wgcommit":
+      return RENDER.wgcommit(o, cx);
+    case "wgwait":
+      return RENDER.wgwait(o, cx);
+    case "proxyfence":
+      return RENDER.proxyfence(o, cx);
     case "comment":
       return RENDER.comment(o, cx);
     default:

@@ -22,7 +22,8 @@ import {
   regList,
   uniformVector,
 } from "./_operands.ts";
-import { put, type Renderers, type Simple } from "./_context.ts";
+import { put, putLine, type Renderers, type Simple } from "./_context.ts";
+import { WGMMA_BY_NAME, wgmmaDescriptorWords, wgmmaOperands } from "../../ir/wgmma_table.ts";
 import type { RegOpName } from "./_render_regs.ts";
 
 const MMA_BY_NAME: ReadonlyMap<string, MmaShape> = new Map(MMA_SHAPES.map((s) => [s.name, s]));
@@ -151,6 +152,40 @@ export const MEM_RENDER: Renderers<Exclude<Simple["op"], RegOpName>> = {
       c: mmaFrag(row, "c", o.c, row.c.regs, acc),
     });
   },
+  wgmma(o, cx) {
+    const row = WGMMA_BY_NAME.get(o.shape);
+    if (row === undefined) throw new PtxError(`Unknown wgmma shape "${o.shape}"`);
+    if (o.d.length !== row.accRegs) {
+      throw new PtxError(`wgmma ${row.name}: d has ${o.d.length} registers, takes ${row.accRegs}`);
+    }
+    expect(`wgmma ${row.name} accumulators`, MMA_OPERAND_REGS[row.accRegType], ...o.d);
+    expect(`wgmma ${row.name} tile addresses`, "i32", o.a, o.b);
+    const w = wgmmaDescriptorWords();
+    putLine(cx, "{", NO_HOLES);
+    put(cx, OP_TEMPLATES.wgmmaScope, NO_HOLES);
+    put(cx, OP_TEMPLATES.wgmmaHi, { hi: `0x${w.hi.toString(16)}` });
+    [o.a, o.b].forEach((r, i) => {
+      const at = { i: String(i), addr: regName(r), fixed: `0x${w.loFixed.toString(16)}` };
+      put(cx, OP_TEMPLATES.wgmmaLo, at);
+      put(cx, OP_TEMPLATES.wgmmaLoOr, at);
+      put(cx, OP_TEMPLATES.wgmmaDesc, at);
+    });
+    put(cx, OP_TEMPLATES.wgmma, {
+      mn: row.ptx,
+      d: regList(o.d),
+      rest: wgmmaOperands(row, "%wgdesc0", "%wgdesc1", String(o.scaleD), false),
+    });
+    putLine(cx, "}", NO_HOLES);
+  },
+  wgfence: (_o, cx) => put(cx, OP_TEMPLATES.wgfence, NO_HOLES),
+  wgcommit: (_o, cx) => put(cx, OP_TEMPLATES.wgcommit, NO_HOLES),
+  wgwait(o, cx) {
+    if (!Number.isSafeInteger(o.n) || o.n < 0) {
+      throw new PtxError(`wgmma.wait_group ${o.n}: the count must be a non-negative integer`);
+    }
+    put(cx, OP_TEMPLATES.wgwait, { n: String(o.n) });
+  },
+  proxyfence: (_o, cx) => put(cx, OP_TEMPLATES.proxyfence, NO_HOLES),
 };
 
 /** One `mma` fragment operand, `{%b1, %b2, ...}`, checked against the shape. */

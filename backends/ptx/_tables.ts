@@ -283,6 +283,18 @@ export const OP_TEMPLATES = Object.freeze({
   stg: "st.global$v.$w [$addr], $a",
   mma: "$mn $d, $a, $b, $c",
   mmaSp: "$mn $d, $a, $b, $c, $e, $f",
+  // A warpgroup MMA: each descriptor's low word from the tile's shared address (its
+  // bits 4-17, then the fixed fields), its high word fixed; in a scope of its own.
+  wgmmaScope: ".reg .b32 %wglo<2>, %wghi; .reg .b64 %wgdesc<2>",
+  wgmmaHi: "mov.b32 %wghi, $hi",
+  wgmmaLo: "bfe.u32 %wglo$i, $addr, 4, 14",
+  wgmmaLoOr: "or.b32 %wglo$i, %wglo$i, $fixed",
+  wgmmaDesc: "mov.b64 %wgdesc$i, {%wglo$i, %wghi}",
+  wgmma: "$mn $d, $rest",
+  wgfence: "wgmma.fence.sync.aligned",
+  wgcommit: "wgmma.commit_group.sync.aligned",
+  wgwait: "wgmma.wait_group.sync.aligned $n",
+  proxyfence: "fence.proxy.async.shared::cta",
   comment: "// $text",
   // Structured control flow.
   forInit: "mov.u32 $iv, $from",

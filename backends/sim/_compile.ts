@@ -1,7 +1,8 @@
 /**
  * Compiles a kernel-IR body into closures over the machine: one closure per
  * operation, loops and conditionals as closures over their bodies, each
- * non-uniform `if` with its own pair of lane masks.
+ * non-uniform `if` with its own pair of lane masks. In a kernel with wgmma, the
+ * operations that touch a wgmma accumulator are wrapped by _wgmma.ts's hazard check.
  *
  * @module
  */
@@ -24,6 +25,7 @@ import {
   compileShared,
   compileWait,
 } from "./_ops.ts";
+import { compileProxyFence, compileWgmma, compileWgSync, guardAccumulators } from "./_wgmma.ts";
 import { SimError } from "./types.ts";
 
 /** Lines `printKernel` prints before the body: the signature, the launch line, `{`. */
@@ -80,7 +82,7 @@ class Compiler {
       const info = this.M.infos[this.#next++]!;
       if (info.op !== o) throw new Error("internal: operation index out of step");
       const r = this.op(info, mask, uniform);
-      if (r !== null) runs.push(r);
+      if (r !== null) runs.push(this.M.wg === null ? r : guardAccumulators(this.M, info, mask, r));
     }
     const n = runs.length;
     if (n === 0) return () => {};
@@ -140,6 +142,14 @@ class Compiler {
         return compileFence(M, info, mask);
       case "mma":
         return compileMma(M, info, mask);
+      case "wgmma":
+        return compileWgmma(M, info, mask);
+      case "wgfence":
+      case "wgcommit":
+      case "wgwait":
+        return compileWgSync(M, info, mask);
+      case "proxyfence":
+        return compileProxyFence(M, info, mask);
       case "for":
         return this.for(info, o, mask, uniform);
       case "if":

@@ -2,6 +2,9 @@
  * The shared-memory hazard tracker of one simulated launch: races between
  * warps with no barrier in between, reads and writes of bytes an outstanding
  * cp.async still writes, and cp.async copies left pending at the end of a block.
+ * For a kernel with wgmma ops (_wgmma.ts, {@link Hazards.enableAsync}) also the
+ * async-proxy side: writes of bytes a pending wgmma reads, and wgmma reads of bytes
+ * written through the generic proxy with no `proxyfence` since.
  * The first occurrence of each kind and operation is kept, later ones counted.
  *
  * @module
@@ -43,6 +46,18 @@ export class Hazards {
   readonly rMask: Int32Array;
   /** Incremented at every `bar` and every block start. */
   epoch = 0;
+  /** Whether the async-proxy (wgmma) checks run: see {@link enableAsync}. */
+  async = false;
+  /** Per 4-byte word: reads by issued wgmmas whose group has not retired, and the
+   * warpgroup of the latest. */
+  asyncReads: Int32Array = new Int32Array(0);
+  asyncReader: Int16Array = new Int16Array(0);
+  /** Per word: 1 where written through the generic proxy (sts, cp.async) since the
+   * writing warp's last `proxyfence`, and that warp. */
+  unfenced: Uint8Array = new Uint8Array(0);
+  unfencedWarp: Int16Array = new Int16Array(0);
+  /** Per warp: the words it marked in {@link unfenced} since its last `proxyfence`. */
+  #unfencedBy: number[][] = [];
   /** The block that hazards are reported in. */
   block: BlockCoord = [0, 0, 0];
 
@@ -66,10 +81,33 @@ export class Hazards {
     this.rMask = new Int32Array(bytes);
   }
 
+  /**
+   * Turns on the async-proxy checks (a kernel with wgmma ops; nothing when hazards are
+   * off): from here on every {@link write} also checks the bytes pending wgmmas read
+   * and marks its words as written through the generic proxy.
+   *
+   * @param warps Warps per block.
+   */
+  enableAsync(warps: number): void {
+    if (!this.on) return;
+    const words = this.pendWords.length;
+    this.async = true;
+    this.asyncReads = new Int32Array(words);
+    this.asyncReader = new Int16Array(words);
+    this.unfenced = new Uint8Array(words);
+    this.unfencedWarp = new Int16Array(words);
+    this.#unfencedBy = Array.from({ length: warps }, () => []);
+  }
+
   /** Starts block `block`: a new epoch (no access of the last block races with this one). */
   startBlock(block: BlockCoord): void {
     this.block = block;
     this.epoch++;
+    if (this.async) {
+      this.asyncReads.fill(0);
+      this.unfenced.fill(0);
+      for (const l of this.#unfencedBy) l.length = 0;
+    }
   }
 
   /**
@@ -171,6 +209,7 @@ export class Hazards {
     what: string,
     pendingCheck: boolean,
   ): void {
+    if (this.async) this.#asyncWrite(idx, w, addr, len, what);
     const x = pendingCheck ? this.firstPending(addr, len) : -1;
     if (x >= 0) {
       this.#reportPending(
@@ -219,6 +258,128 @@ export class Hazards {
       wE[b] = ep;
       wW[b] = w;
     }
+  }
+
+  /** The async-proxy side of a generic-proxy write by warp `w`: flags words a pending
+   * wgmma reads, and marks the words unfenced until `w`'s next `proxyfence`. */
+  #asyncWrite(idx: number, w: number, addr: number, len: number, what: string): void {
+    const rd = this.asyncReads;
+    const uf = this.unfenced;
+    const uw = this.unfencedWarp;
+    let hit = -1;
+    for (let x = addr >> 2; x <= (addr + len - 1) >> 2; x++) {
+      if (hit < 0 && rd[x]! > 0) hit = x;
+      if (uf[x] === 0 || uw[x] !== w) {
+        uf[x] = 1;
+        uw[x] = w;
+        this.#unfencedBy[w]!.push(x);
+      }
+    }
+    if (hit >= 0) {
+      const g = this.asyncReader[hit]!;
+      this.report(
+        "write-during-wgmma",
+        idx,
+        [w, 4 * g, 4 * g + 1, 4 * g + 2, 4 * g + 3],
+        hit * 4 > addr ? hit * 4 : addr,
+        `${what} of warp ${w} overwrites shared memory a wgmma of warpgroup ${g} still reads (its group was not retired by wgmma.wait_group)`,
+      );
+    }
+  }
+
+  /**
+   * Checks and records a wgmma's read of shared bytes `[addr, addr + len)` (within one
+   * 4-byte-aligned 16-byte chunk or less) for warpgroup `g` at issue: a byte written in
+   * this barrier epoch by any warp is a race (the async proxy sees a write only after a
+   * `proxyfence` and a `bar`), a word an outstanding cp.async writes has not landed, a word
+   * written through the generic proxy with no `proxyfence` since is unfenced. The read is
+   * recorded for the warpgroup's 4 warps, and the words stay pinned (writes to them are
+   * hazards) until {@link asyncRetire}.
+   */
+  asyncRead(idx: number, g: number, addr: number, len: number): void {
+    const ep = this.epoch;
+    const bits = 0xf << (4 * g);
+    const wE = this.wEpoch;
+    const rE = this.rEpoch;
+    const rM = this.rMask;
+    let raced = false;
+    for (let b = addr; b < addr + len; b++) {
+      if (wE[b] === ep && !raced) {
+        raced = true;
+        const v = this.wWarp[b]!;
+        this.report(
+          "race",
+          idx,
+          [4 * g, v],
+          b,
+          `A wgmma of warpgroup ${g} reads a shared byte that warp ${v} wrote with no bar in between`,
+        );
+      }
+      if (rE[b] !== ep) {
+        rE[b] = ep;
+        rM[b] = bits;
+      } else rM[b]! |= bits;
+    }
+    const p = this.firstPending(addr, len);
+    if (p >= 0) {
+      this.#reportPending(
+        "read-before-landed",
+        idx,
+        4 * g,
+        p,
+        addr,
+        `A wgmma of warpgroup ${g} reads shared memory before the cp.async of warp ${
+          this.pendWarp[p]
+        } that writes it has landed (its group was not waited for)`,
+      );
+    }
+    const uf = this.unfenced;
+    for (let x = addr >> 2; x <= (addr + len - 1) >> 2; x++) {
+      if (uf[x] !== 0) {
+        const v = this.unfencedWarp[x]!;
+        this.report(
+          "unfenced-async-proxy",
+          idx,
+          [4 * g, v],
+          x * 4 > addr ? x * 4 : addr,
+          `A wgmma of warpgroup ${g} reads shared memory that warp ${v} wrote with no fence.proxy.async (proxyfence) since`,
+        );
+        break;
+      }
+    }
+    for (let x = addr >> 2; x <= (addr + len - 1) >> 2; x++) {
+      this.asyncReads[x]!++;
+      this.asyncReader[x] = g;
+    }
+  }
+
+  /** A pending wgmma of warpgroup `g` retires: its read of `[addr, addr + len)` unpins the
+   * words and counts as an ordinary read by the warpgroup's 4 warps in this epoch (a write
+   * by another warp before the next `bar` is a race). */
+  asyncRetire(g: number, addr: number, len: number): void {
+    const ep = this.epoch;
+    const bits = 0xf << (4 * g);
+    const rE = this.rEpoch;
+    const rM = this.rMask;
+    for (let b = addr; b < addr + len; b++) {
+      if (rE[b] !== ep) {
+        rE[b] = ep;
+        rM[b] = bits;
+      } else rM[b]! |= bits;
+    }
+    for (let x = addr >> 2; x <= (addr + len - 1) >> 2; x++) this.asyncReads[x]!--;
+  }
+
+  /** Clears the unfenced marks of warp `w`'s generic-proxy writes (`proxyfence`). */
+  proxyFence(w: number): void {
+    const l = this.#unfencedBy[w]!;
+    const uf = this.unfenced;
+    const uw = this.unfencedWarp;
+    for (let i = 0; i < l.length; i++) {
+      const x = l[i]!;
+      if (uw[x] === w) uf[x] = 0;
+    }
+    l.length = 0;
   }
 
   /** Reports an access by warp `w` of `[addr, ...)` whose word `x` an outstanding cp.async

@@ -1,8 +1,9 @@
 /**
  * The state of one simulated launch: registers (one typed array of `threads`
  * lanes per virtual register), global and shared memory, the cp.async
- * machinery, the statistics and a hazard tracker (_hazards.ts). The operation closures of
- * `_ops.ts`, `_alu.ts` and `_mma.ts` read and write it directly.
+ * machinery, the statistics, a hazard tracker (_hazards.ts) and, for a kernel with wgmma,
+ * the warpgroup MMAs' state (_wgmma.ts). The operation closures of `_ops.ts`, `_alu.ts`,
+ * `_mma.ts` and `_wgmma.ts` read and write it directly.
  *
  * @module
  */
@@ -11,6 +12,7 @@ import type { Kernel, Op, Reg, RegType } from "../../ir/kernel.ts";
 import { tallyWavefronts } from "../../ir/smem_banks.ts";
 import { targetInfo } from "../../ir/target.ts";
 import { Hazards, type HazardSite } from "./_hazards.ts";
+import { hasWgmma, WgState } from "./_wgmma.ts";
 import {
   type BankStats,
   type BlockCoord,
@@ -139,6 +141,8 @@ export class Machine {
 
   /** The hazard tracker (see _hazards.ts). */
   readonly hz: Hazards;
+  /** The warpgroup MMAs' state (_wgmma.ts): null for a kernel without wgmma. */
+  readonly wg: WgState | null;
 
   // Bank-conflict scratch.
   readonly laneAddr = new Int32Array(32);
@@ -233,6 +237,7 @@ export class Machine {
     this.smemDV = new DataView(sbuf);
 
     this.hz = new Hazards(infos, S, hazards, maxHazards);
+    this.wg = hasWgmma(kernel) ? new WgState(kernel, this.W, this.hz) : null;
     this.#growCp(256);
   }
 
@@ -317,13 +322,15 @@ export class Machine {
     this.by = y;
     this.bz = z;
     this.hz.startBlock([x, y, z]);
+    if (this.wg !== null) this.wg.startBlock();
     for (const v of this.regs) poison(v);
     this.smem.fill(0xff); // f16/f32 NaN: an unwritten element shows
     this.openGroup.fill(0);
   }
 
-  /** Reports copies still pending at the end of the block and drops them. */
+  /** Reports copies (and wgmmas) still pending at the end of the block and drops them. */
   endBlock(): void {
+    if (this.wg !== null) this.wg.endBlock(this.hz);
     if (this.pendingN === 0) return;
     let uncommitted = 0;
     const warps = new Set<number>();

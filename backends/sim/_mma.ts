@@ -44,7 +44,7 @@ import { warpActive } from "./_ops.ts";
 import { SimError } from "./types.ts";
 
 /** Exact value of every bf16 bit pattern. */
-const BF16_VALUES: Float64Array = (() => {
+export const BF16_VALUES: Float64Array = (() => {
   const t = new Float64Array(65536);
   for (let h = 0; h < 65536; h++) t[h] = bf16BitsToF32(h);
   return t;

@@ -3,7 +3,9 @@
  * the PTX backend prints, on the CPU, block by block with each block's
  * threads in lockstep. It checks every access (bounds, alignment), reports
  * shared-memory hazards (reads before a cp.async landed, races between warps
- * without a barrier, unbalanced cp.async groups) and gathers statistics
+ * without a barrier, unbalanced cp.async groups; for wgmma, accumulators touched
+ * before `wgwait` or written without `wgfence`, operands overwritten while pending or
+ * written without `proxyfence`, unbalanced groups) and gathers statistics
  * (warp-instructions by kind, global and shared bytes, MMAs, bank conflicts
  * in wavefronts). Numerics are those of `numerics/`.
  *

@@ -54,9 +54,15 @@ export function gridBlocks(grid: readonly [number, number, number]): BlockCoord[
  * Errors ({@link SimError}): out-of-bounds or misaligned global and shared
  * accesses, bad cp.async sizes, non-uniform loop trip counts or uniform-if
  * conditions, `bar` in non-uniform control flow, partially active warps at
- * `ldmatrix`/`mma`, malformed operations. Hazards (a read of shared memory an
+ * `ldmatrix`/`mma` (warpgroups at `wgmma`, `wgfence`, `wgcommit`, `wgwait`), wgmma
+ * operand addresses that differ across the warpgroup or leave the layout, wgmma rows
+ * not simulated (fp8, b1), malformed operations. Hazards (a read of shared memory an
  * outstanding cp.async will write, a race between warps with no barrier,
- * copies pending at the end) are collected, not raised.
+ * copies pending at the end, and the wgmma kinds of `HazardKind`) are collected, not
+ * raised.
+ *
+ * wgmma: the result is computed when the wgmma is issued (the per-warpgroup pending
+ * groups of `wgcommit` / `wgwait` only decide what is a hazard).
  *
  * @param kernel The kernel-IR program.
  * @param launch The grid and the arguments by parameter name.

@@ -40,7 +40,8 @@ export interface SimLaunch {
 export interface SimOptions {
   /** Simulate only these blocks (default: the whole grid, x fastest, then y, then z). */
   readonly blocks?: readonly BlockCoord[];
-  /** Check shared-memory hazards (default true). Turning it off saves about a third of the time. */
+  /** Check shared-memory (and wgmma accumulator) hazards (default true). Turning it off saves
+   * about a third of the time. */
   readonly hazards?: boolean;
   /** Record at most this many distinct hazards (default 20); later ones are only counted. */
   readonly maxHazards?: number;
@@ -58,12 +59,32 @@ export interface SimOptions {
  *   issuing warp both when it is issued and when it lands).
  * - `unbalanced-cp.async`: copies still pending (never committed, or committed
  *   and never waited for) when the block ends.
+ *
+ * And of the warpgroup MMAs (`wgmma`, asynchronous: pending from issue until the
+ * `wgwait` that retires its `wgcommit` group; a wgmma's shared reads at issue also
+ * count as reads for `race` and `read-before-landed`, and as reads by its warpgroup's
+ * 4 warps again when it retires):
+ * - `accumulator-before-wait`: an operation other than wgmma read or wrote a
+ *   register that is the accumulator (`d`) of a pending wgmma of its warpgroup.
+ * - `unfenced-accumulator`: a wgmma's accumulators were written by another operation
+ *   of its warpgroup since the warpgroup's last `wgfence`.
+ * - `write-during-wgmma`: a write to shared memory (`sts`, cp.async issued or
+ *   landing) of bytes a pending wgmma reads.
+ * - `unfenced-async-proxy`: a wgmma read shared bytes written through the generic
+ *   proxy (`sts`, cp.async) whose writing warp has run no `proxyfence` since.
+ * - `unbalanced-wgmma`: wgmmas still pending (never committed, or committed and
+ *   never waited for) when the block ends.
  */
 export type HazardKind =
   | "read-before-landed"
   | "write-before-landed"
   | "race"
-  | "unbalanced-cp.async";
+  | "unbalanced-cp.async"
+  | "accumulator-before-wait"
+  | "unfenced-accumulator"
+  | "write-during-wgmma"
+  | "unfenced-async-proxy"
+  | "unbalanced-wgmma";
 
 /** A hazard, reported once per kind and operation (the first occurrence), with a count. */
 export interface Hazard {
@@ -83,7 +104,9 @@ export interface Hazard {
   readonly warps: readonly number[];
   /** Shared-memory byte address of the first occurrence, or null. */
   readonly address: number | null;
-  /** How many lane accesses (or, for `unbalanced-cp.async`, blocks) showed it. */
+  /** How many lane accesses (or, for `unbalanced-cp.async` and `unbalanced-wgmma`,
+   * blocks; for the other wgmma kinds, warpgroup-level accesses or 16-byte operand
+   * chunks) showed it. */
   count: number;
 }
 

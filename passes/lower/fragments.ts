@@ -7,7 +7,7 @@
 
 import { imm } from "../../ir/builder.ts";
 import { DTYPE_INFO } from "../../ir/dtype.ts";
-import type { OperandSmem } from "../../ir/gemm.ts";
+import type { FragmentLoad, OperandSmem } from "../../ir/gemm.ts";
 import type { Reg } from "../../ir/kernel.ts";
 import type { MmaShape } from "../../ir/mma_table.ts";
 import { isSparseShape } from "../../ir/mma_sparse.ts";
@@ -142,9 +142,11 @@ export function fragSetup(
   cx: LowerContext,
   role: "A" | "B",
   p: OperandSmem,
-  load: "ldmatrix" | "ldmatrix.trans" | "lds",
+  load: FragmentLoad,
   smem: Reg,
 ): FragPlan {
+  // A wgmma reads its tiles itself (passes/lower/wgmma.ts): a compiler bug to get here.
+  if (load === "wgmma") throw new Error("lower-kernel: a wgmma tile has no fragment loads");
   const g = fragGeometry(cx, role, p);
   const instrs = load === "lds"
     ? ldsInstrs(cx, g, p)

@@ -36,6 +36,7 @@ import {
   sparseShape,
   storeMetaWords,
 } from "./sparse.ts";
+import { wgmmaMainLoop } from "./wgmma.ts";
 import * as ir from "../../ir/builder.ts";
 
 /** The threadblock tile and what the main loop needs of the problem. */
@@ -85,6 +86,7 @@ interface LoopState {
  * @returns The accumulators, by tile row, tile column and register.
  */
 export function mainLoop(cx: LowerContext, o: TileOrigin): Reg[][][] {
+  if (cx.k.plan.mma!.wgmma !== undefined) return wgmmaMainLoop(cx, o);
   const k = cx.k;
   const b = cx.b;
   const pipe = k.plan.pipeline!;
@@ -262,7 +264,7 @@ function kStep(cx: LowerContext, st: LoopState, kk: number): void {
  * @param cx The lowering's context.
  * @returns The accumulators, by tile row, tile column and register, and the k-tile sums.
  */
-function zeroAccumulators(cx: LowerContext): { acc: Reg[][][]; kTile: KTileSums | null } {
+export function zeroAccumulators(cx: LowerContext): { acc: Reg[][][]; kTile: KTileSums | null } {
   const wp = cx.k.plan.warp!;
   const mTiles = wp.warp.m / cx.shape.m;
   const nTiles = wp.warp.n / cx.shape.n;
@@ -299,7 +301,7 @@ function zeroAccumulators(cx: LowerContext): { acc: Reg[][][]; kTile: KTileSums 
  * @param metaCopy A sparse A's metadata copies, or null.
  * @returns The k-tile count and the fetch counter.
  */
-function kTileRange(
+export function kTileRange(
   cx: LowerContext,
   K: Operand,
   split: Reg | null,

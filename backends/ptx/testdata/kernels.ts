@@ -14,12 +14,15 @@ import type { Target } from "../../../ir/gemm.ts";
 import { MMA_SHAPES } from "../../../ir/mma_table.ts";
 import { registerClassKernel, registerOpsKernel } from "./register_kernels.ts";
 import { memoryOpsKernel, mmaKernel, saxpyKernel } from "./memory_kernels.ts";
+import { wgmmaKernels } from "./wgmma_kernels.ts";
+import { targetHas } from "../../../ir/target.ts";
 
 export { registerClassKernel, registerOpsKernel } from "./register_kernels.ts";
 export { memoryOpsKernel, mmaKernel, mmaKernelName, saxpyKernel } from "./memory_kernels.ts";
 
 /**
- * Every test kernel: the two operation kernels and one kernel per MMA table row.
+ * Every test kernel: the two operation kernels and one kernel per MMA table row, and on a
+ * target with wgmma one per row of `WGMMA_TEST_ROWS`.
  *
  * @param target The target.
  * @returns The kernels, with distinct names.
@@ -31,5 +34,7 @@ export function allTestKernels(target: Target): Kernel[] {
     memoryOpsKernel(target),
     saxpyKernel(target),
     ...MMA_SHAPES.map((r) => mmaKernel(r, target)),
+    // sm90: the warpgroup MMA's operations (testdata/wgmma_kernels.ts).
+    ...(targetHas(target, "wgmma") ? wgmmaKernels(target) : []),
   ];
 }

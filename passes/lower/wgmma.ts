@@ -1,0 +1,117 @@
+/**
+ * The main loop of a wgmma tile (sm90, passes/wgmma.ts): cp.async copies into stages in
+ * the instruction's shared layout, and per k-tile one group of warpgroup MMAs read from
+ * the stage, left running while the next k-tile's copies are issued.
+ *
+ * With S stages, S - 2 k-tiles are in flight ahead of the one computed: at k-tile kt,
+ * once its copies have landed (wait S - 3, `fence.proxy.async` so that the wgmmas see
+ * what cp.async wrote, and the barrier), the warpgroup issues the tile's wgmmas, commits
+ * them, issues the copies of k-tile kt + S - 2 into the stage of k-tile kt - 2 (whose
+ * wgmmas every warpgroup retired before the barrier), and waits until only this
+ * k-tile's group is pending. The drain waits for it and for the copies.
+ *
+ * @module
+ */
+
+import { imm } from "../../ir/builder.ts";
+import type { Operand, Reg } from "../../ir/kernel.ts";
+import { plannedWgmma } from "../wgmma.ts";
+import type { LowerContext } from "./context.ts";
+import { advanceStage, type CopyOperand, copySetup, issueCopies } from "./copies.ts";
+import { epiPrefetch, prefetchAhead } from "./epilogue_loads.ts";
+import { kTileRange, type TileOrigin, zeroAccumulators } from "./main_loop.ts";
+import * as ir from "../../ir/builder.ts";
+
+/** Bytes along K of one wgmma's operand rows (16 elements of 16 bits, 8 of tf32, 32 of 8 bits). */
+const K_STEP_BYTES = 32;
+
+/** Rows of A one warpgroup takes. */
+const WARPGROUP_ROWS = 64;
+
+/**
+ * Emits the main loop of a wgmma tile, up to the drain.
+ *
+ * @param cx The lowering's context (a wgmma plan).
+ * @param o The tile and the problem's sizes.
+ * @returns The accumulators by tile row (one), n8 column and register: each warp's
+ *   part of its warpgroup's, in the m16n8 fragment layout.
+ */
+export function wgmmaMainLoop(cx: LowerContext, o: TileOrigin): Reg[][][] {
+  const k = cx.k;
+  const b = cx.b;
+  const pipe = k.plan.pipeline!;
+  const tb = k.plan.tile!.threadblock;
+  const row = plannedWgmma(k)!;
+  const { m0, n0, M, N, K, bz, split, smem } = o;
+  const copies = (role: "A" | "B", op: CopyOperand) => copySetup(cx, role, op, K, bz, smem);
+  const aCopy = copies("A", { view: k.problem.a, p: pipe.a, x0: m0, outerSize: M });
+  const bCopy = copies("B", { view: k.problem.b, p: pipe.b, x0: n0, outerSize: N });
+  const { acc } = zeroAccumulators(cx);
+  const d = acc.flat(2);
+  const { kRem, kCount } = kTileRange(cx, K, split, aCopy, bCopy, null);
+  const S = pipe.stages;
+  const writeOff = cx.mov("u32", imm(0), "wstage");
+  const readOff = cx.mov("u32", imm(0), "rstage");
+  // The warpgroup's rows of A's stage 0, and B's stage 0.
+  const group = cx.bin("shr", "u32", cx.features.get("warp")!, imm(2), "wgroup");
+  const aBase = cx.bin(
+    "add",
+    "u32",
+    cx.bin("mul", "u32", group, imm(WARPGROUP_ROWS * pipe.a.rowBytes)),
+    cx.bin("add", "u32", smem, imm(pipe.a.offset)),
+    "wga",
+  );
+  const bBase = cx.bin("add", "u32", smem, imm(pipe.b.offset), "wgb");
+
+  const issue = () => {
+    issueCopies(cx, aCopy, pipe.a, writeOff, kRem);
+    issueCopies(cx, bCopy, pipe.b, writeOff, kRem);
+    b.emit(ir.commit());
+    b.emit(ir.bin("sub", "s32", kRem, kRem, imm(tb.k)));
+    advanceStage(cx, writeOff, S);
+  };
+  b.emit(ir.comment(`prologue: fill ${S - 2} stages`));
+  for (let s = 0; s < S - 2; s++) issue();
+
+  const kt = b.reg("u32", "kt");
+  const body = () => {
+    b.emit(ir.wait(pipe.waitDepth));
+    b.emit(ir.proxyFence());
+    b.emit(ir.bar());
+    const stageOf = (base: Reg, bytes: number) =>
+      cx.bin("add", "u32", cx.bin("mul", "u32", readOff, imm(bytes)), base);
+    const aStage = stageOf(aBase, pipe.a.stageBytes);
+    const bStage = stageOf(bBase, pipe.b.stageBytes);
+    b.emit(ir.wgFence());
+    for (let kk = 0; kk < k.plan.mma!.kSteps; kk++) {
+      const at = (base: Reg) =>
+        kk === 0 ? base : cx.bin("add", "u32", base, imm(kk * K_STEP_BYTES));
+      b.emit(ir.wgmma(row.name, d, at(aStage), at(bStage), 1));
+    }
+    b.emit(ir.wgCommit());
+    b.emit(ir.comment(`copies of k-tile kt + ${S - 2}`));
+    issue();
+    b.emit(ir.wgWait(1));
+    advanceStage(cx, readOff, S);
+  };
+  const kLoop = (from: Operand, to: Operand) => b.for(kt, from, to, 1, body);
+  // As the mma.sync loop: an epilogue that reads C asks the L2 for C's tile a few
+  // k-tiles before the end (passes/lower/main_loop.ts).
+  const prefetch = split === null ? epiPrefetch(cx, m0, n0, M, N, bz) : null;
+  if (prefetch === null) kLoop(imm(0), kCount);
+  else {
+    const P = prefetchAhead(tb.k);
+    b.emit(ir.comment(`the last ${P} k-tiles, after the L2 prefetch of C's tile`));
+    const at: Operand = kCount.kind === "imm"
+      ? imm(Math.max(kCount.value - P, 0))
+      : cx.bin("sub", "u32", cx.bin("max", "u32", kCount, imm(P)), imm(P), "kpf");
+    if (at.kind !== "imm" || at.value > 0) kLoop(imm(0), at);
+    prefetch();
+    kLoop(at, kCount);
+  }
+  b.emit(ir.wgWait(0));
+  b.emit(ir.wait(0));
+  // The epilogue may reuse the stages (staging, split-K): every warpgroup's reads first.
+  b.emit(ir.bar());
+  return acc;
+}

@@ -1,0 +1,132 @@
+/**
+ * Hopper's warpgroup MMA (issue 23, DESIGN §6.4): which programs the sm90 target runs on
+ * `wgmma.mma_async`, and the shape of their plan. The passes ask this module; none of them
+ * restates its rules.
+ *
+ * A wgmma program's plan:
+ * - gemm-tile: a threadblock of 64-row warpgroup tiles (M a multiple of 64, at most three
+ *   warpgroups), N up to the row's largest N, K one 128-byte row of the operand (64
+ *   elements of a 16-bit type, 32 of tf32, 128 of an 8-bit one); default {@link
+ *   wgmmaDefaultTile}, and `plan.tile.wgmma` set;
+ * - gemm-warp: warp w takes rows 16w .. 16w + 15 and every column (warpgroup w / 4 takes
+ *   rows 64 (w / 4) .., as the instruction's accumulator does), so the epilogue, split-K
+ *   and staging see m16n8 accumulator fragments as on sm80;
+ * - gemm-pipeline: the operand tiles of 128-byte rows in the wgmma layout (ir/wgmma_table.ts
+ *   `WGMMA_SMEM`; every stage a multiple of 1,024 bytes), at least 3 stages, copies waited
+ *   for `stages - 3` deep (one stage more than mma.sync's: the stage the previous
+ *   k-tile's wgmmas still read);
+ * - gemm-mma: the wgmma row (`plan.mma.wgmma`) beside the m16n8 row of the same types
+ *   whose accumulator map the epilogue reads; gemm-fragment-load: loads `wgmma` (no
+ *   fragments: the instruction reads shared memory).
+ *
+ * Shortcuts (issue 23): operands by cp.async from every thread (no TMA, no producer warp,
+ * no mbarrier, no clusters); both operands K-contiguous (A row-major, B column-major; the
+ * transposes that 16-bit rows allow are not used); no grouped, sparse or 3xtf32 kernels;
+ * problems too small for a wave of default tiles keep the mma.sync plan.
+ *
+ * @module
+ */
+
+import type { GemmKernel, Shape3 } from "../ir/gemm.ts";
+import { sparseMetaParam } from "../ir/gemm.ts";
+import { DTYPE_INFO } from "../ir/dtype.ts";
+import { targetHas } from "../ir/target.ts";
+import { WGMMA_BY_NAME, WGMMA_SMEM, type WgmmaShape } from "../ir/wgmma_table.ts";
+import { hasSyncCopies } from "./tile.ts";
+
+/** The operand and accumulator types wgmma programs take: `mmaA.acc`. */
+const WGMMA_TYPES: ReadonlySet<string> = new Set([
+  "f16.f32",
+  "f16.f16",
+  "bf16.f32",
+  "tf32.f32",
+  "s8.s32",
+  "u8.s32",
+]);
+
+/** Warpgroups a block at most: a 64 x 256 f32 accumulator takes 128 registers a thread, and
+ * three warpgroups of them fit the register file (192x256x64: 164 registers, no spill; 656
+ * TFLOP/s at f16 8192³ against 670 for the default two, bench/NOTES.md 62). */
+const MAX_WARPGROUPS = 3;
+
+/**
+ * Whether a kernel's types, layouts and schedule let it run on wgmma (before its tile):
+ * a target with wgmma, tensor-core math of a type above with the same type for A and B
+ * (s8 with u8 is not offered: a shortcut), both operands K-contiguous and copied by cp.async,
+ * no sparse A, not grouped, and a schedule that names no warp tile and no mma.sync shape
+ * (`mma 64xNxK` asks for wgmma).
+ *
+ * @param k The kernel (any plan).
+ * @returns Whether it is a wgmma program once its tile fits ({@link wgmmaTileFits}).
+ */
+export function wgmmaCandidate(k: GemmKernel): boolean {
+  const m = k.math;
+  const s = k.schedule;
+  return targetHas(k.target, "wgmma") && m.mode === "tensor" && m.op === "mul" &&
+    m.mmaA === m.mmaB && WGMMA_TYPES.has(`${m.mmaA}.${m.acc}`) &&
+    k.problem.a.layout === "row" && k.problem.b.layout === "col" &&
+    !k.grouped && sparseMetaParam(k) === null && !hasSyncCopies(k) &&
+    (s.mma === undefined ? s.warp === undefined : s.mma.m === 64);
+}
+
+/** Elements of the MMA type in one 128-byte row of the layout. */
+function rowElems(k: GemmKernel): number {
+  return (8 * WGMMA_SMEM.rowBytes) / DTYPE_INFO[k.math.mmaA].bits;
+}
+
+/**
+ * The wgmma row a threadblock of a candidate kernel would use, if its tile fits: M a
+ * multiple of 64 up to {@link MAX_WARPGROUPS} warpgroups, N a row's N, K one 128-byte row,
+ * and (when the schedule names `mma 64xNxK`) that N and K.
+ *
+ * @param k The kernel ({@link wgmmaCandidate}).
+ * @param tb The threadblock.
+ * @returns The row, or null.
+ */
+export function wgmmaRowFor(k: GemmKernel, tb: Shape3): WgmmaShape | null {
+  const groups = tb.m / 64;
+  if (!Number.isInteger(groups) || groups < 1 || groups > MAX_WARPGROUPS) return null;
+  if (tb.k !== rowElems(k)) return null;
+  const want = k.schedule.mma;
+  if (want !== undefined && want.n !== tb.n) return null;
+  const types = k.math.mmaA;
+  const row = [...WGMMA_BY_NAME.values()].find((r) =>
+    r.n === tb.n && r.aType === types && r.bType === types && r.cType === k.math.acc
+  );
+  if (row === undefined || (want !== undefined && want.k !== row.k)) return null;
+  return row;
+}
+
+/**
+ * The default tile of a wgmma program: two warpgroups of 64 x 256 (64 x 192 for 8-bit
+ * types, whose rows stop at N = 224; 64 x 128 with split-K), one 128-byte row deep. The fastest of seven f16 tiles
+ * measured at 8192³ on the H200 (bench/results/2026-12-04-h200-issue23-wgmma/README.md).
+ *
+ * @param k The kernel ({@link wgmmaCandidate}).
+ * @returns The tile.
+ */
+export function wgmmaDefaultTile(k: GemmKernel): Shape3 {
+  const eight = DTYPE_INFO[k.math.mmaA].bits === 8;
+  // Split-K: 64 x 128 a warpgroup. The reduction's registers beside 128 accumulators
+  // spilled 40 bytes at bf16 128x256 (examples/splitk.gemm); a shortcut, not measured.
+  const split = (k.schedule.splitK ?? 1) > 1;
+  return { m: 128, n: split ? 128 : eight ? 192 : 256, k: rowElems(k) };
+}
+
+/** The stages a wgmma program gets by default (4 of 48 KiB for the 16-bit default tile; 3
+ * measured 21% slower, bench/NOTES.md 62). */
+export const WGMMA_DEFAULT_STAGES = 4;
+
+/**
+ * The wgmma row of a planned kernel (`plan.mma.wgmma`), or null for an mma.sync plan.
+ *
+ * @param k The kernel (mma plan made).
+ * @returns The row.
+ */
+export function plannedWgmma(k: GemmKernel): WgmmaShape | null {
+  const name = k.plan.mma?.wgmma ?? k.plan.instruction?.wgmma;
+  if (name === undefined) return null;
+  const row = WGMMA_BY_NAME.get(name);
+  if (row === undefined) throw new Error(`Unknown wgmma shape "${name}"`);
+  return row;
+}

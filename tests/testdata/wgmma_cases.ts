@@ -1,0 +1,111 @@
+/**
+ * Programs that sm90 runs on warpgroup MMAs (passes/wgmma.ts), one per wgmma type and
+ * feature, at sizes that are not tile multiples: the GPU test (tests/gpu/wgmma_test.ts)
+ * runs them at `size`, the simulator test (tests/wgmma_test.ts) at `simSize`.
+ *
+ * @module
+ */
+
+/** One program. */
+export interface WgmmaCase {
+  readonly name: string;
+  readonly src: string;
+  /** The GPU test's sizes (`gemm run --size`). */
+  readonly size: string;
+  /** The simulator's sizes (smaller: every block is simulated). */
+  readonly simSize: Readonly<Record<string, number>>;
+}
+
+/** The programs: `D = alpha * A B + beta * C + bias`, relu, cast; s8 to s32 sums. */
+export const WGMMA_CASES: readonly WgmmaCase[] = [
+  {
+    name: "f16 -> f32 acc, C and bias, f16 out",
+    src: `kernel wg_f16 {
+  A: f16[M, K] row
+  B: f16[K, N] col
+  C: f16[M, N] row
+  bias: f32[N]
+  D: f16[M, N] row
+  alpha: f32 = 1.0
+  beta: f32 = 0.0
+  D[m, n] = f16(relu(alpha * A[m, k] * B[k, n] + beta * C[m, n] + bias[n]))
+}`,
+    size: "M=200,N=600,K=264",
+    simSize: { M: 130, N: 264, K: 200 },
+  },
+  {
+    name: "f16 -> f16 acc",
+    src: `kernel wg_h {
+  A: f16[M, K] row
+  B: f16[K, N] col
+  D: f16[M, N] row
+  D[m, n] = A[m, k] * B[k, n]
+  schedule { accumulate f16 }
+}`,
+    size: "M=130,N=264,K=136",
+    simSize: { M: 70, N: 264, K: 136 },
+  },
+  {
+    name: "bf16 -> f32 acc, f32 out",
+    src: `kernel wg_bf16 {
+  A: bf16[M, K] row
+  B: bf16[K, N] col
+  D: f32[M, N] row
+  D[m, n] = A[m, k] * B[k, n]
+}`,
+    size: "M=333,N=520,K=1000",
+    simSize: { M: 133, N: 24, K: 72 },
+  },
+  {
+    name: "tf32",
+    src: `kernel wg_tf32 {
+  A: f32[M, K] row
+  B: f32[K, N] col
+  D: f32[M, N] row
+  D[m, n] = A[m, k] * B[k, n]
+  schedule { math tf32 }
+}`,
+    size: "M=190,N=252,K=100",
+    simSize: { M: 66, N: 260, K: 100 },
+  },
+  {
+    name: "s8 -> s32",
+    src: `kernel wg_s8 {
+  A: s8[M, K] row
+  B: s8[K, N] col
+  D: s32[M, N] row
+  D[m, n] = A[m, k] * B[k, n]
+}`,
+    size: "M=150,N=400,K=528",
+    simSize: { M: 90, N: 200, K: 272 },
+  },
+  {
+    name: "u8 -> s32, split-K 3",
+    src: `kernel wg_u8 {
+  A: u8[M, K] row
+  B: u8[K, N] col
+  D: s32[M, N] row
+  D[m, n] = A[m, k] * B[k, n]
+  schedule { split_k 3 }
+}`,
+    size: "M=128,N=192,K=1040",
+    simSize: { M: 64, N: 188, K: 528 },
+  },
+  {
+    name: "f16, one warpgroup of 64x128, split-K 2",
+    src: `kernel wg_small {
+  A: f16[M, K] row
+  B: f16[K, N] col
+  D: f32[M, N] row
+  D[m, n] = A[m, k] * B[k, n]
+  schedule {
+    threadblock 64x128x64
+    mma 64x128x16
+    stages 3
+    split_k 2
+  }
+}`,
+    size: "M=100,N=300,K=520",
+    simSize: { M: 70, N: 136, K: 264 },
+  },
+];

@@ -1,0 +1,173 @@
+/**
+ * sm90's warpgroup MMA kernels (passes/wgmma.ts, passes/lower/wgmma.ts; issue 23):
+ *
+ * - which programs the passes put on wgmma, and the plan they get (tile, warps, stages,
+ *   the wait depth, the instruction rows), and the diagnostics of an `mma 64xNxK` that
+ *   cannot be one;
+ * - each program of tests/testdata/wgmma_cases.ts simulated at sizes that are not tile
+ *   multiples agrees with the reference (integers identical), hazards none;
+ * - every example compiles for sm90 and its simulation agrees, hazards none;
+ * - the PTX: descriptors, the 1024-byte aligned shared symbol, ptxas -arch=sm_90a clean
+ *   with no spills at the defaults;
+ * - the kernel-IR verifier refuses wgmma ops on sm80 and in partial warpgroups.
+ */
+
+import assert from "node:assert/strict";
+import { compile, type CompiledKernel, formatDiagnostics } from "../compiler.ts";
+import { simulateGemm } from "../harness/simulate_gemm.ts";
+import { referenceGemm } from "../harness/reference.ts";
+import { DTYPE_INFO } from "../ir/dtype.ts";
+import { tensorParam } from "../ir/gemm.ts";
+import type { Kernel, Op } from "../ir/kernel.ts";
+import { verifyKernel } from "../ir/verify_kernel.ts";
+import { runPtxas } from "../backends/ptx/ptxas.ts";
+import { ptxasTest } from "./_ptxas.ts";
+import { WGMMA_CASES } from "./testdata/wgmma_cases.ts";
+
+function compileFor(src: string, target: "sm80" | "sm90" = "sm90"): CompiledKernel {
+  const r = compile(src, { file: "wg.gemm", target });
+  assert.ok(r.ok, formatDiagnostics(r.diagnostics, src));
+  return r.kernels[0]!;
+}
+
+const F16 = (sched = "", b = "col") =>
+  `kernel h {\n  A: f16[M, K] row\n  B: f16[K, N] ${b}\n  D: f32[M, N] row\n` +
+  `  D[m, n] = A[m, k] * B[k, n]\n${sched === "" ? "" : `  schedule {\n    ${sched}\n  }\n`}}\n`;
+
+Deno.test("wgmma: the default f16 plan on sm90 is two warpgroups of 64x256, 4 stages", () => {
+  const ck = compileFor(F16());
+  const p = ck.planned.plan;
+  assert.deepEqual(p.tile!.threadblock, { m: 128, n: 256, k: 64 });
+  assert.equal(p.tile!.wgmma, true);
+  assert.deepEqual([p.warp!.warpsM, p.warp!.warpsN, p.warp!.threads], [8, 1, 256]);
+  assert.deepEqual(p.warp!.warp, { m: 16, n: 256, k: 64 });
+  assert.deepEqual([p.pipeline!.stages, p.pipeline!.waitDepth], [4, 1]);
+  assert.equal(p.mma!.wgmma, "wg.m64n256k16.f16.f32");
+  assert.equal(p.mma!.shape, "m16n8k16.f16.f32");
+  assert.deepEqual([p.mma!.aLoad, p.mma!.bLoad, p.mma!.kSteps], ["wgmma", "wgmma", 4]);
+  const ops: Op["op"][] = [];
+  const walk = (b: readonly Op[]) => {
+    for (const o of b) {
+      ops.push(o.op);
+      if (o.op === "for") walk(o.body);
+      if (o.op === "if") (walk(o.then), walk(o.otherwise));
+    }
+  };
+  walk(ck.kernel.body);
+  assert.equal(ops.filter((o) => o === "wgmma").length, 4);
+  assert.equal(ops.filter((o) => o === "mma" || o === "ldmatrix").length, 0);
+  assert.match(ck.ptx, /\.extern \.shared \.align 1024 \.b8/);
+  assert.match(ck.ptx, /wgmma\.mma_async\.sync\.aligned\.m64n256k16\.f32\.f16\.f16/);
+  assert.match(ck.ptx, /fence\.proxy\.async\.shared::cta/);
+  assert.match(ck.ptx, /wgmma\.wait_group\.sync\.aligned 1;/);
+});
+
+Deno.test("wgmma: the programs that keep mma.sync on sm90, and every program on sm80", () => {
+  const sync = [
+    F16("", "row"), // B N-contiguous
+    F16("warp 64x64x32"), // a warp tile asks for mma.sync
+    F16("mma 16x8x16"),
+    F16("threadblock 128x128x32"), // K of 64 bytes, not one 128-byte row
+  ];
+  for (const src of sync) {
+    const ck = compileFor(src);
+    assert.equal(ck.planned.plan.mma!.wgmma, undefined, src);
+    assert.doesNotMatch(ck.ptx, /wgmma/, src);
+  }
+  assert.equal(compileFor(F16(), "sm80").planned.plan.mma!.wgmma, undefined);
+  // A problem too small for a wave of 128x256 tiles keeps the mma.sync tiles.
+  const small = compile(F16(), { target: "sm90", sizeHints: { M: 256, N: 256, K: 4096 } });
+  assert.ok(small.ok);
+  assert.equal(small.kernels[0]!.planned.plan.mma!.wgmma, undefined);
+});
+
+Deno.test("wgmma: a schedule's mma 64xNxK picks the row, or says why it cannot", () => {
+  const ck = compileFor(F16("threadblock 128x128x64\n    mma 64x128x16\n    stages 5"));
+  assert.equal(ck.planned.plan.mma!.wgmma, "wg.m64n128k16.f16.f32");
+  assert.equal(ck.planned.plan.pipeline!.waitDepth, 2);
+  for (
+    const [src, target] of [
+      [F16("mma 64x256x16"), "sm80"],
+      [F16("threadblock 128x256x32\n    mma 64x256x16"), "sm90"],
+      [F16("threadblock 128x256x64\n    mma 64x128x16"), "sm90"],
+    ] as const
+  ) {
+    const r = compile(src, { target });
+    assert.ok(!r.ok, src);
+    assert.match(r.diagnostics[0]!.message, /E0203|warpgroup MMA/, src);
+  }
+  const two = compile(F16("threadblock 128x256x64\n    stages 2"), { target: "sm90" });
+  assert.ok(!two.ok);
+  assert.match(two.diagnostics[0]!.message, /feeding wgmma needs at least 3 stages/);
+});
+
+/** Whether the reference is exact for this kernel (integer output). */
+function exact(ck: CompiledKernel): boolean {
+  return !DTYPE_INFO[tensorParam(ck.gemm, ck.gemm.problem.d.tensor).dtype].float;
+}
+
+let seed = 2300;
+for (const c of WGMMA_CASES) {
+  Deno.test(`wgmma ${c.name}: the simulation at ${JSON.stringify(c.simSize)} agrees, no hazards`, () => {
+    const ck = compileFor(c.src);
+    assert.notEqual(ck.planned.plan.mma!.wgmma, undefined);
+    const rep = simulateGemm(ck, c.simSize, { seed: seed += 101 });
+    assert.equal(
+      rep.sim.hazardCount,
+      0,
+      rep.sim.hazards.map((h) => `${h.kind} line ${h.line}: ${h.op}: ${h.message}`).join("\n"),
+    );
+    const cmp = rep.comparison;
+    assert.ok(
+      cmp.ok,
+      `${cmp.overBound} of ${cmp.elements} over the bound; ${JSON.stringify(cmp.first)}`,
+    );
+    if (exact(ck)) {
+      assert.ok(referenceGemm(ck.gemm, rep.args).exact);
+      assert.equal(cmp.maxAbsError, 0);
+    }
+  });
+}
+
+ptxasTest("wgmma: every case assembles for sm_90a without spills", async () => {
+  for (const c of WGMMA_CASES) {
+    const ck = compileFor(c.src);
+    const r = await runPtxas(ck.ptx, { arch: "sm_90a" });
+    assert.ok(r.ok, `${c.name}: ${r.log}`);
+    for (const k of r.kernels) {
+      assert.deepEqual([k.spillStoreBytes, k.spillLoadBytes], [0, 0], c.name);
+    }
+  }
+});
+
+/** The kernel with its body's first `wgmma`-family op moved to a kernel for `target`. */
+function withTarget(k: Kernel, target: Kernel["target"], threads = k.threads): Kernel {
+  return { ...k, target, threads };
+}
+
+Deno.test("wgmma: the kernel-IR verifier refuses wgmma on sm80 and in partial warpgroups", () => {
+  const ck = compileFor(F16());
+  verifyKernel(ck.kernel);
+  assert.throws(() => verifyKernel(withTarget(ck.kernel, "sm80")), /needs sm90/);
+  assert.throws(() => verifyKernel(withTarget(ck.kernel, "sm90", 224)), /whole warpgroups/);
+});
+
+const EXAMPLES = new URL("../examples/", import.meta.url);
+const exampleFiles = [...Deno.readDirSync(EXAMPLES)]
+  .filter((e) => e.isFile && e.name.endsWith(".gemm"))
+  .map((e) => e.name)
+  .sort();
+
+for (const file of exampleFiles) {
+  Deno.test(`sm90: examples/${file} compiles and its simulation at M=80 N=72 K=256 agrees`, () => {
+    const src = Deno.readTextFileSync(new URL(file, EXAMPLES));
+    const r = compile(src, { file, target: "sm90" });
+    assert.ok(r.ok, formatDiagnostics(r.diagnostics, src));
+    for (const ck of r.kernels) {
+      if (ck.kernel.group !== undefined) continue; // grouped kernels keep mma.sync (a shortcut)
+      const rep = simulateGemm(ck, { M: 80, N: 72, K: 256, L: 2 }, { seed: seed += 13 });
+      assert.equal(rep.sim.hazardCount, 0, `${ck.name}: ${rep.sim.hazards[0]?.message}`);
+      assert.ok(rep.comparison.ok, `${ck.name}: ${JSON.stringify(rep.comparison.first)}`);
+    }
+  });
+}
