@@ -15,7 +15,7 @@ import { sparseGroup } from "../numerics/sparse.ts";
 import { DTYPE_INFO } from "../ir/dtype.ts";
 import { requireInstruction, targetInfo } from "../ir/target.ts";
 import { type GemmPass, scheduleError } from "./pass.ts";
-import { WGMMA_DEFAULT_STAGES } from "./wgmma.ts";
+import { WGMMA_DEFAULT_STAGES, WGMMA_GROUPS_IN_FLIGHT } from "./wgmma.ts";
 import { WGMMA_SMEM } from "../ir/wgmma_table.ts";
 
 function log2(x: number): number {
@@ -235,9 +235,10 @@ export const pipelinePass: GemmPass = {
     const budget = targetInfo(k.target).smemPerBlock;
     const fit = Math.floor(budget / perStage);
     const given = k.schedule.stages;
-    // A wgmma pipeline keeps a stage more: the one the previous k-tile's wgmmas still read.
+    // A wgmma pipeline keeps a stage more: the one the previous k-tile's wgmmas still read
+    // (passes/wgmma.ts WGMMA_GROUPS_IN_FLIGHT).
     const wgmma = k.plan.tile!.wgmma === true;
-    const least = wgmma ? 3 : 2;
+    const least = 2 + (wgmma ? WGMMA_GROUPS_IN_FLIGHT : 0);
     if (given !== undefined && given < least) {
       scheduleError(
         k,

@@ -113,6 +113,14 @@ export function wgmmaDefaultTile(k: GemmKernel): Shape3 {
   return { m: 128, n: split ? 128 : eight ? 192 : 256, k: rowElems(k) };
 }
 
+/**
+ * The k-tiles of wgmmas a warpgroup keeps running while it issues the next copies
+ * (`wgmma.wait_group` depth): 1, so the tensor cores always have the current k-tile's group
+ * queued. The pipeline then keeps that many stages more than mma.sync's, still being read:
+ * S stages hold S - 1 - this k-tiles of copies in flight.
+ */
+export const WGMMA_GROUPS_IN_FLIGHT = 1;
+
 /** The stages a wgmma program gets by default (4 of 48 KiB for the 16-bit default tile; 3
  * measured 21% slower, bench/NOTES.md 62). */
 export const WGMMA_DEFAULT_STAGES = 4;

@@ -3,19 +3,20 @@
  * the instruction's shared layout, and per k-tile one group of warpgroup MMAs read from
  * the stage, left running while the next k-tile's copies are issued.
  *
- * With S stages, S - 2 k-tiles are in flight ahead of the one computed: at k-tile kt,
- * once its copies have landed (wait S - 3, `fence.proxy.async` so that the wgmmas see
- * what cp.async wrote, and the barrier), the warpgroup issues the tile's wgmmas, commits
- * them, issues the copies of k-tile kt + S - 2 into the stage of k-tile kt - 2 (whose
- * wgmmas every warpgroup retired before the barrier), and waits until only this
- * k-tile's group is pending. The drain waits for it and for the copies.
+ * With S stages and G = WGMMA_GROUPS_IN_FLIGHT (passes/wgmma.ts; 1), A = S - 1 - G
+ * k-tiles are in flight ahead of the one computed: at k-tile kt, once its copies have
+ * landed (wait A - 1, `fence.proxy.async` so that the wgmmas see what cp.async wrote, and
+ * the barrier), the warpgroup issues the tile's wgmmas, commits them, issues the copies of
+ * k-tile kt + A into the stage of k-tile kt - 1 - G (whose wgmmas every warpgroup retired
+ * before the barrier), and waits until only G groups, this k-tile's, are pending. The
+ * drain waits for the rest and for the copies.
  *
  * @module
  */
 
 import { imm } from "../../ir/builder.ts";
 import type { Operand, Reg } from "../../ir/kernel.ts";
-import { plannedWgmma } from "../wgmma.ts";
+import { plannedWgmma, WGMMA_GROUPS_IN_FLIGHT } from "../wgmma.ts";
 import type { LowerContext } from "./context.ts";
 import { advanceStage, type CopyOperand, copySetup, issueCopies } from "./copies.ts";
 import { epiPrefetch, prefetchAhead } from "./epilogue_loads.ts";
@@ -70,8 +71,9 @@ export function wgmmaMainLoop(cx: LowerContext, o: TileOrigin): Reg[][][] {
     b.emit(ir.bin("sub", "s32", kRem, kRem, imm(tb.k)));
     advanceStage(cx, writeOff, S);
   };
-  b.emit(ir.comment(`prologue: fill ${S - 2} stages`));
-  for (let s = 0; s < S - 2; s++) issue();
+  const ahead = S - 1 - WGMMA_GROUPS_IN_FLIGHT;
+  b.emit(ir.comment(`prologue: fill ${ahead} stages`));
+  for (let s = 0; s < ahead; s++) issue();
 
   const kt = b.reg("u32", "kt");
   const body = () => {
@@ -89,9 +91,9 @@ export function wgmmaMainLoop(cx: LowerContext, o: TileOrigin): Reg[][][] {
       b.emit(ir.wgmma(row.name, d, at(aStage), at(bStage), 1));
     }
     b.emit(ir.wgCommit());
-    b.emit(ir.comment(`copies of k-tile kt + ${S - 2}`));
+    b.emit(ir.comment(`copies of k-tile kt + ${ahead}`));
     issue();
-    b.emit(ir.wgWait(1));
+    b.emit(ir.wgWait(WGMMA_GROUPS_IN_FLIGHT));
     advanceStage(cx, readOff, S);
   };
   const kLoop = (from: Operand, to: Operand) => b.for(kt, from, to, 1, body);
