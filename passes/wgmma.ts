@@ -98,9 +98,11 @@ export function wgmmaRowFor(k: GemmKernel, tb: Shape3): WgmmaShape | null {
 }
 
 /**
- * The default tile of a wgmma program: two warpgroups of 64 x 256 (64 x 192 for 8-bit
- * types, whose rows stop at N = 224; 64 x 128 with split-K), one 128-byte row deep. The fastest of seven f16 tiles
- * measured at 8192³ on the H200 (bench/results/2026-12-04-h200-issue23-wgmma/README.md).
+ * The default tile of a wgmma program: two warpgroups of 64 x 256 (64 x 224 for 8-bit types,
+ * whose rows stop at N = 224; 64 x 128 with split-K), one 128-byte row deep. Measured on the
+ * H200 (bench/results/2026-12-04-h200-issue23-wgmma/README.md): the fastest of seven f16 tiles
+ * at 8192³, and of four s8 tiles at 8192³ and 4096³ (128x224x128 1.36 / 1.07 POPS against
+ * 1.25 / 1.00 for 128x192x128).
  *
  * @param k The kernel ({@link wgmmaCandidate}).
  * @returns The tile.
@@ -110,7 +112,7 @@ export function wgmmaDefaultTile(k: GemmKernel): Shape3 {
   // Split-K: 64 x 128 a warpgroup. The reduction's registers beside 128 accumulators
   // spilled 40 bytes at bf16 128x256 (examples/splitk.gemm); a shortcut, not measured.
   const split = (k.schedule.splitK ?? 1) > 1;
-  return { m: 128, n: split ? 128 : eight ? 192 : 256, k: rowElems(k) };
+  return { m: 128, n: split ? 128 : eight ? 224 : 256, k: rowElems(k) };
 }
 
 /**

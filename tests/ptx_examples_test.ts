@@ -232,8 +232,8 @@ const COMBOS: readonly Combo[] = [
     ),
     check: (k) => {
       has(k, /= max\.s32 %s\d+, 0\n.*= min\.s32 %s\d+, 255\n/);
-      // Staged through shared memory, except sm90's 128x192 wgmma tile: a warp row of 192
-      // bytes is 48 vectors of D's 4 bytes, more than the staged epilogue's 32, so it stores
+      // Staged through shared memory, except sm90's 128x224 wgmma tile: a warp row of 224
+      // bytes is 56 vectors of D's 4 bytes, more than the staged epilogue's 32, so it stores
       // a byte at a time (a shortcut of issue 23).
       if (k.planned.plan.mma!.wgmma === undefined) {
         has(k, /sts\.b8 /);
