@@ -29,6 +29,8 @@
  * @module
  */
 
+import { MMA_SHAPES } from "./mma_table.ts";
+
 /** The element types of wgmma operands. */
 export type WgmmaType = "f16" | "bf16" | "tf32" | "e4m3" | "e5m2" | "s8" | "u8" | "b1";
 
@@ -62,7 +64,8 @@ export interface WgmmaShape {
   readonly ptxVersion: "8.0" | "8.4";
 }
 
-const BITS: Readonly<Record<WgmmaType, number>> = {
+/** Bits of each operand type (tf32: a 32-bit word). */
+export const WGMMA_TYPE_BITS: Readonly<Record<WgmmaType, number>> = {
   f16: 16,
   bf16: 16,
   tf32: 32,
@@ -102,7 +105,7 @@ function row(n: number, k: number, aType: WgmmaType, bType: WgmmaType, cType: Wg
       : cType === "f32"
       ? "f32" as const
       : "s32" as const,
-    aRegs: (64 * k * BITS[aType]) / (128 * 32),
+    aRegs: (64 * k * WGMMA_TYPE_BITS[aType]) / (128 * 32),
     scales: cType !== "s32",
     transposes: aType === "f16" || aType === "bf16",
     ptxVersion: cType === "s32" && aType !== bType ? "8.4" as const : "8.0" as const,
@@ -252,6 +255,33 @@ export function wgmmaSmemAddress(start: number, row: number, kb: number): number
 export function wgmmaDescriptorWords(): { readonly hi: number; readonly loFixed: number } {
   const hi = ((WGMMA_SMEM.swizzleMode << 30) | (WGMMA_SMEM.groupBytes >> 4)) >>> 0;
   return { hi, loFixed: (WGMMA_SMEM.leadingBytes >> 4) << 16 };
+}
+
+/** The m16n8 accumulator fragment (f32: four registers a lane) that each warp's 16 rows of
+ * every n8 block of a wgmma accumulator repeat. */
+const M16N8_ACC = MMA_SHAPES.find((r) => r.name === "m16n8k8.tf32.f32")!.c;
+
+/**
+ * Where accumulator element `e` of warpgroup thread `t` lies in the 64 x N tile: element
+ * e = 4j + i is register i of the m16n8 accumulator fragment (ir/mma_table.ts) of n8 block
+ * j, in the 16 rows of warp t / 32. For an f16 accumulator, element 4j + 2h + c is half c of
+ * register 2j + h. The lowering reads each warp's accumulators as those fragments
+ * (passes/wgmma.ts); the simulator writes them here.
+ *
+ * @param t The thread in its warpgroup (0 .. 127).
+ * @param e The element (0 .. N / 2 - 1).
+ * @returns [row, column].
+ * @example
+ * ```ts
+ * import { deepEqual } from "node:assert/strict";
+ * import { wgmmaAccCoord } from "./wgmma_table.ts";
+ * deepEqual(wgmmaAccCoord(0, 0), [0, 0]);
+ * deepEqual(wgmmaAccCoord(37, 6), [16 + 1 + 8, 8 + 2 + 0]); // warp 1, lane 5, block 1, register 2
+ * ```
+ */
+export function wgmmaAccCoord(t: number, e: number): readonly [number, number] {
+  const [r, c] = M16N8_ACC.coord(t & 31, e & 3, 0);
+  return [16 * ((t >> 5) & 3) + r, 8 * (e >> 2) + c];
 }
 
 /** The row of each name. */

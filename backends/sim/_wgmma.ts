@@ -30,7 +30,13 @@ import {
   type WgWaitOp,
 } from "../../ir/kernel.ts";
 import { regName } from "../../ir/print_kernel.ts";
-import { WGMMA_BY_NAME, type WgmmaShape, wgmmaSmemAddress } from "../../ir/wgmma_table.ts";
+import {
+  WGMMA_BY_NAME,
+  WGMMA_TYPE_BITS,
+  wgmmaAccCoord,
+  type WgmmaShape,
+  wgmmaSmemAddress,
+} from "../../ir/wgmma_table.ts";
 import { bitsF32, f32ToF16Bits, roundF16, tf32Truncate } from "../../numerics/mod.ts";
 import { F16_VALUES } from "./_alu.ts";
 import type { Hazards } from "./_hazards.ts";
@@ -217,20 +223,15 @@ const PLANS = new Map<string, WgPlan>();
 
 const SIMULATED = new Set(["f16", "bf16", "tf32", "s8", "u8"]);
 
-/** The accumulator element e of thread t: e = 4j + 2h + c is row 16w + l/4 + 8h, column
- * 8j + 2 (l % 4) + c (the m16n8 fragment of n8 block j; f32/s32 register e, or half c of
- * f16x2 register 2j + h). */
+/** Each thread's accumulator elements' indices in the 64 x N tile (ir/wgmma_table.ts
+ * `wgmmaAccCoord`), thread-major. */
 function accTable(n: number): Int32Array {
   const E = n / 2;
   const ci = new Int32Array(WG_THREADS * E);
   for (let t = 0; t < WG_THREADS; t++) {
-    const l = t & 31;
-    const w = t >> 5;
     for (let e = 0; e < E; e++) {
-      const j = e >> 2;
-      const h = (e >> 1) & 1;
-      const c = e & 1;
-      ci[t * E + e] = (16 * w + (l >> 2) + 8 * h) * n + 8 * j + 2 * (l & 3) + c;
+      const [r, c] = wgmmaAccCoord(t, e);
+      ci[t * E + e] = r * n + c;
     }
   }
   return ci;
@@ -247,7 +248,7 @@ function plan(info: OpInfo, name: string): WgPlan {
       whereStatic(info),
     );
   }
-  const eb = s.aType === "tf32" ? 4 : s.aType === "s8" || s.aType === "u8" ? 1 : 2;
+  const eb = WGMMA_TYPE_BITS[s.aType] / 8;
   p = {
     s,
     eb,

@@ -184,26 +184,44 @@ export function mainLoop(cx: LowerContext, o: TileOrigin): Reg[][][] {
     b.for(kt, from, to, 1, () => {
       for (let kk = 0; kk < KK; kk++) kStep(cx, st, kk);
     });
-  // An epilogue that reads a matrix (C) asks the L2 for C's tile
-  // `prefetchAhead` k-tiles before the main loop ends (a second copy of
-  // the loop runs those last k-tiles: a branch inside the loop body would
-  // split its basic block, which cost 6% in bench/NOTES.md 3). With
-  // split-K only the last split to finish reads C: it prefetches C's tile
-  // when it knows it is last, before it loads the partial sums.
-  const prefetch = split === null ? epiPrefetch(cx, m0, n0, M, N, bz) : null;
-  if (prefetch === null) kLoop(imm(0), kCount);
-  else {
-    const P = prefetchAhead(tb.k);
-    b.emit(ir.comment(`the last ${P} k-tiles, after the L2 prefetch of C's tile`));
-    const at: Operand = kCount.kind === "imm"
-      ? imm(Math.max(kCount.value - P, 0))
-      : cx.bin("sub", "u32", cx.bin("max", "u32", kCount, imm(P)), imm(P), "kpf");
-    if (at.kind !== "imm" || at.value > 0) kLoop(imm(0), at);
-    prefetch();
-    kLoop(at, kCount);
-  }
+  kLoops(cx, o, kCount, kLoop);
   b.emit(ir.wait(0));
   return acc;
+}
+
+/**
+ * Emits the loop over the k-tiles `[0, kCount)` by `kLoop`. An epilogue that reads a
+ * matrix (C) asks the L2 for C's tile `prefetchAhead` k-tiles before the main loop ends (a
+ * second copy of the loop runs those last k-tiles: a branch inside the loop body would
+ * split its basic block, which cost 6% in bench/NOTES.md 3). With split-K only the last
+ * split to finish reads C: it prefetches C's tile when it knows it is last, before it
+ * loads the partial sums. The mma.sync and the wgmma main loops (wgmma.ts) share it.
+ *
+ * @param cx The lowering's context.
+ * @param o The tile and the problem's sizes.
+ * @param kCount The k-tiles this block computes.
+ * @param kLoop Emits the loop over k-tiles `[from, to)`.
+ */
+export function kLoops(
+  cx: LowerContext,
+  o: TileOrigin,
+  kCount: Operand,
+  kLoop: (from: Operand, to: Operand) => void,
+): void {
+  const { m0, n0, M, N, bz, split } = o;
+  const prefetch = split === null ? epiPrefetch(cx, m0, n0, M, N, bz) : null;
+  if (prefetch === null) {
+    kLoop(imm(0), kCount);
+    return;
+  }
+  const P = prefetchAhead(cx.k.plan.tile!.threadblock.k);
+  cx.b.emit(ir.comment(`the last ${P} k-tiles, after the L2 prefetch of C's tile`));
+  const at: Operand = kCount.kind === "imm"
+    ? imm(Math.max(kCount.value - P, 0))
+    : cx.bin("sub", "u32", cx.bin("max", "u32", kCount, imm(P)), imm(P), "kpf");
+  if (at.kind !== "imm" || at.value > 0) kLoop(imm(0), at);
+  prefetch();
+  kLoop(at, kCount);
 }
 
 /**

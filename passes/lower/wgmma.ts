@@ -15,12 +15,11 @@
  */
 
 import { imm } from "../../ir/builder.ts";
-import type { Operand, Reg } from "../../ir/kernel.ts";
+import type { Reg } from "../../ir/kernel.ts";
 import { plannedWgmma, WGMMA_GROUPS_IN_FLIGHT } from "../wgmma.ts";
 import type { LowerContext } from "./context.ts";
 import { advanceStage, type CopyOperand, copySetup, issueCopies } from "./copies.ts";
-import { epiPrefetch, prefetchAhead } from "./epilogue_loads.ts";
-import { kTileRange, type TileOrigin, zeroAccumulators } from "./main_loop.ts";
+import { kLoops, kTileRange, type TileOrigin, zeroAccumulators } from "./main_loop.ts";
 import * as ir from "../../ir/builder.ts";
 
 /** Bytes along K of one wgmma's operand rows (16 elements of 16 bits, 8 of tf32, 32 of 8 bits). */
@@ -96,21 +95,7 @@ export function wgmmaMainLoop(cx: LowerContext, o: TileOrigin): Reg[][][] {
     b.emit(ir.wgWait(WGMMA_GROUPS_IN_FLIGHT));
     advanceStage(cx, readOff, S);
   };
-  const kLoop = (from: Operand, to: Operand) => b.for(kt, from, to, 1, body);
-  // As the mma.sync loop: an epilogue that reads C asks the L2 for C's tile a few
-  // k-tiles before the end (passes/lower/main_loop.ts).
-  const prefetch = split === null ? epiPrefetch(cx, m0, n0, M, N, bz) : null;
-  if (prefetch === null) kLoop(imm(0), kCount);
-  else {
-    const P = prefetchAhead(tb.k);
-    b.emit(ir.comment(`the last ${P} k-tiles, after the L2 prefetch of C's tile`));
-    const at: Operand = kCount.kind === "imm"
-      ? imm(Math.max(kCount.value - P, 0))
-      : cx.bin("sub", "u32", cx.bin("max", "u32", kCount, imm(P)), imm(P), "kpf");
-    if (at.kind !== "imm" || at.value > 0) kLoop(imm(0), at);
-    prefetch();
-    kLoop(at, kCount);
-  }
+  kLoops(cx, o, kCount, (from, to) => b.for(kt, from, to, 1, body));
   b.emit(ir.wgWait(0));
   b.emit(ir.wait(0));
   // The epilogue may reuse the stages (staging, split-K): every warpgroup's reads first.
