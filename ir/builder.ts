@@ -28,6 +28,10 @@ import type {
   LdmatrixOp,
   LdsOp,
   MadOp,
+  MbarArriveOp,
+  MbarFenceOp,
+  MbarInitOp,
+  MbarWaitOp,
   MemWidth,
   MmaOp,
   MovOp,
@@ -41,12 +45,14 @@ import type {
   Reg,
   RegType,
   SelpOp,
+  SetMaxNRegOp,
   SetpOp,
   SmemBaseOp,
   SpecialReg,
   SregOp,
   StgOp,
   StsOp,
+  TmaLoadOp,
   UnOp,
   UnpackOp,
   WaitOp,
@@ -300,6 +306,17 @@ export function bar(): BarOp {
 }
 
 /**
+ * `bar.sync id, threads`: a named barrier for the threads that reach it (ir/kernel.ts, BarOp).
+ *
+ * @param id The barrier (1 .. 15).
+ * @param threads The threads it waits for (a multiple of 32).
+ * @returns The operation.
+ */
+export function namedBar(id: number, threads: number): BarOp {
+  return { op: "bar", named: { id, threads } };
+}
+
+/**
  * `fence.acq_rel.gpu`.
  *
  * @returns The operation.
@@ -357,6 +374,78 @@ export function wgWait(n: number): WgWaitOp {
  */
 export function proxyFence(): ProxyFenceOp {
   return { op: "proxyfence" };
+}
+
+/**
+ * `mbarrier.init` of the barrier at `addr` for `count` arrivals a phase.
+ *
+ * @param addr The barrier's shared address (u32).
+ * @param count Arrivals a phase expects.
+ * @returns The operation.
+ */
+export function mbarInit(addr: Reg, count: number): MbarInitOp {
+  return { op: "mbarinit", addr, count };
+}
+
+/**
+ * An arrival on the barrier at `addr`, after raising its phase's transaction bytes by `tx`.
+ *
+ * @param addr The barrier's shared address (u32).
+ * @param tx Transaction bytes the phase also waits for (absent: none).
+ * @param guard The lanes that arrive (absent: all).
+ * @returns The operation.
+ */
+export function mbarArrive(addr: Reg, tx?: number, guard?: Guard): MbarArriveOp {
+  return {
+    op: "mbararrive",
+    addr,
+    ...(tx === undefined ? {} : { tx }),
+    ...(guard === undefined ? {} : { guard }),
+  };
+}
+
+/**
+ * Waits for the phase of parity `parity` of the barrier at `addr` to complete.
+ *
+ * @param addr The barrier's shared address (u32).
+ * @param parity The parity (u32 0 or 1).
+ * @returns The operation.
+ */
+export function mbarWait(addr: Reg, parity: Operand): MbarWaitOp {
+  return { op: "mbarwait", addr, parity };
+}
+
+/**
+ * `fence.mbarrier_init.release.cluster`.
+ *
+ * @returns The operation.
+ */
+export function mbarFence(): MbarFenceOp {
+  return { op: "mbarfence" };
+}
+
+/**
+ * A TMA copy of the box at `coords` of tensor map `map` to `dst`, completing on `bar`.
+ *
+ * @param dst The box's shared address (u32).
+ * @param map The `tensormap` parameter.
+ * @param coords The box's origin, innermost first.
+ * @param bar The barrier's shared address (u32).
+ * @returns The operation.
+ */
+export function tmaLoad(dst: Reg, map: string, coords: readonly Operand[], bar: Reg): TmaLoadOp {
+  return { op: "tma", dst, map, coords, bar };
+}
+
+/**
+ * `setmaxnreg.{inc,dec}.sync.aligned.u32 regs`.
+ *
+ * @param action Raise or lower.
+ * @param regs The registers per thread.
+ * @returns The operation.
+ */
+export function setMaxNReg(action: "inc" | "dec", regs: number): SetMaxNRegOp {
+  return { op: "setmaxnreg", action, regs };
 }
 
 /**
@@ -615,19 +704,29 @@ export class KernelBuilder {
    * Emits a conditional.
    *
    * @param cond The predicate.
-   * @param uniform Whether the predicate is block-uniform.
+   * @param uniform Whether the predicate is block-uniform; `"warpgroup"`: the same within
+   *   each warpgroup only (IfOp's `warpgroupUniform`).
    * @param then Builds the then-branch.
    * @param otherwise Builds the else-branch.
    * @param negate Branch on `!cond`.
    */
-  if(cond: Reg, uniform: boolean, then: () => void, otherwise?: () => void, negate = false): void {
+  if(
+    cond: Reg,
+    uniform: boolean | "warpgroup",
+    then: () => void,
+    otherwise?: () => void,
+    negate = false,
+  ): void {
     this.#stack.push([]);
     then();
     const t = this.#stack.pop()!;
     this.#stack.push([]);
     otherwise?.();
     const e = this.#stack.pop()!;
-    this.emit({ op: "if", cond, negate, uniform, then: t, otherwise: e } satisfies IfOp);
+    const o: IfOp = uniform === "warpgroup"
+      ? { op: "if", cond, negate, uniform: false, warpgroupUniform: true, then: t, otherwise: e }
+      : { op: "if", cond, negate, uniform, then: t, otherwise: e };
+    this.emit(o);
   }
 
   /**

@@ -387,6 +387,23 @@ export interface PipelinePlan {
   readonly smemBytes: number;
   /** The `cp.async.wait_group` depth of the steady state (stages - 2). */
   readonly waitDepth: number;
+  /** sm90's warp-specialized pipeline (passes/wgmma.ts `wgmmaTma`): a producer warpgroup
+   * copies the stages by TMA, and full and empty mbarriers per stage hand them to and from
+   * the consumer warpgroups (the plan's warps). Absent: every thread copies by cp.async. */
+  readonly tma?: TmaPipelinePlan;
+}
+
+/** A warp-specialized TMA pipeline (see {@link PipelinePlan.tma}). */
+export interface TmaPipelinePlan {
+  /** Byte offset of the barriers (after the stages): stage s's full barrier at 8 s, its
+   * empty barrier at 8 (stages + s). */
+  readonly barrierOffset: number;
+  /** Threads of the producer warpgroup (after the consumers' threads). */
+  readonly producerThreads: number;
+  /** Registers a producer thread keeps (`setmaxnreg.dec`). */
+  readonly producerRegs: number;
+  /** Registers a consumer thread gets (`setmaxnreg.inc`). */
+  readonly consumerRegs: number;
 }
 
 /** How an operand's MMA fragments come from shared memory: `ldmatrix`,

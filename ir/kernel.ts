@@ -27,6 +27,7 @@
 
 import { type Dtype, unreachable } from "./gemm.ts";
 import type { Target } from "./gemm.ts";
+import type { TensorMapSpec } from "./tensor_map.ts";
 
 /** Types of virtual registers. `b16`/`b32` hold raw bits (f16, packed
  * f16x2/bf16x2/s8x4/s4x8/b1x32, tf32); `u64` holds global addresses. */
@@ -406,6 +407,10 @@ export interface WaitOp {
 export interface BarOp {
   /** The operation's tag. */
   readonly op: "bar";
+  /** A named barrier (`bar.sync id, threads`, sm90's warp-specialized kernels): barrier `id`
+   * (1 .. 15) for the `threads` (a multiple of 32) that reach it, in control flow that only
+   * they take. Absent: barrier 0 for the whole block, in uniform control flow. */
+  readonly named?: { readonly id: number; readonly threads: number };
 }
 
 /**
@@ -637,6 +642,95 @@ export interface ProxyFenceOp {
   readonly op: "proxyfence";
 }
 
+/**
+ * `mbarrier.init.shared::cta.b64 [addr], count` (sm90): the 8-byte barrier at shared address
+ * `addr` (8-byte aligned) starts phase 0, expecting `count` arrivals and no transaction bytes.
+ * A phase completes when its arrivals and its transaction bytes (from `mbararrive`'s `tx`
+ * and the copies of `tma` that name it) are all in; the next phase starts at once. One
+ * thread initialises; an `mbarfence` and a `bar` publish the barrier to the block and to the
+ * async proxy.
+ */
+export interface MbarInitOp {
+  /** The operation's tag. */
+  readonly op: "mbarinit";
+  /** The barrier's shared address (u32). */
+  readonly addr: Reg;
+  /** Arrivals a phase expects. */
+  readonly count: number;
+}
+
+/** `mbarrier.arrive.shared::cta.b64 _, [addr]`, or with `tx`
+ * `mbarrier.arrive.expect_tx.shared::cta.b64 _, [addr], tx`: the executing thread's arrival
+ * on the barrier's current phase, after (with `tx`) raising the bytes the phase waits for. */
+export interface MbarArriveOp {
+  /** The operation's tag. */
+  readonly op: "mbararrive";
+  /** The barrier's shared address (u32). */
+  readonly addr: Reg;
+  /** Transaction bytes the phase expects besides the arrivals (absent: none). */
+  readonly tx?: number;
+  /** Runs only in the lanes where the guard holds (absent: all lanes). */
+  readonly guard?: Guard;
+}
+
+/**
+ * Waits until the phase of parity `parity` of the barrier at `addr` has completed
+ * (`mbarrier.try_wait.parity.shared::cta.b64` in a loop): with the barrier in phase p, a wait
+ * for parity p's opposite returns at once (phase p - 1 completed), one for p's parity blocks
+ * until phase p completes. The shared memory that the phase's copies wrote is then visible to
+ * the waiting thread.
+ */
+export interface MbarWaitOp {
+  /** The operation's tag. */
+  readonly op: "mbarwait";
+  /** The barrier's shared address (u32). */
+  readonly addr: Reg;
+  /** The phase parity waited for (u32: 0 or 1). */
+  readonly parity: Operand;
+}
+
+/** `fence.mbarrier_init.release.cluster`: makes the executing thread's `mbarinit`s visible
+ * to the async proxy (the TMA unit's transaction counts) before a barrier publishes them. */
+export interface MbarFenceOp {
+  /** The operation's tag. */
+  readonly op: "mbarfence";
+}
+
+/**
+ * `cp.async.bulk.tensor.Nd.shared::cluster.global.tile.mbarrier::complete_tx::bytes [dst],
+ * [map, {coords}], [bar]` (sm90's TMA): copies the box of the tensor map parameter `map`
+ * (ir/tensor_map.ts) whose origin is `coords` (s32 elements, innermost first, one per
+ * dimension of the map) into shared memory at `dst` (1024-byte aligned for the 128-byte
+ * swizzle), in the map's swizzle, elements outside the tensor as zeros; when the bytes have
+ * landed it completes that many transaction bytes on the barrier at `bar`. Asynchronous: the
+ * bytes may be read only by threads that waited on the barrier's phase, and must not be
+ * written meanwhile. Issued by one thread.
+ */
+export interface TmaLoadOp {
+  /** The operation's tag. */
+  readonly op: "tma";
+  /** The box's shared address (u32). */
+  readonly dst: Reg;
+  /** The `tensormap` parameter's name. */
+  readonly map: string;
+  /** The box's origin, innermost first (s32 or u32). */
+  readonly coords: readonly Operand[];
+  /** The barrier completed (u32 shared address). */
+  readonly bar: Reg;
+}
+
+/** `setmaxnreg.{inc,dec}.sync.aligned.u32 regs` (sm90): the executing warpgroup's registers
+ * per thread raised or lowered to `regs` (24 .. 256, a multiple of 8), so that producer warps
+ * give their registers to the consumers'. Warpgroup-collective; no effect on the program. */
+export interface SetMaxNRegOp {
+  /** The operation's tag. */
+  readonly op: "setmaxnreg";
+  /** Raise or lower. */
+  readonly action: "inc" | "dec";
+  /** The new count per thread. */
+  readonly regs: number;
+}
+
 /** A loop with a trip count that is the same for every thread of the block:
  * `for (iv = from; iv < to; iv += step) body` (u32 compare); `step` is a
  * positive integer. */
@@ -666,6 +760,10 @@ export interface IfOp {
   readonly negate: boolean;
   /** Whether `cond` is the same for every thread of the block. */
   readonly uniform: boolean;
+  /** A non-uniform `if` whose `cond` is the same for every thread of each warpgroup (the roles
+   * of sm90's warp-specialized kernels): warp- and warpgroup-collective operations (mma,
+   * wgmma, setmaxnreg) may appear inside, block barriers may not (named ones may). */
+  readonly warpgroupUniform?: boolean;
   /** The operations run where the condition holds. */
   readonly then: readonly Op[];
   /** The operations run where it does not. */
@@ -718,6 +816,12 @@ export type Op =
   | WgCommitOp
   | WgWaitOp
   | ProxyFenceOp
+  | MbarInitOp
+  | MbarArriveOp
+  | MbarWaitOp
+  | MbarFenceOp
+  | TmaLoadOp
+  | SetMaxNRegOp
   | ForOp
   | IfOp
   | CommentOp;
@@ -729,11 +833,15 @@ export interface KernelParam {
   /** What it is: a tensor's address, a dimension, a stride (`.u64`, DESIGN §6.1), a
    * scalar, or a grouped kernel's problem table (`.u64` address) and problem count
    * (`.u32`, DESIGN §6.2). */
-  readonly kind: "tensor" | "dim" | "stride" | "scalar" | "table" | "count";
-  /** Its PTX type (`u64` for addresses). */
-  readonly ptx: "u64" | "u32" | "f32" | "f64" | "s32";
+  readonly kind: "tensor" | "dim" | "stride" | "scalar" | "table" | "count" | "tensormap";
+  /** Its PTX type (`u64` for addresses; `tmap`: a 128-byte tensor map passed by value,
+   * `.param .align 64 .b8 NAME[128]`). */
+  readonly ptx: "u64" | "u32" | "f32" | "f64" | "s32" | "tmap";
   /** For tensors and scalars: the element type. */
   readonly dtype?: Dtype;
+  /** For a `tensormap` (sm90's TMA, ir/tensor_map.ts): how the launcher builds it from the
+   * other arguments. Tensor maps come after every other parameter. */
+  readonly tmap?: TensorMapSpec;
 }
 
 /** How the grid follows from the runtime sizes: x = ceil(N / tileN) * swizzle
@@ -882,7 +990,21 @@ export function opRegs(o: Op): { reads: Reg[]; writes: Reg[] } {
     case "wgcommit":
     case "wgwait":
     case "proxyfence":
+    case "mbarfence":
+    case "setmaxnreg":
     case "comment":
+      return { reads, writes: [] };
+    case "mbarinit":
+    case "mbararrive":
+      reads.push(o.addr);
+      return { reads, writes: [] };
+    case "mbarwait":
+      reads.push(o.addr);
+      pushReg(reads, o.parity);
+      return { reads, writes: [] };
+    case "tma":
+      reads.push(o.dst, o.bar);
+      for (const c of o.coords) pushReg(reads, c);
       return { reads, writes: [] };
     case "atom":
       reads.push(o.addr);
@@ -968,7 +1090,8 @@ export function workspaceBytes(
   return (x / plan.swizzle) * Math.ceil(val(plan.n, dims) / plan.tileN) * (z / plan.splitK) * per;
 }
 
-/** The name of the split-K workspace parameter (the last parameter, when split_k > 1). */
+/** The name of the split-K workspace parameter (the last parameter but the tensor maps, when
+ * split_k > 1). */
 export const WORKSPACE_PARAM = "workspace";
 
 /**
@@ -978,7 +1101,9 @@ export const WORKSPACE_PARAM = "workspace";
  * @returns Parameter names.
  */
 export function workspaceParams(kernel: Kernel): string[] {
-  return (kernel.grid.workspacePerTile ?? 0) > 0 ? [kernel.params.at(-1)!.name] : [];
+  if ((kernel.grid.workspacePerTile ?? 0) === 0) return [];
+  // Last but the tensor maps (sm90), which come after every other parameter.
+  return [kernel.params.findLast((p) => p.kind !== "tensormap")!.name];
 }
 
 function val(d: string | number, dims: Readonly<Record<string, number>>): number {

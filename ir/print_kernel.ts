@@ -102,7 +102,7 @@ function line(o: Op): string {
     case "wait":
       return `wait ${o.n}`;
     case "bar":
-      return "bar";
+      return o.named === undefined ? "bar" : `bar ${o.named.id}, ${o.named.threads}`;
     case "ldmatrix":
       return `${list(o.dst)} = ldmatrix.x${o.num}${o.trans ? ".trans" : ""} ${
         addr(o.addr, o.offset)
@@ -135,6 +135,20 @@ function line(o: Op): string {
       return `wgmma.wait ${o.n}`;
     case "proxyfence":
       return "fence.proxy.async";
+    case "mbarinit":
+      return `mbarrier.init [${regName(o.addr)}], ${o.count}`;
+    case "mbararrive":
+      return `${g}mbarrier.arrive [${regName(o.addr)}]${o.tx === undefined ? "" : `, tx ${o.tx}`}`;
+    case "mbarwait":
+      return `mbarrier.wait [${regName(o.addr)}], parity ${opd(o.parity)}`;
+    case "mbarfence":
+      return "fence.mbarrier_init";
+    case "tma":
+      return `tma [${regName(o.dst)}], ${o.map}[${o.coords.map(opd).join(", ")}], bar [${
+        regName(o.bar)
+      }]`;
+    case "setmaxnreg":
+      return `setmaxnreg.${o.action} ${o.regs}`;
     case "comment":
       return `// ${o.text}`;
     case "for":
@@ -162,7 +176,9 @@ export function printBody(body: readonly Op[], indent: string, out: string[]): v
       out.push(`${indent}}`);
     } else if (o.op === "if") {
       out.push(
-        `${indent}if${o.uniform ? ".uniform" : ""} ${o.negate ? "!" : ""}${regName(o.cond)} {`,
+        `${indent}if${o.uniform ? ".uniform" : o.warpgroupUniform === true ? ".warpgroup" : ""} ${
+          o.negate ? "!" : ""
+        }${regName(o.cond)} {`,
       );
       printBody(o.then, indent + "  ", out);
       if (o.otherwise.length > 0) {

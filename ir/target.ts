@@ -65,7 +65,10 @@ export type Instruction =
   | "cvt.bf16"
   /** `wgmma.mma_async` (sm_90a warpgroup MMA from shared memory), its fence, groups,
    * and `fence.proxy.async`. */
-  | "wgmma";
+  | "wgmma"
+  /** `cp.async.bulk.tensor` (sm90's TMA copies through tensor maps), `mbarrier` with
+   * transaction counts, `setmaxnreg`. */
+  | "tma";
 
 /** One compile target's facts. */
 export interface TargetInfo {
@@ -123,7 +126,7 @@ const AMPERE_INSTRUCTIONS: ReadonlySet<Instruction> = Object.freeze(
 
 /** sm_90a: Ampere's instructions and the warpgroup MMA. */
 const HOPPER_INSTRUCTIONS: ReadonlySet<Instruction> = Object.freeze(
-  new Set<Instruction>([...AMPERE_INSTRUCTIONS, "wgmma"]),
+  new Set<Instruction>([...AMPERE_INSTRUCTIONS, "wgmma", "tma"]),
 );
 
 /** Every row of the MMA table: they are the SM80 `mma.sync` variants. */

@@ -142,9 +142,11 @@ class Checker {
   }
 
   /** Barriers and warp-collective operations need every thread (of the block, of the warp). */
-  uniform(o: Op, path: Path, what: string): void {
+  uniform(o: Op, path: Path, what: string, level: "block" | "warpgroup" = "block"): void {
     for (const p of path) {
-      if (p.op === "if" && !p.uniform) this.fail(o, `${what} inside non-uniform control flow`);
+      if (p.op !== "if" || p.uniform) continue;
+      if (level === "warpgroup" && p.warpgroupUniform === true) continue;
+      this.fail(o, `${what} inside non-uniform control flow`);
     }
   }
 }
@@ -178,6 +180,7 @@ function operands<K extends Op["op"]>(...slots: readonly Slot<Extract<Op, { op: 
 
 const U32 = only("u32");
 const U64 = only("u64");
+const COORD: readonly RegType[] = ["u32", "s32"];
 const B16 = only("b16");
 const B32 = only("b32");
 const PRED = only("pred");
@@ -226,7 +229,7 @@ const mma: Check<"mma"> = (o, cx, path) => {
     }
   }
   for (const [r, f, w] of frags) for (const x of r) cx.is(o, x, only(f.regType), w);
-  cx.uniform(o, path, "warp-collective mma");
+  cx.uniform(o, path, "warp-collective mma", "warpgroup");
 };
 
 /** Warpgroup operations: a target with wgmma, whole warpgroups, uniform control flow. */
@@ -235,7 +238,12 @@ function warpgroupOp(o: Op, cx: Checker, path: Path, what: string): void {
   if (cx.k.threads % 128 !== 0) {
     cx.fail(o, `${what} is warpgroup-collective: ${cx.k.threads} threads are not whole warpgroups`);
   }
-  cx.uniform(o, path, what);
+  cx.uniform(o, path, what, "warpgroup");
+}
+
+/** sm90's barriers and copies (mbarrier, TMA, setmaxnreg): a target with TMA. */
+function hopperOp(o: Op, cx: Checker, what: string): void {
+  if (!targetHas(cx.k.target, "tma")) cx.fail(o, `${what} needs sm90 (target ${cx.k.target})`);
 }
 
 /** A warpgroup MMA: a known row, its accumulator count and type, u32 shared addresses. */
@@ -261,7 +269,11 @@ const cpasyncOperands = operands<"cpasync">(
  * few operand checks per operation, so a megamorphic call costs it little (the PTX
  * printer, where it would not, dispatches by a switch instead). */
 const CHECKS: { readonly [K in Op["op"]]: Check<K> } = {
-  param: (o, cx) => cx.is(o, o.dst, only(cx.param(o, o.name).ptx), "destination"),
+  param: (o, cx) => {
+    const p = cx.param(o, o.name);
+    if (p.ptx === "tmap") cx.fail(o, `tensor map "${p.name}" is read by TMA copies only`);
+    cx.is(o, o.dst, only(p.ptx), "destination");
+  },
   sreg: operands<"sreg">(["dst", U32, "destination"]),
   smembase: operands<"smembase">(["dst", U32, "destination"]),
   mov: (o, cx) => cx.is(o, o.src, only(o.dst.type), "source"),
@@ -313,7 +325,16 @@ const CHECKS: { readonly [K in Op["op"]]: Check<K> } = {
     if (o.n < 0) cx.fail(o, "negative wait depth");
     if (o.n === 0) cx.waited = true;
   },
-  bar: (o, cx, path) => cx.uniform(o, path, "barrier"),
+  bar: (o, cx, path) => {
+    if (o.named === undefined) return cx.uniform(o, path, "barrier");
+    const { id, threads } = o.named;
+    if (!Number.isInteger(id) || id < 1 || id > 15) {
+      cx.fail(o, `named barrier ${id} is not 1 .. 15`);
+    }
+    if (threads % 32 !== 0 || threads < 32 || threads > cx.k.threads) {
+      cx.fail(o, `named barrier for ${threads} threads: a multiple of 32 up to ${cx.k.threads}`);
+    }
+  },
   ldmatrix: (o, cx) => {
     if (o.dst.length !== o.num) cx.fail(o, `ldmatrix.x${o.num} writes ${o.num} registers`);
     cx.inSmem(o, o.offset, 16);
@@ -333,6 +354,53 @@ const CHECKS: { readonly [K in Op["op"]]: Check<K> } = {
     warpgroupOp(o, cx, path, "wgmma.wait_group");
   },
   proxyfence: () => {},
+  mbarinit: (o, cx) => {
+    hopperOp(o, cx, "mbarrier.init");
+    if (!Number.isInteger(o.count) || o.count < 1) cx.fail(o, `bad arrival count ${o.count}`);
+    cx.is(o, o.addr, U32, "barrier address");
+  },
+  mbararrive: (o, cx) => {
+    hopperOp(o, cx, "mbarrier.arrive");
+    if (o.tx !== undefined && (!Number.isInteger(o.tx) || o.tx < 0)) {
+      cx.fail(o, `bad transaction bytes ${o.tx}`);
+    }
+    cx.is(o, o.addr, U32, "barrier address");
+  },
+  mbarwait: (o, cx) => {
+    hopperOp(o, cx, "mbarrier.try_wait");
+    cx.is(o, o.addr, U32, "barrier address");
+    cx.is(o, o.parity, U32, "parity");
+    if (o.parity.kind === "imm" && o.parity.value !== 0 && o.parity.value !== 1) {
+      cx.fail(o, `parity ${o.parity.value} is not 0 or 1`);
+    }
+  },
+  mbarfence: (o, cx) => hopperOp(o, cx, "fence.mbarrier_init"),
+  tma: (o, cx) => {
+    hopperOp(o, cx, "cp.async.bulk.tensor");
+    const p = cx.param(o, o.map);
+    if (p.kind !== "tensormap" || p.tmap === undefined) {
+      cx.fail(o, `"${o.map}" is not a tensor-map parameter`);
+    }
+    if (o.coords.length !== p.tmap!.dims.length) {
+      cx.fail(o, `${o.coords.length} coordinates for a map of rank ${p.tmap!.dims.length}`);
+    }
+    cx.is(o, o.dst, U32, "shared address");
+    cx.is(o, o.bar, U32, "barrier address");
+    for (const c of o.coords) cx.is(o, c, COORD, "coordinate");
+  },
+  setmaxnreg: (o, cx, path) => {
+    hopperOp(o, cx, "setmaxnreg");
+    if (!Number.isInteger(o.regs) || o.regs < 24 || o.regs > 256 || o.regs % 8 !== 0) {
+      cx.fail(o, `setmaxnreg ${o.regs}: 24 .. 256, a multiple of 8`);
+    }
+    if (cx.k.threads % 128 !== 0) {
+      cx.fail(
+        o,
+        `setmaxnreg is warpgroup-collective: ${cx.k.threads} threads are not whole warpgroups`,
+      );
+    }
+    cx.uniform(o, path, "setmaxnreg", "warpgroup");
+  },
   for: operands<"for">(
     ["iv", U32, "induction variable"],
     ["from", U32, "start"],

@@ -222,7 +222,8 @@ function stagedLayout(
   if (32 % perRow !== 0 || (s.m * perRow) % 32 !== 0) return null;
   const mTiles = wp.warp.m / s.m;
   const warps = wp.threads / 32;
-  const avail = k.plan.pipeline!.smemBytes;
+  // Not over a TMA pipeline's barriers (they stay live until the last stage is read).
+  const avail = k.plan.pipeline!.tma?.barrierOffset ?? k.plan.pipeline!.smemBytes;
   const nTiles = wp.warp.n / s.n;
   // Lane l's fragment position relative to lane 0's.
   const [r0, c0] = s.c.coord(0, 0, 0);

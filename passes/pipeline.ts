@@ -15,7 +15,14 @@ import { sparseGroup } from "../numerics/sparse.ts";
 import { DTYPE_INFO } from "../ir/dtype.ts";
 import { requireInstruction, targetInfo } from "../ir/target.ts";
 import { type GemmPass, scheduleError } from "./pass.ts";
-import { WGMMA_DEFAULT_STAGES, WGMMA_GROUPS_IN_FLIGHT } from "./wgmma.ts";
+import {
+  TMA_PRODUCER_REGS,
+  TMA_PRODUCER_THREADS,
+  tmaConsumerRegs,
+  WGMMA_DEFAULT_STAGES,
+  WGMMA_GROUPS_IN_FLIGHT,
+  wgmmaTma,
+} from "./wgmma.ts";
 import { WGMMA_SMEM } from "../ir/wgmma_table.ts";
 
 function log2(x: number): number {
@@ -233,36 +240,43 @@ export const pipelinePass: GemmPass = {
     }
     const perStage = a.stageBytes + b.stageBytes + (meta?.stageBytes ?? 0);
     const budget = targetInfo(k.target).smemPerBlock;
-    const fit = Math.floor(budget / perStage);
     const given = k.schedule.stages;
     // A wgmma pipeline keeps a stage more: the one the previous k-tile's wgmmas still read
     // (passes/wgmma.ts WGMMA_GROUPS_IN_FLIGHT).
     const wgmma = k.plan.tile!.wgmma === true;
-    const least = 2 + (wgmma ? WGMMA_GROUPS_IN_FLIGHT : 0);
+    // A TMA pipeline's stages are handed back by mbarrier as soon as their wgmmas retire, so
+    // it needs no stage more (passes/wgmma.ts wgmmaTma).
+    const tma = wgmmaTma(k);
+    const least = 2 + (wgmma && !tma ? WGMMA_GROUPS_IN_FLIGHT : 0);
+    // Two 8-byte mbarriers a stage after the stages (a TMA pipeline).
+    const barrierBytes = tma ? 16 : 0;
     if (given !== undefined && given < least) {
       scheduleError(
         k,
         "stages",
         "E0206",
-        `"stages ${given}": a cp.async pipeline ${
+        `"stages ${given}": a ${tma ? "TMA" : "cp.async"} pipeline ${
           wgmma ? "feeding wgmma " : ""
         }needs at least ${least} stages`,
       );
     }
     if (wgmma) checkWgmmaLayout(a, b);
+    const fit = Math.floor(budget / (perStage + barrierBytes));
     // At least 2 when the schedule is silent, so that an over-budget tile is
     // reported with the figure of the smallest pipeline (2 stages).
     const stages = given ?? Math.max(least, Math.min(defaultStages(k), fit));
-    if (stages < least || stages * perStage > budget) {
-      const need = stages * perStage;
+    if (stages < least || stages * (perStage + barrierBytes) > budget) {
+      const need = stages * (perStage + barrierBytes);
       const hint = fit >= 2
         ? `use stages ${fit} or fewer`
-        : `use a smaller threadblock tile (2 stages need ${2 * perStage} bytes)`;
+        : `use a smaller threadblock tile (2 stages need ${2 * (perStage + barrierBytes)} bytes)`;
       scheduleError(
         k,
         ["stages", "threadblock"],
         "E0204",
-        `Shared memory over the budget: ${stages} stages x ${perStage} bytes = ${need} bytes > ` +
+        `Shared memory over the budget: ${stages} stages x ${
+          perStage + barrierBytes
+        } bytes = ${need} bytes > ` +
           `${budget} bytes on ${k.target}; ${hint}`,
       );
     }
@@ -273,8 +287,18 @@ export const pipelinePass: GemmPass = {
       ...(meta === null
         ? {}
         : { meta: { ...meta, offset: stages * (a.stageBytes + b.stageBytes) } }),
-      smemBytes: stages * perStage,
+      smemBytes: stages * (perStage + barrierBytes),
       waitDepth: stages - least,
+      ...(tma
+        ? {
+          tma: {
+            barrierOffset: stages * perStage,
+            producerThreads: TMA_PRODUCER_THREADS,
+            producerRegs: TMA_PRODUCER_REGS,
+            consumerRegs: tmaConsumerRegs(threads),
+          },
+        }
+        : {}),
     };
     return { ...k, schedule: { ...k.schedule, stages }, plan: { ...k.plan, pipeline: pipe } };
   },

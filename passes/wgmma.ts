@@ -27,7 +27,8 @@
  * @module
  */
 
-import type { GemmKernel, Shape3 } from "../ir/gemm.ts";
+import type { DimRef, GemmKernel, Shape3 } from "../ir/gemm.ts";
+import type { TensorMapDataType, TensorMapFactor, TensorMapSpec } from "../ir/tensor_map.ts";
 import { sparseMetaParam } from "../ir/gemm.ts";
 import { DTYPE_INFO } from "../ir/dtype.ts";
 import { targetHas } from "../ir/target.ts";
@@ -140,3 +141,97 @@ export function plannedWgmma(k: GemmKernel): WgmmaShape | null {
   if (row === undefined) throw new Error(`Unknown wgmma shape "${name}"`);
   return row;
 }
+
+/** Threads of a warp-specialized kernel's producer warpgroup. */
+export const TMA_PRODUCER_THREADS = 128;
+
+/** Registers a producer thread keeps (`setmaxnreg.dec`): it only computes coordinates. */
+export const TMA_PRODUCER_REGS = 40;
+
+/** The register file a block may spread across its warpgroups (one block an SM). */
+const REGISTER_FILE = 65536;
+
+/**
+ * Whether a wgmma program's operands come by TMA from a producer warpgroup (the
+ * warp-specialized pipeline, `plan.pipeline.tma`): a target with TMA, and A and B whose rows
+ * start on 16 bytes (the tensor map's strides are multiples of 16 bytes; a literal stride that
+ * is not keeps the cp.async pipeline). Runtime strides are checked when the launcher builds
+ * the map (ir/tensor_map.ts `tensorMapArgs`).
+ *
+ * @param k The kernel (tile planned, `tile.wgmma`).
+ * @returns Whether the pipeline is TMA's.
+ */
+export function wgmmaTma(k: GemmKernel): boolean {
+  if (k.plan.tile?.wgmma !== true || !targetHas(k.target, "tma")) return false;
+  return [k.problem.a.tensor, k.problem.b.tensor].every((n) => {
+    const t = k.params.find((q) => q.name === n);
+    if (t === undefined || t.kind !== "tensor") return false;
+    const bytes = DTYPE_INFO[t.dtype].bits / 8;
+    const literal = (t.strides ?? []).every((s) =>
+      s.kind === "sym" || (s.value * bytes) % 16 === 0
+    );
+    return (t.align * bytes) % 16 === 0 && literal;
+  });
+}
+
+/**
+ * The registers a consumer thread gets (`setmaxnreg.inc`): the register file less the
+ * producer's, shared by the consumer threads, a multiple of 8, at most 256 (232 for two
+ * consumer warpgroups).
+ *
+ * @param consumerThreads The consumer warpgroups' threads.
+ * @returns Registers per consumer thread.
+ */
+export function tmaConsumerRegs(consumerThreads: number): number {
+  const left = REGISTER_FILE - TMA_PRODUCER_THREADS * TMA_PRODUCER_REGS;
+  return Math.min(256, Math.floor(left / consumerThreads / 8) * 8);
+}
+
+/**
+ * The tensor map of a TMA-loaded operand: its K-contiguous rows as the map's innermost
+ * dimension, the tile's rows (M for A, N for B) next, the batch last when the tensor has one;
+ * strides from its `strides(...)` or dense; the box one k-tile of the threadblock's rows; the
+ * 128-byte swizzle of the wgmma layout.
+ *
+ * @param k The kernel (planned tile).
+ * @param role A or B.
+ * @returns The map's rule.
+ */
+export function operandTensorMap(k: GemmKernel, role: "A" | "B"): TensorMapSpec {
+  const view = role === "A" ? k.problem.a : k.problem.b;
+  const t = k.params.find((q) => q.name === view.tensor);
+  if (t === undefined || t.kind !== "tensor") throw new Error(`No tensor ${view.tensor}`);
+  const ref = (d: DimRef): TensorMapFactor => d.kind === "sym" ? d.name : d.value;
+  const tb = k.plan.tile!.threadblock;
+  // Declared [batch?, rows-or-K, K-or-rows]; K is the contiguous one (A row, B col).
+  const n = t.dims.length;
+  const kDim = role === "A" ? t.dims[n - 1]! : t.dims[n - 2]!;
+  const rowDim = role === "A" ? t.dims[n - 2]! : t.dims[n - 1]!;
+  const batched = n === 3;
+  const dims = [[ref(kDim)], [ref(rowDim)], ...(batched ? [[ref(t.dims[0]!)]] : [])];
+  // Declared strides are outermost first: [batch?, line].
+  const strides = t.strides !== undefined
+    ? [[ref(t.strides.at(-1)!)], ...(batched ? [[ref(t.strides[0]!)]] : [])]
+    : [[ref(kDim)], ...(batched ? [[ref(kDim), ref(rowDim)]] : [])];
+  const bytes = DTYPE_INFO[t.dtype].bits / 8;
+  return {
+    tensor: t.name,
+    dataType: TMAP_TYPE[t.dtype] ?? (() => {
+      throw new Error(`No tensor-map type for ${t.dtype}`);
+    })(),
+    elementBytes: bytes as 1 | 2 | 4,
+    dims,
+    strides,
+    box: [tb.k, role === "A" ? tb.m : tb.n, ...(batched ? [1] : [])],
+    swizzle: WGMMA_SMEM.rowBytes === 128 ? 128 : 0,
+  };
+}
+
+/** The map's element type of each operand type TMA copies. */
+const TMAP_TYPE: Readonly<Partial<Record<string, TensorMapDataType>>> = {
+  f16: "float16",
+  bf16: "bfloat16",
+  f32: "float32",
+  s8: "uint8",
+  u8: "uint8",
+};

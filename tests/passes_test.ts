@@ -857,7 +857,9 @@ for (const name of examples()) {
         assert.ok(ck.kernelText.startsWith(`kernel @${ck.name} target ${target} (`));
         assert.ok(ck.planned.plan.pipeline!.smemBytes <= targetInfo(target).smemPerBlock);
         assert.equal(ck.kernel.dynamicSmemBytes, ck.planned.plan.pipeline!.smemBytes);
-        assert.equal(ck.kernel.threads, ck.planned.plan.warp!.threads);
+        // A warp-specialized kernel's producer warpgroup comes after the plan's warps.
+        const producer = ck.planned.plan.pipeline!.tma?.producerThreads ?? 0;
+        assert.equal(ck.kernel.threads, ck.planned.plan.warp!.threads + producer);
         assert.ok(ck.planned.plan.mma!.regEstimate <= targetInfo(target).registersPerThread);
       }
     }

@@ -102,6 +102,12 @@ const ALL_OPS = {
   wgcommit: true,
   wgwait: true,
   proxyfence: true,
+  mbarinit: true,
+  mbararrive: true,
+  mbarwait: true,
+  mbarfence: true,
+  tma: true,
+  setmaxnreg: true,
   for: true,
   if: true,
   comment: true,
@@ -133,7 +139,9 @@ const ALL_CVT = {
 Deno.test("ptx test kernels use every op, conversion, width, vector and mma row", () => {
   const seen = new Set<string>();
   // sm80's kernels, and sm90's warpgroup MMA kernels (the only ones sm80 lacks).
-  const wg = allTestKernels("sm90").filter((k) => k.name.startsWith("wgmma_"));
+  const wg = allTestKernels("sm90").filter((k) =>
+    k.name.startsWith("wgmma_") || k.name.startsWith("tma_")
+  );
   for (const k of [...allTestKernels("sm80"), ...wg]) {
     walkOps(k.body, (o, path) => {
       seen.add(`op ${o.op}`);
@@ -230,19 +238,32 @@ for (const target of TARGET_NAMES) {
     const entries = [...ptx.matchAll(/^\.visible \.entry (\w+)\($/gm)].map((m) => m[1]);
     assert.deepEqual(entries, kernels.map((k) => k.name));
     assert.ok(entries.includes(mmaKernelName(MMA_SHAPES[0]!)));
+    assert.equal(ptx.includes(".minnctapersm"), targetHas(target, "tma"));
     for (const k of kernels) {
       const at = ptx.indexOf(`.visible .entry ${k.name}(\n`);
       const sig = ptx.slice(at, ptx.indexOf("\n{\n", at)).split("\n");
       assert.deepEqual(
         sig.slice(1, 1 + k.params.length),
         k.params.map((p, i) =>
-          `  .param .${
-            p.kind === "tensor" ? "u64" : p.kind === "dim" ? "u32" : p.ptx
-          } param_${p.name}${i + 1 < k.params.length ? "," : ""}`
+          `  .param ${
+            p.kind === "tensormap"
+              ? `.align 64 .b8 param_${p.name}[128]`
+              : `.${p.kind === "tensor" ? "u64" : p.kind === "dim" ? "u32" : p.ptx} param_${p.name}`
+          }${i + 1 < k.params.length ? "," : ""}`
         ),
       );
-      assert.deepEqual(sig.slice(1 + k.params.length), [")", `.maxntid ${k.threads}, 1, 1`]);
-      assert.ok(!ptx.includes(".minnctapersm") && !ptx.includes(".reqntid"));
+      // setmaxnreg needs the register count at entry: `.minnctapersm 1` gives it to ptxas.
+      const sets = k.body.some(function sets(o): boolean {
+        return o.op === "setmaxnreg" ||
+          (o.op === "if" && [...o.then, ...o.otherwise].some(sets)) ||
+          (o.op === "for" && o.body.some(sets));
+      });
+      assert.deepEqual(sig.slice(1 + k.params.length), [
+        ")",
+        `.maxntid ${k.threads}, 1, 1`,
+        ...(sets ? [".minnctapersm 1"] : []),
+      ]);
+      assert.ok(!ptx.includes(".reqntid"));
       const body = entryLines(ptx, k.name);
       assert.equal(body.at(-1), "ret;");
     }

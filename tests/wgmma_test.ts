@@ -31,17 +31,47 @@ function compileFor(src: string, target: "sm80" | "sm90" = "sm90"): CompiledKern
   return r.kernels[0]!;
 }
 
-const F16 = (sched = "", b = "col") =>
-  `kernel h {\n  A: f16[M, K] row\n  B: f16[K, N] ${b}\n  D: f32[M, N] row\n` +
+const F16 = (sched = "", b = "col", align = "") =>
+  `kernel h {\n  A: f16[M, K] row${align}\n  B: f16[K, N] ${b}${align}\n  D: f32[M, N] row\n` +
   `  D[m, n] = A[m, k] * B[k, n]\n${sched === "" ? "" : `  schedule {\n    ${sched}\n  }\n`}}\n`;
 
-Deno.test("wgmma: the default f16 plan on sm90 is two warpgroups of 64x256, 4 stages", () => {
+/** Operands aligned to 8 bytes only: no tensor map, the cp.async pipeline. */
+const ALIGN8 = " align 4";
+
+Deno.test("wgmma: the default f16 plan on sm90 is warp-specialized: TMA, two consumer warpgroups of 64x256, 4 stages", () => {
   const ck = compileFor(F16());
   const p = ck.planned.plan;
   assert.deepEqual(p.tile!.threadblock, { m: 128, n: 256, k: 64 });
   assert.equal(p.tile!.wgmma, true);
   assert.deepEqual([p.warp!.warpsM, p.warp!.warpsN, p.warp!.threads], [8, 1, 256]);
   assert.deepEqual(p.warp!.warp, { m: 16, n: 256, k: 64 });
+  assert.equal(p.pipeline!.stages, 4);
+  assert.deepEqual(p.pipeline!.tma, {
+    barrierOffset: 4 * 49152,
+    producerThreads: 128,
+    producerRegs: 40,
+    consumerRegs: 232,
+  });
+  assert.equal(ck.kernel.threads, 384);
+  assert.equal(ck.kernel.dynamicSmemBytes, 4 * 49152 + 64);
+  assert.deepEqual(
+    ck.kernel.params.filter((q) => q.kind === "tensormap").map((q) => [q.name, q.tmap!.box]),
+    [["A_tmap", [64, 128]], ["B_tmap", [64, 256]]],
+  );
+  assert.match(ck.ptx, /cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\.tile\.mbarrier/);
+  assert.match(ck.ptx, /setmaxnreg\.dec\.sync\.aligned\.u32 40;/);
+  assert.match(ck.ptx, /setmaxnreg\.inc\.sync\.aligned\.u32 232;/);
+  assert.match(ck.ptx, /mbarrier\.arrive\.expect_tx\.shared::cta\.b64 _, \[%r\d+\], 49152;/);
+  assert.doesNotMatch(ck.ptx, /cp\.async\.ca|cp\.async\.cg|fence\.proxy\.async/);
+  assert.match(ck.ptx, /wgmma\.wait_group\.sync\.aligned 1;/);
+});
+
+Deno.test("wgmma: operands aligned below 16 bytes keep the cp.async pipeline, 4 stages", () => {
+  const ck = compileFor(F16("", "col", ALIGN8));
+  const p = ck.planned.plan;
+  assert.deepEqual(p.tile!.threadblock, { m: 128, n: 256, k: 64 });
+  assert.equal(p.pipeline!.tma, undefined);
+  assert.equal(ck.kernel.threads, 256);
   assert.deepEqual([p.pipeline!.stages, p.pipeline!.waitDepth], [4, 1]);
   assert.equal(p.mma!.wgmma, "wg.m64n256k16.f16.f32");
   assert.equal(p.mma!.shape, "m16n8k16.f16.f32");
@@ -83,7 +113,9 @@ Deno.test("wgmma: the programs that keep mma.sync on sm90, and every program on 
 });
 
 Deno.test("wgmma: a schedule's mma 64xNxK picks the row, or says why it cannot", () => {
-  const ck = compileFor(F16("threadblock 128x128x64\n    mma 64x128x16\n    stages 5"));
+  const ck = compileFor(
+    F16("threadblock 128x128x64\n    mma 64x128x16\n    stages 5", "col", ALIGN8),
+  );
   assert.equal(ck.planned.plan.mma!.wgmma, "wg.m64n128k16.f16.f32");
   assert.equal(ck.planned.plan.pipeline!.waitDepth, 2);
   for (
@@ -97,9 +129,21 @@ Deno.test("wgmma: a schedule's mma 64xNxK picks the row, or says why it cannot",
     assert.ok(!r.ok, src);
     assert.match(r.diagnostics[0]!.message, /E0203|warpgroup MMA/, src);
   }
-  const two = compile(F16("threadblock 128x256x64\n    stages 2"), { target: "sm90" });
+  const two = compile(F16("threadblock 128x256x64\n    stages 2", "col", ALIGN8), {
+    target: "sm90",
+  });
   assert.ok(!two.ok);
-  assert.match(two.diagnostics[0]!.message, /feeding wgmma needs at least 3 stages/);
+  assert.match(
+    two.diagnostics[0]!.message,
+    /cp\.async pipeline feeding wgmma needs at least 3 stages/,
+  );
+  const one = compile(F16("threadblock 128x256x64\n    stages 1"), { target: "sm90" });
+  assert.ok(!one.ok);
+  assert.match(one.diagnostics[0]!.message, /TMA pipeline feeding wgmma needs at least 2 stages/);
+  assert.equal(
+    compileFor(F16("threadblock 128x256x64\n    stages 2")).planned.plan.pipeline!.stages,
+    2,
+  );
 });
 
 /** Whether the reference is exact for this kernel (integer output). */

@@ -80,6 +80,18 @@ export function render(o: Simple, cx: Ctx): void {
       return RENDER.wgwait(o, cx);
     case "proxyfence":
       return RENDER.proxyfence(o, cx);
+    case "mbarinit":
+      return RENDER.mbarinit(o, cx);
+    case "mbararrive":
+      return RENDER.mbararrive(o, cx);
+    case "mbarwait":
+      return RENDER.mbarwait(o, cx);
+    case "mbarfence":
+      return RENDER.mbarfence(o, cx);
+    case "tma":
+      return RENDER.tma(o, cx);
+    case "setmaxnreg":
+      return RENDER.setmaxnreg(o, cx);
     case "comment":
       return RENDER.comment(o, cx);
     default:

@@ -24,7 +24,7 @@ import {
 } from "./_operands.ts";
 import { put, putLine, type Renderers, type Simple } from "./_context.ts";
 import { WGMMA_BY_NAME, wgmmaDescriptorWords, wgmmaOperands } from "../../ir/wgmma_table.ts";
-import type { RegOpName } from "./_render_regs.ts";
+import { paramSymbol, type RegOpName } from "./_render_regs.ts";
 
 const MMA_BY_NAME: ReadonlyMap<string, MmaShape> = new Map(MMA_SHAPES.map((s) => [s.name, s]));
 
@@ -60,7 +60,18 @@ export const MEM_RENDER: Renderers<Exclude<Simple["op"], RegOpName>> = {
     }
     put(cx, OP_TEMPLATES.wait, { n: String(o.n) });
   },
-  bar(_o, cx) {
+  bar(o, cx) {
+    if (o.named !== undefined) {
+      const { id, threads } = o.named;
+      if (!Number.isInteger(id) || id < 1 || id > 15) {
+        throw new PtxError(`bar.sync ${id}: a named barrier is 1 .. 15`);
+      }
+      if (!Number.isInteger(threads) || threads < 32 || threads % 32 !== 0) {
+        throw new PtxError(`bar.sync ${id}, ${threads}: the count is a positive multiple of 32`);
+      }
+      put(cx, OP_TEMPLATES.namedBar, { id: String(id), threads: String(threads) });
+      return;
+    }
     if (cx.divergent) {
       throw new PtxError("bar.sync inside a non-uniform if");
     }
@@ -186,6 +197,70 @@ export const MEM_RENDER: Renderers<Exclude<Simple["op"], RegOpName>> = {
     put(cx, OP_TEMPLATES.wgwait, { n: String(o.n) });
   },
   proxyfence: (_o, cx) => put(cx, OP_TEMPLATES.proxyfence, NO_HOLES),
+  mbarinit(o, cx) {
+    expect("mbarrier address", "i32", o.addr);
+    if (!Number.isInteger(o.count) || o.count < 1 || o.count >= 2 ** 20) {
+      throw new PtxError(`mbarrier.init count ${o.count}: 1 .. 2^20 - 1`);
+    }
+    put(cx, OP_TEMPLATES.mbarinit, { addr: regName(o.addr), count: String(o.count) });
+  },
+  mbararrive(o, cx) {
+    expect("mbarrier address", "i32", o.addr);
+    if (o.tx === undefined) {
+      put(cx, OP_TEMPLATES.mbararrive, { addr: regName(o.addr) });
+      return;
+    }
+    if (!Number.isInteger(o.tx) || o.tx < 0 || o.tx >= 2 ** 20) {
+      throw new PtxError(`mbarrier expect_tx ${o.tx}: 0 .. 2^20 - 1 bytes`);
+    }
+    put(cx, OP_TEMPLATES.mbarexpect, { addr: regName(o.addr), tx: String(o.tx) });
+  },
+  mbarwait(o, cx) {
+    expect("mbarrier address", "i32", o.addr);
+    expect("mbarrier parity", "i32", o.parity);
+    const top = cx.labels++;
+    const pre = cx.pre;
+    putLine(cx, "{", NO_HOLES);
+    put(cx, OP_TEMPLATES.mbarScope, NO_HOLES);
+    cx.text += `$L_${top}:\n`;
+    cx.pre = pre;
+    put(cx, OP_TEMPLATES.mbartry, { addr: regName(o.addr), parity: opd(o.parity, "u32") });
+    put(cx, OP_TEMPLATES.mbarretry, { label: `$L_${top}` });
+    putLine(cx, "}", NO_HOLES);
+  },
+  mbarfence: (_o, cx) => put(cx, OP_TEMPLATES.mbarfence, NO_HOLES),
+  tma(o, cx) {
+    const p = cx.params.get(o.map);
+    if (p === undefined || p.kind !== "tensormap" || p.tmap === undefined) {
+      throw new PtxError(`TMA copy of "${o.map}": not a tensor-map parameter`);
+    }
+    const rank = p.tmap.dims.length;
+    if (o.coords.length !== rank || rank < 1 || rank > 5) {
+      throw new PtxError(
+        `TMA copy of "${o.map}": ${o.coords.length} coordinates, the map has ${rank}`,
+      );
+    }
+    expect("TMA shared address", "i32", o.dst);
+    expect("TMA barrier", "i32", o.bar);
+    expect("TMA coordinates", "i32", ...o.coords);
+    putLine(cx, "{", NO_HOLES);
+    put(cx, OP_TEMPLATES.tmaScope, NO_HOLES);
+    put(cx, OP_TEMPLATES.tmaMap, { map: paramSymbol(p) });
+    put(cx, OP_TEMPLATES.tmaCvta, NO_HOLES);
+    put(cx, OP_TEMPLATES.tma, {
+      rank: `${rank}d`,
+      dst: regName(o.dst),
+      coords: o.coords.map((c) => opd(c, "s32")).join(", "),
+      bar: regName(o.bar),
+    });
+    putLine(cx, "}", NO_HOLES);
+  },
+  setmaxnreg(o, cx) {
+    if (!Number.isInteger(o.regs) || o.regs < 24 || o.regs > 256 || o.regs % 8 !== 0) {
+      throw new PtxError(`setmaxnreg ${o.regs}: 24 .. 256, a multiple of 8`);
+    }
+    put(cx, OP_TEMPLATES.setmaxnreg, { action: o.action, regs: String(o.regs) });
+  },
 };
 
 /** One `mma` fragment operand, `{%b1, %b2, ...}`, checked against the shape. */

@@ -274,6 +274,7 @@ export const OP_TEMPLATES = Object.freeze({
   commit: "cp.async.commit_group",
   wait: "cp.async.wait_group $n",
   bar: "bar.sync 0",
+  namedBar: "bar.sync $id, $threads",
   ldmatrix: "ldmatrix.sync.aligned.m8n8.x$num$trans.shared.b16 $d, [$addr]",
   lds: "ld.shared$v.$w $d, [$addr]",
   sts: "st.shared$v.$w [$addr], $a",
@@ -295,6 +296,22 @@ export const OP_TEMPLATES = Object.freeze({
   wgcommit: "wgmma.commit_group.sync.aligned",
   wgwait: "wgmma.wait_group.sync.aligned $n",
   proxyfence: "fence.proxy.async.shared::cta",
+  // sm90's barriers and TMA copies.
+  mbarinit: "mbarrier.init.shared::cta.b64 [$addr], $count",
+  mbararrive: "mbarrier.arrive.shared::cta.b64 _, [$addr]",
+  mbarexpect: "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$addr], $tx",
+  // A wait: a loop around try_wait in a scope of its own.
+  mbarScope: ".reg .pred %mbp",
+  mbartry: "mbarrier.try_wait.parity.shared::cta.b64 %mbp, [$addr], $parity",
+  mbarretry: "@!%mbp bra $label",
+  mbarfence: "fence.mbarrier_init.release.cluster",
+  // A TMA copy: the tensor map's generic address from its parameter, in a scope of its own.
+  tmaScope: ".reg .b64 %tm<2>",
+  tmaMap: "mov.u64 %tm0, $map",
+  tmaCvta: "cvta.param.u64 %tm1, %tm0",
+  tma:
+    "cp.async.bulk.tensor.$rank.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$dst], [%tm1, {$coords}], [$bar]",
+  setmaxnreg: "setmaxnreg.$action.sync.aligned.u32 $regs",
   comment: "// $text",
   // Structured control flow.
   forInit: "mov.u32 $iv, $from",

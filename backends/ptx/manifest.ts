@@ -18,14 +18,17 @@ import {
   workspaceBytes,
   workspaceParams,
 } from "../../ir/kernel.ts";
+import type { TensorMapSpec } from "../../ir/tensor_map.ts";
 
 /**
  * What an entry parameter is: a tensor's address (`.u64`), a runtime
  * dimension (`.u32`), a runtime stride (`.u64`, in elements; after the dims,
  * before the scalars) or a scalar; a grouped kernel's problem table (`.u64`) and
- * problem count (`.u32`, DESIGN §6.2).
+ * problem count (`.u32`, DESIGN §6.2); on sm90 a TMA tensor map (`ptx` "tmap": 128 bytes
+ * by value, after every other parameter, built by the launcher by its `tmap` rule,
+ * ir/tensor_map.ts).
  */
-export type ParamKind = "tensor" | "dim" | "stride" | "scalar" | "table" | "count";
+export type ParamKind = KernelParam["kind"];
 
 /** One parameter of the entry point, in ABI order. */
 export interface ManifestParam {
@@ -33,8 +36,12 @@ export interface ManifestParam {
   readonly name: string;
   /** What the parameter is (see {@link ParamKind}). */
   readonly kind: ParamKind;
-  /** The PTX type of the parameter (`u64` for addresses). */
-  readonly ptx: "u64" | "u32" | "f32" | "f64" | "s32";
+  /** The PTX type of the parameter (`u64` for addresses, `tmap` for a tensor map). */
+  readonly ptx: KernelParam["ptx"];
+  /** A tensor map's rule (ir/tensor_map.ts `TensorMapSpec`): the tensor it maps, its element
+   * type, extents and strides as products of dims, strides and constants (innermost first),
+   * the box and the swizzle. The launcher calls `cuTensorMapEncodeTiled` with them. */
+  readonly tmap?: TensorMapSpec;
   /** The element type, for tensors and scalars (`u8` for a workspace). */
   readonly dtype?: string;
   /** Declared dimensions (names or constants), for tensors. */
@@ -199,7 +206,7 @@ function sparseStorage(
 /** One parameter's manifest entry: declarations for tensors and scalars. */
 function manifestParam(
   gemm: GemmKernel,
-  p: Pick<KernelParam, "name" | "kind" | "ptx">,
+  p: Pick<KernelParam, "name" | "kind" | "ptx" | "tmap">,
   ws: readonly string[],
 ): ManifestParam {
   const decl = gemm.params.find((q) => q.name === p.name);
@@ -224,6 +231,7 @@ function manifestParam(
   if (p.kind === "scalar" && decl?.kind === "scalar") {
     return { name: p.name, kind: p.kind, ptx: p.ptx, dtype: decl.dtype, default: decl.default };
   }
+  if (p.tmap !== undefined) return { name: p.name, kind: p.kind, ptx: p.ptx, tmap: p.tmap };
   if (ws.includes(p.name)) {
     return { name: p.name, kind: p.kind, ptx: p.ptx, dtype: "u8", role: "workspace" };
   }

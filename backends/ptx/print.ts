@@ -30,6 +30,7 @@ import { WGMMA_BY_NAME } from "../../ir/wgmma_table.ts";
 import { OP_TEMPLATES, PtxError, REG_PTX, SMEM_SYMBOL } from "./_tables.ts";
 import type { Ctx } from "./_context.ts";
 import { paramSymbol } from "./_render_regs.ts";
+import { TENSOR_MAP_BYTES } from "../../ir/tensor_map.ts";
 import { emitBody } from "./_control.ts";
 
 export {
@@ -64,6 +65,7 @@ const PARAM_PTX: Readonly<Record<KernelParam["kind"], readonly KernelParam["ptx"
     scalar: ["u32", "s32", "f32", "f64", "u64"],
     table: ["u64"],
     count: ["u32"],
+    tensormap: ["tmap"],
   });
 
 function regPrefix(r: Reg): string {
@@ -130,9 +132,13 @@ function printEntry(k: Kernel, opts: PrintPtxOptions, out: string[]): void {
     throw new PtxError(`Kernel "${k.name}": ${own} blocks of ${k.threads} threads per SM`);
   }
   // The kernel's own occupancy, or the module's floor, whichever is higher.
-  const minBlocks = own === undefined
-    ? opts.minBlocksPerSm
-    : Math.max(own, opts.minBlocksPerSm ?? 1);
+  // setmaxnreg needs the register count at entry, which `.minnctapersm` gives ptxas.
+  let setsRegs = false;
+  walkOps(k.body, (o) => {
+    if (o.op === "setmaxnreg") setsRegs = true;
+  });
+  const floor = opts.minBlocksPerSm ?? (setsRegs ? 1 : undefined);
+  const minBlocks = own === undefined ? floor : Math.max(own, floor ?? 1);
   const most = target.maxThreadsPerBlock;
   if (!Number.isInteger(k.threads) || k.threads < 1 || k.threads > most) {
     throw new PtxError(`Kernel "${k.name}": ${k.threads} threads per block is not 1..${most}`);
@@ -165,7 +171,11 @@ function printEntry(k: Kernel, opts: PrintPtxOptions, out: string[]): void {
   if (cx.loops > 0) decls.push(`.reg .pred %tp<1>; // scratch: loop tests`);
   if (cx.halfTmp) decls.push(`.reg .b16 %th<1>; // scratch: f16/bf16 immediates`);
   const sig = k.params.map((p, i) =>
-    `  .param .${p.ptx} ${paramSymbol(p)}${i + 1 < k.params.length ? "," : ""}`
+    `  .param ${
+      p.ptx === "tmap"
+        ? `.align 64 .b8 ${paramSymbol(p)}[${TENSOR_MAP_BYTES}]`
+        : `.${p.ptx} ${paramSymbol(p)}`
+    }${i + 1 < k.params.length ? "," : ""}`
   );
   out.push(
     `// ${k.name}: ${k.threads} threads, ${k.dynamicSmemBytes} bytes of dynamic shared memory`,

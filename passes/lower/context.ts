@@ -105,6 +105,17 @@ export class LowerContext {
     return dst;
   }
 
+  /**
+   * The barrier of the threads that run the tile's MMAs and epilogue: the block's (`bar.sync
+   * 0`), or in a warp-specialized kernel (`plan.pipeline.tma`) named barrier 1 of the
+   * consumer warpgroups, whose code the producer warpgroup does not run.
+   *
+   * @returns The operation.
+   */
+  barrier(): Op {
+    return this.k.plan.pipeline?.tma === undefined ? ir.bar() : ir.namedBar(1, this.threads);
+  }
+
   u32(v: number | Reg): Operand {
     return typeof v === "number" ? imm(v) : v;
   }

@@ -111,14 +111,14 @@ export function stagedEpilogue(cx: LowerContext, st: EpilogueSetup, stage: Stagi
   let ahead: Map<string, () => Reg[]> | null = null;
   // Every warp is past the main loop's last shared-memory read (and, with
   // split-K, past reading the broadcast flag) before any warp writes.
-  b.emit(ir.bar());
+  b.emit(cx.barrier());
   chunks.forEach((c, ci) => {
     writeChunk(cx, st, stage, at, addrs.writeBase, c);
-    b.emit(ir.bar());
+    b.emit(cx.barrier());
     const got = loadsC && (ci === 0 || !aheadOk) ? issueChunk(c) : ahead;
     ahead = loadsC && aheadOk && ci + 1 < chunks.length ? issueChunk(chunks[ci + 1]!) : null;
     readChunk(cx, st, stage, at, addrs, c[0], perChunk(c), got);
-    if (c[1] < mTiles) b.emit(ir.bar());
+    if (c[1] < mTiles) b.emit(cx.barrier());
   });
 }
 

@@ -11,9 +11,11 @@ import type { GroupLayout, Kernel, KernelParam, Reg, RegType } from "../../ir/ke
 import { groupedTiles, groupLayout } from "./grouped.ts";
 import { log2, LowerContext } from "./context.ts";
 import { epilogue } from "./epilogue.ts";
+import type { EpilogueInputs } from "./epilogue_setup.ts";
 import { epiPrefetch } from "./epilogue_loads.ts";
 import { mainLoop } from "./main_loop.ts";
 import { splitKReduce } from "./split_k.ts";
+import { tensorMapParams, warpSpecializedTile } from "./wgmma_ws.ts";
 import * as ir from "../../ir/builder.ts";
 
 /**
@@ -40,35 +42,58 @@ function buildKernel(cx: LowerContext): Kernel {
     const n0 = cx.mulImm(tileNIdx, tb.n, "n0");
     const smem = b.reg("u32", "smem");
     b.emit(ir.smemBase(smem));
-    const acc = mainLoop(cx, { m0, n0, M, N, K, bz, split, smem });
-    const at = { acc, m0, n0, M, N, bz, smem };
-    if (split === null) epilogue(cx, at);
-    else {
-      const tilesM = cx.divRem("div", cx.bin("add", "u32", M, imm(tb.m - 1)), tb.m);
-      const tileLin = cx.bin(
-        "add",
-        "u32",
-        cx.bin(
-          "mul",
-          "u32",
-          cx.bin("add", "u32", cx.bin("mul", "u32", bz, tilesM), tileMIdx),
-          tilesN,
-        ),
-        tileNIdx,
-        "tile",
-      );
-      splitKReduce(
-        cx,
-        acc,
-        split,
-        tileLin,
-        smem,
-        (sum) => epilogue(cx, { ...at, before: sum }),
-        epiPrefetch(cx, m0, n0, M, N, bz),
-      );
-    }
+    const origin = { m0, n0, M, N, K, bz, split, smem };
+    const ix = { split, tileMIdx, tileNIdx, tilesN };
+    const finish = (acc: Reg[][][]) => tileEnd(cx, { acc, m0, n0, M, N, bz, smem }, ix);
+    if (k.plan.pipeline!.tma !== undefined) warpSpecializedTile(cx, origin, finish);
+    else finish(mainLoop(cx, origin));
   });
   return kernelOf(cx, kparams);
+}
+
+/** The block's tile indices that split-K's reduction needs. */
+interface TileIndices {
+  readonly split: Reg | null;
+  readonly tileMIdx: Reg;
+  readonly tileNIdx: Reg;
+  readonly tilesN: Reg;
+}
+
+/**
+ * What follows a tile's main loop: the epilogue, or split-K's reduction and then the
+ * epilogue of the last split.
+ *
+ * @param cx The lowering's context.
+ * @param at The accumulators, the tile and the sizes.
+ * @param ix The block's split and tile indices.
+ */
+function tileEnd(cx: LowerContext, at: EpilogueInputs, ix: TileIndices): void {
+  const { split, tileMIdx, tileNIdx, tilesN } = ix;
+  if (split === null) return epilogue(cx, at);
+  const tb = cx.k.plan.tile!.threadblock;
+  const { m0, n0, M, N, bz, smem } = at;
+  const tilesM = cx.divRem("div", cx.bin("add", "u32", M, imm(tb.m - 1)), tb.m);
+  const tileLin = cx.bin(
+    "add",
+    "u32",
+    cx.bin(
+      "mul",
+      "u32",
+      cx.bin("add", "u32", cx.bin("mul", "u32", bz, tilesM), tileMIdx),
+      tilesN,
+    ),
+    tileNIdx,
+    "tile",
+  );
+  splitKReduce(
+    cx,
+    at.acc,
+    split,
+    tileLin,
+    smem,
+    (sum) => epilogue(cx, { ...at, before: sum }),
+    epiPrefetch(cx, m0, n0, M, N, bz),
+  );
 }
 
 /**
@@ -145,7 +170,9 @@ function emitParams(cx: LowerContext): KernelParam[] {
   if (workspace !== null) {
     kparams.push({ name: workspace.param, kind: "tensor", ptx: "u64", dtype: "u8" });
   }
+  kparams.push(...tensorMapParams(cx));
   for (const p of kparams) {
+    if (p.ptx === "tmap") continue; // read by the TMA copies themselves
     const t: RegType = p.ptx === "u64" ? "u64" : p.ptx;
     const r = b.loadParam(t, p.name);
     cx.params.set(p.name, r);
@@ -250,7 +277,7 @@ function kernelOf(cx: LowerContext, kparams: KernelParam[], group?: GroupLayout)
     name: k.name,
     target: k.target,
     params: kparams,
-    threads: cx.threads,
+    threads: cx.threads + (pipe.tma?.producerThreads ?? 0),
     dynamicSmemBytes: pipe.smemBytes,
     ...(minBlocks > 1 ? { minBlocksPerSm: minBlocks } : {}),
     grid: {

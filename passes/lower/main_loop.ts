@@ -307,9 +307,42 @@ export function zeroAccumulators(cx: LowerContext): { acc: Reg[][][]; kTile: KTi
 }
 
 /**
- * The k-tiles this block computes: the count, and the s32 `kRem` of the
- * next k-tile to fetch (K - t * tileK, may go negative); with split-K the
- * split's range, its copies moved to its first k-tile.
+ * The k-tiles this block computes: without split-K all `ceil(K / tileK)` from the first;
+ * with split-K its split's, `[s * per, s * per + count)`, per = ceil(kTiles / split_k), the
+ * last splits getting fewer or none (count 0: a partial of zeros).
+ *
+ * @param cx The lowering's context.
+ * @param K The problem's K.
+ * @param split This block's split, or null.
+ * @returns The first k-tile (null: 0) and the count.
+ */
+export function kTileSpan(
+  cx: LowerContext,
+  K: Operand,
+  split: Reg | null,
+): { start: Reg | null; kCount: Operand } {
+  const tb = cx.k.plan.tile!.threadblock;
+  const splitK = cx.k.plan.tile!.splitK;
+  const kTiles = K.kind === "imm" ? imm(Math.ceil(K.value / tb.k)) : cx.bin(
+    "shr",
+    "u32",
+    cx.bin("add", "u32", K, imm(tb.k - 1)),
+    imm(log2(tb.k)),
+    "ktiles",
+  );
+  if (split === null) return { start: null, kCount: kTiles };
+  const kt = kTiles.kind === "imm" ? cx.mov("u32", kTiles) : kTiles;
+  const per = cx.divRem("div", cx.bin("add", "u32", kt, imm(splitK - 1)), splitK, "kper");
+  const start = cx.bin("min", "u32", cx.bin("mul", "u32", split, per), kt, "kstart");
+  const kCount = cx.bin("min", "u32", per, cx.bin("sub", "u32", kt, start), "kcount");
+  return { start, kCount };
+}
+
+/**
+ * The k-tiles this block computes ({@link kTileSpan}): the count, and the s32 `kRem` of the
+ * next k-tile to fetch (K - t * tileK, may go negative); with split-K the copies moved to the
+ * split's first k-tile, and kRem stopped at the split's end, so that the copies fetched ahead
+ * past it read nothing.
  *
  * @param cx The lowering's context.
  * @param K The problem's K.
@@ -328,28 +361,12 @@ export function kTileRange(
   metaCopy: MetaCopies | null,
 ): { kRem: Reg; kCount: Operand } {
   const tb = cx.k.plan.tile!.threadblock;
-  const splitK = cx.k.plan.tile!.splitK;
-  const kTiles = K.kind === "imm" ? imm(Math.ceil(K.value / tb.k)) : cx.bin(
-    "shr",
-    "u32",
-    cx.bin("add", "u32", K, imm(tb.k - 1)),
-    imm(log2(tb.k)),
-    "ktiles",
-  );
+  const { start, kCount } = kTileSpan(cx, K, split);
   // kRem of the next tile to fetch: K - t * tileK (s32, may go negative).
   let kRem = cx.s32Of(K, "kfetch");
-  let kCount: Operand = kTiles;
-  if (split !== null) {
-    // Split s computes k-tiles [s * per, s * per + count) of the kTiles,
-    // per = ceil(kTiles / split_k); the last splits may get fewer or none
-    // (count 0: a partial of zeros). kRem stops at the split's end, so
-    // that the copies fetched ahead past it read nothing.
-    const kt = kTiles.kind === "imm" ? cx.mov("u32", kTiles) : kTiles;
-    const per = cx.divRem("div", cx.bin("add", "u32", kt, imm(splitK - 1)), splitK, "kper");
-    const start = cx.bin("min", "u32", cx.bin("mul", "u32", split, per), kt, "kstart");
-    kCount = cx.bin("min", "u32", per, cx.bin("sub", "u32", kt, start), "kcount");
+  if (start !== null) {
     const left = cx.bin("sub", "s32", kRem, cx.s32Of(cx.mulImm(start, tb.k)));
-    kRem = cx.bin("min", "s32", left, cx.s32Of(cx.mulImm(kCount, tb.k)), "kfetch");
+    kRem = cx.bin("min", "s32", left, cx.s32Of(cx.mulImm(kCount as Reg, tb.k)), "kfetch");
     skipTiles(cx, aCopy, start);
     skipTiles(cx, bCopy, start);
     if (metaCopy !== null) skipMetaTiles(cx, metaCopy, start);

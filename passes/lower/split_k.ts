@@ -189,7 +189,7 @@ function arriveLast(cx: LowerContext, rec: Reg, tid: Reg, smem: Reg): Reg {
   // others, then the barrier, as CUTLASS's semaphore does (acquire, then
   // __syncthreads); the partials are read through L2 (ld.global.cg).
   b.emit(ir.fence());
-  b.emit(ir.bar());
+  b.emit(cx.barrier());
   const t0 = cx.setp("eq", "u32", tid, imm(0));
   b.emit(ir.fence());
   const old = cx.mov("u32", imm(0), "arrived");
@@ -201,7 +201,7 @@ function arriveLast(cx: LowerContext, rec: Reg, tid: Reg, smem: Reg): Reg {
   const flag = cx.b.reg("u32", "last");
   b.emit(ir.selp("u32", flag, imm(1), imm(0), lastT0));
   b.emit(ir.sts("b32", [flag], smem, 0, ir.when(t0)));
-  b.emit(ir.bar());
+  b.emit(cx.barrier());
   const got = cx.b.reg("u32", "lastall");
   b.emit(ir.lds("b32", [got], smem, 0));
   return cx.setp("ne", "u32", got, imm(0));

@@ -19,6 +19,28 @@ export interface WgmmaCase {
 /** The programs: `D = alpha * A B + beta * C + bias`, relu, cast; s8 to s32 sums. */
 export const WGMMA_CASES: readonly WgmmaCase[] = [
   {
+    name: "f16 operands aligned to 8 bytes (the cp.async pipeline, no tensor map)",
+    src: `kernel wg_f16_a8 {
+  A: f16[M, K] row align 4
+  B: f16[K, N] col align 4
+  D: f32[M, N] row
+  D[m, n] = A[m, k] * B[k, n]
+}`,
+    size: "M=200,N=300,K=260",
+    simSize: { M: 130, N: 264, K: 204 },
+  },
+  {
+    name: "bf16 batched views with runtime strides (3-D tensor maps), B broadcast",
+    src: `kernel wg_views {
+  A: bf16[Bt, M, K] row strides(sa, lda)
+  B: bf16[K, N] col strides(ldb)
+  D: f32[Bt, M, N] row
+  D[b, m, n] = A[b, m, k] * B[k, n]
+}`,
+    size: "Bt=3,M=200,N=300,K=264,sa=60000,lda=272,ldb=280",
+    simSize: { Bt: 2, M: 70, N: 264, K: 136, sa: 10000, lda: 144, ldb: 152 },
+  },
+  {
     name: "f16 -> f32 acc, C and bias, f16 out",
     src: `kernel wg_f16 {
   A: f16[M, K] row

@@ -15,6 +15,7 @@ import { MMA_SHAPES } from "../../../ir/mma_table.ts";
 import { registerClassKernel, registerOpsKernel } from "./register_kernels.ts";
 import { memoryOpsKernel, mmaKernel, saxpyKernel } from "./memory_kernels.ts";
 import { wgmmaKernels } from "./wgmma_kernels.ts";
+import { tmaKernel } from "./tma_kernels.ts";
 import { targetHas } from "../../../ir/target.ts";
 
 export { registerClassKernel, registerOpsKernel } from "./register_kernels.ts";
@@ -22,7 +23,7 @@ export { memoryOpsKernel, mmaKernel, mmaKernelName, saxpyKernel } from "./memory
 
 /**
  * Every test kernel: the two operation kernels and one kernel per MMA table row, and on a
- * target with wgmma one per row of `WGMMA_TEST_ROWS`.
+ * target with wgmma one per row of `WGMMA_TEST_ROWS` and the TMA ring kernel.
  *
  * @param target The target.
  * @returns The kernels, with distinct names.
@@ -36,5 +37,7 @@ export function allTestKernels(target: Target): Kernel[] {
     ...MMA_SHAPES.map((r) => mmaKernel(r, target)),
     // sm90: the warpgroup MMA's operations (testdata/wgmma_kernels.ts).
     ...(targetHas(target, "wgmma") ? wgmmaKernels(target) : []),
+    // sm90: mbarriers, TMA, setmaxnreg and named barriers (testdata/tma_kernels.ts).
+    ...(targetHas(target, "tma") ? [tmaKernel(target)] : []),
   ];
 }

@@ -1,0 +1,241 @@
+/**
+ * The warp-specialized tile of sm90 (`plan.pipeline.tma`, passes/wgmma.ts `wgmmaTma`): a
+ * producer warpgroup, after the consumers' threads, copies each k-tile's A and B boxes by TMA
+ * into a ring of stages; the consumer warpgroups (the plan's warps) multiply them with wgmma
+ * and run the epilogue. Two mbarriers a stage hand the stages over:
+ *
+ * - full[s]: one arrival (the producer's, with the stage's bytes as its transaction count),
+ *   completed when both boxes have landed; the consumers wait on it;
+ * - empty[s]: one arrival per consumer warp once its warpgroup's wgmmas on the stage retired
+ *   (`wgmma.wait_group`); the producer waits on it before it refills the stage.
+ *
+ * k-tile kt uses stage kt % S in phase (kt / S) & 1. The producer's first pass over the ring
+ * waits for the parity of the phase before phase 0, which counts as completed. The consumers
+ * keep G = WGMMA_GROUPS_IN_FLIGHT groups of wgmmas running: at k-tile kt, once its group is
+ * committed and only G are pending, they release the stage of k-tile kt - G (the first k-tile
+ * is peeled, so the loop's release needs no test). Registers move from the producer to the
+ * consumers by `setmaxnreg`; the consumers' epilogue meets at named barrier 1
+ * (LowerContext.barrier), which the producer does not reach.
+ *
+ * Shortcuts (issue 23): one block a tile (no persistent scheduler), no clusters or multicast,
+ * the producer's other 127 threads idle; the ring is not carried across tiles.
+ *
+ * @module
+ */
+
+import { imm } from "../../ir/builder.ts";
+import type { KernelParam, Operand, Reg } from "../../ir/kernel.ts";
+import { operandTensorMap, plannedWgmma, WGMMA_GROUPS_IN_FLIGHT } from "../wgmma.ts";
+import type { LowerContext } from "./context.ts";
+import { kLoops, kTileSpan, type TileOrigin, zeroAccumulators } from "./main_loop.ts";
+import * as ir from "../../ir/builder.ts";
+
+/** Bytes along K of one wgmma's operand rows (16 elements of 16 bits, 8 of tf32, 32 of 8 bits). */
+const K_STEP_BYTES = 32;
+
+/** Rows of A one warpgroup takes. */
+const WARPGROUP_ROWS = 64;
+
+/** The name of an operand's tensor-map parameter. */
+function mapName(cx: LowerContext, role: "A" | "B"): string {
+  const t = role === "A" ? cx.k.problem.a.tensor : cx.k.problem.b.tensor;
+  let name = `${t}_tmap`;
+  while (cx.k.params.some((p) => p.name === name)) name += "_";
+  return name;
+}
+
+/**
+ * The tensor-map parameters of a warp-specialized kernel (A's, then B's), none otherwise.
+ *
+ * @param cx The lowering's context.
+ * @returns The parameters, for the end of the list.
+ */
+export function tensorMapParams(cx: LowerContext): KernelParam[] {
+  if (cx.k.plan.pipeline?.tma === undefined) return [];
+  return (["A", "B"] as const).map((role) => ({
+    name: mapName(cx, role),
+    kind: "tensormap",
+    ptx: "tmap",
+    tmap: operandTensorMap(cx.k, role),
+  }));
+}
+
+/** The ring's registers: stage s's barriers and tiles. */
+interface Ring {
+  readonly stages: number;
+  /** The full and empty barriers of stage 0 (u32 shared addresses; stage s at +8 s). */
+  readonly full: Reg;
+  readonly empty: Reg;
+}
+
+/**
+ * Emits the tile of a warp-specialized kernel: the barriers' set-up, then the producer's and
+ * the consumers' roles; `finish` emits the consumers' epilogue (or split-K) from their
+ * accumulators.
+ *
+ * @param cx The lowering's context (a TMA plan).
+ * @param o The tile and the problem's sizes.
+ * @param finish Emits what follows the main loop, for the consumers.
+ */
+export function warpSpecializedTile(
+  cx: LowerContext,
+  o: TileOrigin,
+  finish: (acc: Reg[][][]) => void,
+): void {
+  const b = cx.b;
+  const pipe = cx.k.plan.pipeline!;
+  const tma = pipe.tma!;
+  const S = pipe.stages;
+  const tid = cx.features.get("tid")!;
+  const full = cx.bin("add", "u32", o.smem, imm(tma.barrierOffset), "full");
+  const empty = cx.bin("add", "u32", full, imm(8 * S), "empty");
+  const ring: Ring = { stages: S, full, empty };
+  const consumerWarps = cx.threads / 32;
+  b.emit(ir.comment(`${S} stages: full and empty barriers`));
+  b.if(cx.setp("eq", "u32", tid, imm(0)), false, () => {
+    for (let s = 0; s < S; s++) {
+      b.emit(ir.mbarInit(at(cx, full, 8 * s), 1));
+      b.emit(ir.mbarInit(at(cx, empty, 8 * s), consumerWarps));
+    }
+    b.emit(ir.mbarFence());
+  });
+  b.emit(ir.bar());
+  const { start, kCount } = kTileSpan(cx, o.K, o.split);
+  const producer = cx.setp("ge", "u32", tid, imm(cx.threads));
+  b.if(producer, "warpgroup", () => {
+    b.emit(ir.setMaxNReg("dec", tma.producerRegs));
+    const elected = cx.setp("eq", "u32", tid, imm(cx.threads));
+    b.if(elected, false, () => produce(cx, o, ring, start, kCount));
+  }, () => {
+    b.emit(ir.setMaxNReg("inc", tma.consumerRegs));
+    finish(consume(cx, o, ring, kCount));
+  });
+}
+
+/** `base + bytes` (base itself for 0). */
+function at(cx: LowerContext, base: Reg, bytes: number): Reg {
+  return bytes === 0 ? base : cx.bin("add", "u32", base, imm(bytes));
+}
+
+/** The stage index and phase of a k-tile counter: advances `s` and flips `ph` at the wrap. */
+function advance(cx: LowerContext, s: Reg, ph: Reg, stages: number): void {
+  const b = cx.b;
+  b.emit(ir.bin("add", "u32", s, s, imm(1)));
+  const wrap = cx.setp("eq", "u32", s, imm(stages));
+  b.emit(ir.selp("u32", s, imm(0), s, wrap));
+  const flipped = cx.bin("xor", "u32", ph, imm(1));
+  b.emit(ir.selp("u32", ph, flipped, ph, wrap));
+}
+
+/** The producer's loop (one thread): each k-tile's boxes into its stage once it is empty. */
+function produce(
+  cx: LowerContext,
+  o: TileOrigin,
+  ring: Ring,
+  start: Reg | null,
+  kCount: Operand,
+): void {
+  const b = cx.b;
+  const k = cx.k;
+  const pipe = k.plan.pipeline!;
+  const tb = k.plan.tile!.threadblock;
+  const aMap = mapName(cx, "A");
+  const bMap = mapName(cx, "B");
+  const batchOf = (view: typeof k.problem.a) => (view.batched ? [o.bz] : []);
+  const s = cx.mov("u32", imm(0), "ps");
+  const ph = cx.mov("u32", imm(0), "pph");
+  const k0 = start === null ? cx.mov("u32", imm(0), "pk") : cx.mulImm(start, tb.k, "pk");
+  const aBase = cx.bin("add", "u32", o.smem, imm(pipe.a.offset), "pa");
+  const bBase = cx.bin("add", "u32", o.smem, imm(pipe.b.offset), "pb");
+  const bytes = pipe.a.stageBytes + pipe.b.stageBytes;
+  const kt = b.reg("u32", "pkt");
+  b.for(kt, imm(0), kCount, 1, () => {
+    const off8 = cx.bin("shl", "u32", s, imm(3));
+    const fullS = cx.bin("add", "u32", ring.full, off8);
+    const emptyS = cx.bin("add", "u32", ring.empty, off8);
+    b.emit(ir.mbarWait(emptyS, cx.bin("xor", "u32", ph, imm(1))));
+    b.emit(ir.mbarArrive(fullS, bytes));
+    const aDst = cx.bin("add", "u32", aBase, cx.bin("mul", "u32", s, imm(pipe.a.stageBytes)));
+    const bDst = cx.bin("add", "u32", bBase, cx.bin("mul", "u32", s, imm(pipe.b.stageBytes)));
+    b.emit(ir.tmaLoad(aDst, aMap, [k0, o.m0, ...batchOf(k.problem.a)], fullS));
+    b.emit(ir.tmaLoad(bDst, bMap, [k0, o.n0, ...batchOf(k.problem.b)], fullS));
+    b.emit(ir.bin("add", "u32", k0, k0, imm(tb.k)));
+    advance(cx, s, ph, ring.stages);
+  });
+}
+
+/**
+ * The consumers' loop: per k-tile, the wait for its stage, its group of wgmmas, and the
+ * release of the stage whose group retired.
+ *
+ * @returns The accumulators (as wgmmaMainLoop's).
+ */
+function consume(cx: LowerContext, o: TileOrigin, ring: Ring, kCount: Operand): Reg[][][] {
+  const b = cx.b;
+  const k = cx.k;
+  const pipe = k.plan.pipeline!;
+  const row = plannedWgmma(k)!;
+  const G = WGMMA_GROUPS_IN_FLIGHT;
+  const S = ring.stages;
+  const { acc } = zeroAccumulators(cx);
+  const d = acc.flat(2);
+  const warp = cx.features.get("warp")!;
+  const group = cx.bin("shr", "u32", warp, imm(2), "wgroup");
+  const aBase = cx.bin(
+    "add",
+    "u32",
+    cx.bin("mul", "u32", group, imm(WARPGROUP_ROWS * pipe.a.rowBytes)),
+    cx.bin("add", "u32", o.smem, imm(pipe.a.offset)),
+    "wga",
+  );
+  const bBase = cx.bin("add", "u32", o.smem, imm(pipe.b.offset), "wgb");
+  const lane0 = cx.setp(
+    "eq",
+    "u32",
+    cx.bin("and", "u32", cx.features.get("tid")!, imm(31)),
+    imm(0),
+  );
+  const s = cx.mov("u32", imm(0), "cs");
+  const ph = cx.mov("u32", imm(0), "cph");
+  // The stage whose group retires next (G k-tiles behind s).
+  const rel = cx.mov("u32", imm(0), "crel");
+  const tile = () => {
+    const off8 = cx.bin("shl", "u32", s, imm(3));
+    b.emit(ir.mbarWait(cx.bin("add", "u32", ring.full, off8), ph));
+    const aStage = cx.bin("add", "u32", aBase, cx.bin("mul", "u32", s, imm(pipe.a.stageBytes)));
+    const bStage = cx.bin("add", "u32", bBase, cx.bin("mul", "u32", s, imm(pipe.b.stageBytes)));
+    b.emit(ir.wgFence());
+    for (let kk = 0; kk < k.plan.mma!.kSteps; kk++) {
+      const off = kk * K_STEP_BYTES;
+      b.emit(ir.wgmma(row.name, d, at(cx, aStage, off), at(cx, bStage, off), 1));
+    }
+    b.emit(ir.wgCommit());
+    advance(cx, s, ph, S);
+  };
+  const release = () => {
+    const emptyR = cx.bin("add", "u32", ring.empty, cx.bin("shl", "u32", rel, imm(3)));
+    b.emit(ir.mbarArrive(emptyR, undefined, ir.when(lane0)));
+    b.emit(ir.bin("add", "u32", rel, rel, imm(1)));
+    b.emit(ir.selp("u32", rel, imm(0), rel, cx.setp("eq", "u32", rel, imm(S))));
+  };
+  if (G !== 1) throw new Error(`lower-kernel: ${G} wgmma groups in flight (the peel keeps 1)`);
+  // The first k-tile, peeled (a block may have none: split-K's last splits).
+  const some = kCount.kind === "imm" ? null : cx.setp("gt", "u32", kCount, imm(0));
+  if (some === null) {
+    if (kCount.kind === "imm" && kCount.value > 0) tile();
+  } else b.if(some, true, tile);
+  const kt = b.reg("u32", "ckt");
+  kLoops(cx, o, kCount, (from, to) => {
+    // k-tile 0 is peeled: from at least 1 (kLoops' second loop may start at 0).
+    const lo = from.kind === "imm"
+      ? imm(Math.max(from.value, 1))
+      : cx.bin("max", "u32", from, imm(1));
+    b.for(kt, lo, to, 1, () => {
+      tile();
+      b.emit(ir.wgWait(G));
+      release();
+    });
+  });
+  b.emit(ir.wgWait(0));
+  return acc;
+}
