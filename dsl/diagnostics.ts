@@ -49,6 +49,7 @@ export const DIAGNOSTIC_CODES = {
   E0125: "illegal stride",
   E0126: "illegal grouped kernel",
   E0127: "illegal sparse operand",
+  E0128: "illegal 8-bit float",
   E0201: "threadblock tile not divisible by the warp tile",
   E0202: "warp tile not divisible by the instruction",
   E0203: "no such instruction for these types",

@@ -9,7 +9,14 @@
  */
 
 import { type Dtype, DTYPE_INFO } from "../ir/dtype.ts";
-import { bf16BitsToF32, f16BitsToF32, f32ToBf16Bits, f32ToF16Bits } from "../numerics/mod.ts";
+import {
+  bf16BitsToF32,
+  f16BitsToF32,
+  f32ToBf16Bits,
+  f32ToF16Bits,
+  fp8ToNumber,
+  numberToFp8,
+} from "../numerics/mod.ts";
 import type { Cuda, DeviceBuffer } from "../backends/cuda/driver.ts";
 import { readElem, writeElem } from "./tensor.ts";
 
@@ -56,6 +63,10 @@ export function encodeTensor(values: HostValues, dtype: Dtype): Uint8Array {
     case "f32":
     case "tf32":
       new Float32Array(out.buffer).set(values);
+      return out;
+    case "e4m3":
+    case "e5m2":
+      for (let i = 0; i < n; i++) out[i] = numberToFp8(values[i]!, dtype);
       return out;
     case "f16":
     case "bf16": {
@@ -117,6 +128,9 @@ export function decodeTensor(bytes: Uint8Array, dtype: Dtype, count?: number): H
       return new Int8Array(own.buffer, 0, n);
     case "u8":
       return own;
+    case "e4m3":
+    case "e5m2":
+      return Float32Array.from(own, (c) => fp8ToNumber(c, dtype));
     case "f16":
     case "bf16": {
       const h = new Uint16Array(own.buffer, 0, n);

@@ -10,7 +10,14 @@
 
 import type { DimRef, TensorParam } from "../ir/gemm.ts";
 import { type Dtype, DTYPE_INFO } from "../ir/dtype.ts";
-import { bf16BitsToF32, f16BitsToF32, f32ToBf16Bits, f32ToF16Bits } from "../numerics/mod.ts";
+import {
+  bf16BitsToF32,
+  f16BitsToF32,
+  f32ToBf16Bits,
+  f32ToF16Bits,
+  fp8ToNumber,
+  numberToFp8,
+} from "../numerics/mod.ts";
 import { sparseMetaBytes, sparseMetaWordsPerRow, sparseValueBytes } from "../numerics/sparse.ts";
 
 /** A tensor's concrete shape and strides (in elements). */
@@ -211,6 +218,9 @@ export function readElem(bytes: Uint8Array, t: Dtype, i: number): number {
       return f16BitsToF32(dv.getUint16(i * 2, true));
     case "bf16":
       return bf16BitsToF32(dv.getUint16(i * 2, true));
+    case "e4m3":
+    case "e5m2":
+      return fp8ToNumber(bytes[i]!, t);
     case "s32":
       return dv.getInt32(i * 4, true);
     case "s8":
@@ -249,6 +259,10 @@ export function writeElem(bytes: Uint8Array, t: Dtype, i: number, v: number): vo
       return dv.setUint16(i * 2, f32ToF16Bits(v), true);
     case "bf16":
       return dv.setUint16(i * 2, f32ToBf16Bits(v), true);
+    case "e4m3":
+    case "e5m2":
+      bytes[i] = numberToFp8(v, t);
+      return;
     case "s32":
       return dv.setInt32(i * 4, v, true);
     case "s8":

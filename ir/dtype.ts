@@ -11,6 +11,8 @@ export type Dtype =
   | "tf32"
   | "f16"
   | "bf16"
+  | "e4m3"
+  | "e5m2"
   | "s32"
   | "s8"
   | "u8"
@@ -38,6 +40,9 @@ export const DTYPE_INFO: Readonly<Record<Dtype, DtypeInfo>> = Object.freeze(
     tf32: Object.freeze({ bits: 32, float: true, signed: false, ptxParam: "f32" }),
     f16: Object.freeze({ bits: 16, float: true, signed: false, ptxParam: "f32" }),
     bf16: Object.freeze({ bits: 16, float: true, signed: false, ptxParam: "f32" }),
+    // sm90's 8-bit floats (OCP FP8: E4M3, no infinities, and E5M2): operands only.
+    e4m3: Object.freeze({ bits: 8, float: true, signed: false, ptxParam: null }),
+    e5m2: Object.freeze({ bits: 8, float: true, signed: false, ptxParam: null }),
     s32: Object.freeze({ bits: 32, float: false, signed: true, ptxParam: "s32" }),
     s8: Object.freeze({ bits: 8, float: false, signed: true, ptxParam: "s32" }),
     u8: Object.freeze({ bits: 8, float: false, signed: false, ptxParam: "u32" }),
@@ -58,7 +63,21 @@ export const DTYPE_INFO: Readonly<Record<Dtype, DtypeInfo>> = Object.freeze(
  * ```
  */
 export const DTYPES: readonly Dtype[] = Object.freeze(
-  ["f64", "f32", "tf32", "f16", "bf16", "s32", "s8", "u8", "s4", "u4", "b1"] as const,
+  [
+    "f64",
+    "f32",
+    "tf32",
+    "f16",
+    "bf16",
+    "e4m3",
+    "e5m2",
+    "s32",
+    "s8",
+    "u8",
+    "s4",
+    "u4",
+    "b1",
+  ] as const,
 );
 
 /**
@@ -114,4 +133,14 @@ export function defaultAlign(t: Dtype): number {
  */
 export function minAlign(t: Dtype): number {
   return Math.max(1, 8 / DTYPE_INFO[t].bits);
+}
+
+/**
+ * Whether a type is one of sm90's 8-bit floats (`e4m3`, `e5m2`).
+ *
+ * @param t The element type.
+ * @returns True for e4m3 and e5m2.
+ */
+export function isFp8(t: Dtype): t is "e4m3" | "e5m2" {
+  return t === "e4m3" || t === "e5m2";
 }

@@ -6,7 +6,7 @@
  * doubles), `packing.ts` (sub-word integer operands), `scalar.ts` (integer and
  * PTX scalar instructions), `fma.ts` (correctly rounded FMA), `approx.ts`
  * (activations and approximate instructions), `ulp.ts` (ulp distances and
- * sizes); `_bits.ts` holds their shared internal helpers.
+ * sizes), `fp8.ts` (sm90's e4m3 / e5m2); `_bits.ts` holds their shared internal helpers.
  *
  * All functions are small, allocation-free (bit casts go through shared
  * module-level typed-array scratch views) and deterministic. Floating-point
@@ -78,3 +78,4 @@ export * from "./scalar.ts";
 export * from "./approx.ts";
 export * from "./ulp.ts";
 export * from "./fma.ts";
+export { fp8ToNumber, numberToFp8 } from "./fp8.ts";

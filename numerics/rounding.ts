@@ -7,6 +7,7 @@
  * @module
  */
 
+import { fp8ToNumber, numberToFp8 } from "./fp8.ts";
 import type { Dtype } from "../ir/dtype.ts";
 import { exponentOf, f32View, pow2, rintEven, u32View } from "./_bits.ts";
 
@@ -284,6 +285,9 @@ export function roundToDtype(x: number, t: Dtype): number {
     case "f32":
     case "tf32":
       return Math.fround(x);
+    case "e4m3":
+    case "e5m2":
+      return fp8ToNumber(numberToFp8(x, t), t);
     default:
       return x;
   }

@@ -17,6 +17,7 @@ import { sparseMetaParam } from "../ir/gemm.ts";
 import { type GemmPass, scheduleError } from "./pass.ts";
 import { SIMT_PREFIX, simtShape } from "../ir/simt.ts";
 import { wgmmaRowFor } from "./wgmma.ts";
+import { isFp8 } from "../ir/dtype.ts";
 
 /** Registers the estimate reserves for addressing, predicates and the epilogue. */
 const ADDRESSING_REGS = 40;
@@ -125,8 +126,13 @@ function wgmmaPlan(k: GemmKernel): GemmKernel {
   const tb = k.plan.tile!.threadblock;
   const row = wgmmaRowFor(k, tb);
   const m = k.math;
-  const shape = mmaShapesOn(k.target, m.mmaA as MmaDtype, m.mmaB as MmaDtype, m.acc as MmaDtype)
-    .find((s) => s.m === 16 && s.n === 8 && s.k === row?.k);
+  // The m16n8 row whose accumulator map the epilogue reads: of the same types, or for 8-bit
+  // floats (no mma.sync multiplies them) f16's with the same f32 accumulator (the m16n8
+  // accumulator map does not depend on the operand types).
+  const fp8 = isFp8(m.mmaA);
+  const [ta, tb2] = fp8 ? ["f16", "f16"] as const : [m.mmaA as MmaDtype, m.mmaB as MmaDtype];
+  const shape = mmaShapesOn(k.target, ta, tb2, m.acc as MmaDtype)
+    .find((s) => s.m === 16 && s.n === 8 && (fp8 || s.k === row?.k));
   if (row === null || shape === undefined) {
     throw new Error(`gemm-mma: no wgmma plan for ${m.mmaA} -> ${m.acc} at ${tb.m}x${tb.n}x${tb.k}`);
   }

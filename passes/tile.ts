@@ -18,7 +18,7 @@ import { type Dtype, DTYPE_INFO } from "../ir/dtype.ts";
 import { type GemmPass, scheduleError } from "./pass.ts";
 import { targetInfo } from "../ir/target.ts";
 import { type SkinnyChoice, skinnySchedule } from "./skinny.ts";
-import { wgmmaCandidate, wgmmaDefaultTile, wgmmaRowFor } from "./wgmma.ts";
+import { wgmmaCandidate, wgmmaDefaultTile, wgmmaOnly, wgmmaRowFor } from "./wgmma.ts";
 
 /**
  * The default threadblock tile for an MMA operand type.
@@ -42,6 +42,10 @@ export function defaultThreadblock(t: Dtype): Shape3 {
     case "s8":
     case "u8":
       return { m: 128, n: 256, k: 64 };
+    case "e4m3":
+    case "e5m2":
+      // Never an mma.sync tile (passes/wgmma.ts wgmmaOnly): wgmma's default.
+      return { m: 128, n: 256, k: 128 };
     case "s4":
     case "u4":
       return { m: 128, n: 256, k: 128 };
@@ -540,7 +544,7 @@ function skinnyTile(c: TileContext): SkinnyChoice | null {
  */
 function defaultTile(k: GemmKernel): ChosenTile {
   const c = tileContext(k);
-  const skinny = skinnyTile(c);
+  const skinny = wgmmaOnly(k) ? null : skinnyTile(c);
   if (skinny !== null) {
     return { tb: skinny.threadblock, smallGrid: false, splitK: skinny.splitK, skinny };
   }
@@ -548,7 +552,8 @@ function defaultTile(k: GemmKernel): ChosenTile {
   // smaller problem keeps the mma.sync tiles below, shrunk or split (a shortcut of issue 23).
   if (wgmmaCandidate(k)) {
     const tb = wgmmaDefaultTile(k);
-    if (gridBlocks(c, tb) >= c.sms) return { tb, smallGrid: false, splitK: 1 };
+    // 8-bit floats have no mma.sync plan: wgmma tiles at any size (a shortcut: unshrunk).
+    if (gridBlocks(c, tb) >= c.sms || wgmmaOnly(k)) return { tb, smallGrid: false, splitK: 1 };
   }
   const sized = { m: shrink(c.d.m, c.mc, c.minM), n: shrink(c.d.n, c.nc, c.minM), k: c.d.k };
   const shrunk = shrinkForGrid(c, sized);

@@ -30,7 +30,7 @@
 import type { DimRef, GemmKernel, Shape3 } from "../ir/gemm.ts";
 import type { TensorMapDataType, TensorMapFactor, TensorMapSpec } from "../ir/tensor_map.ts";
 import { sparseMetaParam } from "../ir/gemm.ts";
-import { DTYPE_INFO } from "../ir/dtype.ts";
+import { DTYPE_INFO, isFp8 } from "../ir/dtype.ts";
 import { targetHas } from "../ir/target.ts";
 import { WGMMA_BY_NAME, WGMMA_SMEM, type WgmmaShape } from "../ir/wgmma_table.ts";
 import { hasSyncCopies } from "./tile.ts";
@@ -41,6 +41,8 @@ const WGMMA_TYPES: ReadonlySet<string> = new Set([
   "f16.f16",
   "bf16.f32",
   "tf32.f32",
+  "e4m3.f32",
+  "e5m2.f32",
   "s8.s32",
   "u8.s32",
 ]);
@@ -63,8 +65,10 @@ const MAX_WARPGROUPS = 3;
 export function wgmmaCandidate(k: GemmKernel): boolean {
   const m = k.math;
   const s = k.schedule;
+  // 8-bit floats multiply in any pair; the other types each with itself.
+  const pair = m.mmaA === m.mmaB || (isFp8(m.mmaA) && isFp8(m.mmaB));
   return targetHas(k.target, "wgmma") && m.mode === "tensor" && m.op === "mul" &&
-    m.mmaA === m.mmaB && WGMMA_TYPES.has(`${m.mmaA}.${m.acc}`) &&
+    pair && WGMMA_TYPES.has(`${m.mmaA}.${m.acc}`) && WGMMA_TYPES.has(`${m.mmaB}.${m.acc}`) &&
     k.problem.a.layout === "row" && k.problem.b.layout === "col" &&
     !k.grouped && sparseMetaParam(k) === null && !hasSyncCopies(k) &&
     (s.mma === undefined ? s.warp === undefined : s.mma.m === 64);
@@ -90,9 +94,8 @@ export function wgmmaRowFor(k: GemmKernel, tb: Shape3): WgmmaShape | null {
   if (tb.k !== rowElems(k)) return null;
   const want = k.schedule.mma;
   if (want !== undefined && want.n !== tb.n) return null;
-  const types = k.math.mmaA;
   const row = [...WGMMA_BY_NAME.values()].find((r) =>
-    r.n === tb.n && r.aType === types && r.bType === types && r.cType === k.math.acc
+    r.n === tb.n && r.aType === k.math.mmaA && r.bType === k.math.mmaB && r.cType === k.math.acc
   );
   if (row === undefined || (want !== undefined && want.k !== row.k)) return null;
   return row;
@@ -109,7 +112,8 @@ export function wgmmaRowFor(k: GemmKernel, tb: Shape3): WgmmaShape | null {
  * @returns The tile.
  */
 export function wgmmaDefaultTile(k: GemmKernel): Shape3 {
-  const eight = DTYPE_INFO[k.math.mmaA].bits === 8;
+  // 8-bit integers: rows stop at N = 224; 8-bit floats go to 256 like the 16-bit types.
+  const eight = DTYPE_INFO[k.math.mmaA].bits === 8 && !isFp8(k.math.mmaA);
   // Split-K: 64 x 128 a warpgroup. The reduction's registers beside 128 accumulators
   // spilled 40 bytes at bf16 128x256 (examples/splitk.gemm); a shortcut, not measured.
   const split = (k.schedule.splitK ?? 1) > 1;
@@ -234,4 +238,17 @@ const TMAP_TYPE: Readonly<Partial<Record<string, TensorMapDataType>>> = {
   f32: "float32",
   s8: "uint8",
   u8: "uint8",
+  e4m3: "uint8",
+  e5m2: "uint8",
 };
+
+/**
+ * Whether a kernel must run on wgmma whatever its size: its operands are 8-bit floats, which
+ * no mma.sync of the target multiplies.
+ *
+ * @param k The kernel.
+ * @returns Whether the mma.sync plans are closed to it.
+ */
+export function wgmmaOnly(k: GemmKernel): boolean {
+  return isFp8(k.math.mmaA) || isFp8(k.math.mmaB);
+}

@@ -123,6 +123,9 @@ const EXPECTED: Readonly<Record<string, readonly (readonly [DiagnosticCode, numb
   E0127_sparse_strides: [["E0127", 2, 28]],
   E0127_sparse_3xtf32: [["E0127", 2, 20]],
   E0127_sparse_grouped: [["E0127", 2, 20]],
+  E0128_fp8_m_contiguous: [["E0128", 3, 6]],
+  E0128_fp8_output: [["E0128", 5, 6]],
+  E0128_fp8_sm80: [["E0128", 3, 6]],
 };
 
 /** The checker's codes (E01xx) and the syntax error; E02xx belong to the passes. */

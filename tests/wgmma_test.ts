@@ -146,6 +146,24 @@ Deno.test("wgmma: a schedule's mma 64xNxK picks the row, or says why it cannot",
   );
 });
 
+Deno.test("wgmma: 8-bit floats take 128x256x128 wgmma tiles at any size, any pair of formats", () => {
+  const src = (a: string, b: string) =>
+    `kernel f8 {\n  A: ${a}[M, K] row\n  B: ${b}[K, N] col\n  D: f32[M, N] row\n` +
+    `  D[m, n] = A[m, k] * B[k, n]\n}\n`;
+  for (const [a, b] of [["e4m3", "e4m3"], ["e4m3", "e5m2"], ["e5m2", "e4m3"], ["e5m2", "e5m2"]]) {
+    // Small enough that a 16-bit program would keep mma.sync: 8-bit floats have none.
+    const r = compile(src(a!, b!), { target: "sm90", sizeHints: { M: 64, N: 64, K: 256 } });
+    assert.ok(r.ok, formatDiagnostics(r.diagnostics, src(a!, b!)));
+    const p = r.kernels[0]!.planned.plan;
+    assert.deepEqual(p.tile!.threadblock, { m: 128, n: 256, k: 128 });
+    // Row names spell one type when A's and B's are the same (ir/wgmma_table.ts).
+    assert.equal(p.mma!.wgmma, `wg.m64n256k32.${a === b ? a : `${a}.${b}`}.f32`);
+    assert.equal(p.mma!.kSteps, 4);
+    assert.notEqual(p.pipeline!.tma, undefined);
+    assert.match(r.kernels[0]!.ptx, new RegExp(`m64n256k32\\.f32\\.${a}\\.${b} `));
+  }
+});
+
 /** Whether the reference is exact for this kernel (integer output). */
 function exact(ck: CompiledKernel): boolean {
   return !DTYPE_INFO[tensorParam(ck.gemm, ck.gemm.problem.d.tensor).dtype].float;

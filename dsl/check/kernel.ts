@@ -6,6 +6,7 @@
  * @module
  */
 
+import { checkFp8 } from "./fp8.ts";
 import type { KernelAst, ScheduleLineAst, StatementAst } from "../ast.ts";
 import type { DimRef, GemmKernel, MatrixView, Problem, Role, Target } from "../../ir/gemm.ts";
 import { DEFAULT_TARGET } from "../../ir/target.ts";
@@ -121,6 +122,7 @@ function checkStatement(
     [bDecl.name.text, "B"],
     [outName, "D"],
   ]);
+  checkFp8(s, k, roles, { a: aView, b: bView }, target);
   const views: MatrixView[] = [];
   const epi = checkEpilogue(s, stmt.expr, {
     main,

@@ -9,12 +9,12 @@
 
 import type { TensorDeclAst } from "../ast.ts";
 import type { MathMode, MathSpec } from "../../ir/gemm.ts";
-import type { Dtype } from "../../ir/dtype.ts";
+import { type Dtype, isFp8 } from "../../ir/dtype.ts";
 import { cover, fail, type Product, type Src } from "./scope.ts";
 import type { ScheduleInfo } from "./schedule.ts";
 
 const LEGAL_COMBOS = "f16 x f16 (accumulate f32 or f16), bf16 x bf16, f32|tf32 x f32|tf32, " +
-  "f64 x f64, s8|u8 x s8|u8, s4|u4 x s4|u4, b1 x b1 (with popc)";
+  "f64 x f64, e4m3|e5m2 x e4m3|e5m2 (sm90), s8|u8 x s8|u8, s4|u4 x s4|u4, b1 x b1 (with popc)";
 
 const isF32 = (t: Dtype) => t === "f32" || t === "tf32";
 const isI8 = (t: Dtype) => t === "s8" || t === "u8";
@@ -35,6 +35,8 @@ function accumulators(
   if (ta === "bf16" && tb === "bf16") return { acc: "f32", legal: ["f32"] };
   if (isF32(ta) && isF32(tb)) return { acc: "f32", legal: ["f32"] };
   if (ta === "f64" && tb === "f64") return { acc: "f64", legal: ["f64"] };
+  // sm90's 8-bit floats, in any pair; f32 accumulation (wgmma's f16 one is not offered).
+  if (isFp8(ta) && isFp8(tb)) return { acc: "f32", legal: ["f32"] };
   if ((isI8(ta) && isI8(tb)) || (isI4(ta) && isI4(tb))) return { acc: "s32", legal: ["s32"] };
   return "";
 }

@@ -19,6 +19,31 @@ export interface WgmmaCase {
 /** The programs: `D = alpha * A B + beta * C + bias`, relu, cast; s8 to s32 sums. */
 export const WGMMA_CASES: readonly WgmmaCase[] = [
   {
+    name: "e4m3 x e5m2 with per-row and per-column scales, bf16 out (fp8)",
+    src: `kernel wg_fp8_rows {
+  A: e4m3[M, K] row
+  B: e5m2[K, N] col
+  sa: f32[M]
+  sb: f32[N]
+  D: bf16[M, N] row
+  D[m, n] = bf16(sa[m] * sb[n] * A[m, k] * B[k, n])
+}`,
+    size: "M=300,N=520,K=400",
+    simSize: { M: 70, N: 264, K: 272 },
+  },
+  {
+    name: "e4m3 x e4m3 with a per-tensor scale, f16 out (fp8)",
+    src: `kernel wg_fp8 {
+  A: e4m3[M, K] row
+  B: e4m3[K, N] col
+  D: f16[M, N] row
+  scale: f32 = 0.5
+  D[m, n] = f16(scale * A[m, k] * B[k, n])
+}`,
+    size: "M=264,N=300,K=528",
+    simSize: { M: 130, N: 40, K: 144 },
+  },
+  {
     name: "f16 operands aligned to 8 bytes (the cp.async pipeline, no tensor map)",
     src: `kernel wg_f16_a8 {
   A: f16[M, K] row align 4
