@@ -404,6 +404,11 @@ export interface TmaPipelinePlan {
   readonly producerRegs: number;
   /** Registers a consumer thread gets (`setmaxnreg.inc`). */
   readonly consumerRegs: number;
+  /** A persistent kernel (passes/wgmma.ts `wgmmaPersistent`): a grid of at most one block
+   * an SM, each looping over tiles, the ring carried from tile to tile so that the producer
+   * fills the next tile's stages while the consumers run the epilogue; the epilogue's
+   * staging then has a region of its own after the barriers, at `stagingOffset`. */
+  readonly persistent?: { readonly stagingOffset: number };
 }
 
 /** How an operand's MMA fragments come from shared memory: `ldmatrix`,

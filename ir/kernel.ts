@@ -862,6 +862,11 @@ export interface GridPlan {
   readonly n: string | number;
   /** The batch dimension's name (or constant); null: no batch. */
   readonly batch: string | number | null;
+  /** A persistent kernel (sm90's warp-specialized one): the grid is `[min(tiles, blocks),
+   * 1, 1]` ({@link gridFor}), `tiles` every batch's output tiles, `blocks` those that run
+   * at once: the device's SMs (by default `blocks`, the target's) times `.minnctapersm`.
+   * Each block takes tiles `ctaid.x, ctaid.x + nctaid.x, ...` in the rasterised order. */
+  readonly persistent?: { readonly blocks: number };
   /** split_k > 1: bytes of the workspace per output tile (a 128-byte header
    * with the tile's arrival counter, then one partial accumulator tile per
    * split); the workspace is `tilesM * tilesN * batch` of them
@@ -1117,10 +1122,13 @@ function val(d: string | number, dims: Readonly<Record<string, number>>): number
  * The launch grid for given runtime sizes: `[tilesM * swizzle,
  * ceil(tilesN / swizzle), batch * splitK]` (CUTLASS's identity swizzle: block
  * x selects tile row `x / swizzle` and tile column `y * swizzle + x % swizzle`;
- * blocks past the last tile column exit at once).
+ * blocks past the last tile column exit at once); a persistent kernel's
+ * `[min(tiles, residentBlocks), 1, 1]` ({@link GridPlan.persistent}).
  *
  * @param plan The kernel's grid plan.
  * @param dims Runtime sizes by dimension name.
+ * @param residentBlocks A persistent kernel's blocks that run at once on the device (default:
+ *   the plan's, for the target's SM count).
  * @returns `[x, y, z]`.
  * @example
  * ```ts
@@ -1134,10 +1142,14 @@ function val(d: string | number, dims: Readonly<Record<string, number>>): number
 export function gridFor(
   plan: GridPlan,
   dims: Readonly<Record<string, number>>,
+  residentBlocks?: number,
 ): [number, number, number] {
   const tilesM = Math.ceil(val(plan.m, dims) / plan.tileM);
   const tilesN = Math.ceil(val(plan.n, dims) / plan.tileN);
   const batch = plan.batch === null ? 1 : val(plan.batch, dims);
+  if (plan.persistent !== undefined) {
+    return groupedGrid(tilesM * tilesN * batch, residentBlocks ?? plan.persistent.blocks);
+  }
   return [tilesM * plan.swizzle, Math.ceil(tilesN / plan.swizzle), batch * plan.splitK];
 }
 

@@ -24,6 +24,7 @@ import { SIMT_PREFIX } from "../ir/simt.ts";
 import { tallyWavefronts, type WavefrontTally } from "../ir/smem_banks.ts";
 import type { GemmPass } from "./pass.ts";
 import { plannedShape } from "./mma.ts";
+import { targetInfo } from "../ir/target.ts";
 
 /** One element of an accumulator tile's fragment: its register, its element
  * in the register, and its row and column from the lane's first element. */
@@ -222,8 +223,13 @@ function stagedLayout(
   if (32 % perRow !== 0 || (s.m * perRow) % 32 !== 0) return null;
   const mTiles = wp.warp.m / s.m;
   const warps = wp.threads / 32;
-  // Not over a TMA pipeline's barriers (they stay live until the last stage is read).
-  const avail = k.plan.pipeline!.tma?.barrierOffset ?? k.plan.pipeline!.smemBytes;
+  // Not over a TMA pipeline's barriers (they stay live until the last stage is read); a
+  // persistent kernel's in a region of its own after them (its stages are being refilled).
+  const pipe = k.plan.pipeline!;
+  const own = pipe.tma?.persistent;
+  const avail = own !== undefined
+    ? targetInfo(k.target).smemPerBlock - own.stagingOffset
+    : pipe.tma?.barrierOffset ?? pipe.smemBytes;
   const nTiles = wp.warp.n / s.n;
   // Lane l's fragment position relative to lane 0's.
   const [r0, c0] = s.c.coord(0, 0, 0);
@@ -283,6 +289,13 @@ export const epilogueStagingPass: GemmPass = {
   title: "EpilogueStaging",
   summary: "Decide whether and how the epilogue stages D through shared memory",
   run(k: GemmKernel): GemmKernel {
-    return { ...k, plan: { ...k.plan, staging: stagingPlan(k) } };
+    const staging = stagingPlan(k);
+    // A persistent kernel's staging region adds to the block's shared memory.
+    const pipe = k.plan.pipeline!;
+    const own = pipe.tma?.persistent;
+    const smemBytes = own === undefined || staging === null
+      ? pipe.smemBytes
+      : own.stagingOffset + (k.plan.warp!.threads / 32) * staging.regionBytes;
+    return { ...k, plan: { ...k.plan, staging, pipeline: { ...pipe, smemBytes } } };
   },
 };

@@ -16,11 +16,13 @@ import { DTYPE_INFO } from "../ir/dtype.ts";
 import { requireInstruction, targetInfo } from "../ir/target.ts";
 import { type GemmPass, scheduleError } from "./pass.ts";
 import {
+  persistentStagingBytes,
   TMA_PRODUCER_REGS,
   TMA_PRODUCER_THREADS,
   tmaConsumerRegs,
   WGMMA_DEFAULT_STAGES,
   WGMMA_GROUPS_IN_FLIGHT,
+  wgmmaPersistent,
   wgmmaTma,
 } from "./wgmma.ts";
 import { WGMMA_SMEM } from "../ir/wgmma_table.ts";
@@ -261,7 +263,10 @@ export const pipelinePass: GemmPass = {
       );
     }
     if (wgmma) checkWgmmaLayout(a, b);
-    const fit = Math.floor(budget / (perStage + barrierBytes));
+    // A persistent kernel keeps room for the staged epilogue beside the stages.
+    const persistent = tma && wgmmaPersistent(k);
+    const reserve = persistent ? persistentStagingBytes(k) : 0;
+    const fit = Math.floor((budget - reserve) / (perStage + barrierBytes));
     // At least 2 when the schedule is silent, so that an over-budget tile is
     // reported with the figure of the smallest pipeline (2 stages).
     const stages = given ?? Math.max(least, Math.min(defaultStages(k), fit));
@@ -296,6 +301,14 @@ export const pipelinePass: GemmPass = {
             producerThreads: TMA_PRODUCER_THREADS,
             producerRegs: TMA_PRODUCER_REGS,
             consumerRegs: tmaConsumerRegs(threads),
+            // The staging region (if any) from the next 128 bytes after the barriers.
+            ...(persistent
+              ? {
+                persistent: {
+                  stagingOffset: Math.ceil((stages * (perStage + barrierBytes)) / 128) * 128,
+                },
+              }
+              : {}),
           },
         }
         : {}),

@@ -252,3 +252,34 @@ const TMAP_TYPE: Readonly<Partial<Record<string, TensorMapDataType>>> = {
 export function wgmmaOnly(k: GemmKernel): boolean {
   return isFp8(k.math.mmaA) || isFp8(k.math.mmaB);
 }
+
+/**
+ * Whether a warp-specialized kernel is persistent (`plan.pipeline.tma.persistent`): every one
+ * without split-K (whose blocks of one tile meet in the workspace).
+ *
+ * @param k The kernel (tile planned).
+ * @returns Whether its grid is one block an SM looping over tiles.
+ */
+export function wgmmaPersistent(k: GemmKernel): boolean {
+  return wgmmaTma(k) && k.plan.tile!.splitK === 1 && !k.grouped;
+}
+
+/**
+ * Bytes a persistent kernel keeps beside its stages for the staged epilogue (which cannot
+ * reuse the stages: the producer fills them for the next tile meanwhile): D's tile at D's
+ * width with 64 bytes of padding a row, where D is an 8- or 16-bit row-major matrix whose
+ * epilogue reads no matrix (the staging of the outputs, passes/epilogue_staging.ts); else
+ * none (a direct epilogue).
+ *
+ * @param k The kernel (tile planned).
+ * @returns The bytes.
+ */
+export function persistentStagingBytes(k: GemmKernel): number {
+  const d = k.params.find((q) => q.name === k.problem.d.tensor);
+  if (d === undefined || d.kind !== "tensor") return 0;
+  const bits = DTYPE_INFO[d.dtype].bits;
+  const readsMatrix = k.epilogue.views.length > 0;
+  if (bits > 16 || k.problem.d.layout !== "row" || readsMatrix) return 0;
+  const tb = k.plan.tile!.threadblock;
+  return tb.m * ((tb.n * bits) / 8 + 64);
+}

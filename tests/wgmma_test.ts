@@ -19,7 +19,7 @@ import { simulateGrouped } from "../harness/simulate_grouped.ts";
 import { referenceGemm } from "../harness/reference.ts";
 import { DTYPE_INFO } from "../ir/dtype.ts";
 import { tensorParam } from "../ir/gemm.ts";
-import type { Kernel, Op } from "../ir/kernel.ts";
+import { gridFor, type Kernel, type Op } from "../ir/kernel.ts";
 import { verifyKernel } from "../ir/verify_kernel.ts";
 import { runPtxas } from "../backends/ptx/ptxas.ts";
 import { ptxasTest } from "./_ptxas.ts";
@@ -46,12 +46,17 @@ Deno.test("wgmma: the default f16 plan on sm90 is warp-specialized: TMA, two con
   assert.deepEqual([p.warp!.warpsM, p.warp!.warpsN, p.warp!.threads], [8, 1, 256]);
   assert.deepEqual(p.warp!.warp, { m: 16, n: 256, k: 64 });
   assert.equal(p.pipeline!.stages, 4);
+  // Persistent: its staging region (unused: an f32 D stores directly) after the barriers.
   assert.deepEqual(p.pipeline!.tma, {
     barrierOffset: 4 * 49152,
     producerThreads: 128,
     producerRegs: 40,
     consumerRegs: 232,
+    persistent: { stagingOffset: 4 * 49152 + 128 },
   });
+  assert.deepEqual(ck.kernel.grid.persistent, { blocks: 132 });
+  assert.deepEqual(gridFor(ck.kernel.grid, { M: 8192, N: 8192, K: 64 }), [132, 1, 1]);
+  assert.deepEqual(gridFor(ck.kernel.grid, { M: 300, N: 300, K: 64 }, 114), [6, 1, 1]);
   assert.equal(ck.kernel.threads, 384);
   assert.equal(ck.kernel.dynamicSmemBytes, 4 * 49152 + 64);
   assert.deepEqual(
@@ -64,6 +69,25 @@ Deno.test("wgmma: the default f16 plan on sm90 is warp-specialized: TMA, two con
   assert.match(ck.ptx, /mbarrier\.arrive\.expect_tx\.shared::cta\.b64 _, \[%r\d+\], 49152;/);
   assert.doesNotMatch(ck.ptx, /cp\.async\.ca|cp\.async\.cg|fence\.proxy\.async/);
   assert.match(ck.ptx, /wgmma\.wait_group\.sync\.aligned 1;/);
+});
+
+Deno.test("wgmma: a persistent kernel's 16-bit D is staged in a region of its own: 3 stages", () => {
+  const src = F16().replace("D: f32[M, N] row", "D: f16[M, N] row").replace(
+    "D[m, n] = A[m, k] * B[k, n]",
+    "D[m, n] = f16(A[m, k] * B[k, n])",
+  );
+  const ck = compileFor(src);
+  const p = ck.planned.plan;
+  assert.equal(p.pipeline!.stages, 3);
+  const off = p.pipeline!.tma!.persistent!.stagingOffset;
+  assert.equal(off, Math.ceil((3 * (49152 + 16)) / 128) * 128);
+  assert.notEqual(p.staging, null);
+  assert.equal(ck.kernel.dynamicSmemBytes, off + 8 * p.staging!.regionBytes);
+  assert.ok(ck.kernel.dynamicSmemBytes <= 232448);
+  // A split-K kernel is not persistent.
+  const split = compileFor(F16("split_k 3"));
+  assert.equal(split.planned.plan.pipeline!.tma!.persistent, undefined);
+  assert.equal(split.kernel.grid.persistent, undefined);
 });
 
 Deno.test("wgmma: operands aligned below 16 bytes keep the cp.async pipeline, 4 stages", () => {

@@ -15,7 +15,9 @@ import type { EpilogueInputs } from "./epilogue_setup.ts";
 import { epiPrefetch } from "./epilogue_loads.ts";
 import { mainLoop } from "./main_loop.ts";
 import { splitKReduce } from "./split_k.ts";
-import { tensorMapParams, warpSpecializedTile } from "./wgmma_ws.ts";
+import { tensorMapParams, warpSpecializedTile, warpSpecializedTiles } from "./wgmma_ws.ts";
+import type { TileOrigin } from "./main_loop.ts";
+import { targetInfo } from "../../ir/target.ts";
 import * as ir from "../../ir/builder.ts";
 
 /**
@@ -27,6 +29,7 @@ import * as ir from "../../ir/builder.ts";
  */
 function buildKernel(cx: LowerContext): Kernel {
   if (cx.k.grouped) return buildGroupedKernel(cx);
+  if (cx.k.plan.pipeline!.tma?.persistent !== undefined) return buildPersistentKernel(cx);
   const k = cx.k;
   const b = cx.b;
   const tb = k.plan.tile!.threadblock;
@@ -94,6 +97,87 @@ function tileEnd(cx: LowerContext, at: EpilogueInputs, ix: TileIndices): void {
     (sum) => epilogue(cx, { ...at, before: sum }),
     epiPrefetch(cx, m0, n0, M, N, bz),
   );
+}
+
+/**
+ * Builds a persistent warp-specialized kernel (sm90, `plan.pipeline.tma.persistent`): block
+ * x takes tiles x, x + nctaid.x, ... of every batch's tiles in the rasterised order
+ * ({@link persistentTile}), its producer filling the next tile's stages while its consumers
+ * run the epilogue (staged in a region of its own). No split-K.
+ *
+ * @param cx The lowering's context.
+ * @returns The kernel-IR program.
+ */
+function buildPersistentKernel(cx: LowerContext): Kernel {
+  const k = cx.k;
+  const b = cx.b;
+  const tb = k.plan.tile!.threadblock;
+  const kparams = emitParams(cx);
+  emitThreadIndices(cx);
+  const M = cx.dim(k.problem.m);
+  const N = cx.dim(k.problem.n);
+  const K = cx.dim(k.problem.k);
+  const batch = k.problem.batch === null ? imm(1) : cx.dim(k.problem.batch);
+  // The grid's geometry, computed again where each tile is decoded (not kept live across
+  // the main loop: the f32 epilogue's kernels sit at ptxas's 168 registers).
+  const geometry = () => {
+    const tilesM = cx.divRem("div", cx.bin("add", "u32", M, imm(tb.m - 1)), tb.m, "tilesm");
+    const tilesN = cx.divRem("div", cx.bin("add", "u32", N, imm(tb.n - 1)), tb.n, "tilesn");
+    return { tilesM, tilesN, perBatch: cx.bin("mul", "u32", tilesM, tilesN, "tilesmn") };
+  };
+  const tiles = cx.bin("mul", "u32", geometry().perBatch, batch, "tiles");
+  const bx = cx.b.readSreg("ctaid.x", "bx");
+  const nx = cx.b.readSreg("nctaid.x", "nbx");
+  // Tiles bx, bx + nx, ... below `tiles` (bx < nx: no underflow).
+  const count = cx.bin(
+    "div",
+    "u32",
+    cx.bin("sub", "u32", cx.bin("add", "u32", tiles, cx.bin("sub", "u32", nx, imm(1))), bx),
+    nx,
+    "mytiles",
+  );
+  const smem = b.reg("u32", "smem");
+  b.emit(ir.smemBase(smem));
+  const staging = cx.bin("add", "u32", smem, imm(k.plan.pipeline!.tma!.persistent!.stagingOffset));
+  const at = (i: Reg | null): TileOrigin => {
+    const t = cx.bin("add", "u32", bx, cx.bin("mul", "u32", i!, nx), "t");
+    const { m0, n0, bz } = persistentTile(cx, t, geometry());
+    return { m0, n0, M, N, K, bz, split: null, smem };
+  };
+  warpSpecializedTiles(cx, smem, { count, at }, (acc, o) => {
+    epilogue(cx, { acc, m0: o.m0, n0: o.n0, M, N, bz: o.bz, smem: staging });
+  });
+  return kernelOf(cx, kparams);
+}
+
+/**
+ * A persistent kernel's tile t: its batch `t / (tilesM tilesN)`, then within the batch the
+ * tiles in groups of `swizzle` tile columns, each group's tiles column by column within a row
+ * and row by row (the blocks running at once cover a few rows of a group: they share its
+ * B columns and A rows in L2), the last group as wide as the columns left.
+ */
+function persistentTile(
+  cx: LowerContext,
+  t: Reg,
+  g: { readonly tilesM: Reg; readonly tilesN: Reg; readonly perBatch: Reg },
+): { m0: Reg; n0: Reg; bz: Reg } {
+  const sw = cx.k.plan.tile!.swizzle;
+  const tb = cx.k.plan.tile!.threadblock;
+  const bz = cx.bin("div", "u32", t, g.perBatch, "bz");
+  const r = cx.bin("sub", "u32", t, cx.bin("mul", "u32", bz, g.perBatch));
+  const perGroup = cx.mulImm(g.tilesM, sw);
+  const grp = cx.bin("div", "u32", r, perGroup);
+  const rem = cx.bin("sub", "u32", r, cx.bin("mul", "u32", grp, perGroup));
+  const first = cx.mulImm(grp, sw);
+  const width = cx.bin("min", "u32", imm(sw), cx.bin("sub", "u32", g.tilesN, first));
+  const tm = cx.bin("div", "u32", rem, width);
+  const tn = cx.bin(
+    "add",
+    "u32",
+    first,
+    cx.bin("sub", "u32", rem, cx.bin("mul", "u32", tm, width)),
+  );
+  return { m0: cx.mulImm(tm, tb.m, "m0"), n0: cx.mulImm(tn, tb.n, "n0"), bz };
 }
 
 /**
@@ -286,6 +370,9 @@ function kernelOf(cx: LowerContext, kparams: KernelParam[], group?: GroupLayout)
       swizzle: tile.swizzle,
       splitK: tile.splitK,
       ...(workspace !== null ? { workspacePerTile: workspace.perTile } : {}),
+      ...(pipe.tma?.persistent !== undefined
+        ? { persistent: { blocks: (k.sms ?? targetInfo(k.target).defaultSms) * minBlocks } }
+        : {}),
       m: k.problem.m.kind === "sym" ? k.problem.m.name : k.problem.m.value,
       n: k.problem.n.kind === "sym" ? k.problem.n.name : k.problem.n.value,
       batch: k.problem.batch === null

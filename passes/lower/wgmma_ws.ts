@@ -69,25 +69,38 @@ interface Ring {
 }
 
 /**
- * Emits the tile of a warp-specialized kernel: the barriers' set-up, then the producer's and
- * the consumers' roles; `finish` emits the consumers' epilogue (or split-K) from their
- * accumulators.
+ * The tiles one block of a warp-specialized kernel computes: one (`count` null), or a
+ * persistent block's `count` tiles, the i-th emitted by `at(i)`.
+ */
+export interface TileSource {
+  /** The block's tile count (u32, the same for every thread); null: the one tile of `at`. */
+  readonly count: Operand | null;
+  /** Emits tile i's origin (its m0, n0 and batch; the sizes and the split are fixed). */
+  readonly at: (i: Reg | null) => TileOrigin;
+}
+
+/**
+ * Emits the tiles of a warp-specialized kernel: the barriers' set-up, then the producer's and
+ * the consumers' roles, each over the block's tiles with the ring carried from one to the
+ * next; `finish` emits the consumers' epilogue (or split-K) of a tile from its accumulators.
  *
  * @param cx The lowering's context (a TMA plan).
- * @param o The tile and the problem's sizes.
- * @param finish Emits what follows the main loop, for the consumers.
+ * @param smem The shared memory's base.
+ * @param tiles The block's tiles.
+ * @param finish Emits what follows a tile's main loop, for the consumers.
  */
-export function warpSpecializedTile(
+export function warpSpecializedTiles(
   cx: LowerContext,
-  o: TileOrigin,
-  finish: (acc: Reg[][][]) => void,
+  smem: Reg,
+  tiles: TileSource,
+  finish: (acc: Reg[][][], o: TileOrigin) => void,
 ): void {
   const b = cx.b;
   const pipe = cx.k.plan.pipeline!;
   const tma = pipe.tma!;
   const S = pipe.stages;
   const tid = cx.features.get("tid")!;
-  const full = cx.bin("add", "u32", o.smem, imm(tma.barrierOffset), "full");
+  const full = cx.bin("add", "u32", smem, imm(tma.barrierOffset), "full");
   const empty = cx.bin("add", "u32", full, imm(8 * S), "empty");
   const ring: Ring = { stages: S, full, empty };
   const consumerWarps = cx.threads / 32;
@@ -100,16 +113,52 @@ export function warpSpecializedTile(
     b.emit(ir.mbarFence());
   });
   b.emit(ir.bar());
-  const { start, kCount } = kTileSpan(cx, o.K, o.split);
   const producer = cx.setp("ge", "u32", tid, imm(cx.threads));
+  /** Emits `body` for each of the block's tiles. */
+  const eachTile = (body: (o: TileOrigin) => void) => {
+    if (tiles.count === null) return body(tiles.at(null));
+    const i = b.reg("u32", "tile_i");
+    b.for(i, imm(0), tiles.count, 1, () => body(tiles.at(i)));
+  };
   b.if(producer, "warpgroup", () => {
     b.emit(ir.setMaxNReg("dec", tma.producerRegs));
     const elected = cx.setp("eq", "u32", tid, imm(cx.threads));
-    b.if(elected, false, () => produce(cx, o, ring, start, kCount));
+    b.if(elected, false, () => {
+      const st = ringState(cx, "p");
+      eachTile((o) => produce(cx, o, ring, st));
+    });
   }, () => {
     b.emit(ir.setMaxNReg("inc", tma.consumerRegs));
-    finish(consume(cx, o, ring, kCount));
+    const st = ringState(cx, "c");
+    const rel = cx.mov("u32", imm(0), "crel");
+    eachTile((o) => finish(consume(cx, o, ring, st, rel, tiles.count !== null), o));
   });
+}
+
+/**
+ * Emits the one tile of a non-persistent warp-specialized kernel (see
+ * {@link warpSpecializedTiles}).
+ *
+ * @param cx The lowering's context (a TMA plan).
+ * @param o The tile and the problem's sizes.
+ * @param finish Emits what follows the main loop, for the consumers.
+ */
+export function warpSpecializedTile(
+  cx: LowerContext,
+  o: TileOrigin,
+  finish: (acc: Reg[][][]) => void,
+): void {
+  warpSpecializedTiles(cx, o.smem, { count: null, at: () => o }, (acc) => finish(acc));
+}
+
+/** A role's place in the ring: the stage and the phase of its next k-tile. */
+interface RingState {
+  readonly s: Reg;
+  readonly ph: Reg;
+}
+
+function ringState(cx: LowerContext, role: string): RingState {
+  return { s: cx.mov("u32", imm(0), `${role}s`), ph: cx.mov("u32", imm(0), `${role}ph`) };
 }
 
 /** `base + bytes` (base itself for 0). */
@@ -127,14 +176,9 @@ function advance(cx: LowerContext, s: Reg, ph: Reg, stages: number): void {
   b.emit(ir.selp("u32", ph, flipped, ph, wrap));
 }
 
-/** The producer's loop (one thread): each k-tile's boxes into its stage once it is empty. */
-function produce(
-  cx: LowerContext,
-  o: TileOrigin,
-  ring: Ring,
-  start: Reg | null,
-  kCount: Operand,
-): void {
+/** The producer's loop over a tile's k-tiles (one thread): each k-tile's boxes into its
+ * stage once it is empty. */
+function produce(cx: LowerContext, o: TileOrigin, ring: Ring, st: RingState): void {
   const b = cx.b;
   const k = cx.k;
   const pipe = k.plan.pipeline!;
@@ -142,8 +186,8 @@ function produce(
   const aMap = mapName(cx, "A");
   const bMap = mapName(cx, "B");
   const batchOf = (view: typeof k.problem.a) => (view.batched ? [o.bz] : []);
-  const s = cx.mov("u32", imm(0), "ps");
-  const ph = cx.mov("u32", imm(0), "pph");
+  const { s, ph } = st;
+  const { start, kCount } = kTileSpan(cx, o.K, o.split);
   const k0 = start === null ? cx.mov("u32", imm(0), "pk") : cx.mulImm(start, tb.k, "pk");
   const aBase = cx.bin("add", "u32", o.smem, imm(pipe.a.offset), "pa");
   const bBase = cx.bin("add", "u32", o.smem, imm(pipe.b.offset), "pb");
@@ -166,11 +210,19 @@ function produce(
 
 /**
  * The consumers' loop: per k-tile, the wait for its stage, its group of wgmmas, and the
- * release of the stage whose group retired.
+ * release of the stage whose group retired; with `releaseLast` (a persistent block, whose
+ * producer goes on to the next tile) also the last k-tile's, once all retired.
  *
  * @returns The accumulators (as wgmmaMainLoop's).
  */
-function consume(cx: LowerContext, o: TileOrigin, ring: Ring, kCount: Operand): Reg[][][] {
+function consume(
+  cx: LowerContext,
+  o: TileOrigin,
+  ring: Ring,
+  st: RingState,
+  rel: Reg,
+  releaseLast: boolean,
+): Reg[][][] {
   const b = cx.b;
   const k = cx.k;
   const pipe = k.plan.pipeline!;
@@ -195,10 +247,9 @@ function consume(cx: LowerContext, o: TileOrigin, ring: Ring, kCount: Operand): 
     cx.bin("and", "u32", cx.features.get("tid")!, imm(31)),
     imm(0),
   );
-  const s = cx.mov("u32", imm(0), "cs");
-  const ph = cx.mov("u32", imm(0), "cph");
-  // The stage whose group retires next (G k-tiles behind s).
-  const rel = cx.mov("u32", imm(0), "crel");
+  const { s, ph } = st;
+  // `rel`: the stage whose group retires next (G k-tiles behind s).
+  const { kCount } = kTileSpan(cx, o.K, o.split);
   const tile = () => {
     const off8 = cx.bin("shl", "u32", s, imm(3));
     b.emit(ir.mbarWait(cx.bin("add", "u32", ring.full, off8), ph));
@@ -237,5 +288,10 @@ function consume(cx: LowerContext, o: TileOrigin, ring: Ring, kCount: Operand): 
     });
   });
   b.emit(ir.wgWait(0));
+  if (releaseLast) {
+    if (some === null) {
+      if (kCount.kind === "imm" && kCount.value > 0) release();
+    } else b.if(some, true, release);
+  }
   return acc;
 }
