@@ -193,9 +193,11 @@ export function tmaConsumerRegs(consumerThreads: number): number {
 
 /**
  * The tensor map of a TMA-loaded operand: its K-contiguous rows as the map's innermost
- * dimension, the tile's rows (M for A, N for B) next, the batch last when the tensor has one;
- * strides from its `strides(...)` or dense; the box one k-tile of the threadblock's rows; the
- * 128-byte swizzle of the wgmma layout.
+ * dimension, the tile's rows (M for A, N for B) next, the batch last when the tensor has one
+ * (not for a literal batch stride of 0: one matrix for every batch); strides from its
+ * `strides(...)` or dense; the box one k-tile of the threadblock's rows; the 128-byte swizzle
+ * of the wgmma layout. A runtime batch stride of 0 is refused when the launcher builds the map
+ * (ir/tensor_map.ts: strides are positive multiples of 16 bytes): a shortcut.
  *
  * @param k The kernel (planned tile).
  * @param role A or B.
@@ -207,11 +209,15 @@ export function operandTensorMap(k: GemmKernel, role: "A" | "B"): TensorMapSpec 
   if (t === undefined || t.kind !== "tensor") throw new Error(`No tensor ${view.tensor}`);
   const ref = (d: DimRef): TensorMapFactor => d.kind === "sym" ? d.name : d.value;
   const tb = k.plan.tile!.threadblock;
-  // Declared [batch?, rows-or-K, K-or-rows]; K is the contiguous one (A row, B col).
+  // Declared [batch?, X, Y]: `row` makes Y contiguous, `col` X; the contiguous one is K (A and
+  // B are K-contiguous on this path), the other the tile's rows (M for A, N for B).
   const n = t.dims.length;
-  const kDim = role === "A" ? t.dims[n - 1]! : t.dims[n - 2]!;
-  const rowDim = role === "A" ? t.dims[n - 2]! : t.dims[n - 1]!;
-  const batched = n === 3;
+  const [kDim, rowDim] = t.layout === "row"
+    ? [t.dims[n - 1]!, t.dims[n - 2]!]
+    : [t.dims[n - 2]!, t.dims[n - 1]!];
+  // A batch stride of 0 (one matrix broadcast over the batch): a map of the matrix alone.
+  const batchStride = n === 3 ? t.strides?.[0] : undefined;
+  const batched = n === 3 && !(batchStride?.kind === "const" && batchStride.value === 0);
   const dims = [[ref(kDim)], [ref(rowDim)], ...(batched ? [[ref(t.dims[0]!)]] : [])];
   // Declared strides are outermost first: [batch?, line].
   const strides = t.strides !== undefined

@@ -11,7 +11,7 @@
 
 import assert from "node:assert/strict";
 import { GROUPED_ARTEFACT_SOURCE, SPARSE_ARTEFACT_SOURCE } from "./_programs.ts";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { compile, type CompiledKernel } from "../compiler.ts";
 import { cSource } from "../backends/aot/c.ts";
 import { gemm } from "./_cli.ts";
@@ -31,54 +31,10 @@ import { problemContract } from "../backends/aot/_group.ts";
 import { groupTable } from "../backends/ptx/group_table.ts";
 import { groupedGrid, problemTiles } from "../ir/kernel.ts";
 import { Rng } from "../numerics/random.ts";
+import { cTest, INCLUDE, sh } from "./_c_toolchain.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 const FAKE = join(ROOT, "tests/gpu/testdata/fake_libcuda.c");
-const CI = Deno.env.get("CI") === "true";
-
-/** The directory holding cuda.h: the toolkit beside nvcc, else the usual places. */
-function cudaInclude(): string | null {
-  const dirs: string[] = [];
-  for (const v of ["CUDA_HOME", "CUDA_PATH"]) {
-    const d = Deno.env.get(v);
-    if (d !== undefined) dirs.push(join(d, "include"));
-  }
-  for (const p of (Deno.env.get("PATH") ?? "").split(":")) {
-    try {
-      const nvcc = Deno.realPathSync(join(p, "nvcc"));
-      dirs.push(join(dirname(dirname(nvcc)), "include"));
-      // A wrapper script (`exec /usr/local/cuda-13.0/bin/nvcc "$@"`): the toolkit it names.
-      const m = /exec\s+(\S+)\/bin\/nvcc/.exec(Deno.readTextFileSync(nvcc));
-      if (m !== null) dirs.push(join(m[1]!, "include"));
-    } catch { /* not there, or a binary */ }
-  }
-  dirs.push("/usr/local/cuda/include", "/usr/include");
-  return dirs.find((d) => {
-    try {
-      return Deno.statSync(join(d, "cuda.h")).isFile;
-    } catch {
-      return false;
-    }
-  }) ?? null;
-}
-
-function hasTool(name: string): boolean {
-  try {
-    return new Deno.Command(name, { args: ["--version"], stdout: "null", stderr: "null" })
-      .outputSync().success;
-  } catch {
-    return false;
-  }
-}
-
-const INCLUDE = cudaInclude();
-const READY = INCLUDE !== null && hasTool("cc") && hasTool("c++");
-
-function cTest(name: string, fn: () => Promise<void>): void {
-  if (READY) Deno.test({ name, fn });
-  else if (CI) Deno.test(name, () => assert.fail("cc, c++ or cuda.h not found and CI=true"));
-  else Deno.test({ name: `${name} (skipped: no cc, c++ or cuda.h)`, ignore: true, fn() {} });
-}
 
 /** hgemm (C, alpha, beta), an s8 kernel, a split-K kernel, a batched s4 kernel with a fixed K. */
 const SOURCE = `
@@ -112,25 +68,6 @@ kernel batched_s4 {
   D[l, m, n] = A[l, m, k] * B[l, k, n]
 }
 `;
-
-async function sh(cmd: string, args: string[], stdin?: string): Promise<string> {
-  const p = new Deno.Command(cmd, {
-    args,
-    stdin: stdin === undefined ? "null" : "piped",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  if (stdin !== undefined) {
-    const w = p.stdin.getWriter();
-    await w.write(new TextEncoder().encode(stdin));
-    await w.close();
-  }
-  const out = await p.output();
-  const dec = new TextDecoder();
-  const text = dec.decode(out.stdout) + dec.decode(out.stderr);
-  if (!out.success) throw new Error(`${cmd} ${args.join(" ")} failed:\n${text}`);
-  return dec.decode(out.stdout);
-}
 
 /** A C harness: reads one launch a line, prints the status, the message and what the fake got. */
 function harness(cs: readonly LaunchContract[]): string {

@@ -130,6 +130,7 @@ typedef struct gemmc_kernel {
   int nscalars;
   const gemmc_scalar *scalars;
   int grouped; /* a grouped kernel's problem (DESIGN 6.2): no empty-grid rule; empty tensors may be null */
+  long long persistent_blocks; /* a persistent kernel's blocks that run at once (grid x); 0: none */
 } gemmc_kernel;
 `;
 
@@ -242,11 +243,19 @@ static unsigned long long gemmc_mul_sat(unsigned long long a, unsigned long long
   return a * b;
 }
 
-/* ir/kernel.ts gridFor: [tilesM * swizzle, ceil(tilesN / swizzle), batch * splitK]. */
+/* ir/kernel.ts gridFor: [tilesM * swizzle, ceil(tilesN / swizzle), batch * splitK]; a
+ * persistent kernel's [max(1, min(tiles, blocks)), 1, 1]. */
 static void gemmc_grid(const gemmc_kernel *k, const long long *dims, long long g[3]) {
   long long tiles_m = gemmc_ceil_div(gemmc_extent_of(k->m, dims), k->tile_m);
   long long tiles_n = gemmc_ceil_div(gemmc_extent_of(k->n, dims), k->tile_n);
   long long batch = k->has_batch ? gemmc_extent_of(k->batch, dims) : 1;
+  if (k->persistent_blocks > 0) {
+    long long tiles = tiles_m * tiles_n * batch;
+    g[0] = tiles < 1 ? 1 : tiles < k->persistent_blocks ? tiles : k->persistent_blocks;
+    g[1] = 1;
+    g[2] = 1;
+    return;
+  }
   g[0] = tiles_m * k->swizzle;
   g[1] = gemmc_ceil_div(tiles_n, k->swizzle);
   g[2] = batch * k->split_k;

@@ -17,13 +17,15 @@
  *   other tensors that name the same stride;
  * - two drivers: cuda-python (`cuda.bindings.driver`, or the older
  *   `cuda.cuda`) and CuPy (`cupy.cuda.driver`), both through the same
- *   `void**` parameter array built with ctypes.
+ *   `void**` parameter array built with ctypes;
+ * - sm90's tensor maps (backends/aot/_python_tmap.ts), built through libcuda by ctypes.
  *
  * @module
  */
 
 import { PYTHON_STRIDES } from "./_python_strides.ts";
 import { PYTHON_GROUPED } from "./_python_grouped.ts";
+import { PYTHON_TMAP } from "./_python_tmap.ts";
 
 /** The Python runtime text (no tables; see backends/aot/python.ts), strides included. */
 export const PYTHON_RUNTIME = String.raw`
@@ -258,6 +260,9 @@ def _grid(k, sizes):
     tiles_m = -(-_dim(g["m"], sizes) // g["tileM"])
     tiles_n = -(-_dim(g["n"], sizes) // g["tileN"])
     batch = 1 if g["batch"] is None else _dim(g["batch"], sizes)
+    if g.get("persistent"):
+        # A persistent kernel: one block an SM at most, each looping over tiles.
+        return (max(1, min(tiles_m * tiles_n * batch, g["persistent"]["blocks"])), 1, 1)
     return (tiles_m * g["swizzle"], -(-tiles_n // g["swizzle"]), batch * g["splitK"])
 
 
@@ -670,10 +675,17 @@ def _scalar_values(k, given, bad):
     return values
 
 
-def _params(k, sizes, views, scalars, workspace):
-    """The kernel's parameters in ABI order, as ctypes values and their void* array."""
+def _params(k, sizes, views, scalars, workspace, maps=None):
+    """The kernel's parameters in ABI order, as ctypes values and their void* array (a tensor
+    map: its buffer, and the address of its aligned 128 bytes, _encode_tmaps)."""
     values = []
+    pointers = []
     for kind, name, ptx in k["params"]:
+        if kind == "tensormap":
+            buf, aligned = maps[name]
+            values.append(buf)
+            pointers.append(aligned)
+            continue
         if kind == "tensor":
             v = views[name].address
         elif kind == "dim" or kind == "stride":
@@ -682,9 +694,10 @@ def _params(k, sizes, views, scalars, workspace):
             v = scalars[name] if ptx != "s32" else int(scalars[name])
         else:
             v = workspace
-        values.append(_PARAM_CTYPES[ptx](v))
-    array = (_ctypes.c_void_p * max(1, len(values)))(
-        *[_ctypes.cast(_ctypes.pointer(v), _ctypes.c_void_p) for v in values])
+        c = _PARAM_CTYPES[ptx](v)
+        values.append(c)
+        pointers.append(_ctypes.addressof(c))
+    array = (_ctypes.c_void_p * max(1, len(values)))(*pointers)
     return values, array
 
 
@@ -741,14 +754,21 @@ def _launch(k, inputs, out, stream, workspace, given):
         need = _workspace_bytes(k, sizes)
         ws = ws[0] if ws is not None else _view(
             "workspace", _cached_workspace(k, lib, device, handle, need), bad).address
+    maps = None
+    if k.get("tmaps"):
+        # sm90's TMA: each map's rule at the tensor's address and the sizes, then its encoding.
+        rules = _tmap_rules(k, views, sizes, bad)
+        if bad:
+            raise GemmcLaunchError(k["name"], bad)
+        maps = _encode_tmaps(k, views, rules)
     backend = _backend()
     f = backend.function(device, k["entry"], k["dynamicSmemBytes"])
-    values, array = _params(k, sizes, views, scalars, ws)
+    values, array = _params(k, sizes, views, scalars, ws, maps)
     backend.launch(device, f, _grid(k, sizes), k["block"], k["dynamicSmemBytes"], handle,
                    _ctypes.addressof(array))
     del values
     return out
-` + PYTHON_STRIDES + PYTHON_GROUPED;
+` + PYTHON_STRIDES + PYTHON_GROUPED + PYTHON_TMAP;
 
 /** The names the runtime defines or uses, which generated names must avoid. */
 export function runtimeNames(): Set<string> {

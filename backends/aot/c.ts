@@ -33,6 +33,11 @@
  * `gemmc_<kernel>_run(stream, problems, count, host_table, device_table,
  * table_bytes, <scalars>)` (table, `cuMemcpyHtoDAsync`, launch).
  *
+ * An sm90 kernel that loads its operands by TMA (docs/ARCHITECTURE.md §3.4) takes the same
+ * arguments: its launch function builds each tensor map from the manifest's rule (printed as a
+ * table, evaluated and encoded by backends/aot/_tensor_map_c.ts) and passes the 128-byte
+ * `CUtensorMap`s by value after every other parameter.
+ *
  * @module
  */
 
@@ -53,6 +58,14 @@ import {
 } from "./_c_runtime.ts";
 import type { KernelManifest } from "../ptx/manifest.ts";
 import { problemContract } from "./_group.ts";
+import { type TensorMapParam, tensorMapParams, withoutTensorMaps } from "../cuda/tensor_map.ts";
+import {
+  C_TMAP_FUNCTIONS,
+  C_TMAP_TYPES,
+  cTensorMapDocs,
+  cTensorMapLaunch,
+  cTensorMapTable,
+} from "./_tensor_map_c.ts";
 
 /** C and C++ keywords a DSL name might be (they get a `_` appended), and the generated locals. */
 const RESERVED = new Set(
@@ -174,9 +187,11 @@ interface CArgs {
   readonly strides: readonly string[];
   readonly scalars: readonly string[];
   readonly split: boolean;
+  /** The TMA tensor maps (sm90) the launch function builds, after every other parameter. */
+  readonly maps: readonly TensorMapParam[];
 }
 
-function cArgs(c: LaunchContract, grouped = false): CArgs {
+function cArgs(c: LaunchContract, maps: readonly TensorMapParam[], grouped = false): CArgs {
   // A grouped kernel's functions take these besides the scalars.
   const taken = new Set(grouped ? GROUPED_LOCALS : []);
   const scalar = (n: string) => {
@@ -191,6 +206,7 @@ function cArgs(c: LaunchContract, grouped = false): CArgs {
     strides: c.strides.map((s) => cName(s.name)),
     scalars: c.scalars.map((s) => scalar(s.name)),
     split: c.workspace !== null,
+    maps,
   };
 }
 
@@ -242,8 +258,10 @@ function kernelTable(c: LaunchContract, a: CArgs, grouped: boolean): string {
         c.workspace?.bytesPerTile ?? 0
       }ULL, ${c.tensors.length}, ${p}_tensors, ${c.dims.length}, ` +
       `${values.length > 0 ? `${p}_dims` : "0"}, ${c.strides.length}, ${c.scalars.length}, ` +
-      `${c.scalars.length > 0 ? `${p}_scalars` : "0"}, ${grouped ? 1 : 0}};`,
+      `${c.scalars.length > 0 ? `${p}_scalars` : "0"}, ${grouped ? 1 : 0}, ` +
+      `${g.persistent?.blocks ?? 0}};`,
   );
+  if (a.maps.length > 0) lines.push(cTensorMapTable(c, p, a.maps));
   return lines.join("\n");
 }
 
@@ -281,6 +299,7 @@ function kernelDecls(c: LaunchContract, a: CArgs): string {
         ` *     or 0 for one gemmc allocates and keeps (one stream at a time).`,
       ]
       : []),
+    ...cTensorMapDocs(a.maps),
     ` */`,
   ];
   const lines = [...doc, `gemmc_status ${a.fn}_launch(${signature(c, a)});`];
@@ -312,9 +331,11 @@ function kernelImpl(c: LaunchContract, a: CArgs, index: number): string {
       }};`,
     ]
     : [];
+  const maps = cTensorMapLaunch(a.fn, a.maps, values.length > 0);
   const params = c.tensors.length + c.dims.length + c.strides.length + c.scalars.length +
-    (a.split ? 1 : 0);
+    (a.split ? 1 : 0) + a.maps.length;
   const byParam = new Array<string>(params);
+  a.maps.forEach((m, i) => byParam[m.param] = maps.params[i]!);
   c.tensors.forEach((t, i) => byParam[t.param] = `&${a.tensors[i]}`);
   c.dims.forEach((d, i) => byParam[d.param] = `&gemmc_u32[${i}]`);
   c.strides.forEach((s, i) => byParam[s.param] = `&gemmc_u64[${i}]`);
@@ -338,9 +359,11 @@ function kernelImpl(c: LaunchContract, a: CArgs, index: number): string {
     ...(a.dims.length > 0 ? [`  uint32_t gemmc_u32[${a.dims.length}];`] : []),
     ...(a.strides.length > 0 ? [`  uint64_t gemmc_u64[${a.strides.length}];`] : []),
     `  long long gemmc_g[3];`,
+    ...maps.decls,
     `  gemmc_status gemmc_s = gemmc_prepare(${index}, stream, ${dims}, gemmc_ptrs, ${scalars}, ` +
     `&gemmc_ws, ${a.split ? "(unsigned long long)workspace_bytes" : "0"}, gemmc_g);`,
     `  if (gemmc_s != GEMMC_OK) return gemmc_s;`,
+    ...maps.encode,
     ...a.dims.map((d, i) => `  gemmc_u32[${i}] = (uint32_t)${d};`),
     ...a.strides.map((s, i) => `  gemmc_u64[${i}] = (uint64_t)${s};`),
     `  {`,
@@ -583,9 +606,10 @@ export function cSource(kernels: readonly CompiledKernel[]): string {
   if (kernels.length === 0) throw new Error("No kernel to emit");
   const grouped = kernels.map((k) => k.manifest.group !== undefined);
   const contracts = kernels.map((k, i) =>
-    grouped[i] ? problemContract(k.manifest) : launchContract(k.manifest)
+    grouped[i] ? problemContract(k.manifest) : launchContract(withoutTensorMaps(k.manifest))
   );
-  const args = contracts.map((c, i) => cArgs(c, grouped[i]));
+  const args = contracts.map((c, i) => cArgs(c, tensorMapParams(kernels[i]!.manifest), grouped[i]));
+  const tmaps = args.some((a) => a.maps.length > 0);
   const fns = args.map((a) => a.fn);
   const twice = fns.find((f, i) => fns.indexOf(f) !== i);
   if (twice !== undefined) throw new Error(`Two kernels are named "${twice}" in C`);
@@ -632,6 +656,7 @@ export function cSource(kernels: readonly CompiledKernel[]): string {
     `#endif`,
     ``,
     C_RUNTIME_TYPES,
+    ...(tmaps ? [C_TMAP_TYPES] : []),
     `#define GEMMC_KERNEL_COUNT ${contracts.length}`,
     `#define GEMMC_MAX_TENSORS ${maxTensors}`,
     ``,
@@ -646,6 +671,7 @@ export function cSource(kernels: readonly CompiledKernel[]): string {
     ``,
     C_RUNTIME_FUNCTIONS,
     ...(grouped.some((x) => x) ? [C_RUNTIME_GROUPED] : []),
+    ...(tmaps ? [C_TMAP_FUNCTIONS] : []),
     contracts.map((c, i) =>
       grouped[i] ? groupedImpl(kernels[i]!.manifest, c, args[i]!, i) : kernelImpl(c, args[i]!, i)
     ).join("\n\n"),

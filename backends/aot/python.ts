@@ -29,6 +29,8 @@ import {
 import { PYTHON_RUNTIME, runtimeNames } from "./_python_runtime.ts";
 import { PYTHON_SPARSE } from "./_python_sparse.ts";
 import { problemContract } from "./_group.ts";
+import { withoutTensorMaps } from "../cuda/tensor_map.ts";
+import { pythonTensorMapDoc, pythonTensorMaps } from "./_python_tmap.ts";
 
 /** The tensor libraries a generated module accepts. */
 type Lib = "torch" | "cupy";
@@ -39,7 +41,8 @@ type Lib = "torch" | "cupy";
  * contiguous dimension, the lowest index in the least significant bits, into
  * a 1-byte integer tensor whose contiguous extent is the packed one (K/2 for
  * s4 and u4, K/8 for b1). CuPy has no bfloat16: a CuPy bf16 array holds the
- * raw bits as uint16. tf32 operands are float32 tensors.
+ * raw bits as uint16 (and an e4m3 or e5m2 one as uint8).
+ * tf32 operands are float32 tensors.
  */
 const DTYPE_TABLE: Readonly<Record<Dtype, Readonly<Record<Lib, readonly string[]>>>> = {
   f64: { torch: ["float64"], cupy: ["float64"] },
@@ -47,6 +50,10 @@ const DTYPE_TABLE: Readonly<Record<Dtype, Readonly<Record<Lib, readonly string[]
   tf32: { torch: ["float32"], cupy: ["float32"] },
   f16: { torch: ["float16"], cupy: ["float16"] },
   bf16: { torch: ["bfloat16"], cupy: ["uint16"] },
+  // sm90's 8-bit floats: PyTorch's float8 dtypes (e4m3 the finite "fn" one); CuPy has none,
+  // its arrays hold the raw bits as uint8.
+  e4m3: { torch: ["float8_e4m3fn"], cupy: ["uint8"] },
+  e5m2: { torch: ["float8_e5m2"], cupy: ["uint8"] },
   s32: { torch: ["int32"], cupy: ["int32"] },
   s8: { torch: ["int8"], cupy: ["int8"] },
   u8: { torch: ["uint8"], cupy: ["uint8"] },
@@ -164,9 +171,11 @@ function kernelTable(k: CompiledKernel, indent: string): string {
   ]);
   const g = k.manifest.group;
   const { scalars } = argNames(c, g !== undefined);
+  const tmaps = pythonTensorMaps(k.manifest);
   return pyLiteral({
     ...c,
     params,
+    ...(tmaps.length > 0 ? { tmaps } : {}),
     scalarArgs: Object.fromEntries(scalars),
     ...(g !== undefined ? { group: { entryBytes: g.entryBytes, fields: g.fields } } : {}),
   }, indent);
@@ -174,7 +183,9 @@ function kernelTable(k: CompiledKernel, indent: string): string {
 
 /** The contract the module checks: the kernel's, or a grouped kernel's of one problem. */
 function contractOf(k: CompiledKernel): LaunchContract {
-  return k.manifest.group !== undefined ? problemContract(k.manifest) : launchContract(k.manifest);
+  return k.manifest.group !== undefined
+    ? problemContract(k.manifest)
+    : launchContract(withoutTensorMaps(k.manifest));
 }
 
 /** The Python names of a kernel's input tensors and scalars (keyword arguments), by DSL name. */
@@ -196,7 +207,7 @@ function argNames(
 /** The Python function of one kernel. */
 function kernelFunction(k: CompiledKernel, fnName: string): string {
   if (k.manifest.group !== undefined) return groupedFunction(k, fnName);
-  const c = launchContract(k.manifest);
+  const c = launchContract(withoutTensorMaps(k.manifest));
   const inputs = c.tensors.filter((t) => !t.output);
   const output = c.tensors.find((t) => t.output)!;
   const { inputs: args, scalars } = argNames(c);
@@ -220,6 +231,7 @@ function kernelFunction(k: CompiledKernel, fnName: string): string {
       `    ${scalars[i]![0]}: ${s.dtype}` + (s.default !== null ? ` = ${s.default}` : " (required)")
     ),
     "stream: a torch/CuPy stream or a CUstream handle (default: the current stream).",
+    ...pythonTensorMapDoc(k.manifest),
     ...(c.workspace !== null
       ? [
         `workspace: split-K scratch, ${c.workspace.bytesPerTile} bytes per output tile, ` +
@@ -266,7 +278,7 @@ function sparseDecl(t: ContractTensor): string {
 
 /** The module docstring's example call of a kernel with a sparse A. */
 function sparseExample(k: CompiledKernel, fnName: string): string[] {
-  const c = launchContract(k.manifest);
+  const c = launchContract(withoutTensorMaps(k.manifest));
   const { inputs: args } = argNames(c);
   const a = c.tensors.find((t) => t.sparse?.storage === "values")!;
   const call = c.tensors.filter((t) => !t.output).map((t, i) =>

@@ -5,7 +5,9 @@
  * kernel-parameter buffer built once per kernel. {@link LaunchBinder} is the
  * hot path of `LoadedKernel.launch` (backends/cuda/kernel.ts): per call it
  * allocates nothing beyond the contract check's small arrays, and the
- * parameter slots are patched in place.
+ * parameter slots are patched in place. A kernel's tensor maps (sm90, §3.4)
+ * are evaluated per launch and encoded into their slots only when their
+ * tensor's address or the sizes they depend on change.
  *
  * @module
  */
@@ -19,9 +21,17 @@ import {
   withStrideDefaults,
 } from "../ptx/contract.ts";
 import type { KernelManifest } from "../ptx/manifest.ts";
+import type { TensorMapArgs } from "../../ir/tensor_map.ts";
 import { type LaunchLimits, launchProblems } from "./launch.ts";
 import { type KernelArg, packKernelParams } from "./params.ts";
 import { type CudaStream, DeviceBuffer } from "./resources.ts";
+import {
+  TENSOR_MAP_BYTES,
+  type TensorMapEncoder,
+  tensorMapLaunchArgs,
+  type TensorMapParam,
+  tensorMapParams,
+} from "./tensor_map.ts";
 
 /** A tensor argument: a buffer of the kernel's context, or a raw device address. */
 export type BufferRef = DeviceBuffer | bigint;
@@ -77,6 +87,7 @@ export class LaunchError extends Error {
 
 /** A zero of a parameter's PTX type (the slots are patched per launch). */
 function zeroArg(ptx: KernelManifest["params"][number]["ptx"]): KernelArg {
+  if (ptx === "tmap") return { type: "tmap", tensor: "", value: new Uint8Array(TENSOR_MAP_BYTES) };
   return ptx === "u64" ? { type: "u64", value: 0n } : { type: ptx, value: 0 };
 }
 
@@ -94,11 +105,17 @@ interface Slot {
 export class LaunchBinder {
   /** The contract every launch is checked against. */
   readonly contract: LaunchContract;
-  /** The slots `cuLaunchKernel` reads (one 8-byte value per parameter). */
+  /** The slots `cuLaunchKernel` reads (one 8-byte value per parameter; 128 bytes a tensor map). */
   readonly values: ArrayBuffer;
   /** `kernelParams`: the slots' addresses. */
   readonly pointers: BigUint64Array;
+  /** Each parameter's slot, as a byte offset into {@link LaunchBinder.values}. */
+  readonly offsets: readonly number[];
   readonly #view: DataView;
+  readonly #maps: readonly TensorMapParam[];
+  readonly #encode: TensorMapEncoder | null;
+  /** What each map's slot holds (address, extents, strides), or "" (stale). */
+  readonly #mapKeys: string[];
   readonly #tensors = new Map<string, Slot>();
   readonly #slots: Slot[];
   /** An aligned stand-in address per tensor, far from the others (see {@link #fill}). */
@@ -121,13 +138,27 @@ export class LaunchBinder {
    * @param manifest The kernel's manifest.
    * @param contract Its contract.
    * @param limits The device's grid and shared-memory limits (null: not checked).
+   * @param encode Encodes a tensor map into its slot (needed by kernels with tensor maps).
+   * @throws {Error} For a kernel with tensor maps and no encoder.
    */
-  constructor(manifest: KernelManifest, contract: LaunchContract, limits: LaunchLimits | null) {
+  constructor(
+    manifest: KernelManifest,
+    contract: LaunchContract,
+    limits: LaunchLimits | null,
+    encode: TensorMapEncoder | null = null,
+  ) {
     this.contract = contract;
     this.#limits = limits;
+    this.#maps = tensorMapParams(manifest);
+    if (this.#maps.length > 0 && encode === null) {
+      throw new Error(`Kernel "${manifest.name}" has tensor maps: its binder needs an encoder`);
+    }
+    this.#encode = encode;
+    this.#mapKeys = this.#maps.map(() => "");
     const packed = packKernelParams(manifest.params.map((p) => zeroArg(p.ptx)));
     this.values = packed.values;
     this.pointers = packed.pointers;
+    this.offsets = packed.offsets;
     this.#view = new DataView(this.values);
     this.#slots = contract.tensors.map(() => ({ address: 0n, bytes: undefined }));
     this.#dummies = contract.tensors.map((_, i) => BigInt(i + 1) << 40n);
@@ -216,7 +247,10 @@ export class LaunchBinder {
     ) {
       return launchProblems(c.name, grid, c.block, c.dynamicSmemBytes, lim);
     }
+    const maps = this.#maps.length === 0 ? null : this.#mapArgs(sizes);
+    if (maps !== null && typeof maps[0] === "string") return maps as string[];
     this.#write(sizes, ws);
+    if (maps !== null) this.#writeMaps(maps as TensorMapArgs[]);
     this.grid = grid;
     this.ownWorkspaceBytes = ws === undefined && c.workspace !== null
       ? contractWorkspaceBytes(c, sizes)
@@ -231,7 +265,7 @@ export class LaunchBinder {
    */
   setWorkspace(address: bigint): void {
     const w = this.contract.workspace;
-    if (w !== null) this.#view.setBigUint64(w.param * 8, address, true);
+    if (w !== null) this.#view.setBigUint64(this.offsets[w.param]!, address, true);
   }
 
   /**
@@ -257,24 +291,47 @@ export class LaunchBinder {
   #write(sizes: LaunchSizes, ws: TensorBinding | undefined): void {
     const dv = this.#view;
     const c = this.contract;
+    const at = this.offsets;
     for (let i = 0; i < c.tensors.length; i++) {
-      dv.setBigUint64(c.tensors[i]!.param * 8, this.#slots[i]!.address, true);
+      dv.setBigUint64(at[c.tensors[i]!.param]!, this.#slots[i]!.address, true);
     }
-    for (const d of c.dims) dv.setUint32(d.param * 8, sizes[d.name]!, true);
+    for (const d of c.dims) dv.setUint32(at[d.param]!, sizes[d.name]!, true);
     if (c.strides.length > 0) {
       // Shortcut: a stride left out costs a copy of the sizes here and in the
       // contract check (strided kernels only; none when every stride is given).
       const sz = withStrideDefaults(c, sizes);
-      for (const s of c.strides) dv.setBigUint64(s.param * 8, BigInt(sz[s.name]!), true);
+      for (const s of c.strides) dv.setBigUint64(at[s.param]!, BigInt(sz[s.name]!), true);
     }
     for (const s of c.scalars) {
       const v = this.#scalars.get(s.name)!;
-      const o = s.param * 8;
+      const o = at[s.param]!;
       if (s.ptx === "f32") dv.setFloat32(o, v, true);
       else if (s.ptx === "f64") dv.setFloat64(o, v, true);
       else dv.setInt32(o, v, true);
     }
     if (ws !== undefined) this.setWorkspace(ws.address);
+  }
+
+  /** The tensor maps' encoder arguments at these sizes, or their violations (the contract passed). */
+  #mapArgs(sizes: LaunchSizes): TensorMapArgs[] | string[] {
+    const c = this.contract;
+    const values = c.strides.length > 0 ? withStrideDefaults(c, sizes) : sizes;
+    return tensorMapLaunchArgs(this.#maps, (n) => this.#tensors.get(n)?.address, values);
+  }
+
+  /** Encodes each map whose inputs changed since its slot was last written. */
+  #writeMaps(maps: readonly TensorMapArgs[]): void {
+    const base = BigInt(Deno.UnsafePointer.value(Deno.UnsafePointer.of(this.values)));
+    for (let i = 0; i < maps.length; i++) {
+      const a = maps[i]!;
+      const key = `${a.address}|${a.globalDim}|${a.globalStrides}`;
+      if (key === this.#mapKeys[i]) continue;
+      this.#mapKeys[i] = "";
+      const m = this.#maps[i]!;
+      const dst = Deno.UnsafePointer.create(base + BigInt(this.offsets[m.param]!));
+      this.#encode!(a, m.spec.tensor, dst);
+      this.#mapKeys[i] = key;
+    }
   }
 }
 

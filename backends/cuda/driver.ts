@@ -40,6 +40,8 @@ import {
 } from "./errors.ts";
 import { initDriver } from "./load.ts";
 import { type KernelArg, packKernelParams } from "./params.ts";
+import { encodeTensorMap } from "./tensor_map.ts";
+import type { TensorMapArgs } from "../../ir/tensor_map.ts";
 import {
   CudaEvent,
   type CudaFunction,
@@ -58,7 +60,7 @@ export {
 } from "./symbols.ts";
 export { CudaError, CudaUnavailableError, JitError } from "./errors.ts";
 export { cudaAvailable } from "./load.ts";
-export { type KernelArg, packKernelParams } from "./params.ts";
+export { type KernelArg, type PackedParams, packKernelParams } from "./params.ts";
 export {
   CudaEvent,
   CudaFunction,
@@ -195,6 +197,8 @@ export class Cuda {
   readonly device: DeviceInfo;
   #open = true;
   #lastParams: ArrayBuffer | null = null;
+  /** Tensor maps encoded by {@link Cuda.launch}, by their arguments' object (reused sets). */
+  readonly #maps = new WeakMap<TensorMapArgs, Uint8Array>();
   readonly #owned = new Set<DeviceBuffer | OwnedHandle>();
 
   private constructor(driver: Driver, device: DeviceInfo) {
@@ -353,7 +357,9 @@ export class Cuda {
 
   /**
    * Launches a kernel (`cuLaunchKernel`) on the default stream, or on
-   * `stream`; asynchronous.
+   * `stream`; asynchronous. A tensor map given as its encoder's arguments
+   * (`kernelArgs` makes them) is encoded with `cuTensorMapEncodeTiled` once per
+   * arguments object: a set of arguments launched again reuses its maps.
    *
    * @param fn The kernel.
    * @param config Grid, block and dynamic shared memory.
@@ -368,7 +374,15 @@ export class Cuda {
   ): void {
     this.#live();
     const d = this.driver;
-    const { values, pointers } = packKernelParams(args);
+    const { values, pointers } = packKernelParams(args, (a, tensor, dst) => {
+      const held = this.#maps.get(a);
+      if (held !== undefined) {
+        new Uint8Array(Deno.UnsafePointerView.getArrayBuffer(dst!, held.length)).set(held);
+        return;
+      }
+      encodeTensorMap(d, a, tensor, dst);
+      this.#maps.set(a, new Uint8Array(Deno.UnsafePointerView.getArrayBuffer(dst!, 128)).slice());
+    });
     const [gx, gy, gz] = config.grid;
     const [bx, by, bz] = config.block;
     const code = d.cuLaunchKernel(

@@ -6,7 +6,9 @@
  * {@link LaunchError} that lists every problem, then launches asynchronously
  * on the stream. The parameter buffer is built once and patched per launch
  * (backends/cuda/bind.ts); a split-K kernel keeps a zeroed workspace per
- * stream, grown when a launch needs more, unless the caller gives one.
+ * stream, grown when a launch needs more, unless the caller gives one. An sm90
+ * kernel's tensor maps are encoded into their slots (`cuTensorMapEncodeTiled`)
+ * when a launch changes their tensor's address or sizes (backends/cuda/tensor_map.ts).
  *
  * @module
  */
@@ -16,6 +18,7 @@ import type { KernelManifest } from "../ptx/manifest.ts";
 import { type Cuda, DEFAULT_DYNAMIC_SMEM_LIMIT, type Driver } from "./driver.ts";
 import { check } from "./errors.ts";
 import { launchPacked, launchProblems, targetProblem } from "./launch.ts";
+import { encodeTensorMap, tensorMapProblem, withoutTensorMaps } from "./tensor_map.ts";
 import type { CudaFunction, CudaModule, CudaStream, DeviceBuffer } from "./resources.ts";
 import {
   GroupedLaunch,
@@ -95,11 +98,17 @@ export class LoadedKernel {
     const problems = launchProblems(m.name, [1, 1, 1], m.block, m.dynamicSmemBytes, cuda.device);
     const arch = targetProblem(m.name, m.target, cuda.device.computeCapability);
     if (arch !== null) problems.push(arch);
+    const tmap = tensorMapProblem(cuda.driver, m);
+    if (tmap !== null) problems.push(tmap);
     if (problems.length > 0) throw new LaunchError(m.name, problems);
     // A grouped kernel's parameters are its table, count and scalars: no ordinary contract.
-    this.#binder = m.group !== undefined
-      ? null
-      : new LaunchBinder(m, launchContract(m), cuda.device);
+    const d = cuda.driver;
+    this.#binder = m.group !== undefined ? null : new LaunchBinder(
+      m,
+      launchContract(withoutTensorMaps(m)),
+      cuda.device,
+      (a, tensor, dst) => encodeTensorMap(d, a, tensor, dst),
+    );
     this.#cuda = cuda;
     this.name = m.name;
     this.manifest = m;
@@ -143,8 +152,9 @@ export class LoadedKernel {
    * @param sizes Sizes by runtime dimension name, and strides by stride parameter name
    *   (elements; one left out is dense).
    * @param options The stream, scalars (defaults apply), a workspace of the caller's.
-   * @throws {LaunchError} Listing every problem, each naming its tensor, dimension or scalar.
-   * @throws {CudaError} When the driver refuses the launch.
+   * @throws {LaunchError} Listing every problem, each naming its tensor, dimension or scalar
+   *   (a tensor map's rule broken: ir/tensor_map.ts, naming the tensor).
+   * @throws {CudaError} When the driver refuses the launch, or a tensor map (naming its tensor).
    * @throws {Error} For a grouped kernel: it is launched with {@link LoadedKernel.groupedLaunch}.
    */
   launch(buffers: LaunchBuffers, sizes: LaunchSizes, options: LaunchOptions = {}): void {

@@ -12,11 +12,15 @@ import type { KernelManifest } from "../ptx/manifest.ts";
 import type { KernelArg } from "./driver.ts";
 import type { Driver } from "./symbols.ts";
 import { check } from "./errors.ts";
+import { tensorMapArgs } from "../../ir/tensor_map.ts";
+import { withoutTensorMaps } from "./tensor_map.ts";
 
 /**
  * The arguments of a launch, in the manifest's parameter order: a `u64`
- * device address per tensor, a `u32` per runtime dimension, and each scalar
- * as its PTX type (`f32`, `f64`, `s32`).
+ * device address per tensor, a `u32` per runtime dimension, each scalar
+ * as its PTX type (`f32`, `f64`, `s32`), and each tensor map (sm90) as its
+ * encoder's arguments (ir/tensor_map.ts `tensorMapArgs`, checked here; encoded
+ * when packed: `Cuda.launch` does it).
  *
  * @param manifest The kernel's manifest.
  * @param tensors Device addresses by tensor name.
@@ -48,7 +52,9 @@ export function kernelArgs(
 ): KernelArg[] {
   // Stride parameters left out of `sizes` take their dense values.
   const strided = manifest.params.some((p) => p.kind === "stride" && sizes[p.name] === undefined);
-  const sz = strided ? withStrideDefaults(launchContract(manifest), sizes) : sizes;
+  const sz = strided
+    ? withStrideDefaults(launchContract(withoutTensorMaps(manifest)), sizes)
+    : sizes;
   return manifest.params.map((p): KernelArg => {
     switch (p.kind) {
       case "table": // a grouped kernel's problem table: a device address, as a tensor's
@@ -77,11 +83,23 @@ export function kernelArgs(
       case "scalar": {
         const v = scalars.get(p.name);
         if (v === undefined) throw new Error(`No value for scalar "${p.name}"`);
-        if (p.ptx === "u64") throw new Error(`Scalar "${p.name}" passed as .u64`);
+        if (p.ptx === "u64" || p.ptx === "tmap") {
+          throw new Error(`Scalar "${p.name}" passed as .${p.ptx}`);
+        }
         if (p.ptx === "s32" && (!Number.isInteger(v) || v < -(2 ** 31) || v >= 2 ** 31)) {
           throw new RangeError(`Scalar ${p.name}=${v} is not an s32`);
         }
         return { type: p.ptx, value: v };
+      }
+      case "tensormap": {
+        // A TMA tensor map (§3.4): its rule evaluated at the tensor's address and the sizes.
+        const spec = p.tmap;
+        if (spec === undefined) throw new Error(`Tensor map "${p.name}" has no rule`);
+        const a = tensors.get(spec.tensor);
+        if (a === undefined) {
+          throw new Error(`No device buffer for tensor "${spec.tensor}" (tensor map "${p.name}")`);
+        }
+        return { type: "tmap", tensor: spec.tensor, value: tensorMapArgs(spec, a, sz) };
       }
     }
   });

@@ -136,6 +136,24 @@ export const SYMBOLS = {
     result: "i32",
     optional: true,
   },
+  cuTensorMapEncodeTiled: {
+    parameters: [
+      "pointer", // CUtensorMap* tensorMap (64-byte aligned)
+      "u32", // CUtensorMapDataType
+      "u32", // cuuint32_t tensorRank
+      "pointer", // void* globalAddress
+      "buffer", // const cuuint64_t* globalDim
+      "buffer", // const cuuint64_t* globalStrides (rank - 1, bytes)
+      "buffer", // const cuuint32_t* boxDim
+      "buffer", // const cuuint32_t* elementStrides
+      "u32", // CUtensorMapInterleave
+      "u32", // CUtensorMapSwizzle
+      "u32", // CUtensorMapL2promotion
+      "u32", // CUtensorMapFloatOOBfill
+    ],
+    result: "i32",
+    optional: true,
+  },
 } as const;
 
 /** The bound symbols of the library, each possibly null. */
@@ -182,10 +200,13 @@ const REQUIRED = [
  * `cuMemsetD8Async` a loaded kernel zeroes its split-K workspace with the
  * synchronous `cuMemsetD8_v2`; without `cuOccupancyMaxActiveBlocksPerMultiprocessor`
  * a grouped launch's persistent grid counts one block per SM (backends/cuda/grouped.ts);
- * `cuMemcpyDtoD_v2` only measures the copy bandwidth (bench/llm.ts).
+ * `cuMemcpyDtoD_v2` only measures the copy bandwidth (bench/llm.ts);
+ * `cuTensorMapEncodeTiled` (CUDA 12+) only builds the tensor maps of sm90's TMA kernels
+ * (backends/cuda/tensor_map.ts: such a kernel is refused, by name, without it).
  */
 const OPTIONAL = [
   "cuDevicePrimaryCtxReset_v2",
+  "cuTensorMapEncodeTiled",
   "cuMemcpyDtoD_v2",
   "cuStreamCreate",
   "cuStreamDestroy_v2",

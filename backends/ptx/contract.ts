@@ -208,8 +208,11 @@ export function launchContract(m: KernelManifest): LaunchContract {
   m.params.forEach((p, param) => {
     if (p.kind === "dim") dims.push({ name: p.name, param });
     else if (p.kind === "stride") strides.push({ name: p.name, param });
+    else if (p.kind === "tensormap") return; // built by the launcher (ARCHITECTURE §3.4)
     else if (p.kind === "scalar") {
-      if (p.ptx === "u64" || p.ptx === "u32") throw new Error(`Scalar "${p.name}" is .${p.ptx}`);
+      if (p.ptx === "u64" || p.ptx === "u32" || p.ptx === "tmap") {
+        throw new Error(`Scalar "${p.name}" is .${p.ptx}`);
+      }
       scalars.push({
         name: p.name,
         param,

@@ -2,16 +2,27 @@
  * Compiles a kernel-IR body into closures over the machine: one closure per
  * operation, loops and conditionals as closures over their bodies, each
  * non-uniform `if` with its own pair of lane masks. In a kernel with wgmma, the
- * operations that touch a wgmma accumulator are wrapped by _wgmma.ts's hazard check.
+ * operations that touch a wgmma accumulator are wrapped by _wgmma.ts's hazard check. A
+ * non-uniform `if` whose branches wait on mbarriers runs them as concurrent roles
+ * (_roles.ts).
  *
  * @module
  */
 
-import type { ForOp, IfOp, Kernel, Op } from "../../ir/kernel.ts";
+import type { IfOp, Kernel, Op } from "../../ir/kernel.ts";
 import { unreachable } from "../../ir/gemm.ts";
 import { printBody } from "../../ir/print_kernel.ts";
 import { compileAlu } from "./_alu.ts";
+import { divergentSplit, loopControl, uniformCond } from "./_control.ts";
 import type { Machine, Mask, OpInfo, Run } from "./_machine.ts";
+import {
+  compileMbarArrive,
+  compileMbarFence,
+  compileMbarInit,
+  compileNamedBar,
+  compilePlainMbarWait,
+  compileSetMaxNReg,
+} from "./_mbarrier.ts";
 import { compileMma } from "./_mma.ts";
 import {
   compileAtom,
@@ -25,8 +36,10 @@ import {
   compileShared,
   compileWait,
 } from "./_ops.ts";
+import { compileRoles, isRoleIf, type RoleCompiler } from "./_roles.ts";
+import { compileTma } from "./_tma.ts";
 import { compileProxyFence, compileWgmma, compileWgSync, guardAccumulators } from "./_wgmma.ts";
-import { SimError } from "./types.ts";
+import { type RoleSchedule, SimError } from "./types.ts";
 
 /** Lines `printKernel` prints before the body: the signature, the launch line, `{`. */
 const HEADER_LINES = 3;
@@ -71,18 +84,27 @@ function whereStatic(info: OpInfo) {
 }
 
 /** Compiles bodies in the order {@link indexOps} numbered them. */
-class Compiler {
+class Compiler implements RoleCompiler {
   #next = 0;
 
-  constructor(readonly M: Machine) {}
+  constructor(readonly M: Machine, readonly schedule: RoleSchedule) {}
+
+  take(o: Op): OpInfo {
+    const info = this.M.infos[this.#next++]!;
+    if (info.op !== o) throw new Error("internal: operation index out of step");
+    return info;
+  }
+
+  plain(info: OpInfo, mask: Mask, uniform: boolean): Run | null {
+    const r = this.op(info, mask, uniform);
+    return r === null || this.M.wg === null ? r : guardAccumulators(this.M, info, mask, r);
+  }
 
   body(ops: readonly Op[], mask: Mask, uniform: boolean): Run {
     const runs: Run[] = [];
     for (const o of ops) {
-      const info = this.M.infos[this.#next++]!;
-      if (info.op !== o) throw new Error("internal: operation index out of step");
-      const r = this.op(info, mask, uniform);
-      if (r !== null) runs.push(this.M.wg === null ? r : guardAccumulators(this.M, info, mask, r));
+      const r = this.plain(this.take(o), mask, uniform);
+      if (r !== null) runs.push(r);
     }
     const n = runs.length;
     if (n === 0) return () => {};
@@ -119,6 +141,7 @@ class Compiler {
       case "wait":
         return compileWait(M, info, mask);
       case "bar":
+        if (o.named !== undefined) return compileNamedBar(M, info, mask);
         if (!uniform) {
           throw new SimError(
             "bar.sync in non-uniform control flow (inside a non-uniform if)",
@@ -151,127 +174,62 @@ class Compiler {
       case "proxyfence":
         return compileProxyFence(M, info, mask);
       case "for":
-        return this.for(info, o, mask, uniform);
+        return this.for(info, mask, uniform);
       case "if":
-        return o.uniform ? this.uniformIf(info, o, mask, uniform) : this.divergentIf(info, o, mask);
+        if (o.uniform) return this.uniformIf(info, o, mask, uniform);
+        return isRoleIf(o) ? compileRoles(this, info, mask) : this.divergentIf(info, o, mask);
       case "comment":
         return null;
+      case "mbarinit":
+        return compileMbarInit(M, info, mask);
+      case "mbararrive":
+        return compileMbarArrive(M, info, mask);
+      case "mbarwait":
+        return compilePlainMbarWait(M, info, mask);
+      case "mbarfence":
+        return compileMbarFence(M, info, mask);
+      case "tma":
+        return compileTma(M, info, mask);
+      case "setmaxnreg":
+        return compileSetMaxNReg(M, info, mask);
       default:
         return unreachable(o);
     }
   }
 
-  for(info: OpInfo, o: ForOp, mask: Mask, uniform: boolean): Run {
-    const M = this.M;
-    const idx = info.index;
-    if (!Number.isInteger(o.step) || o.step <= 0) {
-      throw new SimError(`Loop step must be a positive integer, not ${o.step}`, whereStatic(info));
-    }
-    const iv = M.view(o.iv, "u32", idx) as Uint32Array;
-    const fromA = o.from.kind === "reg" ? M.view(o.from, "u32", idx) : null;
-    const toA = o.to.kind === "reg" ? M.view(o.to, "u32", idx) : null;
-    const fromI = o.from.kind === "imm" ? o.from.value >>> 0 : 0;
-    const toI = o.to.kind === "imm" ? o.to.value >>> 0 : 0;
-    const step = o.step;
-    const body = this.body(o.body, mask, uniform);
-    const T = M.T;
+  for(info: OpInfo, mask: Mask, uniform: boolean): Run {
+    const lc = loopControl(this.M, info, mask);
+    const body = this.body((info.op as { body: readonly Op[] }).body, mask, uniform);
+    const { start, test, step } = lc;
     return () => {
-      const m = mask.m;
-      for (let t = 0; t < T; t++) if (m[t] !== 0) iv[t] = fromA === null ? fromI : fromA[t]!;
-      for (;;) {
-        let go = -1;
-        let first = -1;
-        for (let t = 0; t < T; t++) {
-          if (m[t] === 0) continue;
-          const c = iv[t]! < (toA === null ? toI : toA[t]!) ? 1 : 0;
-          if (go < 0) {
-            go = c;
-            first = t;
-          } else if (c !== go) {
-            M.fail(
-              idx,
-              t,
-              `Loop trip count is not uniform: thread ${first} ${go ? "continues" : "stops"} at ${
-                iv[first]
-              } but thread ${t} ${c ? "continues" : "stops"} at ${iv[t]}`,
-            );
-          }
-        }
-        if (go !== 1) break;
+      start();
+      while (test()) {
         body();
-        for (let t = 0; t < T; t++) if (m[t] !== 0) iv[t] = iv[t]! + step;
+        step();
       }
     };
   }
 
   uniformIf(info: OpInfo, o: IfOp, mask: Mask, uniform: boolean): Run {
-    const M = this.M;
-    const idx = info.index;
-    const cond = M.view(o.cond, "pred", idx) as Uint8Array;
-    const neg = o.negate ? 1 : 0;
+    const cond = uniformCond(this.M, info, mask);
     const then = this.body(o.then, mask, uniform);
     const otherwise = this.body(o.otherwise, mask, uniform);
-    const T = M.T;
     return () => {
-      const m = mask.m;
-      let v = -1;
-      let first = -1;
-      for (let t = 0; t < T; t++) {
-        if (m[t] === 0) continue;
-        const c = cond[t]! ^ neg;
-        if (v < 0) {
-          v = c;
-          first = t;
-        } else if (c !== v) {
-          M.fail(
-            idx,
-            t,
-            `Condition of a uniform if differs across threads: ${v === 1} in thread ${first}, ${
-              c === 1
-            } in thread ${t}`,
-          );
-        }
-      }
+      const v = cond();
       if (v === 1) then();
       else if (v === 0) otherwise();
     };
   }
 
   divergentIf(info: OpInfo, o: IfOp, mask: Mask): Run {
-    const M = this.M;
-    const cond = M.view(o.cond, "pred", info.index) as Uint8Array;
-    const neg = o.negate ? 1 : 0;
-    const T = M.T;
-    const W = M.W;
-    const tm: Mask = { m: new Uint8Array(T), warps: 0, root: false };
-    const em: Mask = { m: new Uint8Array(T), warps: 0, root: false };
-    const then = this.body(o.then, tm, false);
-    const otherwise = this.body(o.otherwise, em, false);
+    const sp = divergentSplit(this.M, info, mask);
+    const then = this.body(o.then, sp.tm, false);
+    const otherwise = this.body(o.otherwise, sp.em, false);
+    const { split, tm, em } = sp;
     return () => {
-      const m = mask.m;
-      const a = tm.m;
-      const b = em.m;
-      let tw = 0;
-      let ew = 0;
-      for (let w = 0; w < W; w++) {
-        let ta = 0;
-        let ea = 0;
-        const end = Math.min(T, w * 32 + 32);
-        for (let t = w * 32; t < end; t++) {
-          const on = m[t]!;
-          const c = cond[t]! ^ neg;
-          a[t] = on & c;
-          b[t] = on & (c ^ 1);
-          ta |= on & c;
-          ea |= on & (c ^ 1);
-        }
-        tw += ta;
-        ew += ea;
-      }
-      tm.warps = tw;
-      em.warps = ew;
-      if (tw > 0) then();
-      if (ew > 0) otherwise();
+      split();
+      if (tm.warps > 0) then();
+      if (em.warps > 0) otherwise();
     };
   }
 }
@@ -280,8 +238,9 @@ class Compiler {
  * Compiles a kernel's body against a machine.
  *
  * @param M The machine (its `infos` from {@link indexOps}).
+ * @param schedule How concurrent roles take turns (_roles.ts).
  * @returns The closure that runs the body for the current block.
  */
-export function compileKernel(M: Machine): Run {
-  return new Compiler(M).body(M.kernel.body, M.rootMask, true);
+export function compileKernel(M: Machine, schedule: RoleSchedule = "producer-first"): Run {
+  return new Compiler(M, schedule).body(M.kernel.body, M.rootMask, true);
 }

@@ -2,7 +2,8 @@
  * The state of one simulated launch: registers (one typed array of `threads`
  * lanes per virtual register), global and shared memory, the cp.async
  * machinery, the statistics, a hazard tracker (_hazards.ts) and, for a kernel with wgmma,
- * the warpgroup MMAs' state (_wgmma.ts). The operation closures of `_ops.ts`, `_alu.ts`,
+ * the warpgroup MMAs' state (_wgmma.ts), with mbarriers and TMA copies their state
+ * (_mbarrier.ts, _tma.ts). The operation closures of `_ops.ts`, `_alu.ts`,
  * `_mma.ts` and `_wgmma.ts` read and write it directly.
  *
  * @module
@@ -12,6 +13,8 @@ import type { Kernel, Op, Reg, RegType } from "../../ir/kernel.ts";
 import { tallyWavefronts } from "../../ir/smem_banks.ts";
 import { targetInfo } from "../../ir/target.ts";
 import { Hazards, type HazardSite } from "./_hazards.ts";
+import { MbarState } from "./_mbarrier.ts";
+import { hasOps, tensorMaps, TmaState } from "./_tma.ts";
 import { hasWgmma, WgState } from "./_wgmma.ts";
 import {
   type BankStats,
@@ -143,6 +146,10 @@ export class Machine {
   readonly hz: Hazards;
   /** The warpgroup MMAs' state (_wgmma.ts): null for a kernel without wgmma. */
   readonly wg: WgState | null;
+  /** The mbarriers (_mbarrier.ts): null for a kernel without mbarrier operations. */
+  readonly mb: MbarState | null;
+  /** The TMA copies (_tma.ts): null for a kernel without `tma`. */
+  readonly tma: TmaState | null;
 
   // Bank-conflict scratch.
   readonly laneAddr = new Int32Array(32);
@@ -188,6 +195,7 @@ export class Machine {
 
     let tensors = 0;
     for (const p of kernel.params) {
+      if (p.kind === "tensormap") continue; // built from the others (_tma.ts)
       const a = args[p.name];
       if (a === undefined) throw new SimError(`Missing argument for parameter "${p.name}"`);
       if (p.kind === "tensor" || p.kind === "table") {
@@ -238,6 +246,10 @@ export class Machine {
 
     this.hz = new Hazards(infos, S, hazards, maxHazards);
     this.wg = hasWgmma(kernel) ? new WgState(kernel, this.W, this.hz) : null;
+    const mbarOps = ["mbarinit", "mbararrive", "mbarwait", "mbarfence", "tma"];
+    this.mb = hasOps(kernel, mbarOps) ? new MbarState(this) : null;
+    const maps = tensorMaps(kernel, this.paramValues);
+    this.tma = hasOps(kernel, ["tma"]) ? new TmaState(this, maps) : null;
     this.#growCp(256);
   }
 
@@ -323,14 +335,18 @@ export class Machine {
     this.bz = z;
     this.hz.startBlock([x, y, z]);
     if (this.wg !== null) this.wg.startBlock();
+    if (this.mb !== null) this.mb.startBlock();
+    if (this.tma !== null) this.tma.startBlock();
     for (const v of this.regs) poison(v);
     this.smem.fill(0xff); // f16/f32 NaN: an unwritten element shows
     this.openGroup.fill(0);
   }
 
-  /** Reports copies (and wgmmas) still pending at the end of the block and drops them. */
+  /** Reports copies (and wgmmas, and TMA copies never waited for) still pending at the end of
+   * the block and drops them. */
   endBlock(): void {
     if (this.wg !== null) this.wg.endBlock(this.hz);
+    if (this.tma !== null) this.tma.endBlock();
     if (this.pendingN === 0) return;
     let uncommitted = 0;
     const warps = new Set<number>();
@@ -524,6 +540,9 @@ export class Machine {
       sharedBytesRead: this.sharedBytesRead,
       sharedBytesWritten: this.sharedBytesWritten,
       mmas: this.mmas,
+      tmaCopies: this.tma?.copies ?? 0,
+      tmaBytes: this.tma?.bytes ?? 0,
+      mbarrierBlocked: this.mb?.blocked ?? 0,
       banks: {
         lds: { ...this.banks.lds },
         sts: { ...this.banks.sts },

@@ -289,9 +289,14 @@ export function compileShared(M: Machine, info: OpInfo, mask: Mask, dir: "load" 
         M.sCheck(idx, t, a, size, size, load ? "shared load" : "shared store");
         la[l] = a;
         any = true;
+        if (M.mb !== null) M.mb.liveCheck(idx, t, a, size, load ? "ld.shared" : "st.shared");
         if (M.hz.on) {
           if (load) M.hz.read(idx, wp, a, size);
           else M.hz.write(idx, wp, a, size, "st.shared", true);
+          if (M.tma !== null) {
+            if (load) M.tma.read(idx, t, a, size, "ld.shared");
+            else M.tma.write(idx, t, a, size, "st.shared");
+          }
         }
         for (let i = 0; i < n; i++) {
           const q = a + i * eb;
@@ -357,6 +362,8 @@ export function compileCpAsync(M: Machine, info: OpInfo, mask: Mask): Run {
           M.fail(idx, t, `Bad cp.async size: source bytes ${sb} not in 0..${bytes}`);
         }
         M.sCheck(idx, t, d, bytes, bytes, "cp.async destination");
+        if (M.mb !== null) M.mb.liveCheck(idx, t, d, bytes, "cp.async");
+        if (M.tma !== null && M.hz.on) M.tma.write(idx, t, d, bytes, "cp.async");
         const s = M.allocCp();
         const data = M.cpData;
         if (sb > 0) {
@@ -506,7 +513,10 @@ export function compileLdmatrix(M: Machine, info: OpInfo, mask: Mask): Run {
           M.sCheck(idx, base + l, a, 16, 16, "ldmatrix row");
           rows[l] = a;
           la[l] = a;
-          if (M.hz.on) M.hz.read(idx, wp, a, 16);
+          if (M.hz.on) {
+            M.hz.read(idx, wp, a, 16);
+            if (M.tma !== null) M.tma.read(idx, base + l, a, 16, "ldmatrix");
+          }
         } else la[l] = -1;
       }
       M.countBanks(M.banks.ldmatrix, 8 * num, 16);

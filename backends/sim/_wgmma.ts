@@ -292,6 +292,7 @@ function readTile(
       if (chunks !== null) {
         chunks[at++] = a;
         M.hz.asyncRead(idx, g, a, 16);
+        if (M.tma !== null) M.tma.read(idx, t0, a, 16, "wgmma");
       }
       const o = r * K + c * per;
       if (type === "f16") {

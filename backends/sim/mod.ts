@@ -5,7 +5,9 @@
  * shared-memory hazards (reads before a cp.async landed, races between warps
  * without a barrier, unbalanced cp.async groups; for wgmma, accumulators touched
  * before `wgwait` or written without `wgfence`, operands overwritten while pending or
- * written without `proxyfence`, unbalanced groups) and gathers statistics
+ * written without `proxyfence`, unbalanced groups; for sm90's TMA copies and mbarriers,
+ * reads before the wait, stages reloaded while read or before they were consumed,
+ * unpublished barriers) and runs warp-specialized roles as coroutines; it gathers statistics
  * (warp-instructions by kind, global and shared bytes, MMAs, bank conflicts
  * in wavefronts). Numerics are those of `numerics/`.
  *

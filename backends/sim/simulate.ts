@@ -64,9 +64,21 @@ export function gridBlocks(grid: readonly [number, number, number]): BlockCoord[
  * wgmma: the result is computed when the wgmma is issued (the per-warpgroup pending
  * groups of `wgcommit` / `wgwait` only decide what is a hazard).
  *
+ * sm90's warp-specialized kernels: a `tensormap` parameter takes no argument (the simulator
+ * builds its map from the parameter's rule, the tensor's simulated address and the launch's
+ * dims and strides); a `tma` copy lands when issued and completes its bytes on its mbarrier
+ * at once, its bytes in flight for hazards until the reader waited on that phase. A
+ * non-uniform `if` whose branches wait on mbarriers runs them as concurrent roles, taking
+ * turns by `options.schedule`; a block whose every running thread waits is a deadlock
+ * (a SimError naming each wait and its barrier's phase), as are mbarriers used before
+ * `mbarinit`, arrivals or transaction bytes beyond what a phase expects, shared accesses
+ * of a live barrier's bytes, named barriers reached by another number of threads than they
+ * name, misaligned TMA boxes, and `setmaxnreg` or a warpgroup-uniform condition that is
+ * not warpgroup-wide.
+ *
  * @param kernel The kernel-IR program.
  * @param launch The grid and the arguments by parameter name.
- * @param options Blocks to run, hazard checking.
+ * @param options Blocks to run, hazard checking, the roles' schedule.
  * @returns Hazards and statistics.
  * @example
  * ```ts
@@ -114,7 +126,7 @@ export function simulate(kernel: Kernel, launch: SimLaunch, options: SimOptions 
     options.hazards ?? true,
     options.maxHazards ?? 20,
   );
-  const run = compileKernel(M);
+  const run = compileKernel(M, options.schedule ?? "producer-first");
   for (const [x, y, z] of blocks) {
     M.startBlock(x, y, z);
     run();

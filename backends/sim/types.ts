@@ -45,7 +45,25 @@ export interface SimOptions {
   readonly hazards?: boolean;
   /** Record at most this many distinct hazards (default 20); later ones are only counted. */
   readonly maxHazards?: number;
+  /**
+   * How the concurrent roles of a warp-specialized kernel (the branches of a non-uniform
+   * `if` that wait on mbarriers, _roles.ts) take turns. A role gives way when its
+   * `mbarwait` blocks, and after an `mbararrive` or `tma` that completed a barrier's phase
+   * (so a role that phase unblocks may run first); the policy then picks, among the roles
+   * not blocked:
+   * - `producer-first` (default): the branch that issues TMA copies (else the then-branch),
+   *   so that a producer runs as far ahead as its barriers let it: the order that exposes
+   *   stages overwritten while read or before they were consumed, and (through the
+   *   per-thread visibility of TMA bytes) reads before the wait;
+   * - `consumer-first`: the other branch first, so consumers run ahead (reads of stages
+   *   not yet loaded show as `uninitialized-read`);
+   * - `alternate`: another runnable branch than the one that gave way (round robin).
+   */
+  readonly schedule?: RoleSchedule;
 }
+
+/** The scheduling policies of {@link SimOptions.schedule}. */
+export type RoleSchedule = "producer-first" | "consumer-first" | "alternate";
 
 /**
  * Kinds of shared-memory hazard:
@@ -53,7 +71,8 @@ export interface SimOptions {
  *   cp.async (of any thread of the block) will write but whose group has not
  *   completed yet.
  * - `write-before-landed`: an `sts` or another cp.async wrote bytes that an
- *   outstanding cp.async will also write (the order of the two is undefined).
+ *   outstanding cp.async will also write (the order of the two is undefined); or (sm90)
+ *   an `sts`, cp.async or TMA copy wrote bytes of a TMA copy still in flight.
  * - `race`: a shared byte written by one warp and read or written by another
  *   warp with no `bar` in between (cp.async data counts as written by the
  *   issuing warp both when it is issued and when it lands).
@@ -69,11 +88,26 @@ export interface SimOptions {
  * - `unfenced-accumulator`: a wgmma's accumulators were written by another operation
  *   of its warpgroup since the warpgroup's last `wgfence`.
  * - `write-during-wgmma`: a write to shared memory (`sts`, cp.async issued or
- *   landing) of bytes a pending wgmma reads.
+ *   landing, a TMA copy) of bytes a pending wgmma reads.
  * - `unfenced-async-proxy`: a wgmma read shared bytes written through the generic
  *   proxy (`sts`, cp.async) whose writing warp has run no `proxyfence` since.
  * - `unbalanced-wgmma`: wgmmas still pending (never committed, or committed and
  *   never waited for) when the block ends.
+ *
+ * And of sm90's TMA copies and mbarriers (_tma.ts, _mbarrier.ts; a TMA copy's bytes are in
+ * flight from its issue until the phase of its barrier that it completes has completed and
+ * the reading thread has waited on that phase):
+ * - `tma-before-wait`: an `lds`, `ldmatrix` or wgmma read bytes of a TMA copy still in
+ *   flight for the reader (`write-before-landed` covers a write of such bytes,
+ *   `write-during-wgmma` a TMA copy writing bytes a pending wgmma reads).
+ * - `tma-overwrite`: a TMA copy wrote bytes that an earlier TMA copy wrote and that no
+ *   thread has waited for (a stage reloaded before it was consumed).
+ * - `uninitialized-read`: in a kernel with TMA copies, a read of shared bytes nothing has
+ *   written in the block (a consumer running ahead of its producer).
+ * - `unpublished-mbarrier`: an mbarrier used by a TMA copy with no `mbarfence` by its
+ *   initialising thread since `mbarinit`, or by another warp with no `bar` since.
+ * - `unbalanced-tma`: bytes of TMA copies that no thread waited for when the block ends
+ *   (reported once a block, at the first such copy).
  */
 export type HazardKind =
   | "read-before-landed"
@@ -84,7 +118,12 @@ export type HazardKind =
   | "unfenced-accumulator"
   | "write-during-wgmma"
   | "unfenced-async-proxy"
-  | "unbalanced-wgmma";
+  | "unbalanced-wgmma"
+  | "tma-before-wait"
+  | "tma-overwrite"
+  | "uninitialized-read"
+  | "unpublished-mbarrier"
+  | "unbalanced-tma";
 
 /** A hazard, reported once per kind and operation (the first occurrence), with a count. */
 export interface Hazard {
@@ -104,8 +143,8 @@ export interface Hazard {
   readonly warps: readonly number[];
   /** Shared-memory byte address of the first occurrence, or null. */
   readonly address: number | null;
-  /** How many lane accesses (or, for `unbalanced-cp.async` and `unbalanced-wgmma`,
-   * blocks; for the other wgmma kinds, warpgroup-level accesses or 16-byte operand
+  /** How many lane accesses (or, for `unbalanced-cp.async`, `unbalanced-wgmma` and
+   * `unbalanced-tma`, blocks; for the other wgmma kinds, warpgroup-level accesses or 16-byte operand
    * chunks) showed it. */
   count: number;
 }
@@ -150,6 +189,14 @@ export interface SimStats {
   sharedBytesWritten: number;
   /** Warp-level `mma` instructions. */
   mmas: number;
+  /** TMA copies (`tma`, one per issuing lane), and the box bytes they wrote to shared memory
+   * (zero-filled ones included; the global bytes read are in {@link globalBytesRead}). */
+  tmaCopies: number;
+  /** See {@link tmaCopies}. */
+  tmaBytes: number;
+  /** Times an `mbarwait` found its phase incomplete and its role gave way (0 in a kernel
+   * without roles, where such a wait is a deadlock). */
+  mbarrierBlocked: number;
   /** Bank conflicts by access kind. */
   readonly banks: BankStatsByKind;
 }

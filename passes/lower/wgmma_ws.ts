@@ -185,7 +185,8 @@ function produce(cx: LowerContext, o: TileOrigin, ring: Ring, st: RingState): vo
   const tb = k.plan.tile!.threadblock;
   const aMap = mapName(cx, "A");
   const bMap = mapName(cx, "B");
-  const batchOf = (view: typeof k.problem.a) => (view.batched ? [o.bz] : []);
+  // The batch coordinate where the map has the batch dimension (passes/wgmma.ts).
+  const batchOf = (role: "A" | "B") => operandTensorMap(k, role).dims.length === 3 ? [o.bz] : [];
   const { s, ph } = st;
   const { start, kCount } = kTileSpan(cx, o.K, o.split);
   const k0 = start === null ? cx.mov("u32", imm(0), "pk") : cx.mulImm(start, tb.k, "pk");
@@ -201,8 +202,8 @@ function produce(cx: LowerContext, o: TileOrigin, ring: Ring, st: RingState): vo
     b.emit(ir.mbarArrive(fullS, bytes));
     const aDst = cx.bin("add", "u32", aBase, cx.bin("mul", "u32", s, imm(pipe.a.stageBytes)));
     const bDst = cx.bin("add", "u32", bBase, cx.bin("mul", "u32", s, imm(pipe.b.stageBytes)));
-    b.emit(ir.tmaLoad(aDst, aMap, [k0, o.m0, ...batchOf(k.problem.a)], fullS));
-    b.emit(ir.tmaLoad(bDst, bMap, [k0, o.n0, ...batchOf(k.problem.b)], fullS));
+    b.emit(ir.tmaLoad(aDst, aMap, [k0, o.m0, ...batchOf("A")], fullS));
+    b.emit(ir.tmaLoad(bDst, bMap, [k0, o.n0, ...batchOf("B")], fullS));
     b.emit(ir.bin("add", "u32", k0, k0, imm(tb.k)));
     advance(cx, s, ph, ring.stages);
   });

@@ -25,6 +25,25 @@ function cCompiler(): string | undefined {
 }
 
 /**
+ * Builds the fake driver into `dir` with the first C compiler found.
+ *
+ * @param dir The directory.
+ * @returns The library's path, or null when no C compiler exists.
+ */
+export async function buildFakeDriver(dir: string): Promise<string | null> {
+  const cc = cCompiler();
+  if (cc === undefined) return null;
+  const lib = `${dir}/libfakecuda.so`;
+  const src = new URL("testdata/fake_libcuda.c", import.meta.url).pathname;
+  const built = await new Deno.Command(cc, {
+    args: ["-shared", "-fPIC", "-O1", "-o", lib, src],
+    stderr: "piped",
+  }).output();
+  assert.ok(built.success, dec.decode(built.stderr));
+  return lib;
+}
+
+/**
  * Builds the fake driver and runs `tests/gpu/testdata/<check>` against it;
  * fails the test with the child's output unless it succeeds.
  *
@@ -34,20 +53,13 @@ export async function runFakeDriverCheck(
   t: Deno.TestContext,
   check: string,
 ): Promise<string | null> {
-  const cc = cCompiler();
-  if (cc === undefined) {
-    await t.step({ name: "skipped: no C compiler", ignore: true, fn: () => {} });
-    return null;
-  }
   const dir = await Deno.makeTempDir({ prefix: "gemmc_fake_cuda_" });
   try {
-    const lib = `${dir}/libfakecuda.so`;
-    const src = new URL("testdata/fake_libcuda.c", import.meta.url).pathname;
-    const built = await new Deno.Command(cc, {
-      args: ["-shared", "-fPIC", "-O1", "-o", lib, src],
-      stderr: "piped",
-    }).output();
-    assert.ok(built.success, dec.decode(built.stderr));
+    const lib = await buildFakeDriver(dir);
+    if (lib === null) {
+      await t.step({ name: "skipped: no C compiler", ignore: true, fn: () => {} });
+      return null;
+    }
     const r = await new Deno.Command(Deno.execPath(), {
       args: ["test", "-A", `tests/gpu/testdata/${check}`],
       cwd: ROOT.pathname,

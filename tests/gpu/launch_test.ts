@@ -75,6 +75,11 @@ Deno.test("the launch API against a fake libcuda (C), end to end", async (t) => 
   if (out !== null) assert.match(out, /ok \| 6 passed \| 0 failed/);
 });
 
+Deno.test("tensor maps (sm90's TMA) through the launch API against a fake libcuda", async (t) => {
+  const out = await runFakeDriverCheck(t, "fake_tmap_check.ts");
+  if (out !== null) assert.match(out, /ok \| 5 passed \| 0 failed/);
+});
+
 gpuTest("hgemm loaded once, launched on device buffers: every launch agrees", () => {
   const ck = example("hgemm.gemm");
   using cuda = Cuda.open();

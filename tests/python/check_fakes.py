@@ -221,6 +221,9 @@ class FakeDriver(types.ModuleType):
         values = {}
         for i, (_, name, ptx) in enumerate(self.kernels[entry]["params"]):  # kind, name, ptx
             p = ctypes.c_void_p.from_address(params + i * ctypes.sizeof(ctypes.c_void_p)).value
+            if ptx == "tmap":  # a tensor map by value: its 128 bytes (check_tmap.py), and where
+                values[name] = {"at": p, "hex": ctypes.string_at(p, 128).hex()}
+                continue
             values[name] = types_[ptx].from_address(p).value
         return {"entry": entry, "grid": (gx, gy, gz), "block": (bx, by, bz), "smem": smem,
                 "stream": stream, "params": values}

@@ -63,7 +63,7 @@ export const WGMMA_CASES: readonly WgmmaCase[] = [
   D[b, m, n] = A[b, m, k] * B[k, n]
 }`,
     size: "Bt=3,M=200,N=300,K=264,sa=60000,lda=272,ldb=280",
-    simSize: { Bt: 2, M: 70, N: 264, K: 136, sa: 10000, lda: 144, ldb: 152 },
+    simSize: { Bt: 2, M: 70, N: 264, K: 136, sa: 10240, lda: 144, ldb: 152 },
   },
   {
     name: "f16 -> f32 acc, C and bias, f16 out",

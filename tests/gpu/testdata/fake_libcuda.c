@@ -4,7 +4,9 @@
  * It runs no kernel; it records what it was given (launch geometry, the
  * kernel arguments read through kernelParams as the entry's .param types
  * say, JIT options) and counts live resources, so a test can check that
- * arguments arrive as the ABI says and that everything is released.
+ * arguments arrive as the ABI says and that everything is released. Tensor
+ * maps (sm90's TMA) are encoded into a recognisable record of their arguments
+ * (cuTensorMapEncodeTiled below), and a launch refuses one it did not encode.
  *
  * Build: cc -shared -fPIC -o libfakecuda.so fake_libcuda.c
  * Use:   GEMMC_LIBCUDA=/path/libfakecuda.so
@@ -214,6 +216,85 @@ CUresult cuMemsetD8_v2(CUdeviceptr p, unsigned char c, size_t n) {
   return OK;
 }
 
+/*
+ * cuTensorMapEncodeTiled (sm90's TMA, ir/tensor_map.ts), validated as the real one is: a
+ * 64-byte aligned map, rank 1..5, a 16-byte aligned address, extents 1..2^32, strides positive
+ * multiples of 16 below 2^40, boxes 1..256 (the inner one a multiple of 16 bytes, and at most
+ * the swizzle's span with one), element strides 1..8, interleave none. The map it writes is
+ * recognisable (the fake's layout, not the driver's): u32 magic "TMAP", u32 serial (1, 2, ...),
+ * u32 dataType, u32 rank, u64 address at 16, u64 globalDim[5] at 24, u64 globalStrides[4] at
+ * 64, u32 boxDim[5] at 96, u8 elementStrides[5] at 116, u8 interleave, swizzle, l2Promotion,
+ * oobFill at 121..124. The last maps encoded are kept so that a launch can check that each
+ * tensor map it receives is one of them, byte for byte.
+ */
+#define FAKE_MAPS 256
+static unsigned char encoded_maps[FAKE_MAPS][128];
+static uint32_t map_serial;
+static long bad_map_launches;
+static unsigned char last_maps[64][128];
+static int map_element_bytes(unsigned t) {
+  static const int bytes[13] = {1, 2, 4, 4, 8, 8, 2, 4, 8, 2, 4, 4, 4};
+  return t < 13 ? bytes[t] : 0;
+}
+CUresult cuTensorMapEncodeTiled(void *map, unsigned dataType, unsigned rank, void *address,
+                                const uint64_t *dims, const uint64_t *strides,
+                                const uint32_t *box, const uint32_t *elementStrides,
+                                unsigned interleave, unsigned swizzle, unsigned l2, unsigned oob) {
+  int eb = map_element_bytes(dataType);
+  if (!map || (uintptr_t)map % 64 != 0 || eb == 0 || rank < 1 || rank > 5) return INVALID_VALUE;
+  if ((uintptr_t)address % 16 != 0 || !dims || !box || !elementStrides) return INVALID_VALUE;
+  if (rank > 1 && !strides) return INVALID_VALUE;
+  if (interleave != 0 || swizzle > 3 || l2 > 3 || oob > 1) return INVALID_VALUE;
+  for (unsigned i = 0; i < rank; i++) {
+    if (dims[i] < 1 || dims[i] > (1ULL << 32)) return INVALID_VALUE;
+    if (box[i] < 1 || box[i] > 256 || elementStrides[i] < 1 || elementStrides[i] > 8) {
+      return INVALID_VALUE;
+    }
+    if (i + 1 < rank && (strides[i] == 0 || strides[i] % 16 != 0 || strides[i] >= (1ULL << 40))) {
+      return INVALID_VALUE;
+    }
+  }
+  unsigned inner = box[0] * (unsigned)eb;
+  if (inner % 16 != 0 || (swizzle > 0 && inner > (16u << swizzle))) return INVALID_VALUE;
+  unsigned char m[128] = {0};
+  uint32_t head[4] = {0x50414D54u, ++map_serial, dataType, rank};
+  uint64_t a = (uint64_t)(uintptr_t)address;
+  memcpy(m, head, 16);
+  memcpy(m + 16, &a, 8);
+  for (unsigned i = 0; i < rank; i++) {
+    memcpy(m + 24 + 8 * i, &dims[i], 8);
+    memcpy(m + 96 + 4 * i, &box[i], 4);
+    m[116 + i] = (unsigned char)elementStrides[i];
+    if (i + 1 < rank) memcpy(m + 64 + 8 * i, &strides[i], 8);
+  }
+  m[121] = (unsigned char)interleave; m[122] = (unsigned char)swizzle;
+  m[123] = (unsigned char)l2; m[124] = (unsigned char)oob;
+  memcpy(encoded_maps[map_serial % FAKE_MAPS], m, 128);
+  memcpy(map, m, 128);
+  return OK;
+}
+/* Whether 128 bytes are a map the fake encoded (among the last FAKE_MAPS), unchanged. */
+static int fake_map_known(const void *p) {
+  uint32_t head[2];
+  memcpy(head, p, 8);
+  if (head[0] != 0x50414D54u || head[1] == 0 || head[1] > map_serial ||
+      map_serial - head[1] >= FAKE_MAPS) {
+    return 0;
+  }
+  return memcmp(encoded_maps[head[1] % FAKE_MAPS], p, 128) == 0;
+}
+/* For the tests: the last launch's map in parameter i (0: none there), the encodes so far, and
+ * the launches refused for a map the fake did not encode. */
+int fake_last_map(int i, unsigned char *out) {
+  if (i < 0 || i >= last_nparams || strcmp(last_types[i], "tmap")) return 0;
+  memcpy(out, last_maps[i], 128);
+  return 1;
+}
+int fake_map_stats(int64_t *out) {
+  out[0] = map_serial; out[1] = bad_map_launches;
+  return 2;
+}
+
 /* Reads each argument through kernelParams with the type of the entry's .param declaration. */
 CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                         unsigned bz, unsigned smem, void *stream, void **params, void **extra) {
@@ -233,10 +314,18 @@ CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigne
     char t[8] = {0};
     sscanf(q + 8, "%7[a-z0-9]", t);
     int i = last_nparams++;
-    snprintf(last_types[i], sizeof last_types[i], "%s", t);
     uint64_t bits = 0;
-    if (!strcmp(t, "u64") || !strcmp(t, "f64")) memcpy(&bits, params[i], 8);
+    if (!strcmp(t, "align")) {
+      /* A tensor map by value (.param .align 64 .b8 NAME[128]): one the fake encoded. */
+      const char *open = strchr(q, '[');
+      if (!open || open > end || atoi(open + 1) != 128 || atoi(q + 14) != 64) return INVALID_VALUE;
+      snprintf(t, sizeof t, "tmap");
+      if (!fake_map_known(params[i])) { last_nparams = 0; bad_map_launches++; return INVALID_VALUE; }
+      memcpy(last_maps[i], params[i], 128);
+      memcpy(&bits, (const unsigned char *)params[i] + 16, 8); /* the map's global address */
+    } else if (!strcmp(t, "u64") || !strcmp(t, "f64")) memcpy(&bits, params[i], 8);
     else memcpy(&bits, params[i], 4);
+    snprintf(last_types[i], sizeof last_types[i], "%s", t);
     last_bits[i] = bits;
   }
   last_grid[0] = gx; last_grid[1] = gy; last_grid[2] = gz;
