@@ -150,7 +150,15 @@ export type { LaunchConfig } from "./backends/cuda/driver.ts";
 export type { KernelArg } from "./backends/cuda/params.ts";
 export type { CudaEvent, OwnedHandle } from "./backends/cuda/resources.ts";
 export type { ManifestWorkspace } from "./backends/ptx/manifest.ts";
-export type { BankStatsByKind } from "./backends/sim/types.ts";
+export type { BankStatsByKind, RoleSchedule } from "./backends/sim/types.ts";
+export { TMAP_DATA_TYPES, TMAP_SWIZZLES } from "./ir/tensor_map.ts";
+export type {
+  TensorMapArgs,
+  TensorMapDataType,
+  TensorMapFactor,
+  TensorMapSpec,
+  TensorMapSwizzle,
+} from "./ir/tensor_map.ts";
 export type {
   AccessAst,
   DimAst,
@@ -213,6 +221,7 @@ export type {
   StagingPlan,
   TensorParam,
   TilePlan,
+  TmaPipelinePlan,
   WarpPlan,
   WorkspacePlan,
 } from "./ir/gemm.ts";
@@ -237,6 +246,10 @@ export type {
   LdmatrixOp,
   LdsOp,
   MadOp,
+  MbarArriveOp,
+  MbarFenceOp,
+  MbarInitOp,
+  MbarWaitOp,
   MemWidth,
   MmaOp,
   MovOp,
@@ -249,12 +262,14 @@ export type {
   Reg,
   RegType,
   SelpOp,
+  SetMaxNRegOp,
   SetpOp,
   SmemBaseOp,
   SpecialReg,
   SregOp,
   StgOp,
   StsOp,
+  TmaLoadOp,
   UnOp,
   UnpackOp,
   WaitOp,

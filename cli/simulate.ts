@@ -63,11 +63,19 @@ function fmtStats(r: Pick<SimulateReport, "sim">): string[] {
     .map(([k, v]) => `${k} ${v}`).join(", ");
   const bank = (n: string, b: { wavefronts: number; ideal: number; requests: number }) =>
     `${n} ${b.wavefronts}/${b.ideal}`;
+  // TMA (sm90's bulk tensor copies and their mbarriers): only for a kernel that uses them.
+  const tma = st.tmaCopies > 0 || st.mbarrierBlocked > 0
+    ? [
+      `  tma: ${st.tmaCopies} copies, ${st.tmaBytes} B to shared memory; ` +
+      `${st.mbarrierBlocked} mbarrier waits blocked`,
+    ]
+    : [];
   return [
     `  stats: ${st.warpInstructions} warp-instructions (${kinds})`,
     `  memory: global read ${st.globalBytesRead} B, written ${st.globalBytesWritten} B; ` +
     `shared read ${st.sharedBytesRead} B, written ${st.sharedBytesWritten} B; ${st.mmas} mma` +
     (st.l2Prefetches > 0 ? `; ${st.l2Prefetches} L2 prefetches` : ""),
+    ...tma,
     `  shared-memory wavefronts (actual/conflict-free): ${
       [
         bank("cp.async", st.banks.cpasync),

@@ -11,13 +11,16 @@
  * accumulator differs from the exact dot product by at most
  * `e = P · (ε_in + K · u_acc)` where
  * - ε_in is the error of the operands as the MMA reads them: 0 for f16, bf16,
- *   f64 and integers (exact); 2·2^-10 for tf32 (each f32 operand truncated to
+ *   f64, e4m3, e5m2 and integers (exact); 2·2^-10 for tf32 (each f32 operand truncated to
  *   10 mantissa bits loses < 2^-10 relatively, a product < 2·2^-10 + 2^-20);
  *   2^-18 for 3xtf32 (the dropped small·small term and the split's rounding);
  * - u_acc bounds the relative error of one addition into the accumulator,
  *   whatever the order and rounding mode of the hardware: 2^-23 for f32
  *   (truncation loses < 1 ulp), 2^-10 for f16, 2^-52 for f64; K additions at
- *   most, each relative to a partial sum bounded by P.
+ *   most, each relative to a partial sum bounded by P;
+ * - for 8-bit float operands (e4m3 / e5m2 on sm90's wgmma) with an f32 accumulator, a further
+ *   ceil(K/32)·2^-13: each K = 32 instruction keeps only 14 significant bits of its sum
+ *   (numerics/mod.ts, "Accumulation model for fp8 wgmma").
  * The epilogue maps the accumulator through f; the bound of the output is
  * `max |f(acc ± e) - f(acc)|` (every epilogue function is monotone or
  * Lipschitz on the interval), plus the error of the approximate PTX
@@ -35,7 +38,7 @@
 import type { ComputeType, DimRef, EpilogueExpr, GemmKernel, TensorParam } from "../ir/gemm.ts";
 import { tensorParam } from "../ir/gemm.ts";
 import { type EpilogueNode, fnOf, foldEpilogue, functionsIn } from "../ir/epilogue_expr.ts";
-import { type Dtype, DTYPE_INFO } from "../ir/dtype.ts";
+import { type Dtype, DTYPE_INFO, isFp8 } from "../ir/dtype.ts";
 import { dimValue, forEachInView, readElem, sparseExtents, tensorShape } from "./tensor.ts";
 import type { LaunchArgs } from "./inputs.ts";
 import { roundHalfEven, roundToDtype, ulpOf } from "../numerics/mod.ts";
@@ -171,8 +174,14 @@ function epilogueLoads(
   };
 }
 
-/** The accumulator's error relative to P = Σ|a_k b_k|: ε_in + K·u_acc (the module's bound). */
+/** The accumulator's error relative to P = Σ|a_k b_k|: ε_in + K·u_acc (the module's bound),
+ * plus, for 8-bit float operands (sm90's fp8 wgmma, f32 accumulator), ceil(K/32)·2^-13: each
+ * K = 32 instruction keeps 14 significant bits of its sum (numerics/mod.ts, "Accumulation
+ * model for fp8 wgmma"), losing less than 2^-13 of a partial sum bounded by P. */
 function accumulatorError(m: GemmKernel["math"], K: number): number {
+  const fp8 = (isFp8(m.mmaA) || isFp8(m.mmaB)) && m.acc === "f32"
+    ? Math.ceil(K / 32) * 2 ** -13
+    : 0;
   const epsIn = m.mode === "3xtf32" ? 2 ** -18 : m.mmaA === "tf32" ? 2 * 2 ** -10 + 2 ** -20 : 0;
   const uAcc = m.acc === "f32"
     ? 2 ** -23
@@ -181,7 +190,7 @@ function accumulatorError(m: GemmKernel["math"], K: number): number {
     : m.acc === "f64"
     ? 2 ** -52
     : 0;
-  return epsIn + K * uAcc;
+  return epsIn + K * uAcc + fp8;
 }
 
 /** What turns one accumulator into an output element and its bound. */

@@ -23,7 +23,7 @@
  * simulator, backends/sim/_wgmma.ts, executes it, and tests/gpu/wgmma_test.ts checks it on
  * the GPU). The one shared-memory layout the kernels use, {@link WGMMA_SMEM}, and its
  * descriptor are below. Not here (a shortcut of issue 23): A from registers in the
- * kernels, the other swizzles (none, 32 and 64 bytes), M/N-major tiles, the fp8 and b1
+ * kernels, the other swizzles (none, 32 and 64 bytes), M/N-major tiles, the b1
  * rows in the simulator.
  *
  * @module

@@ -6,7 +6,8 @@
  * doubles), `packing.ts` (sub-word integer operands), `scalar.ts` (integer and
  * PTX scalar instructions), `fma.ts` (correctly rounded FMA), `approx.ts`
  * (activations and approximate instructions), `ulp.ts` (ulp distances and
- * sizes), `fp8.ts` (sm90's e4m3 / e5m2); `_bits.ts` holds their shared internal helpers.
+ * sizes), `fp8.ts` (sm90's e4m3 / e5m2), `fp8_acc.ts` (their wgmma accumulation);
+ * `_bits.ts` holds their shared internal helpers.
  *
  * All functions are small, allocation-free (bit casts go through shared
  * module-level typed-array scratch views) and deterministic. Floating-point
@@ -55,6 +56,32 @@
  * the error bound between the two is stated by the comparison module, not
  * here.
  *
+ * ## Accumulation model for fp8 wgmma (`.e4m3` / `.e5m2` inputs, f32 accumulator)
+ *
+ * sm90's 8-bit float rows (`wgmma ... k32 .f32.e4m3|e5m2.e4m3|e5m2`) do not accumulate in
+ * full f32. The DeepSeek-V3 technical report (§3.3.2, "Increasing Accumulation Precision")
+ * measured the accumulation of FP8 GEMM on H800 tensor cores to retain "around 14 bits"
+ * (a maximum relative error of nearly 2% at K = 4096, without promotion to CUDA cores), and
+ * SageAttention2 found the accumulator of `mma.f32.f8.f8.f32` to be FP22: 1 sign, 8 exponent
+ * and 13 mantissa bits. The simulator models that (`fp8_acc.ts`):
+ *
+ * 1. Each operand byte is decoded exactly (`fp8.ts`); each product is exact in f64.
+ * 2. Per instruction (K = 32) and output element, the exact sum of the accumulator and the
+ *    32 products is truncated toward zero to 14 significant bits in f32's exponent range
+ *    ({@link truncFp22}), and that value (an f32) is the new accumulator. No other rounding.
+ *
+ * Which bits the hardware drops inside one instruction (alignment of the products to the
+ * largest exponent, where it truncates) is not documented; this is a model of the precision
+ * (the accumulator after each instruction carries 14 bits), not a bit-exact one. Its error:
+ * each instruction loses less than 2^-13 of its partial sum, so after K / 32 instructions
+ * the accumulator is within `ceil(K / 32) * 2^-13 * Σ|a_k b_k|` of the exact dot product;
+ * the reference (harness/reference.ts) adds that term for 8-bit float operands. On the
+ * H200, an e4m3 x e4m3 GEMM with K = 8192 measured a largest error of 0.0085 of the largest
+ * output (bf16 out): consistent with that bound (2^-5 of Σ|a_k b_k|, itself at least 0.031
+ * of the element's magnitude), and well above the bf16 rounding that an f32 accumulation
+ * would leave. An fp8 row with an f16 accumulator (not emitted by the compiler)
+ * is modelled as the f16 rows above.
+ *
  * ## Accumulation model for f64 MMA (`mma.sync.m8n8k4.f64`)
  *
  * f64 MMA is modelled as a chain of fused multiply-adds in k order:
@@ -79,3 +106,4 @@ export * from "./approx.ts";
 export * from "./ulp.ts";
 export * from "./fma.ts";
 export { fp8ToNumber, numberToFp8 } from "./fp8.ts";
+export { FP8_ACC_BITS, fp8AccumulateTruncated, truncFp22 } from "./fp8_acc.ts";

@@ -189,7 +189,7 @@ Deno.test("grammar accepts: every dtype in a tensor declaration", () => {
     const k = only(parses(`kernel k {\n  X: ${dt}[M, K]\n}`));
     assert.equal(tensors(k)[0]!.dtype, dt, dt);
   }
-  assert.equal(DTYPES.length, 11);
+  assert.equal(DTYPES.length, 13);
 });
 
 Deno.test("grammar accepts: every dtype in a scalar declaration (the checker limits them)", () => {

@@ -41,6 +41,9 @@ function ptxEntries(ptx: string): PtxEntry[] {
   const out: PtxEntry[] = [];
   for (const m of ptx.matchAll(/^\.visible \.entry (\w+)\(\n([^)]*)\)\n\.maxntid ([\d, ]+)$/gm)) {
     const params = m[2]!.split("\n").filter((l) => l.trim() !== "").map((l) => {
+      // A tensor map (sm90): 128 bytes by value, read as the manifest's ptx "tmap".
+      const map = /^\s*\.param \.align 64 \.b8 (\w+)\[128\],?$/.exec(l);
+      if (map !== null) return { type: "tmap", name: map[1]! };
       const p = /^\s*\.param \.(\w+) (\w+),?$/.exec(l);
       assert.ok(p !== null, `unexpected parameter line ${JSON.stringify(l)}`);
       return { type: p[1]!, name: p[2]! };
@@ -71,15 +74,24 @@ function assertAbiOrder(ck: CompiledKernel, m: KernelManifest): void {
   // split_k > 1: one more parameter, last, the workspace (README: The schedule).
   const split = ck.kernel.grid.splitK > 1;
   const ws = split ? ["workspace"] : [];
+  // sm90's TMA kernels: A's and B's tensor maps after everything else (ARCHITECTURE §3.4).
+  const maps = m.params.filter((p) => p.kind === "tensormap");
+  assert.deepEqual(
+    maps.map((p) => p.tmap!.tensor),
+    maps.length === 0 ? [] : [g.problem.a.tensor, g.problem.b.tensor],
+  );
+  for (const p of maps) assert.equal(p.ptx, "tmap");
   assert.deepEqual(m.params.map((p) => p.name), [
     ...tensors,
     ...g.dims,
     ...(g.strides ?? []),
     ...scalars,
     ...ws,
+    ...maps.map((p) => p.name),
   ]);
   assert.equal(m.workspace !== undefined, split);
-  for (const p of split ? m.params.slice(0, -1) : m.params) {
+  const own = m.params.slice(0, m.params.length - maps.length);
+  for (const p of split ? own.slice(0, -1) : own) {
     const decl = g.params.find((q) => q.name === p.name);
     if (p.kind === "tensor") {
       assert.ok(decl?.kind === "tensor");

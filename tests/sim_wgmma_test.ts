@@ -1,13 +1,21 @@
 // The simulator's warpgroup MMAs (backends/sim/_wgmma.ts): hand-built kernels that copy A
 // (64 G x K) and B (N x K) into shared memory in the WGMMA_SMEM layout, fence, run two
 // wgmmas along K, wait and store the accumulators; compared with an f64 reference (integers
-// bit-exact, saturation included), and their mutants caught with the right hazard kind.
+// bit-exact, saturation included), and their mutants caught with the right hazard kind. The
+// 8-bit float rows (all four format pairs) against an exact BigInt reference of their
+// accumulation model (numerics/mod.ts: each instruction's sum truncated to 14 bits), with
+// e5m2 subnormals and the largest values, and a mutant that reads A in the other format.
 
 import assert from "node:assert/strict";
 import { imm, when } from "../ir/builder.ts";
 import * as ir from "../ir/builder.ts";
 import type { Kernel, Op, Reg } from "../ir/kernel.ts";
-import { WGMMA_BY_NAME, type WgmmaShape } from "../ir/wgmma_table.ts";
+import {
+  WGMMA_BY_NAME,
+  WGMMA_TYPE_BITS,
+  type WgmmaShape,
+  type WgmmaType,
+} from "../ir/wgmma_table.ts";
 import { type HazardKind, SimError, type SimOptions, simulate } from "../backends/sim/mod.ts";
 import {
   bf16BitsToF32,
@@ -16,6 +24,7 @@ import {
   f32Bits,
   f32ToBf16Bits,
   f32ToF16Bits,
+  fp8ToNumber,
   tf32Truncate,
 } from "../numerics/mod.ts";
 import { Emitter, rng } from "../backends/sim/_test_kernels.ts";
@@ -206,6 +215,11 @@ function randomElement(type: string, r: () => number): [number, number] {
       const v = Math.floor(r() * 256) - 128;
       return [v & 0xff, v];
     }
+    case "e4m3":
+    case "e5m2": {
+      const c = fp8Code(type, r);
+      return [c, fp8ToNumber(c, type)];
+    }
     default: {
       const v = Math.floor(r() * 256);
       return [v, v];
@@ -227,8 +241,22 @@ interface Run {
   readonly bound: number[];
 }
 
+/** An 8-bit float code, random sign: a quarter of them the largest magnitude, a quarter
+ * subnormals, the rest any finite code (zero included). */
+function fp8Code(type: "e4m3" | "e5m2", r: () => number): number {
+  const max = type === "e4m3" ? 0x7e : 0x7b;
+  const subnormals = type === "e4m3" ? 7 : 3;
+  const u = r();
+  const mag = u < 0.25
+    ? max
+    : u < 0.5
+    ? 1 + Math.floor(r() * subnormals)
+    : Math.floor(r() * (max + 1));
+  return mag | (r() < 0.5 ? 0x80 : 0);
+}
+
 function operand(type: string, rows: number, K: number, r: () => number) {
-  const eb = type === "tf32" ? 4 : type === "s8" || type === "u8" ? 1 : 2;
+  const eb = WGMMA_TYPE_BITS[type as WgmmaType] / 8;
   const bytes = new Uint8Array(rows * ROW_BYTES);
   const dv = new DataView(bytes.buffer);
   const vals = new Float64Array(rows * K);
@@ -485,11 +513,11 @@ Deno.test("wgmma, wgfence, wgcommit, wgwait are warpgroup-collective; A's addres
 Deno.test("wgmma: rows the simulator does not model, and a bad register count, are errors", () => {
   const spec: Spec = { shape: "wg.m64n8k16.f16.f32", groups: 1, copy: "sts", init: "c" };
   const base = wgmmaKernel(spec);
-  const fp8 = edit(
+  const b1 = edit(
     base,
-    (o) => o.op === "wgmma" ? [{ ...o, shape: "wg.m64n8k32.e4m3.f32" }] : null,
+    (o) => o.op === "wgmma" ? [{ ...o, shape: "wg.m64n8k256.b1.s32" }] : null,
   );
-  assert.throws(() => runSpec(spec, 3, fp8), /e4m3 x e4m3 is not simulated/);
+  assert.throws(() => runSpec(spec, 3, b1), /b1 x b1 is not simulated/);
   const short = edit(base, (o) => o.op === "wgmma" ? [{ ...o, d: o.d.slice(1) }] : null);
   assert.throws(() => runSpec(spec, 3, short), /needs 4 accumulator registers, got 3/);
 });
@@ -508,4 +536,121 @@ Deno.test("wgmma without hazard checks: the same result; only the unbalanced gro
   // As for cp.async, wgmmas left pending at the end of a block are reported all the same.
   assert.deepEqual(kinds(off.res), ["unbalanced-wgmma"]);
   assert.deepEqual(off.got, on.got);
+});
+
+/** The fp8 model's exact reference: each instruction's sum of the accumulator and its 32
+ * products, exact (BigInt, in units of 2^-149), truncated toward zero to 14 significant bits
+ * (at most 2^-139 below the f32 normals). */
+function fp8Reference(
+  c: number,
+  a: Float64Array,
+  b: Float64Array,
+  ao: number,
+  bo: number,
+  K: number,
+) {
+  const unit = (x: number) => BigInt(x * 2 ** 149);
+  let X = unit(c);
+  let untruncated = c;
+  for (let k0 = 0; k0 < 2 * K; k0 += K) {
+    for (let k = k0; k < k0 + K; k++) X += unit(a[ao + k]! * b[bo + k]!);
+    const neg = X < 0n;
+    const m = neg ? -X : X;
+    const shift = BigInt(Math.max(m.toString(2).length - 14, 10));
+    X = m === 0n ? 0n : ((m >> shift) << shift) * (neg ? -1n : 1n);
+    for (let k = k0; k < k0 + K; k++) untruncated += a[ao + k]! * b[bo + k]!;
+  }
+  return { want: Number(X) * 2 ** -149, untruncated: Math.fround(untruncated) };
+}
+
+/** Runs `kernelShape`'s wgmma kernel on operands of `shape`'s types (C + A B, one warpgroup)
+ * and compares every element with {@link fp8Reference}: the mismatches, and the elements the
+ * truncation changed. */
+function runFp8(shape: string, seed: number, kernelShape = shape) {
+  const s = WGMMA_BY_NAME.get(shape)!;
+  const r = rng(seed);
+  const M = 64;
+  const N = s.n;
+  const K = 2 * s.k;
+  const a = operand(s.aType, M, K, r);
+  const b = operand(s.bType, N, K, r);
+  const c = new Float32Array(M * N).map(() => Math.fround(r() * 8 - 4));
+  const out = new Float32Array(M * N).fill(NaN);
+  const spec: Spec = { shape: kernelShape, groups: 1, copy: "sts", init: "c" };
+  const res = simulate(wgmmaKernel(spec), {
+    grid: [1, 1, 1],
+    args: {
+      A: { bytes: a.bytes },
+      B: { bytes: b.bytes },
+      C: { bytes: new Uint8Array(c.buffer) },
+      D: { bytes: new Uint8Array(out.buffer) },
+    },
+  });
+  const bad: string[] = [];
+  let truncated = 0;
+  for (let i = 0; i < M; i++) {
+    for (let j = 0; j < N; j++) {
+      const q = i * N + j;
+      const { want, untruncated } = fp8Reference(c[q]!, a.vals, b.vals, i * K, j * K, s.k);
+      if (out[q] !== want) bad.push(`(${i}, ${j}): got ${out[q]}, want ${want}`);
+      if (want !== untruncated) truncated++;
+    }
+  }
+  return { res, bad, truncated, a, b };
+}
+
+const FP8_PAIRS = [["e4m3", "e4m3"], ["e4m3", "e5m2"], ["e5m2", "e4m3"], ["e5m2", "e5m2"]] as const;
+const fp8Shape = (n: number, a: string, b: string) =>
+  `wg.m64n${n}k32.${a === b ? a : `${a}.${b}`}.f32`;
+
+for (const [ta, tb] of FP8_PAIRS) {
+  const shape = fp8Shape(64, ta, tb);
+  Deno.test(`wgmma ${shape}: D = C + A B bit for bit as the fp8 model (FP22 per instruction)`, () => {
+    const run = runFp8(shape, 31 + ta.length + tb.charCodeAt(1));
+    assert.equal(run.res.hazardCount, 0);
+    assert.deepEqual(run.bad.slice(0, 5), [], `${run.bad.length} elements differ`);
+    // The model is what is checked: many sums lose bits to the 14-bit truncation.
+    assert.ok(run.truncated > 64 * 8, `only ${run.truncated} elements truncated`);
+    // The operands hold subnormals and the largest magnitudes of their formats.
+    for (const [op, t] of [[run.a, ta], [run.b, tb]] as const) {
+      const mags = [...op.bytes].map((x) => x & 0x7f);
+      assert.ok(mags.includes(t === "e4m3" ? 0x7e : 0x7b));
+      assert.ok(mags.some((m) => m > 0 && m < (t === "e4m3" ? 8 : 4)));
+    }
+    assert.equal(run.res.stats.sharedBytesRead, 2 * (64 + 64) * 32);
+  });
+  const other = ta === "e4m3" ? "e5m2" : "e4m3";
+  Deno.test(`wgmma ${shape} mutant: A read as ${other} is caught`, () => {
+    const run = runFp8(shape, 7, fp8Shape(64, other, tb));
+    assert.ok(run.bad.length > 64 * 32, `only ${run.bad.length} elements differ`);
+  });
+}
+
+Deno.test("wgmma fp8: an e5m2 subnormal product survives beside zeros, vanishes beside 57344^2", () => {
+  // One row of A and B: k = 0 the largest e5m2 squared (2^31.6), k = 1 the smallest
+  // subnormal squared (2^-32), negative; C = 0. With the large product the exact sum is
+  // 57344^2 - 2^-32, truncated one FP22 step (2^18) down; alone, 2^-32 is exact.
+  const shape = fp8Shape(8, "e5m2", "e5m2");
+  const run = (big: boolean) => {
+    const a = new Uint8Array(64 * ROW_BYTES);
+    const b = new Uint8Array(8 * ROW_BYTES);
+    a[0] = big ? 0x7b : 0;
+    b[0] = 0x7b;
+    a[1] = 0x81;
+    b[1] = 0x01;
+    const out = new Float32Array(64 * 8).fill(NaN);
+    simulate(wgmmaKernel({ shape, groups: 1, copy: "sts", init: "c" }), {
+      grid: [1, 1, 1],
+      args: {
+        A: { bytes: a },
+        B: { bytes: b },
+        C: { bytes: new Uint8Array(64 * 8 * 4) },
+        D: { bytes: new Uint8Array(out.buffer) },
+      },
+    });
+    return out;
+  };
+  assert.equal(run(true)[0], 57344 * 57344 - 2 ** 18);
+  assert.equal(run(false)[0], -(2 ** -32));
+  assert.equal(run(false)[1], 0);
 });

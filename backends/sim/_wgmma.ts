@@ -1,14 +1,23 @@
 /**
  * Hopper's warpgroup MMAs in the simulator: `wgmma.mma_async` (ir/kernel.ts, WgmmaOp) for
- * the f16, bf16, tf32 and 8-bit integer rows of ir/wgmma_table.ts, per warpgroup (warps
- * 4g .. 4g + 3, all 128 lanes active), operands read from shared memory in the
- * `WGMMA_SMEM` layout through `wgmmaSmemAddress`; and its asynchrony: `wgfence`,
- * `wgcommit`, `wgwait`, `proxyfence`.
+ * the f16, bf16, tf32, 8-bit float and 8-bit integer rows of ir/wgmma_table.ts (all but
+ * b1), per warpgroup (warps 4g .. 4g + 3, all 128 lanes active), operands read from shared
+ * memory in the `WGMMA_SMEM` layout through `wgmmaSmemAddress`; and its asynchrony:
+ * `wgfence`, `wgcommit`, `wgwait`, `proxyfence`.
  *
  * Numerics are those of `mma.sync` (_mma.ts) for the same types: each product exact in
  * f64, the accumulator and the K products summed in f64, accumulator first, k ascending,
  * rounded once per instruction (to f32, or directly to f16 for an f16 accumulator); a
  * tf32 operand is its word's top 19 bits; integers exact, then saturated to s32.
+ *
+ * The 8-bit float rows (e4m3 / e5m2, any pair; K = 32 bytes like s8/u8) decode each byte
+ * exactly (numerics/fp8.ts) and follow the accumulation model of numerics/mod.ts
+ * ("Accumulation model for fp8 wgmma"): with an f32 accumulator, each instruction's exact
+ * sum of the accumulator and the 32 products is truncated toward zero to 14 significant bits
+ * (FP22, e8m13: the precision DeepSeek-V3 and SageAttention2 measured on Hopper), computed
+ * exactly by numerics/fp8_acc.ts `fp8AccumulateTruncated`; with an f16 accumulator (a row the
+ * compiler does not emit) as the f16 rows. Its error bound, `ceil(K / 32) * 2^-13` of
+ * Σ|a_k b_k|, is the reference's for 8-bit float operands (harness/reference.ts).
  *
  * The result is computed when the wgmma is issued. What the hardware leaves undefined
  * until the wgmma completes is reported as a hazard instead (types.ts, HazardKind):
@@ -37,7 +46,14 @@ import {
   type WgmmaShape,
   wgmmaSmemAddress,
 } from "../../ir/wgmma_table.ts";
-import { bitsF32, f32ToF16Bits, roundF16, tf32Truncate } from "../../numerics/mod.ts";
+import {
+  bitsF32,
+  f32ToF16Bits,
+  fp8AccumulateTruncated,
+  fp8ToNumber,
+  roundF16,
+  tf32Truncate,
+} from "../../numerics/mod.ts";
 import { F16_VALUES } from "./_alu.ts";
 import type { Hazards } from "./_hazards.ts";
 import type { Machine, Mask, OpInfo, Run } from "./_machine.ts";
@@ -221,7 +237,13 @@ interface WgPlan {
 
 const PLANS = new Map<string, WgPlan>();
 
-const SIMULATED = new Set(["f16", "bf16", "tf32", "s8", "u8"]);
+const SIMULATED = new Set(["f16", "bf16", "tf32", "e4m3", "e5m2", "s8", "u8"]);
+
+/** Exact value of every e4m3 / e5m2 byte (numerics/fp8.ts). */
+const FP8_VALUES = {
+  e4m3: Float64Array.from({ length: 256 }, (_, c) => fp8ToNumber(c, "e4m3")),
+  e5m2: Float64Array.from({ length: 256 }, (_, c) => fp8ToNumber(c, "e5m2")),
+};
 
 /** Each thread's accumulator elements' indices in the 64 x N tile (ir/wgmma_table.ts
  * `wgmmaAccCoord`), thread-major. */
@@ -303,16 +325,22 @@ function readTile(
         for (let e = 0; e < per; e++) out[o + e] = tf32Truncate(bitsF32(s32[(a >> 2) + e]!));
       } else if (type === "s8") {
         for (let e = 0; e < per; e++) out[o + e] = (s8[a + e]! << 24) >> 24;
+      } else if (type === "e4m3" || type === "e5m2") {
+        const t = FP8_VALUES[type];
+        for (let e = 0; e < per; e++) out[o + e] = t[s8[a + e]!]!;
       } else for (let e = 0; e < per; e++) out[o + e] = s8[a + e]!;
     }
   }
   M.sharedBytesRead += rows * K_BYTES;
 }
 
-/** D = (scaleD ? D : 0) + A * B^T over the plan's tiles, rounded once as the row's type. */
+/** D = (scaleD ? D : 0) + A * B^T over the plan's tiles, rounded once as the row's type
+ * (8-bit floats into f32: {@link multiplyFp8}). */
 function multiply(p: WgPlan, scaleD: boolean): void {
   const { A, B, C } = p;
   const { n: N, k: K, cType } = p.s;
+  const fp8 = p.s.aType === "e4m3" || p.s.aType === "e5m2";
+  if (fp8 && cType === "f32") return multiplyFp8(p, scaleD);
   for (let i = 0; i < 64; i++) {
     const ao = i * K;
     for (let j = 0; j < N; j++) {
@@ -324,6 +352,29 @@ function multiply(p: WgPlan, scaleD: boolean): void {
       } else if (cType === "f16") acc = roundF16(acc);
       // f32: the Float32Array store of the scatter rounds the f64 sum once, to nearest even.
       C[i * N + j] = acc;
+    }
+  }
+}
+
+/** The 8-bit float rows into f32: per element, the exact sum of the accumulator and the
+ * products (their integer parts and fractions summed apart, each exactly), truncated to FP22
+ * (numerics/fp8_acc.ts). */
+function multiplyFp8(p: WgPlan, scaleD: boolean): void {
+  const { A, B, C } = p;
+  const { n: N, k: K } = p.s;
+  for (let i = 0; i < 64; i++) {
+    const ao = i * K;
+    for (let j = 0; j < N; j++) {
+      const bo = j * K;
+      let hi = 0;
+      let lo = 0;
+      for (let k = 0; k < K; k++) {
+        const x = A[ao + k]! * B[bo + k]!;
+        const h = Math.trunc(x);
+        hi += h;
+        lo += x - h;
+      }
+      C[i * N + j] = fp8AccumulateTruncated(scaleD ? C[i * N + j]! : 0, hi, lo);
     }
   }
 }

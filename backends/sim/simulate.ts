@@ -56,7 +56,7 @@ export function gridBlocks(grid: readonly [number, number, number]): BlockCoord[
  * conditions, `bar` in non-uniform control flow, partially active warps at
  * `ldmatrix`/`mma` (warpgroups at `wgmma`, `wgfence`, `wgcommit`, `wgwait`), wgmma
  * operand addresses that differ across the warpgroup or leave the layout, wgmma rows
- * not simulated (fp8, b1), malformed operations. Hazards (a read of shared memory an
+ * not simulated (b1), malformed operations. Hazards (a read of shared memory an
  * outstanding cp.async will write, a race between warps with no barrier,
  * copies pending at the end, and the wgmma kinds of `HazardKind`) are collected, not
  * raised.
