@@ -51,7 +51,7 @@ import { workspaceArgs } from "../harness/workspace.ts";
 import { chooseReferenceSample, type ReferenceCheck, referenceCheck } from "../harness/checks.ts";
 import type { LaunchArgs } from "../harness/inputs.ts";
 import { tensorShape } from "../harness/tensor.ts";
-import { f32ToF16Bits } from "../numerics/mod.ts";
+import { f32ToF16Bits, numberToFp8 } from "../numerics/mod.ts";
 import { tensorParam } from "../ir/gemm.ts";
 import { type BlasType, Cublas } from "./cublas.ts";
 import { ClockProbe } from "./clock_probe.ts";
@@ -127,6 +127,18 @@ function fill(dtype: string, elements: number, seed: number): Uint8Array {
       for (let i = 0; i < elements; i++) a[i] = u();
       return new Uint8Array(a.buffer);
     }
+    case "e4m3":
+    case "e5m2": {
+      // Through a table of [-1, 1) in steps of 2^-11 (each step's midpoint rounded to the
+      // format): 64M elements of an 8192² operand in well under a second.
+      const table = Uint8Array.from(
+        { length: 4096 },
+        (_, i) => numberToFp8((i + 0.5) / 2048 - 1, dtype),
+      );
+      const a = new Uint8Array(elements);
+      for (let i = 0; i < elements; i++) a[i] = table[r() >>> 20]!;
+      return a;
+    }
     case "s8": {
       const a = new Uint32Array(Math.ceil(elements / 4));
       for (let i = 0; i < a.length; i++) a[i] = r();
@@ -162,6 +174,36 @@ export function cutlassName(ck: CompiledKernel, t: BlasType): string {
 }
 
 /**
+ * A benchmark kernel from its source at problem `p`, at the default schedule a
+ * user gets with `gemm run --tune --sms N`: the sizes as hints and the device's
+ * SM count (tile shrinking, wave-aware tiles; the persistent grid of sm90).
+ *
+ * @param source The kernel's source (its first kernel is taken).
+ * @param file The file name its diagnostics name.
+ * @param p The problem (its sizes are the hints).
+ * @param sms The device's SM count.
+ * @param target The compile target (default: the kernel's own, sm80).
+ * @returns The compiled kernel.
+ * @throws {Error} With the diagnostics when it does not compile.
+ */
+export function compileSource(
+  source: string,
+  file: string,
+  p: Problem,
+  sms: number,
+  target?: Target,
+): CompiledKernel {
+  const r = compile(source, {
+    file,
+    sizeHints: { M: p.M, N: p.N, K: p.K },
+    sms,
+    ...(target === undefined ? {} : { target }),
+  });
+  if (!r.ok) throw new Error(r.diagnostics.map((d) => d.message).join("; "));
+  return r.kernels[0]!;
+}
+
+/**
  * Our kernel for type `t` at problem `p`, at the default schedule a user
  * gets with `gemm run --tune --sms N`: the sizes as hints and the device's SM
  * count (tile shrinking, wave-aware tiles).
@@ -172,14 +214,7 @@ export function compileFor(
   p: Problem,
   target?: Target,
 ): CompiledKernel {
-  const r = compile(sourceFor(t, p), {
-    file: `bench_${t}.gemm`,
-    sizeHints: { M: p.M, N: p.N, K: p.K },
-    sms: cuda.device.multiprocessors,
-    ...(target === undefined ? {} : { target }),
-  });
-  if (!r.ok) throw new Error(r.diagnostics.map((d) => d.message).join("; "));
-  return r.kernels[0]!;
+  return compileSource(sourceFor(t, p), `bench_${t}.gemm`, p, cuda.device.multiprocessors, target);
 }
 
 /** A kernel loaded, with its inputs on the device in several sets. */
@@ -197,19 +232,31 @@ export interface Loaded {
   readonly cBuf: DeviceBuffer;
   /** A and B of set 0 on the host. */
   readonly host: { readonly A: Uint8Array; readonly B: Uint8Array };
+  /** The scalars every launch passes (those given, else the declared defaults). */
+  readonly scalars: ReadonlyMap<string, number>;
 }
 
 /**
  * Uploads enough input sets that they do not fit in L2 together (60 MB on
  * the H200), each set the same bytes rotated by s*4096 (cheap, not
- * identical), and loads the kernel. Every buffer goes into `bufs`.
+ * identical), and loads the kernel. Every buffer goes into `bufs`. Each scalar
+ * parameter takes its value in `scalars`, else its declared default (one with
+ * neither is an error).
  */
 export function load(
   cuda: Cuda,
   ck: CompiledKernel,
   sizes: Readonly<Record<string, number>>,
   bufs: DeviceBuffer[],
+  scalars: ReadonlyMap<string, number> = new Map(),
 ): Loaded {
+  const sc = new Map<string, number>();
+  for (const q of ck.gemm.params) {
+    if (q.kind !== "scalar") continue;
+    const v = scalars.get(q.name) ?? q.default;
+    if (v === null) throw new Error(`No value for scalar "${q.name}" (it has no default)`);
+    sc.set(q.name, v);
+  }
   const manifest = kernelManifest(ck.gemm, ck.kernel, sizes);
   const A = tensorShape(tensorParam(ck.gemm, "A"), sizes);
   const B = tensorShape(tensorParam(ck.gemm, "B"), sizes);
@@ -262,9 +309,9 @@ export function load(
       manifest,
       new Map([["A", aBufs[s]!.ptr], ["B", bBufs[s]!.ptr], ["D", dBuf.ptr], ...ws]),
       sizes,
-      new Map(),
+      sc,
     ));
-  return { fn, mod, config, argSets, aBufs, bBufs, dBuf, cBuf, host };
+  return { fn, mod, config, argSets, aBufs, bBufs, dBuf, cBuf, host, scalars: sc };
 }
 
 /** Launches set 0 once and checks D against the reference on sampled rows and columns. */
@@ -279,7 +326,7 @@ export function verify(
   const out = k.dBuf.download();
   const launchArgs: LaunchArgs = {
     tensors: new Map([["A", k.host.A], ["B", k.host.B], ["D", out]]),
-    scalars: new Map(),
+    scalars: new Map(k.scalars),
     sizes,
   };
   const sample = chooseReferenceSample(ck.gemm, sizes, 2 ** 24, 7, {

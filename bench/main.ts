@@ -36,9 +36,17 @@
  *    a row fails its check. `--shapes llm,8192` runs the table, then `--gpu`
  *    at the other shapes.
  *
+ * 9. `--fp8`: sm90's 8-bit float GEMM (issue 23: e4m3, and e4m3 x e5m2, bf16
+ *    out, per-tensor scales) at 8192³, 4096³ and 5008³ against
+ *    `torch._scaled_mm` in the same run, both states (bench/fp8.ts); without
+ *    `--gpu`, the other arguments are its own (`--types`, `--shapes`,
+ *    `--no-peers`, `--out`, `--dry`: the plan, no GPU); recorded in
+ *    `bench/results/fp8-DATE.md` and `.json`; exits 1 without a driver or when
+ *    one of gemmc's kernels fails.
+ *
  * Options: `--no-sim`, `--no-compile`, `--no-record` (do not write the
  * simulator record), `--gpu`, `--shapes llm` (with `--gpu`), `--launch`,
- * `--strided`, `--grouped`, `--sparse`.
+ * `--strided`, `--grouped`, `--sparse`, `--fp8`.
  *
  * @module
  */
@@ -51,6 +59,7 @@ import { stridedCostMain } from "./strided_cost.ts";
 import { groupedBenchMain } from "./grouped.ts";
 import { sparseBenchMain } from "./sparse.ts";
 import { llmBenchMain } from "./llm.ts";
+import { fp8BenchMain, type Fp8BenchOptions, parseFp8Args } from "./fp8.ts";
 import { cudaAvailable } from "../backends/cuda/driver.ts";
 
 /** Target: milliseconds to compile one kernel from source to PTX. */
@@ -174,6 +183,17 @@ if (import.meta.main) {
   const strided = flag("--strided");
   const grouped = flag("--grouped");
   const sparse = flag("--sparse");
+  const fp8 = flag("--fp8");
+  // `--fp8` without `--gpu`: the other arguments are bench/fp8.ts's own.
+  let fp8Options: Fp8BenchOptions = {};
+  if (fp8 && !gpu) {
+    const o = parseFp8Args(args);
+    if (typeof o === "string") {
+      console.error(`deno task bench --fp8: ${o}`);
+      Deno.exit(2);
+    }
+    fp8Options = o;
+  }
   // `--shapes llm`: the LLM table (bench/llm.ts); other shapes stay for gpu_bench.ts.
   const shapesAt = args.indexOf("--shapes");
   const shapes = shapesAt >= 0 ? (args[shapesAt + 1] ?? "").split(",") : [];
@@ -188,9 +208,10 @@ if (import.meta.main) {
     Deno.exit(1);
   }
   // Asked for the GPU and there is none: say so and fail before the minutes of the others.
-  const driver = gpu ? cudaAvailable() : { ok: true as const };
+  const needsGpu = gpu || (fp8 && fp8Options.dry !== true);
+  const driver = needsGpu ? cudaAvailable() : { ok: true as const };
   if (!driver.ok) {
-    console.error(`deno task bench --gpu: ${driver.why}`);
+    console.error(`deno task bench ${gpu ? "--gpu" : "--fp8"}: ${driver.why}`);
     Deno.exit(1);
   }
   if (!noSim) {
@@ -226,5 +247,10 @@ if (import.meta.main) {
   if (sparse) {
     console.log("## 2:4 sparse against dense\n");
     if (!sparseBenchMain(["deno task bench", ...Deno.args].join(" "))) Deno.exit(1);
+  }
+  if (fp8) {
+    console.log("## 8-bit floats (sm90) against torch._scaled_mm\n");
+    const command = ["deno task bench", ...Deno.args].join(" ");
+    if (!await fp8BenchMain(command, fp8Options)) Deno.exit(1);
   }
 }
