@@ -373,6 +373,7 @@ export function chooseBlocks(
   const val = (d: string | number) => typeof d === "number" ? d : dims[d]!;
   const tilesM = Math.ceil(val(plan.m) / plan.tileM);
   const tilesN = Math.ceil(val(plan.n) / plan.tileN);
+  if (plan.persistent !== undefined) return persistentBlocks(plan, grid, K, maxMacs, seed, val);
   const perTile = plan.tileM * plan.tileN * Math.max(K, 1) * grid[2];
   const tiles = Math.max(1, Math.floor(maxMacs / perTile));
   if (tiles >= tilesM * tilesN) return null;
@@ -396,6 +397,28 @@ export function chooseBlocks(
     for (let z = 0; z < grid[2]; z++) out.push([x, y, z]);
   }
   return out;
+}
+
+/** {@link chooseBlocks} for a persistent grid (`[blocks, 1, 1]`, each block looping over
+ * tiles x, x + blocks, ...): the last block, the first, then random ones, as many as the
+ * budget holds at the most tiles a block computes. */
+function persistentBlocks(
+  plan: GridPlan,
+  grid: readonly [number, number, number],
+  K: number,
+  maxMacs: number,
+  seed: number,
+  val: (d: string | number) => number,
+): [number, number, number][] | null {
+  const batch = plan.batch === null ? 1 : val(plan.batch);
+  const tiles = Math.ceil(val(plan.m) / plan.tileM) * Math.ceil(val(plan.n) / plan.tileN) * batch;
+  const perBlock = Math.ceil(tiles / grid[0]) * plan.tileM * plan.tileN * Math.max(K, 1);
+  const count = Math.max(1, Math.floor(maxMacs / perBlock));
+  if (count >= grid[0]) return null;
+  const rng = new Rng(seed ^ 0xb10c);
+  const chosen = new Set<number>([grid[0] - 1, 0].slice(0, count));
+  while (chosen.size < count) chosen.add(rng.int(0, grid[0] - 1));
+  return [...chosen].map((x) => [x, 0, 0]);
 }
 
 /** An element of D on which the GPU and the simulator differ. */

@@ -31,7 +31,7 @@ import type { DimRef, GemmKernel, Shape3 } from "../ir/gemm.ts";
 import type { TensorMapDataType, TensorMapFactor, TensorMapSpec } from "../ir/tensor_map.ts";
 import { sparseMetaParam } from "../ir/gemm.ts";
 import { DTYPE_INFO, isFp8 } from "../ir/dtype.ts";
-import { targetHas } from "../ir/target.ts";
+import { targetHas, targetInfo } from "../ir/target.ts";
 import { WGMMA_BY_NAME, WGMMA_SMEM, type WgmmaShape } from "../ir/wgmma_table.ts";
 import { hasSyncCopies } from "./tile.ts";
 
@@ -267,7 +267,27 @@ export function wgmmaOnly(k: GemmKernel): boolean {
  * @returns Whether its grid is one block an SM looping over tiles.
  */
 export function wgmmaPersistent(k: GemmKernel): boolean {
-  return wgmmaTma(k) && k.plan.tile!.splitK === 1 && !k.grouped;
+  return wgmmaTma(k) && k.plan.tile!.splitK === 1 && !k.grouped && !fewTilesABlock(k);
+}
+
+/** Tiles a persistent block must at least get, where the sizes are known, for its static
+ * round of tiles to beat the hardware's dynamic placement of one block a tile: at 5000³
+ * (6.06 tiles a block) the persistent f16 kernel ran 419-436 TFLOP/s against 446-447 for the
+ * one of a block a tile, at 8192³ (15.5) 1.00-1.01x against 0.99-1.00x of cuBLAS
+ * (bench/NOTES.md 63). Between the two it is not measured: a shortcut. */
+const PERSISTENT_MIN_TILES_A_BLOCK = 8;
+
+/** Whether known (or hinted) sizes give the blocks of a persistent grid fewer than
+ * {@link PERSISTENT_MIN_TILES_A_BLOCK} tiles each. */
+function fewTilesABlock(k: GemmKernel): boolean {
+  const known = (d: DimRef | null) =>
+    d === null ? 1 : d.kind === "const" ? d.value : k.sizeHints?.[d.name];
+  const [m, n, b] = [known(k.problem.m), known(k.problem.n), known(k.problem.batch)];
+  if (m === undefined || n === undefined || b === undefined) return false;
+  const tb = k.plan.tile!.threadblock;
+  const tiles = Math.ceil(m / tb.m) * Math.ceil(n / tb.n) * b;
+  const blocks = k.sms ?? targetInfo(k.target).defaultSms;
+  return tiles < PERSISTENT_MIN_TILES_A_BLOCK * blocks;
 }
 
 /**

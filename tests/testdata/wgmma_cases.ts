@@ -40,7 +40,7 @@ export const WGMMA_CASES: readonly WgmmaCase[] = [
   scale: f32 = 0.5
   D[m, n] = f16(scale * A[m, k] * B[k, n])
 }`,
-    size: "M=264,N=300,K=528",
+    size: "M=264,N=296,K=528",
     simSize: { M: 130, N: 40, K: 144 },
   },
   {
