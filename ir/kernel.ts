@@ -41,19 +41,8 @@ import type {
   WgmmaOp,
   WgWaitOp,
 } from "./kernel_sm90.ts";
-export type {
-  MbarArriveOp,
-  MbarFenceOp,
-  MbarInitOp,
-  MbarWaitOp,
-  ProxyFenceOp,
-  SetMaxNRegOp,
-  TmaLoadOp,
-  WgCommitOp,
-  WgFenceOp,
-  WgmmaOp,
-  WgWaitOp,
-} from "./kernel_sm90.ts";
+// sm90's operations are members of `Op` below, and exported from here with it.
+export type * from "./kernel_sm90.ts";
 
 /** Types of virtual registers. `b16`/`b32` hold raw bits (f16, packed
  * f16x2/bf16x2/s8x4/s4x8/b1x32, tf32); `u64` holds global addresses. */

@@ -247,8 +247,12 @@ function shrink(tile: number, size: number | null, min: number): number {
 /**
  * A dimension's size when it is known at compile time or expected (a size
  * hint): such sizes shape the defaults.
+ *
+ * @param k The kernel.
+ * @param d The dimension.
+ * @returns Its size, or null.
  */
-function knownSize(k: GemmKernel, d: DimRef): number | null {
+export function knownSize(k: GemmKernel, d: DimRef): number | null {
   return d.kind === "const" ? d.value : k.sizeHints?.[d.name] ?? null;
 }
 

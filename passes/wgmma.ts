@@ -33,7 +33,7 @@ import { sparseMetaParam } from "../ir/gemm.ts";
 import { DTYPE_INFO, isFp8 } from "../ir/dtype.ts";
 import { targetHas, targetInfo } from "../ir/target.ts";
 import { WGMMA_BY_NAME, WGMMA_SMEM, type WgmmaShape } from "../ir/wgmma_table.ts";
-import { hasSyncCopies } from "./tile.ts";
+import { hasSyncCopies, knownSize } from "./tile.ts";
 
 /** The operand and accumulator types wgmma programs take: `mmaA.acc`. */
 const WGMMA_TYPES: ReadonlySet<string> = new Set([
@@ -280,10 +280,10 @@ const PERSISTENT_MIN_TILES_A_BLOCK = 8;
 /** Whether known (or hinted) sizes give the blocks of a persistent grid fewer than
  * {@link PERSISTENT_MIN_TILES_A_BLOCK} tiles each. */
 function fewTilesABlock(k: GemmKernel): boolean {
-  const known = (d: DimRef | null) =>
-    d === null ? 1 : d.kind === "const" ? d.value : k.sizeHints?.[d.name];
-  const [m, n, b] = [known(k.problem.m), known(k.problem.n), known(k.problem.batch)];
-  if (m === undefined || n === undefined || b === undefined) return false;
+  const p = k.problem;
+  const [m, n] = [knownSize(k, p.m), knownSize(k, p.n)];
+  const b = p.batch === null ? 1 : knownSize(k, p.batch);
+  if (m === null || n === null || b === null) return false;
   const tb = k.plan.tile!.threadblock;
   const tiles = Math.ceil(m / tb.m) * Math.ceil(n / tb.n) * b;
   const blocks = k.sms ?? targetInfo(k.target).defaultSms;

@@ -12,7 +12,7 @@
 
 import { compile, type CompiledKernel, ptxModule } from "../compiler.ts";
 import type { KernelParam } from "../ir/kernel.ts";
-import type { TensorMapSpec } from "../ir/tensor_map.ts";
+import type { TensorMapArgs, TensorMapSpec } from "../ir/tensor_map.ts";
 import type { ManifestParam } from "../backends/ptx/manifest.ts";
 
 /**
@@ -143,4 +143,53 @@ export function compiledTmaKernel(name: string): CompiledKernel {
     throw new Error(`Kernel "${name}" has no tensor maps on sm90`);
   }
   return ck;
+}
+
+/**
+ * The fake driver's record of an encoded map (tests/gpu/testdata/fake_libcuda.c writes its
+ * arguments into the 128 bytes): magic, serial, type, rank, address, extents, strides, box,
+ * element strides and the four enum flags (interleave, swizzle, L2 promotion, oob fill).
+ *
+ * @param b The 128 bytes.
+ * @returns The record's fields.
+ */
+export function fakeMapRecord(b: Uint8Array) {
+  const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  const rank = dv.getUint32(12, true);
+  const u64 = (o: number) => Number(dv.getBigUint64(o, true));
+  return {
+    magic: dv.getUint32(0, true),
+    serial: dv.getUint32(4, true),
+    map: {
+      dataType: dv.getUint32(8, true),
+      address: dv.getBigUint64(16, true),
+      globalDim: Array.from({ length: rank }, (_, d) => u64(24 + 8 * d)),
+      globalStrides: Array.from({ length: rank - 1 }, (_, d) => u64(64 + 8 * d)),
+      boxDim: Array.from({ length: rank }, (_, d) => dv.getUint32(96 + 4 * d, true)),
+      elementStrides: [...b.subarray(116, 116 + rank)],
+      flags: [...b.subarray(121, 125)],
+    },
+  };
+}
+
+/** The fake's magic number at the start of every map it encodes. */
+export const FAKE_MAP_MAGIC = 0x50414d54;
+
+/**
+ * What {@link fakeMapRecord}'s `map` must hold for the encoder's arguments `a`: element
+ * strides 1, interleave and oob fill none.
+ *
+ * @param a The arguments (ir/tensor_map.ts `tensorMapArgs`).
+ * @returns The expected fields.
+ */
+export function expectedMapRecord(a: TensorMapArgs): ReturnType<typeof fakeMapRecord>["map"] {
+  return {
+    dataType: a.dataType,
+    address: a.address,
+    globalDim: [...a.globalDim],
+    globalStrides: [...a.globalStrides],
+    boxDim: [...a.boxDim],
+    elementStrides: a.globalDim.map(() => 1),
+    flags: [0, a.swizzle, a.l2Promotion, 0],
+  };
 }

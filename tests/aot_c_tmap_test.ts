@@ -15,9 +15,13 @@ import { join } from "node:path";
 import { cSource } from "../backends/aot/c.ts";
 import type { CompiledKernel } from "../compiler.ts";
 import { tensorMapArgs } from "../ir/tensor_map.ts";
+import { gridFor } from "../ir/kernel.ts";
 import { cTest, INCLUDE, sh } from "./_c_toolchain.ts";
 import {
   compiledTmaKernel,
+  expectedMapRecord,
+  FAKE_MAP_MAGIC,
+  fakeMapRecord,
   hgemmTensorMapKernel,
   looselyAligned,
   refusedMapKernel,
@@ -75,6 +79,7 @@ int main(void) {
       unsigned char map[128];
       int64_t ms[2];
       int np = fake_last_launch(geo, bits, types);
+      printf("G %u %u %u\\n", geo[0], geo[1], geo[2]);
       printf("L");
       for (i = 0; i < np; i++) printf(" %s:%llu", types + 8 * i, (unsigned long long)bits[i]);
       printf("\\n");
@@ -116,14 +121,24 @@ interface Reply {
   params: string[];
   maps: Map<number, Uint8Array>;
   refused: number;
+  /** The launch's grid. */
+  grid: number[];
 }
 
 function replies(text: string): Reply[] {
   return text.split(".\n").filter((b) => b.trim() !== "").map((b) => {
-    const r: Reply = { status: NaN, errors: [], params: [], maps: new Map(), refused: -1 };
+    const r: Reply = {
+      status: NaN,
+      errors: [],
+      params: [],
+      maps: new Map(),
+      refused: -1,
+      grid: [],
+    };
     for (const l of b.split("\n").filter((x) => x !== "")) {
       if (l.startsWith("S ")) r.status = Number(l.slice(2));
       else if (l.startsWith("L")) r.params = l.slice(2).split(" ");
+      else if (l.startsWith("G ")) r.grid = l.slice(2).split(" ").map(Number);
       else if (l.startsWith("T ")) {
         const [i, hex] = l.slice(2).split(" ");
         r.maps.set(Number(i), Uint8Array.from(hex!.match(/../g)!.map((h) => parseInt(h, 16))));
@@ -161,37 +176,11 @@ function checkMaps(
   );
   for (const [p, i] of maps) {
     const a = tensorMapArgs(p.tmap!, addr[p.tmap!.tensor]!, sizes);
-    assert.deepEqual(decode(r.maps.get(i)!), {
-      dataType: a.dataType,
-      address: a.address,
-      globalDim: a.globalDim,
-      globalStrides: a.globalStrides,
-      boxDim: a.boxDim,
-      elementStrides: a.globalDim.map(() => 1),
-      swizzle: a.swizzle,
-      l2Promotion: a.l2Promotion,
-      other: [0, 0],
-    }, `${ck.name} ${p.name}`);
+    const rec = fakeMapRecord(r.maps.get(i)!);
+    assert.equal(rec.magic, FAKE_MAP_MAGIC, `${ck.name} ${p.name}: a map the fake encoded`);
+    assert.deepEqual(rec.map, expectedMapRecord(a), `${ck.name} ${p.name}`);
   }
   return maps.length;
-}
-
-/** A map as the fake records it (fake_libcuda.c), as tensorMapArgs' fields. */
-function decode(b: Uint8Array) {
-  const dv = new DataView(b.buffer);
-  const rank = dv.getUint32(12, true);
-  const u64 = (o: number) => Number(dv.getBigUint64(o, true));
-  return {
-    dataType: dv.getUint32(8, true),
-    address: dv.getBigUint64(16, true),
-    globalDim: Array.from({ length: rank }, (_, d) => u64(24 + 8 * d)),
-    globalStrides: Array.from({ length: rank - 1 }, (_, d) => u64(64 + 8 * d)),
-    boxDim: Array.from({ length: rank }, (_, d) => dv.getUint32(96 + 4 * d, true)),
-    elementStrides: [...b.subarray(116, 116 + rank)],
-    swizzle: b[122],
-    l2Promotion: b[123],
-    other: [b[121], b[124]], // interleave, oob fill: none
-  };
 }
 
 const BASE = 0x7f0000000000n;
@@ -261,6 +250,10 @@ for (const cxx of [false, true]) {
       assert.deepEqual(real.params, wantParams(KERNELS[3]!, named, sizes));
       assert.equal(checkMaps(KERNELS[3]!, real, named, sizes), 2);
       assert.equal(real.refused, 0);
+      // Its persistent grid: the artefact's rule is ir/kernel.ts gridFor's.
+      assert.notEqual(KERNELS[3]!.kernel.grid.persistent, undefined);
+      assert.deepEqual(real.grid, gridFor(KERNELS[3]!.kernel.grid, sizes));
+      assert.deepEqual(ok.grid, gridFor(ck.kernel.grid, sizes));
       // The header says what each map is.
       const text = cSource(KERNELS);
       assert.match(

@@ -15,9 +15,13 @@ import { python3 } from "./_python.ts";
 import { pythonModule } from "../backends/aot/python.ts";
 import type { CompiledKernel } from "../compiler.ts";
 import { tensorMapArgs } from "../ir/tensor_map.ts";
+import { gridFor } from "../ir/kernel.ts";
 import { buildFakeDriver } from "./gpu/_fake_driver.ts";
 import {
   compiledTmaKernel,
+  expectedMapRecord,
+  FAKE_MAP_MAGIC,
+  fakeMapRecord,
   hgemmTensorMapKernel,
   looselyAligned,
   refusedMapKernel,
@@ -26,24 +30,6 @@ import {
 const PYTHON = python3(["-c", "import sys; print(sys.version_info >= (3, 6))"])?.stdout.trim() ===
   "True";
 const why = PYTHON ? "" : " (skipped: no python3 >= 3.6)";
-
-/** A map as the fake records it (fake_libcuda.c), as tensorMapArgs' fields. */
-function decode(hex: string) {
-  const b = Uint8Array.from(hex.match(/../g)!.map((h) => parseInt(h, 16)));
-  const dv = new DataView(b.buffer);
-  const rank = dv.getUint32(12, true);
-  const u64 = (o: number) => Number(dv.getBigUint64(o, true));
-  return {
-    magic: dv.getUint32(0, true),
-    dataType: dv.getUint32(8, true),
-    address: dv.getBigUint64(16, true),
-    globalDim: Array.from({ length: rank }, (_, d) => u64(24 + 8 * d)),
-    globalStrides: Array.from({ length: rank - 1 }, (_, d) => u64(64 + 8 * d)),
-    boxDim: Array.from({ length: rank }, (_, d) => dv.getUint32(96 + 4 * d, true)),
-    elementStrides: [...b.subarray(116, 116 + rank)],
-    flags: [...b.subarray(121, 125)], // interleave, swizzle, l2Promotion, oobFill
-  };
-}
 
 /** Checks a launch's maps (the fake's records) against tensorMapArgs; returns how many. */
 function checkMaps(
@@ -58,16 +44,11 @@ function checkMaps(
     const got = launch.params[p.name];
     assert.equal(got.at % 64, 0, `${p.name} at a 64-byte aligned address`);
     const a = tensorMapArgs(p.tmap!, BigInt(launch[p.tmap!.tensor]), sizes);
-    assert.deepEqual(decode(got.hex), {
-      magic: 0x50414d54,
-      dataType: a.dataType,
-      address: a.address,
-      globalDim: a.globalDim,
-      globalStrides: a.globalStrides,
-      boxDim: a.boxDim,
-      elementStrides: a.globalDim.map(() => 1),
-      flags: [0, a.swizzle, a.l2Promotion, 0],
-    }, `${ck.name} ${p.name}`);
+    const rec = fakeMapRecord(
+      Uint8Array.from(got.hex.match(/../g)!.map((h: string) => parseInt(h, 16))),
+    );
+    assert.equal(rec.magic, FAKE_MAP_MAGIC, `${ck.name} ${p.name}: a map the fake encoded`);
+    assert.deepEqual(rec.map, expectedMapRecord(a), `${ck.name} ${p.name}`);
   }
   return maps.length;
 }
@@ -115,6 +96,10 @@ Deno.test(`Python artefact: tensor maps built by the rule, passed by value${why}
     const ok = rec.ok;
     assert.equal(checkMaps(tma, ok, { M, K, N }), 2);
     assert.equal(checkMaps(real, rec.real, { M, K, N }), 2);
+    // The persistent grid of the sm90 lowering's kernel: the module's rule is gridFor's.
+    assert.notEqual(real.kernel.grid.persistent, undefined);
+    assert.deepEqual(rec.real.grid, gridFor(real.kernel.grid, { M, K, N }));
+    assert.deepEqual(ok.grid, gridFor(tma.kernel.grid, { M, K, N }));
     assert.equal(ok.params.A, ok.A, "the tensor's own address stays in its place");
     assert.equal(ok.params.K, K);
     const specs = tma.manifest.params.flatMap((p) => p.tmap === undefined ? [] : [p.tmap]);

@@ -19,7 +19,13 @@ import {
   simulate,
 } from "../backends/sim/mod.ts";
 import { f16BitsToF32, f32ToF16Bits } from "../numerics/mod.ts";
-import { Emitter, randInt, rng } from "../backends/sim/_test_kernels.ts";
+import {
+  Emitter,
+  randInt,
+  rng,
+  wgmmaAccOffsets,
+  wgmmaFirstAccElement,
+} from "../backends/sim/_test_kernels.ts";
 
 const SCHEDULES: readonly RoleSchedule[] = ["producer-first", "consumer-first", "alternate"];
 
@@ -294,10 +300,7 @@ function mapSpec(tensor: string): TensorMapSpec {
 /** The accumulator registers' byte offsets from a thread's first element in the row-major
  * 64 x 64 f32 tile (ir/kernel.ts WgmmaOp's register layout). */
 function accOffsets(): number[] {
-  return Array.from(
-    { length: 32 },
-    (_, r) => (((r >> 1) & 1) * 8 * 64 + 8 * (r >> 2) + (r & 1)) * 4,
-  );
+  return wgmmaAccOffsets(64, 32, false, 4);
 }
 
 /** `dst = a * k + c` (u32). */
@@ -378,17 +381,7 @@ export function ringKernel(stages: number, mutant: RingMutant = "none"): Kernel 
       });
     });
     e.emit(ir.wgWait(0));
-    const row = e.reg("u32");
-    e.emit(
-      ir.mad(
-        "u32",
-        row,
-        e.bin("shr", "u32", tid, 5),
-        imm(16),
-        e.bin("shr", "u32", e.bin("and", "u32", tid, 31), 2),
-      ),
-    );
-    const el = mad(e, row, 64, e.bin("shl", "u32", e.bin("and", "u32", tid, 3), 1));
+    const el = wgmmaFirstAccElement(e, tid, 64);
     const pd = e.addr(D, el, 4);
     accOffsets().forEach((o, i) => e.emit(ir.stg("b32", [d[i]!], pd, o)));
     e.emit(ir.namedBar(1, mutant === "named-bar-count" ? 256 : 128));

@@ -27,7 +27,12 @@ import {
   fp8ToNumber,
   tf32Truncate,
 } from "../numerics/mod.ts";
-import { Emitter, rng } from "../backends/sim/_test_kernels.ts";
+import {
+  Emitter,
+  rng,
+  wgmmaAccOffsets,
+  wgmmaFirstAccElement,
+} from "../backends/sim/_test_kernels.ts";
 
 /** Bytes of a row of the global A and B (two wgmma K steps of 32 bytes). */
 const ROW_BYTES = 64;
@@ -94,16 +99,9 @@ function copyTile(e: Emitter, spec: Spec, src: Reg, base: Reg, rows: number, tid
 }
 
 /** The per-register byte offsets of a thread's accumulators from its first element's
- * address in the row-major 64G x N tile (see the WgmmaOp register layout). */
+ * address in the row-major 64G x N tile. */
 function accOffsets(s: WgmmaShape): number[] {
-  const eb = accBytes(s);
-  if (s.cType === "f16") {
-    return Array.from({ length: s.accRegs }, (_, r) => ((r & 1) * 8 * s.n + 8 * (r >> 1)) * eb);
-  }
-  return Array.from(
-    { length: s.accRegs },
-    (_, r) => (((r >> 1) & 1) * 8 * s.n + 8 * (r >> 2) + (r & 1)) * eb,
-  );
+  return wgmmaAccOffsets(s.n, s.accRegs, s.cType === "f16", accBytes(s));
 }
 
 /** A kernel: copy A and B in, `proxyfence`, `bar`, `wgfence`, two wgmmas along K, `wgcommit`,
@@ -127,19 +125,7 @@ function wgmmaKernel(spec: Spec): Kernel {
   if (mutant !== "no-proxyfence") e.emit(ir.proxyFence());
   if (mutant !== "no-bar") e.emit(ir.bar());
 
-  // The thread's first accumulator element: row 16 warp + lane / 4, column 2 (lane % 4).
-  const row = e.reg("u32");
-  e.emit(
-    ir.mad(
-      "u32",
-      row,
-      e.bin("shr", "u32", tid, 5),
-      imm(16),
-      e.bin("shr", "u32", e.bin("and", "u32", tid, 31), 2),
-    ),
-  );
-  const el = e.reg("u32");
-  e.emit(ir.mad("u32", el, row, imm(s.n), e.bin("shl", "u32", e.bin("and", "u32", tid, 3), 1)));
+  const el = wgmmaFirstAccElement(e, tid, s.n);
   const offs = accOffsets(s);
   const accType = s.cType === "f16" ? "b32" : s.cType;
   const d = offs.map(() => e.reg(accType, "acc"));

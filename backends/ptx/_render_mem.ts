@@ -219,11 +219,9 @@ export const MEM_RENDER: Renderers<Exclude<Simple["op"], RegOpName>> = {
     expect("mbarrier address", "i32", o.addr);
     expect("mbarrier parity", "i32", o.parity);
     const top = cx.labels++;
-    const pre = cx.pre;
     putLine(cx, "{", NO_HOLES);
     put(cx, OP_TEMPLATES.mbarScope, NO_HOLES);
     cx.text += `$L_${top}:\n`;
-    cx.pre = pre;
     put(cx, OP_TEMPLATES.mbartry, { addr: regName(o.addr), parity: opd(o.parity, "u32") });
     put(cx, OP_TEMPLATES.mbarretry, { label: `$L_${top}` });
     putLine(cx, "}", NO_HOLES);

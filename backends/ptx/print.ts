@@ -273,7 +273,7 @@ const ORDERED_METADATA_PTX = "8.5";
 
 /** What a module's kernels need of its header: the PTX version (the target's, raised to
  * 8.5 where a kernel uses `mma.sp::ordered_metadata` and to a wgmma row's own version,
- * 8.4 for mixed integers), and the shared symbol's alignment (1,024 bytes with wgmma,
+ * 8.4 for mixed integers), and the shared symbol's alignment (1,024 bytes with wgmma or TMA,
  * whose 128-byte swizzle acts on absolute addresses: ir/wgmma_table.ts `WGMMA_SMEM`;
  * 128 otherwise, so every other module stays the same byte for byte). */
 function moduleNeeds(
@@ -293,6 +293,8 @@ function moduleNeeds(
       if (o.op === "mma" && o.ordered === true && above(ORDERED_METADATA_PTX, v)) {
         v = ORDERED_METADATA_PTX;
       }
+      // A TMA box in the 128-byte swizzle lands on 1024-byte boundaries too.
+      if (o.op === "tma") smemAlign = 1024;
       if (o.op === "wgmma") {
         smemAlign = 1024;
         const need = WGMMA_BY_NAME.get(o.shape)?.ptxVersion;

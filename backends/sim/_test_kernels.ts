@@ -312,3 +312,55 @@ function storeTile(
     }
   }
 }
+
+/**
+ * The byte offsets of a thread's wgmma accumulator registers from its first element's
+ * address, in a row-major tile of `n` columns of `elemBytes` each (ir/kernel_sm90.ts WgmmaOp's
+ * register layout: an f16 accumulator packs two columns a register), stated here
+ * independently of ir/wgmma_table.ts for the tests.
+ *
+ * @param n The tile's columns.
+ * @param regs The accumulator registers.
+ * @param f16 Whether the accumulator is f16 (two elements a register).
+ * @param elemBytes Bytes of one element.
+ * @returns One offset a register.
+ */
+export function wgmmaAccOffsets(
+  n: number,
+  regs: number,
+  f16: boolean,
+  elemBytes: number,
+): number[] {
+  return Array.from(
+    { length: regs },
+    (_, r) =>
+      f16
+        ? ((r & 1) * 8 * n + 8 * (r >> 1)) * elemBytes
+        : (((r >> 1) & 1) * 8 * n + 8 * (r >> 2) + (r & 1)) * elemBytes,
+  );
+}
+
+/**
+ * Emits the element index of a thread's first wgmma accumulator in a row-major tile of `n`
+ * columns: row 16 warp + lane / 4, column 2 (lane % 4).
+ *
+ * @param e The emitter.
+ * @param tid The thread index (u32).
+ * @param n The tile's columns.
+ * @returns The index (u32).
+ */
+export function wgmmaFirstAccElement(e: Emitter, tid: Reg, n: number): Reg {
+  const row = e.reg("u32");
+  e.emit(
+    ir.mad(
+      "u32",
+      row,
+      e.bin("shr", "u32", tid, 5),
+      imm(16),
+      e.bin("shr", "u32", e.bin("and", "u32", tid, 31), 2),
+    ),
+  );
+  const el = e.reg("u32");
+  e.emit(ir.mad("u32", el, row, imm(n), e.bin("shl", "u32", e.bin("and", "u32", tid, 3), 1)));
+  return el;
+}

@@ -29,6 +29,19 @@ class InputError(Exception):
     """Bad options or input; the message lists every problem, one a line."""
 
 
+def name_list(text: str, allowed: Sequence[str], what: str, errors: list[str]) -> tuple[str, ...]:
+    """A comma-separated list of distinct names from `allowed` (option `--what`); a bad one
+    appends its problem to `errors`."""
+    items = [x.strip() for x in text.split(",") if x.strip()]
+    bad = [x for x in items if x not in allowed]
+    if not items or bad or len(set(items)) != len(items):
+        errors.append(
+            f"--{what} must be a comma-separated list of distinct {', '.join(allowed)}; "
+            f"got {text!r}"
+        )
+    return tuple(items)
+
+
 def have_cuda_torch(prog: str) -> bool:
     """Whether torch imports and sees a CUDA device; when not, says why on stderr."""
     try:

@@ -79,7 +79,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _runner import InputError, cli  # noqa: E402  (the command line, shared)
+from _runner import InputError, cli, name_list  # noqa: E402  (the command line, shared)
 from grouped_peers import finite, measure  # noqa: E402  (the same timing protocol)
 from sparse_peers import first_line, write_jsonl  # noqa: E402  (the same records' writer)
 
@@ -160,18 +160,6 @@ class Plan:
     seed: int
 
 
-def _list(text: str, allowed: Sequence[str], what: str, errors: list[str]) -> tuple[str, ...]:
-    """A comma-separated list of distinct names from `allowed`."""
-    items = [x.strip() for x in text.split(",") if x.strip()]
-    bad = [x for x in items if x not in allowed]
-    if not items or bad or len(set(items)) != len(items):
-        errors.append(
-            f"--{what} must be a comma-separated list of distinct {', '.join(allowed)}; "
-            f"got {text!r}"
-        )
-    return tuple(items)
-
-
 def _shapes(text: str, errors: list[str]) -> tuple[Shape, ...]:
     """`S` (M=N=K=S) or `MxNxK` items, each size a positive multiple of 16."""
     out: list[Shape] = []
@@ -199,9 +187,9 @@ def validate(args: argparse.Namespace) -> Plan:
     """Checks the parsed options; raises InputError naming every problem."""
     errors: list[str] = []
     shapes = _shapes(args.shapes, errors)
-    dtypes = _list(args.dtypes, tuple(DTYPES), "dtypes", errors)
-    variants = _list(args.variants, VARIANTS, "variants", errors)
-    states = _list(args.states, STATES, "states", errors)
+    dtypes = name_list(args.dtypes, tuple(DTYPES), "dtypes", errors)
+    variants = name_list(args.variants, VARIANTS, "variants", errors)
+    states = name_list(args.states, STATES, "states", errors)
     for name in ("scale_a", "scale_b"):
         v = getattr(args, name)
         if not (math.isfinite(v) and v > 0):

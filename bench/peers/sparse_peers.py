@@ -70,7 +70,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _runner import InputError, cli  # noqa: E402  (the command line, shared)
+from _runner import InputError, cli, name_list  # noqa: E402  (the command line, shared)
 from grouped_peers import finite, measure  # noqa: E402  (the same timing protocol)
 
 if TYPE_CHECKING:  # torch is imported lazily: --dry must run without it
@@ -138,18 +138,6 @@ class Plan:
         return 2 * self.M * self.N * self.K
 
 
-def _list(text: str, allowed: Sequence[str], what: str, errors: list[str]) -> tuple[str, ...]:
-    """A comma-separated list of distinct names from `allowed`."""
-    items = [x.strip() for x in text.split(",") if x.strip()]
-    bad = [x for x in items if x not in allowed]
-    if not items or bad or len(set(items)) != len(items):
-        errors.append(
-            f"--{what} must be a comma-separated list of distinct {', '.join(allowed)}; "
-            f"got {text!r}"
-        )
-    return tuple(items)
-
-
 def validate(args: argparse.Namespace) -> Plan:
     """Checks the parsed options; raises InputError naming every problem.
 
@@ -161,8 +149,8 @@ def validate(args: argparse.Namespace) -> Plan:
         v = getattr(args, name)
         if v <= 0 or v % 64:
             errors.append(f"--{name} must be a positive multiple of 64, got {v}")
-    dtypes = _list(args.dtypes, DTYPES, "dtypes", errors)
-    states = _list(args.states, STATES, "states", errors)
+    dtypes = name_list(args.dtypes, DTYPES, "dtypes", errors)
+    states = name_list(args.states, STATES, "states", errors)
     if errors:
         raise InputError("\n".join(errors))
     return Plan(args.m, args.n, args.k, dtypes, states, args.seed)

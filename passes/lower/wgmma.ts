@@ -28,6 +28,63 @@ const K_STEP_BYTES = 32;
 /** Rows of A one warpgroup takes. */
 const WARPGROUP_ROWS = 64;
 
+/** A warpgroup's operand tiles in stage 0: its 64 rows of A's, and B's. */
+export interface StageBases {
+  readonly a: Reg;
+  readonly b: Reg;
+}
+
+/**
+ * The shared addresses of the executing warpgroup's operand tiles in stage 0 (its rows of A,
+ * all of B); stage s is `stageBytes` s further.
+ *
+ * @param cx The lowering's context (a wgmma plan).
+ * @param smem The shared memory's base.
+ * @returns A's and B's bases.
+ */
+export function wgmmaStageBases(cx: LowerContext, smem: Reg): StageBases {
+  const pipe = cx.k.plan.pipeline!;
+  const group = cx.bin("shr", "u32", cx.features.get("warp")!, imm(2), "wgroup");
+  const a = cx.bin(
+    "add",
+    "u32",
+    cx.bin("mul", "u32", group, imm(WARPGROUP_ROWS * pipe.a.rowBytes)),
+    cx.bin("add", "u32", smem, imm(pipe.a.offset)),
+    "wga",
+  );
+  return { a, b: cx.bin("add", "u32", smem, imm(pipe.b.offset), "wgb") };
+}
+
+/**
+ * Emits one k-tile's group of warpgroup MMAs from stage `stage` (u32 register): the fence,
+ * the k-steps' wgmmas, 32 bytes of K apart, and the commit.
+ *
+ * @param cx The lowering's context (a wgmma plan).
+ * @param d The accumulators.
+ * @param bases The stage-0 tiles ({@link wgmmaStageBases}).
+ * @param stage The stage read.
+ */
+export function wgmmaGroup(
+  cx: LowerContext,
+  d: readonly Reg[],
+  bases: StageBases,
+  stage: Reg,
+): void {
+  const b = cx.b;
+  const pipe = cx.k.plan.pipeline!;
+  const row = plannedWgmma(cx.k)!;
+  const stageOf = (base: Reg, bytes: number) =>
+    cx.bin("add", "u32", cx.bin("mul", "u32", stage, imm(bytes)), base);
+  const aStage = stageOf(bases.a, pipe.a.stageBytes);
+  const bStage = stageOf(bases.b, pipe.b.stageBytes);
+  b.emit(ir.wgFence());
+  for (let kk = 0; kk < cx.k.plan.mma!.kSteps; kk++) {
+    const at = (base: Reg) => kk === 0 ? base : cx.bin("add", "u32", base, imm(kk * K_STEP_BYTES));
+    b.emit(ir.wgmma(row.name, d, at(aStage), at(bStage), 1));
+  }
+  b.emit(ir.wgCommit());
+}
+
 /**
  * Emits the main loop of a wgmma tile, up to the drain.
  *
@@ -41,7 +98,6 @@ export function wgmmaMainLoop(cx: LowerContext, o: TileOrigin): Reg[][][] {
   const b = cx.b;
   const pipe = k.plan.pipeline!;
   const tb = k.plan.tile!.threadblock;
-  const row = plannedWgmma(k)!;
   const { m0, n0, M, N, K, bz, split, smem } = o;
   const copies = (role: "A" | "B", op: CopyOperand) => copySetup(cx, role, op, K, bz, smem);
   const aCopy = copies("A", { view: k.problem.a, p: pipe.a, x0: m0, outerSize: M });
@@ -52,16 +108,7 @@ export function wgmmaMainLoop(cx: LowerContext, o: TileOrigin): Reg[][][] {
   const S = pipe.stages;
   const writeOff = cx.mov("u32", imm(0), "wstage");
   const readOff = cx.mov("u32", imm(0), "rstage");
-  // The warpgroup's rows of A's stage 0, and B's stage 0.
-  const group = cx.bin("shr", "u32", cx.features.get("warp")!, imm(2), "wgroup");
-  const aBase = cx.bin(
-    "add",
-    "u32",
-    cx.bin("mul", "u32", group, imm(WARPGROUP_ROWS * pipe.a.rowBytes)),
-    cx.bin("add", "u32", smem, imm(pipe.a.offset)),
-    "wga",
-  );
-  const bBase = cx.bin("add", "u32", smem, imm(pipe.b.offset), "wgb");
+  const bases = wgmmaStageBases(cx, smem);
 
   const issue = () => {
     issueCopies(cx, aCopy, pipe.a, writeOff, kRem);
@@ -79,17 +126,7 @@ export function wgmmaMainLoop(cx: LowerContext, o: TileOrigin): Reg[][][] {
     b.emit(ir.wait(pipe.waitDepth));
     b.emit(ir.proxyFence());
     b.emit(ir.bar());
-    const stageOf = (base: Reg, bytes: number) =>
-      cx.bin("add", "u32", cx.bin("mul", "u32", readOff, imm(bytes)), base);
-    const aStage = stageOf(aBase, pipe.a.stageBytes);
-    const bStage = stageOf(bBase, pipe.b.stageBytes);
-    b.emit(ir.wgFence());
-    for (let kk = 0; kk < k.plan.mma!.kSteps; kk++) {
-      const at = (base: Reg) =>
-        kk === 0 ? base : cx.bin("add", "u32", base, imm(kk * K_STEP_BYTES));
-      b.emit(ir.wgmma(row.name, d, at(aStage), at(bStage), 1));
-    }
-    b.emit(ir.wgCommit());
+    wgmmaGroup(cx, d, bases, readOff);
     b.emit(ir.comment(`copies of k-tile kt + ${ahead}`));
     issue();
     b.emit(ir.wgWait(WGMMA_GROUPS_IN_FLIGHT));

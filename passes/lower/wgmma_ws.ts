@@ -25,16 +25,11 @@
 
 import { imm } from "../../ir/builder.ts";
 import type { KernelParam, Operand, Reg } from "../../ir/kernel.ts";
-import { operandTensorMap, plannedWgmma, WGMMA_GROUPS_IN_FLIGHT } from "../wgmma.ts";
+import { operandTensorMap, WGMMA_GROUPS_IN_FLIGHT } from "../wgmma.ts";
 import type { LowerContext } from "./context.ts";
 import { kLoops, kTileSpan, type TileOrigin, zeroAccumulators } from "./main_loop.ts";
+import { wgmmaGroup, wgmmaStageBases } from "./wgmma.ts";
 import * as ir from "../../ir/builder.ts";
-
-/** Bytes along K of one wgmma's operand rows (16 elements of 16 bits, 8 of tf32, 32 of 8 bits). */
-const K_STEP_BYTES = 32;
-
-/** Rows of A one warpgroup takes. */
-const WARPGROUP_ROWS = 64;
 
 /** The name of an operand's tensor-map parameter. */
 function mapName(cx: LowerContext, role: "A" | "B"): string {
@@ -225,23 +220,11 @@ function consume(
   releaseLast: boolean,
 ): Reg[][][] {
   const b = cx.b;
-  const k = cx.k;
-  const pipe = k.plan.pipeline!;
-  const row = plannedWgmma(k)!;
   const G = WGMMA_GROUPS_IN_FLIGHT;
   const S = ring.stages;
   const { acc } = zeroAccumulators(cx);
   const d = acc.flat(2);
-  const warp = cx.features.get("warp")!;
-  const group = cx.bin("shr", "u32", warp, imm(2), "wgroup");
-  const aBase = cx.bin(
-    "add",
-    "u32",
-    cx.bin("mul", "u32", group, imm(WARPGROUP_ROWS * pipe.a.rowBytes)),
-    cx.bin("add", "u32", o.smem, imm(pipe.a.offset)),
-    "wga",
-  );
-  const bBase = cx.bin("add", "u32", o.smem, imm(pipe.b.offset), "wgb");
+  const bases = wgmmaStageBases(cx, o.smem);
   const lane0 = cx.setp(
     "eq",
     "u32",
@@ -254,14 +237,7 @@ function consume(
   const tile = () => {
     const off8 = cx.bin("shl", "u32", s, imm(3));
     b.emit(ir.mbarWait(cx.bin("add", "u32", ring.full, off8), ph));
-    const aStage = cx.bin("add", "u32", aBase, cx.bin("mul", "u32", s, imm(pipe.a.stageBytes)));
-    const bStage = cx.bin("add", "u32", bBase, cx.bin("mul", "u32", s, imm(pipe.b.stageBytes)));
-    b.emit(ir.wgFence());
-    for (let kk = 0; kk < k.plan.mma!.kSteps; kk++) {
-      const off = kk * K_STEP_BYTES;
-      b.emit(ir.wgmma(row.name, d, at(cx, aStage, off), at(cx, bStage, off), 1));
-    }
-    b.emit(ir.wgCommit());
+    wgmmaGroup(cx, d, bases, s);
     advance(cx, s, ph, S);
   };
   const release = () => {
@@ -273,9 +249,12 @@ function consume(
   if (G !== 1) throw new Error(`lower-kernel: ${G} wgmma groups in flight (the peel keeps 1)`);
   // The first k-tile, peeled (a block may have none: split-K's last splits).
   const some = kCount.kind === "imm" ? null : cx.setp("gt", "u32", kCount, imm(0));
-  if (some === null) {
-    if (kCount.kind === "imm" && kCount.value > 0) tile();
-  } else b.if(some, true, tile);
+  /** Emits `f` for a block with at least one k-tile (a test only where kCount is a register). */
+  const ifAnyKTile = (f: () => void) => {
+    if (some !== null) b.if(some, true, f);
+    else if (kCount.kind === "imm" && kCount.value > 0) f();
+  };
+  ifAnyKTile(tile);
   const kt = b.reg("u32", "ckt");
   kLoops(cx, o, kCount, (from, to) => {
     // k-tile 0 is peeled: from at least 1 (kLoops' second loop may start at 0).
@@ -289,10 +268,6 @@ function consume(
     });
   });
   b.emit(ir.wgWait(0));
-  if (releaseLast) {
-    if (some === null) {
-      if (kCount.kind === "imm" && kCount.value > 0) release();
-    } else b.if(some, true, release);
-  }
+  if (releaseLast) ifAnyKTile(release);
   return acc;
 }

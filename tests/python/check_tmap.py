@@ -8,7 +8,7 @@ for the rest.
     python3 check_tmap.py DIR
         # DIR holds tmap.py (kernels tma, loose, refused and real, tests/_tensor_map_manifests.ts);
         # prints RECORDS and the JSON of each case: the launch's parameters (a map: its bytes
-        # in hex and its address), or the error's lines
+        # in hex and its address) and grid, or the error's lines
 """
 
 import json
@@ -29,7 +29,9 @@ def case(mod, driver, fn, *args, **kwargs):
                 "launched": len(driver.launches) - before}
     except RuntimeError as e:
         return {"error": "RuntimeError", "lines": [str(e)], "launched": len(driver.launches) - before}
-    return {"params": driver.launches[-1]["params"], "launched": len(driver.launches) - before}
+    last = driver.launches[-1]
+    return {"params": last["params"], "grid": list(last["grid"]),
+            "launched": len(driver.launches) - before}
 
 
 def main(directory):

@@ -14,10 +14,13 @@ import { Cuda, CudaError } from "../../../backends/cuda/driver.ts";
 import { LaunchError, loadKernel } from "../../../backends/cuda/kernel.ts";
 import { kernelArgs } from "../../../backends/cuda/launch.ts";
 import { gridFor } from "../../../ir/kernel.ts";
-import { type TensorMapArgs, tensorMapArgs } from "../../../ir/tensor_map.ts";
+import { tensorMapArgs } from "../../../ir/tensor_map.ts";
 import type { CompiledKernel } from "../../../compiler.ts";
 import {
   compiledTmaKernel,
+  expectedMapRecord,
+  FAKE_MAP_MAGIC,
+  fakeMapRecord,
   hgemmTensorMapKernel,
   looselyAligned,
   refusedMapKernel,
@@ -64,33 +67,7 @@ function lastParams(): { types: string[]; bits: bigint[] } {
 function lastMap(i: number) {
   const b = new Uint8Array(128);
   assert.equal(fake.symbols.fake_last_map(i, b), 1, `parameter ${i} is no tensor map`);
-  const dv = new DataView(b.buffer);
-  const rank = dv.getUint32(12, true);
-  const u64 = (o: number) => Number(dv.getBigUint64(o, true));
-  return {
-    magic: dv.getUint32(0, true),
-    serial: dv.getUint32(4, true),
-    dataType: dv.getUint32(8, true),
-    address: dv.getBigUint64(16, true),
-    globalDim: Array.from({ length: rank }, (_, d) => u64(24 + 8 * d)),
-    globalStrides: Array.from({ length: rank - 1 }, (_, d) => u64(64 + 8 * d)),
-    boxDim: Array.from({ length: rank }, (_, d) => dv.getUint32(96 + 4 * d, true)),
-    elementStrides: [...b.subarray(116, 116 + rank)],
-    flags: [...b.subarray(121, 125)], // interleave, swizzle, l2Promotion, oobFill
-  };
-}
-
-/** What the map must record: the encoder's arguments (interleave none, oob fill none). */
-function want(a: TensorMapArgs) {
-  return {
-    dataType: a.dataType,
-    address: a.address,
-    globalDim: [...a.globalDim],
-    globalStrides: [...a.globalStrides],
-    boxDim: [...a.boxDim],
-    elementStrides: a.globalDim.map(() => 1),
-    flags: [0, a.swizzle, a.l2Promotion, 0],
-  };
+  return fakeMapRecord(b);
 }
 
 /** Checks every map of the last launch against the rule at these addresses and sizes. */
@@ -104,10 +81,10 @@ function checkMaps(
   ck.manifest.params.forEach((p, i) => {
     if (p.kind !== "tensormap") return;
     assert.equal(types[i], "tmap", p.name);
-    const m = lastMap(i);
-    const { magic: _, serial: _s, ...got } = m;
+    const rec = lastMap(i);
+    assert.equal(rec.magic, FAKE_MAP_MAGIC, p.name);
     const a = tensorMapArgs(p.tmap!, bufs[p.tmap!.tensor]!.ptr, sizes);
-    assert.deepEqual(got, want(a), p.name);
+    assert.deepEqual(rec.map, expectedMapRecord(a), p.name);
     assert.equal(bits[i], bufs[p.tmap!.tensor]!.ptr);
   });
 }
