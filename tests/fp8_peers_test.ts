@@ -14,116 +14,82 @@
 
 import assert from "node:assert/strict";
 import { python3 } from "./_python.ts";
+import {
+  dryRecords,
+  HAS_TORCH,
+  PEERS_DIR,
+  PEERS_IGNORE,
+  PEERS_WHY,
+  peerScript,
+  randInt,
+  randomSubset,
+} from "./_peer_script.ts";
 import { FP8_BENCH_TYPES, FP8_PEER_RECORD_KEYS, FP8_PROBLEMS, fp8PeerArgs } from "../bench/fp8.ts";
 
-const SCRIPT = new URL("../bench/peers/fp8_peers.py", import.meta.url).pathname;
-const PEERS_DIR = new URL("../bench/peers", import.meta.url).pathname;
-
-const ignore = python3(["-c", "import sys; print(sys.version_info >= (3, 8))"])?.stdout.trim() !==
-  "True";
-const why = ignore ? " (skipped: no python3 >= 3.8)" : "";
-const hasTorch = !ignore &&
-  python3(["-c", "import importlib.util as u; print(u.find_spec('torch') is not None)"])?.stdout
-      .trim() === "True";
-
-/** The script's schema, its RECORD_KEYS (read from it; empty where python3 does not run). */
-const SCHEMA: string[] = ignore ? [] : JSON.parse(
-  python3([
-    "-c",
-    `import json, sys; sys.path.insert(0, ${JSON.stringify(PEERS_DIR)}); import fp8_peers; ` +
-    "print(json.dumps(fp8_peers.RECORD_KEYS))",
-  ])?.stdout ?? "[]",
-);
+const PEERS = peerScript("fp8_peers");
 
 /** A record has the schema's keys, in order, and every key bench/fp8.ts reads. */
 function assertKeys(rec: Record<string, unknown>): void {
-  assert.deepEqual(Object.keys(rec), SCHEMA);
+  assert.deepEqual(Object.keys(rec), PEERS.schema);
   assert.deepEqual(FP8_PEER_RECORD_KEYS.filter((k) => !(k in rec)), [], "keys bench/fp8.ts reads");
 }
 
-/** A random integer in [lo, hi]. */
-function rand(lo: number, hi: number): number {
-  return lo + Math.floor(Math.random() * (hi - lo + 1));
-}
-
-/** A random non-empty subset of `xs`, in their order. */
-function subset(xs: readonly string[]): string[] {
-  const s = xs.filter(() => Math.random() < 0.5);
-  return s.length > 0 ? s : [xs[rand(0, xs.length - 1)]!];
-}
-
-/** Runs the script with these arguments and an OUT path; OUT must not be written when dry. */
-function run(args: string[]): { code: number; stdout: string; stderr: string } {
-  const dir = Deno.makeTempDirSync({ prefix: "gemmc_fp8_peers_" });
-  try {
-    const r = python3([SCRIPT, ...args, `${dir}/out.jsonl`]);
-    assert.ok(r !== null);
-    if (args.includes("--dry") || r.code !== 0) {
-      assert.throws(() => Deno.statSync(`${dir}/out.jsonl`), Deno.errors.NotFound);
+Deno.test(
+  `fp8_peers.py --dry with bench/fp8.ts's arguments: 3 shapes x 2 dtypes x 2 x 2${PEERS_WHY}`,
+  {
+    ignore: PEERS_IGNORE,
+  },
+  () => {
+    const args = fp8PeerArgs(FP8_PROBLEMS, FP8_BENCH_TYPES).slice(1); // without the script
+    const r = PEERS.run(["--dry", ...args]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(
+      r.stdout,
+      /^torch\._scaled_mm, out bf16, scale_a 0\.5, scale_b 0\.25, seed 1, variants default, fast_accum, states burst, sustained\n/,
+    );
+    assert.match(
+      r.stdout,
+      /^e4m3_e5m2 M=5008 N=5008 K=5008 flops 2\.512e\+11: A \[5008, 5008\] row float8_e4m3fn, B \[5008, 5008\] col float8_e5m2, D \[5008, 5008\] bf16, seed 6$/m,
+    );
+    const recs = dryRecords(r.stdout);
+    assert.equal(recs.length, 24);
+    for (const rec of recs) {
+      assertKeys(rec);
+      assert.equal(rec.status, "planned");
+      assert.equal(rec.flops, 2 * (rec.M as number) * (rec.N as number) * (rec.K as number));
+      assert.deepEqual([rec.scale_a, rec.scale_b], [0.5, 0.25]);
+      assert.equal(rec.fast_accum, rec.variant === "fast_accum");
+      assert.equal(rec.a_dtype, "float8_e4m3fn");
+      assert.equal(rec.b_dtype, rec.dtype === "e4m3" ? "float8_e4m3fn" : "float8_e5m2");
+      for (const k of ["ms", "tflops", "ok", "reason", "max_rel_err", "bound_ratio", "torch"]) {
+        assert.equal(rec[k], null, k);
+      }
     }
-    return r;
-  } finally {
-    Deno.removeSync(dir, { recursive: true });
-  }
-}
-
-/** The JSON records of a --dry output (the lines that start with `{`). */
-function records(stdout: string): Record<string, unknown>[] {
-  return stdout.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l));
-}
-
-Deno.test(`fp8_peers.py --dry with bench/fp8.ts's arguments: 3 shapes x 2 dtypes x 2 x 2${why}`, {
-  ignore,
-}, () => {
-  const args = fp8PeerArgs(FP8_PROBLEMS, FP8_BENCH_TYPES).slice(1); // without the script
-  const r = run(["--dry", ...args]);
-  assert.equal(r.code, 0, r.stderr);
-  assert.match(
-    r.stdout,
-    /^torch\._scaled_mm, out bf16, scale_a 0\.5, scale_b 0\.25, seed 1, variants default, fast_accum, states burst, sustained\n/,
-  );
-  assert.match(
-    r.stdout,
-    /^e4m3_e5m2 M=5008 N=5008 K=5008 flops 2\.512e\+11: A \[5008, 5008\] row float8_e4m3fn, B \[5008, 5008\] col float8_e5m2, D \[5008, 5008\] bf16, seed 6$/m,
-  );
-  const recs = records(r.stdout);
-  assert.equal(recs.length, 24);
-  for (const rec of recs) {
-    assertKeys(rec);
-    assert.equal(rec.status, "planned");
-    assert.equal(rec.flops, 2 * (rec.M as number) * (rec.N as number) * (rec.K as number));
-    assert.deepEqual([rec.scale_a, rec.scale_b], [0.5, 0.25]);
-    assert.equal(rec.fast_accum, rec.variant === "fast_accum");
-    assert.equal(rec.a_dtype, "float8_e4m3fn");
-    assert.equal(rec.b_dtype, rec.dtype === "e4m3" ? "float8_e4m3fn" : "float8_e5m2");
-    for (const k of ["ms", "tflops", "ok", "reason", "max_rel_err", "bound_ratio", "torch"]) {
-      assert.equal(rec[k], null, k);
-    }
-  }
-  assert.deepEqual(
-    recs.map((x) => `${x.M} ${x.dtype} ${x.variant} ${x.state} ${x.seed}`),
-    [8192, 4096, 5008].flatMap((n, i) =>
-      ["e4m3", "e4m3_e5m2"].flatMap((t, j) =>
-        ["default", "fast_accum"].flatMap((v) =>
-          ["burst", "sustained"].map((s) => `${n} ${t} ${v} ${s} ${1 + 2 * i + j}`)
+    assert.deepEqual(
+      recs.map((x) => `${x.M} ${x.dtype} ${x.variant} ${x.state} ${x.seed}`),
+      [8192, 4096, 5008].flatMap((n, i) =>
+        ["e4m3", "e4m3_e5m2"].flatMap((t, j) =>
+          ["default", "fast_accum"].flatMap((v) =>
+            ["burst", "sustained"].map((s) => `${n} ${t} ${v} ${s} ${1 + 2 * i + j}`)
+          )
         )
-      )
-    ),
-  );
-});
+      ),
+    );
+  },
+);
 
-Deno.test(`fp8_peers.py --dry: random shapes, dtypes, variants, states, scales${why}`, {
-  ignore,
+Deno.test(`fp8_peers.py --dry: random shapes, dtypes, variants, states, scales${PEERS_WHY}`, {
+  ignore: PEERS_IGNORE,
 }, () => {
   const shapes = [
-    16 * rand(1, 600),
-    `${16 * rand(1, 300)}x${16 * rand(1, 300)}x${16 * rand(1, 300)}`,
+    16 * randInt(1, 600),
+    `${16 * randInt(1, 300)}x${16 * randInt(1, 300)}x${16 * randInt(1, 300)}`,
   ];
-  const dtypes = subset(["e4m3", "e4m3_e5m2"]);
-  const variants = subset(["default", "fast_accum"]);
-  const states = subset(["burst", "sustained"]);
-  const [sa, sb, seed] = [2 ** rand(-4, 4), rand(1, 100) / 8, rand(2, 10000)];
-  const r = run([
+  const dtypes = randomSubset(["e4m3", "e4m3_e5m2"]);
+  const variants = randomSubset(["default", "fast_accum"]);
+  const states = randomSubset(["burst", "sustained"]);
+  const [sa, sb, seed] = [2 ** randInt(-4, 4), randInt(1, 100) / 8, randInt(2, 10000)];
+  const r = PEERS.run([
     "--dry",
     "--shapes",
     shapes.join(","),
@@ -141,7 +107,7 @@ Deno.test(`fp8_peers.py --dry: random shapes, dtypes, variants, states, scales${
     `${seed}`,
   ]);
   assert.equal(r.code, 0, r.stderr);
-  const recs = records(r.stdout);
+  const recs = dryRecords(r.stdout);
   assert.equal(recs.length, 2 * dtypes.length * variants.length * states.length);
   const dims = shapes.map((s) =>
     typeof s === "number" ? [s, s, s] : s.split("x").map((x) => Number(x))
@@ -157,53 +123,57 @@ Deno.test(`fp8_peers.py --dry: random shapes, dtypes, variants, states, scales${
   }
 });
 
-Deno.test(`fp8_peers.py: bad options exit 2, one message each${why}`, { ignore }, () => {
-  const odd = 16 * rand(1, 300) + rand(1, 15);
-  const r = run([
-    "--dry",
-    "--shapes",
-    `${odd},64x64`,
-    "--dtypes",
-    "e5m2",
-    "--variants",
-    "fast",
-    "--states",
-    "burst,burst",
-    "--scale-a",
-    "0",
-  ]);
-  assert.equal(r.code, 2);
-  assert.equal(r.stdout, "");
-  assert.deepEqual(r.stderr.trim().split("\n"), [
-    `fp8_peers.py: --shapes: ${odd} needs positive multiples of 16 (torch._scaled_mm's rule)`,
-    "fp8_peers.py: --shapes: '64x64' is not S or MxNxK",
-    "fp8_peers.py: --dtypes must be a comma-separated list of distinct e4m3, e4m3_e5m2; got 'e5m2'",
-    "fp8_peers.py: --variants must be a comma-separated list of distinct default, fast_accum; " +
-    "got 'fast'",
-    "fp8_peers.py: --states must be a comma-separated list of distinct burst, sustained; " +
-    "got 'burst,burst'",
-    "fp8_peers.py: --scale-a must be a positive finite number, got 0.0",
-  ]);
-  // Without --dry too: the options are checked before torch is looked for.
-  const k = run(["--shapes", "4096,4096"]);
-  assert.equal(k.code, 2);
-  assert.match(k.stderr, /--shapes repeats a shape: '4096,4096'/);
-});
+Deno.test(
+  `fp8_peers.py: bad options exit 2, one message each${PEERS_WHY}`,
+  { ignore: PEERS_IGNORE },
+  () => {
+    const odd = 16 * randInt(1, 300) + randInt(1, 15);
+    const r = PEERS.run([
+      "--dry",
+      "--shapes",
+      `${odd},64x64`,
+      "--dtypes",
+      "e5m2",
+      "--variants",
+      "fast",
+      "--states",
+      "burst,burst",
+      "--scale-a",
+      "0",
+    ]);
+    assert.equal(r.code, 2);
+    assert.equal(r.stdout, "");
+    assert.deepEqual(r.stderr.trim().split("\n"), [
+      `fp8_peers.py: --shapes: ${odd} needs positive multiples of 16 (torch._scaled_mm's rule)`,
+      "fp8_peers.py: --shapes: '64x64' is not S or MxNxK",
+      "fp8_peers.py: --dtypes must be a comma-separated list of distinct e4m3, e4m3_e5m2; got 'e5m2'",
+      "fp8_peers.py: --variants must be a comma-separated list of distinct default, fast_accum; " +
+      "got 'fast'",
+      "fp8_peers.py: --states must be a comma-separated list of distinct burst, sustained; " +
+      "got 'burst,burst'",
+      "fp8_peers.py: --scale-a must be a positive finite number, got 0.0",
+    ]);
+    // Without --dry too: the options are checked before torch is looked for.
+    const k = PEERS.run(["--shapes", "4096,4096"]);
+    assert.equal(k.code, 2);
+    assert.match(k.stderr, /--shapes repeats a shape: '4096,4096'/);
+  },
+);
 
 Deno.test(
   `fp8_peers.py without torch exits 3 and says so${
-    ignore ? why : hasTorch ? " (skipped: torch is installed)" : ""
+    PEERS_IGNORE ? PEERS_WHY : HAS_TORCH ? " (skipped: torch is installed)" : ""
   }`,
-  { ignore: ignore || hasTorch },
+  { ignore: PEERS_IGNORE || HAS_TORCH },
   () => {
-    const r = run(["--shapes", "64", "--dtypes", "e4m3"]);
+    const r = PEERS.run(["--shapes", "64", "--dtypes", "e4m3"]);
     assert.equal(r.code, 3, r.stderr);
     assert.match(r.stderr, /^fp8_peers\.py: torch is not installed/);
   },
 );
 
-Deno.test(`fp8_peers.py: records are written as strict JSON lines, NaN as null${why}`, {
-  ignore,
+Deno.test(`fp8_peers.py: records are written as strict JSON lines, NaN as null${PEERS_WHY}`, {
+  ignore: PEERS_IGNORE,
 }, () => {
   // The writer and the table on fake records (no torch: the module imports it lazily).
   const dir = Deno.makeTempDirSync({ prefix: "gemmc_fp8_peers_" });

@@ -14,97 +14,64 @@
 
 import assert from "node:assert/strict";
 import { python3 } from "./_python.ts";
+import {
+  dryRecords,
+  HAS_TORCH,
+  PEERS_DIR,
+  PEERS_IGNORE,
+  PEERS_WHY,
+  peerScript,
+  randInt,
+  randomSubset,
+} from "./_peer_script.ts";
 import { PEER_RECORD_KEYS } from "../bench/sparse.ts";
 
-const SCRIPT = new URL("../bench/peers/sparse_peers.py", import.meta.url).pathname;
-
-const ignore = python3(["-c", "import sys; print(sys.version_info >= (3, 8))"])?.stdout.trim() !==
-  "True";
-const why = ignore ? " (skipped: no python3 >= 3.8)" : "";
-const hasTorch = !ignore &&
-  python3(["-c", "import importlib.util as u; print(u.find_spec('torch') is not None)"])?.stdout
-      .trim() === "True";
-
-const PEERS_DIR = new URL("../bench/peers", import.meta.url).pathname;
-
-/** The script's schema, its RECORD_KEYS (read from it; empty where python3 does not run). */
-const SCHEMA: string[] = ignore ? [] : JSON.parse(
-  python3([
-    "-c",
-    `import json, sys; sys.path.insert(0, ${JSON.stringify(PEERS_DIR)}); import sparse_peers; ` +
-    "print(json.dumps(sparse_peers.RECORD_KEYS))",
-  ])?.stdout ?? "[]",
-);
+const PEERS = peerScript("sparse_peers");
 
 /** A record has the schema's keys, in order, and every key bench/sparse.ts reads. */
 function assertKeys(rec: Record<string, unknown>): void {
-  assert.deepEqual(Object.keys(rec), SCHEMA);
+  assert.deepEqual(Object.keys(rec), PEERS.schema);
   assert.deepEqual(PEER_RECORD_KEYS.filter((k) => !(k in rec)), [], "keys bench/sparse.ts reads");
 }
 
-/** A random integer in [lo, hi]. */
-function rand(lo: number, hi: number): number {
-  return lo + Math.floor(Math.random() * (hi - lo + 1));
-}
-
-/** A random non-empty subset of `xs`, in their order. */
-function subset(xs: readonly string[]): string[] {
-  const s = xs.filter(() => Math.random() < 0.5);
-  return s.length > 0 ? s : [xs[rand(0, xs.length - 1)]!];
-}
-
-/** Runs the script with these arguments and an OUT path; OUT must not be written. */
-function run(args: string[]): { code: number; stdout: string; stderr: string } {
-  const dir = Deno.makeTempDirSync({ prefix: "gemmc_sparse_peers_" });
-  try {
-    const r = python3([SCRIPT, ...args, `${dir}/out.jsonl`]);
-    assert.ok(r !== null);
-    if (args.includes("--dry") || r.code !== 0) {
-      assert.throws(() => Deno.statSync(`${dir}/out.jsonl`), Deno.errors.NotFound);
+Deno.test(
+  `sparse_peers.py --dry: the default plan, 8192³, 4 dtypes x 2 peers x 2 states${PEERS_WHY}`,
+  {
+    ignore: PEERS_IGNORE,
+  },
+  () => {
+    const r = PEERS.run(["--dry"]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^M=8192 N=8192 K=8192 flops 1\.1e\+12 \(dense-equivalent\), seed 1, /);
+    assert.match(r.stdout, /^f32: A \[8192, 8192\] row pruned 1:2 \(kept \[8192, 4096\]\)/m);
+    assert.match(r.stdout, /^s8: .* D \[8192, 8192\] s32$/m);
+    const recs = dryRecords(r.stdout);
+    assert.equal(recs.length, 16);
+    for (const rec of recs) {
+      assertKeys(rec);
+      assert.equal(rec.status, "planned");
+      assert.equal(rec.flops, 2 * 8192 ** 3);
+      for (const k of ["ms", "tflops", "backend", "ok", "reason"]) assert.equal(rec[k], null, k);
     }
-    return r;
-  } finally {
-    Deno.removeSync(dir, { recursive: true });
-  }
-}
+    assert.deepEqual(
+      recs.map((x) => `${x.dtype} ${x.peer} ${x.state} ${x.seed}`),
+      ["f16", "bf16", "s8", "f32"].flatMap((t, i) =>
+        ["dense", "sparse"].flatMap((p) =>
+          ["burst", "sustained"].map((s) => `${t} ${p} ${s} ${1 + i}`)
+        )
+      ),
+    );
+  },
+);
 
-/** The JSON records of a --dry output (the lines that start with `{`). */
-function records(stdout: string): Record<string, unknown>[] {
-  return stdout.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l));
-}
-
-Deno.test(`sparse_peers.py --dry: the default plan, 8192³, 4 dtypes x 2 peers x 2 states${why}`, {
-  ignore,
+Deno.test(`sparse_peers.py --dry: random sizes, dtypes, states and seed${PEERS_WHY}`, {
+  ignore: PEERS_IGNORE,
 }, () => {
-  const r = run(["--dry"]);
-  assert.equal(r.code, 0, r.stderr);
-  assert.match(r.stdout, /^M=8192 N=8192 K=8192 flops 1\.1e\+12 \(dense-equivalent\), seed 1, /);
-  assert.match(r.stdout, /^f32: A \[8192, 8192\] row pruned 1:2 \(kept \[8192, 4096\]\)/m);
-  assert.match(r.stdout, /^s8: .* D \[8192, 8192\] s32$/m);
-  const recs = records(r.stdout);
-  assert.equal(recs.length, 16);
-  for (const rec of recs) {
-    assertKeys(rec);
-    assert.equal(rec.status, "planned");
-    assert.equal(rec.flops, 2 * 8192 ** 3);
-    for (const k of ["ms", "tflops", "backend", "ok", "reason"]) assert.equal(rec[k], null, k);
-  }
-  assert.deepEqual(
-    recs.map((x) => `${x.dtype} ${x.peer} ${x.state} ${x.seed}`),
-    ["f16", "bf16", "s8", "f32"].flatMap((t, i) =>
-      ["dense", "sparse"].flatMap((p) =>
-        ["burst", "sustained"].map((s) => `${t} ${p} ${s} ${1 + i}`)
-      )
-    ),
-  );
-});
-
-Deno.test(`sparse_peers.py --dry: random sizes, dtypes, states and seed${why}`, { ignore }, () => {
-  const [M, N, K] = [64 * rand(1, 200), 64 * rand(1, 200), 64 * rand(1, 200)];
-  const dtypes = subset(["f16", "bf16", "s8", "f32"]);
-  const states = subset(["burst", "sustained"]);
-  const seed = rand(2, 10000);
-  const r = run([
+  const [M, N, K] = [64 * randInt(1, 200), 64 * randInt(1, 200), 64 * randInt(1, 200)];
+  const dtypes = randomSubset(["f16", "bf16", "s8", "f32"]);
+  const states = randomSubset(["burst", "sustained"]);
+  const seed = randInt(2, 10000);
+  const r = PEERS.run([
     "--dry",
     "--m",
     `${M}`,
@@ -121,7 +88,7 @@ Deno.test(`sparse_peers.py --dry: random sizes, dtypes, states and seed${why}`, 
   ]);
   assert.equal(r.code, 0, r.stderr);
   assert.ok(r.stdout.startsWith(`M=${M} N=${N} K=${K} `), r.stdout);
-  const recs = records(r.stdout);
+  const recs = dryRecords(r.stdout);
   assert.equal(recs.length, dtypes.length * 2 * states.length);
   for (const rec of recs) {
     assertKeys(rec);
@@ -138,11 +105,11 @@ Deno.test(`sparse_peers.py --dry: random sizes, dtypes, states and seed${why}`, 
   }
 });
 
-Deno.test(`sparse_peers.py: bad sizes, dtypes and states exit 2, one message each${why}`, {
-  ignore,
+Deno.test(`sparse_peers.py: bad sizes, dtypes and states exit 2, one message each${PEERS_WHY}`, {
+  ignore: PEERS_IGNORE,
 }, () => {
-  const m = 64 * rand(1, 50) + rand(1, 63);
-  const r = run(["--dry", "--m", `${m}`, "--dtypes", "f16,f64", "--states", "burst,burst"]);
+  const m = 64 * randInt(1, 50) + randInt(1, 63);
+  const r = PEERS.run(["--dry", "--m", `${m}`, "--dtypes", "f16,f64", "--states", "burst,burst"]);
   assert.equal(r.code, 2);
   assert.equal(r.stdout, "");
   const lines = r.stderr.trim().split("\n");
@@ -154,25 +121,25 @@ Deno.test(`sparse_peers.py: bad sizes, dtypes and states exit 2, one message eac
     "got 'burst,burst'",
   ]);
   // Without --dry too: the options are checked before torch is looked for.
-  const k = run(["--k", "0"]);
+  const k = PEERS.run(["--k", "0"]);
   assert.equal(k.code, 2);
   assert.match(k.stderr, /--k must be a positive multiple of 64, got 0/);
 });
 
 Deno.test(
   `sparse_peers.py without torch exits 3 and says so${
-    ignore ? why : hasTorch ? " (skipped: torch is installed)" : ""
+    PEERS_IGNORE ? PEERS_WHY : HAS_TORCH ? " (skipped: torch is installed)" : ""
   }`,
-  { ignore: ignore || hasTorch },
+  { ignore: PEERS_IGNORE || HAS_TORCH },
   () => {
-    const r = run(["--m", "64", "--n", "64", "--k", "64", "--dtypes", "f16"]);
+    const r = PEERS.run(["--m", "64", "--n", "64", "--k", "64", "--dtypes", "f16"]);
     assert.equal(r.code, 3, r.stderr);
     assert.match(r.stderr, /^sparse_peers\.py: torch is not installed/);
   },
 );
 
-Deno.test(`sparse_peers.py: records are written as strict JSON lines, NaN as null${why}`, {
-  ignore,
+Deno.test(`sparse_peers.py: records are written as strict JSON lines, NaN as null${PEERS_WHY}`, {
+  ignore: PEERS_IGNORE,
 }, () => {
   // The writer and the table on fake records (no torch: the module imports it lazily).
   const dir = Deno.makeTempDirSync({ prefix: "gemmc_sparse_peers_" });
