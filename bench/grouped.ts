@@ -38,6 +38,7 @@ import { decodeTensor, encodeTensor } from "../harness/device_tensor.ts";
 import { Rng } from "../numerics/random.ts";
 import { timeBurst, timeSustained } from "./gpu_measure.ts";
 import { freshResultPath } from "./results.ts";
+import type { Target } from "../ir/target.ts";
 
 /** Device-to-device copy bandwidth of the H200, read + write counted (ANCHORS.md). */
 const COPY_BYTES_PER_S = 4.3e12;
@@ -76,6 +77,16 @@ const SCHEDULES: Readonly<Record<GroupedRow["kind"], readonly string[]>> = {
     "threadblock 16x64x128\n    warp 16x16x128\n    stages 6",
   ],
 };
+
+/** With `--target sm90`: warpgroup-MMA tiles tried beside sm90's default (passes/wgmma.ts;
+ * a wgmma schedule names no warp tile), prefill rows only: a decode expert's few tokens fill
+ * a sixteenth of a 64-row wgmma tile, and the sm80 decode tiles already stream the weights
+ * near the floor (bench/NOTES.md 52). */
+const SM90_SCHEDULES: readonly string[] = [
+  "threadblock 64x256x64",
+  "threadblock 128x128x64",
+  "threadblock 128x192x64",
+];
 
 /** The kernel's source, with a schedule block or none. */
 function source(schedule: string | null): string {
@@ -164,12 +175,17 @@ class Pool {
   }
 }
 
-/** A compiled kernel's planned schedule: `128x128x64, warp 64x64x64, 4 stages`. */
+/** A compiled kernel's planned schedule: `sm80 128x128x64, warp 64x64x64, 4 stages` (sm90's
+ * wgmma kernels: `sm90 wgmma 128x256x64, 4 stages`). */
 function scheduleText(ck: CompiledKernel): string {
   const s = ck.planned.schedule;
   const tb = s.threadblock, wp = s.warp;
   if (tb === undefined || wp === undefined) return "?";
-  return `${tb.m}x${tb.n}x${tb.k}, warp ${wp.m}x${wp.n}x${wp.k}, ${s.stages} stages`;
+  const stages = `${s.stages} stages`;
+  if (ck.planned.plan.mma?.wgmma !== undefined) {
+    return `${ck.gemm.target} wgmma ${tb.m}x${tb.n}x${tb.k}, ${stages}`;
+  }
+  return `${ck.gemm.target} ${tb.m}x${tb.n}x${tb.k}, warp ${wp.m}x${wp.n}x${wp.k}, ${stages}`;
 }
 
 /** One candidate schedule's figures. */
@@ -262,7 +278,13 @@ function runPeers(rows: readonly { row: GroupedRow; counts: readonly number[] }[
 }
 
 /** Times one row's candidates; the fastest correct one in both states. */
-function runRow(cuda: Cuda, pool: Pool, row: GroupedRow, counts: readonly number[]): RowResult {
+function runRow(
+  cuda: Cuda,
+  pool: Pool,
+  row: GroupedRow,
+  counts: readonly number[],
+  target: Target,
+): RowResult {
   const { E, N, K } = row;
   const offs: number[] = [];
   counts.reduce((a, c) => (offs.push(a + c), a + c), 0);
@@ -278,16 +300,25 @@ function runRow(cuda: Cuda, pool: Pool, row: GroupedRow, counts: readonly number
   const flops = 2 * T * N * K;
   const est = row.kind === "prefill" ? (flops / 400e12) * 1e3 : (weightBytes / 3e12) * 1e3;
   const avgM = Math.max(1, Math.round(T / Math.max(used, 1)));
+  const one = (schedule: string | null, t: Target, hints?: Record<string, number>) => {
+    const r = compile(source(schedule), { sms, target: t, ...(hints ? { sizeHints: hints } : {}) });
+    if (!r.ok) throw new Error(`bench --grouped: ${r.diagnostics[0]?.message}`);
+    return r.kernels[0]!;
+  };
+  const fixed = (t: Target, list: readonly string[]) =>
+    list.map((s) => ({
+      label: `${t} ${s.split("\n")[0]!.replace("threadblock ", "")}`,
+      ck: one(s, t),
+    }));
+  // The sm80 kernels always (the baseline of earlier results); sm90's beside them when asked.
   const variants: { label: string; ck: CompiledKernel }[] = [
-    { label: "default", ck: compile(source(null), { sms }).kernels[0]! },
-    {
-      label: `tuned M=${avgM}`,
-      ck: compile(source(null), { sms, sizeHints: { M: avgM, N, K } }).kernels[0]!,
-    },
-    ...SCHEDULES[row.kind].map((s) => ({
-      label: s.split("\n")[0]!.replace("threadblock ", ""),
-      ck: compile(source(s), { sms }).kernels[0]!,
-    })),
+    { label: "sm80 default", ck: one(null, "sm80") },
+    { label: `sm80 tuned M=${avgM}`, ck: one(null, "sm80", { M: avgM, N, K }) },
+    ...fixed("sm80", SCHEDULES[row.kind]),
+    ...(target === "sm80" ? [] : [
+      { label: `${target} default`, ck: one(null, target) },
+      ...(row.kind === "prefill" ? fixed(target, SM90_SCHEDULES) : []),
+    ]),
   ];
   const rng = new Rng(77);
   const candidates: Candidate[] = [];
@@ -404,7 +435,11 @@ function report(command: string, device: string, results: readonly RowResult[]):
 }
 
 /** Runs the grouped benchmark and records it; false without a driver or when a check fails. */
-export function groupedBenchMain(command: string, only?: readonly string[]): boolean {
+export function groupedBenchMain(
+  command: string,
+  only?: readonly string[],
+  target: Target = "sm80",
+): boolean {
   const avail = cudaAvailable();
   if (!avail.ok) {
     console.error(`bench --grouped: ${avail.why}`);
@@ -423,7 +458,7 @@ export function groupedBenchMain(command: string, only?: readonly string[]): boo
     using cuda = Cuda.open();
     device = cuda.device.name;
     const pool = new Pool(new Rng(5));
-    results = routed.map(({ row, counts }) => runRow(cuda, pool, row, counts));
+    results = routed.map(({ row, counts }) => runRow(cuda, pool, row, counts, target));
   }
   // The peers, in the same run, once our context is closed (their own process and context).
   const peers = runPeers(routed) as {
@@ -451,11 +486,14 @@ export function groupedBenchMain(command: string, only?: readonly string[]): boo
 }
 
 if (import.meta.main) {
-  const only = Deno.args.filter((a) => !a.startsWith("-"));
+  const at = Deno.args.indexOf("--target");
+  const target = (at >= 0 ? Deno.args[at + 1] : "sm80") as Target;
+  const only = Deno.args.filter((a, i) => !a.startsWith("-") && (at < 0 || i !== at + 1));
   if (
     !groupedBenchMain(
       ["deno run -A bench/grouped.ts", ...Deno.args].join(" "),
       only.length > 0 ? only : undefined,
+      target,
     )
   ) {
     Deno.exit(1);

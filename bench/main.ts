@@ -20,8 +20,9 @@
  *    `bench/results/strided-DATE.md`; exits 1 without a driver.
  * 6. `--grouped`: grouped GEMM for mixture-of-experts layers, bf16, against a
  *    loop of per-expert cuBLAS calls and `torch._grouped_mm` in the same run
- *    (bench/grouped.ts); recorded in `bench/results/grouped-DATE.md`; exits 1
- *    without a driver.
+ *    (bench/grouped.ts); with `--target sm90`, sm90's wgmma kernels among the
+ *    candidates beside the sm80 ones; recorded in `bench/results/grouped-DATE.md`;
+ *    exits 1 without a driver.
  * 7. `--sparse`: 2:4 structured-sparse A against the dense kernel of the same
  *    type (f16, bf16, tf32, s8) at 8192³, with the `mma.sp` ceiling and the
  *    PyTorch peers (cuBLAS, cuSPARSELt) in the same run (bench/sparse.ts);
@@ -242,7 +243,16 @@ if (import.meta.main) {
   }
   if (grouped) {
     console.log("## Grouped (mixture of experts)\n");
-    if (!groupedBenchMain(["deno task bench", ...Deno.args].join(" "))) Deno.exit(1);
+    // `--target sm90`: sm90's wgmma kernels beside the sm80 ones (read here, and kept in args
+    // for the GPU benchmark).
+    const at = args.indexOf("--target");
+    const target = at >= 0 ? args[at + 1] : "sm80";
+    if (target !== "sm80" && target !== "sm86" && target !== "sm90") {
+      console.error(`deno task bench --grouped --target ${target}: expected sm80, sm86 or sm90`);
+      Deno.exit(2);
+    }
+    const command = ["deno task bench", ...Deno.args].join(" ");
+    if (!groupedBenchMain(command, undefined, target)) Deno.exit(1);
   }
   if (sparse) {
     console.log("## 2:4 sparse against dense\n");

@@ -37,6 +37,9 @@ import { PLANNING_PASSES } from "./planning.ts";
 export function shortPlan(k: GemmKernel): Plan | null {
   const pl = k.plan;
   if (k.grouped !== true || k.math.mode === "simt" || sparseMetaParam(k) !== null) return null;
+  // A wgmma tile is whole warpgroups of 64 rows: half of the default 128 would be one
+  // warpgroup, half the threads, which the short plan does not change (not measured).
+  if (pl.tile!.wgmma === true) return null;
   const tb = pl.tile!.threadblock;
   const wp = pl.warp!;
   const n = plannedShape(k).n;

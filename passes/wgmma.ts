@@ -21,7 +21,9 @@
  *
  * Shortcuts (issue 23): operands by cp.async from every thread (no TMA, no producer warp,
  * no mbarrier, no clusters); both operands K-contiguous (A row-major, B column-major; the
- * transposes that 16-bit rows allow are not used); no grouped, sparse or 3xtf32 kernels;
+ * transposes that 16-bit rows allow are not used); no sparse or 3xtf32 kernels; grouped
+ * kernels copy by cp.async from every thread (their operands' addresses come from the problem
+ * table, so no tensor map describes them) and have no short plan (passes/short_tile.ts);
  * problems too small for a wave of default tiles keep the mma.sync plan.
  *
  * @module
@@ -56,7 +58,7 @@ const MAX_WARPGROUPS = 3;
  * Whether a kernel's types, layouts and schedule let it run on wgmma (before its tile):
  * a target with wgmma, tensor-core math of a type above with the same type for A and B
  * (s8 with u8 is not offered: a shortcut), both operands K-contiguous and copied by cp.async,
- * no sparse A, not grouped, and a schedule that names no warp tile and no mma.sync shape
+ * no sparse A (grouped or not), and a schedule that names no warp tile and no mma.sync shape
  * (`mma 64xNxK` asks for wgmma).
  *
  * @param k The kernel (any plan).
@@ -70,7 +72,7 @@ export function wgmmaCandidate(k: GemmKernel): boolean {
   return targetHas(k.target, "wgmma") && m.mode === "tensor" && m.op === "mul" &&
     pair && WGMMA_TYPES.has(`${m.mmaA}.${m.acc}`) && WGMMA_TYPES.has(`${m.mmaB}.${m.acc}`) &&
     k.problem.a.layout === "row" && k.problem.b.layout === "col" &&
-    !k.grouped && sparseMetaParam(k) === null && !hasSyncCopies(k) &&
+    sparseMetaParam(k) === null && !hasSyncCopies(k) &&
     (s.mma === undefined ? s.warp === undefined : s.mma.m === 64);
 }
 
@@ -166,7 +168,9 @@ const REGISTER_FILE = 65536;
  * @returns Whether the pipeline is TMA's.
  */
 export function wgmmaTma(k: GemmKernel): boolean {
-  if (k.plan.tile?.wgmma !== true || !targetHas(k.target, "tma")) return false;
+  // A grouped kernel's tensors are the problem table's addresses: no host-built tensor map
+  // describes them (tensormap.replace in the kernel would; a shortcut).
+  if (k.plan.tile?.wgmma !== true || !targetHas(k.target, "tma") || k.grouped) return false;
   return [k.problem.a.tensor, k.problem.b.tensor].every((n) => {
     const t = k.params.find((q) => q.name === n);
     if (t === undefined || t.kind !== "tensor") return false;

@@ -23,7 +23,7 @@ import { gridFor, type Kernel, type Op } from "../ir/kernel.ts";
 import { verifyKernel } from "../ir/verify_kernel.ts";
 import { runPtxas } from "../backends/ptx/ptxas.ts";
 import { ptxasTest } from "./_ptxas.ts";
-import { WGMMA_CASES } from "./testdata/wgmma_cases.ts";
+import { WGMMA_CASES, WGMMA_GROUPED_CASES } from "./testdata/wgmma_cases.ts";
 
 function compileFor(src: string, target: "sm80" | "sm90" = "sm90"): CompiledKernel {
   const r = compile(src, { file: "wg.gemm", target });
@@ -216,8 +216,34 @@ for (const c of WGMMA_CASES) {
   });
 }
 
+for (const c of WGMMA_GROUPED_CASES) {
+  Deno.test(`wgmma ${c.name}: every problem of one launch agrees, no hazards`, () => {
+    const ck = compileFor(c.src);
+    const p = ck.planned.plan;
+    assert.notEqual(p.mma!.wgmma, undefined);
+    // The table's addresses have no tensor map: every thread copies by cp.async; the grid is
+    // the grouped kernel's persistent one; no half-height plan for wgmma tiles.
+    assert.equal(p.pipeline!.tma, undefined);
+    assert.equal(p.short ?? null, null);
+    assert.equal(ck.kernel.threads, 256);
+    assert.match(ck.ptx, /wgmma\.mma_async/);
+    assert.match(ck.ptx, /cp\.async\.cg\.shared\.global/);
+    const rep = simulateGrouped(ck, c.simGroups, { seed: seed += 101 });
+    assert.equal(rep.sim.hazardCount, 0, JSON.stringify(rep.sim.hazards[0]));
+    for (const [i, q] of rep.problems.entries()) {
+      assert.ok(
+        q.ok,
+        `problem ${i} ${JSON.stringify(q.sizes)}: ${JSON.stringify(q.comparison.first)}`,
+      );
+      assert.equal(q.gapWrites, 0);
+      if (exact(ck) && q.comparison.elements > 0) assert.equal(q.comparison.maxAbsError, 0);
+    }
+    assert.ok(rep.ok);
+  });
+}
+
 ptxasTest("wgmma: every case assembles for sm_90a without spills", async () => {
-  for (const c of WGMMA_CASES) {
+  for (const c of [...WGMMA_CASES, ...WGMMA_GROUPED_CASES]) {
     const ck = compileFor(c.src);
     const r = await runPtxas(ck.ptx, { arch: "sm_90a" });
     assert.ok(r.ok, `${c.name}: ${r.log}`);
@@ -252,8 +278,10 @@ for (const file of exampleFiles) {
     assert.ok(r.ok, formatDiagnostics(r.diagnostics, src));
     for (const ck of r.kernels) {
       if (ck.kernel.group !== undefined) {
-        // Grouped kernels keep mma.sync on sm90 (a shortcut of issue 23): one launch of three
-        // problems, an empty one among them.
+        // Grouped kernels run wgmma by cp.async on sm90: one launch of three problems, an
+        // empty one among them.
+        assert.notEqual(ck.planned.plan.mma!.wgmma, undefined, ck.name);
+        assert.equal(ck.planned.plan.pipeline!.tma, undefined, ck.name);
         const problems = [{ M: 80, N: 72, K: 256 }, { M: 0, N: 72, K: 256 }, {
           M: 33,
           N: 8,

@@ -2,12 +2,13 @@
  * sm90's 8-bit floats (`e4m3`, `e5m2`, DESIGN §6.4): where a program may declare them. They
  * are MMA operands only (A and B; outputs, C and vectors stay 16- or 32-bit), on a target with
  * the warpgroup MMA that multiplies them, K-contiguous (A row-major, B column-major: wgmma
- * reads 8-bit operands K-major only), dense and not grouped (those kernels stay on mma.sync).
+ * reads 8-bit operands K-major only) and dense (a sparse A stays on mma.sp). Grouped kernels
+ * of them run on wgmma too (passes/wgmma.ts).
  *
  * @module
  */
 
-import type { KernelAst, TensorDeclAst } from "../ast.ts";
+import type { TensorDeclAst } from "../ast.ts";
 import type { MatrixView, Role, Target } from "../../ir/gemm.ts";
 import { isFp8 } from "../../ir/dtype.ts";
 import { targetHas } from "../../ir/target.ts";
@@ -17,7 +18,6 @@ import { fail, type Scope } from "./scope.ts";
  * Checks every 8-bit float declaration of a kernel.
  *
  * @param s The scope (its tensors).
- * @param k The kernel.
  * @param roles Each tensor's role.
  * @param views A's and B's views.
  * @param target The compile target.
@@ -25,7 +25,6 @@ import { fail, type Scope } from "./scope.ts";
  */
 export function checkFp8(
   s: Scope,
-  k: KernelAst,
   roles: ReadonlyMap<string, Role>,
   views: { readonly a: MatrixView; readonly b: MatrixView },
   target: Target,
@@ -49,6 +48,5 @@ export function checkFp8(
       );
     }
     if (d.sparse !== null) say("a sparse 8-bit float operand is not supported");
-    if (k.grouped !== null) say("a grouped kernel of 8-bit floats is not supported");
   }
 }

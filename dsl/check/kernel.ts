@@ -122,7 +122,7 @@ function checkStatement(
     [bDecl.name.text, "B"],
     [outName, "D"],
   ]);
-  checkFp8(s, k, roles, { a: aView, b: bView }, target);
+  checkFp8(s, roles, { a: aView, b: bView }, target);
   const views: MatrixView[] = [];
   const epi = checkEpilogue(s, stmt.expr, {
     main,

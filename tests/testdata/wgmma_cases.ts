@@ -156,3 +156,95 @@ export const WGMMA_CASES: readonly WgmmaCase[] = [
     simSize: { M: 70, N: 136, K: 264 },
   },
 ];
+
+/** One grouped program (DESIGN §6.2) that sm90 runs on warpgroup MMAs by cp.async (a grouped
+ * kernel's operands have no tensor map: each problem's addresses are in its table entry). */
+export interface WgmmaGroupedCase {
+  readonly name: string;
+  readonly src: string;
+  /** The GPU test's problems (`gemm run --groups`): tiny, empty, odd, several tiles. */
+  readonly groups: string;
+  /** The simulator's problems. */
+  readonly simGroups: readonly Readonly<Record<string, number>>[];
+}
+
+/** The grouped programs: each type's wgmma row, a fused epilogue, strided views, fp8. */
+export const WGMMA_GROUPED_CASES: readonly WgmmaGroupedCase[] = [
+  {
+    name: "grouped bf16 experts, C, bias and relu, bf16 out",
+    src: `kernel wg_moe grouped {
+  X: bf16[M, K] row
+  W: bf16[K, N] col
+  C: bf16[M, N] row
+  bias: f32[N]
+  Y: bf16[M, N] row
+  alpha: f32 = 1.0
+  beta: f32 = 0.5
+  Y[m, n] = bf16(relu(alpha * X[m, k] * W[k, n] + beta * C[m, n] + bias[n]))
+}`,
+    groups: "M=1,N=8,K=8;M=0,N=264,K=136;M=300,N=520,K=264;M=7,N=40,K=72;M=129,N=256,K=1000",
+    simGroups: [{ M: 1, N: 8, K: 8 }, { M: 0, N: 40, K: 64 }, { M: 130, N: 264, K: 144 }, {
+      M: 9,
+      N: 0,
+      K: 32,
+    }, { M: 65, N: 72, K: 48 }],
+  },
+  {
+    name: "grouped f16 -> f32 with per-problem strides",
+    src: `kernel wg_views grouped {
+  A: f16[M, K] row strides(lda)
+  B: f16[K, N] col strides(ldb)
+  D: f32[M, N] row strides(ldd)
+  D[m, n] = A[m, k] * B[k, n]
+}`,
+    groups: "M=200,N=300,K=264,lda=272,ldb=280,ldd=304;M=0,N=8,K=8,lda=8,ldb=8,ldd=8;" +
+      "M=5,N=16,K=40,lda=48,ldb=40,ldd=20",
+    simGroups: [{ M: 70, N: 264, K: 136, lda: 144, ldb: 152, ldd: 268 }, {
+      M: 3,
+      N: 8,
+      K: 8,
+      lda: 16,
+      ldb: 8,
+      ldd: 12,
+    }],
+  },
+  {
+    name: "grouped tf32",
+    src: `kernel wg_tf32 grouped {
+  A: f32[M, K] row
+  B: f32[K, N] col
+  D: f32[M, N] row
+  D[m, n] = A[m, k] * B[k, n]
+  schedule { math tf32 }
+}`,
+    groups: "M=190,N=252,K=100;M=0,N=4,K=4;M=1,N=4,K=4;M=66,N=260,K=36",
+    simGroups: [{ M: 66, N: 260, K: 100 }, { M: 1, N: 4, K: 4 }, { M: 0, N: 8, K: 8 }],
+  },
+  {
+    name: "grouped s8 -> s32",
+    src: `kernel wg_s8 grouped {
+  A: s8[M, K] row
+  B: s8[K, N] col
+  D: s32[M, N] row
+  D[m, n] = A[m, k] * B[k, n]
+}`,
+    groups: "M=150,N=400,K=528;M=0,N=16,K=16;M=1,N=4,K=16;M=77,N=228,K=144",
+    simGroups: [{ M: 90, N: 232, K: 272 }, { M: 1, N: 4, K: 16 }, { M: 0, N: 16, K: 16 }, {
+      M: 5,
+      N: 12,
+      K: 0,
+    }],
+  },
+  {
+    name: "grouped e4m3 x e5m2 with a per-tensor scale, bf16 out (fp8)",
+    src: `kernel wg_fp8 grouped {
+  A: e4m3[M, K] row
+  B: e5m2[K, N] col
+  D: bf16[M, N] row
+  scale: f32 = 0.25
+  D[m, n] = bf16(scale * A[m, k] * B[k, n])
+}`,
+    groups: "M=264,N=296,K=528;M=0,N=16,K=16;M=3,N=8,K=16;M=130,N=40,K=144",
+    simGroups: [{ M: 130, N: 40, K: 144 }, { M: 3, N: 8, K: 16 }, { M: 0, N: 16, K: 16 }],
+  },
+];
