@@ -8,7 +8,7 @@
 
 import type { CompiledKernel } from "../compiler.ts";
 import { gridFor } from "../ir/kernel.ts";
-import { type SimArg, type SimResult, simulate } from "../backends/sim/mod.ts";
+import { gridBlocks, type SimArg, type SimResult, simulate } from "../backends/sim/mod.ts";
 import { type LaunchArgs, randomArgs } from "./inputs.ts";
 import { referenceGemm } from "./reference.ts";
 import { compareOutput, type Comparison, gapWrites } from "./compare.ts";
@@ -29,6 +29,9 @@ export interface SimulateOptions {
   readonly hazards?: boolean;
   /** The most work to take on (see {@link simulationWork}; default {@link SIM_WORK_LIMIT}). */
   readonly maxWork?: number;
+  /** The order the blocks run in: launch order (default), or its reverse (which changes the
+   * block that arrives last at a split-K or Stream-K tile: the result must not change). */
+  readonly blockOrder?: "launch" | "reverse";
 }
 
 /**
@@ -155,6 +158,7 @@ export function simulateGemm(
   for (const [n, bytes] of workspaceArgs(ck.kernel, sizes)) ws[n] = { bytes };
   const sim = simulate(ck.kernel, { grid, args: { ...simArgs(args), ...ws } }, {
     hazards: options.hazards ?? true,
+    ...(options.blockOrder === "reverse" ? { blocks: gridBlocks(grid).reverse() } : {}),
   });
   const seconds = (performance.now() - t0) / 1000;
   const ref = referenceGemm(ck.gemm, args);

@@ -237,6 +237,7 @@ export type ScheduleKey =
   | "stages"
   | "swizzle"
   | "split_k"
+  | "scheduler"
   | "math"
   | "accumulate"
   | "target";
@@ -255,7 +256,17 @@ export interface Schedule {
   readonly swizzle?: number;
   /** K-splits (`split_k` key; 1: no split). */
   readonly splitK?: number;
+  /** How a warp-specialized sm90 kernel's blocks take tiles (`scheduler` key; passes/wgmma.ts
+   * `wgmmaPersistent`): `tiles` one block a tile, `persistent` one block an SM looping over
+   * whole tiles, `stream_k` persistent with the last tiles' k-loops shared out evenly. */
+  readonly scheduler?: Scheduler;
 }
+
+/** The values of the `scheduler` schedule key. */
+export type Scheduler = "tiles" | "persistent" | "stream_k";
+
+/** {@link Scheduler}'s values, as the checker accepts them. */
+export const SCHEDULERS: readonly Scheduler[] = Object.freeze(["tiles", "persistent", "stream_k"]);
 
 /** Per dimension, whether a {@link TilePlan} may leave a partial tile. */
 export interface PartialTiles {
@@ -407,8 +418,13 @@ export interface TmaPipelinePlan {
   /** A persistent kernel (passes/wgmma.ts `wgmmaPersistent`): a grid of at most one block
    * an SM, each looping over tiles, the ring carried from tile to tile so that the producer
    * fills the next tile's stages while the consumers run the epilogue; the epilogue's
-   * staging then has a region of its own after the barriers, at `stagingOffset`. */
-  readonly persistent?: { readonly stagingOffset: number };
+   * staging then has a region of its own after the barriers, at `stagingOffset`. With
+   * `streamK` the k-loops of the last tiles are shared out (passes/lower/stream_k.ts), and
+   * a word at `flagOffset` (after the barriers) tells the consumers who sums a split tile. */
+  readonly persistent?: {
+    readonly stagingOffset: number;
+    readonly streamK?: { readonly flagOffset: number };
+  };
 }
 
 /** How an operand's MMA fragments come from shared memory: `ldmatrix`,

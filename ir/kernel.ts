@@ -726,7 +726,9 @@ export interface GridPlan {
   /** split_k > 1: bytes of the workspace per output tile (a 128-byte header
    * with the tile's arrival counter, then one partial accumulator tile per
    * split); the workspace is `tilesM * tilesN * batch` of them
-   * ({@link workspaceBytes}). Absent or 0: no workspace. */
+   * ({@link workspaceBytes}). A persistent (Stream-K) kernel: a record of two
+   * partials per tile of its shared-out region, at most `2 * grid x` records.
+   * Absent or 0: no workspace. */
   readonly workspacePerTile?: number;
 }
 
@@ -948,6 +950,8 @@ export function workspaceBytes(
   const per = plan.workspacePerTile ?? 0;
   if (per === 0) return 0;
   const [x, , z] = gridFor(plan, dims);
+  // Stream-K (passes/lower/stream_k.ts): the shared-out tiles are fewer than two a block.
+  if (plan.persistent !== undefined) return 2 * x * per;
   return (x / plan.swizzle) * Math.ceil(val(plan.n, dims) / plan.tileN) * (z / plan.splitK) * per;
 }
 

@@ -71,7 +71,9 @@ export function printSchedule(s: Schedule): string {
     v === undefined ? "-" : typeof v === "number" ? String(v) : shape(v);
   return `threadblock ${f(s.threadblock)}, warp ${f(s.warp)}, mma ${f(s.mma)}, stages ${
     f(s.stages)
-  }, swizzle ${f(s.swizzle)}, split_k ${f(s.splitK)}`;
+  }, swizzle ${f(s.swizzle)}, split_k ${f(s.splitK)}${
+    s.scheduler === undefined ? "" : `, scheduler ${s.scheduler}`
+  }`;
 }
 
 /** The plan lines of the decisions after gemm-mma (occupancy, workspace, staging). */

@@ -111,15 +111,18 @@ function verifyDecisions(k: GemmKernel, fail: (msg: string) => never): void {
     fail(`plan.occupancy has ${occupancy.blocksPerSm} blocks per SM`);
   }
   if (workspace !== undefined) {
+    // Stream-K's records have two parts (passes/workspace.ts STREAM_K_PARTS).
+    const streamK = pipeline?.tma?.persistent?.streamK !== undefined;
     const splitK = tile?.splitK ?? 1;
-    if ((workspace === null) !== (splitK === 1)) {
+    const parts = streamK ? 2 : splitK;
+    if ((workspace === null) !== (parts === 1)) {
       fail(`plan.workspace is ${workspace === null ? "absent" : "present"} at split_k ${splitK}`);
     }
     if (workspace !== null) {
       const w = workspace;
       const threads = warp?.threads ?? 0;
-      if (w.perTile !== w.headerBytes + splitK * w.partialBytes) {
-        fail(`plan.workspace: ${w.perTile} bytes a tile is not the header and ${splitK} partials`);
+      if (w.perTile !== w.headerBytes + parts * w.partialBytes) {
+        fail(`plan.workspace: ${w.perTile} bytes a tile is not the header and ${parts} partials`);
       }
       if (w.headerBytes < 4 || w.headerBytes % 16 !== 0) {
         fail(`plan.workspace: a ${w.headerBytes}-byte header`);

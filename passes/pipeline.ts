@@ -23,6 +23,7 @@ import {
   WGMMA_DEFAULT_STAGES,
   WGMMA_GROUPS_IN_FLIGHT,
   wgmmaPersistent,
+  wgmmaStreamK,
   wgmmaTma,
 } from "./wgmma.ts";
 import { WGMMA_SMEM } from "../ir/wgmma_table.ts";
@@ -264,8 +265,11 @@ export const pipelinePass: GemmPass = {
     }
     if (wgmma) checkWgmmaLayout(a, b);
     // A persistent kernel keeps room for the staged epilogue beside the stages.
-    const persistent = tma && wgmmaPersistent(k);
-    const reserve = persistent ? persistentStagingBytes(k) : 0;
+    // (Asked of every kernel: a `scheduler` line it cannot honour is refused there.)
+    const persistent = wgmmaPersistent(k);
+    // Stream-K's flag word (16 bytes) after the barriers.
+    const flagBytes = persistent && wgmmaStreamK(k) ? 16 : 0;
+    const reserve = persistent ? persistentStagingBytes(k) + flagBytes : 0;
     const fit = Math.floor((budget - reserve) / (perStage + barrierBytes));
     // At least 2 when the schedule is silent, so that an over-budget tile is
     // reported with the figure of the smallest pipeline (2 stages).
@@ -292,7 +296,7 @@ export const pipelinePass: GemmPass = {
       ...(meta === null
         ? {}
         : { meta: { ...meta, offset: stages * (a.stageBytes + b.stageBytes) } }),
-      smemBytes: stages * (perStage + barrierBytes),
+      smemBytes: stages * (perStage + barrierBytes) + flagBytes,
       waitDepth: stages - least,
       ...(tma
         ? {
@@ -301,11 +305,16 @@ export const pipelinePass: GemmPass = {
             producerThreads: TMA_PRODUCER_THREADS,
             producerRegs: TMA_PRODUCER_REGS,
             consumerRegs: tmaConsumerRegs(threads),
-            // The staging region (if any) from the next 128 bytes after the barriers.
+            // The staging region (if any) from the next 128 bytes after the barriers and
+            // Stream-K's flag.
             ...(persistent
               ? {
                 persistent: {
-                  stagingOffset: Math.ceil((stages * (perStage + barrierBytes)) / 128) * 128,
+                  stagingOffset: Math.ceil((stages * (perStage + barrierBytes) + flagBytes) / 128) *
+                    128,
+                  ...(flagBytes > 0
+                    ? { streamK: { flagOffset: stages * (perStage + barrierBytes) } }
+                    : {}),
                 },
               }
               : {}),

@@ -36,6 +36,7 @@ import { DTYPE_INFO, isFp8 } from "../ir/dtype.ts";
 import { targetHas, targetInfo } from "../ir/target.ts";
 import { WGMMA_BY_NAME, WGMMA_SMEM, type WgmmaShape } from "../ir/wgmma_table.ts";
 import { hasSyncCopies, knownSize } from "./tile.ts";
+import { scheduleError } from "./pass.ts";
 
 /** The operand and accumulator types wgmma programs take: `mmaA.acc`. */
 const WGMMA_TYPES: ReadonlySet<string> = new Set([
@@ -264,34 +265,52 @@ export function wgmmaOnly(k: GemmKernel): boolean {
 }
 
 /**
- * Whether a warp-specialized kernel is persistent (`plan.pipeline.tma.persistent`): every one
- * without split-K (whose blocks of one tile meet in the workspace).
+ * Whether a warp-specialized kernel is persistent (`plan.pipeline.tma.persistent`): as its
+ * `scheduler` line says, else every one without split-K (whose blocks of one tile meet in the
+ * workspace) whose known sizes, if any, fill a wave of blocks. A schedule that asks for a
+ * persistent scheduler where there is none to have is refused (E0213).
  *
  * @param k The kernel (tile planned).
  * @returns Whether its grid is one block an SM looping over tiles.
  */
 export function wgmmaPersistent(k: GemmKernel): boolean {
-  return wgmmaTma(k) && k.plan.tile!.splitK === 1 && !k.grouped && !fewTilesABlock(k);
+  const want = k.schedule.scheduler;
+  const can = wgmmaTma(k) && k.plan.tile!.splitK === 1 && !k.grouped;
+  if (want === "tiles") return false;
+  if (want !== undefined && !can) {
+    scheduleError(
+      k,
+      "scheduler",
+      "E0213",
+      `"scheduler ${want}" needs a warp-specialized sm90 kernel (target sm90, TMA-fed wgmma: ` +
+        "K-contiguous operands aligned to 16 bytes), not grouped and without split_k",
+    );
+  }
+  return can && (want !== undefined || !lessThanAWave(k));
 }
 
-/** Tiles a persistent block must at least get, where the sizes are known, for its static
- * round of tiles to beat the hardware's dynamic placement of one block a tile: at 5000³
- * (6.06 tiles a block) the persistent f16 kernel ran 419-436 TFLOP/s against 446-447 for the
- * one of a block a tile, at 8192³ (15.5) 1.00-1.01x against 0.99-1.00x of cuBLAS
- * (bench/NOTES.md 63). Between the two it is not measured: a shortcut. */
-const PERSISTENT_MIN_TILES_A_BLOCK = 8;
+/**
+ * Whether a persistent kernel shares out the k-loops of its last tiles (Stream-K,
+ * passes/lower/stream_k.ts): unless its schedule says `scheduler persistent`.
+ *
+ * @param k The kernel (tile planned).
+ * @returns Whether its persistent grid runs Stream-K.
+ */
+export function wgmmaStreamK(k: GemmKernel): boolean {
+  return wgmmaPersistent(k) && k.schedule.scheduler !== "persistent";
+}
 
-/** Whether known (or hinted) sizes give the blocks of a persistent grid fewer than
- * {@link PERSISTENT_MIN_TILES_A_BLOCK} tiles each. */
-function fewTilesABlock(k: GemmKernel): boolean {
+/** Whether known (or hinted) sizes give fewer tiles than a persistent grid has blocks: one
+ * block a tile then (a persistent grid of fewer blocks would leave SMs idle, and Stream-K
+ * shares out only where every block has a tile of its own). */
+function lessThanAWave(k: GemmKernel): boolean {
   const p = k.problem;
   const [m, n] = [knownSize(k, p.m), knownSize(k, p.n)];
   const b = p.batch === null ? 1 : knownSize(k, p.batch);
   if (m === null || n === null || b === null) return false;
   const tb = k.plan.tile!.threadblock;
   const tiles = Math.ceil(m / tb.m) * Math.ceil(n / tb.n) * b;
-  const blocks = k.sms ?? targetInfo(k.target).defaultSms;
-  return tiles < PERSISTENT_MIN_TILES_A_BLOCK * blocks;
+  return tiles < (k.sms ?? targetInfo(k.target).defaultSms);
 }
 
 /**

@@ -12,6 +12,10 @@ import { type GemmPass, scheduleError } from "./pass.ts";
 import { plannedShape } from "./mma.ts";
 import { WORKSPACE_PARAM } from "../ir/kernel.ts";
 
+/** The parts of a Stream-K tile's record: a shared-out tile spans at most two blocks' shares
+ * (passes/lower/stream_k.ts). */
+export const STREAM_K_PARTS = 2;
+
 /** Bytes of a record's header: the u32 arrival counter, padded to a 128-byte line. */
 const HEADER_BYTES = 128;
 
@@ -21,7 +25,7 @@ const HEADER_BYTES = 128;
  * @param k The kernel (tile, warp and mma plans made, split_k above 1).
  * @returns The layout.
  */
-export function workspacePlan(k: GemmKernel): WorkspacePlan {
+export function workspacePlan(k: GemmKernel, parts = k.plan.tile!.splitK): WorkspacePlan {
   const wp = k.plan.warp!;
   const s = plannedShape(k);
   const accBytes = s.cType === "f64" ? 8 : 4;
@@ -34,7 +38,7 @@ export function workspacePlan(k: GemmKernel): WorkspacePlan {
     // 16-byte chunks (8 for f16 accumulators, whose MMA tile holds 8 bytes a thread).
     chunkBytes: Math.min(16, s.c.regs * accBytes),
     partialBytes,
-    perTile: HEADER_BYTES + k.plan.tile!.splitK * partialBytes,
+    perTile: HEADER_BYTES + parts * partialBytes,
   };
 }
 
@@ -45,7 +49,9 @@ export const workspacePass: GemmPass = {
   summary: "Lay out the split-K workspace: a header with the arrival counter, a partial per split",
   run(k: GemmKernel): GemmKernel {
     const splitK = k.plan.tile!.splitK;
-    if (splitK === 1) return { ...k, plan: { ...k.plan, workspace: null } };
+    // Stream-K (passes/lower/stream_k.ts): a tile shared out has two parts.
+    const streamK = k.plan.pipeline?.tma?.persistent?.streamK !== undefined;
+    if (splitK === 1 && !streamK) return { ...k, plan: { ...k.plan, workspace: null } };
     if (k.params.some((q) => q.name === WORKSPACE_PARAM) || k.dims.includes(WORKSPACE_PARAM)) {
       scheduleError(
         k,
@@ -54,6 +60,7 @@ export const workspacePass: GemmPass = {
         `"split_k ${splitK}" adds a parameter named "${WORKSPACE_PARAM}": rename the kernel's "${WORKSPACE_PARAM}"`,
       );
     }
-    return { ...k, plan: { ...k.plan, workspace: workspacePlan(k) } };
+    const parts = streamK ? STREAM_K_PARTS : splitK;
+    return { ...k, plan: { ...k.plan, workspace: workspacePlan(k, parts) } };
   },
 };

@@ -49,6 +49,7 @@ const EXPECTED: Readonly<Record<string, readonly [DiagnosticCode, number, number
   E0211_s4_row_major_b: ["E0211", 4, 3],
   E0211_s8_col_major_a: ["E0211", 3, 3],
   E0212_split_k: ["E0212", 11, 5],
+  E0213_scheduler_sm80: ["E0213", 11, 5],
 };
 
 /** The messages, spelled out here too so that a reviewer sees the numbers in one place. */
@@ -192,6 +193,7 @@ Deno.test("schedule diagnostics: the caret is under the schedule line the messag
     E0211_s4_row_major_b: "B:",
     E0211_s8_col_major_a: "A:",
     E0212_split_k: "split_k",
+    E0213_scheduler_sm80: "scheduler",
   };
   // Without the schedule line concerned: the kernel's name, and only it.
   const atName: Readonly<Record<string, string>> = { E0202_kernel_name_after_comment: "k" };

@@ -21,6 +21,7 @@ import { randomArgs } from "../harness/inputs.ts";
 import { referenceGemm } from "../harness/reference.ts";
 import { compareOutput } from "../harness/compare.ts";
 import { simArgs } from "../harness/simulate_gemm.ts";
+import { workspaceArgs } from "../harness/workspace.ts";
 import { alignmentViolations } from "../harness/sizes.ts";
 
 const SCHEDULES: readonly RoleSchedule[] = ["producer-first", "consumer-first", "alternate"];
@@ -60,7 +61,12 @@ function run(
 ): Run {
   assert.deepEqual(alignmentViolations(ck.gemm, sizes), []);
   const args = randomArgs(ck.gemm, sizes, seed, {});
-  const res = simulate(kernel, { grid: gridFor(kernel.grid, sizes), args: simArgs(args) }, {
+  // Stream-K's workspace (passes/lower/stream_k.ts), zeroed.
+  const ws = Object.fromEntries(
+    [...workspaceArgs(kernel, sizes)].map(([n, bytes]) => [n, { bytes }]),
+  );
+  const grid = gridFor(kernel.grid, sizes);
+  const res = simulate(kernel, { grid, args: { ...simArgs(args), ...ws } }, {
     schedule,
     maxHazards: 100,
   });

@@ -261,11 +261,12 @@ static void gemmc_grid(const gemmc_kernel *k, const long long *dims, long long g
   g[2] = batch * k->split_k;
 }
 
-/* ir/kernel.ts workspaceBytes: one workspace tile per output tile. */
+/* ir/kernel.ts workspaceBytes: one workspace tile per output tile (Stream-K: two per block). */
 static unsigned long long gemmc_ws_need(const gemmc_kernel *k, const long long *dims) {
   long long g[3];
   unsigned long long tiles;
   gemmc_grid(k, dims, g);
+  if (k->persistent_blocks > 0) return gemmc_mul_sat(2ULL * (unsigned long long)g[0], k->ws_per_tile);
   tiles = gemmc_mul_sat((unsigned long long)(g[0] / k->swizzle),
                         (unsigned long long)gemmc_ceil_div(gemmc_extent_of(k->n, dims), k->tile_n));
   tiles = gemmc_mul_sat(tiles, (unsigned long long)(g[2] / k->split_k));

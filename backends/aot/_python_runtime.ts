@@ -273,6 +273,8 @@ def _workspace_bytes(k, sizes):
     if k["workspace"] is None or per == 0:
         return 0
     x, _, z = _grid(k, sizes)
+    if g.get("persistent"):
+        return 2 * x * per  # Stream-K: two records a block at most
     return (x // g["swizzle"]) * -(-_dim(g["n"], sizes) // g["tileN"]) * (z // g["splitK"]) * per
 
 

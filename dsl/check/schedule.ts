@@ -7,7 +7,8 @@
  */
 
 import type { ScheduleLineAst } from "../ast.ts";
-import type { Schedule, ScheduleKey, Shape3, Span, Target } from "../../ir/gemm.ts";
+import type { Schedule, ScheduleKey, Scheduler, Shape3, Span, Target } from "../../ir/gemm.ts";
+import { SCHEDULERS } from "../../ir/gemm.ts";
 import { type Dtype, isDtype } from "../../ir/dtype.ts";
 import { isTargetName, targetList } from "../../ir/target.ts";
 import { fail, lineOf, type Src } from "./scope.ts";
@@ -31,6 +32,7 @@ export const SCHEDULE_KEYS: readonly ScheduleKey[] = Object.freeze(
     "stages",
     "swizzle",
     "split_k",
+    "scheduler",
     "math",
     "accumulate",
     "target",
@@ -139,6 +141,17 @@ function readValue(
       s.splitK = n;
       break;
     }
+    case "scheduler":
+      if (!(SCHEDULERS as readonly string[]).includes(v)) {
+        fail(
+          src,
+          "E0112",
+          `Malformed value "${v}" for "scheduler": expected ${SCHEDULERS.join(", ")}`,
+          vs,
+        );
+      }
+      s.scheduler = v as Scheduler;
+      break;
     case "math":
       if (v !== "tf32" && v !== "3xtf32" && v !== "f32") {
         fail(src, "E0112", `Malformed value "${v}" for "math": expected tf32, 3xtf32 or f32`, vs);

@@ -16,6 +16,7 @@ import { epiPrefetch } from "./epilogue_loads.ts";
 import { mainLoop } from "./main_loop.ts";
 import { splitKReduce } from "./split_k.ts";
 import { tensorMapParams, warpSpecializedTile, warpSpecializedTiles } from "./wgmma_ws.ts";
+import { streamKFinish, streamKUnits } from "./stream_k.ts";
 import type { TileOrigin } from "./main_loop.ts";
 import { targetInfo } from "../../ir/target.ts";
 import * as ir from "../../ir/builder.ts";
@@ -126,6 +127,56 @@ function buildPersistentKernel(cx: LowerContext): Kernel {
     return { tilesM, tilesN, perBatch: cx.bin("mul", "u32", tilesM, tilesN, "tilesmn") };
   };
   const tiles = cx.bin("mul", "u32", geometry().perBatch, batch, "tiles");
+  const smem = b.reg("u32", "smem");
+  b.emit(ir.smemBase(smem));
+  const own = k.plan.pipeline!.tma!.persistent!;
+  const staging = cx.bin("add", "u32", smem, imm(own.stagingOffset));
+  const finish = (acc: Reg[][][], o: TileOrigin) => {
+    const epi = (before?: (i: number, j: number) => void) =>
+      epilogue(cx, {
+        acc,
+        m0: o.m0,
+        n0: o.n0,
+        M,
+        N,
+        bz: o.bz,
+        smem: staging,
+        ...(before !== undefined ? { before } : {}),
+      });
+    if (o.part === undefined) return epi();
+    streamKFinish(
+      cx,
+      acc,
+      o.part,
+      () => cx.bin("add", "u32", smem, imm(own.streamK!.flagOffset)),
+      epi,
+    );
+  };
+  if (own.streamK !== undefined) {
+    // Stream-K (stream_k.ts): whole tiles, then parts of the last tiles' k-loops.
+    const units = streamKUnits(cx, tiles, K);
+    const at = (i: Reg | null): TileOrigin => {
+      const p = units.at(i!);
+      const { m0, n0, bz } = persistentTile(cx, p.tile, geometry());
+      return {
+        m0,
+        n0,
+        M,
+        N,
+        K,
+        bz,
+        split: null,
+        smem,
+        kSpan: { start: p.start, count: p.count },
+        part: () => {
+          const q = units.at(i!);
+          return { whole: q.whole, index: q.index, record: q.record };
+        },
+      };
+    };
+    warpSpecializedTiles(cx, smem, { count: units.count, at }, finish);
+    return kernelOf(cx, kparams);
+  }
   const bx = cx.b.readSreg("ctaid.x", "bx");
   const nx = cx.b.readSreg("nctaid.x", "nbx");
   // Tiles bx, bx + nx, ... below `tiles` (bx < nx: no underflow).
@@ -136,17 +187,12 @@ function buildPersistentKernel(cx: LowerContext): Kernel {
     nx,
     "mytiles",
   );
-  const smem = b.reg("u32", "smem");
-  b.emit(ir.smemBase(smem));
-  const staging = cx.bin("add", "u32", smem, imm(k.plan.pipeline!.tma!.persistent!.stagingOffset));
   const at = (i: Reg | null): TileOrigin => {
     const t = cx.bin("add", "u32", bx, cx.bin("mul", "u32", i!, nx), "t");
     const { m0, n0, bz } = persistentTile(cx, t, geometry());
     return { m0, n0, M, N, K, bz, split: null, smem };
   };
-  warpSpecializedTiles(cx, smem, { count, at }, (acc, o) => {
-    epilogue(cx, { acc, m0: o.m0, n0: o.n0, M, N, bz: o.bz, smem: staging });
-  });
+  warpSpecializedTiles(cx, smem, { count, at }, finish);
   return kernelOf(cx, kparams);
 }
 

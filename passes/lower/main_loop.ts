@@ -53,6 +53,13 @@ export interface TileOrigin {
   readonly split: Reg | null;
   /** The shared memory's base. */
   readonly smem: Reg;
+  /** Stream-K (passes/lower/stream_k.ts): the k-tiles of this block's part of the tile, in
+   * place of {@link kTileSpan}'s (the warp-specialized loops read it). */
+  readonly kSpan?: { readonly start: Reg; readonly count: Reg };
+  /** Stream-K: emits whether the part is the whole tile, and else which of its two parts it
+   * is and the workspace record of the tile (u32 registers), where the epilogue needs them
+   * (computed again there, not held across the main loop). */
+  readonly part?: () => { readonly whole: Reg; readonly index: Reg; readonly record: Reg };
 }
 
 /** What one k-step of the loop uses (see {@link kStep}). */

@@ -80,7 +80,7 @@ export function splitKReduce(
  * @returns The record's address, the thread index and this thread's first
  *   chunk of split 0.
  */
-function storePartial(
+export function storePartial(
   cx: LowerContext,
   flat: readonly Reg[],
   split: Reg,
@@ -89,17 +89,9 @@ function storePartial(
   const ws = cx.k.plan.workspace!;
   const perChunk = ws.chunkBytes / ws.accBytes;
   const width = ws.accBytes === 8 ? "b64" : "b32";
-  const S = cx.k.plan.tile!.splitK;
-  cx.b.emit(ir.comment(`split-K: partial to the workspace, the last of ${S} splits reduces`));
-  const rec = cx.bin(
-    "add",
-    "u64",
-    cx.params.get(ws.param)!,
-    cx.bin("mul", "u64", b64(cx, tileLin), imm(ws.perTile)),
-  );
-  const tid = cx.features.get("tid")!;
-  const mine = cx.bin("add", "u64", rec, b64(cx, cx.mulImm(tid, ws.chunkBytes)));
-  const part0 = cx.bin("add", "u64", mine, imm(ws.headerBytes));
+  const S = (ws.perTile - ws.headerBytes) / ws.partialBytes;
+  cx.b.emit(ir.comment(`split-K: partial to the workspace, the last of ${S} parts reduces`));
+  const { rec, tid, part0 } = partialBase(cx, tileLin);
   const own = cx.bin(
     "add",
     "u64",
@@ -114,6 +106,26 @@ function storePartial(
 }
 
 /**
+ * A tile's workspace record and this thread's first chunk of part 0 in it.
+ *
+ * @param cx The lowering's context.
+ * @param tileLin The tile's record index.
+ * @returns The record's address, the thread index and the chunk's address.
+ */
+export function partialBase(cx: LowerContext, tileLin: Reg): { rec: Reg; tid: Reg; part0: Reg } {
+  const ws = cx.k.plan.workspace!;
+  const rec = cx.bin(
+    "add",
+    "u64",
+    cx.params.get(ws.param)!,
+    cx.bin("mul", "u64", b64(cx, tileLin), imm(ws.perTile)),
+  );
+  const tid = cx.features.get("tid")!;
+  const mine = cx.bin("add", "u64", rec, b64(cx, cx.mulImm(tid, ws.chunkBytes)));
+  return { rec, tid, part0: cx.bin("add", "u64", mine, imm(ws.headerBytes)) };
+}
+
+/**
  * Sums one chunk of every split's partials into `regs`, in split order: f32,
  * f64 and s32 (saturating) in place; f16x2 halves in f32, rounded to f16
  * once at the end.
@@ -121,10 +133,15 @@ function storePartial(
  * @param cx The lowering's context.
  * @param regs The chunk's accumulator registers (the sums' destination).
  * @param load Loads split s's chunk into registers.
+ * @param S The parts (split_k; Stream-K's 2).
  */
-function sumChunk(cx: LowerContext, regs: Reg[], load: (s: number, dst: Reg[]) => void): void {
+export function sumChunk(
+  cx: LowerContext,
+  regs: Reg[],
+  load: (s: number, dst: Reg[]) => void,
+  S: number = cx.k.plan.tile!.splitK,
+): void {
   const b = cx.b;
-  const S = cx.k.plan.tile!.splitK;
   if (cx.shape.cType !== "f16") {
     const addT = cx.shape.cType === "f64" ? "f64" : cx.shape.cType === "s32" ? "s32" : "f32";
     const fn = addT === "s32" ? "addsat" : "add";
@@ -177,12 +194,21 @@ function sumChunk(cx: LowerContext, regs: Reg[], load: (s: number, dst: Reg[]) =
  * @param cx The lowering's context.
  * @param rec The tile's workspace record (its arrival counter first).
  * @param tid The thread index.
- * @param smem The shared memory's base (one word of it is the broadcast flag).
+ * @param smem The shared word of the broadcast flag.
+ * @param S The parts that arrive (split_k; Stream-K's 2).
+ * @param share A u64 thread 0 also stores at `smem + 8` with the flag (Stream-K: the other
+ *   part's partial), for every thread to read after the barrier.
  * @returns A predicate: this block arrived last.
  */
-function arriveLast(cx: LowerContext, rec: Reg, tid: Reg, smem: Reg): Reg {
+export function arriveLast(
+  cx: LowerContext,
+  rec: Reg,
+  tid: Reg,
+  smem: Reg,
+  S: number = cx.k.plan.tile!.splitK,
+  share?: Reg,
+): Reg {
   const b = cx.b;
-  const S = cx.k.plan.tile!.splitK;
   // Release: every thread's partial before the barrier, and thread 0's
   // fence after it (cumulative over what the barrier showed it) before its
   // atomic. Acquire: thread 0's fence right after the atomic that saw the
@@ -201,6 +227,7 @@ function arriveLast(cx: LowerContext, rec: Reg, tid: Reg, smem: Reg): Reg {
   const flag = cx.b.reg("u32", "last");
   b.emit(ir.selp("u32", flag, imm(1), imm(0), lastT0));
   b.emit(ir.sts("b32", [flag], smem, 0, ir.when(t0)));
+  if (share !== undefined) b.emit(ir.sts("b64", [share], smem, 8, ir.when(t0)));
   b.emit(cx.barrier());
   const got = cx.b.reg("u32", "lastall");
   b.emit(ir.lds("b32", [got], smem, 0));

@@ -183,7 +183,9 @@ function produce(cx: LowerContext, o: TileOrigin, ring: Ring, st: RingState): vo
   // The batch coordinate where the map has the batch dimension (passes/wgmma.ts).
   const batchOf = (role: "A" | "B") => operandTensorMap(k, role).dims.length === 3 ? [o.bz] : [];
   const { s, ph } = st;
-  const { start, kCount } = kTileSpan(cx, o.K, o.split);
+  const { start, kCount } = o.kSpan === undefined
+    ? kTileSpan(cx, o.K, o.split)
+    : { start: o.kSpan.start, kCount: o.kSpan.count };
   const k0 = start === null ? cx.mov("u32", imm(0), "pk") : cx.mulImm(start, tb.k, "pk");
   const aBase = cx.bin("add", "u32", o.smem, imm(pipe.a.offset), "pa");
   const bBase = cx.bin("add", "u32", o.smem, imm(pipe.b.offset), "pb");
@@ -233,7 +235,7 @@ function consume(
   );
   const { s, ph } = st;
   // `rel`: the stage whose group retires next (G k-tiles behind s).
-  const { kCount } = kTileSpan(cx, o.K, o.split);
+  const kCount = o.kSpan?.count ?? kTileSpan(cx, o.K, o.split).kCount;
   const tile = () => {
     const off8 = cx.bin("shl", "u32", s, imm(3));
     b.emit(ir.mbarWait(cx.bin("add", "u32", ring.full, off8), ph));

@@ -67,6 +67,8 @@ for (const c of WGMMA_GROUPED_CASES) {
         out.stdout,
         new RegExp(`AGREES \\(${n} problems\\) with the reference and the simulator`),
       );
+      // Integer outputs: every problem identical to the simulator's.
+      if (/D: s32/.test(c.src)) assert.match(out.stdout, /simulator: identical/);
     },
   });
 }

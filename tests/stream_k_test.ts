@@ -1,0 +1,189 @@
+/**
+ * Stream-K on sm90's persistent warp-specialized kernels (passes/lower/stream_k.ts, issue 22):
+ *
+ * - the plan: the default persistent kernel shares out its last tiles (a flag word, a
+ *   workspace of two-part records, `2 x grid x` of them); `scheduler persistent` and
+ *   `scheduler tiles` turn it off; `scheduler` where no persistent kernel exists is E0213;
+ * - simulated over small persistent grids (`sms` 3 to 5) at sizes where the tiles are not a
+ *   multiple of the blocks (so that tiles are shared out), where they are, and where there are
+ *   fewer tiles than blocks: every type agrees with the reference (integers exactly),
+ *   hazards none;
+ * - determinism: the blocks run in reverse order (another block arrives last at each shared-out
+ *   tile) give the same bytes;
+ * - mutations: an arrival that counts 2 (no part is ever last) leaves the shared-out tiles
+ *   unwritten, and the comparison fails.
+ */
+
+import assert from "node:assert/strict";
+import { compile, type CompiledKernel, formatDiagnostics } from "../compiler.ts";
+import { simulateGemm } from "../harness/simulate_gemm.ts";
+import { type Kernel, type Op, workspaceBytes } from "../ir/kernel.ts";
+import { DTYPE_INFO } from "../ir/dtype.ts";
+import { tensorParam } from "../ir/gemm.ts";
+
+function compileFor(src: string, sms: number): CompiledKernel {
+  const r = compile(src, { file: "sk.gemm", target: "sm90", sms });
+  assert.ok(r.ok, formatDiagnostics(r.diagnostics, src));
+  return r.kernels[0]!;
+}
+
+const GEMM = (a: string, d: string, stmt = "D[m, n] = A[m, k] * B[k, n]", sched = "") =>
+  `kernel sk {\n  A: ${a}[M, K] row\n  B: ${a}[K, N] col\n  D: ${d}[M, N] row\n  ${stmt}\n` +
+  `${sched === "" ? "" : `  schedule {\n    ${sched}\n  }\n`}}\n`;
+
+Deno.test("stream-K: the default persistent sm90 plan shares out its last tiles", () => {
+  const ck = compileFor(GEMM("f16", "f32"), 132);
+  const p = ck.planned.plan;
+  const own = p.pipeline!.tma!.persistent!;
+  assert.deepEqual(own.streamK, { flagOffset: 4 * 49152 + 64 });
+  assert.equal(own.stagingOffset, 4 * 49152 + 128);
+  assert.equal(ck.kernel.dynamicSmemBytes, 4 * 49152 + 64 + 16);
+  // Two parts a record: 256 threads x 128 f32 accumulators.
+  assert.equal(p.workspace!.partialBytes, 256 * 128 * 4);
+  assert.equal(p.workspace!.perTile, 128 + 2 * 256 * 128 * 4);
+  assert.equal(ck.kernel.params.at(-3)!.name, "workspace"); // then the two tensor maps
+  // 2 records a block of the grid: 8192^2 is 2048 tiles on 132 blocks.
+  assert.equal(
+    workspaceBytes(ck.kernel.grid, { M: 8192, N: 8192, K: 64 }),
+    2 * 132 * p.workspace!.perTile,
+  );
+  assert.match(ck.ptx, /atom\.global\.add\.u32/);
+  assert.equal(ck.manifest.workspace?.bytesPerTile, p.workspace!.perTile);
+  for (const sched of ["scheduler persistent", "scheduler tiles"]) {
+    const off = compileFor(GEMM("f16", "f32", undefined, sched), 132);
+    assert.equal(off.planned.plan.pipeline!.tma!.persistent?.streamK, undefined, sched);
+    assert.equal(off.planned.plan.workspace, null, sched);
+    assert.doesNotMatch(off.ptx, /atom\.global/, sched);
+  }
+  const tiles = compileFor(GEMM("f16", "f32", undefined, "scheduler tiles"), 132);
+  assert.equal(tiles.kernel.grid.persistent, undefined);
+});
+
+Deno.test("stream-K: a scheduler line without a warp-specialized sm90 kernel is E0213", () => {
+  const cases = [
+    [GEMM("f16", "f32", undefined, "scheduler stream_k"), "sm80"],
+    [GEMM("f16", "f32", undefined, "scheduler persistent\n    split_k 2"), "sm90"],
+    [GEMM("f16", "f32", undefined, "scheduler stream_k").replace("col", "row"), "sm90"],
+  ] as const;
+  for (const [src, target] of cases) {
+    const r = compile(src, { file: "sk.gemm", target });
+    assert.deepEqual(r.diagnostics.map((d) => d.code), ["E0213"], src);
+  }
+  const bad = compile(GEMM("f16", "f32", undefined, "scheduler dynamic"), { target: "sm90" });
+  assert.deepEqual(bad.diagnostics.map((d) => d.code), ["E0112"]);
+});
+
+interface Case {
+  readonly name: string;
+  readonly src: string;
+  readonly sms: number;
+  readonly sizes: Readonly<Record<string, number>>;
+}
+
+/** Tiles of 128x256 (8-bit: 128x224): T tiles over `sms` blocks. */
+const CASES: readonly Case[] = [
+  // 3 x 3 = 9 tiles on 4 blocks: 4 whole, 5 shared out (9 k-tiles each).
+  {
+    name: "f16 -> f32, 9 tiles on 4",
+    src: GEMM("f16", "f32"),
+    sms: 4,
+    sizes: { M: 300, N: 600, K: 520 },
+  },
+  // f16 D: the staged epilogue; 7 tiles on 3 blocks, K not a k-tile multiple.
+  {
+    name: "f16 -> f16, 7 tiles on 3",
+    src: GEMM("f16", "f16", "D[m, n] = f16(A[m, k] * B[k, n])"),
+    sms: 3,
+    sizes: { M: 900, N: 200, K: 200 },
+  },
+  // Exactly a multiple: no tile shared out.
+  {
+    name: "bf16, 8 tiles on 4",
+    src: GEMM("bf16", "f32"),
+    sms: 4,
+    sizes: { M: 256, N: 1000, K: 136 },
+  },
+  // Fewer tiles than blocks: a grid of the tiles, none shared out.
+  {
+    name: "bf16, 2 tiles on 5",
+    src: GEMM("bf16", "f32"),
+    sms: 5,
+    sizes: { M: 200, N: 100, K: 72 },
+  },
+  {
+    name: "bf16 with C, bias and relu, 6 tiles on 4",
+    src: `kernel sk {\n  A: bf16[M, K] row\n  B: bf16[K, N] col\n  C: bf16[M, N] row\n` +
+      `  bias: f32[N]\n  D: bf16[M, N] row\n  alpha: f32 = 1.0\n  beta: f32 = 0.5\n` +
+      `  D[m, n] = bf16(relu(alpha * A[m, k] * B[k, n] + beta * C[m, n] + bias[n]))\n}\n`,
+    sms: 4,
+    sizes: { M: 130, N: 1400, K: 264 },
+  },
+  {
+    name: "tf32, 5 tiles on 3",
+    src: GEMM("f32", "f32", undefined, "math tf32"),
+    sms: 3,
+    sizes: { M: 640, N: 100, K: 200 },
+  },
+  {
+    name: "s8 -> s32, 6 tiles on 4",
+    src: GEMM("s8", "s32"),
+    sms: 4,
+    sizes: { M: 300, N: 400, K: 1040 },
+  },
+  {
+    name: "e4m3 -> bf16, 5 tiles on 4",
+    src: `kernel sk {\n  A: e4m3[M, K] row\n  B: e4m3[K, N] col\n  D: bf16[M, N] row\n` +
+      `  s: f32 = 0.5\n  D[m, n] = bf16(s * A[m, k] * B[k, n])\n}\n`,
+    sms: 4,
+    sizes: { M: 640, N: 200, K: 528 },
+  },
+];
+
+for (const c of CASES) {
+  Deno.test(`stream-K ${c.name}: agrees with the reference, no hazards, any block order`, () => {
+    const ck = compileFor(c.src, c.sms);
+    assert.notEqual(ck.planned.plan.pipeline!.tma!.persistent!.streamK, undefined);
+    const rep = simulateGemm(ck, c.sizes, { seed: 41 });
+    assert.equal(rep.sim.hazardCount, 0, JSON.stringify(rep.sim.hazards[0]));
+    const cmp = rep.comparison;
+    assert.ok(cmp.ok, `${cmp.overBound} of ${cmp.elements} over; ${JSON.stringify(cmp.first)}`);
+    const d = tensorParam(ck.gemm, ck.gemm.problem.d.tensor);
+    if (!DTYPE_INFO[d.dtype].float) assert.equal(cmp.maxAbsError, 0);
+    // Another block arrives last at every shared-out tile: the same bytes.
+    const rev = simulateGemm(ck, c.sizes, { seed: 41, blockOrder: "reverse" });
+    assert.deepEqual(rev.output, rep.output);
+  });
+}
+
+/** The kernel with every `atom` adding `by` instead of 1. */
+function withArrival(k: Kernel, by: number): Kernel {
+  const map = (ops: readonly Op[]): Op[] =>
+    ops.map((o) => {
+      if (o.op === "atom") return { ...o, b: { kind: "imm", value: by } } as Op;
+      if (o.op === "for") return { ...o, body: map(o.body) };
+      if (o.op === "if") return { ...o, then: map(o.then), otherwise: map(o.otherwise) };
+      return o;
+    });
+  return { ...k, body: map(k.body) };
+}
+
+Deno.test("stream-K mutation: an arrival that counts 2 leaves the shared-out tiles unwritten", () => {
+  const c = CASES[0]!;
+  const ck = compileFor(c.src, c.sms);
+  let atoms = 0;
+  const count = (ops: readonly Op[]) => {
+    for (const o of ops) {
+      if (o.op === "atom") atoms++;
+      if (o.op === "for") count(o.body);
+      if (o.op === "if") (count(o.then), count(o.otherwise));
+    }
+  };
+  count(ck.kernel.body);
+  assert.equal(atoms, 1);
+  const good = simulateGemm(ck, c.sizes, { seed: 5 });
+  assert.ok(good.comparison.ok);
+  const bad = simulateGemm({ ...ck, kernel: withArrival(ck.kernel, 2) }, c.sizes, { seed: 5 });
+  assert.ok(!bad.comparison.ok);
+  // The 4 whole tiles are still right: 5 of 9 tiles (300 x 600 clipped) are not.
+  assert.ok(bad.comparison.overBound > 0 && bad.comparison.overBound < 300 * 600);
+});
