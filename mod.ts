@@ -55,6 +55,7 @@ export type {
   Plan,
   Problem,
   Schedule,
+  Scheduler,
   Shape3,
   Target,
 } from "./ir/gemm.ts";

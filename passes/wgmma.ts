@@ -267,8 +267,9 @@ export function wgmmaOnly(k: GemmKernel): boolean {
 /**
  * Whether a warp-specialized kernel is persistent (`plan.pipeline.tma.persistent`): as its
  * `scheduler` line says, else every one without split-K (whose blocks of one tile meet in the
- * workspace) whose known sizes, if any, fill a wave of blocks. A schedule that asks for a
- * persistent scheduler where there is none to have is refused (E0213).
+ * workspace) whose known sizes, if any, give each block at least
+ * {@link PERSISTENT_MIN_TILES_A_BLOCK} tiles. A schedule that asks for a persistent scheduler
+ * where there is none to have is refused (E0213).
  *
  * @param k The kernel (tile planned).
  * @returns Whether its grid is one block an SM looping over tiles.
@@ -286,31 +287,41 @@ export function wgmmaPersistent(k: GemmKernel): boolean {
         "K-contiguous operands aligned to 16 bytes), not grouped and without split_k",
     );
   }
-  return can && (want !== undefined || !lessThanAWave(k));
+  return can && (want !== undefined || !fewTilesABlock(k));
 }
 
 /**
  * Whether a persistent kernel shares out the k-loops of its last tiles (Stream-K,
- * passes/lower/stream_k.ts): unless its schedule says `scheduler persistent`.
+ * passes/lower/stream_k.ts): only where its schedule says `scheduler stream_k`. Not the
+ * default: measured on the H200 (bench/NOTES.md 65) it ran 5000³ f16 at 405 TFLOP/s against
+ * 399 for the persistent kernel without it and 439 for one block a tile, and 8192³ no faster.
  *
  * @param k The kernel (tile planned).
  * @returns Whether its persistent grid runs Stream-K.
  */
 export function wgmmaStreamK(k: GemmKernel): boolean {
-  return wgmmaPersistent(k) && k.schedule.scheduler !== "persistent";
+  return k.schedule.scheduler === "stream_k" && wgmmaPersistent(k);
 }
 
-/** Whether known (or hinted) sizes give fewer tiles than a persistent grid has blocks: one
- * block a tile then (a persistent grid of fewer blocks would leave SMs idle, and Stream-K
- * shares out only where every block has a tile of its own). */
-function lessThanAWave(k: GemmKernel): boolean {
+/** Tiles a persistent block must at least get, where the sizes are known, for its static
+ * round of tiles to beat the hardware's dynamic placement of one block a tile: at 5000³
+ * (6.06 tiles a block) the persistent f16 kernel ran 419-436 TFLOP/s against 446-447 for the
+ * one of a block a tile, at 8192³ (15.5) 1.00-1.01x against 0.99-1.00x of cuBLAS
+ * (bench/NOTES.md 63; Stream-K did not change the first, NOTES 65). Between the two it is not
+ * measured: a shortcut. */
+const PERSISTENT_MIN_TILES_A_BLOCK = 8;
+
+/** Whether known (or hinted) sizes give the blocks of a persistent grid fewer than
+ * {@link PERSISTENT_MIN_TILES_A_BLOCK} tiles each. */
+function fewTilesABlock(k: GemmKernel): boolean {
   const p = k.problem;
   const [m, n] = [knownSize(k, p.m), knownSize(k, p.n)];
   const b = p.batch === null ? 1 : knownSize(k, p.batch);
   if (m === null || n === null || b === null) return false;
   const tb = k.plan.tile!.threadblock;
   const tiles = Math.ceil(m / tb.m) * Math.ceil(n / tb.n) * b;
-  return tiles < (k.sms ?? targetInfo(k.target).defaultSms);
+  const blocks = k.sms ?? targetInfo(k.target).defaultSms;
+  return tiles < PERSISTENT_MIN_TILES_A_BLOCK * blocks;
 }
 
 /**

@@ -98,6 +98,9 @@ const MESSAGES: Readonly<Record<string, string>> = {
   E0211_s8_col_major_a: `Operand A ("A", s8) must be K-contiguous (A row-major): 8-bit ` +
     "MMA fragments cannot be transposed from shared memory",
   E0212_split_k: `"split_k 2" adds a parameter named "workspace": rename the kernel's "workspace"`,
+  E0213_scheduler_sm80: `"scheduler stream_k" needs a warp-specialized sm90 kernel (target ` +
+    "sm90, TMA-fed wgmma: K-contiguous operands aligned to 16 bytes), not grouped and without " +
+    "split_k",
 };
 
 /** The pass codes; E0210 (unknown kernel) is a CLI usage error, not a diagnostic. */

@@ -1,9 +1,9 @@
 /**
  * Stream-K on sm90's persistent warp-specialized kernels (passes/lower/stream_k.ts, issue 22):
  *
- * - the plan: the default persistent kernel shares out its last tiles (a flag word, a
- *   workspace of two-part records, `2 x grid x` of them); `scheduler persistent` and
- *   `scheduler tiles` turn it off; `scheduler` where no persistent kernel exists is E0213;
+ * - the plan: `scheduler stream_k` shares out a persistent kernel's last tiles (a flag word, a
+ *   workspace of two-part records, `2 x grid x` of them); the default, `scheduler persistent`
+ *   and `scheduler tiles` do not; `scheduler` where no persistent kernel exists is E0213;
  * - simulated over small persistent grids (`sms` 3 to 5) at sizes where the tiles are not a
  *   multiple of the blocks (so that tiles are shared out), where they are, and where there are
  *   fewer tiles than blocks: every type agrees with the reference (integers exactly),
@@ -20,6 +20,7 @@ import { simulateGemm } from "../harness/simulate_gemm.ts";
 import { type Kernel, type Op, workspaceBytes } from "../ir/kernel.ts";
 import { DTYPE_INFO } from "../ir/dtype.ts";
 import { tensorParam } from "../ir/gemm.ts";
+import { STREAM_K_CASES as CASES } from "./testdata/wgmma_cases.ts";
 
 function compileFor(src: string, sms: number): CompiledKernel {
   const r = compile(src, { file: "sk.gemm", target: "sm90", sms });
@@ -31,8 +32,8 @@ const GEMM = (a: string, d: string, stmt = "D[m, n] = A[m, k] * B[k, n]", sched 
   `kernel sk {\n  A: ${a}[M, K] row\n  B: ${a}[K, N] col\n  D: ${d}[M, N] row\n  ${stmt}\n` +
   `${sched === "" ? "" : `  schedule {\n    ${sched}\n  }\n`}}\n`;
 
-Deno.test("stream-K: the default persistent sm90 plan shares out its last tiles", () => {
-  const ck = compileFor(GEMM("f16", "f32"), 132);
+Deno.test("stream-K: scheduler stream_k shares out a persistent sm90 kernel's last tiles", () => {
+  const ck = compileFor(GEMM("f16", "f32", undefined, "scheduler stream_k"), 132);
   const p = ck.planned.plan;
   const own = p.pipeline!.tma!.persistent!;
   assert.deepEqual(own.streamK, { flagOffset: 4 * 49152 + 64 });
@@ -49,7 +50,7 @@ Deno.test("stream-K: the default persistent sm90 plan shares out its last tiles"
   );
   assert.match(ck.ptx, /atom\.global\.add\.u32/);
   assert.equal(ck.manifest.workspace?.bytesPerTile, p.workspace!.perTile);
-  for (const sched of ["scheduler persistent", "scheduler tiles"]) {
+  for (const sched of ["", "scheduler persistent", "scheduler tiles"]) {
     const off = compileFor(GEMM("f16", "f32", undefined, sched), 132);
     assert.equal(off.planned.plan.pipeline!.tma!.persistent?.streamK, undefined, sched);
     assert.equal(off.planned.plan.workspace, null, sched);
@@ -72,72 +73,6 @@ Deno.test("stream-K: a scheduler line without a warp-specialized sm90 kernel is 
   const bad = compile(GEMM("f16", "f32", undefined, "scheduler dynamic"), { target: "sm90" });
   assert.deepEqual(bad.diagnostics.map((d) => d.code), ["E0112"]);
 });
-
-interface Case {
-  readonly name: string;
-  readonly src: string;
-  readonly sms: number;
-  readonly sizes: Readonly<Record<string, number>>;
-}
-
-/** Tiles of 128x256 (8-bit: 128x224): T tiles over `sms` blocks. */
-const CASES: readonly Case[] = [
-  // 3 x 3 = 9 tiles on 4 blocks: 4 whole, 5 shared out (9 k-tiles each).
-  {
-    name: "f16 -> f32, 9 tiles on 4",
-    src: GEMM("f16", "f32"),
-    sms: 4,
-    sizes: { M: 300, N: 600, K: 520 },
-  },
-  // f16 D: the staged epilogue; 7 tiles on 3 blocks, K not a k-tile multiple.
-  {
-    name: "f16 -> f16, 7 tiles on 3",
-    src: GEMM("f16", "f16", "D[m, n] = f16(A[m, k] * B[k, n])"),
-    sms: 3,
-    sizes: { M: 900, N: 200, K: 200 },
-  },
-  // Exactly a multiple: no tile shared out.
-  {
-    name: "bf16, 8 tiles on 4",
-    src: GEMM("bf16", "f32"),
-    sms: 4,
-    sizes: { M: 256, N: 1000, K: 136 },
-  },
-  // Fewer tiles than blocks: a grid of the tiles, none shared out.
-  {
-    name: "bf16, 2 tiles on 5",
-    src: GEMM("bf16", "f32"),
-    sms: 5,
-    sizes: { M: 200, N: 100, K: 72 },
-  },
-  {
-    name: "bf16 with C, bias and relu, 6 tiles on 4",
-    src: `kernel sk {\n  A: bf16[M, K] row\n  B: bf16[K, N] col\n  C: bf16[M, N] row\n` +
-      `  bias: f32[N]\n  D: bf16[M, N] row\n  alpha: f32 = 1.0\n  beta: f32 = 0.5\n` +
-      `  D[m, n] = bf16(relu(alpha * A[m, k] * B[k, n] + beta * C[m, n] + bias[n]))\n}\n`,
-    sms: 4,
-    sizes: { M: 130, N: 1400, K: 264 },
-  },
-  {
-    name: "tf32, 5 tiles on 3",
-    src: GEMM("f32", "f32", undefined, "math tf32"),
-    sms: 3,
-    sizes: { M: 640, N: 100, K: 200 },
-  },
-  {
-    name: "s8 -> s32, 6 tiles on 4",
-    src: GEMM("s8", "s32"),
-    sms: 4,
-    sizes: { M: 300, N: 400, K: 1040 },
-  },
-  {
-    name: "e4m3 -> bf16, 5 tiles on 4",
-    src: `kernel sk {\n  A: e4m3[M, K] row\n  B: e4m3[K, N] col\n  D: bf16[M, N] row\n` +
-      `  s: f32 = 0.5\n  D[m, n] = bf16(s * A[m, k] * B[k, n])\n}\n`,
-    sms: 4,
-    sizes: { M: 640, N: 200, K: 528 },
-  },
-];
 
 for (const c of CASES) {
   Deno.test(`stream-K ${c.name}: agrees with the reference, no hazards, any block order`, () => {

@@ -46,20 +46,20 @@ Deno.test("wgmma: the default f16 plan on sm90 is warp-specialized: TMA, two con
   assert.deepEqual([p.warp!.warpsM, p.warp!.warpsN, p.warp!.threads], [8, 1, 256]);
   assert.deepEqual(p.warp!.warp, { m: 16, n: 256, k: 64 });
   assert.equal(p.pipeline!.stages, 4);
-  // Persistent: its staging region (unused: an f32 D stores directly) after the barriers and
-  // Stream-K's flag (tests/stream_k_test.ts).
+  // Persistent: its staging region (unused: an f32 D stores directly) after the barriers
+  // (Stream-K only when asked: tests/stream_k_test.ts).
   assert.deepEqual(p.pipeline!.tma, {
     barrierOffset: 4 * 49152,
     producerThreads: 128,
     producerRegs: 40,
     consumerRegs: 232,
-    persistent: { stagingOffset: 4 * 49152 + 128, streamK: { flagOffset: 4 * 49152 + 64 } },
+    persistent: { stagingOffset: 4 * 49152 + 128 },
   });
   assert.deepEqual(ck.kernel.grid.persistent, { blocks: 132 });
   assert.deepEqual(gridFor(ck.kernel.grid, { M: 8192, N: 8192, K: 64 }), [132, 1, 1]);
   assert.deepEqual(gridFor(ck.kernel.grid, { M: 300, N: 300, K: 64 }, 114), [6, 1, 1]);
   assert.equal(ck.kernel.threads, 384);
-  assert.equal(ck.kernel.dynamicSmemBytes, 4 * 49152 + 64 + 16);
+  assert.equal(ck.kernel.dynamicSmemBytes, 4 * 49152 + 64);
   assert.deepEqual(
     ck.kernel.params.filter((q) => q.kind === "tensormap").map((q) => [q.name, q.tmap!.box]),
     [["A_tmap", [64, 128]], ["B_tmap", [64, 256]]],

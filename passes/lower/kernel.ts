@@ -127,11 +127,13 @@ function buildPersistentKernel(cx: LowerContext): Kernel {
     return { tilesM, tilesN, perBatch: cx.bin("mul", "u32", tilesM, tilesN, "tilesmn") };
   };
   const tiles = cx.bin("mul", "u32", geometry().perBatch, batch, "tiles");
-  const smem = b.reg("u32", "smem");
-  b.emit(ir.smemBase(smem));
   const own = k.plan.pipeline!.tma!.persistent!;
-  const staging = cx.bin("add", "u32", smem, imm(own.stagingOffset));
-  const finish = (acc: Reg[][][], o: TileOrigin) => {
+  const shared = () => {
+    const smem = b.reg("u32", "smem");
+    b.emit(ir.smemBase(smem));
+    return { smem, staging: cx.bin("add", "u32", smem, imm(own.stagingOffset)) };
+  };
+  const finish = (smem: Reg, staging: Reg) => (acc: Reg[][][], o: TileOrigin) => {
     const epi = (before?: (i: number, j: number) => void) =>
       epilogue(cx, {
         acc,
@@ -144,16 +146,12 @@ function buildPersistentKernel(cx: LowerContext): Kernel {
         ...(before !== undefined ? { before } : {}),
       });
     if (o.part === undefined) return epi();
-    streamKFinish(
-      cx,
-      acc,
-      o.part,
-      () => cx.bin("add", "u32", smem, imm(own.streamK!.flagOffset)),
-      epi,
-    );
+    const flag = () => cx.bin("add", "u32", smem, imm(own.streamK!.flagOffset));
+    streamKFinish(cx, acc, o.part, flag, epi);
   };
   if (own.streamK !== undefined) {
     // Stream-K (stream_k.ts): whole tiles, then parts of the last tiles' k-loops.
+    const { smem, staging } = shared();
     const units = streamKUnits(cx, tiles, K);
     const at = (i: Reg | null): TileOrigin => {
       const p = units.at(i!);
@@ -174,7 +172,7 @@ function buildPersistentKernel(cx: LowerContext): Kernel {
         },
       };
     };
-    warpSpecializedTiles(cx, smem, { count: units.count, at }, finish);
+    warpSpecializedTiles(cx, smem, { count: units.count, at }, finish(smem, staging));
     return kernelOf(cx, kparams);
   }
   const bx = cx.b.readSreg("ctaid.x", "bx");
@@ -187,12 +185,13 @@ function buildPersistentKernel(cx: LowerContext): Kernel {
     nx,
     "mytiles",
   );
+  const { smem, staging } = shared();
   const at = (i: Reg | null): TileOrigin => {
     const t = cx.bin("add", "u32", bx, cx.bin("mul", "u32", i!, nx), "t");
     const { m0, n0, bz } = persistentTile(cx, t, geometry());
     return { m0, n0, M, N, K, bz, split: null, smem };
   };
-  warpSpecializedTiles(cx, smem, { count, at }, finish);
+  warpSpecializedTiles(cx, smem, { count, at }, finish(smem, staging));
   return kernelOf(cx, kparams);
 }
 

@@ -90,7 +90,7 @@ export function storePartial(
   const perChunk = ws.chunkBytes / ws.accBytes;
   const width = ws.accBytes === 8 ? "b64" : "b32";
   const S = (ws.perTile - ws.headerBytes) / ws.partialBytes;
-  cx.b.emit(ir.comment(`split-K: partial to the workspace, the last of ${S} parts reduces`));
+  cx.b.emit(ir.comment(`split-K: partial to the workspace, the last of ${S} splits reduces`));
   const { rec, tid, part0 } = partialBase(cx, tileLin);
   const own = cx.bin(
     "add",

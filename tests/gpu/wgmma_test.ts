@@ -14,7 +14,8 @@ import assert from "node:assert/strict";
 import { Cuda, cudaAvailable } from "../../backends/cuda/driver.ts";
 import { compile } from "../../compiler.ts";
 import { gemmWithEnv } from "../_cli.ts";
-import { WGMMA_CASES, WGMMA_GROUPED_CASES } from "../testdata/wgmma_cases.ts";
+import { STREAM_K_CASES, WGMMA_CASES, WGMMA_GROUPED_CASES } from "../testdata/wgmma_cases.ts";
+import { runGemm } from "../../harness/run_gemm.ts";
 
 const CUDA = cudaAvailable();
 /** sm_90a code runs only on sm_90 itself. */
@@ -72,3 +73,40 @@ for (const c of WGMMA_GROUPED_CASES) {
     },
   });
 }
+
+for (const c of STREAM_K_CASES) {
+  Deno.test({
+    name: `stream-K ${c.name}: agrees with the reference and the simulator${SKIP}`,
+    ignore: !HOPPER,
+    fn: () => {
+      const r = compile(c.src, { target: "sm90", sms: c.sms });
+      assert.ok(r.ok, JSON.stringify(r.diagnostics));
+      const ck = r.kernels[0]!;
+      assert.notEqual(ck.planned.plan.pipeline!.tma!.persistent!.streamK, undefined);
+      using cuda = Cuda.open();
+      const rep = runGemm(ck, c.sizes, { seed: 9, check: "sim", iters: 2, cuda });
+      assert.deepEqual(rep.grid, [Math.min(c.sms, rep.grid[0]), 1, 1]);
+      assert.ok(rep.ok, JSON.stringify({ ref: rep.reference, sim: rep.sim }).slice(0, 600));
+      if (!/D: (bf16|f16|f32)/.test(c.src)) assert.equal(rep.sim!.differing, 0);
+    },
+  });
+}
+
+Deno.test({
+  name: `stream-K on 132 SMs: bf16 2000x2104x1000 (144 tiles) agrees, the same bytes twice${SKIP}`,
+  ignore: !HOPPER,
+  fn: () => {
+    const src = `kernel sk {\n  A: bf16[M, K] row\n  B: bf16[K, N] col\n  D: bf16[M, N] row\n` +
+      `  D[m, n] = bf16(A[m, k] * B[k, n])\n  schedule { scheduler stream_k }\n}\n`;
+    const r = compile(src, { target: "sm90", sms: 132 });
+    assert.ok(r.ok);
+    const ck = r.kernels[0]!;
+    using cuda = Cuda.open();
+    const sizes = { M: 2000, N: 2104, K: 1000 };
+    const a = runGemm(ck, sizes, { seed: 4, iters: 3, cuda });
+    const b = runGemm(ck, sizes, { seed: 4, iters: 5, cuda });
+    assert.deepEqual(a.grid, [132, 1, 1]);
+    assert.ok(a.ok && b.ok, JSON.stringify(a.reference));
+    assert.deepEqual(a.output, b.output);
+  },
+});

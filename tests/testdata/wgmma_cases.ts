@@ -248,3 +248,79 @@ export const WGMMA_GROUPED_CASES: readonly WgmmaGroupedCase[] = [
     simGroups: [{ M: 130, N: 40, K: 144 }, { M: 3, N: 8, K: 16 }, { M: 0, N: 16, K: 16 }],
   },
 ];
+
+const GEMM = (a: string, d: string, stmt = "D[m, n] = A[m, k] * B[k, n]", sched = SK) =>
+  `kernel sk {\n  A: ${a}[M, K] row\n  B: ${a}[K, N] col\n  D: ${d}[M, N] row\n  ${stmt}\n` +
+  `${sched === "" ? "" : `  schedule {\n    ${sched}\n  }\n`}}\n`;
+
+/** The schedule line of a Stream-K program. */
+const SK = "scheduler stream_k";
+
+/** A Stream-K program (passes/lower/stream_k.ts) compiled for a persistent grid of `sms`
+ * blocks, at sizes whose tiles are shared out (or, for two, are not). */
+export interface StreamKCase {
+  readonly name: string;
+  readonly src: string;
+  readonly sms: number;
+  readonly sizes: Readonly<Record<string, number>>;
+}
+
+/** Tiles of 128x256 (8-bit: 128x224): T tiles over `sms` blocks. */
+export const STREAM_K_CASES: readonly StreamKCase[] = [
+  // 3 x 3 = 9 tiles on 4 blocks: 4 whole, 5 shared out (9 k-tiles each).
+  {
+    name: "f16 -> f32, 9 tiles on 4",
+    src: GEMM("f16", "f32"),
+    sms: 4,
+    sizes: { M: 300, N: 600, K: 520 },
+  },
+  // f16 D: the staged epilogue; 7 tiles on 3 blocks, K not a k-tile multiple.
+  {
+    name: "f16 -> f16, 7 tiles on 3",
+    src: GEMM("f16", "f16", "D[m, n] = f16(A[m, k] * B[k, n])"),
+    sms: 3,
+    sizes: { M: 900, N: 200, K: 200 },
+  },
+  // Exactly a multiple: no tile shared out.
+  {
+    name: "bf16, 8 tiles on 4",
+    src: GEMM("bf16", "f32"),
+    sms: 4,
+    sizes: { M: 256, N: 1000, K: 136 },
+  },
+  // Fewer tiles than blocks: a grid of the tiles, none shared out.
+  {
+    name: "bf16, 2 tiles on 5",
+    src: GEMM("bf16", "f32"),
+    sms: 5,
+    sizes: { M: 200, N: 100, K: 72 },
+  },
+  {
+    name: "bf16 with C, bias and relu, 6 tiles on 4",
+    src: `kernel sk {\n  A: bf16[M, K] row\n  B: bf16[K, N] col\n  C: bf16[M, N] row\n` +
+      `  bias: f32[N]\n  D: bf16[M, N] row\n  alpha: f32 = 1.0\n  beta: f32 = 0.5\n` +
+      `  D[m, n] = bf16(relu(alpha * A[m, k] * B[k, n] + beta * C[m, n] + bias[n]))\n` +
+      `  schedule { ${SK} }\n}\n`,
+    sms: 4,
+    sizes: { M: 130, N: 1400, K: 264 },
+  },
+  {
+    name: "tf32, 5 tiles on 3",
+    src: GEMM("f32", "f32", undefined, `math tf32\n    ${SK}`),
+    sms: 3,
+    sizes: { M: 640, N: 100, K: 200 },
+  },
+  {
+    name: "s8 -> s32, 6 tiles on 4",
+    src: GEMM("s8", "s32"),
+    sms: 4,
+    sizes: { M: 300, N: 400, K: 1040 },
+  },
+  {
+    name: "e4m3 -> bf16, 5 tiles on 4",
+    src: `kernel sk {\n  A: e4m3[M, K] row\n  B: e4m3[K, N] col\n  D: bf16[M, N] row\n` +
+      `  s: f32 = 0.5\n  D[m, n] = bf16(s * A[m, k] * B[k, n])\n  schedule { ${SK} }\n}\n`,
+    sms: 4,
+    sizes: { M: 640, N: 200, K: 528 },
+  },
+];
