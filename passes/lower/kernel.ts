@@ -104,7 +104,8 @@ function tileEnd(cx: LowerContext, at: EpilogueInputs, ix: TileIndices): void {
  * Builds a persistent warp-specialized kernel (sm90, `plan.pipeline.tma.persistent`): block
  * x takes tiles x, x + nctaid.x, ... of every batch's tiles in the rasterised order
  * ({@link persistentTile}), its producer filling the next tile's stages while its consumers
- * run the epilogue (staged in a region of its own). No split-K.
+ * run the epilogue (staged in a region of its own). No split-K. With `scheduler stream_k` the
+ * last tiles' k-loops are shared out instead (stream_k.ts).
  *
  * @param cx The lowering's context.
  * @returns The kernel-IR program.

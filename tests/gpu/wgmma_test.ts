@@ -25,23 +25,26 @@ const HOPPER = CUDA.ok && (() => {
 })();
 const SKIP = HOPPER ? "" : CUDA.ok ? " (skipped: not an sm_90 GPU)" : " (skipped: no CUDA driver)";
 
+/** Compiles `src` for sm90 (checking it runs wgmma), writes it out, and runs `gemm run
+ * --target sm90` on it with `args` (`--check sim` and the iterations included). */
+async function runSm90(src: string, args: readonly string[]) {
+  const r = compile(src, { target: "sm90" });
+  assert.ok(r.ok, JSON.stringify(r.diagnostics));
+  assert.notEqual(r.kernels[0]!.planned.plan.mma!.wgmma, undefined);
+  const file = `${Deno.makeTempDirSync()}/wg.gemm`;
+  Deno.writeTextFileSync(file, src);
+  const out = await gemmWithEnv(["run", file, "--target", "sm90", ...args, "--check", "sim"], {});
+  assert.equal(out.code, 0, out.stdout + out.stderr);
+  return out;
+}
+
 for (const c of WGMMA_CASES) {
   Deno.test({
     name: `wgmma ${c.name} (${c.size}): gemm run --target sm90 agrees with the reference and ` +
       `the simulator${SKIP}`,
     ignore: !HOPPER,
     fn: async () => {
-      const r = compile(c.src, { target: "sm90" });
-      assert.ok(r.ok, JSON.stringify(r.diagnostics));
-      assert.notEqual(r.kernels[0]!.planned.plan.mma!.wgmma, undefined);
-      const dir = Deno.makeTempDirSync();
-      const file = `${dir}/wg.gemm`;
-      Deno.writeTextFileSync(file, c.src);
-      const out = await gemmWithEnv(
-        ["run", file, "--target", "sm90", "--size", c.size, "--check", "sim", "--iters", "3"],
-        {},
-      );
-      assert.equal(out.code, 0, out.stdout + out.stderr);
+      const out = await runSm90(c.src, ["--size", c.size, "--iters", "3"]);
       assert.match(out.stdout, /AGREES with the reference and the simulator/);
     },
   });
@@ -52,17 +55,7 @@ for (const c of WGMMA_GROUPED_CASES) {
     name: `wgmma ${c.name}: gemm run --target sm90 --groups agrees for every problem${SKIP}`,
     ignore: !HOPPER,
     fn: async () => {
-      const r = compile(c.src, { target: "sm90" });
-      assert.ok(r.ok, JSON.stringify(r.diagnostics));
-      assert.notEqual(r.kernels[0]!.planned.plan.mma!.wgmma, undefined);
-      const dir = Deno.makeTempDirSync();
-      const file = `${dir}/wg.gemm`;
-      Deno.writeTextFileSync(file, c.src);
-      const out = await gemmWithEnv(
-        ["run", file, "--target", "sm90", "--groups", c.groups, "--check", "sim", "--iters", "2"],
-        {},
-      );
-      assert.equal(out.code, 0, out.stdout + out.stderr);
+      const out = await runSm90(c.src, ["--groups", c.groups, "--iters", "2"]);
       const n = c.groups.split(";").length;
       assert.match(
         out.stdout,

@@ -265,62 +265,51 @@ export interface StreamKCase {
   readonly sizes: Readonly<Record<string, number>>;
 }
 
+/** A case: its name, source, blocks and sizes M, N, K. */
+const sk = (name: string, src: string, sms: number, M: number, N: number, K: number) => ({
+  name,
+  src,
+  sms,
+  sizes: { M, N, K },
+});
+
 /** Tiles of 128x256 (8-bit: 128x224): T tiles over `sms` blocks. */
 export const STREAM_K_CASES: readonly StreamKCase[] = [
   // 3 x 3 = 9 tiles on 4 blocks: 4 whole, 5 shared out (9 k-tiles each).
-  {
-    name: "f16 -> f32, 9 tiles on 4",
-    src: GEMM("f16", "f32"),
-    sms: 4,
-    sizes: { M: 300, N: 600, K: 520 },
-  },
-  // f16 D: the staged epilogue; 7 tiles on 3 blocks, K not a k-tile multiple.
-  {
-    name: "f16 -> f16, 7 tiles on 3",
-    src: GEMM("f16", "f16", "D[m, n] = f16(A[m, k] * B[k, n])"),
-    sms: 3,
-    sizes: { M: 900, N: 200, K: 200 },
-  },
+  sk("f16 -> f32, 9 tiles on 4", GEMM("f16", "f32"), 4, 300, 600, 520),
+  // f16 D: the staged epilogue; K not a k-tile multiple.
+  sk(
+    "f16 -> f16, 7 tiles on 3",
+    GEMM("f16", "f16", "D[m, n] = f16(A[m, k] * B[k, n])"),
+    3,
+    900,
+    200,
+    200,
+  ),
   // Exactly a multiple: no tile shared out.
-  {
-    name: "bf16, 8 tiles on 4",
-    src: GEMM("bf16", "f32"),
-    sms: 4,
-    sizes: { M: 256, N: 1000, K: 136 },
-  },
+  sk("bf16, 8 tiles on 4", GEMM("bf16", "f32"), 4, 256, 1000, 136),
   // Fewer tiles than blocks: a grid of the tiles, none shared out.
-  {
-    name: "bf16, 2 tiles on 5",
-    src: GEMM("bf16", "f32"),
-    sms: 5,
-    sizes: { M: 200, N: 100, K: 72 },
-  },
-  {
-    name: "bf16 with C, bias and relu, 6 tiles on 4",
-    src: `kernel sk {\n  A: bf16[M, K] row\n  B: bf16[K, N] col\n  C: bf16[M, N] row\n` +
+  sk("bf16, 2 tiles on 5", GEMM("bf16", "f32"), 5, 200, 100, 72),
+  sk(
+    "bf16 with C, bias and relu, 6 tiles on 4",
+    `kernel sk {\n  A: bf16[M, K] row\n  B: bf16[K, N] col\n  C: bf16[M, N] row\n` +
       `  bias: f32[N]\n  D: bf16[M, N] row\n  alpha: f32 = 1.0\n  beta: f32 = 0.5\n` +
       `  D[m, n] = bf16(relu(alpha * A[m, k] * B[k, n] + beta * C[m, n] + bias[n]))\n` +
       `  schedule { ${SK} }\n}\n`,
-    sms: 4,
-    sizes: { M: 130, N: 1400, K: 264 },
-  },
-  {
-    name: "tf32, 5 tiles on 3",
-    src: GEMM("f32", "f32", undefined, `math tf32\n    ${SK}`),
-    sms: 3,
-    sizes: { M: 640, N: 100, K: 200 },
-  },
-  {
-    name: "s8 -> s32, 6 tiles on 4",
-    src: GEMM("s8", "s32"),
-    sms: 4,
-    sizes: { M: 300, N: 400, K: 1040 },
-  },
-  {
-    name: "e4m3 -> bf16, 5 tiles on 4",
-    src: `kernel sk {\n  A: e4m3[M, K] row\n  B: e4m3[K, N] col\n  D: bf16[M, N] row\n` +
+    4,
+    130,
+    1400,
+    264,
+  ),
+  sk("tf32, 5 tiles on 3", GEMM("f32", "f32", undefined, `math tf32\n    ${SK}`), 3, 640, 100, 200),
+  sk("s8 -> s32, 6 tiles on 4", GEMM("s8", "s32"), 4, 300, 400, 1040),
+  sk(
+    "e4m3 -> bf16, 5 tiles on 4",
+    `kernel sk {\n  A: e4m3[M, K] row\n  B: e4m3[K, N] col\n  D: bf16[M, N] row\n` +
       `  s: f32 = 0.5\n  D[m, n] = bf16(s * A[m, k] * B[k, n])\n  schedule { ${SK} }\n}\n`,
-    sms: 4,
-    sizes: { M: 640, N: 200, K: 528 },
-  },
+    4,
+    640,
+    200,
+    528,
+  ),
 ];
