@@ -11,7 +11,8 @@
  * - determinism: the blocks run in reverse order (another block arrives last at each shared-out
  *   tile) give the same bytes;
  * - mutations: an arrival that counts 2 (no part is ever last) leaves the shared-out tiles
- *   unwritten, and the comparison fails.
+ *   unwritten, and the comparison fails; a first arrival taken for the last (split-K's and
+ *   Stream-K's) reads a partial nothing stored yet: the `unwritten-partial` hazard.
  */
 
 import assert from "node:assert/strict";
@@ -121,4 +122,50 @@ Deno.test("stream-K mutation: an arrival that counts 2 leaves the shared-out til
   assert.ok(!bad.comparison.ok);
   // The 4 whole tiles are still right: 5 of 9 tiles (300 x 600 clipped) are not.
   assert.ok(bad.comparison.overBound > 0 && bad.comparison.overBound < 300 * 600);
+});
+
+/** The kernel with the test of the arrival's old count (`setp.eq old, S - 1` after the `atom`)
+ * comparing with 0 instead: the first part to arrive takes itself for the last. */
+function firstIsLast(k: Kernel): Kernel {
+  let old: number | null = null;
+  const find = (ops: readonly Op[]) => {
+    for (const o of ops) {
+      if (o.op === "atom") old = o.dst.id;
+      if (o.op === "for") find(o.body);
+      if (o.op === "if") (find(o.then), find(o.otherwise));
+    }
+  };
+  find(k.body);
+  assert.notEqual(old, null);
+  let changed = 0;
+  const map = (ops: readonly Op[]): Op[] =>
+    ops.map((o) => {
+      if (o.op === "setp" && o.a.kind === "reg" && o.a.id === old && o.b.kind === "imm") {
+        changed++;
+        return { ...o, b: { kind: "imm", value: 0 } } as Op;
+      }
+      if (o.op === "for") return { ...o, body: map(o.body) };
+      if (o.op === "if") return { ...o, then: map(o.then), otherwise: map(o.otherwise) };
+      return o;
+    });
+  const body = map(k.body);
+  assert.equal(changed, 1);
+  return { ...k, body };
+}
+
+Deno.test("unwritten-partial: a first arrival taken for the last is caught (split-K, Stream-K)", () => {
+  const splitK = compile(
+    GEMM("f16", "f32", undefined, "threadblock 64x64x32\n    warp 32x32x32\n    split_k 3"),
+    { file: "sk.gemm" },
+  ).kernels[0]!;
+  const streamK = compileFor(CASES[0]!.src, CASES[0]!.sms);
+  for (
+    const [ck, sizes] of [[splitK, { M: 70, N: 72, K: 200 }], [streamK, CASES[0]!.sizes]] as const
+  ) {
+    const good = simulateGemm(ck, sizes, { seed: 7 });
+    assert.equal(good.sim.hazardCount, 0, ck.name);
+    const bad = simulateGemm({ ...ck, kernel: firstIsLast(ck.kernel) }, sizes, { seed: 7 });
+    assert.deepEqual([...new Set(bad.sim.hazards.map((h) => h.kind))], ["unwritten-partial"]);
+    assert.match(bad.sim.hazards[0]!.message, /no block has stored in this launch/);
+  }
 });

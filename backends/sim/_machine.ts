@@ -9,7 +9,7 @@
  * @module
  */
 
-import type { Kernel, Op, Reg, RegType } from "../../ir/kernel.ts";
+import { type Kernel, type Op, type Reg, type RegType, workspaceParams } from "../../ir/kernel.ts";
 import { tallyWavefronts } from "../../ir/smem_banks.ts";
 import { targetInfo } from "../../ir/target.ts";
 import { Hazards, type HazardSite } from "./_hazards.ts";
@@ -100,6 +100,10 @@ export class Machine {
   readonly paramValues = new Map<string, number>();
   /** Set by {@link gResolve}: byte offset of the access in its tensor. */
   gOff = 0;
+  /** The split-K / Stream-K workspace's buffer index (-1: none, or hazards off), and which of
+   * its bytes a store of this launch has written (the `unwritten-partial` hazard). */
+  wsIndex = -1;
+  wsWritten: Uint8Array = new Uint8Array(0);
 
   // Shared memory.
   readonly smemSize: number;
@@ -220,6 +224,14 @@ export class Machine {
         }
         this.paramValues.set(p.name, v);
       }
+    }
+
+    // The workspace (the parameter workspaceParams names): the bytes its
+    // stores are tracked for the unwritten-partial hazard.
+    const ws = workspaceParams(kernel)[0];
+    if (hazards && ws !== undefined) {
+      this.wsIndex = this.gNames.indexOf(ws);
+      if (this.wsIndex >= 0) this.wsWritten = new Uint8Array(this.gBytes[this.wsIndex]!.length);
     }
 
     // Buffers no parameter names (a grouped kernel's problem tensors, DESIGN §6.2):

@@ -174,6 +174,7 @@ export function compileGlobal(M: Machine, info: OpInfo, mask: Mask, dir: "load" 
       const ti = M.gResolve(idx, t, addr[t]! + off, size, size, what);
       const dv = M.gView[ti]!;
       const p = M.gOff;
+      if (ti === M.wsIndex) workspaceAccess(M, idx, t, p, size, load);
       for (let i = 0; i < n; i++) {
         const q = p + i * eb;
         if (load) {
@@ -198,6 +199,36 @@ export function compileGlobal(M: Machine, info: OpInfo, mask: Mask, dir: "load" 
     else M.globalBytesWritten += bytes;
     M.counts[idx]! += mask.warps;
   };
+}
+
+/** Tracks a workspace store, or reports a load of bytes no store of the launch wrote
+ * (`unwritten-partial`). */
+function workspaceAccess(
+  M: Machine,
+  idx: number,
+  t: number,
+  at: number,
+  size: number,
+  load: boolean,
+): void {
+  const w = M.wsWritten;
+  if (!load) {
+    w.fill(1, at, at + size);
+    return;
+  }
+  for (let i = at; i < at + size; i++) {
+    if (w[i] === 0) {
+      M.hz.report(
+        "unwritten-partial",
+        idx,
+        [t >> 5],
+        null,
+        `thread ${t} loads workspace bytes at offset ${i} that no block has stored in this ` +
+          "launch: a partial sum read before it was stored",
+      );
+      return;
+    }
+  }
 }
 
 /** `atom.global.add.u32`: see {@link AtomOp}. Lanes run in order, so within a

@@ -108,6 +108,10 @@ export type RoleSchedule = "producer-first" | "consumer-first" | "alternate";
  *   initialising thread since `mbarinit`, or by another warp with no `bar` since.
  * - `unbalanced-tma`: bytes of TMA copies that no thread waited for when the block ends
  *   (reported once a block, at the first such copy).
+ *
+ * And of the split-K and Stream-K workspace (the kernel's workspace parameter):
+ * - `unwritten-partial`: a global load of workspace bytes that no block has stored in this
+ *   launch (a partial sum read before its block stored it: the reduction ran too early).
  */
 export type HazardKind =
   | "read-before-landed"
@@ -123,7 +127,8 @@ export type HazardKind =
   | "tma-overwrite"
   | "uninitialized-read"
   | "unpublished-mbarrier"
-  | "unbalanced-tma";
+  | "unbalanced-tma"
+  | "unwritten-partial";
 
 /** A hazard, reported once per kind and operation (the first occurrence), with a count. */
 export interface Hazard {
