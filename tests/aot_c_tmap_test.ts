@@ -250,7 +250,7 @@ for (const cxx of [false, true]) {
       assert.deepEqual(real.params, wantParams(KERNELS[3]!, named, sizes));
       assert.equal(checkMaps(KERNELS[3]!, real, named, sizes), 2);
       assert.equal(real.refused, 0);
-      // Its persistent grid: the artefact's rule is ir/kernel.ts gridFor's.
+      // Its persistent grid: the artefact's rule is ir/grid.ts gridFor's.
       assert.notEqual(KERNELS[3]!.kernel.grid.persistent, undefined);
       assert.deepEqual(real.grid, gridFor(KERNELS[3]!.kernel.grid, sizes));
       assert.deepEqual(ok.grid, gridFor(ck.kernel.grid, sizes));

@@ -243,7 +243,7 @@ static unsigned long long gemmc_mul_sat(unsigned long long a, unsigned long long
   return a * b;
 }
 
-/* ir/kernel.ts gridFor: [tilesM * swizzle, ceil(tilesN / swizzle), batch * splitK]; a
+/* ir/grid.ts gridFor: [tilesM * swizzle, ceil(tilesN / swizzle), batch * splitK]; a
  * persistent kernel's [max(1, min(tiles, blocks)), 1, 1]. */
 static void gemmc_grid(const gemmc_kernel *k, const long long *dims, long long g[3]) {
   long long tiles_m = gemmc_ceil_div(gemmc_extent_of(k->m, dims), k->tile_m);
@@ -261,7 +261,7 @@ static void gemmc_grid(const gemmc_kernel *k, const long long *dims, long long g
   g[2] = batch * k->split_k;
 }
 
-/* ir/kernel.ts workspaceBytes: one workspace tile per output tile (Stream-K: two per block). */
+/* ir/grid.ts workspaceBytes: one workspace tile per output tile (Stream-K: two per block). */
 static unsigned long long gemmc_ws_need(const gemmc_kernel *k, const long long *dims) {
   long long g[3];
   unsigned long long tiles;

@@ -255,7 +255,7 @@ def _dim(d, sizes):
 
 
 def _grid(k, sizes):
-    # backends/ptx/contract.ts contractGrid (ir/kernel.ts gridFor).
+    # backends/ptx/contract.ts contractGrid (ir/grid.ts gridFor).
     g = k["gridPlan"]
     tiles_m = -(-_dim(g["m"], sizes) // g["tileM"])
     tiles_n = -(-_dim(g["n"], sizes) // g["tileN"])
@@ -267,7 +267,7 @@ def _grid(k, sizes):
 
 
 def _workspace_bytes(k, sizes):
-    # backends/ptx/contract.ts contractWorkspaceBytes (ir/kernel.ts workspaceBytes).
+    # backends/ptx/contract.ts contractWorkspaceBytes (ir/grid.ts workspaceBytes).
     g = k["gridPlan"]
     per = g.get("workspacePerTile") or 0
     if k["workspace"] is None or per == 0:
