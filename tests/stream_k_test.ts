@@ -169,3 +169,16 @@ Deno.test("unwritten-partial: a first arrival taken for the last is caught (spli
     assert.match(bad.sim.hazards[0]!.message, /no block has stored in this launch/);
   }
 });
+
+Deno.test("stream-K at issue 22's odd sizes (M = 1, 7, 33; K not a k-tile multiple) agrees", () => {
+  const ck = compileFor(
+    GEMM("f16", "f16", "D[m, n] = f16(A[m, k] * B[k, n])", "scheduler stream_k"),
+    3,
+  );
+  // 9, 5 and 8 tiles of 128x256 on 3 blocks: none, 5 and 5 shared out (P + r).
+  for (const [M, N, K] of [[1, 2056, 200], [7, 1040, 136], [33, 1800, 520]]) {
+    const rep = simulateGemm(ck, { M: M!, N: N!, K: K! }, { seed: M! });
+    assert.ok(rep.ok, `M=${M}: ${JSON.stringify(rep.comparison.first)}`);
+    assert.equal(rep.sim.hazardCount, 0);
+  }
+});
