@@ -17,8 +17,11 @@
  * consumers by `setmaxnreg`; the consumers' epilogue meets at named barrier 1
  * (LowerContext.barrier), which the producer does not reach.
  *
- * Shortcuts (issue 23): one block a tile (no persistent scheduler), no clusters or multicast,
- * the producer's other 127 threads idle; the ring is not carried across tiles.
+ * A persistent block (kernel.ts) carries the ring from tile to tile; a Stream-K part
+ * (stream_k.ts) runs its own k-tiles (`TileOrigin.kSpan`).
+ *
+ * Shortcuts (issue 23): no clusters or multicast, the producer's other 127 threads idle; a
+ * persistent block's tiles are a static round (no dynamic tile counter: bench/NOTES.md 65).
  *
  * @module
  */
