@@ -31,15 +31,18 @@ export interface PeerScript {
   readonly schema: readonly string[];
   /** Runs it with `args` and an OUT path, which `--dry` and a failure must not write. */
   run(args: readonly string[]): { code: number; stdout: string; stderr: string };
+  /** Asserts that a record has the schema's keys, in order, and every key its reader reads. */
+  assertKeys(rec: Record<string, unknown>): void;
 }
 
 /**
  * The peer script `bench/peers/<module>.py`.
  *
  * @param module The module's name (`sparse_peers`, `fp8_peers`).
- * @returns Its schema and runner.
+ * @param readKeys The keys the benchmark that reads its records reads.
+ * @returns Its schema, runner and record check.
  */
-export function peerScript(module: string): PeerScript {
+export function peerScript(module: string, readKeys: readonly string[]): PeerScript {
   const script = `${PEERS_DIR}/${module}.py`;
   const schema: string[] = PEERS_IGNORE ? [] : JSON.parse(
     python3([
@@ -50,6 +53,14 @@ export function peerScript(module: string): PeerScript {
   );
   return {
     schema,
+    assertKeys(rec) {
+      assert.deepEqual(Object.keys(rec), schema);
+      assert.deepEqual(
+        readKeys.filter((k) => !(k in rec)),
+        [],
+        `keys the reader of ${module} reads`,
+      );
+    },
     run(args) {
       const dir = Deno.makeTempDirSync({ prefix: `gemmc_${module}_` });
       try {

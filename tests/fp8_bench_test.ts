@@ -29,7 +29,7 @@ import {
   fp8Targets,
   parseFp8Args,
 } from "../bench/fp8.ts";
-import { buildFakeDriver } from "./gpu/_fake_driver.ts";
+import { buildFakeDriver, runWithFakeDriver } from "./gpu/_fake_driver.ts";
 
 const rng = new Rng(Date.now() >>> 0);
 const FLOPS8192 = 2 * 8192 ** 3;
@@ -332,15 +332,11 @@ Deno.test("bench/fp8.ts against the fake libcuda: the whole flow, the check fail
     }
     const type = FP8_BENCH_TYPES[rng.int(0, FP8_BENCH_TYPES.length - 1)]!;
     const script = new URL("../bench/fp8.ts", import.meta.url).pathname;
-    const r = await new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", script, "--shapes", "256", "--types", type, "--no-peers", "--out", dir],
-      env: { NO_COLOR: "1", GEMMC_LIBCUDA: lib },
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    const out = new TextDecoder().decode(r.stdout) + new TextDecoder().decode(r.stderr);
+    const { code, out } = await runWithFakeDriver(lib, [
+      ...["run", "-A", script, "--shapes", "256", "--types", type, "--no-peers", "--out", dir],
+    ]);
     // The fake runs no kernel: D stays poisoned, so the check fails and the run exits 1.
-    assert.equal(r.code, 1, out);
+    assert.equal(code, 1, out);
     const files = [...Deno.readDirSync(dir)].map((e) => e.name).filter((n) => n.startsWith("fp8-"))
       .sort();
     assert.equal(files.length, 2, out);

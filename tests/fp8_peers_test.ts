@@ -26,13 +26,7 @@ import {
 } from "./_peer_script.ts";
 import { FP8_BENCH_TYPES, FP8_PEER_RECORD_KEYS, FP8_PROBLEMS, fp8PeerArgs } from "../bench/fp8.ts";
 
-const PEERS = peerScript("fp8_peers");
-
-/** A record has the schema's keys, in order, and every key bench/fp8.ts reads. */
-function assertKeys(rec: Record<string, unknown>): void {
-  assert.deepEqual(Object.keys(rec), PEERS.schema);
-  assert.deepEqual(FP8_PEER_RECORD_KEYS.filter((k) => !(k in rec)), [], "keys bench/fp8.ts reads");
-}
+const PEERS = peerScript("fp8_peers", FP8_PEER_RECORD_KEYS);
 
 Deno.test(
   `fp8_peers.py --dry with bench/fp8.ts's arguments: 3 shapes x 2 dtypes x 2 x 2${PEERS_WHY}`,
@@ -54,7 +48,7 @@ Deno.test(
     const recs = dryRecords(r.stdout);
     assert.equal(recs.length, 24);
     for (const rec of recs) {
-      assertKeys(rec);
+      PEERS.assertKeys(rec);
       assert.equal(rec.status, "planned");
       assert.equal(rec.flops, 2 * (rec.M as number) * (rec.N as number) * (rec.K as number));
       assert.deepEqual([rec.scale_a, rec.scale_b], [0.5, 0.25]);
@@ -113,7 +107,7 @@ Deno.test(`fp8_peers.py --dry: random shapes, dtypes, variants, states, scales${
     typeof s === "number" ? [s, s, s] : s.split("x").map((x) => Number(x))
   );
   for (const rec of recs) {
-    assertKeys(rec);
+    PEERS.assertKeys(rec);
     assert.ok(variants.includes(rec.variant as string));
     assert.ok(states.includes(rec.state as string));
     assert.deepEqual([rec.scale_a, rec.scale_b], [sa, sb]);
@@ -202,7 +196,7 @@ print(f.table(recs))
     const lines = Deno.readTextFileSync(`${dir}/out.jsonl`).trim().split("\n");
     assert.equal(lines.length, 2);
     const [a, b] = lines.map((l) => JSON.parse(l));
-    assertKeys(a);
+    PEERS.assertKeys(a);
     assert.equal(a.max_rel_err, null);
     assert.deepEqual(a.burst_rounds, [ms, null]);
     assert.deepEqual([a.M, a.N, a.K, a.flops], [64, 128, 256, 2 * 64 * 128 * 256]);

@@ -19,6 +19,7 @@ import { randomArgs } from "../harness/inputs.ts";
 import { referenceGemm } from "../harness/reference.ts";
 import { encodeTensor } from "../harness/device_tensor.ts";
 import { Rng } from "../numerics/random.ts";
+import { buildFakeDriver, cCompiler, runWithFakeDriver } from "./gpu/_fake_driver.ts";
 import {
   type KernelFigures,
   parseSparseArgs,
@@ -306,18 +307,6 @@ Deno.test(
   },
 );
 
-/** The first C compiler on the PATH, or undefined. */
-function cCompiler(): string | undefined {
-  return ["cc", "gcc", "clang"].find((c) => {
-    try {
-      return new Deno.Command(c, { args: ["--version"], stdout: "null", stderr: "null" })
-        .outputSync().success;
-    } catch {
-      return false;
-    }
-  });
-}
-
 const cc = cCompiler();
 Deno.test(
   `bench/sparse.ts against the fake libcuda: the whole flow, a sparse compile failure recorded${
@@ -329,39 +318,14 @@ Deno.test(
     // check must fail (and the run exit 1), and the sparse kernel's the same way.
     const dir = await Deno.makeTempDir({ prefix: "gemmc_sparse_bench_" });
     try {
-      const lib = `${dir}/libfakecuda.so`;
-      const src = new URL("gpu/testdata/fake_libcuda.c", import.meta.url).pathname;
-      const built = new Deno.Command(cc!, {
-        args: ["-shared", "-fPIC", "-O1", "-o", lib, src],
-        stderr: "piped",
-      }).outputSync();
-      assert.ok(built.success, new TextDecoder().decode(built.stderr));
+      const lib = (await buildFakeDriver(dir))!;
       const t = SPARSE_BENCH_TYPES[rng.int(0, 3)]!;
       const script = new URL("../bench/sparse.ts", import.meta.url).pathname;
-      const r = await new Deno.Command(Deno.execPath(), {
-        args: [
-          "run",
-          "-A",
-          script,
-          "--m",
-          "128",
-          "--n",
-          "64",
-          "--k",
-          "64",
-          "--types",
-          t,
-          "--no-peers",
-          "--no-ceiling",
-          "--out",
-          dir,
-        ],
-        env: { NO_COLOR: "1", GEMMC_LIBCUDA: lib },
-        stdout: "piped",
-        stderr: "piped",
-      }).output();
-      const out = new TextDecoder().decode(r.stdout) + new TextDecoder().decode(r.stderr);
-      assert.equal(r.code, 1, out);
+      const { code, out } = await runWithFakeDriver(lib, [
+        ...["run", "-A", script, "--m", "128", "--n", "64", "--k", "64", "--types", t],
+        ...["--no-peers", "--no-ceiling", "--out", dir],
+      ]);
+      assert.equal(code, 1, out);
       const files = [...Deno.readDirSync(dir)].map((e) => e.name).filter((n) =>
         n.startsWith("sparse-")
       ).sort();

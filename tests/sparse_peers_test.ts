@@ -26,13 +26,7 @@ import {
 } from "./_peer_script.ts";
 import { PEER_RECORD_KEYS } from "../bench/sparse.ts";
 
-const PEERS = peerScript("sparse_peers");
-
-/** A record has the schema's keys, in order, and every key bench/sparse.ts reads. */
-function assertKeys(rec: Record<string, unknown>): void {
-  assert.deepEqual(Object.keys(rec), PEERS.schema);
-  assert.deepEqual(PEER_RECORD_KEYS.filter((k) => !(k in rec)), [], "keys bench/sparse.ts reads");
-}
+const PEERS = peerScript("sparse_peers", PEER_RECORD_KEYS);
 
 Deno.test(
   `sparse_peers.py --dry: the default plan, 8192³, 4 dtypes x 2 peers x 2 states${PEERS_WHY}`,
@@ -48,7 +42,7 @@ Deno.test(
     const recs = dryRecords(r.stdout);
     assert.equal(recs.length, 16);
     for (const rec of recs) {
-      assertKeys(rec);
+      PEERS.assertKeys(rec);
       assert.equal(rec.status, "planned");
       assert.equal(rec.flops, 2 * 8192 ** 3);
       for (const k of ["ms", "tflops", "backend", "ok", "reason"]) assert.equal(rec[k], null, k);
@@ -91,7 +85,7 @@ Deno.test(`sparse_peers.py --dry: random sizes, dtypes, states and seed${PEERS_W
   const recs = dryRecords(r.stdout);
   assert.equal(recs.length, dtypes.length * 2 * states.length);
   for (const rec of recs) {
-    assertKeys(rec);
+    PEERS.assertKeys(rec);
     assert.deepEqual([rec.M, rec.N, rec.K, rec.flops], [M, N, K, 2 * M * N * K]);
     assert.ok(states.includes(rec.state as string));
     assert.equal(rec.seed, seed + dtypes.indexOf(rec.dtype as string));
@@ -165,7 +159,7 @@ print(s.table(recs))
     const lines = Deno.readTextFileSync(`${dir}/out.jsonl`).trim().split("\n");
     assert.equal(lines.length, 2);
     const [a, b] = lines.map((l) => JSON.parse(l));
-    assertKeys(a);
+    PEERS.assertKeys(a);
     assert.equal(a.max_rel_err, null);
     assert.deepEqual(a.burst_rounds, [ms, null]);
     assert.equal(a.flops, 2 * 64 * 128 * 256);

@@ -42,6 +42,17 @@ def name_list(text: str, allowed: Sequence[str], what: str, errors: list[str]) -
     return tuple(items)
 
 
+def environment() -> dict[str, str | None]:
+    """The versions and the device a record names: torch's, its CUDA's, the GPU's."""
+    import torch
+
+    return {
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "device": torch.cuda.get_device_name(),
+    }
+
+
 def have_cuda_torch(prog: str) -> bool:
     """Whether torch imports and sees a CUDA device; when not, says why on stderr."""
     try:
@@ -61,7 +72,8 @@ def cli(
     load: Callable[[argparse.Namespace], P],
     dry: Callable[[P], str],
     run: Callable[[P, str], int],
-    dry_help: str,
+    dry_help: str = "validate the options and print the plan and planned records, without torch; "
+    "writes nothing",
 ) -> int:
     """Parses the command line, then dry-runs or runs the plan; returns the exit status.
 

@@ -79,7 +79,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _runner import InputError, cli, name_list  # noqa: E402  (the command line, shared)
+from _runner import InputError, cli, environment, name_list  # noqa: E402  (the command line, shared)
 from grouped_peers import finite, measure  # noqa: E402  (the same timing protocol)
 from sparse_peers import first_line, write_jsonl  # noqa: E402  (the same records' writer)
 
@@ -434,13 +434,7 @@ def table(records: Sequence[dict[str, Any]]) -> str:
 
 def run_all(plan: Plan, out_path: str) -> int:
     """Runs every (shape, dtype) on the GPU, writing OUT.jsonl after each; the exit status."""
-    import torch  # cli (_runner.py) has checked that it imports and sees a device
-
-    env = {
-        "torch": torch.__version__,
-        "cuda": torch.version.cuda,
-        "device": torch.cuda.get_device_name(),
-    }
+    env = environment()  # cli (_runner.py) has checked that torch imports and sees a device
     records: list[dict[str, Any]] = []
     todo = jobs(plan)
     for i, (seed, s, t) in enumerate(todo):
@@ -477,8 +471,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         validate,
         dry_text,
         run_all,
-        dry_help="validate the options and print the plan and planned records, without torch; "
-        "writes nothing",
     )
 
 

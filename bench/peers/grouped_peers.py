@@ -66,7 +66,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _runner import InputError, cli  # noqa: E402  (the command line, shared with sparse_peers.py)
+from _runner import InputError, cli, environment  # noqa: E402  (the command line, shared with sparse_peers.py)
 
 if TYPE_CHECKING:  # torch is imported lazily: --dry must run without it
     import torch
@@ -605,9 +605,7 @@ def run_all(plan: Plan, out_path: str) -> int:
     import torch  # cli (_runner.py) has checked that it imports and sees a device
 
     doc: dict[str, Any] = {
-        "torch": torch.__version__,
-        "cuda": torch.version.cuda,
-        "device": torch.cuda.get_device_name(),
+        **environment(),
         "bf16_reduced_precision_reduction": bool(
             torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction
         ),

@@ -70,7 +70,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _runner import InputError, cli, name_list  # noqa: E402  (the command line, shared)
+from _runner import InputError, cli, environment, name_list  # noqa: E402  (the command line, shared)
 from grouped_peers import finite, measure  # noqa: E402  (the same timing protocol)
 
 if TYPE_CHECKING:  # torch is imported lazily: --dry must run without it
@@ -438,9 +438,7 @@ def run_all(plan: Plan, out_path: str) -> int:
 
     force = getattr(torch.sparse.SparseSemiStructuredTensor, "_FORCE_CUTLASS", None)
     env = {
-        "torch": torch.__version__,
-        "cuda": torch.version.cuda,
-        "device": torch.cuda.get_device_name(),
+        **environment(),
         "force_cutlass": force,
     }
     records: list[dict[str, Any]] = []
@@ -476,8 +474,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         validate,
         dry_text,
         run_all,
-        dry_help="validate the options and print the plan and planned records, without torch; "
-        "writes nothing",
     )
 
 

@@ -13,7 +13,7 @@ const ROOT = new URL("../../", import.meta.url);
 const dec = new TextDecoder();
 
 /** The first C compiler on the PATH, or undefined. */
-function cCompiler(): string | undefined {
+export function cCompiler(): string | undefined {
   return ["cc", "gcc", "clang"].find((c) => {
     try {
       return new Deno.Command(c, { args: ["--version"], stdout: "null", stderr: "null" })
@@ -44,6 +44,27 @@ export async function buildFakeDriver(dir: string): Promise<string | null> {
 }
 
 /**
+ * Runs `deno ARGS` in the repository with the fake driver as libcuda.
+ *
+ * @param lib The fake driver ({@link buildFakeDriver}).
+ * @param args Deno's arguments (`run -A bench/x.ts ...`, `test -A ...`).
+ * @returns The exit code and the child's stdout and stderr.
+ */
+export async function runWithFakeDriver(
+  lib: string,
+  args: readonly string[],
+): Promise<{ code: number; out: string }> {
+  const r = await new Deno.Command(Deno.execPath(), {
+    args: [...args],
+    cwd: ROOT.pathname,
+    env: { NO_COLOR: "1", GEMMC_LIBCUDA: lib },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  return { code: r.code, out: dec.decode(r.stdout) + dec.decode(r.stderr) };
+}
+
+/**
  * Builds the fake driver and runs `tests/gpu/testdata/<check>` against it;
  * fails the test with the child's output unless it succeeds.
  *
@@ -60,15 +81,12 @@ export async function runFakeDriverCheck(
       await t.step({ name: "skipped: no C compiler", ignore: true, fn: () => {} });
       return null;
     }
-    const r = await new Deno.Command(Deno.execPath(), {
-      args: ["test", "-A", `tests/gpu/testdata/${check}`],
-      cwd: ROOT.pathname,
-      env: { NO_COLOR: "1", GEMMC_LIBCUDA: lib },
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    const out = dec.decode(r.stdout) + dec.decode(r.stderr);
-    assert.ok(r.success, out);
+    const { code, out } = await runWithFakeDriver(lib, [
+      "test",
+      "-A",
+      `tests/gpu/testdata/${check}`,
+    ]);
+    assert.equal(code, 0, out);
     return out;
   } finally {
     await Deno.remove(dir, { recursive: true });
