@@ -21,7 +21,9 @@ import { simulateGemm } from "../harness/simulate_gemm.ts";
 import { type Kernel, type Op, workspaceBytes } from "../ir/kernel.ts";
 import { DTYPE_INFO } from "../ir/dtype.ts";
 import { tensorParam } from "../ir/gemm.ts";
-import { STREAM_K_CASES as CASES } from "./testdata/wgmma_cases.ts";
+import { STREAM_K_CASES as CASES, WGMMA_CASES } from "./testdata/wgmma_cases.ts";
+import { runPtxas } from "../backends/ptx/ptxas.ts";
+import { ptxasTest } from "./_ptxas.ts";
 
 function compileFor(src: string, sms: number): CompiledKernel {
   const r = compile(src, { file: "sk.gemm", target: "sm90", sms });
@@ -182,3 +184,26 @@ Deno.test("stream-K at issue 22's odd sizes (M = 1, 7, 33; K not a k-tile multip
     assert.equal(rep.sim.hazardCount, 0);
   }
 });
+
+ptxasTest(
+  "stream-K: every case, and each wgmma case asking for it, assembles without spills",
+  async () => {
+    const asked = WGMMA_CASES.filter((c) => !/split_k|align 4/.test(c.src)).map((c) => ({
+      name: c.name,
+      src: c.src.replace(/\}\s*$/, "  schedule { scheduler stream_k }\n}\n").replace(
+        /schedule \{ ([^}]*) \}\n  schedule \{ scheduler stream_k \}/,
+        "schedule {\n    $1\n    scheduler stream_k\n  }",
+      ),
+      sms: 132,
+    }));
+    for (const c of [...CASES, ...asked]) {
+      const ck = compileFor(c.src, c.sms);
+      assert.notEqual(ck.planned.plan.pipeline!.tma!.persistent!.streamK, undefined, c.name);
+      const r = await runPtxas(ck.ptx, { arch: "sm_90a" });
+      assert.ok(r.ok, `${c.name}: ${r.log}`);
+      for (const k of r.kernels) {
+        assert.deepEqual([k.spillStoreBytes, k.spillLoadBytes], [0, 0], c.name);
+      }
+    }
+  },
+);

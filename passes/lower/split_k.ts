@@ -56,16 +56,9 @@ export function splitKReduce(
           "cg",
         ),
       );
-    const nTiles = acc[0]!.length;
-    const tileRegs = acc[0]![0]!.length;
     // The sums of one accumulator tile, loaded by the epilogue right before
     // it stores that tile: few registers live at once.
-    then((i, j) => {
-      const first = ((i * nTiles + j) * tileRegs) / perChunk;
-      for (let c = first; c < first + tileRegs / perChunk; c++) {
-        sumChunk(cx, flat.slice(c * perChunk, (c + 1) * perChunk), (s, dst) => load(s, c, dst));
-      }
-    });
+    then((i, j) => sumTile(cx, acc, i, j, load));
   });
 }
 
@@ -103,6 +96,34 @@ export function storePartial(
     cx.b.emit(ir.stg(width, src, own, c * cx.threads * ws.chunkBytes));
   }
   return { rec, tid, part0 };
+}
+
+/**
+ * Sums accumulator tile (i, j)'s chunks into its registers ({@link sumChunk} for each).
+ *
+ * @param cx The lowering's context.
+ * @param acc The accumulators (tile row, tile column, register).
+ * @param i The tile row.
+ * @param j The tile column.
+ * @param load Loads part s's chunk c (the chunk's index among all of `acc`'s) into `dst`.
+ * @param S The parts.
+ */
+export function sumTile(
+  cx: LowerContext,
+  acc: Reg[][][],
+  i: number,
+  j: number,
+  load: (s: number, c: number, dst: Reg[]) => void,
+  S: number = cx.k.plan.tile!.splitK,
+): void {
+  const ws = cx.k.plan.workspace!;
+  const perChunk = ws.chunkBytes / ws.accBytes;
+  const flat = acc.flat(2);
+  const tileRegs = acc[0]![0]!.length;
+  const first = ((i * acc[0]!.length + j) * tileRegs) / perChunk;
+  for (let c = first; c < first + tileRegs / perChunk; c++) {
+    sumChunk(cx, flat.slice(c * perChunk, (c + 1) * perChunk), (s, dst) => load(s, c, dst), S);
+  }
 }
 
 /**

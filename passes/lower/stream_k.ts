@@ -28,8 +28,9 @@
 import { imm } from "../../ir/builder.ts";
 import type { Operand, Reg } from "../../ir/kernel.ts";
 import type { LowerContext } from "./context.ts";
-import { b64, log2 } from "./context.ts";
-import { arriveLast, storePartial, sumChunk } from "./split_k.ts";
+import { b64 } from "./context.ts";
+import { kTileSpan } from "./main_loop.ts";
+import { arriveLast, storePartial, sumTile } from "./split_k.ts";
 import * as ir from "../../ir/builder.ts";
 
 /** The tiles of a block and how to find unit i: the units' count, and the origin of each
@@ -62,19 +63,13 @@ export function streamKUnits(
   tiles: Reg,
   K: Operand,
 ): { count: Reg; at: (i: Reg) => StreamKUnit } {
-  const tb = cx.k.plan.tile!.threadblock;
   const u = (a: Operand, op: "add" | "sub" | "mul" | "div" | "min" | "max", c: Operand) =>
     cx.bin(op, "u32", a, c);
   const geometry = () => {
     const bx = cx.b.readSreg("ctaid.x", "skb");
     const P = cx.b.readSreg("nctaid.x", "skp");
-    const kt = K.kind === "imm" ? cx.mov("u32", imm(Math.ceil(K.value / tb.k))) : cx.bin(
-      "shr",
-      "u32",
-      u(K, "add", imm(tb.k - 1)),
-      imm(log2(tb.k)),
-      "skkt",
-    );
+    const whole = kTileSpan(cx, K, null).kCount;
+    const kt = whole.kind === "imm" ? cx.mov("u32", whole) : whole;
     const q = u(tiles, "div", P);
     const r = u(tiles, "sub", u(q, "mul", P));
     // Shared out: P + r tiles where r > 0 and q >= 1 (T >= P), else none.
@@ -94,9 +89,9 @@ export function streamKUnits(
     const I = u(skTiles, "mul", kt);
     const L = u(I, "div", P);
     const rem = u(I, "sub", u(L, "mul", P));
-    const s = u(u(bx, "mul", L), "add", u(u(bx, "mul", rem), "div", P));
-    const b1 = u(bx, "add", imm(1));
-    const e = u(u(b1, "mul", L), "add", u(u(b1, "mul", rem), "div", P));
+    const shareStart = (x: Operand) => u(u(x, "mul", L), "add", u(u(x, "mul", rem), "div", P));
+    const s = shareStart(bx);
+    const e = shareStart(u(bx, "add", imm(1)));
     return { bx, P, kt, dpTiles, dp, s, e, some };
   };
   const g = geometry();
@@ -136,17 +131,17 @@ export function streamKUnits(
 /**
  * What a consumer does with a Stream-K part's accumulators: a whole tile runs the epilogue
  * from them; a part stores them in its slot of the tile's record and counts itself in, and
- * the part that arrives second runs the epilogue on slot 0 plus slot 1, each accumulator
- * tile's sums loaded right before the epilogue uses them (as split-K's last split does: so
- * few registers are live at once that the 16-bit staged epilogue does not spill); the other
- * part ends.
+ * the part that arrives second adds the other part's sums to its own, each accumulator tile
+ * right before the epilogue uses it (as split-K's last split loads its sums: few registers
+ * live at once), and runs the epilogue; the other part ends.
  *
  * @param cx The lowering's context (a Stream-K plan).
  * @param acc The accumulators.
- * @param part Emits the part's whole flag, slot and record (twice: before the store and
- *   again for the loads).
+ * @param part Emits the part's whole flag, slot and record (twice: for the test, and again
+ *   for the store: not held across the test).
  * @param flagWord Emits the address of the shared word that broadcasts "last".
- * @param epilogue Emits the tile's epilogue, from `acc` or (`before`) from the sums.
+ * @param epilogue Emits the tile's epilogue from `acc`; `before(i, j)` (the second part's)
+ *   completes accumulator tile (i, j)'s sums first.
  */
 export function streamKFinish(
   cx: LowerContext,
@@ -180,8 +175,6 @@ export function streamKFinish(
       // accumulator tile right before the epilogue uses it (own + other: the same bits
       // whichever part is last, addition being commutative).
       const width = ws.accBytes === 8 ? "b64" : "b32";
-      const nTiles = acc[0]!.length;
-      const tileRegs = acc[0]![0]!.length;
       epilogue((i, j) => {
         const shared = b.reg("u64", "skother");
         b.emit(ir.lds("b64", [shared], flagWord(), 8));
@@ -191,17 +184,12 @@ export function streamKFinish(
           shared,
           b64(cx, cx.mulImm(cx.features.get("tid")!, ws.chunkBytes)),
         );
-        const first = ((i * nTiles + j) * tileRegs) / perChunk;
-        for (let c = first; c < first + tileRegs / perChunk; c++) {
-          const regs = flat.slice(c * perChunk, (c + 1) * perChunk);
-          sumChunk(cx, regs, (s, dst) => {
-            if (s === 0) {
-              regs.forEach((r, e) => dst[e] !== r && b.emit(ir.mov(dst[e]!, r)));
-              return;
-            }
-            b.emit(ir.ldg(width, dst, base, c * cx.threads * ws.chunkBytes, undefined, "cg"));
-          }, 2);
-        }
+        // Part 0 of the sum is this part's own chunk (already in the registers).
+        sumTile(cx, acc, i, j, (s, c, dst) => {
+          const own = flat.slice(c * perChunk, (c + 1) * perChunk);
+          if (s === 0) own.forEach((r, e) => dst[e] !== r && b.emit(ir.mov(dst[e]!, r)));
+          else b.emit(ir.ldg(width, dst, base, c * cx.threads * ws.chunkBytes, undefined, "cg"));
+        }, 2);
       });
     });
   });
