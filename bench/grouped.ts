@@ -38,7 +38,7 @@ import { decodeTensor, encodeTensor } from "../harness/device_tensor.ts";
 import { Rng } from "../numerics/random.ts";
 import { timeBurst, timeSustained } from "./gpu_measure.ts";
 import { freshResultPath } from "./results.ts";
-import type { Target } from "../ir/target.ts";
+import { isTargetName, type Target, targetList } from "../ir/target.ts";
 
 /** Device-to-device copy bandwidth of the H200, read + write counted (ANCHORS.md). */
 const COPY_BYTES_PER_S = 4.3e12;
@@ -434,6 +434,27 @@ function report(command: string, device: string, results: readonly RowResult[]):
   return lines.join("\n") + "\n";
 }
 
+/**
+ * The `--target` of a grouped benchmark's arguments (default sm80), or a message.
+ *
+ * @param args The command line's arguments.
+ * @returns The target, or why the value is not one.
+ * @example
+ * ```ts
+ * import { equal, match } from "node:assert/strict";
+ * import { groupedTarget } from "./grouped.ts";
+ * equal(groupedTarget(["--grouped"]), "sm80");
+ * equal(groupedTarget(["--target", "sm90", "--grouped"]), "sm90");
+ * match(groupedTarget(["--target", "sm99"]), /^--target sm99: expected sm80/);
+ * match(groupedTarget(["--target"]), /^--target undefined/);
+ * ```
+ */
+export function groupedTarget(args: readonly string[]): Target | string {
+  const at = args.indexOf("--target");
+  const t = at >= 0 ? args[at + 1] : "sm80";
+  return t !== undefined && isTargetName(t) ? t : `--target ${t}: expected ${targetList()}`;
+}
+
 /** Runs the grouped benchmark and records it; false without a driver or when a check fails. */
 export function groupedBenchMain(
   command: string,
@@ -486,8 +507,12 @@ export function groupedBenchMain(
 }
 
 if (import.meta.main) {
+  const target = groupedTarget(Deno.args);
+  if (!isTargetName(target)) {
+    console.error(`bench/grouped.ts: ${target}`);
+    Deno.exit(2);
+  }
   const at = Deno.args.indexOf("--target");
-  const target = (at >= 0 ? Deno.args[at + 1] : "sm80") as Target;
   const only = Deno.args.filter((a, i) => !a.startsWith("-") && (at < 0 || i !== at + 1));
   if (
     !groupedBenchMain(

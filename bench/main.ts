@@ -57,7 +57,8 @@ import { simBenchMain } from "./sim_bench.ts";
 import { median } from "../harness/timing.ts";
 import { launchOverheadMain } from "./launch_overhead.ts";
 import { stridedCostMain } from "./strided_cost.ts";
-import { groupedBenchMain } from "./grouped.ts";
+import { groupedBenchMain, groupedTarget } from "./grouped.ts";
+import { isTargetName } from "../ir/target.ts";
 import { sparseBenchMain } from "./sparse.ts";
 import { llmBenchMain } from "./llm.ts";
 import { fp8BenchMain, type Fp8BenchOptions, parseFp8Args } from "./fp8.ts";
@@ -245,10 +246,9 @@ if (import.meta.main) {
     console.log("## Grouped (mixture of experts)\n");
     // `--target sm90`: sm90's wgmma kernels beside the sm80 ones (read here, and kept in args
     // for the GPU benchmark).
-    const at = args.indexOf("--target");
-    const target = at >= 0 ? args[at + 1] : "sm80";
-    if (target !== "sm80" && target !== "sm86" && target !== "sm90") {
-      console.error(`deno task bench --grouped --target ${target}: expected sm80, sm86 or sm90`);
+    const target = groupedTarget(args);
+    if (!isTargetName(target)) {
+      console.error(`deno task bench --grouped: ${target}`);
       Deno.exit(2);
     }
     const command = ["deno task bench", ...Deno.args].join(" ");
