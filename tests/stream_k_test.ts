@@ -191,7 +191,7 @@ ptxasTest(
     const asked = WGMMA_CASES.filter((c) => !/split_k|align 4/.test(c.src)).map((c) => ({
       name: c.name,
       src: c.src.replace(/\}\s*$/, "  schedule { scheduler stream_k }\n}\n").replace(
-        /schedule \{ ([^}]*) \}\n  schedule \{ scheduler stream_k \}/,
+        /schedule \{ ([^}]*) \}\n {2}schedule \{ scheduler stream_k \}/,
         "schedule {\n    $1\n    scheduler stream_k\n  }",
       ),
       sms: 132,
