@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# sm90 questions left open by bench/NOTES.md 65 and 66, by `gemm run` (one process a row; a
+# GPU, Deno on PATH). Not part of the benchmark or of CI. Written 2026-12-04, not yet run.
+#
+# 1. 5000³ f16 on sm90, one block a tile, ran 439-448 TFLOP/s where the 8192³ rate (756) less
+#    the last wave and the edge tiles predicts ~620: the same 800 tiles at 5120³ and 4992³
+#    (rows on 128-byte lines) against 5000³ (rows 16 bytes off every other line), then K and
+#    M/N alone at 5000, then other tiles and rasterisations at 5000³.
+# 2. Skinny rows (issue 22: M = 128, 256 at >= 0.75 of the floor): wgmma tiles with split-K
+#    against the sm80 skinny default (`--tune`), the three (N, K) of the llm benchmark.
+#
+# Usage: bash bench/research/sm90_sweep.sh OUT   (OUT: a folder for full.txt and summary.txt)
+set -u
+OUT="${1:?usage: sm90_sweep.sh OUT}"
+mkdir -p "$OUT"
+V="$OUT/variants"
+mkdir -p "$V"
+# Schedule variants of bench/kernels/f16.gemm on sm90 ("|" separates schedule lines).
+while read -r tag lines; do
+  {
+    sed '$d' bench/kernels/f16.gemm
+    echo "  schedule {"
+    echo "    target sm90"
+    tr '|' '\n' <<<"$lines" | sed 's/^ */    /'
+    echo "  }"
+    echo "}"
+  } >"$V/$tag.gemm"
+done <<'LIST'
+tiles256 scheduler tiles
+t128x128 threadblock 128x128x64|scheduler tiles
+t128x192 threadblock 128x192x64|scheduler tiles
+t192x256 threadblock 192x256x64|scheduler tiles
+t256sw4 scheduler tiles|swizzle 4
+t256sw2 scheduler tiles|swizzle 2
+t256sw1 scheduler tiles|swizzle 1
+p128x128 threadblock 128x128x64|scheduler persistent
+s128x128k1 threadblock 128x128x64
+s128x128k2 threadblock 128x128x64|split_k 2
+s128x128k4 threadblock 128x128x64|split_k 4
+s128x64k1 threadblock 128x64x64
+s128x64k2 threadblock 128x64x64|split_k 2
+s64x128k2 threadblock 64x128x64|split_k 2
+s64x128k4 threadblock 64x128x64|split_k 4
+s128x256k4 threadblock 128x256x64|split_k 4
+s128x256k8 threadblock 128x256x64|split_k 8
+s64x256k4 threadblock 64x256x64|split_k 4
+s192x128k2 threadblock 192x128x64|split_k 2
+LIST
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw --format=csv |
+  tee "$OUT/smi.txt"
+one() { # LABEL FILE SIZES [gemm run options...]: one summary line
+  local label=$1 f=$2 s=$3
+  shift 3
+  local t
+  t=$({ deno run --cached-only -A cli.ts run "$f" --size "$s" "$@" 2>&1; } | tee -a "$OUT/full.txt" |
+    grep -Eo 'median [0-9.]+ ms|[0-9.]+ (TFLOP/s|TOPS)|agree[a-z]*|FAIL[A-Z]*|mismatch|grid [0-9x]+' |
+    tr '\n' ' ')
+  echo "$label $s $* :: $t" | tee -a "$OUT/summary.txt"
+}
+BIG=(--check none --iters 30 --warmup 5)
+for s in M=5000,N=5000,K=5000 M=5120,N=5120,K=5120 M=4992,N=4992,K=4992 \
+  M=5000,N=5000,K=5120 M=5120,N=5120,K=5000; do
+  one tiles256 "$V/tiles256.gemm" "$s" "${BIG[@]}"
+done
+for v in t128x128 t128x192 t192x256 t256sw4 t256sw2 t256sw1 p128x128; do
+  one "$v" "$V/$v.gemm" M=5000,N=5000,K=5000 "${BIG[@]}"
+done
+one sm80-tune bench/kernels/f16.gemm M=5000,N=5000,K=5000 --tune "${BIG[@]}"
+one tiles256-check "$V/tiles256.gemm" M=5000,N=5000,K=5000 --iters 0
+SMALL=(--iters 50 --warmup 10 --input-sets 4)
+for s in M=128,N=4096,K=4096 M=128,N=14336,K=4096 M=128,N=4096,K=14336 \
+  M=256,N=4096,K=4096 M=256,N=14336,K=4096 M=256,N=4096,K=14336 M=64,N=4096,K=4096; do
+  one sm80-tune bench/kernels/f16.gemm "$s" --tune "${SMALL[@]}"
+  for v in s128x128k1 s128x128k2 s128x128k4 s128x64k1 s128x64k2 s64x128k2 s64x128k4 \
+    s128x256k4 s128x256k8 s64x256k4 s192x128k2; do
+    one "$v" "$V/$v.gemm" "$s" "${SMALL[@]}"
+  done
+done
