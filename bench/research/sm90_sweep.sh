@@ -14,38 +14,8 @@ set -u
 OUT="${1:?usage: sm90_sweep.sh OUT}"
 mkdir -p "$OUT"
 V="$OUT/variants"
-mkdir -p "$V"
-# Schedule variants of bench/kernels/f16.gemm on sm90 ("|" separates schedule lines).
-while read -r tag lines; do
-  {
-    sed '$d' bench/kernels/f16.gemm
-    echo "  schedule {"
-    echo "    target sm90"
-    tr '|' '\n' <<<"$lines" | sed 's/^ */    /'
-    echo "  }"
-    echo "}"
-  } >"$V/$tag.gemm"
-done <<'LIST'
-tiles256 scheduler tiles
-t128x128 threadblock 128x128x64|scheduler tiles
-t128x192 threadblock 128x192x64|scheduler tiles
-t192x256 threadblock 192x256x64|scheduler tiles
-t256sw4 scheduler tiles|swizzle 4
-t256sw2 scheduler tiles|swizzle 2
-t256sw1 scheduler tiles|swizzle 1
-p128x128 threadblock 128x128x64|scheduler persistent
-s128x128k1 threadblock 128x128x64
-s128x128k2 threadblock 128x128x64|split_k 2
-s128x128k4 threadblock 128x128x64|split_k 4
-s128x64k1 threadblock 128x64x64
-s128x64k2 threadblock 128x64x64|split_k 2
-s64x128k2 threadblock 64x128x64|split_k 2
-s64x128k4 threadblock 64x128x64|split_k 4
-s128x256k4 threadblock 128x256x64|split_k 4
-s128x256k8 threadblock 128x256x64|split_k 8
-s64x256k4 threadblock 64x256x64|split_k 4
-s192x128k2 threadblock 192x128x64|split_k 2
-LIST
+# The variants of bench/research/variants_sm90.txt, written (and compiled) by gen_variants.sh.
+bash bench/research/gen_variants.sh "$V" bench/research/variants_sm90.txt
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw --format=csv |
   tee "$OUT/smi.txt"
 one() { # LABEL FILE SIZES [gemm run options...]: one summary line
@@ -60,19 +30,19 @@ one() { # LABEL FILE SIZES [gemm run options...]: one summary line
 BIG=(--check none --iters 30 --warmup 5)
 for s in M=5000,N=5000,K=5000 M=5120,N=5120,K=5120 M=4992,N=4992,K=4992 \
   M=5000,N=5000,K=5120 M=5120,N=5120,K=5000; do
-  one tiles256 "$V/tiles256.gemm" "$s" "${BIG[@]}"
+  one tiles256 "$V/var_f16_tiles256.gemm" "$s" "${BIG[@]}"
 done
 for v in t128x128 t128x192 t192x256 t256sw4 t256sw2 t256sw1 p128x128; do
-  one "$v" "$V/$v.gemm" M=5000,N=5000,K=5000 "${BIG[@]}"
+  one "$v" "$V/var_f16_$v.gemm" M=5000,N=5000,K=5000 "${BIG[@]}"
 done
 one sm80-tune bench/kernels/f16.gemm M=5000,N=5000,K=5000 --tune "${BIG[@]}"
-one tiles256-check "$V/tiles256.gemm" M=5000,N=5000,K=5000 --iters 0
+one tiles256-check "$V/var_f16_tiles256.gemm" M=5000,N=5000,K=5000 --iters 0
 SMALL=(--iters 50 --warmup 10 --input-sets 4)
 for s in M=128,N=4096,K=4096 M=128,N=14336,K=4096 M=128,N=4096,K=14336 \
   M=256,N=4096,K=4096 M=256,N=14336,K=4096 M=256,N=4096,K=14336 M=64,N=4096,K=4096; do
   one sm80-tune bench/kernels/f16.gemm "$s" --tune "${SMALL[@]}"
   for v in s128x128k1 s128x128k2 s128x128k4 s128x64k1 s128x64k2 s64x128k2 s64x128k4 \
     s128x256k4 s128x256k8 s64x256k4 s192x128k2; do
-    one "$v" "$V/$v.gemm" "$s" "${SMALL[@]}"
+    one "$v" "$V/var_f16_$v.gemm" "$s" "${SMALL[@]}"
   done
 done
