@@ -42,12 +42,14 @@
  * and the targets of issue 22 met or MISSED in each state (bench/llm_report.ts `llmTarget`):
  * M <= 64 at (N, K) = (4096, 4096) and (14336, 4096): >= 0.85 of the floor;
  * M = 128 and 256 at all three (N, K): >= 0.75. Writes
- * `bench/results/llm-DATE.md` and the raw figures beside it as `.json` (new
+ * `bench/results/llm-DATE.md` (`llm-DATE-sm90.md` with `--target sm90`: our kernels compiled
+ * for sm90, the wgmma tiles where passes/skinny.ts chooses them) and the raw figures beside it
+ * as `.json` (new
  * files: `-2`, ... when one exists; rewritten after each row). The whole table
  * takes ~7 minutes on the H200 (~10 s a row: 3 rests, 2 loads; with 5 rests 9 rows took 117 s).
  *
  * `deno run -A bench/llm.ts [--types f16,bf16,s8] [--m 1,16,...] [--no-cublas]
- * [--out DIR]`, or `deno task bench --gpu --shapes llm [the same options]`.
+ * [--target sm80|sm86|sm90] [--out DIR]`, or `deno task bench --gpu --shapes llm [the same options]`.
  *
  * @module
  */
@@ -56,6 +58,8 @@ import { Cuda, cudaAvailable, type CudaModule } from "../backends/cuda/driver.ts
 import type { DeviceBuffer } from "../backends/cuda/resources.ts";
 import { check as checkCuda } from "../backends/cuda/errors.ts";
 import type { CompiledKernel } from "../compiler.ts";
+import type { Target } from "../ir/gemm.ts";
+import { isTargetName, targetList } from "../ir/target.ts";
 import { median, timeLaunches } from "../harness/timing.ts";
 import { Cublas } from "./cublas.ts";
 import { ClockProbe } from "./clock_probe.ts";
@@ -134,10 +138,13 @@ export interface LlmOptions {
   readonly cublas: boolean;
   /** Where the record goes (default bench/results/). */
   readonly out: string;
+  /** The target our kernels are compiled for (`--target`; default sm80, sm90's wgmma tiles
+   * where passes/skinny.ts chooses them). */
+  readonly target: Target;
 }
 
 /**
- * Reads `--types f16,bf16,s8`, `--m 1,16,...`, `--no-cublas`, `--out DIR`;
+ * Reads `--types f16,bf16,s8`, `--m 1,16,...`, `--no-cublas`, `--target T`, `--out DIR`;
  * other arguments are ignored (bench/main.ts passes its own on).
  *
  * @param args The arguments.
@@ -169,11 +176,16 @@ export function parseLlmArgs(args: readonly string[]): LlmOptions | string {
   }
   const out = value("--out");
   if (out === "") return "--out needs a folder";
+  const target = value("--target") ?? "sm80";
+  if (!isTargetName(target)) {
+    return `Unknown target "${target}" in --target: expected ${targetList()}`;
+  }
   return {
     types: types as LlmType[],
     m: m?.map(Number) ?? null,
     cublas: !args.includes("--no-cublas"),
     out: out ?? RESULTS_DIR,
+    target,
   };
 }
 
@@ -264,6 +276,7 @@ interface RunContext {
   readonly probe: ClockProbe;
   readonly ceilings: ReadonlyMap<string, Ceiling>;
   readonly copy: CopyBandwidth;
+  readonly target: Target;
 }
 
 /** The floors of a problem in both states. */
@@ -277,7 +290,7 @@ function floors(ctx: RunContext, type: LlmType, p: LlmProblem): LlmRow["floor"] 
 /** Compiles, checks and times one row (both sides, both states). */
 function benchRow(ctx: RunContext, type: LlmType, p: LlmProblem): LlmRow {
   const { cuda, blas, probe } = ctx;
-  const ck = compileFor(cuda, type, { shape: `${p.M}x${p.N}x${p.K}`, ...p });
+  const ck = compileFor(cuda, type, { shape: `${p.M}x${p.N}x${p.K}`, ...p }, ctx.target);
   const base = {
     type,
     ...p,
@@ -404,6 +417,7 @@ export function llmBenchMain(command: string, args: readonly string[]): boolean 
       command,
       device,
       cublas: note,
+      target: o.target,
       copy,
       ceilings: Object.fromEntries(perType),
     };
@@ -412,8 +426,9 @@ export function llmBenchMain(command: string, args: readonly string[]): boolean 
         perType.map(([t, c]) => `${t} ${c.burst.toFixed(0)} / ${c.sustained.toFixed(0)}`).join(", ")
       }`,
     );
-    path = freshResultPath(o.out, `llm-${date}`, ".md");
-    const ctx: RunContext = { cuda, blas, probe, ceilings: ceil, copy };
+    const suffix = o.target === "sm80" ? "" : `-${o.target}`;
+    path = freshResultPath(o.out, `llm-${date}${suffix}`, ".md");
+    const ctx: RunContext = { cuda, blas, probe, ceilings: ceil, copy, target: o.target };
     for (const { type, p } of problems) {
       let row: LlmRow;
       try {

@@ -211,6 +211,8 @@ export interface LlmRunInfo {
   readonly device: string;
   /** cuBLAS's library, or why it did not run. */
   readonly cublas: string;
+  /** The target our kernels were compiled for (absent in records before it was a flag: sm80). */
+  readonly target?: string;
   readonly copy: CopyBandwidth;
   /** Per type, the mma.sync ceiling (TOPS) in each state. */
   readonly ceilings: Readonly<
@@ -276,7 +278,8 @@ export function llmReport(info: LlmRunInfo, rows: readonly LlmRow[]): string {
     `# Skinny GEMMs of LLM inference, issue 22 (${info.date})`,
     "",
     `\`${info.command}\` on ${info.device}; cuBLAS: ${info.cublas}. A [M, K] row, B col, ` +
-    "D [M, N] row (bench/kernels/*.gemm), our default schedule (size hints, the device's SMs). " +
+    "D [M, N] row (bench/kernels/*.gemm), our default schedule (size hints, the device's SMs; " +
+    `target ${info.target ?? "sm80"}). ` +
     "Times: µs a launch, each the median of back-to-back series (one pair of events around " +
     "L launches, a hold kernel queued before; input sets rotated, A + B over 3x L2), burst: 3 " +
     "series, each after a 1 s rest; sustained: 5 series after 1.5 s of load. Floor: the larger " +

@@ -196,3 +196,56 @@ export function skinnySchedule(p: SkinnyProblem): SkinnyChoice | null {
   }
   return best;
 }
+
+/** What {@link skinnyWgmmaSchedule} chooses: sm90's 128x128x64 wgmma tile and split-K. */
+export interface SkinnyWgmmaChoice {
+  readonly threadblock: Shape3;
+  readonly splitK: number;
+  /** Blocks of the grid (tiles x splits; a persistent grid has at most one an SM). */
+  readonly blocks: number;
+}
+
+/** sm90's skinny tile: two consumer warpgroups of 64 x 128, one 128-byte row of K. */
+const WGMMA_SKINNY_TILE: Shape3 = { m: 128, n: 128, k: 64 };
+
+/** The share of the SMs the 128x128 tiles must fill unsplit, and the shortest K a split
+ * serves (both from the measured rows of {@link skinnyWgmmaSchedule}). */
+const WGMMA_SKINNY_MIN_FILL = 0.75;
+const WGMMA_SKINNY_SPLIT_MIN_K = 8192;
+
+/**
+ * The skinny schedule of a 16-bit problem on a target with wgmma (sm90) where the warpgroup
+ * tile beats sm80's skinny tiles, or null (sm80's rule, {@link skinnySchedule}, then). Measured
+ * on the H200 (f16, µs; bench/NOTES.md 67-68): where 128x128 tiles fill at least 3/4 of the SMs
+ * unsplit (a wide N: M = 128, N = 14336 37.0 against 43.7 for sm80's; M = 256 55.6 against
+ * 72.0), or where a long K (>= 8192) splits them into one wave (M = 128, N = 4096, K = 14336:
+ * split 4, 42.2 against 47.7). Elsewhere sm80's tiles tie or win (M = 128 at N = K = 4096: 19.0
+ * against 19.4; M = 256: 29.2 against 27.3), and M <= 64 keeps them (a 64-row wgmma tile is one
+ * warpgroup, which idles the tensor cores between its groups: NOTES 64). Shortcuts: 8-bit
+ * types keep sm80's rule (not measured on wgmma); bf16 takes f16's rule (the same bytes).
+ *
+ * @param p The problem (16-bit operands).
+ * @returns The choice, or null.
+ * @example
+ * ```ts
+ * import { equal } from "node:assert/strict";
+ * import { skinnyWgmmaSchedule } from "./skinny.ts";
+ * const c = skinnyWgmmaSchedule({ M: 128, N: 4096, K: 14336, sms: 132 })!;
+ * equal(`${c.threadblock.m}x${c.threadblock.n} split ${c.splitK}`, "128x128 split 4");
+ * ```
+ */
+export function skinnyWgmmaSchedule(p: SkinnyProblem): SkinnyWgmmaChoice | null {
+  if ((p.bytes ?? 2) !== 2 || p.M <= 64 || p.M > 256 || p.N < MIN_NK || p.K < MIN_NK) return null;
+  const t = WGMMA_SKINNY_TILE;
+  const tiles = Math.ceil(p.M / t.m) * Math.ceil(p.N / t.n);
+  if (tiles >= WGMMA_SKINNY_MIN_FILL * p.sms) {
+    return { threadblock: t, splitK: 1, blocks: Math.min(tiles, p.sms) };
+  }
+  if (p.K < WGMMA_SKINNY_SPLIT_MIN_K) return null;
+  const kTiles = Math.ceil(p.K / t.k);
+  const split = [...SPLITS].reverse().find((s) =>
+    s > 1 && tiles * s <= p.sms && kTiles / s >= MIN_KTILES_PER_SPLIT
+  );
+  if (split === undefined || tiles * split < WGMMA_SKINNY_MIN_FILL * p.sms) return null;
+  return { threadblock: t, splitK: split, blocks: tiles * split };
+}

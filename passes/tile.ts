@@ -17,7 +17,12 @@ import { sparseMetaParam } from "../ir/gemm.ts";
 import { type Dtype, DTYPE_INFO } from "../ir/dtype.ts";
 import { type GemmPass, scheduleError } from "./pass.ts";
 import { targetInfo } from "../ir/target.ts";
-import { type SkinnyChoice, skinnySchedule } from "./skinny.ts";
+import {
+  type SkinnyChoice,
+  type SkinnyProblem,
+  skinnySchedule,
+  skinnyWgmmaSchedule,
+} from "./skinny.ts";
 import { wgmmaCandidate, wgmmaDefaultTile, wgmmaOnly, wgmmaRowFor } from "./wgmma.ts";
 
 /**
@@ -520,12 +525,12 @@ interface ChosenTile {
 }
 
 /**
- * The skinny schedule (passes/skinny.ts) where it was measured: a TN problem of
- * 16-bit operands with f32 accumulators or 8-bit ones (s32), copied by cp.async,
- * M, N and K known or hinted, no batch, a dense ungrouped A, and a schedule that
- * gives none of warp, stages, mma and split_k (any of them keeps the general default).
+ * The problem the skinny rules (passes/skinny.ts) weigh, where they were measured: a TN
+ * problem of 16-bit operands with f32 accumulators or 8-bit ones (s32), copied by cp.async,
+ * M, N and K known or hinted, no batch, a dense ungrouped A, and a schedule that gives none of
+ * warp, stages, mma and split_k (any of them keeps the general default). Null otherwise.
  */
-function skinnyTile(c: TileContext): SkinnyChoice | null {
+function skinnyProblem(c: TileContext): SkinnyProblem | null {
   const { k, mc, nc, kc } = c;
   const s = k.schedule;
   const is8 = k.math.mmaA === "s8" || k.math.mmaA === "u8";
@@ -537,7 +542,7 @@ function skinnyTile(c: TileContext): SkinnyChoice | null {
     s.warp !== undefined || s.stages !== undefined || s.mma !== undefined ||
     s.splitK !== undefined
   ) return null;
-  return skinnySchedule({ M: mc, N: nc, K: kc, sms: c.sms, bytes: is8 ? 1 : 2 });
+  return { M: mc, N: nc, K: kc, sms: c.sms, bytes: is8 ? 1 : 2 };
 }
 
 /**
@@ -548,7 +553,13 @@ function skinnyTile(c: TileContext): SkinnyChoice | null {
  */
 function defaultTile(k: GemmKernel): ChosenTile {
   const c = tileContext(k);
-  const skinny = wgmmaOnly(k) ? null : skinnyTile(c);
+  const sp = skinnyProblem(c);
+  // sm90's wgmma tiles where they beat sm80's skinny ones, else sm80's (passes/skinny.ts).
+  const wgSkinny = sp !== null && wgmmaCandidate(k) ? skinnyWgmmaSchedule(sp) : null;
+  if (wgSkinny !== null) {
+    return { tb: wgSkinny.threadblock, smallGrid: false, splitK: wgSkinny.splitK };
+  }
+  const skinny = sp === null || wgmmaOnly(k) ? null : skinnySchedule(sp);
   if (skinny !== null) {
     return { tb: skinny.threadblock, smallGrid: false, splitK: skinny.splitK, skinny };
   }

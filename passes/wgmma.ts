@@ -172,6 +172,7 @@ export function wgmmaTma(k: GemmKernel): boolean {
   // A grouped kernel's tensors are the problem table's addresses: no host-built tensor map
   // describes them (tensormap.replace in the kernel would; a shortcut).
   if (k.plan.tile?.wgmma !== true || !targetHas(k.target, "tma") || k.grouped) return false;
+  if (!consumerFitsBeside(k.plan.tile.threadblock)) return false;
   return [k.problem.a.tensor, k.problem.b.tensor].every((n) => {
     const t = k.params.find((q) => q.name === n);
     if (t === undefined || t.kind !== "tensor") return false;
@@ -181,6 +182,27 @@ export function wgmmaTma(k: GemmKernel): boolean {
     );
     return (t.align * bytes) % 16 === 0 && literal;
   });
+}
+
+/** Registers a consumer thread needs beside its accumulators: ptxas asked for 154 where a
+ * 64 x 256 warpgroup holds 128 (bench/NOTES.md 67). */
+const CONSUMER_REGS_BESIDE_ACC = 32;
+
+/**
+ * Whether a warp-specialized block's consumer code fits the registers ptxas allows a thread of
+ * the whole block (the register file over its threads, producer included; ptxas allocates the
+ * consumers' code within that, whatever `setmaxnreg.inc` grants later). Three consumer
+ * warpgroups of 64 x 256 (192x256, 512 threads: 128 registers) do not: ptxas refused it
+ * (C7602, NOTES 67), so such tiles keep the cp.async pipeline (656 TFLOP/s at f16 8192³,
+ * NOTES 62).
+ *
+ * @param tb The threadblock (M a multiple of 64).
+ * @returns Whether the TMA pipeline's consumers fit.
+ */
+function consumerFitsBeside(tb: Shape3): boolean {
+  const threads = (tb.m / 64) * 128 + TMA_PRODUCER_THREADS;
+  // A 64 x N warpgroup tile of 32-bit accumulators: N / 2 registers a thread.
+  return tb.n / 2 + CONSUMER_REGS_BESIDE_ACC <= Math.floor(REGISTER_FILE / threads);
 }
 
 /**

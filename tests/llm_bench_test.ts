@@ -152,10 +152,17 @@ Deno.test("seriesLaunches and holdMs: >= 20 launches lasting >= 2 ms (to 2000); 
   assert.equal(holdMs(1, 20), 0.05);
 });
 
-Deno.test("parseLlmArgs and selectedProblems: types, M, cuBLAS, errors", () => {
+Deno.test("parseLlmArgs and selectedProblems: types, M, cuBLAS, target, errors", () => {
   const all = parseLlmArgs([]);
   assert.ok(typeof all === "object");
-  assert.deepEqual([all.types, all.m, all.cublas], [["f16", "bf16", "s8"], null, true]);
+  assert.deepEqual(
+    [all.types, all.m, all.cublas, all.target],
+    [["f16", "bf16", "s8"], null, true, "sm80"],
+  );
+  const sm90 = parseLlmArgs(["--target", "sm90"]);
+  assert.ok(typeof sm90 === "object");
+  assert.equal(sm90.target, "sm90");
+  assert.match(String(parseLlmArgs(["--target", "sm70"])), /^Unknown target "sm70" in --target/);
   assert.equal(selectedProblems(all).length, 42);
   const s8 = parseLlmArgs(["--types", "s8", "--no-cublas", "--shapes", "llm"]);
   assert.ok(typeof s8 === "object");

@@ -11,7 +11,7 @@
  */
 
 import assert from "node:assert/strict";
-import { compile, type CompiledKernel } from "../compiler.ts";
+import { compile } from "../compiler.ts";
 import { skinnySchedule } from "../passes/skinny.ts";
 import { simArgs, simulateGemm } from "../harness/simulate_gemm.ts";
 import { randomArgs } from "../harness/inputs.ts";
@@ -23,6 +23,7 @@ import { runPtxas } from "../backends/ptx/ptxas.ts";
 import { ptxTarget } from "../backends/ptx/print.ts";
 import { ptxasTest } from "./_ptxas.ts";
 import { gemm } from "./_cli.ts";
+import { BENCH, hinted } from "./_skinny.ts";
 
 const H200 = { sms: 132 };
 
@@ -104,26 +105,6 @@ Deno.test("skinny: every choice is one wave, and splits keep >= 8 k-tiles", () =
     }
   }
 });
-
-/** The benchmark's kernel; s8 stores its s32 sums (with a bias: s32 too). */
-const BENCH = (t: string, extra = "") => {
-  const sum = extra === "" ? "A[m, k] * B[k, n]" : "relu(A[m, k] * B[k, n] + bias[n])";
-  const s8 = t === "s8";
-  return `kernel sk {
-  A: ${t}[M, K] row
-  B: ${t}[K, N] col
-  ${extra === "" ? "" : `bias: ${s8 ? "s32" : "f32"}[N]`}
-  D: ${s8 ? "s32" : t}[M, N] row
-  D[m, n] = ${s8 ? sum : `${t}(${sum})`}
-${extra}}
-`;
-};
-
-function hinted(src: string, hints: Record<string, number>): CompiledKernel {
-  const r = compile(src, { file: "sk.gemm", sizeHints: hints, sms: 132 });
-  assert.ok(r.ok, r.diagnostics.map((d) => d.message).join("; "));
-  return r.kernels[0]!;
-}
 
 Deno.test("skinny: gemm-pipeline caps the preferred stages by the target's shared memory", () => {
   // 64x128x128 is 48 KiB a stage: its 3 on sm80, 2 on sm86 (99 KiB a block).

@@ -298,3 +298,21 @@ for (const file of exampleFiles) {
     }
   });
 }
+
+ptxasTest(
+  "wgmma: three consumer warpgroups of 64x256 keep the cp.async pipeline and assemble; of 64x128 take TMA",
+  async () => {
+    // 192x256 with the producer is 512 threads of 128 registers, too few beside 128 accumulators
+    // (ptxas C7602 on the H200, bench/NOTES.md 67); 192x128 needs 64 and takes the TMA pipeline.
+    for (const [tb, tma] of [["192x256x64", false], ["192x128x64", true]] as const) {
+      const ck = compileFor(F16(`threadblock ${tb}`));
+      assert.equal(ck.planned.plan.pipeline!.tma !== undefined, tma, tb);
+      assert.equal(ck.kernel.threads, tma ? 512 : 384, tb);
+      const r = await runPtxas(ck.ptx, { arch: "sm_90a" });
+      assert.ok(r.ok, `${tb}: ${r.log}`);
+      for (const k of r.kernels) {
+        assert.deepEqual([k.spillStoreBytes, k.spillLoadBytes], [0, 0], tb);
+      }
+    }
+  },
+);

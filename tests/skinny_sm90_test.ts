@@ -1,0 +1,116 @@
+/**
+ * sm90's skinny rule (passes/skinny.ts `skinnyWgmmaSchedule`, issue 22/23): 128x128 wgmma tiles
+ * where the H200 measured them faster than sm80's skinny tiles (bench/NOTES.md 67), sm80's rule
+ * elsewhere; the compiler takes the choice for hinted sizes on sm90 only; every choice simulates
+ * in agreement with the reference at sizes that are no tile multiples (M = 1, 7, 100; K not a
+ * multiple of 64) with hazards none; and a split-K choice gives the same bytes whatever the
+ * order its blocks run in.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { skinnyWgmmaSchedule } from "../passes/skinny.ts";
+import { simArgs, simulateGemm } from "../harness/simulate_gemm.ts";
+import { randomArgs } from "../harness/inputs.ts";
+import { gridBlocks, simulate } from "../backends/sim/mod.ts";
+import { workspaceArgs } from "../harness/workspace.ts";
+import { gridFor } from "../ir/kernel.ts";
+import { tensorParam } from "../ir/gemm.ts";
+import { BENCH, hinted } from "./_skinny.ts";
+
+function pick(M: number, N: number, K: number, bytes: 1 | 2 = 2, sms = 132): string | null {
+  const c = skinnyWgmmaSchedule({ M, N, K, bytes, sms });
+  if (c === null) return null;
+  const t = c.threadblock;
+  return `${t.m}x${t.n}x${t.k} split ${c.splitK} blocks ${c.blocks}`;
+}
+
+Deno.test("skinny sm90: 128x128 wgmma tiles where they measured faster, else sm80's rule", () => {
+  // A wide N: 112 and 224 tiles unsplit (224 on a grid of at most 132 SMs).
+  assert.equal(pick(128, 14336, 4096), "128x128x64 split 1 blocks 112");
+  assert.equal(pick(256, 14336, 4096), "128x128x64 split 1 blocks 132");
+  assert.equal(pick(100, 14336, 4096), "128x128x64 split 1 blocks 112");
+  // A long K: 32 (64) tiles split into one wave.
+  assert.equal(pick(128, 4096, 14336), "128x128x64 split 4 blocks 128");
+  assert.equal(pick(256, 4096, 14336), "128x128x64 split 2 blocks 128");
+  // Where sm80's tiles tie or win: N = K = 4096 at M = 128 and 256; M <= 64; 8-bit; M > 256.
+  assert.equal(pick(128, 4096, 4096), null);
+  assert.equal(pick(256, 4096, 4096), null);
+  assert.equal(pick(64, 14336, 4096), null);
+  assert.equal(pick(128, 14336, 4096, 1), null);
+  assert.equal(pick(512, 14336, 4096), null);
+  assert.equal(pick(128, 1024, 14336), null);
+  // Fewer SMs: the same tiles fill them.
+  assert.equal(pick(128, 2048, 2048, 2, 16), "128x128x64 split 1 blocks 16");
+});
+
+Deno.test("skinny sm90: the compiler takes the choice for hinted sizes on sm90, TMA-fed; sm80 keeps its rule", () => {
+  const wide = { M: 128, N: 14336, K: 4096 };
+  const sm90 = hinted(BENCH("f16"), wide, "sm90").planned;
+  assert.deepEqual(sm90.schedule.threadblock, { m: 128, n: 128, k: 64 });
+  assert.equal(sm90.plan.tile!.wgmma, true);
+  assert.equal(sm90.plan.tile!.skinny, undefined);
+  assert.notEqual(sm90.plan.pipeline!.tma, undefined);
+  const sm80 = hinted(BENCH("f16"), wide).planned;
+  assert.equal(sm80.plan.tile!.wgmma, undefined);
+  assert.notEqual(sm80.plan.tile!.skinny, undefined);
+  // At N = K = 4096 sm90 takes sm80's skinny tile (mma.sync, assembled for sm_90a).
+  const square = hinted(BENCH("bf16"), { M: 128, N: 4096, K: 4096 }, "sm90").planned;
+  assert.equal(square.plan.tile!.wgmma, undefined);
+  assert.deepEqual(square.schedule.threadblock, { m: 64, n: 64, k: 128 });
+});
+
+/** Hints that make the sm90 rule choose each of its schedules. */
+const CHOICES: readonly { hints: Record<string, number>; type: string; epilogue?: true }[] = [
+  { hints: { M: 128, N: 14336, K: 4096 }, type: "f16" },
+  { hints: { M: 256, N: 14336, K: 4096 }, type: "bf16", epilogue: true },
+  { hints: { M: 128, N: 4096, K: 14336 }, type: "bf16" },
+  { hints: { M: 256, N: 4096, K: 14336 }, type: "f16", epilogue: true },
+];
+
+let seed = 4100;
+for (const c of CHOICES) {
+  const ck = hinted(BENCH(c.type, c.epilogue ? " " : ""), c.hints, "sm90");
+  const s = ck.planned.schedule;
+  const tag = `${s.threadblock!.m}x${s.threadblock!.n}x${s.threadblock!.k} split ${s.splitK}`;
+  for (const M of [1, 7, 100]) {
+    Deno.test(`skinny sm90 ${c.type} ${tag}${c.epilogue ? " + bias, relu" : ""}: simulates in agreement at M=${M}`, () => {
+      assert.equal(ck.planned.plan.tile!.wgmma, true);
+      // K not a multiple of 64, long enough for every split to get k-tiles; N not one of 128.
+      const K = 64 * 2 * (s.splitK ?? 1) + 40;
+      const rep = simulateGemm(ck, { M, N: 128 + 24, K }, { seed: seed += 7 });
+      assert.equal(
+        rep.sim.hazardCount,
+        0,
+        rep.sim.hazards.slice(0, 3).map((h) => `${h.kind}: ${h.op}: ${h.message}`).join("\n"),
+      );
+      assert.ok(
+        rep.comparison.ok,
+        `${rep.comparison.overBound} over the bound, first ${JSON.stringify(rep.comparison.first)}`,
+      );
+    });
+  }
+}
+
+Deno.test("skinny sm90: a split-K choice writes the same bytes whatever the order of its blocks", () => {
+  const ck = hinted(BENCH("f16"), { M: 128, N: 4096, K: 14336 }, "sm90");
+  assert.equal(ck.planned.schedule.splitK, 4);
+  const sizes = { M: 33, N: 152, K: 4 * 2 * 64 + 40 };
+  const run = (reverse: boolean) => {
+    const args = randomArgs(ck.gemm, sizes, 9, {});
+    const d = tensorParam(ck.gemm, ck.gemm.problem.d.tensor).name;
+    args.tensors.get(d)!.fill(0xff);
+    const grid = gridFor(ck.kernel.grid, sizes);
+    const blocks = gridBlocks(grid);
+    const ws = workspaceArgs(ck.kernel, sizes).get("workspace")!;
+    simulate(ck.kernel, { grid, args: { ...simArgs(args), workspace: { bytes: ws } } }, {
+      blocks: reverse ? blocks.reverse() : blocks,
+    });
+    return args.tensors.get(d)!;
+  };
+  const a = run(false);
+  const b = run(true);
+  assert.ok(a.some((x) => x !== 0xff), "D was written");
+  assert.deepEqual(a, b);
+});
