@@ -301,6 +301,10 @@ export interface TilePlan {
   /** Set when the tile runs on sm90's warpgroup MMA (passes/wgmma.ts): gemm-warp, gemm-pipeline
    * and gemm-mma then plan for wgmma. */
   readonly wgmma?: true;
+  /** Set when gemm-tile's default asks for a persistent grid (sm90's skinny wgmma tiles over
+   * more tiles than SMs, passes/skinny.ts); a warp-specialized kernel then has one
+   * (passes/wgmma.ts `wgmmaPersistent`), any other kernel ignores it. */
+  readonly persistent?: true;
 }
 
 /** Warp partitioning (pass `gemm-warp`). */

@@ -203,6 +203,9 @@ export interface SkinnyWgmmaChoice {
   readonly splitK: number;
   /** Blocks of the grid (tiles x splits; a persistent grid has at most one an SM). */
   readonly blocks: number;
+  /** More tiles than SMs, unsplit: a persistent grid (M = 256, N = 14336: 56.1 µs against
+   * 57.6 for one block a tile, bench/NOTES.md 68). */
+  readonly persistent: boolean;
 }
 
 /** sm90's skinny tile: two consumer warpgroups of 64 x 128, one 128-byte row of K. */
@@ -217,12 +220,15 @@ const WGMMA_SKINNY_SPLIT_MIN_K = 8192;
  * The skinny schedule of a 16-bit problem on a target with wgmma (sm90) where the warpgroup
  * tile beats sm80's skinny tiles, or null (sm80's rule, {@link skinnySchedule}, then). Measured
  * on the H200 (f16, µs; bench/NOTES.md 67-68): where 128x128 tiles fill at least 3/4 of the SMs
- * unsplit (a wide N: M = 128, N = 14336 37.0 against 43.7 for sm80's; M = 256 55.6 against
- * 72.0), or where a long K (>= 8192) splits them into one wave (M = 128, N = 4096, K = 14336:
- * split 4, 42.2 against 47.7). Elsewhere sm80's tiles tie or win (M = 128 at N = K = 4096: 19.0
- * against 19.4; M = 256: 29.2 against 27.3), and M <= 64 keeps them (a 64-row wgmma tile is one
- * warpgroup, which idles the tensor cores between its groups: NOTES 64). Shortcuts: 8-bit
- * types keep sm80's rule (not measured on wgmma); bf16 takes f16's rule (the same bytes).
+ * unsplit (a wide N: M = 128, N = 14336 37.0 against 43.7 for sm80's, bf16 36.4 against 44.0;
+ * M = 100 37.4 against 44.0; M = 256 56.1 against 72.0), or where a long K (>= 8192) splits
+ * them into one wave (N = 4096, K = 14336: M = 128 split 4, 42.2 against 47.7; M = 256 split 2,
+ * 56.9 against 81.8). Elsewhere sm80's tiles tie or win (M = 128 at N = K = 4096: 19.0 against
+ * 19.4; M = 256: 29.2 against 27.3), and M <= 64 keeps them: 64-row wgmma tiles (one consumer
+ * warpgroup) tied at best (34.7 against 34.8 at N = 14336, 37.4 against 37.7 at K = 14336) and
+ * lost at N = K = 4096 (20.2 against 18.1). Shortcuts: 8-bit types keep sm80's rule (not
+ * measured on wgmma); the main benchmark's M = 128, N = K = 8192 takes split 2 by the rule, not
+ * measured when it was written.
  *
  * @param p The problem (16-bit operands).
  * @returns The choice, or null.
@@ -239,7 +245,7 @@ export function skinnyWgmmaSchedule(p: SkinnyProblem): SkinnyWgmmaChoice | null 
   const t = WGMMA_SKINNY_TILE;
   const tiles = Math.ceil(p.M / t.m) * Math.ceil(p.N / t.n);
   if (tiles >= WGMMA_SKINNY_MIN_FILL * p.sms) {
-    return { threadblock: t, splitK: 1, blocks: Math.min(tiles, p.sms) };
+    return { threadblock: t, splitK: 1, blocks: Math.min(tiles, p.sms), persistent: tiles > p.sms };
   }
   if (p.K < WGMMA_SKINNY_SPLIT_MIN_K) return null;
   const kTiles = Math.ceil(p.K / t.k);
@@ -247,5 +253,5 @@ export function skinnyWgmmaSchedule(p: SkinnyProblem): SkinnyWgmmaChoice | null 
     s > 1 && tiles * s <= p.sms && kTiles / s >= MIN_KTILES_PER_SPLIT
   );
   if (split === undefined || tiles * split < WGMMA_SKINNY_MIN_FILL * p.sms) return null;
-  return { threadblock: t, splitK: split, blocks: tiles * split };
+  return { threadblock: t, splitK: split, blocks: tiles * split, persistent: false };
 }

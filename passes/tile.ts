@@ -522,6 +522,9 @@ interface ChosenTile {
   readonly smallGrid: boolean;
   readonly splitK: number;
   readonly skinny?: SkinnyChoice;
+  /** A persistent grid where the kernel can have one (sm90's skinny wgmma tiles over more
+   * tiles than SMs; passes/wgmma.ts `wgmmaPersistent`). */
+  readonly persistent?: true;
 }
 
 /**
@@ -557,7 +560,12 @@ function defaultTile(k: GemmKernel): ChosenTile {
   // sm90's wgmma tiles where they beat sm80's skinny ones, else sm80's (passes/skinny.ts).
   const wgSkinny = sp !== null && wgmmaCandidate(k) ? skinnyWgmmaSchedule(sp) : null;
   if (wgSkinny !== null) {
-    return { tb: wgSkinny.threadblock, smallGrid: false, splitK: wgSkinny.splitK };
+    return {
+      tb: wgSkinny.threadblock,
+      smallGrid: false,
+      splitK: wgSkinny.splitK,
+      ...(wgSkinny.persistent ? { persistent: true as const } : {}),
+    };
   }
   const skinny = sp === null || wgmmaOnly(k) ? null : skinnySchedule(sp);
   if (skinny !== null) {
@@ -665,6 +673,7 @@ export const tilePass: GemmPass = {
       ...(chosen.smallGrid ? { smallGrid: true as const } : {}),
       ...(skinny !== undefined ? { skinny: { warp: skinny.warp, stages: skinny.stages } } : {}),
       ...(wgmma ? { wgmma: true as const } : {}),
+      ...(chosen.persistent ? { persistent: true as const } : {}),
     };
     return {
       ...k,

@@ -52,6 +52,11 @@ Deno.test("skinny sm90: the compiler takes the choice for hinted sizes on sm90, 
   assert.equal(sm90.plan.tile!.wgmma, true);
   assert.equal(sm90.plan.tile!.skinny, undefined);
   assert.notEqual(sm90.plan.pipeline!.tma, undefined);
+  assert.equal(sm90.plan.pipeline!.tma!.persistent, undefined);
+  // 224 tiles on 132 SMs: a persistent grid.
+  const tall = hinted(BENCH("f16"), { M: 256, N: 14336, K: 4096 }, "sm90");
+  assert.notEqual(tall.planned.plan.pipeline!.tma!.persistent, undefined);
+  assert.deepEqual(tall.kernel.grid.persistent, { blocks: 132 });
   const sm80 = hinted(BENCH("f16"), wide).planned;
   assert.equal(sm80.plan.tile!.wgmma, undefined);
   assert.notEqual(sm80.plan.tile!.skinny, undefined);

@@ -34,7 +34,7 @@ const SRC = (t: string) => {
 `;
 };
 
-const RUNS: readonly { type: string; size: string; expect: RegExp }[] = [
+const RUNS: readonly { type: string; size: string; expect: RegExp; target?: "sm90" }[] = [
   { type: "f16", size: "M=7,N=4088,K=4136", expect: /16x32x256/ },
   { type: "bf16", size: "M=1,N=4096,K=14344", expect: /16x64x128/ },
   { type: "f16", size: "M=33,N=4096,K=4104", expect: /64x64x128/ },
@@ -42,12 +42,18 @@ const RUNS: readonly { type: string; size: string; expect: RegExp }[] = [
   { type: "f16", size: "M=128,N=4000,K=14336", expect: /64x128x128/ },
   { type: "s8", size: "M=9,N=4096,K=4112", expect: /16x32x512/ },
   { type: "s8", size: "M=100,N=14336,K=4096", expect: /128x112x128/ },
+  // sm90's wgmma tiles (passes/skinny.ts skinnyWgmmaSchedule): unsplit at a wide N, split 4
+  // at a long K; K not a multiple of 64.
+  { type: "bf16", size: "M=100,N=14336,K=4096", expect: /128x128x64 split 1/, target: "sm90" },
+  { type: "f16", size: "M=200,N=14336,K=4104", expect: /128x128x64 split 1/, target: "sm90" },
+  { type: "f16", size: "M=128,N=4000,K=14344", expect: /128x128x64 split 4/, target: "sm90" },
 ];
 
 for (const r of RUNS) {
   Deno.test({
-    name:
-      `skinny ${r.type} ${r.size}: gemm run --tune agrees with the reference and the simulator${SKIP}`,
+    name: `skinny ${r.type} ${r.size}${
+      r.target === undefined ? "" : ` ${r.target}`
+    }: gemm run --tune agrees with the reference and the simulator${SKIP}`,
     ignore: !CUDA.ok,
     fn: async () => {
       const dir = Deno.makeTempDirSync();
@@ -55,12 +61,17 @@ for (const r of RUNS) {
       Deno.writeTextFileSync(file, SRC(r.type));
       const sizes = Object.fromEntries(r.size.split(",").map((kv) => kv.split("=")));
       const hints = Object.fromEntries(Object.entries(sizes).map(([k, v]) => [k, Number(v)]));
-      const ck = compile(SRC(r.type), { sizeHints: hints, sms: 132 }).kernels[0]!;
+      const target = r.target ?? "sm80";
+      const ck = compile(SRC(r.type), { sizeHints: hints, sms: 132, target }).kernels[0]!;
       const tb = ck.planned.schedule.threadblock!;
-      assert.match(`${tb.m}x${tb.n}x${tb.k}`, r.expect);
-      assert.notEqual(ck.planned.plan.tile!.skinny, undefined);
+      assert.match(`${tb.m}x${tb.n}x${tb.k} split ${ck.planned.schedule.splitK}`, r.expect);
+      const plan = ck.planned.plan.tile!;
+      assert.equal(r.target === undefined ? plan.skinny !== undefined : plan.wgmma === true, true);
       const out = await gemmWithEnv(
-        ["run", file, "--size", r.size, "--tune", "--sms", "132", "--check", "sim", "--iters", "3"],
+        [
+          ...["run", file, "--size", r.size, "--tune", "--sms", "132", "--target", target],
+          ...["--check", "sim", "--iters", "3"],
+        ],
         {},
       );
       assert.equal(out.code, 0, out.stdout + out.stderr);
