@@ -34,8 +34,14 @@ export const TMAP_SWIZZLES: Readonly<Record<TensorMapSwizzle, number>> = { 0: 0,
  * 32- and 64-byte ones are not used yet: a shortcut). */
 export type TensorMapSwizzle = 0 | 128;
 
-/** `CU_TENSOR_MAP_L2_PROMOTION_L2_256B`: the promotion every map asks for. */
-export const TMAP_L2_PROMOTION_256B = 3;
+/**
+ * The L2 promotion every map asks for: `CU_TENSOR_MAP_L2_PROMOTION_L2_128B`. Measured on the
+ * H200 (bench/NOTES.md 68-69, f16 sm90): where rows start on 256-byte lines it ties 256 B (8192³
+ * 746-759 against 756-757 TFLOP/s, 5120³ 699 both), where they do not it wins (5000³, rows of
+ * 10,000 bytes: 470 against 400 persistent, 522 against 439 one block a tile; none 464 and 514).
+ * 256 B fetches a second line for every row that straddles one.
+ */
+export const TMAP_L2_PROMOTION = 2;
 
 /** A factor of an extent or stride: a kernel parameter (a `dim` or `stride`) or a constant. */
 export type TensorMapFactor = string | number;
@@ -155,7 +161,7 @@ export function tensorMapArgs(
     boxDim: spec.box,
     swizzle: TMAP_SWIZZLES[spec.swizzle],
     swizzleBytes: spec.swizzle,
-    l2Promotion: TMAP_L2_PROMOTION_256B,
+    l2Promotion: TMAP_L2_PROMOTION,
   };
 }
 

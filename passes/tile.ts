@@ -571,13 +571,34 @@ function defaultTile(k: GemmKernel): ChosenTile {
   if (skinny !== null) {
     return { tb: skinny.threadblock, smallGrid: false, splitK: skinny.splitK, skinny };
   }
-  // sm90's warpgroup MMA (passes/wgmma.ts) where a wave of its tiles fills the SMs; a
-  // smaller problem keeps the mma.sync tiles below, shrunk or split (a shortcut of issue 23).
-  if (wgmmaCandidate(k)) {
-    const tb = wgmmaDefaultTile(k);
-    // 8-bit floats have no mma.sync plan: wgmma tiles at any size (a shortcut: unshrunk).
-    if (gridBlocks(c, tb) >= c.sms || wgmmaOnly(k)) return { tb, smallGrid: false, splitK: 1 };
+  const sm90 = wgmmaCandidate(k) ? wgmmaFallback(k, c) : { ctx: c };
+  if ("tile" in sm90) return sm90.tile;
+  return sm80Default(sm90.ctx);
+}
+
+/**
+ * sm90's warpgroup MMA (passes/wgmma.ts) where a wave of its tiles fills the SMs: the default
+ * tile, else 128x128 (M = 1024, N = 4096 on the H200: 52.5 µs against 70.4 for the sm80 target's
+ * 128x256x32, bench/NOTES.md 69). A smaller grid keeps the mma.sync tile the sm80 target
+ * chooses on the same GPU, with its minimum grid (108 blocks, measured on the H200's 132 SMs):
+ * at M = 256, N = K = 4096 sm90's own minimum of 132 blocks gave 128x256x32 split 4 (32.0 µs)
+ * where sm80's 128x64x128 ran 26.5 (NOTES 69; a shortcut of issue 23: no wgmma tile there).
+ */
+function wgmmaFallback(k: GemmKernel, c: TileContext): { tile: ChosenTile } | { ctx: TileContext } {
+  const tb = wgmmaDefaultTile(k);
+  // 8-bit floats have no mma.sync plan: wgmma tiles at any size (a shortcut: unshrunk).
+  if (gridBlocks(c, tb) >= c.sms || wgmmaOnly(k)) {
+    return { tile: { tb, smallGrid: false, splitK: 1 } };
   }
+  const narrow = { ...tb, n: 128 };
+  if (tb.n > 128 && gridBlocks(c, narrow) >= c.sms && wgmmaRowFor(k, narrow) !== null) {
+    return { tile: { tb: narrow, smallGrid: false, splitK: 1 } };
+  }
+  return { ctx: { ...c, minBlocks: targetInfo("sm80").minBlocks } };
+}
+
+/** The mma.sync default: shrunk, split, deepened (see {@link defaultTile}). */
+function sm80Default(c: TileContext): ChosenTile {
   const sized = { m: shrink(c.d.m, c.mc, c.minM), n: shrink(c.d.n, c.nc, c.minM), k: c.d.k };
   const shrunk = shrinkForGrid(c, sized);
   const deep16 = isDeep16(c, shrunk);

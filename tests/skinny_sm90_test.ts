@@ -119,3 +119,22 @@ Deno.test("skinny sm90: a split-K choice writes the same bytes whatever the orde
   assert.ok(a.some((x) => x !== 0xff), "D was written");
   assert.deepEqual(a, b);
 });
+
+Deno.test("sm90: a grid of 128x256 wgmma tiles below the SMs takes 128x128 ones, else the sm80 target's tile", () => {
+  // M = 1024, N = 4096: 128 tiles of 128x256, 256 of 128x128.
+  const wide = hinted(BENCH("f16"), { M: 1024, N: 4096, K: 4096 }, "sm90").planned;
+  assert.deepEqual(wide.schedule.threadblock, { m: 128, n: 128, k: 64 });
+  assert.equal(wide.plan.tile!.wgmma, true);
+  // M = 256, N = K = 4096 (64 tiles of 128x128) and M = 512: the sm80 target's tile and split.
+  for (const M of [256, 512]) {
+    const hints = { M, N: 4096, K: 4096 };
+    const sm90 = hinted(BENCH("bf16"), hints, "sm90").planned;
+    const sm80 = hinted(BENCH("bf16"), hints).planned;
+    assert.equal(sm90.plan.tile!.wgmma, undefined);
+    assert.deepEqual(
+      [sm90.schedule.threadblock, sm90.schedule.splitK],
+      [sm80.schedule.threadblock, sm80.schedule.splitK],
+      `M = ${M}`,
+    );
+  }
+});

@@ -17,7 +17,7 @@ import { tensorMapParams } from "../cuda/tensor_map.ts";
 import {
   TENSOR_MAP_BYTES,
   TMAP_DATA_TYPES,
-  TMAP_L2_PROMOTION_256B,
+  TMAP_L2_PROMOTION,
   TMAP_SWIZZLES,
 } from "../../ir/tensor_map.ts";
 
@@ -52,7 +52,7 @@ export function pythonTensorMaps(m: KernelManifest): PythonTensorMap[] {
     box: s.box,
     swizzle: TMAP_SWIZZLES[s.swizzle],
     swizzleBytes: s.swizzle,
-    l2Promotion: TMAP_L2_PROMOTION_256B,
+    l2Promotion: TMAP_L2_PROMOTION,
   }));
 }
 

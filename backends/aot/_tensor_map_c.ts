@@ -18,7 +18,7 @@ import {
   TENSOR_MAP_BYTES,
   type TensorMapFactor,
   TMAP_DATA_TYPES,
-  TMAP_L2_PROMOTION_256B,
+  TMAP_L2_PROMOTION,
   TMAP_SWIZZLES,
 } from "../../ir/tensor_map.ts";
 
@@ -58,7 +58,7 @@ function mapRow(c: LaunchContract, m: TensorMapParam): string {
   while (box.length < MAX_RANK) box.push(1);
   return `  {"${m.name}", "${s.tensor}", ${tensor}, ${TMAP_DATA_TYPES[s.dataType]}, ` +
     `${s.elementBytes}ULL, ${rank}, {${counts.join(", ")}}, {${factors.join(", ")}}, ` +
-    `{${box.join(", ")}}, ${TMAP_SWIZZLES[s.swizzle]}, ${s.swizzle}ULL, ${TMAP_L2_PROMOTION_256B}}`;
+    `{${box.join(", ")}}, ${TMAP_SWIZZLES[s.swizzle]}, ${s.swizzle}ULL, ${TMAP_L2_PROMOTION}}`;
 }
 
 /**
