@@ -13,17 +13,8 @@
 set -u
 OUT="${1:?usage: sm90_l2promo.sh OUT}"
 mkdir -p "$OUT"
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw --format=csv |
-  tee "$OUT/smi.txt"
-one() { # LABEL FILE SIZES [gemm run options...]: one summary line
-  local label=$1 f=$2 s=$3
-  shift 3
-  local t
-  t=$({ deno run --cached-only -A cli.ts run "$f" --size "$s" "$@" 2>&1; } | tee -a "$OUT/full.txt" |
-    grep -Eio 'median [0-9.]+ ms|[0-9.]+ (TFLOP/s|TOPS)|agrees|disagrees|FAIL[A-Z]*|mismatch|grid [0-9x]+' |
-    tr '\n' ' ')
-  echo "$label $s $* :: $t" | tee -a "$OUT/summary.txt"
-}
+. bench/research/_gemm_run_rows.sh
+card_state
 promo() { sed -i "s/^export const TMAP_L2_PROMOTION_256B = [0-9];/export const TMAP_L2_PROMOTION_256B = $1;/" ir/tensor_map.ts; }
 cp ir/tensor_map.ts "$OUT/tensor_map.ts.orig"
 BIG=(--target sm90 --check none --iters 30 --warmup 5)

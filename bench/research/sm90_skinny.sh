@@ -16,17 +16,8 @@ OUT="${1:?usage: sm90_skinny.sh OUT}"
 mkdir -p "$OUT"
 V="$OUT/variants"
 bash bench/research/gen_variants.sh "$V" bench/research/variants_sm90_skinny.txt
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw --format=csv |
-  tee "$OUT/smi.txt"
-one() { # LABEL FILE SIZES [gemm run options...]: one summary line
-  local label=$1 f=$2 s=$3
-  shift 3
-  local t
-  t=$({ deno run --cached-only -A cli.ts run "$f" --size "$s" "$@" 2>&1; } | tee -a "$OUT/full.txt" |
-    grep -Eio 'median [0-9.]+ ms|[0-9.]+ (TFLOP/s|TOPS)|agrees|disagrees|FAIL[A-Z]*|mismatch|grid [0-9x]+' |
-    tr '\n' ' ')
-  echo "$label $s $* :: $t" | tee -a "$OUT/summary.txt"
-}
+. bench/research/_gemm_run_rows.sh
+card_state
 SMALL=(--iters 50 --warmup 10 --input-sets 4)
 row() { # SIZES VARIANT...: sm80 --tune, then each f16 variant
   local s=$1

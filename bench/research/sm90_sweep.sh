@@ -16,17 +16,8 @@ mkdir -p "$OUT"
 V="$OUT/variants"
 # The variants of bench/research/variants_sm90.txt, written (and compiled) by gen_variants.sh.
 bash bench/research/gen_variants.sh "$V" bench/research/variants_sm90.txt
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw --format=csv |
-  tee "$OUT/smi.txt"
-one() { # LABEL FILE SIZES [gemm run options...]: one summary line
-  local label=$1 f=$2 s=$3
-  shift 3
-  local t
-  t=$({ deno run --cached-only -A cli.ts run "$f" --size "$s" "$@" 2>&1; } | tee -a "$OUT/full.txt" |
-    grep -Eo 'median [0-9.]+ ms|[0-9.]+ (TFLOP/s|TOPS)|agree[a-z]*|FAIL[A-Z]*|mismatch|grid [0-9x]+' |
-    tr '\n' ' ')
-  echo "$label $s $* :: $t" | tee -a "$OUT/summary.txt"
-}
+. bench/research/_gemm_run_rows.sh
+card_state
 BIG=(--check none --iters 30 --warmup 5)
 for s in M=5000,N=5000,K=5000 M=5120,N=5120,K=5120 M=4992,N=4992,K=4992 \
   M=5000,N=5000,K=5120 M=5120,N=5120,K=5000; do
