@@ -40,6 +40,12 @@ export interface CompileOptions extends SourceOptions {
    * with known or hinted M and N the default tile weighs the waves of
    * blocks on that many SMs. */
   readonly sms?: number;
+  /** Programmatic dependent launch (default true; sm90 only): the kernel lets the next grid
+   * start early (`griddepcontrol.launch_dependents`) and waits for the previous one
+   * (`griddepcontrol.wait`) before its first global access, after asking the L2 for its first
+   * k-tiles of B. False leaves those instructions out (for measuring what they cost). A kernel
+   * launched without the driver's attribute (launch option `pdl`) runs them as no-ops. */
+  readonly pdl?: boolean;
   /** Receives the IR after each pass (`--dump-after`). */
   readonly dump?: DumpHook;
 }
@@ -177,6 +183,7 @@ export function compile(source: string, options: CompileOptions = {}): CompileRe
           ? {}
           : { sizeHints: hintsFor(gemm, options.sizeHints) }),
         ...(options.sms === undefined ? {} : { sms: options.sms }),
+        ...(options.pdl === false ? { pdl: false as const } : {}),
       };
       const { gemm: planned, kernel } = runPipeline(
         hinted,

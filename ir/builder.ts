@@ -21,6 +21,7 @@ import type {
   CvtOp,
   FenceOp,
   ForOp,
+  GridDepOp,
   Guard,
   IfOp,
   Imm,
@@ -446,6 +447,16 @@ export function tmaLoad(dst: Reg, map: string, coords: readonly Operand[], bar: 
  */
 export function setMaxNReg(action: "inc" | "dec", regs: number): SetMaxNRegOp {
   return { op: "setmaxnreg", action, regs };
+}
+
+/**
+ * `griddepcontrol.wait` or `griddepcontrol.launch_dependents` (see {@link GridDepOp}).
+ *
+ * @param action `wait` or `launch`.
+ * @returns The operation.
+ */
+export function gridDep(action: "wait" | "launch"): GridDepOp {
+  return { op: "griddep", action };
 }
 
 /**

@@ -29,6 +29,7 @@ import { type Dtype, unreachable } from "./gemm.ts";
 import type { Target } from "./gemm.ts";
 import type { TensorMapSpec } from "./tensor_map.ts";
 import type {
+  GridDepOp,
   MbarArriveOp,
   MbarFenceOp,
   MbarInitOp,
@@ -680,6 +681,7 @@ export type Op =
   | MbarFenceOp
   | TmaLoadOp
   | SetMaxNRegOp
+  | GridDepOp
   | ForOp
   | IfOp
   | CommentOp;
@@ -825,6 +827,7 @@ export function opRegs(o: Op): { reads: Reg[]; writes: Reg[] } {
     case "proxyfence":
     case "mbarfence":
     case "setmaxnreg":
+    case "griddep":
     case "comment":
       return { reads, writes: [] };
     case "mbarinit":

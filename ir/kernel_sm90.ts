@@ -167,3 +167,23 @@ export interface SetMaxNRegOp {
   /** The new count per thread. */
   readonly regs: number;
 }
+
+/**
+ * `griddepcontrol.{wait,launch_dependents}` (sm90's programmatic dependent launch, PTX ISA 7.8):
+ * `launch` lets the grid launched after this one in the stream with the programmatic
+ * stream-serialization attribute (backends/cuda/launch.ts `pdl`) start once every block of
+ * this grid has issued it or exited; `wait` blocks the executing thread until the grids this
+ * one depends on have completed and their memory is visible. A kernel that has a `wait` runs
+ * it in every thread before that thread's first global access (loads, stores, atomics,
+ * cp.async and TMA sources; an L2 prefetch is a hint, coherent in L2, and may come first):
+ * then a dependent launch computes what a serialized one does, and the work before the wait
+ * (index arithmetic, barriers' set-up, L2 prefetches) overlaps the previous grid's tail. The
+ * simulator reports a global access before the wait (`global-before-griddep-wait`). Both
+ * are no-ops for a launch without the attribute.
+ */
+export interface GridDepOp {
+  /** The operation's tag. */
+  readonly op: "griddep";
+  /** `wait`: `griddepcontrol.wait`; `launch`: `griddepcontrol.launch_dependents`. */
+  readonly action: "wait" | "launch";
+}

@@ -149,6 +149,8 @@ function line(o: Op): string {
       }]`;
     case "setmaxnreg":
       return `setmaxnreg.${o.action} ${o.regs}`;
+    case "griddep":
+      return `griddep.${o.action}`;
     case "comment":
       return `// ${o.text}`;
     case "for":

@@ -68,7 +68,9 @@ export type Instruction =
   | "wgmma"
   /** `cp.async.bulk.tensor` (sm90's TMA copies through tensor maps), `mbarrier` with
    * transaction counts, `setmaxnreg`. */
-  | "tma";
+  | "tma"
+  /** `griddepcontrol.{wait,launch_dependents}` (sm_90's programmatic dependent launch). */
+  | "griddepcontrol";
 
 /** One compile target's facts. */
 export interface TargetInfo {
@@ -124,9 +126,9 @@ const AMPERE_INSTRUCTIONS: ReadonlySet<Instruction> = Object.freeze(
   ]),
 );
 
-/** sm_90a: Ampere's instructions and the warpgroup MMA. */
+/** sm_90a: Ampere's instructions, the warpgroup MMA, TMA and programmatic dependent launch. */
 const HOPPER_INSTRUCTIONS: ReadonlySet<Instruction> = Object.freeze(
-  new Set<Instruction>([...AMPERE_INSTRUCTIONS, "wgmma", "tma"]),
+  new Set<Instruction>([...AMPERE_INSTRUCTIONS, "wgmma", "tma", "griddepcontrol"]),
 );
 
 /** Every row of the MMA table: they are the SM80 `mma.sync` variants. */

@@ -388,6 +388,11 @@ const CHECKS: { readonly [K in Op["op"]]: Check<K> } = {
     cx.is(o, o.bar, U32, "barrier address");
     for (const c of o.coords) cx.is(o, c, COORD, "coordinate");
   },
+  griddep: (o, cx) => {
+    if (!targetHas(cx.k.target, "griddepcontrol")) {
+      cx.fail(o, `griddepcontrol needs sm90 (target ${cx.k.target})`);
+    }
+  },
   setmaxnreg: (o, cx, path) => {
     hopperOp(o, cx, "setmaxnreg");
     if (!Number.isInteger(o.regs) || o.regs < 24 || o.regs > 256 || o.regs % 8 !== 0) {

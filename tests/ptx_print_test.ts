@@ -108,6 +108,7 @@ const ALL_OPS = {
   mbarfence: true,
   tma: true,
   setmaxnreg: true,
+  griddep: true,
   for: true,
   if: true,
   comment: true,

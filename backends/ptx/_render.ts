@@ -92,6 +92,8 @@ export function render(o: Simple, cx: Ctx): void {
       return RENDER.tma(o, cx);
     case "setmaxnreg":
       return RENDER.setmaxnreg(o, cx);
+    case "griddep":
+      return RENDER.griddep(o, cx);
     case "comment":
       return RENDER.comment(o, cx);
     default:

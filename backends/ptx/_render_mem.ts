@@ -253,6 +253,9 @@ export const MEM_RENDER: Renderers<Exclude<Simple["op"], RegOpName>> = {
     });
     putLine(cx, "}", NO_HOLES);
   },
+  griddep(o, cx) {
+    put(cx, o.action === "wait" ? OP_TEMPLATES.griddepwait : OP_TEMPLATES.griddeplaunch, NO_HOLES);
+  },
   setmaxnreg(o, cx) {
     if (!Number.isInteger(o.regs) || o.regs < 24 || o.regs > 256 || o.regs % 8 !== 0) {
       throw new PtxError(`setmaxnreg ${o.regs}: 24 .. 256, a multiple of 8`);

@@ -312,6 +312,9 @@ export const OP_TEMPLATES = Object.freeze({
   tma:
     "cp.async.bulk.tensor.$rank.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$dst], [%tm1, {$coords}], [$bar]",
   setmaxnreg: "setmaxnreg.$action.sync.aligned.u32 $regs",
+  // Programmatic dependent launch (PTX ISA 7.8, sm_90).
+  griddepwait: "griddepcontrol.wait",
+  griddeplaunch: "griddepcontrol.launch_dependents",
   comment: "// $text",
   // Structured control flow.
   forInit: "mov.u32 $iv, $from",

@@ -31,6 +31,7 @@ import {
   compileCpAsync,
   compileFence,
   compileGlobal,
+  compileGridDep,
   compileLdmatrix,
   compilePrefetch,
   compileShared,
@@ -192,6 +193,8 @@ class Compiler implements RoleCompiler {
         return compileTma(M, info, mask);
       case "setmaxnreg":
         return compileSetMaxNReg(M, info, mask);
+      case "griddep":
+        return compileGridDep(M, info, mask);
       default:
         return unreachable(o);
     }

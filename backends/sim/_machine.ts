@@ -9,7 +9,14 @@
  * @module
  */
 
-import { type Kernel, type Op, type Reg, type RegType, workspaceParams } from "../../ir/kernel.ts";
+import {
+  type Kernel,
+  type Op,
+  type Reg,
+  type RegType,
+  walkOps,
+  workspaceParams,
+} from "../../ir/kernel.ts";
 import { tallyWavefronts } from "../../ir/smem_banks.ts";
 import { targetInfo } from "../../ir/target.ts";
 import { Hazards, type HazardSite } from "./_hazards.ts";
@@ -19,6 +26,7 @@ import { hasWgmma, WgState } from "./_wgmma.ts";
 import {
   type BankStats,
   type BlockCoord,
+  PREFETCH_WHAT,
   type SimArg,
   type SimBuffer,
   SimError,
@@ -154,6 +162,10 @@ export class Machine {
   readonly mb: MbarState | null;
   /** The TMA copies (_tma.ts): null for a kernel without `tma`. */
   readonly tma: TmaState | null;
+  /** A kernel with `griddep.wait` (ir/kernel_sm90.ts `GridDepOp`): per thread of the block, 1
+   * once it has waited; a global access by a thread still at 0 is the hazard
+   * `global-before-griddep-wait`. Null for a kernel without the wait. */
+  readonly gridWaited: Uint8Array | null;
 
   // Bank-conflict scratch.
   readonly laneAddr = new Int32Array(32);
@@ -262,6 +274,11 @@ export class Machine {
     this.mb = hasOps(kernel, mbarOps) ? new MbarState(this) : null;
     const maps = tensorMaps(kernel, this.paramValues);
     this.tma = hasOps(kernel, ["tma"]) ? new TmaState(this, maps) : null;
+    let gridWait = false;
+    walkOps(kernel.body, (o) => {
+      if (o.op === "griddep" && o.action === "wait") gridWait = true;
+    });
+    this.gridWaited = gridWait ? new Uint8Array(this.T) : null;
     this.#growCp(256);
   }
 
@@ -349,6 +366,7 @@ export class Machine {
     if (this.wg !== null) this.wg.startBlock();
     if (this.mb !== null) this.mb.startBlock();
     if (this.tma !== null) this.tma.startBlock();
+    if (this.gridWaited !== null) this.gridWaited.fill(0);
     for (const v of this.regs) poison(v);
     this.smem.fill(0xff); // f16/f32 NaN: an unwritten element shows
     this.openGroup.fill(0);
@@ -418,6 +436,16 @@ export class Machine {
     }
     if (addr % align !== 0) {
       this.fail(idx, t, `Misaligned ${what}: address ${hex(addr)} is not a multiple of ${align}`);
+    }
+    if (this.gridWaited !== null && this.gridWaited[t] === 0 && what !== PREFETCH_WHAT) {
+      this.hz.report(
+        "global-before-griddep-wait",
+        idx,
+        [t >> 5],
+        null,
+        `Thread ${t}'s ${what} comes before its griddepcontrol.wait: under a programmatic ` +
+          "dependent launch it may read or overwrite memory the previous grid still uses",
+      );
     }
     this.gOff = off;
     return ti;

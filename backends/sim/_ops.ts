@@ -11,6 +11,7 @@ import type {
   BarOp,
   CommitOp,
   CpAsyncOp,
+  GridDepOp,
   LdgOp,
   LdmatrixOp,
   LdsOp,
@@ -25,7 +26,7 @@ import type {
 import { ldmatrixCoord } from "../../ir/mma_table.ts";
 import { f32Bits, f32ToF16Bits } from "../../numerics/mod.ts";
 import type { Machine, Mask, OpInfo, RegArray, Run } from "./_machine.ts";
-import { SimError } from "./types.ts";
+import { PREFETCH_WHAT, SimError } from "./types.ts";
 
 const WIDTH_BYTES: Readonly<Record<MemWidth, number>> = { b8: 1, b16: 2, b32: 4, b64: 8 };
 
@@ -283,6 +284,22 @@ export function compileFence(M: Machine, info: OpInfo, mask: Mask): Run {
   };
 }
 
+/** `griddepcontrol.{wait,launch_dependents}`: see {@link GridDepOp}. One grid runs here, so
+ * there is nothing to wait for; a `wait` marks its threads as having waited, which
+ * {@link Machine.gResolve} asks before every global access (`global-before-griddep-wait`). */
+export function compileGridDep(M: Machine, info: OpInfo, mask: Mask): Run {
+  const o = info.op as GridDepOp;
+  const idx = info.index;
+  const waited = o.action === "wait" ? M.gridWaited : null;
+  return () => {
+    if (waited !== null) {
+      const m = mask.m;
+      for (let t = 0; t < M.T; t++) if (m[t] !== 0) waited[t] = 1;
+    }
+    M.counts[idx]! += mask.warps;
+  };
+}
+
 /** `prefetch.global.L2`: see {@link PrefetchOp}. Moves nothing; checks that every active
  * lane's address lies inside a tensor, as a load's would be checked, and counts the lines. */
 export function compilePrefetch(M: Machine, info: OpInfo, mask: Mask): Run {
@@ -290,7 +307,7 @@ export function compilePrefetch(M: Machine, info: OpInfo, mask: Mask): Run {
   const idx = info.index;
   const addr = M.view(o.addr, "u64", idx);
   return eachActiveLane(M, info, mask, o.guard, (t) => {
-    M.gResolve(idx, t, addr[t]!, 1, 1, "L2 prefetch");
+    M.gResolve(idx, t, addr[t]!, 1, 1, PREFETCH_WHAT);
     M.prefetches++;
   });
 }

@@ -128,7 +128,12 @@ export type HazardKind =
   | "uninitialized-read"
   | "unpublished-mbarrier"
   | "unbalanced-tma"
-  | "unwritten-partial";
+  | "unwritten-partial"
+  | "global-before-griddep-wait";
+
+/** What the simulator's global-address check calls an L2 prefetch: a hint, coherent in L2, so
+ * the one global access allowed before `griddep.wait`. */
+export const PREFETCH_WHAT = "L2 prefetch";
 
 /** A hazard, reported once per kind and operation (the first occurrence), with a count. */
 export interface Hazard {

@@ -11,6 +11,7 @@ import { type Dtype, DTYPE_INFO } from "../../ir/dtype.ts";
 import type { DimRef, GemmKernel, MatrixView, TensorParam } from "../../ir/gemm.ts";
 import type { BinFn, Op, Operand, Reg, RegType } from "../../ir/kernel.ts";
 import type { MmaShape } from "../../ir/mma_table.ts";
+import { targetHas } from "../../ir/target.ts";
 import { plannedShape } from "../mma.ts";
 import * as ir from "../../ir/builder.ts";
 
@@ -69,8 +70,14 @@ export class LowerContext {
    * @param parent A context whose builder, parameters and narrowed registers this one
    *   shares, and whose features it starts from (see {@link LowerContext.variant}).
    */
+  /** Programmatic dependent launch (ir/kernel_sm90.ts `GridDepOp`): whether the kernel has it,
+   * and whether its `griddep.wait` has been emitted (once a kernel; shared with variants). */
+  readonly gridDep: { readonly on: boolean; waited: boolean };
+
   constructor(k: GemmKernel, parent?: LowerContext) {
     this.k = k;
+    this.gridDep = parent?.gridDep ??
+      { on: k.pdl !== false && targetHas(k.target, "griddepcontrol"), waited: false };
     this.shape = plannedShape(k);
     this.threads = k.plan.warp!.threads;
     this.b = parent?.b ?? new KernelBuilder();
@@ -88,6 +95,18 @@ export class LowerContext {
    * @param plan The other plan.
    * @returns The context.
    */
+  /**
+   * Emits `griddep.wait` where the kernel has programmatic dependent launch and no wait is
+   * emitted yet: each kernel builder calls it before the first global access of any thread
+   * (the simulator reports one that comes first: `global-before-griddep-wait`).
+   */
+  gridWait(): void {
+    if (!this.gridDep.on || this.gridDep.waited) return;
+    this.gridDep.waited = true;
+    this.b.emit(ir.comment("programmatic dependent launch: the previous grid's memory from here"));
+    this.b.emit(ir.gridDep("wait"));
+  }
+
   variant(plan: GemmKernel["plan"]): LowerContext {
     return new LowerContext({ ...this.k, plan }, this);
   }

@@ -421,6 +421,62 @@ function copyOne(
   }
 }
 
+/**
+ * Asks the L2 for the lines that {@link issueCopies} will read for an operand's next `tiles`
+ * k-tiles (from the plan's pointers, which it leaves unmoved): one `prefetch.global.L2` a
+ * 128-byte run of copies, by the thread whose copy starts the run, within the copies' own
+ * bounds (rows past M/N, k past `kRem`). A hint: it moves no data, so it may come before
+ * `griddep.wait` (the kernel's first k-tiles of B asked for while the previous grid ends).
+ * Strided plans of 16-byte cp.async copies only: a plan of single copies (`each`, a round of
+ * copies that is not whole lines) or of narrower copies (an operand aligned to less than 16
+ * bytes, whose many small copies would each need a prefetch of their own: ptxas spilled for
+ * byte copies) gets none, a shortcut.
+ *
+ * @param cx The lowering's context.
+ * @param c The operand's copy plan.
+ * @param p The operand's shared-memory tile.
+ * @param kRem K left from the first k-tile's first element (s32).
+ * @param tiles How many k-tiles.
+ */
+export function prefetchKTiles(
+  cx: LowerContext,
+  c: CopyPlan,
+  p: OperandSmem,
+  kRem: Reg,
+  tiles: number,
+): void {
+  if (c.kind !== "strided" || tiles <= 0 || !p.async || p.copyBytes !== 16) return;
+  const b = cx.b;
+  const tk = cx.k.plan.tile!.threadblock.k;
+  // Copies per line (cpr = threads / dr) and per 128-byte run, both powers of two.
+  const run = Math.min(cx.threads / c.dr, Math.max(1, 128 / p.copyBytes));
+  const tid = cx.features.get("tid")!;
+  const leader = run === 1
+    ? null
+    : cx.setp("eq", "u32", cx.bin("and", "u32", tid, imm(run - 1)), imm(0));
+  b.emit(ir.comment(`${tiles} k-tiles from ${c.ptr0.name ?? "the operand"} asked of the L2`));
+  for (let s = 0; s < tiles; s++) {
+    const kRemS = s === 0 ? kRem : cx.bin("sub", "s32", kRem, imm(s * tk));
+    const kOk = c.kContig ? cx.setp("lt", "s32", c.kIdx, kRemS) : null;
+    const kRemT = c.kContig ? null : cx.bin("sub", "s32", kRemS, c.kIdx);
+    const at = s === 0 ? c.ptr0 : cx.b.reg("u64");
+    if (s > 0) {
+      b.emit(
+        c.step.kind === "imm"
+          ? ir.bin("add", "u64", at, c.ptr0, imm(s * c.step.value))
+          : ir.mad("u64", at, c.step, imm(s), c.ptr0),
+      );
+    }
+    c.dst.forEach((_, j) => {
+      const rowOk = c.kContig
+        ? cx.setp("lt", "s32", imm(j * c.dr), c.outerRem!)
+        : cx.setp("lt", "s32", imm(j * c.dr), kRemT!);
+      const ok = cx.and(cx.and(cx.and(rowOk, c.kContig ? kOk : c.outerOk), c.valid[j]!), leader);
+      b.emit(ir.prefetch(nthPointer(cx, at, c.stride, j), ir.when(ok)));
+    });
+  }
+}
+
 /** Moves a copy plan's pointers `tiles` k-tiles ahead (a split's first k-tile). */
 export function skipTiles(cx: LowerContext, c: CopyPlan, tiles: Reg): void {
   const off = cx.bin("mul", "u64", b64(cx, tiles), c.step);

@@ -49,8 +49,12 @@ function buildKernel(cx: LowerContext): Kernel {
     const origin = { m0, n0, M, N, K, bz, split, smem };
     const ix = { split, tileMIdx, tileNIdx, tilesN };
     const finish = (acc: Reg[][][]) => tileEnd(cx, { acc, m0, n0, M, N, bz, smem }, ix);
-    if (k.plan.pipeline!.tma !== undefined) warpSpecializedTile(cx, origin, finish);
-    else finish(mainLoop(cx, origin));
+    if (k.plan.pipeline!.tma !== undefined) {
+      // Every role waits before the producer's first TMA copy (a shortcut: no L2 prefetch of
+      // B's first boxes before the wait, as the mma.sync main loop has).
+      cx.gridWait();
+      warpSpecializedTile(cx, origin, finish);
+    } else finish(mainLoop(cx, origin));
   });
   return kernelOf(cx, kparams);
 }
@@ -116,6 +120,7 @@ function buildPersistentKernel(cx: LowerContext): Kernel {
   const tb = k.plan.tile!.threadblock;
   const kparams = emitParams(cx);
   emitThreadIndices(cx);
+  cx.gridWait();
   const M = cx.dim(k.problem.m);
   const N = cx.dim(k.problem.n);
   const K = cx.dim(k.problem.k);
@@ -240,6 +245,7 @@ function buildGroupedKernel(cx: LowerContext): Kernel {
   const layout = groupLayout(cx.k);
   const kparams = emitParams(cx);
   emitThreadIndices(cx);
+  cx.gridWait(); // before the problem table's first load
   const bz = cx.mov("u32", imm(0), "batch");
   // The tiles of a problem with at most half a tile's rows (an expert with few tokens)
   // run the short plan (passes/short_tile.ts): the same warps over a tile half as tall.
@@ -402,6 +408,11 @@ function kernelOf(cx: LowerContext, kparams: KernelParam[], group?: GroupLayout)
   // The decisions of gemm-occupancy and gemm-workspace.
   const minBlocks = k.plan.occupancy!.blocksPerSm;
   const workspace = k.plan.workspace ?? null;
+  if (cx.gridDep.on && !cx.gridDep.waited) {
+    throw new Error(`lower-kernel: kernel "${k.name}" has no griddepcontrol.wait`);
+  }
+  // Programmatic dependent launch: the next grid may start as soon as every block got here.
+  const body = cx.gridDep.on ? [ir.gridDep("launch"), ...b.body] : b.body;
   return {
     kind: "kernel",
     name: k.name,
@@ -429,7 +440,7 @@ function kernelOf(cx: LowerContext, kparams: KernelParam[], group?: GroupLayout)
     },
     ...(group !== undefined ? { group } : {}),
     regs: b.regs,
-    body: b.body,
+    body,
   };
 }
 

@@ -17,6 +17,7 @@ import {
   type CopyPlan,
   copySetup,
   issueCopies,
+  prefetchKTiles,
   skipTiles,
 } from "./copies.ts";
 import { epiPrefetch, prefetchAhead } from "./epilogue_loads.ts";
@@ -145,6 +146,11 @@ export function mainLoop(cx: LowerContext, o: TileOrigin): Reg[][][] {
     advanceStage(cx, writeOff, S);
   };
 
+  if (cx.gridDep.on) {
+    // Before the previous grid's memory is ours: the L2 fetches B's first k-tiles meanwhile.
+    prefetchKTiles(cx, bCopy, pipe.b, kRem, S - 1);
+    cx.gridWait();
+  }
   b.emit(ir.comment(`prologue: fill ${S - 1} stages`));
   for (let s = 0; s < S - 1; s++) issue();
   b.emit(ir.wait(pipe.waitDepth));

@@ -18,7 +18,13 @@ import { imm } from "../../ir/builder.ts";
 import type { Reg } from "../../ir/kernel.ts";
 import { plannedWgmma, WGMMA_GROUPS_IN_FLIGHT } from "../wgmma.ts";
 import type { LowerContext } from "./context.ts";
-import { advanceStage, type CopyOperand, copySetup, issueCopies } from "./copies.ts";
+import {
+  advanceStage,
+  type CopyOperand,
+  copySetup,
+  issueCopies,
+  prefetchKTiles,
+} from "./copies.ts";
 import { kLoops, kTileRange, type TileOrigin, zeroAccumulators } from "./main_loop.ts";
 import * as ir from "../../ir/builder.ts";
 
@@ -118,6 +124,10 @@ export function wgmmaMainLoop(cx: LowerContext, o: TileOrigin): Reg[][][] {
     advanceStage(cx, writeOff, S);
   };
   const ahead = S - 1 - WGMMA_GROUPS_IN_FLIGHT;
+  if (cx.gridDep.on) {
+    prefetchKTiles(cx, bCopy, pipe.b, kRem, ahead);
+    cx.gridWait();
+  }
   b.emit(ir.comment(`prologue: fill ${ahead} stages`));
   for (let s = 0; s < ahead; s++) issue();
 

@@ -4,7 +4,9 @@
  * thread copies `TMA_TEST_TILES` boxes of 64 rows x 64 f16 of `src` (through the tensor map
  * `src_tmap`) into a ring of two stages; warpgroup 0 waits for each, adds one word of its
  * thread's row from the stage, hands the stage back, meets at named barrier 1 and stores its
- * sum to `out`. The PTX tests print and assemble it for sm_90a.
+ * sum to `out`. It lets the next grid launch at its start and waits for the previous one's
+ * memory after its barriers' set-up (programmatic dependent launch). The PTX tests print and
+ * assemble it for sm_90a.
  *
  * @module
  */
@@ -47,6 +49,7 @@ const SRC_TMAP: KernelParam = {
  */
 export function tmaKernel(target: Target): Kernel {
   const b = new KernelBuilder();
+  b.emit(ir.gridDep("launch"));
   const out = b.loadParam("u64", "out");
   b.loadParam("u64", "src");
   b.loadParam("u32", "rows");
@@ -71,6 +74,7 @@ export function tmaKernel(target: Target): Kernel {
     b.emit(ir.mbarFence());
   });
   b.emit(ir.bar());
+  b.emit(ir.gridDep("wait"));
   const producer = b.reg("pred");
   b.emit(ir.setp("ge", "u32", producer, tid, imm(128)));
   b.if(producer, "warpgroup", () => {

@@ -1,0 +1,185 @@
+/**
+ * Programmatic dependent launch (ir/kernel_sm90.ts `GridDepOp`): every sm90 kernel lets the
+ * next grid launch at its start (`griddep.launch`, its first operation) and waits once
+ * (`griddep.wait`) before any thread's first global access; the mma.sync and cp.async wgmma
+ * main loops ask the L2 for B's first k-tiles before the wait. Checked on real lowered kernels
+ * of every kernel form (mma.sync, split-K, the TMA pipeline one block a tile and persistent,
+ * grouped, byte copies): the simulator agrees with no hazard at odd sizes, and a mutant whose
+ * wait comes after the kernel's global accesses is reported (`global-before-griddep-wait`), as
+ * is one whose prefetches lost their bounds guards. Other targets, and `pdl: false`, get none
+ * of it.
+ */
+
+import assert from "node:assert/strict";
+import { compile, type CompiledKernel, type CompileOptions } from "../compiler.ts";
+import { simulateGemm } from "../harness/simulate_gemm.ts";
+import { simulateGrouped } from "../harness/simulate_grouped.ts";
+import { SimError, type SimResult } from "../backends/sim/mod.ts";
+import type { Kernel, Op } from "../ir/kernel.ts";
+import { printPtx } from "../backends/ptx/mod.ts";
+
+const EXAMPLES = new URL("../examples/", import.meta.url);
+
+function compileOne(file: string, options: CompileOptions, name?: string): CompiledKernel {
+  const src = Deno.readTextFileSync(new URL(file, EXAMPLES));
+  const r = compile(src, { file: `examples/${file}`, ...options });
+  assert.ok(r.ok, r.diagnostics.map((d) => d.message).join("; "));
+  return name === undefined ? r.kernels[0]! : r.kernels.find((k) => k.name === name)!;
+}
+
+/** One kernel form on sm90, and how to simulate it. */
+interface Subject {
+  readonly name: string;
+  readonly ck: () => CompiledKernel;
+  /** Sizes (an ordinary kernel) or problems (a grouped one). */
+  readonly sizes: Record<string, number> | Record<string, number>[];
+  /** Whether B's first k-tiles are prefetched before the wait. */
+  readonly prefetch: boolean;
+}
+
+const DECODE = { M: 16, N: 4096, K: 4096 };
+
+const SUBJECTS: Subject[] = [
+  {
+    name: "hgemm (mma.sync, reads C)",
+    ck: () => compileOne("hgemm.gemm", { target: "sm90" }),
+    sizes: { M: 33, N: 72, K: 200 },
+    prefetch: true,
+  },
+  {
+    name: "bf16_gemm at a decode hint (mma.sync skinny tile)",
+    ck: () => compileOne("bf16_gemm.gemm", { target: "sm90", sizeHints: DECODE }),
+    sizes: { M: 7, N: 136, K: 328 },
+    prefetch: true,
+  },
+  {
+    name: "tf32_gemm at a decode hint (mma.sync, split-K)",
+    ck: () => compileOne("tf32_gemm.gemm", { target: "sm90", sizeHints: DECODE }),
+    sizes: { M: 1, N: 40, K: 1000 },
+    prefetch: true,
+  },
+  {
+    name: "bf16_gemm (TMA pipeline, persistent)",
+    ck: () => compileOne("bf16_gemm.gemm", { target: "sm90" }),
+    sizes: { M: 33, N: 136, K: 200 },
+    prefetch: false,
+  },
+  {
+    name: "splitk (TMA pipeline, split-K workspace)",
+    ck: () => compileOne("splitk.gemm", { target: "sm90" }),
+    sizes: { M: 33, N: 72, K: 520 },
+    prefetch: false,
+  },
+  {
+    name: "align1 (byte copies: no prefetch)",
+    ck: () => compileOne("align1.gemm", { target: "sm90" }),
+    sizes: { M: 33, N: 21, K: 37 },
+    prefetch: false,
+  },
+  {
+    name: "moe (grouped)",
+    ck: () => compileOne("moe.gemm", { target: "sm90" }),
+    sizes: [{ M: 33, N: 72, K: 64 }, { M: 0, N: 64, K: 64 }, { M: 7, N: 136, K: 40 }],
+    prefetch: false,
+  },
+];
+
+function simulated(
+  ck: CompiledKernel,
+  kernel: Kernel,
+  s: Subject,
+): { ok: boolean; sim: SimResult } {
+  const c = { ...ck, kernel };
+  if (Array.isArray(s.sizes)) return simulateGrouped(c, s.sizes, { seed: 77 });
+  return simulateGemm(c, s.sizes, { seed: 77 });
+}
+
+/** Every operation of a body, depth first. */
+function allOps(body: readonly Op[]): Op[] {
+  return body.flatMap((o) =>
+    o.op === "for"
+      ? [o, ...allOps(o.body)]
+      : o.op === "if"
+      ? [o, ...allOps(o.then), ...allOps(o.otherwise)]
+      : [o]
+  );
+}
+
+/** The body with every operation passed through `f` (null drops it), depth first. */
+function mapOps(body: readonly Op[], f: (o: Op) => Op | null): Op[] {
+  const out: Op[] = [];
+  for (const o of body) {
+    const x = o.op === "for"
+      ? { ...o, body: mapOps(o.body, f) }
+      : o.op === "if"
+      ? { ...o, then: mapOps(o.then, f), otherwise: mapOps(o.otherwise, f) }
+      : o;
+    const y = f(x);
+    if (y !== null) out.push(y);
+  }
+  return out;
+}
+
+const isWait = (o: Op) => o.op === "griddep" && o.action === "wait";
+
+for (const s of SUBJECTS) {
+  Deno.test(`griddep: ${s.name}: launch first, one wait, agrees with no hazard`, () => {
+    const ck = s.ck();
+    const ops = allOps(ck.kernel.body);
+    assert.deepEqual(ck.kernel.body[0], { op: "griddep", action: "launch" });
+    assert.equal(ops.filter(isWait).length, 1);
+    assert.equal(ops.filter((o) => o.op === "griddep").length, 2);
+    // Prefetches before the wait, in program order: B's first k-tiles.
+    const text = ck.kernelText;
+    const before = text.slice(0, text.indexOf("griddep.wait"));
+    assert.equal(/prefetch\.L2 \[/.test(before), s.prefetch, before.slice(-400));
+    assert.equal(/asked of the L2/.test(before), s.prefetch);
+    const ptx = printPtx([ck.kernel]);
+    assert.match(ptx, /griddepcontrol\.launch_dependents;/);
+    assert.match(ptx, /griddepcontrol\.wait;/);
+    const rep = simulated(ck, ck.kernel, s);
+    assert.deepEqual(rep.sim.hazards, []);
+    assert.ok(rep.ok);
+  });
+
+  Deno.test(`griddep: ${s.name}: a wait after the global accesses is reported`, () => {
+    const ck = s.ck();
+    const body = mapOps(ck.kernel.body, (o) => (isWait(o) ? null : o));
+    const mutant: Kernel = { ...ck.kernel, body: [...body, { op: "griddep", action: "wait" }] };
+    const rep = simulated(ck, mutant, s);
+    const h = rep.sim.hazards.find((x) => x.kind === "global-before-griddep-wait");
+    assert.ok(h !== undefined, JSON.stringify(rep.sim.hazards.map((x) => x.kind)));
+    assert.match(h.op, /\b(ldg|cpasync|tma|atom|stg)\b/);
+    assert.ok(!rep.ok);
+  });
+}
+
+Deno.test("griddep: prefetches without their guards leave the tensors at odd sizes", () => {
+  const s = SUBJECTS[0]!;
+  const ck = s.ck();
+  let stripped = 0;
+  const body = mapOps(ck.kernel.body, (o) => {
+    if (o.op !== "prefetch" || o.guard === undefined) return o;
+    stripped++;
+    return { op: "prefetch", addr: o.addr };
+  });
+  assert.ok(stripped > 0);
+  assert.throws(
+    () => simulated(ck, { ...ck.kernel, body }, s),
+    (e) => e instanceof SimError && /Out-of-bounds L2 prefetch/.test(e.message),
+  );
+});
+
+Deno.test("griddep: sm80 and sm86 kernels, and pdl: false on sm90, have none", () => {
+  for (const target of ["sm80", "sm86"] as const) {
+    const ck = compileOne("hgemm.gemm", { target });
+    assert.doesNotMatch(ck.kernelText, /griddep/);
+  }
+  for (const file of ["hgemm.gemm", "bf16_gemm.gemm", "moe.gemm"]) {
+    const ck = compileOne(file, { target: "sm90", pdl: false });
+    assert.doesNotMatch(ck.kernelText, /griddep/);
+    assert.doesNotMatch(printPtx([ck.kernel]), /griddepcontrol/);
+    // Nor the prefetches made for it (hgemm's C prefetch is the epilogue's own, in the loop).
+    assert.doesNotMatch(ck.kernelText, /asked of the L2/);
+  }
+});
