@@ -147,7 +147,7 @@ export {
 
 // doclint: the types that the exports above name in their signatures (issue 19, item 3),
 // exported so that `deno doc --lint mod.ts` finds every type a caller sees.
-export type { LaunchConfig } from "./backends/cuda/driver.ts";
+export type { CudaLaunchOptions, LaunchConfig } from "./backends/cuda/driver.ts";
 export type { KernelArg } from "./backends/cuda/params.ts";
 export type { CudaEvent, OwnedHandle } from "./backends/cuda/resources.ts";
 export type { ManifestWorkspace } from "./backends/ptx/manifest.ts";
@@ -239,6 +239,7 @@ export type {
   CvtOp,
   FenceOp,
   ForOp,
+  GridDepOp,
   Guard,
   IfOp,
   Imm,

@@ -29,7 +29,15 @@
  *    continuous launches of the same kernel. The SM clock beside one more series
  *    after the sustained ones is read by bench/clock_probe.ts.
  * 3. cuBLAS (`cublasGemmEx`, bench/cublas.ts: the same buffers, TN) timed the
- *    same way in the same run (`--no-cublas`: not).
+ *    same way in the same run (`--no-cublas`: not). With `--pdl`, our kernel is
+ *    timed a second time the same way (ours+PDL), every launch of its series a
+ *    programmatic dependent launch (`Cuda.launch`'s `pdl`: `cuLaunchKernelEx`
+ *    with `CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION`), so that a
+ *    launch may start while the one before it finishes (kernels compiled for
+ *    sm90 wait, `griddepcontrol.wait`, before touching global memory; sm80's
+ *    gain nothing): the columns "ours+PDL µs" and "ours+PDL/floor" and the
+ *    targets' verdicts for it join the table, `oursPdl` the JSON rows. The check
+ *    (step 1) stays one ordinary launch.
  * 4. The floor, measured in the same run: the larger of the bytes of A, B and D
  *    once at the device-to-device copy bandwidth (`cuMemcpyDtoD` of 1 GiB, read
  *    + write counted, median of 10) and the FLOPs at the mma.sync ceiling of the
@@ -49,7 +57,8 @@
  * takes ~7 minutes on the H200 (~10 s a row: 3 rests, 2 loads; with 5 rests 9 rows took 117 s).
  *
  * `deno run -A bench/llm.ts [--types f16,bf16,s8] [--m 1,16,...] [--no-cublas]
- * [--target sm80|sm86|sm90] [--out DIR]`, or `deno task bench --gpu --shapes llm [the same options]`.
+ * [--target sm80|sm86|sm90] [--pdl] [--out DIR]`, or `deno task bench --gpu --shapes llm [the same
+ * options]`.
  *
  * @module
  */
@@ -141,11 +150,16 @@ export interface LlmOptions {
   /** The target our kernels are compiled for (`--target`; default sm80, sm90's wgmma tiles
    * where passes/skinny.ts chooses them). */
   readonly target: Target;
+  /**
+   * `--pdl`: time our kernel a second time, every launch of its series a programmatic
+   * dependent launch (ours+PDL). Default false.
+   */
+  readonly pdl: boolean;
 }
 
 /**
- * Reads `--types f16,bf16,s8`, `--m 1,16,...`, `--no-cublas`, `--target T`, `--out DIR`;
- * other arguments are ignored (bench/main.ts passes its own on).
+ * Reads `--types f16,bf16,s8`, `--m 1,16,...`, `--no-cublas`, `--target T`, `--pdl`,
+ * `--out DIR`; other arguments are ignored (bench/main.ts passes its own on).
  *
  * @param args The arguments.
  * @returns The options, or the sentence saying what is wrong.
@@ -153,9 +167,9 @@ export interface LlmOptions {
  * ```ts
  * import { deepEqual, equal } from "node:assert/strict";
  * import { parseLlmArgs } from "./llm.ts";
- * const o = parseLlmArgs(["--types", "s8", "--m", "16", "--no-cublas"]);
+ * const o = parseLlmArgs(["--types", "s8", "--m", "16", "--no-cublas", "--pdl"]);
  * equal(typeof o, "object");
- * if (typeof o === "object") deepEqual([o.types, o.m, o.cublas], [["s8"], [16], false]);
+ * if (typeof o === "object") deepEqual([o.types, o.m, o.cublas, o.pdl], [["s8"], [16], false, true]);
  * ```
  */
 export function parseLlmArgs(args: readonly string[]): LlmOptions | string {
@@ -186,6 +200,7 @@ export function parseLlmArgs(args: readonly string[]): LlmOptions | string {
     cublas: !args.includes("--no-cublas"),
     out: out ?? RESULTS_DIR,
     target,
+    pdl: args.includes("--pdl"),
   };
 }
 
@@ -277,6 +292,8 @@ interface RunContext {
   readonly ceilings: ReadonlyMap<string, Ceiling>;
   readonly copy: CopyBandwidth;
   readonly target: Target;
+  /** Time ours+PDL too (`--pdl`). */
+  readonly pdl: boolean;
 }
 
 /** The floors of a problem in both states. */
@@ -310,10 +327,26 @@ function benchRow(ctx: RunContext, type: LlmType, p: LlmProblem): LlmRow {
     const cmp = checked.comparison;
     const note = `${cmp.ok ? "ok" : "FAILED"} on ${checked.elements} sampled elements ` +
       `(relative Frobenius error ${cmp.relFrobenius.toExponential(2)})`;
+    const noPdl = ctx.pdl ? { oursPdl: null } : {};
     if (!cmp.ok) {
-      return { ...base, status: "FAILED", note, sets, registers, ours: null, cublas: null };
+      return {
+        ...base,
+        status: "FAILED",
+        note,
+        sets,
+        registers,
+        ours: null,
+        ...noPdl,
+        cublas: null,
+      };
     }
     const ours = prepare(cuda, probe, (i) => cuda.launch(k.fn, k.config, k.argSets[i % sets]!));
+    const pdl = { pdl: true } as const;
+    const oursPdl = !ctx.pdl ? null : prepare(
+      cuda,
+      probe,
+      (i) => cuda.launch(k.fn, k.config, k.argSets[i % sets]!, undefined, pdl),
+    );
     const theirs = blas === null ? null : prepare(cuda, probe, (i) =>
       blas.gemmTN(
         type,
@@ -324,8 +357,10 @@ function benchRow(ctx: RunContext, type: LlmType, p: LlmProblem): LlmRow {
         k.bBufs[i % sets]!.ptr,
         k.cBuf.ptr,
       ));
-    const sides = theirs === null ? [ours] : [ours, theirs];
+    // Ours, ours+PDL (--pdl), cuBLAS: one burst measurement over all, sharing its rests.
+    const sides = [ours, oursPdl, theirs].filter((s) => s !== null);
     const burst = timeBurstSeries(cuda, sides.map((s) => s.series));
+    const burstOf = (s: ReturnType<typeof prepare>) => burst[sides.indexOf(s)]!;
     const side = (s: ReturnType<typeof prepare>, b: SeriesMeasurement) => {
       const { launch, launches } = s.series;
       const sus = timeSustainedSeries(cuda, s.series, s.estMs);
@@ -340,8 +375,9 @@ function benchRow(ctx: RunContext, type: LlmType, p: LlmProblem): LlmRow {
       note,
       sets,
       registers,
-      ours: side(ours, burst[0]!),
-      cublas: theirs === null ? null : side(theirs, burst[1]!),
+      ours: side(ours, burstOf(ours)),
+      ...(ctx.pdl ? { oursPdl: oursPdl === null ? null : side(oursPdl, burstOf(oursPdl)) } : {}),
+      cublas: theirs === null ? null : side(theirs, burstOf(theirs)),
     };
   } finally {
     for (const b of bufs) b.free();
@@ -373,6 +409,7 @@ function errorRow(ctx: RunContext, type: LlmType, p: LlmProblem, e: unknown): Ll
     sets: 0,
     registers: 0,
     ours: null,
+    ...(ctx.pdl ? { oursPdl: null } : {}),
     cublas: null,
     floor: floors(ctx, type, p),
   };
@@ -401,6 +438,13 @@ export function llmBenchMain(command: string, args: readonly string[]): boolean 
   const device =
     `${dev.name} (${dev.arch}, ${dev.multiprocessors} SMs, driver ${dev.driverVersionText})`;
   console.log(`# ${device}; cuBLAS: ${note}; ${problems.length} rows (~12 s each)`);
+  if (o.pdl) {
+    console.log(
+      `# --pdl: ours timed again as programmatic dependent launches (ours+PDL)${
+        o.target === "sm90" ? "" : `; target ${o.target} has no griddepcontrol, so it gains nothing`
+      }`,
+    );
+  }
   const probe = new ClockProbe(cuda);
   const rows: LlmRow[] = [];
   let path = "";
@@ -418,6 +462,7 @@ export function llmBenchMain(command: string, args: readonly string[]): boolean 
       device,
       cublas: note,
       target: o.target,
+      ...(o.pdl ? { pdl: true } : {}),
       copy,
       ceilings: Object.fromEntries(perType),
     };
@@ -428,7 +473,15 @@ export function llmBenchMain(command: string, args: readonly string[]): boolean 
     );
     const suffix = o.target === "sm80" ? "" : `-${o.target}`;
     path = freshResultPath(o.out, `llm-${date}${suffix}`, ".md");
-    const ctx: RunContext = { cuda, blas, probe, ceilings: ceil, copy, target: o.target };
+    const ctx: RunContext = {
+      cuda,
+      blas,
+      probe,
+      ceilings: ceil,
+      copy,
+      target: o.target,
+      pdl: o.pdl,
+    };
     for (const { type, p } of problems) {
       let row: LlmRow;
       try {

@@ -189,6 +189,12 @@ export interface LlmRow extends LlmProblem {
   readonly sets: number;
   readonly registers: number;
   readonly ours: SideFigures | null;
+  /**
+   * Ours again, every launch of its series a programmatic dependent launch (`--pdl`:
+   * `cuLaunchKernelEx` with `CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION`); null
+   * when the row did not run, absent without `--pdl`.
+   */
+  readonly oursPdl?: SideFigures | null;
   readonly cublas: SideFigures | null;
   /** The floor in each state (the mma.sync ceiling of that state). */
   readonly floor: { readonly burst: LlmFloor; readonly sustained: LlmFloor };
@@ -213,6 +219,8 @@ export interface LlmRunInfo {
   readonly cublas: string;
   /** The target our kernels were compiled for (absent in records before it was a flag: sm80). */
   readonly target?: string;
+  /** True with `--pdl`: the rows have ours+PDL figures ({@link LlmRow.oursPdl}); else absent. */
+  readonly pdl?: boolean;
   readonly copy: CopyBandwidth;
   /** Per type, the mma.sync ceiling (TOPS) in each state. */
   readonly ceilings: Readonly<
@@ -238,16 +246,27 @@ function shareOf(r: LlmRow, s: SideFigures | null, st: State): number {
   return floorShare(r.floor[st].us, timeOf(s, st));
 }
 
-/** The cells of one row: times, floor, shares, ratio, target. */
-function rowCells(r: LlmRow): string[] {
-  const o = r.ours, b = r.cublas, f = r.floor;
+/** A row's target verdicts for a side: `met / MISSED` (burst / sustained). */
+function verdicts(r: LlmRow, s: SideFigures | null, target: number): string {
+  const v = (st: State) => targetVerdict(shareOf(r, s, st), target);
+  return `${v("burst")} / ${v("sustained")}`;
+}
+
+/**
+ * The cells of one row: times, floor, shares, ratio, target; with `pdl`, ours+PDL's time
+ * after ours and its share after ours', and its verdicts in the target cell.
+ */
+function rowCells(r: LlmRow, pdl: boolean): string[] {
+  const o = r.ours, p = r.oursPdl ?? null, b = r.cublas, f = r.floor;
   const both = (x: (st: State) => number, d: number) =>
     `${fmt(x("burst"), d)} / ${fmt(x("sustained"), d)}`;
   const floorCell = f.burst.bound === f.sustained.bound
     ? `${both((st) => f[st].us, 1)} (${f.burst.bound})`
     : `${fmt(f.burst.us, 1)} (${f.burst.bound}) / ${fmt(f.sustained.us, 1)} (${f.sustained.bound})`;
   const target = llmTarget(r);
-  const verdict = (st: State) => targetVerdict(shareOf(r, o, st), target);
+  const targetCell = target === null
+    ? "-"
+    : `${target}: ${verdicts(r, o, target)}${pdl ? `; +PDL: ${verdicts(r, p, target)}` : ""}`;
   return [
     r.type,
     `${r.M}`,
@@ -256,12 +275,14 @@ function rowCells(r: LlmRow): string[] {
     r.schedule,
     r.status === "ok" ? "ok" : `**${r.status}**`,
     both((st) => timeOf(o, st), 1),
+    ...(pdl ? [both((st) => timeOf(p, st), 1)] : []),
     both((st) => timeOf(b, st), 1),
     floorCell,
     both((st) => shareOf(r, o, st), 2),
+    ...(pdl ? [both((st) => shareOf(r, p, st), 2)] : []),
     both((st) => shareOf(r, b, st), 2),
     both((st) => timeOf(b, st) / timeOf(o, st), 2),
-    target === null ? "-" : `${target}: ${verdict("burst")} / ${verdict("sustained")}`,
+    targetCell,
   ];
 }
 
@@ -274,6 +295,7 @@ function rowCells(r: LlmRow): string[] {
  */
 export function llmReport(info: LlmRunInfo, rows: readonly LlmRow[]): string {
   const tb = (x: number) => (x / 1e12).toFixed(2);
+  const pdl = info.pdl === true;
   const lines = [
     `# Skinny GEMMs of LLM inference, issue 22 (${info.date})`,
     "",
@@ -291,12 +313,22 @@ export function llmReport(info: LlmRunInfo, rows: readonly LlmRow[]): string {
       `${t} ${c.burst.toFixed(0)} / ${c.sustained.toFixed(0)}`
     ).join(", ") +
     "). Share: floor / time (1 is the limit); cuBLAS/ours: cuBLAS time over ours (above 1: ours " +
-    "faster).",
+    "faster)." +
+    (pdl
+      ? " ours+PDL (`--pdl`): our kernel timed again, every launch of its series a programmatic " +
+        "dependent launch (cuLaunchKernelEx, CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION): " +
+        "it may start while the previous launch finishes (a kernel compiled for sm90 waits before " +
+        "touching global memory; other targets gain nothing)."
+      : ""),
     "",
-    "| type | M | N | K | schedule | check | ours µs | cuBLAS µs | floor µs | ours/floor | " +
-    "cuBLAS/floor | cuBLAS/ours | target |",
-    "| --- | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
-    ...rows.map((r) => `| ${rowCells(r).join(" | ")} |`),
+    `| type | M | N | K | schedule | check | ours µs | ${pdl ? "ours+PDL µs | " : ""}cuBLAS µs | ` +
+    `floor µs | ours/floor | ${
+      pdl ? "ours+PDL/floor | " : ""
+    }cuBLAS/floor | cuBLAS/ours | target |`,
+    `| --- | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ${
+      pdl ? "---: | ---: | " : ""
+    }--- |`,
+    ...rows.map((r) => `| ${rowCells(r, pdl).join(" | ")} |`),
     "",
     "Pairs are burst / sustained.",
     "",
@@ -307,21 +339,38 @@ export function llmReport(info: LlmRunInfo, rows: readonly LlmRow[]): string {
     const t = llmTarget(r);
     return t === null ? [] : [{ r, t }];
   });
-  const share = (r: LlmRow, st: State) => shareOf(r, r.ours, st);
-  const verdict = (r: LlmRow, t: number, st: State) => targetVerdict(share(r, st), t);
+  type Side = (r: LlmRow) => SideFigures | null;
+  const ours: Side = (r) => r.ours, withPdl: Side = (r) => r.oursPdl ?? null;
+  const share = (r: LlmRow, st: State, side: Side) => shareOf(r, side(r), st);
+  const verdict = (r: LlmRow, t: number, st: State, side: Side) =>
+    targetVerdict(share(r, st, side), t);
+  // With --pdl, each target's line for ours, then one for ours+PDL.
+  const sides: [string, Side][] = pdl ? [["", ours], [" ours+PDL", withPdl]] : [["", ours]];
   for (const { r, t } of targeted) {
-    lines.push(
-      `- ${r.type} M=${r.M} N=${r.N} K=${r.K}: >= ${t}: burst ${fmt(share(r, "burst"), 3)} ` +
-        `${verdict(r, t, "burst")}, sustained ${fmt(share(r, "sustained"), 3)} ` +
-        `${verdict(r, t, "sustained")}${r.status === "ok" ? "" : ` (${r.status})`}`,
-    );
+    for (const [name, side] of sides) {
+      lines.push(
+        `- ${r.type} M=${r.M} N=${r.N} K=${r.K}${name}: >= ${t}: burst ${
+          fmt(share(r, "burst", side), 3)
+        } ${verdict(r, t, "burst", side)}, sustained ${fmt(share(r, "sustained", side), 3)} ` +
+          `${verdict(r, t, "sustained", side)}${r.status === "ok" ? "" : ` (${r.status})`}`,
+      );
+    }
   }
-  const met = (st: State) => targeted.filter(({ r, t }) => verdict(r, t, st) === "met").length;
+  const met = (st: State, side: Side) =>
+    targeted.filter(({ r, t }) => verdict(r, t, st, side) === "met").length;
+  const n = targeted.length;
   lines.push(
     "",
-    `Met: ${met("burst")} of ${targeted.length} in burst, ${met("sustained")} of ` +
-      `${targeted.length} sustained.`,
+    `Met: ${met("burst", ours)} of ${n} in burst, ${met("sustained", ours)} of ${n} sustained.`,
   );
+  if (pdl) {
+    lines.push(
+      "",
+      `Met by ours+PDL: ${met("burst", withPdl)} of ${n} in burst, ${
+        met("sustained", withPdl)
+      } of ${n} sustained.`,
+    );
+  }
   lines.push("", "## Series and checks", "");
   const side = (name: string, s: SideFigures | null) =>
     s === null
@@ -333,15 +382,20 @@ export function llmReport(info: LlmRunInfo, rows: readonly LlmRow[]): string {
   for (const r of rows) {
     lines.push(
       `- ${r.type} ${r.M}x${r.N}x${r.K} (${r.kernel}, ${r.registers} registers, ${r.sets} input ` +
-        `sets): ${r.note}${side("ours", r.ours)}${side("cuBLAS", r.cublas)}`,
+        `sets): ${r.note}${side("ours", r.ours)}${pdl ? side("ours+PDL", r.oursPdl ?? null) : ""}${
+          side("cuBLAS", r.cublas)
+        }`,
     );
   }
   return lines.join("\n") + "\n";
 }
 
-/** The line printed as each row completes. */
+/** The line printed as each row completes (with ours+PDL's time and share where the row has them). */
 export function progressLine(r: LlmRow): string {
-  const c = rowCells(r);
+  const pdl = r.oursPdl !== undefined;
+  const c = rowCells(r, pdl);
+  const at = (i: number) => c[i + (pdl ? 1 : 0)];
   return `${r.type} ${r.M}x${r.N}x${r.K} [${r.schedule}] ${r.status}: ours ${c[6]} µs, ` +
-    `cuBLAS ${c[7]} µs, floor ${c[8]}, share ${c[9]}${r.status === "ok" ? "" : ` (${r.note})`}`;
+    `${pdl ? `ours+PDL ${c[7]} µs, ` : ""}cuBLAS ${at(7)} µs, floor ${at(8)}, share ${at(9)}` +
+    `${pdl ? `, ours+PDL share ${c[11]}` : ""}${r.status === "ok" ? "" : ` (${r.note})`}`;
 }

@@ -32,7 +32,9 @@
  *    a projection, an up- and a down-projection) against cuBLAS and the floor
  *    (HBM copy bandwidth or the mma.sync ceiling, measured in the same run),
  *    timed in back-to-back series in both states of the card (bench/llm.ts);
- *    with `--types f16,bf16,s8`, `--m 1,16,...` and `--no-cublas`; recorded in
+ *    with `--types f16,bf16,s8`, `--m 1,16,...`, `--no-cublas`, `--target T` and
+ *    `--pdl` (ours timed again as programmatic dependent launches: the columns
+ *    ours+PDL µs and ours+PDL/floor, and its targets' verdicts); recorded in
  *    `bench/results/llm-DATE.md` and `.json`; exits 1 without a driver or when
  *    a row fails its check. `--shapes llm,8192` runs the table, then `--gpu`
  *    at the other shapes.
@@ -46,7 +48,7 @@
  *    one of gemmc's kernels fails.
  *
  * Options: `--no-sim`, `--no-compile`, `--no-record` (do not write the
- * simulator record), `--gpu`, `--shapes llm` (with `--gpu`), `--launch`,
+ * simulator record), `--gpu`, `--shapes llm` (with `--gpu`; `--pdl` with it), `--launch`,
  * `--strided`, `--grouped`, `--sparse`, `--fp8`.
  *
  * @module
@@ -207,6 +209,11 @@ if (import.meta.main) {
   }
   if (llm && !gpu) {
     console.error("deno task bench --shapes llm: needs --gpu (deno task bench --gpu --shapes llm)");
+    Deno.exit(1);
+  }
+  // `--pdl`: an option of the LLM table alone (bench/llm.ts parses it).
+  if (args.includes("--pdl") && !llm) {
+    console.error("deno task bench --pdl: only with --gpu --shapes llm (bench/llm.ts)");
     Deno.exit(1);
   }
   // Asked for the GPU and there is none: say so and fail before the minutes of the others.

@@ -88,6 +88,14 @@ const OPTIONS = [
     value: "N",
     help: "Copies of the inputs the timed launches rotate among (default {default})",
   },
+  {
+    name: "pdl",
+    type: "boolean",
+    help: "Launch the warm-up and timed launches as programmatic dependent launches\n" +
+      "(cuLaunchKernelEx, sm_90+): each may start while the previous one finishes;\n" +
+      "kernels compiled for sm90 (--target sm90) wait before touching global\n" +
+      "memory, other targets gain nothing. The checked launch is an ordinary one",
+  },
   TARGET_OPTION,
   tuneOption(TUNE_HELP),
   smsOption("default: the device's"),
@@ -201,7 +209,7 @@ function runLines(r: RunReport): string[] {
         t.minMs.toPrecision(4)
       }, max ${t.maxMs.toPrecision(4)}; ${t.warmup} warm-up, ${t.inputSets} input set${
         t.inputSets === 1 ? "" : "s"
-      }): ${t.rate.toPrecision(3)} ${t.unit}`,
+      }${t.pdl === true ? "; PDL" : ""}): ${t.rate.toPrecision(3)} ${t.unit}`,
     );
   }
   const f = r.function;
@@ -285,7 +293,9 @@ function groupedLines(r: GroupedRunReport): string[] {
     lines.push(
       `  time: median ${t.medianMs.toPrecision(4)} ms of ${t.iters} launches (min ${
         t.minMs.toPrecision(4)
-      }, max ${t.maxMs.toPrecision(4)}; ${t.warmup} warm-up): ${t.rate.toPrecision(3)} ${t.unit}`,
+      }, max ${t.maxMs.toPrecision(4)}; ${t.warmup} warm-up${t.pdl === true ? "; PDL" : ""}): ${
+        t.rate.toPrecision(3)
+      } ${t.unit}`,
     );
   }
   const f = r.function;
@@ -351,6 +361,7 @@ function runAll(
           hazards: !values["no-hazards"],
           cuda,
           ...(full ? { simMaxWork: Infinity } : {}),
+          ...(values.pdl === true ? { pdl: true } : {}),
         })
       );
       ok &&= g !== null && g.ok;
@@ -367,6 +378,7 @@ function runAll(
         hazards: !values["no-hazards"],
         cuda,
         ...(full ? { refMaxMacs: Infinity, simMaxMacs: Infinity } : {}),
+        ...(values.pdl === true ? { pdl: true } : {}),
       })
     );
     ok &&= rep !== null && rep.ok;
@@ -400,6 +412,14 @@ function run(values: Values, positionals: string[], io: CliIO): number {
   }
   const cuda = openCuda(io);
   if (cuda === null) return 1;
+  if (values.pdl === true && counts.iters > 0 && cuda.driver.cuLaunchKernelEx === null) {
+    io.err(
+      `gemm: --pdl: the CUDA driver ${cuda.device.library} lacks cuLaunchKernelEx ` +
+        "(CUDA 11.8 and later)\n",
+    );
+    cuda.close();
+    return 1;
+  }
   let ok = true;
   const reports: unknown[] = [];
   try {
@@ -433,7 +453,11 @@ its power runs the first ~80 ms of full load after a rest at its boost clock
 and then settles lower (an H200: 10-20% lower for large tensor-core GEMMs,
 bench/NOTES.md 26). The default 3 + 20 launches stay inside that window for
 kernels under ~3.5 ms; enough --warmup launches to fill ~1.5 s time the
-sustained state.
+sustained state. With --pdl the warm-up and timed launches are programmatic
+dependent launches; each timed launch is still timed alone between two events
+of its own, so the overlap of one launch with the next that PDL allows shows
+in back-to-back series (deno task bench --gpu --shapes llm --pdl) rather than
+here.
 
 A grouped kernel (DESIGN §6.2) runs every problem of --groups (each with its
 own random inputs; the scalars shared) in one launch on a persistent grid, and

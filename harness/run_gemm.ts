@@ -81,6 +81,13 @@ export interface RunOptions {
    * closed at the end). Default: {@link Cuda.open}.
    */
   readonly cuda?: Cuda | (() => Cuda);
+  /**
+   * Make the warm-up and timed launches programmatic dependent launches (`pdl` of
+   * `LoadedKernel.launch`, sm_90+: each may start while the previous one finishes; a kernel
+   * compiled for sm90 waits before touching global memory; other targets gain nothing). The
+   * checked launch is an ordinary one. Default false.
+   */
+  readonly pdl?: boolean;
 }
 
 /** Launch timings. */
@@ -105,6 +112,8 @@ export interface RunTiming {
   readonly rate: number;
   /** `TFLOP/s` for float operands, `TOPS` for integer and b1 operands. */
   readonly unit: "TFLOP/s" | "TOPS";
+  /** True when the warm-up and timed launches were programmatic dependent launches (`pdl`). */
+  readonly pdl?: boolean;
 }
 
 /** What {@link runGemm} returns. */
@@ -265,6 +274,7 @@ export function runGemm(
     iters: count("iters", options.iters, 20, 0),
     warmup: count("warmup", options.warmup, 3, 0),
     inputSets: count("inputSets", options.inputSets, 1, 1),
+    pdl: options.pdl === true,
   };
   const check = options.check ?? "ref";
   if (!RUN_CHECKS.includes(check)) {
@@ -341,11 +351,12 @@ function release(held: Held, owned: Cuda | null, failure: unknown): unknown {
   return failure;
 }
 
-/** The launch counts of a run, checked. */
+/** The launch counts of a run, checked, and whether its timed launches are PDL launches. */
 interface Counts {
   readonly iters: number;
   readonly warmup: number;
   readonly inputSets: number;
+  readonly pdl: boolean;
 }
 
 /**
@@ -378,7 +389,8 @@ function gpuPhase(
   const output = dBuf.download();
   const jit = kernel.module.jit;
   if (counts.iters === 0) return { output, fnAttrs, jit, timing: null };
-  const launch = (i: number) => kernel.launch(sets[i % sets.length]!, dims, options);
+  const timed = counts.pdl ? { ...options, pdl: true } : options;
+  const launch = (i: number) => kernel.launch(sets[i % sets.length]!, dims, timed);
   const samplesMs = timeLaunches(cuda, launch, counts.warmup, counts.iters);
   const timing = runTiming(ck, sizes, samplesMs, { ...counts, inputSets: sets.length });
   return { output, fnAttrs, jit, timing };
@@ -438,6 +450,7 @@ function runTiming(
     ops,
     rate: ops / (med * 1e-3) / 1e12,
     unit: DTYPE_INFO[ck.gemm.math.a].float ? "TFLOP/s" : "TOPS",
+    ...(counts.pdl ? { pdl: true } : {}),
   };
 }
 
@@ -538,6 +551,8 @@ export interface GroupedRunOptions {
   readonly simMaxWork?: number;
   /** The driver, as {@link RunOptions.cuda}. */
   readonly cuda?: Cuda | (() => Cuda);
+  /** Make the warm-up and timed launches programmatic dependent launches, as {@link RunOptions.pdl}. */
+  readonly pdl?: boolean;
 }
 
 /** One problem of a {@link runGrouped}. */
@@ -747,7 +762,8 @@ export function runGrouped(
     const outputs = bufs.map((m, i) =>
       m[d.name]!.download(new Uint8Array(args[i]!.tensors.get(d.name)!.byteLength))
     );
-    const samplesMs = iters > 0 ? timeLaunches(cuda, () => g.launch(), warmup, iters) : null;
+    const timed = options.pdl === true ? { pdl: true } : {};
+    const samplesMs = iters > 0 ? timeLaunches(cuda, () => g.launch(timed), warmup, iters) : null;
     gpu = {
       outputs,
       grid: g.grid,
@@ -837,6 +853,7 @@ export function runGrouped(
       ops,
       rate: ops / (med * 1e-3) / 1e12,
       unit: DTYPE_INFO[ck.gemm.math.a].float ? "TFLOP/s" : "TOPS",
+      ...(options.pdl === true ? { pdl: true } : {}),
     };
   }
   const simHazards = sim === null ? null : sim.sim.hazardCount;

@@ -19,6 +19,7 @@ import {
   type LlmRow,
   llmTarget,
   problemBytes,
+  progressLine,
   type SideFigures,
   targetVerdict,
 } from "../bench/llm_report.ts";
@@ -156,9 +157,12 @@ Deno.test("parseLlmArgs and selectedProblems: types, M, cuBLAS, target, errors",
   const all = parseLlmArgs([]);
   assert.ok(typeof all === "object");
   assert.deepEqual(
-    [all.types, all.m, all.cublas, all.target],
-    [["f16", "bf16", "s8"], null, true, "sm80"],
+    [all.types, all.m, all.cublas, all.target, all.pdl],
+    [["f16", "bf16", "s8"], null, true, "sm80", false],
   );
+  const pdl = parseLlmArgs(["--target", "sm90", "--pdl", "--m", "16"]);
+  assert.ok(typeof pdl === "object");
+  assert.deepEqual([pdl.pdl, pdl.target, pdl.m], [true, "sm90", [16]]);
   const sm90 = parseLlmArgs(["--target", "sm90"]);
   assert.ok(typeof sm90 === "object");
   assert.equal(sm90.target, "sm90");
@@ -267,3 +271,101 @@ for (
     assert.match(out.stderr, new RegExp(`^${prefix}: No CUDA driver: [^\\n]+\\n$`));
   });
 }
+
+Deno.test("llmReport with --pdl: ours+PDL's columns, target verdicts and Met line; without it, none", () => {
+  const p = { M: 16, N: 14336, K: 4096 };
+  const f = llmFloor("f16", p, COPY, MMA);
+  const row: LlmRow = {
+    type: "f16",
+    ...p,
+    schedule: "s",
+    kernel: "k",
+    sets: 2,
+    registers: 128,
+    floor: { burst: f, sustained: f },
+    status: "ok",
+    note: "ok",
+    ours: side(33.5, 40), // 27.45/33.5 = 0.82 (MISSED), 0.69 (MISSED)
+    oursPdl: side(30, 31), // 0.915 (met), 0.885 (met)
+    cublas: side(33, 32),
+  };
+  const failed: LlmRow = {
+    ...row,
+    M: 64,
+    status: "FAILED",
+    ours: null,
+    oursPdl: null,
+    cublas: null,
+  };
+  const info = {
+    date: "2026-12-03",
+    command: "deno task bench --gpu --shapes llm --pdl",
+    device: "H200",
+    cublas: "libcublas.so.13",
+    copy: { bytes: 2 ** 30, ms: [0.5], bytesPerS: COPY },
+    ceilings: { f16: { burst: 634, sustained: 500 } },
+  };
+  const text = llmReport({ ...info, pdl: true }, [row, failed]);
+  const lines = text.split("\n");
+  const header = lines.find((l) => l.startsWith("| type |"))!.split(" | ");
+  assert.deepEqual(header.slice(6, 14), [
+    "ours µs",
+    "ours+PDL µs",
+    "cuBLAS µs",
+    "floor µs",
+    "ours/floor",
+    "ours+PDL/floor",
+    "cuBLAS/floor",
+    "cuBLAS/ours",
+  ]);
+  const sep = lines[lines.indexOf(lines.find((l) => l.startsWith("| type |"))!) + 1]!;
+  assert.equal(sep.split("|").length, header.length + 2, "one alignment per column");
+  const cells = lines.find((l) => l.startsWith("| f16 | 16 |"))!.split(" | ");
+  assert.equal(cells.length, header.length);
+  assert.equal(cells[6], "33.5 / 40.0");
+  assert.equal(cells[7], "30.0 / 31.0");
+  assert.equal(cells[8], "33.0 / 32.0");
+  assert.equal(cells[10], "0.82 / 0.69");
+  assert.equal(cells[11], "0.91 / 0.89");
+  assert.equal(cells[13], "0.99 / 0.80", "cuBLAS/ours stays ours'");
+  assert.equal(cells[14], "0.85: MISSED / MISSED; +PDL: met / met |");
+  const bad = lines.find((l) => l.startsWith("| f16 | 64 |"))!.split(" | ");
+  assert.deepEqual(bad.slice(6, 8), ["- / -", "- / -"]);
+  assert.ok(
+    text.includes("- f16 M=16 N=14336 K=4096: >= 0.85: burst 0.819 MISSED, sustained 0.686 MISSED"),
+  );
+  assert.ok(
+    text.includes(
+      "- f16 M=16 N=14336 K=4096 ours+PDL: >= 0.85: burst 0.915 met, sustained 0.885 met",
+    ),
+  );
+  assert.ok(text.includes("- f16 M=64 N=14336 K=4096 ours+PDL: >= 0.85: burst - MISSED"));
+  assert.ok(text.includes("Met: 0 of 2 in burst, 0 of 2 sustained."));
+  assert.ok(text.includes("Met by ours+PDL: 1 of 2 in burst, 1 of 2 sustained."));
+  assert.match(text, /; ours\+PDL: L 100, hold 1\.00 ms/);
+  assert.match(text, /ours\+PDL \(`--pdl`\): our kernel timed again/);
+  assert.match(
+    progressLine(row),
+    /ours 33\.5 \/ 40\.0 µs, ours\+PDL 30\.0 \/ 31\.0 µs, cuBLAS 33\.0 \/ 32\.0 µs, floor 27\.4 \/ 27\.4 \(HBM\), share 0\.82 \/ 0\.69, ours\+PDL share 0\.91 \/ 0\.89$/,
+  );
+  // Without --pdl: the table, targets and lines of before, not a word of PDL.
+  const { oursPdl: _p, ...plainRow } = row;
+  const plain = llmReport(info, [plainRow]);
+  assert.doesNotMatch(plain, /PDL/);
+  assert.equal(
+    plain.split("\n").find((l) => l.startsWith("| f16 | 16 |"))!.split(" | ").length,
+    13,
+  );
+  assert.equal(
+    progressLine(plainRow),
+    "f16 16x14336x4096 [s] ok: ours 33.5 / 40.0 µs, cuBLAS 33.0 / 32.0 µs, " +
+      "floor 27.4 / 27.4 (HBM), share 0.82 / 0.69",
+  );
+});
+
+Deno.test("bench/main.ts --pdl without --shapes llm: exit 1, one sentence", async () => {
+  const out = await runWithoutDriver(["bench/main.ts", "--gpu", "--pdl"]);
+  assert.equal(out.code, 1, out.stderr);
+  assert.equal(out.stdout, "");
+  assert.equal(out.stderr, "deno task bench --pdl: only with --gpu --shapes llm (bench/llm.ts)\n");
+});

@@ -58,6 +58,16 @@ export interface LaunchOptions {
    * arrival counters at 0). Without it the kernel uses one of its own per stream.
    */
   readonly workspace?: BufferRef;
+  /**
+   * Launch as a programmatic dependent of the previous work in the stream (sm_90+;
+   * `cuLaunchKernelEx` with `CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION`): the
+   * kernel may start while the previous kernel finishes; kernels compiled for sm90 wait
+   * (`griddepcontrol.wait`) before touching global memory, so results are those of a
+   * serialized launch. Kernels of other targets run correctly with it but gain nothing.
+   * Default false (`cuLaunchKernel`); a driver without `cuLaunchKernelEx` (before CUDA 11.8)
+   * refuses it.
+   */
+  readonly pdl?: boolean;
 }
 
 /** Every problem of a launch, named; thrown before anything is launched. */

@@ -41,6 +41,7 @@ import {
 import { initDriver } from "./load.ts";
 import { type KernelArg, packKernelParams } from "./params.ts";
 import { encodeTensorMap } from "./tensor_map.ts";
+import { launchPdl } from "./launch.ts";
 import type { TensorMapArgs } from "../../ir/tensor_map.ts";
 import {
   CudaEvent,
@@ -55,6 +56,9 @@ export {
   CU_DEVICE_ATTRIBUTE,
   CU_FUNC_ATTRIBUTE,
   CU_JIT,
+  CU_LAUNCH_ATTRIBUTE,
+  CU_LAUNCH_ATTRIBUTE_LAYOUT,
+  CU_LAUNCH_CONFIG,
   DEFAULT_DYNAMIC_SMEM_LIMIT,
   type Driver,
 } from "./symbols.ts";
@@ -165,6 +169,19 @@ export interface LaunchConfig {
   readonly block: readonly [number, number, number];
   /** Dynamic shared memory per block, in bytes. */
   readonly dynamicSmemBytes: number;
+}
+
+/** Options of {@link Cuda.launch}. */
+export interface CudaLaunchOptions {
+  /**
+   * Launch as a programmatic dependent of the previous work in the stream (sm_90+;
+   * `cuLaunchKernelEx` with `CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION`): the
+   * kernel may start while the previous kernel finishes; kernels compiled for sm90 wait
+   * (`griddepcontrol.wait`) before touching global memory, so results are those of a
+   * serialized launch. Kernels of other targets run correctly with it but gain nothing.
+   * Default false: `cuLaunchKernel`.
+   */
+  readonly pdl?: boolean;
 }
 
 /**
@@ -359,18 +376,24 @@ export class Cuda {
    * Launches a kernel (`cuLaunchKernel`) on the default stream, or on
    * `stream`; asynchronous. A tensor map given as its encoder's arguments
    * (`kernelArgs` makes them) is encoded with `cuTensorMapEncodeTiled` once per
-   * arguments object: a set of arguments launched again reuses its maps.
+   * arguments object: a set of arguments launched again reuses its maps. With
+   * `options.pdl`, `cuLaunchKernelEx` as a programmatic dependent of the previous
+   * work in the stream ({@link CudaLaunchOptions.pdl}).
    *
    * @param fn The kernel.
    * @param config Grid, block and dynamic shared memory.
    * @param args The arguments, in parameter order.
    * @param stream A stream from {@link Cuda.createStream}; the default stream when absent.
+   * @param options `pdl`: a programmatic dependent launch (default false).
+   * @throws {CudaError} When the driver refuses the launch.
+   * @throws {Error} With `pdl`, when the driver lacks `cuLaunchKernelEx`.
    */
   launch(
     fn: CudaFunction,
     config: LaunchConfig,
     args: readonly KernelArg[],
     stream?: CudaStream,
+    options: CudaLaunchOptions = {},
   ): void {
     this.#live();
     const d = this.driver;
@@ -383,6 +406,29 @@ export class Cuda {
       encodeTensorMap(d, a, tensor, dst);
       this.#maps.set(a, new Uint8Array(Deno.UnsafePointerView.getArrayBuffer(dst!, 128)).slice());
     });
+    if (options.pdl === true) {
+      const h = stream === undefined ? null : stream.handle;
+      const c = config;
+      const code = launchPdl(
+        d,
+        fn.handle,
+        c.grid,
+        c.block,
+        c.dynamicSmemBytes,
+        h,
+        pointers,
+        fn.name,
+      );
+      this.#lastParams = values;
+      check(
+        d,
+        "cuLaunchKernelEx",
+        code,
+        `${fn.name} grid [${c.grid.join(", ")}] block [${c.block.join(", ")}] ` +
+          `${c.dynamicSmemBytes} bytes of dynamic shared memory (pdl)`,
+      );
+      return;
+    }
     const [gx, gy, gz] = config.grid;
     const [bx, by, bz] = config.block;
     const code = d.cuLaunchKernel(

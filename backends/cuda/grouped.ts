@@ -429,10 +429,15 @@ export class GroupedLaunch {
    * Launches the kernel over every problem, asynchronously (nothing with no
    * problem). The tensors must stay alive until the launches finish.
    *
-   * @param options The stream (default: the one given to `groupedLaunch`, else the default stream).
+   * @param options The stream (default: the one given to `groupedLaunch`, else the default
+   *   stream); `pdl`: launch as a programmatic dependent of the previous work in the stream
+   *   (sm_90+, `cuLaunchKernelEx`, as `LoadedKernel.launch`'s `pdl`: a kernel compiled for
+   *   sm90 waits before touching global memory, so results are those of a serialized launch;
+   *   kernels of other targets run correctly with it but gain nothing; default false).
    * @throws {CudaError} When the driver refuses the launch.
+   * @throws {Error} With `pdl`, when the driver lacks `cuLaunchKernelEx` (nothing launched).
    */
-  launch(options: { readonly stream?: CudaStream } = {}): void {
+  launch(options: { readonly stream?: CudaStream; readonly pdl?: boolean } = {}): void {
     if (!this.#open || !this.#host.isOpen()) {
       throw new Error(
         `Grouped launch of kernel "${this.#host.manifest.name}" used after its close ` +
@@ -450,6 +455,7 @@ export class GroupedLaunch {
       s === undefined ? null : s.handle,
       this.#params.pointers,
       `${this.#host.manifest.name} grouped`,
+      options.pdl === true,
     );
     this.#launches++;
     this.#host.launched();

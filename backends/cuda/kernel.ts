@@ -17,7 +17,7 @@ import { launchContract, WORKSPACE_ALIGN_BYTES } from "../ptx/contract.ts";
 import type { KernelManifest } from "../ptx/manifest.ts";
 import { type Cuda, DEFAULT_DYNAMIC_SMEM_LIMIT, type Driver } from "./driver.ts";
 import { check } from "./errors.ts";
-import { launchPacked, launchProblems, targetProblem } from "./launch.ts";
+import { launchPacked, launchProblems, requirePdl, targetProblem } from "./launch.ts";
 import { encodeTensorMap, tensorMapProblem, withoutTensorMaps } from "./tensor_map.ts";
 import type { CudaFunction, CudaModule, CudaStream, DeviceBuffer } from "./resources.ts";
 import {
@@ -151,11 +151,17 @@ export class LoadedKernel {
    * @param buffers Device buffers (or raw device addresses) by tensor name.
    * @param sizes Sizes by runtime dimension name, and strides by stride parameter name
    *   (elements; one left out is dense).
-   * @param options The stream, scalars (defaults apply), a workspace of the caller's.
+   * @param options The stream, scalars (defaults apply), a workspace of the caller's, and
+   *   `pdl`: launch as a programmatic dependent of the previous work in the stream (sm_90+,
+   *   `cuLaunchKernelEx`; {@link LaunchOptions.pdl}): a kernel compiled for sm90 may start
+   *   while the previous kernel finishes and waits (`griddepcontrol.wait`) before touching
+   *   global memory, so results are those of a serialized launch; kernels of other targets
+   *   run correctly with it but gain nothing.
    * @throws {LaunchError} Listing every problem, each naming its tensor, dimension or scalar
    *   (a tensor map's rule broken: ir/tensor_map.ts, naming the tensor).
    * @throws {CudaError} When the driver refuses the launch, or a tensor map (naming its tensor).
-   * @throws {Error} For a grouped kernel: it is launched with {@link LoadedKernel.groupedLaunch}.
+   * @throws {Error} For a grouped kernel: it is launched with {@link LoadedKernel.groupedLaunch};
+   *   with `pdl`, when the driver lacks `cuLaunchKernelEx` (nothing launched or allocated).
    */
   launch(buffers: LaunchBuffers, sizes: LaunchSizes, options: LaunchOptions = {}): void {
     if (!this.#open || !this.#cuda.isOpen) {
@@ -168,6 +174,8 @@ export class LoadedKernel {
           "groupedLaunch(problems, { scalars }).launch(), not launch(buffers, sizes)",
       );
     }
+    const pdl = options.pdl === true;
+    if (pdl) requirePdl(this.#driver, `kernel "${this.name}"`);
     const bad = binder.bind(buffers, sizes, options);
     if (bad !== null) throw new LaunchError(this.name, bad);
     const stream = options.stream;
@@ -184,6 +192,7 @@ export class LoadedKernel {
       h,
       binder.pointers,
       this.name,
+      pdl,
     );
     this.#launches++;
   }

@@ -10,7 +10,14 @@
 import { launchContract, withStrideDefaults } from "../ptx/contract.ts";
 import type { KernelManifest } from "../ptx/manifest.ts";
 import type { KernelArg } from "./driver.ts";
-import type { Driver } from "./symbols.ts";
+import {
+  cbuf,
+  CU_LAUNCH_ATTRIBUTE,
+  CU_LAUNCH_ATTRIBUTE_LAYOUT,
+  CU_LAUNCH_CONFIG,
+  type Driver,
+  ptrValue,
+} from "./symbols.ts";
 import { check } from "./errors.ts";
 import { tensorMapArgs } from "../../ir/tensor_map.ts";
 import { withoutTensorMaps } from "./tensor_map.ts";
@@ -192,9 +199,123 @@ export function launchProblems(
 }
 
 /**
+ * Bytes of a programmatic dependent launch's configuration ({@link writePdlConfig}): the
+ * `CUlaunchConfig` (56 bytes), then its one `CUlaunchAttribute` (72 bytes).
+ */
+export const PDL_CONFIG_BYTES: number = CU_LAUNCH_CONFIG.SIZE + CU_LAUNCH_ATTRIBUTE_LAYOUT.SIZE;
+
+/**
+ * Writes the configuration of a programmatic dependent launch into `buf`
+ * ({@link PDL_CONFIG_BYTES} bytes, which must not move: an explicit `ArrayBuffer`): the
+ * `CUlaunchConfig` at 0 (grid, block, dynamic shared memory, the stream, `attrs` pointing at
+ * byte {@link CU_LAUNCH_CONFIG}.SIZE of `buf`, `numAttrs` 1), then the attribute
+ * `CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION` with
+ * `programmaticStreamSerializationAllowed` = 1; every other byte 0. Offsets: symbols.ts
+ * {@link CU_LAUNCH_CONFIG} and {@link CU_LAUNCH_ATTRIBUTE_LAYOUT}.
+ *
+ * @param buf The buffer.
+ * @param grid The grid.
+ * @param block The block.
+ * @param smem Dynamic shared memory in bytes.
+ * @param stream The stream handle (null: the default stream).
+ * @example
+ * ```ts
+ * import { equal } from "node:assert/strict";
+ * import { PDL_CONFIG_BYTES, writePdlConfig } from "./launch.ts";
+ * const buf = new Uint8Array(new ArrayBuffer(PDL_CONFIG_BYTES));
+ * writePdlConfig(buf, [4, 2, 1], [128, 1, 1], 32768, null);
+ * const v = new DataView(buf.buffer);
+ * equal(v.getUint32(4, true), 2); // gridDimY
+ * equal(v.getUint32(24, true), 32768); // sharedMemBytes
+ * equal(v.getBigUint64(32, true), 0n); // hStream: the default stream
+ * equal(v.getUint32(48, true), 1); // numAttrs
+ * equal(v.getUint32(56, true), 6); // the attribute's id
+ * equal(v.getInt32(64, true), 1); // programmaticStreamSerializationAllowed
+ * ```
+ */
+export function writePdlConfig(
+  buf: Uint8Array,
+  grid: readonly [number, number, number],
+  block: readonly [number, number, number],
+  smem: number,
+  stream: Deno.PointerValue | null,
+): void {
+  if (buf.byteLength < PDL_CONFIG_BYTES) {
+    throw new RangeError(`A PDL launch configuration needs ${PDL_CONFIG_BYTES} bytes`);
+  }
+  const C = CU_LAUNCH_CONFIG, A = CU_LAUNCH_ATTRIBUTE_LAYOUT;
+  buf.fill(0, 0, PDL_CONFIG_BYTES);
+  const v = new DataView(buf.buffer, buf.byteOffset, PDL_CONFIG_BYTES);
+  v.setUint32(C.GRID_DIM_X, grid[0], true);
+  v.setUint32(C.GRID_DIM_Y, grid[1], true);
+  v.setUint32(C.GRID_DIM_Z, grid[2], true);
+  v.setUint32(C.BLOCK_DIM_X, block[0], true);
+  v.setUint32(C.BLOCK_DIM_Y, block[1], true);
+  v.setUint32(C.BLOCK_DIM_Z, block[2], true);
+  v.setUint32(C.SHARED_MEM_BYTES, smem, true);
+  v.setBigUint64(C.H_STREAM, stream === null ? 0n : ptrValue(stream), true);
+  v.setBigUint64(C.ATTRS, ptrValue(Deno.UnsafePointer.of(buf)) + BigInt(C.SIZE), true);
+  v.setUint32(C.NUM_ATTRS, 1, true);
+  v.setUint32(C.SIZE + A.ID, CU_LAUNCH_ATTRIBUTE.PROGRAMMATIC_STREAM_SERIALIZATION, true);
+  v.setInt32(C.SIZE + A.VALUE, 1, true); // programmaticStreamSerializationAllowed
+}
+
+/** The configuration of PDL launches, rewritten by each (the driver reads it during the call). */
+let pdlConfig: Uint8Array | null = null;
+
+/**
+ * Throws unless the driver can make a programmatic dependent launch (`cuLaunchKernelEx`,
+ * CUDA 11.8 and later).
+ *
+ * @param driver The driver.
+ * @param what What is launched, for the message.
+ * @throws {Error} Naming the launch and the missing function.
+ */
+export function requirePdl(driver: Driver, what: string): void {
+  if (driver.cuLaunchKernelEx === null) {
+    throw new Error(
+      `Cannot launch ${what} with pdl: the CUDA driver ${driver.path} lacks cuLaunchKernelEx ` +
+        "(CUDA 11.8 and later)",
+    );
+  }
+}
+
+/**
+ * `cuLaunchKernelEx` as a programmatic dependent of the previous work in the stream
+ * (the attribute `CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION`, {@link writePdlConfig}).
+ *
+ * @param driver The driver.
+ * @param fn The function handle.
+ * @param grid The grid.
+ * @param block The block.
+ * @param smem Dynamic shared memory in bytes.
+ * @param stream The stream handle (null: the default stream).
+ * @param pointers The parameter pointers (backends/cuda/params.ts).
+ * @param what What is launched, for the message of a driver without the function.
+ * @returns The driver's CUresult.
+ * @throws {Error} When the driver lacks `cuLaunchKernelEx` ({@link requirePdl}).
+ */
+export function launchPdl(
+  driver: Driver,
+  fn: Deno.PointerValue,
+  grid: readonly [number, number, number],
+  block: readonly [number, number, number],
+  smem: number,
+  stream: Deno.PointerValue | null,
+  pointers: BigUint64Array,
+  what: string,
+): number {
+  requirePdl(driver, what);
+  const config = pdlConfig ??= cbuf(PDL_CONFIG_BYTES);
+  writePdlConfig(config, grid, block, smem, stream);
+  return driver.cuLaunchKernelEx!(config, fn, pointers, null);
+}
+
+/**
  * `cuLaunchKernel` with packed parameters, raising the driver's error (a
  * `CudaError` naming `what`) when it fails: the one launch call of the ordinary
- * and the grouped launch.
+ * and the grouped launch. With `pdl`, `cuLaunchKernelEx` instead, as a programmatic
+ * dependent of the previous work in the stream ({@link launchPdl}).
  *
  * @param driver The driver.
  * @param fn The function handle.
@@ -204,6 +325,8 @@ export function launchProblems(
  * @param stream The stream handle (null: the default stream).
  * @param pointers The parameter pointers (backends/cuda/params.ts).
  * @param what What is launched, for the message.
+ * @param pdl Launch as a programmatic dependent (default false).
+ * @throws {Error} With `pdl`, when the driver lacks `cuLaunchKernelEx`.
  */
 export function launchPacked(
   driver: Driver,
@@ -214,7 +337,13 @@ export function launchPacked(
   stream: Deno.PointerValue | null,
   pointers: BigUint64Array,
   what: string,
+  pdl = false,
 ): void {
+  if (pdl) {
+    const code = launchPdl(driver, fn, grid, block, smem, stream, pointers, what);
+    if (code !== 0) check(driver, "cuLaunchKernelEx", code, `${what} grid [${grid}] (pdl)`);
+    return;
+  }
   const code = driver.cuLaunchKernel(
     fn,
     grid[0],

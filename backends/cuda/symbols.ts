@@ -48,6 +48,64 @@ export const CU_JIT = Object.freeze({
   LOG_VERBOSE: 12,
 });
 
+/** `CUlaunchAttributeID` values used here (cuda.h). */
+export const CU_LAUNCH_ATTRIBUTE = Object.freeze({
+  /**
+   * Programmatic dependent launch (sm_90+): the value's
+   * `programmaticStreamSerializationAllowed` (an `int`) set to 1 lets the kernel start
+   * while the previous kernel of its stream finishes.
+   */
+  PROGRAMMATIC_STREAM_SERIALIZATION: 6,
+});
+
+/**
+ * Byte offsets of `CUlaunchConfig`, the first argument of `cuLaunchKernelEx` (cuda.h of
+ * CUDA 12 and 13, 64-bit: checked against the header by tests/launch_ex_layout_test.ts):
+ *
+ * | field            | C type               | offset |
+ * | ---------------- | -------------------- | -----: |
+ * | `gridDimX`       | `unsigned int`       |      0 |
+ * | `gridDimY`       | `unsigned int`       |      4 |
+ * | `gridDimZ`       | `unsigned int`       |      8 |
+ * | `blockDimX`      | `unsigned int`       |     12 |
+ * | `blockDimY`      | `unsigned int`       |     16 |
+ * | `blockDimZ`      | `unsigned int`       |     20 |
+ * | `sharedMemBytes` | `unsigned int`       |     24 |
+ * | (padding)        |                      |     28 |
+ * | `hStream`        | `CUstream`           |     32 |
+ * | `attrs`          | `CUlaunchAttribute*` |     40 |
+ * | `numAttrs`       | `unsigned int`       |     48 |
+ * | (padding)        |                      |     52 |
+ *
+ * `SIZE` is `sizeof(CUlaunchConfig)` (56, 8-byte aligned).
+ */
+export const CU_LAUNCH_CONFIG = Object.freeze({
+  GRID_DIM_X: 0,
+  GRID_DIM_Y: 4,
+  GRID_DIM_Z: 8,
+  BLOCK_DIM_X: 12,
+  BLOCK_DIM_Y: 16,
+  BLOCK_DIM_Z: 20,
+  SHARED_MEM_BYTES: 24,
+  H_STREAM: 32,
+  ATTRS: 40,
+  NUM_ATTRS: 48,
+  SIZE: 56,
+});
+
+/**
+ * Byte offsets of `CUlaunchAttribute` (cuda.h, as {@link CU_LAUNCH_CONFIG}): `id` (a
+ * `CUlaunchAttributeID`, 4 bytes) at 0, 4 bytes of padding, then the value union
+ * `CUlaunchAttributeValue` (64 bytes) at 8, whose `programmaticStreamSerializationAllowed`
+ * (an `int`) is at the union's start. `SIZE` is `sizeof(CUlaunchAttribute)` (72, 8-byte aligned).
+ */
+export const CU_LAUNCH_ATTRIBUTE_LAYOUT = Object.freeze({
+  ID: 0,
+  VALUE: 8,
+  VALUE_BYTES: 64,
+  SIZE: 72,
+});
+
 /** Dynamic shared memory a kernel may use without `cuFuncSetAttribute` (48 KiB). */
 export const DEFAULT_DYNAMIC_SMEM_LIMIT = 48 * 1024;
 
@@ -108,6 +166,17 @@ export const SYMBOLS = {
       "u32", // blockDimZ
       "u32", // sharedMemBytes
       "pointer", // CUstream hStream (null: the legacy default stream)
+      "buffer", // void** kernelParams
+      "pointer", // void** extra (null)
+    ],
+    result: "i32",
+    optional: true,
+  },
+  // CUDA 11.8+: the launch with attributes (programmatic dependent launch, backends/cuda/launch.ts).
+  cuLaunchKernelEx: {
+    parameters: [
+      "buffer", // const CUlaunchConfig* config (CU_LAUNCH_CONFIG)
+      "pointer", // CUfunction f
       "buffer", // void** kernelParams
       "pointer", // void** extra (null)
     ],
@@ -202,7 +271,9 @@ const REQUIRED = [
  * a grouped launch's persistent grid counts one block per SM (backends/cuda/grouped.ts);
  * `cuMemcpyDtoD_v2` only measures the copy bandwidth (bench/llm.ts);
  * `cuTensorMapEncodeTiled` (CUDA 12+) only builds the tensor maps of sm90's TMA kernels
- * (backends/cuda/tensor_map.ts: such a kernel is refused, by name, without it).
+ * (backends/cuda/tensor_map.ts: such a kernel is refused, by name, without it);
+ * `cuLaunchKernelEx` (CUDA 11.8+) only makes the launches asked for with `pdl`
+ * (backends/cuda/launch.ts: such a launch is refused, naming it, without it).
  */
 const OPTIONAL = [
   "cuDevicePrimaryCtxReset_v2",
@@ -213,6 +284,7 @@ const OPTIONAL = [
   "cuStreamSynchronize",
   "cuMemsetD8Async",
   "cuOccupancyMaxActiveBlocksPerMultiprocessor",
+  "cuLaunchKernelEx",
 ] as const satisfies readonly (keyof Symbols)[];
 
 /** The older name bound when a versioned required one is absent (the same ABI). */

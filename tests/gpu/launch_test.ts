@@ -3,7 +3,8 @@
  *
  * Everywhere (when a C compiler exists): the API end to end against the fake
  * libcuda built from testdata/fake_libcuda.c, in a child process
- * (testdata/fake_launch_check.ts). On the GPU (listed as ignored without a
+ * (testdata/fake_launch_check.ts), programmatic dependent launches (`pdl`:
+ * cuLaunchKernelEx's configuration and attribute) included. On the GPU (listed as ignored without a
  * driver): a kernel loaded once and launched on device buffers many times
  * agrees with the reference; the f16 and bf16 helpers round-trip through
  * device memory; split-K's workspace is reused across launches and each
@@ -72,7 +73,7 @@ function poisonD(k: GemmKernel, d: DeviceBuffer): void {
 
 Deno.test("the launch API against a fake libcuda (C), end to end", async (t) => {
   const out = await runFakeDriverCheck(t, "fake_launch_check.ts");
-  if (out !== null) assert.match(out, /ok \| 6 passed \| 0 failed/);
+  if (out !== null) assert.match(out, /ok \| 11 passed \| 0 failed/);
 });
 
 Deno.test("tensor maps (sm90's TMA) through the launch API against a fake libcuda", async (t) => {

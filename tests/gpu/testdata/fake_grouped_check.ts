@@ -7,6 +7,7 @@
  * kernel gets, the count and scalars, the persistent grid from the occupancy
  * the driver reports, nothing allocated or launched on a violation (every
  * problem named by its index), the mixture-of-experts problems' addresses,
+ * a programmatic dependent launch (`pdl`: cuLaunchKernelEx with its attribute),
  * and everything released.
  */
 
@@ -30,7 +31,23 @@ const fake = Deno.dlopen(LIB, {
   fake_stats: { parameters: ["buffer"], result: "i32" },
   fake_last_launch: { parameters: ["buffer", "buffer", "buffer"], result: "i32" },
   fake_occupancy_stats: { parameters: ["buffer"], result: "i32" },
+  fake_launch_ex_stats: { parameters: ["buffer"], result: "i32" },
 });
+
+/** cuLaunchKernel's and cuLaunchKernelEx's launches, and the last Ex call's attribute and stream. */
+function exStats() {
+  const s = new BigInt64Array(8);
+  fake.symbols.fake_launch_ex_stats(s);
+  return {
+    plain: Number(s[0]),
+    ex: Number(s[1]),
+    pdl: Number(s[2]),
+    numAttrs: Number(s[3]),
+    attrId: Number(s[4]),
+    attrValue: Number(s[5]),
+    stream: BigInt.asUintN(64, s[6]!),
+  };
+}
 
 function stats() {
   const s = new BigInt64Array(10);
@@ -184,6 +201,29 @@ Deno.test("groupedLaunch: the table the kernel gets is groupTable's; the grid is
   assert.equal(s.allocs, 0);
   assert.equal(s.modules, s0.modules);
   assert.equal(s.ctxRefs, 0);
+});
+
+Deno.test("groupedLaunch's launch({ pdl: true }): cuLaunchKernelEx, the persistent grid and the PDL attribute", () => {
+  using cuda = Cuda.open();
+  using k = loadKernel(EPILOGUE, { cuda });
+  const { ps, bufs } = problems(cuda, new Rng(3), 5);
+  using g = k.groupedLaunch(ps, { scalars: { alpha: 2 } });
+  const st = cuda.createStream()!;
+  const e0 = exStats();
+  g.launch({ pdl: true, stream: st });
+  const e = exStats();
+  assert.deepEqual([e.ex - e0.ex, e.pdl - e0.pdl, e.plain - e0.plain], [1, 1, 0]);
+  assert.deepEqual([e.numAttrs, e.attrId, e.attrValue], [1, 6, 1]);
+  assert.equal(e.stream, BigInt(Deno.UnsafePointer.value(st.handle)));
+  const last = lastLaunch();
+  assert.deepEqual(last.grid, [...g.grid]);
+  assert.deepEqual(last.block, [...EPILOGUE.manifest.block]);
+  assert.deepEqual(last.params, [g.table!.ptr, 5n, f32Bits(2), f32Bits(0)]);
+  // Without it: cuLaunchKernel.
+  g.launch();
+  assert.deepEqual([exStats().ex, exStats().plain], [e.ex, e.plain + 1]);
+  assert.equal(g.launches, 2);
+  for (const b of bufs) b.free();
 });
 
 Deno.test("zero problems: nothing allocated, launch() launches nothing", () => {

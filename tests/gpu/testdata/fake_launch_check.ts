@@ -4,13 +4,24 @@
  * driver loads once per process). Drives the launch API (backends/cuda/kernel.ts)
  * end to end against the fake and checks what reached the C side: the
  * arguments of each launch, nothing launched on a violation, the split-K
- * workspace allocated and zeroed once per stream and grown when needed, and
- * everything released.
+ * workspace allocated and zeroed once per stream and grown when needed,
+ * everything released; and programmatic dependent launches (`pdl`): the
+ * configuration and attribute cuLaunchKernelEx receives, cuLaunchKernel without
+ * the option, the fake's own validation, a driver without the function, and
+ * `runGemm` / `gemm run --pdl`.
  */
 
 import assert from "node:assert/strict";
 import { compile, type CompiledKernel } from "../../../compiler.ts";
-import { Cuda } from "../../../backends/cuda/driver.ts";
+import {
+  CU_LAUNCH_ATTRIBUTE_LAYOUT,
+  CU_LAUNCH_CONFIG,
+  Cuda,
+  packKernelParams,
+} from "../../../backends/cuda/driver.ts";
+import { launchPacked, PDL_CONFIG_BYTES, writePdlConfig } from "../../../backends/cuda/launch.ts";
+import { runGemm } from "../../../harness/run_gemm.ts";
+import { main } from "../../../cli.ts";
 import { LaunchError, loadKernel } from "../../../backends/cuda/kernel.ts";
 import { downloadTensor, uploadTensor } from "../../../harness/device_tensor.ts";
 import { gridFor } from "../../../ir/kernel.ts";
@@ -275,4 +286,203 @@ Deno.test("strided hgemm (a hand-built manifest): stride values reach the driver
       ),
   );
   assert.deepEqual(stats(), s0);
+});
+
+// ---------------------------------------------------------------- programmatic dependent launch
+
+const fakeEx = Deno.dlopen(LIB, {
+  fake_launch_ex_stats: { parameters: ["buffer"], result: "i32" },
+});
+
+/** What the fake's cuLaunchKernel and cuLaunchKernelEx saw (fake_launch_ex_stats). */
+function exStats() {
+  const s = new BigInt64Array(8);
+  fakeEx.symbols.fake_launch_ex_stats(s);
+  return {
+    plain: Number(s[0]),
+    ex: Number(s[1]),
+    pdl: Number(s[2]),
+    numAttrs: Number(s[3]),
+    attrId: Number(s[4]),
+    attrValue: Number(s[5]),
+    stream: BigInt.asUintN(64, s[6]!),
+    refused: Number(s[7]),
+  };
+}
+
+/** The last launch's grid, block and dynamic shared memory, as the fake received them. */
+function geometry(): { grid: number[]; block: number[]; smem: number } {
+  const geo = new Uint32Array(7);
+  fake.symbols.fake_last_launch(geo, new BigUint64Array(64), new Uint8Array(64 * 8));
+  return { grid: [...geo.subarray(0, 3)], block: [...geo.subarray(3, 6)], smem: geo[6]! };
+}
+
+/** cuda.h's CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, written out. */
+const PDL_ATTRIBUTE_ID = 6;
+
+Deno.test("pdl: launch(..., { pdl: true }) reaches cuLaunchKernelEx with the launch's config and the PDL attribute; without it, cuLaunchKernel", () => {
+  const ck = example("hgemm.gemm");
+  using cuda = Cuda.open();
+  using k = loadKernel(ck, { cuda });
+  const st = cuda.createStream()!;
+  const bufs = {
+    A: cuda.alloc(256 * 64 * 2),
+    B: cuda.alloc(64 * 136 * 2),
+    C: cuda.alloc(256 * 136 * 4),
+    D: cuda.alloc(256 * 136 * 4),
+  };
+  const want = (sizes: { M: number; N: number; K: number }, alpha: number) => [
+    bufs.A.ptr,
+    bufs.B.ptr,
+    bufs.C.ptr,
+    bufs.D.ptr,
+    ...ck.manifest.params.filter((p) => p.kind === "dim").map((p) => BigInt(sizes[p.name as "M"])),
+    f32Bits(alpha),
+    f32Bits(0),
+    ...gridFor(ck.kernel.grid, sizes).map(BigInt),
+  ];
+  const stream = BigInt(Deno.UnsafePointer.value(st.handle));
+  assert.ok(stream !== 0n);
+  const sizes = { M: 256, N: 136, K: 64 };
+  // Without pdl (and with pdl: false): cuLaunchKernel, as before.
+  let s0 = exStats();
+  k.launch(bufs, sizes, { stream: st, scalars: { alpha: 0.75 } });
+  k.launch(bufs, sizes, { stream: st, scalars: { alpha: 0.75 }, pdl: false });
+  let s = exStats();
+  assert.equal(s.plain, s0.plain + 2, "cuLaunchKernel");
+  assert.equal(s.ex, s0.ex, "no cuLaunchKernelEx");
+  assert.deepEqual(lastParams(), want(sizes, 0.75));
+  // With pdl: cuLaunchKernelEx, one attribute, PDL allowed, on the launch's stream.
+  for (const [i, sz] of [sizes, { M: 100, N: 72, K: 64 }].entries()) {
+    s0 = exStats();
+    k.launch(bufs, sz, { stream: st, scalars: { alpha: 1.5 + i }, pdl: true });
+    s = exStats();
+    assert.equal(s.ex, s0.ex + 1, "one cuLaunchKernelEx");
+    assert.equal(s.pdl, s0.pdl + 1, "with programmaticStreamSerializationAllowed = 1");
+    assert.equal(s.plain, s0.plain, "no cuLaunchKernel");
+    assert.deepEqual(
+      [s.numAttrs, s.attrId, s.attrValue, s.stream],
+      [1, PDL_ATTRIBUTE_ID, 1, stream],
+      "numAttrs, attribute id, value, hStream",
+    );
+    assert.deepEqual(geometry(), {
+      grid: gridFor(ck.kernel.grid, sz),
+      block: [...ck.manifest.block],
+      smem: ck.manifest.dynamicSmemBytes,
+    });
+    assert.deepEqual(lastParams(), want(sz, 1.5 + i), "the same arguments as cuLaunchKernel's");
+  }
+  // The default stream: hStream null.
+  k.launch(bufs, sizes, { pdl: true });
+  assert.equal(exStats().stream, 0n);
+  assert.equal(k.launches, 5);
+  assert.equal(exStats().refused, 0);
+});
+
+Deno.test("pdl: Cuda.launch writes grid, block, shared memory and stream at cuda.h's offsets", () => {
+  using cuda = Cuda.open();
+  const mod = cuda.loadModule(
+    ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k(.param .u32 n)\n{\n  ret;\n}\n",
+  );
+  const fn = mod.getFunction("k");
+  const st = cuda.createStream()!;
+  const config = { grid: [3, 5, 7], block: [64, 2, 1], dynamicSmemBytes: 1234 } as const;
+  const s0 = exStats();
+  cuda.launch(fn, config, [{ type: "u32", value: 9 }], st, { pdl: true });
+  const s = exStats();
+  assert.deepEqual([s.ex, s.pdl, s.plain], [s0.ex + 1, s0.pdl + 1, s0.plain]);
+  assert.deepEqual(geometry(), { grid: [3, 5, 7], block: [64, 2, 1], smem: 1234 });
+  assert.equal(s.stream, BigInt(Deno.UnsafePointer.value(st.handle)));
+  assert.deepEqual(lastParams().slice(0, 1), [9n]);
+  // Without the option: cuLaunchKernel.
+  cuda.launch(fn, config, [{ type: "u32", value: 10 }], st);
+  cuda.launch(fn, config, [{ type: "u32", value: 11 }], undefined, {});
+  assert.deepEqual(
+    [exStats().ex, exStats().plain],
+    [s0.ex + 1, s0.plain + 2],
+  );
+});
+
+Deno.test("pdl: the fake refuses another attribute id, value or a dirty union; gemmc's passes", () => {
+  using cuda = Cuda.open();
+  const mod = cuda.loadModule(
+    ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k(.param .u32 n)\n{\n  ret;\n}\n",
+  );
+  const fn = mod.getFunction("k");
+  const { pointers } = packKernelParams([{ type: "u32", value: 1 }]);
+  const ex = cuda.driver.cuLaunchKernelEx!;
+  const buf = new Uint8Array(new ArrayBuffer(PDL_CONFIG_BYTES));
+  const v = new DataView(buf.buffer);
+  const attr = CU_LAUNCH_CONFIG.SIZE;
+  const cases: [string, () => void, number][] = [
+    ["as written", () => {}, 0],
+    ["another id", () => v.setUint32(attr + CU_LAUNCH_ATTRIBUTE_LAYOUT.ID, 7, true), 1],
+    ["value 2", () => v.setInt32(attr + CU_LAUNCH_ATTRIBUTE_LAYOUT.VALUE, 2, true), 1],
+    ["a byte of the union past the int", () => v.setUint8(attr + 8 + 20, 1), 1],
+    ["9 attributes", () => v.setUint32(CU_LAUNCH_CONFIG.NUM_ATTRS, 9, true), 1],
+    ["no list", () => v.setBigUint64(CU_LAUNCH_CONFIG.ATTRS, 0n, true), 1],
+  ];
+  for (const [what, spoil, code] of cases) {
+    writePdlConfig(buf, [1, 1, 1], [32, 1, 1], 0, null);
+    spoil();
+    const s0 = exStats();
+    const l0 = stats().launches;
+    assert.equal(ex(buf, fn.handle, pointers, null), code, what);
+    assert.equal(stats().launches, l0 + (code === 0 ? 1 : 0), what);
+    assert.equal(exStats().refused, s0.refused + (code === 0 ? 0 : 1), what);
+  }
+});
+
+Deno.test("pdl: a driver without cuLaunchKernelEx refuses the launch by name; nothing launched", () => {
+  using cuda = Cuda.open();
+  const mod = cuda.loadModule(
+    ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k(.param .u32 n)\n{\n  ret;\n}\n",
+  );
+  const fn = mod.getFunction("k");
+  const { pointers } = packKernelParams([{ type: "u32", value: 1 }]);
+  const old = { ...cuda.driver, cuLaunchKernelEx: null };
+  const l0 = stats().launches;
+  assert.throws(
+    () => launchPacked(old, fn.handle, [1, 1, 1], [32, 1, 1], 0, null, pointers, "k", true),
+    /^Error: Cannot launch k with pdl: the CUDA driver .+ lacks cuLaunchKernelEx \(CUDA 11\.8 and later\)$/,
+  );
+  assert.equal(stats().launches, l0);
+  // Without pdl the same driver launches.
+  launchPacked(old, fn.handle, [1, 1, 1], [32, 1, 1], 0, null, pointers, "k");
+  assert.equal(stats().launches, l0 + 1);
+});
+
+Deno.test("pdl: runGemm's and gemm run --pdl's warm-up and timed launches use it, the checked one not", async () => {
+  const ck = example("u8_gemm.gemm");
+  const sizes = { M: 32, N: 32, K: 64 };
+  let s0 = exStats();
+  const rep = runGemm(ck, sizes, { iters: 2, warmup: 1, pdl: true });
+  let s = exStats();
+  assert.deepEqual([s.plain - s0.plain, s.pdl - s0.pdl, s.ex - s0.ex], [1, 3, 3]);
+  assert.equal(rep.timing!.pdl, true);
+  s0 = exStats();
+  const plain = runGemm(ck, sizes, { iters: 2, warmup: 1 });
+  s = exStats();
+  assert.deepEqual([s.plain - s0.plain, s.ex - s0.ex], [4, 0]);
+  assert.equal(plain.timing!.pdl, undefined, "no pdl key without the option");
+  // The CLI (in this process: the fake is its driver).
+  const io = (out: string[]) => ({
+    out: (x: string) => out.push(x),
+    err: (x: string) => out.push(x),
+    readFile: (p: string) => Deno.readTextFileSync(new URL(`../../../${p}`, import.meta.url)),
+    writeFile: () => {},
+  });
+  const out: string[] = [];
+  s0 = exStats();
+  const args = ["run", "examples/u8_gemm.gemm", "--size", "M=32,N=32,K=64", "--iters", "3"];
+  await main([...args, "--warmup", "2", "--pdl"], io(out));
+  s = exStats();
+  assert.deepEqual([s.plain - s0.plain, s.pdl - s0.pdl], [1, 5]);
+  assert.match(out.join(""), /time: median [^\n]*3 launches[^\n]*; PDL\)/);
+  const json: string[] = [];
+  await main([...args, "--pdl", "--json"], io(json));
+  assert.equal(JSON.parse(json.join("")).reports[0].timing.pdl, true);
+  const help: string[] = [];
+  await main(["run", "--help"], io(help));
+  assert.match(help.join(""), /--pdl\s+Launch the warm-up and timed launches as programmatic/);
 });

@@ -7,10 +7,14 @@
  * arguments arrive as the ABI says and that everything is released. Tensor
  * maps (sm90's TMA) are encoded into a recognisable record of their arguments
  * (cuTensorMapEncodeTiled below), and a launch refuses one it did not encode.
+ * cuLaunchKernelEx reads its CUlaunchConfig and attributes at cuda.h's offsets,
+ * accepts only the programmatic-dependent-launch attribute and records it, then
+ * launches as cuLaunchKernel does.
  *
  * Build: cc -shared -fPIC -o libfakecuda.so fake_libcuda.c
  * Use:   GEMMC_LIBCUDA=/path/libfakecuda.so
  */
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -295,9 +299,11 @@ int fake_map_stats(int64_t *out) {
   return 2;
 }
 
-/* Reads each argument through kernelParams with the type of the entry's .param declaration. */
-CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                        unsigned bz, unsigned smem, void *stream, void **params, void **extra) {
+/* Reads each argument through kernelParams with the type of the entry's .param declaration:
+ * the launch of cuLaunchKernel and cuLaunchKernelEx alike. */
+static CUresult fake_launch(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                            unsigned by, unsigned bz, unsigned smem, void *stream, void **params,
+                            void **extra) {
   struct function *f = fn;
   if (!f || extra) return INVALID_VALUE;
   if (stream && ((struct stream *)stream)->magic != 0x57AE) return INVALID_HANDLE;
@@ -333,6 +339,93 @@ CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigne
   last_smem = smem;
   launches++;
   return OK;
+}
+static long plain_launches;
+CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                        unsigned bz, unsigned smem, void *stream, void **params, void **extra) {
+  CUresult r = fake_launch(fn, gx, gy, gz, bx, by, bz, smem, stream, params, extra);
+  if (r == OK) plain_launches++;
+  return r;
+}
+
+/*
+ * cuLaunchKernelEx (CUDA 11.8+) with the structs of cuda.h (CUDA 12 and 13, 64-bit), written
+ * out here (the fake builds without the toolkit) and pinned to the header's offsets by the
+ * static assertions (tests/launch_ex_layout_test.ts checks the same numbers against cuda.h and
+ * backends/cuda/symbols.ts). The only attribute accepted is
+ * CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION (6) with a value of 0 or 1; any other
+ * id, more than FAKE_MAX_ATTRS attributes, a null list, or a value union with bytes past the int
+ * that are not 0 (gemmc zeroes them) is CUDA_ERROR_INVALID_VALUE, and nothing is launched. The
+ * last call's attributes and stream are recorded (fake_launch_ex_stats).
+ */
+enum { FAKE_ATTR_PDL = 6, FAKE_MAX_ATTRS = 8 };
+typedef struct {
+  int id;
+  char pad[4];
+  union { char pad[64]; int programmaticStreamSerializationAllowed; } value;
+} fake_launch_attribute;
+typedef struct {
+  unsigned gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes;
+  void *hStream;
+  fake_launch_attribute *attrs;
+  unsigned numAttrs;
+} fake_launch_config;
+_Static_assert(offsetof(fake_launch_config, gridDimX) == 0, "gridDimX");
+_Static_assert(offsetof(fake_launch_config, gridDimY) == 4, "gridDimY");
+_Static_assert(offsetof(fake_launch_config, gridDimZ) == 8, "gridDimZ");
+_Static_assert(offsetof(fake_launch_config, blockDimX) == 12, "blockDimX");
+_Static_assert(offsetof(fake_launch_config, blockDimY) == 16, "blockDimY");
+_Static_assert(offsetof(fake_launch_config, blockDimZ) == 20, "blockDimZ");
+_Static_assert(offsetof(fake_launch_config, sharedMemBytes) == 24, "sharedMemBytes");
+_Static_assert(offsetof(fake_launch_config, hStream) == 32, "hStream");
+_Static_assert(offsetof(fake_launch_config, attrs) == 40, "attrs");
+_Static_assert(offsetof(fake_launch_config, numAttrs) == 48, "numAttrs");
+_Static_assert(sizeof(fake_launch_config) == 56, "sizeof(CUlaunchConfig)");
+_Static_assert(offsetof(fake_launch_attribute, value) == 8, "CUlaunchAttribute.value");
+_Static_assert(sizeof(fake_launch_attribute) == 72, "sizeof(CUlaunchAttribute)");
+static long ex_launches, pdl_launches, ex_refused;
+static int64_t last_ex[4]; /* numAttrs, the last attribute's id, its int value, hStream */
+CUresult cuLaunchKernelEx(const fake_launch_config *config, void *fn, void **params,
+                          void **extra) {
+  if (!config || config->numAttrs > FAKE_MAX_ATTRS ||
+      (config->numAttrs > 0 && !config->attrs)) {
+    ex_refused++;
+    return INVALID_VALUE;
+  }
+  int pdl = 0;
+  for (unsigned i = 0; i < config->numAttrs; i++) {
+    const fake_launch_attribute *a = &config->attrs[i];
+    int v = a->value.programmaticStreamSerializationAllowed;
+    int clean = 1;
+    for (size_t b = sizeof(int); b < sizeof a->value.pad; b++) clean &= a->value.pad[b] == 0;
+    if (a->id != FAKE_ATTR_PDL || (v != 0 && v != 1) || !clean) {
+      ex_refused++;
+      return INVALID_VALUE;
+    }
+    pdl = v;
+  }
+  CUresult r = fake_launch(fn, config->gridDimX, config->gridDimY, config->gridDimZ,
+                           config->blockDimX, config->blockDimY, config->blockDimZ,
+                           config->sharedMemBytes, config->hStream, params, extra);
+  if (r != OK) return r;
+  ex_launches++;
+  if (pdl) pdl_launches++;
+  const fake_launch_attribute *last = config->numAttrs > 0
+    ? &config->attrs[config->numAttrs - 1] : 0;
+  last_ex[0] = config->numAttrs;
+  last_ex[1] = last ? last->id : -1;
+  last_ex[2] = last ? last->value.programmaticStreamSerializationAllowed : -1;
+  last_ex[3] = (int64_t)(uintptr_t)config->hStream;
+  return OK;
+}
+/* For the tests: cuLaunchKernel's launches, cuLaunchKernelEx's, those of them with PDL allowed,
+ * the last cuLaunchKernelEx's numAttrs, attribute id, attribute value and stream, and the
+ * cuLaunchKernelEx calls refused for their configuration. */
+int fake_launch_ex_stats(int64_t *out) {
+  out[0] = plain_launches; out[1] = ex_launches; out[2] = pdl_launches;
+  for (int i = 0; i < 4; i++) out[3 + i] = last_ex[i];
+  out[7] = ex_refused;
+  return 8;
 }
 CUresult cuEventCreate(void **e, unsigned flags) {
   if (flags != 0) return INVALID_VALUE;
