@@ -155,10 +155,16 @@ export interface LlmOptions {
    * dependent launch (ours+PDL). Default false.
    */
   readonly pdl: boolean;
+  /**
+   * `--no-griddep`: our kernels compiled without programmatic dependent launch's instructions
+   * (compile option `pdl: false`), to measure what they cost a kernel launched the ordinary
+   * way. Default false (they are in every sm90 kernel).
+   */
+  readonly noGriddep: boolean;
 }
 
 /**
- * Reads `--types f16,bf16,s8`, `--m 1,16,...`, `--no-cublas`, `--target T`, `--pdl`,
+ * Reads `--types f16,bf16,s8`, `--m 1,16,...`, `--no-cublas`, `--target T`, `--pdl`, `--no-griddep`,
  * `--out DIR`; other arguments are ignored (bench/main.ts passes its own on).
  *
  * @param args The arguments.
@@ -167,9 +173,11 @@ export interface LlmOptions {
  * ```ts
  * import { deepEqual, equal } from "node:assert/strict";
  * import { parseLlmArgs } from "./llm.ts";
- * const o = parseLlmArgs(["--types", "s8", "--m", "16", "--no-cublas", "--pdl"]);
+ * const o = parseLlmArgs(["--types", "s8", "--m", "16", "--no-cublas", "--pdl", "--no-griddep"]);
  * equal(typeof o, "object");
- * if (typeof o === "object") deepEqual([o.types, o.m, o.cublas, o.pdl], [["s8"], [16], false, true]);
+ * if (typeof o === "object") {
+ *   deepEqual([o.types, o.m, o.cublas, o.pdl, o.noGriddep], [["s8"], [16], false, true, true]);
+ * }
  * ```
  */
 export function parseLlmArgs(args: readonly string[]): LlmOptions | string {
@@ -201,6 +209,7 @@ export function parseLlmArgs(args: readonly string[]): LlmOptions | string {
     out: out ?? RESULTS_DIR,
     target,
     pdl: args.includes("--pdl"),
+    noGriddep: args.includes("--no-griddep"),
   };
 }
 
@@ -294,6 +303,8 @@ interface RunContext {
   readonly target: Target;
   /** Time ours+PDL too (`--pdl`). */
   readonly pdl: boolean;
+  /** Compile ours with programmatic dependent launch's instructions (not `--no-griddep`). */
+  readonly griddep: boolean;
 }
 
 /** The floors of a problem in both states. */
@@ -307,7 +318,8 @@ function floors(ctx: RunContext, type: LlmType, p: LlmProblem): LlmRow["floor"] 
 /** Compiles, checks and times one row (both sides, both states). */
 function benchRow(ctx: RunContext, type: LlmType, p: LlmProblem): LlmRow {
   const { cuda, blas, probe } = ctx;
-  const ck = compileFor(cuda, type, { shape: `${p.M}x${p.N}x${p.K}`, ...p }, ctx.target);
+  const shape = { shape: `${p.M}x${p.N}x${p.K}`, ...p };
+  const ck = compileFor(cuda, type, shape, ctx.target, ctx.griddep);
   const base = {
     type,
     ...p,
@@ -471,7 +483,7 @@ export function llmBenchMain(command: string, args: readonly string[]): boolean 
         perType.map(([t, c]) => `${t} ${c.burst.toFixed(0)} / ${c.sustained.toFixed(0)}`).join(", ")
       }`,
     );
-    const suffix = o.target === "sm80" ? "" : `-${o.target}`;
+    const suffix = (o.target === "sm80" ? "" : `-${o.target}`) + (o.noGriddep ? "-nogriddep" : "");
     path = freshResultPath(o.out, `llm-${date}${suffix}`, ".md");
     const ctx: RunContext = {
       cuda,
@@ -481,6 +493,7 @@ export function llmBenchMain(command: string, args: readonly string[]): boolean 
       copy,
       target: o.target,
       pdl: o.pdl,
+      griddep: !o.noGriddep,
     };
     for (const { type, p } of problems) {
       let row: LlmRow;

@@ -1,8 +1,9 @@
 /**
- * Programmatic dependent launch (ir/kernel_sm90.ts `GridDepOp`): every sm90 kernel lets the
- * next grid launch at its start (`griddep.launch`, its first operation) and waits once
- * (`griddep.wait`) before any thread's first global access; the mma.sync and cp.async wgmma
- * main loops ask the L2 for B's first k-tiles before the wait. Checked on real lowered kernels
+ * Programmatic dependent launch (ir/kernel_sm90.ts `GridDepOp`): every sm90 kernel waits once
+ * (`griddep.wait`) before any thread's first global access and lets the next grid launch once
+ * (`griddep.launch`) after it: after the main loop's drain in the mma.sync and cp.async wgmma
+ * main loops (which also ask the L2 for B's first k-tiles before the wait), right after the
+ * wait in the TMA, persistent and grouped kernels. Checked on real lowered kernels
  * of every kernel form (mma.sync, split-K, the TMA pipeline one block a tile and persistent,
  * grouped, byte copies): the simulator agrees with no hazard at odd sizes, and a mutant whose
  * wait comes after the kernel's global accesses is reported (`global-before-griddep-wait`), as
@@ -35,6 +36,8 @@ interface Subject {
   readonly sizes: Record<string, number> | Record<string, number>[];
   /** Whether B's first k-tiles are prefetched before the wait. */
   readonly prefetch: boolean;
+  /** Whether the trigger comes after the main loop (else right after the wait). */
+  readonly triggerAfterLoop: boolean;
 }
 
 const DECODE = { M: 16, N: 4096, K: 4096 };
@@ -45,42 +48,49 @@ const SUBJECTS: Subject[] = [
     ck: () => compileOne("hgemm.gemm", { target: "sm90" }),
     sizes: { M: 33, N: 72, K: 200 },
     prefetch: true,
+    triggerAfterLoop: true,
   },
   {
     name: "bf16_gemm at a decode hint (mma.sync skinny tile)",
     ck: () => compileOne("bf16_gemm.gemm", { target: "sm90", sizeHints: DECODE }),
     sizes: { M: 7, N: 136, K: 328 },
     prefetch: true,
+    triggerAfterLoop: true,
   },
   {
     name: "tf32_gemm at a decode hint (mma.sync, split-K)",
     ck: () => compileOne("tf32_gemm.gemm", { target: "sm90", sizeHints: DECODE }),
     sizes: { M: 1, N: 40, K: 1000 },
     prefetch: true,
+    triggerAfterLoop: true,
   },
   {
     name: "bf16_gemm (TMA pipeline, persistent)",
     ck: () => compileOne("bf16_gemm.gemm", { target: "sm90" }),
     sizes: { M: 33, N: 136, K: 200 },
     prefetch: false,
+    triggerAfterLoop: false,
   },
   {
     name: "splitk (TMA pipeline, split-K workspace)",
     ck: () => compileOne("splitk.gemm", { target: "sm90" }),
     sizes: { M: 33, N: 72, K: 520 },
     prefetch: false,
+    triggerAfterLoop: false,
   },
   {
     name: "align1 (byte copies: no prefetch)",
     ck: () => compileOne("align1.gemm", { target: "sm90" }),
     sizes: { M: 33, N: 21, K: 37 },
     prefetch: false,
+    triggerAfterLoop: true,
   },
   {
     name: "moe (grouped)",
     ck: () => compileOne("moe.gemm", { target: "sm90" }),
     sizes: [{ M: 33, N: 72, K: 64 }, { M: 0, N: 64, K: 64 }, { M: 7, N: 136, K: 40 }],
     prefetch: false,
+    triggerAfterLoop: false,
   },
 ];
 
@@ -123,10 +133,15 @@ function mapOps(body: readonly Op[], f: (o: Op) => Op | null): Op[] {
 const isWait = (o: Op) => o.op === "griddep" && o.action === "wait";
 
 for (const s of SUBJECTS) {
-  Deno.test(`griddep: ${s.name}: launch first, one wait, agrees with no hazard`, () => {
+  Deno.test(`griddep: ${s.name}: one wait, one trigger after it, agrees with no hazard`, () => {
     const ck = s.ck();
     const ops = allOps(ck.kernel.body);
-    assert.deepEqual(ck.kernel.body[0], { op: "griddep", action: "launch" });
+    const wait = ops.findIndex(isWait);
+    const launch = ops.findIndex((o) => o.op === "griddep" && o.action === "launch");
+    assert.ok(wait >= 0 && launch > wait, `wait at ${wait}, launch at ${launch}`);
+    // After the main loop where the kernel has one of its own (cp.async copies before it).
+    const copiesBetween = ops.slice(wait, launch).some((o) => o.op === "cpasync" || o.op === "ldg");
+    assert.equal(copiesBetween, s.triggerAfterLoop);
     assert.equal(ops.filter(isWait).length, 1);
     assert.equal(ops.filter((o) => o.op === "griddep").length, 2);
     // Prefetches before the wait, in program order: B's first k-tiles.

@@ -71,13 +71,18 @@ export class LowerContext {
    *   shares, and whose features it starts from (see {@link LowerContext.variant}).
    */
   /** Programmatic dependent launch (ir/kernel_sm90.ts `GridDepOp`): whether the kernel has it,
-   * and whether its `griddep.wait` has been emitted (once a kernel; shared with variants). */
-  readonly gridDep: { readonly on: boolean; waited: boolean };
+   * and whether its `griddep.wait` and `griddep.launch` have been emitted (once a kernel each;
+   * shared with variants). */
+  readonly gridDep: { readonly on: boolean; waited: boolean; launched: boolean };
 
   constructor(k: GemmKernel, parent?: LowerContext) {
     this.k = k;
     this.gridDep = parent?.gridDep ??
-      { on: k.pdl !== false && targetHas(k.target, "griddepcontrol"), waited: false };
+      {
+        on: k.pdl !== false && targetHas(k.target, "griddepcontrol"),
+        waited: false,
+        launched: false,
+      };
     this.shape = plannedShape(k);
     this.threads = k.plan.warp!.threads;
     this.b = parent?.b ?? new KernelBuilder();
@@ -105,6 +110,22 @@ export class LowerContext {
     this.gridDep.waited = true;
     this.b.emit(ir.comment("programmatic dependent launch: the previous grid's memory from here"));
     this.b.emit(ir.gridDep("wait"));
+  }
+
+  /**
+   * Emits `griddep.launch` where the kernel has programmatic dependent launch and none is
+   * emitted yet: the next grid may start once every block has run it. Not at the kernel's
+   * start: measured on an H100 (bench/NOTES.md 71), a trigger there let the blocks of the next
+   * grids (of kernels whose blocks fit three to an SM) settle beside the running grid's and
+   * fetch their first k-tiles while it still streamed its own, and the decode rows took 1-2 µs
+   * longer. The mma.sync and cp.async wgmma main loops trigger after their drain (the next
+   * grid's prologue overlaps the epilogue and the last blocks); the TMA, persistent and grouped
+   * kernels right after their wait (one grid ahead at most).
+   */
+  gridLaunch(): void {
+    if (!this.gridDep.on || this.gridDep.launched) return;
+    this.gridDep.launched = true;
+    this.b.emit(ir.gridDep("launch"));
   }
 
   variant(plan: GemmKernel["plan"]): LowerContext {

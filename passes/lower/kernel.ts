@@ -53,6 +53,7 @@ function buildKernel(cx: LowerContext): Kernel {
       // Every role waits before the producer's first TMA copy (a shortcut: no L2 prefetch of
       // B's first boxes before the wait, as the mma.sync main loop has).
       cx.gridWait();
+      cx.gridLaunch();
       warpSpecializedTile(cx, origin, finish);
     } else finish(mainLoop(cx, origin));
   });
@@ -121,6 +122,7 @@ function buildPersistentKernel(cx: LowerContext): Kernel {
   const kparams = emitParams(cx);
   emitThreadIndices(cx);
   cx.gridWait();
+  cx.gridLaunch();
   const M = cx.dim(k.problem.m);
   const N = cx.dim(k.problem.n);
   const K = cx.dim(k.problem.k);
@@ -246,6 +248,7 @@ function buildGroupedKernel(cx: LowerContext): Kernel {
   const kparams = emitParams(cx);
   emitThreadIndices(cx);
   cx.gridWait(); // before the problem table's first load
+  cx.gridLaunch();
   const bz = cx.mov("u32", imm(0), "batch");
   // The tiles of a problem with at most half a tile's rows (an expert with few tokens)
   // run the short plan (passes/short_tile.ts): the same warps over a tile half as tall.
@@ -408,11 +411,9 @@ function kernelOf(cx: LowerContext, kparams: KernelParam[], group?: GroupLayout)
   // The decisions of gemm-occupancy and gemm-workspace.
   const minBlocks = k.plan.occupancy!.blocksPerSm;
   const workspace = k.plan.workspace ?? null;
-  if (cx.gridDep.on && !cx.gridDep.waited) {
-    throw new Error(`lower-kernel: kernel "${k.name}" has no griddepcontrol.wait`);
+  if (cx.gridDep.on && !(cx.gridDep.waited && cx.gridDep.launched)) {
+    throw new Error(`lower-kernel: kernel "${k.name}" lacks its griddepcontrol wait or trigger`);
   }
-  // Programmatic dependent launch: the next grid may start as soon as every block got here.
-  const body = cx.gridDep.on ? [ir.gridDep("launch"), ...b.body] : b.body;
   return {
     kind: "kernel",
     name: k.name,
@@ -440,7 +441,7 @@ function kernelOf(cx: LowerContext, kparams: KernelParam[], group?: GroupLayout)
     },
     ...(group !== undefined ? { group } : {}),
     regs: b.regs,
-    body,
+    body: b.body,
   };
 }
 

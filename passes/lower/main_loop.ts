@@ -199,6 +199,7 @@ export function mainLoop(cx: LowerContext, o: TileOrigin): Reg[][][] {
     });
   kLoops(cx, o, kCount, kLoop);
   b.emit(ir.wait(0));
+  cx.gridLaunch();
   return acc;
 }
 

@@ -145,6 +145,7 @@ export function wgmmaMainLoop(cx: LowerContext, o: TileOrigin): Reg[][][] {
   kLoops(cx, o, kCount, (from, to) => b.for(kt, from, to, 1, body));
   b.emit(ir.wgWait(0));
   b.emit(ir.wait(0));
+  cx.gridLaunch();
   // The epilogue may reuse the stages (staging, split-K): every warpgroup's reads first.
   b.emit(ir.bar());
   return acc;
