@@ -25,6 +25,7 @@ import { problemTiles } from "../../../ir/kernel.ts";
 import { Rng } from "../../../numerics/random.ts";
 import { runGrouped } from "../../../harness/run_gemm.ts";
 import { gemmWithEnv } from "../../_cli.ts";
+import { launchExStats } from "./_launch_ex_stats.ts";
 
 const LIB = Deno.env.get("GEMMC_LIBCUDA")!;
 const fake = Deno.dlopen(LIB, {
@@ -34,20 +35,8 @@ const fake = Deno.dlopen(LIB, {
   fake_launch_ex_stats: { parameters: ["buffer"], result: "i32" },
 });
 
-/** cuLaunchKernel's and cuLaunchKernelEx's launches, and the last Ex call's attribute and stream. */
-function exStats() {
-  const s = new BigInt64Array(8);
-  fake.symbols.fake_launch_ex_stats(s);
-  return {
-    plain: Number(s[0]),
-    ex: Number(s[1]),
-    pdl: Number(s[2]),
-    numAttrs: Number(s[3]),
-    attrId: Number(s[4]),
-    attrValue: Number(s[5]),
-    stream: BigInt.asUintN(64, s[6]!),
-  };
-}
+/** What the fake's cuLaunchKernel and cuLaunchKernelEx saw (fake_launch_ex_stats). */
+const exStats = () => launchExStats((b) => fake.symbols.fake_launch_ex_stats(b));
 
 function stats() {
   const s = new BigInt64Array(10);

@@ -28,6 +28,7 @@ import { gridFor } from "../../../ir/kernel.ts";
 import { Rng } from "../../../numerics/random.ts";
 import { stridedKernel } from "../../_strided_manifests.ts";
 import { roundBf16, roundF16 } from "../../../numerics/mod.ts";
+import { launchExStats } from "./_launch_ex_stats.ts";
 
 const LIB = Deno.env.get("GEMMC_LIBCUDA")!;
 const fake = Deno.dlopen(LIB, {
@@ -295,20 +296,7 @@ const fakeEx = Deno.dlopen(LIB, {
 });
 
 /** What the fake's cuLaunchKernel and cuLaunchKernelEx saw (fake_launch_ex_stats). */
-function exStats() {
-  const s = new BigInt64Array(8);
-  fakeEx.symbols.fake_launch_ex_stats(s);
-  return {
-    plain: Number(s[0]),
-    ex: Number(s[1]),
-    pdl: Number(s[2]),
-    numAttrs: Number(s[3]),
-    attrId: Number(s[4]),
-    attrValue: Number(s[5]),
-    stream: BigInt.asUintN(64, s[6]!),
-    refused: Number(s[7]),
-  };
-}
+const exStats = () => launchExStats((b) => fakeEx.symbols.fake_launch_ex_stats(b));
 
 /** The last launch's grid, block and dynamic shared memory, as the fake received them. */
 function geometry(): { grid: number[]; block: number[]; smem: number } {
