@@ -84,11 +84,14 @@ Deno.test(`gemm compile --emit py writes the module${why}`, { ignore }, async ()
 Deno.test(`names that are Python keywords or runtime names get a "_"${why}`, { ignore }, () => {
   const r = compile(`kernel len { out: f16[M, K] row  lambda: f16[K, N] col  D: f32[M, N] row
     stream: f32 = 2.0
-    D[m, n] = stream * out[m, k] * lambda[k, n] }`);
-  assert.ok(r.ok);
+    pdl: f32 = 1.0
+    D[m, n] = pdl * stream * out[m, k] * lambda[k, n] }`);
+  assert.ok(r.ok, r.diagnostics.map((d) => d.message).join("; "));
   const text = pythonModule(r.kernels);
-  assert.ok(text.includes("def len_(out_, lambda_, out=None, stream=None, **scalars):"));
-  assert.ok(text.includes('"scalarArgs": {"stream_": "stream"}'));
+  assert.ok(
+    text.includes("def len_(out_, lambda_, out=None, stream=None, *, pdl=False, **scalars):"),
+  );
+  assert.ok(text.includes('"scalarArgs": {"stream_": "stream", "pdl_": "pdl"}'));
   const dir = Deno.makeTempDirSync({ prefix: "gemmc_py_" });
   try {
     Deno.writeTextFileSync(`${dir}/m.py`, text);
@@ -316,9 +319,11 @@ Deno.test(`a grouped kernel's scalar named like moe()'s arguments gets a "_"${wh
     D[m, n] = offs * a[m, k] * B[k, n] }`);
   assert.ok(r.ok, r.diagnostics.map((d) => d.message).join("; "));
   const text = pythonModule(r.kernels);
-  assert.ok(text.includes("def g(a_, B, out=None, stream=None, **scalars):"));
+  assert.ok(text.includes("def g(a_, B, out=None, stream=None, *, pdl=False, **scalars):"));
   assert.ok(text.includes('"scalarArgs": {"offs_": "offs"}'));
-  assert.ok(text.includes("def _gemmc_g_moe(a, b, d, offs, stream=None, **scalars):"));
+  assert.ok(
+    text.includes("def _gemmc_g_moe(a, b, d, offs, stream=None, *, pdl=False, **scalars):"),
+  );
   const dir = Deno.makeTempDirSync({ prefix: "gemmc_py_" });
   try {
     Deno.writeTextFileSync(`${dir}/m.py`, text);

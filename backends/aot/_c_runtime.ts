@@ -2,7 +2,8 @@
  * The fixed C text of the C artefact (backends/aot/c.ts): the status codes
  * and entry points every generated file declares, and the runtime behind
  * `#define GEMMC_IMPLEMENTATION` that checks a launch against a kernel's
- * contract table and launches it through the CUDA driver API.
+ * contract table and launches it through the CUDA driver API (the launch call itself,
+ * `gemmc_launch`, with or without programmatic dependent launch: backends/aot/_pdl_c.ts).
  *
  * The checks are those of `launchViolations` (backends/ptx/contract.ts), in
  * its order and with its messages, over tables c.ts prints from
@@ -26,7 +27,9 @@ typedef enum gemmc_status {
   /** gemmc_load() has not succeeded. */
   GEMMC_ERROR_NOT_LOADED = 2,
   /** A CUDA driver call failed. */
-  GEMMC_ERROR_CUDA = 3
+  GEMMC_ERROR_CUDA = 3,
+  /** What was asked needs what this file was compiled without (gemmc_set_pdl: cuLaunchKernelEx). */
+  GEMMC_ERROR_UNSUPPORTED = 4
 } gemmc_status;
 
 /**
@@ -560,18 +563,6 @@ static gemmc_status gemmc_prepare(int index, CUstream stream, const long long *d
       if (r != CUDA_SUCCESS) return gemmc_cuda_failed("cuMemsetD8Async (split-K workspace)", r);
     }
     *ws = gemmc_owned_ws[index];
-  }
-  return GEMMC_OK;
-}
-
-static gemmc_status gemmc_launch(int index, CUstream stream, const long long g[3], void **params) {
-  const gemmc_kernel *k = gemmc_kernels[index];
-  CUresult r = cuLaunchKernel(gemmc_functions[index], (unsigned)g[0], (unsigned)g[1],
-                              (unsigned)g[2], k->block[0], k->block[1], k->block[2], k->smem,
-                              stream, params, 0);
-  if (r != CUDA_SUCCESS) {
-    gemmc_add_error("Kernel \\"%s\\": grid [%lld, %lld, %lld]:", k->name, g[0], g[1], g[2]);
-    return gemmc_cuda_failed("cuLaunchKernel", r);
   }
   return GEMMC_OK;
 }

@@ -65,8 +65,9 @@ def _table_buffer(lib, device, handle, n):
     return held
 
 
-def _launch_table(k, lib, device, stream, entries, scalars):
-    """Writes the table, uploads it on the stream and launches on the persistent grid."""
+def _launch_table(k, lib, device, stream, entries, scalars, pdl=False):
+    """Writes the table, uploads it on the stream and launches on the persistent grid (with
+    pdl: as a programmatic dependent)."""
     table, tiles = _group_table(k, entries)
     handle = _stream_handle(stream, lib, device)
     backend = _backend()
@@ -99,15 +100,17 @@ def _launch_table(k, lib, device, stream, entries, scalars):
         *[_ctypes.cast(_ctypes.pointer(v), _ctypes.c_void_p) for v in values])
     grid = (max(1, min(tiles, resident)), 1, 1)
     backend.launch(device, f, grid, k["block"], k["dynamicSmemBytes"], handle,
-                   _ctypes.addressof(array))
+                   _ctypes.addressof(array), pdl)
     del values
 
 
-def _grouped(k, problems, stream, given):
+def _grouped(k, problems, stream, given, pdl=False):
     """kernel.grouped(problems): checks every problem, builds the table, launches.
 
     Returns each problem's output (allocated where the problem's dict has none).
     """
+    if pdl:
+        _require_pdl(k, _backend())
     bad = []
     scalars = _scalar_values(k, given, bad)
     _scalar_violations(k, scalars, bad)
@@ -176,7 +179,7 @@ def _grouped(k, problems, stream, given):
     except (TypeError, ValueError):
         raise GemmcLaunchError(k["name"], [f"The stream is {stream!r}: a torch or CuPy stream "
                                            "or a CUstream handle is needed"])
-    _launch_table(k, lib, device, stream, entries, scalars)
+    _launch_table(k, lib, device, stream, entries, scalars, pdl)
     return outs
 
 
@@ -186,8 +189,10 @@ def _row_axis(t, k):
     return next((i for i, d in enumerate(t["shape"]) if d == m), None)
 
 
-def _moe(k, a, b, d, offs, stream, given):
+def _moe(k, a, b, d, offs, stream, given, pdl=False):
     """kernel.moe(a, b, d, offs): the problems of one packed operand by row offsets."""
+    if pdl:
+        _require_pdl(k, _backend())
     bad = []
     name = k["name"]
     scalars = _scalar_values(k, given, bad)
@@ -296,7 +301,7 @@ def _moe(k, a, b, d, offs, stream, given):
         raise GemmcLaunchError(name, [f"The stream is {stream!r}: a torch or CuPy stream or a "
                                       "CUstream handle is needed"])
     if entries:
-        _launch_table(k, lib, device, stream, entries, scalars)
+        _launch_table(k, lib, device, stream, entries, scalars, pdl)
     return d
 
 

@@ -18,7 +18,9 @@
  * - two drivers: cuda-python (`cuda.bindings.driver`, or the older
  *   `cuda.cuda`) and CuPy (`cupy.cuda.driver`), both through the same
  *   `void**` parameter array built with ctypes;
- * - sm90's tensor maps (backends/aot/_python_tmap.ts), built through libcuda by ctypes.
+ * - sm90's tensor maps (backends/aot/_python_tmap.ts), built through libcuda by ctypes;
+ * - programmatic dependent launch (`pdl=True`, backends/aot/_python_pdl.ts): cuda-python's
+ *   `cuLaunchKernelEx` with the programmatic stream-serialization attribute.
  *
  * @module
  */
@@ -26,6 +28,7 @@
 import { PYTHON_STRIDES } from "./_python_strides.ts";
 import { PYTHON_GROUPED } from "./_python_grouped.ts";
 import { PYTHON_TMAP } from "./_python_tmap.ts";
+import { PYTHON_PDL } from "./_python_pdl.ts";
 
 /** The Python runtime text (no tables; see backends/aot/python.ts), strides included. */
 export const PYTHON_RUNTIME = String.raw`
@@ -464,11 +467,15 @@ class _CudaPython(object):
             self.functions[key] = f
         return self.functions[key]
 
-    def launch(self, device, f, grid, block, smem, stream, params):
+    def launch(self, device, f, grid, block, smem, stream, params, pdl=False):
         self._call("cuCtxPushCurrent", self._context(device))
         try:
-            self._call("cuLaunchKernel", f, grid[0], grid[1], grid[2], block[0], block[1],
-                       block[2], smem, self.d.CUstream(stream), params, 0)
+            if pdl:  # a programmatic dependent launch (_python_pdl.ts)
+                config = _pdl_config(self.d, grid, block, smem, stream)
+                self._call("cuLaunchKernelEx", config, f, params, 0)
+            else:
+                self._call("cuLaunchKernel", f, grid[0], grid[1], grid[2], block[0], block[1],
+                           block[2], smem, self.d.CUstream(stream), params, 0)
         finally:
             self._call("cuCtxPopCurrent")
 
@@ -518,7 +525,9 @@ class _CuPy(object):
             self.functions[key] = f
         return self.functions[key]
 
-    def launch(self, device, f, grid, block, smem, stream, params):
+    def launch(self, device, f, grid, block, smem, stream, params, pdl=False):
+        if pdl:
+            raise RuntimeError(f"Cannot launch with pdl: {_pdl_missing(self)}")
         with self.cupy.cuda.Device(device):
             self.d.launchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2],
                                 smem, stream, params, 0)
@@ -703,8 +712,11 @@ def _params(k, sizes, views, scalars, workspace, maps=None):
     return values, array
 
 
-def _launch(k, inputs, out, stream, workspace, given):
-    """Checks everything (raising GemmcLaunchError, nothing launched), then launches."""
+def _launch(k, inputs, out, stream, workspace, given, pdl=False):
+    """Checks everything (raising GemmcLaunchError, nothing launched), then launches (with
+    pdl: as a programmatic dependent, _python_pdl.ts)."""
+    if pdl:
+        _require_pdl(k, _backend())
     bad = []
     ins = [t for t in k["tensors"] if not t["output"]]
     output = [t for t in k["tensors"] if t["output"]][0]
@@ -767,10 +779,10 @@ def _launch(k, inputs, out, stream, workspace, given):
     f = backend.function(device, k["entry"], k["dynamicSmemBytes"])
     values, array = _params(k, sizes, views, scalars, ws, maps)
     backend.launch(device, f, _grid(k, sizes), k["block"], k["dynamicSmemBytes"], handle,
-                   _ctypes.addressof(array))
+                   _ctypes.addressof(array), pdl)
     del values
     return out
-` + PYTHON_STRIDES + PYTHON_GROUPED + PYTHON_TMAP;
+` + PYTHON_STRIDES + PYTHON_GROUPED + PYTHON_TMAP + PYTHON_PDL;
 
 /** The names the runtime defines or uses, which generated names must avoid. */
 export function runtimeNames(): Set<string> {

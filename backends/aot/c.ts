@@ -38,6 +38,11 @@
  * table, evaluated and encoded by backends/aot/_tensor_map_c.ts) and passes the 128-byte
  * `CUtensorMap`s by value after every other parameter.
  *
+ * `gemmc_set_pdl(int on)` (backends/aot/_pdl_c.ts) turns programmatic dependent launch on or off
+ * for every later launch of the file's kernels, ordinary and grouped: on, each goes through
+ * `cuLaunchKernelEx` with `CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION`; the launch
+ * functions' signatures are the same either way.
+ *
  * @module
  */
 
@@ -66,6 +71,7 @@ import {
   cTensorMapLaunch,
   cTensorMapTable,
 } from "./_tensor_map_c.ts";
+import { C_LAUNCH_FUNCTIONS, C_PDL_DECLS } from "./_pdl_c.ts";
 
 /** C and C++ keywords a DSL name might be (they get a `_` appended), and the generated locals. */
 const RESERVED = new Set(
@@ -626,7 +632,8 @@ export function cSource(kernels: readonly CompiledKernel[]): string {
     ` * #define GEMMC_IMPLEMENTATION before including it. Link with -lcuda.`,
     ` * With a CUDA context current: gemmc_load(), then gemmc_<kernel>_launch(...) any number of`,
     ` * times (asynchronous on the stream), then gemmc_unload(). Every function returns a`,
-    ` * gemmc_status; gemmc_last_error() says why one failed.`,
+    ` * gemmc_status; gemmc_last_error() says why one failed. gemmc_set_pdl(1) makes every later`,
+    ` * launch a programmatic dependent launch (cuLaunchKernelEx; sm_90+; default off).`,
     ` */`,
     `#ifndef GEMMC_GENERATED_H`,
     `#define GEMMC_GENERATED_H`,
@@ -639,6 +646,7 @@ export function cSource(kernels: readonly CompiledKernel[]): string {
     `#endif`,
     ``,
     C_RUNTIME_DECLS,
+    C_PDL_DECLS,
     contracts.map((c, i) =>
       grouped[i] ? groupedDecls(kernels[i]!.manifest, c, args[i]!) : kernelDecls(c, args[i]!)
     ).join("\n\n"),
@@ -670,6 +678,7 @@ export function cSource(kernels: readonly CompiledKernel[]): string {
     ptx + ";",
     ``,
     C_RUNTIME_FUNCTIONS,
+    C_LAUNCH_FUNCTIONS,
     ...(grouped.some((x) => x) ? [C_RUNTIME_GROUPED] : []),
     ...(tmaps ? [C_TMAP_FUNCTIONS] : []),
     contracts.map((c, i) =>

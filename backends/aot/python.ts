@@ -1,16 +1,17 @@
 /**
  * The Python artefact (`gemm compile --emit py`): one self-contained Python
  * module per DSL file that embeds the PTX of its kernels and exposes one
- * function per kernel, `<kernel>(A, B, ..., out=None, stream=None,
- * **scalars)` (plus `workspace=None` for split-K), taking PyTorch tensors or
- * CuPy arrays. The module's check tables are the kernels' launch contracts
+ * function per kernel, `<kernel>(A, B, ..., out=None, stream=None, *, pdl=False,
+ * **scalars)` (plus `workspace=None` for split-K, before the `*`), taking PyTorch tensors or
+ * CuPy arrays; `pdl=True` launches as a programmatic dependent of the previous work in the
+ * stream (backends/aot/_python_pdl.ts). The module's check tables are the kernels' launch contracts
  * (backends/ptx/contract.ts) rendered as Python data; the rules that read them
  * are the runtime text of backends/aot/_python_runtime.ts.
  *
  * A grouped kernel's function (DESIGN §6.2) runs one problem, and has two
- * attributes: `<kernel>.grouped(problems, stream=None, **scalars)` (a list of
+ * attributes: `<kernel>.grouped(problems, stream=None, *, pdl=False, **scalars)` (a list of
  * dicts of tensors by name; returns the outputs) and, for a kernel of A, B and D
- * alone, `<kernel>.moe(a, b, d, offs, stream=None, **scalars)` (row offsets into
+ * alone, `<kernel>.moe(a, b, d, offs, stream=None, *, pdl=False, **scalars)` (row offsets into
  * one packed operand, as `torch._grouped_mm`'s); backends/aot/_python_grouped.ts.
  *
  * @module
@@ -146,7 +147,15 @@ const MODULE_NAMES = new Set([
 ]);
 
 /** What a kernel function's body uses besides its arguments. */
-const FUNCTION_NAMES = new Set(["_launch", "_KERNELS", "out", "stream", "workspace", "scalars"]);
+const FUNCTION_NAMES = new Set([
+  "_launch",
+  "_KERNELS",
+  "out",
+  "stream",
+  "workspace",
+  "pdl",
+  "scalars",
+]);
 
 /** What a grouped kernel's functions use besides their arguments (`grouped`, `moe`). */
 const GROUPED_NAMES = new Set([...FUNCTION_NAMES, "problems", "a", "b", "d", "offs", "p"]);
@@ -204,6 +213,16 @@ function argNames(
   return { inputs, scalars: c.scalars.map((s) => [name(s.name), s.name]) };
 }
 
+/** A docstring's lines about the `pdl` keyword (backends/aot/_python_pdl.ts). */
+const PDL_DOC = [
+  "pdl: True launches as a programmatic dependent of the previous work in the stream (sm_90+:",
+  "    cuLaunchKernelEx with CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION): the kernel",
+  "    may start while the previous kernel finishes; kernels compiled for sm90 wait",
+  "    (griddepcontrol.wait) before touching global memory, so the results are those of a",
+  "    serialized launch. cuda-python only: the CuPy backend raises RuntimeError (so do",
+  "    cuda-python bindings before CUDA 11.8), nothing launched. Default False (cuLaunchKernel).",
+];
+
 /** The Python function of one kernel. */
 function kernelFunction(k: CompiledKernel, fnName: string): string {
   if (k.manifest.group !== undefined) return groupedFunction(k, fnName);
@@ -239,18 +258,20 @@ function kernelFunction(k: CompiledKernel, fnName: string): string {
         "    leaves it zeroed); default: one kept per device and stream.",
       ]
       : []),
+    ...PDL_DOC,
     "Raises GemmcLaunchError (a ValueError) naming the tensor and the value; nothing is launched.",
   ];
   const ws = c.workspace !== null ? ", workspace=None" : "";
   const wsArg = c.workspace !== null ? "workspace" : "None";
   return [
-    `def ${fnName}(${[...args, "out=None", "stream=None"].join(", ")}${ws}, **scalars):`,
+    `def ${fnName}(${[...args, "out=None", "stream=None"].join(", ")}${ws}, *, pdl=False, ` +
+    "**scalars):",
     `    """${
       doc.map((l, i) => i === 0 || l === "" ? l : "    " + l).join("\n").replaceAll("\\", "\\\\")
     }\n    """`,
     `    return _launch(_KERNELS[${JSON.stringify(c.name)}], (${
       args.map((a) => a + ",").join(" ")
-    }), out, stream, ${wsArg}, scalars)`,
+    }), out, stream, ${wsArg}, scalars, pdl)`,
   ].join("\n");
 }
 
@@ -326,6 +347,7 @@ function groupedFunction(k: CompiledKernel, fnName: string): string {
       `    ${scalars[i]![0]}: ${s.dtype}` + (s.default !== null ? ` = ${s.default}` : " (required)")
     ),
     "stream: a torch/CuPy stream or a CUstream handle (default: the current stream).",
+    ...PDL_DOC,
   ];
   const q = JSON.stringify(c.name);
   const docstring = (lines: string[]) =>
@@ -375,26 +397,26 @@ function groupedFunction(k: CompiledKernel, fnName: string): string {
   ];
   const hidden = `_gemmc_${fnName}`;
   return [
-    `def ${fnName}(${[...args, "out=None", "stream=None"].join(", ")}, **scalars):`,
+    `def ${fnName}(${[...args, "out=None", "stream=None"].join(", ")}, *, pdl=False, **scalars):`,
     docstring(one),
     `    p = dict(zip([${inputs.map((t) => JSON.stringify(t.name)).join(", ")}], (${
       args.map((a) => a + ",").join(" ")
     })))`,
     `    if out is not None:`,
     `        p[${JSON.stringify(output.name)}] = out`,
-    `    return _grouped(_KERNELS[${q}], [p], stream, scalars)[0]`,
+    `    return _grouped(_KERNELS[${q}], [p], stream, scalars, pdl)[0]`,
     "",
     "",
-    `def ${hidden}_grouped(problems, stream=None, **scalars):`,
+    `def ${hidden}_grouped(problems, stream=None, *, pdl=False, **scalars):`,
     docstring(grouped),
-    `    return _grouped(_KERNELS[${q}], problems, stream, scalars)`,
+    `    return _grouped(_KERNELS[${q}], problems, stream, scalars, pdl)`,
     "",
     "",
     ...(moe
       ? [
-        `def ${hidden}_moe(a, b, d, offs, stream=None, **scalars):`,
+        `def ${hidden}_moe(a, b, d, offs, stream=None, *, pdl=False, **scalars):`,
         docstring(moeDoc),
-        `    return _moe(_KERNELS[${q}], a, b, d, offs, stream, scalars)`,
+        `    return _moe(_KERNELS[${q}], a, b, d, offs, stream, scalars, pdl)`,
         "",
         "",
         `${fnName}.moe = ${hidden}_moe`,
@@ -420,7 +442,7 @@ function groupedFunction(k: CompiledKernel, fnName: string): string {
  * const r = compile(`kernel k { A: f16[M, K] row  B: f16[K, N] col  D: f32[M, N] row
  *   D[m, n] = A[m, k] * B[k, n] }`);
  * const py = pythonModule(r.kernels);
- * ok(py.includes("def k(A, B, out=None, stream=None, **scalars):"));
+ * ok(py.includes("def k(A, B, out=None, stream=None, *, pdl=False, **scalars):"));
  * ok(py.includes(".visible .entry k("));
  * ```
  */
@@ -460,6 +482,8 @@ export function pythonModule(
     "(default: the current PyTorch or CuPy stream) and returns the output.",
     "The PTX is loaded through cuda-python or CuPy: set_backend(), or the",
     'environment variable GEMMC_PY_BACKEND ("auto", "cuda-python", "cupy").',
+    "pdl=True (every function, keyword only) launches as a programmatic dependent of the",
+    "previous work in the stream (sm_90+, cuLaunchKernelEx; cuda-python only).",
     "Sub-byte dtypes (s4, u4, b1) are packed along the contiguous dimension into",
     "uint8/int8 tensors; bf16 CuPy arrays hold the raw bits as uint16.",
     ...(sparse.length > 0

@@ -19,6 +19,7 @@ parameters with what they must be.
 """
 
 import ctypes
+import enum
 import importlib.util
 import json
 import sys
@@ -174,13 +175,98 @@ def make_fake_torch():
 # ---------------------------------------------------------------- fake driver
 
 
+class FakeLaunchAttributeID(enum.IntEnum):
+    """cuda-python's CUlaunchAttributeID: some members, numbered as cuda.h numbers them."""
+
+    CU_LAUNCH_ATTRIBUTE_IGNORE = 0
+    CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW = 1
+    CU_LAUNCH_ATTRIBUTE_COOPERATIVE = 2
+    CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4
+    CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6
+    CU_LAUNCH_ATTRIBUTE_PRIORITY = 8
+
+
+class FakeLaunchAttributeValue(object):
+    """CUlaunchAttributeValue (a union): some of its int members, all 0 until set; a name it
+    lacks raises (__slots__)."""
+
+    __slots__ = ("programmaticStreamSerializationAllowed", "cooperative", "priority",
+                 "memSyncDomain", "sharedMemCarveout")
+
+    def __init__(self):
+        for n in self.__slots__:
+            setattr(self, n, 0)
+
+
+class FakeLaunchAttribute(object):
+    """CUlaunchAttribute: id (CU_LAUNCH_ATTRIBUTE_IGNORE until set) and value."""
+
+    __slots__ = ("id", "value")
+
+    def __init__(self):
+        self.id = FakeLaunchAttributeID.CU_LAUNCH_ATTRIBUTE_IGNORE
+        self.value = FakeLaunchAttributeValue()
+
+
+class FakeLaunchConfig(object):
+    """CUlaunchConfig: its fields alone (a misspelt one raises), 0 (attrs []) until set."""
+
+    __slots__ = ("gridDimX", "gridDimY", "gridDimZ", "blockDimX", "blockDimY", "blockDimZ",
+                 "sharedMemBytes", "hStream", "attrs", "numAttrs")
+
+    def __init__(self):
+        for n in self.__slots__:
+            setattr(self, n, 0)
+        self.attrs = []
+
+
+def launch_ex_problem(config, extra):
+    """Why cuLaunchKernelEx refuses this configuration (CUDA_ERROR_INVALID_VALUE), or None.
+
+    Accepted: a CUlaunchConfig whose grid and block are positive ints, whose stream is a
+    CUstream, whose numAttrs is the length of its attrs, each attribute being
+    CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION with a value of 0 or 1 and every
+    other member of its value 0; extra 0 (as tests/gpu/testdata/fake_libcuda.c's).
+    """
+    if not isinstance(config, FakeLaunchConfig):
+        return f"config is a {type(config).__name__}, not a CUlaunchConfig"
+    if extra != 0:
+        return f"extra is {extra!r}"
+    dims = [getattr(config, n) for n in FakeLaunchConfig.__slots__[:6]]
+    if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in dims):
+        return f"grid and block {dims}"
+    if not isinstance(config.sharedMemBytes, int) or config.sharedMemBytes < 0:
+        return f"sharedMemBytes {config.sharedMemBytes!r}"
+    if not (isinstance(config.hStream, tuple) and config.hStream[0] == "stream"):
+        return f"hStream {config.hStream!r} is not a CUstream"
+    if not isinstance(config.attrs, list) or config.numAttrs != len(config.attrs):
+        return f"numAttrs {config.numAttrs!r} for attrs {config.attrs!r}"
+    for a in config.attrs:
+        if not isinstance(a, FakeLaunchAttribute):
+            return f"an attribute is a {type(a).__name__}"
+        if a.id is not FakeLaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION:
+            return f"attribute id {a.id!r}"
+        v = a.value
+        if v.programmaticStreamSerializationAllowed not in (0, 1):
+            return f"programmaticStreamSerializationAllowed {v.programmaticStreamSerializationAllowed!r}"
+        others = [n for n in FakeLaunchAttributeValue.__slots__[1:] if getattr(v, n) != 0]
+        if others:
+            return f"value members {others} set beside programmaticStreamSerializationAllowed"
+    return None
+
+
 class FakeDriver(types.ModuleType):
-    """cuda.bindings.driver: returns (0, value) tuples and records every call."""
+    """cuda.bindings.driver: returns (0, value) tuples and records every call. A launch
+    records "via" (cuLaunchKernel or cuLaunchKernelEx; for the latter "attrs", each attribute's
+    id and value); a configuration cuLaunchKernelEx refuses goes into ex_refused. With
+    launch_ex False it has no cuLaunchKernelEx nor launch types (bindings before CUDA 11.8)."""
 
     def __init__(self):
         types.ModuleType.__init__(self, "cuda.bindings.driver")
         self.calls = []
         self.launches = []
+        self.ex_refused = []
+        self.launch_ex = True
         self.kernels = {}
         self.CUfunction_attribute = types.SimpleNamespace(
             CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES=8)
@@ -190,8 +276,17 @@ class FakeDriver(types.ModuleType):
         self.copies = []
         self.CUstream = lambda h: ("stream", h)
 
+    def _launch_type(self, t):
+        if not self.launch_ex:
+            raise AttributeError(t.__name__)
+        return t
+
+    CUlaunchConfig = property(lambda self: self._launch_type(FakeLaunchConfig))
+    CUlaunchAttribute = property(lambda self: self._launch_type(FakeLaunchAttribute))
+    CUlaunchAttributeID = property(lambda self: self._launch_type(FakeLaunchAttributeID))
+
     def __getattr__(self, name):
-        if not name.startswith("cu"):
+        if not name.startswith("cu") or (name == "cuLaunchKernelEx" and not self.launch_ex):
             raise AttributeError(name)
 
         def call(*args):
@@ -199,7 +294,20 @@ class FakeDriver(types.ModuleType):
             if name == "cuModuleGetFunction":
                 return (0, ("function", args[1].decode()))
             if name == "cuLaunchKernel":
-                self.launches.append(self.decode(args))
+                self.launches.append(dict(self.decode(args), via=name))
+            if name == "cuLaunchKernelEx":
+                config, f, params, extra = args
+                why = launch_ex_problem(config, extra)
+                if why is not None:
+                    self.ex_refused.append(why)
+                    return (1,)  # CUDA_ERROR_INVALID_VALUE
+                c = config
+                self.launches.append(dict(self.decode(
+                    (f, c.gridDimX, c.gridDimY, c.gridDimZ, c.blockDimX, c.blockDimY,
+                     c.blockDimZ, c.sharedMemBytes, c.hStream, params, extra)), via=name,
+                    attrs=[(int(a.id), a.value.programmaticStreamSerializationAllowed)
+                           for a in c.attrs]))
+                return (0,)
             if name == "cuDeviceGetAttribute":
                 return (0, 132 if args[0] == 16 else 0)
             if name == "cuOccupancyMaxActiveBlocksPerMultiprocessor":
