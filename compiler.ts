@@ -40,11 +40,13 @@ export interface CompileOptions extends SourceOptions {
    * with known or hinted M and N the default tile weighs the waves of
    * blocks on that many SMs. */
   readonly sms?: number;
-  /** Programmatic dependent launch (default true; sm90 only): the kernel lets the next grid
-   * start early (`griddepcontrol.launch_dependents`) and waits for the previous one
-   * (`griddepcontrol.wait`) before its first global access, after asking the L2 for its first
-   * k-tiles of B. False leaves those instructions out (for measuring what they cost). A kernel
-   * launched without the driver's attribute (launch option `pdl`) runs them as no-ops. */
+  /** Programmatic dependent launch (default false; sm90 only, no effect on other targets): the
+   * kernel waits for the previous grid of its stream (`griddepcontrol.wait`) before its first
+   * global access, after asking the L2 for its first k-tiles of B, and lets the next grid start
+   * (`griddepcontrol.launch_dependents`) after its main loop. Launch it with the driver's
+   * attribute (launch option `pdl`, `gemm run --pdl`) to overlap its start with the previous
+   * kernel's end; launched the ordinary way it runs 1-3% slower than without them on the H200
+   * (bench/NOTES.md 71), hence off by default. */
   readonly pdl?: boolean;
   /** Receives the IR after each pass (`--dump-after`). */
   readonly dump?: DumpHook;
@@ -183,7 +185,7 @@ export function compile(source: string, options: CompileOptions = {}): CompileRe
           ? {}
           : { sizeHints: hintsFor(gemm, options.sizeHints) }),
         ...(options.sms === undefined ? {} : { sms: options.sms }),
-        ...(options.pdl === false ? { pdl: false as const } : {}),
+        ...(options.pdl === true ? { pdl: true as const } : {}),
       };
       const { gemm: planned, kernel } = runPipeline(
         hinted,

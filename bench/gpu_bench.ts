@@ -183,8 +183,8 @@ export function cutlassName(ck: CompiledKernel, t: BlasType): string {
  * @param p The problem (its sizes are the hints).
  * @param sms The device's SM count.
  * @param target The compile target (default: the kernel's own, sm80).
- * @param griddep False: compile without programmatic dependent launch's instructions (the
- *   compile option `pdl: false`, for measuring what they cost).
+ * @param pdl Compile with programmatic dependent launch's instructions (the compile option
+ *   `pdl`; default false).
  * @returns The compiled kernel.
  * @throws {Error} With the diagnostics when it does not compile.
  */
@@ -194,14 +194,14 @@ export function compileSource(
   p: Problem,
   sms: number,
   target?: Target,
-  griddep = true,
+  pdl = false,
 ): CompiledKernel {
   const r = compile(source, {
     file,
     sizeHints: { M: p.M, N: p.N, K: p.K },
     sms,
     ...(target === undefined ? {} : { target }),
-    ...(griddep ? {} : { pdl: false }),
+    ...(pdl ? { pdl: true } : {}),
   });
   if (!r.ok) throw new Error(r.diagnostics.map((d) => d.message).join("; "));
   return r.kernels[0]!;
@@ -217,10 +217,10 @@ export function compileFor(
   t: BlasType,
   p: Problem,
   target?: Target,
-  griddep = true,
+  pdl = false,
 ): CompiledKernel {
   const sms = cuda.device.multiprocessors;
-  return compileSource(sourceFor(t, p), `bench_${t}.gemm`, p, sms, target, griddep);
+  return compileSource(sourceFor(t, p), `bench_${t}.gemm`, p, sms, target, pdl);
 }
 
 /** A kernel loaded, with its inputs on the device in several sets. */

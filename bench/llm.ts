@@ -29,15 +29,16 @@
  *    continuous launches of the same kernel. The SM clock beside one more series
  *    after the sustained ones is read by bench/clock_probe.ts.
  * 3. cuBLAS (`cublasGemmEx`, bench/cublas.ts: the same buffers, TN) timed the
- *    same way in the same run (`--no-cublas`: not). With `--pdl`, our kernel is
- *    timed a second time the same way (ours+PDL), every launch of its series a
- *    programmatic dependent launch (`Cuda.launch`'s `pdl`: `cuLaunchKernelEx`
- *    with `CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION`), so that a
- *    launch may start while the one before it finishes (kernels compiled for
- *    sm90 wait, `griddepcontrol.wait`, before touching global memory; sm80's
- *    gain nothing): the columns "ours+PDL µs" and "ours+PDL/floor" and the
- *    targets' verdicts for it join the table, `oursPdl` the JSON rows. The check
- *    (step 1) stays one ordinary launch.
+ *    same way in the same run (`--no-cublas`: not). With `--pdl`, the same
+ *    schedule compiled with the compile option `pdl` (sm90: `griddepcontrol`)
+ *    is checked too and timed the same way (ours+PDL), every launch of its
+ *    series a programmatic dependent launch (`Cuda.launch`'s `pdl`:
+ *    `cuLaunchKernelEx` with `CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION`),
+ *    so that a launch may start while the one before it finishes (it waits,
+ *    `griddepcontrol.wait`, before touching global memory; sm80's kernels have
+ *    no such instruction and gain nothing): the columns "ours+PDL µs" and
+ *    "ours+PDL/floor" and the targets' verdicts for it join the table, `oursPdl`
+ *    the JSON rows. The checks (step 1) are ordinary launches.
  * 4. The floor, measured in the same run: the larger of the bytes of A, B and D
  *    once at the device-to-device copy bandwidth (`cuMemcpyDtoD` of 1 GiB, read
  *    + write counted, median of 10) and the FLOPs at the mma.sync ceiling of the
@@ -63,7 +64,15 @@
  * @module
  */
 
-import { Cuda, cudaAvailable, type CudaModule } from "../backends/cuda/driver.ts";
+import {
+  Cuda,
+  cudaAvailable,
+  type CudaFunction,
+  type CudaModule,
+} from "../backends/cuda/driver.ts";
+import { DEFAULT_DYNAMIC_SMEM_LIMIT } from "../backends/cuda/driver.ts";
+import { kernelManifest } from "../backends/ptx/manifest.ts";
+import { tensorParam } from "../ir/gemm.ts";
 import type { DeviceBuffer } from "../backends/cuda/resources.ts";
 import { check as checkCuda } from "../backends/cuda/errors.ts";
 import type { CompiledKernel } from "../compiler.ts";
@@ -151,20 +160,14 @@ export interface LlmOptions {
    * where passes/skinny.ts chooses them). */
   readonly target: Target;
   /**
-   * `--pdl`: time our kernel a second time, every launch of its series a programmatic
-   * dependent launch (ours+PDL). Default false.
+   * `--pdl`: time our kernel compiled with the compile option `pdl` too, every launch of its
+   * series a programmatic dependent launch (ours+PDL). Default false.
    */
   readonly pdl: boolean;
-  /**
-   * `--no-griddep`: our kernels compiled without programmatic dependent launch's instructions
-   * (compile option `pdl: false`), to measure what they cost a kernel launched the ordinary
-   * way. Default false (they are in every sm90 kernel).
-   */
-  readonly noGriddep: boolean;
 }
 
 /**
- * Reads `--types f16,bf16,s8`, `--m 1,16,...`, `--no-cublas`, `--target T`, `--pdl`, `--no-griddep`,
+ * Reads `--types f16,bf16,s8`, `--m 1,16,...`, `--no-cublas`, `--target T`, `--pdl`,
  * `--out DIR`; other arguments are ignored (bench/main.ts passes its own on).
  *
  * @param args The arguments.
@@ -173,11 +176,9 @@ export interface LlmOptions {
  * ```ts
  * import { deepEqual, equal } from "node:assert/strict";
  * import { parseLlmArgs } from "./llm.ts";
- * const o = parseLlmArgs(["--types", "s8", "--m", "16", "--no-cublas", "--pdl", "--no-griddep"]);
+ * const o = parseLlmArgs(["--types", "s8", "--m", "16", "--no-cublas", "--pdl"]);
  * equal(typeof o, "object");
- * if (typeof o === "object") {
- *   deepEqual([o.types, o.m, o.cublas, o.pdl, o.noGriddep], [["s8"], [16], false, true, true]);
- * }
+ * if (typeof o === "object") deepEqual([o.types, o.m, o.cublas, o.pdl], [["s8"], [16], false, true]);
  * ```
  */
 export function parseLlmArgs(args: readonly string[]): LlmOptions | string {
@@ -209,7 +210,6 @@ export function parseLlmArgs(args: readonly string[]): LlmOptions | string {
     out: out ?? RESULTS_DIR,
     target,
     pdl: args.includes("--pdl"),
-    noGriddep: args.includes("--no-griddep"),
   };
 }
 
@@ -303,8 +303,6 @@ interface RunContext {
   readonly target: Target;
   /** Time ours+PDL too (`--pdl`). */
   readonly pdl: boolean;
-  /** Compile ours with programmatic dependent launch's instructions (not `--no-griddep`). */
-  readonly griddep: boolean;
 }
 
 /** The floors of a problem in both states. */
@@ -319,7 +317,12 @@ function floors(ctx: RunContext, type: LlmType, p: LlmProblem): LlmRow["floor"] 
 function benchRow(ctx: RunContext, type: LlmType, p: LlmProblem): LlmRow {
   const { cuda, blas, probe } = ctx;
   const shape = { shape: `${p.M}x${p.N}x${p.K}`, ...p };
-  const ck = compileFor(cuda, type, shape, ctx.target, ctx.griddep);
+  const ck = compileFor(cuda, type, shape, ctx.target);
+  // --pdl: the same schedule compiled with programmatic dependent launch's instructions.
+  const ckPdl = ctx.pdl ? compileFor(cuda, type, shape, ctx.target, true) : null;
+  if (ckPdl !== null && scheduleText(ckPdl) !== scheduleText(ck)) {
+    throw new Error(`--pdl: ${scheduleText(ckPdl)} is not ${scheduleText(ck)}`);
+  }
   const base = {
     type,
     ...p,
@@ -329,16 +332,25 @@ function benchRow(ctx: RunContext, type: LlmType, p: LlmProblem): LlmRow {
   };
   const sizes = { M: p.M, N: p.N, K: p.K };
   const bufs: DeviceBuffer[] = [];
-  let mod: CudaModule | null = null;
+  const mods: CudaModule[] = [];
   try {
     const k = load(cuda, ck, sizes, bufs);
-    mod = k.mod;
+    mods.push(k.mod);
     const sets = k.argSets.length;
     const registers = k.fn.attributes().registers;
     const checked = verify(cuda, ck, sizes, k);
-    const cmp = checked.comparison;
+    // The PDL kernel on the same inputs, checked as well (its D poisoned again first).
+    const kPdl = ckPdl === null ? null : { ...k, fn: loadFunction(cuda, ckPdl, mods) };
+    if (kPdl !== null) kPdl.dBuf.fill(tensorParam(ck.gemm, "D").dtype === "s32" ? 0x5a : 0xff);
+    const checkedPdl = kPdl === null ? null : verify(cuda, ckPdl!, sizes, kPdl);
+    // The row fails if either kernel does; the note gives the failing one's error.
+    const cmp = checkedPdl !== null && !checkedPdl.comparison.ok
+      ? checkedPdl.comparison
+      : checked.comparison;
     const note = `${cmp.ok ? "ok" : "FAILED"} on ${checked.elements} sampled elements ` +
-      `(relative Frobenius error ${cmp.relFrobenius.toExponential(2)})`;
+      `(relative Frobenius error ${cmp.relFrobenius.toExponential(2)}${
+        checkedPdl === null ? "" : `; the PDL kernel ${checkedPdl.comparison.ok ? "ok" : "FAILED"}`
+      })`;
     const noPdl = ctx.pdl ? { oursPdl: null } : {};
     if (!cmp.ok) {
       return {
@@ -354,10 +366,10 @@ function benchRow(ctx: RunContext, type: LlmType, p: LlmProblem): LlmRow {
     }
     const ours = prepare(cuda, probe, (i) => cuda.launch(k.fn, k.config, k.argSets[i % sets]!));
     const pdl = { pdl: true } as const;
-    const oursPdl = !ctx.pdl ? null : prepare(
+    const oursPdl = kPdl === null ? null : prepare(
       cuda,
       probe,
-      (i) => cuda.launch(k.fn, k.config, k.argSets[i % sets]!, undefined, pdl),
+      (i) => cuda.launch(kPdl.fn, k.config, k.argSets[i % sets]!, undefined, pdl),
     );
     const theirs = blas === null ? null : prepare(cuda, probe, (i) =>
       blas.gemmTN(
@@ -393,8 +405,21 @@ function benchRow(ctx: RunContext, type: LlmType, p: LlmProblem): LlmRow {
     };
   } finally {
     for (const b of bufs) b.free();
-    mod?.unload();
+    for (const m of mods) m.unload();
   }
+}
+
+/** Loads a compiled kernel's function alone (its module kept in `mods`), for inputs loaded
+ * already: `--pdl`'s kernel, which has the plain kernel's parameters and launch. */
+function loadFunction(cuda: Cuda, ck: CompiledKernel, mods: CudaModule[]): CudaFunction {
+  const mod = cuda.loadModule(ck.ptx);
+  mods.push(mod);
+  const m = kernelManifest(ck.gemm, ck.kernel);
+  const fn = mod.getFunction(m.entry);
+  if (m.dynamicSmemBytes > DEFAULT_DYNAMIC_SMEM_LIMIT) {
+    fn.setMaxDynamicSharedBytes(m.dynamicSmemBytes);
+  }
+  return fn;
 }
 
 /** cuBLAS, unless `--no-cublas` or it cannot be loaded; and what the record says of it. */
@@ -483,7 +508,7 @@ export function llmBenchMain(command: string, args: readonly string[]): boolean 
         perType.map(([t, c]) => `${t} ${c.burst.toFixed(0)} / ${c.sustained.toFixed(0)}`).join(", ")
       }`,
     );
-    const suffix = (o.target === "sm80" ? "" : `-${o.target}`) + (o.noGriddep ? "-nogriddep" : "");
+    const suffix = o.target === "sm80" ? "" : `-${o.target}`;
     path = freshResultPath(o.out, `llm-${date}${suffix}`, ".md");
     const ctx: RunContext = {
       cuda,
@@ -493,7 +518,6 @@ export function llmBenchMain(command: string, args: readonly string[]): boolean 
       copy,
       target: o.target,
       pdl: o.pdl,
-      griddep: !o.noGriddep,
     };
     for (const { type, p } of problems) {
       let row: LlmRow;

@@ -315,10 +315,12 @@ export function llmReport(info: LlmRunInfo, rows: readonly LlmRow[]): string {
     "). Share: floor / time (1 is the limit); cuBLAS/ours: cuBLAS time over ours (above 1: ours " +
     "faster)." +
     (pdl
-      ? " ours+PDL (`--pdl`): our kernel timed again, every launch of its series a programmatic " +
-        "dependent launch (cuLaunchKernelEx, CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION): " +
-        "it may start while the previous launch finishes (a kernel compiled for sm90 waits before " +
-        "touching global memory; other targets gain nothing)."
+      ? " ours+PDL (`--pdl`): the same schedule compiled with the compile option `pdl` (on sm90 " +
+        "griddepcontrol: it waits for the previous grid before touching global memory, after " +
+        "asking the L2 for B's first k-tiles; other targets gain nothing), every launch of its " +
+        "series a programmatic dependent launch (cuLaunchKernelEx, " +
+        "CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION): it may start while the previous " +
+        "launch finishes. Ours is compiled without them (the default)."
       : ""),
     "",
     `| type | M | N | K | schedule | check | ours µs | ${pdl ? "ours+PDL µs | " : ""}cuBLAS µs | ` +

@@ -33,8 +33,6 @@
  *    (HBM copy bandwidth or the mma.sync ceiling, measured in the same run),
  *    timed in back-to-back series in both states of the card (bench/llm.ts);
  *    with `--types f16,bf16,s8`, `--m 1,16,...`, `--no-cublas`, `--target T` and
- *    `--no-griddep` (ours compiled without programmatic dependent launch's
- *    instructions, the file named `llm-DATE-TARGET-nogriddep.md`),
  *    `--pdl` (ours timed again as programmatic dependent launches: the columns
  *    ours+PDL µs and ours+PDL/floor, and its targets' verdicts); recorded in
  *    `bench/results/llm-DATE.md` and `.json`; exits 1 without a driver or when

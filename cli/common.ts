@@ -28,6 +28,18 @@ export const TARGET_OPTION = {
   help: "Override the schedule's target",
 } as const satisfies OptionSpec;
 
+/**
+ * `--pdl` of `compile` and `simulate`: the compile option `pdl` (programmatic dependent
+ * launch's instructions on sm90). `run` has its own, which also launches that way.
+ */
+export const PDL_COMPILE_OPTION = {
+  name: "pdl",
+  type: "boolean",
+  help: "Compile with programmatic dependent launch (sm90: griddepcontrol.wait before\n" +
+    "the first global access, B's first k-tiles asked of the L2 before it,\n" +
+    "griddepcontrol.launch_dependents after the main loop; other targets: nothing)",
+} as const satisfies OptionSpec;
+
 /** `--size`, for `simulate` and `run`. */
 export const SIZE_OPTION = {
   name: "size",
@@ -290,6 +302,8 @@ export interface CompileChoice {
   /** The `--tune` sizes (undefined without `--tune`). */
   readonly sizeHints: Record<string, number> | undefined;
   readonly sms: number | undefined;
+  /** `--pdl`: compile with programmatic dependent launch (undefined or false: without). */
+  readonly pdl?: boolean | undefined;
 }
 
 /**
@@ -306,6 +320,7 @@ export function compileOptions(file: string, c: CompileChoice): CompileOptions {
     ...(c.kernel !== undefined ? { kernel: c.kernel } : {}),
     ...(c.sizeHints !== undefined ? { sizeHints: c.sizeHints } : {}),
     ...(c.sms !== undefined ? { sms: c.sms } : {}),
+    ...(c.pdl === true ? { pdl: true } : {}),
   };
 }
 

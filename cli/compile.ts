@@ -21,6 +21,7 @@ import {
   compileOptions,
   kernelOption,
   parseSms,
+  PDL_COMPILE_OPTION,
   readSource,
   sizesOf,
   smsOption,
@@ -123,6 +124,7 @@ const OPTIONS = [
       "simulate --tune do (the kernel stays correct for any size)",
   ),
   smsOption(`default ${defaultSmsText()}`),
+  PDL_COMPILE_OPTION,
   {
     name: "ptxas",
     type: "boolean",
@@ -292,6 +294,7 @@ async function run(values: Values, positionals: string[], io: CliIO): Promise<nu
       kernel: values.kernel,
       sizeHints: values.tune ? sizes : undefined,
       sms,
+      pdl: values.pdl,
     }),
     ...(dumpAfter !== undefined
       ? {

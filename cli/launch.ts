@@ -48,6 +48,7 @@ export interface LaunchValues {
   readonly kernel?: string | undefined;
   readonly tune?: boolean | undefined;
   readonly sms?: string | undefined;
+  readonly pdl?: boolean | undefined;
 }
 
 /**
@@ -85,6 +86,7 @@ export function prepare(
         kernel: values.kernel,
         sizeHints: values.tune ? sizes : undefined,
         sms,
+        pdl: values.pdl,
       }),
     );
   return {

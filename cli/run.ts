@@ -91,9 +91,9 @@ const OPTIONS = [
   {
     name: "pdl",
     type: "boolean",
-    help: "Launch the warm-up and timed launches as programmatic dependent launches\n" +
-      "(cuLaunchKernelEx, sm_90+): each may start while the previous one finishes;\n" +
-      "kernels compiled for sm90 (--target sm90) wait before touching global\n" +
+    help: "Compile with programmatic dependent launch (as compile --pdl) and launch the\n" +
+      "warm-up and timed launches that way (cuLaunchKernelEx, sm_90+): each may start\n" +
+      "while the previous one finishes; sm90 kernels wait before touching global\n" +
       "memory, other targets gain nothing. The checked launch is an ordinary one",
   },
   TARGET_OPTION,

@@ -17,6 +17,7 @@ import {
   kernelOption,
   noHazardsOption,
   nonNegative,
+  PDL_COMPILE_OPTION,
   SCALAR_OPTION,
   SEED_OPTION,
   SIZE_OPTION,
@@ -46,6 +47,7 @@ const OPTIONS = [
   noHazardsOption("Skip the hazard checker (faster)"),
   tuneOption(TUNE_HELP),
   smsOption(`default ${defaultSmsText()}`),
+  PDL_COMPILE_OPTION,
   {
     name: "max-work",
     type: "string",

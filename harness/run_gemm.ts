@@ -84,7 +84,7 @@ export interface RunOptions {
   /**
    * Make the warm-up and timed launches programmatic dependent launches (`pdl` of
    * `LoadedKernel.launch`, sm_90+: each may start while the previous one finishes; a kernel
-   * compiled for sm90 waits before touching global memory; other targets gain nothing). The
+   * compiled with `pdl` for sm90 waits before touching global memory; other targets gain nothing). The
    * checked launch is an ordinary one. Default false.
    */
   readonly pdl?: boolean;

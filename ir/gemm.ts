@@ -593,9 +593,9 @@ export interface GemmKernel {
    * the default tile weighs the waves of blocks on that many SMs (default:
    * the target's `defaultSms`, ir/target.ts). */
   readonly sms?: number;
-  /** False: no programmatic-dependent-launch instructions (compile option `pdl`; on targets
-   * with `griddepcontrol` they are emitted by default). */
-  readonly pdl?: false;
+  /** True: programmatic dependent launch's instructions, on targets with `griddepcontrol`
+   * (compile option `pdl`; ir/kernel_sm90.ts `GridDepOp`). */
+  readonly pdl?: true;
   /** Where each given schedule line is, for diagnostics raised by passes. */
   readonly scheduleSpans: Readonly<Partial<Record<ScheduleKey, Span>>>;
   /** The kernel's name in `kernel NAME`: where a diagnostic without a schedule line points. */

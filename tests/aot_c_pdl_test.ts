@@ -44,7 +44,7 @@ kernel splitk {
 }
 ${GROUPED_ARTEFACT_SOURCE}`;
 
-const RESULT = compile(SOURCE, { target: "sm90" });
+const RESULT = compile(SOURCE, { target: "sm90", pdl: true });
 assert.ok(RESULT.ok, RESULT.diagnostics.map((d) => d.message).join("; "));
 const KERNELS: readonly CompiledKernel[] = RESULT.kernels;
 const kernel = (name: string) => KERNELS.find((k) => k.name === name)!;

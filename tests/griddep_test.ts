@@ -1,5 +1,6 @@
 /**
- * Programmatic dependent launch (ir/kernel_sm90.ts `GridDepOp`): every sm90 kernel waits once
+ * Programmatic dependent launch (ir/kernel_sm90.ts `GridDepOp`): every sm90 kernel compiled with
+ * `pdl: true` waits once
  * (`griddep.wait`) before any thread's first global access and lets the next grid launch once
  * (`griddep.launch`) after it: after the main loop's drain in the mma.sync and cp.async wgmma
  * main loops (which also ask the L2 for B's first k-tiles before the wait), right after the
@@ -7,8 +8,8 @@
  * of every kernel form (mma.sync, split-K, the TMA pipeline one block a tile and persistent,
  * grouped, byte copies): the simulator agrees with no hazard at odd sizes, and a mutant whose
  * wait comes after the kernel's global accesses is reported (`global-before-griddep-wait`), as
- * is one whose prefetches lost their bounds guards. Other targets, and `pdl: false`, get none
- * of it.
+ * is one whose prefetches lost their bounds guards. Other targets, and sm90 without `pdl`
+ * (the default), get none of it: their PTX is what it was before.
  */
 
 import assert from "node:assert/strict";
@@ -45,49 +46,49 @@ const DECODE = { M: 16, N: 4096, K: 4096 };
 const SUBJECTS: Subject[] = [
   {
     name: "hgemm (mma.sync, reads C)",
-    ck: () => compileOne("hgemm.gemm", { target: "sm90" }),
+    ck: () => compileOne("hgemm.gemm", { target: "sm90", pdl: true }),
     sizes: { M: 33, N: 72, K: 200 },
     prefetch: true,
     triggerAfterLoop: true,
   },
   {
     name: "bf16_gemm at a decode hint (mma.sync skinny tile)",
-    ck: () => compileOne("bf16_gemm.gemm", { target: "sm90", sizeHints: DECODE }),
+    ck: () => compileOne("bf16_gemm.gemm", { target: "sm90", sizeHints: DECODE, pdl: true }),
     sizes: { M: 7, N: 136, K: 328 },
     prefetch: true,
     triggerAfterLoop: true,
   },
   {
     name: "tf32_gemm at a decode hint (mma.sync, split-K)",
-    ck: () => compileOne("tf32_gemm.gemm", { target: "sm90", sizeHints: DECODE }),
+    ck: () => compileOne("tf32_gemm.gemm", { target: "sm90", sizeHints: DECODE, pdl: true }),
     sizes: { M: 1, N: 40, K: 1000 },
     prefetch: true,
     triggerAfterLoop: true,
   },
   {
     name: "bf16_gemm (TMA pipeline, persistent)",
-    ck: () => compileOne("bf16_gemm.gemm", { target: "sm90" }),
+    ck: () => compileOne("bf16_gemm.gemm", { target: "sm90", pdl: true }),
     sizes: { M: 33, N: 136, K: 200 },
     prefetch: false,
     triggerAfterLoop: false,
   },
   {
     name: "splitk (TMA pipeline, split-K workspace)",
-    ck: () => compileOne("splitk.gemm", { target: "sm90" }),
+    ck: () => compileOne("splitk.gemm", { target: "sm90", pdl: true }),
     sizes: { M: 33, N: 72, K: 520 },
     prefetch: false,
     triggerAfterLoop: false,
   },
   {
     name: "align1 (byte copies: no prefetch)",
-    ck: () => compileOne("align1.gemm", { target: "sm90" }),
+    ck: () => compileOne("align1.gemm", { target: "sm90", pdl: true }),
     sizes: { M: 33, N: 21, K: 37 },
     prefetch: false,
     triggerAfterLoop: true,
   },
   {
     name: "moe (grouped)",
-    ck: () => compileOne("moe.gemm", { target: "sm90" }),
+    ck: () => compileOne("moe.gemm", { target: "sm90", pdl: true }),
     sizes: [{ M: 33, N: 72, K: 64 }, { M: 0, N: 64, K: 64 }, { M: 7, N: 136, K: 40 }],
     prefetch: false,
     triggerAfterLoop: false,
@@ -185,13 +186,13 @@ Deno.test("griddep: prefetches without their guards leave the tensors at odd siz
   );
 });
 
-Deno.test("griddep: sm80 and sm86 kernels, and pdl: false on sm90, have none", () => {
+Deno.test("griddep: sm80 and sm86 kernels with pdl, and sm90 ones without, have none", () => {
   for (const target of ["sm80", "sm86"] as const) {
-    const ck = compileOne("hgemm.gemm", { target });
+    const ck = compileOne("hgemm.gemm", { target, pdl: true });
     assert.doesNotMatch(ck.kernelText, /griddep/);
   }
   for (const file of ["hgemm.gemm", "bf16_gemm.gemm", "moe.gemm"]) {
-    const ck = compileOne(file, { target: "sm90", pdl: false });
+    const ck = compileOne(file, { target: "sm90" });
     assert.doesNotMatch(ck.kernelText, /griddep/);
     assert.doesNotMatch(printPtx([ck.kernel]), /griddepcontrol/);
     // Nor the prefetches made for it (hgemm's C prefetch is the epilogue's own, in the loop).

@@ -343,7 +343,10 @@ Deno.test("llmReport with --pdl: ours+PDL's columns, target verdicts and Met lin
   assert.ok(text.includes("Met: 0 of 2 in burst, 0 of 2 sustained."));
   assert.ok(text.includes("Met by ours+PDL: 1 of 2 in burst, 1 of 2 sustained."));
   assert.match(text, /; ours\+PDL: L 100, hold 1\.00 ms/);
-  assert.match(text, /ours\+PDL \(`--pdl`\): our kernel timed again/);
+  assert.match(
+    text,
+    /ours\+PDL \(`--pdl`\): the same schedule compiled with the compile option `pdl`/,
+  );
   assert.match(
     progressLine(row),
     /ours 33\.5 \/ 40\.0 µs, ours\+PDL 30\.0 \/ 31\.0 µs, cuBLAS 33\.0 \/ 32\.0 µs, floor 27\.4 \/ 27\.4 \(HBM\), share 0\.82 \/ 0\.69, ours\+PDL share 0\.91 \/ 0\.89$/,

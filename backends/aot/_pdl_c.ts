@@ -20,7 +20,7 @@ export const C_PDL_DECLS = `/**
  * and grouped (on: nonzero; default off; kept across gemmc_unload()). On, each launch goes
  * through cuLaunchKernelEx with CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
  * (programmaticStreamSerializationAllowed = 1): the kernel may start while the previous kernel
- * in its stream finishes. Kernels compiled for sm90 wait (griddepcontrol.wait) before touching
+ * in its stream finishes. Kernels compiled with pdl for sm90 wait (griddepcontrol.wait) before touching
  * global memory, so the results are those of a serialized launch; kernels of other targets run
  * correctly with it but gain nothing. Off, cuLaunchKernel. A launch whose cuLaunchKernelEx fails
  * returns GEMMC_ERROR_CUDA naming it. Returns GEMMC_ERROR_UNSUPPORTED (and stays off) when

@@ -217,7 +217,7 @@ function argNames(
 const PDL_DOC = [
   "pdl: True launches as a programmatic dependent of the previous work in the stream (sm_90+:",
   "    cuLaunchKernelEx with CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION): the kernel",
-  "    may start while the previous kernel finishes; kernels compiled for sm90 wait",
+  "    may start while the previous kernel finishes; kernels compiled with pdl for sm90 wait",
   "    (griddepcontrol.wait) before touching global memory, so the results are those of a",
   "    serialized launch. cuda-python only: the CuPy backend raises RuntimeError (so do",
   "    cuda-python bindings before CUDA 11.8), nothing launched. Default False (cuLaunchKernel).",

@@ -176,7 +176,7 @@ export interface CudaLaunchOptions {
   /**
    * Launch as a programmatic dependent of the previous work in the stream (sm_90+;
    * `cuLaunchKernelEx` with `CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION`): the
-   * kernel may start while the previous kernel finishes; kernels compiled for sm90 wait
+   * kernel may start while the previous kernel finishes; kernels compiled with `pdl` for sm90 wait
    * (`griddepcontrol.wait`) before touching global memory, so results are those of a
    * serialized launch. Kernels of other targets run correctly with it but gain nothing.
    * Default false: `cuLaunchKernel`.

@@ -153,7 +153,7 @@ export class LoadedKernel {
    *   (elements; one left out is dense).
    * @param options The stream, scalars (defaults apply), a workspace of the caller's, and
    *   `pdl`: launch as a programmatic dependent of the previous work in the stream (sm_90+,
-   *   `cuLaunchKernelEx`; {@link LaunchOptions.pdl}): a kernel compiled for sm90 may start
+   *   `cuLaunchKernelEx`; {@link LaunchOptions.pdl}): a kernel compiled with `pdl` for sm90 may start
    *   while the previous kernel finishes and waits (`griddepcontrol.wait`) before touching
    *   global memory, so results are those of a serialized launch; kernels of other targets
    *   run correctly with it but gain nothing.

@@ -79,7 +79,7 @@ export class LowerContext {
     this.k = k;
     this.gridDep = parent?.gridDep ??
       {
-        on: k.pdl !== false && targetHas(k.target, "griddepcontrol"),
+        on: k.pdl === true && targetHas(k.target, "griddepcontrol"),
         waited: false,
         launched: false,
       };

@@ -46,6 +46,7 @@ const ROUNDS = 3;
 function chainKernel(sizes: { M: number; N: number }): CompiledKernel {
   const r = compile(SOURCE, {
     target: "sm90",
+    pdl: true,
     sizeHints: { M: sizes.M, N: sizes.N, K: sizes.N },
   });
   assert.ok(r.ok, r.diagnostics.map((d) => d.message).join("; "));

@@ -472,5 +472,8 @@ Deno.test("pdl: runGemm's and gemm run --pdl's warm-up and timed launches use it
   assert.equal(JSON.parse(json.join("")).reports[0].timing.pdl, true);
   const help: string[] = [];
   await main(["run", "--help"], io(help));
-  assert.match(help.join(""), /--pdl\s+Launch the warm-up and timed launches as programmatic/);
+  assert.match(
+    help.join(""),
+    /--pdl\s+Compile with programmatic dependent launch \(as compile --pdl\) and launch/,
+  );
 });
