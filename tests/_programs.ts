@@ -146,3 +146,30 @@ kernel sps4 {
   D[l, m, n] = A[l, m, k] * B[l, k, n]
 }
 `;
+
+/** hgemm with C, alpha and beta: the artefact tests' first kernel (C, Python, PDL). */
+export const HGEMM_CAB_SOURCE = `
+kernel hgemm {
+  A: f16[M, K] row
+  B: f16[K, N] col
+  C: f32[M, N] row
+  D: f32[M, N] row
+  alpha: f32 = 1.0
+  beta: f32 = 0.0
+  D[m, n] = alpha * A[m, k] * B[k, n] + beta * C[m, n]
+}
+`;
+
+/** A bf16 split-K kernel with a bias, named `name`: the artefact tests' split-K kernel. */
+export function splitKArtefactSource(name: string): string {
+  return `
+kernel ${name} {
+  A: bf16[M, K] row
+  B: bf16[K, N] col
+  bias: f32[N]
+  D: bf16[M, N] row
+  D[m, n] = bf16(A[m, k] * B[k, n] + bias[n])
+  schedule { split_k 4 }
+}
+`;
+}

@@ -18,30 +18,15 @@ import { join } from "node:path";
 import { compile, type CompiledKernel } from "../compiler.ts";
 import { cSource } from "../backends/aot/c.ts";
 import { gridFor, groupedGrid, problemTiles } from "../ir/grid.ts";
-import { GROUPED_ARTEFACT_SOURCE } from "./_programs.ts";
+import { GROUPED_ARTEFACT_SOURCE, HGEMM_CAB_SOURCE, splitKArtefactSource } from "./_programs.ts";
 import { cTest, INCLUDE, sh } from "./_c_toolchain.ts";
 
 const FAKE = new URL("gpu/testdata/fake_libcuda.c", import.meta.url).pathname;
 
 /** hgemm (tensor maps on sm90, C, alpha, beta) and a split-K kernel, then the grouped ones. */
 const SOURCE = `
-kernel hgemm {
-  A: f16[M, K] row
-  B: f16[K, N] col
-  C: f32[M, N] row
-  D: f32[M, N] row
-  alpha: f32 = 1.0
-  beta: f32 = 0.0
-  D[m, n] = alpha * A[m, k] * B[k, n] + beta * C[m, n]
-}
-kernel splitk {
-  A: bf16[M, K] row
-  B: bf16[K, N] col
-  bias: f32[N]
-  D: bf16[M, N] row
-  D[m, n] = bf16(A[m, k] * B[k, n] + bias[n])
-  schedule { split_k 4 }
-}
+${HGEMM_CAB_SOURCE}
+${splitKArtefactSource("splitk")}
 ${GROUPED_ARTEFACT_SOURCE}`;
 
 const RESULT = compile(SOURCE, { target: "sm90", pdl: true });

@@ -10,7 +10,12 @@
  */
 
 import assert from "node:assert/strict";
-import { GROUPED_ARTEFACT_SOURCE, SPARSE_ARTEFACT_SOURCE } from "./_programs.ts";
+import {
+  GROUPED_ARTEFACT_SOURCE,
+  HGEMM_CAB_SOURCE,
+  SPARSE_ARTEFACT_SOURCE,
+  splitKArtefactSource,
+} from "./_programs.ts";
 import { join } from "node:path";
 import { compile, type CompiledKernel } from "../compiler.ts";
 import { cSource } from "../backends/aot/c.ts";
@@ -38,29 +43,14 @@ const FAKE = join(ROOT, "tests/gpu/testdata/fake_libcuda.c");
 
 /** hgemm (C, alpha, beta), an s8 kernel, a split-K kernel, a batched s4 kernel with a fixed K. */
 const SOURCE = `
-kernel hgemm {
-  A: f16[M, K] row
-  B: f16[K, N] col
-  C: f32[M, N] row
-  D: f32[M, N] row
-  alpha: f32 = 1.0
-  beta: f32 = 0.0
-  D[m, n] = alpha * A[m, k] * B[k, n] + beta * C[m, n]
-}
+${HGEMM_CAB_SOURCE}
 kernel s8k {
   A: s8[M, K] row
   B: s8[K, N] col
   D: s32[M, N] row
   D[m, n] = A[m, k] * B[k, n]
 }
-kernel splitk {
-  A: bf16[M, K] row
-  B: bf16[K, N] col
-  bias: f32[N]
-  D: bf16[M, N] row
-  D[m, n] = bf16(A[m, k] * B[k, n] + bias[n])
-  schedule { split_k 4 }
-}
+${splitKArtefactSource("splitk")}
 kernel batched_s4 {
   A: s4[L, M, 128] row
   B: s4[L, 128, N] col

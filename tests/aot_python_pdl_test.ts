@@ -20,7 +20,7 @@ import { contractGrid, launchContract } from "../backends/ptx/contract.ts";
 import { groupedGrid, problemTiles } from "../ir/grid.ts";
 import { withoutTensorMaps } from "../backends/cuda/tensor_map.ts";
 import { buildFakeDriver } from "./gpu/_fake_driver.ts";
-import { GROUPED_ARTEFACT_SOURCE } from "./_programs.ts";
+import { GROUPED_ARTEFACT_SOURCE, HGEMM_CAB_SOURCE, splitKArtefactSource } from "./_programs.ts";
 
 const PYTHON = python3(["-c", "import sys; print(sys.version_info >= (3, 6))"])?.stdout.trim() ===
   "True";
@@ -28,23 +28,8 @@ const why = PYTHON ? "" : " (skipped: no python3 >= 3.6)";
 const CI = Deno.env.get("CI") === "true";
 
 const PLAIN = `
-kernel hgemm {
-  A: f16[M, K] row
-  B: f16[K, N] col
-  C: f32[M, N] row
-  D: f32[M, N] row
-  alpha: f32 = 1.0
-  beta: f32 = 0.0
-  D[m, n] = alpha * A[m, k] * B[k, n] + beta * C[m, n]
-}
-kernel skinny_splitk {
-  A: bf16[M, K] row
-  B: bf16[K, N] col
-  bias: f32[N]
-  D: bf16[M, N] row
-  D[m, n] = bf16(A[m, k] * B[k, n] + bias[n])
-  schedule { split_k 4 }
-}
+${HGEMM_CAB_SOURCE}
+${splitKArtefactSource("skinny_splitk")}
 kernel s8k {
   A: s8[M, K] row
   B: s8[K, N] col
