@@ -65,16 +65,16 @@ export class LowerContext {
    * every recipe's features are looked up by name). */
   readonly features: Map<Feature, Reg>;
 
-  /**
-   * @param k The planned kernel.
-   * @param parent A context whose builder, parameters and narrowed registers this one
-   *   shares, and whose features it starts from (see {@link LowerContext.variant}).
-   */
   /** Programmatic dependent launch (ir/kernel_sm90.ts `GridDepOp`): whether the kernel has it,
    * and whether its `griddep.wait` and `griddep.launch` have been emitted (once a kernel each;
    * shared with variants). */
   readonly gridDep: { readonly on: boolean; waited: boolean; launched: boolean };
 
+  /**
+   * @param k The planned kernel.
+   * @param parent A context whose builder, parameters and narrowed registers this one
+   *   shares, and whose features it starts from (see {@link LowerContext.variant}).
+   */
   constructor(k: GemmKernel, parent?: LowerContext) {
     this.k = k;
     this.gridDep = parent?.gridDep ??
@@ -91,15 +91,6 @@ export class LowerContext {
     this.features = new Map(parent?.features ?? []);
   }
 
-  /**
-   * A context for the same kernel under another plan (a grouped kernel's short
-   * tiles, `plan.short`): it emits into the same builder and sees the same
-   * parameters; its features start as a copy of this one's (the caller sets the warp
-   * features of the other layout).
-   *
-   * @param plan The other plan.
-   * @returns The context.
-   */
   /**
    * Emits `griddep.wait` where the kernel has programmatic dependent launch and no wait is
    * emitted yet: each kernel builder calls it before the first global access of any thread
@@ -128,6 +119,15 @@ export class LowerContext {
     this.b.emit(ir.gridDep("launch"));
   }
 
+  /**
+   * A context for the same kernel under another plan (a grouped kernel's short
+   * tiles, `plan.short`): it emits into the same builder and sees the same
+   * parameters; its features start as a copy of this one's (the caller sets the warp
+   * features of the other layout).
+   *
+   * @param plan The other plan.
+   * @returns The context.
+   */
   variant(plan: GemmKernel["plan"]): LowerContext {
     return new LowerContext({ ...this.k, plan }, this);
   }
