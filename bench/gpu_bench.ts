@@ -293,12 +293,8 @@ export function load(
   }
   const dBuf = alloc(bytesD);
   const cBuf = alloc(bytesD);
-  dBuf.fill(D.dtype === "s32" ? 0x5a : 0xff); // poison
-  const mod = cuda.loadModule(ck.ptx);
-  const fn: CudaFunction = mod.getFunction(manifest.entry);
-  if (manifest.dynamicSmemBytes > DEFAULT_DYNAMIC_SMEM_LIMIT) {
-    fn.setMaxDynamicSharedBytes(manifest.dynamicSmemBytes);
-  }
+  poisonOutput(ck, dBuf);
+  const { mod, fn } = loadFunction(cuda, ck);
   const config = {
     grid: manifest.grid!,
     block: manifest.block,
@@ -318,6 +314,37 @@ export function load(
       sc,
     ));
   return { fn, mod, config, argSets, aBufs, bBufs, dBuf, cBuf, host, scalars: sc };
+}
+
+/**
+ * Poisons D's buffer before a check: every byte 0xff (a NaN in every float type), 0x5a for
+ * s32 (no value a GEMM of small random integers gives), so an element left unwritten shows.
+ *
+ * @param ck The kernel whose D the buffer holds.
+ * @param dBuf The buffer.
+ */
+export function poisonOutput(ck: CompiledKernel, dBuf: DeviceBuffer): void {
+  dBuf.fill(tensorParam(ck.gemm, "D").dtype === "s32" ? 0x5a : 0xff);
+}
+
+/**
+ * A compiled kernel's module and function, loaded, its dynamic shared memory allowed.
+ *
+ * @param cuda The context.
+ * @param ck The kernel.
+ * @returns The module (the caller unloads it) and the function.
+ */
+export function loadFunction(
+  cuda: Cuda,
+  ck: CompiledKernel,
+): { mod: CudaModule; fn: CudaFunction } {
+  const manifest = kernelManifest(ck.gemm, ck.kernel);
+  const mod = cuda.loadModule(ck.ptx);
+  const fn = mod.getFunction(manifest.entry);
+  if (manifest.dynamicSmemBytes > DEFAULT_DYNAMIC_SMEM_LIMIT) {
+    fn.setMaxDynamicSharedBytes(manifest.dynamicSmemBytes);
+  }
+  return { mod, fn };
 }
 
 /** Launches set 0 once and checks D against the reference on sampled rows and columns. */

@@ -64,15 +64,7 @@
  * @module
  */
 
-import {
-  Cuda,
-  cudaAvailable,
-  type CudaFunction,
-  type CudaModule,
-} from "../backends/cuda/driver.ts";
-import { DEFAULT_DYNAMIC_SMEM_LIMIT } from "../backends/cuda/driver.ts";
-import { kernelManifest } from "../backends/ptx/manifest.ts";
-import { tensorParam } from "../ir/gemm.ts";
+import { Cuda, cudaAvailable, type CudaModule } from "../backends/cuda/driver.ts";
 import type { DeviceBuffer } from "../backends/cuda/resources.ts";
 import { check as checkCuda } from "../backends/cuda/errors.ts";
 import type { CompiledKernel } from "../compiler.ts";
@@ -81,7 +73,7 @@ import { isTargetName, targetList } from "../ir/target.ts";
 import { median, timeLaunches } from "../harness/timing.ts";
 import { Cublas } from "./cublas.ts";
 import { ClockProbe } from "./clock_probe.ts";
-import { compileFor, cutlassName, load, verify } from "./gpu_bench.ts";
+import { compileFor, cutlassName, load, loadFunction, poisonOutput, verify } from "./gpu_bench.ts";
 import {
   type Ceiling,
   ceilings,
@@ -340,8 +332,10 @@ function benchRow(ctx: RunContext, type: LlmType, p: LlmProblem): LlmRow {
     const registers = k.fn.attributes().registers;
     const checked = verify(cuda, ck, sizes, k);
     // The PDL kernel on the same inputs, checked as well (its D poisoned again first).
-    const kPdl = ckPdl === null ? null : { ...k, fn: loadFunction(cuda, ckPdl, mods) };
-    if (kPdl !== null) kPdl.dBuf.fill(tensorParam(ck.gemm, "D").dtype === "s32" ? 0x5a : 0xff);
+    const loaded = ckPdl === null ? null : loadFunction(cuda, ckPdl);
+    if (loaded !== null) mods.push(loaded.mod);
+    const kPdl = loaded === null ? null : { ...k, fn: loaded.fn };
+    if (kPdl !== null) poisonOutput(ck, kPdl.dBuf);
     const checkedPdl = kPdl === null ? null : verify(cuda, ckPdl!, sizes, kPdl);
     // The row fails if either kernel does; the note gives the failing one's error.
     const cmp = checkedPdl !== null && !checkedPdl.comparison.ok
@@ -407,19 +401,6 @@ function benchRow(ctx: RunContext, type: LlmType, p: LlmProblem): LlmRow {
     for (const b of bufs) b.free();
     for (const m of mods) m.unload();
   }
-}
-
-/** Loads a compiled kernel's function alone (its module kept in `mods`), for inputs loaded
- * already: `--pdl`'s kernel, which has the plain kernel's parameters and launch. */
-function loadFunction(cuda: Cuda, ck: CompiledKernel, mods: CudaModule[]): CudaFunction {
-  const mod = cuda.loadModule(ck.ptx);
-  mods.push(mod);
-  const m = kernelManifest(ck.gemm, ck.kernel);
-  const fn = mod.getFunction(m.entry);
-  if (m.dynamicSmemBytes > DEFAULT_DYNAMIC_SMEM_LIMIT) {
-    fn.setMaxDynamicSharedBytes(m.dynamicSmemBytes);
-  }
-  return fn;
 }
 
 /** cuBLAS, unless `--no-cublas` or it cannot be loaded; and what the record says of it. */

@@ -17,6 +17,7 @@ import {
   type RunReport,
 } from "../harness/run_gemm.ts";
 import { Cuda, cudaAvailable, CudaError, CudaUnavailableError } from "../backends/cuda/driver.ts";
+import { requirePdl } from "../backends/cuda/launch.ts";
 import {
   GROUPS_OPTION,
   hazardLines,
@@ -412,13 +413,15 @@ function run(values: Values, positionals: string[], io: CliIO): number {
   }
   const cuda = openCuda(io);
   if (cuda === null) return 1;
-  if (values.pdl === true && counts.iters > 0 && cuda.driver.cuLaunchKernelEx === null) {
-    io.err(
-      `gemm: --pdl: the CUDA driver ${cuda.device.library} lacks cuLaunchKernelEx ` +
-        "(CUDA 11.8 and later)\n",
-    );
-    cuda.close();
-    return 1;
+  // --pdl on a driver without cuLaunchKernelEx: its one sentence up front, before any launch.
+  if (values.pdl === true && counts.iters > 0) {
+    try {
+      requirePdl(cuda.driver, "the timed launches");
+    } catch (e) {
+      io.err(`gemm: --pdl: ${(e as Error).message}\n`);
+      cuda.close();
+      return 1;
+    }
   }
   let ok = true;
   const reports: unknown[] = [];

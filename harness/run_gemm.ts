@@ -82,10 +82,8 @@ export interface RunOptions {
    */
   readonly cuda?: Cuda | (() => Cuda);
   /**
-   * Make the warm-up and timed launches programmatic dependent launches (`pdl` of
-   * `LoadedKernel.launch`, sm_90+: each may start while the previous one finishes; a kernel
-   * compiled with `pdl` for sm90 waits before touching global memory; other targets gain nothing). The
-   * checked launch is an ordinary one. Default false.
+   * Make the warm-up and timed launches programmatic dependent launches (backends/cuda/bind.ts
+   * `LaunchOptions.pdl`); the checked launch is an ordinary one. Default false.
    */
   readonly pdl?: boolean;
 }

@@ -5,6 +5,8 @@
  * @module
  */
 
+import assert from "node:assert/strict";
+
 const dec = new TextDecoder();
 
 /**
@@ -20,4 +22,33 @@ export function python3(args: string[]): { code: number; stdout: string; stderr:
   } catch {
     return null;
   }
+}
+
+/**
+ * Runs one of tests/python's check scripts (`python3 SCRIPT ARGS...` with `env` added), asserts
+ * that it exits 0, and returns its output and the JSON of its `RECORDS ...` line.
+ *
+ * @param script The script's name under tests/python.
+ * @param args Its arguments.
+ * @param env Environment variables to add.
+ * @returns The output (stdout, then stderr) and the records.
+ */
+export function pythonCheck(
+  script: string,
+  args: string[],
+  env: Record<string, string> = {},
+): { out: string; records: unknown } {
+  const path = new URL(`python/${script}`, import.meta.url).pathname;
+  const r = new Deno.Command("python3", {
+    args: [path, ...args],
+    env,
+    stdout: "piped",
+    stderr: "piped",
+  })
+    .outputSync();
+  const out = dec.decode(r.stdout) + dec.decode(r.stderr);
+  assert.equal(r.code, 0, out);
+  const m = /^RECORDS (.*)$/m.exec(out);
+  assert.ok(m !== null, `no RECORDS line: ${out}`);
+  return { out, records: JSON.parse(m[1]!) };
 }

@@ -13,7 +13,7 @@
  */
 
 import assert from "node:assert/strict";
-import { python3 } from "./_python.ts";
+import { python3, pythonCheck } from "./_python.ts";
 import { compile, type CompiledKernel } from "../compiler.ts";
 import { pythonModule } from "../backends/aot/python.ts";
 import { contractGrid, launchContract } from "../backends/ptx/contract.ts";
@@ -72,17 +72,9 @@ Deno.test(`Python artefact: pdl=True launches through cuLaunchKernelEx with the 
     Deno.writeTextFileSync(`${dir}/sm90.py`, pythonModule(sm90));
     const lib = await buildFakeDriver(dir);
     if (lib === null && CI) assert.fail("no C compiler for the fake libcuda and CI=true");
-    const r = new Deno.Command("python3", {
-      args: [new URL("python/check_pdl.py", import.meta.url).pathname, dir],
-      env: lib === null ? {} : { GEMMC_LIBCUDA: lib },
-      stdout: "piped",
-      stderr: "piped",
-    }).outputSync();
-    const dec = new TextDecoder();
-    const out = dec.decode(r.stdout) + dec.decode(r.stderr);
-    assert.equal(r.code, 0, out);
-    assert.match(out, /\d+ checks passed, 0 failed/);
-    const records = JSON.parse(/^RECORDS (.*)$/m.exec(out)![1]!) as PdlRecord[];
+    const run = pythonCheck("check_pdl.py", [dir], lib === null ? {} : { GEMMC_LIBCUDA: lib });
+    assert.match(run.out, /\d+ checks passed, 0 failed/);
+    const records = run.records as PdlRecord[];
     const kinds = [
       "hgemm",
       "hgemm, current stream",

@@ -11,7 +11,7 @@
  */
 
 import assert from "node:assert/strict";
-import { python3 } from "./_python.ts";
+import { python3, pythonCheck } from "./_python.ts";
 import { pythonModule } from "../backends/aot/python.ts";
 import type { CompiledKernel } from "../compiler.ts";
 import { tensorMapArgs } from "../ir/tensor_map.ts";
@@ -81,17 +81,8 @@ Deno.test(`Python artefact: tensor maps built by the rule, passed by value${why}
       real,
     ];
     Deno.writeTextFileSync(`${dir}/tmap.py`, pythonModule(kernels));
-    const py = new URL("python/check_tmap.py", import.meta.url).pathname;
-    const r = new Deno.Command("python3", {
-      args: [py, dir],
-      env: { GEMMC_LIBCUDA: lib },
-      stdout: "piped",
-      stderr: "piped",
-    }).outputSync();
-    const dec = new TextDecoder();
-    const out = dec.decode(r.stdout) + dec.decode(r.stderr);
-    assert.equal(r.code, 0, out);
-    const rec = JSON.parse(/^RECORDS (.*)$/m.exec(out)![1]!);
+    // deno-lint-ignore no-explicit-any
+    const rec = pythonCheck("check_tmap.py", [dir], { GEMMC_LIBCUDA: lib }).records as any;
     const [M, K, N] = [200, 136, 264];
     const ok = rec.ok;
     assert.equal(checkMaps(tma, ok, { M, K, N }), 2);

@@ -4,7 +4,7 @@
  * ordinary and the grouped launch functions. With PDL on, a launch goes through
  * `cuLaunchKernelEx` with the one attribute `CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION`
  * (`programmaticStreamSerializationAllowed` = 1, every other byte of the configuration 0), as
- * backends/cuda/launch.ts `launchPdl` does; off (the default), through `cuLaunchKernel`.
+ * backends/cuda/launch.ts `launchPacked` does with `pdl`; off (the default), through `cuLaunchKernel`.
  *
  * `cuLaunchKernelEx` is compiled in where cuda.h has it (CUDA 11.8 and later) and
  * `GEMMC_NO_LAUNCH_EX` is not defined (for a driver before CUDA 11.8: the file then does not
@@ -66,7 +66,7 @@ gemmc_status gemmc_set_pdl(int on) {
 
 /*
  * Launches kernel index on grid g: cuLaunchKernel, or with gemmc_set_pdl(1) cuLaunchKernelEx
- * with the programmatic stream-serialization attribute (backends/cuda/launch.ts launchPdl).
+ * with the programmatic stream-serialization attribute (backends/cuda/launch.ts launchPacked with pdl).
  */
 static gemmc_status gemmc_launch(int index, CUstream stream, const long long g[3], void **params) {
   const gemmc_kernel *k = gemmc_kernels[index];

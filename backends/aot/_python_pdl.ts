@@ -5,7 +5,7 @@
  * through `cuLaunchKernelEx` with a `CUlaunchConfig` of the plain launch's grid, block, shared
  * memory and stream and one `CUlaunchAttribute`,
  * `CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION` with
- * `programmaticStreamSerializationAllowed` = 1 (as backends/cuda/launch.ts `launchPdl`). CuPy's
+ * `programmaticStreamSerializationAllowed` = 1 (as backends/cuda/launch.ts `launchPacked` with `pdl`). CuPy's
  * driver wrappers (`cupy.cuda.driver`) have no `cuLaunchKernelEx`: with the CuPy backend, and
  * with cuda-python bindings older than CUDA 11.8's, `pdl=True` raises a `RuntimeError` naming
  * the backend before anything is checked, allocated or launched (as `requirePdl`).

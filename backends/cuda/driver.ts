@@ -41,7 +41,7 @@ import {
 import { initDriver } from "./load.ts";
 import { type KernelArg, packKernelParams } from "./params.ts";
 import { encodeTensorMap } from "./tensor_map.ts";
-import { launchPdl } from "./launch.ts";
+import { launchPacked } from "./launch.ts";
 import type { TensorMapArgs } from "../../ir/tensor_map.ts";
 import {
   CudaEvent,
@@ -173,14 +173,8 @@ export interface LaunchConfig {
 
 /** Options of {@link Cuda.launch}. */
 export interface CudaLaunchOptions {
-  /**
-   * Launch as a programmatic dependent of the previous work in the stream (sm_90+;
-   * `cuLaunchKernelEx` with `CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION`): the
-   * kernel may start while the previous kernel finishes; kernels compiled with `pdl` for sm90 wait
-   * (`griddepcontrol.wait`) before touching global memory, so results are those of a
-   * serialized launch. Kernels of other targets run correctly with it but gain nothing.
-   * Default false: `cuLaunchKernel`.
-   */
+  /** Launch as a programmatic dependent of the previous work in the stream, as
+   * `LoadedKernel.launch`'s `pdl` (backends/cuda/bind.ts `LaunchOptions.pdl`). Default false. */
   readonly pdl?: boolean;
 }
 
@@ -407,26 +401,10 @@ export class Cuda {
       this.#maps.set(a, new Uint8Array(Deno.UnsafePointerView.getArrayBuffer(dst!, 128)).slice());
     });
     if (options.pdl === true) {
+      this.#lastParams = values;
       const h = stream === undefined ? null : stream.handle;
       const c = config;
-      const code = launchPdl(
-        d,
-        fn.handle,
-        c.grid,
-        c.block,
-        c.dynamicSmemBytes,
-        h,
-        pointers,
-        fn.name,
-      );
-      this.#lastParams = values;
-      check(
-        d,
-        "cuLaunchKernelEx",
-        code,
-        `${fn.name} grid [${c.grid.join(", ")}] block [${c.block.join(", ")}] ` +
-          `${c.dynamicSmemBytes} bytes of dynamic shared memory (pdl)`,
-      );
+      launchPacked(d, fn.handle, c.grid, c.block, c.dynamicSmemBytes, h, pointers, fn.name, true);
       return;
     }
     const [gx, gy, gz] = config.grid;

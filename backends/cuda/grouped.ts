@@ -430,10 +430,8 @@ export class GroupedLaunch {
    * problem). The tensors must stay alive until the launches finish.
    *
    * @param options The stream (default: the one given to `groupedLaunch`, else the default
-   *   stream); `pdl`: launch as a programmatic dependent of the previous work in the stream
-   *   (sm_90+, `cuLaunchKernelEx`, as `LoadedKernel.launch`'s `pdl`: a kernel compiled for
-   *   sm90 waits before touching global memory, so results are those of a serialized launch;
-   *   kernels of other targets run correctly with it but gain nothing; default false).
+   *   stream); `pdl`: a programmatic dependent launch, as `LoadedKernel.launch`'s `pdl`
+   *   (backends/cuda/bind.ts `LaunchOptions.pdl`; default false).
    * @throws {CudaError} When the driver refuses the launch.
    * @throws {Error} With `pdl`, when the driver lacks `cuLaunchKernelEx` (nothing launched).
    */

@@ -152,11 +152,7 @@ export class LoadedKernel {
    * @param sizes Sizes by runtime dimension name, and strides by stride parameter name
    *   (elements; one left out is dense).
    * @param options The stream, scalars (defaults apply), a workspace of the caller's, and
-   *   `pdl`: launch as a programmatic dependent of the previous work in the stream (sm_90+,
-   *   `cuLaunchKernelEx`; {@link LaunchOptions.pdl}): a kernel compiled with `pdl` for sm90 may start
-   *   while the previous kernel finishes and waits (`griddepcontrol.wait`) before touching
-   *   global memory, so results are those of a serialized launch; kernels of other targets
-   *   run correctly with it but gain nothing.
+   *   `pdl`, a programmatic dependent launch ({@link LaunchOptions.pdl}).
    * @throws {LaunchError} Listing every problem, each naming its tensor, dimension or scalar
    *   (a tensor map's rule broken: ir/tensor_map.ts, naming the tensor).
    * @throws {CudaError} When the driver refuses the launch, or a tensor map (naming its tensor).

@@ -295,7 +295,7 @@ export function requirePdl(driver: Driver, what: string): void {
  * @returns The driver's CUresult.
  * @throws {Error} When the driver lacks `cuLaunchKernelEx` ({@link requirePdl}).
  */
-export function launchPdl(
+function launchPdl(
   driver: Driver,
   fn: Deno.PointerValue,
   grid: readonly [number, number, number],
