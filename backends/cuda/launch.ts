@@ -281,41 +281,10 @@ export function requirePdl(driver: Driver, what: string): void {
 }
 
 /**
- * `cuLaunchKernelEx` as a programmatic dependent of the previous work in the stream
- * (the attribute `CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION`, {@link writePdlConfig}).
- *
- * @param driver The driver.
- * @param fn The function handle.
- * @param grid The grid.
- * @param block The block.
- * @param smem Dynamic shared memory in bytes.
- * @param stream The stream handle (null: the default stream).
- * @param pointers The parameter pointers (backends/cuda/params.ts).
- * @param what What is launched, for the message of a driver without the function.
- * @returns The driver's CUresult.
- * @throws {Error} When the driver lacks `cuLaunchKernelEx` ({@link requirePdl}).
- */
-function launchPdl(
-  driver: Driver,
-  fn: Deno.PointerValue,
-  grid: readonly [number, number, number],
-  block: readonly [number, number, number],
-  smem: number,
-  stream: Deno.PointerValue | null,
-  pointers: BigUint64Array,
-  what: string,
-): number {
-  requirePdl(driver, what);
-  const config = pdlConfig ??= cbuf(PDL_CONFIG_BYTES);
-  writePdlConfig(config, grid, block, smem, stream);
-  return driver.cuLaunchKernelEx!(config, fn, pointers, null);
-}
-
-/**
  * `cuLaunchKernel` with packed parameters, raising the driver's error (a
  * `CudaError` naming `what`) when it fails: the one launch call of the ordinary
  * and the grouped launch. With `pdl`, `cuLaunchKernelEx` instead, as a programmatic
- * dependent of the previous work in the stream ({@link launchPdl}).
+ * dependent of the previous work in the stream ({@link writePdlConfig}).
  *
  * @param driver The driver.
  * @param fn The function handle.
@@ -340,7 +309,10 @@ export function launchPacked(
   pdl = false,
 ): void {
   if (pdl) {
-    const code = launchPdl(driver, fn, grid, block, smem, stream, pointers, what);
+    requirePdl(driver, what);
+    const config = pdlConfig ??= cbuf(PDL_CONFIG_BYTES);
+    writePdlConfig(config, grid, block, smem, stream);
+    const code = driver.cuLaunchKernelEx!(config, fn, pointers, null);
     if (code !== 0) check(driver, "cuLaunchKernelEx", code, `${what} grid [${grid}] (pdl)`);
     return;
   }
