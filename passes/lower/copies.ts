@@ -351,13 +351,9 @@ export function issueCopies(
     return r;
   };
   if (c.kind === "strided") {
-    const kOk = c.kContig ? cx.setp("lt", "s32", c.kIdx, kRem) : null;
-    const kRemT = c.kContig ? null : cx.bin("sub", "s32", kRem, c.kIdx);
+    const inBounds = stridedBounds(cx, c, kRem);
     c.dst.forEach((d, j) => {
-      const rowOk = c.kContig
-        ? cx.setp("lt", "s32", imm(j * c.dr), c.outerRem!)
-        : cx.setp("lt", "s32", imm(j * c.dr), kRemT!);
-      const ok = cx.and(rowOk, c.kContig ? kOk : c.outerOk)!;
+      const ok = inBounds(j);
       const ptr = nthPointer(cx, c.ptr0, c.stride, j);
       if (p.viaRegisters !== true) {
         copyOne(cx, p, ok, ptr, dstOf(d[0]!), d[0]!.offset, c.valid[j]!);
@@ -377,6 +373,27 @@ export function issueCopies(
     copyOne(cx, p, ok, one.ptr, dstOf(one.dst), one.dst.offset, one.valid);
     b.emit(ir.bin("add", "u64", one.ptr, one.ptr, c.step));
   }
+}
+
+/**
+ * The bounds of a strided plan's copies of one k-tile: copy j's predicate, true where its
+ * line lies inside M/N (K-contiguous) or K (outer-contiguous) and its k index before `kRem`
+ * (K-contiguous) or its run inside M/N (outer-contiguous).
+ *
+ * @param cx The lowering's context.
+ * @param c The copy plan.
+ * @param kRem K left from the k-tile's first element (s32).
+ * @returns Emits copy j's predicate.
+ */
+function stridedBounds(cx: LowerContext, c: StridedCopies, kRem: Reg): (j: number) => Reg {
+  const kOk = c.kContig ? cx.setp("lt", "s32", c.kIdx, kRem) : null;
+  const kRemT = c.kContig ? null : cx.bin("sub", "s32", kRem, c.kIdx);
+  return (j) => {
+    const rowOk = c.kContig
+      ? cx.setp("lt", "s32", imm(j * c.dr), c.outerRem!)
+      : cx.setp("lt", "s32", imm(j * c.dr), kRemT!);
+    return cx.and(rowOk, c.kContig ? kOk : c.outerOk)!;
+  };
 }
 
 /**
@@ -457,8 +474,7 @@ export function prefetchKTiles(
   b.emit(ir.comment(`${tiles} k-tiles from ${c.ptr0.name ?? "the operand"} asked of the L2`));
   for (let s = 0; s < tiles; s++) {
     const kRemS = s === 0 ? kRem : cx.bin("sub", "s32", kRem, imm(s * tk));
-    const kOk = c.kContig ? cx.setp("lt", "s32", c.kIdx, kRemS) : null;
-    const kRemT = c.kContig ? null : cx.bin("sub", "s32", kRemS, c.kIdx);
+    const inBounds = stridedBounds(cx, c, kRemS);
     const at = s === 0 ? c.ptr0 : cx.b.reg("u64");
     if (s > 0) {
       b.emit(
@@ -468,10 +484,7 @@ export function prefetchKTiles(
       );
     }
     c.dst.forEach((_, j) => {
-      const rowOk = c.kContig
-        ? cx.setp("lt", "s32", imm(j * c.dr), c.outerRem!)
-        : cx.setp("lt", "s32", imm(j * c.dr), kRemT!);
-      const ok = cx.and(cx.and(cx.and(rowOk, c.kContig ? kOk : c.outerOk), c.valid[j]!), leader);
+      const ok = cx.and(cx.and(inBounds(j), c.valid[j]!), leader);
       b.emit(ir.prefetch(nthPointer(cx, at, c.stride, j), ir.when(ok)));
     });
   }
