@@ -10,6 +10,7 @@ import { imm } from "../../ir/builder.ts";
 import { DTYPE_INFO } from "../../ir/dtype.ts";
 import { type MatrixView, type OperandSmem, tensorParam } from "../../ir/gemm.ts";
 import type { MemWidth, Operand, Reg } from "../../ir/kernel.ts";
+import { targetHas } from "../../ir/target.ts";
 import { type Affine, emitAffine, groupRecipes, scaleAffine, type SmemRecipe } from "./affine.ts";
 import { b64, bytesOfElems, lineStride, log2, type LowerContext, vectorBase } from "./context.ts";
 import * as ir from "../../ir/builder.ts";
@@ -40,6 +41,8 @@ interface StridedCopies {
   readonly step: Operand;
   /** Rows between copy j and j+1. */
   readonly dr: number;
+  /** Bits of an element. */
+  readonly bits: number;
   readonly kContig: boolean;
   /** K-contiguous: rows (M/N) left from copy 0's row (s32). */
   readonly outerRem: Reg | null;
@@ -258,6 +261,7 @@ function stridedCopies(
     stride,
     step,
     dr,
+    bits,
     kContig,
     outerRem,
     outerOk,
@@ -488,6 +492,67 @@ export function prefetchKTiles(
       b.emit(ir.prefetch(nthPointer(cx, at, c.stride, j), ir.when(ok)));
     });
   }
+}
+
+/**
+ * The bytes of B that a pdl kernel's blocks ask of the L2, all together, before their
+ * `griddep.wait` ({@link prefetchSlice}): about half of sm90's 50 MB L2 (H100 and H200), so
+ * that the lines stay until the main loop reads them beside the previous grid's output and
+ * this grid's A. A fixed figure, not the device's own L2 size (a shortcut).
+ */
+export const PDL_PREFETCH_BUDGET = 24 << 20;
+
+/**
+ * Asks the L2 for the block's whole slice of a K-contiguous operand (its lines' k range, the
+ * split's for split-K), capped so that the grid's blocks together ask for at most
+ * {@link PDL_PREFETCH_BUDGET} bytes: one `cp.async.bulk.prefetch.L2` a line, by the thread
+ * whose copies start the line (k index 0), within the copies' own row bounds. Issued before
+ * `griddep.wait`, it lets the HBM stream B during the previous grid's tail instead of after
+ * it (bench/NOTES.md 72). Only for strided plans of 16-byte cp.async copies along K on a
+ * target with bulk copies (sm90); returns false for any other plan, whose caller falls back
+ * to {@link prefetchKTiles}.
+ *
+ * @param cx The lowering's context.
+ * @param c The operand's copy plan (its pointers at the block's first k-tile).
+ * @param p The operand's shared-memory tile.
+ * @param kRem K left from the block's first k-tile (s32; the split's k extent).
+ * @returns Whether it emitted the prefetches.
+ */
+export function prefetchSlice(
+  cx: LowerContext,
+  c: CopyPlan,
+  p: OperandSmem,
+  kRem: Reg,
+): boolean {
+  if (c.kind !== "strided" || !c.kContig || !p.async || p.copyBytes !== 16) return false;
+  if (!targetHas(cx.k.target, "tma")) return false;
+  const b = cx.b;
+  const lines = c.dst.length * c.dr;
+  // Per line, at most budget / (blocks * lines) bytes: the grid's blocks, read at run time.
+  const nx = b.readSreg("nctaid.x");
+  const ny = b.readSreg("nctaid.y");
+  const nz = b.readSreg("nctaid.z");
+  const blocks = cx.bin("mul", "u32", cx.bin("mul", "u32", nx, ny), nz);
+  const cap = cx.bin("div", "u32", imm(PDL_PREFETCH_BUDGET), cx.mulImm(blocks, lines));
+  // The line's k extent in bytes (a block whose split has no k-tiles asks for none).
+  const any = cx.setp("gt", "s32", kRem, imm(0));
+  const kBits = b.reg("b32");
+  b.emit(ir.cvt("b32.s32", kBits, kRem));
+  const kElems = b.reg("u32");
+  b.emit(ir.cvt("u32.b32", kElems, kBits));
+  const kBytes = c.bits >= 8
+    ? cx.mulImm(kElems, c.bits / 8)
+    : cx.bin("shr", "u32", kElems, imm(log2(8 / c.bits)));
+  // Both multiples of 16 bytes, as the instruction requires.
+  const n = cx.bin("and", "u32", cx.bin("min", "u32", kBytes, cap), imm(0xfffffff0));
+  const leader = cx.setp("eq", "s32", c.kIdx, imm(0));
+  b.emit(ir.comment(`the block's slice of ${c.ptr0.name ?? "the operand"} asked of the L2`));
+  c.dst.forEach((_, j) => {
+    const rowOk = cx.setp("lt", "s32", imm(j * c.dr), c.outerRem!);
+    const ok = cx.and(cx.and(cx.and(rowOk, c.valid[j]!), leader), any);
+    b.emit(ir.prefetchBulk(nthPointer(cx, c.ptr0, c.stride, j), n, ir.when(ok)));
+  });
+  return true;
 }
 
 /** Moves a copy plan's pointers `tiles` k-tiles ahead (a split's first k-tile). */
