@@ -495,64 +495,84 @@ export function prefetchKTiles(
 }
 
 /**
- * The bytes of B that a pdl kernel's blocks ask of the L2, all together, before their
- * `griddep.wait` ({@link prefetchSlice}): about half of sm90's 50 MB L2 (H100 and H200), so
- * that the lines stay until the main loop reads them beside the previous grid's output and
- * this grid's A. A fixed figure, not the device's own L2 size (a shortcut).
- */
-export const PDL_PREFETCH_BUDGET = 24 << 20;
-
-/**
- * Asks the L2 for the block's whole slice of a K-contiguous operand (its lines' k range, the
- * split's for split-K), capped so that the grid's blocks together ask for at most
- * {@link PDL_PREFETCH_BUDGET} bytes: one `cp.async.bulk.prefetch.L2` a line, by the thread
- * whose copies start the line (k index 0), within the copies' own row bounds. Issued before
- * `griddep.wait`, it lets the HBM stream B during the previous grid's tail instead of after
- * it (bench/NOTES.md 72). Only for strided plans of 16-byte cp.async copies along K on a
- * target with bulk copies (sm90); returns false for any other plan, whose caller falls back
- * to {@link prefetchKTiles}.
+ * Asks the L2 for an operand's next `tiles` k-tiles as {@link prefetchKTiles} does, in the same
+ * k-tile-major order, but with one `cp.async.bulk.prefetch.L2` a line and k-tile (the k-tile's
+ * bytes of the line, fewer for a partial last one), by the thread whose copies start the line
+ * (k index 0), within the copies' own bounds. Only for strided plans of 16-byte cp.async copies
+ * along K on a target with bulk copies (sm90); returns false for any other plan, whose caller
+ * falls back to {@link prefetchKTiles}.
  *
  * @param cx The lowering's context.
  * @param c The operand's copy plan (its pointers at the block's first k-tile).
  * @param p The operand's shared-memory tile.
- * @param kRem K left from the block's first k-tile (s32; the split's k extent).
+ * @param kRem K left from the first k-tile's first element (s32).
+ * @param tiles How many k-tiles.
  * @returns Whether it emitted the prefetches.
  */
-export function prefetchSlice(
+export function prefetchKTilesBulk(
   cx: LowerContext,
   c: CopyPlan,
   p: OperandSmem,
   kRem: Reg,
+  tiles: number,
 ): boolean {
   if (c.kind !== "strided" || !c.kContig || !p.async || p.copyBytes !== 16) return false;
-  if (!targetHas(cx.k.target, "tma")) return false;
+  if (!targetHas(cx.k.target, "tma") || tiles <= 0) return false;
   const b = cx.b;
-  const lines = c.dst.length * c.dr;
-  // Per line, at most budget / (blocks * lines) bytes: the grid's blocks, read at run time.
-  const nx = b.readSreg("nctaid.x");
-  const ny = b.readSreg("nctaid.y");
-  const nz = b.readSreg("nctaid.z");
-  const blocks = cx.bin("mul", "u32", cx.bin("mul", "u32", nx, ny), nz);
-  const cap = cx.bin("div", "u32", imm(PDL_PREFETCH_BUDGET), cx.mulImm(blocks, lines));
-  // The line's k extent in bytes (a block whose split has no k-tiles asks for none).
-  const any = cx.setp("gt", "s32", kRem, imm(0));
-  const kBits = b.reg("b32");
-  b.emit(ir.cvt("b32.s32", kBits, kRem));
-  const kElems = b.reg("u32");
-  b.emit(ir.cvt("u32.b32", kElems, kBits));
-  const kBytes = c.bits >= 8
-    ? cx.mulImm(kElems, c.bits / 8)
-    : cx.bin("shr", "u32", kElems, imm(log2(8 / c.bits)));
-  // Both multiples of 16 bytes, as the instruction requires.
-  const n = cx.bin("and", "u32", cx.bin("min", "u32", kBytes, cap), imm(0xfffffff0));
+  const tk = cx.k.plan.tile!.threadblock.k;
   const leader = cx.setp("eq", "s32", c.kIdx, imm(0));
-  b.emit(ir.comment(`the block's slice of ${c.ptr0.name ?? "the operand"} asked of the L2`));
-  c.dst.forEach((_, j) => {
-    const rowOk = cx.setp("lt", "s32", imm(j * c.dr), c.outerRem!);
-    const ok = cx.and(cx.and(cx.and(rowOk, c.valid[j]!), leader), any);
-    b.emit(ir.prefetchBulk(nthPointer(cx, c.ptr0, c.stride, j), n, ir.when(ok)));
-  });
+  const rowOk = c.dst.map((_, j) =>
+    cx.and(cx.and(cx.setp("lt", "s32", imm(j * c.dr), c.outerRem!), c.valid[j]!), leader)
+  );
+  b.emit(ir.comment(`${tiles} k-tiles from ${c.ptr0.name ?? "the operand"} asked of the L2`));
+  for (let s = 0; s < tiles; s++) {
+    // The k-tile's elements inside K: min(kRem - s * tk, tk), when positive.
+    const left = s === 0 ? kRem : cx.bin("sub", "s32", kRem, imm(s * tk));
+    const any = cx.setp("gt", "s32", left, imm(0));
+    const kBits = b.reg("b32");
+    b.emit(ir.cvt("b32.s32", kBits, cx.bin("min", "s32", left, imm(tk))));
+    const kElems = b.reg("u32");
+    b.emit(ir.cvt("u32.b32", kElems, kBits));
+    const kBytes = c.bits >= 8
+      ? cx.mulImm(kElems, c.bits / 8)
+      : cx.bin("shr", "u32", kElems, imm(log2(8 / c.bits)));
+    // A multiple of 16 bytes, as the instruction requires.
+    const n = cx.bin("and", "u32", kBytes, imm(0xfffffff0));
+    const at = s === 0 ? c.ptr0 : cx.b.reg("u64");
+    if (s > 0) {
+      b.emit(
+        c.step.kind === "imm"
+          ? ir.bin("add", "u64", at, c.ptr0, imm(s * c.step.value))
+          : ir.mad("u64", at, c.step, imm(s), c.ptr0),
+      );
+    }
+    c.dst.forEach((_, j) => {
+      b.emit(ir.prefetchBulk(nthPointer(cx, at, c.stride, j), n, ir.when(cx.and(rowOk[j]!, any))));
+    });
+  }
   return true;
+}
+
+/** Experiment switch (bench/NOTES.md 72): how a pdl kernel asks the L2 for B before its wait. */
+export const PDL_B_PREFETCH: { readonly bulk: boolean; readonly tiles: number } = {
+  bulk: true,
+  tiles: 8,
+};
+
+/**
+ * Asks the L2 for B's first k-tiles before `griddep.wait` (a pdl kernel):
+ * {@link PDL_B_PREFETCH}'s count, at least `minTiles`, bulk where the plan allows it.
+ */
+export function prefetchB(
+  cx: LowerContext,
+  c: CopyPlan,
+  p: OperandSmem,
+  kRem: Reg,
+  minTiles: number,
+): void {
+  const tiles = Math.max(minTiles, PDL_B_PREFETCH.tiles);
+  if (PDL_B_PREFETCH.bulk && prefetchKTilesBulk(cx, c, p, kRem, tiles)) return;
+  prefetchKTiles(cx, c, p, kRem, tiles);
 }
 
 /** Moves a copy plan's pointers `tiles` k-tiles ahead (a split's first k-tile). */

@@ -17,8 +17,7 @@ import {
   type CopyPlan,
   copySetup,
   issueCopies,
-  prefetchKTiles,
-  prefetchSlice,
+  prefetchB,
   skipTiles,
 } from "./copies.ts";
 import { epiPrefetch, prefetchAhead } from "./epilogue_loads.ts";
@@ -150,7 +149,7 @@ export function mainLoop(cx: LowerContext, o: TileOrigin): Reg[][][] {
   if (cx.gridDep.on) {
     // Before the previous grid's memory is ours: the L2 fetches B (the block's slice, else
     // its first k-tiles) meanwhile.
-    if (!prefetchSlice(cx, bCopy, pipe.b, kRem)) prefetchKTiles(cx, bCopy, pipe.b, kRem, S - 1);
+    prefetchB(cx, bCopy, pipe.b, kRem, S - 1);
     cx.gridWait();
   }
   b.emit(ir.comment(`prologue: fill ${S - 1} stages`));

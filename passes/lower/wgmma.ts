@@ -23,8 +23,7 @@ import {
   type CopyOperand,
   copySetup,
   issueCopies,
-  prefetchKTiles,
-  prefetchSlice,
+  prefetchB,
 } from "./copies.ts";
 import { kLoops, kTileRange, type TileOrigin, zeroAccumulators } from "./main_loop.ts";
 import * as ir from "../../ir/builder.ts";
@@ -126,7 +125,7 @@ export function wgmmaMainLoop(cx: LowerContext, o: TileOrigin): Reg[][][] {
   };
   const ahead = S - 1 - WGMMA_GROUPS_IN_FLIGHT;
   if (cx.gridDep.on) {
-    if (!prefetchSlice(cx, bCopy, pipe.b, kRem)) prefetchKTiles(cx, bCopy, pipe.b, kRem, ahead);
+    prefetchB(cx, bCopy, pipe.b, kRem, ahead);
     cx.gridWait();
   }
   b.emit(ir.comment(`prologue: fill ${ahead} stages`));
