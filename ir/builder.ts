@@ -279,18 +279,6 @@ export function prefetch(addr: Reg, guard?: Guard, evictLast = false): PrefetchO
 }
 
 /**
- * `cp.async.bulk.prefetch.L2.global` of `bytes` bytes from `addr` (sm90; see {@link PrefetchOp}).
- *
- * @param addr The address (u64, 16-byte aligned).
- * @param bytes The length (u32, a multiple of 16).
- * @param guard A guard, if any.
- * @returns The operation.
- */
-export function prefetchBulk(addr: Reg, bytes: Operand, guard?: Guard): PrefetchOp {
-  return guarded({ op: "prefetch", addr, bytes }, guard);
-}
-
-/**
  * `cp.async.commit_group`.
  *
  * @returns The operation.

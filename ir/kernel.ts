@@ -389,23 +389,18 @@ export interface CpAsyncOp {
 
 /**
  * `prefetch.global.L2[::evict_last] [addr]`: asks the L2 cache to fetch the
- * line (128 bytes) holding global address `addr`; with `bytes`,
- * `cp.async.bulk.prefetch.L2.global [addr], bytes` (sm90, PTX ISA 8.0): the lines of
- * `bytes` bytes from `addr` (both multiples of 16), one instruction for a whole run. A
- * performance hint only: it moves no data into registers or shared memory, so it cannot
- * change a result; the bytes must still lie inside a tensor (the simulator checks it, so
- * that a lowering's bounds guard is tested like a load's).
+ * line (128 bytes) holding global address `addr`. A performance hint only: it
+ * moves no data into registers or shared memory, so it cannot change a result;
+ * `addr` must still lie inside a tensor (the simulator checks it, so that a
+ * lowering's bounds guard is tested like a load's).
  */
 export interface PrefetchOp {
   /** The operation's tag. */
   readonly op: "prefetch";
   /** The register holding the global address. */
   readonly addr: Reg;
-  /** `.L2::evict_last`: keep the line ahead of normal lines until it is used (one line only). */
+  /** `.L2::evict_last`: keep the line ahead of normal lines until it is used. */
   readonly evictLast?: boolean;
-  /** A bulk prefetch's length in bytes (u32, a multiple of 16; 0 asks for nothing). Absent:
-   * the one line holding `addr`. */
-  readonly bytes?: Operand;
   /** Runs only in the lanes where the guard holds (absent: all lanes). */
   readonly guard?: Guard;
 }
@@ -821,7 +816,6 @@ export function opRegs(o: Op): { reads: Reg[]; writes: Reg[] } {
       return { reads, writes: [] };
     case "prefetch":
       reads.push(o.addr);
-      pushReg(reads, o.bytes);
       return { reads, writes: [] };
     case "commit":
     case "wait":

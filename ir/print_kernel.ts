@@ -96,9 +96,7 @@ function line(o: Op): string {
         o.prefetch !== undefined ? `.L2::${o.prefetch}B` : ""
       } ${addr(o.dst, o.dstOffset)}, [${regName(o.src)}], ${opd(o.srcBytes)}`;
     case "prefetch":
-      return o.bytes !== undefined
-        ? `${g}prefetch.L2.bulk [${regName(o.addr)}], ${opd(o.bytes)}`
-        : `${g}prefetch.L2${o.evictLast === true ? "::evict_last" : ""} [${regName(o.addr)}]`;
+      return `${g}prefetch.L2${o.evictLast === true ? "::evict_last" : ""} [${regName(o.addr)}]`;
     case "commit":
       return "commit";
     case "wait":

@@ -317,16 +317,7 @@ const CHECKS: { readonly [K in Op["op"]]: Check<K> } = {
     cpasyncOperands(o, cx, []);
     cx.waited = false;
   },
-  prefetch: (o, cx) => {
-    cx.is(o, o.addr, U64, "address");
-    if (o.bytes === undefined) return;
-    hopperOp(o, cx, "cp.async.bulk.prefetch");
-    if (o.evictLast === true) cx.fail(o, "a bulk prefetch takes no evict_last");
-    if (o.bytes.kind !== "imm") cx.is(o, o.bytes, U32, "byte count");
-    else if (o.bytes.value < 0 || o.bytes.value % 16 !== 0) {
-      cx.fail(o, `bulk prefetch of ${o.bytes.value} bytes: a multiple of 16`);
-    }
-  },
+  prefetch: operands<"prefetch">(["addr", U64, "address"]),
   commit: (_o, cx) => {
     cx.commits++;
   },

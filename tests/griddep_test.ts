@@ -35,9 +35,8 @@ interface Subject {
   readonly ck: () => CompiledKernel;
   /** Sizes (an ordinary kernel) or problems (a grouped one). */
   readonly sizes: Record<string, number> | Record<string, number>[];
-  /** What of B is asked of the L2 before the wait: the block's slice (a bulk prefetch a line of
-   * a K-contiguous B), its first k-tiles (a prefetch a line of a row-major B), or nothing. */
-  readonly prefetch: "slice" | "k-tiles" | null;
+  /** Whether B's first k-tiles are prefetched before the wait. */
+  readonly prefetch: boolean;
   /** Sizes at which the prefetches, stripped of their guards, leave the tensors (default: `sizes`). */
   readonly strippedSizes?: Record<string, number>;
   /** Whether the trigger comes after the main loop (else right after the wait). */
@@ -51,21 +50,21 @@ const SUBJECTS: Subject[] = [
     name: "hgemm (mma.sync, reads C)",
     ck: () => compileOne("hgemm.gemm", { target: "sm90", pdl: true }),
     sizes: { M: 33, N: 72, K: 200 },
-    prefetch: "slice",
+    prefetch: true,
     triggerAfterLoop: true,
   },
   {
     name: "bf16_gemm at a decode hint (mma.sync skinny tile)",
     ck: () => compileOne("bf16_gemm.gemm", { target: "sm90", sizeHints: DECODE, pdl: true }),
     sizes: { M: 7, N: 136, K: 328 },
-    prefetch: "slice",
+    prefetch: true,
     triggerAfterLoop: true,
   },
   {
     name: "tf32_gemm at a decode hint (mma.sync, split-K)",
     ck: () => compileOne("tf32_gemm.gemm", { target: "sm90", sizeHints: DECODE, pdl: true }),
     sizes: { M: 1, N: 40, K: 1000 },
-    prefetch: "k-tiles",
+    prefetch: true,
     // The first k-tiles of B's last split run past K (at K = 1000 they stay inside B).
     strippedSizes: { M: 1, N: 40, K: 40 },
     triggerAfterLoop: true,
@@ -74,28 +73,28 @@ const SUBJECTS: Subject[] = [
     name: "bf16_gemm (TMA pipeline, persistent)",
     ck: () => compileOne("bf16_gemm.gemm", { target: "sm90", pdl: true }),
     sizes: { M: 33, N: 136, K: 200 },
-    prefetch: null,
+    prefetch: false,
     triggerAfterLoop: false,
   },
   {
     name: "splitk (TMA pipeline, split-K workspace)",
     ck: () => compileOne("splitk.gemm", { target: "sm90", pdl: true }),
     sizes: { M: 33, N: 72, K: 520 },
-    prefetch: null,
+    prefetch: false,
     triggerAfterLoop: false,
   },
   {
     name: "align1 (byte copies: no prefetch)",
     ck: () => compileOne("align1.gemm", { target: "sm90", pdl: true }),
     sizes: { M: 33, N: 21, K: 37 },
-    prefetch: null,
+    prefetch: false,
     triggerAfterLoop: true,
   },
   {
     name: "moe (grouped)",
     ck: () => compileOne("moe.gemm", { target: "sm90", pdl: true }),
     sizes: [{ M: 33, N: 72, K: 64 }, { M: 0, N: 64, K: 64 }, { M: 7, N: 136, K: 40 }],
-    prefetch: null,
+    prefetch: false,
     triggerAfterLoop: false,
   },
 ];
@@ -150,12 +149,11 @@ for (const s of SUBJECTS) {
     assert.equal(copiesBetween, s.triggerAfterLoop);
     assert.equal(ops.filter(isWait).length, 1);
     assert.equal(ops.filter((o) => o.op === "griddep").length, 2);
-    // Prefetches before the wait, in program order: B's slice or first k-tiles.
+    // Prefetches before the wait, in program order: B's first k-tiles.
     const text = ck.kernelText;
     const before = text.slice(0, text.indexOf("griddep.wait"));
-    assert.equal(/prefetch\.L2\.bulk \[/.test(before), s.prefetch === "slice", before.slice(-400));
-    assert.equal(/prefetch\.L2 \[/.test(before), s.prefetch === "k-tiles", before.slice(-400));
-    assert.equal(/asked of the L2/.test(before), s.prefetch !== null);
+    assert.equal(/prefetch\.L2 \[/.test(before), s.prefetch, before.slice(-400));
+    assert.equal(/asked of the L2/.test(before), s.prefetch);
     const ptx = printPtx([ck.kernel]);
     assert.match(ptx, /griddepcontrol\.launch_dependents;/);
     assert.match(ptx, /griddepcontrol\.wait;/);
@@ -176,21 +174,7 @@ for (const s of SUBJECTS) {
   });
 }
 
-Deno.test("griddep: a K-contiguous B's slice is asked of the L2 whole at a small grid", () => {
-  const s = SUBJECTS[1]!;
-  const ck = s.ck();
-  const { N, K } = s.sizes as Record<string, number>;
-  const rep = simulated(ck, ck.kernel, s);
-  assert.ok(rep.ok);
-  // Each of B's N lines of 2K bytes, once: its lines, and at most one partial line at each end.
-  const lines = rep.sim.stats.l2Prefetches;
-  assert.ok(
-    lines >= (N! * K! * 2) / 128 && lines <= N! * (Math.ceil((K! * 2) / 128) + 1),
-    `${lines}`,
-  );
-});
-
-for (const s of SUBJECTS.filter((x) => x.prefetch !== null)) {
+for (const s of SUBJECTS.filter((x) => x.prefetch)) {
   Deno.test(`griddep: ${s.name}: prefetches without their guards leave the tensors`, () => {
     const ck = s.ck();
     let stripped = 0;

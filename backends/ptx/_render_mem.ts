@@ -48,10 +48,6 @@ export const MEM_RENDER: Renderers<Exclude<Simple["op"], RegOpName>> = {
   },
   prefetch(o, cx) {
     expect("prefetch address", "u64", o.addr);
-    if (o.bytes !== undefined) {
-      put(cx, OP_TEMPLATES.prefetchBulk, { addr: regName(o.addr), bytes: opd(o.bytes, "u32") });
-      return;
-    }
     put(cx, OP_TEMPLATES.prefetch, {
       evict: o.evictLast === true ? "::evict_last" : "",
       addr: regName(o.addr),

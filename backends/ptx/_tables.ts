@@ -271,7 +271,6 @@ export const OP_TEMPLATES = Object.freeze({
   unpack: "mov.b32 {$lo, $hi}, $a",
   cpasync: "cp.async.$cache.shared.global$hint [$dst], [$src], $bytes, $n",
   prefetch: "prefetch.global.L2$evict [$addr]",
-  prefetchBulk: "cp.async.bulk.prefetch.L2.global [$addr], $bytes",
   commit: "cp.async.commit_group",
   wait: "cp.async.wait_group $n",
   bar: "bar.sync 0",

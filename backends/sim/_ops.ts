@@ -300,29 +300,15 @@ export function compileGridDep(M: Machine, info: OpInfo, mask: Mask): Run {
   };
 }
 
-/** `prefetch.global.L2` and the bulk `cp.async.bulk.prefetch.L2`: see {@link PrefetchOp}.
- * Moves nothing; checks that every active lane's bytes lie inside a tensor, as a load's would
- * be checked (a bulk prefetch: its whole run, 16-byte aligned, a multiple of 16 bytes), and
- * counts the lines asked for. */
+/** `prefetch.global.L2`: see {@link PrefetchOp}. Moves nothing; checks that every active
+ * lane's address lies inside a tensor, as a load's would be checked, and counts the lines. */
 export function compilePrefetch(M: Machine, info: OpInfo, mask: Mask): Run {
   const o = info.op as PrefetchOp;
   const idx = info.index;
   const addr = M.view(o.addr, "u64", idx);
-  if (o.bytes === undefined) {
-    return eachActiveLane(M, info, mask, o.guard, (t) => {
-      M.gResolve(idx, t, addr[t]!, 1, 1, PREFETCH_WHAT);
-      M.prefetches++;
-    });
-  }
-  const nA = o.bytes.kind === "reg" ? M.view(o.bytes, "u32", idx) : null;
-  const nImm = o.bytes.kind === "imm" ? o.bytes.value : 0;
   return eachActiveLane(M, info, mask, o.guard, (t) => {
-    const n = nA === null ? nImm : Number(nA[t]!);
-    if (n % 16 !== 0) M.fail(idx, t, `Bulk prefetch of ${n} bytes: not a multiple of 16`);
-    if (n === 0) return;
-    M.gResolve(idx, t, addr[t]!, n, 16, PREFETCH_WHAT);
-    const a = Number(addr[t]!);
-    M.prefetches += Math.floor((a + n - 1) / 128) - Math.floor(a / 128) + 1;
+    M.gResolve(idx, t, addr[t]!, 1, 1, PREFETCH_WHAT);
+    M.prefetches++;
   });
 }
 

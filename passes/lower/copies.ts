@@ -10,7 +10,6 @@ import { imm } from "../../ir/builder.ts";
 import { DTYPE_INFO } from "../../ir/dtype.ts";
 import { type MatrixView, type OperandSmem, tensorParam } from "../../ir/gemm.ts";
 import type { MemWidth, Operand, Reg } from "../../ir/kernel.ts";
-import { targetHas } from "../../ir/target.ts";
 import { type Affine, emitAffine, groupRecipes, scaleAffine, type SmemRecipe } from "./affine.ts";
 import { b64, bytesOfElems, lineStride, log2, type LowerContext, vectorBase } from "./context.ts";
 import * as ir from "../../ir/builder.ts";
@@ -41,8 +40,6 @@ interface StridedCopies {
   readonly step: Operand;
   /** Rows between copy j and j+1. */
   readonly dr: number;
-  /** Bits of an element. */
-  readonly bits: number;
   readonly kContig: boolean;
   /** K-contiguous: rows (M/N) left from copy 0's row (s32). */
   readonly outerRem: Reg | null;
@@ -261,7 +258,6 @@ function stridedCopies(
     stride,
     step,
     dr,
-    bits,
     kContig,
     outerRem,
     outerOk,
@@ -492,87 +488,6 @@ export function prefetchKTiles(
       b.emit(ir.prefetch(nthPointer(cx, at, c.stride, j), ir.when(ok)));
     });
   }
-}
-
-/**
- * Asks the L2 for an operand's next `tiles` k-tiles as {@link prefetchKTiles} does, in the same
- * k-tile-major order, but with one `cp.async.bulk.prefetch.L2` a line and k-tile (the k-tile's
- * bytes of the line, fewer for a partial last one), by the thread whose copies start the line
- * (k index 0), within the copies' own bounds. Only for strided plans of 16-byte cp.async copies
- * along K on a target with bulk copies (sm90); returns false for any other plan, whose caller
- * falls back to {@link prefetchKTiles}.
- *
- * @param cx The lowering's context.
- * @param c The operand's copy plan (its pointers at the block's first k-tile).
- * @param p The operand's shared-memory tile.
- * @param kRem K left from the first k-tile's first element (s32).
- * @param tiles How many k-tiles.
- * @returns Whether it emitted the prefetches.
- */
-export function prefetchKTilesBulk(
-  cx: LowerContext,
-  c: CopyPlan,
-  p: OperandSmem,
-  kRem: Reg,
-  tiles: number,
-): boolean {
-  if (c.kind !== "strided" || !c.kContig || !p.async || p.copyBytes !== 16) return false;
-  if (!targetHas(cx.k.target, "tma") || tiles <= 0) return false;
-  const b = cx.b;
-  const tk = cx.k.plan.tile!.threadblock.k;
-  const leader = cx.setp("eq", "s32", c.kIdx, imm(0));
-  const rowOk = c.dst.map((_, j) =>
-    cx.and(cx.and(cx.setp("lt", "s32", imm(j * c.dr), c.outerRem!), c.valid[j]!), leader)
-  );
-  b.emit(ir.comment(`${tiles} k-tiles from ${c.ptr0.name ?? "the operand"} asked of the L2`));
-  for (let s = 0; s < tiles; s++) {
-    // The k-tile's elements inside K: min(kRem - s * tk, tk), when positive.
-    const left = s === 0 ? kRem : cx.bin("sub", "s32", kRem, imm(s * tk));
-    const any = cx.setp("gt", "s32", left, imm(0));
-    const kBits = b.reg("b32");
-    b.emit(ir.cvt("b32.s32", kBits, cx.bin("min", "s32", left, imm(tk))));
-    const kElems = b.reg("u32");
-    b.emit(ir.cvt("u32.b32", kElems, kBits));
-    const kBytes = c.bits >= 8
-      ? cx.mulImm(kElems, c.bits / 8)
-      : cx.bin("shr", "u32", kElems, imm(log2(8 / c.bits)));
-    // A multiple of 16 bytes, as the instruction requires.
-    const n = cx.bin("and", "u32", kBytes, imm(0xfffffff0));
-    const at = s === 0 ? c.ptr0 : cx.b.reg("u64");
-    if (s > 0) {
-      b.emit(
-        c.step.kind === "imm"
-          ? ir.bin("add", "u64", at, c.ptr0, imm(s * c.step.value))
-          : ir.mad("u64", at, c.step, imm(s), c.ptr0),
-      );
-    }
-    c.dst.forEach((_, j) => {
-      b.emit(ir.prefetchBulk(nthPointer(cx, at, c.stride, j), n, ir.when(cx.and(rowOk[j]!, any))));
-    });
-  }
-  return true;
-}
-
-/** Experiment switch (bench/NOTES.md 72): how a pdl kernel asks the L2 for B before its wait. */
-export const PDL_B_PREFETCH: { readonly bulk: boolean; readonly tiles: number } = {
-  bulk: true,
-  tiles: 8,
-};
-
-/**
- * Asks the L2 for B's first k-tiles before `griddep.wait` (a pdl kernel):
- * {@link PDL_B_PREFETCH}'s count, at least `minTiles`, bulk where the plan allows it.
- */
-export function prefetchB(
-  cx: LowerContext,
-  c: CopyPlan,
-  p: OperandSmem,
-  kRem: Reg,
-  minTiles: number,
-): void {
-  const tiles = Math.max(minTiles, PDL_B_PREFETCH.tiles);
-  if (PDL_B_PREFETCH.bulk && prefetchKTilesBulk(cx, c, p, kRem, tiles)) return;
-  prefetchKTiles(cx, c, p, kRem, tiles);
 }
 
 /** Moves a copy plan's pointers `tiles` k-tiles ahead (a split's first k-tile). */

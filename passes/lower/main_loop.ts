@@ -17,7 +17,7 @@ import {
   type CopyPlan,
   copySetup,
   issueCopies,
-  prefetchB,
+  prefetchKTiles,
   skipTiles,
 } from "./copies.ts";
 import { epiPrefetch, prefetchAhead } from "./epilogue_loads.ts";
@@ -147,9 +147,8 @@ export function mainLoop(cx: LowerContext, o: TileOrigin): Reg[][][] {
   };
 
   if (cx.gridDep.on) {
-    // Before the previous grid's memory is ours: the L2 fetches B (the block's slice, else
-    // its first k-tiles) meanwhile.
-    prefetchB(cx, bCopy, pipe.b, kRem, S - 1);
+    // Before the previous grid's memory is ours: the L2 fetches B's first k-tiles meanwhile.
+    prefetchKTiles(cx, bCopy, pipe.b, kRem, S - 1);
     cx.gridWait();
   }
   b.emit(ir.comment(`prologue: fill ${S - 1} stages`));

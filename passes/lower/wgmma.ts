@@ -23,7 +23,7 @@ import {
   type CopyOperand,
   copySetup,
   issueCopies,
-  prefetchB,
+  prefetchKTiles,
 } from "./copies.ts";
 import { kLoops, kTileRange, type TileOrigin, zeroAccumulators } from "./main_loop.ts";
 import * as ir from "../../ir/builder.ts";
@@ -125,7 +125,7 @@ export function wgmmaMainLoop(cx: LowerContext, o: TileOrigin): Reg[][][] {
   };
   const ahead = S - 1 - WGMMA_GROUPS_IN_FLIGHT;
   if (cx.gridDep.on) {
-    prefetchB(cx, bCopy, pipe.b, kRem, ahead);
+    prefetchKTiles(cx, bCopy, pipe.b, kRem, ahead);
     cx.gridWait();
   }
   b.emit(ir.comment(`prologue: fill ${ahead} stages`));
