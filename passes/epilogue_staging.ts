@@ -261,8 +261,10 @@ function stagedLayout(
   // The pad with the fewest excess wavefronts (the pattern repeats every
   // accumulator-tile row), then as many tile rows a chunk as fit, balanced
   // over the chunks (5 rows that fit 3 at a time: 3 + 2).
+  // Strides are whole 16-byte units (the vector reads' alignment): a row narrower than 16
+  // bytes (an 8-wide warp tile of 8-bit D) starts padded to 16.
   let best: { stride: number; cost: number } | null = null;
-  for (let pad = 0; pad <= 128; pad += 16) {
+  for (let pad = (16 - rowBytes % 16) % 16; pad <= 128; pad += 16) {
     const stride = rowBytes + pad;
     if (warps * s.m * stride > avail) break;
     const cost = excess(stride, best?.cost ?? Infinity);
