@@ -137,13 +137,8 @@ export {
   type FunctionAttributes,
   JitError,
 } from "./backends/cuda/driver.ts";
-export {
-  formatProbe,
-  type ProbeMetaCheck,
-  type ProbeMetaMismatch,
-  type ProbeResult,
-  runProbe,
-} from "./harness/mma_probe.ts";
+export { formatProbe, runProbe } from "./harness/mma_probe.ts";
+export type { ProbeMetaCheck, ProbeMetaMismatch, ProbeResult } from "./harness/mma_probe_common.ts";
 
 // doclint: the types that the exports above name in their signatures (issue 19, item 3),
 // exported so that `deno doc --lint mod.ts` finds every type a caller sees.
@@ -183,13 +178,13 @@ export type {
   SimMismatch,
 } from "./harness/checks.ts";
 export type { ElementMismatch } from "./harness/compare.ts";
+export type { ProbeOptions } from "./harness/mma_probe.ts";
 export type {
   ProbeCount,
   ProbeMapCheck,
   ProbeMismatch,
   ProbeMode,
-  ProbeOptions,
-} from "./harness/mma_probe.ts";
+} from "./harness/mma_probe_common.ts";
 export type {
   ApproxFn,
   ComputeType,
@@ -387,7 +382,7 @@ export {
   type GroupedRunOptions,
   type GroupedRunReport,
   runGrouped,
-} from "./harness/run_gemm.ts";
+} from "./harness/run_grouped.ts";
 // The grouped kernel's types that the exported Kernel, KernelManifest and SimLaunch name
 // (for `deno doc --lint`).
 export type { GroupField, GroupLayout } from "./ir/kernel.ts";
@@ -395,7 +390,8 @@ export type { ManifestGroup } from "./backends/ptx/manifest.ts";
 export type { SimBuffer } from "./backends/sim/mod.ts";
 
 /**
- * Structured-sparse A on the host (DESIGN §6.3, issue 21; numerics/sparse.ts):
+ * Structured-sparse A on the host (DESIGN §6.3, issue 21; numerics/sparse.ts, the
+ * format, and numerics/sparse_compress.ts, the values):
  * {@link compressSparse} turns a dense `[batch, rows, K]` matrix with the
  * `mma.sp` pattern (2:4 for f16/bf16/s8/u8, 1:2 for f32/tf32, 4:8 in pairs
  * for s4/u4) into A's kept values (`[batch, rows, K/2]`, encoded as the type
@@ -427,17 +423,9 @@ export type { SimBuffer } from "./backends/sim/mod.ts";
  * ```
  */
 export {
-  checkSparsePattern,
-  compressSparse,
-  decompressSparse,
   isSparseDtype,
-  pruneSparse,
-  randomSparse,
-  type RandomSparseOptions,
   SPARSE_DTYPES,
-  type SparseCheckOptions,
   type SparseCompressed,
-  type SparseCompressOptions,
   type SparseDtype,
   type SparseGroup,
   sparseGroup,
@@ -445,12 +433,22 @@ export {
   type SparseMetaLayout,
   sparseMetaPosition,
   sparseMetaWordsPerRow,
+  sparseValueBytes,
+} from "./numerics/sparse.ts";
+export {
+  checkSparsePattern,
+  compressSparse,
+  decompressSparse,
+  pruneSparse,
+  randomSparse,
+  type RandomSparseOptions,
+  type SparseCheckOptions,
+  type SparseCompressOptions,
   SparsePatternError,
   type SparsePatternReport,
   type SparseShapeOptions,
-  sparseValueBytes,
   type SparseViolation,
-} from "./numerics/sparse.ts";
+} from "./numerics/sparse_compress.ts";
 
 // sparse-mma (issue 21): the mma.sp rows beside the dense MMA table (ir/mma_sparse.ts), each
 // confirmed on the H200 by harness/mma_probe.ts (bench/results/2026-12-02-h200-issue21-mma-sp/).

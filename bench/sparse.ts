@@ -6,7 +6,7 @@
  * operands, `math tf32`, f32 out) and s8 (s32 out), at M = N = K = 8192 by
  * default, A `[M, K]` row-major, B `[K, N]` column-major, D `[M, N]` row-major:
  *
- * 1. A random dense matrix with the type's pattern (numerics/sparse.ts
+ * 1. A random dense matrix with the type's pattern (numerics/sparse_compress.ts
  *    `randomSparse`: 2 of each 4 along K nonzero, 1 of 2 for tf32; random
  *    values, never 0 or ±1) compressed into the sparse kernel's kept values
  *    `[M, K/2]` and `A_meta` words (`compressSparse`, the canonical layout);
@@ -51,7 +51,7 @@ import { poisonByte } from "../harness/checks.ts";
 import { referenceGemm } from "../harness/reference.ts";
 import { tensorShape } from "../harness/tensor.ts";
 import { Rng } from "../numerics/random.ts";
-import { compressSparse, randomSparse } from "../numerics/sparse.ts";
+import { compressSparse, randomSparse } from "../numerics/sparse_compress.ts";
 import { type SparsePeakRow, sparsePeaks } from "./sparse_peak.ts";
 import { timeBurst, timeIt, timeSustained } from "./gpu_measure.ts";
 import { freshResultPath, resultDate } from "./results.ts";

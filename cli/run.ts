@@ -8,14 +8,8 @@
 
 import type { CompiledKernel } from "../compiler.ts";
 import { SimError } from "../backends/sim/mod.ts";
-import {
-  checkGroupedRun,
-  checkRun,
-  type GroupedRunReport,
-  runGemm,
-  runGrouped,
-  type RunReport,
-} from "../harness/run_gemm.ts";
+import { checkRun, runGemm, type RunReport } from "../harness/run_gemm.ts";
+import { checkGroupedRun, type GroupedRunReport, runGrouped } from "../harness/run_grouped.ts";
 import { Cuda, cudaAvailable, CudaError, CudaUnavailableError } from "../backends/cuda/driver.ts";
 import { requirePdl } from "../backends/cuda/launch.ts";
 import {

@@ -14,7 +14,7 @@ import type { GemmKernel, TensorParam } from "../ir/gemm.ts";
 import { type Dtype, DTYPE_INFO } from "../ir/dtype.ts";
 import { forEachInView, sparseExtents, tensorShape, writeElem } from "./tensor.ts";
 import { intRange, Rng } from "../numerics/random.ts";
-import { compressSparse, randomSparse } from "../numerics/sparse.ts";
+import { compressSparse, randomSparse } from "../numerics/sparse_compress.ts";
 
 /**
  * Fills a tensor with random values of its type; a strided view's gaps (storage
@@ -60,7 +60,7 @@ export function poison(bytes: Uint8Array, float: boolean): void {
 
 /**
  * A random structured-sparse A (DESIGN §6.3): a dense matrix with its type's
- * pattern (numerics/sparse.ts `randomSparse`: exactly the kept units nonzero, at
+ * pattern (numerics/sparse_compress.ts `randomSparse`: exactly the kept units nonzero, at
  * random positions, values never 0 or ±1), compressed into the two buffers the
  * kernel takes.
  *

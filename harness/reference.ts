@@ -42,7 +42,7 @@ import { type Dtype, DTYPE_INFO, isFp8 } from "../ir/dtype.ts";
 import { dimValue, forEachInView, readElem, sparseExtents, tensorShape } from "./tensor.ts";
 import type { LaunchArgs } from "./inputs.ts";
 import { roundHalfEven, roundToDtype, ulpOf } from "../numerics/mod.ts";
-import { decompressSparse } from "../numerics/sparse.ts";
+import { decompressSparse } from "../numerics/sparse_compress.ts";
 import { sparseMetaParam } from "../ir/gemm.ts";
 
 /** The reference result of a GEMM. */
@@ -258,7 +258,7 @@ function outputElement(
 
 /**
  * A sparse A's elements, dense (DESIGN §6.3): its kept values and metadata expanded by
- * numerics/sparse.ts `decompressSparse` into `[batch, M, K]` row-major.
+ * numerics/sparse_compress.ts `decompressSparse` into `[batch, M, K]` row-major.
  */
 function denseSparseA(k: GemmKernel, a: TensorParam, args: LaunchArgs): (i: number) => number {
   const meta = sparseMetaParam(k);
@@ -280,7 +280,7 @@ function denseSparseA(k: GemmKernel, a: TensorParam, args: LaunchArgs): (i: numb
 /**
  * Computes the reference GEMM and its error bounds. A sparse A (DESIGN §6.3) is
  * multiplied as the dense matrix its kept values and metadata describe
- * (numerics/sparse.ts `decompressSparse`).
+ * (numerics/sparse_compress.ts `decompressSparse`).
  *
  * @param k The kernel (checked GEMM IR).
  * @param args The launch arguments (inputs as bytes).

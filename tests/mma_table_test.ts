@@ -19,7 +19,7 @@ import {
   type SparseMmaShape,
   validateSparseMmaTable,
 } from "../ir/mma_sparse.ts";
-import { sparseProbeKernel } from "../harness/mma_probe.ts";
+import { sparseProbeKernel } from "../harness/mma_probe_sparse.ts";
 import { printPtx } from "../backends/ptx/print.ts";
 import { runPtxas } from "../backends/ptx/ptxas.ts";
 import { ptxasTest } from "./_ptxas.ts";

@@ -20,11 +20,9 @@ import {
   compressSparse,
   decompressSparse,
   randomSparse,
-  SPARSE_DTYPES,
-  type SparseDtype,
-  sparseGroup,
   SparsePatternError,
-} from "../numerics/sparse.ts";
+} from "../numerics/sparse_compress.ts";
+import { SPARSE_DTYPES, type SparseDtype, sparseGroup } from "../numerics/sparse.ts";
 import { encodeTensor } from "../harness/device_tensor.ts";
 import { Rng } from "../numerics/random.ts";
 import { DTYPE_INFO } from "../ir/dtype.ts";

@@ -3,21 +3,19 @@
 // compresses A and writes the metadata with helpers of its own: the lane and nibble of each
 // (row, chunk) come from the layout formulas below, written from the ISA's metadata figures
 // independently of the table's `meta.coord`. One warp loads the fragments and the metadata,
-// runs the mma.sp and stores D (harness/mma_probe.ts's sparse probe kernel).
+// runs the mma.sp and stores D (harness/mma_probe_sparse.ts's sparse probe kernel).
 
 import assert from "node:assert/strict";
 import { SPARSE_MMA_TABLE, type SparseMmaShape } from "../ir/mma_sparse.ts";
 import type { MmaDtype } from "../ir/mma_table.ts";
+import { formatProbe, runProbe } from "../harness/mma_probe.ts";
 import {
-  evaluateSparseProbe,
-  formatProbe,
   packFragment,
   type ProbeLauncher,
-  runProbe,
   simProbeLauncher,
-  sparseProbeKernel,
   unpackFragment,
-} from "../harness/mma_probe.ts";
+} from "../harness/mma_probe_common.ts";
+import { evaluateSparseProbe, sparseProbeKernel } from "../harness/mma_probe_sparse.ts";
 import { Rng } from "../numerics/random.ts";
 import { SimError } from "../backends/sim/types.ts";
 import { verifyKernel } from "../ir/verify_kernel.ts";

@@ -15,13 +15,8 @@ import { printGemm } from "../ir/print_gemm.ts";
 import { type LaunchArgs, randomArgs } from "../harness/inputs.ts";
 import { referenceGemm } from "../harness/reference.ts";
 import { sparseExtents, tensorShape, writeElem } from "../harness/tensor.ts";
-import {
-  checkSparsePattern,
-  decompressSparse,
-  sparseGroup,
-  sparseMetaBytes,
-  sparseValueBytes,
-} from "../numerics/sparse.ts";
+import { checkSparsePattern, decompressSparse } from "../numerics/sparse_compress.ts";
+import { sparseGroup, sparseMetaBytes, sparseValueBytes } from "../numerics/sparse.ts";
 import { runFront } from "./fuzz_front.ts";
 import { gemm } from "./_cli.ts";
 import type { TensorDeclAst } from "../dsl/ast.ts";

@@ -15,13 +15,15 @@ import {
   decompressSparse,
   pruneSparse,
   randomSparse,
+  SparsePatternError,
+} from "../numerics/sparse_compress.ts";
+import {
   SPARSE_DTYPES,
   type SparseDtype,
   sparseGroup,
   sparseMetaBytes,
   sparseMetaPosition,
   sparseMetaWordsPerRow,
-  SparsePatternError,
   sparseValueBytes,
 } from "../numerics/sparse.ts";
 import { Rng } from "../numerics/random.ts";

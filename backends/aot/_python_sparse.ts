@@ -1,7 +1,7 @@
 /**
  * The structured-sparse part of the Python artefact (DESIGN §6.3, issue 21):
  * `compress_sparse` and `decompress_sparse`, the Python side of
- * numerics/sparse.ts `compressSparse` / `pruneSparse` / `decompressSparse`.
+ * numerics/sparse_compress.ts `compressSparse` / `pruneSparse` / `decompressSparse`.
  * They write the canonical format that module's header defines, byte for
  * byte (tests/python_sparse_test.ts compares them), with the same pattern,
  * tie and padding rules and the same messages (the Python errors say
@@ -210,7 +210,7 @@ def _sparse_magnitudes(x, dtype):
 
 
 def compress_sparse(a, dtype, prune=False):
-    """numerics/sparse.ts compressSparse: (kept values, canonical metadata) of a dense A.
+    """numerics/sparse_compress.ts compressSparse: (kept values, canonical metadata) of a dense A.
 
     a: [M, K] or [L, M, K], numpy or torch (bf16: numpy uint16 bits or torch bfloat16;
     s4/u4: int8 or uint8, one element each). Returns values [.., M, K/2] in a's element
@@ -280,7 +280,7 @@ def compress_sparse(a, dtype, prune=False):
 
 
 def decompress_sparse(values, meta, dtype, K):
-    """numerics/sparse.ts decompressSparse: the dense A of compress_sparse's (values, meta).
+    """numerics/sparse_compress.ts decompressSparse: the dense A of compress_sparse's (values, meta).
 
     values: [.., M, K/2] (s4/u4: [.., M, K/4] uint8); meta: [.., M, ceil(K/group/8)]
     uint32 or int32. Returns [.., M, K] in the values' element type (bf16 numpy: uint16

@@ -16,7 +16,7 @@ import { runFakeDriverCheck } from "./_fake_driver.ts";
 import { compile, type CompiledKernel } from "../../compiler.ts";
 import { Cuda, cudaAvailable } from "../../backends/cuda/driver.ts";
 import { loadKernel, moeProblems } from "../../backends/cuda/kernel.ts";
-import { runGrouped } from "../../harness/run_gemm.ts";
+import { runGrouped } from "../../harness/run_grouped.ts";
 import { randomArgs } from "../../harness/inputs.ts";
 import { referenceGemm } from "../../harness/reference.ts";
 import { compareOutput } from "../../harness/compare.ts";

@@ -8,13 +8,8 @@
 
 import assert from "node:assert/strict";
 import { type FragmentMap, MMA_SHAPES, type MmaShape } from "../../ir/mma_table.ts";
-import {
-  evaluateProbe,
-  formatProbe,
-  probeKernel,
-  runProbe,
-  simProbeLauncher,
-} from "../../harness/mma_probe.ts";
+import { evaluateProbe, formatProbe, probeKernel, runProbe } from "../../harness/mma_probe.ts";
+import { simProbeLauncher } from "../../harness/mma_probe_common.ts";
 import { cudaAvailable } from "../../backends/cuda/driver.ts";
 import { printPtx } from "../../backends/ptx/print.ts";
 import { findPtxas, runPtxas } from "../../backends/ptx/ptxas.ts";

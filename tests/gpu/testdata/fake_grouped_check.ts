@@ -23,7 +23,7 @@ import {
 import { groupTable } from "../../../backends/ptx/group_table.ts";
 import { problemTiles } from "../../../ir/kernel.ts";
 import { Rng } from "../../../numerics/random.ts";
-import { runGrouped } from "../../../harness/run_gemm.ts";
+import { runGrouped } from "../../../harness/run_grouped.ts";
 import { gemmWithEnv } from "../../_cli.ts";
 import { launchExStats } from "./_launch_ex_stats.ts";
 
