@@ -58,6 +58,7 @@ import { printPtx } from "../backends/ptx/print.ts";
 import { Rng } from "../numerics/random.ts";
 import { Cuda, cudaAvailable, CudaError, type DeviceBuffer } from "../backends/cuda/driver.ts";
 import {
+  checkCMap,
   equalBytes,
   hostProduct,
   INT_TYPES,
@@ -65,7 +66,6 @@ import {
   type ProbeInputs,
   probeKernel,
   type ProbeLauncher,
-  type ProbeMismatch,
   type ProbeMode,
   type ProbeResult,
   randomInputs,
@@ -133,37 +133,18 @@ export function evaluateProbe(
   const rnd = randomInputs(s, new Rng(seed));
   const prod = run(rnd);
   const want = hostProduct(s, rnd);
-  const mismatches: ProbeMismatch[] = [];
-  let agree = 0;
-  let prodAgree = 0;
-  let total = 0;
-  const asId = (v: number, n: number) => (Number.isInteger(v) && v >= 1 && v <= n ? v - 1 : NaN);
-  for (let lane = 0; lane < 32; lane++) {
-    for (let r = 0; r < s.c.regs; r++) {
-      for (let e = 0; e < s.c.elemsPerReg; e++) {
-        total++;
-        const table = s.c.coord(lane, r, e);
-        const observed: [number, number] = [
-          asId(rows.d(lane, r, e), s.m),
-          asId(cols.d(lane, r, e), s.n),
-        ];
-        if (observed[0] === table[0] && observed[1] === table[1]) agree++;
-        else if (mismatches.length < 8) mismatches.push({ lane, reg: r, elem: e, table, observed });
-        if (prod.d(lane, r, e) === want(table[0], table[1])) prodAgree++;
-      }
-    }
-  }
+  const { cMap, product } = checkCMap(s, rows.d, cols.d, [{ d: prod.d, want }]);
   const simIdentical = sim === null ? null : rows.same === true && cols.same === true &&
     prod.same === true;
   return {
     shape: s.name,
     ptx: s.ptx,
     mode,
-    cMap: { agree, total, mismatches },
-    product: { agree: prodAgree, total },
+    cMap,
+    product,
     simIdentical,
     error: null,
-    ok: agree === total && prodAgree === total && simIdentical !== false,
+    ok: cMap.agree === cMap.total && product.agree === product.total && simIdentical !== false,
   };
 }
 

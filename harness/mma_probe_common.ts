@@ -256,13 +256,59 @@ export function packFragment(
 export function unpackFragment(
   map: FragmentMap,
   bytes: Uint8Array,
-): (lane: number, reg: number, elem: number) => number {
+): FragmentValues {
   const rb = map.regBits / 8;
   const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   return (lane, reg, elem) => {
     const off = (lane * map.regs + reg) * rb;
     if (map.dtype === "f64") return dv.getFloat64(off, true);
     return decode(map.dtype, dv.getUint32(off, true), elem);
+  };
+}
+
+/** An unpacked fragment: element `elem` of register `reg` of lane `lane`. */
+export type FragmentValues = (lane: number, reg: number, elem: number) => number;
+
+/**
+ * Checks a row's C/D fragment map and its products: element (lane, reg, elem) of the identity
+ * launches holds its row (`rows`) and column (`cols`) plus one, which must be where the map
+ * puts it; each product's element must equal the host's product at the map's position.
+ *
+ * @param s The MMA table row.
+ * @param rows The launch whose D holds each element's row + 1.
+ * @param cols The launch whose D holds each element's column + 1.
+ * @param prods Products of random inputs and the host's product of the same inputs.
+ * @returns The map's check (the first 8 mismatches) and the products' count.
+ */
+export function checkCMap(
+  s: MmaShape,
+  rows: FragmentValues,
+  cols: FragmentValues,
+  prods: readonly { readonly d: FragmentValues; readonly want: (i: number, j: number) => number }[],
+): { cMap: ProbeMapCheck; product: ProbeCount } {
+  const mismatches: ProbeMismatch[] = [];
+  let agree = 0;
+  let prodAgree = 0;
+  let total = 0;
+  const asId = (v: number, n: number) => (Number.isInteger(v) && v >= 1 && v <= n ? v - 1 : NaN);
+  for (let lane = 0; lane < 32; lane++) {
+    for (let r = 0; r < s.c.regs; r++) {
+      for (let e = 0; e < s.c.elemsPerReg; e++) {
+        total++;
+        const table = s.c.coord(lane, r, e);
+        const observed: [number, number] = [
+          asId(rows(lane, r, e), s.m),
+          asId(cols(lane, r, e), s.n),
+        ];
+        if (observed[0] === table[0] && observed[1] === table[1]) agree++;
+        else if (mismatches.length < 8) mismatches.push({ lane, reg: r, elem: e, table, observed });
+        for (const p of prods) if (p.d(lane, r, e) === p.want(table[0], table[1])) prodAgree++;
+      }
+    }
+  }
+  return {
+    cMap: { agree, total, mismatches },
+    product: { agree: prodAgree, total: total * prods.length },
   };
 }
 

@@ -23,6 +23,7 @@ import { Rng } from "../numerics/random.ts";
 import { type Cuda, CudaError, type DeviceBuffer } from "../backends/cuda/driver.ts";
 import * as ir from "../ir/builder.ts";
 import {
+  checkCMap,
   equalBytes,
   hostProduct,
   INT_TYPES,
@@ -31,7 +32,6 @@ import {
   type ProbeLauncher,
   type ProbeMetaCheck,
   type ProbeMetaMismatch,
-  type ProbeMismatch,
   type ProbeMode,
   probeName,
   type ProbeResult,
@@ -235,26 +235,7 @@ export function evaluateSparseProbe(
     const x = { ...rnd, a: restrict(s, keep, rnd.a) };
     return { d: run(v, keep, x), want: hostProduct(s, x) };
   });
-  const mismatches: ProbeMismatch[] = [];
-  let agree = 0;
-  let prodAgree = 0;
-  let total = 0;
-  const asId = (v: number, n: number) => (Number.isInteger(v) && v >= 1 && v <= n ? v - 1 : NaN);
-  for (let lane = 0; lane < 32; lane++) {
-    for (let r = 0; r < s.c.regs; r++) {
-      for (let e = 0; e < s.c.elemsPerReg; e++) {
-        total++;
-        const table = s.c.coord(lane, r, e);
-        const observed: [number, number] = [
-          asId(rows(lane, r, e), s.m),
-          asId(cols(lane, r, e), s.n),
-        ];
-        if (observed[0] === table[0] && observed[1] === table[1]) agree++;
-        else if (mismatches.length < 8) mismatches.push({ lane, reg: r, elem: e, table, observed });
-        for (const p of prods) if (p.d(lane, r, e) === p.want(table[0], table[1])) prodAgree++;
-      }
-    }
-  }
+  const { cMap, product } = checkCMap(s, rows, cols, prods);
   const metaMap = discoverMeta(s, launchers);
   const simIdentical: boolean | null = simSame === null
     ? metaMap.simSame
@@ -263,11 +244,11 @@ export function evaluateSparseProbe(
     shape: s.name,
     ptx: s.ptx,
     mode,
-    cMap: { agree, total, mismatches },
-    product: { agree: prodAgree, total: total * prods.length },
+    cMap,
+    product,
     simIdentical,
     error: null,
-    ok: agree === total && prodAgree === total * prods.length && simIdentical !== false &&
+    ok: cMap.agree === cMap.total && product.agree === product.total && simIdentical !== false &&
       metaMap.check.agree === metaMap.check.total,
     metaMap: metaMap.check,
   };
