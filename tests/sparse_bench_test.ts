@@ -21,18 +21,20 @@ import { encodeTensor } from "../harness/device_tensor.ts";
 import { Rng } from "../numerics/random.ts";
 import { buildFakeDriver, cCompiler, runWithFakeDriver } from "./gpu/_fake_driver.ts";
 import {
-  type KernelFigures,
   parseSparseArgs,
-  type PeerRecord,
   sampledCheck,
   samplePicks,
-  SPARSE_BENCH_TYPES,
   sparseBenchMain,
-  type SparseBenchRow,
   sparseBenchSource,
+} from "../bench/sparse.ts";
+import {
+  type KernelFigures,
+  type PeerRecord,
+  SPARSE_BENCH_TYPES,
+  type SparseBenchRow,
   type SparseBenchType,
   sparseReport,
-} from "../bench/sparse.ts";
+} from "../bench/sparse_report.ts";
 
 const rng = new Rng(Date.now() >>> 0);
 const OUT: Record<SparseBenchType, string> = { f16: "f16", bf16: "bf16", tf32: "f32", s8: "s32" };

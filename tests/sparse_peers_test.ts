@@ -24,7 +24,7 @@ import {
   randInt,
   randomSubset,
 } from "./_peer_script.ts";
-import { PEER_RECORD_KEYS } from "../bench/sparse.ts";
+import { PEER_RECORD_KEYS } from "../bench/sparse_report.ts";
 
 const PEERS = peerScript("sparse_peers", PEER_RECORD_KEYS);
 
