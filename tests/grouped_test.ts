@@ -682,7 +682,7 @@ Deno.test("gemm compile --emit json describes the table of examples/moe.gemm", a
   );
 });
 
-// The C and Python artefacts of a grouped kernel (their contents: tests/aot_c_test.ts,
+// The C and Python artefacts of a grouped kernel (their contents: tests/aot_c_grouped_test.ts,
 // tests/aot_python_test.ts).
 Deno.test("gemm compile --emit c / py of a grouped kernel", async () => {
   for (const emit of ["c", "py"]) {
