@@ -1,5 +1,5 @@
 /**
- * The repository's examples, for the tests that run over all of them.
+ * The repository's examples, for the tests that run over all of them or read one.
  *
  * @module
  */
@@ -25,4 +25,10 @@ export function examples(): string[] {
     .filter((e) => e.isFile && e.name.endsWith(".gemm"))
     .map((e) => e.name.slice(0, -".gemm".length))
     .sort();
+}
+
+/** An example's path (`examples/NAME.gemm`, as `file` for diagnostics) and text. */
+export function readExample(name: string): { file: string; text: string } {
+  const file = `examples/${name}.gemm`;
+  return { file, text: Deno.readTextFileSync(new URL(file, ROOT)) };
 }
