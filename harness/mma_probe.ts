@@ -60,6 +60,7 @@ import { Cuda, cudaAvailable, CudaError, type DeviceBuffer } from "../backends/c
 import {
   checkCMap,
   equalBytes,
+  gpuProbeLauncher,
   hostProduct,
   INT_TYPES,
   packFragment,
@@ -215,21 +216,7 @@ export async function runProbe(options: ProbeOptions = {}): Promise<ProbeResult[
           buffers.push(b);
           return b;
         });
-        const [ba, bb, bc, bd] = bufs as [DeviceBuffer, DeviceBuffer, DeviceBuffer, DeviceBuffer];
-        const gpu: ProbeLauncher = (a, b, c) => {
-          ba.upload(a);
-          bb.upload(b);
-          bc.upload(c);
-          bd.fill(0xff);
-          cuda.launch(fn, { grid: [1, 1, 1], block: [32, 1, 1], dynamicSmemBytes: 0 }, [
-            { type: "u64", value: ba.ptr },
-            { type: "u64", value: bb.ptr },
-            { type: "u64", value: bc.ptr },
-            { type: "u64", value: bd.ptr },
-          ]);
-          cuda.synchronize();
-          return bd.download();
-        };
+        const gpu = gpuProbeLauncher(cuda, fn, bufs.slice(0, 3), bufs[3]!);
         result = evaluateProbe(s, "gpu", gpu, simProbeLauncher(s, kernel), seed);
       } catch (e) {
         if (!(e instanceof CudaError)) throw e;

@@ -14,6 +14,7 @@ import { imm, KernelBuilder } from "../ir/builder.ts";
 import type { Kernel, Reg, RegType } from "../ir/kernel.ts";
 import { verifyKernel } from "../ir/verify_kernel.ts";
 import { simulate } from "../backends/sim/mod.ts";
+import type { Cuda, CudaFunction, DeviceBuffer } from "../backends/cuda/driver.ts";
 import { intRange, type Rng } from "../numerics/random.ts";
 import {
   bf16BitsToF32,
@@ -361,6 +362,37 @@ export type ProbeLauncher = (
   c: Uint8Array,
   e?: Uint8Array,
 ) => Uint8Array;
+
+/**
+ * A launcher that runs a probe kernel on the GPU: the launch's inputs uploaded into `inputs`
+ * (A, B, C and, for a sparse row, its metadata), D poisoned (0xff), one warp launched with the
+ * kernel's pointers A, B, C, D then the rest of `inputs`, and D read back.
+ *
+ * @param cuda The driver.
+ * @param fn The loaded probe kernel.
+ * @param inputs The input buffers, in the launcher's argument order.
+ * @param d D's buffer.
+ * @returns The launcher.
+ */
+export function gpuProbeLauncher(
+  cuda: Cuda,
+  fn: CudaFunction,
+  inputs: readonly DeviceBuffer[],
+  d: DeviceBuffer,
+): ProbeLauncher {
+  const params = [...inputs.slice(0, 3), d, ...inputs.slice(3)];
+  return (a, b, c, e) => {
+    [a, b, c, e].slice(0, inputs.length).forEach((x, i) => inputs[i]!.upload(x!));
+    d.fill(0xff);
+    cuda.launch(
+      fn,
+      { grid: [1, 1, 1], block: [32, 1, 1], dynamicSmemBytes: 0 },
+      params.map((buf) => ({ type: "u64", value: buf.ptr })),
+    );
+    cuda.synchronize();
+    return d.download();
+  };
+}
 
 /**
  * A launcher that runs a row's probe kernel on the simulator.

@@ -25,6 +25,7 @@ import * as ir from "../ir/builder.ts";
 import {
   checkCMap,
   equalBytes,
+  gpuProbeLauncher,
   hostProduct,
   INT_TYPES,
   packFragment,
@@ -379,22 +380,7 @@ export function gpuSparseProbe(cuda: Cuda, s: SparseMmaShape, seed: number): Pro
         const module = cuda.loadModule(printPtx([kernel]));
         unloads.push(() => module.unload());
         const fn = module.getFunction(kernel.name);
-        const gpu: ProbeLauncher = (a, b, c, e) => {
-          ba.upload(a);
-          bb.upload(b);
-          bc.upload(c);
-          be.upload(e!);
-          bd.fill(0xff);
-          cuda.launch(fn, { grid: [1, 1, 1], block: [32, 1, 1], dynamicSmemBytes: 0 }, [
-            { type: "u64", value: ba.ptr },
-            { type: "u64", value: bb.ptr },
-            { type: "u64", value: bc.ptr },
-            { type: "u64", value: bd.ptr },
-            { type: "u64", value: be.ptr },
-          ]);
-          cuda.synchronize();
-          return bd.download();
-        };
+        const gpu = gpuProbeLauncher(cuda, fn, [ba, bb, bc, be], bd);
         l = [gpu, simProbeLauncher(s, kernel)];
         cache.set(key, l);
       }
