@@ -9,7 +9,7 @@
 
 import { launchContract, withStrideDefaults } from "../ptx/contract.ts";
 import type { KernelManifest } from "../ptx/manifest.ts";
-import type { KernelArg } from "./driver.ts";
+import type { KernelArg } from "./params.ts";
 import {
   cbuf,
   CU_LAUNCH_ATTRIBUTE,

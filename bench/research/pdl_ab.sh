@@ -12,6 +12,7 @@ OUT="${1:?usage: pdl_ab.sh OUT TYPES MS TREE...}"
 TYPES="${2:?usage: pdl_ab.sh OUT TYPES MS TREE...}"
 MS="${3:?usage: pdl_ab.sh OUT TYPES MS TREE...}"
 shift 3
+mkdir -p "$OUT"
 . bench/research/_gemm_run_rows.sh
 card_state
 t0=$SECONDS
