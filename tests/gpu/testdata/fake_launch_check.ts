@@ -17,6 +17,7 @@ import {
   CU_LAUNCH_ATTRIBUTE_LAYOUT,
   CU_LAUNCH_CONFIG,
   Cuda,
+  type CudaFunction,
   packKernelParams,
 } from "../../../backends/cuda/driver.ts";
 import { launchPacked, PDL_CONFIG_BYTES, writePdlConfig } from "../../../backends/cuda/launch.ts";
@@ -306,6 +307,13 @@ function geometry(): { grid: number[]; block: number[]; smem: number } {
 }
 
 /** cuda.h's CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, written out. */
+/** A kernel of one u32 parameter that does nothing, loaded into `cuda`. */
+function emptyKernel(cuda: Cuda): CudaFunction {
+  return cuda.loadModule(
+    ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k(.param .u32 n)\n{\n  ret;\n}\n",
+  ).getFunction("k");
+}
+
 const PDL_ATTRIBUTE_ID = 6;
 
 Deno.test("pdl: launch(..., { pdl: true }) reaches cuLaunchKernelEx with the launch's config and the PDL attribute; without it, cuLaunchKernel", () => {
@@ -369,10 +377,7 @@ Deno.test("pdl: launch(..., { pdl: true }) reaches cuLaunchKernelEx with the lau
 
 Deno.test("pdl: Cuda.launch writes grid, block, shared memory and stream at cuda.h's offsets", () => {
   using cuda = Cuda.open();
-  const mod = cuda.loadModule(
-    ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k(.param .u32 n)\n{\n  ret;\n}\n",
-  );
-  const fn = mod.getFunction("k");
+  const fn = emptyKernel(cuda);
   const st = cuda.createStream()!;
   const config = { grid: [3, 5, 7], block: [64, 2, 1], dynamicSmemBytes: 1234 } as const;
   const s0 = exStats();
@@ -393,10 +398,7 @@ Deno.test("pdl: Cuda.launch writes grid, block, shared memory and stream at cuda
 
 Deno.test("pdl: the fake refuses another attribute id, value or a dirty union; gemmc's passes", () => {
   using cuda = Cuda.open();
-  const mod = cuda.loadModule(
-    ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k(.param .u32 n)\n{\n  ret;\n}\n",
-  );
-  const fn = mod.getFunction("k");
+  const fn = emptyKernel(cuda);
   const { pointers } = packKernelParams([{ type: "u32", value: 1 }]);
   const ex = cuda.driver.cuLaunchKernelEx!;
   const buf = new Uint8Array(new ArrayBuffer(PDL_CONFIG_BYTES));
@@ -423,10 +425,7 @@ Deno.test("pdl: the fake refuses another attribute id, value or a dirty union; g
 
 Deno.test("pdl: a driver without cuLaunchKernelEx refuses the launch by name; nothing launched", () => {
   using cuda = Cuda.open();
-  const mod = cuda.loadModule(
-    ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k(.param .u32 n)\n{\n  ret;\n}\n",
-  );
-  const fn = mod.getFunction("k");
+  const fn = emptyKernel(cuda);
   const { pointers } = packKernelParams([{ type: "u32", value: 1 }]);
   const old = { ...cuda.driver, cuLaunchKernelEx: null };
   const l0 = stats().launches;
