@@ -298,6 +298,10 @@ export interface TilePlan {
    * the warp tile gemm-warp takes and the stage count gemm-pipeline prefers (capped
    * by what fits, as every default) where the schedule gives none. */
   readonly skinny?: { readonly warp: Shape3; readonly stages: number };
+  /** Set where gemm-tile chose sm90's skinny wgmma tiles (passes/skinny.ts): a one-wave grid
+   * whose TMA loads are bound by the bytes each SM keeps in flight (bench/NOTES.md 73), so
+   * gemm-pipeline gives the stages all the shared memory a block may have. */
+  readonly deepPipeline?: true;
   /** Set when the tile runs on sm90's warpgroup MMA (passes/wgmma.ts): gemm-warp, gemm-pipeline
    * and gemm-mma then plan for wgmma. */
   readonly wgmma?: true;

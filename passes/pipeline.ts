@@ -185,11 +185,20 @@ export function viaRegisters(k: GemmKernel, role: "A" | "B", threads: number): b
 }
 
 /**
+ * The stages a deep pipeline (TilePlan.deepPipeline: sm90's skinny wgmma grids) asks for,
+ * capped by what fits: one block an SM, whose TMA producer keeps every stage in flight, holds
+ * as many k-tiles as its shared memory does (bench/NOTES.md 73). The cap only bounds small
+ * tiles, whose stages would outnumber a split's k-tiles.
+ */
+export const DEEP_PIPELINE_STAGES = 16;
+
+/**
  * The preferred stage count when the schedule is silent: 4, 5 for tf32
  * (whose 128x256x16 tile has half the bytes per stage; 5 stages measured
  * best on the H200), 6 for 16-bit split-K kernels, 4 for 3xtf32 (its
  * 128x64x32 tile: 5 stages, 120 KB, left one block an SM and ran 9% slower
- * than 4 at 4096^3; bench/NOTES.md 47); a skinny schedule's own (passes/skinny.ts).
+ * than 4 at 4096^3; bench/NOTES.md 47); a deep pipeline's {@link DEEP_PIPELINE_STAGES}
+ * or a skinny tile's own count (passes/skinny.ts).
  * Capped by what fits.
  *
  * @param k The kernel.
@@ -200,9 +209,11 @@ export function defaultStages(k: GemmKernel): number {
   // their loads: 6 stages measured +2.4% for f16 and bf16 at M=128,
   // N=K=8192 on the H200 (bench/NOTES.md 23; tf32: no gain).
   const a = k.math.mmaA;
-  // The skinny schedule's own count (passes/skinny.ts, measured with it).
-  const skinny = k.plan.tile?.skinny;
-  if (skinny !== undefined) return skinny.stages;
+  // sm90's skinny wgmma grids: all the shared memory (NOTES 73); sm80's skinny tiles: their
+  // own count (passes/skinny.ts, measured with it; deeper tied, NOTES 73).
+  if (k.plan.tile?.deepPipeline) return DEEP_PIPELINE_STAGES;
+  const skinny = k.plan.tile?.skinny?.stages;
+  if (skinny !== undefined) return skinny;
   if (k.plan.tile?.wgmma) return WGMMA_DEFAULT_STAGES;
   if ((k.plan.tile?.splitK ?? 1) > 1 && (a === "f16" || a === "bf16")) return 6;
   if (k.math.mode === "3xtf32") return 4;

@@ -211,6 +211,18 @@ export interface SkinnyWgmmaChoice {
 /** sm90's skinny tile: two consumer warpgroups of 64 x 128, one 128-byte row of K. */
 const WGMMA_SKINNY_TILE: Shape3 = { m: 128, n: 128, k: 64 };
 
+/**
+ * sm90's narrower skinny tiles, in order, where the 128x128 tiles neither fill the SMs nor
+ * split a long K: two consumer warpgroups of 64 x 64 for M above 128, one for M up to 128.
+ * Measured with deep pipelines on an H100 (f16, `gemm run`, µs; bench/NOTES.md 73): M = 256,
+ * N = K = 4096 128x64 20.7 against 25.5 for sm80's 128x64x128 (and 28.4 with 4 stages); M =
+ * 128 64x64 18.0 against 20.0.
+ */
+const WGMMA_SKINNY_NARROW: readonly { readonly tile: Shape3; readonly maxM: number }[] = [
+  { tile: { m: 128, n: 64, k: 64 }, maxM: 256 },
+  { tile: { m: 64, n: 64, k: 64 }, maxM: 128 },
+];
+
 /** The share of the SMs the 128x128 tiles must fill unsplit, and the shortest K a split
  * serves (both from the measured rows of {@link skinnyWgmmaSchedule}). */
 const WGMMA_SKINNY_MIN_FILL = 0.75;
@@ -223,8 +235,13 @@ const WGMMA_SKINNY_SPLIT_MIN_K = 8192;
  * unsplit (a wide N: M = 128, N = 14336 37.0 against 43.7 for sm80's, bf16 36.4 against 44.0;
  * M = 100 37.4 against 44.0; M = 256 56.1 against 72.0), or where a long K (>= 8192) splits
  * them into one wave (N = 4096, K = 14336: M = 128 split 4, 42.2 against 47.7; M = 256 split 2,
- * 56.9 against 81.8). Elsewhere sm80's tiles tie or win (M = 128 at N = K = 4096: 19.0 against
- * 19.4; M = 256: 29.2 against 27.3), and M <= 64 keeps them: 64-row wgmma tiles (one consumer
+ * 56.9 against 81.8). Where neither holds, a narrower tile that fills 3/4 of the SMs in one wave
+ * ({@link WGMMA_SKINNY_NARROW}: M = 129-256 and 65-128 at N = K = 4096). Every one of these
+ * pipelines takes all the shared memory (TilePlan.deepPipeline): a TMA producer keeps every
+ * stage in flight, and the loads are what bounds these grids (NOTES 73: M = 256, N = K = 4096
+ * 128x64 with 9 stages 20.7 against 28.4 with 4). With 4 stages, sm80's tiles tied or won at N
+ * = K = 4096 (M = 128: 19.0 against 19.4; M = 256: 29.2 against 27.3; NOTES 67). M <= 64 keeps
+ * sm80's tiles: 64-row wgmma tiles (one consumer
  * warpgroup) tied at best (34.7 against 34.8 at N = 14336, 37.4 against 37.7 at K = 14336) and
  * lost at N = K = 4096 (20.2 against 18.1). Shortcuts: 8-bit types keep sm80's rule (not
  * measured on wgmma); the main benchmark's M = 128, N = K = 8192 takes split 2 by the rule, not
@@ -247,11 +264,21 @@ export function skinnyWgmmaSchedule(p: SkinnyProblem): SkinnyWgmmaChoice | null 
   if (tiles >= WGMMA_SKINNY_MIN_FILL * p.sms) {
     return { threadblock: t, splitK: 1, blocks: Math.min(tiles, p.sms), persistent: tiles > p.sms };
   }
-  if (p.K < WGMMA_SKINNY_SPLIT_MIN_K) return null;
   const kTiles = Math.ceil(p.K / t.k);
-  const split = [...SPLITS].reverse().find((s) =>
-    s > 1 && tiles * s <= p.sms && kTiles / s >= MIN_KTILES_PER_SPLIT
-  );
-  if (split === undefined || tiles * split < WGMMA_SKINNY_MIN_FILL * p.sms) return null;
-  return { threadblock: t, splitK: split, blocks: tiles * split, persistent: false };
+  const split = p.K < WGMMA_SKINNY_SPLIT_MIN_K
+    ? undefined
+    : [...SPLITS].reverse().find((s) =>
+      s > 1 && tiles * s <= p.sms && kTiles / s >= MIN_KTILES_PER_SPLIT
+    );
+  if (split !== undefined && tiles * split >= WGMMA_SKINNY_MIN_FILL * p.sms) {
+    return { threadblock: t, splitK: split, blocks: tiles * split, persistent: false };
+  }
+  for (const { tile, maxM } of WGMMA_SKINNY_NARROW) {
+    if (p.M > maxM) continue;
+    const n = Math.ceil(p.M / tile.m) * Math.ceil(p.N / tile.n);
+    if (n >= WGMMA_SKINNY_MIN_FILL * p.sms && n <= p.sms) {
+      return { threadblock: tile, splitK: 1, blocks: n, persistent: false };
+    }
+  }
+  return null;
 }

@@ -525,6 +525,8 @@ interface ChosenTile {
   /** A persistent grid where the kernel can have one (sm90's skinny wgmma tiles over more
    * tiles than SMs; passes/wgmma.ts `wgmmaPersistent`). */
   readonly persistent?: true;
+  /** A skinny grid whose pipeline takes all the shared memory (TilePlan.deepPipeline). */
+  readonly deepPipeline?: true;
 }
 
 /**
@@ -565,6 +567,7 @@ function defaultTile(k: GemmKernel): ChosenTile {
       smallGrid: false,
       splitK: wgSkinny.splitK,
       ...(wgSkinny.persistent ? { persistent: true as const } : {}),
+      deepPipeline: true,
     };
   }
   const skinny = sp === null || wgmmaOnly(k) ? null : skinnySchedule(sp);
@@ -693,6 +696,7 @@ export const tilePass: GemmPass = {
       partial: { m: partial(p.m, tb.m), n: partial(p.n, tb.n), k: partial(p.k, tb.k) },
       ...(chosen.smallGrid ? { smallGrid: true as const } : {}),
       ...(skinny !== undefined ? { skinny: { warp: skinny.warp, stages: skinny.stages } } : {}),
+      ...(chosen.deepPipeline ? { deepPipeline: true as const } : {}),
       ...(wgmma ? { wgmma: true as const } : {}),
       ...(chosen.persistent ? { persistent: true as const } : {}),
     };

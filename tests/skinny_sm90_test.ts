@@ -29,9 +29,14 @@ Deno.test("skinny sm90: 128x128 wgmma tiles where they measured faster, else sm8
   // A long K: 32 (64) tiles split into one wave.
   assert.equal(pick(128, 4096, 14336), "128x128x64 split 4 blocks 128");
   assert.equal(pick(256, 4096, 14336), "128x128x64 split 2 blocks 128");
-  // Where sm80's tiles tie or win: N = K = 4096 at M = 128 and 256; M <= 64; 8-bit; M > 256.
-  assert.equal(pick(128, 4096, 4096), null);
-  assert.equal(pick(256, 4096, 4096), null);
+  // Neither: a narrower tile that fills 3/4 of the SMs in one wave (bench/NOTES.md 73), 128x64
+  // above M = 128, 64x64 up to it.
+  assert.equal(pick(256, 4096, 4096), "128x64x64 split 1 blocks 128");
+  assert.equal(pick(200, 4096, 8000), "128x64x64 split 1 blocks 128");
+  assert.equal(pick(128, 4096, 4096), "64x64x64 split 1 blocks 128");
+  assert.equal(pick(100, 4096, 4096), "64x64x64 split 1 blocks 128");
+  assert.equal(pick(128, 2048, 4096), null);
+  // Where sm80's tiles tie or win: M <= 64; 8-bit; M > 256.
   assert.equal(pick(64, 14336, 4096), null);
   assert.equal(pick(128, 14336, 4096, 1), null);
   assert.equal(pick(512, 14336, 4096), null);
@@ -55,10 +60,15 @@ Deno.test("skinny sm90: the compiler takes the choice for hinted sizes on sm90, 
   const sm80 = hinted(BENCH("f16"), wide).planned;
   assert.equal(sm80.plan.tile!.wgmma, undefined);
   assert.notEqual(sm80.plan.tile!.skinny, undefined);
-  // At N = K = 4096 sm90 takes sm80's skinny tile (mma.sync, assembled for sm_90a).
-  const square = hinted(BENCH("bf16"), { M: 128, N: 4096, K: 4096 }, "sm90").planned;
+  // At M = 64, N = K = 4096 sm90 takes sm80's skinny tile (mma.sync, assembled for sm_90a).
+  const square = hinted(BENCH("bf16"), { M: 64, N: 4096, K: 4096 }, "sm90").planned;
   assert.equal(square.plan.tile!.wgmma, undefined);
+  assert.equal(square.plan.tile!.deepPipeline, undefined);
   assert.deepEqual(square.schedule.threadblock, { m: 64, n: 64, k: 128 });
+  // sm90's skinny tiles take all the shared memory: 128x128x64 is 32 KiB a stage and 16 bytes
+  // of barriers, 7 of them in 227 KiB (4 without the deep pipeline).
+  assert.equal(sm90.plan.tile!.deepPipeline, true);
+  assert.equal(sm90.plan.pipeline!.stages, 7);
 });
 
 /** Hints that make the sm90 rule choose each of its schedules. */
@@ -67,6 +77,8 @@ const CHOICES: readonly { hints: Record<string, number>; type: string; epilogue?
   { hints: { M: 256, N: 14336, K: 4096 }, type: "bf16", epilogue: true },
   { hints: { M: 128, N: 4096, K: 14336 }, type: "bf16" },
   { hints: { M: 256, N: 4096, K: 14336 }, type: "f16", epilogue: true },
+  { hints: { M: 256, N: 4096, K: 4096 }, type: "f16" },
+  { hints: { M: 128, N: 4096, K: 4096 }, type: "bf16", epilogue: true },
 ];
 
 let seed = 4100;
@@ -77,6 +89,7 @@ for (const c of CHOICES) {
   for (const M of [1, 7, 100]) {
     Deno.test(`skinny sm90 ${c.type} ${tag}${c.epilogue ? " + bias, relu" : ""}: simulates in agreement at M=${M}`, () => {
       assert.equal(ck.planned.plan.tile!.wgmma, true);
+      assert.equal(ck.planned.plan.tile!.deepPipeline, true);
       // K not a multiple of 64, long enough for every split to get k-tiles; N not one of 128.
       const K = 64 * 2 * (s.splitK ?? 1) + 40;
       const rep = simulateGemm(ck, { M, N: 128 + 24, K }, { seed: seed += 7 });
@@ -104,8 +117,9 @@ Deno.test("sm90: a grid of 128x256 wgmma tiles below the SMs takes 128x128 ones,
   const wide = hinted(BENCH("f16"), { M: 1024, N: 4096, K: 4096 }, "sm90").planned;
   assert.deepEqual(wide.schedule.threadblock, { m: 128, n: 128, k: 64 });
   assert.equal(wide.plan.tile!.wgmma, true);
-  // M = 256, N = K = 4096 (64 tiles of 128x128) and M = 512: the sm80 target's tile and split.
-  for (const M of [256, 512]) {
+  // M = 512, N = K = 4096 (128 tiles of 128x128 and 256 of 128x64, neither a skinny grid):
+  // the sm80 target's tile and split.
+  for (const M of [512]) {
     const hints = { M, N: 4096, K: 4096 };
     const sm90 = hinted(BENCH("bf16"), hints, "sm90").planned;
     const sm80 = hinted(BENCH("bf16"), hints).planned;

@@ -47,6 +47,9 @@ const RUNS: readonly { type: string; size: string; expect: RegExp; target?: "sm9
   { type: "bf16", size: "M=100,N=14336,K=4096", expect: /128x128x64 split 1/, target: "sm90" },
   { type: "f16", size: "M=200,N=14336,K=4104", expect: /128x128x64 split 1/, target: "sm90" },
   { type: "f16", size: "M=128,N=4000,K=14344", expect: /128x128x64 split 4/, target: "sm90" },
+  // The narrower tiles where neither fills the SMs (bench/NOTES.md 73), deep pipelines.
+  { type: "f16", size: "M=250,N=4096,K=4104", expect: /128x64x64 split 1/, target: "sm90" },
+  { type: "bf16", size: "M=97,N=4072,K=4096", expect: /64x64x64 split 1/, target: "sm90" },
 ];
 
 for (const r of RUNS) {
