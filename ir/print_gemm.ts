@@ -193,7 +193,8 @@ export function printGemm(k: GemmKernel): string {
         shape(t.threadblock)
       }, swizzle ${t.swizzle}, split_k ${t.splitK}, ` +
         `partial m ${t.partial.m} n ${t.partial.n} k ${t.partial.k}` +
-        (t.smallGrid ? ", small grid" : "") + (t.skinny ? ", skinny" : ""),
+        (t.smallGrid ? ", small grid" : "") + (t.skinny ? ", skinny" : "") +
+        (t.deepPipeline ? ", deep pipeline" : ""),
     );
   }
   if (pl.warp !== undefined) {
