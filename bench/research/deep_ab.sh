@@ -18,16 +18,9 @@ if [ "${GPU_TEST:-0}" = 1 ]; then
   deno test --cached-only -A tests/gpu/skinny_test.ts --filter sm90 >"$W/gpu-skinny-test.txt" 2>&1
   echo "gpu skinny test (sm90): exit $?"; grep -E "passed|failed|FAILED" "$W/gpu-skinny-test.txt" | tail -8
 fi
-for tree in . "$BASE"; do
-  name=$(basename "$(cd "$tree" && pwd)")
-  [ "$tree" = . ] && name=new
-  [ -e "$tree/node_modules" ] || ln -s "$PWD/node_modules" "$tree/node_modules"
-  t0=$SECONDS
-  (cd "$tree" && deno run --cached-only -A bench/main.ts --no-sim --no-compile --gpu --shapes llm \
-    --target sm90 --types f16 --m "$MS" --pdl --out "$W/$name") >"$W/$name.log" 2>&1
-  echo "llm $name: exit $? ($((SECONDS - t0)) s)"
-  grep -E '^f16 ' "$W/$name.log" | cut -c1-300
-done
+. bench/research/_gemm_run_rows.sh
+llm_tree . "$W/new" f16 "$MS"
+llm_tree "$BASE" "$W/$(basename "$(cd "$BASE" && pwd)")" f16 "$MS"
 t0=$SECONDS
 [ "${VARIANTS:-1}" = 0 ] || bash bench/research/sm90_deep.sh "$W/variants" >"$W/variants.log" 2>&1
 echo "variants: ($((SECONDS - t0)) s)"

@@ -19,12 +19,5 @@ t0=$SECONDS
 deno test --cached-only -A tests/gpu/pdl_test.ts >"$OUT/pdl-test.txt" 2>&1
 echo "pdl_test: exit $? ($((SECONDS - t0)) s)"; tail -n 4 "$OUT/pdl-test.txt"
 for tree in "$@"; do
-  dir="$OUT/$(basename "$(cd "$tree" && pwd)")"
-  mkdir -p "$dir"
-  [ -e "$tree/node_modules" ] || ln -s "$PWD/node_modules" "$tree/node_modules"
-  t0=$SECONDS
-  (cd "$tree" && deno run --cached-only -A bench/main.ts --no-sim --no-compile --gpu --shapes llm \
-    --target sm90 --types "$TYPES" --m "$MS" --pdl --out "$dir") >"$dir/llm.log" 2>&1
-  echo "llm $tree: exit $? ($((SECONDS - t0)) s)"
-  grep -E '^(f16|bf16|s8) ' "$dir/llm.log" | cut -c1-300
+  llm_tree "$tree" "$OUT/$(basename "$(cd "$tree" && pwd)")" "$TYPES" "$MS"
 done
