@@ -8,7 +8,13 @@
 
 import type { CompiledKernel } from "../compiler.ts";
 import { gridFor } from "../ir/kernel.ts";
-import { gridBlocks, type SimArg, type SimResult, simulate } from "../backends/sim/mod.ts";
+import {
+  gridBlocks,
+  type RoleSchedule,
+  type SimArg,
+  type SimResult,
+  simulate,
+} from "../backends/sim/mod.ts";
 import { type LaunchArgs, randomArgs } from "./inputs.ts";
 import { referenceGemm } from "./reference.ts";
 import { compareOutput, type Comparison, gapWrites } from "./compare.ts";
@@ -32,6 +38,8 @@ export interface SimulateOptions {
   /** The order the blocks run in: launch order (default), or its reverse (which changes the
    * block that arrives last at a split-K or Stream-K tile: the result must not change). */
   readonly blockOrder?: "launch" | "reverse";
+  /** The order a warp-specialized block's roles take turns in (default: the simulator's). */
+  readonly schedule?: RoleSchedule;
 }
 
 /**
@@ -159,6 +167,7 @@ export function simulateGemm(
   const sim = simulate(ck.kernel, { grid, args: { ...simArgs(args), ...ws } }, {
     hazards: options.hazards ?? true,
     ...(options.blockOrder === "reverse" ? { blocks: gridBlocks(grid).reverse() } : {}),
+    ...(options.schedule === undefined ? {} : { schedule: options.schedule }),
   });
   const seconds = (performance.now() - t0) / 1000;
   const ref = referenceGemm(ck.gemm, args);

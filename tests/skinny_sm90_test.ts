@@ -12,6 +12,7 @@
 import assert from "node:assert/strict";
 import { skinnyWgmmaSchedule } from "../passes/skinny.ts";
 import { simulateGemm } from "../harness/simulate_gemm.ts";
+import type { RoleSchedule } from "../backends/sim/mod.ts";
 import { assertOrderFree, BENCH, hinted } from "./_skinny.ts";
 
 function pick(M: number, N: number, K: number, bytes: 1 | 2 = 2, sms = 132): string | null {
@@ -104,6 +105,30 @@ for (const c of CHOICES) {
       );
     });
   }
+}
+
+/** Each deep pipeline (every choice of the rule) under every role schedule: the producer may
+ * run up to all its stages ahead, so the ring is exercised where it wraps (K of more k-tiles
+ * than stages) and where it never fills (fewer k-tiles than stages). */
+const SCHEDULES: readonly RoleSchedule[] = ["producer-first", "consumer-first", "alternate"];
+for (const c of CHOICES) {
+  const ck = hinted(BENCH(c.type, c.epilogue ? " " : ""), c.hints, "sm90");
+  const s = ck.planned.schedule;
+  const stages = ck.planned.plan.pipeline!.stages;
+  const tb = s.threadblock!;
+  const tag = `${tb.m}x${tb.n}x${tb.k} split ${s.splitK}, ${stages} stages`;
+  Deno.test(`skinny sm90 ${c.type} ${tag}: deep ring agrees under every role schedule`, () => {
+    const split = s.splitK ?? 1;
+    for (const kTiles of [3, stages + 5]) {
+      const K = 64 * kTiles * split - 24;
+      for (const schedule of SCHEDULES) {
+        const rep = simulateGemm(ck, { M: 33, N: 2 * tb.n + 8, K }, { seed: seed += 3, schedule });
+        const what = `K=${K} ${schedule}`;
+        assert.equal(rep.sim.hazardCount, 0, `${what}: ${rep.sim.hazards[0]?.message}`);
+        assert.ok(rep.comparison.ok, `${what}: ${JSON.stringify(rep.comparison.first)}`);
+      }
+    }
+  });
 }
 
 Deno.test("skinny sm90: a split-K choice writes the same bytes whatever the order of its blocks", () => {
