@@ -10,7 +10,7 @@
  */
 
 import type { Target } from "./target.ts";
-import type { Dtype } from "./dtype.ts";
+import { type Dtype, DTYPE_INFO } from "./dtype.ts";
 import type { ComputeType, EpilogueFnOfArity } from "./epilogue.ts";
 export type { Dtype } from "./dtype.ts";
 export type { ComputeType } from "./epilogue.ts";
@@ -682,4 +682,30 @@ export function tensorParam(k: GemmKernel, name: string): TensorParam {
   const p = k.params.find((q) => q.name === name);
   if (p === undefined || p.kind !== "tensor") throw new Error(`No tensor named "${name}"`);
   return p;
+}
+
+/**
+ * Whether an operand is aligned to less than 4 bytes, so that its tiles are
+ * copied synchronously, one element per load and store (no cp.async).
+ *
+ * @param k The kernel.
+ * @returns True when A or B needs synchronous copies.
+ */
+export function hasSyncCopies(k: GemmKernel): boolean {
+  return [k.problem.a.tensor, k.problem.b.tensor].some((n) => {
+    const t = k.params.find((q) => q.name === n);
+    return t !== undefined && t.kind === "tensor" && t.align * DTYPE_INFO[t.dtype].bits < 32;
+  });
+}
+
+/**
+ * A dimension's size when it is known at compile time or expected (a size
+ * hint): such sizes shape the defaults.
+ *
+ * @param k The kernel.
+ * @param d The dimension.
+ * @returns Its size, or null.
+ */
+export function knownSize(k: GemmKernel, d: DimRef): number | null {
+  return d.kind === "const" ? d.value : k.sizeHints?.[d.name] ?? null;
 }

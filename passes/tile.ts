@@ -13,7 +13,7 @@
  */
 
 import type { DimRef, GemmKernel, Shape3, TilePlan } from "../ir/gemm.ts";
-import { sparseMetaParam } from "../ir/gemm.ts";
+import { hasSyncCopies, knownSize, sparseMetaParam } from "../ir/gemm.ts";
 import { type Dtype, DTYPE_INFO } from "../ir/dtype.ts";
 import { type GemmPass, scheduleError } from "./pass.ts";
 import { targetInfo } from "../ir/target.ts";
@@ -75,20 +75,6 @@ export function defaultSwizzle(tilesN: number | null): number {
   let s = 1;
   while (s < 8 && s < tilesN) s *= 2;
   return s;
-}
-
-/**
- * Whether an operand is aligned to less than 4 bytes, so that its tiles are
- * copied synchronously, one element per load and store (no cp.async).
- *
- * @param k The kernel.
- * @returns True when A or B needs synchronous copies.
- */
-export function hasSyncCopies(k: GemmKernel): boolean {
-  return [k.problem.a.tensor, k.problem.b.tensor].some((n) => {
-    const t = k.params.find((q) => q.name === n);
-    return t !== undefined && t.kind === "tensor" && t.align * DTYPE_INFO[t.dtype].bits < 32;
-  });
 }
 
 /**
@@ -247,18 +233,6 @@ function shrink(tile: number, size: number | null, min: number): number {
   let t = tile;
   while (t > min && size <= t / 2) t /= 2;
   return t;
-}
-
-/**
- * A dimension's size when it is known at compile time or expected (a size
- * hint): such sizes shape the defaults.
- *
- * @param k The kernel.
- * @param d The dimension.
- * @returns Its size, or null.
- */
-export function knownSize(k: GemmKernel, d: DimRef): number | null {
-  return d.kind === "const" ? d.value : k.sizeHints?.[d.name] ?? null;
 }
 
 /** What the default-tile decisions read about a kernel without a given threadblock. */

@@ -8,7 +8,7 @@
 
 import type { GemmKernel, Shape3, WarpPlan } from "../ir/gemm.ts";
 import { type GemmPass, scheduleError } from "./pass.ts";
-import { hasSyncCopies } from "./tile.ts";
+import { hasSyncCopies } from "../ir/gemm.ts";
 import { targetInfo } from "../ir/target.ts";
 
 /** The pass. */

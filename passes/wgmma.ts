@@ -35,7 +35,7 @@ import { sparseMetaParam } from "../ir/gemm.ts";
 import { DTYPE_INFO, isFp8 } from "../ir/dtype.ts";
 import { targetHas, targetInfo } from "../ir/target.ts";
 import { WGMMA_BY_NAME, WGMMA_SMEM, type WgmmaShape } from "../ir/wgmma_table.ts";
-import { hasSyncCopies, knownSize } from "./tile.ts";
+import { hasSyncCopies, knownSize } from "../ir/gemm.ts";
 import { scheduleError } from "./pass.ts";
 
 /** The operand and accumulator types wgmma programs take: `mmaA.acc`. */

@@ -14,12 +14,18 @@ import { epilogue } from "./epilogue.ts";
 import type { EpilogueInputs } from "./epilogue_setup.ts";
 import { epiPrefetch } from "./epilogue_loads.ts";
 import { mainLoop } from "./main_loop.ts";
+import { wgmmaMainLoop } from "./wgmma.ts";
 import { splitKReduce } from "./split_k.ts";
 import { tensorMapParams, warpSpecializedTile, warpSpecializedTiles } from "./wgmma_ws.ts";
 import { streamKFinish, streamKUnits } from "./stream_k.ts";
 import type { TileOrigin } from "./main_loop.ts";
 import { targetInfo } from "../../ir/target.ts";
 import * as ir from "../../ir/builder.ts";
+
+/** A tile's main loop, up to the drain: wgmma's (passes/lower/wgmma.ts) or mma.sync's. */
+function tileMainLoop(cx: LowerContext, o: TileOrigin): Reg[][][] {
+  return cx.k.plan.mma!.wgmma !== undefined ? wgmmaMainLoop(cx, o) : mainLoop(cx, o);
+}
 
 /**
  * Builds the kernel: parameters, indices, and for a block inside the grid
@@ -55,7 +61,7 @@ function buildKernel(cx: LowerContext): Kernel {
       cx.gridWait();
       cx.gridLaunch();
       warpSpecializedTile(cx, origin, finish);
-    } else finish(mainLoop(cx, origin));
+    } else finish(tileMainLoop(cx, origin));
   });
   return kernelOf(cx, kparams);
 }
@@ -260,7 +266,7 @@ function buildGroupedKernel(cx: LowerContext): Kernel {
     const smem = b.reg("u32", "smem");
     b.emit(ir.smemBase(smem));
     const body = (c: LowerContext) => () => {
-      const acc = mainLoop(c, { m0, n0, M, N, K, bz, split: null, smem });
+      const acc = tileMainLoop(c, { m0, n0, M, N, K, bz, split: null, smem });
       epilogue(c, { acc, m0, n0, M, N, bz, smem });
     };
     if (cxShort === null) return body(cx)();

@@ -37,7 +37,6 @@ import {
   sparseShape,
   storeMetaWords,
 } from "./sparse.ts";
-import { wgmmaMainLoop } from "./wgmma.ts";
 import * as ir from "../../ir/builder.ts";
 
 /** The threadblock tile and what the main loop needs of the problem. */
@@ -87,14 +86,14 @@ interface LoopState {
 }
 
 /**
- * Emits the main loop of a threadblock tile, up to the drain.
+ * Emits the mma.sync main loop of a threadblock tile, up to the drain (a wgmma plan's is
+ * passes/lower/wgmma.ts `wgmmaMainLoop`; kernel.ts `tileMainLoop` picks).
  *
  * @param cx The lowering's context.
  * @param o The tile and the problem's sizes.
  * @returns The accumulators, by tile row, tile column and register.
  */
 export function mainLoop(cx: LowerContext, o: TileOrigin): Reg[][][] {
-  if (cx.k.plan.mma!.wgmma !== undefined) return wgmmaMainLoop(cx, o);
   const k = cx.k;
   const b = cx.b;
   const pipe = k.plan.pipeline!;
