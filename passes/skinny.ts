@@ -241,9 +241,9 @@ const WGMMA_SKINNY_SPLIT_MIN_K = 8192;
  * stage in flight, and the loads are what bounds these grids (NOTES 73: M = 256, N = K = 4096
  * 128x64 with 9 stages 20.7 against 28.4 with 4). With 4 stages, sm80's tiles tied or won at N
  * = K = 4096 (M = 128: 19.0 against 19.4; M = 256: 29.2 against 27.3; NOTES 67). M <= 64 keeps
- * sm80's tiles: 64-row wgmma tiles (one consumer
- * warpgroup) tied at best (34.7 against 34.8 at N = 14336, 37.4 against 37.7 at K = 14336) and
- * lost at N = K = 4096 (20.2 against 18.1). Shortcuts: 8-bit types keep sm80's rule (not
+ * sm80's tiles: 64-row wgmma tiles (one consumer warpgroup) with 4 stages tied at best (34.7
+ * against 34.8 at N = 14336, 37.4 against 37.7 at K = 14336) and lost at N = K = 4096 (20.2
+ * against 18.1); with deep pipelines they are not measured there. Shortcuts: 8-bit types keep sm80's rule (not
  * measured on wgmma); the main benchmark's M = 128, N = K = 8192 takes split 2 by the rule, not
  * measured when it was written.
  *

@@ -31,11 +31,10 @@
 
 import type { DimRef, GemmKernel, Shape3 } from "../ir/gemm.ts";
 import type { TensorMapDataType, TensorMapFactor, TensorMapSpec } from "../ir/tensor_map.ts";
-import { sparseMetaParam } from "../ir/gemm.ts";
 import { DTYPE_INFO, isFp8 } from "../ir/dtype.ts";
 import { targetHas, targetInfo } from "../ir/target.ts";
 import { WGMMA_BY_NAME, WGMMA_SMEM, type WgmmaShape } from "../ir/wgmma_table.ts";
-import { hasSyncCopies, knownSize } from "../ir/gemm.ts";
+import { hasSyncCopies, knownSize, sparseMetaParam } from "../ir/gemm.ts";
 import { scheduleError } from "./pass.ts";
 
 /** The operand and accumulator types wgmma programs take: `mmaA.acc`. */
