@@ -1,7 +1,8 @@
 /**
  * sm90's skinny rule (passes/skinny.ts `skinnyWgmmaSchedule`, issue 22/23): 128x128 wgmma tiles
- * where the H200 measured them faster than sm80's skinny tiles (bench/NOTES.md 67), sm80's rule
- * elsewhere; the compiler takes the choice for hinted sizes on sm90 only; every choice simulates
+ * where the H200 measured them faster than sm80's skinny tiles (bench/NOTES.md 67), narrower
+ * 128x64 and 64x64 ones where those do not fill the SMs (NOTES 73), each with a deep pipeline
+ * (every role schedule simulated), sm80's rule elsewhere; the compiler takes the choice for hinted sizes on sm90 only; every choice simulates
  * in agreement with the reference at sizes that are no tile multiples (M = 1, 7, 100; K not a
  * multiple of 64) with hazards none; and a split-K choice gives the same bytes whatever the
  * order its blocks run in.
