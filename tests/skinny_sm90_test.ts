@@ -14,6 +14,9 @@ import assert from "node:assert/strict";
 import { skinnyWgmmaSchedule } from "../passes/skinny.ts";
 import { simulateGemm } from "../harness/simulate_gemm.ts";
 import type { RoleSchedule } from "../backends/sim/mod.ts";
+import { runPtxas } from "../backends/ptx/ptxas.ts";
+import { ptxTarget } from "../backends/ptx/print.ts";
+import { ptxasTest } from "./_ptxas.ts";
 import { assertOrderFree, BENCH, hinted } from "./_skinny.ts";
 
 function pick(M: number, N: number, K: number, bytes: 1 | 2 = 2, sms = 132): string | null {
@@ -131,6 +134,19 @@ for (const c of CHOICES) {
     }
   });
 }
+
+ptxasTest(
+  "skinny sm90: ptxas -arch=sm_90a assembles every choice without spills",
+  async (ptxas) => {
+    for (const c of CHOICES) {
+      const ck = hinted(BENCH(c.type, c.epilogue ? " " : ""), c.hints, "sm90");
+      const res = await runPtxas(ck.ptx, { arch: ptxTarget(ck.kernel.target), ptxasPath: ptxas });
+      assert.ok(res.ok, res.log);
+      const sp = res.kernels[0]!;
+      assert.equal(sp.spillStoreBytes + sp.spillLoadBytes, 0, JSON.stringify(c.hints));
+    }
+  },
+);
 
 Deno.test("skinny sm90: a split-K choice writes the same bytes whatever the order of its blocks", () => {
   const ck = hinted(BENCH("f16"), { M: 128, N: 4096, K: 14336 }, "sm90");
