@@ -14,7 +14,7 @@
 
 import type { DimRef, GemmKernel, Shape3, TilePlan } from "../ir/gemm.ts";
 import { hasSyncCopies, knownSize, sparseMetaParam } from "../ir/gemm.ts";
-import { type Dtype, DTYPE_INFO } from "../ir/dtype.ts";
+import type { Dtype } from "../ir/dtype.ts";
 import { type GemmPass, scheduleError } from "./pass.ts";
 import { targetInfo } from "../ir/target.ts";
 import {
