@@ -9,7 +9,7 @@
  */
 
 import type { CompiledKernel } from "../compiler.ts";
-import { tensorParam } from "../ir/gemm.ts";
+import { type TensorParam, tensorParam } from "../ir/gemm.ts";
 import { DTYPE_INFO } from "../ir/dtype.ts";
 import { type LaunchArgs, randomArgs } from "./inputs.ts";
 import { dimValue, tensorShape } from "./tensor.ts";
@@ -25,7 +25,7 @@ import { loadKernel } from "../backends/cuda/kernel.ts";
 import { median, timeLaunches } from "./timing.ts";
 import { compareOutput, type Comparison } from "./compare.ts";
 import { referenceGemm } from "./reference.ts";
-import { simulateGrouped } from "./simulate_grouped.ts";
+import { type ProblemReport, simulateGrouped } from "./simulate_grouped.ts";
 import { simulationWork } from "./simulate_gemm.ts";
 import { elementDistance } from "./checks.ts";
 import {
@@ -224,21 +224,94 @@ export function runGrouped(
     args.push(randomArgs(ck.gemm, sizes, seed + 7919 * i, scalars));
   }
   const d = tensorParam(ck.gemm, ck.gemm.problem.d.tensor);
+  const { gpu, device } = launchGrouped(ck, all, args, options, warmup, iters);
+
+  // The checks, on the CPU.
+  const sim = check === "sim"
+    ? simulateGrouped(ck, all, {
+      seed,
+      ...(options.scalars !== undefined ? { scalars: options.scalars } : {}),
+      hazards: options.hazards ?? true,
+      maxWork: Infinity,
+    })
+    : null;
+  const intOut = !DTYPE_INFO[d.dtype].float;
+  const problems = args.map((a, i): GroupedProblemRun => {
+    const sizes = all[i]!;
+    const output = gpu!.outputs[i]!;
+    const { unwritten, gapWrites } = writtenCounts(d, sizes, output);
+    const reference = check === "none"
+      ? null
+      : compareOutput(output, d.dtype, referenceGemm(ck.gemm, a));
+    const agreement = sim === null ? null : simAgreement(d, sizes, a, output, sim.problems[i]!, i);
+    const ok = (unwritten ?? 0) === 0 && gapWrites === 0 &&
+      (reference === null || reference.ok) &&
+      (agreement === null || !intOut || agreement.differing === 0);
+    return {
+      sizes,
+      tiles: gpu!.tiles[i]!,
+      unwritten,
+      gapWrites,
+      reference,
+      sim: agreement,
+      ok,
+      args: a,
+      output,
+    };
+  });
+  const timing = gpu.samplesMs === null
+    ? null
+    : groupedTiming(ck, all, gpu.samplesMs, warmup, iters, options.pdl === true);
+  const simHazards = sim === null ? null : sim.sim.hazardCount;
+  return {
+    kernel: ck.name,
+    entry: ck.manifest.entry,
+    grid: gpu.grid,
+    totalTiles: gpu.totalTiles,
+    block: ck.manifest.block,
+    dynamicSmemBytes: ck.manifest.dynamicSmemBytes,
+    device,
+    function: gpu.fnAttrs,
+    jit: gpu.jit,
+    problems,
+    simHazards,
+    timing,
+    ok: problems.every((p) => p.ok) && (simHazards ?? 0) === 0,
+  };
+}
+
+/** What the GPU gave for a grouped run: each problem's D, the launch and the timing samples. */
+interface GroupedGpuRun {
+  readonly outputs: Uint8Array[];
+  readonly grid: readonly [number, number, number];
+  readonly totalTiles: number;
+  readonly tiles: readonly number[];
+  readonly fnAttrs: FunctionAttributes;
+  readonly jit: JitInfo;
+  readonly samplesMs: number[] | null;
+}
+
+/**
+ * The GPU side of {@link runGrouped}: loads the kernel, uploads every problem's inputs, launches
+ * once, reads each D back, then times `iters` launches after `warmup`; frees what it took (and
+ * the context it opened) whatever happens.
+ */
+function launchGrouped(
+  ck: CompiledKernel,
+  all: readonly Readonly<Record<string, number>>[],
+  args: readonly LaunchArgs[],
+  options: GroupedRunOptions,
+  warmup: number,
+  iters: number,
+): { gpu: GroupedGpuRun; device: DeviceInfo } {
+  const d = tensorParam(ck.gemm, ck.gemm.problem.d.tensor);
   const owned = typeof options.cuda !== "object";
   const cuda = typeof options.cuda === "object"
     ? options.cuda
     : (options.cuda ?? (() => Cuda.open()))();
   const held: Held = { buffers: [], kernel: null };
   let failure: unknown = null;
-  let gpu: {
-    outputs: Uint8Array[];
-    grid: readonly [number, number, number];
-    totalTiles: number;
-    tiles: readonly number[];
-    fnAttrs: FunctionAttributes;
-    jit: JitInfo;
-    samplesMs: number[] | null;
-  } | null = null;
+  let gpu: GroupedGpuRun | null = null;
   try {
     const kernel = held.kernel = loadKernel(ck, { cuda });
     const fnAttrs = kernel.function.attributes();
@@ -286,98 +359,69 @@ export function runGrouped(
   const device = cuda.device;
   failure = release(held, owned ? cuda : null, failure);
   if (failure !== null || gpu === null) throw failure;
+  return { gpu, device };
+}
 
-  // The checks, on the CPU.
-  const sim = check === "sim"
-    ? simulateGrouped(ck, all, {
-      seed,
-      ...(options.scalars !== undefined ? { scalars: options.scalars } : {}),
-      hazards: options.hazards ?? true,
-      maxWork: Infinity,
-    })
-    : null;
-  const intOut = !DTYPE_INFO[d.dtype].float;
-  const problems = args.map((a, i): GroupedProblemRun => {
-    const sizes = all[i]!;
-    const output = gpu!.outputs[i]!;
-    const { unwritten, gapWrites } = writtenCounts(d, sizes, output);
-    const reference = check === "none"
-      ? null
-      : compareOutput(output, d.dtype, referenceGemm(ck.gemm, a));
-    let agreement: GroupedProblemRun["sim"] = null;
-    if (sim !== null) {
-      const sp = sim.problems[i]!;
-      for (const [n, bytes] of a.tensors) {
-        if (n === d.name) continue;
-        const theirs = sp.args.tensors.get(n);
-        if (theirs === undefined || !sameBytes(theirs, bytes)) {
-          throw new Error(`Internal: the simulator's inputs of problem ${i} differ ("${n}")`);
-        }
-      }
-      const elements = tensorShape(d, sizes).elements;
-      let differing = 0;
-      let maxUlp = 0;
-      for (let e = 0; e < elements; e++) {
-        const dist = elementDistance(d.dtype, output, sp.output, e);
-        if (dist !== 0) {
-          differing++;
-          if (dist > maxUlp || Number.isNaN(dist)) maxUlp = dist;
-        }
-      }
-      agreement = { compared: elements, differing, maxUlp: intOut ? null : maxUlp };
+/**
+ * How problem `i`'s D from the GPU compares with the simulator's, element by element (integers
+ * must be identical; floats: the largest ulp distance), after checking that both ran on the
+ * same inputs.
+ */
+function simAgreement(
+  d: TensorParam,
+  sizes: Readonly<Record<string, number>>,
+  a: LaunchArgs,
+  output: Uint8Array,
+  sp: ProblemReport,
+  i: number,
+): NonNullable<GroupedProblemRun["sim"]> {
+  for (const [n, bytes] of a.tensors) {
+    if (n === d.name) continue;
+    const theirs = sp.args.tensors.get(n);
+    if (theirs === undefined || !sameBytes(theirs, bytes)) {
+      throw new Error(`Internal: the simulator's inputs of problem ${i} differ ("${n}")`);
     }
-    const ok = (unwritten ?? 0) === 0 && gapWrites === 0 &&
-      (reference === null || reference.ok) &&
-      (agreement === null || !intOut || agreement.differing === 0);
-    return {
-      sizes,
-      tiles: gpu!.tiles[i]!,
-      unwritten,
-      gapWrites,
-      reference,
-      sim: agreement,
-      ok,
-      args: a,
-      output,
-    };
-  });
-  let timing: RunTiming | null = null;
-  if (gpu.samplesMs !== null) {
-    const p = ck.gemm.problem;
-    const ops = all.reduce(
-      (s, sz) => s + 2 * dimValue(p.m, sz) * dimValue(p.n, sz) * dimValue(p.k, sz),
-      0,
-    );
-    const med = median(gpu.samplesMs);
-    timing = {
-      warmup,
-      iters,
-      inputSets: 1,
-      samplesMs: gpu.samplesMs,
-      medianMs: med,
-      minMs: Math.min(...gpu.samplesMs),
-      maxMs: Math.max(...gpu.samplesMs),
-      ops,
-      rate: ops / (med * 1e-3) / 1e12,
-      unit: DTYPE_INFO[ck.gemm.math.a].float ? "TFLOP/s" : "TOPS",
-      ...(options.pdl === true ? { pdl: true } : {}),
-    };
   }
-  const simHazards = sim === null ? null : sim.sim.hazardCount;
+  const elements = tensorShape(d, sizes).elements;
+  let differing = 0;
+  let maxUlp = 0;
+  for (let e = 0; e < elements; e++) {
+    const dist = elementDistance(d.dtype, output, sp.output, e);
+    if (dist !== 0) {
+      differing++;
+      if (dist > maxUlp || Number.isNaN(dist)) maxUlp = dist;
+    }
+  }
+  return { compared: elements, differing, maxUlp: DTYPE_INFO[d.dtype].float ? maxUlp : null };
+}
+
+/** The timing of a grouped run: every problem's operations over the median of the samples. */
+function groupedTiming(
+  ck: CompiledKernel,
+  all: readonly Readonly<Record<string, number>>[],
+  samplesMs: number[],
+  warmup: number,
+  iters: number,
+  pdl: boolean,
+): RunTiming {
+  const p = ck.gemm.problem;
+  const ops = all.reduce(
+    (s, sz) => s + 2 * dimValue(p.m, sz) * dimValue(p.n, sz) * dimValue(p.k, sz),
+    0,
+  );
+  const med = median(samplesMs);
   return {
-    kernel: ck.name,
-    entry: ck.manifest.entry,
-    grid: gpu.grid,
-    totalTiles: gpu.totalTiles,
-    block: ck.manifest.block,
-    dynamicSmemBytes: ck.manifest.dynamicSmemBytes,
-    device,
-    function: gpu.fnAttrs,
-    jit: gpu.jit,
-    problems,
-    simHazards,
-    timing,
-    ok: problems.every((p) => p.ok) && (simHazards ?? 0) === 0,
+    warmup,
+    iters,
+    inputSets: 1,
+    samplesMs,
+    medianMs: med,
+    minMs: Math.min(...samplesMs),
+    maxMs: Math.max(...samplesMs),
+    ops,
+    rate: ops / (med * 1e-3) / 1e12,
+    unit: DTYPE_INFO[ck.gemm.math.a].float ? "TFLOP/s" : "TOPS",
+    ...(pdl ? { pdl: true } : {}),
   };
 }
 
