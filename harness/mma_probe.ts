@@ -60,6 +60,7 @@ import { Cuda, cudaAvailable, CudaError, type DeviceBuffer } from "../backends/c
 import {
   checkCMap,
   equalBytes,
+  failedProbe,
   gpuProbeLauncher,
   hostProduct,
   INT_TYPES,
@@ -69,7 +70,9 @@ import {
   type ProbeLauncher,
   type ProbeMode,
   type ProbeResult,
+  probeVerdict,
   randomInputs,
+  releaseProbe,
   simProbeLauncher,
   unpackFragment,
 } from "./mma_probe_common.ts";
@@ -134,19 +137,9 @@ export function evaluateProbe(
   const rnd = randomInputs(s, new Rng(seed));
   const prod = run(rnd);
   const want = hostProduct(s, rnd);
-  const { cMap, product } = checkCMap(s, rows.d, cols.d, [{ d: prod.d, want }]);
   const simIdentical = sim === null ? null : rows.same === true && cols.same === true &&
     prod.same === true;
-  return {
-    shape: s.name,
-    ptx: s.ptx,
-    mode,
-    cMap,
-    product,
-    simIdentical,
-    error: null,
-    ok: cMap.agree === cMap.total && product.agree === product.total && simIdentical !== false,
-  };
+  return probeVerdict(s, mode, checkCMap(s, rows.d, cols.d, [{ d: prod.d, want }]), simIdentical);
 }
 
 /** Options of {@link runProbe}. */
@@ -200,10 +193,10 @@ export async function runProbe(options: ProbeOptions = {}): Promise<ProbeResult[
       const kernel = probeKernel(s);
       let result: ProbeResult;
       const buffers: DeviceBuffer[] = [];
-      let unload: (() => void) | null = null;
+      const unloads: (() => void)[] = [];
       try {
         const module = cuda.loadModule(printPtx([kernel]));
-        unload = () => module.unload();
+        unloads.push(() => module.unload());
         const fn = module.getFunction(kernel.name);
         const dBytes = 32 * s.c.regs * (s.c.regBits / 8);
         const bufs = [
@@ -220,25 +213,9 @@ export async function runProbe(options: ProbeOptions = {}): Promise<ProbeResult[
         result = evaluateProbe(s, "gpu", gpu, simProbeLauncher(s, kernel), seed);
       } catch (e) {
         if (!(e instanceof CudaError)) throw e;
-        result = {
-          shape: s.name,
-          ptx: s.ptx,
-          mode,
-          cMap: { agree: 0, total: 32 * s.c.regs * s.c.elemsPerReg, mismatches: [] },
-          product: { agree: 0, total: 32 * s.c.regs * s.c.elemsPerReg },
-          simIdentical: null,
-          error: e.message,
-          ok: false,
-        };
+        result = failedProbe(s, e.message);
       } finally {
-        for (const b of buffers) {
-          try {
-            b.free();
-          } catch { /* reported by the launch that failed */ }
-        }
-        try {
-          unload?.();
-        } catch { /* likewise */ }
+        releaseProbe(buffers, unloads);
       }
       results.push(result);
     }

@@ -79,6 +79,68 @@ export interface ProbeResult {
   readonly metaMap?: ProbeMetaCheck;
 }
 
+/**
+ * The verdict on a row whose launches ran: the map and the product agree everywhere, the raw
+ * registers equal the simulator's where compared (null: not compared), and a sparse row's
+ * metadata map, if given, agrees too.
+ */
+export function probeVerdict(
+  s: Pick<MmaShape, "name" | "ptx">,
+  mode: ProbeMode,
+  { cMap, product }: { readonly cMap: ProbeMapCheck; readonly product: ProbeCount },
+  simIdentical: boolean | null,
+  metaMap?: ProbeMetaCheck,
+): ProbeResult {
+  const all = (c: ProbeCount) => c.agree === c.total;
+  return {
+    shape: s.name,
+    ptx: s.ptx,
+    mode,
+    cMap,
+    product,
+    simIdentical,
+    error: null,
+    ok: all(cMap) && all(product) && simIdentical !== false &&
+      (metaMap === undefined || all(metaMap)),
+    ...(metaMap === undefined ? {} : { metaMap }),
+  };
+}
+
+/**
+ * The verdict on a row whose GPU probe failed in the driver (JIT, load or launch): nothing
+ * agrees, `products` products were due for each C/D element.
+ */
+export function failedProbe(
+  s: Pick<MmaShape, "name" | "ptx" | "c">,
+  error: string,
+  products = 1,
+): ProbeResult {
+  const total = 32 * s.c.regs * s.c.elemsPerReg;
+  return {
+    shape: s.name,
+    ptx: s.ptx,
+    mode: "gpu",
+    cMap: { agree: 0, total, mismatches: [] },
+    product: { agree: 0, total: total * products },
+    simIdentical: null,
+    error,
+    ok: false,
+  };
+}
+
+/** Frees a GPU probe's buffers and unloads its modules, each whatever the others do (a failure
+ * here is the launch's, already reported). */
+export function releaseProbe(
+  buffers: readonly DeviceBuffer[],
+  unloads: readonly (() => void)[],
+): void {
+  for (const f of [...buffers.map((b) => () => b.free()), ...unloads]) {
+    try {
+      f();
+    } catch { /* reported by the launch that failed */ }
+  }
+}
+
 /** One chunk of A whose metadata the launch read from another (lane, nibble). */
 export interface ProbeMetaMismatch {
   /** The sparsity selector of the launch. */

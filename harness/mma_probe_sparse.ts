@@ -25,6 +25,7 @@ import * as ir from "../ir/builder.ts";
 import {
   checkCMap,
   equalBytes,
+  failedProbe,
   gpuProbeLauncher,
   hostProduct,
   INT_TYPES,
@@ -36,7 +37,9 @@ import {
   type ProbeMode,
   probeName,
   type ProbeResult,
+  probeVerdict,
   randomInputs,
+  releaseProbe,
   simProbeLauncher,
   unpackFragment,
 } from "./mma_probe_common.ts";
@@ -236,23 +239,11 @@ export function evaluateSparseProbe(
     const x = { ...rnd, a: restrict(s, keep, rnd.a) };
     return { d: run(v, keep, x), want: hostProduct(s, x) };
   });
-  const { cMap, product } = checkCMap(s, rows, cols, prods);
   const metaMap = discoverMeta(s, launchers);
   const simIdentical: boolean | null = simSame === null
     ? metaMap.simSame
     : simSame && metaMap.simSame !== false;
-  return {
-    shape: s.name,
-    ptx: s.ptx,
-    mode,
-    cMap,
-    product,
-    simIdentical,
-    error: null,
-    ok: cMap.agree === cMap.total && product.agree === product.total && simIdentical !== false &&
-      metaMap.check.agree === metaMap.check.total,
-    metaMap: metaMap.check,
-  };
+  return probeVerdict(s, mode, checkCMap(s, rows, cols, prods), simIdentical, metaMap.check);
 }
 
 /**
@@ -389,27 +380,8 @@ export function gpuSparseProbe(cuda: Cuda, s: SparseMmaShape, seed: number): Pro
     return evaluateSparseProbe(s, "gpu", launchers, seed);
   } catch (e) {
     if (!(e instanceof CudaError)) throw e;
-    const total = 32 * s.c.regs * s.c.elemsPerReg;
-    return {
-      shape: s.name,
-      ptx: s.ptx,
-      mode: "gpu",
-      cMap: { agree: 0, total, mismatches: [] },
-      product: { agree: 0, total: total * sparseVariants(s).length },
-      simIdentical: null,
-      error: e.message,
-      ok: false,
-    };
+    return failedProbe(s, e.message, sparseVariants(s).length);
   } finally {
-    for (const b of buffers) {
-      try {
-        b.free();
-      } catch { /* reported by the launch that failed */ }
-    }
-    for (const u of unloads) {
-      try {
-        u();
-      } catch { /* likewise */ }
-    }
+    releaseProbe(buffers, unloads);
   }
 }

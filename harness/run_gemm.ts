@@ -346,7 +346,7 @@ export function release(held: Held, owned: Cuda | null, failure: unknown): unkno
 }
 
 /** The launch counts of a run, checked, and whether its timed launches are PDL launches. */
-interface Counts {
+export interface Counts {
   readonly iters: number;
   readonly warmup: number;
   readonly inputSets: number;
@@ -386,7 +386,10 @@ function gpuPhase(
   const timed = counts.pdl ? { ...options, pdl: true } : options;
   const launch = (i: number) => kernel.launch(sets[i % sets.length]!, dims, timed);
   const samplesMs = timeLaunches(cuda, launch, counts.warmup, counts.iters);
-  const timing = runTiming(ck, sizes, samplesMs, { ...counts, inputSets: sets.length });
+  const timing = runTiming(ck, problemOps(ck, sizes), samplesMs, {
+    ...counts,
+    inputSets: sets.length,
+  });
   return { output, fnAttrs, jit, timing };
 }
 
@@ -422,16 +425,21 @@ function uploadSets(
   return { sets, dBuf };
 }
 
-/** The timing of a run from its samples: median, extremes and the rate. */
-function runTiming(
+/** A problem's operations: 2 M N K, times the batch. */
+export function problemOps(ck: CompiledKernel, sizes: Readonly<Record<string, number>>): number {
+  const p = ck.gemm.problem;
+  const dim = (x: DimRef) => dimValue(x, sizes);
+  return 2 * dim(p.m) * dim(p.n) * dim(p.k) * (p.batch === null ? 1 : dim(p.batch));
+}
+
+/** The timing of a run of `ops` operations a launch from its samples: median, extremes and the
+ * rate (also a grouped run's, harness/run_grouped.ts, with every problem's operations). */
+export function runTiming(
   ck: CompiledKernel,
-  sizes: Readonly<Record<string, number>>,
+  ops: number,
   samplesMs: readonly number[],
   counts: Counts,
 ): RunTiming {
-  const p = ck.gemm.problem;
-  const dim = (x: DimRef) => dimValue(x, sizes);
-  const ops = 2 * dim(p.m) * dim(p.n) * dim(p.k) * (p.batch === null ? 1 : dim(p.batch));
   const med = median(samplesMs);
   return {
     warmup: counts.warmup,

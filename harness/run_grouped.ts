@@ -12,7 +12,7 @@ import type { CompiledKernel } from "../compiler.ts";
 import { type TensorParam, tensorParam } from "../ir/gemm.ts";
 import { DTYPE_INFO } from "../ir/dtype.ts";
 import { type LaunchArgs, randomArgs } from "./inputs.ts";
-import { dimValue, tensorShape } from "./tensor.ts";
+import { tensorShape } from "./tensor.ts";
 import { alignmentViolations, resolveSizes } from "./sizes.ts";
 import {
   Cuda,
@@ -22,7 +22,7 @@ import {
   type JitInfo,
 } from "../backends/cuda/driver.ts";
 import { loadKernel } from "../backends/cuda/kernel.ts";
-import { median, timeLaunches } from "./timing.ts";
+import { timeLaunches } from "./timing.ts";
 import { compareOutput, type Comparison } from "./compare.ts";
 import { referenceGemm } from "./reference.ts";
 import { type ProblemReport, simulateGrouped } from "./simulate_grouped.ts";
@@ -31,10 +31,12 @@ import { elementDistance } from "./checks.ts";
 import {
   count,
   type Held,
+  problemOps,
   release,
   RUN_CHECKS,
   type RunCheck,
   type RunTiming,
+  runTiming,
   writtenCounts,
 } from "./run_gemm.ts";
 
@@ -259,9 +261,12 @@ export function runGrouped(
       output,
     };
   });
-  const timing = gpu.samplesMs === null
-    ? null
-    : groupedTiming(ck, all, gpu.samplesMs, warmup, iters, options.pdl === true);
+  const timing = gpu.samplesMs === null ? null : runTiming(
+    ck,
+    all.reduce((s, sz) => s + problemOps(ck, sz), 0),
+    gpu.samplesMs,
+    { warmup, iters, inputSets: 1, pdl: options.pdl === true },
+  );
   const simHazards = sim === null ? null : sim.sim.hazardCount;
   return {
     kernel: ck.name,
@@ -393,36 +398,6 @@ function simAgreement(
     }
   }
   return { compared: elements, differing, maxUlp: DTYPE_INFO[d.dtype].float ? maxUlp : null };
-}
-
-/** The timing of a grouped run: every problem's operations over the median of the samples. */
-function groupedTiming(
-  ck: CompiledKernel,
-  all: readonly Readonly<Record<string, number>>[],
-  samplesMs: number[],
-  warmup: number,
-  iters: number,
-  pdl: boolean,
-): RunTiming {
-  const p = ck.gemm.problem;
-  const ops = all.reduce(
-    (s, sz) => s + 2 * dimValue(p.m, sz) * dimValue(p.n, sz) * dimValue(p.k, sz),
-    0,
-  );
-  const med = median(samplesMs);
-  return {
-    warmup,
-    iters,
-    inputSets: 1,
-    samplesMs,
-    medianMs: med,
-    minMs: Math.min(...samplesMs),
-    maxMs: Math.max(...samplesMs),
-    ops,
-    rate: ops / (med * 1e-3) / 1e12,
-    unit: DTYPE_INFO[ck.gemm.math.a].float ? "TFLOP/s" : "TOPS",
-    ...(pdl ? { pdl: true } : {}),
-  };
 }
 
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
