@@ -394,14 +394,17 @@ export function mbarInit(addr: Reg, count: number): MbarInitOp {
  * @param addr The barrier's shared address (u32).
  * @param tx Transaction bytes the phase also waits for (absent: none).
  * @param guard The lanes that arrive (absent: all).
+ * @param cta The cluster rank of the CTA whose barrier at `addr`'s offset receives the
+ *   arrival (absent: the executing CTA's).
  * @returns The operation.
  */
-export function mbarArrive(addr: Reg, tx?: number, guard?: Guard): MbarArriveOp {
+export function mbarArrive(addr: Reg, tx?: number, guard?: Guard, cta?: Operand): MbarArriveOp {
   return {
     op: "mbararrive",
     addr,
     ...(tx === undefined ? {} : { tx }),
     ...(guard === undefined ? {} : { guard }),
+    ...(cta === undefined ? {} : { cta }),
   };
 }
 
@@ -432,10 +435,17 @@ export function mbarFence(): MbarFenceOp {
  * @param map The `tensormap` parameter.
  * @param coords The box's origin, innermost first.
  * @param bar The barrier's shared address (u32).
+ * @param multicast The cluster's CTAs that receive the box, a bit a rank (absent: this CTA).
  * @returns The operation.
  */
-export function tmaLoad(dst: Reg, map: string, coords: readonly Operand[], bar: Reg): TmaLoadOp {
-  return { op: "tma", dst, map, coords, bar };
+export function tmaLoad(
+  dst: Reg,
+  map: string,
+  coords: readonly Operand[],
+  bar: Reg,
+  multicast?: number,
+): TmaLoadOp {
+  return { op: "tma", dst, map, coords, bar, ...(multicast === undefined ? {} : { multicast }) };
 }
 
 /**

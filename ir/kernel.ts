@@ -108,7 +108,9 @@ export type SpecialReg =
   | "nctaid.x"
   | "nctaid.y"
   | "nctaid.z"
-  | "laneid";
+  | "laneid"
+  /** The CTA's rank in its cluster (sm90; 0 without clusters). */
+  | "cluster_ctarank";
 
 /** `dst = the kernel parameter named `name``. The parameter's PTX type comes
  * from the kernel's parameter list; tensor parameters are read as `u64` and
@@ -566,6 +568,13 @@ export interface Kernel {
    * block, up to its `registersPerThread`.
    */
   readonly minBlocksPerSm?: number;
+  /**
+   * CTAs per thread-block cluster along the grid's x (sm90; `.reqnctapercluster N, 1, 1`):
+   * blocks x = N c .. N c + N - 1 of one y and z run together, each of rank x % N
+   * (`%cluster_ctarank`), and may reach each other's shared memory (multicast TMA copies,
+   * remote barrier arrivals). The grid's x is a multiple of N. Absent: 1 (no cluster).
+   */
+  readonly cluster?: number;
   /** How the grid follows from the runtime sizes (for a grouped kernel, the tile
    * of every problem; its grid is the persistent one of {@link groupedGrid}). */
   readonly grid: GridPlan;
@@ -645,8 +654,11 @@ export function opRegs(o: Op): { reads: Reg[]; writes: Reg[] } {
     case "comment":
       return { reads, writes: [] };
     case "mbarinit":
+      reads.push(o.addr);
+      return { reads, writes: [] };
     case "mbararrive":
       reads.push(o.addr);
+      pushReg(reads, o.cta);
       return { reads, writes: [] };
     case "mbarwait":
       reads.push(o.addr);

@@ -83,6 +83,11 @@ export interface BarOp {
    * (1 .. 15) for the `threads` (a multiple of 32) that reach it, in control flow that only
    * they take. Absent: barrier 0 for the whole block, in uniform control flow. */
   readonly named?: { readonly id: number; readonly threads: number };
+  /** A cluster kernel's barrier over every thread of the cluster's CTAs
+   * (`barrier.cluster.arrive.release.aligned` then `barrier.cluster.wait.acquire.aligned`), in
+   * uniform control flow: what one CTA's threads wrote to shared memory before it (barrier
+   * initialisations included) is visible to the cluster's. Not with `named`. */
+  readonly cluster?: true;
 }
 
 /**

@@ -98,7 +98,10 @@ export interface MbarInitOp {
 
 /** `mbarrier.arrive.shared::cta.b64 _, [addr]`, or with `tx`
  * `mbarrier.arrive.expect_tx.shared::cta.b64 _, [addr], tx`: the executing thread's arrival
- * on the barrier's current phase, after (with `tx`) raising the bytes the phase waits for. */
+ * on the barrier's current phase, after (with `tx`) raising the bytes the phase waits for.
+ * With `cta` (a cluster kernel, {@link Kernel.cluster}): the arrival goes to the barrier at the
+ * same offset in the shared memory of the cluster's CTA of that rank (`mapa.shared::cluster`,
+ * then `mbarrier.arrive.release.cluster.shared::cluster.b64`), the executing CTA included. */
 export interface MbarArriveOp {
   /** The operation's tag. */
   readonly op: "mbararrive";
@@ -106,6 +109,9 @@ export interface MbarArriveOp {
   readonly addr: Reg;
   /** Transaction bytes the phase expects besides the arrivals (absent: none). */
   readonly tx?: number;
+  /** The rank in the cluster (u32) of the CTA whose barrier receives the arrival (absent: the
+   * executing CTA's, at cta scope). Not with `tx`. */
+  readonly cta?: Operand;
   /** Runs only in the lanes where the guard holds (absent: all lanes). */
   readonly guard?: Guard;
 }
@@ -142,6 +148,10 @@ export interface MbarFenceOp {
  * landed it completes that many transaction bytes on the barrier at `bar`. Asynchronous: the
  * bytes may be read only by threads that waited on the barrier's phase, and must not be
  * written meanwhile. Issued by one thread.
+ *
+ * With `multicast` (a cluster kernel, {@link Kernel.cluster}; `.multicast::cluster`): the box
+ * lands at the same offset `dst` in the shared memory of every CTA of the cluster whose rank's
+ * bit is set, and completes its bytes on the barrier at offset `bar` of each of them.
  */
 export interface TmaLoadOp {
   /** The operation's tag. */
@@ -154,6 +164,8 @@ export interface TmaLoadOp {
   readonly coords: readonly Operand[];
   /** The barrier completed (u32 shared address). */
   readonly bar: Reg;
+  /** The cluster's CTAs that receive the box, one bit a rank (absent: the executing CTA). */
+  readonly multicast?: number;
 }
 
 /** `setmaxnreg.{inc,dec}.sync.aligned.u32 regs` (sm90): the executing warpgroup's registers

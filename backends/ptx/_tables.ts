@@ -111,6 +111,7 @@ export const SREG_PTX: Readonly<Record<SpecialReg, string>> = Object.freeze({
   "nctaid.y": "%nctaid.y",
   "nctaid.z": "%nctaid.z",
   "laneid": "%laneid",
+  "cluster_ctarank": "%cluster_ctarank",
 });
 
 type BinType = BinOp["type"];

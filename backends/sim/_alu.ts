@@ -343,6 +343,8 @@ function laneStmt(g: Gen, o: AluOp): string {
         "nctaid.x": g.hoist("M.grid[0]"),
         "nctaid.y": g.hoist("M.grid[1]"),
         "nctaid.z": g.hoist("M.grid[2]"),
+        // TODO(cluster sim): the CTA's rank in its cluster.
+        "cluster_ctarank": "0",
       };
       return `${dst(o.dst, "u32")}[t] = ${e[o.sreg]};`;
     }
