@@ -78,9 +78,24 @@ const PROBLEMS: readonly Problem[] = [
 const TYPES: readonly BlasType[] = ["f16", "bf16", "tf32", "s8", "f64", "f32", "3xtf32"];
 
 /** The benchmark kernel's source file, per type (s8 at 5000 needs 8-byte alignment). */
-function sourceFor(t: BlasType, p: Problem): string {
+function sourceFor(t: BlasType, p: Problem, schedule?: string): string {
   const file = t === "s8" && p.K % 16 !== 0 ? "s8_align8" : t;
-  return Deno.readTextFileSync(new URL(`./kernels/${file}.gemm`, import.meta.url));
+  const src = Deno.readTextFileSync(new URL(`./kernels/${file}.gemm`, import.meta.url));
+  return schedule === undefined ? src : withSchedule(src, schedule);
+}
+
+/**
+ * A benchmark kernel's source with schedule lines of its own (`--schedule`): a `schedule`
+ * block before the kernel's closing brace.
+ *
+ * @param src The kernel's source (one kernel, no schedule block).
+ * @param lines Schedule lines, `;`-separated (`"cluster 2; stages 4"`).
+ * @returns The source.
+ */
+export function withSchedule(src: string, lines: string): string {
+  const end = src.lastIndexOf("}");
+  const body = lines.split(";").map((l) => `    ${l.trim()}`).join("\n");
+  return `${src.slice(0, end)}  schedule {\n${body}\n  }\n}\n`;
 }
 
 /** A fast xorshift generator for filling large inputs. */
@@ -218,9 +233,10 @@ export function compileFor(
   p: Problem,
   target?: Target,
   pdl = false,
+  schedule?: string,
 ): CompiledKernel {
   const sms = cuda.device.multiprocessors;
-  return compileSource(sourceFor(t, p), `bench_${t}.gemm`, p, sms, target, pdl);
+  return compileSource(sourceFor(t, p, schedule), `bench_${t}.gemm`, p, sms, target, pdl);
 }
 
 /** A kernel loaded, with its inputs on the device in several sets. */
@@ -377,8 +393,9 @@ function benchOne(
   p: Problem,
   ceiling: Ceiling,
   target?: Target,
+  schedule?: string,
 ): BenchRow {
-  const ck = compileFor(cuda, t, p, target);
+  const ck = compileFor(cuda, t, p, target, false, schedule);
   const sizes = { M: p.M, N: p.N, K: p.K };
   const bufs: DeviceBuffer[] = [];
   try {
@@ -431,7 +448,8 @@ function benchOne(
  * Runs the benchmark.
  *
  * @param args `--types f16,s8`, `--shapes 4096,8192,skinny,odd`, `--out DIR`, `--target sm90`
- *   (the compile target; default: the kernels' own, sm80).
+ *   (the compile target; default: the kernels' own, sm80), `--schedule "cluster 2"` (schedule
+ *   lines, `;`-separated, for every kernel: a variant against cuBLAS in the same run).
  */
 export async function main(args: readonly string[] = Deno.args): Promise<void> {
   const opt = (name: string) => {
@@ -445,6 +463,7 @@ export async function main(args: readonly string[] = Deno.args): Promise<void> {
     throw new Error(`--target ${targetOpt}: expected ${TARGET_NAMES.join(", ")}`);
   }
   const target = targetOpt as Target | undefined;
+  const schedule = opt("--schedule");
   const problems = PROBLEMS.filter((p) => shapes === undefined || shapes.includes(p.shape));
   const avail = cudaAvailable();
   if (!avail.ok) {
@@ -463,6 +482,7 @@ export async function main(args: readonly string[] = Deno.args): Promise<void> {
       `# ${dev.name} (${dev.arch}, ${dev.multiprocessors} SMs), driver ${dev.driverVersionText}, ${blas.path}`,
     );
     if (target !== undefined) console.log(`# compile target ${target}`);
+    if (schedule !== undefined) console.log(`# schedule lines: ${schedule}`);
     const ceil = ceilings(cuda, probe);
     console.log(
       `# mma.sync ceiling, TOPS@MHz (burst, fixed operands | burst, random | sustained, random): ${
@@ -485,7 +505,7 @@ export async function main(args: readonly string[] = Deno.args): Promise<void> {
             sustained: NaN,
             sustainedClock: NaN,
           };
-          row = benchOne(cuda, blas, probe, t, p, c, target);
+          row = benchOne(cuda, blas, probe, t, p, c, target, schedule);
         } catch (e) {
           console.log(`${t} ${p.shape}: ERROR ${(e as Error).message}`);
           continue;

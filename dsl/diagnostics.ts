@@ -63,6 +63,7 @@ export const DIAGNOSTIC_CODES = {
   E0211: "operand layout not supported for this type",
   E0212: "a name split-K needs is taken",
   E0213: "a scheduler the kernel cannot have",
+  E0214: "a cluster the kernel cannot have",
 } as const;
 Object.freeze(DIAGNOSTIC_CODES);
 

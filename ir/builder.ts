@@ -318,6 +318,16 @@ export function namedBar(id: number, threads: number): BarOp {
 }
 
 /**
+ * `barrier.cluster.arrive.release.aligned; barrier.cluster.wait.acquire.aligned`: every thread
+ * of a cluster kernel's CTAs (ir/kernel.ts, BarOp).
+ *
+ * @returns The operation.
+ */
+export function clusterBar(): BarOp {
+  return { op: "bar", cluster: true };
+}
+
+/**
  * `fence.acq_rel.gpu`.
  *
  * @returns The operation.

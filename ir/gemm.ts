@@ -238,6 +238,7 @@ export type ScheduleKey =
   | "swizzle"
   | "split_k"
   | "scheduler"
+  | "cluster"
   | "math"
   | "accumulate"
   | "target";
@@ -260,6 +261,10 @@ export interface Schedule {
    * `wgmmaPersistent`): `tiles` one block a tile, `persistent` one block an SM looping over
    * whole tiles, `stream_k` persistent with the last tiles' k-loops shared out evenly. */
   readonly scheduler?: Scheduler;
+  /** CTAs per thread-block cluster (`cluster` key; passes/wgmma.ts `wgmmaCluster`): 1, or 2 for
+   * a persistent warp-specialized sm90 kernel whose two CTAs take vertically adjacent tiles and
+   * load B's box once for both (TMA multicast, each CTA half of it). */
+  readonly cluster?: number;
 }
 
 /** The values of the `scheduler` schedule key. */
@@ -433,6 +438,11 @@ export interface TmaPipelinePlan {
     readonly stagingOffset: number;
     readonly streamK?: { readonly flagOffset: number };
   };
+  /** CTAs per cluster (2; absent: 1): the cluster's CTAs take the tiles of one column pair by
+   * pair, rank r the pair's r-th tile, and each CTA copies the r-th half of the B box into both
+   * CTAs (`.multicast::cluster`), so that a stage's empty barrier waits for both CTAs'
+   * consumers (passes/lower/wgmma_ws.ts). */
+  readonly cluster?: number;
 }
 
 /** How an operand's MMA fragments come from shared memory: `ldmatrix`,

@@ -29,8 +29,11 @@ export interface GridPlan {
   /** A persistent kernel (sm90's warp-specialized one): the grid is `[min(tiles, blocks),
    * 1, 1]` ({@link gridFor}), `tiles` every batch's output tiles, `blocks` those that run
    * at once: the device's SMs (by default `blocks`, the target's) times `.minnctapersm`.
-   * Each block takes tiles `ctaid.x, ctaid.x + nctaid.x, ...` in the rasterised order. */
-  readonly persistent?: { readonly blocks: number };
+   * Each block takes tiles `ctaid.x, ctaid.x + nctaid.x, ...` in the rasterised order.
+   * With `cluster` C (the kernel's CTAs per cluster), the cluster's C CTAs take the C tiles of
+   * a unit C tiles tall together: the grid is `[C min(units, floor(blocks / C)), 1, 1]`,
+   * `units` = ceil(tilesM / C) tilesN batch, at least C. */
+  readonly persistent?: { readonly blocks: number; readonly cluster?: number };
   /** split_k > 1: bytes of the workspace per output tile (a 128-byte header
    * with the tile's arrival counter, then one partial accumulator tile per
    * split); the workspace is `tilesM * tilesN * batch` of them
@@ -122,7 +125,11 @@ export function gridFor(
   const tilesN = Math.ceil(val(plan.n, dims) / plan.tileN);
   const batch = plan.batch === null ? 1 : val(plan.batch, dims);
   if (plan.persistent !== undefined) {
-    return groupedGrid(tilesM * tilesN * batch, residentBlocks ?? plan.persistent.blocks);
+    const c = plan.persistent.cluster ?? 1;
+    const blocks = residentBlocks ?? plan.persistent.blocks;
+    const units = Math.ceil(tilesM / c) * tilesN * batch;
+    if (c > 1) return [c * Math.max(1, Math.min(units, Math.floor(blocks / c))), 1, 1];
+    return groupedGrid(units, blocks);
   }
   return [tilesM * plan.swizzle, Math.ceil(tilesN / plan.swizzle), batch * plan.splitK];
 }

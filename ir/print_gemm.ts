@@ -73,7 +73,7 @@ export function printSchedule(s: Schedule): string {
     f(s.stages)
   }, swizzle ${f(s.swizzle)}, split_k ${f(s.splitK)}${
     s.scheduler === undefined ? "" : `, scheduler ${s.scheduler}`
-  }`;
+  }${s.cluster === undefined ? "" : `, cluster ${s.cluster}`}`;
 }
 
 /** The plan lines of the decisions after gemm-mma (occupancy, workspace, staging). */

@@ -22,6 +22,7 @@ import {
   tmaConsumerRegs,
   WGMMA_DEFAULT_STAGES,
   WGMMA_GROUPS_IN_FLIGHT,
+  wgmmaCluster,
   wgmmaPersistent,
   wgmmaStreamK,
   wgmmaTma,
@@ -278,6 +279,8 @@ export const pipelinePass: GemmPass = {
     // A persistent kernel keeps room for the staged epilogue beside the stages.
     // (Asked of every kernel: a `scheduler` line it cannot honour is refused there.)
     const persistent = wgmmaPersistent(k);
+    // (Asked of every kernel too: a `cluster` line it cannot honour is refused there.)
+    const cluster = wgmmaCluster(k);
     // Stream-K's flag word (16 bytes) after the barriers.
     const flagBytes = persistent && wgmmaStreamK(k) ? 16 : 0;
     const reserve = persistent ? persistentStagingBytes(k) + flagBytes : 0;
@@ -316,6 +319,7 @@ export const pipelinePass: GemmPass = {
             producerThreads: TMA_PRODUCER_THREADS,
             producerRegs: TMA_PRODUCER_REGS,
             consumerRegs: tmaConsumerRegs(threads),
+            ...(cluster > 1 ? { cluster } : {}),
             // The staging region (if any) from the next 128 bytes after the barriers and
             // Stream-K's flag.
             ...(persistent

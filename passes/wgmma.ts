@@ -258,7 +258,8 @@ export function operandTensorMap(k: GemmKernel, role: "A" | "B"): TensorMapSpec 
     elementBytes: bytes as 1 | 2 | 4,
     dims,
     strides,
-    box: [tb.k, role === "A" ? tb.m : tb.n, ...(batched ? [1] : [])],
+    // A cluster's CTAs each copy their share of B's box into all of them (wgmmaCluster).
+    box: [tb.k, role === "A" ? tb.m : tb.n / wgmmaCluster(k), ...(batched ? [1] : [])],
     swizzle: WGMMA_SMEM.rowBytes === 128 ? 128 : 0,
   };
 }
@@ -323,6 +324,36 @@ export function wgmmaPersistent(k: GemmKernel): boolean {
  */
 export function wgmmaStreamK(k: GemmKernel): boolean {
   return k.schedule.scheduler === "stream_k" && wgmmaPersistent(k);
+}
+
+/**
+ * CTAs per thread-block cluster of a warp-specialized kernel (`plan.pipeline.tma.cluster`): its
+ * `cluster` line, else 1. Two need a persistent kernel without Stream-K (the cluster's CTAs
+ * take the two tiles of a column pair together, passes/lower/kernel.ts) and a B box whose
+ * halves are whole swizzle atoms (8 rows); elsewhere the line is refused (E0214).
+ *
+ * Shortcut (issue 23): not the default anywhere until measured; only pairs along M (B
+ * multicast), no 2x2 or 4-CTA clusters, no clusters for one block a tile or split-K.
+ *
+ * @param k The kernel (tile planned).
+ * @returns 1 or 2.
+ */
+export function wgmmaCluster(k: GemmKernel): number {
+  const want = k.schedule.cluster ?? 1;
+  if (want === 1) return 1;
+  const tb = k.plan.tile!.threadblock;
+  const can = wgmmaPersistent(k) && !wgmmaStreamK(k) && (tb.n / want) % 8 === 0;
+  if (!can) {
+    scheduleError(
+      k,
+      "cluster",
+      "E0214",
+      `"cluster ${want}" needs a persistent warp-specialized sm90 kernel (target sm90, TMA-fed ` +
+        "wgmma, without split_k or scheduler stream_k or tiles) whose threadblock N halves into " +
+        "multiples of 8",
+    );
+  }
+  return want;
 }
 
 /** Tiles a persistent block must at least get, where the sizes are known, for its static

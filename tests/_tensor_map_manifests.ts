@@ -132,11 +132,16 @@ export const TMA_SOURCE = `kernel NAME {
  * lowering places them.
  *
  * @param name The kernel's name.
+ * @param schedule Schedule lines of its own (`"cluster 2"`), if any.
  * @returns The kernel.
  * @throws {Error} When the lowering gives it no tensor maps.
  */
-export function compiledTmaKernel(name: string): CompiledKernel {
-  const r = compile(TMA_SOURCE.replace("NAME", name), { target: "sm90" });
+export function compiledTmaKernel(name: string, schedule?: string): CompiledKernel {
+  const src = TMA_SOURCE.replace("NAME", name);
+  const r = compile(
+    schedule === undefined ? src : src.replace(/}$/, `  schedule {\n    ${schedule}\n  }\n}`),
+    { target: "sm90" },
+  );
   if (!r.ok) throw new Error(r.diagnostics.map((d) => d.message).join("; "));
   const ck = r.kernels[0]!;
   if (!ck.manifest.params.some((p) => p.kind === "tensormap")) {

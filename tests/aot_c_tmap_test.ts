@@ -31,13 +31,15 @@ const FAKE = new URL("gpu/testdata/fake_libcuda.c", import.meta.url).pathname;
 
 /**
  * The kernels: hgemm with maps of A and B, the same with A `align 2`, one map the driver
- * refuses, and a kernel the sm90 lowering gives its maps.
+ * refuses, a kernel the sm90 lowering gives its maps, and the same on clusters of 2 (B's box
+ * halved, the cluster's grid).
  */
 const KERNELS = [
   hgemmTensorMapKernel("tma"),
   looselyAligned(hgemmTensorMapKernel("loose")),
   refusedMapKernel("refused"),
   compiledTmaKernel("real"),
+  compiledTmaKernel("clustered", "cluster 2"),
 ];
 
 /** Reads `K A B C D M K N alpha beta` a line; prints the status, the error and the launch. */
@@ -67,6 +69,7 @@ int main(void) {
         case 1: s = gemmc_loose_launch(0, a[0], a[1], a[2], a[3], d[0], d[1], d[2], 1.0f, 0.0f); break;
         case 2: s = gemmc_refused_launch(0, a[0], a[1], a[2], a[3], d[0], d[1], d[2], 1.0f, 0.0f); break;
         case 3: s = gemmc_real_launch(0, a[0], a[1], a[3], d[0], d[1], d[2]); break;
+        case 4: s = gemmc_clustered_launch(0, a[0], a[1], a[3], d[0], d[1], d[2]); break;
         default: return 3;
       }
     } else return 4;
@@ -202,9 +205,10 @@ for (const cxx of [false, true]) {
         line(1, misaligned, M, K, N), // A at 4 bytes: align 2 lets it by, the map does not
         line(2, addr, M, K, N), // the driver refuses the map
         line(3, addr, M, K, N),
+        line(4, addr, 300, K, N), // 3 tiles along M: 2 cluster units
       ].join("\n") + "\n";
       const out = replies(await sh(exe, [], input));
-      assert.equal(out.length, 6);
+      assert.equal(out.length, 7);
       assert.equal(out[0]!.status, 0, out[0]!.errors.join("\n"));
       const ok = out[1]!;
       assert.equal(ok.status, 0, ok.errors.join("\n"));
@@ -254,6 +258,15 @@ for (const cxx of [false, true]) {
       assert.notEqual(KERNELS[3]!.kernel.grid.persistent, undefined);
       assert.deepEqual(real.grid, gridFor(KERNELS[3]!.kernel.grid, sizes));
       assert.deepEqual(ok.grid, gridFor(ck.kernel.grid, sizes));
+      // On clusters of 2: both maps by the rule (B's box half as tall), the grid by gridFor's
+      // cluster rule (2 units a tile column, 2 CTAs each: not the 6 tiles of one a CTA).
+      const clustered = out[6]!;
+      const cs = { M: 300, K, N };
+      assert.equal(clustered.status, 0, clustered.errors.join("\n"));
+      assert.equal(checkMaps(KERNELS[4]!, clustered, named, cs), 2);
+      assert.equal(KERNELS[4]!.kernel.grid.persistent?.cluster, 2);
+      assert.deepEqual(clustered.grid, gridFor(KERNELS[4]!.kernel.grid, cs));
+      assert.deepEqual(clustered.grid, [8, 1, 1]);
       // The header says what each map is.
       const text = cSource(KERNELS);
       assert.match(

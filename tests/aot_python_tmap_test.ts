@@ -74,11 +74,13 @@ Deno.test(`Python artefact: tensor maps built by the rule, passed by value${why}
     }
     const tma = hgemmTensorMapKernel("tma");
     const real = compiledTmaKernel("real");
+    const clustered = compiledTmaKernel("clustered", "cluster 2");
     const kernels = [
       tma,
       looselyAligned(hgemmTensorMapKernel("loose")),
       refusedMapKernel("refused"),
       real,
+      clustered,
     ];
     Deno.writeTextFileSync(`${dir}/tmap.py`, pythonModule(kernels));
     // deno-lint-ignore no-explicit-any
@@ -91,6 +93,11 @@ Deno.test(`Python artefact: tensor maps built by the rule, passed by value${why}
     assert.notEqual(real.kernel.grid.persistent, undefined);
     assert.deepEqual(rec.real.grid, gridFor(real.kernel.grid, { M, K, N }));
     assert.deepEqual(ok.grid, gridFor(tma.kernel.grid, { M, K, N }));
+    // On clusters of 2 (M = 300: 2 units a tile column, 2 CTAs each): B's box half as tall,
+    // the grid by gridFor's cluster rule.
+    assert.equal(checkMaps(clustered, rec.clustered, { M: 300, K, N }), 2);
+    assert.deepEqual(rec.clustered.grid, gridFor(clustered.kernel.grid, { M: 300, K, N }));
+    assert.deepEqual(rec.clustered.grid, [8, 1, 1]);
     assert.equal(ok.params.A, ok.A, "the tensor's own address stays in its place");
     assert.equal(ok.params.K, K);
     const specs = tma.manifest.params.flatMap((p) => p.tmap === undefined ? [] : [p.tmap]);

@@ -264,8 +264,11 @@ def _grid(k, sizes):
     tiles_n = -(-_dim(g["n"], sizes) // g["tileN"])
     batch = 1 if g["batch"] is None else _dim(g["batch"], sizes)
     if g.get("persistent"):
-        # A persistent kernel: one block an SM at most, each looping over tiles.
-        return (max(1, min(tiles_m * tiles_n * batch, g["persistent"]["blocks"])), 1, 1)
+        # A persistent kernel: one block an SM at most, each looping over tiles; with clusters
+        # of c CTAs, c of them over units of c tiles along M.
+        c = g["persistent"].get("cluster", 1)
+        units = -(-tiles_m // c) * tiles_n * batch
+        return (c * max(1, min(units, g["persistent"]["blocks"] // c)), 1, 1)
     return (tiles_m * g["swizzle"], -(-tiles_n // g["swizzle"]), batch * g["splitK"])
 
 

@@ -16,6 +16,7 @@ import {
   addr,
   expect,
   fitsAll,
+  guardText,
   memOperands,
   NO_HOLES,
   opd,
@@ -61,6 +62,13 @@ export const MEM_RENDER: Renderers<Exclude<Simple["op"], RegOpName>> = {
     put(cx, OP_TEMPLATES.wait, { n: String(o.n) });
   },
   bar(o, cx) {
+    if (o.cluster === true) {
+      if (o.named !== undefined) throw new PtxError("A barrier both named and of the cluster");
+      if (cx.divergent) throw new PtxError("barrier.cluster inside a non-uniform if");
+      put(cx, OP_TEMPLATES.clusterArrive, NO_HOLES);
+      put(cx, OP_TEMPLATES.clusterWait, NO_HOLES);
+      return;
+    }
     if (o.named !== undefined) {
       const { id, threads } = o.named;
       if (!Number.isInteger(id) || id < 1 || id > 15) {
@@ -206,6 +214,22 @@ export const MEM_RENDER: Renderers<Exclude<Simple["op"], RegOpName>> = {
   },
   mbararrive(o, cx) {
     expect("mbarrier address", "i32", o.addr);
+    if (o.cta !== undefined) {
+      if (o.tx !== undefined) throw new PtxError("A remote mbarrier arrival with expect_tx");
+      expect("mbarrier CTA rank", "i32", o.cta);
+      // The scope's lines unguarded, the arrival under the operation's guard.
+      const guarded = cx.pre;
+      const indent = guarded.slice(0, guarded.length - guardText(o.guard).length);
+      cx.pre = indent;
+      putLine(cx, "{", NO_HOLES);
+      put(cx, OP_TEMPLATES.mbarRemoteScope, NO_HOLES);
+      put(cx, OP_TEMPLATES.mbarMapa, { addr: regName(o.addr), cta: opd(o.cta, "u32") });
+      cx.pre = guarded;
+      put(cx, OP_TEMPLATES.mbarRemote, NO_HOLES);
+      cx.pre = indent;
+      putLine(cx, "}", NO_HOLES);
+      return;
+    }
     if (o.tx === undefined) {
       put(cx, OP_TEMPLATES.mbararrive, { addr: regName(o.addr) });
       return;
@@ -245,12 +269,21 @@ export const MEM_RENDER: Renderers<Exclude<Simple["op"], RegOpName>> = {
     put(cx, OP_TEMPLATES.tmaScope, NO_HOLES);
     put(cx, OP_TEMPLATES.tmaMap, { map: paramSymbol(p) });
     put(cx, OP_TEMPLATES.tmaCvta, NO_HOLES);
-    put(cx, OP_TEMPLATES.tma, {
+    const holes = {
       rank: `${rank}d`,
       dst: regName(o.dst),
       coords: o.coords.map((c) => opd(c, "s32")).join(", "),
       bar: regName(o.bar),
-    });
+    };
+    if (o.multicast === undefined) put(cx, OP_TEMPLATES.tma, holes);
+    else {
+      if (!Number.isInteger(o.multicast) || o.multicast < 1 || o.multicast >= 2 ** 16) {
+        throw new PtxError(`TMA multicast mask ${o.multicast}: 1 .. 2^16 - 1`);
+      }
+      put(cx, OP_TEMPLATES.tmaMaskScope, NO_HOLES);
+      put(cx, OP_TEMPLATES.tmaMask, { mask: String(o.multicast) });
+      put(cx, OP_TEMPLATES.tmaMulticast, holes);
+    }
     putLine(cx, "}", NO_HOLES);
   },
   griddep(o, cx) {

@@ -276,6 +276,8 @@ export const OP_TEMPLATES = Object.freeze({
   wait: "cp.async.wait_group $n",
   bar: "bar.sync 0",
   namedBar: "bar.sync $id, $threads",
+  clusterArrive: "barrier.cluster.arrive.release.aligned",
+  clusterWait: "barrier.cluster.wait.acquire.aligned",
   ldmatrix: "ldmatrix.sync.aligned.m8n8.x$num$trans.shared.b16 $d, [$addr]",
   lds: "ld.shared$v.$w $d, [$addr]",
   sts: "st.shared$v.$w [$addr], $a",
@@ -301,6 +303,10 @@ export const OP_TEMPLATES = Object.freeze({
   mbarinit: "mbarrier.init.shared::cta.b64 [$addr], $count",
   mbararrive: "mbarrier.arrive.shared::cta.b64 _, [$addr]",
   mbarexpect: "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$addr], $tx",
+  // An arrival on a cluster peer's barrier: its address by mapa, in a scope of its own.
+  mbarRemoteScope: ".reg .b32 %mbr",
+  mbarMapa: "mapa.shared::cluster.u32 %mbr, $addr, $cta",
+  mbarRemote: "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%mbr]",
   // A wait: a loop around try_wait in a scope of its own.
   mbarScope: ".reg .pred %mbp",
   mbartry: "mbarrier.try_wait.parity.shared::cta.b64 %mbp, [$addr], $parity",
@@ -312,6 +318,11 @@ export const OP_TEMPLATES = Object.freeze({
   tmaCvta: "cvta.param.u64 %tm1, %tm0",
   tma:
     "cp.async.bulk.tensor.$rank.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$dst], [%tm1, {$coords}], [$bar]",
+  // A multicast copy: the CTA mask in a 16-bit register of the copy's scope.
+  tmaMaskScope: ".reg .b16 %tmk",
+  tmaMask: "mov.b16 %tmk, $mask",
+  tmaMulticast:
+    "cp.async.bulk.tensor.$rank.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [$dst], [%tm1, {$coords}], [$bar], %tmk",
   setmaxnreg: "setmaxnreg.$action.sync.aligned.u32 $regs",
   // Programmatic dependent launch (PTX ISA 7.8, sm_90).
   griddepwait: "griddepcontrol.wait",

@@ -184,6 +184,7 @@ function printEntry(k: Kernel, opts: PrintPtxOptions, out: string[]): void {
     ")",
     `.maxntid ${k.threads}, 1, 1`,
     ...(minBlocks === undefined ? [] : [`.minnctapersm ${minBlocks}`]),
+    ...((k.cluster ?? 1) > 1 ? [`.reqnctapercluster ${k.cluster}, 1, 1`] : []),
     "{",
     ...decls.map((d) => `  ${d}`),
     "",

@@ -33,6 +33,7 @@ export const SCHEDULE_KEYS: readonly ScheduleKey[] = Object.freeze(
     "swizzle",
     "split_k",
     "scheduler",
+    "cluster",
     "math",
     "accumulate",
     "target",
@@ -152,6 +153,14 @@ function readValue(
       }
       s.scheduler = v as Scheduler;
       break;
+    case "cluster": {
+      const n = positiveInt(src, k, v, vs);
+      if (n > 2) {
+        fail(src, "E0112", `Malformed value "${v}" for "cluster": expected 1 or 2`, vs);
+      }
+      s.cluster = n;
+      break;
+    }
     case "math":
       if (v !== "tf32" && v !== "3xtf32" && v !== "f32") {
         fail(src, "E0112", `Malformed value "${v}" for "math": expected tf32, 3xtf32 or f32`, vs);

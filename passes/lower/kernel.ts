@@ -133,10 +133,14 @@ function buildPersistentKernel(cx: LowerContext): Kernel {
   const N = cx.dim(k.problem.n);
   const K = cx.dim(k.problem.k);
   const batch = k.problem.batch === null ? imm(1) : cx.dim(k.problem.batch);
+  // A cluster's CTAs take the C vertically adjacent tiles of a unit C tiles tall together
+  // (wgmma_ws.ts), rank r the r-th: the grid's geometry counts units.
+  const cluster = k.plan.pipeline!.tma!.cluster ?? 1;
+  const unitM = tb.m * cluster;
   // The grid's geometry, computed again where each tile is decoded (not kept live across
   // the main loop: the f32 epilogue's kernels sit at ptxas's 168 registers).
   const geometry = () => {
-    const tilesM = cx.divRem("div", cx.bin("add", "u32", M, imm(tb.m - 1)), tb.m, "tilesm");
+    const tilesM = cx.divRem("div", cx.bin("add", "u32", M, imm(unitM - 1)), unitM, "tilesm");
     const tilesN = cx.divRem("div", cx.bin("add", "u32", N, imm(tb.n - 1)), tb.n, "tilesn");
     return { tilesM, tilesN, perBatch: cx.bin("mul", "u32", tilesM, tilesN, "tilesmn") };
   };
@@ -148,6 +152,13 @@ function buildPersistentKernel(cx: LowerContext): Kernel {
     return { smem, staging: cx.bin("add", "u32", smem, imm(own.stagingOffset)) };
   };
   const finish = (smem: Reg, staging: Reg) => (acc: Reg[][][], o: TileOrigin) => {
+    // A cluster's tile below the last row of tiles (M tiles odd) ran only for its peer's sake.
+    if (cluster > 1) {
+      return b.if(cx.setp("lt", "u32", o.m0, M), true, () => finishTile(smem, staging)(acc, o));
+    }
+    return finishTile(smem, staging)(acc, o);
+  };
+  const finishTile = (smem: Reg, staging: Reg) => (acc: Reg[][][], o: TileOrigin) => {
     const epi = (before?: (i: number, j: number) => void) =>
       epilogue(cx, {
         acc,
@@ -189,9 +200,14 @@ function buildPersistentKernel(cx: LowerContext): Kernel {
     warpSpecializedTiles(cx, smem, { count: units.count, at }, finish(smem, staging));
     return kernelOf(cx, kparams);
   }
-  const bx = cx.b.readSreg("ctaid.x", "bx");
-  const nx = cx.b.readSreg("nctaid.x", "nbx");
-  // Tiles bx, bx + nx, ... below `tiles` (bx < nx: no underflow).
+  // Cluster units: a cluster's index and count (the CTA's own and the grid's without one).
+  const bx = cluster > 1
+    ? cx.divRem("div", cx.b.readSreg("ctaid.x"), cluster, "bx")
+    : cx.b.readSreg("ctaid.x", "bx");
+  const nx = cluster > 1
+    ? cx.divRem("div", cx.b.readSreg("nctaid.x"), cluster, "nbx")
+    : cx.b.readSreg("nctaid.x", "nbx");
+  // Units bx, bx + nx, ... below `tiles` (bx < nx: no underflow).
   const count = cx.bin(
     "div",
     "u32",
@@ -202,8 +218,10 @@ function buildPersistentKernel(cx: LowerContext): Kernel {
   const { smem, staging } = shared();
   const at = (i: Reg | null): TileOrigin => {
     const t = cx.bin("add", "u32", bx, cx.bin("mul", "u32", i!, nx), "t");
-    const { m0, n0, bz } = persistentTile(cx, t, geometry());
-    return { m0, n0, M, N, K, bz, split: null, smem };
+    const { m0, n0, bz } = persistentTile(cx, t, geometry(), unitM);
+    const rank = () => cx.mulImm(cx.b.readSreg("cluster_ctarank"), tb.m);
+    const m0r = cluster > 1 ? cx.bin("add", "u32", m0, rank(), "m0r") : m0;
+    return { m0: m0r, n0, M, N, K, bz, split: null, smem };
   };
   warpSpecializedTiles(cx, smem, { count, at }, finish(smem, staging));
   return kernelOf(cx, kparams);
@@ -213,12 +231,14 @@ function buildPersistentKernel(cx: LowerContext): Kernel {
  * A persistent kernel's tile t: its batch `t / (tilesM tilesN)`, then within the batch the
  * tiles in groups of `swizzle` tile columns, each group's tiles column by column within a row
  * and row by row (the blocks running at once cover a few rows of a group: they share its
- * B columns and A rows in L2), the last group as wide as the columns left.
+ * B columns and A rows in L2), the last group as wide as the columns left. The tiles are
+ * `rows` tall (a cluster's unit; default the threadblock's).
  */
 function persistentTile(
   cx: LowerContext,
   t: Reg,
   g: { readonly tilesM: Reg; readonly tilesN: Reg; readonly perBatch: Reg },
+  rows: number = cx.k.plan.tile!.threadblock.m,
 ): { m0: Reg; n0: Reg; bz: Reg } {
   const sw = cx.k.plan.tile!.swizzle;
   const tb = cx.k.plan.tile!.threadblock;
@@ -236,7 +256,7 @@ function persistentTile(
     first,
     cx.bin("sub", "u32", rem, cx.bin("mul", "u32", tm, width)),
   );
-  return { m0: cx.mulImm(tm, tb.m, "m0"), n0: cx.mulImm(tn, tb.n, "n0"), bz };
+  return { m0: cx.mulImm(tm, rows, "m0"), n0: cx.mulImm(tn, tb.n, "n0"), bz };
 }
 
 /**
@@ -428,6 +448,7 @@ function kernelOf(cx: LowerContext, kparams: KernelParam[], group?: GroupLayout)
     threads: cx.threads + (pipe.tma?.producerThreads ?? 0),
     dynamicSmemBytes: pipe.smemBytes,
     ...(minBlocks > 1 ? { minBlocksPerSm: minBlocks } : {}),
+    ...(pipe.tma?.cluster !== undefined ? { cluster: pipe.tma.cluster } : {}),
     grid: {
       tileM: tb.m,
       tileN: tb.n,
@@ -435,7 +456,12 @@ function kernelOf(cx: LowerContext, kparams: KernelParam[], group?: GroupLayout)
       splitK: tile.splitK,
       ...(workspace !== null ? { workspacePerTile: workspace.perTile } : {}),
       ...(pipe.tma?.persistent !== undefined
-        ? { persistent: { blocks: (k.sms ?? targetInfo(k.target).defaultSms) * minBlocks } }
+        ? {
+          persistent: {
+            blocks: (k.sms ?? targetInfo(k.target).defaultSms) * minBlocks,
+            ...(pipe.tma.cluster !== undefined ? { cluster: pipe.tma.cluster } : {}),
+          },
+        }
         : {}),
       m: k.problem.m.kind === "sym" ? k.problem.m.name : k.problem.m.value,
       n: k.problem.n.kind === "sym" ? k.problem.n.name : k.problem.n.value,

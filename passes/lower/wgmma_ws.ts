@@ -20,8 +20,17 @@
  * A persistent block (kernel.ts) carries the ring from tile to tile; a Stream-K part
  * (stream_k.ts) runs its own k-tiles (`TileOrigin.kSpan`).
  *
- * Shortcuts (issue 23): no clusters or multicast, the producer's other 127 threads idle; a
- * persistent block's tiles are a static round (no dynamic tile counter: bench/NOTES.md 65).
+ * A cluster of C CTAs (`tma.cluster`, a persistent kernel whose CTAs take vertically adjacent
+ * tiles, kernel.ts) shares B's box: the producer of rank r copies the r-th of its C row slices
+ * into the same stage of every CTA (`.multicast::cluster`), so a stage's full barrier still
+ * waits for the whole stage's bytes, and its empty barrier counts the consumer warps of all C
+ * CTAs, each of which arrives on every CTA's barrier (a producer must not refill a stage that
+ * any CTA still reads). A cluster barrier after the barriers' set-up (no copy may reach a
+ * barrier not yet initialised) and one before the end (no CTA may leave while a peer still
+ * copies into it or arrives on its barriers) bracket the roles.
+ *
+ * Shortcuts (issue 23): the producer's other 127 threads idle; a persistent block's tiles are a
+ * static round (no dynamic tile counter: bench/NOTES.md 65); clusters only along M, of 2.
  *
  * @module
  */
@@ -64,6 +73,9 @@ interface Ring {
   /** The full and empty barriers of stage 0 (u32 shared addresses; stage s at +8 s). */
   readonly full: Reg;
   readonly empty: Reg;
+  /** CTAs per cluster (1: none) and this CTA's rank in it (null without a cluster). */
+  readonly cluster: number;
+  readonly rank: Reg | null;
 }
 
 /**
@@ -100,17 +112,19 @@ export function warpSpecializedTiles(
   const tid = cx.features.get("tid")!;
   const full = cx.bin("add", "u32", smem, imm(tma.barrierOffset), "full");
   const empty = cx.bin("add", "u32", full, imm(8 * S), "empty");
-  const ring: Ring = { stages: S, full, empty };
+  const cluster = tma.cluster ?? 1;
+  const rank = cluster > 1 ? b.readSreg("cluster_ctarank", "crank") : null;
+  const ring: Ring = { stages: S, full, empty, cluster, rank };
   const consumerWarps = cx.threads / 32;
   b.emit(ir.comment(`${S} stages: full and empty barriers`));
   b.if(cx.setp("eq", "u32", tid, imm(0)), false, () => {
     for (let s = 0; s < S; s++) {
       b.emit(ir.mbarInit(at(cx, full, 8 * s), 1));
-      b.emit(ir.mbarInit(at(cx, empty, 8 * s), consumerWarps));
+      b.emit(ir.mbarInit(at(cx, empty, 8 * s), consumerWarps * cluster));
     }
     b.emit(ir.mbarFence());
   });
-  b.emit(ir.bar());
+  b.emit(cluster > 1 ? ir.clusterBar() : ir.bar());
   const producer = cx.setp("ge", "u32", tid, imm(cx.threads));
   /** Emits `body` for each of the block's tiles. */
   const eachTile = (body: (o: TileOrigin) => void) => {
@@ -131,6 +145,7 @@ export function warpSpecializedTiles(
     const rel = cx.mov("u32", imm(0), "crel");
     eachTile((o) => finish(consume(cx, o, ring, st, rel, tiles.count !== null), o));
   });
+  if (cluster > 1) b.emit(ir.clusterBar());
 }
 
 /**
@@ -191,7 +206,21 @@ function produce(cx: LowerContext, o: TileOrigin, ring: Ring, st: RingState): vo
     : { start: o.kSpan.start, kCount: o.kSpan.count };
   const k0 = start === null ? cx.mov("u32", imm(0), "pk") : cx.mulImm(start, tb.k, "pk");
   const aBase = cx.bin("add", "u32", o.smem, imm(pipe.a.offset), "pa");
-  const bBase = cx.bin("add", "u32", o.smem, imm(pipe.b.offset), "pb");
+  // A cluster: this CTA's slice of B's box (rows n0 + r n / C on), at its place in the stage.
+  const slice = ring.rank === null ? null : {
+    rows: tb.n / ring.cluster,
+    first: cx.mulImm(ring.rank, tb.n / ring.cluster, "prow"),
+    bytes: cx.mulImm(ring.rank, pipe.b.stageBytes / ring.cluster, "pbo"),
+  };
+  const bBase = cx.bin(
+    "add",
+    "u32",
+    o.smem,
+    slice === null ? imm(pipe.b.offset) : cx.bin("add", "u32", slice.bytes, imm(pipe.b.offset)),
+    "pb",
+  );
+  const bRow = slice === null ? o.n0 : cx.bin("add", "u32", o.n0, slice.first, "pn");
+  const everyCta = (1 << ring.cluster) - 1;
   const bytes = pipe.a.stageBytes + pipe.b.stageBytes;
   const kt = b.reg("u32", "pkt");
   b.for(kt, imm(0), kCount, 1, () => {
@@ -203,7 +232,11 @@ function produce(cx: LowerContext, o: TileOrigin, ring: Ring, st: RingState): vo
     const aDst = cx.bin("add", "u32", aBase, cx.bin("mul", "u32", s, imm(pipe.a.stageBytes)));
     const bDst = cx.bin("add", "u32", bBase, cx.bin("mul", "u32", s, imm(pipe.b.stageBytes)));
     b.emit(ir.tmaLoad(aDst, aMap, [k0, o.m0, ...batchOf("A")], fullS));
-    b.emit(ir.tmaLoad(bDst, bMap, [k0, o.n0, ...batchOf("B")], fullS));
+    b.emit(
+      ring.rank === null
+        ? ir.tmaLoad(bDst, bMap, [k0, bRow, ...batchOf("B")], fullS)
+        : ir.tmaLoad(bDst, bMap, [k0, bRow, ...batchOf("B")], fullS, everyCta),
+    );
     b.emit(ir.bin("add", "u32", k0, k0, imm(tb.k)));
     advance(cx, s, ph, ring.stages);
   });
@@ -247,7 +280,11 @@ function consume(
   };
   const release = () => {
     const emptyR = cx.bin("add", "u32", ring.empty, cx.bin("shl", "u32", rel, imm(3)));
-    b.emit(ir.mbarArrive(emptyR, undefined, ir.when(lane0)));
+    if (ring.rank === null) b.emit(ir.mbarArrive(emptyR, undefined, ir.when(lane0)));
+    // A cluster: on the stage's empty barrier of every CTA, whose producers all copy into it.
+    for (let q = 0; ring.rank !== null && q < ring.cluster; q++) {
+      b.emit(ir.mbarArrive(emptyR, undefined, ir.when(lane0), imm(q)));
+    }
     b.emit(ir.bin("add", "u32", rel, rel, imm(1)));
     b.emit(ir.selp("u32", rel, imm(0), rel, cx.setp("eq", "u32", rel, imm(S))));
   };

@@ -6,7 +6,8 @@ and records its arguments in the map; the fake torch and cuda-python of check_fa
 for the rest.
 
     python3 check_tmap.py DIR
-        # DIR holds tmap.py (kernels tma, loose, refused and real, tests/_tensor_map_manifests.ts);
+        # DIR holds tmap.py (kernels tma, loose, refused, real and clustered,
+        # tests/_tensor_map_manifests.ts);
         # prints RECORDS and the JSON of each case: the launch's parameters (a map: its bytes
         # in hex and its address) and grid, or the error's lines
 """
@@ -60,6 +61,11 @@ def main(directory):
     a, b, _ = operands()
     out["real"] = case(mod, driver, mod.real, a, b)
     out["real"]["A"], out["real"]["B"] = a.data_ptr(), b.data_ptr()
+    # Clusters of 2 at M = 300: 3 tiles along M, 2 cluster units.
+    a = cf.FakeTensor((300, K), torch.float16)
+    b = cf.FakeTensor((N, K), torch.float16).t()
+    out["clustered"] = case(mod, driver, mod.clustered, a, b)
+    out["clustered"]["A"], out["clustered"]["B"] = a.data_ptr(), b.data_ptr()
     out["doc"] = mod.tma.__doc__
     print("RECORDS " + json.dumps(out))
     return 0
