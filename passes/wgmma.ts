@@ -289,8 +289,8 @@ export function wgmmaOnly(k: GemmKernel): boolean {
 /**
  * Whether a warp-specialized kernel is persistent (`plan.pipeline.tma.persistent`): as its
  * `scheduler` line says, else every one without split-K (whose blocks of one tile meet in the
- * workspace) that gemm-tile's default made persistent (`plan.tile.persistent`) or whose known
- * sizes, if any, give each block at least
+ * workspace) that asks for a cluster, that gemm-tile's default made persistent
+ * (`plan.tile.persistent`) or whose known sizes, if any, give each block at least
  * {@link PERSISTENT_MIN_TILES_A_BLOCK} tiles. A schedule that asks for a persistent scheduler
  * where there is none to have is refused (E0213).
  *
@@ -310,7 +310,9 @@ export function wgmmaPersistent(k: GemmKernel): boolean {
         "K-contiguous operands aligned to 16 bytes), not grouped and without split_k",
     );
   }
-  return can && (want !== undefined || k.plan.tile!.persistent === true || !fewTilesABlock(k));
+  // A `cluster` line asks for a persistent kernel too (wgmmaCluster).
+  const asked = want !== undefined || (k.schedule.cluster ?? 1) > 1;
+  return can && (asked || k.plan.tile!.persistent === true || !fewTilesABlock(k));
 }
 
 /**

@@ -14,7 +14,12 @@ import assert from "node:assert/strict";
 import { Cuda, cudaAvailable } from "../../backends/cuda/driver.ts";
 import { compile } from "../../compiler.ts";
 import { gemmWithEnv } from "../_cli.ts";
-import { STREAM_K_CASES, WGMMA_CASES, WGMMA_GROUPED_CASES } from "../testdata/wgmma_cases.ts";
+import {
+  CLUSTER_CASES,
+  STREAM_K_CASES,
+  WGMMA_CASES,
+  WGMMA_GROUPED_CASES,
+} from "../testdata/wgmma_cases.ts";
 import { runGemm } from "../../harness/run_gemm.ts";
 
 const CUDA = cudaAvailable();
@@ -84,6 +89,44 @@ for (const c of STREAM_K_CASES) {
     },
   });
 }
+
+for (const c of CLUSTER_CASES) {
+  Deno.test({
+    name: `cluster 2 ${c.name}: agrees with the reference and the simulator${SKIP}`,
+    ignore: !HOPPER,
+    fn: () => {
+      const r = compile(c.src, { target: "sm90", sms: c.sms });
+      assert.ok(r.ok, JSON.stringify(r.diagnostics));
+      const ck = r.kernels[0]!;
+      assert.equal(ck.kernel.cluster, 2);
+      using cuda = Cuda.open();
+      const rep = runGemm(ck, c.sizes, { seed: 9, check: "sim", iters: 2, cuda });
+      assert.equal(rep.grid[0] % 2, 0);
+      assert.ok(rep.ok, JSON.stringify({ ref: rep.reference, sim: rep.sim }).slice(0, 600));
+      if (!/D: (bf16|f16|f32)/.test(c.src)) assert.equal(rep.sim!.differing, 0);
+    },
+  });
+}
+
+Deno.test({
+  name:
+    `cluster 2 on 132 SMs: f16 2000x2104x1000 (8 x 9 units) agrees, the same bytes twice${SKIP}`,
+  ignore: !HOPPER,
+  fn: () => {
+    const src = `kernel cl {\n  A: f16[M, K] row\n  B: f16[K, N] col\n  D: f16[M, N] row\n` +
+      `  D[m, n] = f16(A[m, k] * B[k, n])\n  schedule { cluster 2 }\n}\n`;
+    const r = compile(src, { target: "sm90", sms: 132 });
+    assert.ok(r.ok);
+    const ck = r.kernels[0]!;
+    using cuda = Cuda.open();
+    const sizes = { M: 2000, N: 2104, K: 1000 };
+    const a = runGemm(ck, sizes, { seed: 4, iters: 3, cuda });
+    const b = runGemm(ck, sizes, { seed: 4, iters: 5, cuda });
+    assert.deepEqual(a.grid, [132, 1, 1]);
+    assert.ok(a.ok && b.ok, JSON.stringify(a.reference));
+    assert.deepEqual(a.output, b.output);
+  },
+});
 
 Deno.test({
   name: `stream-K on 132 SMs: bf16 2000x2104x1000 (144 tiles) agrees, the same bytes twice${SKIP}`,

@@ -313,3 +313,54 @@ export const STREAM_K_CASES: readonly StreamKCase[] = [
     528,
   ),
 ];
+
+/** The schedule line of a clustered program. */
+const CL = "cluster 2";
+
+/** Clusters of 2 (passes/lower/wgmma_ws.ts, issue 23) on a persistent grid of `sms` blocks:
+ * tile rows odd and even (a cluster's second tile below the last row), fewer units than
+ * clusters, an odd SM count, every epilogue path. Tiles of 128x256 (8-bit: 128x224). */
+export const CLUSTER_CASES: readonly StreamKCase[] = [
+  // 3 tile rows (2 units, the second's lower tile past M) x 3 columns on 2 clusters.
+  sk("f16 -> f32, 6 units on 2 clusters", GEMM("f16", "f32", undefined, CL), 4, 300, 600, 520),
+  // f16 D: the staged epilogue; K not a k-tile multiple; 3 SMs: one cluster.
+  sk(
+    "f16 -> f16, 7 tile rows on 1 cluster",
+    GEMM("f16", "f16", "D[m, n] = f16(A[m, k] * B[k, n])", CL),
+    3,
+    900,
+    200,
+    200,
+  ),
+  sk(
+    "bf16 with C, bias and relu, 6 units on 3 clusters",
+    `kernel sk {\n  A: bf16[M, K] row\n  B: bf16[K, N] col\n  C: bf16[M, N] row\n` +
+      `  bias: f32[N]\n  D: bf16[M, N] row\n  alpha: f32 = 1.0\n  beta: f32 = 0.5\n` +
+      `  D[m, n] = bf16(relu(alpha * A[m, k] * B[k, n] + beta * C[m, n] + bias[n]))\n` +
+      `  schedule { ${CL} }\n}\n`,
+    6,
+    130,
+    1400,
+    264,
+  ),
+  sk(
+    "tf32, 3 units on 2 clusters",
+    GEMM("f32", "f32", undefined, `math tf32\n    ${CL}`),
+    4,
+    640,
+    100,
+    200,
+  ),
+  sk("s8 -> s32, 4 units on 2 clusters", GEMM("s8", "s32", undefined, CL), 4, 300, 400, 1040),
+  sk(
+    "e4m3 -> bf16, 3 units on 2 clusters",
+    `kernel sk {\n  A: e4m3[M, K] row\n  B: e4m3[K, N] col\n  D: bf16[M, N] row\n` +
+      `  s: f32 = 0.5\n  D[m, n] = bf16(s * A[m, k] * B[k, n])\n  schedule { ${CL} }\n}\n`,
+    4,
+    640,
+    200,
+    528,
+  ),
+  // One row: the cluster's second CTA has no tile of its own, and runs for its peer.
+  sk("bf16, M = 1, one unit on 2 clusters", GEMM("bf16", "f32", undefined, CL), 4, 1, 264, 136),
+];

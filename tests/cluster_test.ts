@@ -1,0 +1,100 @@
+/**
+ * Thread-block clusters on sm90 (schedule key `cluster 2`, passes/wgmma.ts `wgmmaCluster`,
+ * passes/lower/wgmma_ws.ts, issue 23):
+ *
+ * - the plan and the kernel: a persistent warp-specialized kernel with `cluster 2` has
+ *   `tma.cluster` 2, B's tensor map box half as tall, `Kernel.cluster` 2 and the grid's
+ *   cluster rule (ir/grid.ts `gridFor`: units of 2 tiles along M, 2 CTAs each, an even grid);
+ * - the PTX: `.reqnctapercluster 2, 1, 1`, B's copy multicast to both CTAs, A's not, the
+ *   releases on both CTAs' empty barriers (`mapa`), two cluster barriers; ptxas for sm_90a
+ *   takes it without spills;
+ * - refusals: `cluster 3` is E0112; `cluster 2` on sm80, with one block a tile, with split-K
+ *   or with Stream-K is E0214; `cluster 1` is the kernel without one.
+ */
+
+import assert from "node:assert/strict";
+import { compile, type CompiledKernel, formatDiagnostics } from "../compiler.ts";
+import { gridFor } from "../ir/kernel.ts";
+import { runPtxas } from "../backends/ptx/ptxas.ts";
+import { ptxasTest } from "./_ptxas.ts";
+
+/** A TN GEMM with schedule lines (`;`-separated). */
+export const CLUSTER_GEMM = (t: string, d: string, sched: string, epi = "") =>
+  `kernel cl {\n  A: ${t}[M, K] row\n  B: ${t}[K, N] col\n${epi === "" ? "" : "  bias: f32[N]\n"}` +
+  `  D: ${d}[M, N] row\n  D[m, n] = ${
+    epi === "" ? `${d}(A[m, k] * B[k, n])` : `${d}(relu(A[m, k] * B[k, n] + bias[n]))`
+  }\n  schedule {\n${sched.split(";").map((l) => `    ${l.trim()}\n`).join("")}  }\n}\n`;
+
+function compiled(src: string, target = "sm90" as const): CompiledKernel {
+  const r = compile(src, { file: "cl.gemm", target, sms: 132 });
+  assert.ok(r.ok, formatDiagnostics(r.diagnostics, src));
+  return r.kernels[0]!;
+}
+
+Deno.test("cluster 2: the plan, B's half box, the kernel's cluster and its grid", () => {
+  const ck = compiled(CLUSTER_GEMM("f16", "f16", "cluster 2"));
+  const tma = ck.planned.plan.pipeline!.tma!;
+  assert.equal(tma.cluster, 2);
+  assert.notEqual(tma.persistent, undefined);
+  assert.equal(ck.kernel.cluster, 2);
+  const tb = ck.planned.plan.tile!.threadblock;
+  const box = (t: string) => ck.kernel.params.find((p) => p.tmap?.tensor === t)!.tmap!.box;
+  assert.deepEqual(box("A"), [tb.k, tb.m]);
+  assert.deepEqual(box("B"), [tb.k, tb.n / 2]);
+  assert.equal(ck.kernel.grid.persistent?.cluster, 2);
+  // 3 tiles along M are 2 units; N = 520: 3 columns of 256; 6 units of 2 CTAs.
+  assert.equal(tb.m, 128);
+  assert.deepEqual(gridFor(ck.kernel.grid, { M: 300, N: 520, K: 64 }), [12, 1, 1]);
+  // More units than SMs: 66 clusters of 2 (an odd SM count rounds down).
+  assert.deepEqual(gridFor(ck.kernel.grid, { M: 8192, N: 8192, K: 64 }), [132, 1, 1]);
+  assert.deepEqual(gridFor(ck.kernel.grid, { M: 8192, N: 8192, K: 64 }, 133), [132, 1, 1]);
+  // One tile: one unit, still both CTAs of the cluster.
+  assert.deepEqual(gridFor(ck.kernel.grid, { M: 1, N: 1, K: 64 }), [2, 1, 1]);
+  // cluster 1 is the kernel without one.
+  const one = compiled(CLUSTER_GEMM("f16", "f16", "cluster 1"));
+  assert.equal(one.kernel.cluster, undefined);
+  assert.equal(one.planned.plan.pipeline!.tma!.cluster, undefined);
+  assert.doesNotMatch(one.ptx, /reqnctapercluster|multicast|mapa|barrier\.cluster/);
+});
+
+Deno.test("cluster 2: the PTX multicasts B, releases both CTAs' stages, brackets the roles", () => {
+  const ck = compiled(CLUSTER_GEMM("bf16", "bf16", "cluster 2"));
+  assert.match(ck.ptx, /\.reqnctapercluster 2, 1, 1/);
+  const copies = ck.ptx.split("\n").filter((l) => l.includes("cp.async.bulk.tensor"));
+  assert.equal(copies.length, 2, copies.join("\n"));
+  assert.equal(copies.filter((l) => l.includes(".multicast::cluster")).length, 1);
+  assert.match(ck.ptx, /mov\.b16 %tmk, 3;/);
+  // Each release: an arrival on the stage's barrier of rank 0 and of rank 1.
+  assert.match(ck.ptx, /mapa\.shared::cluster\.u32 %mbr, %r\d+, 0;/);
+  assert.match(ck.ptx, /mapa\.shared::cluster\.u32 %mbr, %r\d+, 1;/);
+  assert.match(ck.ptx, /mbarrier\.arrive\.release\.cluster\.shared::cluster\.b64 _, \[%mbr\]/);
+  assert.equal(ck.ptx.match(/barrier\.cluster\.arrive\.release\.aligned/g)?.length, 2);
+  assert.equal(ck.ptx.match(/barrier\.cluster\.wait\.acquire\.aligned/g)?.length, 2);
+  assert.match(ck.ptx, /%cluster_ctarank/);
+});
+
+ptxasTest(
+  "cluster 2: ptxas -arch=sm_90a takes f16, bf16, tf32 and s8 without spills",
+  async (ptxas) => {
+    for (const [t, d] of [["f16", "f16"], ["bf16", "f32"], ["f32", "f32"], ["s8", "s32"]]) {
+      const ck = compiled(CLUSTER_GEMM(t!, d!, "cluster 2", "bias"));
+      assert.equal(ck.kernel.cluster, 2, t);
+      const r = await runPtxas(ck.ptx, { ptxasPath: ptxas, arch: "sm_90a" });
+      assert.ok(r.ok, `${t}: ${r.log}`);
+      assert.match(r.log, /0 bytes spill stores, 0 bytes spill loads/, `${t}: ${r.log}`);
+    }
+  },
+);
+
+Deno.test("cluster: refused where the kernel cannot have one (E0112, E0214)", () => {
+  const codes = (src: string, target: "sm80" | "sm90" = "sm90") =>
+    compile(src, { file: "cl.gemm", target, sms: 132 }).diagnostics.map((d) => d.code);
+  assert.deepEqual(codes(CLUSTER_GEMM("f16", "f16", "cluster 3")), ["E0112"]);
+  assert.deepEqual(codes(CLUSTER_GEMM("f16", "f16", "cluster 0")), ["E0112"]);
+  assert.deepEqual(codes(CLUSTER_GEMM("f16", "f16", "cluster 2"), "sm80"), ["E0214"]);
+  assert.deepEqual(codes(CLUSTER_GEMM("f16", "f16", "cluster 2; scheduler tiles")), ["E0214"]);
+  assert.deepEqual(codes(CLUSTER_GEMM("f16", "f16", "cluster 2; scheduler stream_k")), ["E0214"]);
+  assert.deepEqual(codes(CLUSTER_GEMM("f16", "f16", "cluster 2; split_k 2")), ["E0214"]);
+  const msg = compile(CLUSTER_GEMM("f16", "f16", "cluster 2"), { target: "sm80" }).diagnostics[0]!;
+  assert.match(msg.message, /"cluster 2" needs a persistent warp-specialized sm90 kernel/);
+});
