@@ -334,22 +334,28 @@ function laneStmt(g: Gen, o: AluOp): string {
       return `${dst(o.dst, PARAM_TYPE[p.ptx]!)}[t] = ${g.bind(v)};`;
     }
     case "sreg": {
+      // A cluster kernel's thread t is thread t % P of the cluster's CTA of rank t / P
+      // (_cluster.ts); an ordinary kernel's, thread t of the block.
+      const { N, P } = M.cl;
+      const rank = N === 1 ? "0" : `((t / ${P}) | 0)`;
       const e: Record<SregOp["sreg"], string> = {
-        "tid.x": "t",
+        "tid.x": N === 1 ? "t" : `(t % ${P})`,
         laneid: "t & 31",
-        "ctaid.x": g.hoist("M.bx"),
+        "ctaid.x": N === 1 ? g.hoist("M.bx") : `${g.hoist("M.bx")} + ${rank}`,
         "ctaid.y": g.hoist("M.by"),
         "ctaid.z": g.hoist("M.bz"),
         "nctaid.x": g.hoist("M.grid[0]"),
         "nctaid.y": g.hoist("M.grid[1]"),
         "nctaid.z": g.hoist("M.grid[2]"),
-        // TODO(cluster sim): the CTA's rank in its cluster.
-        "cluster_ctarank": "0",
+        "cluster_ctarank": rank,
       };
       return `${dst(o.dst, "u32")}[t] = ${e[o.sreg]};`;
     }
     case "smembase":
-      return `${dst(o.dst, "u32")}[t] = 0;`;
+      // A cluster kernel's CTA r: its window of the machine's shared memory (_cluster.ts).
+      return M.cl.N === 1
+        ? `${dst(o.dst, "u32")}[t] = 0;`
+        : `${dst(o.dst, "u32")}[t] = ((t / ${M.cl.P}) | 0) * ${M.cl.SS};`;
     case "mov":
       return `${dst(o.dst, o.dst.type)}[t] = ${g.opd(o.src, o.dst.type)};`;
     case "bin": {

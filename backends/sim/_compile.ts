@@ -13,6 +13,7 @@ import type { IfOp, Kernel, Op } from "../../ir/kernel.ts";
 import { unreachable } from "../../ir/gemm.ts";
 import { printBody } from "../../ir/print_kernel.ts";
 import { compileAlu } from "./_alu.ts";
+import { compileClusterBar } from "./_cluster.ts";
 import { divergentSplit, loopControl, uniformCond } from "./_control.ts";
 import type { Machine, Mask, OpInfo, Run } from "./_machine.ts";
 import {
@@ -96,6 +97,14 @@ class Compiler implements RoleCompiler {
     return info;
   }
 
+  get cursor(): number {
+    return this.#next;
+  }
+
+  set cursor(n: number) {
+    this.#next = n;
+  }
+
   plain(info: OpInfo, mask: Mask, uniform: boolean): Run | null {
     const r = this.op(info, mask, uniform);
     return r === null || this.M.wg === null ? r : guardAccumulators(this.M, info, mask, r);
@@ -142,14 +151,19 @@ class Compiler implements RoleCompiler {
       case "wait":
         return compileWait(M, info, mask);
       case "bar":
-        if (o.named !== undefined) return compileNamedBar(M, info, mask);
+        if (o.named !== undefined) {
+          if (o.cluster === true) {
+            throw new SimError("A cluster barrier cannot be a named barrier", whereStatic(info));
+          }
+          return compileNamedBar(M, info, mask);
+        }
         if (!uniform) {
           throw new SimError(
             "bar.sync in non-uniform control flow (inside a non-uniform if)",
             whereStatic(info),
           );
         }
-        return compileBar(M, info, mask);
+        return o.cluster === true ? compileClusterBar(M, info, mask) : compileBar(M, info, mask);
       case "ldmatrix":
         return compileLdmatrix(M, info, mask);
       case "lds":

@@ -58,8 +58,11 @@ export class Hazards {
   unfencedWarp: Int16Array = new Int16Array(0);
   /** Per warp: the words it marked in {@link unfenced} since its last `proxyfence`. */
   #unfencedBy: number[][] = [];
-  /** The block that hazards are reported in. */
+  /** The block that hazards are reported in (of a cluster kernel: the cluster's first). */
   block: BlockCoord = [0, 0, 0];
+  /** A cluster kernel's: the CTA rank a hazard occurred in, from its warps and address
+   * (_cluster.ts `hazardRank`); null otherwise. */
+  cta: ((warps: readonly number[], address: number | null) => number) | null = null;
 
   /**
    * @param infos The kernel's operations, indexed (for the messages).
@@ -130,13 +133,19 @@ export class Hazards {
     }
     if (this.list.length >= this.max) return;
     const i = this.#infos[idx]!;
+    let block = this.block;
+    if (this.cta !== null) {
+      const r = this.cta(warps, address);
+      block = [block[0] + r, block[1], block[2]];
+      message += ` (in CTA rank ${r} of the cluster)`;
+    }
     const nh: Hazard = {
       kind,
       message,
       op: i.text,
       path: i.path,
       line: i.line,
-      block: this.block,
+      block,
       warps,
       address,
       count: 1,

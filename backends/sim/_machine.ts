@@ -19,6 +19,7 @@ import {
 } from "../../ir/kernel.ts";
 import { tallyWavefronts } from "../../ir/smem_banks.ts";
 import { targetInfo } from "../../ir/target.ts";
+import { clusterRoot, type ClusterShape, clusterShape, hazardRank } from "./_cluster.ts";
 import { Hazards, type HazardSite } from "./_hazards.ts";
 import { MbarState } from "./_mbarrier.ts";
 import { hasOps, tensorMaps, TmaState } from "./_tma.ts";
@@ -92,10 +93,13 @@ function newBank(): BankStats {
 /** The simulator's state for one launch. */
 export class Machine {
   readonly kernel: Kernel;
-  /** Threads per block. */
+  /** Threads per block (of a cluster kernel: of the machine's block, the whole cluster,
+   * padding included: see _cluster.ts). */
   readonly T: number;
   /** Warps per block (the last may be partial). */
   readonly W: number;
+  /** The cluster layout (_cluster.ts; N = 1 for a kernel without clusters). */
+  readonly cl: ClusterShape;
   readonly infos: OpInfo[];
   readonly regs: RegViews[];
   readonly grid: readonly [number, number, number];
@@ -191,11 +195,17 @@ export class Machine {
     this.kernel = kernel;
     this.infos = infos;
     this.grid = grid;
-    const T = kernel.threads;
     const target = targetInfo(kernel.target);
-    if (!Number.isInteger(T) || T < 1 || T > target.maxThreadsPerBlock) {
-      throw new SimError(`Bad block size: ${T} threads (1 to ${target.maxThreadsPerBlock})`);
+    if (
+      !Number.isInteger(kernel.threads) || kernel.threads < 1 ||
+      kernel.threads > target.maxThreadsPerBlock
+    ) {
+      throw new SimError(
+        `Bad block size: ${kernel.threads} threads (1 to ${target.maxThreadsPerBlock})`,
+      );
     }
+    this.cl = clusterShape(kernel);
+    const T = this.cl.N * this.cl.P;
     this.T = T;
     this.W = Math.ceil(T / 32);
     this.regs = kernel.regs.map((r, i) => {
@@ -206,8 +216,10 @@ export class Machine {
     });
     this.counts = new Float64Array(infos.length);
     this.openGroup = new Int32Array(T);
-    const m = new Uint8Array(T).fill(1);
-    this.rootMask = { m, warps: this.W, root: true };
+    if (this.cl.N === 1) {
+      const m = new Uint8Array(T).fill(1);
+      this.rootMask = { m, warps: this.W, root: true };
+    } else this.rootMask = { ...clusterRoot(this.cl), root: this.cl.P === this.cl.T };
 
     let tensors = 0;
     for (const p of kernel.params) {
@@ -261,14 +273,18 @@ export class Machine {
         `Shared memory of ${S} bytes exceeds the ${target.smemPerBlock} a block may use on ${kernel.target}`,
       );
     }
-    this.smemSize = S;
-    const sbuf = new ArrayBuffer(Math.ceil(S / 4) * 4);
-    this.smem = new Uint8Array(sbuf, 0, S);
+    this.smemSize = this.cl.N * this.cl.SS;
+    const sbuf = new ArrayBuffer(Math.ceil(this.smemSize / 4) * 4);
+    this.smem = new Uint8Array(sbuf, 0, this.smemSize);
     this.smemU16 = new Uint16Array(sbuf);
     this.smemU32 = new Uint32Array(sbuf);
     this.smemDV = new DataView(sbuf);
 
-    this.hz = new Hazards(infos, S, hazards, maxHazards);
+    this.hz = new Hazards(infos, this.smemSize, hazards, maxHazards);
+    if (this.cl.N > 1) {
+      const cl = this.cl;
+      this.hz.cta = (warps, address) => hazardRank(cl, warps, address);
+    }
     this.wg = hasWgmma(kernel) ? new WgState(kernel, this.W, this.hz) : null;
     const mbarOps = ["mbarinit", "mbararrive", "mbarwait", "mbarfence", "tma"];
     this.mb = hasOps(kernel, mbarOps) ? new MbarState(this) : null;
@@ -297,6 +313,18 @@ export class Machine {
    */
   where(idx: number, t: number, inBlock = true): SimErrorWhere {
     const i = this.infos[idx]!;
+    if (this.cl.N > 1 && t >= 0) {
+      // A cluster: the thread's CTA, and its warp within it.
+      const r = Math.floor(t / this.cl.P);
+      return {
+        op: i.text,
+        path: i.path,
+        line: i.line,
+        block: inBlock ? [this.bx + r, this.by, this.bz] : null,
+        warp: (t - r * this.cl.P) >> 5,
+        lane: t & 31,
+      };
+    }
     return {
       op: i.text,
       path: i.path,
@@ -452,10 +480,24 @@ export class Machine {
   }
 
   /**
-   * Checks a shared-memory access `[addr, addr + size)` aligned to `align`.
+   * Checks a shared-memory access `[addr, addr + size)` aligned to `align` (of a cluster
+   * kernel: within thread `t`'s CTA's window).
    */
   sCheck(idx: number, t: number, addr: number, size: number, align: number, what: string): void {
-    if (!(addr >= 0 && addr + size <= this.smemSize)) {
+    if (this.cl.N > 1) {
+      const lo = Math.floor(t / this.cl.P) * this.cl.SS;
+      if (!(addr >= lo && addr + size <= lo + this.cl.S)) {
+        this.fail(
+          idx,
+          t,
+          `Out-of-bounds ${what}: ${size} bytes at shared address ${
+            hex(addr)
+          }, outside the thread's CTA's shared memory [${hex(lo)}, ${
+            hex(lo + this.cl.S)
+          }) (CTA rank ${Math.floor(t / this.cl.P)} of a cluster of ${this.cl.N})`,
+        );
+      }
+    } else if (!(addr >= 0 && addr + size <= this.smemSize)) {
       this.fail(
         idx,
         t,

@@ -22,6 +22,7 @@
  */
 
 import type { BarOp, MbarArriveOp, MbarInitOp, MbarWaitOp, SetMaxNRegOp } from "../../ir/kernel.ts";
+import { remoteAddress } from "./_cluster.ts";
 import type { Machine, Mask, OpInfo, Run } from "./_machine.ts";
 import { SimError } from "./types.ts";
 
@@ -69,6 +70,9 @@ export class MbarState {
   readonly initEpoch: number[] = [];
   /** Whether the initialising thread ran `mbarfence` since. */
   readonly fenced: boolean[] = [];
+  /** A cluster kernel's: whether a cluster barrier (`bar` with `cluster`) came since the
+   * init, so that the cluster's other CTAs may use the barrier (_cluster.ts). */
+  readonly published: boolean[] = [];
   /** Polls of a wait that found its phase incomplete. */
   blocked = 0;
   /** Phases completed in the launch (a role gives way when an operation completed one). */
@@ -97,6 +101,7 @@ export class MbarState {
         this.initThread,
         this.initEpoch,
         this.fenced,
+        this.published,
       ]
     ) a.length = 0;
   }
@@ -115,6 +120,37 @@ export class MbarState {
     return b;
   }
 
+  /**
+   * The live barrier at offset `a` of thread `t`'s CTA's window in the window of the
+   * cluster's CTA of rank `q` (a remote arrival or a multicast copy's completion); raises
+   * for `a` outside `t`'s window, a rank outside the cluster, no barrier there, or (another
+   * CTA's) one that no cluster barrier has published since its init.
+   */
+  atRemote(idx: number, t: number, a: number, q: number, what: string): number {
+    const M = this.M;
+    M.sCheck(idx, t, a, 8, 8, `${what} barrier`);
+    const ra = remoteAddress(M, idx, t, a, q, what);
+    const b = this.live[ra >> 3]! - 1;
+    const r = Math.floor(t / M.cl.P);
+    if (b < 0) {
+      M.fail(
+        idx,
+        t,
+        `${what} of the mbarrier at shared ${hex(ra)} of CTA rank ${q}, which is not initialised`,
+      );
+    }
+    if (q !== r && !this.published[b]) {
+      M.fail(
+        idx,
+        t,
+        `${what} from CTA rank ${r} reaches ${
+          this.describe(b)
+        }, whose mbarrier.init no cluster barrier (barrier.cluster) has ordered before it: the peer may not have initialised it yet`,
+      );
+    }
+    return b;
+  }
+
   /** Raises when `[a, a + len)` touches a live barrier's bytes (anything but the mbarrier
    * operations accessing them). */
   liveCheck(idx: number, t: number, a: number, len: number, what: string): void {
@@ -127,7 +163,9 @@ export class MbarState {
 
   /** The barrier's state in words. */
   describe(b: number): string {
-    return `the mbarrier at shared ${hex(this.addr[b]!)} (in phase ${this.phase[b]}, parity ${
+    const cl = this.M.cl;
+    const cta = cl.N === 1 ? "" : ` of CTA rank ${Math.floor(this.addr[b]! / cl.SS)}`;
+    return `the mbarrier at shared ${hex(this.addr[b]!)}${cta} (in phase ${this.phase[b]}, parity ${
       this.phase[b]! & 1
     }: ${this.pending[b]} of ${this.count[b]} arrivals and ${
       this.tx[b]
@@ -235,6 +273,7 @@ export function compileMbarInit(M: Machine, info: OpInfo, mask: Mask): Run {
       st.initThread.push(t);
       st.initEpoch.push(M.hz.epoch);
       st.fenced.push(false);
+      st.published.push(false);
     }
     M.counts[idx]! += mask.warps;
   };
@@ -266,6 +305,7 @@ export function compileMbarArrive(M: Machine, info: OpInfo, mask: Mask): Run {
   const gv = o.guard === undefined ? null : M.view(o.guard.pred, "pred", idx) as Uint8Array;
   const skip = o.guard?.negate === true ? 1 : 0;
   const st = M.mb!;
+  if (o.cta !== undefined) return compileRemoteArrive(M, info, mask, addr, gv, skip);
   return () => {
     const m = mask.m;
     for (let t = 0; t < M.T; t++) {
@@ -273,6 +313,36 @@ export function compileMbarArrive(M: Machine, info: OpInfo, mask: Mask): Run {
       const b = st.at(idx, t, addr[t]!, "mbarrier.arrive");
       st.use(idx, t, b, false);
       st.arrive(idx, t, b, tx);
+    }
+    M.counts[idx]! += mask.warps;
+  };
+}
+
+/** `mbararrive` with `cta` (a cluster kernel's remote arrival, never with `tx`): one arrival
+ * per active lane on the barrier at its address's offset in the CTA of rank `cta`. */
+function compileRemoteArrive(
+  M: Machine,
+  info: OpInfo,
+  mask: Mask,
+  addr: Uint32Array,
+  gv: Uint8Array | null,
+  skip: number,
+): Run {
+  const o = info.op as MbarArriveOp;
+  const idx = info.index;
+  if (o.tx !== undefined) {
+    throw new SimError("A remote mbarrier arrival (cta) cannot expect_tx", whereStatic(info));
+  }
+  const cv = o.cta!.kind === "reg" ? M.view(o.cta!, "u32", idx) as Uint32Array : null;
+  const ci = o.cta!.kind === "imm" ? o.cta!.value : 0;
+  const st = M.mb!;
+  return () => {
+    const m = mask.m;
+    for (let t = 0; t < M.T; t++) {
+      if (m[t] === 0 || (gv !== null && gv[t] === skip)) continue;
+      const b = st.atRemote(idx, t, addr[t]!, cv === null ? ci : cv[t]!, "mbarrier.arrive");
+      st.use(idx, t, b, false);
+      st.arrive(idx, t, b, 0);
     }
     M.counts[idx]! += mask.warps;
   };
@@ -349,7 +419,12 @@ export function compileMbarWait(M: Machine, info: OpInfo, mask: Mask): MbarWait 
     }
     const t = t0 < 0 ? lo : t0;
     const b = st.live[addr[t]! >> 3]! - 1;
-    return `"${info.text}" (op ${info.path}, line ${info.line}) in threads ${lo}..${hi} waits for the phase of parity ${
+    const P = M.cl.P;
+    const r = Math.floor(lo / P);
+    const who = M.cl.N === 1
+      ? `threads ${lo}..${hi}`
+      : `threads ${lo - r * P}..${hi - r * P} of CTA rank ${r}`;
+    return `"${info.text}" (op ${info.path}, line ${info.line}) in ${who} waits for the phase of parity ${
       parity(t)
     } of ${st.describe(b)}`;
   };
@@ -418,27 +493,36 @@ export function compileNamedBar(M: Machine, info: OpInfo, mask: Mask): Run {
   if (!Number.isInteger(id) || id < 1 || id > 15) {
     throw new SimError(`Named barrier id ${id} is not 1 .. 15`, whereStatic(info));
   }
-  if (!Number.isInteger(threads) || threads < 32 || threads % 32 !== 0 || threads > M.T) {
+  const T = M.cl.T;
+  if (!Number.isInteger(threads) || threads < 32 || threads % 32 !== 0 || threads > T) {
     throw new SimError(
-      `Named barrier for ${threads} threads: not a multiple of 32 from 32 to the block's ${M.T}`,
+      `Named barrier for ${threads} threads: not a multiple of 32 from 32 to the block's ${T}`,
       whereStatic(info),
     );
   }
+  const { N, P } = M.cl;
   return () => {
     const m = mask.m;
-    let n = 0;
-    let first = -1;
-    for (let t = 0; t < M.T; t++) {
-      if (m[t] === 0) continue;
-      n++;
-      if (first < 0) first = t;
-    }
-    if (n !== threads) {
-      M.fail(
-        idx,
-        first,
-        `Named barrier ${id} expects ${threads} threads but ${n} reach it (threads from ${first} on)`,
-      );
+    // Per CTA of a cluster (one CTA, P = T, for an ordinary kernel): every CTA that reaches
+    // the barrier reaches it with `threads` threads.
+    for (let r = 0; r < N; r++) {
+      let n = 0;
+      let first = -1;
+      for (let t = r * P; t < (r + 1) * P; t++) {
+        if (m[t] === 0) continue;
+        n++;
+        if (first < 0) first = t;
+      }
+      if (n !== threads && (n > 0 || N === 1)) {
+        const cta = N === 1 ? "" : ` in CTA rank ${r}`;
+        M.fail(
+          idx,
+          first,
+          `Named barrier ${id} expects ${threads} threads but ${n} reach it${cta} (threads from ${
+            first - r * P
+          } on)`,
+        );
+      }
     }
     // The hazard epochs are block-wide: a named barrier orders every warp (a shortcut).
     M.hz.epoch++;

@@ -16,6 +16,11 @@
  * blocked; when every branch still running is blocked the block has deadlocked: a
  * `SimError` naming each wait and its barrier's phase.
  *
+ * In a cluster kernel (_cluster.ts), a role `if` met in plain code runs each branch as one
+ * coroutine per CTA (the branch's lanes of that CTA), so that one CTA's roles can run ahead of
+ * another's: the producers of every CTA come first (by rank), then the consumers (by rank),
+ * and the schedule picks among them in that order (`rank-first`: CTA by CTA instead).
+ *
  * Shortcuts: the warps of one role run in lockstep (two consumer warpgroups in the same
  * branch cannot drift apart), and a scheduling point comes only where a phase completes.
  *
@@ -24,6 +29,7 @@
 
 import type { IfOp, Op } from "../../ir/kernel.ts";
 import { divergentSplit, loopControl, uniformCond } from "./_control.ts";
+import { perCtaMasks } from "./_cluster.ts";
 import type { Machine, Mask, OpInfo, Run } from "./_machine.ts";
 import { type Blocked, compileMbarWait, deadlock } from "./_mbarrier.ts";
 import type { RoleSchedule } from "./types.ts";
@@ -42,6 +48,9 @@ export interface RoleCompiler {
   readonly schedule: RoleSchedule;
   /** The next operation's index entry (checked to be `o`). */
   take(o: Op): OpInfo;
+  /** The index of the next operation {@link take} returns (set back to compile a body
+   * again, for another CTA's lanes). */
+  cursor: number;
   /** Compiles one operation as a plain closure (null: nothing to run). */
   plain(info: OpInfo, mask: Mask, uniform: boolean): Run | null;
 }
@@ -106,7 +115,7 @@ export function isRoleIf(o: IfOp): boolean {
  */
 export function compileRoles(C: RoleCompiler, info: OpInfo, mask: Mask): Run {
   const M = C.M;
-  const co = genIf(C, info, mask);
+  const co = M.cl.N > 1 ? genClusterIf(C, info, mask) : genIf(C, info, mask);
   return () => {
     const g = co();
     for (;;) {
@@ -212,13 +221,56 @@ function genIf(C: RoleCompiler, info: OpInfo, mask: Mask): GenRun {
   const policy = C.schedule;
   // The producer (the branch with TMA copies, else the then-branch) first in `cos`.
   const swap = hasTma(o.otherwise) && !hasTma(o.then);
+  // rank-first: producer-first within one CTA.
+  const pol = policy === "rank-first" ? "producer-first" : policy;
   return function* () {
     sp.split();
     const cos: Co[] = [];
     if (sp.tm.warps > 0) cos.push(then());
     if (sp.em.warps > 0) cos.push(otherwise());
     if (cos.length === 1) yield* cos[0]!;
-    else if (cos.length === 2) yield* par(swap ? [cos[1]!, cos[0]!] : cos, policy);
+    else if (cos.length === 2) yield* par(swap ? [cos[1]!, cos[0]!] : cos, pol);
+  };
+}
+
+/** A role `if` of a cluster kernel: each branch as one coroutine per CTA (see the module
+ * doc), the producer's first. */
+function genClusterIf(C: RoleCompiler, info: OpInfo, mask: Mask): GenRun {
+  const o = info.op as IfOp;
+  const M = C.M;
+  const N = M.cl.N;
+  const sp = divergentSplit(M, info, mask);
+  const tc = perCtaMasks(M);
+  const ec = perCtaMasks(M);
+  const compile = (ops: readonly Op[], masks: Mask[]) => {
+    const at = C.cursor;
+    return masks.map((k) => {
+      C.cursor = at;
+      return genBody(C, ops, k, false);
+    });
+  };
+  const thens = compile(o.then, tc.masks);
+  const elses = compile(o.otherwise, ec.masks);
+  const policy = C.schedule;
+  const swap = hasTma(o.otherwise) && !hasTma(o.then);
+  const [pro, con] = swap ? [elses, thens] : [thens, elses];
+  const [pm, cm] = swap ? [ec.masks, tc.masks] : [tc.masks, ec.masks];
+  // The order `par` picks in: producers then consumers, or (rank-first) CTA by CTA.
+  const order: [GenRun, Mask][] = [];
+  if (policy === "rank-first") {
+    for (let r = 0; r < N; r++) order.push([pro[r]!, pm[r]!], [con[r]!, cm[r]!]);
+  } else {
+    for (let r = 0; r < N; r++) order.push([pro[r]!, pm[r]!]);
+    for (let r = 0; r < N; r++) order.push([con[r]!, cm[r]!]);
+  }
+  return function* () {
+    sp.split();
+    tc.fill(sp.tm);
+    ec.fill(sp.em);
+    const cos: Co[] = [];
+    for (const [g, k] of order) if (k.warps > 0) cos.push(g());
+    if (cos.length === 1) yield* cos[0]!;
+    else if (cos.length > 1) yield* par(cos, policy === "rank-first" ? "producer-first" : policy);
   };
 }
 

@@ -364,3 +364,159 @@ export function wgmmaFirstAccElement(e: Emitter, tid: Reg, n: number): Reg {
   e.emit(ir.mad("u32", el, row, imm(n), e.bin("shl", "u32", e.bin("and", "u32", tid, 3), 1)));
   return el;
 }
+
+/** Deliberate bugs of {@link clusterRingKernel}. */
+export type ClusterMutant =
+  | "none"
+  /** The consumers release only their own CTA's empty barrier (counting one CTA's warps). */
+  | "local-release"
+  /** A CTA barrier instead of the cluster barrier between the barriers' init and their use. */
+  | "no-cluster-bar"
+  /** The multicast mask names rank 2 of the cluster of 2. */
+  | "mask-too-wide"
+  /** The remote release goes to rank 2 of the cluster of 2. */
+  | "arrive-rank-2"
+  /** The consumers read B through the peer's window (their address plus the window stride). */
+  | "peer-read"
+  /** The consumers wait on the full barrier's wrong parity. */
+  | "wrong-parity";
+
+/** Shape of {@link clusterRingKernel}: stage rows of A and B (32 u32 columns each), stages, threads. */
+export const CLUSTER_RING = Object.freeze({ rows: 8, stages: 2, threads: 96, cols: 32 });
+
+/**
+ * A cluster of 2 CTAs sharing operand A by multicast TMA copies: `D[x][w][c] = Σ_k A[k][c]
+ * B[x K + k][c]` over the rows k of consumer warp w (k % 8 in [4 w, 4 w + 4)), u32 wrapping,
+ * for CTA x of the grid. Per CTA 96 threads: warps 0 and 1 consume, thread 64 produces.
+ * Each k-tile of 8 rows fills a stage (A's 8 x 32 box, then B's): CTA r's producer waits for
+ * the stage's empty barrier, announces the stage's 2048 bytes on its full barrier, copies A's
+ * rows 4 r .. 4 r + 3 into both CTAs (multicast 0b11) and its own B box. Consumers wait for
+ * the full barrier, read their rows with ld.shared, then lane 0 of each warp releases the
+ * stage on its own CTA's empty barrier and on the peer's (count 4: both CTAs' consumer warps).
+ * A ring of 2 stages; thread 0 initialises the barriers before a cluster barrier; a named
+ * barrier over the 64 consumers and a cluster barrier close the kernel. Grid: `[2 c, 1, 1]`,
+ * K a multiple of 8.
+ *
+ * @param mutant A deliberate bug, or "none".
+ * @returns The kernel (parameters A, B, D, K and the maps A_map, B_map).
+ */
+export function clusterRingKernel(mutant: ClusterMutant = "none"): Kernel {
+  const { rows, stages, threads, cols } = CLUSTER_RING;
+  const rowBytes = cols * 4;
+  const box = rows * rowBytes;
+  const stage = 2 * box;
+  const barBase = stages * stage;
+  const e = new Emitter();
+  const D = e.param("D");
+  const K = e.param("K", "u32");
+  const tid = e.tid();
+  const bx = e.readSreg("ctaid.x", "bx");
+  const rank = e.readSreg("cluster_ctarank", "rank");
+  const peer = e.bin("xor", "u32", rank, 1);
+  const smem = e.reg("u32", "smem");
+  e.emit(ir.smemBase(smem));
+  const madU = (a: Operand, k: number, c: Operand) => {
+    const d = e.reg("u32");
+    e.emit(ir.mad("u32", d, a, imm(k), c));
+    return d;
+  };
+  const full = (s: Operand) => madU(s, 8, e.bin("add", "u32", smem, barBase));
+  const empty = (s: Operand) => madU(s, 8, e.bin("add", "u32", smem, barBase + 8 * stages));
+  const kCount = e.bin("div", "u32", K, rows);
+  const stageOf = (kt: Reg) => {
+    const s = e.bin("rem", "u32", kt, stages);
+    const ph = e.bin("and", "u32", e.bin("div", "u32", kt, stages), 1);
+    return { s, ph, a: madU(s, stage, smem) };
+  };
+  e.if(e.setp("eq", "u32", tid, 0), false, () => {
+    for (let s = 0; s < stages; s++) {
+      e.emit(ir.mbarInit(full(imm(s)), 1));
+      e.emit(ir.mbarInit(empty(imm(s)), mutant === "local-release" ? 2 : 4));
+    }
+    e.emit(ir.mbarFence());
+  });
+  e.emit(mutant === "no-cluster-bar" ? ir.bar() : { op: "bar", cluster: true });
+  e.if(e.setp("ge", "u32", tid, 64), false, () => {
+    e.if(e.setp("eq", "u32", tid, 64), false, () => {
+      const kt = e.reg("u32", "kt");
+      e.for(kt, imm(0), kCount, 1, () => {
+        const { s, ph, a } = stageOf(kt);
+        e.emit(ir.mbarWait(empty(s), e.bin("xor", "u32", ph, 1)));
+        const f = full(s);
+        e.emit(ir.mbarArrive(f, stage));
+        const k0 = e.bin("mul", "u32", kt, rows);
+        const half = madU(rank, rows / 2, k0);
+        const mask = mutant === "mask-too-wide" ? 0b111 : 0b11;
+        e.emit(ir.tmaLoad(madU(rank, box / 2, a), "A_map", [imm(0), half], f, mask));
+        const bRow = e.reg("u32");
+        e.emit(ir.mad("u32", bRow, bx, K, k0));
+        e.emit(ir.tmaLoad(e.bin("add", "u32", a, box), "B_map", [imm(0), bRow], f));
+      });
+    });
+  }, () => {
+    const lane = e.bin("and", "u32", tid, 31);
+    const warp = e.bin("shr", "u32", tid, 5);
+    const lane0 = ir.when(e.setp("eq", "u32", lane, 0));
+    const acc = e.reg("u32", "acc");
+    e.emit(ir.mov(acc, imm(0)));
+    // The warp's first row's byte offset plus the lane's column.
+    const off = madU(warp, (rows / 2) * rowBytes, e.bin("shl", "u32", lane, 2));
+    const kt = e.reg("u32", "kt");
+    e.for(kt, imm(0), kCount, 1, () => {
+      const { s, ph, a } = stageOf(kt);
+      const par = mutant === "wrong-parity" ? e.bin("xor", "u32", ph, 1) : ph;
+      e.emit(ir.mbarWait(full(s), par));
+      const pa = e.bin("add", "u32", a, off);
+      const pb0 = e.bin("add", "u32", pa, box);
+      const pb = mutant === "peer-read" ? e.bin("add", "u32", pb0, 5120) : pb0;
+      for (let r = 0; r < rows / 2; r++) {
+        const va = e.reg("u32");
+        const vb = e.reg("u32");
+        e.emit(ir.lds("b32", [va], pa, r * rowBytes));
+        e.emit(ir.lds("b32", [vb], pb, r * rowBytes));
+        e.emit(ir.mad("u32", acc, va, vb, acc));
+      }
+      const em = empty(s);
+      e.emit(ir.mbarArrive(em, undefined, lane0));
+      if (mutant !== "local-release") {
+        const to = mutant === "arrive-rank-2" ? imm(2) : peer;
+        e.emit(ir.mbarArrive(em, undefined, lane0, to));
+      }
+    });
+    // D[bx][warp][lane].
+    const di = e.reg("u32");
+    e.emit(ir.mad("u32", di, bx, imm(2 * cols), madU(warp, cols, lane)));
+    e.emit(ir.stg("b32", [acc], e.addr(D, di, 4), 0));
+    e.emit(ir.namedBar(1, 64));
+  });
+  e.emit({ op: "bar", cluster: true });
+  const spec = (tensor: string, boxRows: number): KernelParam["tmap"] => ({
+    tensor,
+    dataType: "float32",
+    elementBytes: 4,
+    dims: [[cols], [tensor === "A" ? "K" : "KB"]],
+    strides: [[cols]],
+    box: [cols, boxRows],
+    swizzle: 0,
+  });
+  return {
+    kind: "kernel",
+    name: `cluster_ring_${mutant.replaceAll("-", "_")}`,
+    target: "sm90",
+    params: [
+      { name: "A", kind: "tensor", ptx: "u64" },
+      { name: "B", kind: "tensor", ptx: "u64" },
+      { name: "D", kind: "tensor", ptx: "u64" },
+      { name: "K", kind: "dim", ptx: "u32" },
+      { name: "KB", kind: "dim", ptx: "u32" },
+      { name: "A_map", kind: "tensormap", ptx: "tmap", tmap: spec("A", rows / 2)! },
+      { name: "B_map", kind: "tensormap", ptx: "tmap", tmap: spec("B", rows)! },
+    ],
+    threads,
+    dynamicSmemBytes: barBase + 16 * stages,
+    cluster: 2,
+    grid: { tileM: 1, tileN: 1, swizzle: 1, splitK: 1, m: 1, n: 1, batch: null },
+    regs: e.regs,
+    body: e.body,
+  };
+}

@@ -15,12 +15,18 @@
  * waited for), `uninitialized-read` (a read of bytes nothing wrote in the block),
  * `unbalanced-tma` (copies nobody waited for when the block ends).
  *
+ * A multicast copy (a cluster kernel, _cluster.ts) is one copy per receiving CTA: the box at
+ * the same offset of each CTA's window, its bytes completed on the barrier at the same offset
+ * of each, and each destination's words tracked with its own CTA's barrier. It reads global
+ * memory once (for {@link SimStats.globalBytesRead}); `tmaBytes` counts each destination.
+ *
  * @module
  */
 
 import type { Kernel, TmaLoadOp } from "../../ir/kernel.ts";
 import { walkOps } from "../../ir/kernel.ts";
 import { type TensorMapArgs, tensorMapArgs } from "../../ir/tensor_map.ts";
+import { remoteAddress } from "./_cluster.ts";
 import type { Machine, Mask, OpInfo, Run } from "./_machine.ts";
 import { SimError } from "./types.ts";
 
@@ -297,6 +303,7 @@ export function compileTma(M: Machine, info: OpInfo, mask: Mask): Run {
   const barV = M.view(o.bar, "u32", idx) as Uint32Array;
   const coords = o.coords.map((c) => c.kind === "reg" ? M.view(c, "s32", idx) as Int32Array : c);
   const c = new Array<number>(rank).fill(0);
+  if (o.multicast !== undefined) return compileMulticast(M, info, mask, box, dstV, barV, coords);
   return () => {
     const m = mask.m;
     for (let t = 0; t < M.T; t++) {
@@ -330,8 +337,67 @@ export function compileTma(M: Machine, info: OpInfo, mask: Mask): Run {
   };
 }
 
+/** A `tma` with `multicast`: see {@link TmaLoadOp}, and the module's note. */
+function compileMulticast(
+  M: Machine,
+  info: OpInfo,
+  mask: Mask,
+  box: Box,
+  dstV: Uint32Array,
+  barV: Uint32Array,
+  coords: readonly (Int32Array | { readonly value: number })[],
+): Run {
+  const o = info.op as TmaLoadOp;
+  const idx = info.index;
+  const N = M.cl.N;
+  const mc = o.multicast!;
+  if (!Number.isInteger(mc) || mc <= 0 || mc >= 2 ** N) {
+    throw new SimError(
+      `Multicast mask ${mc} names no CTA or a rank outside the cluster of ${N} (1 .. ${
+        2 ** N - 1
+      })`,
+      whereStatic(info),
+    );
+  }
+  const ranks = [...Array(N).keys()].filter((q) => ((mc >> q) & 1) === 1);
+  const c = new Array<number>(box.rank).fill(0);
+  return () => {
+    const m = mask.m;
+    for (let t = 0; t < M.T; t++) {
+      if (m[t] === 0) continue;
+      const dst = dstV[t]!;
+      if (dst % box.align !== 0) {
+        M.fail(
+          idx,
+          t,
+          `TMA destination at shared 0x${dst.toString(16)} is not ${box.align}-byte aligned`,
+        );
+      }
+      M.sCheck(idx, t, dst, box.bytes, 1, "TMA destination");
+      for (let i = 0; i < box.rank; i++) {
+        const v = coords[i]!;
+        c[i] = "value" in v ? v.value | 0 : v[t]!;
+      }
+      const mb = M.mb!;
+      for (let k = 0; k < ranks.length; k++) {
+        const q = ranks[k]!;
+        const b = mb.atRemote(idx, t, barV[t]!, q, "cp.async.bulk.tensor multicast");
+        mb.use(idx, t, b, true);
+        const d = remoteAddress(M, idx, t, dst, q, "TMA multicast");
+        mb.liveCheck(idx, t, d, box.bytes, "TMA copy");
+        copyBox(M, idx, t, d, box, c, b, mb.phase[b]!, k === 0);
+        M.tma!.bytes += box.bytes;
+        M.sharedBytesWritten += box.bytes;
+        mb.completeTx(idx, t, b, box.bytes);
+      }
+      M.tma!.copies++;
+    }
+    M.counts[idx]! += mask.warps;
+  };
+}
+
 /** Copies the box at `origin` to `dst`, row by row (dimension 0 contiguous), and records the
- * words written for the hazard checks. */
+ * words written for the hazard checks (`countRead`: whether its global bytes count as read). */
 function copyBox(
   M: Machine,
   idx: number,
@@ -341,6 +407,7 @@ function copyBox(
   origin: readonly number[],
   b: number,
   ph: number,
+  countRead = true,
 ): void {
   const { map, rank } = box;
   const eb = map.elementBytes;
@@ -373,7 +440,7 @@ function copyBox(
       const ti = M.gResolve(idx, t, g + lo * eb, (hi - lo) * eb, 1, "TMA source");
       src = M.gBytes[ti]!;
       off = M.gOff - lo * eb;
-      M.globalBytesRead += (hi - lo) * eb;
+      if (countRead) M.globalBytesRead += (hi - lo) * eb;
     }
     for (let e = 0; e < bd[0]!; e++) {
       const byte = r * rowBytes + e * eb;

@@ -6,6 +6,7 @@
  */
 
 import type { Kernel } from "../../ir/kernel.ts";
+import { clusterStarts } from "./_cluster.ts";
 import { compileKernel, indexOps } from "./_compile.ts";
 import { Machine, TENSOR_STRIDE } from "./_machine.ts";
 import {
@@ -76,6 +77,13 @@ export function gridBlocks(grid: readonly [number, number, number]): BlockCoord[
  * name, misaligned TMA boxes, and `setmaxnreg` or a warpgroup-uniform condition that is
  * not warpgroup-wide.
  *
+ * Thread-block clusters (`kernel.cluster` N > 1): each cluster runs as one block of N CTAs
+ * side by side (_cluster.ts), its CTAs' threads in lockstep but their roles as separate
+ * coroutines; `options.blocks` runs the whole cluster of each block it lists. More errors:
+ * a grid whose x is not a multiple of N, a plain shared access outside the thread's CTA's
+ * shared memory, a multicast mask or remote arrival naming a rank outside the cluster, and a
+ * remote use of a peer's mbarrier that no cluster barrier has published.
+ *
  * @param kernel The kernel-IR program.
  * @param launch The grid and the arguments by parameter name.
  * @param options Blocks to run, hazard checking, the roles' schedule.
@@ -127,13 +135,16 @@ export function simulate(kernel: Kernel, launch: SimLaunch, options: SimOptions 
     options.maxHazards ?? 20,
   );
   const run = compileKernel(M, options.schedule ?? "producer-first");
-  for (const [x, y, z] of blocks) {
+  // A cluster kernel: one machine block a cluster (_cluster.ts), by its first CTA.
+  const N = M.cl.N;
+  const starts = N === 1 ? blocks : clusterStarts(grid, N, options.blocks ?? null);
+  for (const [x, y, z] of starts) {
     M.startBlock(x, y, z);
     run();
     M.endBlock();
   }
   return {
-    blocks: blocks.length,
+    blocks: starts.length * N,
     hazards: M.hz.list,
     hazardCount: M.hz.count,
     stats: M.stats(),

@@ -57,13 +57,21 @@ export interface SimOptions {
    *   per-thread visibility of TMA bytes) reads before the wait;
    * - `consumer-first`: the other branch first, so consumers run ahead (reads of stages
    *   not yet loaded show as `uninitialized-read`);
-   * - `alternate`: another runnable branch than the one that gave way (round robin).
+   * - `alternate`: another runnable branch than the one that gave way (round robin);
+   * - `rank-first`: in a cluster kernel, the roles of the lowest-ranked CTA first (its
+   *   producer, then its consumers), so that CTA 0 runs as far ahead as its barriers let it
+   *   while the others lag; otherwise as `producer-first`.
+   *
+   * In a cluster kernel (`Kernel.cluster`) each branch runs once per CTA, and the order the
+   * first three policies pick in is every CTA's producer by rank, then every CTA's consumers
+   * by rank: `producer-first` lets CTA 0's consumers run ahead of CTA 1's, `consumer-first`
+   * CTA 1's (the highest rank's) ahead of CTA 0's.
    */
   readonly schedule?: RoleSchedule;
 }
 
 /** The scheduling policies of {@link SimOptions.schedule}. */
-export type RoleSchedule = "producer-first" | "consumer-first" | "alternate";
+export type RoleSchedule = "producer-first" | "consumer-first" | "alternate" | "rank-first";
 
 /**
  * Kinds of shared-memory hazard:
@@ -147,9 +155,11 @@ export interface Hazard {
   readonly path: string;
   /** 1-based line of the operation in `printKernel(kernel)`. */
   readonly line: number;
-  /** The block of the first occurrence. */
+  /** The block of the first occurrence (in a cluster kernel: the CTA whose shared memory it
+   * concerns, else the CTA of its first warp). */
   readonly block: BlockCoord;
-  /** The warps involved (the accessing warp first). */
+  /** The warps involved (the accessing warp first; in a cluster kernel numbered across the
+   * cluster: warp w of CTA rank r is r P / 32 + w, P its threads rounded up to 128). */
   readonly warps: readonly number[];
   /** Shared-memory byte address of the first occurrence, or null. */
   readonly address: number | null;
@@ -213,7 +223,7 @@ export interface SimStats {
 
 /** What {@link simulate} returns. */
 export interface SimResult {
-  /** Blocks simulated. */
+  /** Blocks simulated (CTAs: a cluster kernel's clusters times their size). */
   readonly blocks: number;
   /** The first distinct hazards (at most `maxHazards`). */
   readonly hazards: readonly Hazard[];
