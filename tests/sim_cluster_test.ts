@@ -3,12 +3,20 @@
 // sharing operand A by multicast TMA copies and releasing stages on each other's barriers,
 // checked element-wise against a CPU reference under every schedule; then its mutants (a
 // release of the local barrier only, no cluster barrier after the init, ranks outside the
-// cluster, a read of the peer's shared memory, a wrong parity), each caught.
+// cluster, a read of the peer's shared memory, a wrong parity), each caught. Last, the
+// compiler's own cluster kernel (schedule key `cluster 2`, passes/lower/wgmma_ws.ts) agrees
+// with the reference under every schedule, and its mutants are caught.
 
 import assert from "node:assert/strict";
 import * as ir from "../ir/builder.ts";
 import { imm } from "../ir/builder.ts";
-import type { Kernel } from "../ir/kernel.ts";
+import { gridFor, type Kernel, type Op } from "../ir/kernel.ts";
+import { tensorParam } from "../ir/gemm.ts";
+import { compile } from "../compiler.ts";
+import { randomArgs } from "../harness/inputs.ts";
+import { referenceGemm } from "../harness/reference.ts";
+import { compareOutput } from "../harness/compare.ts";
+import { simArgs } from "../harness/simulate_gemm.ts";
 import {
   type RoleSchedule,
   SimError,
@@ -286,6 +294,95 @@ Deno.test("cluster ring mutant: the consumers' parity flipped -> deadlock naming
     assert.match(
       s,
       /error (Deadlock: .* of CTA rank \d waits|More transaction bytes completed than expected: .*hazards so far: tma-before-wait)/,
+    );
+  }
+});
+
+// ---------------------------------------------------------------------------
+// The compiler's cluster kernel
+// ---------------------------------------------------------------------------
+
+const CLUSTER_SRC = `kernel cl {
+  A: f16[M, K] row
+  B: f16[K, N] col
+  D: f32[M, N] row
+  D[m, n] = f32(A[m, k] * B[k, n])
+  schedule {
+    cluster 2
+  }
+}
+`;
+
+/** The persistent sm90 kernel with clusters of 2 (B's box multicast), for 4 SMs. */
+function compiledCluster() {
+  const r = compile(CLUSTER_SRC, { file: "cl.gemm", target: "sm90", sms: 4 });
+  if (!r.ok) throw new Error(r.diagnostics.map((d) => d.message).join("; "));
+  const ck = r.kernels[0]!;
+  assert.equal(ck.kernel.cluster, 2);
+  return ck;
+}
+
+/** The kernel's operations rewritten by `f` (null: unchanged). */
+function edit(k: Kernel, f: (o: Op) => Op[] | null): Kernel {
+  const go = (ops: readonly Op[]): Op[] =>
+    ops.flatMap((o) => {
+      const r = f(o);
+      if (r !== null) return r;
+      if (o.op === "for") return [{ ...o, body: go(o.body) }];
+      if (o.op === "if") return [{ ...o, then: go(o.then), otherwise: go(o.otherwise) }];
+      return [o];
+    });
+  return { ...k, body: go(k.body) };
+}
+
+const SIZES = { M: 300, N: 260, K: 136 };
+
+/** Simulates `k` (the compiled kernel or a mutant) on random inputs: its result and whether D
+ * agrees with the reference, or the SimError's message. */
+function runCompiled(k: Kernel, schedule: RoleSchedule) {
+  const ck = compiledCluster();
+  const args = randomArgs(ck.gemm, SIZES, 3, {});
+  try {
+    const res = simulate(k, { grid: gridFor(k.grid, SIZES, 4), args: simArgs(args) }, {
+      schedule,
+    });
+    const d = tensorParam(ck.gemm, ck.gemm.problem.d.tensor);
+    const cmp = compareOutput(args.tensors.get(d.name)!, d.dtype, referenceGemm(ck.gemm, args));
+    return { res, ok: cmp.ok, error: null };
+  } catch (e) {
+    if (!(e instanceof SimError)) throw e;
+    return { res: null, ok: false, error: e.message };
+  }
+}
+
+Deno.test("compiled cluster 2 kernel (multicast B): agrees, no hazards, every schedule", () => {
+  const ck = compiledCluster();
+  for (const schedule of SCHEDULES) {
+    const r = runCompiled(ck.kernel, schedule);
+    assert.equal(r.error, null, schedule);
+    assert.deepEqual(r.res!.hazards.map((h) => `${h.kind}: ${h.message}`), [], schedule);
+    assert.ok(r.ok, schedule);
+    assert.equal(r.res!.blocks, 4);
+  }
+});
+
+Deno.test("compiled cluster 2 kernel mutants: releases made local, cluster barriers made CTA barriers", () => {
+  const ck = compiledCluster();
+  // Each remote release becomes a local one: a CTA's consumers alone complete its empty
+  // barrier, and its producer refills the peer's stage too early.
+  const local = edit(ck.kernel, (o) => {
+    if (o.op !== "mbararrive" || o.cta === undefined) return null;
+    const { cta: _, ...rest } = o;
+    return [rest];
+  });
+  const lr = runCompiled(local, "producer-first");
+  assert.ok(lr.res!.hazards.some((h) => h.kind === "tma-overwrite"), JSON.stringify(lr));
+  assert.ok(!lr.ok);
+  const noBar = edit(ck.kernel, (o) => o.op === "bar" && o.cluster === true ? [ir.bar()] : null);
+  for (const schedule of SCHEDULES) {
+    assert.match(
+      runCompiled(noBar, schedule).error ?? "",
+      /^cp\.async\.bulk\.tensor multicast from CTA rank \d reaches the mbarrier .* whose mbarrier\.init no cluster barrier/,
     );
   }
 });
