@@ -22,7 +22,9 @@
  * and the schedule picks among them in that order (`rank-first`: CTA by CTA instead).
  *
  * Shortcuts: the warps of one role run in lockstep (two consumer warpgroups in the same
- * branch cannot drift apart), and a scheduling point comes only where a phase completes.
+ * branch cannot drift apart), and a scheduling point comes only where a phase completes. In a
+ * cluster kernel only the outermost role `if` (the one met in plain code) is split by CTA; its
+ * branches are compiled once per CTA.
  *
  * @module
  */

@@ -18,7 +18,11 @@
  * A multicast copy (a cluster kernel, _cluster.ts) is one copy per receiving CTA: the box at
  * the same offset of each CTA's window, its bytes completed on the barrier at the same offset
  * of each, and each destination's words tracked with its own CTA's barrier. It reads global
- * memory once (for {@link SimStats.globalBytesRead}); `tmaBytes` counts each destination.
+ * memory once (for `SimStats.globalBytesRead`); `tmaBytes` counts each destination.
+ *
+ * Shortcuts: a multicast copy lands in every destination at once, when issued (the hardware
+ * may land it in one CTA long before another; the barrier tracking covers what a reader may
+ * see, not that order).
  *
  * @module
  */

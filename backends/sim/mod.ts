@@ -9,7 +9,9 @@
  * reads before the wait, stages reloaded while read or before they were consumed,
  * unpublished barriers) and runs warp-specialized roles as coroutines; it gathers statistics
  * (warp-instructions by kind, global and shared bytes, MMAs, bank conflicts
- * in wavefronts). Numerics are those of `numerics/`.
+ * in wavefronts). Numerics are those of `numerics/`. A cluster kernel's clusters run as blocks
+ * of several CTAs whose shared memories the multicast copies and remote arrivals reach
+ * (_cluster.ts).
  *
  * @module
  */
