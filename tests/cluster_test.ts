@@ -9,7 +9,11 @@
  *   releases on both CTAs' empty barriers (`mapa`), two cluster barriers; ptxas for sm_90a
  *   takes it without spills;
  * - refusals: `cluster 3` is E0112; `cluster 2` on sm80, with one block a tile, with split-K
- *   or with Stream-K is E0214; `cluster 1` is the kernel without one.
+ *   or with Stream-K is E0214; `cluster 1` is the kernel without one;
+ * - simulated (tests/testdata/wgmma_cases.ts `CLUSTER_CASES`: odd tile rows, a unit whose second
+ *   tile lies past M, every epilogue path, f16, bf16, tf32, s8 and e4m3) under three role
+ *   schedules: agrees with the reference (integers exactly), no hazards. The simulator's own
+ *   cluster tests, mutants included, are tests/sim_cluster_test.ts.
  */
 
 import assert from "node:assert/strict";
@@ -17,6 +21,10 @@ import { compile, type CompiledKernel, formatDiagnostics } from "../compiler.ts"
 import { gridFor } from "../ir/kernel.ts";
 import { runPtxas } from "../backends/ptx/ptxas.ts";
 import { ptxasTest } from "./_ptxas.ts";
+import { simulateGemm } from "../harness/simulate_gemm.ts";
+import { tensorParam } from "../ir/gemm.ts";
+import { DTYPE_INFO } from "../ir/dtype.ts";
+import { CLUSTER_CASES } from "./testdata/wgmma_cases.ts";
 
 /** A TN GEMM with schedule lines (`;`-separated). */
 export const CLUSTER_GEMM = (t: string, d: string, sched: string, epi = "") =>
@@ -98,3 +106,20 @@ Deno.test("cluster: refused where the kernel cannot have one (E0112, E0214)", ()
   const msg = compile(CLUSTER_GEMM("f16", "f16", "cluster 2"), { target: "sm80" }).diagnostics[0]!;
   assert.match(msg.message, /"cluster 2" needs a persistent warp-specialized sm90 kernel/);
 });
+
+for (const c of CLUSTER_CASES) {
+  Deno.test(`cluster 2 ${c.name}: simulated, agrees with the reference, no hazards`, () => {
+    const r = compile(c.src, { file: "cl.gemm", target: "sm90", sms: c.sms });
+    assert.ok(r.ok, formatDiagnostics(r.diagnostics, c.src));
+    const ck = r.kernels[0]!;
+    assert.equal(ck.kernel.cluster, 2);
+    for (const schedule of ["producer-first", "consumer-first", "rank-first"] as const) {
+      const rep = simulateGemm(ck, c.sizes, { seed: 17, schedule });
+      assert.equal(rep.sim.hazardCount, 0, `${schedule}: ${JSON.stringify(rep.sim.hazards[0])}`);
+      const cmp = rep.comparison;
+      assert.ok(cmp.ok, `${schedule}: ${cmp.overBound} of ${cmp.elements} over`);
+      const d = tensorParam(ck.gemm, ck.gemm.problem.d.tensor);
+      if (!DTYPE_INFO[d.dtype].float) assert.equal(cmp.maxAbsError, 0);
+    }
+  });
+}

@@ -435,7 +435,7 @@ export function clusterRingKernel(mutant: ClusterMutant = "none"): Kernel {
     }
     e.emit(ir.mbarFence());
   });
-  e.emit(mutant === "no-cluster-bar" ? ir.bar() : { op: "bar", cluster: true });
+  e.emit(mutant === "no-cluster-bar" ? ir.bar() : ir.clusterBar());
   e.if(e.setp("ge", "u32", tid, 64), false, () => {
     e.if(e.setp("eq", "u32", tid, 64), false, () => {
       const kt = e.reg("u32", "kt");
@@ -489,7 +489,7 @@ export function clusterRingKernel(mutant: ClusterMutant = "none"): Kernel {
     e.emit(ir.stg("b32", [acc], e.addr(D, di, 4), 0));
     e.emit(ir.namedBar(1, 64));
   });
-  e.emit({ op: "bar", cluster: true });
+  e.emit(ir.clusterBar());
   const spec = (tensor: string, boxRows: number): KernelParam["tmap"] => ({
     tensor,
     dataType: "float32",
