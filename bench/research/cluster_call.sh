@@ -6,11 +6,12 @@
 # packed into OUT/all.tgz (the device returns only a few files). Deno on PATH. Not part of the
 # benchmark or of CI. Written 2026-12-06.
 #
-# Usage: bash bench/research/cluster_call.sh OUT   (TYPES, SHAPES: the bench's --types, --shapes)
+# Usage: bash bench/research/cluster_call.sh OUT
+#   RUNS: the bench runs, each TYPES:SHAPES (the bench's --types and --shapes; default
+#   "f16,bf16:8192,odd tf32,s8:8192"); GPU_TEST=0: no tests.
 set -u
 OUT="${1:?usage: cluster_call.sh OUT}"
-TYPES="${TYPES:-f16,bf16,tf32,s8}"
-SHAPES="${SHAPES:-8192}"
+RUNS="${RUNS:-f16,bf16:8192,odd tf32,s8:8192}"
 W=/tmp/cluster_call
 mkdir -p "$W" "$OUT"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw --format=csv >"$W/smi.txt" 2>&1
@@ -20,16 +21,21 @@ if [ "${GPU_TEST:-1}" = 1 ]; then
   echo "gpu cluster tests: exit $? ($((SECONDS - t0)) s)"
   grep -E "^cluster|passed|failed|FAILED" "$W/gpu-cluster-test.txt" | sed 's/\x1b\[[0-9;]*m//g' | tail -12
 fi
-bench() { # LABEL [--schedule LINES]
-  local label=$1
-  shift
+bench() { # LABEL TYPES SHAPES [--schedule LINES]
+  local label=$1 types=$2 shapes=$3
+  shift 3
   local t0=$SECONDS
-  deno task bench --no-sim --no-compile --gpu --target sm90 --types "$TYPES" --shapes "$SHAPES" \
+  mkdir -p "$W/$label"
+  deno task bench --no-sim --no-compile --gpu --target sm90 --types "$types" --shapes "$shapes" \
     --out "$W/$label" "$@" >"$W/$label.log" 2>&1
   echo "bench $label: exit $? ($((SECONDS - t0)) s)"
-  grep -E "^(f16|bf16|tf32|s8) |schedule lines|target" "$W/$label.log" | sed 's/\x1b\[[0-9;]*m//g'
+  grep -E "^(f16|bf16|tf32|s8) |ERROR|schedule lines|MISSED|met" "$W/$label.log" |
+    sed 's/\x1b\[[0-9;]*m//g'
 }
-mkdir -p "$W/default" "$W/cluster2"
-bench default
-bench cluster2 --schedule "cluster 2"
+i=0
+for run in $RUNS; do
+  i=$((i + 1))
+  bench "default-$i" "${run%%:*}" "${run#*:}"
+  bench "cluster2-$i" "${run%%:*}" "${run#*:}" --schedule "cluster 2"
+done
 tar -czf "$OUT/all.tgz" -C "$W" .
