@@ -50,6 +50,7 @@ const EXPECTED: Readonly<Record<string, readonly [DiagnosticCode, number, number
   E0211_s8_col_major_a: ["E0211", 3, 3],
   E0212_split_k: ["E0212", 11, 5],
   E0213_scheduler_sm80: ["E0213", 11, 5],
+  E0214_cluster_sm80: ["E0214", 11, 5],
 };
 
 /** The messages, spelled out here too so that a reviewer sees the numbers in one place. */
@@ -101,6 +102,9 @@ const MESSAGES: Readonly<Record<string, string>> = {
   E0213_scheduler_sm80: `"scheduler stream_k" needs a warp-specialized sm90 kernel (target ` +
     "sm90, TMA-fed wgmma: K-contiguous operands aligned to 16 bytes), not grouped and without " +
     "split_k",
+  E0214_cluster_sm80: `"cluster 2" needs a persistent warp-specialized sm90 kernel (target sm90, ` +
+    "TMA-fed wgmma, without split_k or scheduler stream_k or tiles) whose threadblock N halves " +
+    "into multiples of 8",
 };
 
 /** The pass codes; E0210 (unknown kernel) is a CLI usage error, not a diagnostic. */
@@ -197,6 +201,7 @@ Deno.test("schedule diagnostics: the caret is under the schedule line the messag
     E0211_s8_col_major_a: "A:",
     E0212_split_k: "split_k",
     E0213_scheduler_sm80: "scheduler",
+    E0214_cluster_sm80: "cluster",
   };
   // Without the schedule line concerned: the kernel's name, and only it.
   const atName: Readonly<Record<string, string>> = { E0202_kernel_name_after_comment: "k" };

@@ -20,6 +20,7 @@ if [ "${GPU_TEST:-1}" = 1 ]; then
   deno test --cached-only -A tests/gpu/wgmma_test.ts --filter cluster >"$W/gpu-cluster-test.txt" 2>&1
   echo "gpu cluster tests: exit $? ($((SECONDS - t0)) s)"
   grep -E "^cluster|passed|failed|FAILED" "$W/gpu-cluster-test.txt" | sed 's/\x1b\[[0-9;]*m//g' | tail -12
+  tar -czf "$OUT/all.tgz" -C "$W" . # after each step: a call cut short keeps what it did
 fi
 bench() { # LABEL TYPES SHAPES [--schedule LINES]
   local label=$1 types=$2 shapes=$3
@@ -31,6 +32,7 @@ bench() { # LABEL TYPES SHAPES [--schedule LINES]
   echo "bench $label: exit $? ($((SECONDS - t0)) s)"
   grep -E "^(f16|bf16|tf32|s8) |ERROR|schedule lines|MISSED|met" "$W/$label.log" |
     sed 's/\x1b\[[0-9;]*m//g'
+  tar -czf "$OUT/all.tgz" -C "$W" .
 }
 i=0
 for run in $RUNS; do
