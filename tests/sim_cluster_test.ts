@@ -10,7 +10,7 @@
 import assert from "node:assert/strict";
 import * as ir from "../ir/builder.ts";
 import { imm } from "../ir/builder.ts";
-import { gridFor, type Kernel, type Op } from "../ir/kernel.ts";
+import { gridFor, type Kernel } from "../ir/kernel.ts";
 import { tensorParam } from "../ir/gemm.ts";
 import { compile } from "../compiler.ts";
 import { randomArgs } from "../harness/inputs.ts";
@@ -32,6 +32,7 @@ import {
   randInt,
   rng,
 } from "../backends/sim/_test_kernels.ts";
+import { editOps } from "./_edit_ops.ts";
 
 const SCHEDULES: readonly RoleSchedule[] = [
   "producer-first",
@@ -322,18 +323,7 @@ function compiledCluster() {
   return ck;
 }
 
-/** The kernel's operations rewritten by `f` (null: unchanged). */
-function edit(k: Kernel, f: (o: Op) => Op[] | null): Kernel {
-  const go = (ops: readonly Op[]): Op[] =>
-    ops.flatMap((o) => {
-      const r = f(o);
-      if (r !== null) return r;
-      if (o.op === "for") return [{ ...o, body: go(o.body) }];
-      if (o.op === "if") return [{ ...o, then: go(o.then), otherwise: go(o.otherwise) }];
-      return [o];
-    });
-  return { ...k, body: go(k.body) };
-}
+const edit = editOps;
 
 const SIZES = { M: 300, N: 260, K: 136 };
 

@@ -26,6 +26,7 @@ import {
   wgmmaAccOffsets,
   wgmmaFirstAccElement,
 } from "../backends/sim/_test_kernels.ts";
+import { editOps } from "./_edit_ops.ts";
 
 const SCHEDULES: readonly RoleSchedule[] = ["producer-first", "consumer-first", "alternate"];
 
@@ -614,18 +615,7 @@ Deno.test("TMA ring: a deadlock names each wait, its barrier and phase; the haza
 // Errors of the synchronisation itself
 // ---------------------------------------------------------------------------
 
-/** Replaces, anywhere in the body, each op `f` matches by the ops it returns. */
-function edit(k: Kernel, f: (o: Op) => Op[] | null): Kernel {
-  const go = (ops: readonly Op[]): Op[] =>
-    ops.flatMap((o) => {
-      const r = f(o);
-      if (r !== null) return r;
-      if (o.op === "for") return [{ ...o, body: go(o.body) }];
-      if (o.op === "if") return [{ ...o, then: go(o.then), otherwise: go(o.otherwise) }];
-      return [o];
-    });
-  return { ...k, body: go(k.body) };
-}
+const edit = editOps;
 
 function ringThrows(k: Kernel, re: RegExp): void {
   assert.throws(() => runRing(k, 64 * 3, 5), (e: unknown) => {

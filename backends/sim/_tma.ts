@@ -297,6 +297,20 @@ function boxOf(M: Machine, info: OpInfo): Box {
   return { map, rank, bytes, align: map.swizzleBytes === 128 ? 1024 : 128 };
 }
 
+/** A copy's destination: aligned for its swizzle, inside the thread's shared window. */
+function checkDestination(M: Machine, idx: number, t: number, dst: number, box: Box): void {
+  if (dst % box.align !== 0) {
+    M.fail(
+      idx,
+      t,
+      `TMA destination at shared 0x${dst.toString(16)} is not ${box.align}-byte aligned${
+        box.align === 1024 ? " (the 128-byte swizzle)" : ""
+      }`,
+    );
+  }
+  M.sCheck(idx, t, dst, box.bytes, 1, "TMA destination");
+}
+
 /** `tma`: see {@link TmaLoadOp}. One copy per active lane. */
 export function compileTma(M: Machine, info: OpInfo, mask: Mask): Run {
   const o = info.op as TmaLoadOp;
@@ -313,16 +327,7 @@ export function compileTma(M: Machine, info: OpInfo, mask: Mask): Run {
     for (let t = 0; t < M.T; t++) {
       if (m[t] === 0) continue;
       const dst = dstV[t]!;
-      if (dst % box.align !== 0) {
-        M.fail(
-          idx,
-          t,
-          `TMA destination at shared 0x${dst.toString(16)} is not ${box.align}-byte aligned${
-            box.align === 1024 ? " (the 128-byte swizzle)" : ""
-          }`,
-        );
-      }
-      M.sCheck(idx, t, dst, box.bytes, 1, "TMA destination");
+      checkDestination(M, idx, t, dst, box);
       const mb = M.mb!;
       const b = mb.at(idx, t, barV[t]!, "cp.async.bulk.tensor");
       mb.use(idx, t, b, true);
@@ -370,14 +375,7 @@ function compileMulticast(
     for (let t = 0; t < M.T; t++) {
       if (m[t] === 0) continue;
       const dst = dstV[t]!;
-      if (dst % box.align !== 0) {
-        M.fail(
-          idx,
-          t,
-          `TMA destination at shared 0x${dst.toString(16)} is not ${box.align}-byte aligned`,
-        );
-      }
-      M.sCheck(idx, t, dst, box.bytes, 1, "TMA destination");
+      checkDestination(M, idx, t, dst, box);
       for (let i = 0; i < box.rank; i++) {
         const v = coords[i]!;
         c[i] = "value" in v ? v.value | 0 : v[t]!;
