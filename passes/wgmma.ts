@@ -330,18 +330,18 @@ export function wgmmaStreamK(k: GemmKernel): boolean {
 
 /**
  * CTAs per thread-block cluster of a warp-specialized kernel (`plan.pipeline.tma.cluster`): its
- * `cluster` line, else 1. Two need a persistent kernel without Stream-K (the cluster's CTAs
- * take the two tiles of a column pair together, passes/lower/kernel.ts) and a B box whose
- * halves are whole swizzle atoms (8 rows); elsewhere the line is refused (E0214).
+ * `cluster` line, else {@link defaultCluster}'s. Two need a persistent kernel without Stream-K
+ * (the cluster's CTAs take the two tiles of a column pair together, passes/lower/kernel.ts) and
+ * a B box whose halves are whole swizzle atoms (8 rows); elsewhere the line is refused (E0214).
  *
- * Shortcut (issue 23): not the default anywhere until measured; only pairs along M (B
- * multicast), no 2x2 or 4-CTA clusters, no clusters for one block a tile or split-K.
+ * Shortcut (issue 23): only pairs along M (B multicast), no 2x2 or 4-CTA clusters, no clusters
+ * for one block a tile or split-K.
  *
  * @param k The kernel (tile planned).
  * @returns 1 or 2.
  */
 export function wgmmaCluster(k: GemmKernel): number {
-  const want = k.schedule.cluster ?? 1;
+  const want = k.schedule.cluster ?? defaultCluster(k);
   if (want === 1) return 1;
   const tb = k.plan.tile!.threadblock;
   const can = wgmmaPersistent(k) && !wgmmaStreamK(k) && (tb.n / want) % 8 === 0;
@@ -356,6 +356,33 @@ export function wgmmaCluster(k: GemmKernel): number {
     );
   }
   return want;
+}
+
+/** Operand types whose persistent kernels default to clusters of 2: those measured (bench/NOTES.md
+ * 75, an H100, 8192³ in one call: f16 759 -> 765 / 625 -> 654 TFLOP/s burst / sustained, bf16
+ * 793 -> 799 / 697 -> 687, tf32 395 -> 394 / 305 -> 329). 8-bit types wait for a measurement. */
+const CLUSTER_DEFAULT_TYPES: ReadonlySet<string> = new Set(["f16", "bf16", "tf32"]);
+
+/** Tile rows a problem's known (or hinted) M must give for the default cluster: a cluster whose
+ * second tile lies past M idles one CTA, at most 1 in 9 of them from this many rows on. */
+const CLUSTER_MIN_TILE_ROWS = 8;
+
+/**
+ * The cluster a schedule without a `cluster` line gets: 2 for a persistent, not Stream-K, kernel
+ * of a measured type ({@link CLUSTER_DEFAULT_TYPES}) whose known or hinted M gives at least
+ * {@link CLUSTER_MIN_TILE_ROWS} tile rows and whose B box halves into swizzle atoms; else 1
+ * (unknown sizes included: a problem of one tile row would idle half its CTAs).
+ *
+ * @param k The kernel (tile planned).
+ * @returns 1 or 2.
+ */
+function defaultCluster(k: GemmKernel): number {
+  const tb = k.plan.tile!.threadblock;
+  const m = knownSize(k, k.problem.m);
+  const ok = CLUSTER_DEFAULT_TYPES.has(k.math.mmaA) && m !== null &&
+    Math.ceil(m / tb.m) >= CLUSTER_MIN_TILE_ROWS && (tb.n / 2) % 8 === 0 &&
+    wgmmaPersistent(k) && !wgmmaStreamK(k);
+  return ok ? 2 : 1;
 }
 
 /** Tiles a persistent block must at least get, where the sizes are known, for its static

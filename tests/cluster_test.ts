@@ -75,7 +75,7 @@ Deno.test("cluster 2: the PTX multicasts B, releases both CTAs' stages, brackets
   // Each release: an arrival on the stage's barrier of rank 0 and of rank 1.
   assert.match(ck.ptx, /mapa\.shared::cluster\.u32 %mbr, %r\d+, 0;/);
   assert.match(ck.ptx, /mapa\.shared::cluster\.u32 %mbr, %r\d+, 1;/);
-  assert.match(ck.ptx, /mbarrier\.arrive\.release\.cluster\.shared::cluster\.b64 _, \[%mbr\]/);
+  assert.match(ck.ptx, /mbarrier\.arrive\.shared::cluster\.b64 _, \[%mbr\]/);
   assert.equal(ck.ptx.match(/barrier\.cluster\.arrive\.release\.aligned/g)?.length, 2);
   assert.equal(ck.ptx.match(/barrier\.cluster\.wait\.acquire\.aligned/g)?.length, 2);
   assert.match(ck.ptx, /%cluster_ctarank/);
@@ -123,3 +123,22 @@ for (const c of CLUSTER_CASES) {
     }
   });
 }
+
+Deno.test("cluster: the default is 2 for large persistent f16, bf16 and tf32 problems only", () => {
+  const cl = (t: string, d: string, sched: string, hints?: Record<string, number>) => {
+    const src = CLUSTER_GEMM(t, d, sched === "" ? "target sm90" : `target sm90; ${sched}`);
+    const r = compile(src, { file: "cl.gemm", sms: 132, ...(hints ? { sizeHints: hints } : {}) });
+    assert.ok(r.ok, formatDiagnostics(r.diagnostics, src));
+    return r.kernels[0]!.kernel.cluster ?? 1;
+  };
+  const big = { M: 8192, N: 8192, K: 8192 };
+  assert.equal(cl("f16", "f16", "", big), 2);
+  assert.equal(cl("bf16", "f32", "", big), 2);
+  assert.equal(cl("f32", "f32", "", big), 2); // tf32
+  assert.equal(cl("s8", "s32", "", big), 1); // not measured
+  assert.equal(cl("f16", "f16", ""), 1); // unknown sizes
+  assert.equal(cl("f16", "f16", "", { M: 512, N: 65536, K: 4096 }), 1); // 4 tile rows
+  assert.equal(cl("f16", "f16", "scheduler stream_k", big), 1);
+  assert.equal(cl("f16", "f16", "cluster 1", big), 1);
+  assert.equal(cl("f16", "f16", "", { M: 5000, N: 5000, K: 5000 }), 1); // one block a tile
+});

@@ -306,7 +306,7 @@ export const OP_TEMPLATES = Object.freeze({
   // An arrival on a cluster peer's barrier: its address by mapa, in a scope of its own.
   mbarRemoteScope: ".reg .b32 %mbr",
   mbarMapa: "mapa.shared::cluster.u32 %mbr, $addr, $cta",
-  mbarRemote: "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%mbr]",
+  mbarRemote: "mbarrier.arrive.shared::cluster.b64 _, [%mbr]",
   // A wait: a loop around try_wait in a scope of its own.
   mbarScope: ".reg .pred %mbp",
   mbartry: "mbarrier.try_wait.parity.shared::cta.b64 %mbp, [$addr], $parity",
