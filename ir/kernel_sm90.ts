@@ -101,7 +101,9 @@ export interface MbarInitOp {
  * on the barrier's current phase, after (with `tx`) raising the bytes the phase waits for.
  * With `cta` (a cluster kernel, {@link Kernel.cluster}): the arrival goes to the barrier at the
  * same offset in the shared memory of the cluster's CTA of that rank (`mapa.shared::cluster`,
- * then `mbarrier.arrive.release.cluster.shared::cluster.b64`), the executing CTA included. */
+ * then `mbarrier.arrive.shared::cluster.b64`, at the default `.release.cta`: a cluster-scope
+ * release also waited for the consumer's wgmma group still in flight and halved the main loop's
+ * rate, bench/NOTES.md 75), the executing CTA included. */
 export interface MbarArriveOp {
   /** The operation's tag. */
   readonly op: "mbararrive";
