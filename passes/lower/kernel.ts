@@ -7,7 +7,7 @@
 
 import { imm } from "../../ir/builder.ts";
 import { type GemmKernel, GROUP_PARAMS } from "../../ir/gemm.ts";
-import type { GroupLayout, Kernel, KernelParam, Reg, RegType } from "../../ir/kernel.ts";
+import type { GroupLayout, Kernel, KernelParam, Operand, Reg, RegType } from "../../ir/kernel.ts";
 import { groupedTiles, groupLayout } from "./grouped.ts";
 import { log2, LowerContext } from "./context.ts";
 import { epilogue } from "./epilogue.ts";
@@ -16,7 +16,12 @@ import { epiPrefetch } from "./epilogue_loads.ts";
 import { mainLoop } from "./main_loop.ts";
 import { wgmmaMainLoop } from "./wgmma.ts";
 import { splitKReduce } from "./split_k.ts";
-import { tensorMapParams, warpSpecializedTile, warpSpecializedTiles } from "./wgmma_ws.ts";
+import {
+  tensorMapParams,
+  type TileSource,
+  warpSpecializedTile,
+  warpSpecializedTiles,
+} from "./wgmma_ws.ts";
 import { streamKFinish, streamKUnits } from "./stream_k.ts";
 import type { TileOrigin } from "./main_loop.ts";
 import { targetInfo } from "../../ir/target.ts";
@@ -151,13 +156,6 @@ function buildPersistentKernel(cx: LowerContext): Kernel {
     b.emit(ir.smemBase(smem));
     return { smem, staging: cx.bin("add", "u32", smem, imm(own.stagingOffset)) };
   };
-  const finish = (smem: Reg, staging: Reg) => (acc: Reg[][][], o: TileOrigin) => {
-    // A cluster's tile below the last row of tiles (M tiles odd) ran only for its peer's sake.
-    if (cluster > 1) {
-      return b.if(cx.setp("lt", "u32", o.m0, M), true, () => finishTile(smem, staging)(acc, o));
-    }
-    return finishTile(smem, staging)(acc, o);
-  };
   const finishTile = (smem: Reg, staging: Reg) => (acc: Reg[][][], o: TileOrigin) => {
     const epi = (before?: (i: number, j: number) => void) =>
       epilogue(cx, {
@@ -174,32 +172,74 @@ function buildPersistentKernel(cx: LowerContext): Kernel {
     const flag = () => cx.bin("add", "u32", smem, imm(own.streamK!.flagOffset));
     streamKFinish(cx, acc, o.part, flag, epi);
   };
-  if (own.streamK !== undefined) {
-    // Stream-K (stream_k.ts): whole tiles, then parts of the last tiles' k-loops.
-    const { smem, staging } = shared();
-    const units = streamKUnits(cx, tiles, K);
-    const at = (i: Reg | null): TileOrigin => {
-      const p = units.at(i!);
-      const { m0, n0, bz } = persistentTile(cx, p.tile, geometry());
-      return {
-        m0,
-        n0,
-        M,
-        N,
-        K,
-        bz,
-        split: null,
-        smem,
-        kSpan: { start: p.start, count: p.count },
-        part: () => {
-          const q = units.at(i!);
-          return { whole: q.whole, index: q.index, record: q.record };
-        },
-      };
+  const finish = (smem: Reg, staging: Reg) => (acc: Reg[][][], o: TileOrigin) => {
+    // A cluster's tile below the last row of tiles (M tiles odd) ran only for its peer's sake.
+    if (cluster === 1) return finishTile(smem, staging)(acc, o);
+    b.if(cx.setp("lt", "u32", o.m0, M), true, () => finishTile(smem, staging)(acc, o));
+  };
+  const g: PersistentGrid = { M, N, K, tiles, geometry, unitM, cluster, shared };
+  const { smem, staging, source } = own.streamK !== undefined
+    ? streamKSource(cx, g)
+    : roundSource(cx, g);
+  warpSpecializedTiles(cx, smem, source, finish(smem, staging));
+  return kernelOf(cx, kparams);
+}
+
+/** What a persistent kernel's tile sources share. */
+interface PersistentGrid {
+  readonly M: Operand;
+  readonly N: Operand;
+  readonly K: Operand;
+  /** Every batch's units (tiles without a cluster). */
+  readonly tiles: Reg;
+  /** Emits the grid's tile rows (of units), columns and units a batch. */
+  readonly geometry: () => { readonly tilesM: Reg; readonly tilesN: Reg; readonly perBatch: Reg };
+  /** A unit's rows: the tile's times the cluster's CTAs. */
+  readonly unitM: number;
+  readonly cluster: number;
+  /** Emits the shared memory's base and the epilogue's staging. */
+  readonly shared: () => { readonly smem: Reg; readonly staging: Reg };
+}
+
+/** A tile source and the shared memory it was emitted with. */
+interface PersistentSource {
+  readonly smem: Reg;
+  readonly staging: Reg;
+  readonly source: TileSource;
+}
+
+/** Stream-K's tiles (stream_k.ts): whole tiles, then parts of the last tiles' k-loops. */
+function streamKSource(cx: LowerContext, g: PersistentGrid): PersistentSource {
+  const { M, N, K } = g;
+  const { smem, staging } = g.shared();
+  const units = streamKUnits(cx, g.tiles, K);
+  const at = (i: Reg | null): TileOrigin => {
+    const p = units.at(i!);
+    const { m0, n0, bz } = persistentTile(cx, p.tile, g.geometry());
+    return {
+      m0,
+      n0,
+      M,
+      N,
+      K,
+      bz,
+      split: null,
+      smem,
+      kSpan: { start: p.start, count: p.count },
+      part: () => {
+        const q = units.at(i!);
+        return { whole: q.whole, index: q.index, record: q.record };
+      },
     };
-    warpSpecializedTiles(cx, smem, { count: units.count, at }, finish(smem, staging));
-    return kernelOf(cx, kparams);
-  }
+  };
+  return { smem, staging, source: { count: units.count, at } };
+}
+
+/** The static round: block (or cluster) x takes units x, x + nx, ... of the rasterised order,
+ * a cluster's CTA of rank r the unit's r-th tile. */
+function roundSource(cx: LowerContext, g: PersistentGrid): PersistentSource {
+  const { M, N, K, cluster } = g;
+  const tb = cx.k.plan.tile!.threadblock;
   // Cluster units: a cluster's index and count (the CTA's own and the grid's without one).
   const bx = cluster > 1
     ? cx.divRem("div", cx.b.readSreg("ctaid.x"), cluster, "bx")
@@ -211,20 +251,19 @@ function buildPersistentKernel(cx: LowerContext): Kernel {
   const count = cx.bin(
     "div",
     "u32",
-    cx.bin("sub", "u32", cx.bin("add", "u32", tiles, cx.bin("sub", "u32", nx, imm(1))), bx),
+    cx.bin("sub", "u32", cx.bin("add", "u32", g.tiles, cx.bin("sub", "u32", nx, imm(1))), bx),
     nx,
     "mytiles",
   );
-  const { smem, staging } = shared();
+  const { smem, staging } = g.shared();
   const at = (i: Reg | null): TileOrigin => {
     const t = cx.bin("add", "u32", bx, cx.bin("mul", "u32", i!, nx), "t");
-    const { m0, n0, bz } = persistentTile(cx, t, geometry(), unitM);
+    const { m0, n0, bz } = persistentTile(cx, t, g.geometry(), g.unitM);
     const rank = () => cx.mulImm(cx.b.readSreg("cluster_ctarank"), tb.m);
     const m0r = cluster > 1 ? cx.bin("add", "u32", m0, rank(), "m0r") : m0;
     return { m0: m0r, n0, M, N, K, bz, split: null, smem };
   };
-  warpSpecializedTiles(cx, smem, { count, at }, finish(smem, staging));
-  return kernelOf(cx, kparams);
+  return { smem, staging, source: { count, at } };
 }
 
 /**
