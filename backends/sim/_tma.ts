@@ -297,6 +297,18 @@ function boxOf(M: Machine, info: OpInfo): Box {
   return { map, rank, bytes, align: map.swizzleBytes === 128 ? 1024 : 128 };
 }
 
+/** Thread t's box origin into `c`: each coordinate an immediate or thread t's register. */
+function originOf(
+  coords: readonly (Int32Array | { readonly value: number })[],
+  t: number,
+  c: number[],
+): void {
+  for (let i = 0; i < c.length; i++) {
+    const v = coords[i]!;
+    c[i] = "value" in v ? v.value | 0 : v[t]!;
+  }
+}
+
 /** A copy's destination: aligned for its swizzle, inside the thread's shared window. */
 function checkDestination(M: Machine, idx: number, t: number, dst: number, box: Box): void {
   if (dst % box.align !== 0) {
@@ -331,10 +343,7 @@ export function compileTma(M: Machine, info: OpInfo, mask: Mask): Run {
       const mb = M.mb!;
       const b = mb.at(idx, t, barV[t]!, "cp.async.bulk.tensor");
       mb.use(idx, t, b, true);
-      for (let i = 0; i < rank; i++) {
-        const v = coords[i]!;
-        c[i] = "kind" in v ? v.value | 0 : v[t]!;
-      }
+      originOf(coords, t, c);
       mb.liveCheck(idx, t, dst, box.bytes, "TMA copy");
       copyBox(M, idx, t, dst, box, c, b, mb.phase[b]!);
       M.tma!.copies++;
@@ -376,10 +385,7 @@ function compileMulticast(
       if (m[t] === 0) continue;
       const dst = dstV[t]!;
       checkDestination(M, idx, t, dst, box);
-      for (let i = 0; i < box.rank; i++) {
-        const v = coords[i]!;
-        c[i] = "value" in v ? v.value | 0 : v[t]!;
-      }
+      originOf(coords, t, c);
       const mb = M.mb!;
       for (let k = 0; k < ranks.length; k++) {
         const q = ranks[k]!;
