@@ -50,6 +50,7 @@ Deno.test("cluster 2: the plan, B's half box, the kernel's cluster and its grid"
   assert.deepEqual(box("A"), [tb.k, tb.m]);
   assert.deepEqual(box("B"), [tb.k, tb.n / 2]);
   assert.equal(ck.kernel.grid.persistent?.cluster, 2);
+  assert.deepEqual(ck.manifest.cluster, [2, 1, 1]);
   // 3 tiles along M are 2 units; N = 520: 3 columns of 256; 6 units of 2 CTAs.
   assert.equal(tb.m, 128);
   assert.deepEqual(gridFor(ck.kernel.grid, { M: 300, N: 520, K: 64 }), [12, 1, 1]);
@@ -61,6 +62,7 @@ Deno.test("cluster 2: the plan, B's half box, the kernel's cluster and its grid"
   // cluster 1 is the kernel without one.
   const one = compiled(CLUSTER_GEMM("f16", "f16", "cluster 1"));
   assert.equal(one.kernel.cluster, undefined);
+  assert.equal(one.manifest.cluster, undefined);
   assert.equal(one.planned.plan.pipeline!.tma!.cluster, undefined);
   assert.doesNotMatch(one.ptx, /reqnctapercluster|multicast|mapa|barrier\.cluster/);
 });

@@ -102,6 +102,10 @@ export interface KernelManifest {
   readonly params: readonly ManifestParam[];
   /** The thread block's shape `[x, y, z]`. */
   readonly block: readonly [number, number, number];
+  /** A kernel on thread-block clusters: their shape in blocks `[x, y, z]` (the PTX's
+   * `.reqnctapercluster`, so an ordinary launch forms them; the grid's x is a multiple of x).
+   * Absent: no clusters. */
+  readonly cluster?: readonly [number, number, number];
   /** Dynamic shared memory a block requests, in bytes. */
   readonly dynamicSmemBytes: number;
   /** How the grid follows from the sizes (see {@link gridFor}). */
@@ -178,6 +182,7 @@ export function kernelManifest(
     target: targetInfo(kernel.target).ptx,
     params,
     block: [kernel.threads, 1, 1],
+    ...((kernel.cluster ?? 1) > 1 ? { cluster: [kernel.cluster!, 1, 1] as const } : {}),
     dynamicSmemBytes: kernel.dynamicSmemBytes,
     gridPlan: kernel.grid,
     ...(sizes !== undefined && group === undefined ? { grid: gridFor(kernel.grid, sizes) } : {}),
