@@ -164,7 +164,8 @@ function fill(dtype: string, elements: number, seed: number): Uint8Array {
   }
 }
 
-/** CUTLASS-style kernel name, e.g. `s16816gemm_f16_128x256_32x4_tn_align8`. */
+/** CUTLASS-style kernel name, e.g. `s16816gemm_f16_128x256_32x4_tn_align8` (`_splitk4`,
+ * `_cluster2` where the schedule has them). */
 export function cutlassName(ck: CompiledKernel, t: BlasType): string {
   const p = ck.planned.plan;
   const mma = p.mma!;
@@ -185,7 +186,10 @@ export function cutlassName(ck: CompiledKernel, t: BlasType): string {
   const la = ck.gemm.problem.a.layout === "row" ? "t" : "n";
   const lb = ck.gemm.problem.b.layout === "col" ? "n" : "t";
   const sk = p.tile!.splitK > 1 ? `_splitk${p.tile!.splitK}` : "";
-  return `${prefix}_${tb.m}x${tb.n}_${tb.k}x${p.pipeline!.stages}_${la}${lb}_align${a.align}${sk}`;
+  const cl = (p.pipeline!.tma?.cluster ?? 1) > 1 ? `_cluster${p.pipeline!.tma!.cluster}` : "";
+  return `${prefix}_${tb.m}x${tb.n}_${tb.k}x${
+    p.pipeline!.stages
+  }_${la}${lb}_align${a.align}${sk}${cl}`;
 }
 
 /**

@@ -218,4 +218,12 @@ Deno.test("benchmark kernel names in CUTLASS's style, f32 operands included", ()
   assert.equal(name("f64", "f64", 8192, 8192), "d884gemm_64x64_16x4_tn_align2");
   assert.equal(name("f32", "f32", 128, 8192), "sgemm_128x128_8x4_tn_align4_splitk4");
   assert.equal(name("3xtf32", "3xtf32", 8192, 8192), "s1688gemm_3xtf32_128x64_32x4_tn_align4");
+  // sm90's persistent f16 kernel at 8192³ runs on clusters of 2 by default.
+  const src = Deno.readTextFileSync(new URL("../bench/kernels/f16.gemm", import.meta.url));
+  const sm90 = compile(src, { sizeHints: { M: 8192, N: 8192, K: 8192 }, sms: 132, target: "sm90" });
+  assert.ok(sm90.ok);
+  assert.equal(
+    cutlassName(sm90.kernels[0]!, "f16"),
+    "s6425616gemm_f16_128x256_64x3_tn_align8_cluster2",
+  );
 });
