@@ -208,7 +208,6 @@ function produce(cx: LowerContext, o: TileOrigin, ring: Ring, st: RingState): vo
   const aBase = cx.bin("add", "u32", o.smem, imm(pipe.a.offset), "pa");
   // A cluster: this CTA's slice of B's box (rows n0 + r n / C on), at its place in the stage.
   const slice = ring.rank === null ? null : {
-    rows: tb.n / ring.cluster,
     first: cx.mulImm(ring.rank, tb.n / ring.cluster, "prow"),
     bytes: cx.mulImm(ring.rank, pipe.b.stageBytes / ring.cluster, "pbo"),
   };
@@ -220,7 +219,7 @@ function produce(cx: LowerContext, o: TileOrigin, ring: Ring, st: RingState): vo
     "pb",
   );
   const bRow = slice === null ? o.n0 : cx.bin("add", "u32", o.n0, slice.first, "pn");
-  const everyCta = (1 << ring.cluster) - 1;
+  const multicast = ring.rank === null ? undefined : (1 << ring.cluster) - 1;
   const bytes = pipe.a.stageBytes + pipe.b.stageBytes;
   const kt = b.reg("u32", "pkt");
   b.for(kt, imm(0), kCount, 1, () => {
@@ -232,11 +231,7 @@ function produce(cx: LowerContext, o: TileOrigin, ring: Ring, st: RingState): vo
     const aDst = cx.bin("add", "u32", aBase, cx.bin("mul", "u32", s, imm(pipe.a.stageBytes)));
     const bDst = cx.bin("add", "u32", bBase, cx.bin("mul", "u32", s, imm(pipe.b.stageBytes)));
     b.emit(ir.tmaLoad(aDst, aMap, [k0, o.m0, ...batchOf("A")], fullS));
-    b.emit(
-      ring.rank === null
-        ? ir.tmaLoad(bDst, bMap, [k0, bRow, ...batchOf("B")], fullS)
-        : ir.tmaLoad(bDst, bMap, [k0, bRow, ...batchOf("B")], fullS, everyCta),
-    );
+    b.emit(ir.tmaLoad(bDst, bMap, [k0, bRow, ...batchOf("B")], fullS, multicast));
     b.emit(ir.bin("add", "u32", k0, k0, imm(tb.k)));
     advance(cx, s, ph, ring.stages);
   });
