@@ -144,3 +144,17 @@ Deno.test("cluster: the default is 2 for large persistent f16, bf16 and tf32 pro
   assert.equal(cl("f16", "f16", "cluster 1", big), 1);
   assert.equal(cl("f16", "f16", "", { M: 5000, N: 5000, K: 5000 }), 1); // one block a tile
 });
+
+Deno.test("cluster 2 with pdl (griddepcontrol): simulated, agrees, no hazards", () => {
+  const src = CLUSTER_GEMM("f16", "f16", "cluster 2");
+  const r = compile(src, { file: "cl.gemm", target: "sm90", sms: 4, pdl: true });
+  assert.ok(r.ok, formatDiagnostics(r.diagnostics, src));
+  const ck = r.kernels[0]!;
+  assert.equal(ck.kernel.cluster, 2);
+  assert.match(ck.ptx, /griddepcontrol\.wait/);
+  for (const schedule of ["producer-first", "rank-first"] as const) {
+    const rep = simulateGemm(ck, { M: 300, N: 600, K: 200 }, { seed: 5, schedule });
+    assert.equal(rep.sim.hazardCount, 0, `${schedule}: ${JSON.stringify(rep.sim.hazards[0])}`);
+    assert.ok(rep.comparison.ok, `${schedule}: ${rep.comparison.overBound} over`);
+  }
+});

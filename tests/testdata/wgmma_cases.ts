@@ -361,6 +361,23 @@ export const CLUSTER_CASES: readonly StreamKCase[] = [
     200,
     528,
   ),
+  // Batched views with runtime strides: 3-D maps of A, B broadcast (its 2-D map's half box).
+  {
+    name: "bf16 batched views, B broadcast, 3 batches of 4 units on 2 clusters",
+    src:
+      `kernel cl {\n  A: bf16[Bt, M, K] row strides(sa, lda)\n  B: bf16[K, N] col strides(ldb)\n` +
+      `  D: f32[Bt, M, N] row\n  D[b, m, n] = A[b, m, k] * B[k, n]\n  schedule { ${CL} }\n}\n`,
+    sms: 4,
+    sizes: { Bt: 3, M: 300, N: 264, K: 136, sa: 45000, lda: 144, ldb: 152 },
+  },
+  // Both operands batched: B's 3-D map with the half box.
+  {
+    name: "f16 batched A and B, 3 batches on 2 clusters",
+    src: `kernel cl {\n  A: f16[Bt, M, K] row\n  B: f16[Bt, K, N] col\n  D: f16[Bt, M, N] row\n` +
+      `  D[b, m, n] = f16(A[b, m, k] * B[b, k, n])\n  schedule { ${CL} }\n}\n`,
+    sms: 4,
+    sizes: { Bt: 3, M: 130, N: 296, K: 136 },
+  },
   // One row: the cluster's second CTA has no tile of its own, and runs for its peer.
   sk("bf16, M = 1, one unit on 2 clusters", GEMM("bf16", "f32", undefined, CL), 4, 1, 264, 136),
 ];
