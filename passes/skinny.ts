@@ -243,7 +243,9 @@ const WGMMA_SKINNY_SPLIT_MIN_K = 8192;
  * = K = 4096 (M = 128: 19.0 against 19.4; M = 256: 29.2 against 27.3; NOTES 67). M <= 64 keeps
  * sm80's tiles: 64-row wgmma tiles (one consumer warpgroup) with 4 stages tied at best (34.7
  * against 34.8 at N = 14336, 37.4 against 37.7 at K = 14336) and lost at N = K = 4096 (20.2
- * against 18.1); with deep pipelines they are not measured there. Shortcuts: 8-bit types keep sm80's rule (not
+ * against 18.1); with deep pipelines on an H100 they lost or tied too (NOTES 74: M = 16, N = K
+ * = 4096 64x32 with 18 stages 19.8 against 16.2; M = 64 64x64 split 2 19.6 against 19.7).
+ * Shortcuts: 8-bit types keep sm80's rule (not
  * measured on wgmma); the main benchmark's M = 128, N = K = 8192 takes split 2 by the rule, not
  * measured when it was written.
  *

@@ -343,9 +343,7 @@ export function wgmmaStreamK(k: GemmKernel): boolean {
 export function wgmmaCluster(k: GemmKernel): number {
   const want = k.schedule.cluster ?? defaultCluster(k);
   if (want === 1) return 1;
-  const tb = k.plan.tile!.threadblock;
-  const can = wgmmaPersistent(k) && !wgmmaStreamK(k) && (tb.n / want) % 8 === 0;
-  if (!can) {
+  if (!canCluster(k, want)) {
     scheduleError(
       k,
       "cluster",
@@ -377,12 +375,18 @@ const CLUSTER_MIN_TILE_ROWS = 8;
  * @returns 1 or 2.
  */
 function defaultCluster(k: GemmKernel): number {
-  const tb = k.plan.tile!.threadblock;
   const m = knownSize(k, k.problem.m);
-  const ok = CLUSTER_DEFAULT_TYPES.has(k.math.mmaA) && m !== null &&
-    Math.ceil(m / tb.m) >= CLUSTER_MIN_TILE_ROWS && (tb.n / 2) % 8 === 0 &&
-    wgmmaPersistent(k) && !wgmmaStreamK(k);
+  const rows = m === null ? 0 : Math.ceil(m / k.plan.tile!.threadblock.m);
+  const ok = CLUSTER_DEFAULT_TYPES.has(k.math.mmaA) && rows >= CLUSTER_MIN_TILE_ROWS &&
+    canCluster(k, 2);
   return ok ? 2 : 1;
+}
+
+/** Whether a kernel can run on clusters of `n` CTAs: persistent, not Stream-K, and B's box
+ * splits into `n` slices of whole swizzle atoms (8 rows). */
+function canCluster(k: GemmKernel, n: number): boolean {
+  const tb = k.plan.tile!.threadblock;
+  return wgmmaPersistent(k) && !wgmmaStreamK(k) && (tb.n / n) % 8 === 0;
 }
 
 /** Tiles a persistent block must at least get, where the sizes are known, for its static

@@ -30,7 +30,7 @@ import {
 } from "../bench/mma_peak.ts";
 import { CLOCK_PROBE_PTX } from "../bench/clock_probe.ts";
 import { ablate } from "../bench/research/ablate.ts";
-import { cutlassName } from "../bench/gpu_bench.ts";
+import { cutlassName, withSchedule } from "../bench/gpu_bench.ts";
 
 function ops(body: readonly Op[], kind: Op["op"]): Op[] {
   const out: Op[] = [];
@@ -226,4 +226,14 @@ Deno.test("benchmark kernel names in CUTLASS's style, f32 operands included", ()
     cutlassName(sm90.kernels[0]!, "f16"),
     "s6425616gemm_f16_128x256_64x3_tn_align8_cluster2",
   );
+});
+
+Deno.test("bench --schedule: the lines become the kernel's schedule block", () => {
+  const src = Deno.readTextFileSync(new URL("../bench/kernels/f16.gemm", import.meta.url));
+  const r = compile(withSchedule(src, "target sm90; stages 2; cluster 1"), { sms: 132 });
+  assert.ok(r.ok, r.diagnostics.map((d) => d.message).join("; "));
+  const ck = r.kernels[0]!;
+  assert.equal(ck.gemm.target, "sm90");
+  assert.equal(ck.planned.schedule.stages, 2);
+  assert.equal(ck.planned.schedule.cluster, 1);
 });

@@ -214,17 +214,26 @@ function genOp(C: RoleCompiler, info: OpInfo, mask: Mask, uniform: boolean): Gen
   }
 }
 
+/** Whether a role `if`'s producer (the branch with TMA copies, else the then-branch) is its
+ * else-branch: the producer's coroutines come first. */
+function producerIsElse(o: IfOp): boolean {
+  return hasTma(o.otherwise) && !hasTma(o.then);
+}
+
+/** The policy `par` picks by: `rank-first` has ordered the coroutines CTA by CTA, and within
+ * that order picks as `producer-first`. */
+function parPolicy(p: RoleSchedule): Exclude<RoleSchedule, "rank-first"> {
+  return p === "rank-first" ? "producer-first" : p;
+}
+
 /** A non-uniform `if` inside a role (or a role `if`): its branches as concurrent coroutines. */
 function genIf(C: RoleCompiler, info: OpInfo, mask: Mask): GenRun {
   const o = info.op as IfOp;
   const sp = divergentSplit(C.M, info, mask);
   const then = genBody(C, o.then, sp.tm, false);
   const otherwise = genBody(C, o.otherwise, sp.em, false);
-  const policy = C.schedule;
-  // The producer (the branch with TMA copies, else the then-branch) first in `cos`.
-  const swap = hasTma(o.otherwise) && !hasTma(o.then);
-  // rank-first: producer-first within one CTA.
-  const pol = policy === "rank-first" ? "producer-first" : policy;
+  const swap = producerIsElse(o);
+  const pol = parPolicy(C.schedule);
   return function* () {
     sp.split();
     const cos: Co[] = [];
@@ -254,7 +263,7 @@ function genClusterIf(C: RoleCompiler, info: OpInfo, mask: Mask): GenRun {
   const thens = compile(o.then, tc.masks);
   const elses = compile(o.otherwise, ec.masks);
   const policy = C.schedule;
-  const swap = hasTma(o.otherwise) && !hasTma(o.then);
+  const swap = producerIsElse(o);
   const [pro, con] = swap ? [elses, thens] : [thens, elses];
   const [pm, cm] = swap ? [ec.masks, tc.masks] : [tc.masks, ec.masks];
   // The order `par` picks in: producers then consumers, or (rank-first) CTA by CTA.
@@ -272,7 +281,7 @@ function genClusterIf(C: RoleCompiler, info: OpInfo, mask: Mask): GenRun {
     const cos: Co[] = [];
     for (const [g, k] of order) if (k.warps > 0) cos.push(g());
     if (cos.length === 1) yield* cos[0]!;
-    else if (cos.length > 1) yield* par(cos, policy === "rank-first" ? "producer-first" : policy);
+    else if (cos.length > 1) yield* par(cos, parPolicy(policy));
   };
 }
 
