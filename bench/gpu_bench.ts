@@ -75,6 +75,40 @@ const PROBLEMS: readonly Problem[] = [
   { shape: "odd", M: 5000, N: 5000, K: 5000 },
 ];
 
+/**
+ * The problems `--shapes` names: the named ones of {@link PROBLEMS}, a size S for S³ (shape "S"),
+ * or `MxNxK` (shape "MxNxK"); every named problem where the option is absent.
+ *
+ * @example
+ * ```ts
+ * import { deepEqual } from "node:assert/strict";
+ * deepEqual(problemsFor(["odd", "3072", "256x4096x1024"]), [
+ *   { shape: "odd", M: 5000, N: 5000, K: 5000 },
+ *   { shape: "3072", M: 3072, N: 3072, K: 3072 },
+ *   { shape: "256x4096x1024", M: 256, N: 4096, K: 1024 },
+ * ]);
+ * ```
+ * @param shapes The option's items, or undefined.
+ * @returns The problems, in the option's order.
+ */
+export function problemsFor(shapes: readonly string[] | undefined): Problem[] {
+  if (shapes === undefined) return [...PROBLEMS];
+  return shapes.map((s) => {
+    const named = PROBLEMS.find((p) => p.shape === s);
+    if (named !== undefined) return named;
+    const dims = s.split("x").map(Number);
+    const ok = (dims.length === 1 || dims.length === 3) &&
+      dims.every((d) => Number.isInteger(d) && d > 0);
+    if (!ok) {
+      throw new Error(
+        `--shapes ${s}: expected ${PROBLEMS.map((p) => p.shape).join(", ")}, a size S or MxNxK`,
+      );
+    }
+    const [M, N, K] = dims.length === 1 ? [dims[0], dims[0], dims[0]] : dims;
+    return { shape: s, M: M!, N: N!, K: K! };
+  });
+}
+
 const TYPES: readonly BlasType[] = ["f16", "bf16", "tf32", "s8", "f64", "f32", "3xtf32"];
 
 /** The benchmark kernel's source file, per type (s8 at 5000 needs 8-byte alignment). */
@@ -451,7 +485,8 @@ function benchOne(
 /**
  * Runs the benchmark.
  *
- * @param args `--types f16,s8`, `--shapes 4096,8192,skinny,odd`, `--out DIR`, `--target sm90`
+ * @param args `--types f16,s8`, `--shapes 4096,8192,skinny,odd` (or any size S, for S³, or
+ *   `MxNxK`: {@link problemsFor}), `--out DIR`, `--target sm90`
  *   (the compile target; default: the kernels' own, sm80), `--schedule "cluster 2"` (schedule
  *   lines, `;`-separated, for every kernel: a variant against cuBLAS in the same run).
  */
@@ -468,7 +503,7 @@ export async function main(args: readonly string[] = Deno.args): Promise<void> {
   }
   const target = targetOpt as Target | undefined;
   const schedule = opt("--schedule");
-  const problems = PROBLEMS.filter((p) => shapes === undefined || shapes.includes(p.shape));
+  const problems = problemsFor(shapes);
   const avail = cudaAvailable();
   if (!avail.ok) {
     console.error(`GPU benchmark: ${avail.why}`);

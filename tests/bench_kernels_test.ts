@@ -30,7 +30,7 @@ import {
 } from "../bench/mma_peak.ts";
 import { CLOCK_PROBE_PTX } from "../bench/clock_probe.ts";
 import { ablate } from "../bench/research/ablate.ts";
-import { cutlassName, withSchedule } from "../bench/gpu_bench.ts";
+import { cutlassName, problemsFor, withSchedule } from "../bench/gpu_bench.ts";
 
 function ops(body: readonly Op[], kind: Op["op"]): Op[] {
   const out: Op[] = [];
@@ -236,4 +236,16 @@ Deno.test("bench --schedule: the lines become the kernel's schedule block", () =
   assert.equal(ck.gemm.target, "sm90");
   assert.equal(ck.planned.schedule.stages, 2);
   assert.equal(ck.planned.schedule.cluster, 1);
+});
+
+Deno.test("bench --shapes: named problems, S for S³ and MxNxK, in the option's order", () => {
+  assert.equal(problemsFor(undefined).length, 4);
+  assert.deepEqual(problemsFor(["3072", "odd", "256x4096x1024"]), [
+    { shape: "3072", M: 3072, N: 3072, K: 3072 },
+    { shape: "odd", M: 5000, N: 5000, K: 5000 },
+    { shape: "256x4096x1024", M: 256, N: 4096, K: 1024 },
+  ]);
+  for (const bad of ["0", "12x34", "big", "2x3x-4", "1.5"]) {
+    assert.throws(() => problemsFor([bad]), /--shapes/, bad);
+  }
 });
