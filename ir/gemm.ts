@@ -314,6 +314,10 @@ export interface TilePlan {
    * more tiles than SMs, passes/skinny.ts); a warp-specialized kernel then has one
    * (passes/wgmma.ts `wgmmaPersistent`), any other kernel ignores it. */
   readonly persistent?: true;
+  /** Set when gemm-tile's default asks for clusters of 2 (sm90's skinny 64-row wgmma tiles, whose
+   * two tile rows then share each column of B, passes/skinny.ts); a kernel that can have them
+   * then does (passes/wgmma.ts `wgmmaCluster`), any other kernel ignores it. */
+  readonly cluster?: 2;
 }
 
 /** Warp partitioning (pass `gemm-warp`). */

@@ -194,7 +194,8 @@ export function printGemm(k: GemmKernel): string {
       }, swizzle ${t.swizzle}, split_k ${t.splitK}, ` +
         `partial m ${t.partial.m} n ${t.partial.n} k ${t.partial.k}` +
         (t.smallGrid ? ", small grid" : "") + (t.skinny ? ", skinny" : "") +
-        (t.deepPipeline ? ", deep pipeline" : ""),
+        (t.deepPipeline ? ", deep pipeline" : "") + (t.persistent ? ", persistent" : "") +
+        (t.cluster !== undefined ? `, cluster ${t.cluster}` : ""),
     );
   }
   if (pl.warp !== undefined) {

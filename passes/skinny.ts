@@ -206,6 +206,9 @@ export interface SkinnyWgmmaChoice {
   /** More tiles than SMs, unsplit: a persistent grid (M = 256, N = 14336: 56.1 µs against
    * 57.6 for one block a tile, bench/NOTES.md 68). */
   readonly persistent: boolean;
+  /** Clusters of 2 along M (B multicast, passes/wgmma.ts `wgmmaCluster`): the 64x64 tiles of M =
+   * 65-128, whose two tile rows then read each column of B from L2 once. */
+  readonly cluster?: 2;
 }
 
 /** sm90's skinny tile: two consumer warpgroups of 64 x 128, one 128-byte row of K. */
@@ -216,11 +219,20 @@ const WGMMA_SKINNY_TILE: Shape3 = { m: 128, n: 128, k: 64 };
  * split a long K: two consumer warpgroups of 64 x 64 for M above 128, one for M up to 128.
  * Measured with deep pipelines on an H100 (f16, `gemm run`, µs; bench/NOTES.md 73): M = 256,
  * N = K = 4096 128x64 20.7 against 25.5 for sm80's 128x64x128 (and 28.4 with 4 stages); M =
- * 128 64x64 18.0 against 20.0.
+ * 128 64x64 18.0 against 20.0. The 64x64 tiles run on clusters of 2 (the two tile rows read B's
+ * columns from L2 once) and come before a split K: M = 128, N = 4096, K = 14336 47.2 against
+ * 57.0 for 128x128 split 4, and N = K = 4096 19.9 against 20.2 for the same tile unclustered
+ * (NOTES 76, an H100); 128x64 on clusters lost (M = 256: 22.8 against 19.4 at N = K = 4096, 62.9
+ * against 57.3 for split 2 at K = 14336).
  */
-const WGMMA_SKINNY_NARROW: readonly { readonly tile: Shape3; readonly maxM: number }[] = [
+const WGMMA_SKINNY_NARROW: readonly {
+  readonly tile: Shape3;
+  readonly maxM: number;
+  /** On clusters of 2, and chosen before a split K (bench/NOTES.md 76). */
+  readonly cluster?: 2;
+}[] = [
   { tile: { m: 128, n: 64, k: 64 }, maxM: 256 },
-  { tile: { m: 64, n: 64, k: 64 }, maxM: 128 },
+  { tile: { m: 64, n: 64, k: 64 }, maxM: 128, cluster: 2 },
 ];
 
 /** The share of the SMs the 128x128 tiles must fill unsplit, and the shortest K a split
@@ -236,7 +248,9 @@ const WGMMA_SKINNY_SPLIT_MIN_K = 8192;
  * M = 100 37.4 against 44.0; M = 256 56.1 against 72.0), or where a long K (>= 8192) splits
  * them into one wave (N = 4096, K = 14336: M = 128 split 4, 42.2 against 47.7; M = 256 split 2,
  * 56.9 against 81.8). Where neither holds, a narrower tile that fills 3/4 of the SMs in one wave
- * ({@link WGMMA_SKINNY_NARROW}: M = 129-256 and 65-128 at N = K = 4096). Every one of these
+ * ({@link WGMMA_SKINNY_NARROW}: M = 129-256 and 65-128 at N = K = 4096); at M = 65-128 its 64x64
+ * tiles on clusters of 2 come before the split (M = 128, K = 14336 on an H100: 47.2 against 57.0
+ * for split 4, NOTES 76). Every one of these
  * pipelines takes all the shared memory (TilePlan.deepPipeline): a TMA producer keeps every
  * stage in flight, and the loads are what bounds these grids (NOTES 73: M = 256, N = K = 4096
  * 128x64 with 9 stages 20.7 against 28.4 with 4). With 4 stages, sm80's tiles tied or won at N
@@ -255,8 +269,8 @@ const WGMMA_SKINNY_SPLIT_MIN_K = 8192;
  * ```ts
  * import { equal } from "node:assert/strict";
  * import { skinnyWgmmaSchedule } from "./skinny.ts";
- * const c = skinnyWgmmaSchedule({ M: 128, N: 4096, K: 14336, sms: 132 })!;
- * equal(`${c.threadblock.m}x${c.threadblock.n} split ${c.splitK}`, "128x128 split 4");
+ * const c = skinnyWgmmaSchedule({ M: 256, N: 4096, K: 14336, sms: 132 })!;
+ * equal(`${c.threadblock.m}x${c.threadblock.n} split ${c.splitK}`, "128x128 split 2");
  * ```
  */
 export function skinnyWgmmaSchedule(p: SkinnyProblem): SkinnyWgmmaChoice | null {
@@ -272,14 +286,29 @@ export function skinnyWgmmaSchedule(p: SkinnyProblem): SkinnyWgmmaChoice | null 
     : [...SPLITS].reverse().find((s) =>
       s > 1 && tiles * s <= p.sms && kTiles / s >= MIN_KTILES_PER_SPLIT
     );
+  const narrow = narrowWgmmaTile(p);
+  if (narrow?.cluster !== undefined) return narrow;
   if (split !== undefined && tiles * split >= WGMMA_SKINNY_MIN_FILL * p.sms) {
     return { threadblock: t, splitK: split, blocks: tiles * split, persistent: false };
   }
-  for (const { tile, maxM } of WGMMA_SKINNY_NARROW) {
+  return narrow;
+}
+
+/** The first of {@link WGMMA_SKINNY_NARROW} for M whose tiles fill 3/4 of the SMs in one wave,
+ * or null; on clusters of 2 a persistent grid (a cluster's CTAs take a column's two tiles). */
+function narrowWgmmaTile(p: SkinnyProblem): SkinnyWgmmaChoice | null {
+  for (const { tile, maxM, cluster } of WGMMA_SKINNY_NARROW) {
     if (p.M > maxM) continue;
     const n = Math.ceil(p.M / tile.m) * Math.ceil(p.N / tile.n);
     if (n >= WGMMA_SKINNY_MIN_FILL * p.sms && n <= p.sms) {
-      return { threadblock: tile, splitK: 1, blocks: n, persistent: false };
+      const persistent = cluster !== undefined;
+      return {
+        threadblock: tile,
+        splitK: 1,
+        blocks: n,
+        persistent,
+        ...(cluster ? { cluster } : {}),
+      };
     }
   }
   return null;

@@ -501,6 +501,8 @@ interface ChosenTile {
   readonly persistent?: true;
   /** A skinny grid whose pipeline takes all the shared memory (TilePlan.deepPipeline). */
   readonly deepPipeline?: true;
+  /** Clusters of 2 (TilePlan.cluster: sm90's skinny 64-row wgmma tiles). */
+  readonly cluster?: 2;
 }
 
 /**
@@ -541,6 +543,7 @@ function defaultTile(k: GemmKernel): ChosenTile {
       smallGrid: false,
       splitK: wgSkinny.splitK,
       ...(wgSkinny.persistent ? { persistent: true as const } : {}),
+      ...(wgSkinny.cluster !== undefined ? { cluster: wgSkinny.cluster } : {}),
       deepPipeline: true,
     };
   }
@@ -673,6 +676,7 @@ export const tilePass: GemmPass = {
       ...(chosen.deepPipeline ? { deepPipeline: true as const } : {}),
       ...(wgmma ? { wgmma: true as const } : {}),
       ...(chosen.persistent ? { persistent: true as const } : {}),
+      ...(chosen.cluster !== undefined ? { cluster: chosen.cluster } : {}),
     };
     return {
       ...k,

@@ -289,10 +289,11 @@ export function wgmmaOnly(k: GemmKernel): boolean {
 /**
  * Whether a warp-specialized kernel is persistent (`plan.pipeline.tma.persistent`): as its
  * `scheduler` line says, else every one without split-K (whose blocks of one tile meet in the
- * workspace) that asks for a cluster, that gemm-tile's default made persistent
- * (`plan.tile.persistent`) or whose known sizes, if any, give each block at least
- * {@link PERSISTENT_MIN_TILES_A_BLOCK} tiles. A schedule that asks for a persistent scheduler
- * where there is none to have is refused (E0213).
+ * workspace) that asks for a cluster, that gemm-tile's default made persistent or clustered
+ * (`plan.tile.persistent`, `plan.tile.cluster`), whose known sizes, if any, give each block at
+ * least {@link PERSISTENT_MIN_TILES_A_BLOCK} tiles, or that would default to clusters of 2 and
+ * gets at least {@link CLUSTER_MIN_TILES_A_BLOCK} tiles a block. A schedule that asks for a
+ * persistent scheduler where there is none to have is refused (E0213).
  *
  * @param k The kernel (tile planned).
  * @returns Whether its grid is one block an SM looping over tiles.
@@ -312,7 +313,10 @@ export function wgmmaPersistent(k: GemmKernel): boolean {
   }
   // A `cluster` line asks for a persistent kernel too (wgmmaCluster).
   const asked = want !== undefined || (k.schedule.cluster ?? 1) > 1;
-  return can && (asked || k.plan.tile!.persistent === true || !fewTilesABlock(k));
+  const tile = k.plan.tile!;
+  const chosen = tile.persistent === true || tile.cluster !== undefined;
+  const clustered = clusterByDefault(k) && !fewTilesABlock(k, CLUSTER_MIN_TILES_A_BLOCK);
+  return can && (asked || chosen || !fewTilesABlock(k, PERSISTENT_MIN_TILES_A_BLOCK) || clustered);
 }
 
 /**
@@ -356,37 +360,62 @@ export function wgmmaCluster(k: GemmKernel): number {
   return want;
 }
 
-/** Operand types whose persistent kernels default to clusters of 2: those measured (bench/NOTES.md
- * 75, an H100, 8192³ in one call: f16 759 -> 765 / 625 -> 654 TFLOP/s burst / sustained, bf16
- * 793 -> 799 / 697 -> 687, tf32 395 -> 394 / 305 -> 329). 8-bit types wait for a measurement. */
-const CLUSTER_DEFAULT_TYPES: ReadonlySet<string> = new Set(["f16", "bf16", "tf32"]);
+/** Operand types whose persistent kernels default to clusters of 2: those measured on an H100
+ * (bench/NOTES.md 75-76, 8192³, TFLOP/s burst / sustained, one block a tile or unclustered ->
+ * cluster 2 in the same call: f16 759 -> 765 / 625 -> 654, bf16 793 -> 799 / 697 -> 687, tf32
+ * 395 -> 394 / 305 -> 329, s8 1319 -> 1572 / 1328 -> 1317). u8 runs s8's kernel with another
+ * sign (a shortcut: not measured itself); the 8-bit floats are not measured on clusters. */
+const CLUSTER_DEFAULT_TYPES: ReadonlySet<string> = new Set(["f16", "bf16", "tf32", "s8", "u8"]);
 
 /** Tile rows a problem's known (or hinted) M must give for the default cluster: a cluster whose
  * second tile lies past M idles one CTA, at most 1 in 9 of them from this many rows on. */
 const CLUSTER_MIN_TILE_ROWS = 8;
 
+/** Tiles a block must at least get, where the sizes are known, for a kernel that would default
+ * to clusters of 2 to be made persistent (and so clustered) rather than one block a tile.
+ * Measured on an H100 (bench/NOTES.md 76, f16, TFLOP/s burst / sustained, one block a tile ->
+ * persistent on clusters of 2, same call): 5000³ (6.1 tiles a block) 470 -> 598 / 465 -> 536,
+ * 4096³ (3.9) 721 -> 731 / 607 -> 642, tf32 5000³ 304 -> 327 / 283 -> 287; 3072³ (2.2) 544 ->
+ * 532 / 500 -> 490, 2048³ (1.9 of 128x128) 527 -> 465 / 510 -> 460. Between 2.2 and 3.9 it is
+ * not measured: a shortcut. */
+const CLUSTER_MIN_TILES_A_BLOCK = 3;
+
 /**
- * The cluster a schedule without a `cluster` line gets: 2 for a persistent, not Stream-K, kernel
- * of a measured type ({@link CLUSTER_DEFAULT_TYPES}) whose known or hinted M gives at least
- * {@link CLUSTER_MIN_TILE_ROWS} tile rows and whose B box halves into swizzle atoms; else 1
- * (unknown sizes included: a problem of one tile row would idle half its CTAs).
+ * The cluster a schedule without a `cluster` line gets: the one gemm-tile's default chose
+ * (`plan.tile.cluster`) where the kernel can have it, else 2 for a persistent, not Stream-K,
+ * kernel that {@link clusterByDefault} admits; else 1.
  *
  * @param k The kernel (tile planned).
  * @returns 1 or 2.
  */
 function defaultCluster(k: GemmKernel): number {
+  const chosen = k.plan.tile!.cluster;
+  if (chosen !== undefined && canCluster(k, chosen)) return chosen;
+  return clusterByDefault(k) && canCluster(k, 2) ? 2 : 1;
+}
+
+/** Whether a kernel without a `cluster` line is of a measured type
+ * ({@link CLUSTER_DEFAULT_TYPES}), its known or hinted M gives at least
+ * {@link CLUSTER_MIN_TILE_ROWS} tile rows and its B box halves into swizzle atoms, so that it
+ * takes clusters of 2 where it is persistent (unknown sizes do not: a problem of one tile row
+ * would idle half its CTAs). */
+function clusterByDefault(k: GemmKernel): boolean {
   const m = knownSize(k, k.problem.m);
-  const rows = m === null ? 0 : Math.ceil(m / k.plan.tile!.threadblock.m);
-  const ok = CLUSTER_DEFAULT_TYPES.has(k.math.mmaA) && rows >= CLUSTER_MIN_TILE_ROWS &&
-    canCluster(k, 2);
-  return ok ? 2 : 1;
+  const tb = k.plan.tile!.threadblock;
+  const rows = m === null ? 0 : Math.ceil(m / tb.m);
+  return k.schedule.cluster === undefined && CLUSTER_DEFAULT_TYPES.has(k.math.mmaA) &&
+    rows >= CLUSTER_MIN_TILE_ROWS && halvesIntoAtoms(tb.n, 2);
+}
+
+/** Whether B's box of `n` rows splits into `ctas` slices of whole swizzle atoms (8 rows). */
+function halvesIntoAtoms(n: number, ctas: number): boolean {
+  return (n / ctas) % 8 === 0;
 }
 
 /** Whether a kernel can run on clusters of `n` CTAs: persistent, not Stream-K, and B's box
  * splits into `n` slices of whole swizzle atoms (8 rows). */
 function canCluster(k: GemmKernel, n: number): boolean {
-  const tb = k.plan.tile!.threadblock;
-  return wgmmaPersistent(k) && !wgmmaStreamK(k) && (tb.n / n) % 8 === 0;
+  return wgmmaPersistent(k) && !wgmmaStreamK(k) && halvesIntoAtoms(k.plan.tile!.threadblock.n, n);
 }
 
 /** Tiles a persistent block must at least get, where the sizes are known, for its static
@@ -397,9 +426,9 @@ function canCluster(k: GemmKernel, n: number): boolean {
  * measured: a shortcut. */
 const PERSISTENT_MIN_TILES_A_BLOCK = 8;
 
-/** Whether known (or hinted) sizes give the blocks of a persistent grid fewer than
- * {@link PERSISTENT_MIN_TILES_A_BLOCK} tiles each. */
-function fewTilesABlock(k: GemmKernel): boolean {
+/** Whether known (or hinted) sizes give the blocks of a persistent grid fewer than `least`
+ * tiles each. */
+function fewTilesABlock(k: GemmKernel, least: number): boolean {
   const p = k.problem;
   const [m, n] = [knownSize(k, p.m), knownSize(k, p.n)];
   const b = p.batch === null ? 1 : knownSize(k, p.batch);
@@ -407,7 +436,7 @@ function fewTilesABlock(k: GemmKernel): boolean {
   const tb = k.plan.tile!.threadblock;
   const tiles = Math.ceil(m / tb.m) * Math.ceil(n / tb.n) * b;
   const blocks = k.sms ?? targetInfo(k.target).defaultSms;
-  return tiles < PERSISTENT_MIN_TILES_A_BLOCK * blocks;
+  return tiles < least * blocks;
 }
 
 /**

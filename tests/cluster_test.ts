@@ -126,7 +126,7 @@ for (const c of CLUSTER_CASES) {
   });
 }
 
-Deno.test("cluster: the default is 2 for large persistent f16, bf16 and tf32 problems only", () => {
+Deno.test("cluster: the default is 2 for persistent f16, bf16, tf32 and s8 problems of 8 tile rows and 3 tiles a block", () => {
   const cl = (t: string, d: string, sched: string, hints?: Record<string, number>) => {
     const src = CLUSTER_GEMM(t, d, sched === "" ? "target sm90" : `target sm90; ${sched}`);
     const r = compile(src, { file: "cl.gemm", sms: 132, ...(hints ? { sizeHints: hints } : {}) });
@@ -137,12 +137,25 @@ Deno.test("cluster: the default is 2 for large persistent f16, bf16 and tf32 pro
   assert.equal(cl("f16", "f16", "", big), 2);
   assert.equal(cl("bf16", "f32", "", big), 2);
   assert.equal(cl("f32", "f32", "", big), 2); // tf32
-  assert.equal(cl("s8", "s32", "", big), 1); // not measured
+  assert.equal(cl("s8", "s32", "", big), 2);
   assert.equal(cl("f16", "f16", ""), 1); // unknown sizes
   assert.equal(cl("f16", "f16", "", { M: 512, N: 65536, K: 4096 }), 1); // 4 tile rows
   assert.equal(cl("f16", "f16", "scheduler stream_k", big), 1);
   assert.equal(cl("f16", "f16", "cluster 1", big), 1);
-  assert.equal(cl("f16", "f16", "", { M: 5000, N: 5000, K: 5000 }), 1); // one block a tile
+  // Made persistent for the cluster from 3 tiles a block (6.1 and 3.9 of 128x256); below, one
+  // block a tile (2.2).
+  assert.equal(cl("f16", "f16", "", { M: 5000, N: 5000, K: 5000 }), 2);
+  assert.equal(cl("f16", "f16", "", { M: 4096, N: 4096, K: 4096 }), 2);
+  assert.equal(cl("f16", "f16", "", { M: 3072, N: 3072, K: 3072 }), 1);
+  // The skinny rule's 64x64 tiles at M = 65-128 ask for clusters themselves (2 tile rows).
+  assert.equal(cl("f16", "f16", "", { M: 128, N: 4096, K: 14336 }), 2);
+});
+
+Deno.test("cluster: `cluster 1` keeps one block a tile where the default clusters only for a persistent grid", () => {
+  const src = CLUSTER_GEMM("f16", "f16", "target sm90; cluster 1");
+  const r = compile(src, { file: "cl.gemm", sms: 132, sizeHints: { M: 5000, N: 5000, K: 5000 } });
+  assert.ok(r.ok, formatDiagnostics(r.diagnostics, src));
+  assert.equal(r.kernels[0]!.kernel.grid.persistent, undefined);
 });
 
 Deno.test("cluster 2 with pdl (griddepcontrol): simulated, agrees, no hazards", () => {

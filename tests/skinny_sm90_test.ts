@@ -1,7 +1,8 @@
 /**
  * sm90's skinny rule (passes/skinny.ts `skinnyWgmmaSchedule`, issue 22/23): 128x128 wgmma tiles
  * where the H200 measured them faster than sm80's skinny tiles (bench/NOTES.md 67), narrower
- * 128x64 and 64x64 ones where those do not fill the SMs (NOTES 73), each with a deep pipeline
+ * 128x64 and 64x64 ones where those do not fill the SMs (NOTES 73; 64x64 on clusters of 2,
+ * NOTES 76), each with a deep pipeline
  * (every role schedule simulated), sm80's rule elsewhere; the compiler takes the choice for hinted sizes on sm90 only; every choice simulates
  * in agreement with the reference at sizes that are no tile multiples (M = 1, 7, 100; K not a
  * multiple of 64) with hazards none; and a split-K choice gives the same bytes whatever the
@@ -23,7 +24,8 @@ function pick(M: number, N: number, K: number, bytes: 1 | 2 = 2, sms = 132): str
   const c = skinnyWgmmaSchedule({ M, N, K, bytes, sms });
   if (c === null) return null;
   const t = c.threadblock;
-  return `${t.m}x${t.n}x${t.k} split ${c.splitK} blocks ${c.blocks}`;
+  return `${t.m}x${t.n}x${t.k} split ${c.splitK} blocks ${c.blocks}` +
+    (c.cluster !== undefined ? ` cluster ${c.cluster}` : "");
 }
 
 Deno.test("skinny sm90: 128x128 wgmma tiles where they measured faster, else sm80's rule", () => {
@@ -31,15 +33,17 @@ Deno.test("skinny sm90: 128x128 wgmma tiles where they measured faster, else sm8
   assert.equal(pick(128, 14336, 4096), "128x128x64 split 1 blocks 112");
   assert.equal(pick(256, 14336, 4096), "128x128x64 split 1 blocks 132");
   assert.equal(pick(100, 14336, 4096), "128x128x64 split 1 blocks 112");
-  // A long K: 32 (64) tiles split into one wave.
-  assert.equal(pick(128, 4096, 14336), "128x128x64 split 4 blocks 128");
+  // A long K: 64 tiles split into one wave above M = 128.
   assert.equal(pick(256, 4096, 14336), "128x128x64 split 2 blocks 128");
   // Neither: a narrower tile that fills 3/4 of the SMs in one wave (bench/NOTES.md 73), 128x64
-  // above M = 128, 64x64 up to it.
+  // above M = 128, 64x64 on clusters of 2 up to it, ahead of a split K too (NOTES 76).
   assert.equal(pick(256, 4096, 4096), "128x64x64 split 1 blocks 128");
   assert.equal(pick(200, 4096, 8000), "128x64x64 split 1 blocks 128");
-  assert.equal(pick(128, 4096, 4096), "64x64x64 split 1 blocks 128");
-  assert.equal(pick(100, 4096, 4096), "64x64x64 split 1 blocks 128");
+  assert.equal(pick(128, 4096, 4096), "64x64x64 split 1 blocks 128 cluster 2");
+  assert.equal(pick(100, 4096, 4096), "64x64x64 split 1 blocks 128 cluster 2");
+  assert.equal(pick(128, 4096, 14336), "64x64x64 split 1 blocks 128 cluster 2");
+  // Where 64x64 does not fill 3/4 of the SMs in one wave, the split still serves a long K.
+  assert.equal(pick(128, 8192, 8192), "128x128x64 split 2 blocks 128");
   assert.equal(pick(128, 2048, 4096), null);
   // Where sm80's tiles tie or win: M <= 64; 8-bit; M > 256.
   assert.equal(pick(64, 14336, 4096), null);
@@ -90,7 +94,8 @@ let seed = 4100;
 for (const c of CHOICES) {
   const ck = hinted(BENCH(c.type, c.epilogue ? " " : ""), c.hints, "sm90");
   const s = ck.planned.schedule;
-  const tag = `${s.threadblock!.m}x${s.threadblock!.n}x${s.threadblock!.k} split ${s.splitK}`;
+  const tag = `${s.threadblock!.m}x${s.threadblock!.n}x${s.threadblock!.k} split ${s.splitK}` +
+    (ck.kernel.cluster !== undefined ? ` cluster ${ck.kernel.cluster}` : "");
   for (const M of [1, 7, 100]) {
     Deno.test(`skinny sm90 ${c.type} ${tag}${c.epilogue ? " + bias, relu" : ""}: simulates in agreement at M=${M}`, () => {
       assert.equal(ck.planned.plan.tile!.wgmma, true);
@@ -149,9 +154,9 @@ ptxasTest(
 );
 
 Deno.test("skinny sm90: a split-K choice writes the same bytes whatever the order of its blocks", () => {
-  const ck = hinted(BENCH("f16"), { M: 128, N: 4096, K: 14336 }, "sm90");
-  assert.equal(ck.planned.schedule.splitK, 4);
-  assertOrderFree(ck, { M: 33, N: 152, K: 4 * 2 * 64 + 40 }, 9);
+  const ck = hinted(BENCH("f16"), { M: 256, N: 4096, K: 14336 }, "sm90");
+  assert.equal(ck.planned.schedule.splitK, 2);
+  assertOrderFree(ck, { M: 33, N: 152, K: 2 * 2 * 64 + 40 }, 9);
 });
 
 Deno.test("sm90: a grid of 128x256 wgmma tiles below the SMs takes 128x128 ones, else the sm80 target's tile", () => {

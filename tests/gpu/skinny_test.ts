@@ -46,10 +46,27 @@ const RUNS: readonly { type: string; size: string; expect: RegExp; target?: "sm9
   // at a long K; K not a multiple of 64.
   { type: "bf16", size: "M=100,N=14336,K=4096", expect: /128x128x64 split 1/, target: "sm90" },
   { type: "f16", size: "M=200,N=14336,K=4104", expect: /128x128x64 split 1/, target: "sm90" },
-  { type: "f16", size: "M=128,N=4000,K=14344", expect: /128x128x64 split 4/, target: "sm90" },
-  // The narrower tiles where neither fills the SMs (bench/NOTES.md 73), deep pipelines.
-  { type: "f16", size: "M=250,N=4096,K=4104", expect: /128x64x64 split 1/, target: "sm90" },
-  { type: "bf16", size: "M=97,N=4072,K=4096", expect: /64x64x64 split 1/, target: "sm90" },
+  { type: "f16", size: "M=200,N=2048,K=14344", expect: /128x128x64 split 4/, target: "sm90" },
+  // The narrower tiles where neither fills the SMs (bench/NOTES.md 73), deep pipelines; 64x64
+  // on clusters of 2, ahead of a split K (NOTES 76).
+  {
+    type: "f16",
+    size: "M=250,N=4096,K=4104",
+    expect: /128x64x64 split 1 cluster 1/,
+    target: "sm90",
+  },
+  {
+    type: "bf16",
+    size: "M=97,N=4072,K=4096",
+    expect: /64x64x64 split 1 cluster 2/,
+    target: "sm90",
+  },
+  {
+    type: "f16",
+    size: "M=128,N=4000,K=14344",
+    expect: /64x64x64 split 1 cluster 2/,
+    target: "sm90",
+  },
 ];
 
 for (const r of RUNS) {
@@ -67,7 +84,11 @@ for (const r of RUNS) {
       const target = r.target ?? "sm80";
       const ck = compile(SRC(r.type), { sizeHints: hints, sms: 132, target }).kernels[0]!;
       const tb = ck.planned.schedule.threadblock!;
-      assert.match(`${tb.m}x${tb.n}x${tb.k} split ${ck.planned.schedule.splitK}`, r.expect);
+      const cluster = ck.kernel.cluster ?? 1;
+      assert.match(
+        `${tb.m}x${tb.n}x${tb.k} split ${ck.planned.schedule.splitK} cluster ${cluster}`,
+        r.expect,
+      );
       const plan = ck.planned.plan.tile!;
       assert.equal(r.target === undefined ? plan.skinny !== undefined : plan.wgmma === true, true);
       const out = await gemmWithEnv(

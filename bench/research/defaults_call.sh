@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Issue 22/23, the defaults of bench/NOTES.md 76 in one device call: the GPU tests of the skinny
+# sm90 tiles and of the clusters; the llm table (f16, sm90, --pdl) at M = 128 and 256; the 64x64
+# tile of M = 128, K = 14336 without its cluster (what the cluster adds); the main benchmark at
+# the new defaults (f16, bf16 at 4096³, 5000³, 8192³; tf32, s8 at 5000³ and 8192³). Everything
+# lands in OUT/all.tgz. Deno on PATH. Not part of the benchmark or of CI. Written 2026-12-06.
+#
+# Usage: bash bench/research/defaults_call.sh OUT   (STEPS: any of "tests llm rows main")
+set -u
+OUT="${1:?usage: defaults_call.sh OUT}"
+STEPS="${STEPS:-tests llm rows main}"
+W=/tmp/defaults_call
+rm -rf "$W" && mkdir -p "$W" "$OUT"
+pack() { tar -czf "$OUT/all.tgz" -C "$W" .; }
+has() { [[ " $STEPS " == *" $1 "* ]]; }
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw --format=csv >"$W/smi.txt" 2>&1
+if has tests; then
+  t0=$SECONDS
+  deno test --cached-only -A tests/gpu/skinny_test.ts --filter sm90 >"$W/gpu-skinny-test.txt" 2>&1
+  echo "gpu skinny sm90 tests: exit $? ($((SECONDS - t0)) s)"
+  deno test --cached-only -A tests/gpu/wgmma_test.ts --filter cluster >"$W/gpu-cluster-test.txt" 2>&1
+  echo "gpu cluster tests: exit $? ($((SECONDS - t0)) s)"
+  grep -hE "passed|failed|FAILED" "$W"/gpu-*-test.txt | sed 's/\x1b\[[0-9;]*m//g' | tail -8
+  pack
+fi
+if has llm; then
+  t0=$SECONDS
+  mkdir -p "$W/llm"
+  deno run --cached-only -A bench/main.ts --no-sim --no-compile --gpu --shapes llm --target sm90 \
+    --types f16 --m 128,256 --pdl --out "$W/llm" >"$W/llm.log" 2>&1
+  echo "llm: exit $? ($((SECONDS - t0)) s)"
+  grep -E '^(f16|bf16|s8) ' "$W/llm.log" | cut -c1-300
+  pack
+fi
+if has rows; then
+  V=/tmp/defaults_call_variants
+  bash bench/research/gen_variants.sh "$V" bench/research/variants_sm90_cluster.txt >"$W/gen.txt" 2>&1
+  OUT_SAVED=$OUT
+  OUT=$W
+  . bench/research/_gemm_run_rows.sh
+  SMALL=(--iters 50 --warmup 10 --input-sets 4)
+  for s in M=128,N=4096,K=14336 M=128,N=4096,K=4096; do
+    one sm90-tune bench/kernels/f16.gemm "$s" --target sm90 --tune "${SMALL[@]}"
+    one w64x64s14t "$V/var_f16_w64x64s14t.gemm" "$s" "${SMALL[@]}"
+  done
+  OUT=$OUT_SAVED
+  pack
+fi
+bench() { # LABEL TYPES SHAPES
+  local label=$1 t0=$SECONDS
+  mkdir -p "$W/$label"
+  deno task bench --no-sim --no-compile --gpu --target sm90 --types "$2" --shapes "$3" \
+    --out "$W/$label" >"$W/$label.log" 2>&1
+  echo "bench $label: exit $? ($((SECONDS - t0)) s)"
+  grep -E "^(f16|bf16|tf32|s8) |ERROR|MISSED|met" "$W/$label.log" | sed 's/\x1b\[[0-9;]*m//g' |
+    cut -c1-330
+  pack
+}
+if has main; then
+  bench main-16 f16,bf16 4096,odd,8192
+  bench main-32 tf32,s8 odd,8192
+fi
+pack
