@@ -5,7 +5,11 @@
 # the new defaults (f16, bf16 at 4096³, 5000³, 8192³; tf32, s8 at 5000³ and 8192³). Everything
 # lands in OUT/all.tgz. Deno on PATH. Not part of the benchmark or of CI. Written 2026-12-06.
 #
-# Usage: bash bench/research/defaults_call.sh OUT   (STEPS: any of "tests llm rows main")
+# Usage: bash bench/research/defaults_call.sh OUT   (STEPS: any of "tests llm rows ab main"; the
+#   llm step's types and rows: LLM_TYPES, default f16, LLM_M, default 128,256)
+# "ab" (not in the default STEPS): M = 128, N = K = 4096, the --tune default (64x64 on clusters)
+# and the same tile one block a tile, alternated three times; then 64-row tiles on clusters at
+# M = 256.
 set -u
 OUT="${1:?usage: defaults_call.sh OUT}"
 STEPS="${STEPS:-tests llm rows main}"
@@ -27,7 +31,7 @@ if has llm; then
   t0=$SECONDS
   mkdir -p "$W/llm"
   deno run --cached-only -A bench/main.ts --no-sim --no-compile --gpu --shapes llm --target sm90 \
-    --types f16 --m 128,256 --pdl --out "$W/llm" >"$W/llm.log" 2>&1
+    --types "${LLM_TYPES:-f16}" --m "${LLM_M:-128,256}" --pdl --out "$W/llm" >"$W/llm.log" 2>&1
   echo "llm: exit $? ($((SECONDS - t0)) s)"
   grep -E '^(f16|bf16|s8) ' "$W/llm.log" | cut -c1-300
   pack
@@ -42,6 +46,25 @@ if has rows; then
   for s in M=128,N=4096,K=14336 M=128,N=4096,K=4096; do
     one sm90-tune bench/kernels/f16.gemm "$s" --target sm90 --tune "${SMALL[@]}"
     one w64x64s14t "$V/var_f16_w64x64s14t.gemm" "$s" "${SMALL[@]}"
+  done
+  OUT=$OUT_SAVED
+  pack
+fi
+if has ab; then
+  V=/tmp/defaults_call_variants
+  bash bench/research/gen_variants.sh "$V" bench/research/variants_sm90_cluster.txt >"$W/gen.txt" 2>&1
+  OUT_SAVED=$OUT
+  OUT=$W
+  . bench/research/_gemm_run_rows.sh
+  SMALL=(--iters 50 --warmup 10 --input-sets 4)
+  for _ in 1 2 3; do
+    one sm90-tune bench/kernels/f16.gemm M=128,N=4096,K=4096 --target sm90 --tune "${SMALL[@]}"
+    one w64x64s14t "$V/var_f16_w64x64s14t.gemm" M=128,N=4096,K=4096 "${SMALL[@]}"
+  done
+  for s in M=256,N=4096,K=4096 M=256,N=4096,K=14336; do
+    one sm90-tune bench/kernels/f16.gemm "$s" --target sm90 --tune "${SMALL[@]}"
+    one w64x128s8c2 "$V/var_f16_w64x128s8c2.gemm" "$s" "${SMALL[@]}"
+    one w64x64s13c2 "$V/var_f16_w64x64s13c2.gemm" "$s" "${SMALL[@]}"
   done
   OUT=$OUT_SAVED
   pack
