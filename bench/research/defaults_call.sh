@@ -69,6 +69,28 @@ if has ab; then
   OUT=$OUT_SAVED
   pack
 fi
+# "ab2" (not in the default STEPS): after a throwaway row that warms the card, the --tune default
+# against 64x128 tiles on clusters at M = 256, and against the unclustered 64x64 tile at M = 128,
+# K = 14336, alternated twice.
+if has ab2; then
+  V=/tmp/defaults_call_variants
+  bash bench/research/gen_variants.sh "$V" bench/research/variants_sm90_cluster.txt >"$W/gen.txt" 2>&1
+  OUT_SAVED=$OUT
+  OUT=$W
+  . bench/research/_gemm_run_rows.sh
+  SMALL=(--iters 50 --warmup 10 --input-sets 4)
+  one warm bench/kernels/f16.gemm M=256,N=4096,K=14336 --target sm90 --tune --iters 3000 --warmup 10
+  for _ in 1 2; do
+    for s in M=256,N=4096,K=4096 M=256,N=4096,K=14336; do
+      one sm90-tune bench/kernels/f16.gemm "$s" --target sm90 --tune "${SMALL[@]}"
+      one w64x128s8c2 "$V/var_f16_w64x128s8c2.gemm" "$s" "${SMALL[@]}"
+    done
+    one sm90-tune bench/kernels/f16.gemm M=128,N=4096,K=14336 --target sm90 --tune "${SMALL[@]}"
+    one w64x64s14t "$V/var_f16_w64x64s14t.gemm" M=128,N=4096,K=14336 "${SMALL[@]}"
+  done
+  OUT=$OUT_SAVED
+  pack
+fi
 bench() { # LABEL TYPES SHAPES
   local label=$1 t0=$SECONDS
   mkdir -p "$W/$label"
