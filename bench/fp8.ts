@@ -47,7 +47,7 @@ import { Cuda, cudaAvailable, type DeviceBuffer } from "../backends/cuda/driver.
 import { median } from "../harness/timing.ts";
 import { ClockProbe } from "./clock_probe.ts";
 import { clockDuring, ClockSampler, timeBurst, timeIt, timeSustained } from "./gpu_measure.ts";
-import { compileSource, load, verify } from "./gpu_bench.ts";
+import { compileSource, load, verify, withSchedule } from "./gpu_bench.ts";
 import type { Problem } from "./gpu_report.ts";
 import { freshResultPath, resultDate, RESULTS_DIR } from "./results.ts";
 
@@ -398,6 +398,9 @@ export interface Fp8BenchOptions {
   readonly dry?: boolean;
   /** The SM count `--dry` compiles for (default 132, an H200's). */
   readonly sms?: number;
+  /** Schedule lines, `;`-separated, for every kernel (`--schedule "cluster 2"`): a variant
+   * against the peer in the same run. */
+  readonly schedule?: string;
 }
 
 /** The benchmark kernel's source of a type (bench/kernels/TYPE.gemm). */
@@ -406,8 +409,14 @@ export function fp8Source(t: Fp8BenchType): string {
 }
 
 /** Compiles a type's kernel for sm90 at problem `p` for a device of `sms` SMs. */
-export function compileFp8(t: Fp8BenchType, p: Problem, sms: number): CompiledKernel {
-  return compileSource(fp8Source(t), `bench/kernels/${t}.gemm`, p, sms, "sm90");
+export function compileFp8(
+  t: Fp8BenchType,
+  p: Problem,
+  sms: number,
+  schedule?: string,
+): CompiledKernel {
+  const src = schedule === undefined ? fp8Source(t) : withSchedule(fp8Source(t), schedule);
+  return compileSource(src, `bench/kernels/${t}.gemm`, p, sms, "sm90");
 }
 
 /** A compiled kernel's plan: `128x256x128, 3 stages, wg.m64n256k32.e4m3.f32, grid 132`. */
@@ -415,7 +424,10 @@ function scheduleText(ck: CompiledKernel): string {
   const p = ck.planned.plan;
   const tb = p.tile?.threadblock;
   const g = ck.kernel.grid;
-  const grid = g.persistent !== undefined ? `persistent ${g.persistent.blocks}` : "grid by tiles";
+  const cluster = ck.kernel.cluster === undefined ? "" : `, cluster ${ck.kernel.cluster}`;
+  const grid = g.persistent !== undefined
+    ? `persistent ${g.persistent.blocks}${cluster}`
+    : "grid by tiles";
   return `${tb === undefined ? "?" : `${tb.m}x${tb.n}x${tb.k}`}, ${p.pipeline?.stages ?? "?"} ` +
     `stages, ${p.mma?.wgmma ?? "?"}, ${grid}`;
 }
@@ -456,10 +468,16 @@ function failedRow(
 }
 
 /** Compiles, loads, checks and times one kernel; never throws (a failure is its row). */
-function benchOne(cuda: Cuda, probe: ClockProbe, t: Fp8BenchType, p: Problem): Fp8Row {
+function benchOne(
+  cuda: Cuda,
+  probe: ClockProbe,
+  t: Fp8BenchType,
+  p: Problem,
+  lines?: string,
+): Fp8Row {
   let ck: CompiledKernel;
   try {
-    ck = compileFp8(t, p, cuda.device.multiprocessors);
+    ck = compileFp8(t, p, cuda.device.multiprocessors, lines);
   } catch (e) {
     return failedRow(t, p, "compile failed", errText(e), null);
   }
@@ -566,13 +584,15 @@ function fp8Dry(
   types: readonly Fp8BenchType[],
   problems: readonly Problem[],
   sms: number,
+  schedule?: string,
 ): boolean {
   console.log(`# --dry: the kernels compiled for sm90 with ${sms} SMs; nothing runs`);
   let ok = true;
   for (const t of types) {
     for (const p of problems) {
       try {
-        console.log(`${t} ${p.M}x${p.N}x${p.K}: ${scheduleText(compileFp8(t, p, sms))}`);
+        const ck = compileFp8(t, p, sms, schedule);
+        console.log(`${t} ${p.M}x${p.N}x${p.K}: ${scheduleText(ck)}`);
       } catch (e) {
         ok = false;
         console.log(`${t} ${p.M}x${p.N}x${p.K}: compile failed: ${errText(e)}`);
@@ -628,7 +648,7 @@ export async function fp8BenchMain(
 ): Promise<boolean> {
   const types = options.types ?? FP8_BENCH_TYPES;
   const problems = options.problems ?? FP8_PROBLEMS;
-  if (options.dry === true) return fp8Dry(types, problems, options.sms ?? 132);
+  if (options.dry === true) return fp8Dry(types, problems, options.sms ?? 132, options.schedule);
   const avail = cudaAvailable();
   if (!avail.ok) {
     console.error(`bench --fp8: ${avail.why}`);
@@ -646,7 +666,7 @@ export async function fp8BenchMain(
       console.log(`# ${device}, driver ${dev.driverVersionText}`);
       for (const t of types) {
         for (const p of problems) {
-          const row = benchOne(cuda, probe, t, p);
+          const row = benchOne(cuda, probe, t, p, options.schedule);
           rows.push(row);
           console.log(rowLine(row));
         }
@@ -677,7 +697,7 @@ export async function fp8BenchMain(
 /**
  * Parses the command line: `--types e4m3,e4m3_e5m2`, `--shapes 8192,4096,odd`
  * (`odd` is 5008³; any other size S is S³, a positive multiple of 16),
- * `--no-peers`, `--out DIR`, `--dry`, `--sms N` (with `--dry`).
+ * `--no-peers`, `--out DIR`, `--dry`, `--sms N` (with `--dry`), `--schedule LINES`.
  *
  * @param args The arguments.
  * @returns The options, or an error message.
@@ -703,12 +723,17 @@ export function parseFp8Args(args: readonly string[]): Fp8BenchOptions | string 
     outDir?: string;
     dry?: boolean;
     sms?: number;
+    schedule?: string;
   } = {};
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
     if (a === "--no-peers") out.peers = false;
     else if (a === "--dry") out.dry = true;
-    else if (a === "--out") {
+    else if (a === "--schedule") {
+      const l = args[++i];
+      if (l === undefined || l.trim() === "") return "--schedule needs schedule lines";
+      out.schedule = l;
+    } else if (a === "--out") {
       const d = args[++i];
       if (d === undefined || d === "") return "--out needs a folder";
       out.outDir = d;

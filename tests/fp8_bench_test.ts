@@ -119,6 +119,9 @@ Deno.test("bench/kernels/e4m3*.gemm compile for sm90 to TMA-fed wgmma kernels of
       // Persistent where each of the 132 blocks gets at least 8 tiles (passes/wgmma.ts): 8192³.
       const tiles = Math.ceil(p.M / 128) * Math.ceil(p.N / 256);
       assert.equal(ck.kernel.grid.persistent?.blocks, tiles >= 8 * 132 ? 132 : undefined);
+      // No cluster by default (fp8 is not measured on clusters); `--schedule "cluster 2"` asks.
+      assert.equal(ck.kernel.cluster, undefined);
+      assert.equal(compileFp8(t, p, 132, "cluster 2").kernel.cluster, 2);
       assert.match(ck.ptx, /^\.target sm_90a$/m);
       assert.match(
         ck.ptx,
@@ -246,7 +249,7 @@ Deno.test("fp8Report: the table, the targets, the kernels' and the peer's lines"
   assert.ok(text.endsWith("\n"));
 });
 
-Deno.test("parseFp8Args: types, shapes, peers, out, dry, sms; bad ones refused", () => {
+Deno.test("parseFp8Args: types, shapes, peers, out, dry, sms, schedule; bad ones refused", () => {
   assert.deepEqual(parseFp8Args([]), {});
   assert.deepEqual(
     parseFp8Args(["--types", "e4m3_e5m2", "--shapes", "8192,odd", "--out", "/tmp/x", "--dry"]),
@@ -258,6 +261,9 @@ Deno.test("parseFp8Args: types, shapes, peers, out, dry, sms; bad ones refused",
     },
   );
   assert.deepEqual(parseFp8Args(["--sms", "114", "--no-peers"]), { sms: 114, peers: false });
+  assert.deepEqual(parseFp8Args(["--schedule", "cluster 2; stages 3"]), {
+    schedule: "cluster 2; stages 3",
+  });
   const n = 16 * rng.int(1, 700);
   const shapes = parseFp8Args(["--shapes", `${n}`]);
   assert.ok(typeof shapes !== "string");
@@ -271,6 +277,8 @@ Deno.test("parseFp8Args: types, shapes, peers, out, dry, sms; bad ones refused",
       ["--shapes", ""],
       ["--sms", "0"],
       ["--out"],
+      ["--schedule"],
+      ["--schedule", " "],
       ["--gpu"],
     ]
   ) {
