@@ -363,9 +363,19 @@ export function wgmmaCluster(k: GemmKernel): number {
 /** Operand types whose persistent kernels default to clusters of 2: those measured on an H100
  * (bench/NOTES.md 75-76, 8192³, TFLOP/s burst / sustained, one block a tile or unclustered ->
  * cluster 2 in the same call: f16 759 -> 765 / 625 -> 654, bf16 793 -> 799 / 697 -> 687, tf32
- * 395 -> 394 / 305 -> 329, s8 1319 -> 1572 / 1328 -> 1317). u8 runs s8's kernel with another
- * sign (a shortcut: not measured itself); the 8-bit floats are not measured on clusters. */
-const CLUSTER_DEFAULT_TYPES: ReadonlySet<string> = new Set(["f16", "bf16", "tf32", "s8", "u8"]);
+ * 395 -> 394 / 305 -> 329, s8 1319 -> 1572 / 1328 -> 1317) and on an H200 (NOTES 77, e4m3 ->
+ * bf16: 8192³ 1517 -> 1521 / 1176 -> 1176, 5008³ 1066 -> 1178 / 1001 -> 1029). u8 runs s8's
+ * kernel with another sign, e5m2 e4m3's with another format (shortcuts: neither measured
+ * itself). */
+const CLUSTER_DEFAULT_TYPES: ReadonlySet<string> = new Set([
+  "f16",
+  "bf16",
+  "tf32",
+  "s8",
+  "u8",
+  "e4m3",
+  "e5m2",
+]);
 
 /** Tile rows a problem's known (or hinted) M must give for the default cluster: a cluster whose
  * second tile lies past M idles one CTA, at most 1 in 9 of them from this many rows on. */
