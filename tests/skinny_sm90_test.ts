@@ -4,7 +4,7 @@
  * 128x64 and 64x64 ones where those do not fill the SMs (NOTES 73; 64x64 on clusters of 2,
  * NOTES 76), each with a deep pipeline
  * (every role schedule simulated), sm80's rule elsewhere; the compiler takes the choice for hinted sizes on sm90 only; every choice simulates
- * in agreement with the reference at sizes that are no tile multiples (M = 1, 7, 100; K not a
+ * in agreement with the reference at sizes that are no tile multiples (M = 1, 7, 33, 100; K not a
  * multiple of 64) with hazards none; and a split-K choice gives the same bytes whatever the
  * order its blocks run in.
  *
@@ -96,7 +96,7 @@ for (const c of CHOICES) {
   const s = ck.planned.schedule;
   const tag = `${s.threadblock!.m}x${s.threadblock!.n}x${s.threadblock!.k} split ${s.splitK}` +
     (ck.kernel.cluster !== undefined ? ` cluster ${ck.kernel.cluster}` : "");
-  for (const M of [1, 7, 100]) {
+  for (const M of [1, 7, 33, 100]) {
     Deno.test(`skinny sm90 ${c.type} ${tag}${c.epilogue ? " + bias, relu" : ""}: simulates in agreement at M=${M}`, () => {
       assert.equal(ck.planned.plan.tile!.wgmma, true);
       assert.equal(ck.planned.plan.tile!.deepPipeline, true);

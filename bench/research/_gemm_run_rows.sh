@@ -1,11 +1,12 @@
-# Sourced by the research scripts (sm90_*.sh, pdl_ab.sh, deep_ab.sh): the
-# card's state, and one `gemm run` a row into $OUT/full.txt with a summary line in
-# $OUT/summary.txt. Needs OUT set and Deno on PATH (run with --cached-only on the device).
+# Sourced by the research scripts (sm90_*.sh, pdl_ab.sh, deep_ab.sh, cluster_*.sh,
+# defaults_call.sh): the card's state, one `gemm run` a row into $ROWS_DIR/full.txt with a
+# summary line in $ROWS_DIR/summary.txt (ROWS_DIR defaults to OUT), and the sm90 benchmark. Needs
+# Deno on PATH (run with --cached-only on the device).
 
 # The card before the first row, into $OUT/smi.txt.
 card_state() {
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw --format=csv |
-    tee "$OUT/smi.txt"
+    tee "${ROWS_DIR:-$OUT}/smi.txt"
 }
 
 # one LABEL FILE SIZES [gemm run options...]: one summary line (median, rate, check, grid).
@@ -13,10 +14,23 @@ one() {
   local label=$1 f=$2 s=$3
   shift 3
   local t
-  t=$({ deno run --cached-only -A cli.ts run "$f" --size "$s" "$@" 2>&1; } | tee -a "$OUT/full.txt" |
+  t=$({ deno run --cached-only -A cli.ts run "$f" --size "$s" "$@" 2>&1; } |
+    tee -a "${ROWS_DIR:-$OUT}/full.txt" |
     grep -Eio 'median [0-9.]+ ms|[0-9.]+ (TFLOP/s|TOPS)|agrees|disagrees|FAIL[A-Z]*|mismatch|grid [0-9x]+' |
     tr '\n' ' ')
-  echo "$label $s $* :: $t" | tee -a "$OUT/summary.txt"
+  echo "$label $s $* :: $t" | tee -a "${ROWS_DIR:-$OUT}/summary.txt"
+}
+
+# Back to back, 4 input sets: the options of every `one` row of the variant scripts.
+SMALL=(--iters 50 --warmup 10 --input-sets 4)
+
+# tune_row DIR SIZES VARIANT...: f16's --tune default on sm90, then each variant of DIR
+# (var_f16_VARIANT.gemm, written by gen_variants.sh), at SIZES.
+tune_row() {
+  local dir=$1 s=$2
+  shift 2
+  one sm90-tune bench/kernels/f16.gemm "$s" --target sm90 --tune "${SMALL[@]}"
+  for v in "$@"; do one "$v" "$dir/var_f16_$v.gemm" "$s" "${SMALL[@]}"; done
 }
 
 # llm_tree TREE DIR TYPES MS: the llm table on sm90 with --pdl from TREE (".", or another commit's
@@ -30,4 +44,18 @@ llm_tree() {
     --target sm90 --types "$types" --m "$ms" --pdl --out "$dir") >"$dir.log" 2>&1
   echo "llm $tree: exit $? ($((SECONDS - t0)) s)"
   grep -E '^(f16|bf16|s8) ' "$dir.log" | cut -c1-300
+}
+
+# bench_sm90 DIR LABEL TYPES SHAPES [bench options...]: the sm90 benchmark (two states, cuBLAS in
+# the same run) into DIR/LABEL, its log in DIR/LABEL.log; prints the exit, the seconds and the
+# rows.
+bench_sm90() {
+  local dir=$1 label=$2 types=$3 shapes=$4 t0=$SECONDS
+  shift 4
+  mkdir -p "$dir/$label"
+  deno task bench --no-sim --no-compile --gpu --target sm90 --types "$types" --shapes "$shapes" \
+    --out "$dir/$label" "$@" >"$dir/$label.log" 2>&1
+  echo "bench $label: exit $? ($((SECONDS - t0)) s)"
+  grep -E "^(f16|bf16|tf32|s8) |ERROR|schedule lines|MISSED|met" "$dir/$label.log" |
+    sed 's/\x1b\[[0-9;]*m//g' | cut -c1-330
 }

@@ -22,16 +22,9 @@ if [ "${GPU_TEST:-1}" = 1 ]; then
   grep -E "^cluster|passed|failed|FAILED" "$W/gpu-cluster-test.txt" | sed 's/\x1b\[[0-9;]*m//g' | tail -12
   tar -czf "$OUT/all.tgz" -C "$W" . # after each step: a call cut short keeps what it did
 fi
-bench() { # LABEL TYPES SHAPES [--schedule LINES]
-  local label=$1 types=$2 shapes=$3
-  shift 3
-  local t0=$SECONDS
-  mkdir -p "$W/$label"
-  deno task bench --no-sim --no-compile --gpu --target sm90 --types "$types" --shapes "$shapes" \
-    --out "$W/$label" "$@" >"$W/$label.log" 2>&1
-  echo "bench $label: exit $? ($((SECONDS - t0)) s)"
-  grep -E "^(f16|bf16|tf32|s8) |ERROR|schedule lines|MISSED|met" "$W/$label.log" |
-    sed 's/\x1b\[[0-9;]*m//g'
+. bench/research/_gemm_run_rows.sh
+bench() { # LABEL TYPES SHAPES [bench options...]
+  bench_sm90 "$W" "$@"
   tar -czf "$OUT/all.tgz" -C "$W" .
 }
 i=0

@@ -17,37 +17,21 @@ RUNS="${RUNS:-f16:2048,3072,4096 tf32,s8:odd}"
 W=/tmp/cluster_sweep
 rm -rf "$W" && mkdir -p "$W" "$OUT"
 pack() { tar -czf "$OUT/all.tgz" -C "$W" .; }
+. bench/research/_gemm_run_rows.sh
+ROWS_DIR=$W
 if [ "${ROWS:-1}" = 1 ]; then
   V=/tmp/cluster_sweep_variants
   bash bench/research/gen_variants.sh "$V" bench/research/variants_sm90_cluster.txt >"$W/gen.txt" 2>&1
-  OUT_SAVED=$OUT
-  OUT=$W
-  . bench/research/_gemm_run_rows.sh
   card_state >/dev/null
-  SMALL=(--iters 50 --warmup 10 --input-sets 4)
-  row() { # SIZES VARIANT...: --tune on sm90, then each variant
-    local s=$1
-    shift
-    one sm90-tune bench/kernels/f16.gemm "$s" --target sm90 --tune "${SMALL[@]}"
-    for v in "$@"; do one "$v" "$V/var_f16_$v.gemm" "$s" "${SMALL[@]}"; done
-  }
-  row M=128,N=4096,K=4096 w64x64s13p w64x64s13c2
-  row M=256,N=4096,K=4096 w128x64s8c2
-  row M=256,N=14336,K=4096 w128x128s5c2
-  row M=128,N=4096,K=14336 w64x64s13c2
-  row M=256,N=4096,K=14336 w128x64s8c2
-  OUT=$OUT_SAVED
+  tune_row "$V" M=128,N=4096,K=4096 w64x64s13p w64x64s13c2
+  tune_row "$V" M=256,N=4096,K=4096 w128x64s8c2
+  tune_row "$V" M=256,N=14336,K=4096 w128x128s5c2
+  tune_row "$V" M=128,N=4096,K=14336 w64x64s13c2
+  tune_row "$V" M=256,N=4096,K=14336 w128x64s8c2
   pack
 fi
-bench() { # LABEL TYPES SHAPES [--schedule LINES]
-  local label=$1 types=$2 shapes=$3
-  shift 3
-  local t0=$SECONDS
-  mkdir -p "$W/$label"
-  deno task bench --no-sim --no-compile --gpu --target sm90 --types "$types" --shapes "$shapes" \
-    --out "$W/$label" "$@" >"$W/$label.log" 2>&1
-  echo "bench $label: exit $? ($((SECONDS - t0)) s)"
-  grep -E "^(f16|bf16|tf32|s8) |ERROR" "$W/$label.log" | sed 's/\x1b\[[0-9;]*m//g' | cut -c1-330
+bench() { # LABEL TYPES SHAPES [bench options...]
+  bench_sm90 "$W" "$@"
   pack
 }
 i=0

@@ -36,69 +36,35 @@ if has llm; then
   grep -E '^(f16|bf16|s8) ' "$W/llm.log" | cut -c1-300
   pack
 fi
-if has rows; then
-  V=/tmp/defaults_call_variants
+. bench/research/_gemm_run_rows.sh
+ROWS_DIR=$W
+V=/tmp/defaults_call_variants
+if has rows || has ab || has ab2; then
   bash bench/research/gen_variants.sh "$V" bench/research/variants_sm90_cluster.txt >"$W/gen.txt" 2>&1
-  OUT_SAVED=$OUT
-  OUT=$W
-  . bench/research/_gemm_run_rows.sh
-  SMALL=(--iters 50 --warmup 10 --input-sets 4)
-  for s in M=128,N=4096,K=14336 M=128,N=4096,K=4096; do
-    one sm90-tune bench/kernels/f16.gemm "$s" --target sm90 --tune "${SMALL[@]}"
-    one w64x64s14t "$V/var_f16_w64x64s14t.gemm" "$s" "${SMALL[@]}"
-  done
-  OUT=$OUT_SAVED
+fi
+if has rows; then
+  tune_row "$V" M=128,N=4096,K=14336 w64x64s14t
+  tune_row "$V" M=128,N=4096,K=4096 w64x64s14t
   pack
 fi
 if has ab; then
-  V=/tmp/defaults_call_variants
-  bash bench/research/gen_variants.sh "$V" bench/research/variants_sm90_cluster.txt >"$W/gen.txt" 2>&1
-  OUT_SAVED=$OUT
-  OUT=$W
-  . bench/research/_gemm_run_rows.sh
-  SMALL=(--iters 50 --warmup 10 --input-sets 4)
-  for _ in 1 2 3; do
-    one sm90-tune bench/kernels/f16.gemm M=128,N=4096,K=4096 --target sm90 --tune "${SMALL[@]}"
-    one w64x64s14t "$V/var_f16_w64x64s14t.gemm" M=128,N=4096,K=4096 "${SMALL[@]}"
-  done
-  for s in M=256,N=4096,K=4096 M=256,N=4096,K=14336; do
-    one sm90-tune bench/kernels/f16.gemm "$s" --target sm90 --tune "${SMALL[@]}"
-    one w64x128s8c2 "$V/var_f16_w64x128s8c2.gemm" "$s" "${SMALL[@]}"
-    one w64x64s13c2 "$V/var_f16_w64x64s13c2.gemm" "$s" "${SMALL[@]}"
-  done
-  OUT=$OUT_SAVED
+  for _ in 1 2 3; do tune_row "$V" M=128,N=4096,K=4096 w64x64s14t; done
+  for s in M=256,N=4096,K=4096 M=256,N=4096,K=14336; do tune_row "$V" "$s" w64x128s8c2 w64x64s13c2; done
   pack
 fi
 # "ab2" (not in the default STEPS): after a throwaway row that warms the card, the --tune default
 # against 64x128 tiles on clusters at M = 256, and against the unclustered 64x64 tile at M = 128,
 # K = 14336, alternated twice.
 if has ab2; then
-  V=/tmp/defaults_call_variants
-  bash bench/research/gen_variants.sh "$V" bench/research/variants_sm90_cluster.txt >"$W/gen.txt" 2>&1
-  OUT_SAVED=$OUT
-  OUT=$W
-  . bench/research/_gemm_run_rows.sh
-  SMALL=(--iters 50 --warmup 10 --input-sets 4)
   one warm bench/kernels/f16.gemm M=256,N=4096,K=14336 --target sm90 --tune --iters 3000 --warmup 10
   for _ in 1 2; do
-    for s in M=256,N=4096,K=4096 M=256,N=4096,K=14336; do
-      one sm90-tune bench/kernels/f16.gemm "$s" --target sm90 --tune "${SMALL[@]}"
-      one w64x128s8c2 "$V/var_f16_w64x128s8c2.gemm" "$s" "${SMALL[@]}"
-    done
-    one sm90-tune bench/kernels/f16.gemm M=128,N=4096,K=14336 --target sm90 --tune "${SMALL[@]}"
-    one w64x64s14t "$V/var_f16_w64x64s14t.gemm" M=128,N=4096,K=14336 "${SMALL[@]}"
+    for s in M=256,N=4096,K=4096 M=256,N=4096,K=14336; do tune_row "$V" "$s" w64x128s8c2; done
+    tune_row "$V" M=128,N=4096,K=14336 w64x64s14t
   done
-  OUT=$OUT_SAVED
   pack
 fi
 bench() { # LABEL TYPES SHAPES
-  local label=$1 t0=$SECONDS
-  mkdir -p "$W/$label"
-  deno task bench --no-sim --no-compile --gpu --target sm90 --types "$2" --shapes "$3" \
-    --out "$W/$label" >"$W/$label.log" 2>&1
-  echo "bench $label: exit $? ($((SECONDS - t0)) s)"
-  grep -E "^(f16|bf16|tf32|s8) |ERROR|MISSED|met" "$W/$label.log" | sed 's/\x1b\[[0-9;]*m//g' |
-    cut -c1-330
+  bench_sm90 "$W" "$@"
   pack
 }
 if has main; then

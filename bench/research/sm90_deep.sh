@@ -13,13 +13,7 @@ V=/tmp/sm90_deep_variants
 bash bench/research/gen_variants.sh "$V" bench/research/variants_sm90_deep.txt >"$OUT/gen.txt" 2>&1
 . bench/research/_gemm_run_rows.sh
 card_state
-SMALL=(--iters 50 --warmup 10 --input-sets 4)
-row() { # SIZES VARIANT...: --tune on sm90, then each variant
-  local s=$1
-  shift
-  one sm90-tune bench/kernels/f16.gemm "$s" --target sm90 --tune "${SMALL[@]}"
-  for v in "$@"; do one "$v" "$V/var_f16_$v.gemm" "$s" "${SMALL[@]}"; done
-}
+row() { tune_row "$V" "$@"; } # SIZES VARIANT...
 # ROWS=2: 64-row wgmma tiles with deep pipelines at M <= 64 (the second call of NOTES 73).
 if [ "${ROWS:-1}" = 2 ]; then
   row M=16,N=4096,K=4096 w64x32s18
