@@ -17,9 +17,9 @@ import { requireInstruction, targetInfo } from "../ir/target.ts";
 import { type GemmPass, scheduleError } from "./pass.ts";
 import {
   persistentStagingBytes,
-  TMA_PRODUCER_REGS,
   TMA_PRODUCER_THREADS,
   tmaConsumerRegs,
+  tmaProducerRegs,
   WGMMA_DEFAULT_STAGES,
   WGMMA_GROUPS_IN_FLIGHT,
   wgmmaCluster,
@@ -317,8 +317,8 @@ export const pipelinePass: GemmPass = {
           tma: {
             barrierOffset: stages * perStage,
             producerThreads: TMA_PRODUCER_THREADS,
-            producerRegs: TMA_PRODUCER_REGS,
-            consumerRegs: tmaConsumerRegs(threads),
+            producerRegs: tmaProducerRegs(k),
+            consumerRegs: tmaConsumerRegs(threads, tmaProducerRegs(k)),
             ...(cluster > 1 ? { cluster } : {}),
             // The staging region (if any) from the next 128 bytes after the barriers and
             // Stream-K's flag.

@@ -23,7 +23,13 @@ import {
   skinnySchedule,
   skinnyWgmmaSchedule,
 } from "./skinny.ts";
-import { wgmmaCandidate, wgmmaDefaultTile, wgmmaOnly, wgmmaRowFor } from "./wgmma.ts";
+import {
+  WGMMA_SPLIT_MAX_N,
+  wgmmaCandidate,
+  wgmmaDefaultTile,
+  wgmmaOnly,
+  wgmmaRowFor,
+} from "./wgmma.ts";
 
 /**
  * The default threadblock tile for an MMA operand type.
@@ -645,7 +651,12 @@ export const tilePass: GemmPass = {
     const skinny = chosen.skinny;
     const tb = chosen.tb;
     checkThreadblock(k, tb);
-    const wgmma = wgmmaCandidate(k) && wgmmaRowFor(k, tb) !== null;
+    // A default tile split along K keeps mma.sync where a warpgroup's row would be wider than
+    // 128: the reduction beside 128 accumulators a thread spills (passes/wgmma.ts
+    // wgmmaDefaultTile; bench/NOTES.md 78: 24-28 bytes at 64x256 split 4, M = 1).
+    const splitWide = given === undefined && chosen.splitK > 1 && tb.n > WGMMA_SPLIT_MAX_N &&
+      k.schedule.mma === undefined && !wgmmaOnly(k);
+    const wgmma = wgmmaCandidate(k) && wgmmaRowFor(k, tb) !== null && !splitWide;
     if (k.schedule.mma?.m === 64 && !wgmma) {
       const mm = k.schedule.mma;
       scheduleError(

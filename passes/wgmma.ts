@@ -116,11 +116,14 @@ export function wgmmaRowFor(k: GemmKernel, tb: Shape3): WgmmaShape | null {
 export function wgmmaDefaultTile(k: GemmKernel): Shape3 {
   // 8-bit integers: rows stop at N = 224; 8-bit floats go to 256 like the 16-bit types.
   const eight = DTYPE_INFO[k.math.mmaA].bits === 8 && !isFp8(k.math.mmaA);
-  // Split-K: 64 x 128 a warpgroup. The reduction's registers beside 128 accumulators
-  // spilled 40 bytes at bf16 128x256 (examples/splitk.gemm); a shortcut, not measured.
   const split = (k.schedule.splitK ?? 1) > 1;
-  return { m: 128, n: split ? 128 : eight ? 224 : 256, k: rowElems(k) };
+  return { m: 128, n: split ? WGMMA_SPLIT_MAX_N : eight ? 224 : 256, k: rowElems(k) };
 }
+
+/** The widest warpgroup row of a split-K wgmma kernel by default: the reduction's registers
+ * beside 128 accumulators a thread spilled 40 bytes at bf16 128x256 (examples/splitk.gemm) and
+ * 24-28 at a 64x256 split 4 (bench/NOTES.md 78); a shortcut, not measured on a GPU. */
+export const WGMMA_SPLIT_MAX_N = 128;
 
 /**
  * The k-tiles of wgmmas a warpgroup keeps running while it issues the next copies
@@ -151,8 +154,20 @@ export function plannedWgmma(k: GemmKernel): WgmmaShape | null {
 /** Threads of a warp-specialized kernel's producer warpgroup. */
 export const TMA_PRODUCER_THREADS = 128;
 
-/** Registers a producer thread keeps (`setmaxnreg.dec`): it only computes coordinates. */
-export const TMA_PRODUCER_REGS = 40;
+/**
+ * Registers a producer thread keeps (`setmaxnreg.dec`): it only computes coordinates, so the
+ * fewest `setmaxnreg` allows, which leaves two consumer warpgroups 240 each; 40 (232 for the
+ * consumers) for a batched kernel, whose 3-D coordinates need more. Found by ptxas
+ * (bench/NOTES.md 78, `bench/research/spill_sweep.ts`): at 40 / 232 tf32's 128x256 consumers on
+ * clusters of 2 spilled 8 bytes, at 24 / 240 none did, but the producers of two batched kernels
+ * (Stream-K, clusters) spilled 8 bytes. Not measured on a GPU: a shortcut.
+ *
+ * @param k The kernel.
+ * @returns Registers per producer thread.
+ */
+export function tmaProducerRegs(k: GemmKernel): number {
+  return k.problem.batch === null ? 24 : 40;
+}
 
 /** The register file a block may spread across its warpgroups (one block an SM). */
 const REGISTER_FILE = 65536;
@@ -189,8 +204,7 @@ const CONSUMER_REGS_BESIDE_ACC = 32;
 
 /**
  * Whether a warp-specialized block's consumer code fits the registers ptxas allows a thread of
- * the whole block (the register file over its threads, producer included; ptxas allocates the
- * consumers' code within that, whatever `setmaxnreg.inc` grants later). Three consumer
+ * the whole block (the register file over its threads, producer included). Three consumer
  * warpgroups of 64 x 256 (192x256, 512 threads: 128 registers) do not: ptxas refused it
  * (C7602, NOTES 67), so such tiles keep the cp.async pipeline (656 TFLOP/s at f16 8192³,
  * NOTES 62).
@@ -205,15 +219,20 @@ function consumerFitsBeside(tb: Shape3): boolean {
 }
 
 /**
- * The registers a consumer thread gets (`setmaxnreg.inc`): the register file less the
- * producer's, shared by the consumer threads, a multiple of 8, at most 256 (232 for two
- * consumer warpgroups).
+ * The registers a consumer thread gets (`setmaxnreg.inc`): what the block was launched with (the
+ * register file over its threads, a multiple of 8 a thread) less the producer's, shared by the
+ * consumer threads, a multiple of 8, at most 256: 240 for two consumer warpgroups beside a
+ * producer of 24, 232 beside one of 40. ptxas allocates the consumers' code within it (tf32's
+ * consumers on clusters spilled 8 bytes at 232 and none at 240, NOTES 78).
  *
  * @param consumerThreads The consumer warpgroups' threads.
+ * @param producerRegs The producer's registers ({@link tmaProducerRegs}).
  * @returns Registers per consumer thread.
  */
-export function tmaConsumerRegs(consumerThreads: number): number {
-  const left = REGISTER_FILE - TMA_PRODUCER_THREADS * TMA_PRODUCER_REGS;
+export function tmaConsumerRegs(consumerThreads: number, producerRegs: number): number {
+  const threads = consumerThreads + TMA_PRODUCER_THREADS;
+  const launched = Math.floor(REGISTER_FILE / threads / 8) * 8 * threads;
+  const left = launched - TMA_PRODUCER_THREADS * producerRegs;
   return Math.min(256, Math.floor(left / consumerThreads / 8) * 8);
 }
 

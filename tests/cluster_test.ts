@@ -25,6 +25,7 @@ import { simulateGemm } from "../harness/simulate_gemm.ts";
 import { tensorParam } from "../ir/gemm.ts";
 import { DTYPE_INFO } from "../ir/dtype.ts";
 import { CLUSTER_CASES } from "./testdata/wgmma_cases.ts";
+import { tmaConsumerRegs } from "../passes/wgmma.ts";
 
 /** A TN GEMM with schedule lines (`;`-separated). */
 export const CLUSTER_GEMM = (t: string, d: string, sched: string, epi = "") =>
@@ -84,17 +85,39 @@ Deno.test("cluster 2: the PTX multicasts B, releases both CTAs' stages, brackets
 });
 
 ptxasTest(
-  "cluster 2: ptxas -arch=sm_90a takes f16, bf16, tf32 and s8 without spills",
+  "cluster 2: ptxas -arch=sm_90a takes f16, bf16, tf32, s8 and the batched cases without spills",
   async (ptxas) => {
-    for (const [t, d] of [["f16", "f16"], ["bf16", "f32"], ["f32", "f32"], ["s8", "s32"]]) {
-      const ck = compiled(CLUSTER_GEMM(t!, d!, "cluster 2", "bias"));
-      assert.equal(ck.kernel.cluster, 2, t);
+    const srcs = [["f16", "f16"], ["bf16", "f32"], ["f32", "f32"], ["s8", "s32"]].flatMap((
+      [t, d],
+    ) => [CLUSTER_GEMM(t!, d!, "cluster 2", "bias"), CLUSTER_GEMM(t!, d!, "cluster 2")]);
+    // tf32 without an epilogue spilled 8 bytes at 232 consumer registers (NOTES 78); the
+    // batched cases' producers spilled at 24 producer registers.
+    for (const src of [...srcs, ...CLUSTER_CASES.map((c) => c.src)]) {
+      const ck = compiled(src);
+      assert.equal(ck.kernel.cluster, 2, src);
       const r = await runPtxas(ck.ptx, { ptxasPath: ptxas, arch: "sm_90a" });
-      assert.ok(r.ok, `${t}: ${r.log}`);
-      assert.match(r.log, /0 bytes spill stores, 0 bytes spill loads/, `${t}: ${r.log}`);
+      assert.ok(r.ok, `${src}: ${r.log}`);
+      assert.match(r.log, /0 bytes spill stores, 0 bytes spill loads/, `${src}: ${r.log}`);
     }
   },
 );
+
+Deno.test("setmaxnreg: 24 / 240 registers beside two consumer warpgroups, 40 / 232 when batched; never more than the block was launched with", () => {
+  const regs = (src: string) => {
+    const t = compiled(src).planned.plan.pipeline!.tma!;
+    return [t.producerRegs, t.consumerRegs];
+  };
+  assert.deepEqual(regs(CLUSTER_GEMM("f32", "f32", "cluster 2")), [24, 240]);
+  const batched = CLUSTER_CASES.find((c) => /batched A and B/.test(c.name))!;
+  assert.deepEqual(regs(batched.src), [40, 232]);
+  for (const [consumers, producer] of [[256, 24], [256, 40], [128, 24], [128, 40]] as const) {
+    const threads = consumers + 128;
+    const launched = Math.floor(65536 / threads / 8) * 8 * threads;
+    const c = tmaConsumerRegs(consumers, producer);
+    assert.ok(c % 8 === 0 && c <= 256 && producer * 128 + c * consumers <= launched);
+  }
+  assert.equal(tmaConsumerRegs(128, 24), 256);
+});
 
 Deno.test("cluster: refused where the kernel cannot have one (E0112, E0214)", () => {
   const codes = (src: string, target: "sm80" | "sm90" = "sm90") =>

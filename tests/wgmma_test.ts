@@ -51,8 +51,8 @@ Deno.test("wgmma: the default f16 plan on sm90 is warp-specialized: TMA, two con
   assert.deepEqual(p.pipeline!.tma, {
     barrierOffset: 4 * 49152,
     producerThreads: 128,
-    producerRegs: 40,
-    consumerRegs: 232,
+    producerRegs: 24,
+    consumerRegs: 240,
     persistent: { stagingOffset: 4 * 49152 + 128 },
   });
   assert.deepEqual(ck.kernel.grid.persistent, { blocks: 132 });
@@ -65,8 +65,8 @@ Deno.test("wgmma: the default f16 plan on sm90 is warp-specialized: TMA, two con
     [["A_tmap", [64, 128]], ["B_tmap", [64, 256]]],
   );
   assert.match(ck.ptx, /cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\.tile\.mbarrier/);
-  assert.match(ck.ptx, /setmaxnreg\.dec\.sync\.aligned\.u32 40;/);
-  assert.match(ck.ptx, /setmaxnreg\.inc\.sync\.aligned\.u32 232;/);
+  assert.match(ck.ptx, /setmaxnreg\.dec\.sync\.aligned\.u32 24;/);
+  assert.match(ck.ptx, /setmaxnreg\.inc\.sync\.aligned\.u32 240;/);
   assert.match(ck.ptx, /mbarrier\.arrive\.expect_tx\.shared::cta\.b64 _, \[%r\d+\], 49152;/);
   assert.doesNotMatch(ck.ptx, /cp\.async\.ca|cp\.async\.cg|fence\.proxy\.async/);
   assert.match(ck.ptx, /wgmma\.wait_group\.sync\.aligned 1;/);
@@ -314,5 +314,33 @@ ptxasTest(
         assert.deepEqual([k.spillStoreBytes, k.spillLoadBytes], [0, 0], tb);
       }
     }
+  },
+);
+
+ptxasTest(
+  "sm90: a default tile split along K keeps mma.sync where its warpgroup row would be 256 wide (it spilled), and assembles without spills",
+  async (ptxas) => {
+    const src = Deno.readTextFileSync(new URL("../examples/strided.gemm", import.meta.url));
+    const hints = { M: 1, N: 4096, K: 4096, L: 2 };
+    const r = compile(src, { file: "strided.gemm", target: "sm90", sms: 132, sizeHints: hints });
+    assert.ok(r.ok, formatDiagnostics(r.diagnostics, src));
+    const ck = r.kernels.find((k) => k.gemm.name === "broadcast_weight")!;
+    const p = ck.planned;
+    assert.deepEqual([p.schedule.threadblock!.n, p.schedule.splitK], [256, 4]);
+    assert.equal(p.plan.tile!.wgmma, undefined);
+    const res = await runPtxas(ck.ptx, { ptxasPath: ptxas, arch: "sm_90a" });
+    assert.match(res.log, /0 bytes spill stores, 0 bytes spill loads/, res.log);
+    // A given tile is the user's: it keeps wgmma.
+    const given = src.replace(
+      "Y[b, m, n] = bf16(X[b, m, k] * W[b, k, n] + bias[b, n])",
+      "Y[b, m, n] = bf16(X[b, m, k] * W[b, k, n] + bias[b, n])\n" +
+        "  schedule { threadblock 64x256x64\n split_k 4 }",
+    );
+    const g = compile(given, { file: "g.gemm", target: "sm90", sms: 132, sizeHints: hints });
+    assert.ok(g.ok, formatDiagnostics(g.diagnostics, given));
+    assert.equal(
+      g.kernels.find((k) => k.gemm.name === "broadcast_weight")!.planned.plan.tile!.wgmma,
+      true,
+    );
   },
 );
