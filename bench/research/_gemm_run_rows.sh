@@ -59,3 +59,17 @@ bench_sm90() {
   grep -E "^(f16|bf16|tf32|s8) |ERROR|schedule lines|MISSED|met" "$dir/$label.log" |
     sed 's/\x1b\[[0-9;]*m//g' | cut -c1-330
 }
+
+# bench_cluster_ab DIR RUNS AFTER: for each TYPES:SHAPES of RUNS (space-separated), the sm90
+# benchmark at the default schedule (DIR/default-i), then with `cluster 2` (DIR/cluster2-i), each
+# followed by the command AFTER (e.g. packing DIR, so that a call cut short keeps what it did).
+bench_cluster_ab() {
+  local dir=$1 runs=$2 after=$3 i=0 run
+  for run in $runs; do
+    i=$((i + 1))
+    bench_sm90 "$dir" "default-$i" "${run%%:*}" "${run#*:}"
+    $after
+    bench_sm90 "$dir" "cluster2-$i" "${run%%:*}" "${run#*:}" --schedule "cluster 2"
+    $after
+  done
+}

@@ -13,24 +13,15 @@ set -u
 OUT="${1:?usage: cluster_call.sh OUT}"
 RUNS="${RUNS:-f16,bf16:8192,odd tf32,s8:8192}"
 W=/tmp/cluster_call
-mkdir -p "$W" "$OUT"
+rm -rf "$W" && mkdir -p "$W" "$OUT"
+pack() { tar -czf "$OUT/all.tgz" -C "$W" .; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw --format=csv >"$W/smi.txt" 2>&1
 if [ "${GPU_TEST:-1}" = 1 ]; then
   t0=$SECONDS
   deno test --cached-only -A tests/gpu/wgmma_test.ts --filter cluster >"$W/gpu-cluster-test.txt" 2>&1
   echo "gpu cluster tests: exit $? ($((SECONDS - t0)) s)"
   grep -E "^cluster|passed|failed|FAILED" "$W/gpu-cluster-test.txt" | sed 's/\x1b\[[0-9;]*m//g' | tail -12
-  tar -czf "$OUT/all.tgz" -C "$W" . # after each step: a call cut short keeps what it did
+  pack # after each step: a call cut short keeps what it did
 fi
 . bench/research/_gemm_run_rows.sh
-bench() { # LABEL TYPES SHAPES [bench options...]
-  bench_sm90 "$W" "$@"
-  tar -czf "$OUT/all.tgz" -C "$W" .
-}
-i=0
-for run in $RUNS; do
-  i=$((i + 1))
-  bench "default-$i" "${run%%:*}" "${run#*:}"
-  bench "cluster2-$i" "${run%%:*}" "${run#*:}" --schedule "cluster 2"
-done
-tar -czf "$OUT/all.tgz" -C "$W" .
+bench_cluster_ab "$W" "$RUNS" pack

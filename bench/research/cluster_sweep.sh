@@ -30,14 +30,5 @@ if [ "${ROWS:-1}" = 1 ]; then
   tune_row "$V" M=256,N=4096,K=14336 w128x64s8c2
   pack
 fi
-bench() { # LABEL TYPES SHAPES [bench options...]
-  bench_sm90 "$W" "$@"
-  pack
-}
-i=0
-for run in $RUNS; do
-  i=$((i + 1))
-  bench "default-$i" "${run%%:*}" "${run#*:}"
-  bench "cluster2-$i" "${run%%:*}" "${run#*:}" --schedule "cluster 2"
-done
+bench_cluster_ab "$W" "$RUNS" pack
 pack
