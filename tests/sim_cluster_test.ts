@@ -376,3 +376,35 @@ Deno.test("compiled cluster 2 kernel mutants: releases made local, cluster barri
     );
   }
 });
+
+Deno.test("setmaxnreg: asks beyond the registers a CTA was launched with are an error (they would wait forever); the compiled asks fit", () => {
+  const ck = compiledCluster();
+  const asks = (k: Kernel) => {
+    const out: string[] = [];
+    editOps(k, (o) => {
+      if (o.op === "setmaxnreg") out.push(`${o.action} ${o.regs}`);
+      return null;
+    });
+    return out;
+  };
+  assert.deepEqual(asks(ck.kernel), ["dec 24", "inc 240"]);
+  // 24 x 128 + 248 x 256 = 66560 > 168 x 384 = 64512.
+  const greedy = edit(
+    ck.kernel,
+    (o) => o.op === "setmaxnreg" && o.action === "inc" ? [{ ...o, regs: 248 }] : null,
+  );
+  // 40 x 128 + 240 x 256 = 66560 too: the producer keeps more than the consumers leave it.
+  const keeper = edit(
+    ck.kernel,
+    (o) => o.op === "setmaxnreg" && o.action === "dec" ? [{ ...o, regs: 40 }] : null,
+  );
+  for (const k of [greedy, keeper]) {
+    for (const schedule of SCHEDULES) {
+      assert.match(
+        runCompiled(k, schedule).error ?? "",
+        /^setmaxnreg asks 66560 registers for the warpgroups of CTA \d, more than the 64512 their block of 384 threads holds \(168 a thread\)/,
+        schedule,
+      );
+    }
+  }
+});

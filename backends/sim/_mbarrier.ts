@@ -16,7 +16,8 @@
  * address or count, an arrival past the count of a phase still waiting for bytes, more
  * bytes completed than the phase expects, an `ld`/`st.shared` of a live barrier's bytes,
  * a named barrier reached by another number of threads than it names, and `setmaxnreg` by
- * a partial warpgroup. A wait that can never return is a deadlock (_roles.ts).
+ * a partial warpgroup or asking more registers than the CTA was launched with (an
+ * `inc` that would wait forever). A wait that can never return is a deadlock (_roles.ts).
  *
  * @module
  */
@@ -530,7 +531,39 @@ export function compileNamedBar(M: Machine, info: OpInfo, mask: Mask): Run {
   };
 }
 
-/** `setmaxnreg`: no effect on values; every active warpgroup entirely active. */
+/** Registers each warpgroup of the machine's current block last asked for by `setmaxnreg` (0:
+ * not yet), by CTA; `block` names the block they belong to. */
+const REG_ASKS = new WeakMap<Machine, { block: string; asks: Int32Array }>();
+
+/** The register file of an SM, which a block of T threads is launched with in equal shares, a
+ * multiple of 8 a thread (at most 256). */
+const REGISTER_FILE = 65536;
+
+/**
+ * Whether the `setmaxnreg` asks of one CTA can all be met: each warpgroup's last ask (24, the
+ * least, for one that has not asked yet: it may still give registers back) over the registers
+ * its block was launched with. A `setmaxnreg.inc` beyond that waits forever on the GPU.
+ *
+ * @returns The message of the failure, or null.
+ */
+function regAsksFit(M: Machine, asks: Int32Array, cta: number): string | null {
+  const { T, P } = M.cl;
+  const groups = Math.ceil(T / 128);
+  const launched = Math.min(256, Math.floor(REGISTER_FILE / T / 8) * 8) * T;
+  let total = 0;
+  for (let w = 0; w < groups; w++) {
+    const threads = Math.min(128, T - w * 128);
+    total += (asks[cta * groups + w]! || 24) * threads;
+  }
+  if (total <= launched) return null;
+  const where = M.cl.N > 1 ? ` of CTA ${cta}` : "";
+  return `setmaxnreg asks ${total} registers for the warpgroups${where}, more than the ` +
+    `${launched} their block of ${T} threads holds (${launched / T} a thread): ` +
+    `setmaxnreg.inc would wait forever (the threads at ${P * cta} on)`;
+}
+
+/** `setmaxnreg`: no effect on values; every active warpgroup entirely active, and the asks of a
+ * CTA's warpgroups within the registers its block was launched with ({@link regAsksFit}). */
 export function compileSetMaxNReg(M: Machine, info: OpInfo, mask: Mask): Run {
   const o = info.op as SetMaxNRegOp;
   const idx = info.index;
@@ -558,6 +591,24 @@ export function compileSetMaxNReg(M: Machine, info: OpInfo, mask: Mask): Run {
           } does not take part (all 128 threads must)`,
         );
       }
+    }
+    const { N, T, P } = M.cl;
+    const groups = Math.ceil(T / 128);
+    const block = `${M.bx},${M.by},${M.bz}`;
+    let st = REG_ASKS.get(M);
+    if (st === undefined || st.block !== block) {
+      REG_ASKS.set(M, st = { block, asks: new Int32Array(N * groups) });
+    }
+    const asks = st.asks;
+    for (let c = 0; c < N; c++) {
+      let asked = false;
+      for (let w = 0; w < groups; w++) {
+        if (m[c * P + w * 128] === 0) continue;
+        asks[c * groups + w] = o.regs;
+        asked = true;
+      }
+      const why = asked ? regAsksFit(M, asks, c) : null;
+      if (why !== null) M.fail(idx, c * P, why);
     }
     M.counts[idx]! += mask.warps;
   };

@@ -74,8 +74,8 @@ export function gridBlocks(grid: readonly [number, number, number]): BlockCoord[
  * (a SimError naming each wait and its barrier's phase), as are mbarriers used before
  * `mbarinit`, arrivals or transaction bytes beyond what a phase expects, shared accesses
  * of a live barrier's bytes, named barriers reached by another number of threads than they
- * name, misaligned TMA boxes, and `setmaxnreg` or a warpgroup-uniform condition that is
- * not warpgroup-wide.
+ * name, misaligned TMA boxes, `setmaxnreg` asks beyond the registers a CTA was launched with,
+ * and `setmaxnreg` or a warpgroup-uniform condition that is not warpgroup-wide.
  *
  * Thread-block clusters (`kernel.cluster` N > 1): each cluster runs as one block of N CTAs
  * side by side (_cluster.ts), its CTAs' threads in lockstep but their roles as separate
