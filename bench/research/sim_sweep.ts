@@ -1,8 +1,8 @@
 /**
  * Issue 22's acceptance at scale: every distinct kernel the compiler picks for an example x
  * target (sm80, sm86, sm90) x size hint (none, the squares 3072-8192, and M in {1, 16, 64,
- * 128, 256} x the llm table's (N, K)) on 132 SMs, simulated at sizes that are no tile multiples, against the
- * reference, hazards on. Prints each disagreement, hazard or failure and a count; sizes an
+ * 128, 256} x the llm table's (N, K)) on 132 SMs, simulated at sizes that are no tile
+ * multiples, against the reference, hazards on. Prints each disagreement, hazard or failure and a count; sizes an
  * example's alignments refuse are skipped and counted, as are grouped kernels (their own tests
  * simulate them). Not part of CI (~5 minutes a size set on 2 cores). Written 2026-12-06.
  *
