@@ -315,8 +315,9 @@ export interface TilePlan {
    * (passes/wgmma.ts `wgmmaPersistent`), any other kernel ignores it. */
   readonly persistent?: true;
   /** Set when gemm-tile's default asks for clusters of 2 (sm90's skinny 64-row wgmma tiles, whose
-   * two tile rows then share each column of B, passes/skinny.ts); a kernel that can have them
-   * then does (passes/wgmma.ts `wgmmaCluster`), any other kernel ignores it. */
+   * two tile rows then share each column of B, passes/skinny.ts); a warp-specialized kernel then
+   * has them on a persistent grid (passes/wgmma.ts `wgmmaPersistent`, `wgmmaCluster`), any other
+   * kernel ignores it. */
   readonly cluster?: 2;
 }
 

@@ -436,6 +436,27 @@ export function blocksFit(t: Target, blocks: number, threads: number, smemBytes:
 }
 
 /**
+ * Registers a thread of a block of `threads` gets when the block has an SM to itself: the
+ * register file in equal shares, a multiple of 8 (the allocation unit), at most 256. What a
+ * warp-specialized kernel's `setmaxnreg` asks must fit its block's share (passes/wgmma.ts
+ * `tmaConsumerRegs`; the simulator checks it).
+ *
+ * @param t The target.
+ * @param threads Threads a block.
+ * @returns Registers a thread.
+ * @example
+ * ```ts
+ * import { equal } from "node:assert/strict";
+ * import { launchRegisters } from "./target.ts";
+ * equal(launchRegisters("sm90", 384), 168);
+ * equal(launchRegisters("sm90", 128), 256);
+ * ```
+ */
+export function launchRegisters(t: Target, threads: number): number {
+  return Math.min(256, Math.floor(TARGETS[t].registersPerSm / threads / 8) * 8);
+}
+
+/**
  * Refuses an instruction family a target lacks, where a pass has chosen it
  * and has no other way yet (no row lacks one today: a new row that does gets
  * this error, naming the pass to teach, rather than PTX that ptxas refuses).

@@ -318,7 +318,7 @@ export const pipelinePass: GemmPass = {
             barrierOffset: stages * perStage,
             producerThreads: TMA_PRODUCER_THREADS,
             producerRegs: tmaProducerRegs(k),
-            consumerRegs: tmaConsumerRegs(threads, tmaProducerRegs(k)),
+            consumerRegs: tmaConsumerRegs(k.target, threads, tmaProducerRegs(k)),
             ...(cluster > 1 ? { cluster } : {}),
             // The staging region (if any) from the next 128 bytes after the barriers and
             // Stream-K's flag.

@@ -206,8 +206,9 @@ export interface SkinnyWgmmaChoice {
   /** More tiles than SMs, unsplit: a persistent grid (M = 256, N = 14336: 56.1 µs against
    * 57.6 for one block a tile, bench/NOTES.md 68). */
   readonly persistent: boolean;
-  /** Clusters of 2 along M (B multicast, passes/wgmma.ts `wgmmaCluster`): the 64x64 tiles of M =
-   * 65-128, whose two tile rows then read each column of B from L2 once. */
+  /** Clusters of 2 along M (B multicast, passes/wgmma.ts `wgmmaCluster`), which make the grid
+   * persistent: the 64x64 tiles of M = 65-128, whose two tile rows then read each column of B
+   * from L2 once. */
   readonly cluster?: 2;
 }
 
@@ -295,18 +296,18 @@ export function skinnyWgmmaSchedule(p: SkinnyProblem): SkinnyWgmmaChoice | null 
 }
 
 /** The first of {@link WGMMA_SKINNY_NARROW} for M whose tiles fill 3/4 of the SMs in one wave,
- * or null; on clusters of 2 a persistent grid (a cluster's CTAs take a column's two tiles). */
+ * or null. Its clusters make the grid persistent (passes/wgmma.ts `wgmmaPersistent`: a
+ * cluster's CTAs take a column's two tiles). */
 function narrowWgmmaTile(p: SkinnyProblem): SkinnyWgmmaChoice | null {
   for (const { tile, maxM, cluster } of WGMMA_SKINNY_NARROW) {
     if (p.M > maxM) continue;
     const n = Math.ceil(p.M / tile.m) * Math.ceil(p.N / tile.n);
     if (n >= WGMMA_SKINNY_MIN_FILL * p.sms && n <= p.sms) {
-      const persistent = cluster !== undefined;
       return {
         threadblock: tile,
         splitK: 1,
         blocks: n,
-        persistent,
+        persistent: false,
         ...(cluster ? { cluster } : {}),
       };
     }

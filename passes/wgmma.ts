@@ -32,7 +32,7 @@
 import type { DimRef, GemmKernel, Shape3 } from "../ir/gemm.ts";
 import type { TensorMapDataType, TensorMapFactor, TensorMapSpec } from "../ir/tensor_map.ts";
 import { DTYPE_INFO, isFp8 } from "../ir/dtype.ts";
-import { targetHas, targetInfo } from "../ir/target.ts";
+import { launchRegisters, type Target, targetHas, targetInfo } from "../ir/target.ts";
 import { WGMMA_BY_NAME, WGMMA_SMEM, type WgmmaShape } from "../ir/wgmma_table.ts";
 import { hasSyncCopies, knownSize, sparseMetaParam } from "../ir/gemm.ts";
 import { scheduleError } from "./pass.ts";
@@ -169,9 +169,6 @@ export function tmaProducerRegs(k: GemmKernel): number {
   return k.problem.batch === null ? 24 : 40;
 }
 
-/** The register file a block may spread across its warpgroups (one block an SM). */
-const REGISTER_FILE = 65536;
-
 /**
  * Whether a wgmma program's operands come by TMA from a producer warpgroup (the
  * warp-specialized pipeline, `plan.pipeline.tma`): a target with TMA, and A and B whose rows
@@ -186,7 +183,7 @@ export function wgmmaTma(k: GemmKernel): boolean {
   // A grouped kernel's tensors are the problem table's addresses: no host-built tensor map
   // describes them (tensormap.replace in the kernel would; a shortcut).
   if (k.plan.tile?.wgmma !== true || !targetHas(k.target, "tma") || k.grouped) return false;
-  if (!consumerFitsBeside(k.plan.tile.threadblock)) return false;
+  if (!consumerFitsBeside(k.target, k.plan.tile.threadblock)) return false;
   return [k.problem.a.tensor, k.problem.b.tensor].every((n) => {
     const t = k.params.find((q) => q.name === n);
     if (t === undefined || t.kind !== "tensor") return false;
@@ -209,13 +206,14 @@ const CONSUMER_REGS_BESIDE_ACC = 32;
  * (C7602, NOTES 67), so such tiles keep the cp.async pipeline (656 TFLOP/s at f16 8192³,
  * NOTES 62).
  *
+ * @param t The target.
  * @param tb The threadblock (M a multiple of 64).
  * @returns Whether the TMA pipeline's consumers fit.
  */
-function consumerFitsBeside(tb: Shape3): boolean {
+function consumerFitsBeside(t: Target, tb: Shape3): boolean {
   const threads = (tb.m / 64) * 128 + TMA_PRODUCER_THREADS;
   // A 64 x N warpgroup tile of 32-bit accumulators: N / 2 registers a thread.
-  return tb.n / 2 + CONSUMER_REGS_BESIDE_ACC <= Math.floor(REGISTER_FILE / threads);
+  return tb.n / 2 + CONSUMER_REGS_BESIDE_ACC <= Math.floor(targetInfo(t).registersPerSm / threads);
 }
 
 /**
@@ -225,13 +223,18 @@ function consumerFitsBeside(tb: Shape3): boolean {
  * producer of 24, 232 beside one of 40. ptxas allocates the consumers' code within it (tf32's
  * consumers on clusters spilled 8 bytes at 232 and none at 240, NOTES 78).
  *
+ * @param t The target.
  * @param consumerThreads The consumer warpgroups' threads.
  * @param producerRegs The producer's registers ({@link tmaProducerRegs}).
  * @returns Registers per consumer thread.
  */
-export function tmaConsumerRegs(consumerThreads: number, producerRegs: number): number {
+export function tmaConsumerRegs(
+  t: Target,
+  consumerThreads: number,
+  producerRegs: number,
+): number {
   const threads = consumerThreads + TMA_PRODUCER_THREADS;
-  const launched = Math.floor(REGISTER_FILE / threads / 8) * 8 * threads;
+  const launched = launchRegisters(t, threads) * threads;
   const left = launched - TMA_PRODUCER_THREADS * producerRegs;
   return Math.min(256, Math.floor(left / consumerThreads / 8) * 8);
 }

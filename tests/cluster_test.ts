@@ -110,13 +110,20 @@ Deno.test("setmaxnreg: 24 / 240 registers beside two consumer warpgroups, 40 / 2
   assert.deepEqual(regs(CLUSTER_GEMM("f32", "f32", "cluster 2")), [24, 240]);
   const batched = CLUSTER_CASES.find((c) => /batched A and B/.test(c.name))!;
   assert.deepEqual(regs(batched.src), [40, 232]);
-  for (const [consumers, producer] of [[256, 24], [256, 40], [128, 24], [128, 40]] as const) {
-    const threads = consumers + 128;
-    const launched = Math.floor(65536 / threads / 8) * 8 * threads;
-    const c = tmaConsumerRegs(consumers, producer);
-    assert.ok(c % 8 === 0 && c <= 256 && producer * 128 + c * consumers <= launched);
+  // The block's registers: ptxas gives a 384-thread block 168 a thread (64512 in all), a
+  // 256-thread one 256 (65536). At a producer of 32, the whole register file over the
+  // consumers (240) would ask more than the 384-thread block holds.
+  const holds = { 256: 64512, 128: 65536 } as const;
+  for (const consumers of [256, 128] as const) {
+    for (const producer of [24, 32, 40, 48]) {
+      const c = tmaConsumerRegs("sm90", consumers, producer);
+      const what = `${consumers} consumers, producer ${producer}: ${c}`;
+      assert.ok(c % 8 === 0 && c <= 256, what);
+      assert.ok(producer * 128 + c * consumers <= holds[consumers], what);
+      assert.ok(producer * 128 + (c + 8) * consumers > holds[consumers] || c === 256, what);
+    }
   }
-  assert.equal(tmaConsumerRegs(128, 24), 256);
+  assert.equal(tmaConsumerRegs("sm90", 256, 32), 232);
 });
 
 Deno.test("cluster: refused where the kernel cannot have one (E0112, E0214)", () => {

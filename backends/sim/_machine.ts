@@ -100,6 +100,9 @@ export class Machine {
   readonly W: number;
   /** The cluster layout (_cluster.ts; N = 1 for a kernel without clusters). */
   readonly cl: ClusterShape;
+  /** Registers each warpgroup of the current block last asked for by `setmaxnreg` (0: not yet),
+   * CTA by CTA (_mbarrier.ts). */
+  readonly regAsks: Int32Array;
   readonly infos: OpInfo[];
   readonly regs: RegViews[];
   readonly grid: readonly [number, number, number];
@@ -208,6 +211,7 @@ export class Machine {
     const T = this.cl.N * this.cl.P;
     this.T = T;
     this.W = Math.ceil(T / 32);
+    this.regAsks = new Int32Array(this.cl.N * Math.ceil(this.cl.T / 128));
     this.regs = kernel.regs.map((r, i) => {
       if (r.id !== i) {
         throw new SimError(`Register table is not indexed by id: entry ${i} has id ${r.id}`);
@@ -398,6 +402,7 @@ export class Machine {
     for (const v of this.regs) poison(v);
     this.smem.fill(0xff); // f16/f32 NaN: an unwritten element shows
     this.openGroup.fill(0);
+    this.regAsks.fill(0);
   }
 
   /** Reports copies (and wgmmas, and TMA copies never waited for) still pending at the end of

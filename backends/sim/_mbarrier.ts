@@ -26,6 +26,7 @@ import type { BarOp, MbarArriveOp, MbarInitOp, MbarWaitOp, SetMaxNRegOp } from "
 import { remoteAddress } from "./_cluster.ts";
 import type { Machine, Mask, OpInfo, Run } from "./_machine.ts";
 import { SimError } from "./types.ts";
+import { launchRegisters } from "../../ir/target.ts";
 
 /** What a blocked coroutine yields: whether it could go on now, and what it waits for. */
 export interface Blocked {
@@ -531,25 +532,18 @@ export function compileNamedBar(M: Machine, info: OpInfo, mask: Mask): Run {
   };
 }
 
-/** Registers each warpgroup of the machine's current block last asked for by `setmaxnreg` (0:
- * not yet), by CTA; `block` names the block they belong to. */
-const REG_ASKS = new WeakMap<Machine, { block: string; asks: Int32Array }>();
-
-/** The register file of an SM, which a block of T threads is launched with in equal shares, a
- * multiple of 8 a thread (at most 256). */
-const REGISTER_FILE = 65536;
-
 /**
  * Whether the `setmaxnreg` asks of one CTA can all be met: each warpgroup's last ask (24, the
  * least, for one that has not asked yet: it may still give registers back) over the registers
- * its block was launched with. A `setmaxnreg.inc` beyond that waits forever on the GPU.
+ * its block was launched with (ir/target.ts `launchRegisters`). A `setmaxnreg.inc` beyond that waits forever on the GPU.
  *
  * @returns The message of the failure, or null.
  */
-function regAsksFit(M: Machine, asks: Int32Array, cta: number): string | null {
+function regAsksFit(M: Machine, cta: number): string | null {
   const { T, P } = M.cl;
   const groups = Math.ceil(T / 128);
-  const launched = Math.min(256, Math.floor(REGISTER_FILE / T / 8) * 8) * T;
+  const asks = M.regAsks;
+  const launched = launchRegisters(M.kernel.target, T) * T;
   let total = 0;
   for (let w = 0; w < groups; w++) {
     const threads = Math.min(128, T - w * 128);
@@ -594,12 +588,7 @@ export function compileSetMaxNReg(M: Machine, info: OpInfo, mask: Mask): Run {
     }
     const { N, T, P } = M.cl;
     const groups = Math.ceil(T / 128);
-    const block = `${M.bx},${M.by},${M.bz}`;
-    let st = REG_ASKS.get(M);
-    if (st === undefined || st.block !== block) {
-      REG_ASKS.set(M, st = { block, asks: new Int32Array(N * groups) });
-    }
-    const asks = st.asks;
+    const asks = M.regAsks;
     for (let c = 0; c < N; c++) {
       let asked = false;
       for (let w = 0; w < groups; w++) {
@@ -607,7 +596,7 @@ export function compileSetMaxNReg(M: Machine, info: OpInfo, mask: Mask): Run {
         asks[c * groups + w] = o.regs;
         asked = true;
       }
-      const why = asked ? regAsksFit(M, asks, c) : null;
+      const why = asked ? regAsksFit(M, c) : null;
       if (why !== null) M.fail(idx, c * P, why);
     }
     M.counts[idx]! += mask.warps;

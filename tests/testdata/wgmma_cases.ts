@@ -253,6 +253,18 @@ const GEMM = (a: string, d: string, stmt = "D[m, n] = A[m, k] * B[k, n]", sched 
   `kernel sk {\n  A: ${a}[M, K] row\n  B: ${a}[K, N] col\n  D: ${d}[M, N] row\n  ${stmt}\n` +
   `${sched === "" ? "" : `  schedule {\n    ${sched}\n  }\n`}}\n`;
 
+/** A bf16 program with every epilogue input (C, bias, relu, alpha, beta) under `sched`. */
+const EPILOGUE_GEMM = (sched: string) =>
+  `kernel sk {\n  A: bf16[M, K] row\n  B: bf16[K, N] col\n  C: bf16[M, N] row\n` +
+  `  bias: f32[N]\n  D: bf16[M, N] row\n  alpha: f32 = 1.0\n  beta: f32 = 0.5\n` +
+  `  D[m, n] = bf16(relu(alpha * A[m, k] * B[k, n] + beta * C[m, n] + bias[n]))\n` +
+  `  schedule { ${sched} }\n}\n`;
+
+/** An e4m3 -> bf16 program with a scale under `sched`. */
+const E4M3_GEMM = (sched: string) =>
+  `kernel sk {\n  A: e4m3[M, K] row\n  B: e4m3[K, N] col\n  D: bf16[M, N] row\n` +
+  `  s: f32 = 0.5\n  D[m, n] = bf16(s * A[m, k] * B[k, n])\n  schedule { ${sched} }\n}\n`;
+
 /** The schedule line of a Stream-K program. */
 const SK = "scheduler stream_k";
 
@@ -292,10 +304,7 @@ export const STREAM_K_CASES: readonly StreamKCase[] = [
   sk("bf16, 2 tiles on 5", GEMM("bf16", "f32"), 5, 200, 100, 72),
   sk(
     "bf16 with C, bias and relu, 6 tiles on 4",
-    `kernel sk {\n  A: bf16[M, K] row\n  B: bf16[K, N] col\n  C: bf16[M, N] row\n` +
-      `  bias: f32[N]\n  D: bf16[M, N] row\n  alpha: f32 = 1.0\n  beta: f32 = 0.5\n` +
-      `  D[m, n] = bf16(relu(alpha * A[m, k] * B[k, n] + beta * C[m, n] + bias[n]))\n` +
-      `  schedule { ${SK} }\n}\n`,
+    EPILOGUE_GEMM(SK),
     4,
     130,
     1400,
@@ -305,8 +314,7 @@ export const STREAM_K_CASES: readonly StreamKCase[] = [
   sk("s8 -> s32, 6 tiles on 4", GEMM("s8", "s32"), 4, 300, 400, 1040),
   sk(
     "e4m3 -> bf16, 5 tiles on 4",
-    `kernel sk {\n  A: e4m3[M, K] row\n  B: e4m3[K, N] col\n  D: bf16[M, N] row\n` +
-      `  s: f32 = 0.5\n  D[m, n] = bf16(s * A[m, k] * B[k, n])\n  schedule { ${SK} }\n}\n`,
+    E4M3_GEMM(SK),
     4,
     640,
     200,
@@ -334,10 +342,7 @@ export const CLUSTER_CASES: readonly StreamKCase[] = [
   ),
   sk(
     "bf16 with C, bias and relu, 6 units on 3 clusters",
-    `kernel sk {\n  A: bf16[M, K] row\n  B: bf16[K, N] col\n  C: bf16[M, N] row\n` +
-      `  bias: f32[N]\n  D: bf16[M, N] row\n  alpha: f32 = 1.0\n  beta: f32 = 0.5\n` +
-      `  D[m, n] = bf16(relu(alpha * A[m, k] * B[k, n] + beta * C[m, n] + bias[n]))\n` +
-      `  schedule { ${CL} }\n}\n`,
+    EPILOGUE_GEMM(CL),
     6,
     130,
     1400,
@@ -354,8 +359,7 @@ export const CLUSTER_CASES: readonly StreamKCase[] = [
   sk("s8 -> s32, 4 units on 2 clusters", GEMM("s8", "s32", undefined, CL), 4, 300, 400, 1040),
   sk(
     "e4m3 -> bf16, 3 units on 2 clusters",
-    `kernel sk {\n  A: e4m3[M, K] row\n  B: e4m3[K, N] col\n  D: bf16[M, N] row\n` +
-      `  s: f32 = 0.5\n  D[m, n] = bf16(s * A[m, k] * B[k, n])\n  schedule { ${CL} }\n}\n`,
+    E4M3_GEMM(CL),
     4,
     640,
     200,
