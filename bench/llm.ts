@@ -156,11 +156,17 @@ export interface LlmOptions {
    * series a programmatic dependent launch (ours+PDL). Default false.
    */
   readonly pdl: boolean;
+  /** `--nk 4096x4096,...`: only these (N, K) of the table (null: all). */
+  readonly nk: readonly string[] | null;
+  /** `--schedule "LINES"`: schedule lines (`;`-separated) every row's kernel is compiled with,
+   * to time a schedule against the peer in the table's protocol (absent: the defaults). */
+  readonly schedule?: string;
 }
 
 /**
- * Reads `--types f16,bf16,s8`, `--m 1,16,...`, `--no-cublas`, `--target T`, `--pdl`,
- * `--out DIR`; other arguments are ignored (bench/main.ts passes its own on).
+ * Reads `--types f16,bf16,s8`, `--m 1,16,...`, `--nk NxK,...`, `--no-cublas`, `--target T`,
+ * `--pdl`, `--schedule "LINES"`, `--out DIR`; other arguments are ignored (bench/main.ts
+ * passes its own on).
  *
  * @param args The arguments.
  * @returns The options, or the sentence saying what is wrong.
@@ -189,6 +195,14 @@ export function parseLlmArgs(args: readonly string[]): LlmOptions | string {
   if (wrong !== undefined) {
     return `Unknown M "${wrong}" in --m: the table has M = ${known.join(", ")}`;
   }
+  const shapes = [...new Set(LLM_SHAPES.map((s) => `${s.N}x${s.K}`))];
+  const nk = value("--nk")?.split(",") ?? null;
+  const wrongNk = nk?.find((x) => !shapes.includes(x));
+  if (wrongNk !== undefined) {
+    return `Unknown (N, K) "${wrongNk}" in --nk: the table has ${shapes.join(", ")}`;
+  }
+  const schedule = value("--schedule");
+  if (schedule === "") return "--schedule needs schedule lines";
   const out = value("--out");
   if (out === "") return "--out needs a folder";
   const target = value("--target") ?? "sm80";
@@ -202,15 +216,18 @@ export function parseLlmArgs(args: readonly string[]): LlmOptions | string {
     out: out ?? RESULTS_DIR,
     target,
     pdl: args.includes("--pdl"),
+    nk,
+    ...(schedule !== undefined ? { schedule } : {}),
   };
 }
 
 /** The rows an option set selects: type by type, then (N, K) and M as bench/llm_shapes.ts lists them. */
 export function selectedProblems(o: LlmOptions): { type: LlmType; p: LlmProblem }[] {
   return o.types.flatMap((type) =>
-    LLM_SHAPES.filter((s) => s.types.includes(type) && (o.m === null || o.m.includes(s.M))).map(
-      (s) => ({ type, p: { M: s.M, N: s.N, K: s.K } }),
-    )
+    LLM_SHAPES.filter((s) =>
+      s.types.includes(type) && (o.m === null || o.m.includes(s.M)) &&
+      (o.nk === null || o.nk.includes(`${s.N}x${s.K}`))
+    ).map((s) => ({ type, p: { M: s.M, N: s.N, K: s.K } }))
   );
 }
 
@@ -295,6 +312,8 @@ interface RunContext {
   readonly target: Target;
   /** Time ours+PDL too (`--pdl`). */
   readonly pdl: boolean;
+  /** `--schedule`'s lines (absent: the defaults). */
+  readonly schedule?: string;
 }
 
 /** The floors of a problem in both states. */
@@ -309,9 +328,9 @@ function floors(ctx: RunContext, type: LlmType, p: LlmProblem): LlmRow["floor"] 
 function benchRow(ctx: RunContext, type: LlmType, p: LlmProblem): LlmRow {
   const { cuda, blas, probe } = ctx;
   const shape = { shape: `${p.M}x${p.N}x${p.K}`, ...p };
-  const ck = compileFor(cuda, type, shape, ctx.target);
+  const ck = compileFor(cuda, type, shape, ctx.target, false, ctx.schedule);
   // --pdl: the same schedule compiled with programmatic dependent launch's instructions.
-  const ckPdl = ctx.pdl ? compileFor(cuda, type, shape, ctx.target, true) : null;
+  const ckPdl = ctx.pdl ? compileFor(cuda, type, shape, ctx.target, true, ctx.schedule) : null;
   if (ckPdl !== null && scheduleText(ckPdl) !== scheduleText(ck)) {
     throw new Error(`--pdl: ${scheduleText(ckPdl)} is not ${scheduleText(ck)}`);
   }
@@ -456,6 +475,7 @@ export function llmBenchMain(command: string, args: readonly string[]): boolean 
   const device =
     `${dev.name} (${dev.arch}, ${dev.multiprocessors} SMs, driver ${dev.driverVersionText})`;
   console.log(`# ${device}; cuBLAS: ${note}; ${problems.length} rows (~12 s each)`);
+  if (o.schedule !== undefined) console.log(`# --schedule: every kernel with "${o.schedule}"`);
   if (o.pdl) {
     console.log(
       `# --pdl: ours timed again as programmatic dependent launches (ours+PDL)${
@@ -481,6 +501,7 @@ export function llmBenchMain(command: string, args: readonly string[]): boolean 
       cublas: note,
       target: o.target,
       ...(o.pdl ? { pdl: true } : {}),
+      ...(o.schedule !== undefined ? { schedule: o.schedule } : {}),
       copy,
       ceilings: Object.fromEntries(perType),
     };
@@ -499,6 +520,7 @@ export function llmBenchMain(command: string, args: readonly string[]): boolean 
       copy,
       target: o.target,
       pdl: o.pdl,
+      ...(o.schedule !== undefined ? { schedule: o.schedule } : {}),
     };
     for (const { type, p } of problems) {
       let row: LlmRow;

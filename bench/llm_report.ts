@@ -221,6 +221,8 @@ export interface LlmRunInfo {
   readonly target?: string;
   /** True with `--pdl`: the rows have ours+PDL figures ({@link LlmRow.oursPdl}); else absent. */
   readonly pdl?: boolean;
+  /** `--schedule`'s lines, every kernel compiled with them (absent: the defaults). */
+  readonly schedule?: string;
   readonly copy: CopyBandwidth;
   /** Per type, the mma.sync ceiling (TOPS) in each state. */
   readonly ceilings: Readonly<
@@ -300,8 +302,11 @@ export function llmReport(info: LlmRunInfo, rows: readonly LlmRow[]): string {
     `# Skinny GEMMs of LLM inference, issue 22 (${info.date})`,
     "",
     `\`${info.command}\` on ${info.device}; cuBLAS: ${info.cublas}. A [M, K] row, B col, ` +
-    "D [M, N] row (bench/kernels/*.gemm), our default schedule (size hints, the device's SMs; " +
-    `target ${info.target ?? "sm80"}). ` +
+    "D [M, N] row (bench/kernels/*.gemm), " +
+    (info.schedule === undefined
+      ? "our default schedule"
+      : `our kernel with the schedule lines "${info.schedule}" (--schedule)`) +
+    ` (size hints, the device's SMs; target ${info.target ?? "sm80"}). ` +
     "Times: µs a launch, each the median of back-to-back series (one pair of events around " +
     "L launches, a hold kernel queued before; input sets rotated, A + B over 3x L2), burst: 3 " +
     "series, each after a 1 s rest; sustained: 5 series after 1.5 s of load. Floor: the larger " +

@@ -265,7 +265,25 @@ export interface Schedule {
    * a persistent warp-specialized sm90 kernel whose two CTAs take vertically adjacent tiles and
    * load B's box once for both (TMA multicast, each CTA half of it). */
   readonly cluster?: number;
+  /** Along which dimension a cluster's CTAs lie (`cluster 1x2`: `n`; absent: `m`, as `cluster 2`
+   * and `2x1`): along N they take horizontally adjacent tiles and load A's box once for both. */
+  readonly clusterAxis?: ClusterAxis;
 }
+
+/** Along which dimension of the tile grid a thread-block cluster's CTAs lie: `m` (they share
+ * B's columns, multicast) or `n` (they share A's rows). */
+export type ClusterAxis = "m" | "n";
+
+/** The values of the `cluster` schedule key: CTAs a cluster and their axis (`MxN`: CTAs along
+ * M by along N). */
+export const CLUSTER_SHAPES: Readonly<
+  Record<string, { readonly ctas: number; readonly axis: ClusterAxis }>
+> = Object.freeze({
+  "1": { ctas: 1, axis: "m" },
+  "2": { ctas: 2, axis: "m" },
+  "2x1": { ctas: 2, axis: "m" },
+  "1x2": { ctas: 2, axis: "n" },
+});
 
 /** The values of the `scheduler` schedule key. */
 export type Scheduler = "tiles" | "persistent" | "stream_k";
@@ -319,6 +337,8 @@ export interface TilePlan {
    * has them on a persistent grid (passes/wgmma.ts `wgmmaPersistent`, `wgmmaCluster`), any other
    * kernel ignores it. */
   readonly cluster?: 2;
+  /** The default cluster's axis (`n`: pairs of a tile row share A's rows; absent: `m`). */
+  readonly clusterAxis?: "n";
 }
 
 /** Warp partitioning (pass `gemm-warp`). */
@@ -446,8 +466,11 @@ export interface TmaPipelinePlan {
   /** CTAs per cluster (2; absent: 1): the cluster's CTAs take the tiles of one column pair by
    * pair, rank r the pair's r-th tile, and each CTA copies the r-th half of the B box into both
    * CTAs (`.multicast::cluster`), so that a stage's empty barrier waits for both CTAs'
-   * consumers (passes/lower/wgmma_ws.ts). */
+   * consumers (passes/lower/wgmma_ws.ts). With `clusterAxis` `n`: a row's pairs of tiles, and
+   * halves of A's box. */
   readonly cluster?: number;
+  /** The cluster's axis (`n`; absent: `m`). */
+  readonly clusterAxis?: "n";
 }
 
 /** How an operand's MMA fragments come from shared memory: `ldmatrix`,

@@ -31,9 +31,14 @@ export interface GridPlan {
    * at once: the device's SMs (by default `blocks`, the target's) times `.minnctapersm`.
    * Each block takes tiles `ctaid.x, ctaid.x + nctaid.x, ...` in the rasterised order.
    * With `cluster` C (the kernel's CTAs per cluster), the cluster's C CTAs take the C tiles of
-   * a unit C tiles tall together: the grid is `[C min(units, floor(blocks / C)), 1, 1]`,
-   * `units` = ceil(tilesM / C) tilesN batch, at least C. */
-  readonly persistent?: { readonly blocks: number; readonly cluster?: number };
+   * a unit C tiles tall together (C tiles wide with `clusterAxis` `n`): the grid is
+   * `[C min(units, floor(blocks / C)), 1, 1]`, `units` = ceil(tilesM / C) tilesN batch
+   * (tilesM ceil(tilesN / C) batch along N), at least C. */
+  readonly persistent?: {
+    readonly blocks: number;
+    readonly cluster?: number;
+    readonly clusterAxis?: "n";
+  };
   /** split_k > 1: bytes of the workspace per output tile (a 128-byte header
    * with the tile's arrival counter, then one partial accumulator tile per
    * split); the workspace is `tilesM * tilesN * batch` of them
@@ -127,7 +132,9 @@ export function gridFor(
   if (plan.persistent !== undefined) {
     const c = plan.persistent.cluster ?? 1;
     const blocks = residentBlocks ?? plan.persistent.blocks;
-    const units = Math.ceil(tilesM / c) * tilesN * batch;
+    const alongN = plan.persistent.clusterAxis === "n";
+    const units = (alongN ? tilesM * Math.ceil(tilesN / c) : Math.ceil(tilesM / c) * tilesN) *
+      batch;
     if (c > 1) return [c * Math.max(1, Math.min(units, Math.floor(blocks / c))), 1, 1];
     return groupedGrid(units, blocks);
   }

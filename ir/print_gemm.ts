@@ -6,10 +6,15 @@
  */
 
 import { fnOf, foldEpilogue } from "./epilogue_expr.ts";
-import type { DimRef, EpilogueExpr, GemmKernel, Schedule, Shape3 } from "./gemm.ts";
+import type { ClusterAxis, DimRef, EpilogueExpr, GemmKernel, Schedule, Shape3 } from "./gemm.ts";
 
 function dim(d: DimRef): string {
   return d.kind === "sym" ? d.name : String(d.value);
+}
+
+/** A cluster as its schedule line writes it: `2` along M, `1x2` along N. */
+function clusterText(ctas: number, axis: ClusterAxis | undefined): string {
+  return axis === "n" ? `1x${ctas}` : `${ctas}`;
 }
 
 function shape(s: Shape3): string {
@@ -73,7 +78,7 @@ export function printSchedule(s: Schedule): string {
     f(s.stages)
   }, swizzle ${f(s.swizzle)}, split_k ${f(s.splitK)}${
     s.scheduler === undefined ? "" : `, scheduler ${s.scheduler}`
-  }${s.cluster === undefined ? "" : `, cluster ${s.cluster}`}`;
+  }${s.cluster === undefined ? "" : `, cluster ${clusterText(s.cluster, s.clusterAxis)}`}`;
 }
 
 /** The plan lines of the decisions after gemm-mma (occupancy, workspace, staging). */
@@ -195,7 +200,7 @@ export function printGemm(k: GemmKernel): string {
         `partial m ${t.partial.m} n ${t.partial.n} k ${t.partial.k}` +
         (t.smallGrid ? ", small grid" : "") + (t.skinny ? ", skinny" : "") +
         (t.deepPipeline ? ", deep pipeline" : "") + (t.persistent ? ", persistent" : "") +
-        (t.cluster !== undefined ? `, cluster ${t.cluster}` : ""),
+        (t.cluster !== undefined ? `, cluster ${clusterText(t.cluster, t.clusterAxis)}` : ""),
     );
   }
   if (pl.warp !== undefined) {

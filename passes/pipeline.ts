@@ -23,6 +23,7 @@ import {
   WGMMA_DEFAULT_STAGES,
   WGMMA_GROUPS_IN_FLIGHT,
   wgmmaCluster,
+  wgmmaClusterAxis,
   wgmmaPersistent,
   wgmmaStreamK,
   wgmmaTma,
@@ -189,9 +190,10 @@ export function viaRegisters(k: GemmKernel, role: "A" | "B", threads: number): b
  * The stages a deep pipeline (TilePlan.deepPipeline: sm90's skinny wgmma grids) asks for,
  * capped by what fits: one block an SM, whose TMA producer keeps every stage in flight, holds
  * as many k-tiles as its shared memory does (bench/NOTES.md 73). The cap only bounds small
- * tiles, whose stages would outnumber a split's k-tiles.
+ * tiles, whose stages would outnumber a split's k-tiles: 64x32 (12 KB a stage) gets the 18
+ * it was measured with (NOTES 79), the larger tiles fewer by what fits.
  */
-export const DEEP_PIPELINE_STAGES = 16;
+export const DEEP_PIPELINE_STAGES = 18;
 
 /**
  * The preferred stage count when the schedule is silent: 4, 5 for tf32
@@ -320,6 +322,7 @@ export const pipelinePass: GemmPass = {
             producerRegs: tmaProducerRegs(k),
             consumerRegs: tmaConsumerRegs(k.target, threads, tmaProducerRegs(k)),
             ...(cluster > 1 ? { cluster } : {}),
+            ...(cluster > 1 && wgmmaClusterAxis(k) === "n" ? { clusterAxis: "n" as const } : {}),
             // The staging region (if any) from the next 128 bytes after the barriers and
             // Stream-K's flag.
             ...(persistent

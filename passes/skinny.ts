@@ -210,6 +210,8 @@ export interface SkinnyWgmmaChoice {
    * persistent: the 64x64 tiles of M = 65-128, whose two tile rows then read each column of B
    * from L2 once. */
   readonly cluster?: 2;
+  /** The clusters' axis: `n` (pairs of a tile row, A multicast); absent: M. */
+  readonly clusterAxis?: "n";
 }
 
 /** sm90's skinny tile: two consumer warpgroups of 64 x 128, one 128-byte row of K. */
@@ -217,24 +219,35 @@ const WGMMA_SKINNY_TILE: Shape3 = { m: 128, n: 128, k: 64 };
 
 /**
  * sm90's narrower skinny tiles, in order, where the 128x128 tiles neither fill the SMs nor
- * split a long K: two consumer warpgroups of 64 x 64 for M above 128, one for M up to 128.
+ * split a long K: two consumer warpgroups of 64 x 64 for M above 128, one for M up to 128, one
+ * of 64 x 32 for M = 33-64.
  * Measured with deep pipelines on an H100 (f16, `gemm run`, µs; bench/NOTES.md 73): M = 256,
  * N = K = 4096 128x64 20.7 against 25.5 for sm80's 128x64x128 (and 28.4 with 4 stages); M =
  * 128 64x64 18.0 against 20.0. The 64x64 tiles run on clusters of 2 (the two tile rows read B's
  * columns from L2 once) and come before a split K: M = 128, N = 4096, K = 14336 47.2 against
  * 57.0 for 128x128 split 4, and N = K = 4096 19.9 against 20.2 for the same tile unclustered
  * (NOTES 76, an H100); 128x64 on clusters lost (M = 256: 22.8 against 19.4 at N = K = 4096, 62.9
- * against 57.3 for split 2 at K = 14336).
+ * against 57.3 for split 2 at K = 14336). At M = 64 (NOTES 79, an H100, the llm table's
+ * protocol, µs burst, +PDL): N = K = 4096 64x32 with 18 stages 15.5, +PDL 14.3, against 18.7 and
+ * 16.0 for sm80's 64x64x128 split 2; on clusters of 2 along N (A multicast) 16.9 and 15.6.
  */
 const WGMMA_SKINNY_NARROW: readonly {
   readonly tile: Shape3;
   readonly maxM: number;
   /** On clusters of 2, and chosen before a split K (bench/NOTES.md 76). */
   readonly cluster?: 2;
+  /** The clusters' axis (`n`; absent: M). */
+  readonly clusterAxis?: "n";
 }[] = [
   { tile: { m: 128, n: 64, k: 64 }, maxM: 256 },
   { tile: { m: 64, n: 64, k: 64 }, maxM: 128, cluster: 2 },
+  { tile: { m: 64, n: 32, k: 64 }, maxM: 64 },
 ];
+
+/** The fewest rows sm90's skinny wgmma tiles serve: below, sm80's skinny tiles (16 rows tall)
+ * stay (M = 16: 64x32 with 18 stages 19.8 µs against 16.2, bench/NOTES.md 74); M = 64 took
+ * 64x32 (NOTES 79); M = 33-63 is inferred from it, not measured. */
+const WGMMA_SKINNY_MIN_M = 33;
 
 /** The share of the SMs the 128x128 tiles must fill unsplit, and the shortest K a split
  * serves (both from the measured rows of {@link skinnyWgmmaSchedule}). */
@@ -251,15 +264,17 @@ const WGMMA_SKINNY_SPLIT_MIN_K = 8192;
  * 56.9 against 81.8). Where neither holds, a narrower tile that fills 3/4 of the SMs in one wave
  * ({@link WGMMA_SKINNY_NARROW}: M = 129-256 and 65-128 at N = K = 4096); at M = 65-128 its 64x64
  * tiles on clusters of 2 come before the split (M = 128, K = 14336 on an H100: 47.2 against 57.0
- * for split 4, NOTES 76). Every one of these
+ * for split 4, NOTES 76). At M = 33-64 only the narrow 64x32 tile, where its grid is one wave
+ * (N = 4096 at K = 4096 or 14336; NOTES 79). Every one of these
  * pipelines takes all the shared memory (TilePlan.deepPipeline): a TMA producer keeps every
  * stage in flight, and the loads are what bounds these grids (NOTES 73: M = 256, N = K = 4096
  * 128x64 with 9 stages 20.7 against 28.4 with 4). With 4 stages, sm80's tiles tied or won at N
- * = K = 4096 (M = 128: 19.0 against 19.4; M = 256: 29.2 against 27.3; NOTES 67). M <= 64 keeps
- * sm80's tiles: 64-row wgmma tiles (one consumer warpgroup) with 4 stages tied at best (34.7
- * against 34.8 at N = 14336, 37.4 against 37.7 at K = 14336) and lost at N = K = 4096 (20.2
- * against 18.1); with deep pipelines on an H100 they lost or tied too (NOTES 74: M = 16, N = K
- * = 4096 64x32 with 18 stages 19.8 against 16.2; M = 64 64x64 split 2 19.6 against 19.7).
+ * = K = 4096 (M = 128: 19.0 against 19.4; M = 256: 29.2 against 27.3; NOTES 67). M <= 32 keeps
+ * sm80's tiles, and M = 33-64 wherever the 64x32 grid is more than one wave: 64-row wgmma tiles
+ * (one consumer warpgroup) with 4 stages tied at best (34.7 against 34.8 at N = 14336, 37.4
+ * against 37.7 at K = 14336) and lost at N = K = 4096 (20.2 against 18.1); with deep pipelines
+ * on an H100 they lost at M = 16 (NOTES 74: N = K = 4096 64x32 with 18 stages 19.8 against 16.2;
+ * M = 64 64x64 split 2 19.6 against 19.7).
  * Shortcuts: 8-bit types keep sm80's rule (not
  * measured on wgmma); the main benchmark's M = 128, N = K = 8192 takes split 2 by the rule, not
  * measured when it was written.
@@ -275,7 +290,10 @@ const WGMMA_SKINNY_SPLIT_MIN_K = 8192;
  * ```
  */
 export function skinnyWgmmaSchedule(p: SkinnyProblem): SkinnyWgmmaChoice | null {
-  if ((p.bytes ?? 2) !== 2 || p.M <= 64 || p.M > 256 || p.N < MIN_NK || p.K < MIN_NK) return null;
+  if ((p.bytes ?? 2) !== 2 || p.M < WGMMA_SKINNY_MIN_M || p.M > 256) return null;
+  if (p.N < MIN_NK || p.K < MIN_NK) return null;
+  // M <= 64: only a one-wave grid of 64x32 tiles (a 128-row tile would be half empty).
+  if (p.M <= 64) return narrowWgmmaTile(p);
   const t = WGMMA_SKINNY_TILE;
   const tiles = Math.ceil(p.M / t.m) * Math.ceil(p.N / t.n);
   if (tiles >= WGMMA_SKINNY_MIN_FILL * p.sms) {
@@ -299,7 +317,7 @@ export function skinnyWgmmaSchedule(p: SkinnyProblem): SkinnyWgmmaChoice | null 
  * or null. Its clusters make the grid persistent (passes/wgmma.ts `wgmmaPersistent`: a
  * cluster's CTAs take a column's two tiles). */
 function narrowWgmmaTile(p: SkinnyProblem): SkinnyWgmmaChoice | null {
-  for (const { tile, maxM, cluster } of WGMMA_SKINNY_NARROW) {
+  for (const { tile, maxM, cluster, clusterAxis } of WGMMA_SKINNY_NARROW) {
     if (p.M > maxM) continue;
     const n = Math.ceil(p.M / tile.m) * Math.ceil(p.N / tile.n);
     if (n >= WGMMA_SKINNY_MIN_FILL * p.sms && n <= p.sms) {
@@ -309,6 +327,7 @@ function narrowWgmmaTile(p: SkinnyProblem): SkinnyWgmmaChoice | null {
         blocks: n,
         persistent: false,
         ...(cluster ? { cluster } : {}),
+        ...(clusterAxis ? { clusterAxis } : {}),
       };
     }
   }

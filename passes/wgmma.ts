@@ -29,7 +29,7 @@
  * @module
  */
 
-import type { DimRef, GemmKernel, Shape3 } from "../ir/gemm.ts";
+import type { ClusterAxis, DimRef, GemmKernel, Shape3 } from "../ir/gemm.ts";
 import type { TensorMapDataType, TensorMapFactor, TensorMapSpec } from "../ir/tensor_map.ts";
 import { DTYPE_INFO, isFp8 } from "../ir/dtype.ts";
 import { launchRegisters, type Target, targetHas, targetInfo } from "../ir/target.ts";
@@ -280,10 +280,20 @@ export function operandTensorMap(k: GemmKernel, role: "A" | "B"): TensorMapSpec 
     elementBytes: bytes as 1 | 2 | 4,
     dims,
     strides,
-    // A cluster's CTAs each copy their share of B's box into all of them (wgmmaCluster).
-    box: [tb.k, role === "A" ? tb.m : tb.n / wgmmaCluster(k), ...(batched ? [1] : [])],
+    // A cluster's CTAs each copy their share of the box they share (B's along M, A's along N)
+    // into all of them (wgmmaCluster).
+    box: [tb.k, boxRows(k, role), ...(batched ? [1] : [])],
     swizzle: WGMMA_SMEM.rowBytes === 128 ? 128 : 0,
   };
+}
+
+/** The rows of an operand's TMA box: the tile's (M for A, N for B), a cluster's share of them
+ * for the operand its CTAs share (wgmmaClusterAxis). */
+function boxRows(k: GemmKernel, role: "A" | "B"): number {
+  const tb = k.plan.tile!.threadblock;
+  const rows = role === "A" ? tb.m : tb.n;
+  const shared = wgmmaClusterAxis(k) === "m" ? "B" : "A";
+  return role === shared ? rows / wgmmaCluster(k) : rows;
 }
 
 /** The map's element type of each operand type TMA copies. */
@@ -357,11 +367,12 @@ export function wgmmaStreamK(k: GemmKernel): boolean {
 /**
  * CTAs per thread-block cluster of a warp-specialized kernel (`plan.pipeline.tma.cluster`): its
  * `cluster` line, else {@link defaultCluster}'s. Two need a persistent kernel without Stream-K
- * (the cluster's CTAs take the two tiles of a column pair together, passes/lower/kernel.ts) and
- * a B box whose halves are whole swizzle atoms (8 rows); elsewhere the line is refused (E0214).
+ * (the cluster's CTAs take the two tiles of a column pair together, or of a row pair along N,
+ * passes/lower/kernel.ts) and a shared box (B's along M, A's along N) whose halves are whole
+ * swizzle atoms (8 rows); elsewhere the line is refused (E0214).
  *
- * Shortcut (issue 23): only pairs along M (B multicast), no 2x2 or 4-CTA clusters, no clusters
- * for one block a tile or split-K.
+ * Shortcut (issue 23): only pairs (along M, B multicast, or along N, A multicast), no 2x2 or
+ * 4-CTA clusters, no clusters for one block a tile or split-K.
  *
  * @param k The kernel (tile planned).
  * @returns 1 or 2.
@@ -369,17 +380,32 @@ export function wgmmaStreamK(k: GemmKernel): boolean {
 export function wgmmaCluster(k: GemmKernel): number {
   const want = k.schedule.cluster ?? defaultCluster(k);
   if (want === 1) return 1;
-  if (!canCluster(k, want)) {
+  const axis = wgmmaClusterAxis(k);
+  if (!canCluster(k, want, axis)) {
+    const [shape, dim] = axis === "m" ? [`${want}`, "N"] : [`1x${want}`, "M"];
     scheduleError(
       k,
       "cluster",
       "E0214",
-      `"cluster ${want}" needs a persistent warp-specialized sm90 kernel (target sm90, TMA-fed ` +
-        "wgmma, without split_k or scheduler stream_k or tiles) whose threadblock N halves into " +
-        "multiples of 8",
+      `"cluster ${shape}" needs a persistent warp-specialized sm90 kernel (target sm90, TMA-fed ` +
+        "wgmma, without split_k or scheduler stream_k or tiles) whose threadblock " + dim +
+        " halves into multiples of 8",
     );
   }
   return want;
+}
+
+/**
+ * The axis of a kernel's cluster (meaningful where {@link wgmmaCluster} is above 1): its
+ * `cluster` line's, else gemm-tile's default's (`plan.tile.clusterAxis`) where the line is
+ * silent, else `m`.
+ *
+ * @param k The kernel (tile planned).
+ * @returns `m` (pairs of a tile column, B multicast) or `n` (pairs of a tile row, A multicast).
+ */
+export function wgmmaClusterAxis(k: GemmKernel): ClusterAxis {
+  if (k.schedule.cluster !== undefined) return k.schedule.clusterAxis ?? "m";
+  return k.plan.tile!.clusterAxis ?? "m";
 }
 
 /** Operand types whose persistent kernels default to clusters of 2: those measured on an H100
@@ -422,8 +448,10 @@ const CLUSTER_MIN_TILES_A_BLOCK = 3;
  */
 function defaultCluster(k: GemmKernel): number {
   const chosen = k.plan.tile!.cluster;
-  if (chosen !== undefined && canCluster(k, chosen)) return chosen;
-  return clusterByDefault(k) && canCluster(k, 2) ? 2 : 1;
+  if (chosen !== undefined && canCluster(k, chosen, k.plan.tile!.clusterAxis ?? "m")) {
+    return chosen;
+  }
+  return clusterByDefault(k) && canCluster(k, 2, "m") ? 2 : 1;
 }
 
 /** Whether a kernel without a `cluster` line is of a measured type
@@ -444,10 +472,13 @@ function halvesIntoAtoms(n: number, ctas: number): boolean {
   return (n / ctas) % 8 === 0;
 }
 
-/** Whether a kernel can run on clusters of `n` CTAs: persistent, not Stream-K, and B's box
- * splits into `n` slices of whole swizzle atoms (8 rows). */
-function canCluster(k: GemmKernel, n: number): boolean {
-  return wgmmaPersistent(k) && !wgmmaStreamK(k) && halvesIntoAtoms(k.plan.tile!.threadblock.n, n);
+/** Whether a kernel can run on clusters of `n` CTAs along `axis`: persistent, not Stream-K,
+ * and the shared box (B's along M, A's along N) splits into `n` slices of whole swizzle atoms
+ * (8 rows). */
+function canCluster(k: GemmKernel, n: number, axis: ClusterAxis): boolean {
+  const tb = k.plan.tile!.threadblock;
+  return wgmmaPersistent(k) && !wgmmaStreamK(k) &&
+    halvesIntoAtoms(axis === "m" ? tb.n : tb.m, n);
 }
 
 /** Tiles a persistent block must at least get, where the sizes are known, for its static

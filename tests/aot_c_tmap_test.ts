@@ -40,6 +40,7 @@ const KERNELS = [
   refusedMapKernel("refused"),
   compiledTmaKernel("real"),
   compiledTmaKernel("clustered", "cluster 2"),
+  compiledTmaKernel("clusteredn", "cluster 1x2"),
 ];
 
 /** Reads `K A B C D M K N alpha beta` a line; prints the status, the error and the launch. */
@@ -70,6 +71,7 @@ int main(void) {
         case 2: s = gemmc_refused_launch(0, a[0], a[1], a[2], a[3], d[0], d[1], d[2], 1.0f, 0.0f); break;
         case 3: s = gemmc_real_launch(0, a[0], a[1], a[3], d[0], d[1], d[2]); break;
         case 4: s = gemmc_clustered_launch(0, a[0], a[1], a[3], d[0], d[1], d[2]); break;
+        case 5: s = gemmc_clusteredn_launch(0, a[0], a[1], a[3], d[0], d[1], d[2]); break;
         default: return 3;
       }
     } else return 4;
@@ -206,9 +208,10 @@ for (const cxx of [false, true]) {
         line(2, addr, M, K, N), // the driver refuses the map
         line(3, addr, M, K, N),
         line(4, addr, 300, K, N), // 3 tiles along M: 2 cluster units
+        line(5, addr, 300, K, N), // along N: 2 tiles a row, one unit each
       ].join("\n") + "\n";
       const out = replies(await sh(exe, [], input));
-      assert.equal(out.length, 7);
+      assert.equal(out.length, 8);
       assert.equal(out[0]!.status, 0, out[0]!.errors.join("\n"));
       const ok = out[1]!;
       assert.equal(ok.status, 0, ok.errors.join("\n"));
@@ -267,6 +270,13 @@ for (const cxx of [false, true]) {
       assert.equal(KERNELS[4]!.kernel.grid.persistent?.cluster, 2);
       assert.deepEqual(clustered.grid, gridFor(KERNELS[4]!.kernel.grid, cs));
       assert.deepEqual(clustered.grid, [8, 1, 1]);
+      // Along N (`cluster 1x2`): A's box half as tall, units of 2 tiles of a row (3 of them).
+      const alongN = out[7]!;
+      assert.equal(alongN.status, 0, alongN.errors.join("\n"));
+      assert.equal(checkMaps(KERNELS[5]!, alongN, named, cs), 2);
+      assert.equal(KERNELS[5]!.kernel.grid.persistent?.clusterAxis, "n");
+      assert.deepEqual(alongN.grid, gridFor(KERNELS[5]!.kernel.grid, cs));
+      assert.deepEqual(alongN.grid, [6, 1, 1]);
       // The header says what each map is.
       const text = cSource(KERNELS);
       assert.match(

@@ -75,12 +75,14 @@ Deno.test(`Python artefact: tensor maps built by the rule, passed by value${why}
     const tma = hgemmTensorMapKernel("tma");
     const real = compiledTmaKernel("real");
     const clustered = compiledTmaKernel("clustered", "cluster 2");
+    const clusteredN = compiledTmaKernel("clusteredn", "cluster 1x2");
     const kernels = [
       tma,
       looselyAligned(hgemmTensorMapKernel("loose")),
       refusedMapKernel("refused"),
       real,
       clustered,
+      clusteredN,
     ];
     Deno.writeTextFileSync(`${dir}/tmap.py`, pythonModule(kernels));
     // deno-lint-ignore no-explicit-any
@@ -98,6 +100,10 @@ Deno.test(`Python artefact: tensor maps built by the rule, passed by value${why}
     assert.equal(checkMaps(clustered, rec.clustered, { M: 300, K, N }), 2);
     assert.deepEqual(rec.clustered.grid, gridFor(clustered.kernel.grid, { M: 300, K, N }));
     assert.deepEqual(rec.clustered.grid, [8, 1, 1]);
+    // Along N: A's box half as tall, 3 units of the 2 tiles of a row.
+    assert.equal(checkMaps(clusteredN, rec.clusteredn, { M: 300, K, N }), 2);
+    assert.deepEqual(rec.clusteredn.grid, gridFor(clusteredN.kernel.grid, { M: 300, K, N }));
+    assert.deepEqual(rec.clusteredn.grid, [6, 1, 1]);
     assert.equal(ok.params.A, ok.A, "the tensor's own address stays in its place");
     assert.equal(ok.params.K, K);
     const specs = tma.manifest.params.flatMap((p) => p.tmap === undefined ? [] : [p.tmap]);

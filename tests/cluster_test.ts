@@ -8,6 +8,9 @@
  * - the PTX: `.reqnctapercluster 2, 1, 1`, B's copy multicast to both CTAs, A's not, the
  *   releases on both CTAs' empty barriers (`mapa`), two cluster barriers; ptxas for sm_90a
  *   takes it without spills;
+ * - `cluster 1x2` (pairs along N, A multicast): A's box half as tall, B's whole, units of 2 tiles
+ *   along N in the grid, A's copy multicast; simulated over tests/testdata/wgmma_cases.ts
+ *   `CLUSTER_N_CASES` (odd tile columns, a unit whose second tile lies right of N);
  * - refusals: `cluster 3` is E0112; `cluster 2` on sm80, with one block a tile, with split-K
  *   or with Stream-K is E0214; `cluster 1` is the kernel without one;
  * - simulated (tests/testdata/wgmma_cases.ts `CLUSTER_CASES`: odd tile rows, a unit whose second
@@ -24,7 +27,8 @@ import { ptxasTest } from "./_ptxas.ts";
 import { simulateGemm } from "../harness/simulate_gemm.ts";
 import { tensorParam } from "../ir/gemm.ts";
 import { DTYPE_INFO } from "../ir/dtype.ts";
-import { CLUSTER_CASES } from "./testdata/wgmma_cases.ts";
+import { CLUSTER_CASES, CLUSTER_N_CASES } from "./testdata/wgmma_cases.ts";
+import { printGemm } from "../ir/print_gemm.ts";
 import { tmaConsumerRegs } from "../passes/wgmma.ts";
 
 /** A TN GEMM with schedule lines (`;`-separated). */
@@ -68,6 +72,33 @@ Deno.test("cluster 2: the plan, B's half box, the kernel's cluster and its grid"
   assert.doesNotMatch(one.ptx, /reqnctapercluster|multicast|mapa|barrier\.cluster/);
 });
 
+Deno.test("cluster 1x2: A's half box, units along N, A's copy multicast", () => {
+  const ck = compiled(CLUSTER_GEMM("f16", "f16", "cluster 1x2"));
+  const tma = ck.planned.plan.pipeline!.tma!;
+  assert.equal(tma.cluster, 2);
+  assert.equal(tma.clusterAxis, "n");
+  assert.equal(ck.kernel.cluster, 2);
+  const tb = ck.planned.plan.tile!.threadblock;
+  const box = (t: string) => ck.kernel.params.find((p) => p.tmap?.tensor === t)!.tmap!.box;
+  assert.deepEqual(box("A"), [tb.k, tb.m / 2]);
+  assert.deepEqual(box("B"), [tb.k, tb.n]);
+  assert.equal(ck.kernel.grid.persistent?.clusterAxis, "n");
+  assert.deepEqual(ck.manifest.cluster, [2, 1, 1]);
+  // M = 300: 3 tile rows; N = 520: 3 columns of 256, 2 units a row; 6 units of 2 CTAs.
+  assert.deepEqual([tb.m, tb.n], [128, 256]);
+  assert.deepEqual(gridFor(ck.kernel.grid, { M: 300, N: 520, K: 64 }), [12, 1, 1]);
+  // Along M the same sizes are 2 x 3 units.
+  const m = compiled(CLUSTER_GEMM("f16", "f16", "cluster 2x1"));
+  assert.equal(m.planned.plan.pipeline!.tma!.clusterAxis, undefined);
+  assert.deepEqual(gridFor(m.kernel.grid, { M: 300, N: 1000, K: 64 }), [16, 1, 1]);
+  assert.deepEqual(gridFor(ck.kernel.grid, { M: 300, N: 1000, K: 64 }), [12, 1, 1]);
+  const copies = ck.ptx.split("\n").filter((l) => l.includes("cp.async.bulk.tensor"));
+  assert.equal(copies.length, 2, copies.join("\n"));
+  const multicast = copies.filter((l) => l.includes(".multicast::cluster"));
+  assert.equal(multicast.length, 1);
+  assert.match(printGemm(ck.planned), /cluster 1x2/);
+});
+
 Deno.test("cluster 2: the PTX multicasts B, releases both CTAs' stages, brackets the roles", () => {
   const ck = compiled(CLUSTER_GEMM("bf16", "bf16", "cluster 2"));
   assert.match(ck.ptx, /\.reqnctapercluster 2, 1, 1/);
@@ -85,14 +116,14 @@ Deno.test("cluster 2: the PTX multicasts B, releases both CTAs' stages, brackets
 });
 
 ptxasTest(
-  "cluster 2: ptxas -arch=sm_90a takes f16, bf16, tf32, s8 and the batched cases without spills",
+  "cluster 2 and 1x2: ptxas -arch=sm_90a takes f16, bf16, tf32, s8 and the batched cases without spills",
   async (ptxas) => {
     const srcs = [["f16", "f16"], ["bf16", "f32"], ["f32", "f32"], ["s8", "s32"]].flatMap((
       [t, d],
     ) => [CLUSTER_GEMM(t!, d!, "cluster 2", "bias"), CLUSTER_GEMM(t!, d!, "cluster 2")]);
     // tf32 without an epilogue spilled 8 bytes at 232 consumer registers (NOTES 78); the
     // batched cases' producers spilled at 24 producer registers.
-    for (const src of [...srcs, ...CLUSTER_CASES.map((c) => c.src)]) {
+    for (const src of [...srcs, ...[...CLUSTER_CASES, ...CLUSTER_N_CASES].map((c) => c.src)]) {
       const ck = compiled(src);
       assert.equal(ck.kernel.cluster, 2, src);
       const r = await runPtxas(ck.ptx, { ptxasPath: ptxas, arch: "sm_90a" });
@@ -131,20 +162,31 @@ Deno.test("cluster: refused where the kernel cannot have one (E0112, E0214)", ()
     compile(src, { file: "cl.gemm", target, sms: 132 }).diagnostics.map((d) => d.code);
   assert.deepEqual(codes(CLUSTER_GEMM("f16", "f16", "cluster 3")), ["E0112"]);
   assert.deepEqual(codes(CLUSTER_GEMM("f16", "f16", "cluster 0")), ["E0112"]);
+  assert.deepEqual(codes(CLUSTER_GEMM("f16", "f16", "cluster 2x2")), ["E0112"]);
+  assert.deepEqual(codes(CLUSTER_GEMM("f16", "f16", "cluster 1x2"), "sm80"), ["E0214"]);
+  assert.deepEqual(codes(CLUSTER_GEMM("f16", "f16", "cluster 1x2; split_k 2")), ["E0214"]);
   assert.deepEqual(codes(CLUSTER_GEMM("f16", "f16", "cluster 2"), "sm80"), ["E0214"]);
   assert.deepEqual(codes(CLUSTER_GEMM("f16", "f16", "cluster 2; scheduler tiles")), ["E0214"]);
   assert.deepEqual(codes(CLUSTER_GEMM("f16", "f16", "cluster 2; scheduler stream_k")), ["E0214"]);
   assert.deepEqual(codes(CLUSTER_GEMM("f16", "f16", "cluster 2; split_k 2")), ["E0214"]);
   const msg = compile(CLUSTER_GEMM("f16", "f16", "cluster 2"), { target: "sm80" }).diagnostics[0]!;
   assert.match(msg.message, /"cluster 2" needs a persistent warp-specialized sm90 kernel/);
+  const n = compile(CLUSTER_GEMM("f16", "f16", "cluster 1x2"), { target: "sm80" }).diagnostics[0]!;
+  assert.match(n.message, /"cluster 1x2" needs .* threadblock M halves into multiples of 8/);
 });
 
-for (const c of CLUSTER_CASES) {
-  Deno.test(`cluster 2 ${c.name}: simulated, agrees with the reference, no hazards`, () => {
+for (
+  const [c, shape] of [
+    ...CLUSTER_CASES.map((c) => [c, "2"] as const),
+    ...CLUSTER_N_CASES.map((c) => [c, "1x2"] as const),
+  ]
+) {
+  Deno.test(`cluster ${shape} ${c.name}: simulated, agrees with the reference, no hazards`, () => {
     const r = compile(c.src, { file: "cl.gemm", target: "sm90", sms: c.sms });
     assert.ok(r.ok, formatDiagnostics(r.diagnostics, c.src));
     const ck = r.kernels[0]!;
     assert.equal(ck.kernel.cluster, 2);
+    assert.equal(ck.planned.plan.pipeline!.tma!.clusterAxis, shape === "1x2" ? "n" : undefined);
     for (const schedule of ["producer-first", "consumer-first", "rank-first"] as const) {
       const rep = simulateGemm(ck, c.sizes, { seed: 17, schedule });
       assert.equal(rep.sim.hazardCount, 0, `${schedule}: ${JSON.stringify(rep.sim.hazards[0])}`);

@@ -182,6 +182,16 @@ Deno.test("parseLlmArgs and selectedProblems: types, M, cuBLAS, target, errors",
   assert.match(String(parseLlmArgs(["--types", "f16,tf32"])), /^Unknown type "tf32" in --types/);
   assert.match(String(parseLlmArgs(["--m", "16,3"])), /^Unknown M "3" in --m/);
   assert.match(String(parseLlmArgs(["--m"])), /^Unknown M "" in --m/);
+  // --nk selects (N, K) pairs; --schedule is kept for every row's kernel.
+  const nk = parseLlmArgs(["--types", "f16", "--nk", "4096x4096", "--schedule", "cluster 1x2"]);
+  assert.ok(typeof nk === "object");
+  assert.equal(nk.schedule, "cluster 1x2");
+  assert.deepEqual(
+    selectedProblems(nk).map((r) => `${r.p.M}x${r.p.N}x${r.p.K}`),
+    [1, 16, 64, 128, 256, 1024].map((M) => `${M}x4096x4096`),
+  );
+  assert.match(String(parseLlmArgs(["--nk", "4096x4000"])), /^Unknown \(N, K\) "4096x4000"/);
+  assert.match(String(parseLlmArgs(["--schedule", ""])), /^--schedule needs schedule lines/);
 });
 
 /** A side's figures at the given burst and sustained µs. */

@@ -1,8 +1,8 @@
 /**
  * sm90's skinny rule (passes/skinny.ts `skinnyWgmmaSchedule`, issue 22/23): 128x128 wgmma tiles
  * where the H200 measured them faster than sm80's skinny tiles (bench/NOTES.md 67), narrower
- * 128x64 and 64x64 ones where those do not fill the SMs (NOTES 73; 64x64 on clusters of 2,
- * NOTES 76), each with a deep pipeline
+ * 128x64, 64x64 and 64x32 ones where those do not fill the SMs (NOTES 73; 64x64 on clusters of
+ * 2, NOTES 76; 64x32 at M = 33-64, NOTES 79), each with a deep pipeline
  * (every role schedule simulated), sm80's rule elsewhere; the compiler takes the choice for hinted sizes on sm90 only; every choice simulates
  * in agreement with the reference at sizes that are no tile multiples (M = 1, 7, 33, 100; K not a
  * multiple of 64) with hazards none; and a split-K choice gives the same bytes whatever the
@@ -45,8 +45,14 @@ Deno.test("skinny sm90: 128x128 wgmma tiles where they measured faster, else sm8
   // Where 64x64 does not fill 3/4 of the SMs in one wave, the split still serves a long K.
   assert.equal(pick(128, 8192, 8192), "128x128x64 split 2 blocks 128");
   assert.equal(pick(128, 2048, 4096), null);
-  // Where sm80's tiles tie or win: M <= 64; 8-bit; M > 256.
+  // M = 33-64: 64x32 where its grid is one wave (bench/NOTES.md 79), at a long K too.
+  assert.equal(pick(64, 4096, 4096), "64x32x64 split 1 blocks 128");
+  assert.equal(pick(33, 4096, 14336), "64x32x64 split 1 blocks 128");
+  // Where sm80's tiles tie or win: M <= 32; M <= 64 beyond one wave of 64x32; 8-bit; M > 256.
+  assert.equal(pick(32, 4096, 4096), null);
+  assert.equal(pick(16, 4096, 4096), null);
   assert.equal(pick(64, 14336, 4096), null);
+  assert.equal(pick(64, 2048, 4096), null);
   assert.equal(pick(128, 14336, 4096, 1), null);
   assert.equal(pick(512, 14336, 4096), null);
   assert.equal(pick(128, 1024, 14336), null);
@@ -69,8 +75,8 @@ Deno.test("skinny sm90: the compiler takes the choice for hinted sizes on sm90, 
   const sm80 = hinted(BENCH("f16"), wide).planned;
   assert.equal(sm80.plan.tile!.wgmma, undefined);
   assert.notEqual(sm80.plan.tile!.skinny, undefined);
-  // At M = 64, N = K = 4096 sm90 takes sm80's skinny tile (mma.sync, assembled for sm_90a).
-  const square = hinted(BENCH("bf16"), { M: 64, N: 4096, K: 4096 }, "sm90").planned;
+  // At M = 32, N = K = 4096 sm90 takes sm80's skinny tile (mma.sync, assembled for sm_90a).
+  const square = hinted(BENCH("bf16"), { M: 32, N: 4096, K: 4096 }, "sm90").planned;
   assert.equal(square.plan.tile!.wgmma, undefined);
   assert.equal(square.plan.tile!.deepPipeline, undefined);
   assert.deepEqual(square.schedule.threadblock, { m: 64, n: 64, k: 128 });
@@ -88,6 +94,8 @@ const CHOICES: readonly { hints: Record<string, number>; type: string; epilogue?
   { hints: { M: 256, N: 4096, K: 14336 }, type: "f16", epilogue: true },
   { hints: { M: 256, N: 4096, K: 4096 }, type: "f16" },
   { hints: { M: 128, N: 4096, K: 4096 }, type: "bf16", epilogue: true },
+  { hints: { M: 64, N: 4096, K: 4096 }, type: "f16", epilogue: true },
+  { hints: { M: 48, N: 4096, K: 14336 }, type: "bf16" },
 ];
 
 let seed = 4100;

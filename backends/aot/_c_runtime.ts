@@ -135,6 +135,7 @@ typedef struct gemmc_kernel {
   int grouped; /* a grouped kernel's problem (DESIGN 6.2): no empty-grid rule; empty tensors may be null */
   long long persistent_blocks; /* a persistent kernel's blocks that run at once (grid x); 0: none */
   long long cluster; /* CTAs per cluster along x (the PTX's .reqnctapercluster); 1: none */
+  int cluster_along_n; /* 1: a cluster's CTAs take a unit of tiles along N, else along M */
 } gemmc_kernel;
 `;
 
@@ -249,14 +250,15 @@ static unsigned long long gemmc_mul_sat(unsigned long long a, unsigned long long
 
 /* ir/grid.ts gridFor: [tilesM * swizzle, ceil(tilesN / swizzle), batch * splitK]; a
  * persistent kernel's [max(1, min(tiles, blocks)), 1, 1], with clusters of C CTAs
- * [C max(1, min(units, blocks / C)), 1, 1] over units of C tiles along M. */
+ * [C max(1, min(units, blocks / C)), 1, 1] over units of C tiles along M (or N). */
 static void gemmc_grid(const gemmc_kernel *k, const long long *dims, long long g[3]) {
   long long tiles_m = gemmc_ceil_div(gemmc_extent_of(k->m, dims), k->tile_m);
   long long tiles_n = gemmc_ceil_div(gemmc_extent_of(k->n, dims), k->tile_n);
   long long batch = k->has_batch ? gemmc_extent_of(k->batch, dims) : 1;
   if (k->persistent_blocks > 0) {
     long long c = k->cluster;
-    long long tiles = gemmc_ceil_div(tiles_m, c) * tiles_n * batch;
+    long long tiles = (k->cluster_along_n ? tiles_m * gemmc_ceil_div(tiles_n, c)
+                                          : gemmc_ceil_div(tiles_m, c) * tiles_n) * batch;
     long long most = k->persistent_blocks / c;
     g[0] = c * (tiles < 1 ? 1 : tiles < most ? tiles : most);
     g[1] = 1;

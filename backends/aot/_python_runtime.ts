@@ -265,9 +265,12 @@ def _grid(k, sizes):
     batch = 1 if g["batch"] is None else _dim(g["batch"], sizes)
     if g.get("persistent"):
         # A persistent kernel: one block an SM at most, each looping over tiles; with clusters
-        # of c CTAs, c of them over units of c tiles along M.
+        # of c CTAs, c of them over units of c tiles along M (or N).
         c = g["persistent"].get("cluster", 1)
-        units = -(-tiles_m // c) * tiles_n * batch
+        if g["persistent"].get("clusterAxis") == "n":
+            units = tiles_m * -(-tiles_n // c) * batch
+        else:
+            units = -(-tiles_m // c) * tiles_n * batch
         return (c * max(1, min(units, g["persistent"]["blocks"] // c)), 1, 1)
     return (tiles_m * g["swizzle"], -(-tiles_n // g["swizzle"]), batch * g["splitK"])
 

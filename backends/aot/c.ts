@@ -265,7 +265,8 @@ function kernelTable(c: LaunchContract, a: CArgs, grouped: boolean): string {
       }ULL, ${c.tensors.length}, ${p}_tensors, ${c.dims.length}, ` +
       `${values.length > 0 ? `${p}_dims` : "0"}, ${c.strides.length}, ${c.scalars.length}, ` +
       `${c.scalars.length > 0 ? `${p}_scalars` : "0"}, ${grouped ? 1 : 0}, ` +
-      `${g.persistent?.blocks ?? 0}, ${g.persistent?.cluster ?? 1}};`,
+      `${g.persistent?.blocks ?? 0}, ${g.persistent?.cluster ?? 1}, ` +
+      `${g.persistent?.clusterAxis === "n" ? 1 : 0}};`,
   );
   if (a.maps.length > 0) lines.push(cTensorMapTable(c, p, a.maps));
   return lines.join("\n");

@@ -8,7 +8,7 @@
 
 import type { ScheduleLineAst } from "../ast.ts";
 import type { Schedule, ScheduleKey, Scheduler, Shape3, Span, Target } from "../../ir/gemm.ts";
-import { SCHEDULERS } from "../../ir/gemm.ts";
+import { CLUSTER_SHAPES, SCHEDULERS } from "../../ir/gemm.ts";
 import { type Dtype, isDtype } from "../../ir/dtype.ts";
 import { isTargetName, targetList } from "../../ir/target.ts";
 import { fail, lineOf, type Src } from "./scope.ts";
@@ -154,11 +154,13 @@ function readValue(
       s.scheduler = v as Scheduler;
       break;
     case "cluster": {
-      const n = positiveInt(src, k, v, vs);
-      if (n > 2) {
-        fail(src, "E0112", `Malformed value "${v}" for "cluster": expected 1 or 2`, vs);
+      // `2` is `2x1`: CTAs along M x along N (passes/wgmma.ts `wgmmaCluster`).
+      const shape = CLUSTER_SHAPES[v];
+      if (shape === undefined) {
+        fail(src, "E0112", `Malformed value "${v}" for "cluster": expected 1, 2, 2x1 or 1x2`, vs);
       }
-      s.cluster = n;
+      s.cluster = shape.ctas;
+      if (shape.axis === "n") s.clusterAxis = "n";
       break;
     }
     case "math":

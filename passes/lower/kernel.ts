@@ -139,14 +139,18 @@ function buildPersistentKernel(cx: LowerContext): Kernel {
   const K = cx.dim(k.problem.k);
   const batch = k.problem.batch === null ? imm(1) : cx.dim(k.problem.batch);
   // A cluster's CTAs take the C vertically adjacent tiles of a unit C tiles tall together
-  // (wgmma_ws.ts), rank r the r-th: the grid's geometry counts units.
-  const cluster = k.plan.pipeline!.tma!.cluster ?? 1;
-  const unitM = tb.m * cluster;
+  // (horizontally adjacent, C tiles wide, along N; wgmma_ws.ts), rank r the r-th: the grid's
+  // geometry counts units.
+  const tma = k.plan.pipeline!.tma!;
+  const cluster = tma.cluster ?? 1;
+  const alongN = tma.clusterAxis === "n";
+  const unitM = alongN ? tb.m : tb.m * cluster;
+  const unitN = alongN ? tb.n * cluster : tb.n;
   // The grid's geometry, computed again where each tile is decoded (not kept live across
   // the main loop: the f32 epilogue's kernels sit at ptxas's 168 registers).
   const geometry = () => {
     const tilesM = cx.divRem("div", cx.bin("add", "u32", M, imm(unitM - 1)), unitM, "tilesm");
-    const tilesN = cx.divRem("div", cx.bin("add", "u32", N, imm(tb.n - 1)), tb.n, "tilesn");
+    const tilesN = cx.divRem("div", cx.bin("add", "u32", N, imm(unitN - 1)), unitN, "tilesn");
     return { tilesM, tilesN, perBatch: cx.bin("mul", "u32", tilesM, tilesN, "tilesmn") };
   };
   const tiles = cx.bin("mul", "u32", geometry().perBatch, batch, "tiles");
@@ -173,11 +177,13 @@ function buildPersistentKernel(cx: LowerContext): Kernel {
     streamKFinish(cx, acc, o.part, flag, epi);
   };
   const finish = (smem: Reg, staging: Reg) => (acc: Reg[][][], o: TileOrigin) => {
-    // A cluster's tile below the last row of tiles (M tiles odd) ran only for its peer's sake.
+    // A cluster's tile below the last row of tiles (M tiles odd; right of the last column
+    // along N) ran only for its peer's sake.
     if (cluster === 1) return finishTile(smem, staging)(acc, o);
-    b.if(cx.setp("lt", "u32", o.m0, M), true, () => finishTile(smem, staging)(acc, o));
+    const inside = alongN ? cx.setp("lt", "u32", o.n0, N) : cx.setp("lt", "u32", o.m0, M);
+    b.if(inside, true, () => finishTile(smem, staging)(acc, o));
   };
-  const g: PersistentGrid = { M, N, K, tiles, geometry, unitM, cluster, shared };
+  const g: PersistentGrid = { M, N, K, tiles, geometry, unitM, unitN, cluster, shared };
   const { smem, staging, source } = own.streamK !== undefined
     ? streamKSource(cx, g)
     : roundSource(cx, g);
@@ -194,8 +200,9 @@ interface PersistentGrid {
   readonly tiles: Reg;
   /** Emits the grid's tile rows (of units), columns and units a batch. */
   readonly geometry: () => { readonly tilesM: Reg; readonly tilesN: Reg; readonly perBatch: Reg };
-  /** A unit's rows: the tile's times the cluster's CTAs. */
+  /** A unit's rows and columns: the tile's, times the cluster's CTAs along its axis. */
   readonly unitM: number;
+  readonly unitN: number;
   readonly cluster: number;
   /** Emits the shared memory's base and the epilogue's staging. */
   readonly shared: () => { readonly smem: Reg; readonly staging: Reg };
@@ -258,10 +265,14 @@ function roundSource(cx: LowerContext, g: PersistentGrid): PersistentSource {
   const { smem, staging } = g.shared();
   const at = (i: Reg | null): TileOrigin => {
     const t = cx.bin("add", "u32", bx, cx.bin("mul", "u32", i!, nx), "t");
-    const { m0, n0, bz } = persistentTile(cx, t, g.geometry(), g.unitM);
-    const rank = () => cx.mulImm(cx.b.readSreg("cluster_ctarank"), tb.m);
-    const m0r = cluster > 1 ? cx.bin("add", "u32", m0, rank(), "m0r") : m0;
-    return { m0: m0r, n0, M, N, K, bz, split: null, smem };
+    const { m0, n0, bz } = persistentTile(cx, t, g.geometry(), g.unitM, g.unitN);
+    if (cluster === 1) return { m0, n0, M, N, K, bz, split: null, smem };
+    // The rank's tile of the unit: below the first along M, right of it along N.
+    const alongN = g.unitN !== tb.n;
+    const rank = cx.mulImm(cx.b.readSreg("cluster_ctarank"), alongN ? tb.n : tb.m);
+    const m0r = alongN ? m0 : cx.bin("add", "u32", m0, rank, "m0r");
+    const n0r = alongN ? cx.bin("add", "u32", n0, rank, "n0r") : n0;
+    return { m0: m0r, n0: n0r, M, N, K, bz, split: null, smem };
   };
   return { smem, staging, source: { count, at } };
 }
@@ -271,16 +282,16 @@ function roundSource(cx: LowerContext, g: PersistentGrid): PersistentSource {
  * tiles in groups of `swizzle` tile columns, each group's tiles column by column within a row
  * and row by row (the blocks running at once cover a few rows of a group: they share its
  * B columns and A rows in L2), the last group as wide as the columns left. The tiles are
- * `rows` tall (a cluster's unit; default the threadblock's).
+ * `rows` tall and `cols` wide (a cluster's unit; default the threadblock's).
  */
 function persistentTile(
   cx: LowerContext,
   t: Reg,
   g: { readonly tilesM: Reg; readonly tilesN: Reg; readonly perBatch: Reg },
   rows: number = cx.k.plan.tile!.threadblock.m,
+  cols: number = cx.k.plan.tile!.threadblock.n,
 ): { m0: Reg; n0: Reg; bz: Reg } {
   const sw = cx.k.plan.tile!.swizzle;
-  const tb = cx.k.plan.tile!.threadblock;
   const bz = cx.bin("div", "u32", t, g.perBatch, "bz");
   const r = cx.bin("sub", "u32", t, cx.bin("mul", "u32", bz, g.perBatch));
   const perGroup = cx.mulImm(g.tilesM, sw);
@@ -295,7 +306,7 @@ function persistentTile(
     first,
     cx.bin("sub", "u32", rem, cx.bin("mul", "u32", tm, width)),
   );
-  return { m0: cx.mulImm(tm, rows, "m0"), n0: cx.mulImm(tn, tb.n, "n0"), bz };
+  return { m0: cx.mulImm(tm, rows, "m0"), n0: cx.mulImm(tn, cols, "n0"), bz };
 }
 
 /**
@@ -499,6 +510,7 @@ function kernelOf(cx: LowerContext, kparams: KernelParam[], group?: GroupLayout)
           persistent: {
             blocks: (k.sms ?? targetInfo(k.target).defaultSms) * minBlocks,
             ...(pipe.tma.cluster !== undefined ? { cluster: pipe.tma.cluster } : {}),
+            ...(pipe.tma.clusterAxis === "n" ? { clusterAxis: "n" as const } : {}),
           },
         }
         : {}),

@@ -21,7 +21,8 @@
  * (stream_k.ts) runs its own k-tiles (`TileOrigin.kSpan`).
  *
  * A cluster of C CTAs (`tma.cluster`, a persistent kernel whose CTAs take vertically adjacent
- * tiles, kernel.ts) shares B's box: the producer of rank r copies the r-th of its C row slices
+ * tiles, kernel.ts) shares B's box (horizontally adjacent tiles, `tma.clusterAxis` `n`: A's
+ * box): the producer of rank r copies the r-th of its C row slices
  * into the same stage of every CTA (`.multicast::cluster`), so a stage's full barrier still
  * waits for the whole stage's bytes, and its empty barrier counts the consumer warps of all C
  * CTAs, each of which arrives on every CTA's barrier (a producer must not refill a stage that
@@ -30,7 +31,7 @@
  * copies into it or arrives on its barriers) bracket the roles.
  *
  * Shortcuts (issue 23): the producer's other 127 threads idle; a persistent block's tiles are a
- * static round (no dynamic tile counter: bench/NOTES.md 65); clusters only along M, of 2.
+ * static round (no dynamic tile counter: bench/NOTES.md 65); clusters only of 2, along M or N.
  *
  * @module
  */
@@ -76,6 +77,9 @@ interface Ring {
   /** CTAs per cluster (1: none) and this CTA's rank in it (null without a cluster). */
   readonly cluster: number;
   readonly rank: Reg | null;
+  /** The operand whose box the cluster's CTAs share, each copying a slice into all of them:
+   * B for pairs along M, A along N. */
+  readonly shared: "A" | "B";
 }
 
 /**
@@ -114,7 +118,8 @@ export function warpSpecializedTiles(
   const empty = cx.bin("add", "u32", full, imm(8 * S), "empty");
   const cluster = tma.cluster ?? 1;
   const rank = cluster > 1 ? b.readSreg("cluster_ctarank", "crank") : null;
-  const ring: Ring = { stages: S, full, empty, cluster, rank };
+  const shared = tma.clusterAxis === "n" ? "A" : "B";
+  const ring: Ring = { stages: S, full, empty, cluster, rank, shared };
   const consumerWarps = cx.threads / 32;
   b.emit(ir.comment(`${S} stages: full and empty barriers`));
   b.if(cx.setp("eq", "u32", tid, imm(0)), false, () => {
@@ -205,21 +210,25 @@ function produce(cx: LowerContext, o: TileOrigin, ring: Ring, st: RingState): vo
     ? kTileSpan(cx, o.K, o.split)
     : { start: o.kSpan.start, kCount: o.kSpan.count };
   const k0 = start === null ? cx.mov("u32", imm(0), "pk") : cx.mulImm(start, tb.k, "pk");
-  const aBase = cx.bin("add", "u32", o.smem, imm(pipe.a.offset), "pa");
-  // A cluster: this CTA's slice of B's box (rows n0 + r n / C on), at its place in the stage.
-  const slice = ring.rank === null ? null : {
-    first: cx.mulImm(ring.rank, tb.n / ring.cluster, "prow"),
-    bytes: cx.mulImm(ring.rank, pipe.b.stageBytes / ring.cluster, "pbo"),
+  // Each operand's stage base and first row; in a cluster, for the operand its CTAs share,
+  // this CTA's slice of the box (rows r rows / C on), at its place in the stage, copied into
+  // every CTA of the cluster.
+  const operand = (role: "A" | "B", row0: Reg, rows: number) => {
+    const plan = role === "A" ? pipe.a : pipe.b;
+    const name = role === "A" ? "pa" : "pb";
+    if (ring.rank === null || ring.shared !== role) {
+      return { base: cx.bin("add", "u32", o.smem, imm(plan.offset), name), row: row0 };
+    }
+    const first = cx.mulImm(ring.rank, rows / ring.cluster, `${name}row`);
+    const bytes = cx.mulImm(ring.rank, plan.stageBytes / ring.cluster, `${name}o`);
+    return {
+      base: cx.bin("add", "u32", o.smem, cx.bin("add", "u32", bytes, imm(plan.offset)), name),
+      row: cx.bin("add", "u32", row0, first, `${name}r`),
+      multicast: (1 << ring.cluster) - 1,
+    };
   };
-  const bBase = cx.bin(
-    "add",
-    "u32",
-    o.smem,
-    slice === null ? imm(pipe.b.offset) : cx.bin("add", "u32", slice.bytes, imm(pipe.b.offset)),
-    "pb",
-  );
-  const bRow = slice === null ? o.n0 : cx.bin("add", "u32", o.n0, slice.first, "pn");
-  const multicast = ring.rank === null ? undefined : (1 << ring.cluster) - 1;
+  const a = operand("A", o.m0, tb.m);
+  const bo = operand("B", o.n0, tb.n);
   const bytes = pipe.a.stageBytes + pipe.b.stageBytes;
   const kt = b.reg("u32", "pkt");
   b.for(kt, imm(0), kCount, 1, () => {
@@ -228,10 +237,10 @@ function produce(cx: LowerContext, o: TileOrigin, ring: Ring, st: RingState): vo
     const emptyS = cx.bin("add", "u32", ring.empty, off8);
     b.emit(ir.mbarWait(emptyS, cx.bin("xor", "u32", ph, imm(1))));
     b.emit(ir.mbarArrive(fullS, bytes));
-    const aDst = cx.bin("add", "u32", aBase, cx.bin("mul", "u32", s, imm(pipe.a.stageBytes)));
-    const bDst = cx.bin("add", "u32", bBase, cx.bin("mul", "u32", s, imm(pipe.b.stageBytes)));
-    b.emit(ir.tmaLoad(aDst, aMap, [k0, o.m0, ...batchOf("A")], fullS));
-    b.emit(ir.tmaLoad(bDst, bMap, [k0, bRow, ...batchOf("B")], fullS, multicast));
+    const aDst = cx.bin("add", "u32", a.base, cx.bin("mul", "u32", s, imm(pipe.a.stageBytes)));
+    const bDst = cx.bin("add", "u32", bo.base, cx.bin("mul", "u32", s, imm(pipe.b.stageBytes)));
+    b.emit(ir.tmaLoad(aDst, aMap, [k0, a.row, ...batchOf("A")], fullS, a.multicast));
+    b.emit(ir.tmaLoad(bDst, bMap, [k0, bo.row, ...batchOf("B")], fullS, bo.multicast));
     b.emit(ir.bin("add", "u32", k0, k0, imm(tb.k)));
     advance(cx, s, ph, ring.stages);
   });

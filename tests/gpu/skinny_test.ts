@@ -67,6 +67,9 @@ const RUNS: readonly { type: string; size: string; expect: RegExp; target?: "sm9
     expect: /64x64x64 split 1 cluster 2/,
     target: "sm90",
   },
+  // M = 33-64: 64x32 in one wave (NOTES 79).
+  { type: "f16", size: "M=50,N=4072,K=4104", expect: /64x32x64 split 1 cluster 1/, target: "sm90" },
+  { type: "bf16", size: "M=64,N=4096,K=14336", expect: /64x32x64 split 1/, target: "sm90" },
 ];
 
 for (const r of RUNS) {

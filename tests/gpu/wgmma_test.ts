@@ -16,6 +16,7 @@ import { compile } from "../../compiler.ts";
 import { gemmWithEnv } from "../_cli.ts";
 import {
   CLUSTER_CASES,
+  CLUSTER_N_CASES,
   STREAM_K_CASES,
   WGMMA_CASES,
   WGMMA_GROUPED_CASES,
@@ -90,9 +91,14 @@ for (const c of STREAM_K_CASES) {
   });
 }
 
-for (const c of CLUSTER_CASES) {
+for (
+  const [c, shape] of [
+    ...CLUSTER_CASES.map((c) => [c, "2"] as const),
+    ...CLUSTER_N_CASES.map((c) => [c, "1x2"] as const),
+  ]
+) {
   Deno.test({
-    name: `cluster 2 ${c.name}: agrees with the reference and the simulator${SKIP}`,
+    name: `cluster ${shape} ${c.name}: agrees with the reference and the simulator${SKIP}`,
     ignore: !HOPPER,
     fn: () => {
       const r = compile(c.src, { target: "sm90", sms: c.sms });

@@ -6,7 +6,7 @@ and records its arguments in the map; the fake torch and cuda-python of check_fa
 for the rest.
 
     python3 check_tmap.py DIR
-        # DIR holds tmap.py (kernels tma, loose, refused, real and clustered,
+        # DIR holds tmap.py (kernels tma, loose, refused, real, clustered and clusteredn,
         # tests/_tensor_map_manifests.ts);
         # prints RECORDS and the JSON of each case: the launch's parameters (a map: its bytes
         # in hex and its address) and grid, or the error's lines
@@ -66,6 +66,9 @@ def main(directory):
     b = cf.FakeTensor((N, K), torch.float16).t()
     out["clustered"] = case(mod, driver, mod.clustered, a, b)
     out["clustered"]["A"], out["clustered"]["B"] = a.data_ptr(), b.data_ptr()
+    # Along N (cluster 1x2), same operands: 2 tiles a row, one unit each.
+    out["clusteredn"] = case(mod, driver, mod.clusteredn, a, b)
+    out["clusteredn"]["A"], out["clusteredn"]["B"] = a.data_ptr(), b.data_ptr()
     out["doc"] = mod.tma.__doc__
     print("RECORDS " + json.dumps(out))
     return 0

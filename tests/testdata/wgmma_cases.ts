@@ -385,3 +385,50 @@ export const CLUSTER_CASES: readonly StreamKCase[] = [
   // One row: the cluster's second CTA has no tile of its own, and runs for its peer.
   sk("bf16, M = 1, one unit on 2 clusters", GEMM("bf16", "f32", undefined, CL), 4, 1, 264, 136),
 ];
+
+const CLN = "cluster 1x2";
+
+/** Clusters of 2 along N (A multicast; `cluster 1x2`): as {@link CLUSTER_CASES} with the roles
+ * of M and N swapped (tile columns odd, a cluster's second tile right of the last column). */
+export const CLUSTER_N_CASES: readonly StreamKCase[] = [
+  // 3 tile columns (2 units a row, the second's right tile past N) x 3 rows on 2 clusters.
+  sk("f16 -> f32, 6 units on 2 clusters", GEMM("f16", "f32", undefined, CLN), 4, 300, 600, 520),
+  // f16 D: the staged epilogue; K not a k-tile multiple; 3 SMs: one cluster.
+  sk(
+    "f16 -> f16, 4 tile columns on 1 cluster",
+    GEMM("f16", "f16", "D[m, n] = f16(A[m, k] * B[k, n])", CLN),
+    3,
+    200,
+    904,
+    200,
+  ),
+  sk(
+    "bf16 with C, bias and relu, 6 units on 3 clusters",
+    EPILOGUE_GEMM(CLN),
+    6,
+    264,
+    1400,
+    136,
+  ),
+  sk(
+    "tf32, 3 units on 2 clusters",
+    GEMM("f32", "f32", undefined, `math tf32\n    ${CLN}`),
+    4,
+    100,
+    1400,
+    200,
+  ),
+  sk("s8 -> s32, 4 units on 2 clusters", GEMM("s8", "s32", undefined, CLN), 4, 400, 300, 1040),
+  sk("e4m3 -> bf16, 3 units on 2 clusters", E4M3_GEMM(CLN), 4, 200, 1304, 528),
+  // Batched views with runtime strides: 3-D maps of A (its half box), B broadcast.
+  {
+    name: "bf16 batched views, B broadcast, 3 batches of 4 units on 2 clusters",
+    src:
+      `kernel cl {\n  A: bf16[Bt, M, K] row strides(sa, lda)\n  B: bf16[K, N] col strides(ldb)\n` +
+      `  D: f32[Bt, M, N] row\n  D[b, m, n] = A[b, m, k] * B[k, n]\n  schedule { ${CLN} }\n}\n`,
+    sms: 4,
+    sizes: { Bt: 3, M: 200, N: 904, K: 136, sa: 30000, lda: 144, ldb: 152 },
+  },
+  // One column: the cluster's second CTA has no tile of its own, and runs for its peer.
+  sk("bf16, N = 8, one unit on 2 clusters", GEMM("bf16", "f32", undefined, CLN), 4, 264, 8, 136),
+];

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Issue 22: sm90's 64x32 skinny tile at M = 33-64 (NOTES 79) at the new defaults, and more
+# narrow tiles at M = 128 and 256, in the llm table's protocol (f16 unless named, sm90, --pdl):
+# the GPU tests of the skinny sm90 tiles; M = 64 at every (N, K), f16 and bf16; M = 128 and 256
+# at N = K = 4096, the default and variants, each its own run. Everything lands in
+# OUT/all.tgz, packed after each step. Deno on PATH. Not part of the benchmark or of CI.
+# Written 2026-12-06.
+#
+# Usage: bash bench/research/narrow_call.sh OUT   (STEPS: any of "tests m64 m128 m256")
+set -u
+OUT="${1:?usage: narrow_call.sh OUT}"
+STEPS="${STEPS:-tests m64 m128 m256}"
+W=/tmp/narrow_call
+rm -rf "$W" && mkdir -p "$W" "$OUT"
+pack() { tar -czf "$OUT/all.tgz" -C "$W" .; }
+has() { [[ " $STEPS " == *" $1 "* ]]; }
+. bench/research/_gemm_run_rows.sh
+ROWS_DIR=$W
+card_state
+llm() {
+  llm_rows "$W" "$@"
+  pack
+}
+if has tests; then
+  t0=$SECONDS
+  deno test --cached-only -A tests/gpu/skinny_test.ts --filter sm90 >"$W/gpu-test.txt" 2>&1
+  echo "gpu tests: exit $? ($((SECONDS - t0)) s)"
+  sed 's/\x1b\[[0-9;]*m//g' "$W/gpu-test.txt" | grep -E "passed|failed|FAILED" | tail -4
+  pack
+fi
+ALL=4096x4096,4096x14336,14336x4096
+if has m64; then
+  llm m64 f16,bf16 64 "$ALL"
+fi
+P="scheduler persistent"
+if has m128; then
+  llm m128 f16 128 4096x4096
+  llm m128-64x32p f16 128 4096x4096 "threadblock 64x32x64; stages 18; $P"
+  llm m128-128x32p f16 128 4096x4096 "threadblock 128x32x64; stages 10; $P"
+fi
+if has m256; then
+  llm m256 f16 256 4096x4096
+  llm m256-64x128c2 f16 256 4096x4096 "threadblock 64x128x64; stages 8; cluster 2"
+  llm m256-64x64c2 f16 256 4096x4096 "threadblock 64x64x64; stages 13; cluster 2"
+  llm m256-128x32p f16 256 4096x4096 "threadblock 128x32x64; stages 10; $P"
+fi
+pack
