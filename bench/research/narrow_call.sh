@@ -6,7 +6,7 @@
 # OUT/all.tgz, packed after each step. Deno on PATH. Not part of the benchmark or of CI.
 # Written 2026-12-06.
 #
-# Usage: bash bench/research/narrow_call.sh OUT   (STEPS: any of "tests m64 m128 m256")
+# Usage: bash bench/research/narrow_call.sh OUT   (STEPS: any of "tests m64 m128 m256 table exp")
 set -u
 OUT="${1:?usage: narrow_call.sh OUT}"
 STEPS="${STEPS:-tests m64 m128 m256}"
@@ -43,5 +43,17 @@ if has m256; then
   llm m256-64x128c2 f16 256 4096x4096 "threadblock 64x128x64; stages 8; cluster 2"
   llm m256-64x64c2 f16 256 4096x4096 "threadblock 64x64x64; stages 13; cluster 2"
   llm m256-128x32p f16 256 4096x4096 "threadblock 128x32x64; stages 10; $P"
+fi
+# "table" and "exp" (not in the default STEPS): the bf16 table at every M and the s8 rows at the
+# final defaults; then 128x32 at M = 128 again and 128x128 split 2 at M = 256 (N = K = 4096).
+if has exp; then
+  llm exp-m128 f16 128 4096x4096
+  llm exp-m128-128x32p f16 128 4096x4096 "threadblock 128x32x64; stages 10; $P"
+  llm exp-m256 f16 256 4096x4096
+  llm exp-m256-128x128s2 f16 256 4096x4096 "threadblock 128x128x64; stages 7; split_k 2"
+fi
+if has table; then
+  llm table-s8 s8 16,128 "$ALL"
+  llm table-bf16 bf16 1,16,64,128,256,1024 "$ALL"
 fi
 pack
