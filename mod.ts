@@ -47,6 +47,7 @@ export {
 } from "./dsl/diagnostics.ts";
 export type { ProgramAst } from "./dsl/ast.ts";
 export type {
+  ClusterAxis,
   DimRef,
   Epilogue,
   EpilogueExpr,

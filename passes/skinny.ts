@@ -230,6 +230,10 @@ const WGMMA_SKINNY_TILE: Shape3 = { m: 128, n: 128, k: 64 };
  * against 57.3 for split 2 at K = 14336). At M = 64 (NOTES 79, an H100, the llm table's
  * protocol, µs burst, +PDL): N = K = 4096 64x32 with 18 stages 15.5, +PDL 14.3, against 18.7 and
  * 16.0 for sm80's 64x64x128 split 2; on clusters of 2 along N (A multicast) 16.9 and 15.6.
+ * s8 at M = 128 (NOTES 79, the same protocol), 64x64x128 on clusters with 14 stages against
+ * sm80's 64x64x256: N = K = 4096 11.0 against 11.4 (PDL 10.0, 10.3), K = 14336 26.9 against 30.6
+ * (PDL 25.3, 29.0); the other 8-bit rows keep sm80's tiles (64x64 at N = 14336, more than one
+ * wave, lost: 29.6 against 28.2; the rest not measured on wgmma).
  */
 const WGMMA_SKINNY_NARROW: readonly {
   readonly tile: Shape3;
@@ -238,9 +242,11 @@ const WGMMA_SKINNY_NARROW: readonly {
   readonly cluster?: 2;
   /** The clusters' axis (`n`; absent: M). */
   readonly clusterAxis?: "n";
+  /** Serves 8-bit operands too (its k-tile twice as deep: one 128-byte row of K). */
+  readonly eightBit?: true;
 }[] = [
   { tile: { m: 128, n: 64, k: 64 }, maxM: 256 },
-  { tile: { m: 64, n: 64, k: 64 }, maxM: 128, cluster: 2 },
+  { tile: { m: 64, n: 64, k: 64 }, maxM: 128, cluster: 2, eightBit: true },
   { tile: { m: 64, n: 32, k: 64 }, maxM: 64 },
 ];
 
@@ -275,11 +281,12 @@ const WGMMA_SKINNY_SPLIT_MIN_K = 8192;
  * against 37.7 at K = 14336) and lost at N = K = 4096 (20.2 against 18.1); with deep pipelines
  * on an H100 they lost at M = 16 (NOTES 74: N = K = 4096 64x32 with 18 stages 19.8 against 16.2;
  * M = 64 64x64 split 2 19.6 against 19.7).
- * Shortcuts: 8-bit types keep sm80's rule (not
- * measured on wgmma); the main benchmark's M = 128, N = K = 8192 takes split 2 by the rule, not
+ * 8-bit types take only the 64x64x128 tiles on clusters at M = 65-128 where they make one wave
+ * (NOTES 79), sm80's rule elsewhere. Shortcuts: the other 8-bit rows are not measured on wgmma
+ * (u8 is inferred from s8); the main benchmark's M = 128, N = K = 8192 takes split 2 by the rule, not
  * measured when it was written.
  *
- * @param p The problem (16-bit operands).
+ * @param p The problem (16-bit or 8-bit operands).
  * @returns The choice, or null.
  * @example
  * ```ts
@@ -290,8 +297,9 @@ const WGMMA_SKINNY_SPLIT_MIN_K = 8192;
  * ```
  */
 export function skinnyWgmmaSchedule(p: SkinnyProblem): SkinnyWgmmaChoice | null {
-  if ((p.bytes ?? 2) !== 2 || p.M < WGMMA_SKINNY_MIN_M || p.M > 256) return null;
-  if (p.N < MIN_NK || p.K < MIN_NK) return null;
+  if (p.M < WGMMA_SKINNY_MIN_M || p.M > 256 || p.N < MIN_NK || p.K < MIN_NK) return null;
+  // 8-bit operands: only the narrow tiles measured for them (M = 65-128).
+  if ((p.bytes ?? 2) === 1) return p.M > 64 ? narrowWgmmaTile(p) : null;
   // M <= 64: only a one-wave grid of 64x32 tiles (a 128-row tile would be half empty).
   if (p.M <= 64) return narrowWgmmaTile(p);
   const t = WGMMA_SKINNY_TILE;
@@ -317,8 +325,10 @@ export function skinnyWgmmaSchedule(p: SkinnyProblem): SkinnyWgmmaChoice | null 
  * or null. Its clusters make the grid persistent (passes/wgmma.ts `wgmmaPersistent`: a
  * cluster's CTAs take a column's two tiles). */
 function narrowWgmmaTile(p: SkinnyProblem): SkinnyWgmmaChoice | null {
-  for (const { tile, maxM, cluster, clusterAxis } of WGMMA_SKINNY_NARROW) {
-    if (p.M > maxM) continue;
+  const eight = p.bytes === 1;
+  for (const { tile: t16, maxM, cluster, clusterAxis, eightBit } of WGMMA_SKINNY_NARROW) {
+    if (p.M > maxM || (eight && !eightBit)) continue;
+    const tile = eight ? { ...t16, k: 2 * t16.k } : t16;
     const n = Math.ceil(p.M / tile.m) * Math.ceil(p.N / tile.n);
     if (n >= WGMMA_SKINNY_MIN_FILL * p.sms && n <= p.sms) {
       return {

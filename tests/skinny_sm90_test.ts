@@ -2,7 +2,8 @@
  * sm90's skinny rule (passes/skinny.ts `skinnyWgmmaSchedule`, issue 22/23): 128x128 wgmma tiles
  * where the H200 measured them faster than sm80's skinny tiles (bench/NOTES.md 67), narrower
  * 128x64, 64x64 and 64x32 ones where those do not fill the SMs (NOTES 73; 64x64 on clusters of
- * 2, NOTES 76; 64x32 at M = 33-64, NOTES 79), each with a deep pipeline
+ * 2, NOTES 76; 64x32 at M = 33-64 and s8's 64x64x128 at M = 65-128, NOTES 79), each with a
+ * deep pipeline
  * (every role schedule simulated), sm80's rule elsewhere; the compiler takes the choice for hinted sizes on sm90 only; every choice simulates
  * in agreement with the reference at sizes that are no tile multiples (M = 1, 7, 33, 100; K not a
  * multiple of 64) with hazards none; and a split-K choice gives the same bytes whatever the
@@ -53,7 +54,12 @@ Deno.test("skinny sm90: 128x128 wgmma tiles where they measured faster, else sm8
   assert.equal(pick(16, 4096, 4096), null);
   assert.equal(pick(64, 14336, 4096), null);
   assert.equal(pick(64, 2048, 4096), null);
+  // 8-bit: the 64x64x128 tiles on clusters at M = 65-128 in one wave (NOTES 79), else null.
+  assert.equal(pick(128, 4096, 14336, 1), "64x64x128 split 1 blocks 128 cluster 2");
+  assert.equal(pick(100, 4096, 4096, 1), "64x64x128 split 1 blocks 128 cluster 2");
   assert.equal(pick(128, 14336, 4096, 1), null);
+  assert.equal(pick(64, 4096, 4096, 1), null);
+  assert.equal(pick(256, 4096, 4096, 1), null);
   assert.equal(pick(512, 14336, 4096), null);
   assert.equal(pick(128, 1024, 14336), null);
   // Fewer SMs: the same tiles fill them.
@@ -96,6 +102,7 @@ const CHOICES: readonly { hints: Record<string, number>; type: string; epilogue?
   { hints: { M: 128, N: 4096, K: 4096 }, type: "bf16", epilogue: true },
   { hints: { M: 64, N: 4096, K: 4096 }, type: "f16", epilogue: true },
   { hints: { M: 48, N: 4096, K: 14336 }, type: "bf16" },
+  { hints: { M: 128, N: 4096, K: 14336 }, type: "s8", epilogue: true },
 ];
 
 let seed = 4100;
@@ -108,8 +115,9 @@ for (const c of CHOICES) {
     Deno.test(`skinny sm90 ${c.type} ${tag}${c.epilogue ? " + bias, relu" : ""}: simulates in agreement at M=${M}`, () => {
       assert.equal(ck.planned.plan.tile!.wgmma, true);
       assert.equal(ck.planned.plan.tile!.deepPipeline, true);
-      // K not a multiple of 64, long enough for every split to get k-tiles; N not one of 128.
-      const K = 64 * 2 * (s.splitK ?? 1) + 40;
+      // K not a k-tile multiple (a multiple of 16: s8's alignment), long enough for every split
+      // to get k-tiles; N not one of 128.
+      const K = s.threadblock!.k * 2 * (s.splitK ?? 1) + 48;
       const rep = simulateGemm(ck, { M, N: 128 + 24, K }, { seed: seed += 7 });
       assert.equal(
         rep.sim.hazardCount,
@@ -137,7 +145,7 @@ for (const c of CHOICES) {
   Deno.test(`skinny sm90 ${c.type} ${tag}: deep ring agrees under every role schedule`, () => {
     const split = s.splitK ?? 1;
     for (const kTiles of [3, stages + 5]) {
-      const K = 64 * kTiles * split - 24;
+      const K = tb.k * kTiles * split - 32;
       for (const schedule of SCHEDULES) {
         const rep = simulateGemm(ck, { M: 33, N: 2 * tb.n + 8, K }, { seed: seed += 3, schedule });
         const what = `K=${K} ${schedule}`;

@@ -6,7 +6,7 @@
 # OUT/all.tgz, packed after each step. Deno on PATH. Not part of the benchmark or of CI.
 # Written 2026-12-06.
 #
-# Usage: bash bench/research/narrow_call.sh OUT   (STEPS: any of "tests m64 m128 m256 table exp")
+# Usage: bash bench/research/narrow_call.sh OUT   (STEPS: any of "tests m64 m128 m256 table exp s8")
 set -u
 OUT="${1:?usage: narrow_call.sh OUT}"
 STEPS="${STEPS:-tests m64 m128 m256}"
@@ -55,5 +55,11 @@ fi
 if has table; then
   llm table-s8 s8 16,128 "$ALL"
   llm table-bf16 bf16 1,16,64,128,256,1024 "$ALL"
+fi
+# "s8" (not in the default STEPS): s8 at M = 128, every (N, K), the defaults (sm80's skinny tiles)
+# against 64x64x128 wgmma tiles on clusters of 2 with 14 stages (f16's M = 65-128 rule).
+if has s8; then
+  llm s8-m128 s8 128 "$ALL"
+  llm s8-m128-64x64c2 s8 128 "$ALL" "threadblock 64x64x128; stages 14; cluster 2"
 fi
 pack
