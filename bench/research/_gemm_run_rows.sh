@@ -1,7 +1,31 @@
 # Sourced by the research scripts (sm90_*.sh, pdl_ab.sh, deep_ab.sh, cluster_*.sh,
-# defaults_call.sh): the card's state, one `gemm run` a row into $ROWS_DIR/full.txt with a
+# defaults_call.sh, verify_call.sh, narrow_call.sh): the card's state, one `gemm run` a row into $ROWS_DIR/full.txt with a
 # summary line in $ROWS_DIR/summary.txt (ROWS_DIR defaults to OUT), and the sm90 benchmark. Needs
 # Deno on PATH (run with --cached-only on the device).
+
+# call_start NAME OUT STEPS: a call script's set-up (verify_call, cluster_n_call, narrow_call):
+# a fresh work folder W=/tmp/NAME whose files `pack` puts into OUT/all.tgz, STEPS (the
+# environment's, else the given), `has STEP`, ROWS_DIR=W and the card's state.
+call_start() {
+  W=/tmp/$1
+  OUT=$2
+  STEPS="${STEPS:-$3}"
+  rm -rf "$W" && mkdir -p "$W" "$OUT"
+  ROWS_DIR=$W
+  card_state
+}
+pack() { tar -czf "$OUT/all.tgz" -C "$W" .; }
+has() { [[ " $STEPS " == *" $1 "* ]]; }
+
+# gpu_tests ARGS...: `deno test -A ARGS` into $W/gpu-test.txt, then packed; prints the exit, the
+# seconds and the counts.
+gpu_tests() {
+  local t0=$SECONDS
+  deno test --cached-only -A "$@" >"$W/gpu-test.txt" 2>&1
+  echo "gpu tests: exit $? ($((SECONDS - t0)) s)"
+  sed 's/\x1b\[[0-9;]*m//g' "$W/gpu-test.txt" | grep -E "passed|failed|FAILED" | tail -6
+  pack
+}
 
 # The card before the first row, into $OUT/smi.txt.
 card_state() {

@@ -7,26 +7,15 @@
 #
 # Usage: bash bench/research/cluster_n_call.sh OUT   (STEPS: any of "tests rows long")
 set -u
-OUT="${1:?usage: cluster_n_call.sh OUT}"
-STEPS="${STEPS:-tests rows long}"
-W=/tmp/cluster_n_call
-rm -rf "$W" && mkdir -p "$W" "$OUT"
-pack() { tar -czf "$OUT/all.tgz" -C "$W" .; }
-has() { [[ " $STEPS " == *" $1 "* ]]; }
 . bench/research/_gemm_run_rows.sh
-ROWS_DIR=$W
-card_state
+call_start cluster_n_call "${1:?usage: cluster_n_call.sh OUT}" "tests rows long"
 # llm LABEL MS NK [SCHEDULE]: f16's llm rows (_gemm_run_rows.sh llm_rows), then packed.
 llm() {
   llm_rows "$W" "$1" f16 "${@:2}"
   pack
 }
 if has tests; then
-  t0=$SECONDS
-  deno test --cached-only -A tests/gpu/wgmma_test.ts --filter "cluster 1x2" >"$W/gpu-test.txt" 2>&1
-  echo "gpu tests: exit $? ($((SECONDS - t0)) s)"
-  sed 's/\x1b\[[0-9;]*m//g' "$W/gpu-test.txt" | grep -E "passed|failed|FAILED" | tail -4
-  pack
+  gpu_tests tests/gpu/wgmma_test.ts --filter "cluster 1x2"
 fi
 if has rows; then
   llm default 64,128,256 4096x4096

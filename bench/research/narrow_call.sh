@@ -8,25 +8,14 @@
 #
 # Usage: bash bench/research/narrow_call.sh OUT   (STEPS: any of "tests m64 m128 m256 table exp s8")
 set -u
-OUT="${1:?usage: narrow_call.sh OUT}"
-STEPS="${STEPS:-tests m64 m128 m256}"
-W=/tmp/narrow_call
-rm -rf "$W" && mkdir -p "$W" "$OUT"
-pack() { tar -czf "$OUT/all.tgz" -C "$W" .; }
-has() { [[ " $STEPS " == *" $1 "* ]]; }
 . bench/research/_gemm_run_rows.sh
-ROWS_DIR=$W
-card_state
+call_start narrow_call "${1:?usage: narrow_call.sh OUT}" "tests m64 m128 m256"
 llm() {
   llm_rows "$W" "$@"
   pack
 }
 if has tests; then
-  t0=$SECONDS
-  deno test --cached-only -A tests/gpu/skinny_test.ts --filter sm90 >"$W/gpu-test.txt" 2>&1
-  echo "gpu tests: exit $? ($((SECONDS - t0)) s)"
-  sed 's/\x1b\[[0-9;]*m//g' "$W/gpu-test.txt" | grep -E "passed|failed|FAILED" | tail -4
-  pack
+  gpu_tests tests/gpu/skinny_test.ts --filter sm90
 fi
 ALL=4096x4096,4096x14336,14336x4096
 if has m64; then

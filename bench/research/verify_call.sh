@@ -8,22 +8,10 @@
 # Usage: bash bench/research/verify_call.sh OUT
 #   (base: git archive COMMIT | tar -x -C .devcarry/base; carry .devcarry)
 set -u
-OUT="${1:?usage: verify_call.sh OUT}"
-STEPS="${STEPS:-tests llm tf32ab}"
-W=/tmp/verify_call
-rm -rf "$W" && mkdir -p "$W" "$OUT"
-pack() { tar -czf "$OUT/all.tgz" -C "$W" .; }
-has() { [[ " $STEPS " == *" $1 "* ]]; }
 . bench/research/_gemm_run_rows.sh
-ROWS_DIR=$W
-card_state
+call_start verify_call "${1:?usage: verify_call.sh OUT}" "tests llm tf32ab"
 if has tests; then
-  t0=$SECONDS
-  deno test --cached-only -A tests/gpu/wgmma_test.ts tests/gpu/skinny_test.ts tests/gpu/pdl_test.ts \
-    >"$W/gpu-test.txt" 2>&1
-  echo "gpu tests: exit $? ($((SECONDS - t0)) s)"
-  sed 's/\x1b\[[0-9;]*m//g' "$W/gpu-test.txt" | grep -E "passed|failed|FAILED|ignored" | tail -8
-  pack
+  gpu_tests tests/gpu/wgmma_test.ts tests/gpu/skinny_test.ts tests/gpu/pdl_test.ts
 fi
 if has llm; then
   llm_tree . "$W/llm" "${LLM_TYPES:-f16}" "${LLM_M:-1,16,64,128,256,1024}"
