@@ -7,6 +7,7 @@
  * 2. Compile time: for every kernel of every example, the median time to
  *    compile it from source to PTX in-process (parse, check, passes,
  *    lowering, PTX printing), after warm-up. Target: <= 10 ms per kernel.
+ *    `--target T` compiles them for T (sm90: wgmma and TMA) instead of their own.
  * 3. `--gpu`: imports `./gpu_bench.ts` when it exists and calls its exported
  *    `main(args)` with the remaining arguments; otherwise says that the GPU
  *    benchmark is not available. Without a CUDA driver, `--gpu` exits 1
@@ -61,7 +62,7 @@ import { median } from "../harness/timing.ts";
 import { launchOverheadMain } from "./launch_overhead.ts";
 import { stridedCostMain } from "./strided_cost.ts";
 import { groupedBenchMain, groupedTarget } from "./grouped.ts";
-import { isTargetName } from "../ir/target.ts";
+import { isTargetName, type Target } from "../ir/target.ts";
 import { sparseBenchMain } from "./sparse.ts";
 import { llmBenchMain } from "./llm.ts";
 import { fp8BenchMain, type Fp8BenchOptions, parseFp8Args } from "./fp8.ts";
@@ -84,14 +85,16 @@ export interface CompileBenchRow {
 /**
  * Times compiling every kernel of every example to PTX.
  *
- * @param options `warmup` untimed compiles and `runs` timed ones per kernel.
+ * @param options `warmup` untimed compiles and `runs` timed ones per kernel; `target` overrides
+ *   the examples' own (`--target`: sm90's wgmma and TMA lowering).
  * @returns One row per kernel.
  */
 export function runCompileBench(
-  options: { warmup?: number; runs?: number } = {},
+  options: { warmup?: number; runs?: number; target?: Target } = {},
 ): CompileBenchRow[] {
   const warmup = options.warmup ?? 5;
   const runs = options.runs ?? 21;
+  const target = options.target !== undefined ? { target: options.target } : {};
   const dir = new URL("../examples/", import.meta.url);
   const files = [...Deno.readDirSync(dir)]
     .filter((e) => e.isFile && e.name.endsWith(".gemm"))
@@ -101,12 +104,12 @@ export function runCompileBench(
   for (const name of files) {
     const file = `examples/${name}`;
     const source = Deno.readTextFileSync(new URL(name, dir));
-    const all = compile(source, { file });
+    const all = compile(source, { file, ...target });
     if (!all.ok) throw new Error(`${file} does not compile`);
     for (const k of all.kernels) {
       const once = () => {
         const t0 = performance.now();
-        const r = compile(source, { file, kernel: k.name });
+        const r = compile(source, { file, kernel: k.name, ...target });
         const ms = performance.now() - t0;
         const ptx = r.kernels[0]?.ptx;
         if (!r.ok || ptx === undefined || ptx.length === 0) {
@@ -230,8 +233,12 @@ if (import.meta.main) {
     console.log("");
   }
   if (!noCompile) {
-    console.log("## Compile time (source to PTX, in-process)\n");
-    console.log(compileBenchTable(runCompileBench()));
+    const t = args.indexOf("--target") >= 0 ? args[args.indexOf("--target") + 1] : undefined;
+    const target = t !== undefined && isTargetName(t) ? t : undefined;
+    console.log(
+      `## Compile time (source to PTX, in-process${target ? `, target ${target}` : ""})\n`,
+    );
+    console.log(compileBenchTable(runCompileBench(target ? { target } : {})));
     console.log("");
   }
   if (gpu && llm) {

@@ -1,8 +1,8 @@
 /**
  * Issue 23's "no spills at the defaults", at scale: every distinct sm90 warp-specialized (TMA)
  * kernel the compiler picks for an example or benchmark kernel x size hint (none, squares 2048
- * to 8192, 5000, and the llm table's rows) x schedule line (none, `cluster 2`, `scheduler
- * stream_k`) x pdl, assembled by ptxas for sm_90a; prints each kernel that spills or that
+ * to 8192, 5000, and the llm table's rows) x schedule line (none, `cluster 2`, `cluster 1x2`,
+ * `scheduler stream_k`) x pdl, assembled by ptxas for sm_90a; prints each kernel that spills or that
  * ptxas refuses, and a count. Schedules a kernel cannot have are skipped and counted. Not part
  * of CI (a few minutes on 2 cores). Written 2026-12-06.
  *
@@ -33,7 +33,7 @@ for (const M of [1, 16, 64, 128, 256]) {
 const seen = new Set<string>();
 let assembled = 0, spilled = 0, refused = 0, skipped = 0;
 for (const [file, src0] of sources) {
-  for (const lines of [undefined, "cluster 2", "scheduler stream_k"]) {
+  for (const lines of [undefined, "cluster 2", "cluster 1x2", "scheduler stream_k"]) {
     // A source with its own schedule block keeps it; the line is added beside it.
     const src = lines === undefined ? src0 : withSchedule(src0, lines);
     for (const hints of hintsList) {
