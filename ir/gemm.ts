@@ -259,7 +259,9 @@ export interface Schedule {
   readonly splitK?: number;
   /** How a warp-specialized sm90 kernel's blocks take tiles (`scheduler` key; passes/wgmma.ts
    * `wgmmaPersistent`): `tiles` one block a tile, `persistent` one block an SM looping over
-   * whole tiles, `stream_k` persistent with the last tiles' k-loops shared out evenly. */
+   * whole tiles, `stream_k` persistent with the last tiles' k-loops shared out evenly,
+   * `pingpong` persistent with two consumer warpgroups that take the block's tiles in turn
+   * (one's epilogue beside the other's main loop; the threadblock tile is one warpgroup's). */
   readonly scheduler?: Scheduler;
   /** CTAs per thread-block cluster (`cluster` key; passes/wgmma.ts `wgmmaCluster`): 1, or 2 for
    * a persistent warp-specialized sm90 kernel whose two CTAs take vertically adjacent tiles and
@@ -286,10 +288,15 @@ export const CLUSTER_SHAPES: Readonly<
 });
 
 /** The values of the `scheduler` schedule key. */
-export type Scheduler = "tiles" | "persistent" | "stream_k";
+export type Scheduler = "tiles" | "persistent" | "stream_k" | "pingpong";
 
 /** {@link Scheduler}'s values, as the checker accepts them. */
-export const SCHEDULERS: readonly Scheduler[] = Object.freeze(["tiles", "persistent", "stream_k"]);
+export const SCHEDULERS: readonly Scheduler[] = Object.freeze([
+  "tiles",
+  "persistent",
+  "stream_k",
+  "pingpong",
+]);
 
 /** Per dimension, whether a {@link TilePlan} may leave a partial tile. */
 export interface PartialTiles {
@@ -462,6 +469,11 @@ export interface TmaPipelinePlan {
   readonly persistent?: {
     readonly stagingOffset: number;
     readonly streamK?: { readonly flagOffset: number };
+    /** Ping-pong (`scheduler pingpong`, passes/wgmma.ts `wgmmaPingPong`): two consumer
+     * warpgroups, each running the tile's program on alternate tiles of the block, each with
+     * a staging region of its own, `stagingBytes` apart; their main loops take turns by the
+     * two mbarriers at `turnOffset` (after the stages' barriers). */
+    readonly pingPong?: { readonly stagingBytes: number; readonly turnOffset: number };
   };
   /** CTAs per cluster (2; absent: 1): the cluster's CTAs take the tiles of one column pair by
    * pair, rank r the pair's r-th tile, and each CTA copies the r-th half of the B box into both

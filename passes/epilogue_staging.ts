@@ -227,8 +227,10 @@ function stagedLayout(
   // persistent kernel's in a region of its own after them (its stages are being refilled).
   const pipe = k.plan.pipeline!;
   const own = pipe.tma?.persistent;
+  // Ping-pong: half of it for each consumer warpgroup's region (128-byte aligned).
+  const rest = own === undefined ? 0 : targetInfo(k.target).smemPerBlock - own.stagingOffset;
   const avail = own !== undefined
-    ? targetInfo(k.target).smemPerBlock - own.stagingOffset
+    ? (own.pingPong !== undefined ? Math.floor(rest / 256) * 128 : rest)
     : pipe.tma?.barrierOffset ?? pipe.smemBytes;
   const nTiles = wp.warp.n / s.n;
   // Lane l's fragment position relative to lane 0's.
@@ -295,9 +297,19 @@ export const epilogueStagingPass: GemmPass = {
     // A persistent kernel's staging region adds to the block's shared memory.
     const pipe = k.plan.pipeline!;
     const own = pipe.tma?.persistent;
-    const smemBytes = own === undefined || staging === null
-      ? pipe.smemBytes
-      : own.stagingOffset + (k.plan.warp!.threads / 32) * staging.regionBytes;
-    return { ...k, plan: { ...k.plan, staging, pipeline: { ...pipe, smemBytes } } };
+    if (own === undefined || staging === null) return { ...k, plan: { ...k.plan, staging } };
+    const region = (k.plan.warp!.threads / 32) * staging.regionBytes;
+    if (own.pingPong === undefined) {
+      const smemBytes = own.stagingOffset + region;
+      return { ...k, plan: { ...k.plan, staging, pipeline: { ...pipe, smemBytes } } };
+    }
+    // Ping-pong: the second consumer warpgroup's region after the first's, 128-byte aligned.
+    const stagingBytes = Math.ceil(region / 128) * 128;
+    const tma = {
+      ...pipe.tma!,
+      persistent: { ...own, pingPong: { ...own.pingPong, stagingBytes } },
+    };
+    const smemBytes = own.stagingOffset + stagingBytes + region;
+    return { ...k, plan: { ...k.plan, staging, pipeline: { ...pipe, tma, smemBytes } } };
   },
 };

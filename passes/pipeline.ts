@@ -25,6 +25,7 @@ import {
   wgmmaCluster,
   wgmmaClusterAxis,
   wgmmaPersistent,
+  wgmmaPingPong,
   wgmmaStreamK,
   wgmmaTma,
 } from "./wgmma.ts";
@@ -283,9 +284,14 @@ export const pipelinePass: GemmPass = {
     const persistent = wgmmaPersistent(k);
     // (Asked of every kernel too: a `cluster` line it cannot honour is refused there.)
     const cluster = wgmmaCluster(k);
-    // Stream-K's flag word (16 bytes) after the barriers.
-    const flagBytes = persistent && wgmmaStreamK(k) ? 16 : 0;
-    const reserve = persistent ? persistentStagingBytes(k) + flagBytes : 0;
+    // Ping-pong: two consumer warpgroups, a staging region each (128-byte aligned).
+    const pingPong = persistent && wgmmaPingPong(k);
+    // Stream-K's flag word, or ping-pong's two turn barriers (16 bytes) after the barriers.
+    const flagBytes = persistent && (wgmmaStreamK(k) || pingPong) ? 16 : 0;
+    const staging = persistent ? persistentStagingBytes(k) : 0;
+    const stagingEach = pingPong ? Math.ceil(staging / 128) * 128 : staging;
+    const consumers = pingPong ? 2 * threads : threads;
+    const reserve = persistent ? (pingPong ? 2 : 1) * stagingEach + flagBytes : 0;
     const fit = Math.floor((budget - reserve) / (perStage + barrierBytes));
     // At least 2 when the schedule is silent, so that an over-budget tile is
     // reported with the figure of the smallest pipeline (2 stages).
@@ -320,7 +326,7 @@ export const pipelinePass: GemmPass = {
             barrierOffset: stages * perStage,
             producerThreads: TMA_PRODUCER_THREADS,
             producerRegs: tmaProducerRegs(k),
-            consumerRegs: tmaConsumerRegs(k.target, threads, tmaProducerRegs(k)),
+            consumerRegs: tmaConsumerRegs(k.target, consumers, tmaProducerRegs(k)),
             ...(cluster > 1 ? { cluster } : {}),
             ...(cluster > 1 && wgmmaClusterAxis(k) === "n" ? { clusterAxis: "n" as const } : {}),
             // The staging region (if any) from the next 128 bytes after the barriers and
@@ -330,8 +336,16 @@ export const pipelinePass: GemmPass = {
                 persistent: {
                   stagingOffset: Math.ceil((stages * (perStage + barrierBytes) + flagBytes) / 128) *
                     128,
-                  ...(flagBytes > 0
+                  ...(flagBytes > 0 && !pingPong
                     ? { streamK: { flagOffset: stages * (perStage + barrierBytes) } }
+                    : {}),
+                  ...(pingPong
+                    ? {
+                      pingPong: {
+                        stagingBytes: stagingEach,
+                        turnOffset: stages * (perStage + barrierBytes),
+                      },
+                    }
                     : {}),
                 },
               }

@@ -541,6 +541,11 @@ function skinnyProblem(c: TileContext): SkinnyProblem | null {
  * wave-aware ({@link deepenKTile}).
  */
 function defaultTile(k: GemmKernel): ChosenTile {
+  // `scheduler pingpong`: the default wgmma tile's width, one warpgroup tall (passes/wgmma.ts
+  // `wgmmaPingPong`), whatever the sizes (a shortcut: not weighed against the waves).
+  if (k.schedule.scheduler === "pingpong" && wgmmaCandidate(k)) {
+    return { tb: { ...wgmmaDefaultTile(k), m: 64 }, smallGrid: false, splitK: 1 };
+  }
   const c = tileContext(k);
   const sp = skinnyProblem(c);
   // sm90's wgmma tiles where they beat sm80's skinny ones, else sm80's (passes/skinny.ts).

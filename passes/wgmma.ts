@@ -365,6 +365,37 @@ export function wgmmaStreamK(k: GemmKernel): boolean {
 }
 
 /**
+ * Whether a persistent kernel runs two consumer warpgroups in ping-pong (`scheduler pingpong`):
+ * each runs the program of a threadblock tile of one warpgroup (64 rows) on every other tile of
+ * the block, so that one's epilogue runs beside the other's main loop, the ring's stages going
+ * to each in the order the producer fills them (passes/lower/wgmma_ws.ts). A tile of more than
+ * one warpgroup is refused (E0213).
+ *
+ * Shortcut (issue 23): each warpgroup's program is emitted once for each (named barriers 1
+ * and 2), doubling the consumers' code; not measured on a GPU when written (bench/NOTES.md 80).
+ *
+ * @param k The kernel (tile and warps planned).
+ * @returns Whether it is a ping-pong kernel.
+ */
+export function wgmmaPingPong(k: GemmKernel): boolean {
+  if (k.schedule.scheduler !== "pingpong" || !wgmmaPersistent(k)) return false;
+  const threads = k.plan.warp!.threads;
+  if (threads !== WARPGROUP_THREADS) {
+    scheduleError(
+      k,
+      "scheduler",
+      "E0213",
+      `"scheduler pingpong" needs a threadblock tile of one warpgroup (64 rows: one consumer ` +
+        `warpgroup a tile), not ${threads / 32} warps`,
+    );
+  }
+  return true;
+}
+
+/** Threads of a warpgroup. */
+const WARPGROUP_THREADS = 128;
+
+/**
  * CTAs per thread-block cluster of a warp-specialized kernel (`plan.pipeline.tma.cluster`): its
  * `cluster` line, else {@link defaultCluster}'s. Two need a persistent kernel without Stream-K
  * (the cluster's CTAs take the two tiles of a column pair together, or of a row pair along N,

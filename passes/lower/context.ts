@@ -148,13 +148,20 @@ export class LowerContext {
   /**
    * The barrier of the threads that run the tile's MMAs and epilogue: the block's (`bar.sync
    * 0`), or in a warp-specialized kernel (`plan.pipeline.tma`) named barrier 1 of the
-   * consumer warpgroups, whose code the producer warpgroup does not run.
+   * consumer warpgroups, whose code the producer warpgroup does not run ({@link namedBarrier}
+   * in a ping-pong kernel's).
    *
    * @returns The operation.
    */
   barrier(): Op {
-    return this.k.plan.pipeline?.tma === undefined ? ir.bar() : ir.namedBar(1, this.threads);
+    return this.k.plan.pipeline?.tma === undefined
+      ? ir.bar()
+      : ir.namedBar(this.namedBarrier, this.threads);
   }
+
+  /** The named barrier {@link barrier} uses in a warp-specialized kernel: 1, or a ping-pong
+   * kernel's 1 + the consumer warpgroup whose program is being emitted (wgmma_ws.ts). */
+  namedBarrier = 1;
 
   u32(v: number | Reg): Operand {
     return typeof v === "number" ? imm(v) : v;

@@ -160,7 +160,9 @@ function buildPersistentKernel(cx: LowerContext): Kernel {
     b.emit(ir.smemBase(smem));
     return { smem, staging: cx.bin("add", "u32", smem, imm(own.stagingOffset)) };
   };
-  const finishTile = (smem: Reg, staging: Reg) => (acc: Reg[][][], o: TileOrigin) => {
+  const finishTile = (smem: Reg, staging: Reg) => (acc: Reg[][][], o: TileOrigin, wg: number) => {
+    // A ping-pong kernel's second consumer warpgroup stages in a region of its own.
+    const shift = wg * (own.pingPong?.stagingBytes ?? 0);
     const epi = (before?: (i: number, j: number) => void) =>
       epilogue(cx, {
         acc,
@@ -169,19 +171,19 @@ function buildPersistentKernel(cx: LowerContext): Kernel {
         M,
         N,
         bz: o.bz,
-        smem: staging,
+        smem: shift === 0 ? staging : cx.bin("add", "u32", staging, imm(shift)),
         ...(before !== undefined ? { before } : {}),
       });
     if (o.part === undefined) return epi();
     const flag = () => cx.bin("add", "u32", smem, imm(own.streamK!.flagOffset));
     streamKFinish(cx, acc, o.part, flag, epi);
   };
-  const finish = (smem: Reg, staging: Reg) => (acc: Reg[][][], o: TileOrigin) => {
+  const finish = (smem: Reg, staging: Reg) => (acc: Reg[][][], o: TileOrigin, wg: number) => {
     // A cluster's tile below the last row of tiles (M tiles odd; right of the last column
     // along N) ran only for its peer's sake.
-    if (cluster === 1) return finishTile(smem, staging)(acc, o);
+    if (cluster === 1) return finishTile(smem, staging)(acc, o, wg);
     const inside = alongN ? cx.setp("lt", "u32", o.n0, N) : cx.setp("lt", "u32", o.m0, M);
-    b.if(inside, true, () => finishTile(smem, staging)(acc, o));
+    b.if(inside, true, () => finishTile(smem, staging)(acc, o, wg));
   };
   const g: PersistentGrid = { M, N, K, tiles, geometry, unitM, unitN, cluster, shared };
   const { smem, staging, source } = own.streamK !== undefined
@@ -495,7 +497,9 @@ function kernelOf(cx: LowerContext, kparams: KernelParam[], group?: GroupLayout)
     name: k.name,
     target: k.target,
     params: kparams,
-    threads: cx.threads + (pipe.tma?.producerThreads ?? 0),
+    // A ping-pong kernel's two consumer warpgroups each run the tile's threads' program.
+    threads: cx.threads * (pipe.tma?.persistent?.pingPong !== undefined ? 2 : 1) +
+      (pipe.tma?.producerThreads ?? 0),
     dynamicSmemBytes: pipe.smemBytes,
     ...(minBlocks > 1 ? { minBlocksPerSm: minBlocks } : {}),
     ...(pipe.tma?.cluster !== undefined ? { cluster: pipe.tma.cluster } : {}),

@@ -101,13 +101,14 @@ export interface TileSource {
  * @param cx The lowering's context (a TMA plan).
  * @param smem The shared memory's base.
  * @param tiles The block's tiles.
- * @param finish Emits what follows a tile's main loop, for the consumers.
+ * @param finish Emits what follows a tile's main loop, for the consumers (of warpgroup `wg` in
+ *   a ping-pong kernel, else 0).
  */
 export function warpSpecializedTiles(
   cx: LowerContext,
   smem: Reg,
   tiles: TileSource,
-  finish: (acc: Reg[][][], o: TileOrigin) => void,
+  finish: (acc: Reg[][][], o: TileOrigin, wg: number) => void,
 ): void {
   const b = cx.b;
   const pipe = cx.k.plan.pipeline!;
@@ -120,17 +121,25 @@ export function warpSpecializedTiles(
   const rank = cluster > 1 ? b.readSreg("cluster_ctarank", "crank") : null;
   const shared = tma.clusterAxis === "n" ? "A" : "B";
   const ring: Ring = { stages: S, full, empty, cluster, rank, shared };
+  // A stage is read by one tile's consumers: the block's, or one warpgroup of a ping-pong one.
   const consumerWarps = cx.threads / 32;
+  const pingPong = tma.persistent?.pingPong !== undefined;
+  const consumerThreads = (pingPong ? 2 : 1) * cx.threads;
   b.emit(ir.comment(`${S} stages: full and empty barriers`));
   b.if(cx.setp("eq", "u32", tid, imm(0)), false, () => {
     for (let s = 0; s < S; s++) {
       b.emit(ir.mbarInit(at(cx, full, 8 * s), 1));
       b.emit(ir.mbarInit(at(cx, empty, 8 * s), consumerWarps * cluster));
     }
+    // A ping-pong kernel's turn barriers: one a consumer warpgroup, its 4 warps arriving.
+    const turns = tma.persistent?.pingPong?.turnOffset;
+    if (turns !== undefined) {
+      for (const w of [0, 1]) b.emit(ir.mbarInit(at(cx, smem, turns + 8 * w), cx.threads / 32));
+    }
     b.emit(ir.mbarFence());
   });
   b.emit(cluster > 1 ? ir.clusterBar() : ir.bar());
-  const producer = cx.setp("ge", "u32", tid, imm(cx.threads));
+  const producer = cx.setp("ge", "u32", tid, imm(consumerThreads));
   /** Emits `body` for each of the block's tiles. */
   const eachTile = (body: (o: TileOrigin) => void) => {
     if (tiles.count === null) return body(tiles.at(null));
@@ -139,18 +148,100 @@ export function warpSpecializedTiles(
   };
   b.if(producer, "warpgroup", () => {
     b.emit(ir.setMaxNReg("dec", tma.producerRegs));
-    const elected = cx.setp("eq", "u32", tid, imm(cx.threads));
+    const elected = cx.setp("eq", "u32", tid, imm(consumerThreads));
     b.if(elected, false, () => {
       const st = ringState(cx, "p");
       eachTile((o) => produce(cx, o, ring, st));
     });
   }, () => {
     b.emit(ir.setMaxNReg("inc", tma.consumerRegs));
+    if (pingPong) return pingPongConsumers(cx, smem, tiles, ring, finish);
     const st = ringState(cx, "c");
     const rel = cx.mov("u32", imm(0), "crel");
-    eachTile((o) => finish(consume(cx, o, ring, st, rel, tiles.count !== null), o));
+    eachTile((o) => finish(consume(cx, o, ring, st, rel, tiles.count !== null), o, 0));
   });
   if (cluster > 1) b.emit(ir.clusterBar());
+}
+
+/**
+ * A ping-pong kernel's consumers (passes/wgmma.ts `wgmmaPingPong`): warpgroup w (0, 1) runs
+ * the program of a one-warpgroup tile on the block's tiles w, w + 2, ..., with its thread and
+ * warp indices counted from its first thread, named barrier 1 + w and its own staging region
+ * (`finish`'s `wg`). The producer fills the ring with every tile's k-tiles in turn, so before
+ * tile i the warpgroup's ring state moves to k-tile i kTiles of the ring's sequence (every
+ * tile has the same count: no split, no Stream-K), and the stage it releases next is that one.
+ * Each branch is a role of its own (a warpgroup-uniform `if`), so the two drift apart on the
+ * GPU and in the simulator; the program is emitted once for each (a shortcut: twice the
+ * consumers' code).
+ *
+ * The main loops take turns (`turnOffset`'s two mbarriers, 4 warps' arrivals each): tile i's
+ * waits for the warpgroup of tile i - 1 to have retired its main loop's wgmmas, so that no
+ * warpgroup waits on a stage's full barrier more than one phase ahead of it (its parity would
+ * read as the phase before, complete) and the epilogue of one runs beside the other's main
+ * loop. Warpgroup 0 waits from its second tile on, parity (i / 2 + 1) & 1 on its barrier;
+ * warpgroup 1 from its first, parity (i / 2) & 1 on its own; each arrives on the other's.
+ */
+function pingPongConsumers(
+  cx: LowerContext,
+  smem: Reg,
+  tiles: TileSource,
+  ring: Ring,
+  finish: (acc: Reg[][][], o: TileOrigin, wg: number) => void,
+): void {
+  const b = cx.b;
+  const tid = cx.features.get("tid")!;
+  const count = tiles.count;
+  const turns = cx.k.plan.pipeline!.tma!.persistent!.pingPong!.turnOffset;
+  if (count === null) throw new Error("lower-kernel: a ping-pong kernel is persistent");
+  const program = (wg: number) => {
+    const saved = new Map(cx.features);
+    if (wg > 0) {
+      // This warpgroup's thread and warp indices, from its first thread (lanes are the same).
+      const local = cx.bin("sub", "u32", tid, imm(wg * cx.threads), "pptid");
+      const warp = cx.bin("shr", "u32", local, imm(5), "ppwarp");
+      const wp = cx.k.plan.warp!;
+      cx.features.set("tid", local);
+      cx.features.set("warp", warp);
+      cx.features.set("wm", cx.divRem("rem", warp, wp.warpsM, "ppwm"));
+      cx.features.set("wn", cx.divRem("div", warp, wp.warpsM, "ppwn"));
+    }
+    cx.namedBarrier = 1 + wg;
+    const st = ringState(cx, `c${wg}`);
+    const rel = cx.mov("u32", imm(0), `crel${wg}`);
+    const i = b.reg("u32", `tile_i${wg}`);
+    const lane0 = cx.setp(
+      "eq",
+      "u32",
+      cx.bin("and", "u32", cx.features.get("tid")!, imm(31)),
+      imm(0),
+    );
+    const mine = at(cx, smem, turns + 8 * wg);
+    const theirs = at(cx, smem, turns + 8 * (1 - wg));
+    b.for(i, imm(wg), count, 2, () => {
+      const o = tiles.at(i);
+      // The ring's position at tile i's first k-tile: its stage, phase, and the next release.
+      const n = cx.bin("mul", "u32", i, kTileSpan(cx, o.K, o.split).kCount, "ppn");
+      const S = ring.stages;
+      b.emit(ir.bin("add", "u32", st.s, cx.divRem("rem", n, S), imm(0)));
+      b.emit(ir.bin("and", "u32", st.ph, cx.divRem("div", n, S), imm(1)));
+      b.emit(ir.bin("add", "u32", rel, st.s, imm(0)));
+      // This warpgroup's turn: tile i - 1's main loop has retired.
+      const half = cx.divRem("div", i, 2);
+      const turn = () =>
+        b.emit(
+          ir.mbarWait(mine, cx.bin("and", "u32", cx.bin("add", "u32", half, imm(1 - wg)), imm(1))),
+        );
+      if (wg === 1) turn();
+      else b.if(cx.setp("gt", "u32", i, imm(0)), true, turn);
+      const acc = consume(cx, o, ring, st, rel, true);
+      b.emit(ir.mbarArrive(theirs, undefined, ir.when(lane0)));
+      finish(acc, o, wg);
+    });
+    cx.namedBarrier = 1;
+    cx.features.clear();
+    for (const [f, r] of saved) cx.features.set(f, r);
+  };
+  b.if(cx.setp("ge", "u32", tid, imm(cx.threads)), "warpgroup", () => program(1), () => program(0));
 }
 
 /**

@@ -17,6 +17,7 @@ import { gemmWithEnv } from "../_cli.ts";
 import {
   CLUSTER_CASES,
   CLUSTER_N_CASES,
+  PINGPONG_CASES,
   STREAM_K_CASES,
   WGMMA_CASES,
   WGMMA_GROUPED_CASES,
@@ -108,6 +109,23 @@ for (
       using cuda = Cuda.open();
       const rep = runGemm(ck, c.sizes, { seed: 9, check: "sim", iters: 2, cuda });
       assert.equal(rep.grid[0] % 2, 0);
+      assert.ok(rep.ok, JSON.stringify({ ref: rep.reference, sim: rep.sim }).slice(0, 600));
+      if (!/D: (bf16|f16|f32)/.test(c.src)) assert.equal(rep.sim!.differing, 0);
+    },
+  });
+}
+
+for (const c of PINGPONG_CASES) {
+  Deno.test({
+    name: `pingpong ${c.name}: agrees with the reference and the simulator${SKIP}`,
+    ignore: !HOPPER,
+    fn: () => {
+      const r = compile(c.src, { target: "sm90", sms: c.sms });
+      assert.ok(r.ok, JSON.stringify(r.diagnostics));
+      const ck = r.kernels[0]!;
+      assert.notEqual(ck.planned.plan.pipeline!.tma!.persistent!.pingPong, undefined);
+      using cuda = Cuda.open();
+      const rep = runGemm(ck, c.sizes, { seed: 9, check: "sim", iters: 2, cuda });
       assert.ok(rep.ok, JSON.stringify({ ref: rep.reference, sim: rep.sim }).slice(0, 600));
       if (!/D: (bf16|f16|f32)/.test(c.src)) assert.equal(rep.sim!.differing, 0);
     },

@@ -432,3 +432,63 @@ export const CLUSTER_N_CASES: readonly StreamKCase[] = [
   // One column: the cluster's second CTA has no tile of its own, and runs for its peer.
   sk("bf16, N = 8, one unit on 2 clusters", GEMM("bf16", "f32", undefined, CLN), 4, 264, 8, 136),
 ];
+
+/** Ping-pong (`scheduler pingpong`, passes/lower/wgmma_ws.ts): two consumer warpgroups on
+ * alternate tiles of a persistent block, every tile one warpgroup's (64 rows): blocks of an
+ * odd and an even tile count, a block of one tile (the second warpgroup idle), every epilogue
+ * path, clusters, batched maps. */
+const PP = (tb: string, extra = "") =>
+  `threadblock ${tb}\n    scheduler pingpong${extra === "" ? "" : `\n    ${extra}`}`;
+
+export const PINGPONG_CASES: readonly StreamKCase[] = [
+  // 5 x 3 tiles of 64x256 on 4 blocks: 4, 4, 4 and 3 tiles.
+  sk(
+    "f16 -> f16, 15 tiles on 4 blocks",
+    GEMM("f16", "f16", "D[m, n] = f16(A[m, k] * B[k, n])", PP("64x256x64")),
+    4,
+    300,
+    600,
+    200,
+  ),
+  sk(
+    "f16 -> f32, K not a k-tile multiple",
+    GEMM("f16", "f32", undefined, PP("64x256x64")),
+    3,
+    200,
+    520,
+    136,
+  ),
+  sk("bf16 with C, bias and relu, 64x128 tiles", EPILOGUE_GEMM(PP("64x128x64")), 5, 130, 1000, 264),
+  sk(
+    "tf32, 64x128 tiles",
+    GEMM("f32", "f32", undefined, `math tf32\n    ${PP("64x128x32")}`),
+    4,
+    250,
+    300,
+    200,
+  ),
+  sk("s8 -> s32, 64x224 tiles", GEMM("s8", "s32", undefined, PP("64x224x128")), 4, 200, 600, 1040),
+  sk(
+    "f16 on clusters of 2",
+    GEMM("f16", "f32", undefined, PP("64x256x64", "cluster 2")),
+    4,
+    300,
+    600,
+    200,
+  ),
+  sk(
+    "bf16, one tile: the second warpgroup idle",
+    GEMM("bf16", "f32", undefined, PP("64x256x64")),
+    8,
+    64,
+    256,
+    136,
+  ),
+  {
+    name: "f16 batched A and B, 3 batches",
+    src: `kernel pp {\n  A: f16[Bt, M, K] row\n  B: f16[Bt, K, N] col\n  D: f16[Bt, M, N] row\n` +
+      `  D[b, m, n] = f16(A[b, m, k] * B[b, k, n])\n  schedule {\n    ${PP("64x128x64")}\n  }\n}\n`,
+    sms: 4,
+    sizes: { Bt: 3, M: 130, N: 296, K: 136 },
+  },
+];
