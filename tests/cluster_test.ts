@@ -24,9 +24,8 @@ import { compile, type CompiledKernel, formatDiagnostics } from "../compiler.ts"
 import { gridFor } from "../ir/kernel.ts";
 import { runPtxas } from "../backends/ptx/ptxas.ts";
 import { ptxasTest } from "./_ptxas.ts";
+import { assertAgreesUnderRoles } from "./_role_sims.ts";
 import { simulateGemm } from "../harness/simulate_gemm.ts";
-import { tensorParam } from "../ir/gemm.ts";
-import { DTYPE_INFO } from "../ir/dtype.ts";
 import { CLUSTER_CASES, CLUSTER_N_CASES } from "./testdata/wgmma_cases.ts";
 import { printGemm } from "../ir/print_gemm.ts";
 import { tmaConsumerRegs } from "../passes/wgmma.ts";
@@ -187,14 +186,7 @@ for (
     const ck = r.kernels[0]!;
     assert.equal(ck.kernel.cluster, 2);
     assert.equal(ck.planned.plan.pipeline!.tma!.clusterAxis, shape === "1x2" ? "n" : undefined);
-    for (const schedule of ["producer-first", "consumer-first", "rank-first"] as const) {
-      const rep = simulateGemm(ck, c.sizes, { seed: 17, schedule });
-      assert.equal(rep.sim.hazardCount, 0, `${schedule}: ${JSON.stringify(rep.sim.hazards[0])}`);
-      const cmp = rep.comparison;
-      assert.ok(cmp.ok, `${schedule}: ${cmp.overBound} of ${cmp.elements} over`);
-      const d = tensorParam(ck.gemm, ck.gemm.problem.d.tensor);
-      if (!DTYPE_INFO[d.dtype].float) assert.equal(cmp.maxAbsError, 0);
-    }
+    assertAgreesUnderRoles(ck, c.sizes, 17, ["producer-first", "consumer-first", "rank-first"]);
   });
 }
 

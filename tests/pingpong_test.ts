@@ -16,17 +16,16 @@
 
 import assert from "node:assert/strict";
 import { compile, type CompiledKernel, formatDiagnostics } from "../compiler.ts";
-import { simulateGemm } from "../harness/simulate_gemm.ts";
 import { SimError, simulate } from "../backends/sim/mod.ts";
 import { gridFor, type Kernel } from "../ir/kernel.ts";
 import { tensorParam } from "../ir/gemm.ts";
-import { DTYPE_INFO } from "../ir/dtype.ts";
 import { randomArgs } from "../harness/inputs.ts";
 import { referenceGemm } from "../harness/reference.ts";
 import { compareOutput } from "../harness/compare.ts";
 import { simArgs } from "../harness/simulate_gemm.ts";
 import { runPtxas } from "../backends/ptx/ptxas.ts";
 import { ptxasTest } from "./_ptxas.ts";
+import { assertAgreesUnderRoles } from "./_role_sims.ts";
 import { editOps } from "./_edit_ops.ts";
 import { PINGPONG_CASES } from "./testdata/wgmma_cases.ts";
 
@@ -107,14 +106,7 @@ for (const c of PINGPONG_CASES) {
   Deno.test(`pingpong ${c.name}: simulated, agrees with the reference, no hazards`, () => {
     const ck = compiled(c.src, c.sms);
     assert.notEqual(ck.planned.plan.pipeline!.tma!.persistent!.pingPong, undefined);
-    for (const schedule of ["producer-first", "consumer-first", "alternate"] as const) {
-      const rep = simulateGemm(ck, c.sizes, { seed: 23, schedule });
-      assert.equal(rep.sim.hazardCount, 0, `${schedule}: ${JSON.stringify(rep.sim.hazards[0])}`);
-      const cmp = rep.comparison;
-      assert.ok(cmp.ok, `${schedule}: ${cmp.overBound} of ${cmp.elements} over`);
-      const d = tensorParam(ck.gemm, ck.gemm.problem.d.tensor);
-      if (!DTYPE_INFO[d.dtype].float) assert.equal(cmp.maxAbsError, 0);
-    }
+    assertAgreesUnderRoles(ck, c.sizes, 23, ["producer-first", "consumer-first", "alternate"]);
   });
 }
 
