@@ -4,9 +4,9 @@
 #   tests: the GPU tests not yet run: tests/gpu/skinny_test.ts --filter sm90 (s8 at M = 100 on
 #          64x64x128 clusters) and tests/gpu/wgmma_test.ts's ping-pong cases;
 #   pp:    f16 at 8192³, 1024x4096x4096 and 1024x14336x4096, the defaults against
-#          `scheduler pingpong` (64x256; on clusters of 2 by default at these sizes), 64x128 with 7 stages
-#          ping-pong, and ping-pong without clusters, each a bench run with cuBLAS in it (two
-#          states);
+#          `scheduler pingpong` (64x256; on clusters of 2 by default at these sizes), ping-pong
+#          on 64x128 tiles with 7 stages, and ping-pong without clusters, each a bench run with
+#          cuBLAS in it (two states);
 #   m128:  M = 128, N = K = 4096, the default against 128x32 persistent tiles (llm protocol);
 #   llm:   the llm table (sm90, --pdl) of LLM_TYPES (default f16,bf16) at every M.
 # Everything lands in OUT/all.tgz, packed after each step. Deno on PATH. Not part of the
