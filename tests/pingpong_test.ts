@@ -110,6 +110,19 @@ for (const c of PINGPONG_CASES) {
   });
 }
 
+Deno.test("pingpong with pdl (griddepcontrol): simulated, agrees, no hazards", () => {
+  const src = GEMM("threadblock 64x128x64; scheduler pingpong");
+  const r = compile(src, { file: "pp.gemm", target: "sm90", sms: 3, pdl: true });
+  assert.ok(r.ok, formatDiagnostics(r.diagnostics, src));
+  const ck = r.kernels[0]!;
+  assert.match(ck.ptx, /griddepcontrol\.wait/);
+  assertAgreesUnderRoles(ck, { M: 200, N: 400, K: 200 }, 29, [
+    "producer-first",
+    "consumer-first",
+    "alternate",
+  ]);
+});
+
 Deno.test("pingpong mutant: without the turn waits a warpgroup runs a phase ahead -> caught", () => {
   const c = PINGPONG_CASES[0]!;
   const ck = compiled(c.src, c.sms);
