@@ -233,8 +233,12 @@ if (import.meta.main) {
     console.log("");
   }
   if (!noCompile) {
-    const t = args.indexOf("--target") >= 0 ? args[args.indexOf("--target") + 1] : undefined;
-    const target = t !== undefined && isTargetName(t) ? t : undefined;
+    // `--target T` (bench/grouped.ts parses it for every benchmark that takes one).
+    const target = args.includes("--target") ? groupedTarget(args) : undefined;
+    if (target !== undefined && !isTargetName(target)) {
+      console.error(`deno task bench: ${target}`);
+      Deno.exit(2);
+    }
     console.log(
       `## Compile time (source to PTX, in-process${target ? `, target ${target}` : ""})\n`,
     );

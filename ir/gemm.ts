@@ -471,7 +471,8 @@ export interface TmaPipelinePlan {
     readonly streamK?: { readonly flagOffset: number };
     /** Ping-pong (`scheduler pingpong`, passes/wgmma.ts `wgmmaPingPong`): two consumer
      * warpgroups, each running the tile's program on alternate tiles of the block, each with
-     * a staging region of its own, `stagingBytes` apart; their main loops take turns by the
+     * a staging region of its own, `stagingBytes` apart (set by gemm-epilogue-staging; 0
+     * where the epilogue does not stage); their main loops take turns by the
      * two mbarriers at `turnOffset` (after the stages' barriers). */
     readonly pingPong?: { readonly stagingBytes: number; readonly turnOffset: number };
   };

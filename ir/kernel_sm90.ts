@@ -170,8 +170,18 @@ export interface TmaLoadOp {
   readonly multicast?: number;
 }
 
+/** What `setmaxnreg` may ask (the PTX ISA): from `min` to `max` registers a thread, a multiple
+ * of `step`. */
+export const SETMAXNREG = Object.freeze({ min: 24, max: 256, step: 8 });
+
+/** Whether `regs` is a count `setmaxnreg` may ask ({@link SETMAXNREG}). */
+export function setMaxNRegValid(regs: number): boolean {
+  return Number.isInteger(regs) && regs >= SETMAXNREG.min && regs <= SETMAXNREG.max &&
+    regs % SETMAXNREG.step === 0;
+}
+
 /** `setmaxnreg.{inc,dec}.sync.aligned.u32 regs` (sm90): the executing warpgroup's registers
- * per thread raised or lowered to `regs` (24 .. 256, a multiple of 8), so that producer warps
+ * per thread raised or lowered to `regs` ({@link SETMAXNREG}), so that producer warps
  * give their registers to the consumers'. Warpgroup-collective; no effect on the program. */
 export interface SetMaxNRegOp {
   /** The operation's tag. */

@@ -192,6 +192,9 @@ export function wgmmaOperands(
   return [a, bDesc, scaleD, ...imms].join(", ");
 }
 
+/** Threads of a warpgroup: the 4 warps that issue a wgmma together. */
+export const WARPGROUP_THREADS = 128;
+
 /**
  * The one shared-memory layout the kernels give wgmma operands (issue 23; the ISA's
  * K-major canonical layout with the 128-byte swizzle): a tile of R rows (M or N) by K,

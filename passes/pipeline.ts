@@ -289,9 +289,8 @@ export const pipelinePass: GemmPass = {
     // Stream-K's flag word, or ping-pong's two turn barriers (16 bytes) after the barriers.
     const flagBytes = persistent && (wgmmaStreamK(k) || pingPong) ? 16 : 0;
     const staging = persistent ? persistentStagingBytes(k) : 0;
-    const stagingEach = pingPong ? Math.ceil(staging / 128) * 128 : staging;
+    const reserve = (pingPong ? 2 * Math.ceil(staging / 128) * 128 : staging) + flagBytes;
     const consumers = pingPong ? 2 * threads : threads;
-    const reserve = persistent ? (pingPong ? 2 : 1) * stagingEach + flagBytes : 0;
     const fit = Math.floor((budget - reserve) / (perStage + barrierBytes));
     // At least 2 when the schedule is silent, so that an over-budget tile is
     // reported with the figure of the smallest pipeline (2 stages).
@@ -341,10 +340,8 @@ export const pipelinePass: GemmPass = {
                     : {}),
                   ...(pingPong
                     ? {
-                      pingPong: {
-                        stagingBytes: stagingEach,
-                        turnOffset: stages * (perStage + barrierBytes),
-                      },
+                      // The staging regions' stride is gemm-epilogue-staging's (0: none).
+                      pingPong: { stagingBytes: 0, turnOffset: stages * (perStage + barrierBytes) },
                     }
                     : {}),
                 },

@@ -32,8 +32,14 @@
 import type { ClusterAxis, DimRef, GemmKernel, Shape3 } from "../ir/gemm.ts";
 import type { TensorMapDataType, TensorMapFactor, TensorMapSpec } from "../ir/tensor_map.ts";
 import { DTYPE_INFO, isFp8 } from "../ir/dtype.ts";
+import { SETMAXNREG } from "../ir/kernel_sm90.ts";
 import { launchRegisters, type Target, targetHas, targetInfo } from "../ir/target.ts";
-import { WGMMA_BY_NAME, WGMMA_SMEM, type WgmmaShape } from "../ir/wgmma_table.ts";
+import {
+  WARPGROUP_THREADS,
+  WGMMA_BY_NAME,
+  WGMMA_SMEM,
+  type WgmmaShape,
+} from "../ir/wgmma_table.ts";
 import { hasSyncCopies, knownSize, sparseMetaParam } from "../ir/gemm.ts";
 import { scheduleError } from "./pass.ts";
 
@@ -152,7 +158,7 @@ export function plannedWgmma(k: GemmKernel): WgmmaShape | null {
 }
 
 /** Threads of a warp-specialized kernel's producer warpgroup. */
-export const TMA_PRODUCER_THREADS = 128;
+export const TMA_PRODUCER_THREADS = WARPGROUP_THREADS;
 
 /**
  * Registers a producer thread keeps (`setmaxnreg.dec`): it only computes coordinates, so the
@@ -166,7 +172,7 @@ export const TMA_PRODUCER_THREADS = 128;
  * @returns Registers per producer thread.
  */
 export function tmaProducerRegs(k: GemmKernel): number {
-  return k.problem.batch === null ? 24 : 40;
+  return k.problem.batch === null ? SETMAXNREG.min : 40;
 }
 
 /**
@@ -391,9 +397,6 @@ export function wgmmaPingPong(k: GemmKernel): boolean {
   }
   return true;
 }
-
-/** Threads of a warpgroup. */
-const WARPGROUP_THREADS = 128;
 
 /**
  * CTAs per thread-block cluster of a warp-specialized kernel (`plan.pipeline.tma.cluster`): its

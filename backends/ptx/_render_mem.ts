@@ -8,6 +8,7 @@
  */
 
 import type { Reg } from "../../ir/kernel.ts";
+import { SETMAXNREG, setMaxNRegValid } from "../../ir/kernel_sm90.ts";
 import { regName } from "../../ir/print_kernel.ts";
 import { MMA_SHAPES, type MmaShape } from "../../ir/mma_table.ts";
 import { sparseMmaByName } from "../../ir/mma_sparse.ts";
@@ -290,8 +291,9 @@ export const MEM_RENDER: Renderers<Exclude<Simple["op"], RegOpName>> = {
     put(cx, o.action === "wait" ? OP_TEMPLATES.griddepwait : OP_TEMPLATES.griddeplaunch, NO_HOLES);
   },
   setmaxnreg(o, cx) {
-    if (!Number.isInteger(o.regs) || o.regs < 24 || o.regs > 256 || o.regs % 8 !== 0) {
-      throw new PtxError(`setmaxnreg ${o.regs}: 24 .. 256, a multiple of 8`);
+    if (!setMaxNRegValid(o.regs)) {
+      const { min, max, step } = SETMAXNREG;
+      throw new PtxError(`setmaxnreg ${o.regs}: ${min} .. ${max}, a multiple of ${step}`);
     }
     put(cx, OP_TEMPLATES.setmaxnreg, { action: o.action, regs: String(o.regs) });
   },

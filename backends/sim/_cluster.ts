@@ -29,11 +29,12 @@
  */
 
 import type { Kernel } from "../../ir/kernel.ts";
+import { WARPGROUP_THREADS } from "../../ir/wgmma_table.ts";
 import type { Machine, Mask, OpInfo, Run } from "./_machine.ts";
 import { type BlockCoord, SimError } from "./types.ts";
 
 /** Threads of a warpgroup (a CTA's threads are padded to a multiple of it). */
-const WG = 128;
+const WG = WARPGROUP_THREADS;
 
 /** Bytes a CTA's shared window is aligned to. */
 const WINDOW_ALIGN = 1024;

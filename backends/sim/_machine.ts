@@ -19,6 +19,7 @@ import {
 } from "../../ir/kernel.ts";
 import { tallyWavefronts } from "../../ir/smem_banks.ts";
 import { targetInfo } from "../../ir/target.ts";
+import { WARPGROUP_THREADS } from "../../ir/wgmma_table.ts";
 import { clusterRoot, type ClusterShape, clusterShape, hazardRank } from "./_cluster.ts";
 import { Hazards, type HazardSite } from "./_hazards.ts";
 import { MbarState } from "./_mbarrier.ts";
@@ -211,7 +212,7 @@ export class Machine {
     const T = this.cl.N * this.cl.P;
     this.T = T;
     this.W = Math.ceil(T / 32);
-    this.regAsks = new Int32Array(this.cl.N * Math.ceil(this.cl.T / 128));
+    this.regAsks = new Int32Array(this.cl.N * Math.ceil(this.cl.T / WARPGROUP_THREADS));
     this.regs = kernel.regs.map((r, i) => {
       if (r.id !== i) {
         throw new SimError(`Register table is not indexed by id: entry ${i} has id ${r.id}`);

@@ -23,6 +23,8 @@
  */
 
 import type { BarOp, MbarArriveOp, MbarInitOp, MbarWaitOp, SetMaxNRegOp } from "../../ir/kernel.ts";
+import { SETMAXNREG, setMaxNRegValid } from "../../ir/kernel_sm90.ts";
+import { WARPGROUP_THREADS } from "../../ir/wgmma_table.ts";
 import { remoteAddress } from "./_cluster.ts";
 import type { Machine, Mask, OpInfo, Run } from "./_machine.ts";
 import { SimError } from "./types.ts";
@@ -533,21 +535,22 @@ export function compileNamedBar(M: Machine, info: OpInfo, mask: Mask): Run {
 }
 
 /**
- * Whether the `setmaxnreg` asks of one CTA can all be met: each warpgroup's last ask (24, the
- * least, for one that has not asked yet: it may still give registers back) over the registers
+ * Whether the `setmaxnreg` asks of one CTA can all be met: each warpgroup's last ask (the
+ * least, `SETMAXNREG.min`, for one that has not asked yet: it may still give registers back) over the registers
  * its block was launched with (ir/target.ts `launchRegisters`). A `setmaxnreg.inc` beyond that waits forever on the GPU.
  *
  * @returns The message of the failure, or null.
  */
 function regAsksFit(M: Machine, cta: number): string | null {
   const { T, P } = M.cl;
-  const groups = Math.ceil(T / 128);
+  const WG = WARPGROUP_THREADS;
+  const groups = Math.ceil(T / WG);
   const asks = M.regAsks;
   const launched = launchRegisters(M.kernel.target, T) * T;
   let total = 0;
   for (let w = 0; w < groups; w++) {
-    const threads = Math.min(128, T - w * 128);
-    total += (asks[cta * groups + w]! || 24) * threads;
+    const threads = Math.min(WG, T - w * WG);
+    total += (asks[cta * groups + w]! || SETMAXNREG.min) * threads;
   }
   if (total <= launched) return null;
   const where = M.cl.N > 1 ? ` of CTA ${cta}` : "";
@@ -561,38 +564,40 @@ function regAsksFit(M: Machine, cta: number): string | null {
 export function compileSetMaxNReg(M: Machine, info: OpInfo, mask: Mask): Run {
   const o = info.op as SetMaxNRegOp;
   const idx = info.index;
-  if (!Number.isInteger(o.regs) || o.regs < 24 || o.regs > 256 || o.regs % 8 !== 0) {
+  if (!setMaxNRegValid(o.regs)) {
+    const { min, max, step } = SETMAXNREG;
     throw new SimError(
-      `setmaxnreg to ${o.regs} registers: not a multiple of 8 from 24 to 256`,
+      `setmaxnreg to ${o.regs} registers: not a multiple of ${step} from ${min} to ${max}`,
       whereStatic(info),
     );
   }
+  const WG = WARPGROUP_THREADS;
   return () => {
     const m = mask.m;
-    for (let base = 0; base < M.T; base += 128) {
+    for (let base = 0; base < M.T; base += WG) {
       let on = 0;
       let off = -1;
-      for (let l = 0; l < 128; l++) {
+      for (let l = 0; l < WG; l++) {
         if (base + l < M.T && m[base + l] !== 0) on++;
         else if (off < 0) off = l;
       }
-      if (on > 0 && on < 128) {
+      if (on > 0 && on < WG) {
         M.fail(
           idx,
           base + off,
           `setmaxnreg is warpgroup-collective: thread ${off} of warpgroup ${
-            base / 128
-          } does not take part (all 128 threads must)`,
+            base / WG
+          } does not take part (all ${WG} threads must)`,
         );
       }
     }
     const { N, T, P } = M.cl;
-    const groups = Math.ceil(T / 128);
+    const groups = Math.ceil(T / WG);
     const asks = M.regAsks;
     for (let c = 0; c < N; c++) {
       let asked = false;
       for (let w = 0; w < groups; w++) {
-        if (m[c * P + w * 128] === 0) continue;
+        if (m[c * P + w * WG] === 0) continue;
         asks[c * groups + w] = o.regs;
         asked = true;
       }

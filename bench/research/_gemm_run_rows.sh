@@ -1,9 +1,10 @@
-# Sourced by the research scripts (sm90_*.sh, pdl_ab.sh, deep_ab.sh, cluster_*.sh,
-# defaults_call.sh, verify_call.sh, narrow_call.sh): the card's state, one `gemm run` a row into $ROWS_DIR/full.txt with a
-# summary line in $ROWS_DIR/summary.txt (ROWS_DIR defaults to OUT), and the sm90 benchmark. Needs
+# Sourced by the research scripts (sm90_*.sh, pdl_ab.sh, deep_ab.sh, cluster_*.sh and the
+# *_call.sh scripts): a call's set-up, the card's state, one `gemm run` a row into
+# $ROWS_DIR/full.txt with a summary line in $ROWS_DIR/summary.txt (ROWS_DIR defaults to OUT),
+# the llm rows and the sm90 benchmark. Needs
 # Deno on PATH (run with --cached-only on the device).
 
-# call_start NAME OUT STEPS: a call script's set-up (verify_call, cluster_n_call, narrow_call):
+# call_start NAME OUT STEPS: a call script's set-up (the *_call.sh scripts, cluster_sweep.sh):
 # a fresh work folder W=/tmp/NAME whose files `pack` puts into OUT/all.tgz, STEPS (the
 # environment's, else the given), `has STEP`, ROWS_DIR=W and the card's state.
 call_start() {

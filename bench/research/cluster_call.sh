@@ -10,12 +10,9 @@
 #   RUNS: the bench runs, each TYPES:SHAPES (the bench's --types and --shapes; default
 #   "f16,bf16:8192,odd tf32,s8:8192"); GPU_TEST=0: no tests.
 set -u
-OUT="${1:?usage: cluster_call.sh OUT}"
+. bench/research/_gemm_run_rows.sh
+call_start cluster_call "${1:?usage: cluster_call.sh OUT}" ""
 RUNS="${RUNS:-f16,bf16:8192,odd tf32,s8:8192}"
-W=/tmp/cluster_call
-rm -rf "$W" && mkdir -p "$W" "$OUT"
-pack() { tar -czf "$OUT/all.tgz" -C "$W" .; }
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw --format=csv >"$W/smi.txt" 2>&1
 if [ "${GPU_TEST:-1}" = 1 ]; then
   t0=$SECONDS
   deno test --cached-only -A tests/gpu/wgmma_test.ts --filter cluster >"$W/gpu-cluster-test.txt" 2>&1
@@ -23,5 +20,4 @@ if [ "${GPU_TEST:-1}" = 1 ]; then
   grep -E "^cluster|passed|failed|FAILED" "$W/gpu-cluster-test.txt" | sed 's/\x1b\[[0-9;]*m//g' | tail -12
   pack # after each step: a call cut short keeps what it did
 fi
-. bench/research/_gemm_run_rows.sh
 bench_cluster_ab "$W" "$RUNS" pack

@@ -12,13 +12,9 @@
 #   RUNS: the bench runs, each TYPES:SHAPES (default "f16:2048,3072,4096 tf32,s8:odd");
 #   ROWS=0: no skinny rows.
 set -u
-OUT="${1:?usage: cluster_sweep.sh OUT}"
-RUNS="${RUNS:-f16:2048,3072,4096 tf32,s8:odd}"
-W=/tmp/cluster_sweep
-rm -rf "$W" && mkdir -p "$W" "$OUT"
-pack() { tar -czf "$OUT/all.tgz" -C "$W" .; }
 . bench/research/_gemm_run_rows.sh
-ROWS_DIR=$W
+call_start cluster_sweep "${1:?usage: cluster_sweep.sh OUT}" ""
+RUNS="${RUNS:-f16:2048,3072,4096 tf32,s8:odd}"
 if [ "${ROWS:-1}" = 1 ]; then
   V=/tmp/cluster_sweep_variants
   bash bench/research/gen_variants.sh "$V" bench/research/variants_sm90_cluster.txt >"$W/gen.txt" 2>&1

@@ -11,13 +11,8 @@
 # and the same tile one block a tile, alternated three times; then 64-row tiles on clusters at
 # M = 256.
 set -u
-OUT="${1:?usage: defaults_call.sh OUT}"
-STEPS="${STEPS:-tests llm rows main}"
-W=/tmp/defaults_call
-rm -rf "$W" && mkdir -p "$W" "$OUT"
-pack() { tar -czf "$OUT/all.tgz" -C "$W" .; }
-has() { [[ " $STEPS " == *" $1 "* ]]; }
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw --format=csv >"$W/smi.txt" 2>&1
+. bench/research/_gemm_run_rows.sh
+call_start defaults_call "${1:?usage: defaults_call.sh OUT}" "tests llm rows main"
 if has tests; then
   t0=$SECONDS
   deno test --cached-only -A tests/gpu/skinny_test.ts --filter sm90 >"$W/gpu-skinny-test.txt" 2>&1
@@ -28,16 +23,9 @@ if has tests; then
   pack
 fi
 if has llm; then
-  t0=$SECONDS
-  mkdir -p "$W/llm"
-  deno run --cached-only -A bench/main.ts --no-sim --no-compile --gpu --shapes llm --target sm90 \
-    --types "${LLM_TYPES:-f16}" --m "${LLM_M:-128,256}" --pdl --out "$W/llm" >"$W/llm.log" 2>&1
-  echo "llm: exit $? ($((SECONDS - t0)) s)"
-  grep -E '^(f16|bf16|s8) ' "$W/llm.log" | cut -c1-300
+  llm_rows "$W" llm "${LLM_TYPES:-f16}" "${LLM_M:-128,256}" 4096x4096,4096x14336,14336x4096
   pack
 fi
-. bench/research/_gemm_run_rows.sh
-ROWS_DIR=$W
 V=/tmp/defaults_call_variants
 if has rows || has ab || has ab2; then
   bash bench/research/gen_variants.sh "$V" bench/research/variants_sm90_cluster.txt >"$W/gen.txt" 2>&1

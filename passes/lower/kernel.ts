@@ -185,7 +185,7 @@ function buildPersistentKernel(cx: LowerContext): Kernel {
     const inside = alongN ? cx.setp("lt", "u32", o.n0, N) : cx.setp("lt", "u32", o.m0, M);
     b.if(inside, true, () => finishTile(smem, staging)(acc, o, wg));
   };
-  const g: PersistentGrid = { M, N, K, tiles, geometry, unitM, unitN, cluster, shared };
+  const g: PersistentGrid = { M, N, K, tiles, geometry, unitM, unitN, cluster, alongN, shared };
   const { smem, staging, source } = own.streamK !== undefined
     ? streamKSource(cx, g)
     : roundSource(cx, g);
@@ -206,6 +206,8 @@ interface PersistentGrid {
   readonly unitM: number;
   readonly unitN: number;
   readonly cluster: number;
+  /** Whether a cluster's CTAs lie along N (`tma.clusterAxis` `n`), else along M. */
+  readonly alongN: boolean;
   /** Emits the shared memory's base and the epilogue's staging. */
   readonly shared: () => { readonly smem: Reg; readonly staging: Reg };
 }
@@ -247,7 +249,7 @@ function streamKSource(cx: LowerContext, g: PersistentGrid): PersistentSource {
 /** The static round: block (or cluster) x takes units x, x + nx, ... of the rasterised order,
  * a cluster's CTA of rank r the unit's r-th tile. */
 function roundSource(cx: LowerContext, g: PersistentGrid): PersistentSource {
-  const { M, N, K, cluster } = g;
+  const { M, N, K, cluster, alongN } = g;
   const tb = cx.k.plan.tile!.threadblock;
   // Cluster units: a cluster's index and count (the CTA's own and the grid's without one).
   const bx = cluster > 1
@@ -270,7 +272,6 @@ function roundSource(cx: LowerContext, g: PersistentGrid): PersistentSource {
     const { m0, n0, bz } = persistentTile(cx, t, g.geometry(), g.unitM, g.unitN);
     if (cluster === 1) return { m0, n0, M, N, K, bz, split: null, smem };
     // The rank's tile of the unit: below the first along M, right of it along N.
-    const alongN = g.unitN !== tb.n;
     const rank = cx.mulImm(cx.b.readSreg("cluster_ctarank"), alongN ? tb.n : tb.m);
     const m0r = alongN ? m0 : cx.bin("add", "u32", m0, rank, "m0r");
     const n0r = alongN ? cx.bin("add", "u32", n0, rank, "n0r") : n0;

@@ -134,7 +134,7 @@ export function warpSpecializedTiles(
     // A ping-pong kernel's turn barriers: one a consumer warpgroup, its 4 warps arriving.
     const turns = tma.persistent?.pingPong?.turnOffset;
     if (turns !== undefined) {
-      for (const w of [0, 1]) b.emit(ir.mbarInit(at(cx, smem, turns + 8 * w), cx.threads / 32));
+      for (const w of [0, 1]) b.emit(ir.mbarInit(at(cx, smem, turns + 8 * w), consumerWarps));
     }
     b.emit(ir.mbarFence());
   });
@@ -209,12 +209,7 @@ function pingPongConsumers(
     const st = ringState(cx, `c${wg}`);
     const rel = cx.mov("u32", imm(0), `crel${wg}`);
     const i = b.reg("u32", `tile_i${wg}`);
-    const lane0 = cx.setp(
-      "eq",
-      "u32",
-      cx.bin("and", "u32", cx.features.get("tid")!, imm(31)),
-      imm(0),
-    );
+    const lane0 = laneZero(cx);
     const mine = at(cx, smem, turns + 8 * wg);
     const theirs = at(cx, smem, turns + 8 * (1 - wg));
     b.for(i, imm(wg), count, 2, () => {
@@ -222,9 +217,9 @@ function pingPongConsumers(
       // The ring's position at tile i's first k-tile: its stage, phase, and the next release.
       const n = cx.bin("mul", "u32", i, kTileSpan(cx, o.K, o.split).kCount, "ppn");
       const S = ring.stages;
-      b.emit(ir.bin("add", "u32", st.s, cx.divRem("rem", n, S), imm(0)));
+      b.emit(ir.mov(st.s, cx.divRem("rem", n, S)));
       b.emit(ir.bin("and", "u32", st.ph, cx.divRem("div", n, S), imm(1)));
-      b.emit(ir.bin("add", "u32", rel, st.s, imm(0)));
+      b.emit(ir.mov(rel, st.s));
       // This warpgroup's turn: tile i - 1's main loop has retired.
       const half = cx.divRem("div", i, 2);
       const turn = () =>
@@ -268,6 +263,11 @@ interface RingState {
 
 function ringState(cx: LowerContext, role: string): RingState {
   return { s: cx.mov("u32", imm(0), `${role}s`), ph: cx.mov("u32", imm(0), `${role}ph`) };
+}
+
+/** Whether this thread is lane 0 of its warp (each warp's one arrival on an mbarrier). */
+function laneZero(cx: LowerContext): Reg {
+  return cx.setp("eq", "u32", cx.bin("and", "u32", cx.features.get("tid")!, imm(31)), imm(0));
 }
 
 /** `base + bytes` (base itself for 0). */
@@ -358,12 +358,8 @@ function consume(
   const { acc } = zeroAccumulators(cx);
   const d = acc.flat(2);
   const bases = wgmmaStageBases(cx, o.smem);
-  const lane0 = cx.setp(
-    "eq",
-    "u32",
-    cx.bin("and", "u32", cx.features.get("tid")!, imm(31)),
-    imm(0),
-  );
+  const lane0 = laneZero(cx);
+
   const { s, ph } = st;
   // `rel`: the stage whose group retires next (G k-tiles behind s).
   const kCount = o.kSpan?.count ?? kTileSpan(cx, o.K, o.split).kCount;

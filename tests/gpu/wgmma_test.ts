@@ -12,13 +12,14 @@
 
 import assert from "node:assert/strict";
 import { Cuda, cudaAvailable } from "../../backends/cuda/driver.ts";
-import { compile } from "../../compiler.ts";
+import { compile, type CompiledKernel } from "../../compiler.ts";
 import { gemmWithEnv } from "../_cli.ts";
 import {
   CLUSTER_CASES,
   CLUSTER_N_CASES,
   PINGPONG_CASES,
   STREAM_K_CASES,
+  type StreamKCase,
   WGMMA_CASES,
   WGMMA_GROUPED_CASES,
 } from "../testdata/wgmma_cases.ts";
@@ -74,62 +75,63 @@ for (const c of WGMMA_GROUPED_CASES) {
   });
 }
 
-for (const c of STREAM_K_CASES) {
+/**
+ * A persistent-kernel case on the GPU: compiled for sm90 on the case's SMs, `plan` checks its
+ * plan, then it runs twice and agrees with the reference and the simulator (integer D bit for
+ * bit); `grid` checks the launch's grid.
+ */
+function persistentCase(
+  name: string,
+  c: StreamKCase,
+  plan: (ck: CompiledKernel) => void,
+  grid: (g: readonly number[]) => void,
+): void {
   Deno.test({
-    name: `stream-K ${c.name}: agrees with the reference and the simulator${SKIP}`,
+    name: `${name} ${c.name}: agrees with the reference and the simulator${SKIP}`,
     ignore: !HOPPER,
     fn: () => {
       const r = compile(c.src, { target: "sm90", sms: c.sms });
       assert.ok(r.ok, JSON.stringify(r.diagnostics));
       const ck = r.kernels[0]!;
-      assert.notEqual(ck.planned.plan.pipeline!.tma!.persistent!.streamK, undefined);
+      plan(ck);
       using cuda = Cuda.open();
       const rep = runGemm(ck, c.sizes, { seed: 9, check: "sim", iters: 2, cuda });
-      assert.deepEqual(rep.grid, [Math.min(c.sms, rep.grid[0]), 1, 1]);
+      grid(rep.grid);
       assert.ok(rep.ok, JSON.stringify({ ref: rep.reference, sim: rep.sim }).slice(0, 600));
       if (!/D: (bf16|f16|f32)/.test(c.src)) assert.equal(rep.sim!.differing, 0);
     },
   });
 }
 
+const tma = (ck: CompiledKernel) => ck.planned.plan.pipeline!.tma!;
+for (const c of STREAM_K_CASES) {
+  persistentCase(
+    "stream-K",
+    c,
+    (ck) => assert.notEqual(tma(ck).persistent!.streamK, undefined),
+    (g) => assert.deepEqual(g, [Math.min(c.sms, g[0]!), 1, 1]),
+  );
+}
 for (
   const [c, shape] of [
     ...CLUSTER_CASES.map((c) => [c, "2"] as const),
     ...CLUSTER_N_CASES.map((c) => [c, "1x2"] as const),
   ]
 ) {
-  Deno.test({
-    name: `cluster ${shape} ${c.name}: agrees with the reference and the simulator${SKIP}`,
-    ignore: !HOPPER,
-    fn: () => {
-      const r = compile(c.src, { target: "sm90", sms: c.sms });
-      assert.ok(r.ok, JSON.stringify(r.diagnostics));
-      const ck = r.kernels[0]!;
-      assert.equal(ck.kernel.cluster, 2);
-      using cuda = Cuda.open();
-      const rep = runGemm(ck, c.sizes, { seed: 9, check: "sim", iters: 2, cuda });
-      assert.equal(rep.grid[0] % 2, 0);
-      assert.ok(rep.ok, JSON.stringify({ ref: rep.reference, sim: rep.sim }).slice(0, 600));
-      if (!/D: (bf16|f16|f32)/.test(c.src)) assert.equal(rep.sim!.differing, 0);
-    },
-  });
+  persistentCase(
+    `cluster ${shape}`,
+    c,
+    (ck) => assert.equal(ck.kernel.cluster, 2),
+    (g) => assert.equal(g[0]! % 2, 0),
+  );
 }
-
 for (const c of PINGPONG_CASES) {
-  Deno.test({
-    name: `pingpong ${c.name}: agrees with the reference and the simulator${SKIP}`,
-    ignore: !HOPPER,
-    fn: () => {
-      const r = compile(c.src, { target: "sm90", sms: c.sms });
-      assert.ok(r.ok, JSON.stringify(r.diagnostics));
-      const ck = r.kernels[0]!;
-      assert.notEqual(ck.planned.plan.pipeline!.tma!.persistent!.pingPong, undefined);
-      using cuda = Cuda.open();
-      const rep = runGemm(ck, c.sizes, { seed: 9, check: "sim", iters: 2, cuda });
-      assert.ok(rep.ok, JSON.stringify({ ref: rep.reference, sim: rep.sim }).slice(0, 600));
-      if (!/D: (bf16|f16|f32)/.test(c.src)) assert.equal(rep.sim!.differing, 0);
-    },
-  });
+  persistentCase(
+    "pingpong",
+    c,
+    (ck) => assert.notEqual(tma(ck).persistent!.pingPong, undefined),
+    () => {},
+  );
 }
 
 /** A persistent kernel of type `t` with schedule line `sched` on 132 SMs at 2000x2104x1000: it
