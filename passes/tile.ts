@@ -571,8 +571,19 @@ function defaultTile(k: GemmKernel): ChosenTile {
 }
 
 /**
- * sm90's warpgroup MMA (passes/wgmma.ts) where a wave of its tiles fills the SMs: the default
- * tile, else 128x128 (M = 1024, N = 4096 on the H200: 52.5 µs against 70.4 for the sm80 target's
+ * The share of the SMs a grid of sm90's default wgmma tiles must fill for that tile to be
+ * taken ({@link wgmmaFallback}): one wave that leaves at most 1/16 of them idle. M = 1024, N =
+ * 4096 makes 128 blocks of 128x256 on 132 SMs, and they ran 704 TFLOP/s against 626 for the 256
+ * blocks of 128x128 (K = 4096, f16, H200 burst; sustained 605 against 556; bench/NOTES.md 82).
+ * Shortcut: grids of 67-123 blocks, where one wave of the wide tile still beats two of 128x128
+ * by the tiles' arithmetic, are not measured and keep 128x128.
+ */
+export const WGMMA_WAVE_FILL = 15 / 16;
+
+/**
+ * sm90's warpgroup MMA (passes/wgmma.ts) where a wave of its tiles fills the SMs (at least
+ * {@link WGMMA_WAVE_FILL} of them): the default tile, else 128x128 where a wave of those fills
+ * them all (M = 1024, N = 4096 on the H200: 52.5 µs against 70.4 for the sm80 target's
  * 128x256x32, bench/NOTES.md 69). A smaller grid keeps the mma.sync tile the sm80 target
  * chooses on the same GPU, with its minimum grid (108 blocks, measured on the H200's 132 SMs):
  * at M = 256, N = K = 4096 sm90's own minimum of 132 blocks gave 128x256x32 split 4 (32.0 µs)
@@ -581,7 +592,7 @@ function defaultTile(k: GemmKernel): ChosenTile {
 function wgmmaFallback(k: GemmKernel, c: TileContext): { tile: ChosenTile } | { ctx: TileContext } {
   const tb = wgmmaDefaultTile(k);
   // 8-bit floats have no mma.sync plan: wgmma tiles at any size (a shortcut: unshrunk).
-  if (gridBlocks(c, tb) >= c.sms || wgmmaOnly(k)) {
+  if (gridBlocks(c, tb) >= WGMMA_WAVE_FILL * c.sms || wgmmaOnly(k)) {
     return { tile: { tb, smallGrid: false, splitK: 1 } };
   }
   const narrow = { ...tb, n: 128 };

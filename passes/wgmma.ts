@@ -378,7 +378,9 @@ export function wgmmaStreamK(k: GemmKernel): boolean {
  * one warpgroup is refused (E0213).
  *
  * Shortcut (issue 23): each warpgroup's program is emitted once for each (named barriers 1
- * and 2), doubling the consumers' code; not measured on a GPU when written (bench/NOTES.md 80).
+ * and 2), doubling the consumers' code. Never a default: measured on an H100 (bench/NOTES.md 81)
+ * it ran f16 8192³ at 528 TFLOP/s against the cooperative 128x256's 757, because a 64-row tile
+ * brings 1.67x the operand bytes a FLOP; a 128-row tile a warpgroup is not built (shortcut).
  *
  * @param k The kernel (tile and warps planned).
  * @returns Whether it is a ping-pong kernel.

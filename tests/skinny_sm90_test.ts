@@ -175,9 +175,21 @@ Deno.test("skinny sm90: a split-K choice writes the same bytes whatever the orde
   assertOrderFree(ck, { M: 33, N: 152, K: 2 * 2 * 64 + 40 }, 9);
 });
 
-Deno.test("sm90: a grid of 128x256 wgmma tiles below the SMs takes 128x128 ones, else the sm80 target's tile", () => {
-  // M = 1024, N = 4096: 128 tiles of 128x256, 256 of 128x128.
-  const wide = hinted(BENCH("f16"), { M: 1024, N: 4096, K: 4096 }, "sm90").planned;
+Deno.test("sm90: a grid of 128x256 wgmma tiles short of 15/16 of the SMs takes 128x128 ones, else the sm80 target's tile", () => {
+  // M = 1024, N = 4096: 128 tiles of 128x256 (15/16 of 132 SMs is 123.75), kept.
+  const full = hinted(BENCH("f16"), { M: 1024, N: 4096, K: 4096 }, "sm90").planned;
+  assert.deepEqual(full.schedule.threadblock, { m: 128, n: 256, k: 64 });
+  assert.equal(full.plan.tile!.wgmma, true);
+  // That kernel at sizes that are no tile multiples, K not a k-tile multiple.
+  const rep = simulateGemm(hinted(BENCH("f16"), { M: 1024, N: 4096, K: 4096 }, "sm90"), {
+    M: 133,
+    N: 264,
+    K: 200,
+  }, { seed: 82 });
+  assert.equal(rep.sim.hazardCount, 0);
+  assert.ok(rep.comparison.ok, JSON.stringify(rep.comparison.first));
+  // M = 1024, N = 3584: 112 tiles of 128x256, 224 of 128x128.
+  const wide = hinted(BENCH("f16"), { M: 1024, N: 3584, K: 4096 }, "sm90").planned;
   assert.deepEqual(wide.schedule.threadblock, { m: 128, n: 128, k: 64 });
   assert.equal(wide.plan.tile!.wgmma, true);
   // M = 512, N = K = 4096 (128 tiles of 128x128 and 256 of 128x64, neither a skinny grid):
