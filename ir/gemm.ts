@@ -574,6 +574,9 @@ export interface StagingPlan {
   readonly vecBytes: number;
   /** Vectors in one staged row. */
   readonly perRow: number;
+  /** Lanes that read one staged row back: `perRow` rounded up to a power of two (at most 32);
+   * the lanes past `perRow` idle (rows of 24 or 28 vectors: 192 or 224 16-bit columns). */
+  readonly readLanes: number;
   /** Staged: D's elements ("out"), or the accumulators in the compute type ("raw"),
    * the epilogue then evaluated along D's rows (epilogues that read a matrix). */
   readonly mode: "out" | "raw";

@@ -101,7 +101,8 @@ function printDecisions(k: GemmKernel): string[] {
     const s = pl.staging;
     out.push(
       `  plan.staging ${s.mode}: ${s.tiles} accumulator-tile rows a chunk, ${s.regionBytes} bytes ` +
-        `a warp, rows of ${s.stride} bytes, ${s.perRow} x ${s.vecBytes}-byte reads a row, ` +
+        `a warp, rows of ${s.stride} bytes, ${s.perRow} x ${s.vecBytes}-byte reads a row` +
+        (s.readLanes !== s.perRow ? ` (by ${s.readLanes} lanes)` : "") + ", " +
         `${s.elemBytes}-byte elements`,
     );
   }

@@ -138,6 +138,10 @@ function verifyDecisions(k: GemmKernel, fail: (msg: string) => never): void {
     if (s.tiles < 1 || s.stride % 16 !== 0 || s.stride < s.perRow * s.vecBytes) {
       fail(`plan.staging: ${s.tiles} tile rows of ${s.stride} bytes`);
     }
+    const lanes = s.readLanes;
+    if ((lanes & (lanes - 1)) !== 0 || lanes > 32 || lanes < s.perRow || lanes >= 2 * s.perRow) {
+      fail(`plan.staging: ${lanes} lanes do not read rows of ${s.perRow} vectors`);
+    }
     if (warp !== undefined && s.perRow * s.vecBytes !== warp.warp.n * s.elemBytes) {
       fail(`plan.staging: ${s.perRow} vectors of ${s.vecBytes} bytes do not make a warp-tile row`);
     }

@@ -178,7 +178,10 @@ interface StagedOutput {
  * Staged when D is row-major with 8- or 16-bit elements, the MMA is a
  * tensor-core one, and D's alignment allows vectors wider than the direct
  * path's stores (a pair of elements, or one); the vector is at most 16
- * bytes and one warp-tile row.
+ * bytes and one warp-tile row. A row of vectors that does not divide 32 (10,
+ * 12, 14, 24 or 28: warp tiles 80, 96, 112, 192 or 224 16-bit columns wide)
+ * is read back by lanes rounded up to a power of two, the rest idle:
+ * measured faster than the direct path it replaced (bench/NOTES.md 83).
  * A chunk is as many accumulator-tile rows (at most `maxTiles`) as the
  * regions (one a warp) fit in the pipeline's shared memory, balanced over
  * the chunks: the epilogue never asks for more shared memory than the main
@@ -218,9 +221,12 @@ function stagedLayout(
   }
   if (mode === "raw" ? vecBytes !== 16 : vecBytes <= (o.pairOk ? 2 : 1) * dBytes) return null;
   const perRow = rowBytes / vecBytes;
-  // Every lane reads the same number of vectors from each accumulator-tile
-  // row, the same column of each (rows of at most 32 vectors: 512 bytes).
-  if (32 % perRow !== 0 || (s.m * perRow) % 32 !== 0) return null;
+  // A row is read back by `readLanes` lanes (perRow up to a power of two; the rest idle), so
+  // that every lane reads the same column of each row it reads (rows of at most 32 vectors:
+  // 512 bytes), and the warp whole rows at once.
+  if (perRow > 32) return null;
+  const readLanes = 2 ** Math.ceil(Math.log2(perRow));
+  if ((s.m * readLanes) % 32 !== 0) return null;
   const mTiles = wp.warp.m / s.m;
   const warps = wp.threads / 32;
   // Not over a TMA pipeline's barriers (they stay live until the last stage is read); a
@@ -251,10 +257,11 @@ function stagedLayout(
         tallyWavefronts(addrs, 32, grp.length * elemBytes, t);
       }
     }
-    for (let q = 0; q < (s.m * perRow) / 32; q++) {
+    // An idle lane reads its row's last vector again (the lowering's clamp): no wavefront more.
+    for (let q = 0; q < (s.m * readLanes) / 32; q++) {
       for (let l = 0; l < 32; l++) {
-        const v = q * 32 + l;
-        addrs[l] = Math.floor(v / perRow) * stride + (v % perRow) * vecBytes;
+        const row = (q * 32 + l - (l % readLanes)) / readLanes;
+        addrs[l] = row * stride + Math.min(l % readLanes, perRow - 1) * vecBytes;
       }
       tallyWavefronts(addrs, 32, vecBytes, t);
     }
@@ -282,6 +289,7 @@ function stagedLayout(
     regionBytes: tiles * s.m * best.stride,
     vecBytes,
     perRow,
+    readLanes,
     mode,
     elemBytes,
   };

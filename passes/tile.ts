@@ -135,6 +135,18 @@ export const WAVE_TILES_8BIT: readonly WaveTile[] = [{ m: 160, n: 256, speed: 1 
 export const WAVE_TILES_SIMT: readonly WaveTile[] = [{ m: 128, n: 64, speed: 0.956 }];
 
 /**
+ * The same for sm90's 16-bit wgmma tiles against their 128x256 default ({@link wgmmaFallback}):
+ * 128x224, whose rows of 28 vectors the staged epilogue reads back by 32 lanes
+ * (`StagingPlan.readLanes`). Measured on an H100 with cuBLAS in the run (bench/NOTES.md 83, f16
+ * burst): 606 against 593 TFLOP/s at 5000³ and 694 against 658 at 1024x14336x4096, where the
+ * waves alone would give 14% (7 waves of 920 tiles against 7 of 800, 4 of 512 against 4 of 448):
+ * so a tile-time of 128x224 does 0.89-0.92 of 128x256's work, speed 0.9. At 8192³ (18 waves
+ * against 16) that keeps 128x256. bf16 is inferred from f16 (a shortcut); tf32 and the 8-bit
+ * types keep their defaults.
+ */
+export const WAVE_TILES_WGMMA: readonly WaveTile[] = [{ m: 128, n: 224, speed: 0.9 }];
+
+/**
  * The fraction of the SMs' tile-time that computes the problem, for M x N
  * in tiles of tm x tn on `sms` SMs running one block each: partial tiles and
  * the idle SMs of the last wave are the waste.
@@ -593,13 +605,24 @@ function wgmmaFallback(k: GemmKernel, c: TileContext): { tile: ChosenTile } | { 
   const tb = wgmmaDefaultTile(k);
   // 8-bit floats have no mma.sync plan: wgmma tiles at any size (a shortcut: unshrunk).
   if (gridBlocks(c, tb) >= WGMMA_WAVE_FILL * c.sms || wgmmaOnly(k)) {
-    return { tile: { tb, smallGrid: false, splitK: 1 } };
+    return { tile: { tb: wgmmaWaveWidth(k, c, tb), smallGrid: false, splitK: 1 } };
   }
   const narrow = { ...tb, n: 128 };
   if (tb.n > 128 && gridBlocks(c, narrow) >= c.sms && wgmmaRowFor(k, narrow) !== null) {
     return { tile: { tb: narrow, smallGrid: false, splitK: 1 } };
   }
   return { ctx: { ...c, minBlocks: targetInfo("sm80").minBlocks } };
+}
+
+/**
+ * The width of sm90's default 16-bit wgmma tile over known M and N: 128x256, or a tile of
+ * {@link WAVE_TILES_WGMMA} where its waves fill the SMs enough better ({@link waveAwareTile}).
+ */
+function wgmmaWaveWidth(k: GemmKernel, c: TileContext, tb: Shape3): Shape3 {
+  const sixteen = k.math.mmaA === "f16" || k.math.mmaA === "bf16";
+  if (!sixteen || tb.n !== 256 || c.mc === null || c.nc === null) return tb;
+  const t = waveAwareTile(tb, c.mc, c.nc, c.sms, WAVE_TILES_WGMMA);
+  return wgmmaRowFor(k, t) !== null ? t : tb;
 }
 
 /** The mma.sync default: shrunk, split, deepened (see {@link defaultTile}). */

@@ -62,7 +62,7 @@ function cases(): Case[] {
 /** The staged epilogues as the kernel IR's comments describe them, in program order. */
 function stagedInKernel(body: readonly Op[]): Omit<StagingPlan, "perRow" | "elemBytes">[] {
   const re =
-    /^staged through shared memory \((raw accumulators|D's elements)\): (\d+) of \d+ (?:.*?), (\d+) bytes a warp, rows of (\d+) bytes, (\d+)-byte reads$/;
+    /^staged through shared memory \((raw accumulators|D's elements)\): (\d+) of \d+ (?:.*?), (\d+) bytes a warp, rows of (\d+) bytes, (\d+)-byte reads, (\d+) lanes a row$/;
   const found: Omit<StagingPlan, "perRow" | "elemBytes">[] = [];
   walkOps(body, (o) => {
     if (o.op !== "comment" || !o.text.startsWith("staged through")) return;
@@ -74,6 +74,7 @@ function stagedInKernel(body: readonly Op[]): Omit<StagingPlan, "perRow" | "elem
       regionBytes: Number(m[3]),
       stride: Number(m[4]),
       vecBytes: Number(m[5]),
+      readLanes: Number(m[6]),
     });
   });
   return found;
@@ -84,8 +85,8 @@ function stagingOf(
   staging: StagingPlan | null | undefined,
 ): Omit<StagingPlan, "perRow" | "elemBytes">[] {
   if (staging === null || staging === undefined) return [];
-  const { mode, tiles, regionBytes, stride, vecBytes } = staging;
-  return [{ mode, tiles, regionBytes, stride, vecBytes }];
+  const { mode, tiles, regionBytes, stride, vecBytes, readLanes } = staging;
+  return [{ mode, tiles, regionBytes, stride, vecBytes, readLanes }];
 }
 
 /** Compares one kernel's plan with its kernel IR; returns which decisions were non-trivial. */

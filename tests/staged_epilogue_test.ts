@@ -172,6 +172,45 @@ const CASES: Case[] = [
     sizes: { L: 2, M: 72, N: 80, K: 224 },
     store: stgB32(4),
   },
+  {
+    name: "f16 -> f16, 96-wide warp tiles: rows of 12 vectors read by 16 lanes, 4 idle",
+    ck: () =>
+      kernel(
+        ["A: f16[M, K] row", "B: f16[K, N] col", "bias: f16[N]", "D: f16[M, N] row"],
+        "D[m, n] = f16(A[m, k] * B[k, n] + bias[n])",
+        ["threadblock 64x192x32", "warp 32x96x32", "stages 3"],
+      ),
+    sizes: { M: 72, N: 200, K: 72 },
+    store: stgB32(4),
+  },
+  {
+    name: "f16 reading C, 96-wide warp tiles: raw rows of 24 vectors read by 32 lanes, 8 idle",
+    ck: () =>
+      kernel(
+        [
+          "A: f16[M, K] row",
+          "B: f16[K, N] col",
+          "C: f16[M, N] row",
+          "D: f16[M, N] row",
+          "beta: f32 = 0.75",
+        ],
+        "D[m, n] = f16(A[m, k] * B[k, n] + beta * C[m, n])",
+        ["threadblock 64x192x32", "warp 32x96x32", "stages 3"],
+      ),
+    sizes: { M: 72, N: 200, K: 72 },
+    store: stgB32(2),
+  },
+  {
+    name: "sm90 f16 -> f16 on 128x224 wgmma tiles: rows of 28 vectors read by 32 lanes, 4 idle",
+    ck: () =>
+      kernel(
+        ["A: f16[M, K] row", "B: f16[K, N] col", "D: f16[M, N] row"],
+        "D[m, n] = f16(A[m, k] * B[k, n])",
+        ["target sm90", "threadblock 128x224x64"],
+      ),
+    sizes: { M: 136, N: 456, K: 136 },
+    store: stgB32(4),
+  },
 ];
 
 for (const c of CASES) {

@@ -1,7 +1,7 @@
 /**
  * Issue 23's "no spills at the defaults", at scale: every distinct sm90 warp-specialized (TMA)
  * kernel the compiler picks for an example or benchmark kernel x size hint (none, squares 2048
- * to 8192, 5000, and the llm table's rows) x schedule line (none, `cluster 2`, `cluster 1x2`,
+ * to 8192, 5000, and the llm table's rows, M = 1024 among them) x schedule line (none, `cluster 2`, `cluster 1x2`,
  * `scheduler stream_k`) x pdl, assembled by ptxas for sm_90a; prints each kernel that spills or that
  * ptxas refuses, and a count. Schedules a kernel cannot have are skipped and counted. Not part
  * of CI (a few minutes on 2 cores). Written 2026-12-06.
@@ -25,7 +25,7 @@ for (const dir of ["examples/", "bench/kernels/"]) {
 }
 const hintsList: (Record<string, number> | undefined)[] = [undefined];
 for (const s of [2048, 3072, 4096, 5000, 8192]) hintsList.push({ M: s, N: s, K: s, L: 2 });
-for (const M of [1, 16, 64, 128, 256]) {
+for (const M of [1, 16, 64, 128, 256, 1024]) {
   for (const [N, K] of [[4096, 4096], [14336, 4096], [4096, 14336]] as const) {
     hintsList.push({ M, N, K, L: 2 });
   }

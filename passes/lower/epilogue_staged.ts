@@ -21,6 +21,9 @@ interface StagingAddresses {
   readonly readBase: Reg;
   readonly readCol: Reg;
   readonly readRow0: Reg;
+  /** Whether the lane reads a vector of its row (null: every lane does; see
+   * `StagingPlan.readLanes`). */
+  readonly reads: Reg | null;
 }
 
 /**
@@ -68,7 +71,8 @@ export function stagedEpilogue(cx: LowerContext, st: EpilogueSetup, stage: Stagi
       `staged through shared memory (${
         raw ? "raw accumulators" : "D's elements"
       }): ${stage.tiles} of ${mTiles} accumulator-tile rows a chunk, ` +
-        `${stage.regionBytes} bytes a warp, rows of ${stage.stride} bytes, ${stage.vecBytes}-byte reads`,
+        `${stage.regionBytes} bytes a warp, rows of ${stage.stride} bytes, ${stage.vecBytes}-byte reads, ` +
+        `${stage.readLanes} lanes a row`,
     ),
   );
   // The chunks: `stage.tiles` accumulator-tile rows each.
@@ -76,7 +80,7 @@ export function stagedEpilogue(cx: LowerContext, st: EpilogueSetup, stage: Stagi
   for (let i0 = 0; i0 < mTiles; i0 += stage.tiles) {
     chunks.push([i0, Math.min(mTiles, i0 + stage.tiles)]);
   }
-  const perChunk = ([i0, iEnd]: [number, number]) => ((iEnd - i0) * s.m * stage.perRow) / 32;
+  const perChunk = ([i0, iEnd]: [number, number]) => ((iEnd - i0) * s.m * stage.readLanes) / 32;
   // Raw: the loads of the matrices the epilogue reads (C) for a chunk's
   // read-back, all issued before the chunk's first store to D (ptxas keeps
   // a load of C below an earlier store to D: they may be the same memory),
@@ -155,7 +159,9 @@ function stagedPositions(
     }
     return l;
   };
-  const readColOk = line("rows", false, 0).ok;
+  // An idle lane of a row's read-back stores nothing.
+  const colOk = line("rows", false, 0).ok;
+  const readColOk = addrs.reads === null ? colOk : cx.bin("and", "pred", colOk, addrs.reads);
   // A vector the epilogue reads (a bias per row or column): each row's or
   // column's element loaded once, under that row's or column's own bounds
   // predicate, and reused by every element that reads it. One load per
@@ -178,7 +184,7 @@ function stagedPositions(
   };
   const readCache = new Map<string, { gRow: number; row: Reg; ok: Reg }>();
   const readPos = (i0: number, q: number) => {
-    const gRow = i0 * s.m + (q * 32) / stage.perRow;
+    const gRow = i0 * s.m + (q * 32) / stage.readLanes;
     let p = readCache.get(`${gRow}`);
     if (p === undefined) {
       const { at: row, ok: rowOk } = line("rows", true, gRow);
@@ -262,7 +268,7 @@ function readChunk(
   const vecRegs = Math.max(1, stage.vecBytes / 4);
   const vecType: RegType = raw ? cType : vecWidth;
   for (let q = 0; q < vectors; q++) {
-    const dRow = (q * 32) / stage.perRow; // within the chunk
+    const dRow = (q * 32) / stage.readLanes; // within the chunk
     const regsQ = Array.from({ length: vecRegs }, () => b.reg(vecType));
     b.emit(ir.lds(vecWidth, regsQ, addrs.readBase, dRow * stage.stride));
     const { gRow, row, ok } = at.readPos(i0, q);
@@ -324,10 +330,14 @@ function stagingAddresses(
     ]),
   });
   const writeBase = cx.bin("add", "u32", region, writeOff);
-  // Lane l reads vector q * 32 + l of the chunk: row `q * 32 / perRow + l / perRow`,
-  // byte `(l % perRow) * vecBytes` (perRow divides 32).
-  const readRow = cx.divRem("div", lane, stage.perRow);
-  const readVec = cx.divRem("rem", lane, stage.perRow);
+  // Lane l reads, in read-back q of the chunk, row `q * 32 / readLanes + l / readLanes` and its
+  // vector `l % readLanes`; a lane past the row's vectors reads the last one again (in bounds,
+  // the same bank word) and stores nothing.
+  const readRow = cx.divRem("div", lane, stage.readLanes);
+  const lanePos = cx.divRem("rem", lane, stage.readLanes);
+  const idle = stage.readLanes > stage.perRow;
+  const readVec = idle ? cx.bin("min", "u32", lanePos, imm(stage.perRow - 1)) : lanePos;
+  const reads = idle ? cx.setp("lt", "u32", lanePos, imm(stage.perRow)) : null;
   const readOff = cx.bin(
     "add",
     "u32",
@@ -342,5 +352,5 @@ function stagingAddresses(
     cx.mulImm(readVec, stage.vecBytes / stage.elemBytes),
   );
   const readRow0 = cx.bin("add", "u32", wRow, readRow);
-  return { writeBase, readBase, readCol, readRow0 };
+  return { writeBase, readBase, readCol, readRow0, reads };
 }
