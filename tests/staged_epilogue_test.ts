@@ -50,6 +50,52 @@ function stgB32(n: number): RegExp {
   return new RegExp(`stg\\.b32 \\[[^\\]]+\\], \\{${Array(n).fill("[^,}]+").join(", ")}\\}`);
 }
 
+/** Rows whose vector count does not divide 32 (read back by lanes rounded up to a power of
+ * two, the rest idle; `StagingPlan.readLanes`): 96-wide warp tiles on sm80, 224-wide on sm90. */
+function wideCases(): Case[] {
+  const ab = ["A: f16[M, K] row", "B: f16[K, N] col"];
+  const w96 = ["threadblock 64x192x32", "warp 32x96x32", "stages 3"];
+  const c = (
+    name: string,
+    decls: string[],
+    stmt: string,
+    schedule: string[],
+    sizes: Record<string, number>,
+    words: number,
+  ): Case => ({
+    name,
+    ck: () => kernel([...ab, ...decls, "D: f16[M, N] row"], stmt, schedule),
+    sizes,
+    store: stgB32(words),
+  });
+  return [
+    c(
+      "f16 -> f16, 96-wide warp tiles: rows of 12 vectors read by 16 lanes, 4 idle",
+      ["bias: f16[N]"],
+      "D[m, n] = f16(A[m, k] * B[k, n] + bias[n])",
+      w96,
+      { M: 72, N: 200, K: 72 },
+      4,
+    ),
+    c(
+      "f16 reading C, 96-wide warp tiles: raw rows of 24 vectors read by 32 lanes, 8 idle",
+      ["C: f16[M, N] row", "beta: f32 = 0.75"],
+      "D[m, n] = f16(A[m, k] * B[k, n] + beta * C[m, n])",
+      w96,
+      { M: 72, N: 200, K: 72 },
+      2,
+    ),
+    c(
+      "sm90 f16 -> f16 on 128x224 wgmma tiles: rows of 28 vectors read by 32 lanes, 4 idle",
+      [],
+      "D[m, n] = f16(A[m, k] * B[k, n])",
+      ["target sm90", "threadblock 128x224x64"],
+      { M: 136, N: 456, K: 136 },
+      4,
+    ),
+  ];
+}
+
 const CASES: Case[] = [
   {
     name: "f16 -> f16 (the benchmark's kernel, default schedule)",
@@ -172,45 +218,7 @@ const CASES: Case[] = [
     sizes: { L: 2, M: 72, N: 80, K: 224 },
     store: stgB32(4),
   },
-  {
-    name: "f16 -> f16, 96-wide warp tiles: rows of 12 vectors read by 16 lanes, 4 idle",
-    ck: () =>
-      kernel(
-        ["A: f16[M, K] row", "B: f16[K, N] col", "bias: f16[N]", "D: f16[M, N] row"],
-        "D[m, n] = f16(A[m, k] * B[k, n] + bias[n])",
-        ["threadblock 64x192x32", "warp 32x96x32", "stages 3"],
-      ),
-    sizes: { M: 72, N: 200, K: 72 },
-    store: stgB32(4),
-  },
-  {
-    name: "f16 reading C, 96-wide warp tiles: raw rows of 24 vectors read by 32 lanes, 8 idle",
-    ck: () =>
-      kernel(
-        [
-          "A: f16[M, K] row",
-          "B: f16[K, N] col",
-          "C: f16[M, N] row",
-          "D: f16[M, N] row",
-          "beta: f32 = 0.75",
-        ],
-        "D[m, n] = f16(A[m, k] * B[k, n] + beta * C[m, n])",
-        ["threadblock 64x192x32", "warp 32x96x32", "stages 3"],
-      ),
-    sizes: { M: 72, N: 200, K: 72 },
-    store: stgB32(2),
-  },
-  {
-    name: "sm90 f16 -> f16 on 128x224 wgmma tiles: rows of 28 vectors read by 32 lanes, 4 idle",
-    ck: () =>
-      kernel(
-        ["A: f16[M, K] row", "B: f16[K, N] col", "D: f16[M, N] row"],
-        "D[m, n] = f16(A[m, k] * B[k, n])",
-        ["target sm90", "threadblock 128x224x64"],
-      ),
-    sizes: { M: 136, N: 456, K: 136 },
-    store: stgB32(4),
-  },
+  ...wideCases(),
 ];
 
 for (const c of CASES) {

@@ -1,7 +1,7 @@
 /**
  * Issue 22's acceptance at scale: every distinct kernel the compiler picks for an example x
  * target (sm80, sm86, sm90) x size hint (none, the squares 3072-8192, and M in {1, 16, 64,
- * 128, 256} x the llm table's (N, K)) on 132 SMs, simulated at sizes that are no tile
+ * 128, 256, 1024} x the llm table's (N, K)) on 132 SMs, simulated at sizes that are no tile
  * multiples, against the reference, hazards on. Prints each disagreement, hazard or failure and a count; sizes an
  * example's alignments refuse are skipped and counted, as are grouped kernels (their own tests
  * simulate them). Not part of CI (~5 minutes a size set on 2 cores). Written 2026-12-06.
@@ -22,7 +22,7 @@ let sims = 0, bad = 0, skipped = 0;
 const hintsList: (Record<string, number> | undefined)[] = [undefined];
 // Squares whose defaults are persistent on clusters of 2 (sm90, bench/NOTES.md 76), or not.
 for (const S of [3072, 4096, 5000, 8192]) hintsList.push({ M: S, N: S, K: S, L: 2 });
-for (const M of [1, 16, 64, 128, 256]) {
+for (const M of [1, 16, 64, 128, 256, 1024]) {
   for (const [N, K] of [[4096, 4096], [14336, 4096], [4096, 14336]] as const) {
     hintsList.push({ M, N, K, L: 2 });
   }
