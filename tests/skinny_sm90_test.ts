@@ -13,7 +13,6 @@
  */
 
 import assert from "node:assert/strict";
-import { compile } from "../compiler.ts";
 import { skinnyWgmmaSchedule } from "../passes/skinny.ts";
 import { simulateGemm } from "../harness/simulate_gemm.ts";
 import type { RoleSchedule } from "../backends/sim/mod.ts";
@@ -174,75 +173,4 @@ Deno.test("skinny sm90: a split-K choice writes the same bytes whatever the orde
   const ck = hinted(BENCH("f16"), { M: 256, N: 4096, K: 14336 }, "sm90");
   assert.equal(ck.planned.schedule.splitK, 2);
   assertOrderFree(ck, { M: 33, N: 152, K: 2 * 2 * 64 + 40 }, 9);
-});
-
-Deno.test("sm90: 16-bit types take 128x224 wgmma tiles where their waves fill the SMs enough better, and it simulates", () => {
-  const tile = (type: string, M: number, N: number, K: number) => {
-    const t = hinted(BENCH(type), { M, N, K }, "sm90").planned.schedule.threadblock!;
-    return `${t.m}x${t.n}x${t.k}`;
-  };
-  // 5000³: 7 waves of 920 tiles against 7 of 800; 1024x14336: 4 of 512 against 4 of 448.
-  assert.equal(tile("f16", 5000, 5000, 5000), "128x224x64");
-  assert.equal(tile("bf16", 1024, 14336, 4096), "128x224x64");
-  // 8192³ (18 waves against 16), 4096³ and 1024x4096 (2 waves against one) keep 128x256.
-  assert.equal(tile("f16", 8192, 8192, 8192), "128x256x64");
-  assert.equal(tile("f16", 4096, 4096, 4096), "128x256x64");
-  assert.equal(tile("f16", 1024, 4096, 4096), "128x256x64");
-  // tf32 keeps its default.
-  const tf32 = Deno.readTextFileSync(new URL("../bench/kernels/tf32.gemm", import.meta.url));
-  const t = hinted(tf32, { M: 5000, N: 5000, K: 5000 }, "sm90").planned.schedule.threadblock!;
-  assert.deepEqual(t, { m: 128, n: 256, k: 32 });
-  const chosen = hinted(BENCH("f16"), { M: 5000, N: 5000, K: 5000 }, "sm90").planned;
-  assert.equal(chosen.plan.pipeline!.tma?.cluster, 2);
-  assert.equal(chosen.plan.staging?.readLanes, 32);
-  // That kernel (persistent, on clusters of 2, staged: rows of 28 vectors read by 32 lanes) on
-  // 4 SMs, so that blocks take several tiles, at sizes that are no tile multiples (5 x 3 tiles,
-  // K not a k-tile multiple).
-  const r = compile(
-    BENCH("f16", "  schedule {\n    threadblock 128x224x64\n    cluster 2\n  }\n"),
-    {
-      file: "sk.gemm",
-      sizeHints: { M: 5000, N: 5000, K: 5000 },
-      sms: 4,
-      target: "sm90",
-    },
-  );
-  assert.ok(r.ok, r.diagnostics.map((d) => d.message).join("; "));
-  const ck = r.kernels[0]!;
-  assert.equal(ck.planned.plan.staging?.readLanes, 32);
-  const rep = simulateGemm(ck, { M: 520, N: 472, K: 136 }, { seed: 83 });
-  assert.equal(rep.sim.hazardCount, 0);
-  assert.ok(rep.comparison.ok, JSON.stringify(rep.comparison.first));
-});
-
-Deno.test("sm90: a grid of 128x256 wgmma tiles short of 15/16 of the SMs takes 128x128 ones, else the sm80 target's tile", () => {
-  // M = 1024, N = 4096: 128 tiles of 128x256 (15/16 of 132 SMs is 123.75), kept.
-  const full = hinted(BENCH("f16"), { M: 1024, N: 4096, K: 4096 }, "sm90").planned;
-  assert.deepEqual(full.schedule.threadblock, { m: 128, n: 256, k: 64 });
-  assert.equal(full.plan.tile!.wgmma, true);
-  // That kernel at sizes that are no tile multiples, K not a k-tile multiple.
-  const rep = simulateGemm(hinted(BENCH("f16"), { M: 1024, N: 4096, K: 4096 }, "sm90"), {
-    M: 133,
-    N: 264,
-    K: 200,
-  }, { seed: 82 });
-  assert.equal(rep.sim.hazardCount, 0);
-  assert.ok(rep.comparison.ok, JSON.stringify(rep.comparison.first));
-  // M = 1024, N = 3584: 112 tiles of 128x256, 224 of 128x128.
-  const wide = hinted(BENCH("f16"), { M: 1024, N: 3584, K: 4096 }, "sm90").planned;
-  assert.deepEqual(wide.schedule.threadblock, { m: 128, n: 128, k: 64 });
-  assert.equal(wide.plan.tile!.wgmma, true);
-  // M = 512, N = K = 4096 (128 tiles of 128x128 and 256 of 128x64, neither a skinny grid):
-  // the sm80 target's tile and split.
-  for (const M of [512]) {
-    const hints = { M, N: 4096, K: 4096 };
-    const sm90 = hinted(BENCH("bf16"), hints, "sm90").planned;
-    const sm80 = hinted(BENCH("bf16"), hints).planned;
-    assert.equal(sm90.plan.tile!.wgmma, undefined);
-    assert.deepEqual(
-      [sm90.schedule.threadblock, sm90.schedule.splitK],
-      [sm80.schedule.threadblock, sm80.schedule.splitK],
-      `M = ${M}`,
-    );
-  }
 });
