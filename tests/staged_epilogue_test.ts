@@ -219,6 +219,17 @@ const CASES: Case[] = [
     store: stgB32(4),
   },
   ...wideCases(),
+  {
+    name: "u8 -> u8 on 64x56 warp tiles: 56-byte rows of 14 4-byte vectors read by 16 lanes",
+    ck: () =>
+      kernel(
+        ["A: u8[M, K] row", "B: s8[K, N] col", "D: u8[M, N] row align 4"],
+        "D[m, n] = u8(clamp(A[m, k] * B[k, n], 0, 255))",
+        ["threadblock 128x112x128", "warp 64x56x128", "stages 3"],
+      ),
+    sizes: { M: 136, N: 124, K: 160 },
+    store: stgB32(1),
+  },
 ];
 
 for (const c of CASES) {

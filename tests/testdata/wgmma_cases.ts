@@ -93,6 +93,20 @@ export const WGMMA_CASES: readonly WgmmaCase[] = [
     simSize: { M: 70, N: 264, K: 136 },
   },
   {
+    name:
+      "f16 -> f16 with a per-column bias on 128x224 tiles (staged rows of 28 vectors, 32 lanes)",
+    src: `kernel wg_h224 {
+  A: f16[M, K] row
+  B: f16[K, N] col
+  bias: f32[N]
+  D: f16[M, N] row
+  D[m, n] = f16(A[m, k] * B[k, n] + bias[n])
+  schedule { threadblock 128x224x64 }
+}`,
+    size: "M=300,N=680,K=392",
+    simSize: { M: 136, N: 456, K: 136 },
+  },
+  {
     name: "bf16 -> f32 acc, f32 out",
     src: `kernel wg_bf16 {
   A: bf16[M, K] row
