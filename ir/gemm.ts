@@ -344,8 +344,6 @@ export interface TilePlan {
    * has them on a persistent grid (passes/wgmma.ts `wgmmaPersistent`, `wgmmaCluster`), any other
    * kernel ignores it. */
   readonly cluster?: 2;
-  /** The default cluster's axis (`n`: pairs of a tile row share A's rows; absent: `m`). */
-  readonly clusterAxis?: "n";
 }
 
 /** Warp partitioning (pass `gemm-warp`). */

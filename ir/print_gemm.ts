@@ -201,7 +201,7 @@ export function printGemm(k: GemmKernel): string {
         `partial m ${t.partial.m} n ${t.partial.n} k ${t.partial.k}` +
         (t.smallGrid ? ", small grid" : "") + (t.skinny ? ", skinny" : "") +
         (t.deepPipeline ? ", deep pipeline" : "") + (t.persistent ? ", persistent" : "") +
-        (t.cluster !== undefined ? `, cluster ${clusterText(t.cluster, t.clusterAxis)}` : ""),
+        (t.cluster !== undefined ? `, cluster ${t.cluster}` : ""),
     );
   }
   if (pl.warp !== undefined) {

@@ -286,8 +286,9 @@ export const pipelinePass: GemmPass = {
     const cluster = wgmmaCluster(k);
     // Ping-pong: two consumer warpgroups, a staging region each (128-byte aligned).
     const pingPong = persistent && wgmmaPingPong(k);
+    const streamK = persistent && wgmmaStreamK(k);
     // Stream-K's flag word, or ping-pong's two turn barriers (16 bytes) after the barriers.
-    const flagBytes = persistent && (wgmmaStreamK(k) || pingPong) ? 16 : 0;
+    const flagBytes = streamK || pingPong ? 16 : 0;
     const staging = persistent ? persistentStagingBytes(k) : 0;
     const reserve = (pingPong ? 2 * Math.ceil(staging / 128) * 128 : staging) + flagBytes;
     const consumers = pingPong ? 2 * threads : threads;
@@ -335,7 +336,7 @@ export const pipelinePass: GemmPass = {
                 persistent: {
                   stagingOffset: Math.ceil((stages * (perStage + barrierBytes) + flagBytes) / 128) *
                     128,
-                  ...(flagBytes > 0 && !pingPong
+                  ...(streamK
                     ? { streamK: { flagOffset: stages * (perStage + barrierBytes) } }
                     : {}),
                   ...(pingPong

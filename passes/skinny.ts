@@ -210,8 +210,6 @@ export interface SkinnyWgmmaChoice {
    * persistent: the 64x64 tiles of M = 65-128, whose two tile rows then read each column of B
    * from L2 once. */
   readonly cluster?: 2;
-  /** The clusters' axis: `n` (pairs of a tile row, A multicast); absent: M. */
-  readonly clusterAxis?: "n";
 }
 
 /** sm90's skinny tile: two consumer warpgroups of 64 x 128, one 128-byte row of K. */
@@ -240,8 +238,6 @@ const WGMMA_SKINNY_NARROW: readonly {
   readonly maxM: number;
   /** On clusters of 2, and chosen before a split K (bench/NOTES.md 76). */
   readonly cluster?: 2;
-  /** The clusters' axis (`n`; absent: M). */
-  readonly clusterAxis?: "n";
   /** Serves 8-bit operands too (its k-tile twice as deep: one 128-byte row of K). */
   readonly eightBit?: true;
 }[] = [
@@ -326,7 +322,7 @@ export function skinnyWgmmaSchedule(p: SkinnyProblem): SkinnyWgmmaChoice | null 
  * cluster's CTAs take a column's two tiles). */
 function narrowWgmmaTile(p: SkinnyProblem): SkinnyWgmmaChoice | null {
   const eight = p.bytes === 1;
-  for (const { tile: t16, maxM, cluster, clusterAxis, eightBit } of WGMMA_SKINNY_NARROW) {
+  for (const { tile: t16, maxM, cluster, eightBit } of WGMMA_SKINNY_NARROW) {
     if (p.M > maxM || (eight && !eightBit)) continue;
     const tile = eight ? { ...t16, k: 2 * t16.k } : t16;
     const n = Math.ceil(p.M / tile.m) * Math.ceil(p.N / tile.n);
@@ -337,7 +333,6 @@ function narrowWgmmaTile(p: SkinnyProblem): SkinnyWgmmaChoice | null {
         blocks: n,
         persistent: false,
         ...(cluster ? { cluster } : {}),
-        ...(clusterAxis ? { clusterAxis } : {}),
       };
     }
   }

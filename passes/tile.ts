@@ -519,10 +519,8 @@ interface ChosenTile {
   readonly persistent?: true;
   /** A skinny grid whose pipeline takes all the shared memory (TilePlan.deepPipeline). */
   readonly deepPipeline?: true;
-  /** Clusters of 2 (TilePlan.cluster: sm90's skinny 64-row wgmma tiles), along N with
-   * `clusterAxis` (TilePlan.clusterAxis). */
+  /** Clusters of 2 along M (TilePlan.cluster: sm90's skinny 64-row wgmma tiles). */
   readonly cluster?: 2;
-  readonly clusterAxis?: "n";
 }
 
 /**
@@ -569,7 +567,6 @@ function defaultTile(k: GemmKernel): ChosenTile {
       splitK: wgSkinny.splitK,
       ...(wgSkinny.persistent ? { persistent: true as const } : {}),
       ...(wgSkinny.cluster !== undefined ? { cluster: wgSkinny.cluster } : {}),
-      ...(wgSkinny.clusterAxis !== undefined ? { clusterAxis: wgSkinny.clusterAxis } : {}),
       deepPipeline: true,
     };
   }
@@ -730,7 +727,6 @@ export const tilePass: GemmPass = {
       ...(wgmma ? { wgmma: true as const } : {}),
       ...(chosen.persistent ? { persistent: true as const } : {}),
       ...(chosen.cluster !== undefined ? { cluster: chosen.cluster } : {}),
-      ...(chosen.clusterAxis !== undefined ? { clusterAxis: chosen.clusterAxis } : {}),
     };
     return {
       ...k,

@@ -432,16 +432,15 @@ export function wgmmaCluster(k: GemmKernel): number {
 }
 
 /**
- * The axis of a kernel's cluster (meaningful where {@link wgmmaCluster} is above 1): its
- * `cluster` line's, else gemm-tile's default's (`plan.tile.clusterAxis`) where the line is
- * silent, else `m`.
+ * The axis of a kernel's cluster (meaningful where {@link wgmmaCluster} is above 1): `n` only
+ * where its `cluster` line says `1x2`; every default cluster lies along M (`cluster 1x2` lost
+ * wherever it was measured, bench/NOTES.md 79).
  *
- * @param k The kernel (tile planned).
+ * @param k The kernel.
  * @returns `m` (pairs of a tile column, B multicast) or `n` (pairs of a tile row, A multicast).
  */
 export function wgmmaClusterAxis(k: GemmKernel): ClusterAxis {
-  if (k.schedule.cluster !== undefined) return k.schedule.clusterAxis ?? "m";
-  return k.plan.tile!.clusterAxis ?? "m";
+  return k.schedule.clusterAxis ?? "m";
 }
 
 /** Operand types whose persistent kernels default to clusters of 2: those measured on an H100
@@ -484,9 +483,7 @@ const CLUSTER_MIN_TILES_A_BLOCK = 3;
  */
 function defaultCluster(k: GemmKernel): number {
   const chosen = k.plan.tile!.cluster;
-  if (chosen !== undefined && canCluster(k, chosen, k.plan.tile!.clusterAxis ?? "m")) {
-    return chosen;
-  }
+  if (chosen !== undefined && canCluster(k, chosen, "m")) return chosen;
   return clusterByDefault(k) && canCluster(k, 2, "m") ? 2 : 1;
 }
 

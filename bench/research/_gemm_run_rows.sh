@@ -100,16 +100,23 @@ bench_sm90() {
     sed 's/\x1b\[[0-9;]*m//g' | cut -c1-330
 }
 
-# bench_cluster_ab DIR RUNS AFTER: for each TYPES:SHAPES of RUNS (space-separated), the sm90
-# benchmark at the default schedule (DIR/default-i), then with `cluster 2` (DIR/cluster2-i), each
-# followed by the command AFTER (e.g. packing DIR, so that a call cut short keeps what it did).
+# bench_ab DIR A B TYPES SHAPES SCHEDULE AFTER: the sm90 benchmark at the default schedule
+# (DIR/A), then with SCHEDULE's lines (DIR/B), each followed by the command AFTER (e.g. packing
+# DIR, so that a call cut short keeps what it did).
+bench_ab() {
+  local dir=$1 a=$2 b=$3 types=$4 shapes=$5 sched=$6 after=$7
+  bench_sm90 "$dir" "$a" "$types" "$shapes"
+  $after
+  bench_sm90 "$dir" "$b" "$types" "$shapes" --schedule "$sched"
+  $after
+}
+
+# bench_cluster_ab DIR RUNS AFTER: for each TYPES:SHAPES of RUNS (space-separated), bench_ab of
+# the default (DIR/default-i) against `cluster 2` (DIR/cluster2-i).
 bench_cluster_ab() {
   local dir=$1 runs=$2 after=$3 i=0 run
   for run in $runs; do
     i=$((i + 1))
-    bench_sm90 "$dir" "default-$i" "${run%%:*}" "${run#*:}"
-    $after
-    bench_sm90 "$dir" "cluster2-$i" "${run%%:*}" "${run#*:}" --schedule "cluster 2"
-    $after
+    bench_ab "$dir" "default-$i" "cluster2-$i" "${run%%:*}" "${run#*:}" "cluster 2" "$after"
   done
 }

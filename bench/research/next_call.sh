@@ -18,19 +18,12 @@ call_start next_call "${1:?usage: next_call.sh OUT}" "tests fill bf16 llm"
 if has tests; then
   gpu_tests tests/gpu/wgmma_test.ts tests/gpu/skinny_test.ts --filter "/224|sm90/"
 fi
+W256="threadblock 128x256x64"
 if has fill; then
-  S=768x4096x4096,896x4096x4096
-  bench_sm90 "$W" fill-default f16 "$S"
-  pack
-  bench_sm90 "$W" fill-128x256 f16 "$S" --schedule "threadblock 128x256x64"
-  pack
+  bench_ab "$W" fill-default fill-128x256 f16 768x4096x4096,896x4096x4096 "$W256" pack
 fi
 if has bf16; then
-  S=5000,1024x14336x4096
-  bench_sm90 "$W" bf16-default bf16 "$S"
-  pack
-  bench_sm90 "$W" bf16-128x256 bf16 "$S" --schedule "threadblock 128x256x64"
-  pack
+  bench_ab "$W" bf16-default bf16-128x256 bf16 5000,1024x14336x4096 "$W256" pack
 fi
 if has llm; then
   llm_rows "$W" llm "${LLM_TYPES:-f16,bf16}" 1,16,64,128,256,1024 4096x4096,14336x4096,4096x14336
