@@ -141,8 +141,9 @@ export const WAVE_TILES_SIMT: readonly WaveTile[] = [{ m: 128, n: 64, speed: 0.9
  * burst): 606 against 593 TFLOP/s at 5000³ and 694 against 658 at 1024x14336x4096, where the
  * waves alone would give 14% (7 waves of 920 tiles against 7 of 800, 4 of 512 against 4 of 448):
  * so a tile-time of 128x224 does 0.89-0.92 of 128x256's work, speed 0.9. At 8192³ (18 waves
- * against 16) that keeps 128x256. bf16 is inferred from f16 (a shortcut); tf32 and the 8-bit
- * types keep their defaults.
+ * against 16) that keeps 128x256. bf16 measured the same in one call (NOTES 84, against 128x256
+ * on clusters of 2): 5000³ 602 / 581 against 599 / 555 burst / sustained, 1024x14336x4096 700 /
+ * 625 against 663 / 594. tf32 and the 8-bit types keep their defaults.
  */
 export const WAVE_TILES_WGMMA: readonly WaveTile[] = [{ m: 128, n: 224, speed: 0.9 }];
 
@@ -580,17 +581,19 @@ function defaultTile(k: GemmKernel): ChosenTile {
 }
 
 /**
- * The share of the SMs a grid of sm90's default wgmma tiles must fill for that tile to be
- * taken ({@link wgmmaFallback}): one wave that leaves at most 1/16 of them idle. M = 1024, N =
- * 4096 makes 128 blocks of 128x256 on 132 SMs, and they ran 704 TFLOP/s against 626 for the 256
- * blocks of 128x128 (K = 4096, f16, H200 burst; sustained 605 against 556; bench/NOTES.md 82).
- * Shortcut: grids of 67-123 blocks, where one wave of the wide tile still beats two of 128x128
- * by the tiles' arithmetic, are not measured and keep 128x128.
+ * The share of the SMs a grid of sm90's default wgmma tiles must fill, more than, for that tile
+ * to be taken ({@link wgmmaFallback}): half. Above it the 128x128 tiles of the same problem need
+ * two waves where 128x256 needs one, and one wave of the wide tile won (f16, K = 4096, TFLOP/s
+ * burst / sustained against 128x128; bench/NOTES.md 82, 84): 128 blocks (M = 1024, N = 4096,
+ * H200) 704 / 605 against 626 / 556; on an H100 112 blocks (M = 896) 641 / 583 against 542 /
+ * 508, 96 blocks (M = 768) 578 / 514 against 471 / 451. Grids of 67-95 blocks are inferred
+ * from those (NOTES 84 has what the next call measures); at 66 or fewer the 128x128 tiles fill
+ * at most one wave.
  */
-export const WGMMA_WAVE_FILL = 15 / 16;
+export const WGMMA_WAVE_FILL = 1 / 2;
 
 /**
- * sm90's warpgroup MMA (passes/wgmma.ts) where a wave of its tiles fills the SMs (at least
+ * sm90's warpgroup MMA (passes/wgmma.ts) where a wave of its tiles fills the SMs (more than
  * {@link WGMMA_WAVE_FILL} of them): the default tile, else 128x128 where a wave of those fills
  * them all (M = 1024, N = 4096 on the H200: 52.5 µs against 70.4 for the sm80 target's
  * 128x256x32, bench/NOTES.md 69). A smaller grid keeps the mma.sync tile the sm80 target
@@ -601,7 +604,7 @@ export const WGMMA_WAVE_FILL = 15 / 16;
 function wgmmaFallback(k: GemmKernel, c: TileContext): { tile: ChosenTile } | { ctx: TileContext } {
   const tb = wgmmaDefaultTile(k);
   // 8-bit floats have no mma.sync plan: wgmma tiles at any size (a shortcut: unshrunk).
-  if (gridBlocks(c, tb) >= WGMMA_WAVE_FILL * c.sms || wgmmaOnly(k)) {
+  if (gridBlocks(c, tb) > WGMMA_WAVE_FILL * c.sms || wgmmaOnly(k)) {
     return { tile: { tb: wgmmaWaveWidth(k, c, tb), smallGrid: false, splitK: 1 } };
   }
   const narrow = { ...tb, n: 128 };

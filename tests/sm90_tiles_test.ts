@@ -1,7 +1,7 @@
 /**
  * sm90's default wgmma tiles over known sizes beyond the skinny rule (passes/tile.ts
- * `wgmmaFallback`, issue 22/23): 128x256 wherever one wave of it fills 15/16 of the SMs
- * (`WGMMA_WAVE_FILL`, bench/NOTES.md 82), else 128x128 where a wave of those fills them, else the
+ * `wgmmaFallback`, issue 22/23): 128x256 wherever its grid fills more than half the SMs
+ * (`WGMMA_WAVE_FILL`, bench/NOTES.md 82, 84), else 128x128 where a wave of those fills them, else the
  * sm80 target's tile; 16-bit types on 128x224 where its waves pay (`WAVE_TILES_WGMMA`, NOTES 83),
  * which simulates in agreement on a persistent clustered grid at sizes that are no tile multiples.
  *
@@ -52,8 +52,8 @@ Deno.test("sm90: 16-bit types take 128x224 wgmma tiles where their waves fill th
   assert.ok(rep.comparison.ok, JSON.stringify(rep.comparison.first));
 });
 
-Deno.test("sm90: a grid of 128x256 wgmma tiles short of 15/16 of the SMs takes 128x128 ones, else the sm80 target's tile", () => {
-  // M = 1024, N = 4096: 128 tiles of 128x256 (15/16 of 132 SMs is 123.75), kept.
+Deno.test("sm90: a grid of 128x256 wgmma tiles of at most half the SMs takes 128x128 ones, else the sm80 target's tile", () => {
+  // M = 1024, N = 4096: 128 tiles of 128x256, kept.
   const full = hinted(BENCH("f16"), { M: 1024, N: 4096, K: 4096 }, "sm90").planned;
   assert.deepEqual(full.schedule.threadblock, { m: 128, n: 256, k: 64 });
   assert.equal(full.plan.tile!.wgmma, true);
@@ -65,10 +65,16 @@ Deno.test("sm90: a grid of 128x256 wgmma tiles short of 15/16 of the SMs takes 1
   }, { seed: 82 });
   assert.equal(rep.sim.hazardCount, 0);
   assert.ok(rep.comparison.ok, JSON.stringify(rep.comparison.first));
-  // M = 1024, N = 3584: 112 tiles of 128x256, 224 of 128x128.
-  const wide = hinted(BENCH("f16"), { M: 1024, N: 3584, K: 4096 }, "sm90").planned;
-  assert.deepEqual(wide.schedule.threadblock, { m: 128, n: 128, k: 64 });
-  assert.equal(wide.plan.tile!.wgmma, true);
+  // M = 896, N = 4096: 112 tiles of 128x256 (224 of 128x128 would take two waves), kept; M =
+  // 640, N = 3584: 70 of them, 80 of 128x224, which its wave rule prefers.
+  const tile = (M: number, N: number) =>
+    hinted(BENCH("f16"), { M, N, K: 4096 }, "sm90").planned.schedule.threadblock;
+  assert.deepEqual(tile(896, 4096), { m: 128, n: 256, k: 64 });
+  assert.deepEqual(tile(640, 3584), { m: 128, n: 224, k: 64 });
+  // M = 768, N = 2816: 66 tiles of 128x256, half the SMs, and one full wave of 132 of 128x128.
+  const narrow = hinted(BENCH("f16"), { M: 768, N: 2816, K: 4096 }, "sm90").planned;
+  assert.deepEqual(narrow.schedule.threadblock, { m: 128, n: 128, k: 64 });
+  assert.equal(narrow.plan.tile!.wgmma, true);
   // M = 512, N = K = 4096 (128 tiles of 128x128 and 256 of 128x64, neither a skinny grid):
   // the sm80 target's tile and split.
   for (const M of [512]) {

@@ -120,3 +120,43 @@ bench_cluster_ab() {
     bench_ab "$dir" "default-$i" "cluster2-$i" "${run%%:*}" "${run#*:}" "cluster 2" "$after"
   done
 }
+
+# ncu_pair DIR MxNxK [SCHEDULE...]: Nsight Compute (its base clock) on one launch after warm-up of
+# f16's --tune kernel at the size with each SCHEDULE's lines ("" the default), and of cuBLAS's
+# kernel for the same f16 TN product (torch); DRAM, L2, shared-memory and instruction counts into
+# DIR/*.txt, the lines that matter into DIR/summary.txt.
+ncu_pair() {
+  local dir=$1 s=$2 i=0 M N K sched f
+  shift 2
+  IFS=x read -r M N K <<<"$s"
+  mkdir -p "$dir"
+  local ncu=(ncu --section SpeedOfLight --section InstructionStats
+    --section MemoryWorkloadAnalysis_Tables --metrics
+    gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum,lts__t_sectors_op_read.sum)
+  for sched in "$@"; do
+    i=$((i + 1))
+    f=bench/kernels/f16.gemm
+    if [ -n "$sched" ]; then
+      f=$dir/var$i.gemm
+      sed "s|^}|  schedule {\n    ${sched}\n  }\n}|" bench/kernels/f16.gemm >"$f"
+    fi
+    timeout 150 "${ncu[@]}" -k regex:bench_ --launch-skip 3 --launch-count 1 \
+      deno run --cached-only -A cli.ts run "$f" --size "M=$M,N=$N,K=$K" --target sm90 --tune \
+      --check none --iters 2 --warmup 3 >"$dir/ours$i.txt" 2>&1 || echo "ours $i rc $?"
+    echo "== ours$i ${sched:-default}" >>"$dir/summary.txt"
+  done
+  timeout 150 "${ncu[@]}" -k regex:'nvjet|gemm|sm90|cutlass' --launch-skip 3 --launch-count 1 \
+    python3 - "$M" "$N" "$K" >"$dir/cublas.txt" 2>&1 <<'PY' || echo "cublas rc $?"
+import sys, torch
+M, N, K = map(int, sys.argv[1:4])
+a = torch.randn(M, K, dtype=torch.float16, device="cuda")
+w = torch.randn(N, K, dtype=torch.float16, device="cuda")
+for _ in range(5):
+    a @ w.t()
+torch.cuda.synchronize()
+PY
+  for f in "$dir"/ours*.txt "$dir/cublas.txt"; do
+    echo "== $f"
+    grep -E "^  [a-zA-Z_]+.*\(|Duration|SM Frequency|DRAM Throughput|L2 Cache Throughput|Executed Instructions|Issued Instructions|dram__bytes|lts__t_bytes|lts__t_sectors_op_read|L2 Hit|Shared .*(Load|Store)|Bank" "$f" | head -40
+  done | tee -a "$dir/summary.txt"
+}

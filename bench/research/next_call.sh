@@ -7,14 +7,23 @@
 #          896x4096x4096 (112), the default (128x128) against `threadblock 128x256x64`;
 #   bf16:  bf16 at 5000³ and 1024x14336x4096, the default (128x224, inferred from f16) against
 #          `threadblock 128x256x64`;
-#   llm:   the llm table of LLM_TYPES (default f16,bf16) at every M, the rule rows among them.
+#   fill2: after call 1 (NOTES 84), WGMMA_WAVE_FILL at 1/2: f16 at 512x4096 (64 blocks of
+#          128x256, the sm80 fallback's side), 640x3584 (70), 640x4096 (80), 768x4096 (96), K =
+#          4096, the default (128x224 by its wave rule at the last three) against
+#          `threadblock 128x256x64` and `threadblock 128x128x64`;
+#   llm:   the llm table of LLM_TYPES (default f16,bf16) at every M, the rule rows among them;
+#   ncu:   where the sustained gap at 8192³ goes (NOTES 77: ours runs a lower clock at the same
+#          power cap): Nsight Compute's DRAM, L2, shared-memory and instruction counts for f16's
+#          default and for cuBLAS's kernel, one launch each at ncu's base clock, and for the
+#          default with `swizzle 4` and `swizzle 16` (a window of tiles in flight that misses L2
+#          reads more from DRAM).
 # Everything lands in OUT/all.tgz, packed after each step. Deno on PATH. Not part of the
 # benchmark or of CI.
 #
-# Usage: bash bench/research/next_call.sh OUT   (STEPS: any of "tests fill bf16 llm")
+# Usage: bash bench/research/next_call.sh OUT   (STEPS: any of "tests fill bf16 fill2 llm ncu")
 set -u
 . bench/research/_gemm_run_rows.sh
-call_start next_call "${1:?usage: next_call.sh OUT}" "tests fill bf16 llm"
+call_start next_call "${1:?usage: next_call.sh OUT}" "tests fill bf16 fill2 llm ncu"
 if has tests; then
   gpu_tests tests/gpu/wgmma_test.ts tests/gpu/skinny_test.ts --filter "/224|sm90/"
 fi
@@ -25,8 +34,21 @@ fi
 if has bf16; then
   bench_ab "$W" bf16-default bf16-128x256 bf16 5000,1024x14336x4096 "$W256" pack
 fi
+if has fill2; then
+  F2=512x4096x4096,640x3584x4096,640x4096x4096,768x4096x4096
+  bench_sm90 "$W" fill2-default f16 "$F2"
+  pack
+  bench_sm90 "$W" fill2-128x256 f16 "$F2" --schedule "$W256"
+  pack
+  bench_sm90 "$W" fill2-128x128 f16 "$F2" --schedule "threadblock 128x128x64"
+  pack
+fi
 if has llm; then
   llm_rows "$W" llm "${LLM_TYPES:-f16,bf16}" 1,16,64,128,256,1024 4096x4096,14336x4096,4096x14336
+  pack
+fi
+if has ncu; then
+  ncu_pair "$W/ncu" 8192x8192x8192 "" "swizzle 4" "swizzle 16"
   pack
 fi
 pack
