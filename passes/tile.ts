@@ -581,22 +581,23 @@ function defaultTile(k: GemmKernel): ChosenTile {
 }
 
 /**
- * The share of the SMs a grid of sm90's default wgmma tiles must fill, more than, for that tile
- * to be taken ({@link wgmmaFallback}): half. Above it the 128x128 tiles of the same problem need
- * two waves where 128x256 needs one, and one wave of the wide tile won (f16, K = 4096, TFLOP/s
- * burst / sustained against 128x128; bench/NOTES.md 82, 84): 128 blocks (M = 1024, N = 4096,
- * H200) 704 / 605 against 626 / 556; on an H100 112 blocks (M = 896) 641 / 583 against 542 /
- * 508, 96 blocks (M = 768) 578 / 514 against 471 / 451. Grids of 67-95 blocks are inferred
- * from those (NOTES 84 has what the next call measures); at 66 or fewer the 128x128 tiles fill
- * at most one wave.
+ * The share of the SMs a grid of sm90's wgmma tiles must fill, more than, for the tile to be taken
+ * ({@link wgmmaFallback}): half, for the default 128x256 and then for 128x128. Above it 128x128
+ * needs two waves where 128x256 needs one, and one wave of the wide tile won (f16, K = 4096,
+ * TFLOP/s burst / sustained; bench/NOTES.md 82, 84): on the H200 128 blocks (M = 1024, N = 4096)
+ * 704 / 605 against 626 / 556 for 128x128; on an H100 112 blocks (M = 896) 641 / 583 against 542 /
+ * 508, 96 (M = 768) 578 / 514 against 471 / 451, 80 (M = 640) 488 / 453 against 419 / 400, 70 (M
+ * = 640, N = 3584) 426 / 417 against 376 / 374 (at the last three the wave rule's 128x224 ran
+ * faster still: 617 / 552, 540 / 487, 476 / 457). Where 128x256 fills at most half, one wave of
+ * 128x128 that fills more than half beat the sm80 target's tile (H100, M = 512, N = 4096: 128
+ * blocks, 548 burst against 351 for 128x256x32 split 2). Below, the sm80 target's tile.
  */
 export const WGMMA_WAVE_FILL = 1 / 2;
 
 /**
  * sm90's warpgroup MMA (passes/wgmma.ts) where a wave of its tiles fills the SMs (more than
  * {@link WGMMA_WAVE_FILL} of them): the default tile, else 128x128 where a wave of those fills
- * them all (M = 1024, N = 4096 on the H200: 52.5 µs against 70.4 for the sm80 target's
- * 128x256x32, bench/NOTES.md 69). A smaller grid keeps the mma.sync tile the sm80 target
+ * more than that share. A smaller grid keeps the mma.sync tile the sm80 target
  * chooses on the same GPU, with its minimum grid (108 blocks, measured on the H200's 132 SMs):
  * at M = 256, N = K = 4096 sm90's own minimum of 132 blocks gave 128x256x32 split 4 (32.0 µs)
  * where sm80's 128x64x128 ran 26.5 (NOTES 69; a shortcut of issue 23: no wgmma tile there).
@@ -608,7 +609,9 @@ function wgmmaFallback(k: GemmKernel, c: TileContext): { tile: ChosenTile } | { 
     return { tile: { tb: wgmmaWaveWidth(k, c, tb), smallGrid: false, splitK: 1 } };
   }
   const narrow = { ...tb, n: 128 };
-  if (tb.n > 128 && gridBlocks(c, narrow) >= c.sms && wgmmaRowFor(k, narrow) !== null) {
+  if (
+    tb.n > 128 && gridBlocks(c, narrow) > WGMMA_WAVE_FILL * c.sms && wgmmaRowFor(k, narrow) !== null
+  ) {
     return { tile: { tb: narrow, smallGrid: false, splitK: 1 } };
   }
   return { ctx: { ...c, minBlocks: targetInfo("sm80").minBlocks } };

@@ -71,14 +71,16 @@ Deno.test("sm90: a grid of 128x256 wgmma tiles of at most half the SMs takes 128
     hinted(BENCH("f16"), { M, N, K: 4096 }, "sm90").planned.schedule.threadblock;
   assert.deepEqual(tile(896, 4096), { m: 128, n: 256, k: 64 });
   assert.deepEqual(tile(640, 3584), { m: 128, n: 224, k: 64 });
-  // M = 768, N = 2816: 66 tiles of 128x256, half the SMs, and one full wave of 132 of 128x128.
+  // M = 768, N = 2816: 66 tiles of 128x256, half the SMs, and 132 of 128x128.
   const narrow = hinted(BENCH("f16"), { M: 768, N: 2816, K: 4096 }, "sm90").planned;
   assert.deepEqual(narrow.schedule.threadblock, { m: 128, n: 128, k: 64 });
   assert.equal(narrow.plan.tile!.wgmma, true);
-  // M = 512, N = K = 4096 (128 tiles of 128x128 and 256 of 128x64, neither a skinny grid):
-  // the sm80 target's tile and split.
+  // M = 512, N = K = 4096: 64 tiles of 128x256 (half the SMs), 128 of 128x128 (one wave).
+  assert.deepEqual(tile(512, 4096), { m: 128, n: 128, k: 64 });
+  // M = 512, N = 2048 (64 tiles of 128x128 and 128 of 128x64, neither a skinny grid): the sm80
+  // target's tile and split.
   for (const M of [512]) {
-    const hints = { M, N: 4096, K: 4096 };
+    const hints = { M, N: 2048, K: 4096 };
     const sm90 = hinted(BENCH("bf16"), hints, "sm90").planned;
     const sm80 = hinted(BENCH("bf16"), hints).planned;
     assert.equal(sm90.plan.tile!.wgmma, undefined);

@@ -87,13 +87,14 @@ llm_rows() {
 }
 
 # bench_sm90 DIR LABEL TYPES SHAPES [bench options...]: the sm90 benchmark (two states, cuBLAS in
-# the same run) into DIR/LABEL, its log in DIR/LABEL.log; prints the exit, the seconds and the
-# rows.
+# the same run; BENCH_TARGET for another target) into DIR/LABEL, its log in DIR/LABEL.log;
+# prints the exit, the seconds and the rows.
 bench_sm90() {
   local dir=$1 label=$2 types=$3 shapes=$4 t0=$SECONDS
   shift 4
   mkdir -p "$dir/$label"
-  deno task bench --no-sim --no-compile --gpu --target sm90 --types "$types" --shapes "$shapes" \
+  deno task bench --no-sim --no-compile --gpu --target "${BENCH_TARGET:-sm90}" --types "$types" \
+    --shapes "$shapes" \
     --out "$dir/$label" "$@" >"$dir/$label.log" 2>&1
   echo "bench $label: exit $? ($((SECONDS - t0)) s)"
   grep -E "^(f16|bf16|tf32|s8) |ERROR|schedule lines|MISSED|met" "$dir/$label.log" |

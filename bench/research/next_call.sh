@@ -11,6 +11,9 @@
 #          128x256, the sm80 fallback's side), 640x3584 (70), 640x4096 (80), 768x4096 (96), K =
 #          4096, the default (128x224 by its wave rule at the last three) against
 #          `threadblock 128x256x64` and `threadblock 128x128x64`;
+#   fill3: after call 2, 128x128 where its one wave fills more than half the SMs: f16 at 384x4096
+#          (96 blocks) and 512x4096 (128), K = 4096, sm90's default against the sm80 target's tile
+#          (the fallback before);
 #   llm:   the llm table of LLM_TYPES (default f16,bf16) at every M, the rule rows among them;
 #   ncu:   where the sustained gap at 8192³ goes (NOTES 77: ours runs a lower clock at the same
 #          power cap): Nsight Compute's DRAM, L2, shared-memory and instruction counts for f16's
@@ -20,10 +23,10 @@
 # Everything lands in OUT/all.tgz, packed after each step. Deno on PATH. Not part of the
 # benchmark or of CI.
 #
-# Usage: bash bench/research/next_call.sh OUT   (STEPS: any of "tests fill bf16 fill2 llm ncu")
+# Usage: bash bench/research/next_call.sh OUT   (STEPS: any of "tests fill bf16 fill2 fill3 llm ncu")
 set -u
 . bench/research/_gemm_run_rows.sh
-call_start next_call "${1:?usage: next_call.sh OUT}" "tests fill bf16 fill2 llm ncu"
+call_start next_call "${1:?usage: next_call.sh OUT}" "tests fill bf16 fill2 fill3 llm ncu"
 if has tests; then
   gpu_tests tests/gpu/wgmma_test.ts tests/gpu/skinny_test.ts --filter "/224|sm90/"
 fi
@@ -43,8 +46,14 @@ if has fill2; then
   bench_sm90 "$W" fill2-128x128 f16 "$F2" --schedule "threadblock 128x128x64"
   pack
 fi
+if has fill3; then
+  bench_sm90 "$W" fill3-default f16 384x4096x4096,512x4096x4096
+  pack
+  BENCH_TARGET=sm80 bench_sm90 "$W" fill3-sm80 f16 384x4096x4096,512x4096x4096
+  pack
+fi
 if has llm; then
-  llm_rows "$W" llm "${LLM_TYPES:-f16,bf16}" 1,16,64,128,256,1024 4096x4096,14336x4096,4096x14336
+  llm_rows "$W" llm "${LLM_TYPES:-f16,bf16}" "${LLM_MS:-1,16,64,128,256,1024}" 4096x4096,14336x4096,4096x14336
   pack
 fi
 if has ncu; then
