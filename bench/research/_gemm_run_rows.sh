@@ -144,10 +144,21 @@ ncu_pair() {
     timeout 150 "${ncu[@]}" -k regex:bench_ --launch-skip 3 --launch-count 1 \
       deno run --cached-only -A cli.ts run "$f" --size "M=$M,N=$N,K=$K" --target sm90 --tune \
       --check none --iters 2 --warmup 3 >"$dir/ours$i.txt" 2>&1 || echo "ours $i rc $?"
-    echo "== ours$i ${sched:-default}" >>"$dir/summary.txt"
   done
-  timeout 150 "${ncu[@]}" -k regex:'nvjet|gemm|sm90|cutlass' --launch-skip 3 --launch-count 1 \
-    python3 - "$M" "$N" "$K" >"$dir/cublas.txt" 2>&1 <<'PY' || echo "cublas rc $?"
+  ncu_cublas_f16 "$dir/cublas.txt" "$M" "$N" "$K" "${ncu[@]}" || echo "cublas rc $?"
+  for f in "$dir"/ours*.txt "$dir/cublas.txt"; do
+    echo "== $f"
+    grep -E "^  [a-zA-Z_]+.*\(|Duration|SM Frequency|DRAM Throughput|L2 Cache Throughput|Executed Instructions|Issued Instructions|dram__bytes|lts__t_bytes|lts__t_sectors_op_read|L2 Hit|Shared .*(Load|Store)|Bank" "$f" | head -40
+  done | tee -a "$dir/summary.txt"
+}
+
+# ncu_cublas_f16 FILE M N K NCU...: the command NCU... (ncu and its options) on one launch, after
+# warm-up, of cuBLAS's kernel for f16 A[M, K] row x W[N, K] (torch's a @ w.t()), into FILE.
+ncu_cublas_f16() {
+  local file=$1 M=$2 N=$3 K=$4
+  shift 4
+  timeout 150 "$@" -k regex:'nvjet|gemm|gemv|sm90|cutlass' --launch-skip 3 --launch-count 1 \
+    python3 - "$M" "$N" "$K" >"$file" 2>&1 <<'PY'
 import sys, torch
 M, N, K = map(int, sys.argv[1:4])
 a = torch.randn(M, K, dtype=torch.float16, device="cuda")
@@ -156,8 +167,4 @@ for _ in range(5):
     a @ w.t()
 torch.cuda.synchronize()
 PY
-  for f in "$dir"/ours*.txt "$dir/cublas.txt"; do
-    echo "== $f"
-    grep -E "^  [a-zA-Z_]+.*\(|Duration|SM Frequency|DRAM Throughput|L2 Cache Throughput|Executed Instructions|Issued Instructions|dram__bytes|lts__t_bytes|lts__t_sectors_op_read|L2 Hit|Shared .*(Load|Store)|Bank" "$f" | head -40
-  done | tee -a "$dir/summary.txt"
 }

@@ -6,6 +6,7 @@
 #
 # Usage: bash bench/research/skinny_ncu.sh OUT [SHAPES]   (Deno on PATH, a GPU, ncu)
 set -u
+. bench/research/_gemm_run_rows.sh
 OUT="${1:?usage: skinny_ncu.sh OUT [SHAPES]}"
 SHAPES="${2:-16x4096x4096 64x4096x4096 128x4096x4096 256x4096x4096 128x14336x4096}"
 mkdir -p "$OUT"
@@ -18,16 +19,7 @@ for s in $SHAPES; do
   timeout 120 "${NCU[@]}" -k regex:bench_ --launch-skip 2 --launch-count 1 \
     deno run --cached-only -A cli.ts run bench/kernels/f16.gemm --size "M=$M,N=$N,K=$K" \
     --target sm90 --tune --iters 2 --warmup 1 >"$OUT/ours_$s.txt" 2>&1 || echo "ours $s rc $?"
-  timeout 120 "${NCU[@]}" -k regex:'nvjet|gemm|gemv|sm90|cutlass' --launch-skip 3 --launch-count 1 \
-    python3 - "$M" "$N" "$K" >"$OUT/cublas_$s.txt" 2>&1 <<'PY' || echo "cublas $s rc $?"
-import sys, torch
-M, N, K = map(int, sys.argv[1:4])
-a = torch.randn(M, K, dtype=torch.float16, device="cuda")
-w = torch.randn(N, K, dtype=torch.float16, device="cuda")
-for _ in range(5):
-    a @ w.t()
-torch.cuda.synchronize()
-PY
+  ncu_cublas_f16 "$OUT/cublas_$s.txt" "$M" "$N" "$K" "${NCU[@]}" || echo "cublas $s rc $?"
   for f in ours cublas; do
     echo "== $f $s"
     grep -E "^  [a-zA-Z_]+.*\(|Duration|DRAM Throughput|L2 Cache Throughput|L1/TEX Cache Throughput|Memory Throughput|Compute \(SM\) Throughput|dram__bytes_read|lts__t_bytes|lts__t_sectors_op_read|Grid Size|Block Size|Cluster Size|Registers Per|Shared Memory Config|Dynamic Shared|Achieved Occupancy|Max Bandwidth|L2 Hit|Mem Busy|Mem Pipes" "$OUT/${f}_$s.txt" | head -40
