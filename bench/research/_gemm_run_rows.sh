@@ -124,8 +124,8 @@ bench_cluster_ab() {
 
 # ncu_pair DIR MxNxK [SCHEDULE...]: Nsight Compute (its base clock) on one launch after warm-up of
 # f16's --tune kernel at the size with each SCHEDULE's lines ("" the default), and of cuBLAS's
-# kernel for the same f16 TN product (torch); DRAM, L2, shared-memory and instruction counts into
-# DIR/*.txt, the lines that matter into DIR/summary.txt.
+# kernel for the same f16 TN product (torch); DRAM, L2, shared-memory and instruction counts
+# (NCU_METRICS for other metrics) into DIR/*.txt, the lines that matter into DIR/summary.txt.
 ncu_pair() {
   local dir=$1 s=$2 i=0 M N K sched f
   shift 2
@@ -133,7 +133,7 @@ ncu_pair() {
   mkdir -p "$dir"
   local ncu=(ncu --section SpeedOfLight --section InstructionStats
     --section MemoryWorkloadAnalysis_Tables --metrics
-    gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum,lts__t_sectors_op_read.sum)
+    "${NCU_METRICS:-gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum,lts__t_sectors_op_read.sum}")
   for sched in "$@"; do
     i=$((i + 1))
     f=bench/kernels/f16.gemm
@@ -148,7 +148,7 @@ ncu_pair() {
   ncu_cublas_f16 "$dir/cublas.txt" "$M" "$N" "$K" "${ncu[@]}" || echo "cublas rc $?"
   for f in "$dir"/ours*.txt "$dir/cublas.txt"; do
     echo "== $f"
-    grep -E "^  [a-zA-Z_]+.*\(|Duration|SM Frequency|DRAM Throughput|L2 Cache Throughput|Executed Instructions|Issued Instructions|dram__bytes|lts__t_bytes|lts__t_sectors_op_read|L2 Hit|Shared .*(Load|Store)|Bank" "$f" | head -40
+    grep -E "^  [a-zA-Z_]+.*\(|Duration|SM Frequency|DRAM Throughput|L2 Cache Throughput|Executed Instructions|Issued Instructions|dram__bytes|lts__t_|L2 Hit|Shared .*(Load|Store)|Bank" "$f" | head -40
   done | tee -a "$dir/summary.txt"
 }
 

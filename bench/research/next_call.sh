@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Issue 22/23: the next call, written before it ran (2026-12-06, after bench/NOTES.md 83; the
-# earlier plan of this name ran as calls 1-2 of NOTES 81). Steps:
+# earlier plan of this name ran as calls 1-2 of NOTES 81). Steps tests, fill, bf16, fill2, fill3,
+# ncu and llm (M = 16, 128, 1024) ran as calls 1-3 of NOTES 84; the default STEPS are what NOTES
+# 84 leaves for the next call (llm on the H200, ncu2, fill4). Steps:
 #   tests: tests/gpu/wgmma_test.ts --filter 224 (the 128x224 case with a column bias, staged rows
 #          of 28 vectors) and tests/gpu/skinny_test.ts --filter sm90;
 #   fill:  WGMMA_WAVE_FILL's unmeasured grids: f16 at 768x4096x4096 (96 blocks of 128x256) and
@@ -19,14 +21,19 @@
 #          power cap): Nsight Compute's DRAM, L2, shared-memory and instruction counts for f16's
 #          default and for cuBLAS's kernel, one launch each at ncu's base clock, and for the
 #          default with `swizzle 4` and `swizzle 16` (a window of tiles in flight that misses L2
-#          reads more from DRAM).
+#          reads more from DRAM);
+#   ncu2:  the same pair at 8192³ (default only) with the L2's read sectors split by source unit
+#          (NOTES 84: ours reads 12% above its arithmetic, cuBLAS 5%), a separate ncu run so that
+#          a metric this ncu lacks costs only that run;
+#   fill4: tf32 and s8, whose half-the-SMs bounds are inferred from f16 (NOTES 84), at 512x4096,
+#          640x4096 and 768x4096 (K = 4096): the default against 128x128 and the sm80 target.
 # Everything lands in OUT/all.tgz, packed after each step. Deno on PATH. Not part of the
 # benchmark or of CI.
 #
 # Usage: bash bench/research/next_call.sh OUT   (STEPS: any of "tests fill bf16 fill2 fill3 llm ncu")
 set -u
 . bench/research/_gemm_run_rows.sh
-call_start next_call "${1:?usage: next_call.sh OUT}" "tests fill bf16 fill2 fill3 llm ncu"
+call_start next_call "${1:?usage: next_call.sh OUT}" "llm ncu2 fill4"
 if has tests; then
   gpu_tests tests/gpu/wgmma_test.ts tests/gpu/skinny_test.ts --filter "/224|sm90/"
 fi
@@ -59,5 +66,22 @@ fi
 if has ncu; then
   ncu_pair "$W/ncu" 8192x8192x8192 "" "swizzle 4" "swizzle 16"
   pack
+fi
+if has ncu2; then
+  L2SRC=lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_ltcfabric.sum
+  NCU_METRICS="$L2SRC,lts__t_sectors_op_read.sum,lts__t_sectors_op_write.sum" \
+    ncu_pair "$W/ncu2" 8192x8192x8192 ""
+  pack
+fi
+if has fill4; then
+  F4=512x4096x4096,640x4096x4096,768x4096x4096
+  for t in tf32:32 s8:128; do
+    bench_sm90 "$W" "fill4-${t%%:*}-default" "${t%%:*}" "$F4"
+    pack
+    bench_sm90 "$W" "fill4-${t%%:*}-128x128" "${t%%:*}" "$F4" --schedule "threadblock 128x128x${t#*:}"
+    pack
+    BENCH_TARGET=sm80 bench_sm90 "$W" "fill4-${t%%:*}-sm80" "${t%%:*}" "$F4"
+    pack
+  done
 fi
 pack
