@@ -210,14 +210,15 @@ const CONSUMER_REGS_BESIDE_ACC = 32;
  * the whole block (the register file over its threads, producer included). Three consumer
  * warpgroups of 64 x 256 (192x256, 512 threads: 128 registers) do not: ptxas refused it
  * (C7602, NOTES 67), so such tiles keep the cp.async pipeline (656 TFLOP/s at f16 8192³,
- * NOTES 62).
+ * NOTES 62). Counting what `setmaxnreg` grants the consumers instead (160) does not help: ptxas
+ * holds the whole kernel to the registers of the launch (tried and reverted, NOTES 84).
  *
  * @param t The target.
  * @param tb The threadblock (M a multiple of 64).
  * @returns Whether the TMA pipeline's consumers fit.
  */
 function consumerFitsBeside(t: Target, tb: Shape3): boolean {
-  const threads = (tb.m / 64) * 128 + TMA_PRODUCER_THREADS;
+  const threads = (tb.m / 64) * WARPGROUP_THREADS + TMA_PRODUCER_THREADS;
   // A 64 x N warpgroup tile of 32-bit accumulators: N / 2 registers a thread.
   return tb.n / 2 + CONSUMER_REGS_BESIDE_ACC <= Math.floor(targetInfo(t).registersPerSm / threads);
 }

@@ -28,6 +28,9 @@ import { WARPGROUP_THREADS } from "../../ir/wgmma_table.ts";
 import { remoteAddress } from "./_cluster.ts";
 import type { Machine, Mask, OpInfo, Run } from "./_machine.ts";
 import { SimError } from "./types.ts";
+
+/** Threads of a warpgroup (`setmaxnreg`'s unit). */
+const WG = WARPGROUP_THREADS;
 import { launchRegisters } from "../../ir/target.ts";
 
 /** What a blocked coroutine yields: whether it could go on now, and what it waits for. */
@@ -543,7 +546,6 @@ export function compileNamedBar(M: Machine, info: OpInfo, mask: Mask): Run {
  */
 function regAsksFit(M: Machine, cta: number): string | null {
   const { T, P } = M.cl;
-  const WG = WARPGROUP_THREADS;
   const groups = Math.ceil(T / WG);
   const asks = M.regAsks;
   const launched = launchRegisters(M.kernel.target, T) * T;
@@ -571,7 +573,6 @@ export function compileSetMaxNReg(M: Machine, info: OpInfo, mask: Mask): Run {
       whereStatic(info),
     );
   }
-  const WG = WARPGROUP_THREADS;
   return () => {
     const m = mask.m;
     for (let base = 0; base < M.T; base += WG) {

@@ -359,7 +359,6 @@ function consume(
   const d = acc.flat(2);
   const bases = wgmmaStageBases(cx, o.smem);
   const lane0 = laneZero(cx);
-
   const { s, ph } = st;
   // `rel`: the stage whose group retires next (G k-tiles behind s).
   const kCount = o.kSpan?.count ?? kTileSpan(cx, o.K, o.split).kCount;
