@@ -26,11 +26,14 @@
 #          (NOTES 84: ours reads 12% above its arithmetic, cuBLAS 5%), a separate ncu run so that
 #          a metric this ncu lacks costs only that run;
 #   fill4: tf32 and s8, whose half-the-SMs bounds are inferred from f16 (NOTES 84), at 512x4096,
-#          640x4096 and 768x4096 (K = 4096): the default against 128x128 and the sm80 target.
+#          640x4096 and 768x4096 (K = 4096): the default against 128x128 and the sm80 target;
+#   llms8: the llm table's s8 rows (M = 16, 128, every (N, K));
+#   s8v:   s8 at M = 16 and 128, N = K = 4096, the default against deeper, split and wgmma
+#          variants of its tiles (the llm table's protocol, one row a run).
 # Everything lands in OUT/all.tgz, packed after each step. Deno on PATH. Not part of the
 # benchmark or of CI.
 #
-# Usage: bash bench/research/next_call.sh OUT   (STEPS: any of "tests fill bf16 fill2 fill3 llm ncu")
+# Usage: bash bench/research/next_call.sh OUT   (STEPS: any of the steps above)
 set -u
 . bench/research/_gemm_run_rows.sh
 call_start next_call "${1:?usage: next_call.sh OUT}" "llm ncu2 fill4"
@@ -62,6 +65,24 @@ fi
 if has llm; then
   llm_rows "$W" llm "${LLM_TYPES:-f16,bf16}" "${LLM_MS:-1,16,64,128,256,1024}" 4096x4096,14336x4096,4096x14336
   pack
+fi
+if has llms8; then
+  llm_rows "$W" llm-s8 s8 16,128 4096x4096,14336x4096,4096x14336
+  pack
+fi
+if has s8v; then
+  # s8 at N = K = 4096 (0.58-0.61 of the floor, NOTES 81): the default against deeper or
+  # split variants of its tiles, one run each (cuBLAS in each).
+  n=0
+  for v in "16:threadblock 16x32x512; warp 16x8x512; stages 6" \
+    "16:threadblock 16x32x256; warp 16x8x256; stages 6" \
+    "16:threadblock 16x64x512; warp 16x16x512; split_k 2" \
+    "16:threadblock 64x32x256; stages 9" \
+    "128:threadblock 128x32x128; stages 10; scheduler persistent"; do
+    n=$((n + 1))
+    llm_rows "$W" "s8v$n" s8 "${v%%:*}" 4096x4096 "${v#*:}"
+    pack
+  done
 fi
 if has ncu; then
   ncu_pair "$W/ncu" 8192x8192x8192 "" "swizzle 4" "swizzle 16"
