@@ -29,7 +29,10 @@
 #          640x4096 and 768x4096 (K = 4096): the default against 128x128 and the sm80 target;
 #   llms8: the llm table's s8 rows (M = 16, 128, every (N, K));
 #   s8v:   s8 at M = 16 and 128, N = K = 4096, the default against deeper, split and wgmma
-#          variants of its tiles (the llm table's protocol, one row a run).
+#          variants of its tiles (the llm table's protocol, one row a run);
+#   s8m:   s8 at M = 100 and 128, every (N, K): the default against 128x32x128 tiles
+#          (persistent with 10 stages, and one block a tile with 11), and s8 at 512x4096x4096,
+#          the default against 128x128 again.
 # Everything lands in OUT/all.tgz, packed after each step. Deno on PATH. Not part of the
 # benchmark or of CI.
 #
@@ -83,6 +86,22 @@ if has s8v; then
     llm_rows "$W" "s8v$n" s8 "${v%%:*}" 4096x4096 "${v#*:}"
     pack
   done
+fi
+if has s8m; then
+  # After call 1 of NOTES 85 (s8 M = 128, N = K = 4096: 128x32x128 persistent 10.3 µs against
+  # the default 64x64x128 on clusters 11.0): both 128x32 forms against the default at M = 100
+  # and 128, every (N, K), in the same call; and s8 at 512x4096x4096 (fill4's noisy pair) again.
+  NK3=4096x4096,14336x4096,4096x14336
+  llm_rows "$W" s8m-default s8 100,128 "$NK3"
+  pack
+  llm_rows "$W" s8m-128x32p s8 100,128 "$NK3" "threadblock 128x32x128; stages 10; scheduler persistent"
+  pack
+  llm_rows "$W" s8m-128x32 s8 100,128 "$NK3" "threadblock 128x32x128; stages 11"
+  pack
+  bench_sm90 "$W" s8-512-default s8 512x4096x4096
+  pack
+  bench_sm90 "$W" s8-512-128x128 s8 512x4096x4096 --schedule "threadblock 128x128x128"
+  pack
 fi
 if has ncu; then
   ncu_pair "$W/ncu" 8192x8192x8192 "" "swizzle 4" "swizzle 16"
