@@ -26,13 +26,13 @@ function pick(M: number, N: number, K: number, bytes: 1 | 2 = 2, sms = 132): str
   if (c === null) return null;
   const t = c.threadblock;
   return `${t.m}x${t.n}x${t.k} split ${c.splitK} blocks ${c.blocks}` +
-    (c.cluster !== undefined ? ` cluster ${c.cluster}` : "");
+    (c.cluster !== undefined ? ` cluster ${c.cluster}` : "") + (c.persistent ? " persistent" : "");
 }
 
 Deno.test("skinny sm90: 128x128 wgmma tiles where they measured faster, else sm80's rule", () => {
   // A wide N: 112 and 224 tiles unsplit (224 on a grid of at most 132 SMs).
   assert.equal(pick(128, 14336, 4096), "128x128x64 split 1 blocks 112");
-  assert.equal(pick(256, 14336, 4096), "128x128x64 split 1 blocks 132");
+  assert.equal(pick(256, 14336, 4096), "128x128x64 split 1 blocks 132 persistent");
   assert.equal(pick(100, 14336, 4096), "128x128x64 split 1 blocks 112");
   // A long K: 64 tiles split into one wave above M = 128.
   assert.equal(pick(256, 4096, 14336), "128x128x64 split 2 blocks 128");
@@ -54,9 +54,10 @@ Deno.test("skinny sm90: 128x128 wgmma tiles where they measured faster, else sm8
   assert.equal(pick(16, 4096, 4096), null);
   assert.equal(pick(64, 14336, 4096), null);
   assert.equal(pick(64, 2048, 4096), null);
-  // 8-bit: the 64x64x128 tiles on clusters at M = 65-128 in one wave (NOTES 79), else null.
-  assert.equal(pick(128, 4096, 14336, 1), "64x64x128 split 1 blocks 128 cluster 2");
-  assert.equal(pick(100, 4096, 4096, 1), "64x64x128 split 1 blocks 128 cluster 2");
+  // 8-bit: persistent 128x32x128 tiles at M = 65-128 in one wave (NOTES 85), else null.
+  assert.equal(pick(128, 4096, 14336, 1), "128x32x128 split 1 blocks 128 persistent");
+  assert.equal(pick(100, 4096, 4096, 1), "128x32x128 split 1 blocks 128 persistent");
+  assert.equal(pick(65, 4096, 4096, 1), "128x32x128 split 1 blocks 128 persistent");
   assert.equal(pick(128, 14336, 4096, 1), null);
   assert.equal(pick(64, 4096, 4096, 1), null);
   assert.equal(pick(256, 4096, 4096, 1), null);

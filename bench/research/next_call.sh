@@ -32,7 +32,11 @@
 #          variants of its tiles (the llm table's protocol, one row a run);
 #   s8m:   s8 at M = 100 and 128, every (N, K): the default against 128x32x128 tiles
 #          (persistent with 10 stages, and one block a tile with 11), and s8 at 512x4096x4096,
-#          the default against 128x128 again.
+#          the default against 128x128 again;
+#   s8r:   after s8's rule took 128x32x128 at M = 65-128: the s8 GPU tests of
+#          tests/gpu/skinny_test.ts, the new default against the old one's schedule lines at
+#          M = 100 and 128 (N = 4096, K = 4096 and 14336), and s8 at 512x4096x4096 against
+#          128x128.
 # Everything lands in OUT/all.tgz, packed after each step. Deno on PATH. Not part of the
 # benchmark or of CI.
 #
@@ -97,6 +101,21 @@ if has s8m; then
   llm_rows "$W" s8m-128x32p s8 100,128 "$NK3" "threadblock 128x32x128; stages 10; scheduler persistent"
   pack
   llm_rows "$W" s8m-128x32 s8 100,128 "$NK3" "threadblock 128x32x128; stages 11"
+  pack
+  bench_sm90 "$W" s8-512-default s8 512x4096x4096
+  pack
+  bench_sm90 "$W" s8-512-128x128 s8 512x4096x4096 --schedule "threadblock 128x128x128"
+  pack
+fi
+if has s8r; then
+  # s8's new rule (NOTES 85: persistent 128x32x128 at M = 65-128 where it makes one wave): the
+  # GPU tests of the s8 skinny kernels, the new default against the old one's schedule lines at
+  # M = 100 and 128 (N = 4096, K = 4096 and 14336), and s8 at 512x4096x4096 again.
+  gpu_tests tests/gpu/skinny_test.ts --filter s8
+  NK2=4096x4096,4096x14336
+  llm_rows "$W" s8r-default s8 100,128 "$NK2"
+  pack
+  llm_rows "$W" s8r-64x64 s8 100,128 "$NK2" "threadblock 64x64x128; stages 14; cluster 2"
   pack
   bench_sm90 "$W" s8-512-default s8 512x4096x4096
   pack
