@@ -232,8 +232,10 @@ const WGMMA_SKINNY_TILE: Shape3 = { m: 128, n: 128, k: 64 };
  * sm80's 64x64x256: N = K = 4096 11.0 against 11.4 (PDL 10.0, 10.3), K = 14336 26.9 against 30.6
  * (PDL 25.3, 29.0); the other 8-bit rows keep sm80's tiles (64x64 at N = 14336, more than one
  * wave, lost: 29.6 against 28.2; the rest not measured on wgmma). A persistent 128x32x128 beat
- * that 64x64x128 at N = K = 4096 (NOTES 85, an H100: 10.3 against 11.0, PDL 9.0 against 10.0),
- * where f16's 128x32 tied its 64x64 (NOTES 81), so 8-bit types take 128x32 and f16 keeps 64x64.
+ * that 64x64x128 at N = K = 4096 (NOTES 85, an H100, two calls: 10.3 and 10.2 against 11.0, PDL
+ * 9.0 and 8.9 against 10.0) and lost at K = 14336 (26.9 / 27.2 against 26.5 / 26.6, PDL 25.6 /
+ * 27.4 against 25.2 / 26.2), where f16's 128x32 tied its 64x64 at N = K = 4096 (NOTES 81): so
+ * 8-bit types take 128x32 below K = 8192 and 64x64 from there, and f16 keeps 64x64.
  */
 const WGMMA_SKINNY_NARROW: readonly {
   readonly tile: Shape3;
@@ -245,10 +247,12 @@ const WGMMA_SKINNY_NARROW: readonly {
   readonly bytes: readonly (1 | 2)[];
   /** A persistent grid (one tile a block where the grid is one wave). */
   readonly persistent?: true;
+  /** Only below this K (a long K takes the next tile). */
+  readonly belowK?: number;
 }[] = [
   { tile: { m: 128, n: 64, k: 64 }, maxM: 256, bytes: [2] },
-  { tile: { m: 128, n: 32, k: 64 }, maxM: 128, bytes: [1], persistent: true },
-  { tile: { m: 64, n: 64, k: 64 }, maxM: 128, cluster: 2, bytes: [2] },
+  { tile: { m: 128, n: 32, k: 64 }, maxM: 128, bytes: [1], persistent: true, belowK: 8192 },
+  { tile: { m: 64, n: 64, k: 64 }, maxM: 128, cluster: 2, bytes: [1, 2] },
   { tile: { m: 64, n: 32, k: 64 }, maxM: 64, bytes: [2] },
 ];
 
@@ -283,8 +287,9 @@ const WGMMA_SKINNY_SPLIT_MIN_K = 8192;
  * against 37.7 at K = 14336) and lost at N = K = 4096 (20.2 against 18.1); with deep pipelines
  * on an H100 they lost at M = 16 (NOTES 74: N = K = 4096 64x32 with 18 stages 19.8 against 16.2;
  * M = 64 64x64 split 2 19.6 against 19.7).
- * 8-bit types take only the persistent 128x32x128 tiles at M = 65-128 where they make one wave
- * (NOTES 85), sm80's rule elsewhere. Shortcuts: the other 8-bit rows are not measured on wgmma
+ * 8-bit types take only the narrow tiles of M = 65-128 where they make one wave: persistent
+ * 128x32x128 below K = 8192, 64x64x128 on clusters from there (NOTES 79, 85); sm80's rule
+ * elsewhere. Shortcuts: the other 8-bit rows are not measured on wgmma
  * (u8 is inferred from s8); the main benchmark's M = 128, N = K = 8192 takes split 2 by the rule, not
  * measured when it was written.
  *
@@ -328,8 +333,9 @@ export function skinnyWgmmaSchedule(p: SkinnyProblem): SkinnyWgmmaChoice | null 
  * cluster's CTAs take a column's two tiles). */
 function narrowWgmmaTile(p: SkinnyProblem): SkinnyWgmmaChoice | null {
   const bytes = p.bytes ?? 2;
-  for (const { tile: t16, maxM, cluster, bytes: serves, persistent } of WGMMA_SKINNY_NARROW) {
-    if (p.M > maxM || !serves.includes(bytes)) continue;
+  for (const entry of WGMMA_SKINNY_NARROW) {
+    const { tile: t16, maxM, cluster, bytes: serves, persistent, belowK } = entry;
+    if (p.M > maxM || !serves.includes(bytes) || p.K >= (belowK ?? Infinity)) continue;
     const tile = bytes === 1 ? { ...t16, k: 2 * t16.k } : t16;
     const n = Math.ceil(p.M / tile.m) * Math.ceil(p.N / tile.n);
     if (n >= WGMMA_SKINNY_MIN_FILL * p.sms && n <= p.sms) {

@@ -595,23 +595,38 @@ function defaultTile(k: GemmKernel): ChosenTile {
 export const WGMMA_WAVE_FILL = 1 / 2;
 
 /**
+ * The share of the SMs one wave of 128x128 must fill, at least, to be taken over a default tile
+ * whose grid is also one wave but fills fewer ({@link wgmmaFallback}). Measured on an H100 (s8,
+ * 512x4096x4096, TFLOP/s burst / sustained, cuBLAS in each run; bench/NOTES.md 85): 128 blocks of
+ * 128x128x128 916.9 / 900.0 against 76 of the default 128x224x128, 698.1 / 712.0 (and 723.5 /
+ * 870.1 against 689.6 / 715.4 in a disturbed earlier run). Where 128x128 takes two waves the wide
+ * tile wins (640 rows: 813 against 680; 768: 956 against 781). 16-bit types reach this only
+ * where N / 128 is odd (M = 512, N = 4224: 68 blocks of 128x256 against 132 of 128x128),
+ * inferred from s8 and from f16's 128 blocks against 64 (WGMMA_WAVE_FILL).
+ */
+export const WGMMA_FULL_WAVE = 15 / 16;
+
+/**
  * sm90's warpgroup MMA (passes/wgmma.ts) where a wave of its tiles fills the SMs (more than
  * {@link WGMMA_WAVE_FILL} of them): the default tile, else 128x128 where a wave of those fills
- * more than that share. A smaller grid keeps the mma.sync tile the sm80 target
+ * more than that share; 128x128 also where both grids are one wave and 128x128's fills
+ * {@link WGMMA_FULL_WAVE} of the SMs. A smaller grid keeps the mma.sync tile the sm80 target
  * chooses on the same GPU, with its minimum grid (108 blocks, measured on the H200's 132 SMs):
  * at M = 256, N = K = 4096 sm90's own minimum of 132 blocks gave 128x256x32 split 4 (32.0 µs)
  * where sm80's 128x64x128 ran 26.5 (NOTES 69; a shortcut of issue 23: no wgmma tile there).
  */
 function wgmmaFallback(k: GemmKernel, c: TileContext): { tile: ChosenTile } | { ctx: TileContext } {
   const tb = wgmmaDefaultTile(k);
+  const narrow = { ...tb, n: 128 };
+  const blocks = gridBlocks(c, tb), narrowBlocks = gridBlocks(c, narrow);
+  const fullWave = tb.n > 128 && blocks <= c.sms && narrowBlocks <= c.sms &&
+    narrowBlocks >= WGMMA_FULL_WAVE * c.sms && wgmmaRowFor(k, narrow) !== null;
+  if (fullWave && !wgmmaOnly(k)) return { tile: { tb: narrow, smallGrid: false, splitK: 1 } };
   // 8-bit floats have no mma.sync plan: wgmma tiles at any size (a shortcut: unshrunk).
-  if (gridBlocks(c, tb) > WGMMA_WAVE_FILL * c.sms || wgmmaOnly(k)) {
+  if (blocks > WGMMA_WAVE_FILL * c.sms || wgmmaOnly(k)) {
     return { tile: { tb: wgmmaWaveWidth(k, c, tb), smallGrid: false, splitK: 1 } };
   }
-  const narrow = { ...tb, n: 128 };
-  if (
-    tb.n > 128 && gridBlocks(c, narrow) > WGMMA_WAVE_FILL * c.sms && wgmmaRowFor(k, narrow) !== null
-  ) {
+  if (tb.n > 128 && narrowBlocks > WGMMA_WAVE_FILL * c.sms && wgmmaRowFor(k, narrow) !== null) {
     return { tile: { tb: narrow, smallGrid: false, splitK: 1 } };
   }
   return { ctx: { ...c, minBlocks: targetInfo("sm80").minBlocks } };

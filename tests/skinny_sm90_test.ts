@@ -54,8 +54,11 @@ Deno.test("skinny sm90: 128x128 wgmma tiles where they measured faster, else sm8
   assert.equal(pick(16, 4096, 4096), null);
   assert.equal(pick(64, 14336, 4096), null);
   assert.equal(pick(64, 2048, 4096), null);
-  // 8-bit: persistent 128x32x128 tiles at M = 65-128 in one wave (NOTES 85), else null.
-  assert.equal(pick(128, 4096, 14336, 1), "128x32x128 split 1 blocks 128 persistent");
+  // 8-bit at M = 65-128 in one wave: persistent 128x32x128 below K = 8192, 64x64x128 on
+  // clusters from there (NOTES 85), else null.
+  assert.equal(pick(128, 4096, 14336, 1), "64x64x128 split 1 blocks 128 cluster 2");
+  assert.equal(pick(128, 4096, 8191, 1), "128x32x128 split 1 blocks 128 persistent");
+  assert.equal(pick(128, 4096, 8192, 1), "64x64x128 split 1 blocks 128 cluster 2");
   assert.equal(pick(100, 4096, 4096, 1), "128x32x128 split 1 blocks 128 persistent");
   assert.equal(pick(65, 4096, 4096, 1), "128x32x128 split 1 blocks 128 persistent");
   assert.equal(pick(128, 14336, 4096, 1), null);

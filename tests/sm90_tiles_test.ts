@@ -2,7 +2,8 @@
  * sm90's default wgmma tiles over known sizes beyond the skinny rule (passes/tile.ts
  * `wgmmaFallback`, issue 22/23): 128x256 wherever its grid fills more than half the SMs
  * (`WGMMA_WAVE_FILL`, bench/NOTES.md 82, 84), else 128x128 where a wave of those fills them, else the
- * sm80 target's tile; 16-bit types on 128x224 where its waves pay (`WAVE_TILES_WGMMA`, NOTES 83),
+ * sm80 target's tile; one wave of 128x128 over one wave of the default where it fills 15/16 of the
+ * SMs (`WGMMA_FULL_WAVE`, NOTES 85); 16-bit types on 128x224 where its waves pay (`WAVE_TILES_WGMMA`, NOTES 83),
  * which simulates in agreement on a persistent clustered grid at sizes that are no tile multiples.
  *
  * @module
@@ -77,6 +78,14 @@ Deno.test("sm90: a grid of 128x256 wgmma tiles of at most half the SMs takes 128
   assert.equal(narrow.plan.tile!.wgmma, true);
   // M = 512, N = K = 4096: 64 tiles of 128x256 (half the SMs), 128 of 128x128 (one wave).
   assert.deepEqual(tile(512, 4096), { m: 128, n: 128, k: 64 });
+  // One wave of 128x128 that fills 15/16 of the SMs over one wave of the default that fills
+  // fewer (WGMMA_FULL_WAVE, NOTES 85): s8 at 512x4096, 128 blocks against 76 of 128x224; at 640
+  // rows 128x128 takes two waves and 128x224 stays. f16 at 512x4224: 132 against 68 of 128x256.
+  const s8 = (M: number, N: number) =>
+    hinted(BENCH("s8"), { M, N, K: 4096 }, "sm90").planned.schedule.threadblock;
+  assert.deepEqual(s8(512, 4096), { m: 128, n: 128, k: 128 });
+  assert.deepEqual(s8(640, 4096), { m: 128, n: 224, k: 128 });
+  assert.deepEqual(tile(512, 4224), { m: 128, n: 128, k: 64 });
   // M = 512, N = 2048 (64 tiles of 128x128 and 128 of 128x64, neither a skinny grid): the sm80
   // target's tile and split.
   for (const M of [512]) {

@@ -107,20 +107,23 @@ if has s8m; then
   bench_sm90 "$W" s8-512-128x128 s8 512x4096x4096 --schedule "threadblock 128x128x128"
   pack
 fi
-if has s8r; then
+if has s8r || has s8r2; then
   # s8's new rule (NOTES 85: persistent 128x32x128 at M = 65-128 where it makes one wave): the
   # GPU tests of the s8 skinny kernels, the new default against the old one's schedule lines at
-  # M = 100 and 128 (N = 4096, K = 4096 and 14336), and s8 at 512x4096x4096 again.
-  gpu_tests tests/gpu/skinny_test.ts --filter s8
+  # M = 128 (N = 4096, K = 4096 and 14336; the table has no M = 100), and s8 at 512x4096x4096
+  # again. STEPS=s8r2: the llm rows alone.
+  has s8r2 || gpu_tests tests/gpu/skinny_test.ts --filter s8
   NK2=4096x4096,4096x14336
-  llm_rows "$W" s8r-default s8 100,128 "$NK2"
+  llm_rows "$W" s8r-default s8 128 "$NK2"
   pack
-  llm_rows "$W" s8r-64x64 s8 100,128 "$NK2" "threadblock 64x64x128; stages 14; cluster 2"
+  llm_rows "$W" s8r-64x64 s8 128 "$NK2" "threadblock 64x64x128; stages 14; cluster 2"
   pack
-  bench_sm90 "$W" s8-512-default s8 512x4096x4096
-  pack
-  bench_sm90 "$W" s8-512-128x128 s8 512x4096x4096 --schedule "threadblock 128x128x128"
-  pack
+  if ! has s8r2; then
+    bench_sm90 "$W" s8-512-default s8 512x4096x4096
+    pack
+    bench_sm90 "$W" s8-512-128x128 s8 512x4096x4096 --schedule "threadblock 128x128x128"
+    pack
+  fi
 fi
 if has ncu; then
   ncu_pair "$W/ncu" 8192x8192x8192 "" "swizzle 4" "swizzle 16"

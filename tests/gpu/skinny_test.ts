@@ -70,7 +70,8 @@ const RUNS: readonly { type: string; size: string; expect: RegExp; target?: "sm9
   // M = 33-64: 64x32 in one wave (NOTES 79).
   { type: "f16", size: "M=50,N=4072,K=4104", expect: /64x32x64 split 1 cluster 1/, target: "sm90" },
   { type: "bf16", size: "M=64,N=4096,K=14336", expect: /64x32x64 split 1/, target: "sm90" },
-  // s8 at M = 65-128: persistent 128x32x128 (NOTES 85), rows and columns short of a tile.
+  // s8 at M = 65-128: persistent 128x32x128 below K = 8192, 64x64x128 on clusters of 2 from
+  // there (NOTES 79, 85); rows and columns short of a tile.
   {
     type: "s8",
     size: "M=100,N=4096,K=4112",
@@ -79,8 +80,14 @@ const RUNS: readonly { type: string; size: string; expect: RegExp; target?: "sm9
   },
   {
     type: "s8",
-    size: "M=77,N=4064,K=14352",
+    size: "M=77,N=4064,K=6160",
     expect: /128x32x128 split 1 cluster 1/,
+    target: "sm90",
+  },
+  {
+    type: "s8",
+    size: "M=100,N=4096,K=14352",
+    expect: /64x64x128 split 1 cluster 2/,
     target: "sm90",
   },
 ];
