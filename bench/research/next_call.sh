@@ -36,7 +36,9 @@
 #   s8r:   after s8's rule took 128x32x128 at M = 65-128: the s8 GPU tests of
 #          tests/gpu/skinny_test.ts, the new default against the old one's schedule lines at
 #          M = 100 and 128 (N = 4096, K = 4096 and 14336), and s8 at 512x4096x4096 against
-#          128x128.
+#          128x128;
+#   full:  after WGMMA_FULL_WAVE: the s8 skinny GPU tests, and s8 at 1024x2048 and 512x4224, f16
+#          at 512x4224 (K = 4096), the default (128x128) against the 128x224 it replaced.
 # Everything lands in OUT/all.tgz, packed after each step. Deno on PATH. Not part of the
 # benchmark or of CI.
 #
@@ -124,6 +126,19 @@ if has s8r || has s8r2; then
     bench_sm90 "$W" s8-512-128x128 s8 512x4096x4096 --schedule "threadblock 128x128x128"
     pack
   fi
+fi
+if has full; then
+  # After WGMMA_FULL_WAVE (NOTES 85): the s8 skinny GPU tests at the final rule, and the rows the
+  # rule reaches by inference, the default (128x128) against the tile it replaced.
+  gpu_tests tests/gpu/skinny_test.ts --filter s8
+  bench_sm90 "$W" full-s8-default s8 1024x2048x4096,512x4224x4096
+  pack
+  bench_sm90 "$W" full-s8-128x224 s8 1024x2048x4096,512x4224x4096 --schedule "threadblock 128x224x128"
+  pack
+  bench_sm90 "$W" full-f16-default f16 512x4224x4096
+  pack
+  bench_sm90 "$W" full-f16-128x224 f16 512x4224x4096 --schedule "threadblock 128x224x64"
+  pack
 fi
 if has ncu; then
   ncu_pair "$W/ncu" 8192x8192x8192 "" "swizzle 4" "swizzle 16"
