@@ -75,7 +75,7 @@ export class LowerContext {
    * @param parent A context whose builder, parameters and narrowed registers this one
    *   shares, and whose features it starts from (see {@link LowerContext.variant}).
    */
-  constructor(k: GemmKernel, parent?: LowerContext) {
+  constructor(k: GemmKernel, parent?: LowerContext, namedBarrier?: number) {
     this.k = k;
     this.gridDep = parent?.gridDep ??
       {
@@ -89,6 +89,7 @@ export class LowerContext {
     this.params = parent?.params ?? new Map();
     this.narrowed = parent?.narrowed ?? new Map();
     this.features = new Map(parent?.features ?? []);
+    this.namedBarrier = namedBarrier ?? parent?.namedBarrier ?? 1;
   }
 
   /**
@@ -132,6 +133,19 @@ export class LowerContext {
     return new LowerContext({ ...this.k, plan }, this);
   }
 
+  /**
+   * A context for one role of a warp-specialized kernel that syncs on a named barrier of its
+   * own (a ping-pong kernel's consumer warpgroup, wgmma_ws.ts): the same kernel, builder and
+   * parameters; its features start as a copy of this one's (the caller sets the role's thread
+   * and warp indices), so this context's stay as they are.
+   *
+   * @param namedBarrier The role's named barrier ({@link barrier}).
+   * @returns The context.
+   */
+  role(namedBarrier: number): LowerContext {
+    return new LowerContext(this.k, this, namedBarrier);
+  }
+
   bin(
     fn: BinFn,
     type: "u32" | "s32" | "u64" | "b32" | "pred" | "f32" | "f64",
@@ -159,9 +173,9 @@ export class LowerContext {
       : ir.namedBar(this.namedBarrier, this.threads);
   }
 
-  /** The named barrier {@link barrier} uses in a warp-specialized kernel: 1, or a ping-pong
-   * kernel's 1 + the consumer warpgroup whose program is being emitted (wgmma_ws.ts). */
-  namedBarrier = 1;
+  /** The named barrier {@link barrier} uses in a warp-specialized kernel: 1, or in a ping-pong
+   * kernel's consumer warpgroup w, 1 + w ({@link role}). */
+  readonly namedBarrier: number;
 
   u32(v: number | Reg): Operand {
     return typeof v === "number" ? imm(v) : v;

@@ -18,6 +18,7 @@ import { wgmmaMainLoop } from "./wgmma.ts";
 import { splitKReduce } from "./split_k.ts";
 import {
   tensorMapParams,
+  type TileFinish,
   type TileSource,
   warpSpecializedTile,
   warpSpecializedTiles,
@@ -160,30 +161,30 @@ function buildPersistentKernel(cx: LowerContext): Kernel {
     b.emit(ir.smemBase(smem));
     return { smem, staging: cx.bin("add", "u32", smem, imm(own.stagingOffset)) };
   };
-  const finishTile = (smem: Reg, staging: Reg) => (acc: Reg[][][], o: TileOrigin, wg: number) => {
+  const finishTile = (smem: Reg, staging: Reg): TileFinish => (acc, o, wg, rcx) => {
     // A ping-pong kernel's second consumer warpgroup stages in a region of its own.
     const shift = wg * (own.pingPong?.stagingBytes ?? 0);
     const epi = (before?: (i: number, j: number) => void) =>
-      epilogue(cx, {
+      epilogue(rcx, {
         acc,
         m0: o.m0,
         n0: o.n0,
         M,
         N,
         bz: o.bz,
-        smem: shift === 0 ? staging : cx.bin("add", "u32", staging, imm(shift)),
+        smem: shift === 0 ? staging : rcx.bin("add", "u32", staging, imm(shift)),
         ...(before !== undefined ? { before } : {}),
       });
     if (o.part === undefined) return epi();
-    const flag = () => cx.bin("add", "u32", smem, imm(own.streamK!.flagOffset));
-    streamKFinish(cx, acc, o.part, flag, epi);
+    const flag = () => rcx.bin("add", "u32", smem, imm(own.streamK!.flagOffset));
+    streamKFinish(rcx, acc, o.part, flag, epi);
   };
-  const finish = (smem: Reg, staging: Reg) => (acc: Reg[][][], o: TileOrigin, wg: number) => {
+  const finish = (smem: Reg, staging: Reg): TileFinish => (acc, o, wg, rcx) => {
     // A cluster's tile below the last row of tiles (M tiles odd; right of the last column
     // along N) ran only for its peer's sake.
-    if (cluster === 1) return finishTile(smem, staging)(acc, o, wg);
-    const inside = alongN ? cx.setp("lt", "u32", o.n0, N) : cx.setp("lt", "u32", o.m0, M);
-    b.if(inside, true, () => finishTile(smem, staging)(acc, o, wg));
+    if (cluster === 1) return finishTile(smem, staging)(acc, o, wg, rcx);
+    const inside = alongN ? rcx.setp("lt", "u32", o.n0, N) : rcx.setp("lt", "u32", o.m0, M);
+    b.if(inside, true, () => finishTile(smem, staging)(acc, o, wg, rcx));
   };
   const g: PersistentGrid = { M, N, K, tiles, geometry, unitM, unitN, cluster, alongN, shared };
   const { smem, staging, source } = own.streamK !== undefined

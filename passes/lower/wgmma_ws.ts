@@ -102,13 +102,14 @@ export interface TileSource {
  * @param smem The shared memory's base.
  * @param tiles The block's tiles.
  * @param finish Emits what follows a tile's main loop, for the consumers (of warpgroup `wg` in
- *   a ping-pong kernel, else 0).
+ *   a ping-pong kernel, else 0), through `rcx`: the consumers' context (`cx`, or a ping-pong
+ *   warpgroup's role context, whose thread indices and named barrier are its own).
  */
 export function warpSpecializedTiles(
   cx: LowerContext,
   smem: Reg,
   tiles: TileSource,
-  finish: (acc: Reg[][][], o: TileOrigin, wg: number) => void,
+  finish: TileFinish,
 ): void {
   const b = cx.b;
   const pipe = cx.k.plan.pipeline!;
@@ -158,7 +159,7 @@ export function warpSpecializedTiles(
     if (pingPong) return pingPongConsumers(cx, smem, tiles, ring, finish);
     const st = ringState(cx, "c");
     const rel = cx.mov("u32", imm(0), "crel");
-    eachTile((o) => finish(consume(cx, o, ring, st, rel, tiles.count !== null), o, 0));
+    eachTile((o) => finish(consume(cx, o, ring, st, rel, tiles.count !== null), o, 0, cx));
   });
   if (cluster > 1) b.emit(ir.clusterBar());
 }
@@ -182,19 +183,19 @@ export function warpSpecializedTiles(
  * warpgroup 1 from its first, parity (i / 2) & 1 on its own; each arrives on the other's.
  */
 function pingPongConsumers(
-  cx: LowerContext,
+  outer: LowerContext,
   smem: Reg,
   tiles: TileSource,
   ring: Ring,
-  finish: (acc: Reg[][][], o: TileOrigin, wg: number) => void,
+  finish: TileFinish,
 ): void {
-  const b = cx.b;
-  const tid = cx.features.get("tid")!;
+  const b = outer.b;
+  const tid = outer.features.get("tid")!;
   const count = tiles.count;
-  const turns = cx.k.plan.pipeline!.tma!.persistent!.pingPong!.turnOffset;
+  const turns = outer.k.plan.pipeline!.tma!.persistent!.pingPong!.turnOffset;
   if (count === null) throw new Error("lower-kernel: a ping-pong kernel is persistent");
   const program = (wg: number) => {
-    const saved = new Map(cx.features);
+    const cx = outer.role(1 + wg);
     if (wg > 0) {
       // This warpgroup's thread and warp indices, from its first thread (lanes are the same).
       const local = cx.bin("sub", "u32", tid, imm(wg * cx.threads), "pptid");
@@ -205,7 +206,6 @@ function pingPongConsumers(
       cx.features.set("wm", cx.divRem("rem", warp, wp.warpsM, "ppwm"));
       cx.features.set("wn", cx.divRem("div", warp, wp.warpsM, "ppwn"));
     }
-    cx.namedBarrier = 1 + wg;
     const st = ringState(cx, `c${wg}`);
     const rel = cx.mov("u32", imm(0), `crel${wg}`);
     const i = b.reg("u32", `tile_i${wg}`);
@@ -230,13 +230,15 @@ function pingPongConsumers(
       else b.if(cx.setp("gt", "u32", i, imm(0)), true, turn);
       const acc = consume(cx, o, ring, st, rel, true);
       b.emit(ir.mbarArrive(theirs, undefined, ir.when(lane0)));
-      finish(acc, o, wg);
+      finish(acc, o, wg, cx);
     });
-    cx.namedBarrier = 1;
-    cx.features.clear();
-    for (const [f, r] of saved) cx.features.set(f, r);
   };
-  b.if(cx.setp("ge", "u32", tid, imm(cx.threads)), "warpgroup", () => program(1), () => program(0));
+  b.if(
+    outer.setp("ge", "u32", tid, imm(outer.threads)),
+    "warpgroup",
+    () => program(1),
+    () => program(0),
+  );
 }
 
 /**
@@ -254,6 +256,12 @@ export function warpSpecializedTile(
 ): void {
   warpSpecializedTiles(cx, o.smem, { count: null, at: () => o }, (acc) => finish(acc));
 }
+
+/**
+ * What follows a tile's main loop for its consumers ({@link warpSpecializedTiles}): `wg` is the
+ * ping-pong warpgroup (else 0) and `cx` the context to emit it through.
+ */
+export type TileFinish = (acc: Reg[][][], o: TileOrigin, wg: number, cx: LowerContext) => void;
 
 /** A role's place in the ring: the stage and the phase of its next k-tile. */
 interface RingState {
