@@ -38,7 +38,10 @@
 #          M = 100 and 128 (N = 4096, K = 4096 and 14336), and s8 at 512x4096x4096 against
 #          128x128;
 #   full:  after WGMMA_FULL_WAVE: the s8 skinny GPU tests, and s8 at 1024x2048 and 512x4224, f16
-#          at 512x4224 (K = 4096), the default (128x128) against the 128x224 it replaced.
+#          at 512x4224 (K = 4096), the default (128x128) against the 128x224 it replaced;
+#   f16m:  f16 at M = 128, N = K = 4096, the default's schedule lines against 128x32 (one block
+#          a tile, 11 stages) and 64x64 without clusters; s8 at M = 16 with 6 stages of 16x32x256
+#          against the default's lines.
 # Everything lands in OUT/all.tgz, packed after each step. Deno on PATH. Not part of the
 # benchmark or of CI.
 #
@@ -139,6 +142,22 @@ if has full; then
   pack
   bench_sm90 "$W" full-f16-128x224 f16 512x4224x4096 --schedule "threadblock 128x224x64"
   pack
+fi
+if has f16m; then
+  # f16 at M = 128, N = K = 4096 (0.68-0.75 of the floor, target 0.75): the default's schedule
+  # lines against s8's 128x32 without persistence and 64x64 without clusters; s8 M = 16's
+  # 16x32x256 with 6 stages (NOTES 85 call 1: 9.0 against 9.3 µs) against the default again.
+  n=0
+  for v in "f16:128:threadblock 64x64x64; stages 13; cluster 2" \
+    "f16:128:threadblock 128x32x64; stages 11" \
+    "f16:128:threadblock 64x64x64; stages 14" \
+    "s8:16:threadblock 16x32x512; warp 16x8x512; stages 3" \
+    "s8:16:threadblock 16x32x256; warp 16x8x256; stages 6"; do
+    n=$((n + 1))
+    t=${v%%:*} r=${v#*:}
+    llm_rows "$W" "f16m$n" "$t" "${r%%:*}" 4096x4096 "${r#*:}"
+    pack
+  done
 fi
 if has ncu; then
   ncu_pair "$W/ncu" 8192x8192x8192 "" "swizzle 4" "swizzle 16"
