@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Issue 22/23: the next call, written before it ran (2026-12-06, after bench/NOTES.md 83; the
 # earlier plan of this name ran as calls 1-2 of NOTES 81). Steps tests, fill, bf16, fill2, fill3,
-# ncu and llm (M = 16, 128, 1024) ran as calls 1-3 of NOTES 84; the default STEPS are what NOTES
-# 84 leaves for the next call (llm on the H200, ncu2, fill4). Steps:
+# ncu and llm (M = 16, 128, 1024) ran as calls 1-3 of NOTES 84; llms8, s8v, ncu2, fill4, s8r(2)
+# and full as calls 1-4 of NOTES 85; the default STEPS are what NOTES 85 leaves for the next call
+# (f16m, and the llm table, which wants the H200). Steps:
 #   tests: tests/gpu/wgmma_test.ts --filter 224 (the 128x224 case with a column bias, staged rows
 #          of 28 vectors) and tests/gpu/skinny_test.ts --filter sm90;
 #   fill:  WGMMA_WAVE_FILL's unmeasured grids: f16 at 768x4096x4096 (96 blocks of 128x256) and
@@ -48,7 +49,7 @@
 # Usage: bash bench/research/next_call.sh OUT   (STEPS: any of the steps above)
 set -u
 . bench/research/_gemm_run_rows.sh
-call_start next_call "${1:?usage: next_call.sh OUT}" "llm ncu2 fill4"
+call_start next_call "${1:?usage: next_call.sh OUT}" "f16m llm"
 if has tests; then
   gpu_tests tests/gpu/wgmma_test.ts tests/gpu/skinny_test.ts --filter "/224|sm90/"
 fi
