@@ -24,7 +24,7 @@ export const warpPass: GemmPass = {
     let warp: Shape3 = wgmma ?? k.schedule.warp ?? k.plan.tile!.skinny?.warp ?? (() => {
       // 64x64 (CUTLASS's Ampere default); f64 32x32; 3xtf32 64x32, since the
       // split operands (big and small parts) need twice the fragment registers.
-      // The wave-aware tiles' 160- and 192-wide sides (passes/tile.ts) split
+      // The wave-aware tiles' 160- and 192-wide sides (passes/waves.ts) split
       // in two warps along that side (80 or 96 rows or columns each).
       // A side above 64 that neither 64 nor 32 divides (80, 112, 144: user
       // tiles) takes the largest multiple of 16 up to 64 that divides it.

@@ -71,7 +71,7 @@ Deno.test("gemm-tile: known sizes shrink the tile (to fill 108 SMs), never below
       "false false true",
     ],
     // Large: 32 x 16 = 512 blocks of the default tile, 4.7 waves on 108 SMs; 160x256
-    // tiles make 416 blocks, 3.9 waves, and wastes less (passes/tile.ts waveAwareTile).
+    // tiles make 416 blocks, 3.9 waves, and wastes less (passes/waves.ts waveAwareTile).
     [
       "f16[4096, K] row",
       "f16[K, 4096] col",

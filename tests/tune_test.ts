@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { compile } from "../compiler.ts";
 import { simulateGemm } from "../harness/simulate_gemm.ts";
-import { WAVE_TILES_8BIT, waveAwareTile, waveUse } from "../passes/tile.ts";
+import { WAVE_TILES_8BIT, waveAwareTile, waveUse } from "../passes/waves.ts";
 import { findPtxas, runPtxas } from "../backends/ptx/ptxas.ts";
 import { ptxTarget } from "../backends/ptx/print.ts";
 
