@@ -203,8 +203,9 @@ export interface SkinnyWgmmaChoice {
   readonly splitK: number;
   /** Blocks of the grid (tiles x splits; a persistent grid has at most one an SM). */
   readonly blocks: number;
-  /** More tiles than SMs, unsplit: a persistent grid (M = 256, N = 14336: 56.1 µs against
-   * 57.6 for one block a tile, bench/NOTES.md 68). */
+  /** A persistent grid: where there are more tiles than SMs, unsplit (M = 256, N = 14336: 56.1
+   * µs against 57.6 for one block a tile, bench/NOTES.md 68), and for 8-bit types' 128x32 tiles
+   * (one a block; NOTES 85). */
   readonly persistent: boolean;
   /** Clusters of 2 along M (B multicast, passes/wgmma.ts `wgmmaCluster`), which make the grid
    * persistent: the 64x64 tiles of M = 65-128, whose two tile rows then read each column of B
@@ -333,8 +334,9 @@ export function skinnyWgmmaSchedule(p: SkinnyProblem): SkinnyWgmmaChoice | null 
  * cluster's CTAs take a column's two tiles). */
 function narrowWgmmaTile(p: SkinnyProblem): SkinnyWgmmaChoice | null {
   const bytes = p.bytes ?? 2;
-  for (const entry of WGMMA_SKINNY_NARROW) {
-    const { tile: t16, maxM, cluster, bytes: serves, persistent, belowK } = entry;
+  for (
+    const { tile: t16, maxM, cluster, bytes: serves, persistent, belowK } of WGMMA_SKINNY_NARROW
+  ) {
     if (p.M > maxM || !serves.includes(bytes) || p.K >= (belowK ?? Infinity)) continue;
     const tile = bytes === 1 ? { ...t16, k: 2 * t16.k } : t16;
     const n = Math.ceil(p.M / tile.m) * Math.ceil(p.N / tile.n);

@@ -541,17 +541,18 @@ export const WGMMA_FULL_WAVE = 15 / 16;
 function wgmmaFallback(k: GemmKernel, c: TileContext): { tile: ChosenTile } | { ctx: TileContext } {
   const tb = wgmmaDefaultTile(k);
   const narrow = { ...tb, n: 128 };
+  const narrowTile = { tile: { tb: narrow, smallGrid: false, splitK: 1 } };
   const blocks = gridBlocks(c, tb), narrowBlocks = gridBlocks(c, narrow);
-  const fullWave = tb.n > 128 && blocks <= c.sms && narrowBlocks <= c.sms &&
-    narrowBlocks >= WGMMA_FULL_WAVE * c.sms && wgmmaRowFor(k, narrow) !== null;
-  if (fullWave && !wgmmaOnly(k)) return { tile: { tb: narrow, smallGrid: false, splitK: 1 } };
+  const hasNarrow = tb.n > 128 && wgmmaRowFor(k, narrow) !== null;
+  const oneWaveEach = blocks <= c.sms && narrowBlocks <= c.sms;
+  if (hasNarrow && oneWaveEach && narrowBlocks >= WGMMA_FULL_WAVE * c.sms && !wgmmaOnly(k)) {
+    return narrowTile;
+  }
   // 8-bit floats have no mma.sync plan: wgmma tiles at any size (a shortcut: unshrunk).
   if (blocks > WGMMA_WAVE_FILL * c.sms || wgmmaOnly(k)) {
     return { tile: { tb: wgmmaWaveWidth(k, c, tb), smallGrid: false, splitK: 1 } };
   }
-  if (tb.n > 128 && narrowBlocks > WGMMA_WAVE_FILL * c.sms && wgmmaRowFor(k, narrow) !== null) {
-    return { tile: { tb: narrow, smallGrid: false, splitK: 1 } };
-  }
+  if (hasNarrow && narrowBlocks > WGMMA_WAVE_FILL * c.sms) return narrowTile;
   return { ctx: { ...c, minBlocks: targetInfo("sm80").minBlocks } };
 }
 

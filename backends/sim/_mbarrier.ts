@@ -28,10 +28,10 @@ import { WARPGROUP_THREADS } from "../../ir/wgmma_table.ts";
 import { remoteAddress } from "./_cluster.ts";
 import type { Machine, Mask, OpInfo, Run } from "./_machine.ts";
 import { SimError } from "./types.ts";
+import { launchRegisters } from "../../ir/target.ts";
 
 /** Threads of a warpgroup (`setmaxnreg`'s unit). */
 const WG = WARPGROUP_THREADS;
-import { launchRegisters } from "../../ir/target.ts";
 
 /** What a blocked coroutine yields: whether it could go on now, and what it waits for. */
 export interface Blocked {
