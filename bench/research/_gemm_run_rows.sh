@@ -86,6 +86,19 @@ llm_rows() {
   grep -E '^(f16|bf16|s8) ' "$dir/$label.log" | cut -c1-330
 }
 
+# llm_variants DIR PREFIX AFTER TYPE:M:SCHEDULE...: one llm row a variant (N = K = 4096), TYPE at
+# M with SCHEDULE's lines, into DIR/PREFIX1, DIR/PREFIX2, ..., each followed by the command AFTER.
+llm_variants() {
+  local dir=$1 prefix=$2 after=$3 n=0 v r
+  shift 3
+  for v in "$@"; do
+    n=$((n + 1))
+    r=${v#*:}
+    llm_rows "$dir" "$prefix$n" "${v%%:*}" "${r%%:*}" 4096x4096 "${r#*:}"
+    $after
+  done
+}
+
 # bench_sm90 DIR LABEL TYPES SHAPES [bench options...]: the sm90 benchmark (two states, cuBLAS in
 # the same run; BENCH_TARGET for another target) into DIR/LABEL, its log in DIR/LABEL.log;
 # prints the exit, the seconds and the rows.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 22/23: the next call, written before it ran (2026-12-06, after bench/NOTES.md 83; the
 # earlier plan of this name ran as calls 1-2 of NOTES 81). Steps tests, fill, bf16, fill2, fill3,
-# ncu and llm (M = 16, 128, 1024) ran as calls 1-3 of NOTES 84; llms8, s8v, ncu2, fill4, s8r(2)
+# ncu and llm (M = 16, 128, 1024) ran as calls 1-3 of NOTES 84; llms8, s8v, ncu2, fill4, s8r (with its llm rows as s8r2)
 # and full as calls 1-4 of NOTES 85; the default STEPS are what NOTES 85 leaves for the next call
 # (f16m, and the llm table, which wants the H200). Steps:
 #   tests: tests/gpu/wgmma_test.ts --filter 224 (the 128x224 case with a column bias, staged rows
@@ -31,9 +31,6 @@
 #   llms8: the llm table's s8 rows (M = 16, 128, every (N, K));
 #   s8v:   s8 at M = 16 and 128, N = K = 4096, the default against deeper, split and wgmma
 #          variants of its tiles (the llm table's protocol, one row a run);
-#   s8m:   s8 at M = 100 and 128, every (N, K): the default against 128x32x128 tiles
-#          (persistent with 10 stages, and one block a tile with 11), and s8 at 512x4096x4096,
-#          the default against 128x128 again;
 #   s8r:   after s8's rule took 128x32x128 at M = 65-128: the s8 GPU tests of
 #          tests/gpu/skinny_test.ts, the new default against the old one's schedule lines at
 #          M = 100 and 128 (N = 4096, K = 4096 and 14336), and s8 at 512x4096x4096 against
@@ -86,32 +83,11 @@ fi
 if has s8v; then
   # s8 at N = K = 4096 (0.58-0.61 of the floor, NOTES 81): the default against deeper or
   # split variants of its tiles, one run each (cuBLAS in each).
-  n=0
-  for v in "16:threadblock 16x32x512; warp 16x8x512; stages 6" \
-    "16:threadblock 16x32x256; warp 16x8x256; stages 6" \
-    "16:threadblock 16x64x512; warp 16x16x512; split_k 2" \
-    "16:threadblock 64x32x256; stages 9" \
-    "128:threadblock 128x32x128; stages 10; scheduler persistent"; do
-    n=$((n + 1))
-    llm_rows "$W" "s8v$n" s8 "${v%%:*}" 4096x4096 "${v#*:}"
-    pack
-  done
-fi
-if has s8m; then
-  # After call 1 of NOTES 85 (s8 M = 128, N = K = 4096: 128x32x128 persistent 10.3 µs against
-  # the default 64x64x128 on clusters 11.0): both 128x32 forms against the default at M = 100
-  # and 128, every (N, K), in the same call; and s8 at 512x4096x4096 (fill4's noisy pair) again.
-  NK3=4096x4096,14336x4096,4096x14336
-  llm_rows "$W" s8m-default s8 100,128 "$NK3"
-  pack
-  llm_rows "$W" s8m-128x32p s8 100,128 "$NK3" "threadblock 128x32x128; stages 10; scheduler persistent"
-  pack
-  llm_rows "$W" s8m-128x32 s8 100,128 "$NK3" "threadblock 128x32x128; stages 11"
-  pack
-  bench_sm90 "$W" s8-512-default s8 512x4096x4096
-  pack
-  bench_sm90 "$W" s8-512-128x128 s8 512x4096x4096 --schedule "threadblock 128x128x128"
-  pack
+  llm_variants "$W" s8v pack "s8:16:threadblock 16x32x512; warp 16x8x512; stages 6" \
+    "s8:16:threadblock 16x32x256; warp 16x8x256; stages 6" \
+    "s8:16:threadblock 16x64x512; warp 16x16x512; split_k 2" \
+    "s8:16:threadblock 64x32x256; stages 9" \
+    "s8:128:threadblock 128x32x128; stages 10; scheduler persistent"
 fi
 if has s8r || has s8r2; then
   # s8's new rule (NOTES 85: persistent 128x32x128 at M = 65-128 where it makes one wave): the
@@ -125,40 +101,26 @@ if has s8r || has s8r2; then
   llm_rows "$W" s8r-64x64 s8 128 "$NK2" "threadblock 64x64x128; stages 14; cluster 2"
   pack
   if ! has s8r2; then
-    bench_sm90 "$W" s8-512-default s8 512x4096x4096
-    pack
-    bench_sm90 "$W" s8-512-128x128 s8 512x4096x4096 --schedule "threadblock 128x128x128"
-    pack
+    bench_ab "$W" s8-512-default s8-512-128x128 s8 512x4096x4096 "threadblock 128x128x128" pack
   fi
 fi
 if has full; then
   # After WGMMA_FULL_WAVE (NOTES 85): the s8 skinny GPU tests at the final rule, and the rows the
   # rule reaches by inference, the default (128x128) against the tile it replaced.
   gpu_tests tests/gpu/skinny_test.ts --filter s8
-  bench_sm90 "$W" full-s8-default s8 1024x2048x4096,512x4224x4096
-  pack
-  bench_sm90 "$W" full-s8-128x224 s8 1024x2048x4096,512x4224x4096 --schedule "threadblock 128x224x128"
-  pack
-  bench_sm90 "$W" full-f16-default f16 512x4224x4096
-  pack
-  bench_sm90 "$W" full-f16-128x224 f16 512x4224x4096 --schedule "threadblock 128x224x64"
-  pack
+  bench_ab "$W" full-s8-default full-s8-128x224 s8 1024x2048x4096,512x4224x4096 \
+    "threadblock 128x224x128" pack
+  bench_ab "$W" full-f16-default full-f16-128x224 f16 512x4224x4096 "threadblock 128x224x64" pack
 fi
 if has f16m; then
   # f16 at M = 128, N = K = 4096 (0.68-0.75 of the floor, target 0.75): the default's schedule
   # lines against s8's 128x32 without persistence and 64x64 without clusters; s8 M = 16's
   # 16x32x256 with 6 stages (NOTES 85 call 1: 9.0 against 9.3 µs) against the default again.
-  n=0
-  for v in "f16:128:threadblock 64x64x64; stages 13; cluster 2" \
+  llm_variants "$W" f16m pack "f16:128:threadblock 64x64x64; stages 13; cluster 2" \
     "f16:128:threadblock 128x32x64; stages 11" \
     "f16:128:threadblock 64x64x64; stages 14" \
     "s8:16:threadblock 16x32x512; warp 16x8x512; stages 3" \
-    "s8:16:threadblock 16x32x256; warp 16x8x256; stages 6"; do
-    n=$((n + 1))
-    t=${v%%:*} r=${v#*:}
-    llm_rows "$W" "f16m$n" "$t" "${r%%:*}" 4096x4096 "${r#*:}"
-    pack
-  done
+    "s8:16:threadblock 16x32x256; warp 16x8x256; stages 6"
 fi
 if has ncu; then
   ncu_pair "$W/ncu" 8192x8192x8192 "" "swizzle 4" "swizzle 16"
