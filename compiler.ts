@@ -48,6 +48,16 @@ export interface CompileOptions extends SourceOptions {
    * kernel's end; launched the ordinary way it runs 1-3% slower than without them on the H200
    * (bench/NOTES.md 71), hence off by default. */
   readonly pdl?: boolean;
+  /**
+   * With `pdl`: tensors that the grid a launch depends on does not write (an LLM's weights),
+   * by name. Their loads may start before `griddepcontrol.wait`: on sm90's TMA kernels the
+   * producer fills the first stages of the ring with their boxes before the wait, and the
+   * mma.sync and cp.async kernels issue their prologue's copies of them before it (in place of
+   * the L2 prefetch). A promise the compiler cannot check: under a programmatic dependent launch
+   * after a grid that writes one of them, the kernel may read stale data. Each name must be an
+   * input tensor of a compiled kernel (never its output).
+   */
+  readonly pdlEarly?: readonly string[];
   /** Receives the IR after each pass (`--dump-after`). */
   readonly dump?: DumpHook;
 }
@@ -176,6 +186,7 @@ export function compile(source: string, options: CompileOptions = {}): CompileRe
   if (options.kernel !== undefined) {
     kernels = kernels.filter((k) => k.name === options.kernel);
   }
+  earlyNamesProblem(kernels, options.pdlEarly);
   const compiled: CompiledKernel[] = [];
   for (const gemm of kernels) {
     try {
@@ -186,6 +197,7 @@ export function compile(source: string, options: CompileOptions = {}): CompileRe
           : { sizeHints: hintsFor(gemm, options.sizeHints) }),
         ...(options.sms === undefined ? {} : { sms: options.sms }),
         ...(options.pdl === true ? { pdl: true as const } : {}),
+        ...earlyOf(gemm, options.pdlEarly),
       };
       const { gemm: planned, kernel } = runPipeline(
         hinted,
@@ -202,11 +214,37 @@ export function compile(source: string, options: CompileOptions = {}): CompileRe
   return { ok: diagnostics.length === 0, kernels: compiled, diagnostics };
 }
 
+/** A kernel's share of the option `pdlEarly`: its input tensors among the names. */
+function earlyOf(gemm: GemmKernel, names: readonly string[] | undefined): {
+  pdlEarly?: readonly string[];
+} {
+  const inputs = gemm.params.filter((p) =>
+    p.kind === "tensor" && p.name !== gemm.problem.d.tensor && names?.includes(p.name) === true
+  );
+  return inputs.length === 0 ? {} : { pdlEarly: inputs.map((p) => p.name) };
+}
+
+/** Refuses a `pdlEarly` name that is no input tensor of any kernel compiled (a typo, or an
+ * output: the previous grid's reads of it would race with this one's writes). */
+function earlyNamesProblem(kernels: readonly GemmKernel[], names: readonly string[] | undefined) {
+  for (const name of names ?? []) {
+    if (kernels.some((k) => k.problem.d.tensor === name)) {
+      throw new TypeError(`Option pdlEarly: "${name}" is a kernel's output, not an input`);
+    }
+    if (!kernels.some((k) => earlyOf(k, [name]).pdlEarly !== undefined)) {
+      throw new TypeError(`Option pdlEarly: "${name}" is no input tensor of the kernels compiled`);
+    }
+  }
+}
+
 /**
  * Refuses API options out of their range, as the CLI's option parsing does
  * (bad_inputs: NaN or negative `sms` and size hints were taken as given).
  */
 function compileOptionProblem(options: CompileOptions): void {
+  if (options.pdlEarly !== undefined && options.pdlEarly.length > 0 && options.pdl !== true) {
+    throw new TypeError("Option pdlEarly needs pdl (it moves loads before griddepcontrol.wait)");
+  }
   const sms = options.sms;
   if (sms !== undefined && !(Number.isInteger(sms) && sms > 0 && sms <= MAX_HINT)) {
     throw new TypeError(`Option sms must be an integer in 1..${MAX_HINT}, got ${sms}`);

@@ -237,7 +237,8 @@ export function cutlassName(ck: CompiledKernel, t: BlasType): string {
  * @param sms The device's SM count.
  * @param target The compile target (default: the kernel's own, sm80).
  * @param pdl Compile with programmatic dependent launch's instructions (the compile option
- *   `pdl`; default false).
+ *   `pdl`; default false); `"early"`: also with the compile option `pdlEarly` for B (the
+ *   weights, which no kernel of the benchmark writes), whose loads then start before the wait.
  * @returns The compiled kernel.
  * @throws {Error} With the diagnostics when it does not compile.
  */
@@ -247,14 +248,15 @@ export function compileSource(
   p: Problem,
   sms: number,
   target?: Target,
-  pdl = false,
+  pdl: boolean | "early" = false,
 ): CompiledKernel {
   const r = compile(source, {
     file,
     sizeHints: { M: p.M, N: p.N, K: p.K },
     sms,
     ...(target === undefined ? {} : { target }),
-    ...(pdl ? { pdl: true } : {}),
+    ...(pdl !== false ? { pdl: true } : {}),
+    ...(pdl === "early" ? { pdlEarly: ["B"] } : {}),
   });
   if (!r.ok) throw new Error(r.diagnostics.map((d) => d.message).join("; "));
   return r.kernels[0]!;
@@ -270,7 +272,7 @@ export function compileFor(
   t: BlasType,
   p: Problem,
   target?: Target,
-  pdl = false,
+  pdl: boolean | "early" = false,
   schedule?: string,
 ): CompiledKernel {
   const sms = cuda.device.multiprocessors;

@@ -38,7 +38,10 @@
  *    `griddepcontrol.wait`, before touching global memory; sm80's kernels have
  *    no such instruction and gain nothing): the columns "ours+PDL µs" and
  *    "ours+PDL/floor" and the targets' verdicts for it join the table, `oursPdl`
- *    the JSON rows. The checks (step 1) are ordinary launches.
+ *    the JSON rows. The checks (step 1) are ordinary launches. `--pdl-early`
+ *    (implies `--pdl`): ours+PDL's kernel is also compiled with the compile
+ *    option `pdlEarly` for B, the weights, which no launch of the series
+ *    writes: its first stages of B are copied before the wait.
  * 4. The floor, measured in the same run: the larger of the bytes of A, B and D
  *    once at the device-to-device copy bandwidth (`cuMemcpyDtoD` of 1 GiB, read
  *    + write counted, median of 10) and the FLOPs at the mma.sync ceiling of the
@@ -156,6 +159,9 @@ export interface LlmOptions {
    * series a programmatic dependent launch (ours+PDL). Default false.
    */
   readonly pdl: boolean;
+  /** `--pdl-early` (implies `--pdl`): ours+PDL's kernel also with the compile option `pdlEarly`
+   * for B, the weights, whose first stages are then copied before the wait. Default false. */
+  readonly pdlEarly: boolean;
   /** `--nk 4096x4096,...`: only these (N, K) of the table (null: all). */
   readonly nk: readonly string[] | null;
   /** `--schedule "LINES"`: schedule lines (`;`-separated) every row's kernel is compiled with,
@@ -165,7 +171,7 @@ export interface LlmOptions {
 
 /**
  * Reads `--types f16,bf16,s8`, `--m 1,16,...`, `--nk NxK,...`, `--no-cublas`, `--target T`,
- * `--pdl`, `--schedule "LINES"`, `--out DIR`; other arguments are ignored (bench/main.ts
+ * `--pdl`, `--pdl-early`, `--schedule "LINES"`, `--out DIR`; other arguments are ignored (bench/main.ts
  * passes its own on).
  *
  * @param args The arguments.
@@ -215,7 +221,8 @@ export function parseLlmArgs(args: readonly string[]): LlmOptions | string {
     cublas: !args.includes("--no-cublas"),
     out: out ?? RESULTS_DIR,
     target,
-    pdl: args.includes("--pdl"),
+    pdl: args.includes("--pdl") || args.includes("--pdl-early"),
+    pdlEarly: args.includes("--pdl-early"),
     nk,
     ...(schedule !== undefined ? { schedule } : {}),
   };
@@ -310,8 +317,8 @@ interface RunContext {
   readonly ceilings: ReadonlyMap<string, Ceiling>;
   readonly copy: CopyBandwidth;
   readonly target: Target;
-  /** Time ours+PDL too (`--pdl`). */
-  readonly pdl: boolean;
+  /** Time ours+PDL too (`--pdl`), with B read early (`--pdl-early`). */
+  readonly pdl: boolean | "early";
   /** `--schedule`'s lines (absent: the defaults). */
   readonly schedule?: string;
 }
@@ -330,7 +337,9 @@ function benchRow(ctx: RunContext, type: LlmType, p: LlmProblem): LlmRow {
   const shape = { shape: `${p.M}x${p.N}x${p.K}`, ...p };
   const ck = compileFor(cuda, type, shape, ctx.target, false, ctx.schedule);
   // --pdl: the same schedule compiled with programmatic dependent launch's instructions.
-  const ckPdl = ctx.pdl ? compileFor(cuda, type, shape, ctx.target, true, ctx.schedule) : null;
+  const ckPdl = ctx.pdl !== false
+    ? compileFor(cuda, type, shape, ctx.target, ctx.pdl, ctx.schedule)
+    : null;
   if (ckPdl !== null && scheduleText(ckPdl) !== scheduleText(ck)) {
     throw new Error(`--pdl: ${scheduleText(ckPdl)} is not ${scheduleText(ck)}`);
   }
@@ -478,7 +487,9 @@ export function llmBenchMain(command: string, args: readonly string[]): boolean 
   if (o.schedule !== undefined) console.log(`# --schedule: every kernel with "${o.schedule}"`);
   if (o.pdl) {
     console.log(
-      `# --pdl: ours timed again as programmatic dependent launches (ours+PDL)${
+      `# --pdl: ours timed again as programmatic dependent launches (ours+PDL${
+        o.pdlEarly ? ", B read before the wait: --pdl-early" : ""
+      })${
         o.target === "sm90" ? "" : `; target ${o.target} has no griddepcontrol, so it gains nothing`
       }`,
     );
@@ -501,6 +512,7 @@ export function llmBenchMain(command: string, args: readonly string[]): boolean 
       cublas: note,
       target: o.target,
       ...(o.pdl ? { pdl: true } : {}),
+      ...(o.pdlEarly ? { pdlEarly: true } : {}),
       ...(o.schedule !== undefined ? { schedule: o.schedule } : {}),
       copy,
       ceilings: Object.fromEntries(perType),
@@ -519,7 +531,7 @@ export function llmBenchMain(command: string, args: readonly string[]): boolean 
       ceilings: ceil,
       copy,
       target: o.target,
-      pdl: o.pdl,
+      pdl: o.pdlEarly ? "early" : o.pdl,
       ...(o.schedule !== undefined ? { schedule: o.schedule } : {}),
     };
     for (const { type, p } of problems) {

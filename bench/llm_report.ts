@@ -221,6 +221,8 @@ export interface LlmRunInfo {
   readonly target?: string;
   /** True with `--pdl`: the rows have ours+PDL figures ({@link LlmRow.oursPdl}); else absent. */
   readonly pdl?: boolean;
+  /** True with `--pdl-early`: ours+PDL's kernel reads B (the weights) before its wait. */
+  readonly pdlEarly?: boolean;
   /** `--schedule`'s lines, every kernel compiled with them (absent: the defaults). */
   readonly schedule?: string;
   readonly copy: CopyBandwidth;
@@ -325,7 +327,12 @@ export function llmReport(info: LlmRunInfo, rows: readonly LlmRow[]): string {
         "asking the L2 for B's first k-tiles; other targets gain nothing), every launch of its " +
         "series a programmatic dependent launch (cuLaunchKernelEx, " +
         "CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION): it may start while the previous " +
-        "launch finishes. Ours is compiled without them (the default)."
+        "launch finishes. Ours is compiled without them (the default)." +
+        (info.pdlEarly === true
+          ? " With `--pdl-early`, ours+PDL's kernel is also compiled with the compile option " +
+            "`pdlEarly` for B (the weights, which the previous launch does not write): its " +
+            "copies of B into the first stages start before the wait, A's after it."
+          : "")
       : ""),
     "",
     `| type | M | N | K | schedule | check | ours µs | ${pdl ? "ours+PDL µs | " : ""}cuBLAS µs | ` +

@@ -36,7 +36,8 @@
  *    with `--types f16,bf16,s8`, `--m 1,16,...`, `--nk 4096x4096,...`, `--no-cublas`,
  *    `--target T`, `--schedule "LINES"` (every row's kernel with these schedule lines) and
  *    `--pdl` (ours timed again as programmatic dependent launches: the columns
- *    ours+PDL µs and ours+PDL/floor, and its targets' verdicts); recorded in
+ *    ours+PDL µs and ours+PDL/floor, and its targets' verdicts; `--pdl-early`: the
+ *    same, its kernel reading B, the weights, before its wait); recorded in
  *    `bench/results/llm-DATE.md` and `.json`; exits 1 without a driver or when
  *    a row fails its check. `--shapes llm,8192` runs the table, then `--gpu`
  *    at the other shapes.
@@ -50,7 +51,7 @@
  *    one of gemmc's kernels fails.
  *
  * Options: `--no-sim`, `--no-compile`, `--no-record` (do not write the
- * simulator record), `--gpu`, `--shapes llm` (with `--gpu`; `--pdl` with it), `--launch`,
+ * simulator record), `--gpu`, `--shapes llm` (with `--gpu`; `--pdl`, `--pdl-early` with it), `--launch`,
  * `--strided`, `--grouped`, `--sparse`, `--fp8`.
  *
  * @module
@@ -216,8 +217,9 @@ if (import.meta.main) {
     Deno.exit(1);
   }
   // `--pdl`: an option of the LLM table alone (bench/llm.ts parses it).
-  if (args.includes("--pdl") && !llm) {
-    console.error("deno task bench --pdl: only with --gpu --shapes llm (bench/llm.ts)");
+  const pdlFlag = ["--pdl", "--pdl-early"].find((f) => args.includes(f));
+  if (pdlFlag !== undefined && !llm) {
+    console.error(`deno task bench ${pdlFlag}: only with --gpu --shapes llm (bench/llm.ts)`);
     Deno.exit(1);
   }
   // Asked for the GPU and there is none: say so and fail before the minutes of the others.

@@ -40,6 +40,20 @@ export const PDL_COMPILE_OPTION = {
     "griddepcontrol.launch_dependents after the main loop; other targets: nothing)",
 } as const satisfies OptionSpec;
 
+/**
+ * `--pdl-early` of `compile`, `simulate` and `run`: the compile option `pdlEarly` (tensors the
+ * previous grid does not write, read before the wait).
+ */
+export const PDL_EARLY_OPTION = {
+  name: "pdl-early",
+  type: "string",
+  value: "NAMES",
+  help: "With --pdl: these input tensors (comma-separated, e.g. an LLM's weights) are not\n" +
+    "written by the grid a launch depends on, so their loads may start before\n" +
+    "griddepcontrol.wait (sm90 TMA kernels fill their first stages with them). A\n" +
+    "promise: a tensor the previous grid writes would be read stale",
+} as const satisfies OptionSpec;
+
 /** `--size`, for `simulate` and `run`. */
 export const SIZE_OPTION = {
   name: "size",
@@ -295,6 +309,14 @@ export function sizesOf(text: string): Record<string, number> {
   return sizes;
 }
 
+/** `--pdl-early`'s names, refused without `--pdl` or empty. */
+function earlyNames(c: CompileChoice): string[] {
+  if (c.pdl !== true) throw new UsageError("--pdl-early needs --pdl");
+  const names = c.pdlEarly!.split(",").map((n) => n.trim());
+  if (names.some((n) => n === "")) throw new UsageError(`Malformed --pdl-early "${c.pdlEarly}"`);
+  return names;
+}
+
 /** The options of a command that choose what {@link compileOptions} compiles. */
 export interface CompileChoice {
   readonly target: Target | undefined;
@@ -304,6 +326,8 @@ export interface CompileChoice {
   readonly sms: number | undefined;
   /** `--pdl`: compile with programmatic dependent launch (undefined or false: without). */
   readonly pdl?: boolean | undefined;
+  /** `--pdl-early NAMES` (undefined: none). */
+  readonly pdlEarly?: string | undefined;
 }
 
 /**
@@ -321,6 +345,7 @@ export function compileOptions(file: string, c: CompileChoice): CompileOptions {
     ...(c.sizeHints !== undefined ? { sizeHints: c.sizeHints } : {}),
     ...(c.sms !== undefined ? { sms: c.sms } : {}),
     ...(c.pdl === true ? { pdl: true } : {}),
+    ...(c.pdlEarly !== undefined ? { pdlEarly: earlyNames(c) } : {}),
   };
 }
 

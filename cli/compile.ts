@@ -22,6 +22,7 @@ import {
   kernelOption,
   parseSms,
   PDL_COMPILE_OPTION,
+  PDL_EARLY_OPTION,
   readSource,
   sizesOf,
   smsOption,
@@ -125,6 +126,7 @@ const OPTIONS = [
   ),
   smsOption(`default ${defaultSmsText()}`),
   PDL_COMPILE_OPTION,
+  PDL_EARLY_OPTION,
   {
     name: "ptxas",
     type: "boolean",
@@ -295,6 +297,7 @@ async function run(values: Values, positionals: string[], io: CliIO): Promise<nu
       sizeHints: values.tune ? sizes : undefined,
       sms,
       pdl: values.pdl,
+      pdlEarly: values["pdl-early"],
     }),
     ...(dumpAfter !== undefined
       ? {

@@ -49,6 +49,7 @@ export interface LaunchValues {
   readonly tune?: boolean | undefined;
   readonly sms?: string | undefined;
   readonly pdl?: boolean | undefined;
+  readonly "pdl-early"?: string | undefined;
 }
 
 /**
@@ -87,6 +88,7 @@ export function prepare(
         sizeHints: values.tune ? sizes : undefined,
         sms,
         pdl: values.pdl,
+        pdlEarly: values["pdl-early"],
       }),
     );
   return {

@@ -19,6 +19,7 @@ import {
   kernelOption,
   noHazardsOption,
   nonNegative,
+  PDL_EARLY_OPTION,
   SCALAR_OPTION,
   SEED_OPTION,
   SIZE_OPTION,
@@ -91,6 +92,7 @@ const OPTIONS = [
       "while the previous one finishes; sm90 kernels wait before touching global\n" +
       "memory, other targets gain nothing. The checked launch is an ordinary one",
   },
+  PDL_EARLY_OPTION,
   TARGET_OPTION,
   tuneOption(TUNE_HELP),
   smsOption("default: the device's"),

@@ -18,6 +18,7 @@ import {
   noHazardsOption,
   nonNegative,
   PDL_COMPILE_OPTION,
+  PDL_EARLY_OPTION,
   SCALAR_OPTION,
   SEED_OPTION,
   SIZE_OPTION,
@@ -48,6 +49,7 @@ const OPTIONS = [
   tuneOption(TUNE_HELP),
   smsOption(`default ${defaultSmsText()}`),
   PDL_COMPILE_OPTION,
+  PDL_EARLY_OPTION,
   {
     name: "max-work",
     type: "string",

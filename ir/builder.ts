@@ -473,10 +473,11 @@ export function setMaxNReg(action: "inc" | "dec", regs: number): SetMaxNRegOp {
  * `griddepcontrol.wait` or `griddepcontrol.launch_dependents` (see {@link GridDepOp}).
  *
  * @param action `wait` or `launch`.
+ * @param early A wait's tensors read before it (compile option `pdlEarly`).
  * @returns The operation.
  */
-export function gridDep(action: "wait" | "launch"): GridDepOp {
-  return { op: "griddep", action };
+export function gridDep(action: "wait" | "launch", early?: readonly string[]): GridDepOp {
+  return { op: "griddep", action, ...(early !== undefined && early.length > 0 ? { early } : {}) };
 }
 
 /**

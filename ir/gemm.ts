@@ -652,6 +652,9 @@ export interface GemmKernel {
   /** True: programmatic dependent launch's instructions, on targets with `griddepcontrol`
    * (compile option `pdl`; ir/kernel_sm90.ts `GridDepOp`). */
   readonly pdl?: true;
+  /** With `pdl`: the kernel's input tensors the previous grid does not write (compile option
+   * `pdlEarly`), whose loads may start before `griddepcontrol.wait`. */
+  readonly pdlEarly?: readonly string[];
   /** Where each given schedule line is, for diagnostics raised by passes. */
   readonly scheduleSpans: Readonly<Partial<Record<ScheduleKey, Span>>>;
   /** The kernel's name in `kernel NAME`: where a diagnostic without a schedule line points. */

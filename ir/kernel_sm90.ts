@@ -203,11 +203,17 @@ export interface SetMaxNRegOp {
  * then a dependent launch computes what a serialized one does, and the work before the wait
  * (index arithmetic, barriers' set-up, L2 prefetches) overlaps the previous grid's tail. The
  * simulator reports a global access before the wait (`global-before-griddep-wait`). Both
- * are no-ops for a launch without the attribute.
+ * are no-ops for a launch without the attribute. The one exception: reads of the tensors a
+ * wait names in `early` (compile option `pdlEarly`: tensors the previous grid does not write,
+ * such as an LLM's weights), which may come before it.
  */
 export interface GridDepOp {
   /** The operation's tag. */
   readonly op: "griddep";
   /** `wait`: `griddepcontrol.wait`; `launch`: `griddepcontrol.launch_dependents`. */
   readonly action: "wait" | "launch";
+  /** A wait's tensor parameters that the kernel reads before it (loads, cp.async and TMA
+   * sources; never a store): the previous grid does not write them, by the compile option
+   * `pdlEarly`'s promise. Absent: none. */
+  readonly early?: readonly string[];
 }

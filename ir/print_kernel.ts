@@ -150,7 +150,7 @@ function line(o: Op): string {
     case "setmaxnreg":
       return `setmaxnreg.${o.action} ${o.regs}`;
     case "griddep":
-      return `griddep.${o.action}`;
+      return `griddep.${o.action}${o.early === undefined ? "" : ` early ${o.early.join(", ")}`}`;
     case "comment":
       return `// ${o.text}`;
     case "for":

@@ -392,6 +392,12 @@ const CHECKS: { readonly [K in Op["op"]]: Check<K> } = {
     if (!targetHas(cx.k.target, "griddepcontrol")) {
       cx.fail(o, `griddepcontrol needs sm90 (target ${cx.k.target})`);
     }
+    for (const name of o.early ?? []) {
+      if (o.action !== "wait") cx.fail(o, `griddep.${o.action} names tensors read early`);
+      if (!cx.k.params.some((p) => p.name === name && p.kind === "tensor")) {
+        cx.fail(o, `griddep.wait: "${name}", read before it, is no tensor parameter`);
+      }
+    }
   },
   setmaxnreg: (o, cx, path) => {
     hopperOp(o, cx, "setmaxnreg");

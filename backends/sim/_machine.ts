@@ -29,6 +29,7 @@ import {
   type BankStats,
   type BlockCoord,
   PREFETCH_WHAT,
+  READ_WHATS,
   type SimArg,
   type SimBuffer,
   SimError,
@@ -174,6 +175,9 @@ export class Machine {
    * once it has waited; a global access by a thread still at 0 is the hazard
    * `global-before-griddep-wait`. Null for a kernel without the wait. */
   readonly gridWaited: Uint8Array | null;
+  /** The tensors (indices into {@link gNames}) that its waits name in `early`: reads of them
+   * may come before the wait. */
+  readonly gridEarly: ReadonlySet<number>;
 
   // Bank-conflict scratch.
   readonly laneAddr = new Int32Array(32);
@@ -296,10 +300,14 @@ export class Machine {
     const maps = tensorMaps(kernel, this.paramValues);
     this.tma = hasOps(kernel, ["tma"]) ? new TmaState(this, maps) : null;
     let gridWait = false;
+    const early = new Set<string>();
     walkOps(kernel.body, (o) => {
-      if (o.op === "griddep" && o.action === "wait") gridWait = true;
+      if (o.op !== "griddep" || o.action !== "wait") return;
+      gridWait = true;
+      for (const name of o.early ?? []) early.add(name);
     });
     this.gridWaited = gridWait ? new Uint8Array(this.T) : null;
+    this.gridEarly = new Set(this.gNames.flatMap((n, i) => early.has(n) ? [i] : []));
     this.#growCp(256);
   }
 
@@ -471,7 +479,10 @@ export class Machine {
     if (addr % align !== 0) {
       this.fail(idx, t, `Misaligned ${what}: address ${hex(addr)} is not a multiple of ${align}`);
     }
-    if (this.gridWaited !== null && this.gridWaited[t] === 0 && what !== PREFETCH_WHAT) {
+    if (
+      this.gridWaited !== null && this.gridWaited[t] === 0 && what !== PREFETCH_WHAT &&
+      !(this.gridEarly.has(ti) && READ_WHATS.has(what))
+    ) {
       this.hz.report(
         "global-before-griddep-wait",
         idx,

@@ -143,6 +143,15 @@ export type HazardKind =
  * the one global access allowed before `griddep.wait`. */
 export const PREFETCH_WHAT = "L2 prefetch";
 
+/** What the global-address check calls the reads that may come before `griddep.wait` where the
+ * wait names their tensor in `early` (ir/kernel_sm90.ts `GridDepOp`): never a store or an
+ * atomic. */
+export const READ_WHATS: ReadonlySet<string> = new Set([
+  "global load",
+  "cp.async source",
+  "TMA source",
+]);
+
 /** A hazard, reported once per kind and operation (the first occurrence), with a count. */
 export interface Hazard {
   /** Which kind of hazard. */

@@ -71,16 +71,17 @@ llm_tree() {
   grep -E '^(f16|bf16|s8) ' "$dir.log" | cut -c1-300
 }
 
-# llm_rows DIR LABEL TYPES MS NK [SCHEDULE]: the llm table's rows (sm90, --pdl) of TYPES at MS x
-# NK (bench/llm.ts --nk), at the defaults or with SCHEDULE's lines (--schedule), into DIR/LABEL,
-# its log in DIR/LABEL.log; prints the exit, the seconds and the rows.
+# llm_rows DIR LABEL TYPES MS NK [SCHEDULE]: the llm table's rows (sm90, --pdl, or LLM_PDL's
+# flag: --pdl-early) of TYPES at MS x NK (bench/llm.ts --nk), at the defaults or with SCHEDULE's
+# lines (--schedule), into DIR/LABEL, its log in DIR/LABEL.log; prints the exit, the seconds and
+# the rows.
 llm_rows() {
   local dir=$1 label=$2 types=$3 ms=$4 nk=$5 t0=$SECONDS
   local sched=()
   [ $# -ge 6 ] && sched=(--schedule "$6")
   mkdir -p "$dir/$label"
   deno run --cached-only -A bench/main.ts --no-sim --no-compile --gpu --shapes llm --target sm90 \
-    --types "$types" --m "$ms" --nk "$nk" --pdl "${sched[@]}" --out "$dir/$label" \
+    --types "$types" --m "$ms" --nk "$nk" "${LLM_PDL:---pdl}" "${sched[@]}" --out "$dir/$label" \
     >"$dir/$label.log" 2>&1
   echo "llm $label: exit $? ($((SECONDS - t0)) s)"
   grep -E '^(f16|bf16|s8) ' "$dir/$label.log" | cut -c1-330

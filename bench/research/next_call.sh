@@ -39,16 +39,31 @@
 #          at 512x4224 (K = 4096), the default (128x128) against the 128x224 it replaced;
 #   f16m:  f16 at M = 128, N = K = 4096, the default's schedule lines against 128x32 (one block
 #          a tile, 11 stages) and 64x64 without clusters; s8 at M = 16 with 6 stages of 16x32x256
-#          against the default's lines.
+#          against the default's lines;
+#   early: the compile option pdlEarly (B, the weights, copied into the first stages before the
+#          wait): the PDL chain GPU tests (tests/gpu/pdl_test.ts), then the llm table's f16 rows at
+#          M = 1-256, N = K = 4096 with --pdl (base) and with --pdl-early, then s8 (M = 16, 128)
+#          and f16's N or K = 14336 rows at M = 16, 128 with --pdl-early.
 # Everything lands in OUT/all.tgz, packed after each step. Deno on PATH. Not part of the
 # benchmark or of CI.
 #
 # Usage: bash bench/research/next_call.sh OUT   (STEPS: any of the steps above)
 set -u
 . bench/research/_gemm_run_rows.sh
-call_start next_call "${1:?usage: next_call.sh OUT}" "f16m llm"
+call_start next_call "${1:?usage: next_call.sh OUT}" "early f16m"
 if has tests; then
   gpu_tests tests/gpu/wgmma_test.ts tests/gpu/skinny_test.ts --filter "/224|sm90/"
+fi
+if has early; then
+  gpu_tests tests/gpu/pdl_test.ts
+  llm_rows "$W" early-base f16 1,16,64,128,256 4096x4096
+  pack
+  LLM_PDL=--pdl-early llm_rows "$W" early f16 1,16,64,128,256 4096x4096
+  pack
+  LLM_PDL=--pdl-early llm_rows "$W" early-s8 s8 16,128 4096x4096
+  pack
+  LLM_PDL=--pdl-early llm_rows "$W" early-long f16 16,128 14336x4096,4096x14336
+  pack
 fi
 W256="threadblock 128x256x64"
 if has fill; then

@@ -101,7 +101,38 @@ export class LowerContext {
     if (!this.gridDep.on || this.gridDep.waited) return;
     this.gridDep.waited = true;
     this.b.emit(ir.comment("programmatic dependent launch: the previous grid's memory from here"));
-    this.b.emit(ir.gridDep("wait"));
+    const early = new Set(this.earlyOperands().map((r) => this.operandTensor(r)));
+    this.b.emit(ir.gridDep("wait", [...early]));
+  }
+
+  /**
+   * The operands whose tensors the kernel may read before its `griddep.wait`: those the
+   * compile option `pdlEarly` names (the previous grid does not write them), none without
+   * programmatic dependent launch, and none of a sparse or grouped kernel (a shortcut: their
+   * metadata and problem tables keep every load after the wait).
+   */
+  earlyOperands(): readonly ("A" | "B")[] {
+    const early = this.k.pdlEarly;
+    const sparse = this.k.params.some((p) => p.kind === "tensor" && p.sparse === true);
+    if (!this.gridDep.on || early === undefined || this.k.grouped || sparse) return [];
+    return (["A", "B"] as const).filter((r) => early.includes(this.operandTensor(r)));
+  }
+
+  /** The tensor parameter of operand A or B. */
+  operandTensor(role: "A" | "B"): string {
+    return (role === "A" ? this.k.problem.a : this.k.problem.b).tensor;
+  }
+
+  /**
+   * Emits one role's `griddep.wait` and `griddep.launch` in a warp-specialized kernel whose
+   * operands are read early ({@link earlyOperands}): its producer issues their first boxes
+   * before its wait, so each role waits on its own, before its own first global access.
+   */
+  gridWaitInRole(): void {
+    this.gridDep.waited = false;
+    this.gridDep.launched = false;
+    this.gridWait();
+    this.gridLaunch();
   }
 
   /**

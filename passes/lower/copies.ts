@@ -490,6 +490,47 @@ export function prefetchKTiles(
   }
 }
 
+/** An operand's copy plan and its shared-memory tile. */
+export interface OperandCopies {
+  readonly c: CopyPlan;
+  readonly p: OperandSmem;
+}
+
+/**
+ * What a cp.async main loop emits before its prologue under programmatic dependent launch
+ * (nothing without it): the copies of the operands read early (`LowerContext.earlyOperands`,
+ * compile option `pdlEarly`) into the prologue's `tiles` stages, each advancing its own
+ * pointers as the prologue would; an L2 prefetch of B's first `tiles` k-tiles where B is not
+ * among them; then the wait. The early copies join the prologue's first commit group (a group
+ * takes every copy issued before its commit), so the loop's `cp.async.wait_group` covers them.
+ *
+ * @param cx The lowering's context.
+ * @param ops Operands A and B.
+ * @param kRem K left from the first k-tile's first element (s32; left unchanged).
+ * @param tiles The prologue's k-tiles.
+ * @returns The operands the prologue still copies.
+ */
+export function copiesBeforeWait(
+  cx: LowerContext,
+  ops: Readonly<Record<"A" | "B", OperandCopies>>,
+  kRem: Reg,
+  tiles: number,
+): readonly ("A" | "B")[] {
+  if (!cx.gridDep.on) return ["A", "B"];
+  const early = tiles > 0 ? cx.earlyOperands() : [];
+  if (!early.includes("B")) prefetchKTiles(cx, ops.B.c, ops.B.p, kRem, tiles);
+  if (early.length > 0) {
+    const tk = cx.k.plan.tile!.threadblock.k;
+    cx.b.emit(ir.comment(`${tiles} k-tiles of ${early.join(" and ")} before the wait`));
+    for (let s = 0; s < tiles; s++) {
+      const rem = s === 0 ? kRem : cx.bin("sub", "s32", kRem, imm(s * tk));
+      for (const r of early) issueCopies(cx, ops[r].c, ops[r].p, cx.mov("u32", imm(s)), rem);
+    }
+  }
+  cx.gridWait();
+  return (["A", "B"] as const).filter((r) => !early.includes(r));
+}
+
 /** Moves a copy plan's pointers `tiles` k-tiles ahead (a split's first k-tile). */
 export function skipTiles(cx: LowerContext, c: CopyPlan, tiles: Reg): void {
   const off = cx.bin("mul", "u64", b64(cx, tiles), c.step);

@@ -63,9 +63,12 @@ function buildKernel(cx: LowerContext): Kernel {
     const finish = (acc: Reg[][][]) => tileEnd(cx, { acc, m0, n0, M, N, bz, smem }, ix);
     if (k.plan.pipeline!.tma !== undefined) {
       // Every role waits before the producer's first TMA copy (a shortcut: no L2 prefetch of
-      // B's first boxes before the wait, as the mma.sync main loop has).
-      cx.gridWait();
-      cx.gridLaunch();
+      // B's first boxes before the wait, as the mma.sync main loop has), or, with operands
+      // read early, each role before its own first global access (wgmma_ws.ts).
+      if (cx.earlyOperands().length === 0) {
+        cx.gridWait();
+        cx.gridLaunch();
+      }
       warpSpecializedTile(cx, origin, finish);
     } else finish(tileMainLoop(cx, origin));
   });
@@ -133,8 +136,11 @@ function buildPersistentKernel(cx: LowerContext): Kernel {
   const tb = k.plan.tile!.threadblock;
   const kparams = emitParams(cx);
   emitThreadIndices(cx);
-  cx.gridWait();
-  cx.gridLaunch();
+  // With operands read early, each role waits on its own (wgmma_ws.ts).
+  if (cx.earlyOperands().length === 0) {
+    cx.gridWait();
+    cx.gridLaunch();
+  }
   const M = cx.dim(k.problem.m);
   const N = cx.dim(k.problem.n);
   const K = cx.dim(k.problem.k);

@@ -13,11 +13,11 @@ import type { MmaShape } from "../../ir/mma_table.ts";
 import { log2, type LowerContext } from "./context.ts";
 import {
   advanceStage,
+  copiesBeforeWait,
   type CopyOperand,
   type CopyPlan,
   copySetup,
   issueCopies,
-  prefetchKTiles,
   skipTiles,
 } from "./copies.ts";
 import { epiPrefetch, prefetchAhead } from "./epilogue_loads.ts";
@@ -133,9 +133,11 @@ export function mainLoop(cx: LowerContext, o: TileOrigin): Reg[][][] {
     if (metaWords !== null) storeMetaWords(cx, metaCopy!, metaWords);
     metaWords = null;
   };
-  const issue = (deferMeta = false) => {
-    issueCopies(cx, aCopy, pipe.a, writeOff, sparse ? keptRemaining(cx, kRem) : kRem);
-    issueCopies(cx, bCopy, pipe.b, writeOff, kRem);
+  const issue = (deferMeta = false, roles: readonly ("A" | "B")[] = ["A", "B"]) => {
+    if (roles.includes("A")) {
+      issueCopies(cx, aCopy, pipe.a, writeOff, sparse ? keptRemaining(cx, kRem) : kRem);
+    }
+    if (roles.includes("B")) issueCopies(cx, bCopy, pipe.b, writeOff, kRem);
     if (metaCopy !== null) {
       metaWords = loadMetaWords(cx, metaCopy, writeOff, kRem);
       if (!deferMeta) storeMeta();
@@ -145,13 +147,16 @@ export function mainLoop(cx: LowerContext, o: TileOrigin): Reg[][][] {
     advanceStage(cx, writeOff, S);
   };
 
-  if (cx.gridDep.on) {
-    // Before the previous grid's memory is ours: the L2 fetches B's first k-tiles meanwhile.
-    prefetchKTiles(cx, bCopy, pipe.b, kRem, S - 1);
-    cx.gridWait();
-  }
+  // Before the previous grid's memory is ours: the L2 fetches B's first k-tiles meanwhile (or
+  // the operands read early are copied).
+  const late = copiesBeforeWait(
+    cx,
+    { A: { c: aCopy, p: pipe.a }, B: { c: bCopy, p: pipe.b } },
+    kRem,
+    S - 1,
+  );
   b.emit(ir.comment(`prologue: fill ${S - 1} stages`));
-  for (let s = 0; s < S - 1; s++) issue();
+  for (let s = 0; s < S - 1; s++) issue(false, late);
   b.emit(ir.wait(pipe.waitDepth));
   b.emit(ir.bar());
 

@@ -20,10 +20,10 @@ import { plannedWgmma, WGMMA_GROUPS_IN_FLIGHT } from "../wgmma.ts";
 import type { LowerContext } from "./context.ts";
 import {
   advanceStage,
+  copiesBeforeWait,
   type CopyOperand,
   copySetup,
   issueCopies,
-  prefetchKTiles,
 } from "./copies.ts";
 import { kLoops, kTileRange, type TileOrigin, zeroAccumulators } from "./main_loop.ts";
 import * as ir from "../../ir/builder.ts";
@@ -116,20 +116,17 @@ export function wgmmaMainLoop(cx: LowerContext, o: TileOrigin): Reg[][][] {
   const readOff = cx.mov("u32", imm(0), "rstage");
   const bases = wgmmaStageBases(cx, smem);
 
-  const issue = () => {
-    issueCopies(cx, aCopy, pipe.a, writeOff, kRem);
-    issueCopies(cx, bCopy, pipe.b, writeOff, kRem);
+  const ops = { A: { c: aCopy, p: pipe.a }, B: { c: bCopy, p: pipe.b } };
+  const issue = (roles: readonly ("A" | "B")[] = ["A", "B"]) => {
+    for (const r of roles) issueCopies(cx, ops[r].c, ops[r].p, writeOff, kRem);
     b.emit(ir.commit());
     b.emit(ir.bin("sub", "s32", kRem, kRem, imm(tb.k)));
     advanceStage(cx, writeOff, S);
   };
   const ahead = S - 1 - WGMMA_GROUPS_IN_FLIGHT;
-  if (cx.gridDep.on) {
-    prefetchKTiles(cx, bCopy, pipe.b, kRem, ahead);
-    cx.gridWait();
-  }
+  const late = copiesBeforeWait(cx, ops, kRem, ahead);
   b.emit(ir.comment(`prologue: fill ${ahead} stages`));
-  for (let s = 0; s < ahead; s++) issue();
+  for (let s = 0; s < ahead; s++) issue(late);
 
   const kt = b.reg("u32", "kt");
   const body = () => {

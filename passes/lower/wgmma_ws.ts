@@ -147,15 +147,24 @@ export function warpSpecializedTiles(
     const i = b.reg("u32", "tile_i");
     b.for(i, imm(0), tiles.count, 1, () => body(tiles.at(i)));
   };
+  // Operands read early (compile option pdlEarly): the producer fills the first stages with
+  // their boxes before its wait, each role then waits on its own.
+  const early = cx.earlyOperands();
   b.if(producer, "warpgroup", () => {
     b.emit(ir.setMaxNReg("dec", tma.producerRegs));
     const elected = cx.setp("eq", "u32", tid, imm(consumerThreads));
+    const pre = early.length === 0 ? null : preloadFirstTile(cx, tiles, ring, early, elected);
     b.if(elected, false, () => {
       const st = ringState(cx, "p");
-      eachTile((o) => produce(cx, o, ring, st));
+      eachTile((o) => {
+        produce(cx, o, ring, st, pre);
+        // Only the block's first tile was begun before the wait.
+        if (pre !== null && tiles.count !== null) b.emit(ir.mov(pre.count, imm(0)));
+      });
     });
   }, () => {
     b.emit(ir.setMaxNReg("inc", tma.consumerRegs));
+    if (early.length > 0) cx.gridWaitInRole();
     if (pingPong) return pingPongConsumers(cx, smem, tiles, ring, finish);
     const st = ringState(cx, "c");
     const rel = cx.mov("u32", imm(0), "crel");
@@ -293,18 +302,33 @@ function advance(cx: LowerContext, s: Reg, ph: Reg, stages: number): void {
   b.emit(ir.selp("u32", ph, flipped, ph, wrap));
 }
 
-/** The producer's loop over a tile's k-tiles (one thread): each k-tile's boxes into its
- * stage once it is empty. */
-function produce(cx: LowerContext, o: TileOrigin, ring: Ring, st: RingState): void {
+/** A tile's boxes, for its producer: its k-tiles, the k of the next, and each operand's place in
+ * a stage and first row (in a cluster, of this CTA's slice of the shared operand's box). */
+interface TileBoxes {
+  readonly kCount: Operand;
+  readonly k0: Reg;
+  /** Emits stage s's address of an operand's box. */
+  readonly dst: (role: "A" | "B", s: Reg) => Reg;
+  /** Emits the TMA copy of an operand's box of the k-tile at `k` into `dst`, completing on
+   * `fullS`. */
+  readonly load: (role: "A" | "B", dst: Reg, k: Reg, fullS: Reg) => void;
+}
+
+/** An operand's stage base, first row, and the CTAs its copy reaches (a cluster's shared box). */
+interface Box {
+  readonly base: Reg;
+  readonly row: Reg;
+  readonly multicast?: number;
+}
+
+function tileBoxes(cx: LowerContext, o: TileOrigin, ring: Ring): TileBoxes {
   const b = cx.b;
   const k = cx.k;
   const pipe = k.plan.pipeline!;
   const tb = k.plan.tile!.threadblock;
-  const aMap = mapName(cx, "A");
-  const bMap = mapName(cx, "B");
+  const maps = { A: mapName(cx, "A"), B: mapName(cx, "B") };
   // The batch coordinate where the map has the batch dimension (passes/wgmma.ts).
   const batchOf = (role: "A" | "B") => operandTensorMap(k, role).dims.length === 3 ? [o.bz] : [];
-  const { s, ph } = st;
   const { start, kCount } = o.kSpan === undefined
     ? kTileSpan(cx, o.K, o.split)
     : { start: o.kSpan.start, kCount: o.kSpan.count };
@@ -326,20 +350,117 @@ function produce(cx: LowerContext, o: TileOrigin, ring: Ring, st: RingState): vo
       multicast: (1 << ring.cluster) - 1,
     };
   };
-  const a = operand("A", o.m0, tb.m);
-  const bo = operand("B", o.n0, tb.n);
+  const boxes: Readonly<Record<"A" | "B", Box>> = {
+    A: operand("A", o.m0, tb.m),
+    B: operand("B", o.n0, tb.n),
+  };
+  return {
+    kCount,
+    k0,
+    dst: (role, s) => {
+      const bytes = (role === "A" ? pipe.a : pipe.b).stageBytes;
+      return cx.bin("add", "u32", boxes[role].base, cx.bin("mul", "u32", s, imm(bytes)));
+    },
+    load: (role, dst, kAt, fullS) => {
+      const box = boxes[role];
+      b.emit(ir.tmaLoad(dst, maps[role], [kAt, box.row, ...batchOf(role)], fullS, box.multicast));
+    },
+  };
+}
+
+/** The k-tiles of a block's first tile that its producer began before the wait: their stages
+ * armed and the early operands' boxes copied ({@link preloadFirstTile}). */
+interface Preloaded {
+  /** How many (u32; set to 0 once the first tile is produced). */
+  readonly count: Reg;
+  /** The operands still to copy into them. */
+  readonly late: readonly ("A" | "B")[];
+}
+
+/**
+ * Before the producer's wait (compile option `pdlEarly`): the elected thread arms the first
+ * stages of the block's first tile (as many as the ring holds, at most its k-tiles) and copies
+ * the early operands' boxes into them (the ring is fresh, so no stage need be waited for); then
+ * every producer thread waits. The other operands' boxes of those k-tiles follow the wait
+ * ({@link produce}).
+ *
+ * @returns The k-tiles begun, and the operands they still lack.
+ */
+function preloadFirstTile(
+  cx: LowerContext,
+  tiles: TileSource,
+  ring: Ring,
+  early: readonly ("A" | "B")[],
+  elected: Reg,
+): Preloaded {
+  const b = cx.b;
+  const pipe = cx.k.plan.pipeline!;
+  const tk = cx.k.plan.tile!.threadblock.k;
+  const count = cx.mov("u32", imm(0), "ppre");
+  b.if(elected, false, () => {
+    // A persistent block's first tile, where it has one.
+    const t0 = tiles.count === null ? null : cx.mov("u32", imm(0), "pt0");
+    const body = () => {
+      const t = tileBoxes(cx, t0 === null ? tiles.at(null) : tiles.at(t0), ring);
+      b.emit(
+        t.kCount.kind === "imm"
+          ? ir.mov(count, imm(Math.min(t.kCount.value, ring.stages)))
+          : ir.bin("min", "u32", count, t.kCount, imm(ring.stages)),
+      );
+      b.emit(ir.comment(`the first k-tiles' boxes of ${early.join(" and ")} before the wait`));
+      const j = b.reg("u32", "pj");
+      b.for(j, imm(0), count, 1, () => {
+        const fullS = cx.bin("add", "u32", ring.full, cx.bin("shl", "u32", j, imm(3)));
+        b.emit(ir.mbarArrive(fullS, pipe.a.stageBytes + pipe.b.stageBytes));
+        for (const r of early) t.load(r, t.dst(r, j), t.k0, fullS);
+        b.emit(ir.bin("add", "u32", t.k0, t.k0, imm(tk)));
+      });
+    };
+    if (tiles.count === null) body();
+    else b.if(cx.setp("gt", "u32", tiles.count, imm(0)), true, body);
+  });
+  cx.gridWaitInRole();
+  return { count, late: (["A", "B"] as const).filter((r) => !early.includes(r)) };
+}
+
+/** The producer's loop over a tile's k-tiles (one thread): each k-tile's boxes into its
+ * stage once it is empty; with `pre`, first the late operands' boxes of the k-tiles begun
+ * before the wait. */
+function produce(
+  cx: LowerContext,
+  o: TileOrigin,
+  ring: Ring,
+  st: RingState,
+  pre: Preloaded | null,
+): void {
+  const b = cx.b;
+  const k = cx.k;
+  const pipe = k.plan.pipeline!;
+  const tb = k.plan.tile!.threadblock;
+  const { s, ph } = st;
+  const t = tileBoxes(cx, o, ring);
+  const { k0 } = t;
+  if (pre !== null) {
+    const j = b.reg("u32", "pkj");
+    b.for(j, imm(0), pre.count, 1, () => {
+      const fullS = cx.bin("add", "u32", ring.full, cx.bin("shl", "u32", s, imm(3)));
+      for (const r of pre.late) t.load(r, t.dst(r, s), k0, fullS);
+      b.emit(ir.bin("add", "u32", k0, k0, imm(tb.k)));
+      advance(cx, s, ph, ring.stages);
+    });
+  }
   const bytes = pipe.a.stageBytes + pipe.b.stageBytes;
   const kt = b.reg("u32", "pkt");
-  b.for(kt, imm(0), kCount, 1, () => {
+  b.for(kt, pre === null ? imm(0) : pre.count, t.kCount, 1, () => {
     const off8 = cx.bin("shl", "u32", s, imm(3));
     const fullS = cx.bin("add", "u32", ring.full, off8);
     const emptyS = cx.bin("add", "u32", ring.empty, off8);
     b.emit(ir.mbarWait(emptyS, cx.bin("xor", "u32", ph, imm(1))));
     b.emit(ir.mbarArrive(fullS, bytes));
-    const aDst = cx.bin("add", "u32", a.base, cx.bin("mul", "u32", s, imm(pipe.a.stageBytes)));
-    const bDst = cx.bin("add", "u32", bo.base, cx.bin("mul", "u32", s, imm(pipe.b.stageBytes)));
-    b.emit(ir.tmaLoad(aDst, aMap, [k0, a.row, ...batchOf("A")], fullS, a.multicast));
-    b.emit(ir.tmaLoad(bDst, bMap, [k0, bo.row, ...batchOf("B")], fullS, bo.multicast));
+    const aDst = t.dst("A", s);
+    const bDst = t.dst("B", s);
+    t.load("A", aDst, k0, fullS);
+    t.load("B", bDst, k0, fullS);
     b.emit(ir.bin("add", "u32", k0, k0, imm(tb.k)));
     advance(cx, s, ph, ring.stages);
   });

@@ -7,8 +7,10 @@
  * every link's output must equal the CPU reference (f64 accumulation, rounded to f16 as the
  * kernels round) on the input it read, the last one the reference chain's, and the chain
  * launched again, with `pdl` and without (serialized), must give the same bytes. Inputs are
- * random, outputs poisoned (0xFF bytes, f16 NaN) before every round. Everywhere: the chain's
- * kernel compiles for sm90 with the griddepcontrol instructions. Listed as skipped without a
+ * random, outputs poisoned (0xFF bytes, f16 NaN) before every round. The chains at the decode
+ * shapes' schedules read B (the weights, which no link writes) before their wait (compile
+ * option `pdlEarly`): the A each reads must still be its predecessor's finished output.
+ * Everywhere: the chain's kernel compiles for sm90 with the griddepcontrol instructions. Listed as skipped without a
  * CUDA driver or on a GPU that is not sm_90.
  *
  * @module
@@ -43,11 +45,18 @@ const LINKS = 6;
 /** Rounds of the chain per launch mode, each after poisoning every output. */
 const ROUNDS = 3;
 
-function chainKernel(sizes: { M: number; N: number }): CompiledKernel {
+/**
+ * The chain's kernel for sizes M, N (= K), or at the schedule of `hint` (an LLM decode shape:
+ * the skinny tiles); with `early`, its B (the weights, which no link writes) read before the
+ * wait (compile option `pdlEarly`).
+ */
+function chainKernel(c: ChainCase): CompiledKernel {
   const r = compile(SOURCE, {
     target: "sm90",
     pdl: true,
-    sizeHints: { M: sizes.M, N: sizes.N, K: sizes.N },
+    sms: 132,
+    sizeHints: c.hint ?? { M: c.M, N: c.N, K: c.N },
+    ...(c.early ? { pdlEarly: ["B"] } : {}),
   });
   assert.ok(r.ok, r.diagnostics.map((d) => d.message).join("; "));
   return r.kernels[0]!;
@@ -124,22 +133,48 @@ const LINK_TOL = { rel: 2 ** -9, abs: 2 ** -12 };
  */
 const CHAIN_TOL = { rel: 2 ** -7, abs: 2 ** -7 };
 
+/** One chain: its sizes, the hint its kernel is tuned for (default: the sizes), and whether
+ * B is read before the wait. */
+interface ChainCase {
+  readonly M: number;
+  readonly N: number;
+  readonly hint?: { readonly M: number; readonly N: number; readonly K: number };
+  readonly early: boolean;
+}
+
+/** Decode hints (passes/skinny.ts): M = 16 sm80's cp.async tile, 64 the TMA 64x32 tile, 128
+ * the persistent 64x64 tiles on clusters of 2, 256 the TMA 128x64 tile. */
+const decode = (M: number) => ({ M, N: 4096, K: 4096 });
+
+const CASES: ChainCase[] = [
+  { M: 64, N: 256, early: false },
+  { M: 256, N: 512, early: false },
+  { M: 7, N: 512, hint: decode(16), early: true },
+  { M: 60, N: 512, hint: decode(64), early: true },
+  { M: 100, N: 512, hint: decode(128), early: true },
+  { M: 250, N: 512, hint: decode(256), early: true },
+];
+
 Deno.test("pdl chain: the chain's kernel compiles for sm90 with griddepcontrol", () => {
-  const ck = chainKernel({ M: 64, N: 256 });
+  const ck = chainKernel({ M: 64, N: 256, early: false });
   assert.match(ck.ptx, /griddepcontrol\.wait/);
   assert.match(ck.ptx, /griddepcontrol\.launch_dependents/);
   assert.equal(ck.manifest.target, "sm_90a");
 });
 
-for (const [M, N] of [[64, 256], [256, 512]] as const) {
+for (const c of CASES) {
+  const { M, N } = c;
+  const tuned = c.hint === undefined ? "" : ` at the schedule of M=${c.hint.M}, N=K=4096`;
   Deno.test({
-    name: `pdl chain: ${LINKS} f16 GEMMs (M=${M}, N=K=${N}) back to back, each reading the ` +
-      `previous output, launched with pdl, equal the reference chain and the serialized ` +
-      `launches${SKIP}`,
+    name:
+      `pdl chain: ${LINKS} f16 GEMMs (M=${M}, N=K=${N}${tuned}${
+        c.early ? ", B read before the wait" : ""
+      }) back to back, each reading the previous output, launched with pdl, equal the ` +
+      `reference chain and the serialized launches${SKIP}`,
     ignore: !HOPPER,
     fn: () => {
       const K = N;
-      const ck = chainKernel({ M, N });
+      const ck = chainKernel(c);
       const { a0, bs } = inputs(M, N, 1000 + M + N);
       using cuda = Cuda.open();
       using k = loadKernel(ck, { cuda });
