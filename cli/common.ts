@@ -9,6 +9,7 @@
  */
 
 import {
+  compile,
   type CompiledKernel,
   type CompileOptions,
   type CompileResult,
@@ -307,6 +308,23 @@ export function sizesOf(text: string): Record<string, number> {
     throw new UsageError(`--size ${zero[0]}=0: every size must be at least 1`);
   }
   return sizes;
+}
+
+/**
+ * {@link compile}, whose refusal of an option's value (the API's TypeError `Option ...`: a
+ * `--pdl-early` name that is no input tensor) is a usage error here.
+ *
+ * @param text The source.
+ * @param options The compiler's options.
+ * @returns The result.
+ */
+export function compileForCli(text: string, options: CompileOptions): CompileResult {
+  try {
+    return compile(text, options);
+  } catch (e) {
+    if (!(e instanceof TypeError) || !e.message.startsWith("Option ")) throw e;
+    throw new UsageError(e.message.replace(/^Option pdlEarly/, "--pdl-early"));
+  }
 }
 
 /** `--pdl-early`'s names, refused without `--pdl` or empty. */

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { compile, type CompiledKernel, ptxModule } from "../compiler.ts";
+import { type CompiledKernel, ptxModule } from "../compiler.ts";
 import { kernelManifest } from "../backends/ptx/manifest.ts";
 import { CUBIN_ARCHS, findPtxas, formatPtxasReport, runPtxas } from "../backends/ptx/ptxas.ts";
 import { AOT_EMITS, type EmitRow } from "./compile_aot.ts";
@@ -18,6 +18,7 @@ import { checkSizeNames } from "./sizes.ts";
 import { didYouMean } from "../dsl/suggest.ts";
 import {
   compiledKernels,
+  compileForCli,
   compileOptions,
   kernelOption,
   parseSms,
@@ -290,7 +291,7 @@ async function run(values: Values, positionals: string[], io: CliIO): Promise<nu
   }
   const target = targetOf(values.target);
   const text = readSource(io, file);
-  const r = compile(text, {
+  const r = compileForCli(text, {
     ...compileOptions(file, {
       target,
       kernel: values.kernel,

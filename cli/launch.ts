@@ -6,9 +6,10 @@
  * @module
  */
 
-import { compile, type CompiledKernel } from "../compiler.ts";
+import type { CompiledKernel, CompileResult } from "../compiler.ts";
 import {
   compiledKernels,
+  compileForCli,
   compileOptions,
   groupsOf,
   parseScalars,
@@ -33,9 +34,9 @@ export interface Prepared {
   readonly groups: Record<string, number>[] | null;
   readonly seed: number;
   readonly scalars: Record<string, number>;
-  readonly result: ReturnType<typeof compile>;
+  readonly result: CompileResult;
   /** The same compile for another SM count (`run --tune` without `--sms`: the device's). */
-  readonly recompile: (sms: number) => ReturnType<typeof compile>;
+  readonly recompile: (sms: number) => CompileResult;
 }
 
 /** The options {@link prepare} reads. */
@@ -80,7 +81,7 @@ export function prepare(
   const sms = parseSms(values.sms);
   const text = readSource(io, file);
   const build = (sms: number | undefined) =>
-    compile(
+    compileForCli(
       text,
       compileOptions(file, {
         target,

@@ -237,3 +237,34 @@ Deno.test("check: an empty file says No kernel; every file is checked even after
     Deno.removeSync(dir, { recursive: true });
   }
 });
+
+Deno.test("--pdl-early: without --pdl, empty names, an output or no tensor are usage errors", async () => {
+  const file = "examples/bf16_gemm.gemm";
+  const cases: [string[], RegExp][] = [
+    [["--pdl-early", "W"], /--pdl-early needs --pdl/],
+    [["--pdl", "--pdl-early", "W,"], /Malformed --pdl-early "W,"/],
+    [["--pdl", "--pdl-early", "Y"], /--pdl-early: "Y" is a kernel's output/],
+    [["--pdl", "--pdl-early", "Wt"], /--pdl-early: "Wt" is no input tensor/],
+  ];
+  for (const cmd of ["compile", "simulate"]) {
+    for (const [args, says] of cases) {
+      const size = cmd === "simulate" ? ["--size", "Rows=7,Cols=40,Inner=24"] : [];
+      const r = await gemm(cmd, file, "--target", "sm90", ...size, ...args);
+      assertUsage(r, says, `${cmd} ${args.join(" ")}`);
+    }
+  }
+  // Named right, the kernel reads W before its wait and simulates with no hazard.
+  const ok = await gemm(
+    "simulate",
+    file,
+    "--target",
+    "sm90",
+    "--size",
+    "Rows=7,Cols=40,Inner=24",
+    "--pdl",
+    "--pdl-early",
+    "W",
+  );
+  assert.equal(ok.code, 0, ok.err);
+  assert.match(ok.out, /hazards: none/);
+});

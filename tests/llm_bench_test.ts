@@ -162,7 +162,10 @@ Deno.test("parseLlmArgs and selectedProblems: types, M, cuBLAS, target, errors",
   );
   const pdl = parseLlmArgs(["--target", "sm90", "--pdl", "--m", "16"]);
   assert.ok(typeof pdl === "object");
-  assert.deepEqual([pdl.pdl, pdl.target, pdl.m], [true, "sm90", [16]]);
+  assert.deepEqual([pdl.pdl, pdl.pdlEarly, pdl.target, pdl.m], [true, false, "sm90", [16]]);
+  const early = parseLlmArgs(["--target", "sm90", "--pdl-early"]);
+  assert.ok(typeof early === "object");
+  assert.deepEqual([early.pdl, early.pdlEarly], [true, true]);
   const sm90 = parseLlmArgs(["--target", "sm90"]);
   assert.ok(typeof sm90 === "object");
   assert.equal(sm90.target, "sm90");

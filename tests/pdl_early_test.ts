@@ -1,0 +1,181 @@
+/**
+ * The compile option `pdlEarly` (compiler.ts): tensors the previous grid does not write (an
+ * LLM's weights) may be read before `griddep.wait`. With B named, sm90's TMA producer arms the
+ * first stages of its block's first tile and copies B's boxes into them before its wait (each
+ * role then waits on its own), and the cp.async main loops issue their prologue's copies of B
+ * before it. Checked on lowered kernels of every form the llm shapes reach (sm80's cp.async
+ * skinny tile, TMA one block a tile, persistent on clusters of 2, persistent without), and with A
+ * named too: the simulator agrees at odd sizes with no hazard; the same kernel with the wait's
+ * `early` list emptied is reported (`global-before-griddep-wait`: its B copies come first), as
+ * is one whose wait names the output and comes after its stores (a write is never allowed
+ * early). Without the option the kernel is what it was; the option's misuses are refused.
+ */
+
+import assert from "node:assert/strict";
+import { compile, type CompiledKernel, type CompileOptions } from "../compiler.ts";
+import { simulateGemm } from "../harness/simulate_gemm.ts";
+import type { Kernel, Op } from "../ir/kernel.ts";
+import { printPtx } from "../backends/ptx/mod.ts";
+
+const SOURCE = Deno.readTextFileSync(new URL("../examples/bf16_gemm.gemm", import.meta.url));
+
+/** bf16_gemm's roles: X [Rows, Inner] is A, W [Cols, Inner] (a column-major B) the weights. */
+const decode = (Rows: number) => ({ Rows, Cols: 4096, Inner: 4096 });
+
+function compiled(options: CompileOptions): CompiledKernel {
+  const r = compile(SOURCE, { target: "sm90", sms: 132, ...options });
+  assert.ok(r.ok, r.diagnostics.map((d) => d.message).join("; "));
+  return r.kernels[0]!;
+}
+
+/** One kernel form: its size hints (none: the default tile), what is read early, and the sizes
+ * it is simulated at (odd: K not a multiple of the k-tile, M not of the tile). */
+interface Subject {
+  readonly name: string;
+  readonly hints?: Record<string, number>;
+  readonly early: string[];
+  readonly sizes: Record<string, number>;
+  /** The kernel's form, as its text says. */
+  readonly form: RegExp;
+}
+
+const SUBJECTS: Subject[] = [
+  {
+    name: "sm80's cp.async skinny tile (M = 16)",
+    hints: decode(16),
+    early: ["W"],
+    sizes: { Rows: 7, Cols: 136, Inner: 328 },
+    form: /threads 128,.*grid tiles 16x32/,
+  },
+  {
+    name: "TMA 64x32, one block a tile (M = 64)",
+    hints: decode(64),
+    early: ["W"],
+    sizes: { Rows: 33, Cols: 136, Inner: 528 },
+    form: /grid tiles 64x32/,
+  },
+  {
+    name: "persistent 64x64 on clusters of 2 (M = 128)",
+    hints: decode(128),
+    early: ["W"],
+    sizes: { Rows: 100, Cols: 136, Inner: 528 },
+    form: /grid tiles 64x64[^]*sreg nctaid\.x/,
+  },
+  {
+    name: "persistent 128x256 (the default tile), A and B early",
+    early: ["W", "X"],
+    sizes: { Rows: 33, Cols: 136, Inner: 200 },
+    form: /grid tiles 128x256[^]*sreg nctaid\.x/,
+  },
+  {
+    name: "TMA 64x32, A alone early",
+    hints: decode(64),
+    early: ["X"],
+    sizes: { Rows: 33, Cols: 136, Inner: 528 },
+    form: /grid tiles 64x32/,
+  },
+];
+
+function subjectKernel(s: Subject): CompiledKernel {
+  return compiled({
+    ...(s.hints !== undefined ? { sizeHints: s.hints } : {}),
+    pdl: true,
+    pdlEarly: s.early,
+  });
+}
+
+/** Every operation of a body, depth first. */
+function allOps(body: readonly Op[]): Op[] {
+  return body.flatMap((o) =>
+    o.op === "for"
+      ? [o, ...allOps(o.body)]
+      : o.op === "if"
+      ? [o, ...allOps(o.then), ...allOps(o.otherwise)]
+      : [o]
+  );
+}
+
+/** The body with every operation passed through `f` (null drops it), depth first. */
+function mapOps(body: readonly Op[], f: (o: Op) => Op | null): Op[] {
+  const out: Op[] = [];
+  for (const o of body) {
+    const x = o.op === "for"
+      ? { ...o, body: mapOps(o.body, f) }
+      : o.op === "if"
+      ? { ...o, then: mapOps(o.then, f), otherwise: mapOps(o.otherwise, f) }
+      : o;
+    const y = f(x);
+    if (y !== null) out.push(y);
+  }
+  return out;
+}
+
+const isWait = (o: Op) => o.op === "griddep" && o.action === "wait";
+
+for (const s of SUBJECTS) {
+  Deno.test(`pdlEarly: ${s.name}: early copies before the wait, agrees with no hazard`, () => {
+    const ck = subjectKernel(s);
+    assert.match(ck.kernelText, s.form);
+    const waits = allOps(ck.kernel.body).filter(isWait);
+    assert.ok(waits.length >= 1);
+    for (const w of waits) {
+      assert.ok(w.op === "griddep");
+      assert.deepEqual([...(w.early ?? [])].sort(), [...s.early].sort());
+    }
+    // The early copies come first in program order: the wait follows their comment.
+    const text = ck.kernelText;
+    const copies = text.search(/before the wait/);
+    assert.ok(copies >= 0 && copies < text.indexOf("griddep.wait"), text.slice(0, 2000));
+    // The L2 prefetch of B stays only where B is not copied early.
+    assert.equal(/asked of the L2/.test(text), !s.early.includes("W") && /cp\.async/.test(text));
+    const rep = simulateGemm(ck, s.sizes, { seed: 41 });
+    assert.deepEqual(rep.sim.hazards, []);
+    assert.ok(rep.ok);
+  });
+
+  Deno.test(`pdlEarly: ${s.name}: without the wait's early list, the copies are reported`, () => {
+    const ck = subjectKernel(s);
+    const body = mapOps(ck.kernel.body, (o) => (isWait(o) ? { op: "griddep", action: "wait" } : o));
+    const rep = simulateGemm({ ...ck, kernel: { ...ck.kernel, body } }, s.sizes, { seed: 41 });
+    const h = rep.sim.hazards.find((x) => x.kind === "global-before-griddep-wait");
+    assert.ok(h !== undefined, JSON.stringify(rep.sim.hazards.map((x) => x.kind)));
+    assert.match(h.op, /\b(tma|cpasync)\b/);
+  });
+}
+
+Deno.test("pdlEarly: a write before the wait is reported even where the wait names its tensor", () => {
+  const s = SUBJECTS[1]!;
+  const ck = subjectKernel(s);
+  const body = mapOps(ck.kernel.body, (o) => (isWait(o) ? null : o));
+  const late: Op = { op: "griddep", action: "wait", early: ["W", "X", "Y"] };
+  const mutant: Kernel = { ...ck.kernel, body: [...body, late] };
+  const rep = simulateGemm({ ...ck, kernel: mutant }, s.sizes, { seed: 41 });
+  const h = rep.sim.hazards.find((x) => x.kind === "global-before-griddep-wait");
+  assert.ok(h !== undefined, JSON.stringify(rep.sim.hazards.map((x) => x.kind)));
+  assert.match(h.message, /global store/);
+});
+
+Deno.test("pdlEarly: without it, or with pdl alone, the kernel is what it was", () => {
+  for (const hints of [decode(16), decode(128), undefined]) {
+    const h = hints === undefined ? {} : { sizeHints: hints };
+    const plain = compiled({ ...h, pdl: true });
+    const empty = compiled({ ...h, pdl: true, pdlEarly: [] });
+    assert.equal(printPtx([empty.kernel]), printPtx([plain.kernel]));
+    assert.doesNotMatch(plain.kernelText, /before the wait|early/);
+    // Named early, the same schedule: only the order of the copies and waits changes.
+    const early = compiled({ ...h, pdl: true, pdlEarly: ["W"] });
+    assert.equal(early.kernelText.split("\n")[1], plain.kernelText.split("\n")[1]);
+    assert.notEqual(printPtx([early.kernel]), printPtx([plain.kernel]));
+  }
+});
+
+Deno.test("pdlEarly: misuses are refused", () => {
+  const c = (o: CompileOptions) => () => compile(SOURCE, { target: "sm90", ...o });
+  assert.throws(c({ pdlEarly: ["W"] }), /pdlEarly needs pdl/);
+  assert.throws(c({ pdl: true, pdlEarly: ["Y"] }), /"Y" is a kernel's output/);
+  assert.throws(c({ pdl: true, pdlEarly: ["V"] }), /"V" is no input tensor/);
+  // A target without griddepcontrol compiles it to nothing, as pdl.
+  const r = compile(SOURCE, { target: "sm80", pdl: true, pdlEarly: ["W"] });
+  assert.ok(r.ok);
+  assert.doesNotMatch(r.kernels[0]!.kernelText, /griddep|before the wait/);
+});
