@@ -43,7 +43,10 @@
 #   early: the compile option pdlEarly (B, the weights, copied into the first stages before the
 #          wait): the PDL chain GPU tests (tests/gpu/pdl_test.ts), then the llm table's f16 rows at
 #          M = 1-256, N = K = 4096 with --pdl (base) and with --pdl-early, then s8 (M = 16, 128)
-#          and f16's N or K = 14336 rows at M = 16, 128 with --pdl-early.
+#          and f16's N or K = 14336 rows at M = 16, 128 with --pdl-early;
+#   early2: after call 1 of NOTES 86, same-run pairs of --pdl and --pdl-early (adjacent): f16 at
+#          M = 64, 128, 256 and s8 at M = 128 (N = K = 4096) at the defaults, f16 M = 128 on
+#          128x32x64 with 11 stages; then f16 M = 128 at K = 14336 on 128x32 against the default.
 # Everything lands in OUT/all.tgz, packed after each step. Deno on PATH. Not part of the
 # benchmark or of CI.
 #
@@ -63,6 +66,24 @@ if has early; then
   LLM_PDL=--pdl-early llm_rows "$W" early-s8 s8 16,128 4096x4096
   pack
   LLM_PDL=--pdl-early llm_rows "$W" early-long f16 16,128 14336x4096,4096x14336
+  pack
+fi
+if has early2; then
+  N32="threadblock 128x32x64; stages 11"
+  for spec in "f16:64,128,256:" "s8:128:" "f16:128:$N32"; do
+    IFS=: read -r t ms sched <<<"$spec"
+    for pdlf in --pdl --pdl-early; do
+      label="e2-$t-${ms//,/_}${sched:+-n32}${pdlf#--pdl}"
+      if [ -n "$sched" ]; then
+        LLM_PDL=$pdlf llm_rows "$W" "$label" "$t" "$ms" 4096x4096 "$sched"
+      else
+        LLM_PDL=$pdlf llm_rows "$W" "$label" "$t" "$ms" 4096x4096
+      fi
+      pack
+    done
+  done
+  llm_rows "$W" e2-k14336 f16 128 4096x14336
+  llm_rows "$W" e2-k14336-n32 f16 128 4096x14336 "$N32"
   pack
 fi
 W256="threadblock 128x256x64"
