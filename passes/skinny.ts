@@ -217,9 +217,10 @@ export interface SkinnyWgmmaChoice {
 const WGMMA_SKINNY_TILE: Shape3 = { m: 128, n: 128, k: 64 };
 
 /**
- * sm90's narrower skinny tiles, in order, where the 128x128 tiles neither fill the SMs nor
- * split a long K: two consumer warpgroups of 64 x 64 for M above 128, one for M up to 128, one
- * of 64 x 32 for M = 33-64.
+ * sm90's narrower skinny tiles, in order (the first whose grid fills 3/4 of the SMs in one wave),
+ * where the 128x128 tiles neither fill the SMs nor split a long K: two consumer warpgroups of 64 x
+ * 64 for M above 128, one of 64 x 32 for M = 33-64, two of 64 x 32 (128x32) or one of 64 x 64 on
+ * clusters for M = 65-128.
  * Measured with deep pipelines on an H100 (f16, `gemm run`, µs; bench/NOTES.md 73): M = 256,
  * N = K = 4096 128x64 20.7 against 25.5 for sm80's 128x64x128 (and 28.4 with 4 stages); M =
  * 128 64x64 18.0 against 20.0. The 64x64 tiles run on clusters of 2 (the two tile rows read B's
@@ -236,7 +237,12 @@ const WGMMA_SKINNY_TILE: Shape3 = { m: 128, n: 128, k: 64 };
  * that 64x64x128 at N = K = 4096 (NOTES 85, an H100, two calls: 10.3 and 10.2 against 11.0, PDL
  * 9.0 and 8.9 against 10.0) and lost at K = 14336 (26.9 / 27.2 against 26.5 / 26.6, PDL 25.6 /
  * 27.4 against 25.2 / 26.2), where f16's 128x32 tied its 64x64 at N = K = 4096 (NOTES 81): so
- * 8-bit types take 128x32 below K = 8192 and 64x64 from there, and f16 keeps 64x64.
+ * 8-bit types take 128x32 below K = 8192 and 64x64 from there. f16's 128x32 (one block a tile, 11
+ * stages) then beat its 64x64 on clusters in two calls at M = 128, N = K = 4096 (NOTES 86, an
+ * H100, the llm table's protocol, µs burst / sustained, PDL): 16.7 / 16.8 against 17.1 / 17.1
+ * (PDL 15.3 / 15.5 against 16.0 / 16.2), and 16.7 / 16.8 against 17.3 / 17.3 (PDL 15.3 / 15.7
+ * against 16.0 / 16.6), and lost at K = 14336 (49.9 against 47.3): so 16-bit types take it below
+ * K = 8192 too (bf16 inferred from f16).
  */
 const WGMMA_SKINNY_NARROW: readonly {
   readonly tile: Shape3;
@@ -252,9 +258,10 @@ const WGMMA_SKINNY_NARROW: readonly {
   readonly belowK?: number;
 }[] = [
   { tile: { m: 128, n: 64, k: 64 }, maxM: 256, bytes: [2] },
-  { tile: { m: 128, n: 32, k: 64 }, maxM: 128, bytes: [1], persistent: true, belowK: 8192 },
-  { tile: { m: 64, n: 64, k: 64 }, maxM: 128, cluster: 2, bytes: [1, 2] },
   { tile: { m: 64, n: 32, k: 64 }, maxM: 64, bytes: [2] },
+  { tile: { m: 128, n: 32, k: 64 }, maxM: 128, bytes: [1], persistent: true, belowK: 8192 },
+  { tile: { m: 128, n: 32, k: 64 }, maxM: 128, bytes: [2], belowK: 8192 },
+  { tile: { m: 64, n: 64, k: 64 }, maxM: 128, cluster: 2, bytes: [1, 2] },
 ];
 
 /** The fewest rows sm90's skinny wgmma tiles serve: below, sm80's skinny tiles (16 rows tall)
@@ -288,6 +295,7 @@ const WGMMA_SKINNY_SPLIT_MIN_K = 8192;
  * against 37.7 at K = 14336) and lost at N = K = 4096 (20.2 against 18.1); with deep pipelines
  * on an H100 they lost at M = 16 (NOTES 74: N = K = 4096 64x32 with 18 stages 19.8 against 16.2;
  * M = 64 64x64 split 2 19.6 against 19.7).
+ * At M = 65-128 below K = 8192, 128x32 comes first (16-bit: one block a tile; NOTES 86).
  * 8-bit types take only the narrow tiles of M = 65-128 where they make one wave: persistent
  * 128x32x128 below K = 8192, 64x64x128 on clusters from there (NOTES 79, 85); sm80's rule
  * elsewhere. Shortcuts: the other 8-bit rows are not measured on wgmma

@@ -46,7 +46,10 @@
 #          and f16's N or K = 14336 rows at M = 16, 128 with --pdl-early;
 #   early2: after call 1 of NOTES 86, same-run pairs of --pdl and --pdl-early (adjacent): f16 at
 #          M = 64, 128, 256 and s8 at M = 128 (N = K = 4096) at the defaults, f16 M = 128 on
-#          128x32x64 with 11 stages; then f16 M = 128 at K = 14336 on 128x32 against the default.
+#          128x32x64 with 11 stages; then f16 M = 128 at K = 14336 on 128x32 against the default;
+#   final86: after f16 and bf16 took 128x32 at M = 65-128 below K = 8192 (NOTES 86): the sm90
+#          skinny GPU tests and the PDL chain tests, then the llm table (--pdl) of f16 and bf16 at
+#          M = 16, 64, 128, 256, every (N, K).
 # Everything lands in OUT/all.tgz, packed after each step. Deno on PATH. Not part of the
 # benchmark or of CI.
 #
@@ -66,6 +69,11 @@ if has early; then
   LLM_PDL=--pdl-early llm_rows "$W" early-s8 s8 16,128 4096x4096
   pack
   LLM_PDL=--pdl-early llm_rows "$W" early-long f16 16,128 14336x4096,4096x14336
+  pack
+fi
+if has final86; then
+  gpu_tests tests/gpu/skinny_test.ts tests/gpu/pdl_test.ts --filter "/sm90|pdl chain/"
+  llm_rows "$W" llm86 f16,bf16 16,64,128,256 4096x4096,14336x4096,4096x14336
   pack
 fi
 if has early2; then

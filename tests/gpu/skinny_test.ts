@@ -55,10 +55,17 @@ const RUNS: readonly { type: string; size: string; expect: RegExp; target?: "sm9
     expect: /128x64x64 split 1 cluster 1/,
     target: "sm90",
   },
+  // 16-bit at M = 65-128 below K = 8192: 128x32 one block a tile (NOTES 86).
   {
     type: "bf16",
     size: "M=97,N=4072,K=4096",
-    expect: /64x64x64 split 1 cluster 2/,
+    expect: /128x32x64 split 1 cluster 1/,
+    target: "sm90",
+  },
+  {
+    type: "f16",
+    size: "M=128,N=4096,K=6152",
+    expect: /128x32x64 split 1 cluster 1/,
     target: "sm90",
   },
   {
