@@ -18,6 +18,7 @@ import { simulateGemm } from "../harness/simulate_gemm.ts";
 import { simulateGrouped } from "../harness/simulate_grouped.ts";
 import { SimError, type SimResult } from "../backends/sim/mod.ts";
 import type { Kernel, Op } from "../ir/kernel.ts";
+import { allOps, mapOps } from "./_kernel_ops.ts";
 import { printPtx } from "../backends/ptx/mod.ts";
 
 const EXAMPLES = new URL("../examples/", import.meta.url);
@@ -107,32 +108,6 @@ function simulated(
   const c = { ...ck, kernel };
   if (Array.isArray(s.sizes)) return simulateGrouped(c, s.sizes, { seed: 77 });
   return simulateGemm(c, s.sizes, { seed: 77 });
-}
-
-/** Every operation of a body, depth first. */
-function allOps(body: readonly Op[]): Op[] {
-  return body.flatMap((o) =>
-    o.op === "for"
-      ? [o, ...allOps(o.body)]
-      : o.op === "if"
-      ? [o, ...allOps(o.then), ...allOps(o.otherwise)]
-      : [o]
-  );
-}
-
-/** The body with every operation passed through `f` (null drops it), depth first. */
-function mapOps(body: readonly Op[], f: (o: Op) => Op | null): Op[] {
-  const out: Op[] = [];
-  for (const o of body) {
-    const x = o.op === "for"
-      ? { ...o, body: mapOps(o.body, f) }
-      : o.op === "if"
-      ? { ...o, then: mapOps(o.then, f), otherwise: mapOps(o.otherwise, f) }
-      : o;
-    const y = f(x);
-    if (y !== null) out.push(y);
-  }
-  return out;
 }
 
 const isWait = (o: Op) => o.op === "griddep" && o.action === "wait";

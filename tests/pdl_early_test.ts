@@ -15,6 +15,7 @@ import assert from "node:assert/strict";
 import { compile, type CompiledKernel, type CompileOptions } from "../compiler.ts";
 import { simulateGemm } from "../harness/simulate_gemm.ts";
 import type { Kernel, Op } from "../ir/kernel.ts";
+import { allOps, mapOps } from "./_kernel_ops.ts";
 import { printPtx } from "../backends/ptx/mod.ts";
 
 const SOURCE = Deno.readTextFileSync(new URL("../examples/bf16_gemm.gemm", import.meta.url));
@@ -55,8 +56,15 @@ const SUBJECTS: Subject[] = [
     form: /grid tiles 64x32/,
   },
   {
-    name: "persistent 64x64 on clusters of 2 (M = 128)",
+    name: "TMA 128x32, one block a tile (M = 128)",
     hints: decode(128),
+    early: ["W"],
+    sizes: { Rows: 100, Cols: 136, Inner: 528 },
+    form: /grid tiles 128x32/,
+  },
+  {
+    name: "persistent 64x64 on clusters of 2 (M = 128, K = 14336)",
+    hints: { Rows: 128, Cols: 4096, Inner: 14336 },
     early: ["W"],
     sizes: { Rows: 100, Cols: 136, Inner: 528 },
     form: /grid tiles 64x64[^]*sreg nctaid\.x/,
@@ -82,32 +90,6 @@ function subjectKernel(s: Subject): CompiledKernel {
     pdl: true,
     pdlEarly: s.early,
   });
-}
-
-/** Every operation of a body, depth first. */
-function allOps(body: readonly Op[]): Op[] {
-  return body.flatMap((o) =>
-    o.op === "for"
-      ? [o, ...allOps(o.body)]
-      : o.op === "if"
-      ? [o, ...allOps(o.then), ...allOps(o.otherwise)]
-      : [o]
-  );
-}
-
-/** The body with every operation passed through `f` (null drops it), depth first. */
-function mapOps(body: readonly Op[], f: (o: Op) => Op | null): Op[] {
-  const out: Op[] = [];
-  for (const o of body) {
-    const x = o.op === "for"
-      ? { ...o, body: mapOps(o.body, f) }
-      : o.op === "if"
-      ? { ...o, then: mapOps(o.then, f), otherwise: mapOps(o.otherwise, f) }
-      : o;
-    const y = f(x);
-    if (y !== null) out.push(y);
-  }
-  return out;
 }
 
 const isWait = (o: Op) => o.op === "griddep" && o.action === "wait";
@@ -156,7 +138,7 @@ Deno.test("pdlEarly: a write before the wait is reported even where the wait nam
 });
 
 Deno.test("pdlEarly: without it, or with pdl alone, the kernel is what it was", () => {
-  for (const hints of [decode(16), decode(128), undefined]) {
+  for (const hints of [decode(16), decode(128), decode(64), undefined]) {
     const h = hints === undefined ? {} : { sizeHints: hints };
     const plain = compiled({ ...h, pdl: true });
     const empty = compiled({ ...h, pdl: true, pdlEarly: [] });
