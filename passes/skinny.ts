@@ -87,13 +87,17 @@ export const SKINNY_TILES_16: readonly SkinnyClass[] = [
  * 23.0 against 29.4; at N = 8192 the general default's 128x64x256 (128 blocks, the
  * main benchmark's skinny s8 row, bench/NOTES.md 23) stays. No split-K for 8-bit
  * operands: it lost in the sweep (M = 128, K = 14336: 64x64x256 split 2 37.3 against
- * 28.3 unsplit) or tied (M = 16: 16x64x256 split 2 18.4 against 16x32x512's 18.2).
+ * 28.3 unsplit) or tied (M = 16: 16x64x256 split 2 18.4 against 16x32x512's 18.2). The same
+ * shared memory as 16x32x256 in 6 stages beat 16x32x512 in 3 on an H100 in three calls at M = 16,
+ * N = K = 4096 (NOTES 85, 86; the llm table's protocol, µs, PDL): 9.0 against 9.3 (7.9, 8.0),
+ * 9.2 against 9.4 (8.0, 8.1), 8.9 against 9.4 (7.9, 8.0), and at K = 14336 23.3 against 24.1
+ * (22.0, 22.5): M <= 16 takes it (sm80 and sm86 inferred from the H100, which runs this tile).
  */
 export const SKINNY_TILES_8: readonly SkinnyClass[] = [
   {
     maxM: 16,
     tiles: [
-      { m: 16, n: 32, k: 512, warp: { m: 16, n: 8 }, stages: 3 },
+      { m: 16, n: 32, k: 256, warp: { m: 16, n: 8 }, stages: 6 },
       { m: 16, n: 64, k: 256, warp: { m: 16, n: 16 }, stages: 4 },
       { m: 16, n: 128, k: 256, warp: { m: 16, n: 32 }, stages: 4 },
     ],

@@ -43,9 +43,9 @@ Deno.test("skinny: the rule picks the sweep's fastest schedules on the H200 (NOT
 });
 
 Deno.test("skinny: 8-bit operands take the 8-bit sweep's fastest schedules (NOTES 60)", () => {
-  assert.equal(pick(16, 4096, 4096, 1), "16x32x512 warp 16x8 stages 3 split 1");
+  assert.equal(pick(16, 4096, 4096, 1), "16x32x256 warp 16x8 stages 6 split 1");
   assert.equal(pick(16, 14336, 4096, 1), "16x128x256 warp 16x32 stages 4 split 1");
-  assert.equal(pick(16, 4096, 14336, 1), "16x32x512 warp 16x8 stages 3 split 1");
+  assert.equal(pick(16, 4096, 14336, 1), "16x32x256 warp 16x8 stages 6 split 1");
   assert.equal(pick(128, 4096, 4096, 1), "64x64x256 warp 32x32 stages 4 split 1");
   assert.equal(pick(128, 14336, 4096, 1), "128x112x128 warp 64x56 stages 4 split 1");
   assert.equal(pick(128, 4096, 14336, 1), "64x64x256 warp 32x32 stages 4 split 1");
