@@ -4,11 +4,12 @@
  * first stages of its block's first tile and copies B's boxes into them before its wait (each
  * role then waits on its own), and the cp.async main loops issue their prologue's copies of B
  * before it. Checked on lowered kernels of every form the llm shapes reach (sm80's cp.async
- * skinny tile, TMA one block a tile, persistent on clusters of 2, persistent without), and with A
- * named too: the simulator agrees at odd sizes with no hazard; the same kernel with the wait's
- * `early` list emptied is reported (`global-before-griddep-wait`: its B copies come first), as
- * is one whose wait names the output and comes after its stores (a write is never allowed
- * early). Without the option the kernel is what it was; the option's misuses are refused.
+ * skinny tile, TMA one block a tile, persistent on clusters of 2, persistent without), under the
+ * Stream-K, ping-pong and split-K schedules, and with A named too: the simulator agrees at odd
+ * sizes with no hazard; the same kernel with the wait's `early` list emptied is reported
+ * (`global-before-griddep-wait`: its B copies come first), as is one whose wait names the output
+ * and comes after its stores (a write is never allowed early). Without the option the kernel is
+ * what it was; the option's misuses are refused.
  */
 
 import assert from "node:assert/strict";
@@ -38,6 +39,8 @@ interface Subject {
   readonly sizes: Record<string, number>;
   /** The kernel's form, as its text says. */
   readonly form: RegExp;
+  /** A schedule line added to the source (absent: none). */
+  readonly schedule?: string;
 }
 
 const SUBJECTS: Subject[] = [
@@ -82,14 +85,28 @@ const SUBJECTS: Subject[] = [
     sizes: { Rows: 33, Cols: 136, Inner: 528 },
     form: /grid tiles 64x32/,
   },
+  ...["scheduler stream_k", "scheduler pingpong", "split_k 3"].map((schedule) => ({
+    name: `${schedule} (TMA)`,
+    early: ["W"],
+    sizes: { Rows: 300, Cols: 520, Inner: 1000 },
+    form: /threads 384/,
+    schedule,
+  })),
 ];
 
 function subjectKernel(s: Subject): CompiledKernel {
-  return compiled({
+  const source = s.schedule === undefined
+    ? SOURCE
+    : SOURCE.replace(/\}\s*$/, `  schedule {\n    ${s.schedule}\n  }\n}\n`);
+  const r = compile(source, {
+    target: "sm90",
+    sms: 132,
     ...(s.hints !== undefined ? { sizeHints: s.hints } : {}),
     pdl: true,
     pdlEarly: s.early,
   });
+  assert.ok(r.ok, r.diagnostics.map((d) => d.message).join("; "));
+  return r.kernels[0]!;
 }
 
 const isWait = (o: Op) => o.op === "griddep" && o.action === "wait";
