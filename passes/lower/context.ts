@@ -96,9 +96,11 @@ export class LowerContext {
    * Emits `griddep.wait` where the kernel has programmatic dependent launch and no wait is
    * emitted yet: each kernel builder calls it before the first global access of any thread
    * (the simulator reports one that comes first: `global-before-griddep-wait`).
+   *
+   * @param again Emit it even where one is emitted already (one a role: {@link gridWaitInRole}).
    */
-  gridWait(): void {
-    if (!this.gridDep.on || this.gridDep.waited) return;
+  gridWait(again = false): void {
+    if (!this.gridDep.on || (this.gridDep.waited && !again)) return;
     this.gridDep.waited = true;
     this.b.emit(ir.comment("programmatic dependent launch: the previous grid's memory from here"));
     const early = new Set(this.earlyOperands().map((r) => this.operandTensor(r)));
@@ -129,10 +131,8 @@ export class LowerContext {
    * before its wait, so each role waits on its own, before its own first global access.
    */
   gridWaitInRole(): void {
-    this.gridDep.waited = false;
-    this.gridDep.launched = false;
-    this.gridWait();
-    this.gridLaunch();
+    this.gridWait(true);
+    this.gridLaunch(true);
   }
 
   /**
@@ -144,9 +144,11 @@ export class LowerContext {
    * longer. The mma.sync and cp.async wgmma main loops trigger after their drain (the next
    * grid's prologue overlaps the epilogue and the last blocks); the TMA, persistent and grouped
    * kernels right after their wait (one grid ahead at most).
+   *
+   * @param again Emit it even where one is emitted already (one a role: {@link gridWaitInRole}).
    */
-  gridLaunch(): void {
-    if (!this.gridDep.on || this.gridDep.launched) return;
+  gridLaunch(again = false): void {
+    if (!this.gridDep.on || (this.gridDep.launched && !again)) return;
     this.gridDep.launched = true;
     this.b.emit(ir.gridDep("launch"));
   }

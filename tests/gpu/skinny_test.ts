@@ -34,6 +34,10 @@ const SRC = (t: string) => {
 `;
 };
 
+/** A run on the sm90 target. */
+const sm90 = (type: string, size: string, expect: RegExp) =>
+  ({ type, size, expect, target: "sm90" }) as const;
+
 const RUNS: readonly { type: string; size: string; expect: RegExp; target?: "sm90" }[] = [
   { type: "f16", size: "M=7,N=4088,K=4136", expect: /16x32x256/ },
   { type: "bf16", size: "M=1,N=4096,K=14344", expect: /16x64x128/ },
@@ -44,59 +48,24 @@ const RUNS: readonly { type: string; size: string; expect: RegExp; target?: "sm9
   { type: "s8", size: "M=100,N=14336,K=4096", expect: /128x112x128/ },
   // sm90's wgmma tiles (passes/skinny.ts skinnyWgmmaSchedule): unsplit at a wide N, split 4
   // at a long K; K not a multiple of 64.
-  { type: "bf16", size: "M=100,N=14336,K=4096", expect: /128x128x64 split 1/, target: "sm90" },
-  { type: "f16", size: "M=200,N=14336,K=4104", expect: /128x128x64 split 1/, target: "sm90" },
-  { type: "f16", size: "M=200,N=2048,K=14344", expect: /128x128x64 split 4/, target: "sm90" },
+  sm90("bf16", "M=100,N=14336,K=4096", /128x128x64 split 1/),
+  sm90("f16", "M=200,N=14336,K=4104", /128x128x64 split 1/),
+  sm90("f16", "M=200,N=2048,K=14344", /128x128x64 split 4/),
   // The narrower tiles where neither fills the SMs (bench/NOTES.md 73), deep pipelines; 64x64
   // on clusters of 2, ahead of a split K (NOTES 76).
-  {
-    type: "f16",
-    size: "M=250,N=4096,K=4104",
-    expect: /128x64x64 split 1 cluster 1/,
-    target: "sm90",
-  },
+  sm90("f16", "M=250,N=4096,K=4104", /128x64x64 split 1 cluster 1/),
   // 16-bit at M = 65-128 below K = 8192: 128x32 one block a tile (NOTES 86).
-  {
-    type: "bf16",
-    size: "M=97,N=4072,K=4096",
-    expect: /128x32x64 split 1 cluster 1/,
-    target: "sm90",
-  },
-  {
-    type: "f16",
-    size: "M=128,N=4096,K=6152",
-    expect: /128x32x64 split 1 cluster 1/,
-    target: "sm90",
-  },
-  {
-    type: "f16",
-    size: "M=128,N=4000,K=14344",
-    expect: /64x64x64 split 1 cluster 2/,
-    target: "sm90",
-  },
+  sm90("bf16", "M=97,N=4072,K=4096", /128x32x64 split 1 cluster 1/),
+  sm90("f16", "M=128,N=4096,K=6152", /128x32x64 split 1 cluster 1/),
+  sm90("f16", "M=128,N=4000,K=14344", /64x64x64 split 1 cluster 2/),
   // M = 33-64: 64x32 in one wave (NOTES 79).
-  { type: "f16", size: "M=50,N=4072,K=4104", expect: /64x32x64 split 1 cluster 1/, target: "sm90" },
-  { type: "bf16", size: "M=64,N=4096,K=14336", expect: /64x32x64 split 1/, target: "sm90" },
+  sm90("f16", "M=50,N=4072,K=4104", /64x32x64 split 1 cluster 1/),
+  sm90("bf16", "M=64,N=4096,K=14336", /64x32x64 split 1/),
   // s8 at M = 65-128: persistent 128x32x128 below K = 8192, 64x64x128 on clusters of 2 from
   // there (NOTES 79, 85); rows and columns short of a tile.
-  {
-    type: "s8",
-    size: "M=100,N=4096,K=4112",
-    expect: /128x32x128 split 1 cluster 1/,
-    target: "sm90",
-  },
-  {
-    type: "s8",
-    size: "M=77,N=4064,K=6160",
-    expect: /128x32x128 split 1 cluster 1/,
-    target: "sm90",
-  },
-  {
-    type: "s8",
-    size: "M=100,N=4096,K=14352",
-    expect: /64x64x128 split 1 cluster 2/,
-    target: "sm90",
-  },
+  sm90("s8", "M=100,N=4096,K=4112", /128x32x128 split 1 cluster 1/),
+  sm90("s8", "M=77,N=4064,K=6160", /128x32x128 split 1 cluster 1/),
+  sm90("s8", "M=100,N=4096,K=14352", /64x64x128 split 1 cluster 2/),
 ];
 
 for (const r of RUNS) {
