@@ -136,6 +136,16 @@ export class LowerContext {
   }
 
   /**
+   * A warp-specialized kernel's wait and trigger before its roles split: emitted here where no
+   * operand is read early, else by each role ({@link gridWaitInRole}, wgmma_ws.ts).
+   */
+  gridWaitBeforeRoles(): void {
+    if (this.earlyOperands().length > 0) return;
+    this.gridWait();
+    this.gridLaunch();
+  }
+
+  /**
    * Emits `griddep.launch` where the kernel has programmatic dependent launch and none is
    * emitted yet: the next grid may start once every block has run it. Not at the kernel's
    * start: measured on an H100 (bench/NOTES.md 71), a trigger there let the blocks of the next

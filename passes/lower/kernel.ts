@@ -65,10 +65,7 @@ function buildKernel(cx: LowerContext): Kernel {
       // Every role waits before the producer's first TMA copy (a shortcut: no L2 prefetch of
       // B's first boxes before the wait, as the mma.sync main loop has), or, with operands
       // read early, each role before its own first global access (wgmma_ws.ts).
-      if (cx.earlyOperands().length === 0) {
-        cx.gridWait();
-        cx.gridLaunch();
-      }
+      cx.gridWaitBeforeRoles();
       warpSpecializedTile(cx, origin, finish);
     } else finish(tileMainLoop(cx, origin));
   });
@@ -136,11 +133,7 @@ function buildPersistentKernel(cx: LowerContext): Kernel {
   const tb = k.plan.tile!.threadblock;
   const kparams = emitParams(cx);
   emitThreadIndices(cx);
-  // With operands read early, each role waits on its own (wgmma_ws.ts).
-  if (cx.earlyOperands().length === 0) {
-    cx.gridWait();
-    cx.gridLaunch();
-  }
+  cx.gridWaitBeforeRoles();
   const M = cx.dim(k.problem.m);
   const N = cx.dim(k.problem.n);
   const K = cx.dim(k.problem.k);
