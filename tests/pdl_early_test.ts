@@ -18,6 +18,8 @@ import { simulateGemm } from "../harness/simulate_gemm.ts";
 import type { Kernel, Op } from "../ir/kernel.ts";
 import { allOps, mapOps } from "./_kernel_ops.ts";
 import { printPtx } from "../backends/ptx/mod.ts";
+import { cSource } from "../backends/aot/c.ts";
+import { pythonModule } from "../backends/aot/python.ts";
 
 const SOURCE = Deno.readTextFileSync(new URL("../examples/bf16_gemm.gemm", import.meta.url));
 
@@ -177,4 +179,30 @@ Deno.test("pdlEarly: misuses are refused", () => {
   const r = compile(SOURCE, { target: "sm80", pdl: true, pdlEarly: ["W"] });
   assert.ok(r.ok);
   assert.doesNotMatch(r.kernels[0]!.kernelText, /griddep|before the wait/);
+});
+
+Deno.test("pdlEarly: the manifest, the C header and the Python docstring say what is read early", () => {
+  const early = compiled({ sizeHints: decode(64), pdl: true, pdlEarly: ["W"] });
+  const waits = compiled({ sizeHints: decode(64), pdl: true });
+  const plain = compiled({ sizeHints: decode(64) });
+  assert.deepEqual(early.manifest.pdl, { early: ["W"] });
+  assert.deepEqual(waits.manifest.pdl, { early: [] });
+  assert.equal(plain.manifest.pdl, undefined);
+  // sm80 has no griddepcontrol: pdl compiles to nothing, and the manifest says so.
+  const sm80 = compile(SOURCE, { target: "sm80", pdl: true, pdlEarly: ["W"] }).kernels[0]!;
+  assert.equal(sm80.manifest.pdl, undefined);
+  const one = (s: string) => s.replace(/\s*\n\s*(\* |# )?/g, " ");
+  const c = one(cSource([early]));
+  assert.match(
+    c,
+    /reads W before the wait \(pdlEarly\): after gemmc_set_pdl\(1\) the grid before it must not write W\./,
+  );
+  assert.match(one(cSource([waits])), /Compiled with pdl: it waits/);
+  assert.match(one(cSource([plain])), /Compiled without pdl: it does not wait/);
+  const py = one(pythonModule([early]));
+  assert.match(
+    py,
+    /reads W before the wait \(pdlEarly\): after pdl=True the grid before it must not write W\./,
+  );
+  assert.match(one(pythonModule([plain])), /Compiled without pdl/);
 });

@@ -72,6 +72,7 @@ import {
   cTensorMapTable,
 } from "./_tensor_map_c.ts";
 import { C_LAUNCH_FUNCTIONS, C_PDL_DECLS } from "./_pdl_c.ts";
+import { pdlNotes } from "./_pdl_doc.ts";
 
 /** C and C++ keywords a DSL name might be (they get a `_` appended), and the generated locals. */
 const RESERVED = new Set(
@@ -307,6 +308,7 @@ function kernelDecls(c: LaunchContract, a: CArgs): string {
       ]
       : []),
     ...cTensorMapDocs(a.maps),
+    ...pdlDoc(c),
     ` */`,
   ];
   const lines = [...doc, `gemmc_status ${a.fn}_launch(${signature(c, a)});`];
@@ -317,6 +319,11 @@ function kernelDecls(c: LaunchContract, a: CArgs): string {
     );
   }
   return lines.join("\n");
+}
+
+/** A kernel's comment lines on launching it after gemmc_set_pdl(1) (backends/aot/_pdl_doc.ts). */
+function pdlDoc(c: LaunchContract): string[] {
+  return pdlNotes(c, "gemmc_set_pdl(1)").map((l) => ` * ${l}`);
 }
 
 /** The implementation of one kernel's launch (and workspace size) function. */
@@ -437,6 +444,7 @@ function groupedDecls(m: KernelManifest, c: LaunchContract, a: CArgs): string {
         : "a runtime stride in elements, 0..2^63-1")
     ),
     ` * A tensor of 0 bytes (an expert without tokens) may have a null address.`,
+    ...pdlDoc(c),
     ` */`,
     `typedef struct ${f}_problem {`,
     ...fields.map((x) => `  ${x.type} ${x.c};`),

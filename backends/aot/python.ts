@@ -29,6 +29,7 @@ import {
 } from "../ptx/contract.ts";
 import { PYTHON_RUNTIME, runtimeNames } from "./_python_runtime.ts";
 import { PYTHON_SPARSE } from "./_python_sparse.ts";
+import { pdlNotes } from "./_pdl_doc.ts";
 import { problemContract } from "./_group.ts";
 import { withoutTensorMaps } from "../cuda/tensor_map.ts";
 import { pythonTensorMapDoc, pythonTensorMaps } from "./_python_tmap.ts";
@@ -213,15 +214,17 @@ function argNames(
   return { inputs, scalars: c.scalars.map((s) => [name(s.name), s.name]) };
 }
 
-/** A docstring's lines about the `pdl` keyword (backends/aot/_python_pdl.ts). */
-const PDL_DOC = [
-  "pdl: True launches as a programmatic dependent of the previous work in the stream (sm_90+:",
-  "    cuLaunchKernelEx with CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION): the kernel",
-  "    may start while the previous kernel finishes; kernels compiled with pdl for sm90 wait",
-  "    (griddepcontrol.wait) before touching global memory, so the results are those of a",
-  "    serialized launch. cuda-python only: the CuPy backend raises RuntimeError (so do",
-  "    cuda-python bindings before CUDA 11.8), nothing launched. Default False (cuLaunchKernel).",
-];
+/** A docstring's lines about the `pdl` keyword (backends/aot/_python_pdl.ts) for a kernel. */
+function pdlDoc(c: LaunchContract): string[] {
+  return [
+    "pdl: True launches as a programmatic dependent of the previous work in the stream (sm_90+:",
+    "    cuLaunchKernelEx with CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION): the kernel",
+    "    may start while the previous kernel finishes. cuda-python only: the CuPy backend raises",
+    "    RuntimeError (so do cuda-python bindings before CUDA 11.8), nothing launched. Default",
+    "    False (cuLaunchKernel).",
+    ...pdlNotes(c, "pdl=True").map((l) => "    " + l),
+  ];
+}
 
 /** The Python function of one kernel. */
 function kernelFunction(k: CompiledKernel, fnName: string): string {
@@ -258,7 +261,7 @@ function kernelFunction(k: CompiledKernel, fnName: string): string {
         "    leaves it zeroed); default: one kept per device and stream.",
       ]
       : []),
-    ...PDL_DOC,
+    ...pdlDoc(c),
     "Raises GemmcLaunchError (a ValueError) naming the tensor and the value; nothing is launched.",
   ];
   const ws = c.workspace !== null ? ", workspace=None" : "";
@@ -347,7 +350,7 @@ function groupedFunction(k: CompiledKernel, fnName: string): string {
       `    ${scalars[i]![0]}: ${s.dtype}` + (s.default !== null ? ` = ${s.default}` : " (required)")
     ),
     "stream: a torch/CuPy stream or a CUstream handle (default: the current stream).",
-    ...PDL_DOC,
+    ...pdlDoc(c),
   ];
   const q = JSON.stringify(c.name);
   const docstring = (lines: string[]) =>

@@ -180,6 +180,9 @@ export interface LaunchContract {
     readonly param: number;
     readonly bytesPerTile: number;
   } | null;
+  /** Compiled with programmatic dependent launch: the input tensors it reads before its
+   * `griddepcontrol.wait` (manifest.ts `ManifestPdl`); null: compiled without `pdl`. */
+  readonly pdl: { readonly early: readonly string[] } | null;
 }
 
 /**
@@ -266,6 +269,7 @@ export function launchContract(m: KernelManifest): LaunchContract {
     strides,
     scalars,
     workspace,
+    pdl: m.pdl ?? null,
   };
 }
 

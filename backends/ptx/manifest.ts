@@ -15,6 +15,7 @@ import {
   type GroupField,
   type Kernel,
   type KernelParam,
+  walkOps,
   workspaceBytes,
   workspaceParams,
 } from "../../ir/kernel.ts";
@@ -121,6 +122,19 @@ export interface KernelManifest {
   readonly workspace?: ManifestWorkspace;
   /** A grouped kernel's problem table (DESIGN §6.2); absent: an ordinary kernel. */
   readonly group?: ManifestGroup;
+  /** Compiled with programmatic dependent launch (compile option `pdl`, sm90): the kernel
+   * waits for the grid it depends on (`griddepcontrol.wait`) before it reads, and lets the next
+   * grid start after its main loop. Launched the ordinary way it runs as any other kernel.
+   * Absent: no wait (another target, or compiled without `pdl`). */
+  readonly pdl?: ManifestPdl;
+}
+
+/** What a kernel compiled with `pdl` asks of the grid it depends on ({@link KernelManifest}). */
+export interface ManifestPdl {
+  /** The input tensors it reads before its wait (compile option `pdlEarly`): a launch as a
+   * programmatic dependent promises that the grid it depends on does not write them (it may
+   * still be running). Empty: nothing is read before the wait. */
+  readonly early: readonly string[];
 }
 
 /**
@@ -196,7 +210,20 @@ export function kernelManifest(
       }
       : {}),
     ...(group !== undefined ? { group } : {}),
+    ...pdlOf(kernel),
   };
+}
+
+/** A kernel's {@link ManifestPdl}, from its `griddepcontrol.wait` operations (none: `{}`). */
+function pdlOf(kernel: Kernel): { pdl?: ManifestPdl } {
+  let waits = false;
+  const early = new Set<string>();
+  walkOps(kernel.body, (o) => {
+    if (o.op !== "griddep" || o.action !== "wait") return;
+    waits = true;
+    for (const name of o.early ?? []) early.add(name);
+  });
+  return waits ? { pdl: { early: [...early] } } : {};
 }
 
 /** The manifest's description of a sparse A's buffer (ManifestParam.sparse). */
