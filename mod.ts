@@ -146,7 +146,7 @@ export type { ProbeMetaCheck, ProbeMetaMismatch, ProbeResult } from "./harness/m
 export type { CudaLaunchOptions, LaunchConfig } from "./backends/cuda/driver.ts";
 export type { KernelArg } from "./backends/cuda/params.ts";
 export type { CudaEvent, OwnedHandle } from "./backends/cuda/resources.ts";
-export type { ManifestWorkspace } from "./backends/ptx/manifest.ts";
+export type { ManifestPdl, ManifestWorkspace } from "./backends/ptx/manifest.ts";
 export type { BankStatsByKind, RoleSchedule } from "./backends/sim/types.ts";
 export { TMAP_DATA_TYPES, TMAP_SWIZZLES } from "./ir/tensor_map.ts";
 export type {
