@@ -50,6 +50,9 @@
 #   final86: after f16 and bf16 took 128x32 at M = 65-128 below K = 8192 (NOTES 86): the sm90
 #          skinny GPU tests and the PDL chain tests, then the llm table (--pdl) of f16 and bf16 at
 #          M = 16, 64, 128, 256, N = K = 4096 (the rows whose kernels changed, and their neighbours).
+#   s8x:   M = 16, N = K = 4096 on two blocks an SM (each its own issuing warps, NOTES 73): s8's
+#          16x32x256 split 2 in 6 and 4 stages, 16x16x256 (256 blocks); f16's 16x32x256 split 2;
+#   s8t:   the s8 GPU tests of tests/gpu/skinny_test.ts (16x32x256 in 6 stages at M = 9 among them).
 # Everything lands in OUT/all.tgz, packed after each step. Deno on PATH. Not part of the
 # benchmark or of CI.
 #
@@ -92,6 +95,18 @@ if has early2; then
   done
   llm_rows "$W" e2-k14336 f16 128 4096x14336
   llm_rows "$W" e2-k14336-n32 f16 128 4096x14336 "$N32"
+  pack
+fi
+if has s8x; then
+  llm_variants "$W" s8x pack "s8:16:threadblock 16x32x256; warp 16x8x256; stages 6; split_k 2" \
+    "s8:16:threadblock 16x32x256; warp 16x8x256; stages 4; split_k 2" \
+    "s8:16:threadblock 16x16x256; warp 16x8x256; stages 6" \
+    "f16:16:threadblock 16x32x256; warp 16x8x256; stages 3; split_k 2"
+  llm_rows "$W" s8x-default s8,f16 16 4096x4096
+  pack
+fi
+if has s8t; then
+  gpu_tests tests/gpu/skinny_test.ts --filter s8
   pack
 fi
 W256="threadblock 128x256x64"
