@@ -98,7 +98,6 @@ export function mainLoop(cx: LowerContext, o: TileOrigin): Reg[][][] {
   const b = cx.b;
   const pipe = k.plan.pipeline!;
   const mp = k.plan.mma!;
-  const tb = k.plan.tile!.threadblock;
   const { m0, n0, M, N, K, bz, split, smem } = o;
   const copies = (role: "A" | "B", op: CopyOperand) => copySetup(cx, role, op, K, bz, smem);
   const sparse = sparseShape(cx) !== null;
@@ -122,30 +121,15 @@ export function mainLoop(cx: LowerContext, o: TileOrigin): Reg[][][] {
   const { kRem, kCount } = kTileRange(cx, K, split, aCopy, bCopy, metaCopy);
   const S = pipe.stages;
   const mTiles = acc.length;
-  const nTiles = acc[0]!.length;
   const writeOff = cx.mov("u32", imm(0), "wstage");
   const readOff = cx.mov("u32", imm(0), "rstage");
 
-  // A sparse A's metadata words of the k-tile in flight, loaded by issue(true) and
-  // stored by storeMeta() before the iteration's barrier (passes/lower/sparse.ts).
-  let metaWords: MetaWords | null = null;
-  const storeMeta = () => {
-    if (metaWords !== null) storeMetaWords(cx, metaCopy!, metaWords);
-    metaWords = null;
-  };
-  const issue = (deferMeta = false, roles: readonly ("A" | "B")[] = ["A", "B"]) => {
-    if (roles.includes("A")) {
-      issueCopies(cx, aCopy, pipe.a, writeOff, sparse ? keptRemaining(cx, kRem) : kRem);
-    }
-    if (roles.includes("B")) issueCopies(cx, bCopy, pipe.b, writeOff, kRem);
-    if (metaCopy !== null) {
-      metaWords = loadMetaWords(cx, metaCopy, writeOff, kRem);
-      if (!deferMeta) storeMeta();
-    }
-    b.emit(ir.commit());
-    b.emit(ir.bin("sub", "s32", kRem, kRem, imm(tb.k)));
-    advanceStage(cx, writeOff, S);
-  };
+  const { issue, storeMeta } = copyIssuer(
+    cx,
+    { A: aCopy, B: bCopy, meta: metaCopy },
+    kRem,
+    writeOff,
+  );
 
   // Before the previous grid's memory is ours: the L2 fetches B's first k-tiles meanwhile (or
   // the operands read early are copied).
@@ -160,22 +144,7 @@ export function mainLoop(cx: LowerContext, o: TileOrigin): Reg[][][] {
   b.emit(ir.wait(pipe.waitDepth));
   b.emit(ir.bar());
 
-  // Fragment buffers.
-  const fragRegs = (op: MmaShape["a"], tiles: number): Reg[][] =>
-    Array.from(
-      { length: tiles },
-      () =>
-        Array.from(
-          { length: op.regs },
-          () => b.reg(op.regType),
-        ),
-    );
-  const aBuf = [fragRegs(cx.shape.a, mTiles), fragRegs(cx.shape.a, mTiles)];
-  const bBuf = [fragRegs(cx.shape.b, nTiles), fragRegs(cx.shape.b, nTiles)];
-  const loadBoth = (kk: number, buf: number) => {
-    fragLoader(cx, aFrag, aBuf[buf]!, kk, readOff, pipe.a)(() => true);
-    fragLoader(cx, bFrag, bBuf[buf]!, kk, readOff, pipe.b)(() => true);
-  };
+  const { aBuf, bBuf, loadBoth } = fragmentBuffers(cx, { A: aFrag, B: bFrag }, acc, readOff);
   loadBoth(0, 0);
   const meta = metaFrag === null ? null : metaSteps(cx, metaFrag, mTiles, mp.kSteps, readOff);
 
@@ -205,6 +174,65 @@ export function mainLoop(cx: LowerContext, o: TileOrigin): Reg[][][] {
   b.emit(ir.wait(0));
   cx.gridLaunch();
   return acc;
+}
+
+/** The copies of one k-tile into the stage at `writeOff` (see {@link LoopState.issue}), and the
+ * deferred stores of a sparse A's metadata words. */
+function copyIssuer(
+  cx: LowerContext,
+  c: { readonly A: CopyPlan; readonly B: CopyPlan; readonly meta: MetaCopies | null },
+  kRem: Reg,
+  writeOff: Reg,
+): Pick<LoopState, "storeMeta"> & {
+  issue: (deferMeta?: boolean, roles?: readonly ("A" | "B")[]) => void;
+} {
+  const pipe = cx.k.plan.pipeline!;
+  const sparse = sparseShape(cx) !== null;
+  // A sparse A's metadata words of the k-tile in flight, loaded by issue(true) and
+  // stored by storeMeta() before the iteration's barrier (passes/lower/sparse.ts).
+  let metaWords: MetaWords | null = null;
+  const storeMeta = () => {
+    if (metaWords !== null) storeMetaWords(cx, c.meta!, metaWords);
+    metaWords = null;
+  };
+  const issue = (deferMeta = false, roles: readonly ("A" | "B")[] = ["A", "B"]) => {
+    if (roles.includes("A")) {
+      issueCopies(cx, c.A, pipe.a, writeOff, sparse ? keptRemaining(cx, kRem) : kRem);
+    }
+    if (roles.includes("B")) issueCopies(cx, c.B, pipe.b, writeOff, kRem);
+    if (c.meta !== null) {
+      metaWords = loadMetaWords(cx, c.meta, writeOff, kRem);
+      if (!deferMeta) storeMeta();
+    }
+    cx.b.emit(ir.commit());
+    cx.b.emit(ir.bin("sub", "s32", kRem, kRem, imm(cx.k.plan.tile!.threadblock.k)));
+    advanceStage(cx, writeOff, pipe.stages);
+  };
+  return { issue, storeMeta };
+}
+
+/** The two fragment buffers of A and of B (registers for each tile of the accumulators), and
+ * the loader of one k-step's fragments of both from the stage at `readOff`. */
+function fragmentBuffers(
+  cx: LowerContext,
+  frag: { readonly A: FragPlan; readonly B: FragPlan },
+  acc: Reg[][][],
+  readOff: Reg,
+): Pick<LoopState, "aBuf" | "bBuf" | "loadBoth"> {
+  const pipe = cx.k.plan.pipeline!;
+  const fragRegs = (op: MmaShape["a"], tiles: number): Reg[][] =>
+    Array.from(
+      { length: tiles },
+      () => Array.from({ length: op.regs }, () => cx.b.reg(op.regType)),
+    );
+  const [mTiles, nTiles] = [acc.length, acc[0]!.length];
+  const aBuf = [fragRegs(cx.shape.a, mTiles), fragRegs(cx.shape.a, mTiles)];
+  const bBuf = [fragRegs(cx.shape.b, nTiles), fragRegs(cx.shape.b, nTiles)];
+  const loadBoth = (kk: number, buf: number) => {
+    fragLoader(cx, frag.A, aBuf[buf]!, kk, readOff, pipe.a)(() => true);
+    fragLoader(cx, frag.B, bBuf[buf]!, kk, readOff, pipe.b)(() => true);
+  };
+  return { aBuf, bBuf, loadBoth };
 }
 
 /**
