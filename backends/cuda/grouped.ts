@@ -501,34 +501,16 @@ function dimsOf(p: ManifestParam): readonly (string | number)[] {
   return p.shape ?? [];
 }
 
-/**
- * The problems of a mixture-of-experts launch (PyTorch's grouped matrix
- * multiply with `offs`): problem g multiplies expert g's rows of A
- * (`offs[g-1] .. offs[g]`, `offs[-1] = 0`) by expert g's matrix of B into the
- * same rows of D. Addresses are bigints; an expert with no row is a problem
- * with M = 0 (no tile). The kernel's form must have only A, B and D, dense,
- * with A and D row-major.
- *
- * @param manifest The grouped kernel's manifest.
- * @param o The packed operands, `offs` and the sizes.
- * @returns One problem per expert, in order.
- * @throws {Error} For another form of kernel, bad `offs`, or buffers shorter than the views.
- * @example
- * ```ts
- * import { equal } from "node:assert/strict";
- * import { compile } from "../../compiler.ts";
- * import { moeProblems } from "./grouped.ts";
- * const ck = compile(`kernel e grouped { X: bf16[M, K] row  W: bf16[K, N] col  Y: bf16[M, N] row
- *   Y[m, n] = X[m, k] * W[k, n] }`).kernels[0]!;
- * const ps = moeProblems(ck.manifest,
- *   { a: 1n << 32n, b: 2n << 32n, d: 3n << 32n, offs: [5, 5, 12], sizes: { N: 64, K: 32 } });
- * equal(ps.length, 3);
- * equal(ps[1]!.sizes.M, 0);
- * equal(ps[2]!.buffers.X, (1n << 32n) + 5n * 32n * 2n); // row 5 of X
- * equal(ps[2]!.buffers.W, (2n << 32n) + 2n * 64n * 32n * 2n); // expert 2's matrix
- * ```
- */
-export function moeProblems(manifest: KernelManifest, o: MoeOperands): GroupedProblem[] {
+/** A grouped kernel's A, B and D and their dimensions, checked for the mixture-of-experts form
+ * ({@link moeProblems}): only A, B and D, dense, A and D row-major matrices, M a runtime size. */
+function moeForm(manifest: KernelManifest): {
+  A: ManifestParam;
+  B: ManifestParam;
+  D: ManifestParam;
+  mDim: string;
+  kDim: string | number;
+  nDim: string | number;
+} {
   const name = manifest.name;
   const g = manifest.group;
   if (g === undefined) {
@@ -572,7 +554,42 @@ export function moeProblems(manifest: KernelManifest, o: MoeOperands): GroupedPr
   if (typeof mDim !== "string") {
     throw new Error(`Kernel "${name}" fixes M = ${mDim}: the experts' rows need a runtime M`);
   }
-  const runtime = new Set(g.problem.filter((p) => p.kind === "dim").map((p) => p.name));
+  return { A, B, D, mDim, kDim, nDim };
+}
+
+/**
+ * The problems of a mixture-of-experts launch (PyTorch's grouped matrix
+ * multiply with `offs`): problem g multiplies expert g's rows of A
+ * (`offs[g-1] .. offs[g]`, `offs[-1] = 0`) by expert g's matrix of B into the
+ * same rows of D. Addresses are bigints; an expert with no row is a problem
+ * with M = 0 (no tile). The kernel's form must have only A, B and D, dense,
+ * with A and D row-major.
+ *
+ * @param manifest The grouped kernel's manifest.
+ * @param o The packed operands, `offs` and the sizes.
+ * @returns One problem per expert, in order.
+ * @throws {Error} For another form of kernel, bad `offs`, or buffers shorter than the views.
+ * @example
+ * ```ts
+ * import { equal } from "node:assert/strict";
+ * import { compile } from "../../compiler.ts";
+ * import { moeProblems } from "./grouped.ts";
+ * const ck = compile(`kernel e grouped { X: bf16[M, K] row  W: bf16[K, N] col  Y: bf16[M, N] row
+ *   Y[m, n] = X[m, k] * W[k, n] }`).kernels[0]!;
+ * const ps = moeProblems(ck.manifest,
+ *   { a: 1n << 32n, b: 2n << 32n, d: 3n << 32n, offs: [5, 5, 12], sizes: { N: 64, K: 32 } });
+ * equal(ps.length, 3);
+ * equal(ps[1]!.sizes.M, 0);
+ * equal(ps[2]!.buffers.X, (1n << 32n) + 5n * 32n * 2n); // row 5 of X
+ * equal(ps[2]!.buffers.W, (2n << 32n) + 2n * 64n * 32n * 2n); // expert 2's matrix
+ * ```
+ */
+export function moeProblems(manifest: KernelManifest, o: MoeOperands): GroupedProblem[] {
+  const name = manifest.name;
+  const { A, B, D, mDim, kDim, nDim } = moeForm(manifest);
+  const runtime = new Set(
+    manifest.group!.problem.filter((p) => p.kind === "dim").map((p) => p.name),
+  );
   const value = (d: string | number, letter: string): number => {
     if (typeof d === "number") return d;
     const v = o.sizes[d] ?? (runtime.has(letter) && letter !== d ? undefined : o.sizes[letter]);
