@@ -51,7 +51,8 @@ export const PDL_EARLY_OPTION = {
   value: "NAMES",
   help: "With --pdl: these input tensors (comma-separated, e.g. an LLM's weights) are not\n" +
     "written by the grid a launch depends on, so their loads may start before\n" +
-    "griddepcontrol.wait (sm90 TMA kernels fill their first stages with them). A\n" +
+    "griddepcontrol.wait (sm90 TMA kernels fill their first stages with those whose\n" +
+    "box is at least a quarter of a stage). A\n" +
     "promise: a tensor the previous grid writes would be read stale",
 } as const satisfies OptionSpec;
 
