@@ -381,7 +381,7 @@ function viewElements(v: ViewValues): number {
  * const c = { name: "k", entry: "k", block: [128, 1, 1], dynamicSmemBytes: 0,
  *   gridPlan: { m: "M", n: "N", batch: null, tileM: 64, tileN: 64, swizzle: 1, splitK: 1 },
  *   tensors: [A], dims: [], strides: [{ name: "lda", param: 3 }], scalars: [],
- *   workspace: null } as const;
+ *   workspace: null, pdl: null } as const;
  * ok(withStrideDefaults(c, { M: 4, K: 24 }).lda === 24);
  * ```
  */

@@ -52,6 +52,10 @@
 #          M = 16, 64, 128, 256, N = K = 4096 (the rows whose kernels changed, and their neighbours).
 #   s8x:   M = 16, N = K = 4096 on two blocks an SM (each its own issuing warps, NOTES 73): s8's
 #          16x32x256 split 2 in 6 and 4 stages, 16x16x256 (256 blocks); f16's 16x32x256 split 2;
+#   infer87: two rules inferred from f16, measured for the other types: bf16 at M = 128,
+#          N = K = 4096 on the default (128x32x64, one block a tile) against the 64x64 on clusters
+#          it replaced, adjacent; bf16 and tf32 at 512x4224x4096 on the default (WGMMA_FULL_WAVE:
+#          one wave of 128x128) against the tiles it replaced (128x224x64, 128x256x32);
 #   s8t:   the s8 GPU tests of tests/gpu/skinny_test.ts (16x32x256 in 6 stages at M = 9 among them).
 # Everything lands in OUT/all.tgz, packed after each step. Deno on PATH. Not part of the
 # benchmark or of CI.
@@ -103,6 +107,17 @@ if has s8x; then
     "s8:16:threadblock 16x16x256; warp 16x8x256; stages 6" \
     "f16:16:threadblock 16x32x256; warp 16x8x256; stages 3; split_k 2"
   llm_rows "$W" s8x-default s8,f16 16 4096x4096
+  pack
+fi
+if has infer87; then
+  llm_rows "$W" i87-bf16-128 bf16 128 4096x4096
+  llm_rows "$W" i87-bf16-128-64x64 bf16 128 4096x4096 "threadblock 64x64x64; stages 13; cluster 2"
+  pack
+  bench_sm90 "$W" i87-fw-default bf16,tf32 512x4224x4096
+  pack
+  bench_sm90 "$W" i87-fw-bf16-128x224 bf16 512x4224x4096 --schedule "threadblock 128x224x64"
+  pack
+  bench_sm90 "$W" i87-fw-tf32-128x256 tf32 512x4224x4096 --schedule "threadblock 128x256x32"
   pack
 fi
 if has s8t; then

@@ -29,7 +29,7 @@ for (const M of [1, 16, 64, 128, 256, 1024]) {
 }
 // Grids of 128x256 wgmma tiles between half the SMs and all of them (WGMMA_WAVE_FILL, NOTES 84).
 // and one wave of 128x128 over one wave of the default (WGMMA_FULL_WAVE, NOTES 85).
-for (const [M, N] of [[640, 3584], [768, 4096], [512, 4096], [512, 4224], [1024, 2048]]) {
+for (const [M, N] of [[640, 3584], [768, 4096], [512, 4096], [512, 4224], [1024, 2048]] as const) {
   hintsList.push({ M, N, K: 4096, L: 2 });
 }
 for (
