@@ -174,8 +174,6 @@ export function planGroupedLaunch(
 ): GroupedPlan {
   const c = problemContract(m);
   const bad: string[] = [];
-  const known = new Set(c.tensors.map((t) => t.name));
-  const dimNames = new Set([...c.dims, ...c.strides].map((d) => d.name));
   const all: Readonly<Record<string, number>>[] = [];
   const addresses: Record<string, bigint>[] = [];
   const spans: Span[] = [];
@@ -183,79 +181,14 @@ export function planGroupedLaunch(
     throw new TypeError(`Kernel "${m.name}": the problems must be an array`);
   }
   for (const [i, p] of problems.entries()) {
-    const at = (s: string) => `Problem ${i}: ${s}`;
-    const buffers: LaunchBuffers = p?.buffers ?? {};
-    const sizes: LaunchSizes = p?.sizes ?? {};
-    // Zero tiles (M or N is 0): the kernel reads nothing of the problem.
-    const dimsOk = c.dims.every((d) => Number.isInteger(sizes[d.name]) && sizes[d.name]! >= 0);
-    const tiles = dimsOk ? problemTiles(m.gridPlan, sizes) : NaN;
-    const sz = dimsOk ? withStrideDefaults(c, sizes) : sizes;
-    const bindings = new Map<string, TensorBinding>();
-    const addr: Record<string, bigint> = {};
-    c.tensors.forEach((t, ti) => {
-      const v = buffers[t.name];
-      const needed = !(tiles === 0 || (dimsOk && tensorBytes(t, sz) === 0));
-      if ((v === undefined || v === 0n) && !needed) {
-        // Not read: a stand-in for the checks (aligned, far from the others), 0 in the table.
-        bindings.set(t.name, { address: BigInt(ti + 1) << 44n, bytes: undefined });
-        addr[t.name] = 0n;
-        return;
-      }
-      if (v === undefined) return; // the contract names it
-      const b = bufferBinding(v, t.name);
-      if (typeof b === "string") {
-        bad.push(at(b));
-        bindings.set(t.name, { address: BigInt(ti + 1) << 44n, bytes: undefined });
-        return;
-      }
-      bindings.set(t.name, b);
-      addr[t.name] = b.address;
-    });
-    for (const n of Object.keys(buffers)) {
-      if (!known.has(n)) {
-        bad.push(at(`Kernel "${m.name}" has no tensor "${n}" (it has ${list(known)})`));
-      }
-    }
-    for (const n of Object.keys(sizes)) {
-      if (!dimNames.has(n)) {
-        bad.push(at(
-          `Kernel "${m.name}" has no runtime dimension or stride "${n}"` +
-            (dimNames.size === 0 ? " (its sizes are all fixed)" : ` (it has ${list(dimNames)})`),
-        ));
-      }
-    }
-    const own = launchViolations(c, sizes, bindings, new Map());
-    for (const v of own) bad.push(at(v));
-    if (own.length === 0 && tiles > 0) {
-      for (const t of c.tensors) {
-        const lo = addr[t.name] ?? 0n;
-        const n = BigInt(tensorBytes(t, sz));
-        if (lo !== 0n && n > 0n) {
-          spans.push({ lo, hi: lo + n, problem: i, name: t.name, output: t.output });
-        }
-      }
-    }
-    all.push(sz);
-    addresses.push(addr);
+    const one = checkProblem(m, c, i, p);
+    bad.push(...one.bad);
+    spans.push(...one.spans);
+    all.push(one.sizes);
+    addresses.push(one.addresses);
   }
   bad.push(...crossProblemOverlaps(spans));
-  // The scalars, once.
-  const sc = scalarContract(m);
-  const values = new Map<string, number>();
-  for (const s of sc.scalars) {
-    const v = scalars[s.name] ?? s.default ?? undefined;
-    if (v !== undefined) values.set(s.name, v);
-  }
-  const scalarNames = new Set(sc.scalars.map((s) => s.name));
-  for (const n of Object.keys(scalars)) {
-    if (!scalarNames.has(n)) {
-      bad.push(
-        `Kernel "${m.name}" has no scalar "${n}"` +
-          (scalarNames.size === 0 ? "" : ` (it has ${list(scalarNames)})`),
-      );
-    }
-  }
-  bad.push(...launchViolations(sc, {}, new Map(), values));
+  const values = groupedScalars(m, scalars, bad);
   if (bad.length > 0) throw new LaunchError(m.name, bad);
   let t: ReturnType<typeof groupTable>;
   try {
@@ -274,6 +207,105 @@ export function planGroupedLaunch(
     sizes: all,
     scalars: values,
   };
+}
+
+/** One problem of a grouped launch checked as an ordinary launch of the kernel's form would be
+ * ({@link planGroupedLaunch}): its sizes with every stride, its table addresses (0 for a tensor
+ * it does not read), the spans of its tensors, and what is wrong, each prefixed `Problem i:`. */
+function checkProblem(
+  m: KernelManifest,
+  c: LaunchContract,
+  i: number,
+  p: GroupedProblem,
+): {
+  sizes: Readonly<Record<string, number>>;
+  addresses: Record<string, bigint>;
+  spans: Span[];
+  bad: string[];
+} {
+  const bad: string[] = [];
+  const spans: Span[] = [];
+  const known = new Set(c.tensors.map((t) => t.name));
+  const dimNames = new Set([...c.dims, ...c.strides].map((d) => d.name));
+  const at = (s: string) => `Problem ${i}: ${s}`;
+  const buffers: LaunchBuffers = p?.buffers ?? {};
+  const sizes: LaunchSizes = p?.sizes ?? {};
+  // Zero tiles (M or N is 0): the kernel reads nothing of the problem.
+  const dimsOk = c.dims.every((d) => Number.isInteger(sizes[d.name]) && sizes[d.name]! >= 0);
+  const tiles = dimsOk ? problemTiles(m.gridPlan, sizes) : NaN;
+  const sz = dimsOk ? withStrideDefaults(c, sizes) : sizes;
+  const bindings = new Map<string, TensorBinding>();
+  const addr: Record<string, bigint> = {};
+  c.tensors.forEach((t, ti) => {
+    const v = buffers[t.name];
+    const needed = !(tiles === 0 || (dimsOk && tensorBytes(t, sz) === 0));
+    if ((v === undefined || v === 0n) && !needed) {
+      // Not read: a stand-in for the checks (aligned, far from the others), 0 in the table.
+      bindings.set(t.name, { address: BigInt(ti + 1) << 44n, bytes: undefined });
+      addr[t.name] = 0n;
+      return;
+    }
+    if (v === undefined) return; // the contract names it
+    const b = bufferBinding(v, t.name);
+    if (typeof b === "string") {
+      bad.push(at(b));
+      bindings.set(t.name, { address: BigInt(ti + 1) << 44n, bytes: undefined });
+      return;
+    }
+    bindings.set(t.name, b);
+    addr[t.name] = b.address;
+  });
+  for (const n of Object.keys(buffers)) {
+    if (!known.has(n)) {
+      bad.push(at(`Kernel "${m.name}" has no tensor "${n}" (it has ${list(known)})`));
+    }
+  }
+  for (const n of Object.keys(sizes)) {
+    if (!dimNames.has(n)) {
+      bad.push(at(
+        `Kernel "${m.name}" has no runtime dimension or stride "${n}"` +
+          (dimNames.size === 0 ? " (its sizes are all fixed)" : ` (it has ${list(dimNames)})`),
+      ));
+    }
+  }
+  const own = launchViolations(c, sizes, bindings, new Map());
+  for (const v of own) bad.push(at(v));
+  if (own.length === 0 && tiles > 0) {
+    for (const t of c.tensors) {
+      const lo = addr[t.name] ?? 0n;
+      const n = BigInt(tensorBytes(t, sz));
+      if (lo !== 0n && n > 0n) {
+        spans.push({ lo, hi: lo + n, problem: i, name: t.name, output: t.output });
+      }
+    }
+  }
+  return { sizes: sz, addresses: addr, spans, bad };
+}
+
+/** A grouped launch's scalar values (given, else the DSL defaults), checked once for all the
+ * problems; what is wrong is pushed onto `bad`. */
+function groupedScalars(
+  m: KernelManifest,
+  scalars: Readonly<Record<string, number>>,
+  bad: string[],
+): Map<string, number> {
+  const sc = scalarContract(m);
+  const values = new Map<string, number>();
+  for (const s of sc.scalars) {
+    const v = scalars[s.name] ?? s.default ?? undefined;
+    if (v !== undefined) values.set(s.name, v);
+  }
+  const scalarNames = new Set(sc.scalars.map((s) => s.name));
+  for (const n of Object.keys(scalars)) {
+    if (!scalarNames.has(n)) {
+      bad.push(
+        `Kernel "${m.name}" has no scalar "${n}"` +
+          (scalarNames.size === 0 ? "" : ` (it has ${list(scalarNames)})`),
+      );
+    }
+  }
+  bad.push(...launchViolations(sc, {}, new Map(), values));
+  return values;
 }
 
 /** The bytes a problem's tensor spans (from its address to the end of its view). */
