@@ -543,37 +543,7 @@ export function launchViolations(
   workspace?: TensorBinding,
 ): string[] {
   const bad: string[] = [];
-  let sizesOk = true;
-  for (const d of c.dims) {
-    const v = sizes[d.name];
-    if (v === undefined) {
-      bad.push(`Kernel "${c.name}": no size for dimension "${d.name}"`);
-      sizesOk = false;
-    } else if (!Number.isInteger(v) || v < 0 || v > MAX_DIM) {
-      bad.push(`Kernel "${c.name}": size ${d.name}=${v} is not an integer in 0..${MAX_DIM}`);
-      sizesOk = false;
-    }
-  }
-  if (sizesOk) {
-    const grid = contractGrid(c, sizes);
-    if (grid.some((g) => g < 1)) {
-      bad.push(
-        `Kernel "${c.name}": the sizes give an empty grid [${grid.join(", ")}]: ` +
-          "every output dimension must be at least 1",
-      );
-    }
-  }
-  // Strides (DESIGN.md §6.1): the values given, and those left out dense.
-  let sz = sizes;
-  for (const s of c.strides) {
-    const v = sizes[s.name];
-    if (v !== undefined && !(Number.isInteger(v) && v >= 0 && v < 2 ** 63)) {
-      bad.push(`Kernel "${c.name}": stride ${s.name}=${v} is not an integer in 0..${MAX_STRIDE}`);
-      sz = NO_SIZES;
-    }
-  }
-  if (sz === NO_SIZES) sizesOk = false;
-  else if (sizesOk && c.strides.length > 0) sz = withStrideDefaults(c, sizes);
+  const { sizesOk, sz } = sizeViolations(c, sizes, bad);
   // Launchers call this once per launch: numbers where an address is a safe
   // integer (every real device address is), no closures (backends/cuda/bind.ts).
   const ranges: Range[] = [];
@@ -610,6 +580,71 @@ export function launchViolations(
     }
     ranges.push(range(t, b.address, need));
   }
+  overlapViolations(ranges, sz, bad);
+  if (workspace !== undefined) {
+    bad.push(...workspaceViolations(c, sizes, sizesOk, workspace, ranges));
+  }
+  for (const s of c.scalars) {
+    const v = scalars.get(s.name);
+    if (v === undefined) bad.push(`No value for scalar "${s.name}"`);
+    else if (typeof v !== "number" || !Number.isFinite(s.ptx === "f32" ? Math.fround(v) : v)) {
+      bad.push(`Scalar "${s.name}" is ${v}: a finite ${s.dtype} is needed`);
+    } else if (s.ptx === "s32" && !(Number.isInteger(v) && v >= -(2 ** 31) && v < 2 ** 31)) {
+      bad.push(`Scalar "${s.name}" is ${v}: an s32 scalar needs a 32-bit integer`);
+    }
+  }
+  return bad;
+}
+
+/** {@link launchViolations}' checks of the dims (each given, in range, a grid of at least one
+ * block) and the strides (in range), pushed onto `bad`; `sz` has every stride where all are
+ * valid (`sizesOk`). */
+function sizeViolations(
+  c: LaunchContract,
+  sizes: Readonly<Record<string, number>>,
+  bad: string[],
+): { sizesOk: boolean; sz: Readonly<Record<string, number>> } {
+  let sizesOk = true;
+  for (const d of c.dims) {
+    const v = sizes[d.name];
+    if (v === undefined) {
+      bad.push(`Kernel "${c.name}": no size for dimension "${d.name}"`);
+      sizesOk = false;
+    } else if (!Number.isInteger(v) || v < 0 || v > MAX_DIM) {
+      bad.push(`Kernel "${c.name}": size ${d.name}=${v} is not an integer in 0..${MAX_DIM}`);
+      sizesOk = false;
+    }
+  }
+  if (sizesOk) {
+    const grid = contractGrid(c, sizes);
+    if (grid.some((g) => g < 1)) {
+      bad.push(
+        `Kernel "${c.name}": the sizes give an empty grid [${grid.join(", ")}]: ` +
+          "every output dimension must be at least 1",
+      );
+    }
+  }
+  // Strides (DESIGN.md §6.1): the values given, and those left out dense.
+  let sz = sizes;
+  for (const s of c.strides) {
+    const v = sizes[s.name];
+    if (v !== undefined && !(Number.isInteger(v) && v >= 0 && v < 2 ** 63)) {
+      bad.push(`Kernel "${c.name}": stride ${s.name}=${v} is not an integer in 0..${MAX_STRIDE}`);
+      sz = NO_SIZES;
+    }
+  }
+  if (sz === NO_SIZES) sizesOk = false;
+  else if (sizesOk && c.strides.length > 0) sz = withStrideDefaults(c, sizes);
+  return { sizesOk, sz };
+}
+
+/** An output's bytes overlapping an input's (but C that is D itself, in place), pushed onto
+ * `bad`. */
+function overlapViolations(
+  ranges: readonly Range[],
+  sz: Readonly<Record<string, number>>,
+  bad: string[],
+): void {
   for (const o of ranges) {
     if (!o.t.output) continue;
     for (const i of ranges) {
@@ -624,19 +659,6 @@ export function launchViolations(
       }
     }
   }
-  if (workspace !== undefined) {
-    bad.push(...workspaceViolations(c, sizes, sizesOk, workspace, ranges));
-  }
-  for (const s of c.scalars) {
-    const v = scalars.get(s.name);
-    if (v === undefined) bad.push(`No value for scalar "${s.name}"`);
-    else if (typeof v !== "number" || !Number.isFinite(s.ptx === "f32" ? Math.fround(v) : v)) {
-      bad.push(`Scalar "${s.name}" is ${v}: a finite ${s.dtype} is needed`);
-    } else if (s.ptx === "s32" && !(Number.isInteger(v) && v >= -(2 ** 31) && v < 2 ** 31)) {
-      bad.push(`Scalar "${s.name}" is ${v}: an s32 scalar needs a 32-bit integer`);
-    }
-  }
-  return bad;
 }
 
 /** A marker: some stride is out of range. */
