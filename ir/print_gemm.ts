@@ -142,29 +142,7 @@ function printDecisions(k: GemmKernel): string[] {
 export function printGemm(k: GemmKernel): string {
   const out: string[] = [];
   out.push(`gemm @${k.name}${k.grouped === true ? " grouped" : ""} target ${k.target} {`);
-  for (const p of k.params) {
-    if (p.kind === "tensor" && p.role === "A_meta") {
-      // Its storage is u32 words (ir/gemm.ts Param): say whose pattern, over which dims.
-      out.push(
-        `  tensor ${p.name}: metadata of ${p.dtype}[${
-          p.dims.map(dim).join(", ")
-        }] ${p.layout} role A_meta`,
-      );
-    } else if (p.kind === "tensor") {
-      out.push(
-        `  tensor ${p.name}: ${p.dtype}[${p.dims.map(dim).join(", ")}] ${p.layout}${
-          p.sparse === true ? " sparse" : ""
-        }${
-          p.strides === undefined ? "" : ` strides(${p.strides.map(dim).join(", ")})`
-        } align ${p.align}` +
-          ` role ${p.role}`,
-      );
-    } else {
-      out.push(
-        `  scalar ${p.name}: ${p.dtype}${p.default === null ? "" : ` = ${p.default}`}`,
-      );
-    }
-  }
+  out.push(...printParams(k));
   out.push(`  dims (${k.dims.join(", ")})`);
   if (k.strides !== undefined) out.push(`  strides (${k.strides.join(", ")})`);
   const pr = k.problem;
@@ -191,6 +169,45 @@ export function printGemm(k: GemmKernel): string {
     }`,
   );
   out.push(`  schedule ${printSchedule(k.schedule)}`);
+  out.push(...printPlan(k));
+  out.push(...printDecisions(k));
+  out.push(`}`);
+  return out.join("\n") + "\n";
+}
+
+/** printGemm's lines of the parameters: each tensor, with its shape, layout and role, and each
+ * scalar. */
+function printParams(k: GemmKernel): string[] {
+  const out: string[] = [];
+  for (const p of k.params) {
+    if (p.kind === "tensor" && p.role === "A_meta") {
+      // Its storage is u32 words (ir/gemm.ts Param): say whose pattern, over which dims.
+      out.push(
+        `  tensor ${p.name}: metadata of ${p.dtype}[${
+          p.dims.map(dim).join(", ")
+        }] ${p.layout} role A_meta`,
+      );
+    } else if (p.kind === "tensor") {
+      out.push(
+        `  tensor ${p.name}: ${p.dtype}[${p.dims.map(dim).join(", ")}] ${p.layout}${
+          p.sparse === true ? " sparse" : ""
+        }${
+          p.strides === undefined ? "" : ` strides(${p.strides.map(dim).join(", ")})`
+        } align ${p.align}` +
+          ` role ${p.role}`,
+      );
+    } else {
+      out.push(
+        `  scalar ${p.name}: ${p.dtype}${p.default === null ? "" : ` = ${p.default}`}`,
+      );
+    }
+  }
+  return out;
+}
+
+/** printGemm's lines of the plan the passes filled in so far (none before gemm-tile). */
+function printPlan(k: GemmKernel): string[] {
+  const out: string[] = [];
   const pl = k.plan;
   if (pl.tile !== undefined) {
     const t = pl.tile;
@@ -242,7 +259,5 @@ export function printGemm(k: GemmKernel): string {
         `k-steps ${m.kSteps}, ~${m.regEstimate} registers`,
     );
   }
-  out.push(...printDecisions(k));
-  out.push(`}`);
-  return out.join("\n") + "\n";
+  return out;
 }
