@@ -106,34 +106,12 @@ export function stridedCostMain(command: string): boolean {
     runDense();
     runStrided();
     // Check: sampled elements against float64, and the strided D's padding untouched.
-    const a = decodeTensor(aBytes, t, M * lda);
-    const b = decodeTensor(bBytes, t, N * ldb);
-    const gotS = decodeTensor(dS.download(new Uint8Array(M * ldd * 2)), t, M * ldd);
-    const gotD = decodeTensor(dD.download(new Uint8Array(M * N * 2)), t, M * N);
-    let worst = 0;
-    for (let s = 0; s < 64; s++) {
-      const m = rng.int(0, M - 1), n = rng.int(0, N - 1);
-      let ref = 0, mag = 0;
-      for (let k = 0; k < K; k++) {
-        const p = a[m * lda + k]! * b[n * ldb + k]!;
-        ref += p;
-        mag += Math.abs(p);
-      }
-      // K f32 roundings of the sum, then one rounding to the 16-bit output.
-      const bound = K * 2 ** -23 * mag + Math.abs(ref) * (t === "f16" ? 2 ** -10 : 2 ** -7);
-      for (const got of [gotS[m * ldd + n]!, gotD[m * N + n]!]) {
-        const e = Math.abs(got - ref) / bound;
-        worst = Number.isFinite(e) ? Math.max(worst, e) : Infinity;
-      }
-    }
-    let padOk = true;
-    for (let m = 0; m < M && padOk; m += 97) {
-      for (let n = N; n < ldd; n++) if (!Number.isNaN(gotS[m * ldd + n]!)) padOk = false;
-    }
-    const ok = worst <= 1 && padOk;
-    const check = `${ok ? "ok" : "FAILED"} (worst error/bound ${worst.toFixed(3)}, padding ${
-      padOk ? "untouched" : "WRITTEN"
-    })`;
+    const check = checkStrided(t, rng, {
+      a: decodeTensor(aBytes, t, M * lda),
+      b: decodeTensor(bBytes, t, N * ldb),
+      strided: decodeTensor(dS.download(new Uint8Array(M * ldd * 2)), t, M * ldd),
+      dense: decodeTensor(dD.download(new Uint8Array(M * N * 2)), t, M * N),
+    });
     const est = (2 * M * N * K) / 500e12 * 1e3;
     const bd = timeBurst(cuda, runDense, est).ms, bs = timeBurst(cuda, runStrided, est).ms;
     const bd2 = timeBurst(cuda, runDense, est).ms, bs2 = timeBurst(cuda, runStrided, est).ms;
@@ -150,11 +128,66 @@ export function stridedCostMain(command: string): boolean {
         `${bd2.toFixed(3)}/${bs2.toFixed(3)} ms; sustained ${sd.toFixed(3)}/${ss.toFixed(3)} ms`,
     );
   }
+  const text = stridedReport(rows, command, cuda.device.name, sms);
+  console.log(text);
+  const path = freshResultPath(
+    new URL("results", import.meta.url).pathname,
+    `strided-${new Date().toISOString().slice(0, 10)}`,
+    ".md",
+  );
+  Deno.writeTextFileSync(path, text);
+  console.log(`Recorded in ${path}.`);
+  return rows.every((r) => r.check.startsWith("ok"));
+}
+
+/** The strided and dense outputs decoded, with the inputs ({@link checkStrided}). */
+interface StridedOutputs {
+  readonly a: ArrayLike<number>;
+  readonly b: ArrayLike<number>;
+  readonly strided: ArrayLike<number>;
+  readonly dense: ArrayLike<number>;
+}
+
+/** 64 sampled elements of both outputs against float64 within the bound of K f32 roundings and
+ * one to the 16-bit output, and the strided D's padding (poisoned) untouched: "ok (...)" or
+ * "FAILED (...)". */
+function checkStrided(t: "f16" | "bf16", rng: Rng, o: StridedOutputs): string {
+  const N = SIZE, M = SIZE, K = SIZE;
+  const lda = K + PAD, ldb = K + PAD, ldd = N + PAD;
+  const { a, b } = o;
+  let worst = 0;
+  for (let s = 0; s < 64; s++) {
+    const m = rng.int(0, M - 1), n = rng.int(0, N - 1);
+    let ref = 0, mag = 0;
+    for (let k = 0; k < K; k++) {
+      const p = a[m * lda + k]! * b[n * ldb + k]!;
+      ref += p;
+      mag += Math.abs(p);
+    }
+    // K f32 roundings of the sum, then one rounding to the 16-bit output.
+    const bound = K * 2 ** -23 * mag + Math.abs(ref) * (t === "f16" ? 2 ** -10 : 2 ** -7);
+    for (const got of [o.strided[m * ldd + n]!, o.dense[m * N + n]!]) {
+      const e = Math.abs(got - ref) / bound;
+      worst = Number.isFinite(e) ? Math.max(worst, e) : Infinity;
+    }
+  }
+  let padOk = true;
+  for (let m = 0; m < M && padOk; m += 97) {
+    for (let n = N; n < ldd; n++) if (!Number.isNaN(o.strided[m * ldd + n]!)) padOk = false;
+  }
+  const ok = worst <= 1 && padOk;
+  return `${ok ? "ok" : "FAILED"} (worst error/bound ${worst.toFixed(3)}, padding ${
+    padOk ? "untouched" : "WRITTEN"
+  })`;
+}
+
+/** The recorded table of the rows, with the target met or missed. */
+function stridedReport(rows: readonly Row[], command: string, device: string, sms: number): string {
   const tf = (ms: number) => ((2 * SIZE ** 3) / (ms * 1e-3) / 1e12).toFixed(0);
   const lines = [
     `# Strided against dense, ${SIZE}³ (${new Date().toISOString().slice(0, 10)})`,
     "",
-    `\`${command}\` on ${cuda.device.name}. TN, 16-bit output; strided: lda = ldb = K + ${PAD}, ` +
+    `\`${command}\` on ${device}. TN, 16-bit output; strided: lda = ldb = K + ${PAD}, ` +
     `ldd = N + ${PAD} (runtime stride parameters); the same schedule (size hints, ${sms} SMs). ` +
     "Burst: the faster of two alternating burst medians; sustained: after 1.5 s of load.",
     "",
@@ -176,16 +209,7 @@ export function stridedCostMain(command: string): boolean {
       ? "met."
       : "MISSED."),
   ];
-  const text = lines.join("\n") + "\n";
-  console.log(text);
-  const path = freshResultPath(
-    new URL("results", import.meta.url).pathname,
-    `strided-${new Date().toISOString().slice(0, 10)}`,
-    ".md",
-  );
-  Deno.writeTextFileSync(path, text);
-  console.log(`Recorded in ${path}.`);
-  return rows.every((r) => r.check.startsWith("ok"));
+  return lines.join("\n") + "\n";
 }
 
 if (import.meta.main) {
