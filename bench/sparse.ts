@@ -444,80 +444,10 @@ export function sparseBenchMain(command: string, options: SparseBenchOptions = {
   {
     using cuda = Cuda.open();
     device = cuda.device.name;
-    let ceil = new Map<SparseBenchType, SparseCeiling>();
-    if (options.ceiling !== false) {
-      try {
-        // As bench/sparse_peak.ts measures them, the plain `mma.sp` only.
-        const label = (r: SparsePeakRow) => `mma.sp ${r.type}`;
-        const { rows } = sparsePeaks(cuda, { types, variants: ["mma.sp"], label });
-        ceil = new Map(
-          rows.map((r) => [r.type as SparseBenchType, { burst: r.burst, sustained: r.sustained }]),
-        );
-      } catch (e) {
-        console.error(`mma.sp ceiling not measured: ${errText(e)}`);
-      }
-    }
-    for (const t of types) {
-      console.log(`${t}: drawing the inputs (${M}x${K} A with the pattern, ${K}x${N} B)`);
-      const host = hostInputs(t, M, N, K);
-      const bufs: DeviceBuffer[] = [];
-      const closers: (() => void)[] = [];
-      try {
-        const dense = prepare(cuda, t, false, sizes, host, bufs, closers);
-        const sparse = prepare(cuda, t, true, sizes, host, bufs, closers);
-        const ms: Record<"dense" | "sparse", Record<SparseState, number | null>> = {
-          dense: { burst: null, sustained: null },
-          sparse: { burst: null, sustained: null },
-        };
-        const notes: Record<"dense" | "sparse", string> = { dense: "", sparse: "" };
-        const timed = [["dense", dense], ["sparse", sparse]] as const;
-        for (const state of SPARSE_STATES) {
-          for (const [which, p] of timed) {
-            if (!p.ok || notes[which] !== "") continue;
-            try {
-              ms[which][state] = state === "burst"
-                ? timeBurst(cuda, p.launch, timeIt(cuda, p.launch, 1, 2)).ms
-                : timeSustained(cuda, p.launch, ms[which].burst ?? timeIt(cuda, p.launch, 1, 2));
-            } catch (e) {
-              notes[which] = `; timing failed: ${errText(e)}`;
-            }
-          }
-        }
-        const fig = (which: "dense" | "sparse", p: Prepared): KernelFigures =>
-          notes[which] === ""
-            ? { ...p.fig, ms: ms[which] }
-            : { ...p.fig, status: "error", note: p.fig.note + notes[which], ms: ms[which] };
-        const row: SparseBenchRow = {
-          type: t,
-          dense: fig("dense", dense),
-          sparse: fig("sparse", sparse),
-          peers: [],
-          ceiling: ceil.get(t) ?? null,
-        };
-        rows.push(row);
-        for (const [which, k] of [["dense", row.dense], ["sparse", row.sparse]] as const) {
-          console.log(
-            `${t} ${which}: ${k.status}: ${k.note}; burst ${fx(k.ms.burst, 3)} ms, ` +
-              `sustained ${fx(k.ms.sustained, 3)} ms`,
-          );
-        }
-      } finally {
-        for (const c of closers) {
-          try {
-            c();
-          } catch {
-            // the context's close releases it
-          }
-        }
-        for (const b of bufs) {
-          try {
-            b.free();
-          } catch {
-            // as above
-          }
-        }
-      }
-    }
+    const ceil = options.ceiling === false
+      ? new Map<SparseBenchType, SparseCeiling>()
+      : sparseCeilings(cuda, types);
+    for (const t of types) rows.push(sparseBenchRow(cuda, t, sizes, ceil.get(t) ?? null));
   }
   // The peers, in the same run, once our context is closed (their own process and context).
   let peersNote: string | null = "peers skipped (--no-peers)";
@@ -596,6 +526,94 @@ export function parseSparseArgs(args: readonly string[]): SparseBenchOptions | s
     } else return `unknown argument ${a}`;
   }
   return out;
+}
+
+/** The `mma.sp` ceilings of the types, as bench/sparse_peak.ts measures them (the plain `mma.sp`
+ * only); none where that fails (said on stderr). */
+function sparseCeilings(
+  cuda: Cuda,
+  types: readonly SparseBenchType[],
+): Map<SparseBenchType, SparseCeiling> {
+  try {
+    const label = (r: SparsePeakRow) => `mma.sp ${r.type}`;
+    const { rows } = sparsePeaks(cuda, { types, variants: ["mma.sp"], label });
+    return new Map(
+      rows.map((r) => [r.type as SparseBenchType, { burst: r.burst, sustained: r.sustained }]),
+    );
+  } catch (e) {
+    console.error(`mma.sp ceiling not measured: ${errText(e)}`);
+    return new Map();
+  }
+}
+
+/** One type's row: its dense and sparse kernels prepared, checked and timed in both states
+ * (printed as they are), their buffers and modules released after. */
+function sparseBenchRow(
+  cuda: Cuda,
+  t: SparseBenchType,
+  sizes: { M: number; N: number; K: number },
+  ceiling: SparseCeiling | null,
+): SparseBenchRow {
+  const { M, N, K } = sizes;
+  console.log(`${t}: drawing the inputs (${M}x${K} A with the pattern, ${K}x${N} B)`);
+  const host = hostInputs(t, M, N, K);
+  const bufs: DeviceBuffer[] = [];
+  const closers: (() => void)[] = [];
+  try {
+    const dense = prepare(cuda, t, false, sizes, host, bufs, closers);
+    const sparse = prepare(cuda, t, true, sizes, host, bufs, closers);
+    const ms: Record<"dense" | "sparse", Record<SparseState, number | null>> = {
+      dense: { burst: null, sustained: null },
+      sparse: { burst: null, sustained: null },
+    };
+    const notes: Record<"dense" | "sparse", string> = { dense: "", sparse: "" };
+    const timed = [["dense", dense], ["sparse", sparse]] as const;
+    for (const state of SPARSE_STATES) {
+      for (const [which, p] of timed) {
+        if (!p.ok || notes[which] !== "") continue;
+        try {
+          ms[which][state] = state === "burst"
+            ? timeBurst(cuda, p.launch, timeIt(cuda, p.launch, 1, 2)).ms
+            : timeSustained(cuda, p.launch, ms[which].burst ?? timeIt(cuda, p.launch, 1, 2));
+        } catch (e) {
+          notes[which] = `; timing failed: ${errText(e)}`;
+        }
+      }
+    }
+    const fig = (which: "dense" | "sparse", p: Prepared): KernelFigures =>
+      notes[which] === ""
+        ? { ...p.fig, ms: ms[which] }
+        : { ...p.fig, status: "error", note: p.fig.note + notes[which], ms: ms[which] };
+    const row: SparseBenchRow = {
+      type: t,
+      dense: fig("dense", dense),
+      sparse: fig("sparse", sparse),
+      peers: [],
+      ceiling,
+    };
+    for (const [which, k] of [["dense", row.dense], ["sparse", row.sparse]] as const) {
+      console.log(
+        `${t} ${which}: ${k.status}: ${k.note}; burst ${fx(k.ms.burst, 3)} ms, ` +
+          `sustained ${fx(k.ms.sustained, 3)} ms`,
+      );
+    }
+    return row;
+  } finally {
+    for (const c of closers) {
+      try {
+        c();
+      } catch {
+        // the context's close releases it
+      }
+    }
+    for (const b of bufs) {
+      try {
+        b.free();
+      } catch {
+        // as above
+      }
+    }
+  }
 }
 
 if (import.meta.main) {
