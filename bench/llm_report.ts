@@ -298,11 +298,39 @@ function rowCells(r: LlmRow, pdl: boolean): string[] {
  * @returns The text.
  */
 export function llmReport(info: LlmRunInfo, rows: readonly LlmRow[]): string {
-  const tb = (x: number) => (x / 1e12).toFixed(2);
   const pdl = info.pdl === true;
   const lines = [
     `# Skinny GEMMs of LLM inference, issue 22 (${info.date})`,
     "",
+    llmMethod(info),
+    "",
+    `| type | M | N | K | schedule | check | ours µs | ${pdl ? "ours+PDL µs | " : ""}cuBLAS µs | ` +
+    `floor µs | ours/floor | ${
+      pdl ? "ours+PDL/floor | " : ""
+    }cuBLAS/floor | cuBLAS/ours | target |`,
+    `| --- | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ${
+      pdl ? "---: | ---: | " : ""
+    }--- |`,
+    ...rows.map((r) => `| ${rowCells(r, pdl).join(" | ")} |`),
+    "",
+    "Pairs are burst / sustained.",
+    "",
+    "## Targets (issue 22: share of the floor)",
+    "",
+    ...llmTargetLines(rows, pdl),
+    "",
+    "## Series and checks",
+    "",
+    ...llmSeriesLines(rows, pdl),
+  ];
+  return lines.join("\n") + "\n";
+}
+
+/** The paragraph of llmReport's table: the kernels, the timing protocol, the floor and PDL. */
+function llmMethod(info: LlmRunInfo): string {
+  const tb = (x: number) => (x / 1e12).toFixed(2);
+  const pdl = info.pdl === true;
+  return (
     `\`${info.command}\` on ${info.device}; cuBLAS: ${info.cublas}. A [M, K] row, B col, ` +
     "D [M, N] row (bench/kernels/*.gemm), " +
     (info.schedule === undefined
@@ -333,22 +361,14 @@ export function llmReport(info: LlmRunInfo, rows: readonly LlmRow[]): string {
             "`pdlEarly` for B (the weights, which the previous launch does not write): its " +
             "copies of B into the first stages start before the wait, A's after it."
           : "")
-      : ""),
-    "",
-    `| type | M | N | K | schedule | check | ours µs | ${pdl ? "ours+PDL µs | " : ""}cuBLAS µs | ` +
-    `floor µs | ours/floor | ${
-      pdl ? "ours+PDL/floor | " : ""
-    }cuBLAS/floor | cuBLAS/ours | target |`,
-    `| --- | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ${
-      pdl ? "---: | ---: | " : ""
-    }--- |`,
-    ...rows.map((r) => `| ${rowCells(r, pdl).join(" | ")} |`),
-    "",
-    "Pairs are burst / sustained.",
-    "",
-    "## Targets (issue 22: share of the floor)",
-    "",
-  ];
+      : "")
+  );
+}
+
+/** llmReport's lines of the targets: each targeted row's share against its target (ours, and
+ * ours+PDL with --pdl), and how many are met. */
+function llmTargetLines(rows: readonly LlmRow[], pdl: boolean): string[] {
+  const lines: string[] = [];
   const targeted = rows.flatMap((r) => {
     const t = llmTarget(r);
     return t === null ? [] : [{ r, t }];
@@ -385,7 +405,12 @@ export function llmReport(info: LlmRunInfo, rows: readonly LlmRow[]): string {
       } of ${n} sustained.`,
     );
   }
-  lines.push("", "## Series and checks", "");
+  return lines;
+}
+
+/** llmReport's lines of each row's series (launches, hold, host pacing, clock) and check. */
+function llmSeriesLines(rows: readonly LlmRow[], pdl: boolean): string[] {
+  const lines: string[] = [];
   const side = (name: string, s: SideFigures | null) =>
     s === null
       ? ""
@@ -401,7 +426,7 @@ export function llmReport(info: LlmRunInfo, rows: readonly LlmRow[]): string {
         }`,
     );
   }
-  return lines.join("\n") + "\n";
+  return lines;
 }
 
 /** The line printed as each row completes (with ours+PDL's time and share where the row has them). */
