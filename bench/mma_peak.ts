@@ -97,7 +97,61 @@ export function peakKernel(
   const b = new KernelBuilder();
   const frame = peakParams(b);
   const { iters, tid } = frame;
-  const wide = s.regBits === 64;
+  const { operand, hashed } = operandRegs(b, tid, s.regBits === 64);
+  const As = operands === "fixed"
+    ? [operand(s.a.regs, 1)]
+    : Array.from({ length: OPERAND_SETS }, (_, j) => hashed(s.a.regs, 2 * j + 1, s.aType));
+  const Bs = operands === "fixed"
+    ? [operand(s.b.regs, 7)]
+    : Array.from({ length: OPERAND_SETS }, (_, j) => hashed(s.b.regs, 2 * j + 2, s.bType));
+  const metas = sp === undefined
+    ? []
+    : (sp.aType === "tf32" ? META_WORDS_TF32 : META_WORDS).slice(0, As.length).map((w) => {
+      const r = b.reg("b32");
+      b.emit(ir.mov(r, imm(w)));
+      return r;
+    });
+  const accType = s.c.regType;
+  const acc: Reg[][] = Array.from(
+    { length: accumulators },
+    () =>
+      Array.from({ length: s.c.regs }, () => {
+        const r = b.reg(accType);
+        b.emit(ir.mov(r, imm(0)));
+        return r;
+      }),
+  );
+  const i = b.reg("u32", "i");
+  b.for(i, imm(0), iters, 1, () => {
+    acc.forEach((c, j) => {
+      const a = As[j % As.length]!;
+      const bb = Bs[Math.floor(j / As.length) % Bs.length]!;
+      const meta = metas[j % As.length];
+      b.emit(
+        meta === undefined
+          ? ir.mma(s.name, c, a, bb, c)
+          : ir.mma(s.name, c, a, bb, c, { meta, selector: 0, ordered }),
+      );
+    });
+  });
+  return peakFinish(
+    b,
+    `peak_${s.name.replaceAll(".", "_")}${
+      accumulators === PEAK_ACCUMULATORS ? "" : `_a${accumulators}`
+    }${operands === "fixed" ? "" : "_rand"}${ordered && sp !== undefined ? "_ord" : ""}`,
+    frame,
+    acc.map((c) => c[0]!),
+    accType,
+  );
+}
+
+/** A peak kernel's operand fragments from the thread index: `operand` fixed, small finite values;
+ * `hashed` random-looking bits of finite values of the operand type (|x| in [0.5, 1)), as in a
+ * GEMM on random data. `wide`: 64-bit registers (f64). */
+function operandRegs(b: KernelBuilder, tid: Reg, wide: boolean): {
+  operand: (n: number, salt: number) => Reg[];
+  hashed: (n: number, salt: number, t: MmaShape["aType"]) => Reg[];
+} {
   // Operand registers: finite, small values from the thread index.
   const operand = (n: number, salt: number): Reg[] =>
     Array.from({ length: n }, (_, i) => {
@@ -148,51 +202,7 @@ export function peakKernel(
         : [0xffffffff, 0];
       return cvt("b32.u32", "b32", u32("or", u32("and", h, keep), set));
     });
-  const As = operands === "fixed"
-    ? [operand(s.a.regs, 1)]
-    : Array.from({ length: OPERAND_SETS }, (_, j) => hashed(s.a.regs, 2 * j + 1, s.aType));
-  const Bs = operands === "fixed"
-    ? [operand(s.b.regs, 7)]
-    : Array.from({ length: OPERAND_SETS }, (_, j) => hashed(s.b.regs, 2 * j + 2, s.bType));
-  const metas = sp === undefined
-    ? []
-    : (sp.aType === "tf32" ? META_WORDS_TF32 : META_WORDS).slice(0, As.length).map((w) => {
-      const r = b.reg("b32");
-      b.emit(ir.mov(r, imm(w)));
-      return r;
-    });
-  const accType = s.c.regType;
-  const acc: Reg[][] = Array.from(
-    { length: accumulators },
-    () =>
-      Array.from({ length: s.c.regs }, () => {
-        const r = b.reg(accType);
-        b.emit(ir.mov(r, imm(0)));
-        return r;
-      }),
-  );
-  const i = b.reg("u32", "i");
-  b.for(i, imm(0), iters, 1, () => {
-    acc.forEach((c, j) => {
-      const a = As[j % As.length]!;
-      const bb = Bs[Math.floor(j / As.length) % Bs.length]!;
-      const meta = metas[j % As.length];
-      b.emit(
-        meta === undefined
-          ? ir.mma(s.name, c, a, bb, c)
-          : ir.mma(s.name, c, a, bb, c, { meta, selector: 0, ordered }),
-      );
-    });
-  });
-  return peakFinish(
-    b,
-    `peak_${s.name.replaceAll(".", "_")}${
-      accumulators === PEAK_ACCUMULATORS ? "" : `_a${accumulators}`
-    }${operands === "fixed" ? "" : "_rand"}${ordered && sp !== undefined ? "_ord" : ""}`,
-    frame,
-    acc.map((c) => c[0]!),
-    accType,
-  );
+  return { operand, hashed };
 }
 
 /** A peak kernel's parameters and the thread index. */
