@@ -2,8 +2,9 @@
 # Issue 22/23: the next call, written before it ran (2026-12-06, after bench/NOTES.md 83; the
 # earlier plan of this name ran as calls 1-2 of NOTES 81). Steps tests, fill, bf16, fill2, fill3,
 # ncu and llm (M = 16, 128, 1024) ran as calls 1-3 of NOTES 84; llms8, s8v, ncu2, fill4, s8r (with its llm rows as s8r2)
-# and full as calls 1-4 of NOTES 85; the default STEPS are what NOTES 85 leaves for the next call
-# (f16m, and the llm table, which wants the H200). Steps:
+# and full as calls 1-4 of NOTES 85; f16m, early, early2, final86 as calls 1-4 of NOTES 86; s8x
+# and s8t as call 1 of NOTES 87. The default STEPS are what NOTES 87 leaves for the next call
+# (infer87; on an H200 also llm and llms8). Steps:
 #   tests: tests/gpu/wgmma_test.ts --filter 224 (the 128x224 case with a column bias, staged rows
 #          of 28 vectors) and tests/gpu/skinny_test.ts --filter sm90;
 #   fill:  WGMMA_WAVE_FILL's unmeasured grids: f16 at 768x4096x4096 (96 blocks of 128x256) and
@@ -63,7 +64,7 @@
 # Usage: bash bench/research/next_call.sh OUT   (STEPS: any of the steps above)
 set -u
 . bench/research/_gemm_run_rows.sh
-call_start next_call "${1:?usage: next_call.sh OUT}" "early f16m"
+call_start next_call "${1:?usage: next_call.sh OUT}" "infer87"
 if has tests; then
   gpu_tests tests/gpu/wgmma_test.ts tests/gpu/skinny_test.ts --filter "/224|sm90/"
 fi
