@@ -724,3 +724,21 @@ export function walkOps(
     }
   }
 }
+
+/**
+ * What a kernel's `griddepcontrol.wait` operations say (compile option `pdl`): null where it has
+ * none, else the tensors it reads before them (their `early` lists, compile option `pdlEarly`).
+ *
+ * @param body The kernel's operations.
+ * @returns The early tensors (empty: none), or null without a wait.
+ */
+export function gridWaitEarly(body: readonly Op[]): readonly string[] | null {
+  let waits = false;
+  const early = new Set<string>();
+  walkOps(body, (o) => {
+    if (o.op !== "griddep" || o.action !== "wait") return;
+    waits = true;
+    for (const name of o.early ?? []) early.add(name);
+  });
+  return waits ? [...early] : null;
+}

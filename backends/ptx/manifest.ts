@@ -12,10 +12,10 @@ import { type PtxTarget, targetInfo } from "../../ir/target.ts";
 import {
   gridFor,
   type GridPlan,
+  gridWaitEarly,
   type GroupField,
   type Kernel,
   type KernelParam,
-  walkOps,
   workspaceBytes,
   workspaceParams,
 } from "../../ir/kernel.ts";
@@ -216,14 +216,8 @@ export function kernelManifest(
 
 /** A kernel's {@link ManifestPdl}, from its `griddepcontrol.wait` operations (none: `{}`). */
 function pdlOf(kernel: Kernel): { pdl?: ManifestPdl } {
-  let waits = false;
-  const early = new Set<string>();
-  walkOps(kernel.body, (o) => {
-    if (o.op !== "griddep" || o.action !== "wait") return;
-    waits = true;
-    for (const name of o.early ?? []) early.add(name);
-  });
-  return waits ? { pdl: { early: [...early] } } : {};
+  const early = gridWaitEarly(kernel.body);
+  return early === null ? {} : { pdl: { early } };
 }
 
 /** The manifest's description of a sparse A's buffer (ManifestParam.sparse). */

@@ -10,11 +10,11 @@
  */
 
 import {
+  gridWaitEarly,
   type Kernel,
   type Op,
   type Reg,
   type RegType,
-  walkOps,
   workspaceParams,
 } from "../../ir/kernel.ts";
 import { tallyWavefronts } from "../../ir/smem_banks.ts";
@@ -299,15 +299,9 @@ export class Machine {
     this.mb = hasOps(kernel, mbarOps) ? new MbarState(this) : null;
     const maps = tensorMaps(kernel, this.paramValues);
     this.tma = hasOps(kernel, ["tma"]) ? new TmaState(this, maps) : null;
-    let gridWait = false;
-    const early = new Set<string>();
-    walkOps(kernel.body, (o) => {
-      if (o.op !== "griddep" || o.action !== "wait") return;
-      gridWait = true;
-      for (const name of o.early ?? []) early.add(name);
-    });
-    this.gridWaited = gridWait ? new Uint8Array(this.T) : null;
-    this.gridEarly = new Set(this.gNames.flatMap((n, i) => early.has(n) ? [i] : []));
+    const early = gridWaitEarly(kernel.body);
+    this.gridWaited = early !== null ? new Uint8Array(this.T) : null;
+    this.gridEarly = new Set(this.gNames.flatMap((n, i) => early?.includes(n) ? [i] : []));
     this.#growCp(256);
   }
 
