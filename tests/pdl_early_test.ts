@@ -18,7 +18,6 @@ import { simulateGemm } from "../harness/simulate_gemm.ts";
 import type { Kernel, Op } from "../ir/kernel.ts";
 import { allOps, mapOps } from "./_kernel_ops.ts";
 import { printPtx } from "../backends/ptx/mod.ts";
-import { EARLY_MIN_STAGE_SHARE } from "../passes/lower/context.ts";
 import { cSource } from "../backends/aot/c.ts";
 import { pythonModule } from "../backends/aot/python.ts";
 
@@ -178,9 +177,13 @@ Deno.test("pdlEarly: a TMA box under a quarter of the stage is not read early", 
   const plain = compiled({ ...h, pdl: true });
   const early = compiled({ ...h, pdl: true, pdlEarly: ["W"] });
   assert.match(early.kernelText, /grid tiles 128x32/);
-  assert.ok(EARLY_MIN_STAGE_SHARE > 1 / 5 && EARLY_MIN_STAGE_SHARE <= 1 / 3);
   assert.equal(printPtx([early.kernel]), printPtx([plain.kernel]));
   assert.deepEqual(early.manifest.pdl, { early: [] });
+  // The other side of the bound (EARLY_MIN_STAGE_SHARE): 64x32's W box, 4 of its stage's 12 KB,
+  // is read early.
+  const third = compiled({ sizeHints: decode(64), pdl: true, pdlEarly: ["W"] });
+  assert.match(third.kernelText, /grid tiles 64x32/);
+  assert.deepEqual(third.manifest.pdl, { early: ["W"] });
 });
 
 Deno.test("pdlEarly: misuses are refused", () => {
