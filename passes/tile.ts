@@ -523,9 +523,11 @@ export const WGMMA_WAVE_FILL = 1 / 2;
  * 512x4096x4096, TFLOP/s burst / sustained, cuBLAS in each run; bench/NOTES.md 85): 128 blocks of
  * 128x128x128 916.9 / 900.0 against 76 of the default 128x224x128, 698.1 / 712.0 (and 723.5 /
  * 870.1 against 689.6 / 715.4 in a disturbed earlier run). Where 128x128 takes two waves the wide
- * tile wins (640 rows: 813 against 680; 768: 956 against 781). 16-bit types reach this only
- * where N / 128 is odd (M = 512, N = 4224: 68 blocks of 128x256 against 132 of 128x128),
- * inferred from s8 and from f16's 128 blocks against 64 (WGMMA_WAVE_FILL).
+ * tile wins (640 rows: 813 against 680; 768: 956 against 781). Other types reach this only
+ * where N / 128 is odd (M = 512, N = 4224: 68 blocks of 128x256 or 128x224 against 132 of
+ * 128x128), measured there on the same H100 against the tile each replaced: f16 557.6 / 520.6
+ * against 128x224's 452.7 / 432.5 (NOTES 85), bf16 554.2 / 533.4 against 128x224's 448.5 / 444.9,
+ * tf32 294.6 / 278.6 against 128x256x32's 214.3 / 218.0 (NOTES 88). u8 is inferred from s8.
  */
 export const WGMMA_FULL_WAVE = 15 / 16;
 

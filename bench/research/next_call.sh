@@ -57,6 +57,8 @@
 #          N = K = 4096 on the default (128x32x64, one block a tile) against the 64x64 on clusters
 #          it replaced, adjacent; bf16 and tf32 at 512x4224x4096 on the default (WGMMA_FULL_WAVE:
 #          one wave of 128x128) against the tiles it replaced (128x224x64, 128x256x32);
+#   pdlt:  the PDL chain GPU tests (tests/gpu/pdl_test.ts) after NOTES 87's review changed their
+#          cases (128x32 a pdl-only chain, the clustered 64x64 the early one);
 #   s8t:   the s8 GPU tests of tests/gpu/skinny_test.ts (16x32x256 in 6 stages at M = 9 among them).
 # Everything lands in OUT/all.tgz, packed after each step. Deno on PATH. Not part of the
 # benchmark or of CI.
@@ -64,7 +66,7 @@
 # Usage: bash bench/research/next_call.sh OUT   (STEPS: any of the steps above)
 set -u
 . bench/research/_gemm_run_rows.sh
-call_start next_call "${1:?usage: next_call.sh OUT}" "infer87"
+call_start next_call "${1:?usage: next_call.sh OUT}" "pdlt infer87"
 if has tests; then
   gpu_tests tests/gpu/wgmma_test.ts tests/gpu/skinny_test.ts --filter "/224|sm90/"
 fi
@@ -109,6 +111,9 @@ if has s8x; then
     "f16:16:threadblock 16x32x256; warp 16x8x256; stages 3; split_k 2"
   llm_rows "$W" s8x-default s8,f16 16 4096x4096
   pack
+fi
+if has pdlt; then
+  gpu_tests tests/gpu/pdl_test.ts
 fi
 if has infer87; then
   llm_rows "$W" i87-bf16-128 bf16 128 4096x4096
