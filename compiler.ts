@@ -52,7 +52,7 @@ export interface CompileOptions extends SourceOptions {
    * With `pdl`: tensors that the grid a launch depends on does not write (an LLM's weights),
    * by name. Their loads may start before `griddepcontrol.wait`: on sm90's TMA kernels the
    * producer fills the first stages of the ring with their boxes before the wait (those of at
-   * least a quarter of a stage's bytes: passes/lower/context.ts `EARLY_MIN_STAGE_SHARE`;
+   * least a quarter of a stage's bytes: passes/lower/early.ts `EARLY_MIN_STAGE_SHARE`;
    * the manifest's `pdl.early` lists what a kernel does read early), and the
    * mma.sync and cp.async kernels issue their prologue's copies of them before it (in place of
    * the L2 prefetch). A promise the compiler cannot check: under a programmatic dependent launch

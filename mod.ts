@@ -88,6 +88,7 @@ export {
 export { gridFor, type GridPlan, type Kernel, type Op, workspaceBytes } from "./ir/kernel.ts";
 export { workspaceArgs } from "./harness/workspace.ts";
 export { printKernel } from "./ir/print_kernel.ts";
+export { type EarlyDecision, earlyDecisions } from "./passes/lower/early.ts";
 export { MMA_SHAPES, type MmaShape } from "./ir/mma_table.ts";
 export { GEMM_PASSES, PASS_NAMES, runPipeline } from "./passes/pipeline_list.ts";
 export {

@@ -20,6 +20,7 @@ import { parseGroups, parseSizes } from "../harness/sizes.ts";
 import type { Hazard } from "../backends/sim/mod.ts";
 import { type CliIO, type OptionSpec, UsageError } from "./options.ts";
 import { LIMITS } from "../dsl/limits.ts";
+import { earlyDecisions } from "../passes/lower/early.ts";
 
 /** `--target`, its values from the target table. */
 export const TARGET_OPTION = {
@@ -377,7 +378,8 @@ export function compileOptions(file: string, c: CompileChoice): CompileOptions {
  * @param text The file's text.
  * @param kernel The `--kernel` option, if given.
  * @param io Where to print the diagnostics.
- * @returns The kernels, or null when the input had errors (exit code 1).
+ * @returns The kernels, or null when the input had errors (exit code 1). A `--pdl-early` name a
+ *   kernel still reads after its wait is a note on stderr, with why (passes/lower/early.ts).
  */
 export function compiledKernels(
   r: CompileResult,
@@ -394,6 +396,14 @@ export function compiledKernels(
     throw new UsageError(
       kernel !== undefined ? `No kernel named "${kernel}" in "${file}"` : `No kernel in "${file}"`,
     );
+  }
+  for (const k of r.kernels) {
+    for (const d of earlyDecisions(k.planned).filter((d) => !d.early)) {
+      io.err(
+        `gemm: note: --pdl-early ${d.tensor}: kernel ${k.name} reads it as without the ` +
+          `option: ${d.why}\n`,
+      );
+    }
   }
   return r.kernels;
 }

@@ -267,4 +267,36 @@ Deno.test("--pdl-early: without --pdl, empty names, an output or no tensor are u
   );
   assert.equal(ok.code, 0, ok.err);
   assert.match(ok.out, /hazards: none/);
+  assert.doesNotMatch(ok.err, /note/);
+});
+
+Deno.test("--pdl-early: a name the kernel still reads after its wait is a note, with why", async () => {
+  const compileAt = (target: string, ...extra: string[]) =>
+    gemm("compile", "examples/bf16_gemm.gemm", "--target", target, "--emit", "json", ...extra);
+  const tune = (
+    rows: number,
+  ) => ["--tune", "--sms", "132", "--size", `Rows=${rows},Cols=4096,Inner=4096`];
+  // 128x32 at M = 128: W's box a fifth of the stage (passes/lower/early.ts).
+  const fifth = await compileAt("sm90", "--pdl", "--pdl-early", "W", ...tune(128));
+  assert.equal(fifth.code, 0, fifth.err);
+  assert.match(
+    fifth.err,
+    /note: --pdl-early W: kernel \w+ reads it as without the option: its box is 0\.20 of a stage, under the 0\.25/,
+  );
+  const third = await compileAt("sm90", "--pdl", "--pdl-early", "W", ...tune(64));
+  assert.equal(third.code, 0, third.err);
+  assert.equal(third.err, "");
+  const sm80 = await compileAt("sm80", "--pdl", "--pdl-early", "W");
+  assert.match(sm80.err, /note: --pdl-early W: .*sm80 has no griddepcontrol/);
+  const moe = await gemm(
+    "compile",
+    "examples/moe.gemm",
+    "--target",
+    "sm90",
+    "--pdl",
+    "--pdl-early",
+    "W",
+  );
+  assert.equal(moe.code, 0, moe.err);
+  assert.match(moe.err, /note: --pdl-early W: .*a grouped kernel reads every input after the wait/);
 });

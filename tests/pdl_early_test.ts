@@ -20,6 +20,7 @@ import { allOps, mapOps } from "./_kernel_ops.ts";
 import { printPtx } from "../backends/ptx/mod.ts";
 import { cSource } from "../backends/aot/c.ts";
 import { pythonModule } from "../backends/aot/python.ts";
+import { earlyDecisions } from "../passes/lower/early.ts";
 
 const SOURCE = Deno.readTextFileSync(new URL("../examples/bf16_gemm.gemm", import.meta.url));
 
@@ -185,6 +186,44 @@ Deno.test("pdlEarly: a TMA box under a quarter of the stage is not read early", 
   assert.match(third.kernelText, /grid tiles 64x32/);
   assert.deepEqual(third.manifest.pdl, { early: ["W"] });
 });
+
+Deno.test("pdlEarly: earlyDecisions says what the manifest lists, for every form and refusal", () => {
+  const read = (f: string) => Deno.readTextFileSync(new URL(`../examples/${f}`, import.meta.url));
+  const forms: [string, CompiledKernel, string[], RegExp][] = [
+    ...SUBJECTS.map((s): [string, CompiledKernel, string[], RegExp] => [
+      s.name,
+      subjectKernel(s),
+      s.early,
+      /copied before the wait/,
+    ]),
+    [
+      "128x32, W",
+      compiled({ sizeHints: decode(128), pdl: true, pdlEarly: ["W"] }),
+      ["W"],
+      /0\.20 of a stage/,
+    ],
+    ["grouped", one(read("moe.gemm")), ["W"], /grouped kernel/],
+    ["sparse", one(read("sparse.gemm")), ["W"], /sparse kernel/],
+  ];
+  for (const [name, k, named, why] of forms) {
+    const d = earlyDecisions(k.planned);
+    assert.deepEqual(d.map((x) => x.tensor).sort(), [...named].sort(), name);
+    const early = d.filter((x) => x.early).map((x) => x.tensor).sort();
+    assert.deepEqual(early, [...(k.manifest.pdl?.early ?? [])].sort(), name);
+    for (const x of d) assert.match(x.why, why, name);
+  }
+  // sm80: no wait at all, so no manifest pdl, and the decision says why.
+  const r = compile(SOURCE, { target: "sm80", pdl: true, pdlEarly: ["W"] });
+  assert.equal(r.kernels[0]!.manifest.pdl, undefined);
+  assert.match(earlyDecisions(r.kernels[0]!.planned)[0]!.why, /sm80 has no griddepcontrol/);
+});
+
+/** The one kernel of `src` compiled for sm90 with pdl and W early. */
+function one(src: string): CompiledKernel {
+  const r = compile(src, { target: "sm90", pdl: true, pdlEarly: ["W"] });
+  assert.ok(r.ok, r.diagnostics.map((d) => d.message).join("; "));
+  return r.kernels[0]!;
+}
 
 Deno.test("pdlEarly: misuses are refused", () => {
   const c = (o: CompileOptions) => () => compile(SOURCE, { target: "sm90", ...o });

@@ -13,6 +13,7 @@ import type { BinFn, Op, Operand, Reg, RegType } from "../../ir/kernel.ts";
 import type { MmaShape } from "../../ir/mma_table.ts";
 import { targetHas } from "../../ir/target.ts";
 import { plannedShape } from "../mma.ts";
+import { earlyDecisions } from "./early.ts";
 import * as ir from "../../ir/builder.ts";
 
 /** The base-2 logarithm of a power of two (an error for any other number). */
@@ -35,18 +36,6 @@ export type Feature =
   | "tidHi"
   | "tidLo"
   | "tid";
-
-/**
- * The least share of a stage's bytes whose box a TMA kernel copies before its `griddep.wait`
- * where the compile option `pdlEarly` allows it ({@link LowerContext.earlyOperands}). Measured
- * on H100s (bench/NOTES.md 86, f16 and s8 at N = K = 4096, ours+PDL µs, `--pdl` against
- * `--pdl-early`, two calls each): B's box of a third of the stage gained (64x32 at M = 64 14.5 ->
- * 14.1, 128x64 at M = 256 19.6 -> 18.5), of a half on clusters of 2 (64x64 at M = 128) 0.5 µs in
- * burst; of a fifth (128x32, the M = 65-128 tiles) it lost 0.3-0.4 µs in all four measurements.
- * The bound between a fifth and a third is not measured: a shortcut. The cp.async kernels'
- * early copies tied (M <= 16) and are kept.
- */
-export const EARLY_MIN_STAGE_SHARE = 0.25;
 
 /**
  * The lowering's context: created once per kernel by `lowerToKernel` and
@@ -121,21 +110,10 @@ export class LowerContext {
 
   /**
    * The operands whose tensors the kernel reads before its `griddep.wait`: those the compile
-   * option `pdlEarly` names (the previous grid does not write them), none without programmatic
-   * dependent launch, and none of a sparse or grouped kernel (a shortcut: their metadata and
-   * problem tables keep every load after the wait). A TMA kernel reads an operand early only
-   * where its box is at least {@link EARLY_MIN_STAGE_SHARE} of a stage's bytes.
+   * option `pdlEarly` names where {@link earlyDecisions} (early.ts) reads them early.
    */
   earlyOperands(): readonly ("A" | "B")[] {
-    const early = this.k.pdlEarly;
-    const sparse = this.k.params.some((p) => p.kind === "tensor" && p.sparse === true);
-    if (!this.gridDep.on || early === undefined || this.k.grouped || sparse) return [];
-    const pipe = this.k.plan.pipeline!;
-    const stage = pipe.a.stageBytes + pipe.b.stageBytes;
-    const pays = (r: "A" | "B") =>
-      pipe.tma === undefined ||
-      (r === "A" ? pipe.a : pipe.b).stageBytes >= EARLY_MIN_STAGE_SHARE * stage;
-    return (["A", "B"] as const).filter((r) => early.includes(this.operandTensor(r)) && pays(r));
+    return earlyDecisions(this.k).filter((d) => d.early).map((d) => d.role);
   }
 
   /** The tensor parameter of operand A or B. */

@@ -146,7 +146,7 @@ interface ChainCase {
 
 /** Decode hints (passes/skinny.ts): M = 16 sm80's cp.async tile, 64 the TMA 64x32 tile, 128
  * the TMA 128x32 tile (whose B box, a fifth of a stage, is not read early:
- * passes/lower/context.ts `EARLY_MIN_STAGE_SHARE`), 128 at K = 14336 the persistent 64x64 tiles
+ * passes/lower/early.ts `EARLY_MIN_STAGE_SHARE`), 128 at K = 14336 the persistent 64x64 tiles
  * on clusters of 2, 256 the TMA 128x64 tile. */
 const decode = (M: number, K = 4096) => ({ M, N: 4096, K });
 

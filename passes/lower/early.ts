@@ -1,0 +1,106 @@
+/**
+ * Which operands a kernel compiled with the option `pdlEarly` reads before its
+ * `griddepcontrol.wait`, and why each named one is or is not: one table of decisions that the
+ * lowering follows ({@link LowerContext.earlyOperands}) and the CLI explains (a name the kernel
+ * still reads after the wait is a note on stderr, not a silent no-op).
+ *
+ * @module
+ */
+
+import type { GemmKernel } from "../../ir/gemm.ts";
+import { targetHas } from "../../ir/target.ts";
+
+/**
+ * The least share of a stage's bytes whose box a TMA kernel copies before its `griddep.wait`
+ * where the compile option `pdlEarly` allows it ({@link earlyDecisions}). Measured on H100s
+ * (bench/NOTES.md 86, f16 and s8 at N = K = 4096, ours+PDL µs, `--pdl` against `--pdl-early`, two
+ * calls each): B's box of a third of the stage gained (64x32 at M = 64 14.5 -> 14.1, 128x64 at M =
+ * 256 19.6 -> 18.5), of a half on clusters of 2 (64x64 at M = 128) 0.5 µs in burst; of a fifth
+ * (128x32, the M = 65-128 tiles) it lost 0.3-0.4 µs in all four measurements. The bound between a
+ * fifth and a third is not measured: a shortcut. The cp.async kernels' early copies tied (M <= 16)
+ * and are kept.
+ */
+export const EARLY_MIN_STAGE_SHARE = 0.25;
+
+/** One operand the option `pdlEarly` names, and whether the kernel reads it before its wait. */
+export interface EarlyDecision {
+  /** The operand's role in the contraction. */
+  readonly role: "A" | "B";
+  /** Its tensor parameter. */
+  readonly tensor: string;
+  /** Whether its first stages are copied before `griddepcontrol.wait`. */
+  readonly early: boolean;
+  /** Why, in words (e.g. "its box is 0.20 of a stage, under the 0.25 that paid"). */
+  readonly why: string;
+}
+
+/**
+ * The decisions for the operands of `k` that its option `pdlEarly` names (none without the
+ * option): an operand is read early unless the kernel does not wait at all (no `pdl`, or a
+ * target without `griddepcontrol`), it is sparse or grouped (a shortcut: their metadata and
+ * problem tables keep every load after the wait), or, in a TMA kernel, its box is under
+ * {@link EARLY_MIN_STAGE_SHARE} of a stage's bytes.
+ *
+ * @param k The planned kernel (its pipeline chosen).
+ * @returns One decision per named operand, A before B.
+ * @example
+ * ```ts
+ * import { deepEqual } from "node:assert/strict";
+ * import { compile } from "../../compiler.ts";
+ * import { earlyDecisions } from "./early.ts";
+ * const src = `kernel k {
+ *   A: f16[M, K] row
+ *   B: f16[K, N] col
+ *   D: f16[M, N] row
+ *   D[m, n] = A[m, k] * B[k, n]
+ *   schedule { target sm80 }
+ * }`;
+ * const r = compile(src, { pdl: true, pdlEarly: ["B"] });
+ * const d = earlyDecisions(r.kernels[0]!.planned);
+ * deepEqual(d.map((x) => [x.tensor, x.early]), [["B", false]]);
+ * ```
+ */
+export function earlyDecisions(k: GemmKernel): readonly EarlyDecision[] {
+  const named = k.pdlEarly ?? [];
+  const roles = (["A", "B"] as const).filter((r) => named.includes(tensorOf(k, r)));
+  const refusal = kernelRefusal(k);
+  return roles.map((role) => {
+    const tensor = tensorOf(k, role);
+    if (refusal !== undefined) return { role, tensor, early: false, why: refusal };
+    const pipe = k.plan.pipeline!;
+    if (pipe.tma === undefined) {
+      return { role, tensor, early: true, why: "its first stages are copied before the wait" };
+    }
+    const share = (role === "A" ? pipe.a : pipe.b).stageBytes /
+      (pipe.a.stageBytes + pipe.b.stageBytes);
+    const of = `its box is ${share.toFixed(2)} of a stage`;
+    return share >= EARLY_MIN_STAGE_SHARE
+      ? { role, tensor, early: true, why: `${of}, copied before the wait` }
+      : {
+        role,
+        tensor,
+        early: false,
+        why: `${of}, under the ${EARLY_MIN_STAGE_SHARE} that paid (bench/NOTES.md 86)`,
+      };
+  });
+}
+
+/** Why no operand of `k` is read early, whatever the option names; undefined where one may be. */
+function kernelRefusal(k: GemmKernel): string | undefined {
+  if (k.pdl !== true) return "the kernel is compiled without pdl";
+  if (!targetHas(k.target, "griddepcontrol")) {
+    return `${k.target} has no griddepcontrol: the kernel does not wait`;
+  }
+  if (k.grouped === true) {
+    return "a grouped kernel reads every input after the wait (a shortcut)";
+  }
+  if (k.params.some((p) => p.kind === "tensor" && p.sparse === true)) {
+    return "a sparse kernel reads every input after the wait (a shortcut)";
+  }
+  return undefined;
+}
+
+/** The tensor parameter of operand A or B. */
+function tensorOf(k: GemmKernel, role: "A" | "B"): string {
+  return (role === "A" ? k.problem.a : k.problem.b).tensor;
+}
