@@ -59,6 +59,8 @@
 #          one wave of 128x128) against the tiles it replaced (128x224x64, 128x256x32);
 #   pdlt:  the PDL chain GPU tests (tests/gpu/pdl_test.ts) after NOTES 87's review changed their
 #          cases (128x32 a pdl-only chain, the clustered 64x64 the early one);
+#   h200:  on an H200 (where the issues' targets are stated): every GPU test, then the llm table's
+#          rows at N = K = 4096 (f16 and bf16 at M = 16, 64, 128, 256; s8 at M = 16, 128);
 #   bf16k: bf16 at M = 128, N = 4096, K = 14336, the default (64x64 on clusters) against 128x32x64
 #          in 11 stages, adjacent: the K side of the 128x32 rule, inferred from f16 (NOTES 88);
 #   s8t:   the s8 GPU tests of tests/gpu/skinny_test.ts (16x32x256 in 6 stages at M = 9 among them).
@@ -126,6 +128,13 @@ if has infer87; then
   bench_sm90 "$W" i87-fw-bf16-128x224 bf16 512x4224x4096 --schedule "threadblock 128x224x64"
   pack
   bench_sm90 "$W" i87-fw-tf32-128x256 tf32 512x4224x4096 --schedule "threadblock 128x256x32"
+  pack
+fi
+if has h200; then
+  gpu_tests tests/gpu/
+  llm_rows "$W" h200-llm f16,bf16 16,64,128,256 4096x4096
+  pack
+  llm_rows "$W" h200-s8 s8 16,128 4096x4096
   pack
 fi
 if has bf16k; then
