@@ -309,213 +309,241 @@ function metaBytes(meta: Uint32Array): Uint8Array {
   return out;
 }
 
+/** The jobs of one python3 run, each with its name and its check. */
+interface Batch {
+  readonly dir: string;
+  readonly lib: "numpy" | "torch";
+  readonly jobs: Job[];
+  add(name: string, job: Job, check: (r: JobResult, name: string) => void): void;
+  /** A job's output file with this extension. */
+  readOut(job: Job, ext: string): Uint8Array;
+}
+
 /** Builds the compression and error jobs, runs them with `lib` and checks every result. */
 function checkAll(lib: "numpy" | "torch"): void {
   const dir = Deno.makeTempDirSync({ prefix: "gemmc_pysparse_" });
   try {
-    const jobs: Job[] = [];
     const checks: ((r: JobResult, name: string) => void)[] = [];
     const names: string[] = [];
-    const add = (name: string, job: Job, check: (r: JobResult, name: string) => void) => {
-      names.push(name);
-      jobs.push(job);
-      checks.push(check);
+    const b: Batch = {
+      dir,
+      lib,
+      jobs: [],
+      add(name, job, check) {
+        names.push(name);
+        this.jobs.push(job);
+        checks.push(check);
+      },
+      readOut: (job, ext) => Deno.readFileSync(`${job.out}.${ext}`),
     };
-    const readOut = (job: Job, ext: string) => Deno.readFileSync(`${job.out}.${ext}`);
+    addCompressions(b);
+    addBrokenPatterns(b);
+    addBadNibbles(b);
+    addRefusals(b);
+    addWrongType(b);
+    const results = runPython(dir, b.jobs, lib);
+    results.forEach((r, i) => checks[i]!(r, `${lib}: ${names[i]}`));
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
+}
 
-    // Compression (and the round trip) of every case.
-    for (const [i, c] of cases().entries()) {
-      const { dtype, shape } = c;
-      const [rows, cols] = shape.slice(-2) as [number, number];
-      const batch = shape.length === 3 ? shape[0]! : 1;
-      const want = compressSparse(c.dense, dtype, rows, cols, { batch, prune: c.prune });
-      if (c.prune) assert.ok(want.pruned > 0, `${c.name}: the random matrix needs pruning`);
+/** Compression (and the round trip) of every case. */
+function addCompressions(b: Batch): void {
+  for (const [i, c] of cases().entries()) {
+    const { dtype, shape } = c;
+    const [rows, cols] = shape.slice(-2) as [number, number];
+    const batch = shape.length === 3 ? shape[0]! : 1;
+    const want = compressSparse(c.dense, dtype, rows, cols, { batch, prune: c.prune });
+    if (c.prune) assert.ok(want.pruned > 0, `${c.name}: the random matrix needs pruning`);
+    const job: Job = {
+      kind: "compress",
+      dtype,
+      npdtype: NUMPY_DTYPE[dtype],
+      shape,
+      prune: c.prune,
+      dense: `${b.dir}/c${i}.dense.in`,
+      out: `${b.dir}/c${i}`,
+    };
+    Deno.writeFileSync(job.dense!, denseBytes(c.dense, dtype));
+    const lead = shape.slice(0, -1);
+    const packed = sparseGroup(dtype).unit === 2;
+    const [vt, mt, dt] = resultDtypes(dtype, b.lib);
+    b.add(c.name, job, (r, name) => {
+      assert.equal(r.error, undefined, `${name}: ${r.error}`);
+      assert.deepEqual(r.valuesShape, [...lead, packed ? cols / 4 : cols / 2], name);
+      assert.deepEqual(r.metaShape, [...lead, Math.ceil(cols / sparseGroup(dtype).elements / 8)]);
+      assert.deepEqual([r.valuesDtype, r.metaDtype, r.denseDtype], [vt, mt, dt], name);
+      assert.deepEqual(b.readOut(job, "values"), want.values, `${name}: values`);
+      assert.deepEqual(b.readOut(job, "meta"), metaBytes(want.meta), `${name}: meta`);
+      assert.deepEqual(r.denseShape, shape, name);
+      assert.ok(r.sameDevice, `${name}: results on the input's device`);
+      assert.deepEqual(
+        b.readOut(job, "dense"),
+        decompressedBytes(want, dtype, shape),
+        `${name}: decompress`,
+      );
+    });
+  }
+}
+
+/** Broken patterns: the count, the first positions and the message. */
+function addBrokenPatterns(b: Batch): void {
+  for (const dtype of SPARSE_DTYPES) {
+    const g = sparseGroup(dtype).elements;
+    for (
+      const [what, batch, rows, cols, bad] of [
+        ["2-D, one group", 0, 5, kOf(dtype, 1, 3), [[0, 3, 9]]],
+        ["3-D, two groups", 3, 4, kOf(dtype, 1, 2), [[0, 0, 0], [2, 3, 9]]],
+        ["3-D, eleven groups (listed 8)", 2, 4, kOf(dtype, 1, 2), [
+          ...Array.from({ length: 11 }, (_, k) => [k % 2, k % 4, k]),
+        ]],
+      ] as [string, number, number, number, number[][]][]
+    ) {
+      const a = patterned(dtype, batch || 1, rows, cols, 500 + b.jobs.length);
+      const rng = new Rng(b.jobs.length);
+      for (const [bi, r, q] of bad) {
+        const base = (bi! * rows + r!) * cols + q! * g;
+        for (let e = 0; e < g; e++) a[base + e] = randomValue(rng, dtype);
+      }
+      let want: SparsePatternError | undefined;
+      try {
+        compressSparse(a, dtype, rows, cols, { batch: batch || 1 });
+      } catch (e) {
+        want = e as SparsePatternError;
+      }
+      assert.ok(want instanceof SparsePatternError, `${dtype} ${what}: Deno refuses it`);
+      const shape = batch ? [batch, rows, cols] : [rows, cols];
       const job: Job = {
         kind: "compress",
         dtype,
         npdtype: NUMPY_DTYPE[dtype],
         shape,
-        prune: c.prune,
-        dense: `${dir}/c${i}.dense.in`,
-        out: `${dir}/c${i}`,
-      };
-      Deno.writeFileSync(job.dense!, denseBytes(c.dense, dtype));
-      const lead = shape.slice(0, -1);
-      const packed = sparseGroup(dtype).unit === 2;
-      const [vt, mt, dt] = resultDtypes(dtype, lib);
-      add(c.name, job, (r, name) => {
-        assert.equal(r.error, undefined, `${name}: ${r.error}`);
-        assert.deepEqual(r.valuesShape, [...lead, packed ? cols / 4 : cols / 2], name);
-        assert.deepEqual(r.metaShape, [...lead, Math.ceil(cols / sparseGroup(dtype).elements / 8)]);
-        assert.deepEqual([r.valuesDtype, r.metaDtype, r.denseDtype], [vt, mt, dt], name);
-        assert.deepEqual(readOut(job, "values"), want.values, `${name}: values`);
-        assert.deepEqual(readOut(job, "meta"), metaBytes(want.meta), `${name}: meta`);
-        assert.deepEqual(r.denseShape, shape, name);
-        assert.ok(r.sameDevice, `${name}: results on the input's device`);
-        assert.deepEqual(
-          readOut(job, "dense"),
-          decompressedBytes(want, dtype, shape),
-          `${name}: decompress`,
-        );
-      });
-    }
-
-    // Broken patterns: the count, the first positions and the message.
-    for (const dtype of SPARSE_DTYPES) {
-      const g = sparseGroup(dtype).elements;
-      for (
-        const [what, batch, rows, cols, bad] of [
-          ["2-D, one group", 0, 5, kOf(dtype, 1, 3), [[0, 3, 9]]],
-          ["3-D, two groups", 3, 4, kOf(dtype, 1, 2), [[0, 0, 0], [2, 3, 9]]],
-          ["3-D, eleven groups (listed 8)", 2, 4, kOf(dtype, 1, 2), [
-            ...Array.from({ length: 11 }, (_, k) => [k % 2, k % 4, k]),
-          ]],
-        ] as [string, number, number, number, number[][]][]
-      ) {
-        const a = patterned(dtype, batch || 1, rows, cols, 500 + jobs.length);
-        const rng = new Rng(jobs.length);
-        for (const [b, r, q] of bad) {
-          const base = (b! * rows + r!) * cols + q! * g;
-          for (let e = 0; e < g; e++) a[base + e] = randomValue(rng, dtype);
-        }
-        let want: SparsePatternError | undefined;
-        try {
-          compressSparse(a, dtype, rows, cols, { batch: batch || 1 });
-        } catch (e) {
-          want = e as SparsePatternError;
-        }
-        assert.ok(want instanceof SparsePatternError, `${dtype} ${what}: Deno refuses it`);
-        const shape = batch ? [batch, rows, cols] : [rows, cols];
-        const job: Job = {
-          kind: "compress",
-          dtype,
-          npdtype: NUMPY_DTYPE[dtype],
-          shape,
-          prune: false,
-          dense: `${dir}/p${jobs.length}.dense.in`,
-          out: `${dir}/p${jobs.length}`,
-        };
-        Deno.writeFileSync(job.dense!, denseBytes(a, dtype));
-        add(`${dtype} ${what}`, job, (r, name) => {
-          assert.equal(r.errorType, "SparsePatternError", name);
-          assert.equal(r.count, bad.length, name);
-          assert.deepEqual(r.violations, want.violations, name);
-          assert.equal(r.error, want.message.replace("prune: true", "prune=True"), name);
-        });
-      }
-    }
-
-    // A nibble that is not meaningful for the type, in decompress_sparse.
-    for (const dtype of SPARSE_DTYPES) {
-      const [batch, rows, cols] = [3, 4, kOf(dtype, 1, 2)];
-      const c = compressSparse(
-        randomSparse(dtype, rows, cols, { batch, seed: 77 }),
-        dtype,
-        rows,
-        cols,
-        {
-          batch,
-        },
-      );
-      const meta = c.meta.slice();
-      const w = Math.ceil(cols / sparseGroup(dtype).elements / 8);
-      const [b, r, q] = [2, 1, 9];
-      const word = (b * rows + r) * w + (q >> 3);
-      const nib = dtype === "s4" || dtype === "u4" ? 0b0111 : 0b0000;
-      meta[word] = (meta[word]! & ~(0xf << (4 * (q & 7)))) | (nib << (4 * (q & 7)));
-      let want = "";
-      try {
-        decompressSparse({ values: c.values, meta }, dtype, rows, cols, { batch });
-      } catch (e) {
-        want = (e as Error).message;
-      }
-      assert.match(want, /not a meaningful/);
-      const packed = sparseGroup(dtype).unit === 2;
-      const job: Job = {
-        kind: "decompress",
-        dtype,
-        npdtype: packed ? "uint8" : NUMPY_DTYPE[dtype],
-        shape: [batch, rows, cols],
-        values: `${dir}/n${jobs.length}.values.in`,
-        meta: `${dir}/n${jobs.length}.meta.in`,
-        valuesShape: [batch, rows, packed ? cols / 4 : cols / 2],
-        metaShape: [batch, rows, w],
-        K: cols,
-        out: `${dir}/n${jobs.length}`,
-      };
-      Deno.writeFileSync(job.values!, c.values);
-      Deno.writeFileSync(job.meta!, metaBytes(meta));
-      add(`${dtype} bad nibble`, job, (res, name) => {
-        assert.equal(res.errorType, "ValueError", name);
-        assert.equal(res.error, want, name);
-      });
-    }
-
-    // Refused arguments: K off the group, a type that cannot be sparse, an s4 out of range.
-    const s4Rows = [
-      ...[3, 0, 0, 0, 0, 0, -5, 2, 0, 0, 6, 5, 0, 0, 0, 0],
-      ...[0, 0, 0, 0, 0, 0, 7, 2, 0, 0, 9, 5, 0, 0, 0, 0],
-    ];
-    const refused: [string, string, string, number[], number[]][] = [
-      ["K off the group", "f16", "float16", [2, 3], [1.5, 0, 0, 2.5, 0, 3]],
-      ["K off the group, tf32", "tf32", "float32", [1, 5], [1.5, 0, 0, 2.5, 0]],
-      ["s4 out of range", "s4", "int8", [2, 2, 8], s4Rows],
-      ["u4 out of range", "u4", "uint8", [2, 2, 8], s4Rows.map((v) => Math.abs(v) * 2)],
-      ["f64 is not sparse", "f64", "float64", [2, 4], [1.5, 0, 0, 2.5, 0, 3, -2, 0]],
-    ];
-    for (const [what, dtype, npdtype, shape, values] of refused) {
-      let want = "";
-      try {
-        const [rows, cols] = shape.slice(-2) as [number, number];
-        compressSparse(values, dtype, rows, cols, { batch: shape.length === 3 ? shape[0]! : 1 });
-      } catch (e) {
-        want = (e as Error).message;
-      }
-      assert.notEqual(want, "", `${what}: Deno refuses it`);
-      const job: Job = {
-        kind: "compress",
-        dtype,
-        npdtype,
-        shape,
         prune: false,
-        dense: `${dir}/r${jobs.length}.dense.in`,
-        out: `${dir}/r${jobs.length}`,
+        dense: `${b.dir}/p${b.jobs.length}.dense.in`,
+        out: `${b.dir}/p${b.jobs.length}`,
       };
-      const bytes = npdtype === "float64"
-        ? new Uint8Array(Float64Array.from(values).buffer)
-        : denseBytes(values, dtype as SparseDtype);
-      Deno.writeFileSync(job.dense!, bytes);
-      add(what, job, (r, name) => {
-        assert.equal(r.errorType, "ValueError", name);
-        assert.equal(r.error, want, name);
+      Deno.writeFileSync(job.dense!, denseBytes(a, dtype));
+      b.add(`${dtype} ${what}`, job, (r, name) => {
+        assert.equal(r.errorType, "SparsePatternError", name);
+        assert.equal(r.count, bad.length, name);
+        assert.deepEqual(r.violations, want.violations, name);
+        assert.equal(r.error, want.message.replace("prune: true", "prune=True"), name);
       });
     }
+  }
+}
 
-    // A wrong element type is a TypeError naming what is needed.
-    {
-      const job: Job = {
-        kind: "compress",
-        dtype: "bf16",
-        npdtype: "float32",
-        shape: [1, 4],
-        prune: false,
-        dense: `${dir}/t.dense.in`,
-        out: `${dir}/t`,
-      };
-      Deno.writeFileSync(job.dense!, new Uint8Array(new Float32Array([1.5, 0, 0, -2.5]).buffer));
-      const want = lib === "numpy"
-        ? "a has element type float32: bf16 needs uint16 (bf16 bits)"
-        : "a has element type torch.float32: bf16 needs torch.bfloat16";
-      add("bf16 given float32", job, (r, name) => {
-        assert.equal(r.errorType, "TypeError", name);
-        assert.equal(r.error, want, name);
-      });
+/** A nibble that is not meaningful for the type, in decompress_sparse. */
+function addBadNibbles(b: Batch): void {
+  for (const dtype of SPARSE_DTYPES) {
+    const [batch, rows, cols] = [3, 4, kOf(dtype, 1, 2)];
+    const c = compressSparse(
+      randomSparse(dtype, rows, cols, { batch, seed: 77 }),
+      dtype,
+      rows,
+      cols,
+      {
+        batch,
+      },
+    );
+    const meta = c.meta.slice();
+    const w = Math.ceil(cols / sparseGroup(dtype).elements / 8);
+    const [bi, r, q] = [2, 1, 9];
+    const word = (bi * rows + r) * w + (q >> 3);
+    const nib = dtype === "s4" || dtype === "u4" ? 0b0111 : 0b0000;
+    meta[word] = (meta[word]! & ~(0xf << (4 * (q & 7)))) | (nib << (4 * (q & 7)));
+    let want = "";
+    try {
+      decompressSparse({ values: c.values, meta }, dtype, rows, cols, { batch });
+    } catch (e) {
+      want = (e as Error).message;
     }
+    assert.match(want, /not a meaningful/);
+    const packed = sparseGroup(dtype).unit === 2;
+    const job: Job = {
+      kind: "decompress",
+      dtype,
+      npdtype: packed ? "uint8" : NUMPY_DTYPE[dtype],
+      shape: [batch, rows, cols],
+      values: `${b.dir}/n${b.jobs.length}.values.in`,
+      meta: `${b.dir}/n${b.jobs.length}.meta.in`,
+      valuesShape: [batch, rows, packed ? cols / 4 : cols / 2],
+      metaShape: [batch, rows, w],
+      K: cols,
+      out: `${b.dir}/n${b.jobs.length}`,
+    };
+    Deno.writeFileSync(job.values!, c.values);
+    Deno.writeFileSync(job.meta!, metaBytes(meta));
+    b.add(`${dtype} bad nibble`, job, (res, name) => {
+      assert.equal(res.errorType, "ValueError", name);
+      assert.equal(res.error, want, name);
+    });
+  }
+}
 
-    const results = runPython(dir, jobs, lib);
-    results.forEach((r, i) => checks[i]!(r, `${lib}: ${names[i]}`));
-  } finally {
-    Deno.removeSync(dir, { recursive: true });
+/** Refused arguments: K off the group, a type that cannot be sparse, an s4 out of range. */
+function addRefusals(b: Batch): void {
+  const s4Rows = [
+    ...[3, 0, 0, 0, 0, 0, -5, 2, 0, 0, 6, 5, 0, 0, 0, 0],
+    ...[0, 0, 0, 0, 0, 0, 7, 2, 0, 0, 9, 5, 0, 0, 0, 0],
+  ];
+  const refused: [string, string, string, number[], number[]][] = [
+    ["K off the group", "f16", "float16", [2, 3], [1.5, 0, 0, 2.5, 0, 3]],
+    ["K off the group, tf32", "tf32", "float32", [1, 5], [1.5, 0, 0, 2.5, 0]],
+    ["s4 out of range", "s4", "int8", [2, 2, 8], s4Rows],
+    ["u4 out of range", "u4", "uint8", [2, 2, 8], s4Rows.map((v) => Math.abs(v) * 2)],
+    ["f64 is not sparse", "f64", "float64", [2, 4], [1.5, 0, 0, 2.5, 0, 3, -2, 0]],
+  ];
+  for (const [what, dtype, npdtype, shape, values] of refused) {
+    let want = "";
+    try {
+      const [rows, cols] = shape.slice(-2) as [number, number];
+      compressSparse(values, dtype, rows, cols, { batch: shape.length === 3 ? shape[0]! : 1 });
+    } catch (e) {
+      want = (e as Error).message;
+    }
+    assert.notEqual(want, "", `${what}: Deno refuses it`);
+    const job: Job = {
+      kind: "compress",
+      dtype,
+      npdtype,
+      shape,
+      prune: false,
+      dense: `${b.dir}/r${b.jobs.length}.dense.in`,
+      out: `${b.dir}/r${b.jobs.length}`,
+    };
+    const bytes = npdtype === "float64"
+      ? new Uint8Array(Float64Array.from(values).buffer)
+      : denseBytes(values, dtype as SparseDtype);
+    Deno.writeFileSync(job.dense!, bytes);
+    b.add(what, job, (r, name) => {
+      assert.equal(r.errorType, "ValueError", name);
+      assert.equal(r.error, want, name);
+    });
+  }
+}
+
+/** A wrong element type is a TypeError naming what is needed. */
+function addWrongType(b: Batch): void {
+  {
+    const job: Job = {
+      kind: "compress",
+      dtype: "bf16",
+      npdtype: "float32",
+      shape: [1, 4],
+      prune: false,
+      dense: `${b.dir}/t.dense.in`,
+      out: `${b.dir}/t`,
+    };
+    Deno.writeFileSync(job.dense!, new Uint8Array(new Float32Array([1.5, 0, 0, -2.5]).buffer));
+    const want = b.lib === "numpy"
+      ? "a has element type float32: bf16 needs uint16 (bf16 bits)"
+      : "a has element type torch.float32: bf16 needs torch.bfloat16";
+    b.add("bf16 given float32", job, (r, name) => {
+      assert.equal(r.errorType, "TypeError", name);
+      assert.equal(r.error, want, name);
+    });
   }
 }
 
