@@ -46,44 +46,25 @@ const OTHER_MMA: Readonly<Record<string, string>> = {
   b1: "16x8x128",
 };
 
+/** A draw's choice from a list. */
+type Pick = <T>(xs: readonly T[]) => T;
+
+/** The operand types of a case: its family, A's, B's and D's types. */
+interface Types {
+  readonly family: "16" | "tf32" | "f64" | "8" | "4" | "b1";
+  readonly a: string;
+  readonly b: string;
+  readonly d: string;
+  /** 8-, 4- and 1-bit operands: A row and B col (K contiguous). */
+  readonly kContig: boolean;
+}
+
 /** Draws one case. */
 export function draw(r: () => number, maxMacs: number): Case {
-  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;
-  const family = pick(["16", "16", "16", "tf32", "tf32", "f64", "8", "4", "b1"] as const);
-  let a: string, b: string, d: string;
-  let kContig = false;
+  const pick: Pick = (xs) => xs[Math.floor(r() * xs.length)]!;
   const lines: string[] = [];
-  switch (family) {
-    case "16": {
-      a = b = pick(["f16", "bf16"]);
-      d = pick(["f32", a]);
-      if (a === "f16" && d === "f16" && r() < 0.3) lines.push("accumulate f16");
-      break;
-    }
-    case "tf32":
-      a = b = d = "f32";
-      if (r() < 0.4) lines.push(`math ${pick(["3xtf32", "f32"])}`);
-      break;
-    case "f64":
-      a = b = d = "f64";
-      break;
-    case "8":
-      a = pick(["s8", "u8"]);
-      b = pick(["s8", "u8"]);
-      d = "s32";
-      kContig = true;
-      break;
-    case "4":
-      a = pick(["s4", "u4"]);
-      b = a === "s4" ? pick(["s4", "u4"]) : "u4";
-      d = "s32";
-      kContig = true;
-      break;
-    default:
-      a = b = "b1";
-      d = "s32";
-      kContig = true;
-  }
+  const types = drawTypes(r, pick, lines);
+  const { family, a, b, kContig } = types;
   const float = family === "16" || family === "tf32" || family === "f64";
   const la = kContig ? "row" : pick(["row", "col"]);
   const lb = kContig ? "col" : pick(["row", "col"]);
@@ -91,7 +72,7 @@ export function draw(r: () => number, maxMacs: number): Case {
   const align1 = (family === "16" || family === "tf32") && r() < 0.2;
   const al = align1 ? " align 1" : "";
   // Sizes are multiples of the alignment (16 bytes) unless align 1.
-  const q = align1 ? 1 : Math.max(...[a, b, d].map((t) => 128 / DTYPE_INFO[t as Dtype].bits));
+  const q = align1 ? 1 : Math.max(...[a, b, types.d].map((t) => 128 / DTYPE_INFO[t as Dtype].bits));
   // Sometimes a batch (a leading L); sometimes M or N fixed in the declarations.
   const batched = r() < 0.15;
   const L = batched ? "L, " : "";
@@ -101,56 +82,148 @@ export function draw(r: () => number, maxMacs: number): Case {
   const Mx = fixed("M");
   const Nx = fixed("N");
   const decls = [`A: ${a}[${L}${Mx}, K] ${la}${al}`, `B: ${b}[${L}K, ${Nx}] ${lb}${al}`];
-  // The product, then an epilogue for floating-point outputs.
-  let expr = family === "b1"
+  // The product, then an epilogue.
+  const product = family === "b1"
     ? `popc(A[${l}m, k] ${pick(["^", "&"])} B[${l}k, n])`
     : `A[${l}m, k] * B[${l}k, n]`;
-  if (float) {
-    const sc = family === "f64" ? "f64" : "f32";
-    if (r() < 0.3) {
-      decls.push(`alpha: ${sc} = 1.5`);
-      expr = `alpha * ${expr}`;
-    }
-    if (r() < 0.2) {
-      decls.push(`C: ${d}[${L}${Mx}, ${Nx}] ${pick(["row", "col"])}${al}`, `beta: ${sc} = 0.5`);
-      expr = `${expr} + beta * C[${l}m, n]`;
-    }
-    if (r() < 0.3) {
-      const byN = r() < 0.5;
-      decls.push(`bias: ${sc}[${byN ? Nx : Mx}]`);
-      expr = `${expr} + bias[${byN ? "n" : "m"}]`;
-    }
-    if (r() < 0.3) {
-      // exp of a scaled value: 0.125 keeps f16 outputs (max 65504) finite.
-      const f = pick(["relu", "gelu", "sigmoid", "silu", "tanh", "exp"]);
-      expr = f === "exp" ? `exp(0.125 * (${expr}))` : `${f}(${expr})`;
-    }
-    if (d === "f16" || d === "bf16") expr = `${d}(${expr})`;
-  }
-  let dAlign = al;
-  if (!float) {
-    // Integer epilogues: an s32 matrix, an s32 bias, a shift, requantised to 8 bits with a clamp.
-    if (r() < 0.2) {
-      decls.push(`C: s32[${L}${Mx}, ${Nx}] ${pick(["row", "col"])}${al}`);
-      expr = `${expr} + C[${l}m, n]`;
-    }
-    if (r() < 0.3) {
-      const byN = r() < 0.5;
-      decls.push(`bias: s32[${byN ? Nx : Mx}]`);
-      expr = `${expr} + bias[${byN ? "n" : "m"}]`;
-    }
-    if (r() < 0.2) {
-      decls.push("shift: s32 = 3");
-      expr = `${expr} - shift`;
-    }
-    if (r() < 0.25) {
-      d = pick(["u8", "s8"]);
-      expr = `${d}(clamp(${expr}, ${d === "u8" ? "0, 255" : "-128, 127"}))`;
-      dAlign = " align 4";
-    }
-  }
+  const dims: Dims = { L, l, Mx, Nx, al };
+  const { expr, d, dAlign } = float
+    ? { ...floatEpilogue(r, pick, types, dims, decls, product), d: types.d, dAlign: al }
+    : intEpilogue(r, pick, dims, decls, product);
   decls.push(`D: ${d}[${L}${Mx}, ${Nx}] ${ld}${dAlign}`);
-  // A schedule: the defaults (sometimes with size hints and an SM count), or a drawn one.
+  const { hints, sms } = drawSchedule(r, pick, family, lines);
+  const schedule = lines.length === 0
+    ? ""
+    : `\n  schedule {\n${lines.map((x) => `    ${x}\n`).join("")}  }`;
+  const source = `kernel fuzz {\n${
+    decls.map((x) => `  ${x}\n`).join("")
+  }\n  D[${l}m, n] = ${expr}${schedule}\n}\n`;
+  // Sizes: often not multiples of the tile; K halved until the work is small enough.
+  const size = (hi: number) => q * (1 + Math.floor(r() * Math.max(1, Math.floor(hi / q))));
+  const sizes: Record<string, number> = {
+    M: Mx === "M" ? size(200) : Number(Mx),
+    N: Nx === "N" ? size(200) : Number(Nx),
+    K: size(family === "b1" ? 2048 : 400),
+    ...(batched ? { L: 1 + Math.floor(r() * 3) } : {}),
+  };
+  const work = () => sizes.M! * sizes.N! * sizes.K! * (sizes.L ?? 1);
+  while (work() > maxMacs && sizes.K! > q) sizes.K = Math.max(q, Math.floor(sizes.K! / 2 / q) * q);
+  return {
+    source,
+    sizes,
+    ...(hints === undefined ? {} : { hints }),
+    ...(sms === undefined ? {} : { sms }),
+  };
+}
+
+/** A case's family and operand types (16-bit cases may add `accumulate f16` to `lines`). */
+function drawTypes(r: () => number, pick: Pick, lines: string[]): Types {
+  const family = pick(["16", "16", "16", "tf32", "tf32", "f64", "8", "4", "b1"] as const);
+  switch (family) {
+    case "16": {
+      const a = pick(["f16", "bf16"]);
+      const d = pick(["f32", a]);
+      if (a === "f16" && d === "f16" && r() < 0.3) lines.push("accumulate f16");
+      return { family, a, b: a, d, kContig: false };
+    }
+    case "tf32":
+      if (r() < 0.4) lines.push(`math ${pick(["3xtf32", "f32"])}`);
+      return { family, a: "f32", b: "f32", d: "f32", kContig: false };
+    case "f64":
+      return { family, a: "f64", b: "f64", d: "f64", kContig: false };
+    case "8": {
+      const a = pick(["s8", "u8"]);
+      return { family, a, b: pick(["s8", "u8"]), d: "s32", kContig: true };
+    }
+    case "4": {
+      const a = pick(["s4", "u4"]);
+      return { family, a, b: a === "s4" ? pick(["s4", "u4"]) : "u4", d: "s32", kContig: true };
+    }
+    default:
+      return { family, a: "b1", b: "b1", d: "s32", kContig: true };
+  }
+}
+
+/** The declarations' batch and fixed dimensions, and the operands' alignment clause. */
+interface Dims {
+  readonly L: string;
+  readonly l: string;
+  readonly Mx: string;
+  readonly Nx: string;
+  readonly al: string;
+}
+
+/** A floating-point epilogue: alpha, C with beta, a bias, an activation, a cast to D's type. */
+function floatEpilogue(
+  r: () => number,
+  pick: Pick,
+  t: Types,
+  { L, l, Mx, Nx, al }: Dims,
+  decls: string[],
+  product: string,
+): { expr: string } {
+  let expr = product;
+  const sc = t.family === "f64" ? "f64" : "f32";
+  if (r() < 0.3) {
+    decls.push(`alpha: ${sc} = 1.5`);
+    expr = `alpha * ${expr}`;
+  }
+  if (r() < 0.2) {
+    decls.push(`C: ${t.d}[${L}${Mx}, ${Nx}] ${pick(["row", "col"])}${al}`, `beta: ${sc} = 0.5`);
+    expr = `${expr} + beta * C[${l}m, n]`;
+  }
+  if (r() < 0.3) {
+    const byN = r() < 0.5;
+    decls.push(`bias: ${sc}[${byN ? Nx : Mx}]`);
+    expr = `${expr} + bias[${byN ? "n" : "m"}]`;
+  }
+  if (r() < 0.3) {
+    // exp of a scaled value: 0.125 keeps f16 outputs (max 65504) finite.
+    const f = pick(["relu", "gelu", "sigmoid", "silu", "tanh", "exp"]);
+    expr = f === "exp" ? `exp(0.125 * (${expr}))` : `${f}(${expr})`;
+  }
+  if (t.d === "f16" || t.d === "bf16") expr = `${t.d}(${expr})`;
+  return { expr };
+}
+
+/** An integer epilogue: an s32 matrix, an s32 bias, a shift, requantised to 8 bits with a clamp
+ * (which changes D's type and alignment). */
+function intEpilogue(
+  r: () => number,
+  pick: Pick,
+  { L, l, Mx, Nx, al }: Dims,
+  decls: string[],
+  product: string,
+): { expr: string; d: string; dAlign: string } {
+  let [expr, d, dAlign] = [product, "s32", al];
+  if (r() < 0.2) {
+    decls.push(`C: s32[${L}${Mx}, ${Nx}] ${pick(["row", "col"])}${al}`);
+    expr = `${expr} + C[${l}m, n]`;
+  }
+  if (r() < 0.3) {
+    const byN = r() < 0.5;
+    decls.push(`bias: s32[${byN ? Nx : Mx}]`);
+    expr = `${expr} + bias[${byN ? "n" : "m"}]`;
+  }
+  if (r() < 0.2) {
+    decls.push("shift: s32 = 3");
+    expr = `${expr} - shift`;
+  }
+  if (r() < 0.25) {
+    d = pick(["u8", "s8"]);
+    expr = `${d}(clamp(${expr}, ${d === "u8" ? "0, 255" : "-128, 127"}))`;
+    dAlign = " align 4";
+  }
+  return { expr, d, dAlign };
+}
+
+/** A schedule: the defaults (sometimes with size hints and an SM count), or drawn lines. */
+function drawSchedule(
+  r: () => number,
+  pick: Pick,
+  family: Types["family"],
+  lines: string[],
+): { hints?: Record<string, number>; sms?: number } {
   let hints: Record<string, number> | undefined;
   let sms: number | undefined;
   const mode = r();
@@ -192,28 +265,7 @@ export function draw(r: () => number, maxMacs: number): Case {
   if (r() < 0.2) lines.push(`split_k ${pick([2, 3, 4])}`);
   if (r() < 0.1) lines.push("target sm86");
   if (r() < 0.1) lines.push(`mma ${OTHER_MMA[family]}`);
-  const schedule = lines.length === 0
-    ? ""
-    : `\n  schedule {\n${lines.map((x) => `    ${x}\n`).join("")}  }`;
-  const source = `kernel fuzz {\n${
-    decls.map((x) => `  ${x}\n`).join("")
-  }\n  D[${l}m, n] = ${expr}${schedule}\n}\n`;
-  // Sizes: often not multiples of the tile; K halved until the work is small enough.
-  const size = (hi: number) => q * (1 + Math.floor(r() * Math.max(1, Math.floor(hi / q))));
-  const sizes: Record<string, number> = {
-    M: Mx === "M" ? size(200) : Number(Mx),
-    N: Nx === "N" ? size(200) : Number(Nx),
-    K: size(family === "b1" ? 2048 : 400),
-    ...(batched ? { L: 1 + Math.floor(r() * 3) } : {}),
-  };
-  const work = () => sizes.M! * sizes.N! * sizes.K! * (sizes.L ?? 1);
-  while (work() > maxMacs && sizes.K! > q) sizes.K = Math.max(q, Math.floor(sizes.K! / 2 / q) * q);
-  return {
-    source,
-    sizes,
-    ...(hints === undefined ? {} : { hints }),
-    ...(sms === undefined ? {} : { sms }),
-  };
+  return { ...(hints === undefined ? {} : { hints }), ...(sms === undefined ? {} : { sms }) };
 }
 
 function main(): number {
