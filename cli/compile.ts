@@ -16,6 +16,7 @@ import { alignmentViolations, resolveSizes } from "../harness/sizes.ts";
 import { printGemm } from "../ir/print_gemm.ts";
 import { checkSizeNames } from "./sizes.ts";
 import { didYouMean } from "../dsl/suggest.ts";
+import { explainSchedules } from "./explain.ts";
 import {
   compiledKernels,
   compileForCli,
@@ -71,6 +72,14 @@ const EMITS: readonly EmitRow[] = [
     binary: false,
     sizes: "grid",
     emit: (kernels, ctx) => manifests(kernels, ctx.sizes),
+  },
+  {
+    name: "explain",
+    help: "explain (why each kernel got its threadblock, split-K and stages: the rule and " +
+      "the sizes it weighed; with --tune, for the --size sizes)",
+    binary: false,
+    sizes: null,
+    emit: (kernels) => explainSchedules(kernels),
   },
   ...AOT_EMITS,
 ];

@@ -324,6 +324,10 @@ export interface TilePlan {
    * hinted) problem: about one block per SM with a long K, latency-bound, so
    * the k-tile is doubled and gemm-warp keeps 8 warps. */
   readonly smallGrid?: true;
+  /** Why gemm-tile chose this threadblock (and its default split), in words: the rule that
+   * fired, with the sizes and SMs it weighed (`gemm compile --emit explain`). Absent in a plan
+   * written by hand. */
+  readonly why?: string;
   /** Set when gemm-tile chose the skinny schedule of passes/skinny.ts (issue 22):
    * the warp tile gemm-warp takes and the stage count gemm-pipeline prefers (capped
    * by what fits, as every default) where the schedule gives none. */
@@ -431,6 +435,8 @@ export interface MetaSmem {
 export interface PipelinePlan {
   /** Pipeline stages. */
   readonly stages: number;
+  /** Why that many, in words (`gemm compile --emit explain`). Absent in a plan written by hand. */
+  readonly stagesWhy?: string;
   /** Operand A's shared-memory tile. */
   readonly a: OperandSmem;
   /** Operand B's shared-memory tile. */

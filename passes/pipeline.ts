@@ -209,19 +209,31 @@ export const DEEP_PIPELINE_STAGES = 18;
  * @returns The stage count to try.
  */
 export function defaultStages(k: GemmKernel): number {
+  return stagePreference(k).stages;
+}
+
+/** {@link defaultStages}, with why in words (PipelinePlan.stagesWhy). */
+function stagePreference(k: GemmKernel): { readonly stages: number; readonly why: string } {
   // Split-K kernels of 16-bit types serve skinny problems, latency-bound on
   // their loads: 6 stages measured +2.4% for f16 and bf16 at M=128,
   // N=K=8192 on the H200 (bench/NOTES.md 23; tf32: no gain).
   const a = k.math.mmaA;
   // sm90's skinny wgmma grids: all the shared memory (NOTES 73); sm80's skinny tiles: their
   // own count (passes/skinny.ts, measured with it; deeper tied, NOTES 73).
-  if (k.plan.tile?.deepPipeline) return DEEP_PIPELINE_STAGES;
+  if (k.plan.tile?.deepPipeline) {
+    return {
+      stages: DEEP_PIPELINE_STAGES,
+      why: "a skinny wgmma grid's deep pipeline (DEEP_PIPELINE_STAGES)",
+    };
+  }
   const skinny = k.plan.tile?.skinny?.stages;
-  if (skinny !== undefined) return skinny;
-  if (k.plan.tile?.wgmma) return WGMMA_DEFAULT_STAGES;
-  if ((k.plan.tile?.splitK ?? 1) > 1 && (a === "f16" || a === "bf16")) return 6;
-  if (k.math.mode === "3xtf32") return 4;
-  return a === "tf32" ? 5 : 4;
+  if (skinny !== undefined) return { stages: skinny, why: "the skinny tile's own count" };
+  if (k.plan.tile?.wgmma) return { stages: WGMMA_DEFAULT_STAGES, why: "the wgmma default" };
+  if ((k.plan.tile?.splitK ?? 1) > 1 && (a === "f16" || a === "bf16")) {
+    return { stages: 6, why: "a 16-bit split-K kernel's" };
+  }
+  if (k.math.mode === "3xtf32") return { stages: 4, why: "the 3xtf32 default" };
+  return a === "tf32" ? { stages: 5, why: "the tf32 default" } : { stages: 4, why: "the default" };
 }
 
 /**
@@ -295,7 +307,13 @@ export const pipelinePass: GemmPass = {
     const fit = Math.floor((budget - reserve) / (perStage + barrierBytes));
     // At least 2 when the schedule is silent, so that an over-budget tile is
     // reported with the figure of the smallest pipeline (2 stages).
-    const stages = given ?? Math.max(least, Math.min(defaultStages(k), fit));
+    const pref = stagePreference(k);
+    const stages = given ?? Math.max(least, Math.min(pref.stages, fit));
+    const stagesWhy = given !== undefined
+      ? "given by the schedule"
+      : stages < pref.stages
+      ? `${pref.why} asks for ${pref.stages}; ${fit} fit in shared memory`
+      : pref.why;
     if (stages < least || stages * (perStage + barrierBytes) > budget) {
       const need = stages * (perStage + barrierBytes);
       const hint = fit >= 2
@@ -313,6 +331,7 @@ export const pipelinePass: GemmPass = {
     }
     const pipe: PipelinePlan = {
       stages,
+      stagesWhy,
       a: { ...a, offset: 0 },
       b: { ...b, offset: stages * a.stageBytes },
       ...(meta === null

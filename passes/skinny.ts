@@ -215,6 +215,8 @@ export interface SkinnyWgmmaChoice {
    * persistent: the 64x64 tiles of M = 65-128, whose two tile rows then read each column of B
    * from L2 once. */
   readonly cluster?: 2;
+  /** Which rule chose it, in words (`gemm compile --emit explain`). */
+  readonly rule: string;
 }
 
 /** sm90's skinny tile: two consumer warpgroups of 64 x 128, one 128-byte row of K. */
@@ -327,7 +329,13 @@ export function skinnyWgmmaSchedule(p: SkinnyProblem): SkinnyWgmmaChoice | null 
   const t = WGMMA_SKINNY_TILE;
   const tiles = Math.ceil(p.M / t.m) * Math.ceil(p.N / t.n);
   if (tiles >= WGMMA_SKINNY_MIN_FILL * p.sms) {
-    return { threadblock: t, splitK: 1, blocks: Math.min(tiles, p.sms), persistent: tiles > p.sms };
+    return {
+      threadblock: t,
+      splitK: 1,
+      blocks: Math.min(tiles, p.sms),
+      persistent: tiles > p.sms,
+      rule: `128x128: its ${tiles} tiles fill 3/4 of the SMs or more`,
+    };
   }
   const kTiles = Math.ceil(p.K / t.k);
   const split = p.K < WGMMA_SKINNY_SPLIT_MIN_K
@@ -338,7 +346,13 @@ export function skinnyWgmmaSchedule(p: SkinnyProblem): SkinnyWgmmaChoice | null 
   const narrow = narrowWgmmaTile(p);
   if (narrow?.cluster !== undefined) return narrow;
   if (split !== undefined && tiles * split >= WGMMA_SKINNY_MIN_FILL * p.sms) {
-    return { threadblock: t, splitK: split, blocks: tiles * split, persistent: false };
+    return {
+      threadblock: t,
+      splitK: split,
+      blocks: tiles * split,
+      persistent: false,
+      rule: `128x128 split ${split}: ${tiles} tiles, a K of ${p.K} split to fill 3/4 of the SMs`,
+    };
   }
   return narrow;
 }
@@ -355,12 +369,14 @@ function narrowWgmmaTile(p: SkinnyProblem): SkinnyWgmmaChoice | null {
     const tile = bytes === 1 ? { ...t16, k: 2 * t16.k } : t16;
     const n = Math.ceil(p.M / tile.m) * Math.ceil(p.N / tile.n);
     if (n >= WGMMA_SKINNY_MIN_FILL * p.sms && n <= p.sms) {
+      const below = belowK === undefined ? "" : `, K < ${belowK}`;
       return {
         threadblock: tile,
         splitK: 1,
         blocks: n,
         persistent: persistent === true,
         ...(cluster ? { cluster } : {}),
+        rule: `WGMMA_SKINNY_NARROW's tile for M <= ${maxM}${below}: one wave of ${n} blocks`,
       };
     }
   }

@@ -14,7 +14,7 @@
 
 import type { DimRef, GemmKernel, Shape3, TilePlan } from "../ir/gemm.ts";
 import { hasSyncCopies, knownSize, sparseMetaParam } from "../ir/gemm.ts";
-import type { Dtype } from "../ir/dtype.ts";
+import { type Dtype, DTYPE_INFO } from "../ir/dtype.ts";
 import { type GemmPass, scheduleError } from "./pass.ts";
 import {
   WAVE_TILES,
@@ -198,6 +198,8 @@ interface TileContext {
   readonly minBlocks: number;
   /** SMs of the GPU (`k.sms`, else the target's `defaultSms`). */
   readonly sms: number;
+  /** Why a fallback came to the mma.sync default (sm90's {@link wgmmaFallback}). */
+  readonly why?: string;
 }
 
 /**
@@ -419,11 +421,15 @@ function deepenKTile(
   // the bytes in flight per stage (with 32x32 warps, gemm-warp): M=128,
   // N=K=8192 f16 went from 0.29 to 0.40 of the ceiling on the H200
   // (bench/NOTES.md 11). tf32 and s8 measured no gain.
-  const smallGrid = !deep16 && c.asyncTensor && c.is16 && smallerTile;
-  let t = deep16 || deep8
-    ? { ...tb, k: 4 * d.k }
+  // Each deepening only where two stages of the deeper tile fit the target's shared memory (a
+  // sparse A's tile on sm86 is twice as deep already: its small grid's 64x256x128 would not).
+  const deepK = deep16 || deep8 ? 4 * d.k : 2 * tb.k;
+  const deepen = twoStagesFit(c, { ...tb, k: deepK });
+  const smallGrid = !deep16 && c.asyncTensor && c.is16 && smallerTile && deepen;
+  let t = (deep16 || deep8) && deepen
+    ? { ...tb, k: deepK }
     : smallGrid
-    ? { ...tb, k: 2 * tb.k }
+    ? { ...tb, k: deepK }
     : waveTile(c, tb, splitK);
   // Rows that do not start on 32-byte sectors take a 64-deep k-tile (misalignedRows).
   if (!smallGrid && kc !== null && c.asyncTensor && misalignedRows(k, kc) && t.k === 32) {
@@ -445,6 +451,8 @@ interface ChosenTile {
   readonly deepPipeline?: true;
   /** Clusters of 2 along M (TilePlan.cluster: sm90's skinny 64-row wgmma tiles). */
   readonly cluster?: 2;
+  /** Why, in words (TilePlan.why). */
+  readonly why: string;
 }
 
 /**
@@ -478,7 +486,9 @@ function defaultTile(k: GemmKernel): ChosenTile {
   // `scheduler pingpong`: the default wgmma tile's width, one warpgroup tall (passes/wgmma.ts
   // `wgmmaPingPong`), whatever the sizes (a shortcut: not weighed against the waves).
   if (k.schedule.scheduler === "pingpong" && wgmmaCandidate(k)) {
-    return { tb: { ...wgmmaDefaultTile(k), m: 64 }, smallGrid: false, splitK: 1 };
+    const tb = { ...wgmmaDefaultTile(k), m: 64 };
+    const why = `scheduler pingpong: the default wgmma tile's width, one warpgroup tall`;
+    return { tb, smallGrid: false, splitK: 1, why };
   }
   const c = tileContext(k);
   const sp = skinnyProblem(c);
@@ -492,11 +502,16 @@ function defaultTile(k: GemmKernel): ChosenTile {
       ...(wgSkinny.persistent ? { persistent: true as const } : {}),
       ...(wgSkinny.cluster !== undefined ? { cluster: wgSkinny.cluster } : {}),
       deepPipeline: true,
+      why: `${skinnyText(sp!)}: sm90's wgmma rule (passes/skinny.ts skinnyWgmmaSchedule), ` +
+        `${wgSkinny.rule}${wgSkinny.cluster !== undefined ? ", on clusters of 2 along M" : ""}` +
+        `${wgSkinny.persistent ? ", persistent" : ""}`,
     };
   }
   const skinny = sp === null || wgmmaOnly(k) ? null : skinnySchedule(sp);
   if (skinny !== null) {
-    return { tb: skinny.threadblock, smallGrid: false, splitK: skinny.splitK, skinny };
+    const why = `${skinnyText(sp!)}: the skinny rule (passes/skinny.ts SKINNY_RULES), ` +
+      `the one-wave grid of the most blocks: ${skinny.blocks}`;
+    return { tb: skinny.threadblock, smallGrid: false, splitK: skinny.splitK, skinny, why };
   }
   const sm90 = wgmmaCandidate(k) ? wgmmaFallback(k, c) : { ctx: c };
   if ("tile" in sm90) return sm90.tile;
@@ -543,19 +558,43 @@ export const WGMMA_FULL_WAVE = 15 / 16;
 function wgmmaFallback(k: GemmKernel, c: TileContext): { tile: ChosenTile } | { ctx: TileContext } {
   const tb = wgmmaDefaultTile(k);
   const narrow = { ...tb, n: 128 };
-  const narrowTile = { tile: { tb: narrow, smallGrid: false, splitK: 1 } };
   const blocks = gridBlocks(c, tb), narrowBlocks = gridBlocks(c, narrow);
+  const narrowTile = (why: string) => ({ tile: { tb: narrow, smallGrid: false, splitK: 1, why } });
   const hasNarrow = tb.n > 128 && wgmmaRowFor(k, narrow) !== null;
   const oneWaveEach = blocks <= c.sms && narrowBlocks <= c.sms;
+  const def = `the ${k.math.mmaA} wgmma default ${shape(tb)}`;
   if (hasNarrow && oneWaveEach && narrowBlocks >= WGMMA_FULL_WAVE * c.sms && !wgmmaOnly(k)) {
-    return narrowTile;
+    return narrowTile(
+      `one wave of 128x128 (${narrowBlocks} blocks on ${c.sms} SMs) fills 15/16 of them where ` +
+        `${def}'s ${blocks} blocks fill fewer (WGMMA_FULL_WAVE)`,
+    );
   }
   // 8-bit floats have no mma.sync plan: wgmma tiles at any size (a shortcut: unshrunk).
   if (blocks > WGMMA_WAVE_FILL * c.sms || wgmmaOnly(k)) {
-    return { tile: { tb: wgmmaWaveWidth(k, c, tb), smallGrid: false, splitK: 1 } };
+    const t = wgmmaWaveWidth(k, c, tb);
+    const grid = blocks === Infinity
+      ? "sizes unknown"
+      : `its ${blocks} blocks fill more than half of ${c.sms} SMs (WGMMA_WAVE_FILL)`;
+    const why = `${def}: ${wgmmaOnly(k) ? "8-bit floats have no mma.sync plan" : grid}` +
+      (t.n !== tb.n
+        ? `; ${t.m}x${t.n} wide, whose waves fill the SMs better (WAVE_TILES_WGMMA)`
+        : "");
+    return { tile: { tb: t, smallGrid: false, splitK: 1, why } };
   }
-  if (hasNarrow && narrowBlocks > WGMMA_WAVE_FILL * c.sms) return narrowTile;
-  return { ctx: { ...c, minBlocks: targetInfo("sm80").minBlocks } };
+  if (hasNarrow && narrowBlocks > WGMMA_WAVE_FILL * c.sms) {
+    return narrowTile(
+      `128x128: ${def}'s ${blocks} blocks fill at most half of ${c.sms} SMs, 128x128's ` +
+        `${narrowBlocks} more (WGMMA_WAVE_FILL)`,
+    );
+  }
+  return {
+    ctx: {
+      ...c,
+      minBlocks: targetInfo("sm80").minBlocks,
+      why: `wgmma tiles would fill at most half of ${c.sms} SMs (WGMMA_WAVE_FILL): ` +
+        `the sm80 target's mma.sync tile`,
+    },
+  };
 }
 
 /**
@@ -575,8 +614,50 @@ function sm80Default(c: TileContext): ChosenTile {
   const shrunk = shrinkForGrid(c, sized);
   const deep16 = isDeep16(c, shrunk);
   const splitK = autoSplitK(c, sized, deep16);
-  const { tb, smallGrid } = deepenKTile(c, splitK === 1 ? shrunk : sized, deep16, splitK);
-  return { tb, smallGrid, splitK };
+  const from = splitK === 1 ? shrunk : sized;
+  const { tb, smallGrid } = deepenKTile(c, from, deep16, splitK);
+  const why = [
+    ...(c.why === undefined ? [] : [c.why]),
+    `the ${c.k.math.mmaA} default ${shape(c.d)}`,
+  ];
+  if (sized.m !== c.d.m || sized.n !== c.d.n) {
+    why.push(`shrunk to ${sized.m}x${sized.n} for M = ${c.mc ?? "?"}, N = ${c.nc ?? "?"}`);
+  }
+  if (splitK > 1) {
+    why.push(`split_k ${splitK} so that a long K fills ${c.sms} SMs (defaultSplitK)`);
+  } else if (shrunk.m !== sized.m || shrunk.n !== sized.n) {
+    why.push(`halved to ${shrunk.m}x${shrunk.n} for a grid of ${c.minBlocks} blocks or more`);
+  }
+  if (tb.m !== from.m || tb.n !== from.n) {
+    why.push(`${tb.m}x${tb.n}, whose waves fill the SMs better (waveAwareTile)`);
+  }
+  if (tb.k !== from.k) {
+    const how = deep16 ? "deep16" : smallGrid ? "a small grid's" : "deepened";
+    why.push(`a k-tile of ${tb.k} (${how}: a long K on few blocks keeps more bytes in flight)`);
+  }
+  return { tb, smallGrid, splitK, why: why.join("; ") };
+}
+
+/**
+ * Whether two stages of tile `t` fit the target's shared memory a block: A's and B's tiles at
+ * their storage widths (a sparse A's half; its metadata and the pipeline's own layout, which
+ * gemm-pipeline computes, left out, so a near miss is found there).
+ */
+function twoStagesFit(c: TileContext, t: Shape3): boolean {
+  const { k } = c;
+  const aBytes = DTYPE_INFO[k.math.mmaA].bits / 8 * (sparseMetaParam(k) !== null ? 0.5 : 1);
+  const stage = t.k * (t.m * aBytes + t.n * DTYPE_INFO[k.math.mmaB].bits / 8);
+  return 2 * stage <= targetInfo(k.target).smemPerBlock;
+}
+
+/** A skinny problem's sizes, as the rules weigh them. */
+function skinnyText(p: SkinnyProblem): string {
+  return `M = ${p.M}, N = ${p.N}, K = ${p.K} on ${p.sms} SMs`;
+}
+
+/** A tile as schedule lines write it. */
+function shape(t: Shape3): string {
+  return `${t.m}x${t.n}x${t.k}`;
 }
 
 /**
@@ -633,7 +714,7 @@ export const tilePass: GemmPass = {
     const given = k.schedule.threadblock;
     const chosen: ChosenTile = given === undefined
       ? defaultTile(k)
-      : { tb: given, smallGrid: false, splitK: 1 };
+      : { tb: given, smallGrid: false, splitK: 1, why: "given by the schedule" };
     const skinny = chosen.skinny;
     const tb = chosen.tb;
     checkThreadblock(k, tb);
@@ -674,6 +755,7 @@ export const tilePass: GemmPass = {
       ...(wgmma ? { wgmma: true as const } : {}),
       ...(chosen.persistent ? { persistent: true as const } : {}),
       ...(chosen.cluster !== undefined ? { cluster: chosen.cluster } : {}),
+      why: chosen.why,
     };
     return {
       ...k,

@@ -11,6 +11,7 @@ import assert from "node:assert/strict";
 import { compile, type CompiledKernel } from "../compiler.ts";
 import { DEFAULT_TARGET, targetInfo } from "../ir/target.ts";
 import { readExample } from "./_examples.ts";
+import { simulateGemm } from "../harness/simulate_gemm.ts";
 import { compileOk, F16, program, shape, smem } from "./_passes.ts";
 
 Deno.test("gemm-tile: known sizes shrink the tile (to fill 108 SMs), never below 64 (f64: 32)", () => {
@@ -135,6 +136,38 @@ Deno.test("gemm-tile: known sizes shrink the tile (to fill 108 SMs), never below
   ).planned;
   assert.equal(shape(k.plan.tile!.threadblock), "128x128x32");
   assert.equal(shape(k.plan.warp!.warp), "64x64x32");
+});
+
+Deno.test("gemm-tile: a k-tile is deepened only where two stages of it fit the target", () => {
+  // A sparse A's tile on sm86 is twice as deep already (128x256x64): a small grid's doubling
+  // would have made 64x256x128, two stages of 146 KB over sm86's 99 KB (E0204 before).
+  const { file, text } = readExample("sparse");
+  const hints = { M: 16, N: 4096, K: 4096 };
+  const sm86 = compile(text, { file, target: "sm86", sizeHints: hints });
+  assert.ok(sm86.ok, sm86.diagnostics.map((d) => d.message).join("; "));
+  const t = sm86.kernels[0]!.planned.plan.tile!;
+  assert.equal(`${shape(t.threadblock)} split ${t.splitK}`, "64x256x64 split 2");
+  assert.notEqual(t.smallGrid, true);
+  const pipe = sm86.kernels[0]!.planned.plan.pipeline!;
+  assert.ok(pipe.smemBytes <= targetInfo("sm86").smemPerBlock);
+  // It runs: the simulator agrees at odd sizes (K split unevenly), no hazard.
+  for (const sizes of [{ M: 7, N: 40, K: 208 }, { M: 33, N: 264, K: 1008 }]) {
+    const rep = simulateGemm(sm86.kernels[0]!, sizes, { seed: 5 });
+    assert.ok(rep.ok, `${JSON.stringify(sizes)}: ${JSON.stringify(rep.comparison)}`);
+    assert.deepEqual(rep.sim.hazards, []);
+  }
+  // sm80 at M = 128, N = K = 8192: the 128x64 tile's deep16 k-tile (4x the sparse default's 128)
+  // would have needed two stages of 136 KB (E0204 before); it keeps 128x64x128.
+  const long = compile(text, { file, target: "sm80", sizeHints: { M: 128, N: 8192, K: 8192 } });
+  assert.ok(long.ok, long.diagnostics.map((d) => d.message).join("; "));
+  assert.equal(shape(long.kernels[0]!.planned.plan.tile!.threadblock), "128x64x128");
+  const rep = simulateGemm(long.kernels[0]!, { M: 33, N: 136, K: 528 }, { seed: 6 });
+  assert.ok(rep.ok && rep.sim.hazards.length === 0, JSON.stringify(rep.comparison));
+  // sm80, whose shared memory holds it, keeps its small grid's deeper k-tile.
+  const sm80 = compile(text, { file, target: "sm80", sizeHints: hints });
+  assert.ok(sm80.ok);
+  const t80 = sm80.kernels[0]!.planned.plan.tile!;
+  assert.equal(`${shape(t80.threadblock)} ${t80.smallGrid}`, "64x64x256 true");
 });
 
 Deno.test("gemm-tile: swizzle and split-k from the schedule reach the grid plan", () => {
