@@ -139,7 +139,21 @@ function metaSmem(k: GemmKernel): Omit<MetaSmem, "offset"> {
   const rowWords = K.kind === "const" ? Math.ceil(K.value / kPerWord) : null;
   const blocks = tb.m / 16;
   const packets = tb.k / kPerPacket;
-  return { blocks, packets, stageBytes: blocks * packets * 128, rowWords, kPerWord };
+  return { blocks, packets, stageBytes: metaStageBytes(tb.m, tb.k, a.dtype), rowWords, kPerWord };
+}
+
+/**
+ * The bytes a stage holds of a sparse A's metadata for a `tbM` x `tbK` tile: a 128-byte packet
+ * for each 16 rows and each two 32-bit words of a row's nibbles (one nibble a group of
+ * `sparseGroup(dtype).elements`).
+ *
+ * @param tbM The tile's rows.
+ * @param tbK The tile's K (a multiple of a packet's).
+ * @param dtype A's type.
+ * @returns The bytes.
+ */
+export function metaStageBytes(tbM: number, tbK: number, dtype: string): number {
+  return (tbM / 16) * (tbK / (16 * sparseGroup(dtype).elements)) * 128;
 }
 
 /**

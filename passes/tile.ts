@@ -25,6 +25,7 @@ import {
   type WaveTile,
 } from "./waves.ts";
 import { targetInfo } from "../ir/target.ts";
+import { metaStageBytes } from "./pipeline.ts";
 import {
   type SkinnyChoice,
   type SkinnyProblem,
@@ -432,7 +433,10 @@ function deepenKTile(
     ? { ...tb, k: deepK }
     : waveTile(c, tb, splitK);
   // Rows that do not start on 32-byte sectors take a 64-deep k-tile (misalignedRows).
-  if (!smallGrid && kc !== null && c.asyncTensor && misalignedRows(k, kc) && t.k === 32) {
+  if (
+    !smallGrid && kc !== null && c.asyncTensor && misalignedRows(k, kc) && t.k === 32 &&
+    twoStagesFit(c, { ...t, k: 64 })
+  ) {
     t = { ...t, k: 64 };
   }
   return { tb: t, smallGrid };
@@ -640,13 +644,15 @@ function sm80Default(c: TileContext): ChosenTile {
 
 /**
  * Whether two stages of tile `t` fit the target's shared memory a block: A's and B's tiles at
- * their storage widths (a sparse A's half; its metadata and the pipeline's own layout, which
- * gemm-pipeline computes, left out, so a near miss is found there).
+ * their storage widths (a sparse A's half, and its metadata), as gemm-pipeline lays them out for
+ * the cp.async tiles this deepens.
  */
 function twoStagesFit(c: TileContext, t: Shape3): boolean {
   const { k } = c;
-  const aBytes = DTYPE_INFO[k.math.mmaA].bits / 8 * (sparseMetaParam(k) !== null ? 0.5 : 1);
-  const stage = t.k * (t.m * aBytes + t.n * DTYPE_INFO[k.math.mmaB].bits / 8);
+  const sparse = sparseMetaParam(k) !== null;
+  const aBytes = DTYPE_INFO[k.math.mmaA].bits / 8 * (sparse ? 0.5 : 1);
+  const meta = sparse ? metaStageBytes(t.m, t.k, k.math.mmaA) : 0;
+  const stage = t.k * (t.m * aBytes + t.n * DTYPE_INFO[k.math.mmaB].bits / 8) + meta;
   return 2 * stage <= targetInfo(k.target).smemPerBlock;
 }
 
