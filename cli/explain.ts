@@ -11,6 +11,7 @@
 import type { CompiledKernel } from "../compiler.ts";
 import type { GemmKernel } from "../ir/gemm.ts";
 import { earlyDecisions } from "../passes/lower/early.ts";
+import { shapeText } from "../ir/print_gemm.ts";
 
 /**
  * The explanation of each kernel's schedule, one block of lines a kernel.
@@ -47,7 +48,7 @@ function explainOne(k: GemmKernel, source: GemmKernel): string[] {
   const sms = k.sms === undefined ? "" : `, ${k.sms} SMs`;
   const out = [
     `kernel ${k.name} (target ${k.target}; ${hints}${sms}):`,
-    `  threadblock ${tb.m}x${tb.n}x${tb.k}, split_k ${tile.splitK}: ${
+    `  threadblock ${shapeText(tb)}, split_k ${tile.splitK}: ${
       tile.why ?? "a plan written by hand"
     }${source.schedule.splitK !== undefined ? "; split_k given by the schedule" : ""}`,
     `  stages ${pipe.stages}: ${pipe.stagesWhy ?? "a plan written by hand"}`,
@@ -68,7 +69,7 @@ function form(k: GemmKernel): string {
   const pipe = k.plan.pipeline!;
   const mma = k.plan.mma;
   const parts: string[] = [];
-  if (tile.wgmma) parts.push(`wgmma ${mma === undefined ? "" : shapeOf(mma.instr)}`.trimEnd());
+  if (tile.wgmma) parts.push(`wgmma ${mma === undefined ? "" : shapeText(mma.instr)}`.trimEnd());
   else if (mma !== undefined) {
     parts.push(`${k.math.mode === "simt" ? "SIMT" : "mma.sync"} ${mma.shape}`);
   }
@@ -96,8 +97,4 @@ function form(k: GemmKernel): string {
   }
   if (k.pdl === true) parts.push("pdl");
   return parts.join(", ");
-}
-
-function shapeOf(s: { readonly m: number; readonly n: number; readonly k: number }): string {
-  return `${s.m}x${s.n}x${s.k}`;
 }

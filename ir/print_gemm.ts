@@ -17,7 +17,13 @@ function clusterText(ctas: number, axis: ClusterAxis | undefined): string {
   return axis === "n" ? `1x${ctas}` : `${ctas}`;
 }
 
-function shape(s: Shape3): string {
+/**
+ * A tile shape as schedule lines write it, `MxNxK`.
+ *
+ * @param s The shape.
+ * @returns The text.
+ */
+export function shapeText(s: Shape3): string {
   return `${s.m}x${s.n}x${s.k}`;
 }
 
@@ -73,7 +79,7 @@ export function printEpilogueExpr(
  */
 export function printSchedule(s: Schedule): string {
   const f = (v: Shape3 | number | undefined) =>
-    v === undefined ? "-" : typeof v === "number" ? String(v) : shape(v);
+    v === undefined ? "-" : typeof v === "number" ? String(v) : shapeText(v);
   return `threadblock ${f(s.threadblock)}, warp ${f(s.warp)}, mma ${f(s.mma)}, stages ${
     f(s.stages)
   }, swizzle ${f(s.swizzle)}, split_k ${f(s.splitK)}${
@@ -111,7 +117,9 @@ function printDecisions(k: GemmKernel): string[] {
   else if (pl.short !== undefined && pl.short !== null) {
     const t = pl.short;
     out.push(
-      `  plan.short threadblock ${shape(t.tile!.threadblock)}, warp ${shape(t.warp!.warp)}, ` +
+      `  plan.short threadblock ${shapeText(t.tile!.threadblock)}, warp ${
+        shapeText(t.warp!.warp)
+      }, ` +
         `warps ${t.warp!.warpsM}x${t.warp!.warpsN}, smem ${t.pipeline!.smemBytes} bytes, ` +
         `A by ${t.mma!.aLoad}, B by ${t.mma!.bLoad}, staging ${t.staging?.mode ?? "direct"}`,
     );
@@ -213,7 +221,7 @@ function printPlan(k: GemmKernel): string[] {
     const t = pl.tile;
     out.push(
       `  plan.tile threadblock ${
-        shape(t.threadblock)
+        shapeText(t.threadblock)
       }, swizzle ${t.swizzle}, split_k ${t.splitK}, ` +
         `partial m ${t.partial.m} n ${t.partial.n} k ${t.partial.k}` +
         (t.smallGrid ? ", small grid" : "") + (t.skinny ? ", skinny" : "") +
@@ -224,7 +232,7 @@ function printPlan(k: GemmKernel): string[] {
   if (pl.warp !== undefined) {
     const w = pl.warp;
     out.push(
-      `  plan.warp warp ${shape(w.warp)}, warps ${w.warpsM}x${w.warpsN}, threads ${w.threads}`,
+      `  plan.warp warp ${shapeText(w.warp)}, warps ${w.warpsM}x${w.warpsN}, threads ${w.threads}`,
     );
   }
   if (pl.pipeline !== undefined) {
@@ -248,14 +256,14 @@ function printPlan(k: GemmKernel): string[] {
     const m = pl.instruction;
     out.push(
       `  plan.instruction ${m.shape} (${
-        shape(m.instr)
+        shapeText(m.instr)
       }), k-steps ${m.kSteps}, ~${m.regEstimate} registers`,
     );
   }
   if (pl.mma !== undefined) {
     const m = pl.mma;
     out.push(
-      `  plan.mma ${m.shape} (${shape(m.instr)}), A by ${m.aLoad}, B by ${m.bLoad}, ` +
+      `  plan.mma ${m.shape} (${shapeText(m.instr)}), A by ${m.aLoad}, B by ${m.bLoad}, ` +
         `k-steps ${m.kSteps}, ~${m.regEstimate} registers`,
     );
   }

@@ -26,6 +26,7 @@ import {
 } from "./waves.ts";
 import { targetInfo } from "../ir/target.ts";
 import { metaStageBytes } from "./pipeline.ts";
+import { shapeText } from "../ir/print_gemm.ts";
 import {
   type SkinnyChoice,
   type SkinnyProblem,
@@ -407,7 +408,7 @@ function deepenKTile(
   tb: Shape3,
   deep16: boolean,
   splitK: number,
-): { readonly tb: Shape3; readonly smallGrid: boolean } {
+): { readonly tb: Shape3; readonly smallGrid: boolean; readonly kWhy?: string } {
   const { k, kc, d } = c;
   const smallerTile = tb.m * tb.n < d.m * d.n;
   // A shrunk 8-bit tile with a long K is latency-bound on its loads:
@@ -438,8 +439,16 @@ function deepenKTile(
     twoStagesFit(c, { ...t, k: 64 })
   ) {
     t = { ...t, k: 64 };
+    return { tb: t, smallGrid, kWhy: "misalignedRows: rows off 32-byte sectors" };
   }
-  return { tb: t, smallGrid };
+  const kWhy = deep16
+    ? "deep16: a 128x64 tile with a long K"
+    : deep8 && t.k !== tb.k
+    ? "deep8: a shrunk 8-bit tile with a long K"
+    : smallGrid
+    ? "a small grid's: a long K on few blocks"
+    : undefined;
+  return { tb: t, smallGrid, ...(kWhy !== undefined ? { kWhy } : {}) };
 }
 
 /** What {@link defaultTile} chooses; `skinny` also names the warp tile and the stages. */
@@ -566,7 +575,7 @@ function wgmmaFallback(k: GemmKernel, c: TileContext): { tile: ChosenTile } | { 
   const narrowTile = (why: string) => ({ tile: { tb: narrow, smallGrid: false, splitK: 1, why } });
   const hasNarrow = tb.n > 128 && wgmmaRowFor(k, narrow) !== null;
   const oneWaveEach = blocks <= c.sms && narrowBlocks <= c.sms;
-  const def = `the ${k.math.mmaA} wgmma default ${shape(tb)}`;
+  const def = `the ${k.math.mmaA} wgmma default ${shapeText(tb)}`;
   if (hasNarrow && oneWaveEach && narrowBlocks >= WGMMA_FULL_WAVE * c.sms && !wgmmaOnly(k)) {
     return narrowTile(
       `one wave of 128x128 (${narrowBlocks} blocks on ${c.sms} SMs) fills 15/16 of them where ` +
@@ -619,10 +628,10 @@ function sm80Default(c: TileContext): ChosenTile {
   const deep16 = isDeep16(c, shrunk);
   const splitK = autoSplitK(c, sized, deep16);
   const from = splitK === 1 ? shrunk : sized;
-  const { tb, smallGrid } = deepenKTile(c, from, deep16, splitK);
+  const { tb, smallGrid, kWhy } = deepenKTile(c, from, deep16, splitK);
   const why = [
     ...(c.why === undefined ? [] : [c.why]),
-    `the ${c.k.math.mmaA} default ${shape(c.d)}`,
+    `the ${c.k.math.mmaA} default ${shapeText(c.d)}`,
   ];
   if (sized.m !== c.d.m || sized.n !== c.d.n) {
     why.push(`shrunk to ${sized.m}x${sized.n} for M = ${c.mc ?? "?"}, N = ${c.nc ?? "?"}`);
@@ -635,10 +644,7 @@ function sm80Default(c: TileContext): ChosenTile {
   if (tb.m !== from.m || tb.n !== from.n) {
     why.push(`${tb.m}x${tb.n}, whose waves fill the SMs better (waveAwareTile)`);
   }
-  if (tb.k !== from.k) {
-    const how = deep16 ? "deep16" : smallGrid ? "a small grid's" : "deepened";
-    why.push(`a k-tile of ${tb.k} (${how}: a long K on few blocks keeps more bytes in flight)`);
-  }
+  if (tb.k !== from.k) why.push(`a k-tile of ${tb.k} (${kWhy ?? "the wave-aware tile's"})`);
   return { tb, smallGrid, splitK, why: why.join("; ") };
 }
 
@@ -659,11 +665,6 @@ function twoStagesFit(c: TileContext, t: Shape3): boolean {
 /** A skinny problem's sizes, as the rules weigh them. */
 function skinnyText(p: SkinnyProblem): string {
   return `M = ${p.M}, N = ${p.N}, K = ${p.K} on ${p.sms} SMs`;
-}
-
-/** A tile as schedule lines write it. */
-function shape(t: Shape3): string {
-  return `${t.m}x${t.n}x${t.k}`;
 }
 
 /**

@@ -9,7 +9,7 @@
 
 import assert from "node:assert/strict";
 import { compile, type CompiledKernel, formatDiagnostics } from "../compiler.ts";
-import type { OperandSmem, Shape3, Target } from "../ir/gemm.ts";
+import type { OperandSmem, Target } from "../ir/gemm.ts";
 
 /** A one-kernel program from its declarations, statement and schedule lines. */
 export function program(
@@ -33,8 +33,8 @@ export function compileOk(text: string, target?: Target): CompiledKernel {
   return r.kernels[0]!;
 }
 
-/** A tile shape as `MxNxK`. */
-export const shape = (s: Shape3) => `${s.m}x${s.n}x${s.k}`;
+/** A tile shape as `MxNxK` (ir/print_gemm.ts). */
+export { shapeText as shape } from "../ir/print_gemm.ts";
 
 /** One operand's shared-memory plan in one line: contiguity, rows x bytes, swizzle, copies. */
 export function smem(o: OperandSmem): string {
