@@ -3,8 +3,8 @@
 # earlier plan of this name ran as calls 1-2 of NOTES 81). Steps tests, fill, bf16, fill2, fill3,
 # ncu and llm (M = 16, 128, 1024) ran as calls 1-3 of NOTES 84; llms8, s8v, ncu2, fill4, s8r (with its llm rows as s8r2)
 # and full as calls 1-4 of NOTES 85; f16m, early, early2, final86 as calls 1-4 of NOTES 86; s8x
-# and s8t as call 1 of NOTES 87. The default STEPS are what NOTES 87 leaves for the next call
-# (infer87; on an H200 also llm and llms8). Steps:
+# and s8t as call 1 of NOTES 87; pdlt and infer87 as call 1 of NOTES 88. The default STEPS are what
+# NOTES 88 leaves for the next call (bf16k, then newk; on an H200 h200 instead). Steps:
 #   tests: tests/gpu/wgmma_test.ts --filter 224 (the 128x224 case with a column bias, staged rows
 #          of 28 vectors) and tests/gpu/skinny_test.ts --filter sm90;
 #   fill:  WGMMA_WAVE_FILL's unmeasured grids: f16 at 768x4096x4096 (96 blocks of 128x256) and
@@ -59,6 +59,9 @@
 #          one wave of 128x128) against the tiles it replaced (128x224x64, 128x256x32);
 #   pdlt:  the PDL chain GPU tests (tests/gpu/pdl_test.ts) after NOTES 87's review changed their
 #          cases (128x32 a pdl-only chain, the clustered 64x64 the early one);
+#   newk:  `gemm run --tune` of kernels that compile since NOTES 88 (they were refused, E0204):
+#          sparse f16 at M = 128, N = K = 8192 on sm80 and 512x4096x14336 on sm90; f16 5000³ on
+#          sm86's tile (run on the H100 through the JIT);
 #   h200:  on an H200 (where the issues' targets are stated): every GPU test, then the llm table's
 #          rows at N = K = 4096 (f16 and bf16 at M = 16, 64, 128, 256; s8 at M = 16, 128);
 #   bf16k: bf16 at M = 128, N = 4096, K = 14336, the default (64x64 on clusters) against 128x32x64
@@ -70,7 +73,7 @@
 # Usage: bash bench/research/next_call.sh OUT   (STEPS: any of the steps above)
 set -u
 . bench/research/_gemm_run_rows.sh
-call_start next_call "${1:?usage: next_call.sh OUT}" "pdlt infer87"
+call_start next_call "${1:?usage: next_call.sh OUT}" "bf16k newk"
 if has tests; then
   gpu_tests tests/gpu/wgmma_test.ts tests/gpu/skinny_test.ts --filter "/224|sm90/"
 fi
@@ -135,6 +138,17 @@ if has h200; then
   llm_rows "$W" h200-llm f16,bf16 16,64,128,256 4096x4096
   pack
   llm_rows "$W" h200-s8 s8 16,128 4096x4096
+  pack
+fi
+if has newk; then
+  # `gemm run` (checked against the reference, then timed) of kernels that compile since NOTES 88.
+  for a in "examples/sparse.gemm --target sm80 --size M=128,N=8192,K=8192" \
+    "examples/sparse.gemm --target sm90 --size M=512,N=4096,K=14336" \
+    "bench/kernels/f16.gemm --target sm86 --size M=5000,N=5000,K=5000"; do
+    echo "== $a"
+    # shellcheck disable=SC2086
+    timeout 60 deno run --cached-only -A cli.ts run $a --tune --iters 20 2>&1 | tail -3
+  done | tee "$W/newk.txt"
   pack
 fi
 if has bf16k; then
