@@ -9,7 +9,8 @@
  * the compile API, looking for crashes rather than wrong answers.
  *
  * Each case draws a program (operand types, layouts, alignment, an epilogue, a
- * schedule or none, sometimes size hints and an SM count for the default
+ * schedule or none, a target among sm80, sm86 and sm90 with sm90's scheduler and
+ * cluster keys, sometimes size hints and an SM count for the default
  * choices) and sizes (often not multiples of the tile), compiles it, and then:
  * a program the compiler rejects must be rejected with a diagnostic (a thrown
  * exception is a bug); an accepted one is simulated over its whole grid with
@@ -263,7 +264,14 @@ function drawSchedule(
   }
   if (r() < 0.3) lines.push(`swizzle ${pick([1, 2, 4, 8, 16])}`);
   if (r() < 0.2) lines.push(`split_k ${pick([2, 3, 4])}`);
-  if (r() < 0.1) lines.push("target sm86");
+  // Targets: sm80 (the default), sm86, and sm90 with its own keys (wgmma and TMA kernels, the
+  // persistent schedulers, clusters); a key a kernel cannot honour is a diagnostic.
+  const target = pick(["sm80", "sm80", "sm80", "sm80", "sm80", "sm80", "sm86", "sm90", "sm90"]);
+  if (target !== "sm80") lines.push(`target ${target}`);
+  if (target === "sm90" && r() < 0.3) {
+    lines.push(`scheduler ${pick(["persistent", "stream_k", "pingpong"])}`);
+  }
+  if (target === "sm90" && r() < 0.2) lines.push(`cluster ${pick(["2", "1x2"])}`);
   if (r() < 0.1) lines.push(`mma ${OTHER_MMA[family]}`);
   return { ...(hints === undefined ? {} : { hints }), ...(sms === undefined ? {} : { sms }) };
 }
