@@ -75,7 +75,7 @@ function form(k: GemmKernel): string {
   }
   parts.push(
     pipe.tma !== undefined
-      ? "TMA copies by a producer warp"
+      ? "TMA copies by a producer warpgroup"
       : pipe.a.async
       ? `cp.async copies of ${pipe.a.copyBytes} bytes`
       : "synchronous copies",

@@ -136,5 +136,5 @@ Deno.test("explain: gemm compile --emit explain prints it, with --tune for the s
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stdout, /^kernel \w+ \(target sm90; .*Rows=128.*132 SMs\):$/m);
   assert.match(r.stdout, /threadblock 128x32x64, split_k 1: .*WGMMA_SKINNY_NARROW/);
-  assert.match(r.stdout, /runs as: wgmma 64x32x16, TMA copies by a producer warp/);
+  assert.match(r.stdout, /runs as: wgmma 64x32x16, TMA copies by a producer warpgroup/);
 });
