@@ -67,12 +67,12 @@ function explainOne(k: GemmKernel, source: GemmKernel): string[] {
 function form(k: GemmKernel): string {
   const tile = k.plan.tile!;
   const pipe = k.plan.pipeline!;
-  const mma = k.plan.mma;
-  const parts: string[] = [];
-  if (tile.wgmma) parts.push(`wgmma ${mma === undefined ? "" : shapeText(mma.instr)}`.trimEnd());
-  else if (mma !== undefined) {
-    parts.push(`${k.math.mode === "simt" ? "SIMT" : "mma.sync"} ${mma.shape}`);
-  }
+  const mma = k.plan.mma!;
+  const parts = [
+    tile.wgmma
+      ? `wgmma ${shapeText(mma.instr)}`
+      : `${k.math.mode === "simt" ? "SIMT" : "mma.sync"} ${mma.shape}`,
+  ];
   parts.push(
     pipe.tma !== undefined
       ? "TMA copies by a producer warpgroup"

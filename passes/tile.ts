@@ -426,28 +426,26 @@ function deepenKTile(
   // Each deepening only where two stages of the deeper tile fit the target's shared memory (a
   // sparse A's tile on sm86 is twice as deep already: its small grid's 64x256x128 would not).
   const deepK = deep16 || deep8 ? 4 * d.k : 2 * tb.k;
-  const deepen = twoStagesFit(c, { ...tb, k: deepK });
-  const smallGrid = !deep16 && c.asyncTensor && c.is16 && smallerTile && deepen;
-  let t = (deep16 || deep8) && deepen
-    ? { ...tb, k: deepK }
+  const fits = twoStagesFit(c, { ...tb, k: deepK });
+  const smallGrid = !deep16 && c.asyncTensor && c.is16 && smallerTile && fits;
+  // Which deepening applies (none: the wave-aware shape instead), in words for TilePlan.why.
+  const kWhy = !fits
+    ? undefined
+    : deep16
+    ? "deep16: a 128x64 tile with a long K"
+    : deep8
+    ? "deep8: a shrunk 8-bit tile with a long K"
     : smallGrid
-    ? { ...tb, k: deepK }
-    : waveTile(c, tb, splitK);
+    ? "a small grid's: a long K on few blocks"
+    : undefined;
+  const t = kWhy !== undefined ? { ...tb, k: deepK } : waveTile(c, tb, splitK);
   // Rows that do not start on 32-byte sectors take a 64-deep k-tile (misalignedRows).
   if (
     !smallGrid && kc !== null && c.asyncTensor && misalignedRows(k, kc) && t.k === 32 &&
     twoStagesFit(c, { ...t, k: 64 })
   ) {
-    t = { ...t, k: 64 };
-    return { tb: t, smallGrid, kWhy: "misalignedRows: rows off 32-byte sectors" };
+    return { tb: { ...t, k: 64 }, smallGrid, kWhy: "misalignedRows: rows off 32-byte sectors" };
   }
-  const kWhy = deep16
-    ? "deep16: a 128x64 tile with a long K"
-    : deep8 && t.k !== tb.k
-    ? "deep8: a shrunk 8-bit tile with a long K"
-    : smallGrid
-    ? "a small grid's: a long K on few blocks"
-    : undefined;
   return { tb: t, smallGrid, ...(kWhy !== undefined ? { kWhy } : {}) };
 }
 

@@ -11,9 +11,8 @@ import { type Dtype, DTYPE_INFO } from "../../ir/dtype.ts";
 import type { DimRef, GemmKernel, MatrixView, TensorParam } from "../../ir/gemm.ts";
 import type { BinFn, Op, Operand, Reg, RegType } from "../../ir/kernel.ts";
 import type { MmaShape } from "../../ir/mma_table.ts";
-import { targetHas } from "../../ir/target.ts";
 import { plannedShape } from "../mma.ts";
-import { earlyDecisions } from "./early.ts";
+import { earlyDecisions, waitsForGrid } from "./early.ts";
 import * as ir from "../../ir/builder.ts";
 
 /** The base-2 logarithm of a power of two (an error for any other number). */
@@ -80,7 +79,7 @@ export class LowerContext {
     this.k = k;
     this.gridDep = parent?.gridDep ??
       {
-        on: k.pdl === true && targetHas(k.target, "griddepcontrol"),
+        on: waitsForGrid(k),
         waited: false,
         launched: false,
       };

@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { GemmKernel } from "../../ir/gemm.ts";
+import { type GemmKernel, sparseMetaParam } from "../../ir/gemm.ts";
 import { targetHas } from "../../ir/target.ts";
 
 /**
@@ -85,16 +85,29 @@ export function earlyDecisions(k: GemmKernel): readonly EarlyDecision[] {
   });
 }
 
+/**
+ * Whether kernel `k` waits for the grid before it (`griddepcontrol.wait`): compiled with `pdl`
+ * for a target that has it. The lowering's `LowerContext.gridDep` and {@link earlyDecisions} ask
+ * this one function.
+ *
+ * @param k The kernel.
+ * @returns Whether it waits.
+ */
+export function waitsForGrid(k: GemmKernel): boolean {
+  return k.pdl === true && targetHas(k.target, "griddepcontrol");
+}
+
 /** Why no operand of `k` is read early, whatever the option names; undefined where one may be. */
 function kernelRefusal(k: GemmKernel): string | undefined {
-  if (k.pdl !== true) return "the kernel is compiled without pdl";
-  if (!targetHas(k.target, "griddepcontrol")) {
-    return `${k.target} has no griddepcontrol: the kernel does not wait`;
+  if (!waitsForGrid(k)) {
+    return k.pdl !== true
+      ? "the kernel is compiled without pdl"
+      : `${k.target} has no griddepcontrol: the kernel does not wait`;
   }
   if (k.grouped === true) {
     return "a grouped kernel reads every input after the wait (a shortcut)";
   }
-  if (k.params.some((p) => p.kind === "tensor" && p.sparse === true)) {
+  if (sparseMetaParam(k) !== null) {
     return "a sparse kernel reads every input after the wait (a shortcut)";
   }
   return undefined;
