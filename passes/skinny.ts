@@ -249,8 +249,9 @@ const WGMMA_SKINNY_TILE: Shape3 = { m: 128, n: 128, k: 64 };
  * (PDL 15.3 / 15.5 against 16.0 / 16.2), and 16.7 / 16.8 against 17.3 / 17.3 (PDL 15.3 / 15.7
  * against 16.0 / 16.6), and lost at K = 14336 (49.9 against 47.3): so 16-bit types take it below
  * K = 8192 too. bf16's pair, measured after (NOTES 88, an H100, adjacent runs): 16.3 / 16.4
- * against 16.7 / 16.7 on clusters (PDL 14.9 / 15.1 against 15.6 / 15.6). Its K = 14336 side is
- * inferred from f16's.
+ * against 16.7 / 16.7 on clusters (PDL 14.9 / 15.1 against 15.6 / 15.6). Its K = 14336 side,
+ * measured after (NOTES 89, the H200, adjacent runs): the 64x64 on clusters 36.5 / 41.5 against
+ * 128x32's 40.2 / 46.8 (PDL 35.3 / 43.3 against 39.3 / 47.6), as f16's.
  */
 const WGMMA_SKINNY_NARROW: readonly {
   readonly tile: Shape3;

@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { median, timeLaunches } from "../harness/timing.ts";
 import type { Cuda } from "../backends/cuda/driver.ts";
-import { type BenchRow, csvOf } from "../bench/gpu_report.ts";
+import { type BenchRow, csvOf, printTargets } from "../bench/gpu_report.ts";
 
 /** A context that logs launches and event calls; event i "records" at time 10*i ms. */
 function fakeCuda(log: string[]): { cuda: Cuda; live: () => number } {
@@ -72,7 +72,8 @@ Deno.test("timeLaunches: a failing launch is raised and every event is destroyed
   assert.equal(live(), 0);
 });
 
-Deno.test("the GPU benchmark's CSV: one field a header column in every row", () => {
+/** A benchmark row of `shape` (its sizes from the name where it is MxNxK, else 4096³). */
+function benchRow(shape: string, sizes = [4096, 4096, 4096]): BenchRow {
   const ceiling = {
     fixed: 900,
     fixedClock: 1980,
@@ -83,10 +84,10 @@ Deno.test("the GPU benchmark's CSV: one field a header column in every row", () 
   };
   const row: BenchRow = {
     type: "f16",
-    shape: "4096",
-    M: 4096,
-    N: 4096,
-    K: 4096,
+    shape,
+    M: sizes[0]!,
+    N: sizes[1]!,
+    K: sizes[2]!,
     kernel: "k",
     verified: true,
     relError: 1e-4,
@@ -103,10 +104,30 @@ Deno.test("the GPU benchmark's CSV: one field a header column in every row", () 
     window: [0, 1],
     registers: 168,
   };
+  return row;
+}
+
+Deno.test("the GPU benchmark's CSV: one field a header column in every row", () => {
+  const row = benchRow("4096");
   const device = { name: "GPU", driverVersionText: "13.0" } as Parameters<typeof csvOf>[1];
   const lines = csvOf([row, row], device, "2026-12-02").trimEnd().split("\n");
   assert.equal(lines.length, 3);
   const columns = lines[0]!.split(",").length;
   for (const l of lines.slice(1)) assert.equal(l.split(",").length, columns);
   assert.match(lines[1]!, /^2026-12-02,GPU,13\.0,f16,4096,4096,4096,4096,k,true,/);
+});
+
+Deno.test("the 8192³ targets judge that cube however --shapes names it", () => {
+  for (const target of [undefined, "sm90"]) {
+    const printed: string[] = [];
+    const log = console.log;
+    console.log = (...a: unknown[]) => void printed.push(a.join(" "));
+    try {
+      printTargets([benchRow("8192x8192x8192", [8192, 8192, 8192]), benchRow("4096")], target);
+    } finally {
+      console.log = log;
+    }
+    const verdicts = printed.filter((l) => /\bf16\b.*(met|MISSED)/.test(l));
+    assert.equal(verdicts.length, 1, printed.join("\n"));
+  }
 });
