@@ -41,7 +41,11 @@
  *    the JSON rows. The checks (step 1) are ordinary launches. `--pdl-early`
  *    (implies `--pdl`): ours+PDL's kernel is also compiled with the compile
  *    option `pdlEarly` for B, the weights, which no launch of the series
- *    writes: its first stages of B are copied before the wait.
+ *    writes: its first stages of B are copied before the wait. With `--copy`,
+ *    a `cuMemcpyDtoD` launch moving the row's bytes (half read from B's rotated
+ *    sets, half written) is timed the same way as one more side: the columns
+ *    "copy µs" and "copy/floor", what one launch of those bytes reaches
+ *    (bench/NOTES.md 56: the limit a kernel of ~10 µs meets at its ramp and tail).
  * 4. The floor, measured in the same run: the larger of the bytes of A, B and D
  *    once at the device-to-device copy bandwidth (`cuMemcpyDtoD` of 1 GiB, read
  *    + write counted, median of 10) and the FLOPs at the mma.sync ceiling of the
@@ -61,7 +65,7 @@
  * takes ~7 minutes on the H200 (~10 s a row: 3 rests, 2 loads; with 5 rests 9 rows took 117 s).
  *
  * `deno run -A bench/llm.ts [--types f16,bf16,s8] [--m 1,16,...] [--no-cublas]
- * [--target sm80|sm86|sm90] [--pdl] [--out DIR]`, or `deno task bench --gpu --shapes llm [the same
+ * [--target sm80|sm86|sm90] [--pdl] [--copy] [--out DIR]`, or `deno task bench --gpu --shapes llm [the same
  * options]`.
  *
  * @module
@@ -97,6 +101,7 @@ import {
   type LlmRow,
   type LlmRunInfo,
   type LlmType,
+  problemBytes,
   progressLine,
   type SideFigures,
 } from "./llm_report.ts";
@@ -164,6 +169,9 @@ export interface LlmOptions {
   readonly pdlEarly: boolean;
   /** `--nk 4096x4096,...`: only these (N, K) of the table (null: all). */
   readonly nk: readonly string[] | null;
+  /** `--copy`: time a device-to-device copy of each row's bytes as one more side ({@link copyLaunch}).
+   * Default false. */
+  readonly copy: boolean;
   /** `--schedule "LINES"`: schedule lines (`;`-separated) every row's kernel is compiled with,
    * to time a schedule against the peer in the table's protocol (absent: the defaults). */
   readonly schedule?: string;
@@ -171,7 +179,7 @@ export interface LlmOptions {
 
 /**
  * Reads `--types f16,bf16,s8`, `--m 1,16,...`, `--nk NxK,...`, `--no-cublas`, `--target T`,
- * `--pdl`, `--pdl-early`, `--schedule "LINES"`, `--out DIR`; other arguments are ignored (bench/main.ts
+ * `--pdl`, `--pdl-early`, `--copy`, `--schedule "LINES"`, `--out DIR`; other arguments are ignored (bench/main.ts
  * passes its own on).
  *
  * @param args The arguments.
@@ -224,6 +232,7 @@ export function parseLlmArgs(args: readonly string[]): LlmOptions | string {
     pdl: args.includes("--pdl") || args.includes("--pdl-early"),
     pdlEarly: args.includes("--pdl-early"),
     nk,
+    copy: args.includes("--copy"),
     ...(schedule !== undefined ? { schedule } : {}),
   };
 }
@@ -276,6 +285,32 @@ function copyBandwidth(cuda: Cuda): CopyBandwidth {
   }
 }
 
+/**
+ * `--copy`'s side: a launch of `cuMemcpyDtoD` that moves the row's bytes (A + B + D once,
+ * {@link problemBytes}), half read and half written, from the input set of B the launch
+ * rotates to into one scratch buffer (appended to `bufs`, freed with the row's). What one
+ * launch of those bytes reaches, in the same series as the GEMMs. Null where half the bytes
+ * exceed B's buffer (no row of the table: B is the largest operand at every M of it) or the
+ * driver has no copy.
+ */
+function copyLaunch(
+  cuda: Cuda,
+  type: LlmType,
+  p: LlmProblem,
+  bBufs: readonly DeviceBuffer[],
+  bufs: DeviceBuffer[],
+): ((i: number) => void) | null {
+  const d = cuda.driver, copy = d.cuMemcpyDtoD_v2;
+  const bytes = Math.floor(problemBytes(type, p) / 32) * 16;
+  if (copy === null || bBufs.length === 0 || bytes > bBufs[0]!.bytes) return null;
+  const dst = cuda.alloc(bytes);
+  bufs.push(dst);
+  return (i) => {
+    const src = bBufs[i % bBufs.length]!;
+    checkCuda(d, "cuMemcpyDtoD_v2", copy(dst.ptr, src.ptr, BigInt(bytes)));
+  };
+}
+
 /** A side's series, from a first estimate: 2 warm-up launches, then 20 behind a 1 ms hold. */
 function prepare(cuda: Cuda, probe: ClockProbe, launch: (i: number) => void) {
   for (let w = 0; w < 2; w++) launch(w);
@@ -319,6 +354,8 @@ interface RunContext {
   readonly target: Target;
   /** Time ours+PDL too (`--pdl`), with B read early (`--pdl-early`). */
   readonly pdl: boolean | "early";
+  /** Time the copy of each row's bytes too (`--copy`). */
+  readonly copySide: boolean;
   /** `--schedule`'s lines (absent: the defaults). */
   readonly schedule?: string;
 }
@@ -373,7 +410,10 @@ function benchRow(ctx: RunContext, type: LlmType, p: LlmProblem): LlmRow {
       `(relative Frobenius error ${cmp.relFrobenius.toExponential(2)}${
         checkedPdl === null ? "" : `; the PDL kernel ${checkedPdl.comparison.ok ? "ok" : "FAILED"}`
       })`;
-    const noPdl = ctx.pdl ? { oursPdl: null } : {};
+    const noPdl = {
+      ...(ctx.pdl ? { oursPdl: null } : {}),
+      ...(ctx.copySide ? { copy: null } : {}),
+    };
     if (!cmp.ok) {
       return {
         ...base,
@@ -403,8 +443,11 @@ function benchRow(ctx: RunContext, type: LlmType, p: LlmProblem): LlmRow {
         k.bBufs[i % sets]!.ptr,
         k.cBuf.ptr,
       ));
-    // Ours, ours+PDL (--pdl), cuBLAS: one burst measurement over all, sharing its rests.
-    const sides = [ours, oursPdl, theirs].filter((s) => s !== null);
+    const copyLaunches = ctx.copySide ? copyLaunch(cuda, type, p, k.bBufs, bufs) : null;
+    const copied = copyLaunches === null ? null : prepare(cuda, probe, copyLaunches);
+    // Ours, ours+PDL (--pdl), cuBLAS, the copy (--copy): one burst measurement over all,
+    // sharing its rests.
+    const sides = [ours, oursPdl, theirs, copied].filter((s) => s !== null);
     const burst = timeBurstSeries(cuda, sides.map((s) => s.series));
     const burstOf = (s: ReturnType<typeof prepare>) => burst[sides.indexOf(s)]!;
     const side = (s: ReturnType<typeof prepare>, b: SeriesMeasurement) => {
@@ -424,6 +467,7 @@ function benchRow(ctx: RunContext, type: LlmType, p: LlmProblem): LlmRow {
       ours: side(ours, burstOf(ours)),
       ...(ctx.pdl ? { oursPdl: oursPdl === null ? null : side(oursPdl, burstOf(oursPdl)) } : {}),
       cublas: theirs === null ? null : side(theirs, burstOf(theirs)),
+      ...(ctx.copySide ? { copy: copied === null ? null : side(copied, burstOf(copied)) } : {}),
     };
   } finally {
     for (const b of bufs) b.free();
@@ -457,6 +501,7 @@ function errorRow(ctx: RunContext, type: LlmType, p: LlmProblem, e: unknown): Ll
     ours: null,
     ...(ctx.pdl ? { oursPdl: null } : {}),
     cublas: null,
+    ...(ctx.copySide ? { copy: null } : {}),
     floor: floors(ctx, type, p),
   };
 }
@@ -514,6 +559,7 @@ export function llmBenchMain(command: string, args: readonly string[]): boolean 
       ...(o.pdl ? { pdl: true } : {}),
       ...(o.pdlEarly ? { pdlEarly: true } : {}),
       ...(o.schedule !== undefined ? { schedule: o.schedule } : {}),
+      ...(o.copy ? { copySide: true } : {}),
       copy,
       ceilings: Object.fromEntries(perType),
     };
@@ -532,6 +578,7 @@ export function llmBenchMain(command: string, args: readonly string[]): boolean 
       copy,
       target: o.target,
       pdl: o.pdlEarly ? "early" : o.pdl,
+      copySide: o.copy,
       ...(o.schedule !== undefined ? { schedule: o.schedule } : {}),
     };
     for (const { type, p } of problems) {

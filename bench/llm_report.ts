@@ -196,6 +196,12 @@ export interface LlmRow extends LlmProblem {
    */
   readonly oursPdl?: SideFigures | null;
   readonly cublas: SideFigures | null;
+  /**
+   * `--copy`: a `cuMemcpyDtoD` launch moving the row's bytes (half read, half written), timed as
+   * the other sides: what one launch of those bytes reaches. Null when the row did not run,
+   * absent without `--copy`.
+   */
+  readonly copy?: SideFigures | null;
   /** The floor in each state (the mma.sync ceiling of that state). */
   readonly floor: { readonly burst: LlmFloor; readonly sustained: LlmFloor };
 }
@@ -206,8 +212,6 @@ export interface CopyBandwidth {
   readonly ms: readonly number[];
   readonly bytesPerS: number;
 }
-
-/** Bytes of the copy that measures the bandwidth (1 GiB), and its runs. */
 
 /** What the report says about the run besides its rows. */
 export interface LlmRunInfo {
@@ -225,6 +229,8 @@ export interface LlmRunInfo {
   readonly pdlEarly?: boolean;
   /** `--schedule`'s lines, every kernel compiled with them (absent: the defaults). */
   readonly schedule?: string;
+  /** True with `--copy`: the rows have the copy's figures ({@link LlmRow.copy}); else absent. */
+  readonly copySide?: boolean;
   readonly copy: CopyBandwidth;
   /** Per type, the mma.sync ceiling (TOPS) in each state. */
   readonly ceilings: Readonly<
@@ -256,12 +262,43 @@ function verdicts(r: LlmRow, s: SideFigures | null, target: number): string {
   return `${v("burst")} / ${v("sustained")}`;
 }
 
-/**
- * The cells of one row: times, floor, shares, ratio, target; with `pdl`, ours+PDL's time
- * after ours and its share after ours', and its verdicts in the target cell.
- */
-function rowCells(r: LlmRow, pdl: boolean): string[] {
-  const o = r.ours, p = r.oursPdl ?? null, b = r.cublas, f = r.floor;
+/** The optional sides a table shows: ours+PDL (`--pdl`) and the copy (`--copy`). */
+interface Columns {
+  readonly pdl: boolean;
+  readonly copy: boolean;
+}
+
+/** The table's header and alignment lines for {@link Columns}. */
+function headerLines(c: Columns): string[] {
+  const names = [
+    "type",
+    "M",
+    "N",
+    "K",
+    "schedule",
+    "check",
+    "ours µs",
+    ...(c.pdl ? ["ours+PDL µs"] : []),
+    "cuBLAS µs",
+    ...(c.copy ? ["copy µs"] : []),
+    "floor µs",
+    "ours/floor",
+    ...(c.pdl ? ["ours+PDL/floor"] : []),
+    "cuBLAS/floor",
+    ...(c.copy ? ["copy/floor"] : []),
+    "cuBLAS/ours",
+    "target",
+  ];
+  const left = new Set(["type", "schedule", "check", "target"]);
+  return [
+    `| ${names.join(" | ")} |`,
+    `| ${names.map((n) => (left.has(n) ? "---" : "---:")).join(" | ")} |`,
+  ];
+}
+
+/** The named cells of one row ({@link rowCells} orders them as {@link headerLines}). */
+function namedCells(r: LlmRow, c: Columns) {
+  const o = r.ours, p = r.oursPdl ?? null, b = r.cublas, cp = r.copy ?? null, f = r.floor;
   const both = (x: (st: State) => number, d: number) =>
     `${fmt(x("burst"), d)} / ${fmt(x("sustained"), d)}`;
   const floorCell = f.burst.bound === f.sustained.bound
@@ -270,7 +307,29 @@ function rowCells(r: LlmRow, pdl: boolean): string[] {
   const target = llmTarget(r);
   const targetCell = target === null
     ? "-"
-    : `${target}: ${verdicts(r, o, target)}${pdl ? `; +PDL: ${verdicts(r, p, target)}` : ""}`;
+    : `${target}: ${verdicts(r, o, target)}${c.pdl ? `; +PDL: ${verdicts(r, p, target)}` : ""}`;
+  return {
+    ours: both((st) => timeOf(o, st), 1),
+    oursPdl: both((st) => timeOf(p, st), 1),
+    cublas: both((st) => timeOf(b, st), 1),
+    copy: both((st) => timeOf(cp, st), 1),
+    floor: floorCell,
+    oursShare: both((st) => shareOf(r, o, st), 2),
+    oursPdlShare: both((st) => shareOf(r, p, st), 2),
+    cublasShare: both((st) => shareOf(r, b, st), 2),
+    copyShare: both((st) => shareOf(r, cp, st), 2),
+    ratio: both((st) => timeOf(b, st) / timeOf(o, st), 2),
+    target: targetCell,
+  };
+}
+
+/**
+ * The cells of one row: times, floor, shares, ratio, target; with `pdl`, ours+PDL's time
+ * after ours and its share after ours', and its verdicts in the target cell; with `copy`, the
+ * copy's time after cuBLAS's and its share after cuBLAS's.
+ */
+function rowCells(r: LlmRow, c: Columns): string[] {
+  const n = namedCells(r, c);
   return [
     r.type,
     `${r.M}`,
@@ -278,15 +337,17 @@ function rowCells(r: LlmRow, pdl: boolean): string[] {
     `${r.K}`,
     r.schedule,
     r.status === "ok" ? "ok" : `**${r.status}**`,
-    both((st) => timeOf(o, st), 1),
-    ...(pdl ? [both((st) => timeOf(p, st), 1)] : []),
-    both((st) => timeOf(b, st), 1),
-    floorCell,
-    both((st) => shareOf(r, o, st), 2),
-    ...(pdl ? [both((st) => shareOf(r, p, st), 2)] : []),
-    both((st) => shareOf(r, b, st), 2),
-    both((st) => timeOf(b, st) / timeOf(o, st), 2),
-    targetCell,
+    n.ours,
+    ...(c.pdl ? [n.oursPdl] : []),
+    n.cublas,
+    ...(c.copy ? [n.copy] : []),
+    n.floor,
+    n.oursShare,
+    ...(c.pdl ? [n.oursPdlShare] : []),
+    n.cublasShare,
+    ...(c.copy ? [n.copyShare] : []),
+    n.ratio,
+    n.target,
   ];
 }
 
@@ -299,19 +360,14 @@ function rowCells(r: LlmRow, pdl: boolean): string[] {
  */
 export function llmReport(info: LlmRunInfo, rows: readonly LlmRow[]): string {
   const pdl = info.pdl === true;
+  const columns = { pdl, copy: info.copySide === true };
   const lines = [
     `# Skinny GEMMs of LLM inference, issue 22 (${info.date})`,
     "",
     llmMethod(info),
     "",
-    `| type | M | N | K | schedule | check | ours µs | ${pdl ? "ours+PDL µs | " : ""}cuBLAS µs | ` +
-    `floor µs | ours/floor | ${
-      pdl ? "ours+PDL/floor | " : ""
-    }cuBLAS/floor | cuBLAS/ours | target |`,
-    `| --- | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ${
-      pdl ? "---: | ---: | " : ""
-    }--- |`,
-    ...rows.map((r) => `| ${rowCells(r, pdl).join(" | ")} |`),
+    ...headerLines(columns),
+    ...rows.map((r) => `| ${rowCells(r, columns).join(" | ")} |`),
     "",
     "Pairs are burst / sustained.",
     "",
@@ -321,7 +377,7 @@ export function llmReport(info: LlmRunInfo, rows: readonly LlmRow[]): string {
     "",
     "## Series and checks",
     "",
-    ...llmSeriesLines(rows, pdl),
+    ...llmSeriesLines(rows, columns),
   ];
   return lines.join("\n") + "\n";
 }
@@ -349,6 +405,11 @@ function llmMethod(info: LlmRunInfo): string {
     ).join(", ") +
     "). Share: floor / time (1 is the limit); cuBLAS/ours: cuBLAS time over ours (above 1: ours " +
     "faster)." +
+    (info.copySide === true
+      ? " copy (`--copy`): one cuMemcpyDtoD a launch moving the row's bytes (A + B + D, half " +
+        "read from the rotated sets of B, half written to one buffer), timed as the other sides: " +
+        "what one launch of those bytes reaches, its share the limit's practical side."
+      : "") +
     (pdl
       ? " ours+PDL (`--pdl`): the same schedule compiled with the compile option `pdl` (on sm90 " +
         "griddepcontrol: it waits for the previous grid before touching global memory, after " +
@@ -409,7 +470,7 @@ function llmTargetLines(rows: readonly LlmRow[], pdl: boolean): string[] {
 }
 
 /** llmReport's lines of each row's series (launches, hold, host pacing, clock) and check. */
-function llmSeriesLines(rows: readonly LlmRow[], pdl: boolean): string[] {
+function llmSeriesLines(rows: readonly LlmRow[], c: Columns): string[] {
   const lines: string[] = [];
   const side = (name: string, s: SideFigures | null) =>
     s === null
@@ -421,20 +482,22 @@ function llmSeriesLines(rows: readonly LlmRow[], pdl: boolean): string[] {
   for (const r of rows) {
     lines.push(
       `- ${r.type} ${r.M}x${r.N}x${r.K} (${r.kernel}, ${r.registers} registers, ${r.sets} input ` +
-        `sets): ${r.note}${side("ours", r.ours)}${pdl ? side("ours+PDL", r.oursPdl ?? null) : ""}${
-          side("cuBLAS", r.cublas)
-        }`,
+        `sets): ${r.note}${side("ours", r.ours)}${
+          c.pdl ? side("ours+PDL", r.oursPdl ?? null) : ""
+        }${side("cuBLAS", r.cublas)}${c.copy ? side("copy", r.copy ?? null) : ""}`,
     );
   }
   return lines;
 }
 
-/** The line printed as each row completes (with ours+PDL's time and share where the row has them). */
+/** The line printed as each row completes (with ours+PDL's and the copy's time and share where
+ * the row has them). */
 export function progressLine(r: LlmRow): string {
-  const pdl = r.oursPdl !== undefined;
-  const c = rowCells(r, pdl);
-  const at = (i: number) => c[i + (pdl ? 1 : 0)];
-  return `${r.type} ${r.M}x${r.N}x${r.K} [${r.schedule}] ${r.status}: ours ${c[6]} µs, ` +
-    `${pdl ? `ours+PDL ${c[7]} µs, ` : ""}cuBLAS ${at(7)} µs, floor ${at(8)}, share ${at(9)}` +
-    `${pdl ? `, ours+PDL share ${c[11]}` : ""}${r.status === "ok" ? "" : ` (${r.note})`}`;
+  const c = { pdl: r.oursPdl !== undefined, copy: r.copy !== undefined };
+  const n = namedCells(r, c);
+  return `${r.type} ${r.M}x${r.N}x${r.K} [${r.schedule}] ${r.status}: ours ${n.ours} µs, ` +
+    `${c.pdl ? `ours+PDL ${n.oursPdl} µs, ` : ""}cuBLAS ${n.cublas} µs, ` +
+    `${c.copy ? `copy ${n.copy} µs, ` : ""}floor ${n.floor}, share ${n.oursShare}` +
+    `${c.pdl ? `, ours+PDL share ${n.oursPdlShare}` : ""}` +
+    `${c.copy ? `, copy share ${n.copyShare}` : ""}${r.status === "ok" ? "" : ` (${r.note})`}`;
 }

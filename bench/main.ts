@@ -37,7 +37,9 @@
  *    `--target T`, `--schedule "LINES"` (every row's kernel with these schedule lines) and
  *    `--pdl` (ours timed again as programmatic dependent launches: the columns
  *    ours+PDL µs and ours+PDL/floor, and its targets' verdicts; `--pdl-early`: the
- *    same, its kernel reading B, the weights, before its wait); recorded in
+ *    same, its kernel reading B, the weights, before its wait) and `--copy` (a
+ *    device-to-device copy of each row's bytes timed beside: the columns copy µs
+ *    and copy/floor, what one launch of those bytes reaches); recorded in
  *    `bench/results/llm-DATE.md` and `.json`; exits 1 without a driver or when
  *    a row fails its check. `--shapes llm,8192` runs the table, then `--gpu`
  *    at the other shapes.
@@ -51,7 +53,7 @@
  *    one of gemmc's kernels fails.
  *
  * Options: `--no-sim`, `--no-compile`, `--no-record` (do not write the
- * simulator record), `--gpu`, `--shapes llm` (with `--gpu`; `--pdl`, `--pdl-early` with it), `--launch`,
+ * simulator record), `--gpu`, `--shapes llm` (with `--gpu`; `--pdl`, `--pdl-early`, `--copy` with it), `--launch`,
  * `--strided`, `--grouped`, `--sparse`, `--fp8`.
  *
  * @module
@@ -216,10 +218,10 @@ if (import.meta.main) {
     console.error("deno task bench --shapes llm: needs --gpu (deno task bench --gpu --shapes llm)");
     Deno.exit(1);
   }
-  // `--pdl`: an option of the LLM table alone (bench/llm.ts parses it).
-  const pdlFlag = ["--pdl", "--pdl-early"].find((f) => args.includes(f));
-  if (pdlFlag !== undefined && !llm) {
-    console.error(`deno task bench ${pdlFlag}: only with --gpu --shapes llm (bench/llm.ts)`);
+  // `--pdl`, `--copy`: options of the LLM table alone (bench/llm.ts parses them).
+  const llmFlag = ["--pdl", "--pdl-early", "--copy"].find((f) => args.includes(f));
+  if (llmFlag !== undefined && !llm) {
+    console.error(`deno task bench ${llmFlag}: only with --gpu --shapes llm (bench/llm.ts)`);
     Deno.exit(1);
   }
   // Asked for the GPU and there is none: say so and fail before the minutes of the others.

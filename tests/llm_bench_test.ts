@@ -385,3 +385,70 @@ Deno.test("bench/main.ts --pdl without --shapes llm: exit 1, one sentence", asyn
   assert.equal(out.stdout, "");
   assert.equal(out.stderr, "deno task bench --pdl: only with --gpu --shapes llm (bench/llm.ts)\n");
 });
+
+Deno.test("llmReport with --copy: the copy's time and share beside cuBLAS's; without it, none", () => {
+  const p = { M: 16, N: 4096, K: 4096 };
+  const f = llmFloor("f16", p, COPY, MMA);
+  const row: LlmRow = {
+    type: "f16",
+    ...p,
+    schedule: "s",
+    kernel: "k",
+    sets: 4,
+    registers: 128,
+    floor: { burst: f, sustained: f },
+    status: "ok",
+    note: "ok",
+    ours: side(12.6, 12.7),
+    cublas: side(13.5, 13.6),
+    copy: side(10.4, 10.6),
+  };
+  const info = {
+    date: "2026-12-06",
+    command: "deno task bench --gpu --shapes llm --copy",
+    device: "H200",
+    cublas: "libcublas.so.13",
+    copy: { bytes: 2 ** 30, ms: [0.5], bytesPerS: COPY },
+    ceilings: { f16: { burst: 634, sustained: 500 } },
+  };
+  const text = llmReport({ ...info, copySide: true }, [row, { ...row, M: 64, copy: null }]);
+  const lines = text.split("\n");
+  const headerAt = lines.findIndex((l) => l.startsWith("| type |"));
+  const header = lines[headerAt]!.split(" | ");
+  assert.deepEqual(header.slice(6, 13), [
+    "ours µs",
+    "cuBLAS µs",
+    "copy µs",
+    "floor µs",
+    "ours/floor",
+    "cuBLAS/floor",
+    "copy/floor",
+  ]);
+  assert.equal(lines[headerAt + 1]!.split("|").length, header.length + 2);
+  const cells = lines.find((l) => l.startsWith("| f16 | 16 |"))!.split(" | ");
+  assert.equal(cells.length, header.length);
+  const floorUs = f.us;
+  assert.equal(cells[8], "10.4 / 10.6");
+  assert.equal(cells[12], `${(floorUs / 10.4).toFixed(2)} / ${(floorUs / 10.6).toFixed(2)}`);
+  assert.equal(cells[13], `${(13.5 / 12.6).toFixed(2)} / ${(13.6 / 12.7).toFixed(2)}`);
+  const none = lines.find((l) => l.startsWith("| f16 | 64 |"))!.split(" | ");
+  assert.deepEqual([none[8], none[12]], ["- / -", "- / -"]);
+  assert.match(text, /copy \(`--copy`\): one cuMemcpyDtoD a launch moving the row's bytes/);
+  assert.match(text, /; copy: L 100, hold 1\.00 ms/);
+  assert.match(progressLine(row), /cuBLAS 13\.5 \/ 13\.6 µs, copy 10\.4 \/ 10\.6 µs, floor /);
+  assert.match(progressLine(row), /, copy share \d\.\d\d \/ \d\.\d\d$/);
+  // Without --copy: not a word of it.
+  const { copy: _c, ...plainRow } = row;
+  const plain = llmReport({ ...info, command: "deno task bench --gpu --shapes llm" }, [plainRow]);
+  assert.doesNotMatch(plain, /copy µs|copy\/floor|--copy/);
+  assert.doesNotMatch(progressLine(plainRow), /copy/);
+});
+
+Deno.test("parseLlmArgs: --copy, off by default; bench/main.ts takes it only with the table", async () => {
+  const on = parseLlmArgs(["--copy"]), off = parseLlmArgs([]);
+  assert.ok(typeof on === "object" && on.copy);
+  assert.ok(typeof off === "object" && !off.copy);
+  const out = await runWithoutDriver(["bench/main.ts", "--gpu", "--copy"]);
+  assert.equal(out.code, 1, out.stderr);
+  assert.equal(out.stderr, "deno task bench --copy: only with --gpu --shapes llm (bench/llm.ts)\n");
+});
