@@ -67,6 +67,12 @@
 #   bf16k: bf16 at M = 128, N = 4096, K = 14336, the default (64x64 on clusters) against 128x32x64
 #          in 11 stages, adjacent: the K side of the 128x32 rule, inferred from f16 (NOTES 88);
 #   s8t:   the s8 GPU tests of tests/gpu/skinny_test.ts (16x32x256 in 6 stages at M = 9 among them).
+#   m128:  after NOTES 89 (the H200's M = 128 row ~6 µs over its floor): f16 at M = 128, N = K = 4096,
+#          the default (128x32x64, 11 stages), 64x64x64 in 13 stages on clusters of 2, 128x32x64
+#          on clusters of 1x2 (A's box shared), the default again;
+#   copy:  the llm rows of f16 at M = 16 and 128, N = K = 4096 with --pdl --copy (the copy of the
+#          same bytes timed beside, bench/llm.ts `copyLaunch`; its first run on a GPU);
+#   odd:   f16 at 5000³ on the sm80 target (issue 22's 5000³ row, not run on the H200 since NOTES 77).
 # Everything lands in OUT/all.tgz, packed after each step. Deno on PATH. Not part of the
 # benchmark or of CI.
 #
@@ -138,6 +144,27 @@ if has h200; then
   llm_rows "$W" h200-llm f16,bf16 16,64,128,256 4096x4096
   pack
   llm_rows "$W" h200-s8 s8 16,128 4096x4096
+  pack
+fi
+if has m128; then
+  llm_rows "$W" m128-default f16 128 4096x4096
+  pack
+  llm_variants "$W" m128-v pack "f16:128:threadblock 64x64x64; stages 13; cluster 2" \
+    "f16:128:threadblock 128x32x64; stages 11; cluster 1x2"
+  llm_rows "$W" m128-default-again f16 128 4096x4096
+  pack
+fi
+if has copy; then
+  t0=$SECONDS
+  mkdir -p "$W/copy"
+  deno run --cached-only -A bench/main.ts --no-sim --no-compile --gpu --shapes llm --target sm90 \
+    --types f16 --m 16,128 --nk 4096x4096 --pdl --copy --out "$W/copy" >"$W/copy.log" 2>&1
+  echo "llm copy: exit $? ($((SECONDS - t0)) s)"
+  grep -E '^f16 ' "$W/copy.log" | cut -c1-400
+  pack
+fi
+if has odd; then
+  BENCH_TARGET=sm80 bench_sm90 "$W" odd-sm80 f16 5000x5000x5000
   pack
 fi
 if has newk; then
