@@ -293,7 +293,7 @@ function copyBandwidth(cuda: Cuda): CopyBandwidth {
  * exceed B's buffer (no row of the table: B is the largest operand at every M of it) or the
  * driver has no copy.
  */
-function copyLaunch(
+export function copyLaunch(
   cuda: Cuda,
   type: LlmType,
   p: LlmProblem,

@@ -22,6 +22,9 @@ import {
 import { runProbe } from "../../../harness/mma_probe.ts";
 import { MMA_SHAPES } from "../../../ir/mma_table.ts";
 import { main } from "../../../cli.ts";
+import { copyLaunch } from "../../../bench/llm.ts";
+import { problemBytes } from "../../../bench/llm_report.ts";
+import { Rng } from "../../../numerics/random.ts";
 
 const LIB = Deno.env.get("GEMMC_LIBCUDA")!;
 const fake = Deno.dlopen(LIB, {
@@ -300,4 +303,42 @@ Deno.test("kernelParams point at 8-byte slots holding each value", () => {
   assert.equal(dv.getFloat32(8, true), 1.5);
   assert.equal(dv.getInt32(16, true), -7);
   assert.equal(dv.getFloat64(24, true), -2.25);
+});
+
+Deno.test("bench/llm.ts copyLaunch (--copy): half the row's bytes from B's set i into one buffer", () => {
+  const cuda = Cuda.open();
+  const rng = new Rng(8902);
+  const p = { M: 16, N: 256, K: 128 };
+  const bBytes = p.N * p.K * 2;
+  const hosts = Array.from(
+    { length: 3 },
+    () => Uint8Array.from({ length: bBytes }, () => rng.int(0, 255)),
+  );
+  const bBufs = hosts.map((h) => {
+    const b = cuda.alloc(bBytes);
+    b.upload(h);
+    return b;
+  });
+  const bufs: ReturnType<Cuda["alloc"]>[] = [];
+  try {
+    const launch = copyLaunch(cuda, "f16", p, bBufs, bufs);
+    assert.ok(launch !== null);
+    assert.equal(bufs.length, 1, "one scratch buffer, freed with the row's");
+    const bytes = bufs[0]!.bytes;
+    assert.equal(bytes, Math.floor(problemBytes("f16", p) / 32) * 16);
+    for (const i of [0, 1, 2, 4]) {
+      bufs[0]!.fill(0xee);
+      launch(i);
+      const got = new Uint8Array(bytes);
+      bufs[0]!.download(got);
+      assert.deepEqual(got, hosts[i % 3]!.subarray(0, bytes), `launch ${i} copies set ${i % 3}`);
+    }
+    // Half the bytes past B's buffer (a row where B is not the largest operand): no copy side.
+    assert.equal(copyLaunch(cuda, "f16", { M: 4096, N: 256, K: 128 }, bBufs, bufs), null);
+    assert.equal(bufs.length, 1);
+  } finally {
+    for (const b of [...bBufs, ...bufs]) b.free();
+    cuda.close();
+  }
+  released();
 });

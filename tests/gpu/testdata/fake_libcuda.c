@@ -215,6 +215,13 @@ CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
   memcpy(dst, (const void *)(uintptr_t)src, n);
   return OK;
 }
+/* Device to device (bench/llm.ts: the copy bandwidth and --copy's side): both ends must be
+ * allocations of this fake, which are host memory. */
+CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n) {
+  if (!dst || !src) return INVALID_VALUE;
+  memcpy((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
+  return OK;
+}
 CUresult cuMemsetD8_v2(CUdeviceptr p, unsigned char c, size_t n) {
   memset((void *)(uintptr_t)p, c, n);
   return OK;
