@@ -410,7 +410,7 @@ function benchRow(ctx: RunContext, type: LlmType, p: LlmProblem): LlmRow {
       `(relative Frobenius error ${cmp.relFrobenius.toExponential(2)}${
         checkedPdl === null ? "" : `; the PDL kernel ${checkedPdl.comparison.ok ? "ok" : "FAILED"}`
       })`;
-    const noPdl = {
+    const untimedSides = {
       ...(ctx.pdl ? { oursPdl: null } : {}),
       ...(ctx.copySide ? { copy: null } : {}),
     };
@@ -422,7 +422,7 @@ function benchRow(ctx: RunContext, type: LlmType, p: LlmProblem): LlmRow {
         sets,
         registers,
         ours: null,
-        ...noPdl,
+        ...untimedSides,
         cublas: null,
       };
     }
