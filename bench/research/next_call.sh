@@ -67,6 +67,10 @@
 #   bf16k: bf16 at M = 128, N = 4096, K = 14336, the default (64x64 on clusters) against 128x32x64
 #          in 11 stages, adjacent: the K side of the 128x32 rule, inferred from f16 (NOTES 88);
 #   s8t:   the s8 GPU tests of tests/gpu/skinny_test.ts (16x32x256 in 6 stages at M = 9 among them).
+#   h200b: call 3 of NOTES 89 (run there inline, these helpers): the llm rows of f16 and bf16 at
+#          M = 1-1024 against (14336, 4096) and (4096, 14336), s8 at M = 16, 128 there, f16 and
+#          bf16 at M = 1 and 1024 (N = K = 4096), then the sm90 benchmark at 8192³ (f16, bf16,
+#          tf32, s8);
 #   m128:  after NOTES 89 (the H200's M = 128 row ~6 µs over its floor): f16 at M = 128, N = K = 4096,
 #          the default (128x32x64, 11 stages), 64x64x64 in 13 stages on clusters of 2, 128x32x64
 #          on clusters of 1x2 (A's box shared), the default again;
@@ -144,6 +148,16 @@ if has h200; then
   llm_rows "$W" h200-llm f16,bf16 16,64,128,256 4096x4096
   pack
   llm_rows "$W" h200-s8 s8 16,128 4096x4096
+  pack
+fi
+if has h200b; then
+  llm_rows "$W" h200-long f16,bf16 1,16,64,128,256,1024 14336x4096,4096x14336
+  pack
+  llm_rows "$W" h200-long-s8 s8 16,128 14336x4096,4096x14336
+  pack
+  llm_rows "$W" h200-1-1024 f16,bf16 1,1024 4096x4096
+  pack
+  bench_sm90 "$W" h200-8192 f16,bf16,tf32,s8 8192x8192x8192
   pack
 fi
 if has m128; then
