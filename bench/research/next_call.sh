@@ -74,6 +74,8 @@
 #   m128:  after NOTES 89 (the H200's M = 128 row ~6 µs over its floor): f16 at M = 128, N = K = 4096,
 #          the default (128x32x64, 11 stages), 64x64x64 in 13 stages on clusters of 2, 128x32x64
 #          on clusters of 1x2 (A's box shared), the default again;
+#   m16deep: f16 at M = 16, N = K = 4096 on the H200: the default (16x32x256, 3 stages) against 6
+#          and 9 stages (NOTES 73's depth model was measured on an H100 only, where 9 stages tied);
 #   copy:  the llm rows of f16 at M = 16 and 128, N = K = 4096 with --pdl --copy (the copy of the
 #          same bytes timed beside, bench/llm.ts `copyLaunch`; its first run on a GPU);
 #   odd:   f16 at 5000³ on the sm80 target (issue 22's 5000³ row, not run on the H200 since NOTES 77).
@@ -166,6 +168,14 @@ if has m128; then
   llm_variants "$W" m128-v pack "f16:128:threadblock 64x64x64; stages 13; cluster 2" \
     "f16:128:threadblock 128x32x64; stages 11; cluster 1x2"
   llm_rows "$W" m128-default-again f16 128 4096x4096
+  pack
+fi
+if has m16deep; then
+  llm_rows "$W" m16-default f16 16 4096x4096
+  pack
+  llm_variants "$W" m16-v pack "f16:16:threadblock 16x32x256; warp 16x8x256; stages 6" \
+    "f16:16:threadblock 16x32x256; warp 16x8x256; stages 9"
+  llm_rows "$W" m16-default-again f16 16 4096x4096
   pack
 fi
 if has copy; then
