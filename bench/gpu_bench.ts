@@ -27,8 +27,9 @@
  * 700 W cap and the clock drops to ~1.5–1.7 GHz, which nvidia-smi does not
  * show (bench/NOTES.md 8, 12). Prints a table (burst: TFLOPS, ratio to
  * cuBLAS and to the burst ceiling; sustained: the same against the sustained
- * ceiling, and per clock cycle), the targets of issue 7 at 8192³ met or
- * missed in each state, and writes `bench/results/<date>-<gpu>.csv`.
+ * ceiling, and per clock cycle), the targets met or missed (bench/gpu_report.ts
+ * `printTargets`: issue 7's or, on sm90, issue 23's at 8192³ in each state, issue 22's at
+ * 5000³), and writes `bench/results/<date>-<gpu>.csv`.
  *
  * @module
  */

@@ -131,3 +131,24 @@ Deno.test("the 8192³ targets judge that cube however --shapes names it", () => 
     assert.equal(verdicts.length, 1, printed.join("\n"));
   }
 });
+
+Deno.test("the 5000³ target (issue 22): f16's share of the burst ceiling, on either target", () => {
+  for (const target of [undefined, "sm90"]) {
+    const printed: string[] = [];
+    const log = console.log;
+    console.log = (...a: unknown[]) => void printed.push(a.join(" "));
+    try {
+      // ours 600 of a burst ceiling of 900: 0.667 < 0.78.
+      printTargets([benchRow("odd", [5000, 5000, 5000]), benchRow("4096")], target);
+      printTargets([benchRow("4096")], target);
+      printTargets([{ ...benchRow("5000x5000x5000", [5000, 5000, 5000]), ours: 720 }], target);
+    } finally {
+      console.log = log;
+    }
+    const odd = printed.filter((l) => l.includes("5000³"));
+    assert.deepEqual(odd, [
+      "# issue 22 target at 5000³: f16 >= 0.78 of the burst ceiling: 0.667 MISSED",
+      "# issue 22 target at 5000³: f16 >= 0.78 of the burst ceiling: 0.800 met",
+    ]);
+  }
+});
