@@ -268,34 +268,6 @@ interface Columns {
   readonly copy: boolean;
 }
 
-/** The table's header and alignment lines for {@link Columns}. */
-function headerLines(c: Columns): string[] {
-  const names = [
-    "type",
-    "M",
-    "N",
-    "K",
-    "schedule",
-    "check",
-    "ours µs",
-    ...(c.pdl ? ["ours+PDL µs"] : []),
-    "cuBLAS µs",
-    ...(c.copy ? ["copy µs"] : []),
-    "floor µs",
-    "ours/floor",
-    ...(c.pdl ? ["ours+PDL/floor"] : []),
-    "cuBLAS/floor",
-    ...(c.copy ? ["copy/floor"] : []),
-    "cuBLAS/ours",
-    "target",
-  ];
-  const left = new Set(["type", "schedule", "check", "target"]);
-  return [
-    `| ${names.join(" | ")} |`,
-    `| ${names.map((n) => (left.has(n) ? "---" : "---:")).join(" | ")} |`,
-  ];
-}
-
 /** The named cells of one row ({@link rowCells} orders them as {@link headerLines}). */
 function namedCells(r: LlmRow, c: Columns) {
   const o = r.ours, p = r.oursPdl ?? null, b = r.cublas, cp = r.copy ?? null, f = r.floor;
@@ -323,32 +295,57 @@ function namedCells(r: LlmRow, c: Columns) {
   };
 }
 
+/** The cells {@link namedCells} gives a row. */
+type Cells = ReturnType<typeof namedCells>;
+
 /**
- * The cells of one row: times, floor, shares, ratio, target; with `pdl`, ours+PDL's time
- * after ours and its share after ours', and its verdicts in the target cell; with `copy`, the
- * copy's time after cuBLAS's and its share after cuBLAS's.
+ * The table's columns in order: the name, whether it is left-aligned, which option shows it
+ * (absent: always shown), and the cell of a row. ours+PDL's time follows ours and its share
+ * ours'; the copy's time follows cuBLAS's and its share cuBLAS's.
  */
+const COLUMNS: readonly {
+  readonly name: string;
+  readonly left?: true;
+  readonly when?: keyof Columns;
+  readonly cell: (r: LlmRow, n: Cells) => string;
+}[] = [
+  { name: "type", left: true, cell: (r) => r.type },
+  { name: "M", cell: (r) => `${r.M}` },
+  { name: "N", cell: (r) => `${r.N}` },
+  { name: "K", cell: (r) => `${r.K}` },
+  { name: "schedule", left: true, cell: (r) => r.schedule },
+  { name: "check", left: true, cell: (r) => (r.status === "ok" ? "ok" : `**${r.status}**`) },
+  { name: "ours µs", cell: (_, n) => n.ours },
+  { name: "ours+PDL µs", when: "pdl", cell: (_, n) => n.oursPdl },
+  { name: "cuBLAS µs", cell: (_, n) => n.cublas },
+  { name: "copy µs", when: "copy", cell: (_, n) => n.copy },
+  { name: "floor µs", cell: (_, n) => n.floor },
+  { name: "ours/floor", cell: (_, n) => n.oursShare },
+  { name: "ours+PDL/floor", when: "pdl", cell: (_, n) => n.oursPdlShare },
+  { name: "cuBLAS/floor", cell: (_, n) => n.cublasShare },
+  { name: "copy/floor", when: "copy", cell: (_, n) => n.copyShare },
+  { name: "cuBLAS/ours", cell: (_, n) => n.ratio },
+  { name: "target", left: true, cell: (_, n) => n.target },
+];
+
+/** The columns {@link Columns} shows. */
+function shownColumns(c: Columns): typeof COLUMNS {
+  return COLUMNS.filter((col) => col.when === undefined || c[col.when]);
+}
+
+/** The table's header and alignment lines. */
+function headerLines(c: Columns): string[] {
+  const cols = shownColumns(c);
+  return [
+    `| ${cols.map((col) => col.name).join(" | ")} |`,
+    `| ${cols.map((col) => (col.left ? "---" : "---:")).join(" | ")} |`,
+  ];
+}
+
+/** The cells of one row, in {@link COLUMNS}' order. */
 function rowCells(r: LlmRow, c: Columns): string[] {
   const n = namedCells(r, c);
-  return [
-    r.type,
-    `${r.M}`,
-    `${r.N}`,
-    `${r.K}`,
-    r.schedule,
-    r.status === "ok" ? "ok" : `**${r.status}**`,
-    n.ours,
-    ...(c.pdl ? [n.oursPdl] : []),
-    n.cublas,
-    ...(c.copy ? [n.copy] : []),
-    n.floor,
-    n.oursShare,
-    ...(c.pdl ? [n.oursPdlShare] : []),
-    n.cublasShare,
-    ...(c.copy ? [n.copyShare] : []),
-    n.ratio,
-    n.target,
-  ];
+  return shownColumns(c).map((col) => col.cell(r, n));
 }
 
 /**

@@ -100,6 +100,22 @@ llm_variants() {
   done
 }
 
+# llm_bracketed DIR PREFIX TYPE M SCHEDULE...: TYPE's llm row at M (N = K = 4096) at the default,
+# then with each SCHEDULE's lines, then at the default again (the variants between two baselines of
+# the same call), into DIR/PREFIX-default, DIR/PREFIX-v1, ..., DIR/PREFIX-default-again, packed after
+# each.
+llm_bracketed() {
+  local dir=$1 prefix=$2 type=$3 m=$4 v
+  shift 4
+  llm_rows "$dir" "$prefix-default" "$type" "$m" 4096x4096
+  pack
+  local variants=()
+  for v in "$@"; do variants+=("$type:$m:$v"); done
+  llm_variants "$dir" "$prefix-v" pack "${variants[@]}"
+  llm_rows "$dir" "$prefix-default-again" "$type" "$m" 4096x4096
+  pack
+}
+
 # bench_sm90 DIR LABEL TYPES SHAPES [bench options...]: the sm90 benchmark (two states, cuBLAS in
 # the same run; BENCH_TARGET for another target) into DIR/LABEL, its log in DIR/LABEL.log;
 # prints the exit, the seconds and the rows.

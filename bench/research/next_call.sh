@@ -163,20 +163,12 @@ if has h200b; then
   pack
 fi
 if has m128; then
-  llm_rows "$W" m128-default f16 128 4096x4096
-  pack
-  llm_variants "$W" m128-v pack "f16:128:threadblock 64x64x64; stages 13; cluster 2" \
-    "f16:128:threadblock 128x32x64; stages 11; cluster 1x2"
-  llm_rows "$W" m128-default-again f16 128 4096x4096
-  pack
+  llm_bracketed "$W" m128 f16 128 "threadblock 64x64x64; stages 13; cluster 2" \
+    "threadblock 128x32x64; stages 11; cluster 1x2"
 fi
 if has m16deep; then
-  llm_rows "$W" m16-default f16 16 4096x4096
-  pack
-  llm_variants "$W" m16-v pack "f16:16:threadblock 16x32x256; warp 16x8x256; stages 6" \
-    "f16:16:threadblock 16x32x256; warp 16x8x256; stages 9"
-  llm_rows "$W" m16-default-again f16 16 4096x4096
-  pack
+  llm_bracketed "$W" m16 f16 16 "threadblock 16x32x256; warp 16x8x256; stages 6" \
+    "threadblock 16x32x256; warp 16x8x256; stages 9"
 fi
 if has copy; then
   t0=$SECONDS
