@@ -15,8 +15,10 @@ import {
   floorShare,
   type LlmFloor,
   llmFloor,
+  type LlmProblem,
   llmReport,
   type LlmRow,
+  type LlmRunInfo,
   llmTarget,
   problemBytes,
   progressLine,
@@ -239,14 +241,7 @@ Deno.test("llmReport: times, floor, shares, ratio and verdicts; a FAILED row is 
     ours: null,
     cublas: null,
   };
-  const text = llmReport({
-    date: "2026-12-03",
-    command: "deno task bench --gpu --shapes llm",
-    device: "H200",
-    cublas: "libcublas.so.13",
-    copy: { bytes: 2 ** 30, ms: [0.5], bytesPerS: COPY },
-    ceilings: { f16: { burst: 634, sustained: 500 } },
-  }, [ok, failed]);
+  const text = llmReport(runInfo("2026-12-03", "deno task bench --gpu --shapes llm"), [ok, failed]);
   const lines = text.split("\n");
   const row = lines.find((l) => l.startsWith("| f16 | 16 |"))!;
   const cells = row.split(" | ");
@@ -285,19 +280,38 @@ for (
   });
 }
 
-Deno.test("llmReport with --pdl: ours+PDL's columns, target verdicts and Met line; without it, none", () => {
-  const p = { M: 16, N: 14336, K: 4096 };
+/** A run's record on the H200 at COPY's bandwidth, f16's ceilings 634 / 500 TOPS. */
+function runInfo(date: string, command: string): LlmRunInfo {
+  return {
+    date,
+    command,
+    device: "H200",
+    cublas: "libcublas.so.13",
+    copy: { bytes: 2 ** 30, ms: [0.5], bytesPerS: COPY },
+    ceilings: { f16: { burst: 634, sustained: 500 } },
+  };
+}
+
+/** An f16 row that ran, its floor from COPY and MMA in both states; its sides are the caller's. */
+function okRow(p: LlmProblem, sets: number): Omit<LlmRow, "ours" | "cublas"> {
   const f = llmFloor("f16", p, COPY, MMA);
-  const row: LlmRow = {
+  return {
     type: "f16",
     ...p,
     schedule: "s",
     kernel: "k",
-    sets: 2,
+    sets,
     registers: 128,
     floor: { burst: f, sustained: f },
     status: "ok",
     note: "ok",
+  };
+}
+
+Deno.test("llmReport with --pdl: ours+PDL's columns, target verdicts and Met line; without it, none", () => {
+  const p = { M: 16, N: 14336, K: 4096 };
+  const row: LlmRow = {
+    ...okRow(p, 2),
     ours: side(33.5, 40), // 27.45/33.5 = 0.82 (MISSED), 0.69 (MISSED)
     oursPdl: side(30, 31), // 0.915 (met), 0.885 (met)
     cublas: side(33, 32),
@@ -310,14 +324,7 @@ Deno.test("llmReport with --pdl: ours+PDL's columns, target verdicts and Met lin
     oursPdl: null,
     cublas: null,
   };
-  const info = {
-    date: "2026-12-03",
-    command: "deno task bench --gpu --shapes llm --pdl",
-    device: "H200",
-    cublas: "libcublas.so.13",
-    copy: { bytes: 2 ** 30, ms: [0.5], bytesPerS: COPY },
-    ceilings: { f16: { burst: 634, sustained: 500 } },
-  };
+  const info = runInfo("2026-12-03", "deno task bench --gpu --shapes llm --pdl");
   const text = llmReport({ ...info, pdl: true }, [row, failed]);
   const lines = text.split("\n");
   const header = lines.find((l) => l.startsWith("| type |"))!.split(" | ");
@@ -388,29 +395,13 @@ Deno.test("bench/main.ts --pdl without --shapes llm: exit 1, one sentence", asyn
 
 Deno.test("llmReport with --copy: the copy's time and share beside cuBLAS's; without it, none", () => {
   const p = { M: 16, N: 4096, K: 4096 };
-  const f = llmFloor("f16", p, COPY, MMA);
   const row: LlmRow = {
-    type: "f16",
-    ...p,
-    schedule: "s",
-    kernel: "k",
-    sets: 4,
-    registers: 128,
-    floor: { burst: f, sustained: f },
-    status: "ok",
-    note: "ok",
+    ...okRow(p, 4),
     ours: side(12.6, 12.7),
     cublas: side(13.5, 13.6),
     copy: side(10.4, 10.6),
   };
-  const info = {
-    date: "2026-12-06",
-    command: "deno task bench --gpu --shapes llm --copy",
-    device: "H200",
-    cublas: "libcublas.so.13",
-    copy: { bytes: 2 ** 30, ms: [0.5], bytesPerS: COPY },
-    ceilings: { f16: { burst: 634, sustained: 500 } },
-  };
+  const info = runInfo("2026-12-06", "deno task bench --gpu --shapes llm --copy");
   const text = llmReport({ ...info, copySide: true }, [row, { ...row, M: 64, copy: null }]);
   const lines = text.split("\n");
   const headerAt = lines.findIndex((l) => l.startsWith("| type |"));
@@ -427,7 +418,7 @@ Deno.test("llmReport with --copy: the copy's time and share beside cuBLAS's; wit
   assert.equal(lines[headerAt + 1]!.split("|").length, header.length + 2);
   const cells = lines.find((l) => l.startsWith("| f16 | 16 |"))!.split(" | ");
   assert.equal(cells.length, header.length);
-  const floorUs = f.us;
+  const floorUs = row.floor.burst.us;
   assert.equal(cells[8], "10.4 / 10.6");
   assert.equal(cells[12], `${(floorUs / 10.4).toFixed(2)} / ${(floorUs / 10.6).toFixed(2)}`);
   assert.equal(cells[13], `${(13.5 / 12.6).toFixed(2)} / ${(13.6 / 12.7).toFixed(2)}`);

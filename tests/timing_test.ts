@@ -117,16 +117,25 @@ Deno.test("the GPU benchmark's CSV: one field a header column in every row", () 
   assert.match(lines[1]!, /^2026-12-02,GPU,13\.0,f16,4096,4096,4096,4096,k,true,/);
 });
 
+/** What printTargets prints for each call of `runs` (console.log captured). */
+function targetLines(target: string | undefined, runs: readonly BenchRow[][]): string[] {
+  const printed: string[] = [];
+  const log = console.log;
+  console.log = (...a: unknown[]) => void printed.push(a.join(" "));
+  try {
+    for (const rows of runs) printTargets(rows, target);
+  } finally {
+    console.log = log;
+  }
+  return printed;
+}
+
 Deno.test("the 8192³ targets judge that cube however --shapes names it", () => {
   for (const target of [undefined, "sm90"]) {
-    const printed: string[] = [];
-    const log = console.log;
-    console.log = (...a: unknown[]) => void printed.push(a.join(" "));
-    try {
-      printTargets([benchRow("8192x8192x8192", [8192, 8192, 8192]), benchRow("4096")], target);
-    } finally {
-      console.log = log;
-    }
+    const printed = targetLines(target, [[
+      benchRow("8192x8192x8192", [8192, 8192, 8192]),
+      benchRow("4096"),
+    ]]);
     const verdicts = printed.filter((l) => /\bf16\b.*(met|MISSED)/.test(l));
     assert.equal(verdicts.length, 1, printed.join("\n"));
   }
@@ -134,19 +143,13 @@ Deno.test("the 8192³ targets judge that cube however --shapes names it", () => 
 
 Deno.test("the 5000³ target (issue 22): f16's share of the burst ceiling, on either target", () => {
   for (const target of [undefined, "sm90"]) {
-    const printed: string[] = [];
-    const log = console.log;
-    console.log = (...a: unknown[]) => void printed.push(a.join(" "));
-    try {
+    const printed = targetLines(target, [
       // ours 600 of a burst ceiling of 900: 0.667 < 0.78.
-      printTargets([benchRow("odd", [5000, 5000, 5000]), benchRow("4096")], target);
-      printTargets([benchRow("4096")], target);
-      printTargets([{ ...benchRow("5000x5000x5000", [5000, 5000, 5000]), ours: 720 }], target);
-    } finally {
-      console.log = log;
-    }
-    const odd = printed.filter((l) => l.includes("5000³"));
-    assert.deepEqual(odd, [
+      [benchRow("odd", [5000, 5000, 5000]), benchRow("4096")],
+      [benchRow("4096")],
+      [{ ...benchRow("5000x5000x5000", [5000, 5000, 5000]), ours: 720 }],
+    ]);
+    assert.deepEqual(printed.filter((l) => l.includes("5000³")), [
       "# issue 22 target at 5000³: f16 >= 0.78 of the burst ceiling: 0.667 MISSED",
       "# issue 22 target at 5000³: f16 >= 0.78 of the burst ceiling: 0.800 met",
     ]);
