@@ -733,6 +733,26 @@ export function sparseMetaName(a: string): string {
 }
 
 /**
+ * The view of operand A or B.
+ *
+ * @param k The kernel.
+ * @param role The operand.
+ * @returns `k.problem.a` or `k.problem.b`.
+ * @example
+ * ```ts
+ * import { equal } from "node:assert/strict";
+ * import { check } from "../compiler.ts";
+ * import { operandView } from "./gemm.ts";
+ * const k = check("kernel k { X: f16[M, K] row\n Y: f16[K, N] col\n D: f32[M, N]\n" +
+ *   " D[m, n] = X[m, k] * Y[k, n] }").kernels[0]!;
+ * equal(operandView(k, "B").tensor, "Y");
+ * ```
+ */
+export function operandView(k: GemmKernel, role: "A" | "B"): MatrixView {
+  return role === "A" ? k.problem.a : k.problem.b;
+}
+
+/**
  * A tensor parameter by name.
  *
  * @param k The kernel.

@@ -17,6 +17,7 @@ import {
   type GemmKernel,
   type MmaPlan,
   type OperandSmem,
+  operandView,
   tensorParam,
 } from "../ir/gemm.ts";
 import { diagnostic, DiagnosticError } from "../dsl/diagnostics.ts";
@@ -62,7 +63,7 @@ function swizzleFor(o: OperandSmem, bits: number): OperandSmem {
 
 /** The load of one tensor-core operand, or E0211 where none can build its fragments. */
 function operandLoad(k: GemmKernel, role: "A" | "B", o: OperandSmem): FragmentLoad {
-  const t = role === "A" ? k.problem.a.tensor : k.problem.b.tensor;
+  const t = operandView(k, role).tensor;
   const dtype = role === "A" ? k.math.a : k.math.b;
   const bits = DTYPE_INFO[dtype].bits;
   const l = fragmentLoad(bits, o.contiguous);

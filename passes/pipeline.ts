@@ -9,8 +9,15 @@
  * @module
  */
 
-import type { GemmKernel, MatrixView, MetaSmem, OperandSmem, PipelinePlan } from "../ir/gemm.ts";
-import { sparseMetaParam, tensorParam } from "../ir/gemm.ts";
+import type {
+  GemmKernel,
+  MatrixView,
+  MetaSmem,
+  OperandSmem,
+  PipelinePlan,
+  Shape3,
+} from "../ir/gemm.ts";
+import { operandView, sparseMetaParam, tensorParam } from "../ir/gemm.ts";
 import { sparseGroup } from "../numerics/sparse.ts";
 import { DTYPE_INFO } from "../ir/dtype.ts";
 import { requireInstruction, targetInfo } from "../ir/target.ts";
@@ -70,7 +77,7 @@ function operandSmem(
       `Operand ${role} tile of ${rows} x ${rowBytes} bytes is not a whole number of 128-byte lines`,
     );
   }
-  const stageBytes = rows * rowBytes;
+  const stageBytes = operandStageBytes(k, role, outer, tileK);
   const viaRegs = transpose && viaRegisters(k, role, threads);
   const copyBytes = transpose && !viaRegs ? bits / 8 : Math.min(16, (t.align * bits) / 8);
   // The lowering finds each copy's row and column from the thread index with
@@ -156,6 +163,27 @@ export function metaStageBytes(tbM: number, tbK: number, dtype: string): number 
   return (tbM / 16) * (tbK / (16 * sparseGroup(dtype).elements)) * 128;
 }
 
+/** The bytes a stage holds of an operand's `outer` x `tileK` tile, at its tensor's width. */
+function operandStageBytes(k: GemmKernel, role: "A" | "B", outer: number, tileK: number): number {
+  return (outer * tileK * DTYPE_INFO[tensorParam(k, operandView(k, role).tensor).dtype].bits) / 8;
+}
+
+/**
+ * The bytes of one pipeline stage of threadblock `tb`, as gemm-pipeline lays it out: A's tile (a
+ * sparse A's kept half of the k-tile), B's, and a sparse A's metadata. gemm-tile asks it of a
+ * deeper k-tile before it takes one.
+ *
+ * @param k The kernel.
+ * @param tb The threadblock tile.
+ * @returns The bytes (without a TMA pipeline's barriers).
+ */
+export function stageBytes(k: GemmKernel, tb: Shape3): number {
+  const sparse = sparseMetaParam(k) !== null;
+  const meta = sparse ? metaStageBytes(tb.m, tb.k, tensorParam(k, k.problem.a.tensor).dtype) : 0;
+  const a = operandStageBytes(k, "A", tb.m, sparse ? tb.k / 2 : tb.k);
+  return a + operandStageBytes(k, "B", tb.n, tb.k) + meta;
+}
+
 /**
  * Whether an operand's tile is stored transposed: SIMT f32 stores a
  * K-contiguous operand M/N-contiguous, so that its fragments load 4 registers
@@ -166,9 +194,8 @@ export function metaStageBytes(tbM: number, tbK: number, dtype: string): number 
  * @returns True where it is.
  */
 export function transposed(k: GemmKernel, role: "A" | "B"): boolean {
-  const view = role === "A" ? k.problem.a : k.problem.b;
   return k.math.mode === "simt" && kContiguous(k, role) &&
-    DTYPE_INFO[tensorParam(k, view.tensor).dtype].bits === 32;
+    DTYPE_INFO[tensorParam(k, operandView(k, role).tensor).dtype].bits === 32;
 }
 
 /** Whether an operand is K-contiguous in global memory (A row-major, B column-major). */
@@ -192,7 +219,7 @@ function kContiguous(k: GemmKernel, role: "A" | "B"): boolean {
  */
 export function viaRegisters(k: GemmKernel, role: "A" | "B", threads: number): boolean {
   if (!transposed(k, role)) return false;
-  const t = tensorParam(k, (role === "A" ? k.problem.a : k.problem.b).tensor);
+  const t = tensorParam(k, operandView(k, role).tensor);
   const tb = k.plan.tile!.threadblock;
   const outer = role === "A" ? tb.m : tb.n;
   const perLine = tb.k / 4;
@@ -282,7 +309,7 @@ export const pipelinePass: GemmPass = {
     if (a.async || b.async || meta !== null) {
       requireInstruction(k.target, "cp.async", "gemm-pipeline's copies");
     }
-    const perStage = a.stageBytes + b.stageBytes + (meta?.stageBytes ?? 0);
+    const perStage = stageBytes(k, tb);
     const budget = targetInfo(k.target).smemPerBlock;
     const given = k.schedule.stages;
     // A wgmma pipeline keeps a stage more: the one the previous k-tile's wgmmas still read

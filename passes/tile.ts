@@ -14,7 +14,7 @@
 
 import type { DimRef, GemmKernel, Shape3, TilePlan } from "../ir/gemm.ts";
 import { hasSyncCopies, knownSize, sparseMetaParam } from "../ir/gemm.ts";
-import { type Dtype, DTYPE_INFO } from "../ir/dtype.ts";
+import type { Dtype } from "../ir/dtype.ts";
 import { type GemmPass, scheduleError } from "./pass.ts";
 import {
   WAVE_TILES,
@@ -25,7 +25,7 @@ import {
   type WaveTile,
 } from "./waves.ts";
 import { targetInfo } from "../ir/target.ts";
-import { metaStageBytes } from "./pipeline.ts";
+import { stageBytes } from "./pipeline.ts";
 import { shapeText } from "../ir/print_gemm.ts";
 import {
   type SkinnyChoice,
@@ -646,18 +646,10 @@ function sm80Default(c: TileContext): ChosenTile {
   return { tb, smallGrid, splitK, why: why.join("; ") };
 }
 
-/**
- * Whether two stages of tile `t` fit the target's shared memory a block: A's and B's tiles at
- * their storage widths (a sparse A's half, and its metadata), as gemm-pipeline lays them out for
- * the cp.async tiles this deepens.
- */
+/** Whether two stages of tile `t` (gemm-pipeline's {@link stageBytes}) fit the target's shared
+ * memory a block: the cp.async tiles this deepens keep no other shared memory beside them. */
 function twoStagesFit(c: TileContext, t: Shape3): boolean {
-  const { k } = c;
-  const sparse = sparseMetaParam(k) !== null;
-  const aBytes = DTYPE_INFO[k.math.mmaA].bits / 8 * (sparse ? 0.5 : 1);
-  const meta = sparse ? metaStageBytes(t.m, t.k, k.math.mmaA) : 0;
-  const stage = t.k * (t.m * aBytes + t.n * DTYPE_INFO[k.math.mmaB].bits / 8) + meta;
-  return 2 * stage <= targetInfo(k.target).smemPerBlock;
+  return 2 * stageBytes(c.k, t) <= targetInfo(c.k.target).smemPerBlock;
 }
 
 /** A skinny problem's sizes, as the rules weigh them. */

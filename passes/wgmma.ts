@@ -40,7 +40,7 @@ import {
   WGMMA_SMEM,
   type WgmmaShape,
 } from "../ir/wgmma_table.ts";
-import { hasSyncCopies, knownSize, sparseMetaParam } from "../ir/gemm.ts";
+import { hasSyncCopies, knownSize, operandView, sparseMetaParam } from "../ir/gemm.ts";
 import { scheduleError } from "./pass.ts";
 
 /** The operand and accumulator types wgmma programs take: `mmaA.acc`. */
@@ -259,7 +259,7 @@ export function tmaConsumerRegs(
  * @returns The map's rule.
  */
 export function operandTensorMap(k: GemmKernel, role: "A" | "B"): TensorMapSpec {
-  const view = role === "A" ? k.problem.a : k.problem.b;
+  const view = operandView(k, role);
   const t = k.params.find((q) => q.name === view.tensor);
   if (t === undefined || t.kind !== "tensor") throw new Error(`No tensor ${view.tensor}`);
   const ref = (d: DimRef): TensorMapFactor => d.kind === "sym" ? d.name : d.value;

@@ -9,6 +9,7 @@
 import { imm, KernelBuilder } from "../../ir/builder.ts";
 import { type Dtype, DTYPE_INFO } from "../../ir/dtype.ts";
 import type { DimRef, GemmKernel, MatrixView, TensorParam } from "../../ir/gemm.ts";
+import { operandView } from "../../ir/gemm.ts";
 import type { BinFn, Op, Operand, Reg, RegType } from "../../ir/kernel.ts";
 import type { MmaShape } from "../../ir/mma_table.ts";
 import { plannedShape } from "../mma.ts";
@@ -117,7 +118,7 @@ export class LowerContext {
 
   /** The tensor parameter of operand A or B. */
   operandTensor(role: "A" | "B"): string {
-    return (role === "A" ? this.k.problem.a : this.k.problem.b).tensor;
+    return operandView(this.k, role).tensor;
   }
 
   /**

@@ -7,7 +7,7 @@
  * @module
  */
 
-import { type GemmKernel, sparseMetaParam } from "../../ir/gemm.ts";
+import { type GemmKernel, operandView, sparseMetaParam } from "../../ir/gemm.ts";
 import { targetHas } from "../../ir/target.ts";
 
 /**
@@ -62,10 +62,10 @@ export interface EarlyDecision {
  */
 export function earlyDecisions(k: GemmKernel): readonly EarlyDecision[] {
   const named = k.pdlEarly ?? [];
-  const roles = (["A", "B"] as const).filter((r) => named.includes(tensorOf(k, r)));
+  const roles = (["A", "B"] as const).filter((r) => named.includes(operandView(k, r).tensor));
   const refusal = kernelRefusal(k);
   return roles.map((role) => {
-    const tensor = tensorOf(k, role);
+    const tensor = operandView(k, role).tensor;
     if (refusal !== undefined) return { role, tensor, early: false, why: refusal };
     const pipe = k.plan.pipeline!;
     if (pipe.tma === undefined) {
@@ -111,9 +111,4 @@ function kernelRefusal(k: GemmKernel): string | undefined {
     return "a sparse kernel reads every input after the wait (a shortcut)";
   }
   return undefined;
-}
-
-/** The tensor parameter of operand A or B. */
-function tensorOf(k: GemmKernel, role: "A" | "B"): string {
-  return (role === "A" ? k.problem.a : k.problem.b).tensor;
 }

@@ -38,6 +38,7 @@
 
 import { imm } from "../../ir/builder.ts";
 import type { KernelParam, Operand, Reg } from "../../ir/kernel.ts";
+import { operandView } from "../../ir/gemm.ts";
 import { operandTensorMap, WGMMA_GROUPS_IN_FLIGHT } from "../wgmma.ts";
 import type { LowerContext } from "./context.ts";
 import { kLoops, kTileSpan, type TileOrigin, zeroAccumulators } from "./main_loop.ts";
@@ -46,7 +47,7 @@ import * as ir from "../../ir/builder.ts";
 
 /** The name of an operand's tensor-map parameter. */
 function mapName(cx: LowerContext, role: "A" | "B"): string {
-  const t = role === "A" ? cx.k.problem.a.tensor : cx.k.problem.b.tensor;
+  const t = operandView(cx.k, role).tensor;
   let name = `${t}_tmap`;
   while (cx.k.params.some((p) => p.name === name)) name += "_";
   return name;
