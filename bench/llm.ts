@@ -169,6 +169,9 @@ export interface LlmOptions {
   readonly pdlEarly: boolean;
   /** `--nk 4096x4096,...`: only these (N, K) of the table (null: all). */
   readonly nk: readonly string[] | null;
+  /** `--sizes MxNxK,...`: these problems instead of the table's (for every selected type; `--m`
+   * and `--nk` then do not apply), e.g. a sweep of K at one M and N. Null: the table. */
+  readonly sizes: readonly LlmProblem[] | null;
   /** `--copy`: time a device-to-device copy of each row's bytes as one more side ({@link copyLaunch}).
    * Default false. */
   readonly copy: boolean;
@@ -178,7 +181,7 @@ export interface LlmOptions {
 }
 
 /**
- * Reads `--types f16,bf16,s8`, `--m 1,16,...`, `--nk NxK,...`, `--no-cublas`, `--target T`,
+ * Reads `--types f16,bf16,s8`, `--m 1,16,...`, `--nk NxK,...`, `--sizes MxNxK,...`, `--no-cublas`, `--target T`,
  * `--pdl`, `--pdl-early`, `--copy`, `--schedule "LINES"`, `--out DIR`; other arguments are ignored (bench/main.ts
  * passes its own on).
  *
@@ -215,6 +218,12 @@ export function parseLlmArgs(args: readonly string[]): LlmOptions | string {
   if (wrongNk !== undefined) {
     return `Unknown (N, K) "${wrongNk}" in --nk: the table has ${shapes.join(", ")}`;
   }
+  const sizeTexts = value("--sizes")?.split(",") ?? null;
+  const sizes = sizeTexts?.map(parseSize) ?? null;
+  const badSize = sizeTexts?.find((_, i) => sizes?.[i] === null);
+  if (badSize !== undefined) {
+    return `Bad size "${badSize}" in --sizes: expected MxNxK with positive integers, e.g. 16x4096x1024`;
+  }
   const schedule = value("--schedule");
   if (schedule === "") return "--schedule needs schedule lines";
   const out = value("--out");
@@ -232,13 +241,27 @@ export function parseLlmArgs(args: readonly string[]): LlmOptions | string {
     pdl: args.includes("--pdl") || args.includes("--pdl-early"),
     pdlEarly: args.includes("--pdl-early"),
     nk,
+    sizes: sizes as LlmProblem[] | null,
     copy: args.includes("--copy"),
     ...(schedule !== undefined ? { schedule } : {}),
   };
 }
 
-/** The rows an option set selects: type by type, then (N, K) and M as bench/llm_shapes.ts lists them. */
+/** `16x4096x1024` as a problem, or null where it is not three positive integers. */
+function parseSize(text: string): LlmProblem | null {
+  const parts = text.split("x");
+  if (parts.length !== 3 || !parts.every((x) => /^[1-9][0-9]*$/.test(x))) return null;
+  const [M, N, K] = parts.map(Number);
+  return { M: M!, N: N!, K: K! };
+}
+
+/**
+ * The rows an option set selects: type by type, then (N, K) and M as bench/llm_shapes.ts lists
+ * them; with `--sizes`, those problems in their order for every type.
+ */
 export function selectedProblems(o: LlmOptions): { type: LlmType; p: LlmProblem }[] {
+  const sizes = o.sizes;
+  if (sizes !== null) return o.types.flatMap((type) => sizes.map((p) => ({ type, p })));
   return o.types.flatMap((type) =>
     LLM_SHAPES.filter((s) =>
       s.types.includes(type) && (o.m === null || o.m.includes(s.M)) &&

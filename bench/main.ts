@@ -33,7 +33,8 @@
  *    a projection, an up- and a down-projection) against cuBLAS and the floor
  *    (HBM copy bandwidth or the mma.sync ceiling, measured in the same run),
  *    timed in back-to-back series in both states of the card (bench/llm.ts);
- *    with `--types f16,bf16,s8`, `--m 1,16,...`, `--nk 4096x4096,...`, `--no-cublas`,
+ *    with `--types f16,bf16,s8`, `--m 1,16,...`, `--nk 4096x4096,...`, `--sizes MxNxK,...`
+ *    (these problems instead of the table's), `--no-cublas`,
  *    `--target T`, `--schedule "LINES"` (every row's kernel with these schedule lines) and
  *    `--pdl` (ours timed again as programmatic dependent launches: the columns
  *    ours+PDL µs and ours+PDL/floor, and its targets' verdicts; `--pdl-early`: the

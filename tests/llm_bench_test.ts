@@ -197,6 +197,20 @@ Deno.test("parseLlmArgs and selectedProblems: types, M, cuBLAS, target, errors",
   );
   assert.match(String(parseLlmArgs(["--nk", "4096x4000"])), /^Unknown \(N, K\) "4096x4000"/);
   assert.match(String(parseLlmArgs(["--schedule", ""])), /^--schedule needs schedule lines/);
+  // --sizes replaces the table's rows (off-table sizes included) for every selected type, in order.
+  const sizes = parseLlmArgs(["--types", "f16,s8", "--sizes", "16x4096x1024,1x8x32", "--m", "128"]);
+  assert.ok(typeof sizes === "object");
+  assert.deepEqual(
+    selectedProblems(sizes).map((r) => `${r.type} ${r.p.M}x${r.p.N}x${r.p.K}`),
+    ["f16 16x4096x1024", "f16 1x8x32", "s8 16x4096x1024", "s8 1x8x32"],
+  );
+  assert.equal(all.sizes, null);
+  for (const bad of ["16x4096", "0x8x8", "16x4096x1k", ""]) {
+    assert.match(
+      String(parseLlmArgs(["--sizes", bad])),
+      new RegExp(`^Bad size "${bad}" in --sizes`),
+    );
+  }
 });
 
 /** A side's figures at the given burst and sustained µs. */
