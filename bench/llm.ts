@@ -311,10 +311,13 @@ function copyBandwidth(cuda: Cuda): CopyBandwidth {
 /**
  * `--copy`'s side: a launch of `cuMemcpyDtoD` that moves the row's bytes (A + B + D once,
  * {@link problemBytes}), half read and half written, from the input set of B the launch
- * rotates to into one scratch buffer (appended to `bufs`, freed with the row's). What one
- * launch of those bytes reaches, in the same series as the GEMMs. Null where half the bytes
- * exceed B's buffer (no row of the table: B is the largest operand at every M of it) or the
- * driver has no copy.
+ * rotates to into a destination of its own (one a set, appended to `bufs`, freed with the
+ * row's). Rotating the destinations as the GEMMs rotate their inputs keeps the copy's working
+ * set (read and written) as far past the L2 as theirs: one scratch buffer written by every
+ * launch could stay dirty in the L2 and never reach HBM inside a series (the first GPU run,
+ * bench/NOTES.md 90, used one). What one launch of those bytes reaches, in the same series as
+ * the GEMMs. Null where half the bytes exceed B's buffer (no row of the table: B is the
+ * largest operand at every M of it) or the driver has no copy.
  */
 export function copyLaunch(
   cuda: Cuda,
@@ -326,11 +329,11 @@ export function copyLaunch(
   const d = cuda.driver, copy = d.cuMemcpyDtoD_v2;
   const bytes = Math.floor(problemBytes(type, p) / 32) * 16;
   if (copy === null || bBufs.length === 0 || bytes > bBufs[0]!.bytes) return null;
-  const dst = cuda.alloc(bytes);
-  bufs.push(dst);
+  const dsts = bBufs.map(() => cuda.alloc(bytes));
+  bufs.push(...dsts);
   return (i) => {
-    const src = bBufs[i % bBufs.length]!;
-    checkCuda(d, "cuMemcpyDtoD_v2", copy(dst.ptr, src.ptr, BigInt(bytes)));
+    const set = i % bBufs.length;
+    checkCuda(d, "cuMemcpyDtoD_v2", copy(dsts[set]!.ptr, bBufs[set]!.ptr, BigInt(bytes)));
   };
 }
 

@@ -305,7 +305,7 @@ Deno.test("kernelParams point at 8-byte slots holding each value", () => {
   assert.equal(dv.getFloat64(24, true), -2.25);
 });
 
-Deno.test("bench/llm.ts copyLaunch (--copy): half the row's bytes from B's set i into one buffer", () => {
+Deno.test("bench/llm.ts copyLaunch (--copy): half the row's bytes from B's set i into destination i", () => {
   const cuda = Cuda.open();
   const rng = new Rng(8902);
   const p = { M: 16, N: 256, K: 128 };
@@ -323,19 +323,22 @@ Deno.test("bench/llm.ts copyLaunch (--copy): half the row's bytes from B's set i
   try {
     const launch = copyLaunch(cuda, "f16", p, bBufs, bufs);
     assert.ok(launch !== null);
-    assert.equal(bufs.length, 1, "one scratch buffer, freed with the row's");
+    assert.equal(bufs.length, 3, "a destination a set, freed with the row's");
     const bytes = bufs[0]!.bytes;
     assert.equal(bytes, Math.floor(problemBytes("f16", p) / 32) * 16);
     for (const i of [0, 1, 2, 4]) {
-      bufs[0]!.fill(0xee);
+      for (const b of bufs) b.fill(0xee);
       launch(i);
-      const got = new Uint8Array(bytes);
-      bufs[0]!.download(got);
-      assert.deepEqual(got, hosts[i % 3]!.subarray(0, bytes), `launch ${i} copies set ${i % 3}`);
+      for (const [j, b] of bufs.entries()) {
+        const got = new Uint8Array(bytes);
+        b.download(got);
+        const want = j === i % 3 ? hosts[j]!.subarray(0, bytes) : new Uint8Array(bytes).fill(0xee);
+        assert.deepEqual(got, want, `launch ${i}: destination ${j}`);
+      }
     }
     // Half the bytes past B's buffer (a row where B is not the largest operand): no copy side.
     assert.equal(copyLaunch(cuda, "f16", { M: 4096, N: 256, K: 128 }, bBufs, bufs), null);
-    assert.equal(bufs.length, 1);
+    assert.equal(bufs.length, 3);
   } finally {
     for (const b of [...bBufs, ...bufs]) b.free();
     cuda.close();
