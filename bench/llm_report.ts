@@ -404,7 +404,8 @@ function llmMethod(info: LlmRunInfo): string {
     "faster)." +
     (info.copySide === true
       ? " copy (`--copy`): one cuMemcpyDtoD a launch moving the row's bytes (A + B + D, half " +
-        "read from the rotated sets of B, half written to one buffer), timed as the other sides: " +
+        "read from the rotated sets of B, half written to a destination of its own for each set), " +
+        "timed as the other sides: " +
         "what one launch of those bytes reaches, its share the limit's practical side."
       : "") +
     (pdl
