@@ -74,17 +74,26 @@ llm_tree() {
 # llm_rows DIR LABEL TYPES MS NK [SCHEDULE]: the llm table's rows (sm90, --pdl, or LLM_PDL's
 # flag: --pdl-early) of TYPES at MS x NK (bench/llm.ts --nk), at the defaults or with SCHEDULE's
 # lines (--schedule), into DIR/LABEL, its log in DIR/LABEL.log; prints the exit, the seconds and
-# the rows.
+# the rows, then packs (llm_run).
 llm_rows() {
-  local dir=$1 label=$2 types=$3 ms=$4 nk=$5 t0=$SECONDS
+  local dir=$1 label=$2 types=$3 ms=$4 nk=$5
   local sched=()
   [ $# -ge 6 ] && sched=(--schedule "$6")
+  llm_run "$dir" "$label" --types "$types" --m "$ms" --nk "$nk" "${LLM_PDL:---pdl}" "${sched[@]}"
+}
+
+# llm_run DIR LABEL OPTIONS...: the llm table (sm90) with bench/llm.ts OPTIONS (--types, --m,
+# --nk or --sizes, --pdl, --copy, ...) into DIR/LABEL, its log in DIR/LABEL.log; prints the exit,
+# the seconds and the rows, then packs.
+llm_run() {
+  local dir=$1 label=$2 t0=$SECONDS
+  shift 2
   mkdir -p "$dir/$label"
   deno run --cached-only -A bench/main.ts --no-sim --no-compile --gpu --shapes llm --target sm90 \
-    --types "$types" --m "$ms" --nk "$nk" "${LLM_PDL:---pdl}" "${sched[@]}" --out "$dir/$label" \
-    >"$dir/$label.log" 2>&1
+    "$@" --out "$dir/$label" >"$dir/$label.log" 2>&1
   echo "llm $label: exit $? ($((SECONDS - t0)) s)"
-  grep -E '^(f16|bf16|s8) ' "$dir/$label.log" | cut -c1-330
+  grep -E '^(f16|bf16|s8) ' "$dir/$label.log" | cut -c1-400
+  pack
 }
 
 # llm_variants DIR PREFIX AFTER TYPE:M:SCHEDULE...: one llm row a variant (N = K = 4096), TYPE at

@@ -177,37 +177,18 @@ if has m16deep; then
     "threadblock 16x32x256; warp 16x8x256; stages 9"
 fi
 if has copy; then
-  t0=$SECONDS
-  mkdir -p "$W/copy"
-  deno run --cached-only -A bench/main.ts --no-sim --no-compile --gpu --shapes llm --target sm90 \
-    --types f16 --m 16,128 --nk 4096x4096 --pdl --copy --out "$W/copy" >"$W/copy.log" 2>&1
-  echo "llm copy: exit $? ($((SECONDS - t0)) s)"
-  grep -E '^f16 ' "$W/copy.log" | cut -c1-400
-  pack
+  llm_run "$W" copy --types f16 --m 16,128 --nk 4096x4096 --pdl --copy
 fi
 if has ksweep; then
-  t0=$SECONDS
-  mkdir -p "$W/ksweep"
-  deno run --cached-only -A bench/main.ts --no-sim --no-compile --gpu --shapes llm --target sm90 \
-    --types f16 --sizes 16x4096x1024,16x4096x2048,16x4096x4096,16x4096x8192,16x4096x16384 \
-    --pdl --copy --out "$W/ksweep" >"$W/ksweep.log" 2>&1
-  echo "llm ksweep: exit $? ($((SECONDS - t0)) s)"
-  grep -E '^f16 ' "$W/ksweep.log" | cut -c1-400
-  pack
+  llm_run "$W" ksweep --types f16 --pdl --copy \
+    --sizes 16x4096x1024,16x4096x2048,16x4096x4096,16x4096x8192,16x4096x16384
+fi
+if has copyall; then
+  llm_run "$W" copyall --types f16,s8 --m 1,16,64,128,256 --nk 4096x4096 --pdl --copy
 fi
 if has runs; then
   llm_bracketed "$W" runs f16 16 "threadblock 16x32x512; warp 16x8x512; stages 3" \
     "threadblock 16x32x1024; warp 16x8x1024; stages 2"
-fi
-if has copyall; then
-  t0=$SECONDS
-  mkdir -p "$W/copyall"
-  deno run --cached-only -A bench/main.ts --no-sim --no-compile --gpu --shapes llm --target sm90 \
-    --types f16,s8 --m 1,16,64,128,256 --nk 4096x4096 --pdl --copy --out "$W/copyall" \
-    >"$W/copyall.log" 2>&1
-  echo "llm copyall: exit $? ($((SECONDS - t0)) s)"
-  grep -E '^(f16|s8) ' "$W/copyall.log" | cut -c1-400
-  pack
 fi
 if has odd; then
   BENCH_TARGET=sm80 bench_sm90 "$W" odd-sm80 f16 5000x5000x5000
