@@ -169,8 +169,8 @@ export interface LlmOptions {
   readonly pdlEarly: boolean;
   /** `--nk 4096x4096,...`: only these (N, K) of the table (null: all). */
   readonly nk: readonly string[] | null;
-  /** `--sizes MxNxK,...`: these problems instead of the table's (for every selected type; `--m`
-   * and `--nk` then do not apply), e.g. a sweep of K at one M and N. Null: the table. */
+  /** `--sizes MxNxK,...`: these problems instead of the table's (for every selected type; not
+   * with `--m` or `--nk`), e.g. a sweep of K at one M and N. Null: the table. */
   readonly sizes: readonly LlmProblem[] | null;
   /** `--copy`: time a device-to-device copy of each row's bytes as one more side ({@link copyLaunch}).
    * Default false. */
@@ -223,6 +223,9 @@ export function parseLlmArgs(args: readonly string[]): LlmOptions | string {
   const badSize = sizeTexts?.find((_, i) => sizes?.[i] === null);
   if (badSize !== undefined) {
     return `Bad size "${badSize}" in --sizes: expected MxNxK with positive integers, e.g. 16x4096x1024`;
+  }
+  if (sizes !== null && (m !== null || nk !== null)) {
+    return "--sizes replaces the table's rows: --m and --nk select among the table's, not with it";
   }
   const schedule = value("--schedule");
   if (schedule === "") return "--schedule needs schedule lines";

@@ -198,13 +198,22 @@ Deno.test("parseLlmArgs and selectedProblems: types, M, cuBLAS, target, errors",
   assert.match(String(parseLlmArgs(["--nk", "4096x4000"])), /^Unknown \(N, K\) "4096x4000"/);
   assert.match(String(parseLlmArgs(["--schedule", ""])), /^--schedule needs schedule lines/);
   // --sizes replaces the table's rows (off-table sizes included) for every selected type, in order.
-  const sizes = parseLlmArgs(["--types", "f16,s8", "--sizes", "16x4096x1024,1x8x32", "--m", "128"]);
+  const sizes = parseLlmArgs(["--types", "f16,s8", "--sizes", "16x4096x1024,1x8x32"]);
   assert.ok(typeof sizes === "object");
   assert.deepEqual(
     selectedProblems(sizes).map((r) => `${r.type} ${r.p.M}x${r.p.N}x${r.p.K}`),
     ["f16 16x4096x1024", "f16 1x8x32", "s8 16x4096x1024", "s8 1x8x32"],
   );
   assert.equal(all.sizes, null);
+  for (const other of ["--m", "--nk"]) {
+    const both = parseLlmArgs([
+      "--sizes",
+      "16x4096x1024",
+      other,
+      other === "--m" ? "16" : "4096x4096",
+    ]);
+    assert.match(String(both), /^--sizes replaces the table's rows/);
+  }
   for (const bad of ["16x4096", "0x8x8", "16x4096x1k", ""]) {
     assert.match(
       String(parseLlmArgs(["--sizes", bad])),
