@@ -43,9 +43,10 @@
  *    option `pdlEarly` for B, the weights, which no launch of the series
  *    writes: its first stages of B are copied before the wait. With `--copy`,
  *    a `cuMemcpyDtoD` launch moving the row's bytes (half read from B's rotated
- *    sets, half written) is timed the same way as one more side: the columns
- *    "copy µs" and "copy/floor", what one launch of those bytes reaches
- *    (bench/NOTES.md 56: the limit a kernel of ~10 µs meets at its ramp and tail).
+ *    sets, half written to a destination a set, {@link copyLaunch}) is timed the
+ *    same way as one more side: the columns "copy µs" and "copy/floor", what one
+ *    launch of those bytes reaches (bench/NOTES.md 90: 0.98 of an H100's floor
+ *    at N = K = 4096, where our kernels reach 0.73).
  * 4. The floor, measured in the same run: the larger of the bytes of A, B and D
  *    once at the device-to-device copy bandwidth (`cuMemcpyDtoD` of 1 GiB, read
  *    + write counted, median of 10) and the FLOPs at the mma.sync ceiling of the
@@ -64,8 +65,9 @@
  * files: `-2`, ... when one exists; rewritten after each row). The whole table
  * takes ~7 minutes on the H200 (~10 s a row: 3 rests, 2 loads; with 5 rests 9 rows took 117 s).
  *
- * `deno run -A bench/llm.ts [--types f16,bf16,s8] [--m 1,16,...] [--no-cublas]
- * [--target sm80|sm86|sm90] [--pdl] [--copy] [--out DIR]`, or `deno task bench --gpu --shapes llm [the same
+ * `deno run -A bench/llm.ts [--types f16,bf16,s8] [--m 1,16,...] [--nk NxK,...] [--sizes MxNxK,...]
+ * [--no-cublas] [--target sm80|sm86|sm90] [--pdl | --pdl-early] [--copy] [--schedule "LINES"]
+ * [--out DIR]`, or `deno task bench --gpu --shapes llm [the same
  * options]`.
  *
  * @module

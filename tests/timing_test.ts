@@ -72,7 +72,7 @@ Deno.test("timeLaunches: a failing launch is raised and every event is destroyed
   assert.equal(live(), 0);
 });
 
-/** A benchmark row of `shape` (its sizes from the name where it is MxNxK, else 4096³). */
+/** A benchmark row named `shape` at `sizes` (M, N, K; default 4096³), ours at 600 of a burst ceiling of 900. */
 function benchRow(shape: string, sizes = [4096, 4096, 4096]): BenchRow {
   const ceiling = {
     fixed: 900,

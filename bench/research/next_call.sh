@@ -98,18 +98,13 @@ fi
 if has early; then
   gpu_tests tests/gpu/pdl_test.ts
   llm_rows "$W" early-base f16 1,16,64,128,256 4096x4096
-  pack
   LLM_PDL=--pdl-early llm_rows "$W" early f16 1,16,64,128,256 4096x4096
-  pack
   LLM_PDL=--pdl-early llm_rows "$W" early-s8 s8 16,128 4096x4096
-  pack
   LLM_PDL=--pdl-early llm_rows "$W" early-long f16 16,128 14336x4096,4096x14336
-  pack
 fi
 if has final86; then
   gpu_tests tests/gpu/skinny_test.ts tests/gpu/pdl_test.ts --filter "/sm90|pdl chain/"
   llm_rows "$W" llm86 f16,bf16 16,64,128,256 4096x4096
-  pack
 fi
 if has early2; then
   N32="threadblock 128x32x64; stages 11"
@@ -122,20 +117,17 @@ if has early2; then
       else
         LLM_PDL=$pdlf llm_rows "$W" "$label" "$t" "$ms" 4096x4096
       fi
-      pack
     done
   done
   llm_rows "$W" e2-k14336 f16 128 4096x14336
   llm_rows "$W" e2-k14336-n32 f16 128 4096x14336 "$N32"
-  pack
 fi
 if has s8x; then
-  llm_variants "$W" s8x pack "s8:16:threadblock 16x32x256; warp 16x8x256; stages 6; split_k 2" \
+  llm_variants "$W" s8x "s8:16:threadblock 16x32x256; warp 16x8x256; stages 6; split_k 2" \
     "s8:16:threadblock 16x32x256; warp 16x8x256; stages 4; split_k 2" \
     "s8:16:threadblock 16x16x256; warp 16x8x256; stages 6" \
     "f16:16:threadblock 16x32x256; warp 16x8x256; stages 3; split_k 2"
   llm_rows "$W" s8x-default s8,f16 16 4096x4096
-  pack
 fi
 if has pdlt; then
   gpu_tests tests/gpu/pdl_test.ts
@@ -143,7 +135,6 @@ fi
 if has infer87; then
   llm_rows "$W" i87-bf16-128 bf16 128 4096x4096
   llm_rows "$W" i87-bf16-128-64x64 bf16 128 4096x4096 "threadblock 64x64x64; stages 13; cluster 2"
-  pack
   bench_sm90 "$W" i87-fw-default bf16,tf32 512x4224x4096
   pack
   bench_sm90 "$W" i87-fw-bf16-128x224 bf16 512x4224x4096 --schedule "threadblock 128x224x64"
@@ -154,17 +145,12 @@ fi
 if has h200; then
   gpu_tests tests/gpu/
   llm_rows "$W" h200-llm f16,bf16 16,64,128,256 4096x4096
-  pack
   llm_rows "$W" h200-s8 s8 16,128 4096x4096
-  pack
 fi
 if has h200b; then
   llm_rows "$W" h200-long f16,bf16 1,16,64,128,256,1024 14336x4096,4096x14336
-  pack
   llm_rows "$W" h200-long-s8 s8 16,128 14336x4096,4096x14336
-  pack
   llm_rows "$W" h200-1-1024 f16,bf16 1,1024 4096x4096
-  pack
   bench_sm90 "$W" h200-8192 f16,bf16,tf32,s8 8192x8192x8192
   pack
 fi
@@ -208,7 +194,6 @@ fi
 if has bf16k; then
   llm_rows "$W" bf16k-default bf16 128 4096x14336
   llm_rows "$W" bf16k-128x32 bf16 128 4096x14336 "threadblock 128x32x64; stages 11"
-  pack
 fi
 if has s8t; then
   gpu_tests tests/gpu/skinny_test.ts --filter s8
@@ -238,16 +223,14 @@ if has fill3; then
 fi
 if has llm; then
   llm_rows "$W" llm "${LLM_TYPES:-f16,bf16}" "${LLM_MS:-1,16,64,128,256,1024}" 4096x4096,14336x4096,4096x14336
-  pack
 fi
 if has llms8; then
   llm_rows "$W" llm-s8 s8 16,128 4096x4096,14336x4096,4096x14336
-  pack
 fi
 if has s8v; then
   # s8 at N = K = 4096 (0.58-0.61 of the floor, NOTES 81): the default against deeper or
   # split variants of its tiles, one run each (cuBLAS in each).
-  llm_variants "$W" s8v pack "s8:16:threadblock 16x32x512; warp 16x8x512; stages 6" \
+  llm_variants "$W" s8v "s8:16:threadblock 16x32x512; warp 16x8x512; stages 6" \
     "s8:16:threadblock 16x32x256; warp 16x8x256; stages 6" \
     "s8:16:threadblock 16x64x512; warp 16x16x512; split_k 2" \
     "s8:16:threadblock 64x32x256; stages 9" \
@@ -261,9 +244,7 @@ if has s8r || has s8r2; then
   has s8r2 || gpu_tests tests/gpu/skinny_test.ts --filter s8
   NK2=4096x4096,4096x14336
   llm_rows "$W" s8r-default s8 128 "$NK2"
-  pack
   llm_rows "$W" s8r-64x64 s8 128 "$NK2" "threadblock 64x64x128; stages 14; cluster 2"
-  pack
   if ! has s8r2; then
     bench_ab "$W" s8-512-default s8-512-128x128 s8 512x4096x4096 "threadblock 128x128x128" pack
   fi
@@ -280,7 +261,7 @@ if has f16m; then
   # f16 at M = 128, N = K = 4096 (0.68-0.75 of the floor, target 0.75): the default's schedule
   # lines against s8's 128x32 without persistence and 64x64 without clusters; s8 M = 16's
   # 16x32x256 with 6 stages (NOTES 85 call 1: 9.0 against 9.3 µs) against the default again.
-  llm_variants "$W" f16m pack "f16:128:threadblock 64x64x64; stages 13; cluster 2" \
+  llm_variants "$W" f16m "f16:128:threadblock 64x64x64; stages 13; cluster 2" \
     "f16:128:threadblock 128x32x64; stages 11" \
     "f16:128:threadblock 64x64x64; stages 14" \
     "s8:16:threadblock 16x32x512; warp 16x8x512; stages 3" \
