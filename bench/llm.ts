@@ -82,6 +82,7 @@ import { isTargetName, targetList } from "../ir/target.ts";
 import { median, timeLaunches } from "../harness/timing.ts";
 import { Cublas } from "./cublas.ts";
 import { ClockProbe } from "./clock_probe.ts";
+import { streamRead } from "./stream_read.ts";
 import { compileFor, cutlassName, load, loadFunction, poisonOutput, verify } from "./gpu_bench.ts";
 import {
   type Ceiling,
@@ -103,6 +104,7 @@ import {
   type LlmRow,
   type LlmRunInfo,
   type LlmType,
+  operandBytes,
   problemBytes,
   progressLine,
   type SideFigures,
@@ -177,6 +179,9 @@ export interface LlmOptions {
   /** `--copy`: time a device-to-device copy of each row's bytes as one more side ({@link copyLaunch}).
    * Default false. */
   readonly copy: boolean;
+  /** `--read`: time a streaming kernel that moves each row's bytes as one more side
+   * (bench/stream_read.ts). Default false. */
+  readonly read: boolean;
   /** `--schedule "LINES"`: schedule lines (`;`-separated) every row's kernel is compiled with,
    * to time a schedule against the peer in the table's protocol (absent: the defaults). */
   readonly schedule?: string;
@@ -248,6 +253,7 @@ export function parseLlmArgs(args: readonly string[]): LlmOptions | string {
     nk,
     sizes: sizes as LlmProblem[] | null,
     copy: args.includes("--copy"),
+    read: args.includes("--read"),
     ...(schedule !== undefined ? { schedule } : {}),
   };
 }
@@ -342,6 +348,38 @@ export function copyLaunch(
   };
 }
 
+/**
+ * `--read`'s side of a row (bench/stream_read.ts): the streaming kernel over the row's input
+ * sets, checked once (its xor of every word of set 0's A and B against the host's). `ok` false
+ * (not timed) where the check failed or the sets do not fit it; `note` says which.
+ */
+function readSide(
+  cuda: Cuda,
+  type: LlmType,
+  p: LlmProblem,
+  k: { aBufs: readonly DeviceBuffer[]; bBufs: readonly DeviceBuffer[] },
+  bufs: DeviceBuffer[],
+  mods: CudaModule[],
+): { ok: boolean; note: string; launch: (i: number) => void } {
+  const skip = (why: string) => ({ ok: false, note: `not run (${why})`, launch: () => {} });
+  const sets = k.aBufs.map((a, i) => ({ a, b: k.bBufs[i]! }));
+  let r, c;
+  try {
+    r = streamRead(cuda, operandBytes(type, p), sets, bufs, mods);
+    if (r === null) return skip("bytes not 16-byte vectors");
+    c = r.check();
+  } catch (e) {
+    // The row's other sides still run: the read is a diagnostic beside them.
+    return skip(e instanceof Error ? e.message : String(e));
+  }
+  const hex = (x: number) => `0x${x.toString(16).padStart(8, "0")}`;
+  return {
+    ok: c.ok,
+    note: `${c.ok ? "ok" : "FAILED"} (xor ${hex(c.got)}, host ${hex(c.want)}; ${r.blocks} blocks)`,
+    launch: r.launch,
+  };
+}
+
 /** A side's series, from a first estimate: 2 warm-up launches, then 20 behind a 1 ms hold. */
 function prepare(cuda: Cuda, probe: ClockProbe, launch: (i: number) => void) {
   for (let w = 0; w < 2; w++) launch(w);
@@ -387,6 +425,8 @@ interface RunContext {
   readonly pdl: boolean | "early";
   /** Time the copy of each row's bytes too (`--copy`). */
   readonly copySide: boolean;
+  /** Time the streaming kernel of each row's bytes too (`--read`). */
+  readonly readSide: boolean;
   /** `--schedule`'s lines (absent: the defaults). */
   readonly schedule?: string;
 }
@@ -444,6 +484,7 @@ function benchRow(ctx: RunContext, type: LlmType, p: LlmProblem): LlmRow {
     const untimedSides = {
       ...(ctx.pdl ? { oursPdl: null } : {}),
       ...(ctx.copySide ? { copy: null } : {}),
+      ...(ctx.readSide ? { read: null } : {}),
     };
     if (!cmp.ok) {
       return {
@@ -476,9 +517,11 @@ function benchRow(ctx: RunContext, type: LlmType, p: LlmProblem): LlmRow {
       ));
     const copyLaunches = ctx.copySide ? copyLaunch(cuda, type, p, k.bBufs, bufs) : null;
     const copied = copyLaunches === null ? null : prepare(cuda, probe, copyLaunches);
-    // Ours, ours+PDL (--pdl), cuBLAS, the copy (--copy): one burst measurement over all,
-    // sharing its rests.
-    const sides = [ours, oursPdl, theirs, copied].filter((s) => s !== null);
+    const reader = ctx.readSide ? readSide(cuda, type, p, k, bufs, mods) : null;
+    const read = reader?.ok ? prepare(cuda, probe, reader.launch) : null;
+    // Ours, ours+PDL (--pdl), cuBLAS, the copy (--copy), the read (--read): one burst
+    // measurement over all, sharing its rests.
+    const sides = [ours, oursPdl, theirs, copied, read].filter((s) => s !== null);
     const burst = timeBurstSeries(cuda, sides.map((s) => s.series));
     const burstOf = (s: ReturnType<typeof prepare>) => burst[sides.indexOf(s)]!;
     const side = (s: ReturnType<typeof prepare>, b: SeriesMeasurement) => {
@@ -492,13 +535,14 @@ function benchRow(ctx: RunContext, type: LlmType, p: LlmProblem): LlmRow {
     return {
       ...base,
       status: "ok",
-      note,
+      note: note + (reader === null ? "" : `; the read kernel ${reader.note}`),
       sets,
       registers,
       ours: side(ours, burstOf(ours)),
       ...(ctx.pdl ? { oursPdl: oursPdl === null ? null : side(oursPdl, burstOf(oursPdl)) } : {}),
       cublas: theirs === null ? null : side(theirs, burstOf(theirs)),
       ...(ctx.copySide ? { copy: copied === null ? null : side(copied, burstOf(copied)) } : {}),
+      ...(ctx.readSide ? { read: read === null ? null : side(read, burstOf(read)) } : {}),
     };
   } finally {
     for (const b of bufs) b.free();
@@ -533,6 +577,7 @@ function errorRow(ctx: RunContext, type: LlmType, p: LlmProblem, e: unknown): Ll
     ...(ctx.pdl ? { oursPdl: null } : {}),
     cublas: null,
     ...(ctx.copySide ? { copy: null } : {}),
+    ...(ctx.readSide ? { read: null } : {}),
     floor: floors(ctx, type, p),
   };
 }
@@ -591,6 +636,7 @@ export function llmBenchMain(command: string, args: readonly string[]): boolean 
       ...(o.pdlEarly ? { pdlEarly: true } : {}),
       ...(o.schedule !== undefined ? { schedule: o.schedule } : {}),
       ...(o.copy ? { copySide: true } : {}),
+      ...(o.read ? { readSide: true } : {}),
       copy,
       ceilings: Object.fromEntries(perType),
     };
@@ -610,6 +656,7 @@ export function llmBenchMain(command: string, args: readonly string[]): boolean 
       target: o.target,
       pdl: o.pdlEarly ? "early" : o.pdl,
       copySide: o.copy,
+      readSide: o.read,
       ...(o.schedule !== undefined ? { schedule: o.schedule } : {}),
     };
     for (const { type, p } of problems) {

@@ -30,6 +30,12 @@ const ELEMENT_BYTES: Readonly<Record<LlmType, { readonly ab: number; readonly d:
   s8: { ab: 1, d: 4 },
 };
 
+/** The bytes of each operand of a problem: A [M, K], B [K, N] and D [M, N]. */
+export function operandBytes(t: LlmType, p: LlmProblem): { a: number; b: number; d: number } {
+  const e = ELEMENT_BYTES[t];
+  return { a: p.M * p.K * e.ab, b: p.K * p.N * e.ab, d: p.M * p.N * e.d };
+}
+
 /**
  * The bytes a GEMM must move at least: A, B and D once each.
  *
@@ -44,8 +50,8 @@ const ELEMENT_BYTES: Readonly<Record<LlmType, { readonly ab: number; readonly d:
  * ```
  */
 export function problemBytes(t: LlmType, p: LlmProblem): number {
-  const e = ELEMENT_BYTES[t];
-  return (p.M * p.K + p.K * p.N) * e.ab + p.M * p.N * e.d;
+  const o = operandBytes(t, p);
+  return o.a + o.b + o.d;
 }
 
 /** A floor: the least time a GEMM can take, and what bounds it. */
@@ -202,6 +208,12 @@ export interface LlmRow extends LlmProblem {
    * absent without `--copy`.
    */
   readonly copy?: SideFigures | null;
+  /**
+   * `--read`: a streaming kernel moving the row's bytes (A and B read, D's written; bench/stream_read.ts),
+   * timed as the other sides: what one kernel launch of those bytes reaches. Null when the row did
+   * not run or the kernel's check failed, absent without `--read`.
+   */
+  readonly read?: SideFigures | null;
   /** The floor in each state (the mma.sync ceiling of that state). */
   readonly floor: { readonly burst: LlmFloor; readonly sustained: LlmFloor };
 }
@@ -231,6 +243,8 @@ export interface LlmRunInfo {
   readonly schedule?: string;
   /** True with `--copy`: the rows have the copy's figures ({@link LlmRow.copy}); else absent. */
   readonly copySide?: boolean;
+  /** True with `--read`: the rows have the streaming kernel's figures ({@link LlmRow.read}); else absent. */
+  readonly readSide?: boolean;
   readonly copy: CopyBandwidth;
   /** Per type, the mma.sync ceiling (TOPS) in each state. */
   readonly ceilings: Readonly<
@@ -262,15 +276,17 @@ function verdicts(r: LlmRow, s: SideFigures | null, target: number): string {
   return `${v("burst")} / ${v("sustained")}`;
 }
 
-/** The optional sides a table shows: ours+PDL (`--pdl`) and the copy (`--copy`). */
+/** The optional sides a table shows: ours+PDL (`--pdl`), the copy (`--copy`) and the read (`--read`). */
 interface Columns {
   readonly pdl: boolean;
   readonly copy: boolean;
+  readonly read: boolean;
 }
 
 /** The named cells of one row ({@link rowCells} orders them as {@link headerLines}). */
 function namedCells(r: LlmRow, c: Columns) {
-  const o = r.ours, p = r.oursPdl ?? null, b = r.cublas, cp = r.copy ?? null, f = r.floor;
+  const o = r.ours, p = r.oursPdl ?? null, b = r.cublas, f = r.floor;
+  const cp = r.copy ?? null, rd = r.read ?? null;
   const both = (x: (st: State) => number, d: number) =>
     `${fmt(x("burst"), d)} / ${fmt(x("sustained"), d)}`;
   const floorCell = f.burst.bound === f.sustained.bound
@@ -285,11 +301,13 @@ function namedCells(r: LlmRow, c: Columns) {
     oursPdl: both((st) => timeOf(p, st), 1),
     cublas: both((st) => timeOf(b, st), 1),
     copy: both((st) => timeOf(cp, st), 1),
+    read: both((st) => timeOf(rd, st), 1),
     floor: floorCell,
     oursShare: both((st) => shareOf(r, o, st), 2),
     oursPdlShare: both((st) => shareOf(r, p, st), 2),
     cublasShare: both((st) => shareOf(r, b, st), 2),
     copyShare: both((st) => shareOf(r, cp, st), 2),
+    readShare: both((st) => shareOf(r, rd, st), 2),
     ratio: both((st) => timeOf(b, st) / timeOf(o, st), 2),
     target: targetCell,
   };
@@ -301,7 +319,7 @@ type Cells = ReturnType<typeof namedCells>;
 /**
  * The table's columns in order: the name, whether it is left-aligned, which option shows it
  * (absent: always shown), and the cell of a row. ours+PDL's time follows ours and its share
- * ours'; the copy's time follows cuBLAS's and its share cuBLAS's.
+ * ours'; the copy's and the read's times follow cuBLAS's and their shares cuBLAS's.
  */
 const COLUMNS: readonly {
   readonly name: string;
@@ -319,11 +337,13 @@ const COLUMNS: readonly {
   { name: "ours+PDL µs", when: "pdl", cell: (_, n) => n.oursPdl },
   { name: "cuBLAS µs", cell: (_, n) => n.cublas },
   { name: "copy µs", when: "copy", cell: (_, n) => n.copy },
+  { name: "read µs", when: "read", cell: (_, n) => n.read },
   { name: "floor µs", cell: (_, n) => n.floor },
   { name: "ours/floor", cell: (_, n) => n.oursShare },
   { name: "ours+PDL/floor", when: "pdl", cell: (_, n) => n.oursPdlShare },
   { name: "cuBLAS/floor", cell: (_, n) => n.cublasShare },
   { name: "copy/floor", when: "copy", cell: (_, n) => n.copyShare },
+  { name: "read/floor", when: "read", cell: (_, n) => n.readShare },
   { name: "cuBLAS/ours", cell: (_, n) => n.ratio },
   { name: "target", left: true, cell: (_, n) => n.target },
 ];
@@ -357,7 +377,7 @@ function rowCells(r: LlmRow, c: Columns): string[] {
  */
 export function llmReport(info: LlmRunInfo, rows: readonly LlmRow[]): string {
   const pdl = info.pdl === true;
-  const columns = { pdl, copy: info.copySide === true };
+  const columns = { pdl, copy: info.copySide === true, read: info.readSide === true };
   const lines = [
     `# Skinny GEMMs of LLM inference, issue 22 (${info.date})`,
     "",
@@ -407,6 +427,13 @@ function llmMethod(info: LlmRunInfo): string {
         "read from the rotated sets of B, half written to a destination of its own for each set), " +
         "timed as the other sides: " +
         "what one launch of those bytes reaches, its share the limit's practical side."
+      : "") +
+    (info.readSide === true
+      ? " read (`--read`): a streaming kernel a launch (bench/stream_read.ts: SMs x 8 blocks of " +
+        "256 threads read A and B of the rotated sets once, 16-byte loads, and write D's bytes " +
+        "to a destination of their own for each set; its xor of every word read checked on the " +
+        "host), timed as the other sides: what one kernel launch of those bytes reaches, with " +
+        "no GEMM's work."
       : "") +
     (pdl
       ? " ours+PDL (`--pdl`): the same schedule compiled with the compile option `pdl` (on sm90 " +
@@ -482,20 +509,28 @@ function llmSeriesLines(rows: readonly LlmRow[], c: Columns): string[] {
       `- ${r.type} ${r.M}x${r.N}x${r.K} (${r.kernel}, ${r.registers} registers, ${r.sets} input ` +
         `sets): ${r.note}${side("ours", r.ours)}${
           c.pdl ? side("ours+PDL", r.oursPdl ?? null) : ""
-        }${side("cuBLAS", r.cublas)}${c.copy ? side("copy", r.copy ?? null) : ""}`,
+        }${side("cuBLAS", r.cublas)}${c.copy ? side("copy", r.copy ?? null) : ""}${
+          c.read ? side("read", r.read ?? null) : ""
+        }`,
     );
   }
   return lines;
 }
 
-/** The line printed as each row completes (with ours+PDL's and the copy's time and share where
- * the row has them). */
+/** The line printed as each row completes (with ours+PDL's, the copy's and the read's time and
+ * share where the row has them). */
 export function progressLine(r: LlmRow): string {
-  const c = { pdl: r.oursPdl !== undefined, copy: r.copy !== undefined };
+  const c = {
+    pdl: r.oursPdl !== undefined,
+    copy: r.copy !== undefined,
+    read: r.read !== undefined,
+  };
   const n = namedCells(r, c);
   return `${r.type} ${r.M}x${r.N}x${r.K} [${r.schedule}] ${r.status}: ours ${n.ours} µs, ` +
     `${c.pdl ? `ours+PDL ${n.oursPdl} µs, ` : ""}cuBLAS ${n.cublas} µs, ` +
-    `${c.copy ? `copy ${n.copy} µs, ` : ""}floor ${n.floor}, share ${n.oursShare}` +
+    `${c.copy ? `copy ${n.copy} µs, ` : ""}${c.read ? `read ${n.read} µs, ` : ""}` +
+    `floor ${n.floor}, share ${n.oursShare}` +
     `${c.pdl ? `, ours+PDL share ${n.oursPdlShare}` : ""}` +
-    `${c.copy ? `, copy share ${n.copyShare}` : ""}${r.status === "ok" ? "" : ` (${r.note})`}`;
+    `${c.copy ? `, copy share ${n.copyShare}` : ""}${c.read ? `, read share ${n.readShare}` : ""}` +
+    `${r.status === "ok" ? "" : ` (${r.note})`}`;
 }

@@ -219,8 +219,8 @@ if (import.meta.main) {
     console.error("deno task bench --shapes llm: needs --gpu (deno task bench --gpu --shapes llm)");
     Deno.exit(1);
   }
-  // `--pdl`, `--copy`: options of the LLM table alone (bench/llm.ts parses them).
-  const llmFlag = ["--pdl", "--pdl-early", "--copy"].find((f) => args.includes(f));
+  // `--pdl`, `--copy`, `--read`: options of the LLM table alone (bench/llm.ts parses them).
+  const llmFlag = ["--pdl", "--pdl-early", "--copy", "--read"].find((f) => args.includes(f));
   if (llmFlag !== undefined && !llm) {
     console.error(`deno task bench ${llmFlag}: only with --gpu --shapes llm (bench/llm.ts)`);
     Deno.exit(1);

@@ -80,11 +80,12 @@
 #          same bytes timed beside, bench/llm.ts `copyLaunch`; its first run on a GPU);
 #   odd:   f16 at 5000³ on the sm80 target (issue 22's 5000³ row, not run on the H200 since NOTES 77).
 #   ksweep: after NOTES 90 (a copy of the same bytes at 0.98 of the H100's floor): f16 at M = 16,
-#          N = 4096, K = 1024-16384 (bench/llm.ts --sizes) with --pdl --copy: each side's time
+#          N = 4096, K = 1024-16384 (bench/llm.ts --sizes) with --pdl --copy --read: each side's time
 #          against the bytes, whose slope is its streaming rate and intercept its fixed cost;
 #   runs:  f16 at M = 16, N = K = 4096: the default (16x32x256: B read in 512-byte runs of each
 #          column a k-tile) against 16x32x512 in 3 stages and 16x32x1024 in 2 (1 and 2 KB runs);
-#   copyall: the llm rows at N = K = 4096 (f16 at M = 1-256, s8 at M = 16, 128) with --pdl --copy.
+#   copyall: the llm rows at N = K = 4096 (f16 at M = 1-256, s8 at M = 16, 128) with --pdl --copy
+#          --read (the streaming kernel of the same bytes, bench/stream_read.ts, its first GPU run).
 # Everything lands in OUT/all.tgz, packed after each step. Deno on PATH. Not part of the
 # benchmark or of CI.
 #
@@ -166,11 +167,11 @@ if has copy; then
   llm_run "$W" copy --types f16 --m 16,128 --nk 4096x4096 --pdl --copy
 fi
 if has ksweep; then
-  llm_run "$W" ksweep --types f16 --pdl --copy \
+  llm_run "$W" ksweep --types f16 --pdl --copy --read \
     --sizes 16x4096x1024,16x4096x2048,16x4096x4096,16x4096x8192,16x4096x16384
 fi
 if has copyall; then
-  llm_run "$W" copyall --types f16,s8 --m 1,16,64,128,256 --nk 4096x4096 --pdl --copy
+  llm_run "$W" copyall --types f16,s8 --m 1,16,64,128,256 --nk 4096x4096 --pdl --copy --read
 fi
 if has runs; then
   llm_bracketed "$W" runs f16 16 "threadblock 16x32x512; warp 16x8x512; stages 3" \
