@@ -2,7 +2,7 @@
  * The benchmark's own kernels (bench/): the mma.sync ceiling kernels with
  * fixed and with random operands, run in the simulator (random operands must
  * be finite values of the operand type, rotated across the MMAs); the clock
- * probe's hand-written PTX assembles; the ablation kernels of bench/research/ablate.ts
+ * probe's and the streaming read's (`--read`) hand-written PTX assemble; the ablation kernels of bench/research/ablate.ts
  * remove exactly what they say (and the no-store one still verifies).
  *
  * ptxas tests are skipped visibly without ptxas, and fail without it under
@@ -29,6 +29,12 @@ import {
   peakKernel,
 } from "../bench/mma_peak.ts";
 import { CLOCK_PROBE_PTX } from "../bench/clock_probe.ts";
+import {
+  STREAM_READ_BLOCK,
+  STREAM_READ_BLOCKS_PER_SM,
+  STREAM_READ_PTX,
+  xorWords,
+} from "../bench/stream_read.ts";
 import { ablate } from "../bench/research/ablate.ts";
 import { cutlassName, problemsFor, withSchedule } from "../bench/gpu_bench.ts";
 
@@ -159,6 +165,33 @@ ptxasTest(
     assert.deepEqual(p.kernels.map((k) => k.name), ["clock_probe"]);
   },
 );
+
+ptxasTest(
+  "bench/stream_read.ts's PTX assembles for sm_80 and sm_90, its grid resident at once",
+  async (ptxas) => {
+    for (const arch of ["sm_80", "sm_90"] as const) {
+      const r = await runPtxas(STREAM_READ_PTX, { arch, ptxasPath: ptxas });
+      assert.ok(r.ok, r.log);
+      const [k] = r.kernels;
+      assert.deepEqual(r.kernels.map((x) => x.name), ["stream_read"]);
+      assert.ok(k!.spillStoreBytes === 0 && k!.stackFrameBytes === 0, arch);
+      // 8 blocks of 256 threads on an SM's 65,536 registers: at most 32 a thread.
+      const threads = STREAM_READ_BLOCK * STREAM_READ_BLOCKS_PER_SM;
+      assert.ok(k!.registers * threads <= 65536, `${arch}: ${k!.registers} registers`);
+    }
+    // Four loads in flight a thread in the main loop, then one at a time, for A and for B.
+    assert.equal(STREAM_READ_PTX.match(/ld\.global\.cg\.v4\.u32/g)?.length, 2 * (4 + 1));
+    assert.equal(STREAM_READ_PTX.match(/st\.global\.cs\.v4\.u32/g)?.length, 1);
+  },
+);
+
+Deno.test("xorWords: the xor of every little-endian 32-bit word, from an accumulator", () => {
+  const bytes = new Uint8Array([1, 0, 0, 0, 0, 1, 0, 0, 0xff, 0, 0, 0x80, 9, 9, 9, 9]);
+  assert.equal(xorWords(bytes.subarray(0, 12)), (1 ^ 0x100 ^ 0x800000ff) >>> 0);
+  assert.equal(xorWords(bytes.subarray(12), xorWords(bytes.subarray(0, 12))), xorWords(bytes));
+  // An offset view reads its own words.
+  assert.equal(xorWords(bytes.subarray(4, 8)), 0x100);
+});
 
 Deno.test("ablation kernels remove exactly one side of the main loop", () => {
   const src = Deno.readTextFileSync(new URL("../bench/kernels/f16.gemm", import.meta.url));

@@ -458,11 +458,69 @@ Deno.test("llmReport with --copy: the copy's time and share beside cuBLAS's; wit
   assert.doesNotMatch(progressLine(plainRow), /copy/);
 });
 
-Deno.test("parseLlmArgs: --copy, off by default; bench/main.ts takes it only with the table", async () => {
-  const on = parseLlmArgs(["--copy"]), off = parseLlmArgs([]);
-  assert.ok(typeof on === "object" && on.copy);
-  assert.ok(typeof off === "object" && !off.copy);
-  const out = await runWithoutDriver(["bench/main.ts", "--gpu", "--copy"]);
-  assert.equal(out.code, 1, out.stderr);
-  assert.equal(out.stderr, "deno task bench --copy: only with --gpu --shapes llm (bench/llm.ts)\n");
+for (const flag of ["--copy", "--read"] as const) {
+  const key = flag === "--copy" ? "copy" : "read";
+  Deno.test(`parseLlmArgs: ${flag}, off by default; bench/main.ts takes it only with the table`, async () => {
+    const on = parseLlmArgs([flag]), off = parseLlmArgs([]);
+    assert.ok(typeof on === "object" && on[key]);
+    assert.ok(typeof off === "object" && !off[key]);
+    const out = await runWithoutDriver(["bench/main.ts", "--gpu", flag]);
+    assert.equal(out.code, 1, out.stderr);
+    assert.equal(
+      out.stderr,
+      `deno task bench ${flag}: only with --gpu --shapes llm (bench/llm.ts)\n`,
+    );
+  });
+}
+
+Deno.test("llmReport with --copy --read: the read's time and share after the copy's; without it, none", () => {
+  const p = { M: 16, N: 4096, K: 4096 };
+  const row: LlmRow = {
+    ...okRow(p, 4),
+    ours: side(12.6, 12.7),
+    cublas: side(13.5, 13.6),
+    copy: side(10.4, 10.6),
+    read: side(11.1, 11.3),
+  };
+  const info = runInfo("2026-12-07", "deno task bench --gpu --shapes llm --copy --read");
+  const text = llmReport({ ...info, copySide: true, readSide: true }, [row, {
+    ...row,
+    M: 64,
+    read: null,
+  }]);
+  const lines = text.split("\n");
+  const headerAt = lines.findIndex((l) => l.startsWith("| type |"));
+  const header = lines[headerAt]!.split(" | ");
+  assert.deepEqual(header.slice(8, 15), [
+    "copy µs",
+    "read µs",
+    "floor µs",
+    "ours/floor",
+    "cuBLAS/floor",
+    "copy/floor",
+    "read/floor",
+  ]);
+  const cells = lines.find((l) => l.startsWith("| f16 | 16 |"))!.split(" | ");
+  assert.equal(cells.length, header.length);
+  const floorUs = row.floor.burst.us;
+  assert.equal(cells[9], "11.1 / 11.3");
+  assert.equal(cells[14], `${(floorUs / 11.1).toFixed(2)} / ${(floorUs / 11.3).toFixed(2)}`);
+  const none = lines.find((l) => l.startsWith("| f16 | 64 |"))!.split(" | ");
+  assert.deepEqual([none[8], none[9], none[14]], ["10.4 / 10.6", "- / -", "- / -"]);
+  assert.match(text, /read \(`--read`\): a streaming kernel a launch \(bench\/stream_read\.ts/);
+  assert.match(text, /; read: L 100, hold 1\.00 ms/);
+  assert.match(progressLine(row), /copy 10\.4 \/ 10\.6 µs, read 11\.1 \/ 11\.3 µs, floor /);
+  assert.match(
+    progressLine(row),
+    /, copy share \d\.\d\d \/ \d\.\d\d, read share \d\.\d\d \/ \d\.\d\d$/,
+  );
+  // Without --read: not a word of it.
+  const { read: _r, ...copyRow } = row;
+  const plain = llmReport({
+    ...info,
+    command: "deno task bench --gpu --shapes llm --copy",
+    copySide: true,
+  }, [copyRow]);
+  assert.doesNotMatch(plain, /read µs|read\/floor|--read/);
+  assert.doesNotMatch(progressLine(copyRow), /read/);
 });

@@ -23,7 +23,12 @@ import { runProbe } from "../../../harness/mma_probe.ts";
 import { MMA_SHAPES } from "../../../ir/mma_table.ts";
 import { main } from "../../../cli.ts";
 import { copyLaunch } from "../../../bench/llm.ts";
-import { problemBytes } from "../../../bench/llm_report.ts";
+import { operandBytes, problemBytes } from "../../../bench/llm_report.ts";
+import {
+  STREAM_READ_BLOCK,
+  STREAM_READ_BLOCKS_PER_SM,
+  streamRead,
+} from "../../../bench/stream_read.ts";
 import { Rng } from "../../../numerics/random.ts";
 
 const LIB = Deno.env.get("GEMMC_LIBCUDA")!;
@@ -341,6 +346,62 @@ Deno.test("bench/llm.ts copyLaunch (--copy): half the row's bytes from B's set i
     assert.equal(bufs.length, 3);
   } finally {
     for (const b of [...bBufs, ...bufs]) b.free();
+    cuda.close();
+  }
+  released();
+});
+
+Deno.test("bench/stream_read.ts (--read): set i's A, B and destination; a kernel that does nothing fails its check", () => {
+  const cuda = Cuda.open();
+  const rng = new Rng(9101);
+  const p = { M: 16, N: 256, K: 128 };
+  const bytes = operandBytes("f16", p);
+  const upload = (n: number) => {
+    const b = cuda.alloc(n);
+    b.upload(Uint8Array.from({ length: n }, () => rng.int(0, 255)));
+    return b;
+  };
+  const sets = Array.from({ length: 3 }, () => ({ a: upload(bytes.a), b: upload(bytes.b) }));
+  const bufs: ReturnType<Cuda["alloc"]>[] = [];
+  const mods: ReturnType<Cuda["loadModule"]>[] = [];
+  try {
+    const r = streamRead(cuda, bytes, sets, bufs, mods);
+    assert.ok(r !== null);
+    assert.equal(mods.length, 1, "its module, unloaded with the row's");
+    assert.equal(bufs.length, 1 + 3, "the xor word and a destination a set, freed with the row's");
+    const [out, ...dsts] = bufs;
+    assert.ok(dsts.every((d) => d.bytes === bytes.d));
+    for (const i of [0, 1, 2, 4]) {
+      r.launch(i);
+      const l = lastLaunch();
+      const s = sets[i % 3]!;
+      assert.deepEqual(l.grid, [132 * STREAM_READ_BLOCKS_PER_SM, 1, 1]);
+      assert.deepEqual(l.block, [STREAM_READ_BLOCK, 1, 1]);
+      assert.equal(r.blocks, 132 * STREAM_READ_BLOCKS_PER_SM);
+      assert.deepEqual(l.params.map((x) => x.bits), [
+        s.a.ptr,
+        BigInt(bytes.a / 16),
+        s.b.ptr,
+        BigInt(bytes.b / 16),
+        dsts[i % 3]!.ptr,
+        BigInt(bytes.d / 16),
+        out!.ptr,
+      ]);
+    }
+    // The fake runs no kernel: the xor word stays zero, the host's xor of random data is not.
+    const c = r.check();
+    assert.equal(c.got, 0);
+    assert.notEqual(c.want, 0);
+    assert.equal(c.ok, false);
+    // Bytes past a set's buffer, or not 16-byte vectors: no read side, nothing allocated.
+    assert.equal(streamRead(cuda, { ...bytes, b: bytes.b + 16 }, sets, bufs, mods), null);
+    assert.equal(streamRead(cuda, { ...bytes, a: bytes.a - 8 }, sets, bufs, mods), null);
+    assert.equal(streamRead(cuda, { ...bytes, d: 8 }, sets, bufs, mods), null);
+    assert.equal(bufs.length, 4);
+    assert.equal(mods.length, 1);
+  } finally {
+    for (const b of [...sets.flatMap((s) => [s.a, s.b]), ...bufs]) b.free();
+    for (const m of mods) m.unload();
     cuda.close();
   }
   released();
