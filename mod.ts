@@ -47,6 +47,7 @@ export {
 } from "./dsl/diagnostics.ts";
 export type { ProgramAst } from "./dsl/ast.ts";
 export type {
+  CachePolicy,
   ClusterAxis,
   DimRef,
   Epilogue,
@@ -232,6 +233,7 @@ export type {
   CommentOp,
   CommitOp,
   CpAsyncOp,
+  CreatePolicyOp,
   CvtKind,
   CvtOp,
   FenceOp,

@@ -2,8 +2,8 @@
  * `gemm compile --emit explain`: why each kernel got its schedule, in words. For every kernel,
  * the threadblock and split-K with the rule of gemm-tile that chose them (TilePlan.why: the sizes
  * and SMs it weighed, and the constant whose comment holds the measurements), the stage count
- * with gemm-pipeline's reason (PipelinePlan.stagesWhy), and the form of the kernel the lowering
- * builds from them. Without `--tune` the sizes are unknown and the defaults are the general ones.
+ * with gemm-pipeline's reason (PipelinePlan.stagesWhy), the form of the kernel the lowering
+ * builds from them, and which copies carry the operands' cache policies (`cache_a`, `cache_b`). Without `--tune` the sizes are unknown and the defaults are the general ones.
  *
  * @module
  */
@@ -11,6 +11,7 @@
 import type { CompiledKernel } from "../compiler.ts";
 import type { GemmKernel } from "../ir/gemm.ts";
 import { earlyDecisions } from "../passes/lower/early.ts";
+import { cacheHintDecisions } from "../passes/lower/cache_hints.ts";
 import { shapeText } from "../ir/print_gemm.ts";
 
 /**
@@ -59,6 +60,9 @@ function explainOne(k: GemmKernel, source: GemmKernel): string[] {
   ];
   for (const d of earlyDecisions(k)) {
     out.push(`  pdlEarly ${d.tensor}: ${d.early ? "read before the wait" : "not early"}: ${d.why}`);
+  }
+  for (const d of cacheHintDecisions(k)) {
+    out.push(`  ${d.key} ${d.priority} (${d.tensor}, operand ${d.role}): ${d.why}`);
   }
   return out;
 }

@@ -17,6 +17,7 @@ import type {
   CommentOp,
   CommitOp,
   CpAsyncOp,
+  CreatePolicyOp,
   CvtKind,
   CvtOp,
   FenceOp,
@@ -62,6 +63,7 @@ import type {
   WgmmaOp,
   WgWaitOp,
 } from "./kernel.ts";
+import type { CachePolicy } from "./gemm.ts";
 
 /**
  * An immediate operand.
@@ -267,6 +269,24 @@ export function cpAsync(f: Omit<CpAsyncOp, "op" | "guard">, guard?: Guard): CpAs
 }
 
 /**
+ * `createpolicy.fractional.L2::<priority>.b64 dst, 1.0`: an L2 cache-eviction policy.
+ *
+ * @param dst The destination (u64).
+ * @param priority The eviction priority of the lines accessed under it.
+ * @returns The operation.
+ * @example
+ * ```ts
+ * import { deepEqual } from "node:assert/strict";
+ * import { createPolicy, KernelBuilder } from "./builder.ts";
+ * const p = new KernelBuilder().reg("u64", "policy");
+ * deepEqual(createPolicy(p, "evict_first"), { op: "createpolicy", dst: p, priority: "evict_first" });
+ * ```
+ */
+export function createPolicy(dst: Reg, priority: CachePolicy): CreatePolicyOp {
+  return { op: "createpolicy", dst, priority };
+}
+
+/**
  * `prefetch.global.L2` of the line at `addr`.
  *
  * @param addr The address (u64).
@@ -446,6 +466,7 @@ export function mbarFence(): MbarFenceOp {
  * @param coords The box's origin, innermost first.
  * @param bar The barrier's shared address (u32).
  * @param multicast The cluster's CTAs that receive the box, a bit a rank (absent: this CTA).
+ * @param policy A cache-eviction policy register (u64, {@link createPolicy}), if any.
  * @returns The operation.
  */
 export function tmaLoad(
@@ -454,8 +475,17 @@ export function tmaLoad(
   coords: readonly Operand[],
   bar: Reg,
   multicast?: number,
+  policy?: Reg,
 ): TmaLoadOp {
-  return { op: "tma", dst, map, coords, bar, ...(multicast === undefined ? {} : { multicast }) };
+  return {
+    op: "tma",
+    dst,
+    map,
+    coords,
+    bar,
+    ...(multicast === undefined ? {} : { multicast }),
+    ...(policy === undefined ? {} : { policy }),
+  };
 }
 
 /**
@@ -549,6 +579,7 @@ export function sts(
  * @param offset A byte offset.
  * @param guard A guard, if any.
  * @param cache `"cg"`: through L2 only (`ld.global.cg`).
+ * @param policy A cache-eviction policy register (u64, {@link createPolicy}), if any.
  * @returns The operation.
  */
 export function ldg(
@@ -558,10 +589,17 @@ export function ldg(
   offset: number,
   guard?: Guard,
   cache?: "cg",
+  policy?: Reg,
 ): LdgOp {
-  const o: LdgOp = cache === undefined
-    ? { op: "ldg", width, dst, addr, offset }
-    : { op: "ldg", width, dst, addr, offset, cache };
+  const o: LdgOp = {
+    op: "ldg",
+    width,
+    dst,
+    addr,
+    offset,
+    ...(cache === undefined ? {} : { cache }),
+    ...(policy === undefined ? {} : { policy }),
+  };
   return guarded(o, guard);
 }
 

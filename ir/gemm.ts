@@ -239,6 +239,8 @@ export type ScheduleKey =
   | "split_k"
   | "scheduler"
   | "cluster"
+  | "cache_a"
+  | "cache_b"
   | "math"
   | "accumulate"
   | "target";
@@ -270,7 +272,38 @@ export interface Schedule {
   /** Along which dimension a cluster's CTAs lie (`cluster 1x2`: `n`; absent: `m`, as `cluster 2`
    * and `2x1`): along N they take horizontally adjacent tiles and load A's box once for both. */
   readonly clusterAxis?: ClusterAxis;
+  /** The L2 eviction priority of operand A's global -> shared copies (`cache_a` key;
+   * {@link CACHE_POLICIES}): every `cp.async`, TMA box and 16-byte `ld.global` of A carries it;
+   * the synchronous 1- and 2-byte copies of an A aligned to less than 4 bytes, and a sparse A's
+   * metadata words, carry none (passes/lower/cache_hints.ts). Absent: no hint at all. */
+  readonly cacheA?: CachePolicy;
+  /** The L2 eviction priority of operand B's global -> shared copies (`cache_b` key), as
+   * {@link cacheA}'s of A. */
+  readonly cacheB?: CachePolicy;
 }
+
+/**
+ * The values of the `cache_a` and `cache_b` schedule keys: the L2 eviction priority an operand's
+ * global -> shared copies ask for (PTX `createpolicy.fractional.L2::<priority>.b64 policy, 1.0`,
+ * sm_80, its policy passed to every `cp.async`, `ld.global` and TMA copy of the operand with
+ * `.L2::cache_hint`). A performance hint only: it changes no result.
+ */
+export type CachePolicy = "evict_first" | "evict_last" | "evict_normal";
+
+/** Each {@link CachePolicy}, in the order the checker lists them, with what it asks of the L2. */
+export const CACHE_POLICIES: Readonly<Record<CachePolicy, string>> = Object.freeze({
+  evict_first: "evict the operand's lines first (an operand read once, streamed)",
+  evict_last: "keep the operand's lines ahead of normal ones (an operand reused by many blocks)",
+  evict_normal: "the L2's normal priority, named explicitly",
+});
+
+/** The schedule key of each operand's {@link CachePolicy}, and its field of {@link Schedule}. */
+export const CACHE_KEYS: Readonly<
+  Record<"A" | "B", { readonly key: ScheduleKey; readonly field: "cacheA" | "cacheB" }>
+> = Object.freeze({
+  A: Object.freeze({ key: "cache_a", field: "cacheA" }),
+  B: Object.freeze({ key: "cache_b", field: "cacheB" }),
+});
 
 /** Along which dimension of the tile grid a thread-block cluster's CTAs lie: `m` (they share
  * B's columns, multicast) or `n` (they share A's rows). */

@@ -47,6 +47,7 @@ import type {
   BarOp,
   CommitOp,
   CpAsyncOp,
+  CreatePolicyOp,
   FenceOp,
   LdgOp,
   LdmatrixOp,
@@ -474,6 +475,7 @@ export type AluOp =
 export type Op =
   | AluOp
   | CpAsyncOp
+  | CreatePolicyOp
   | PrefetchOp
   | CommitOp
   | WaitOp
@@ -636,7 +638,10 @@ export function opRegs(o: Op): { reads: Reg[]; writes: Reg[] } {
     case "cpasync":
       reads.push(o.dst, o.src);
       pushReg(reads, o.srcBytes);
+      pushReg(reads, o.policy);
       return { reads, writes: [] };
+    case "createpolicy":
+      return { reads, writes: [o.dst] };
     case "prefetch":
       reads.push(o.addr);
       return { reads, writes: [] };
@@ -667,6 +672,7 @@ export function opRegs(o: Op): { reads: Reg[]; writes: Reg[] } {
     case "tma":
       reads.push(o.dst, o.bar);
       for (const c of o.coords) pushReg(reads, c);
+      pushReg(reads, o.policy);
       return { reads, writes: [] };
     case "atom":
       reads.push(o.addr);
@@ -676,8 +682,11 @@ export function opRegs(o: Op): { reads: Reg[]; writes: Reg[] } {
       reads.push(o.addr);
       return { reads, writes: [...o.dst] };
     case "lds":
+      reads.push(o.addr);
+      return { reads, writes: [...o.dst] };
     case "ldg":
       reads.push(o.addr);
+      pushReg(reads, o.policy);
       return { reads, writes: [...o.dst] };
     case "sts":
     case "stg":

@@ -1,13 +1,15 @@
 /**
  * The kernel IR's memory operations: the global -> shared copies (`cp.async` and its commit
- * groups and waits), L2 prefetches, barriers and fences, `ldmatrix`, and the shared and global
- * loads, stores and atomics. They are members of ir/kernel.ts's `Op`, which re-exports them;
- * the address spaces and the execution model are ir/kernel.ts's.
+ * groups and waits), L2 prefetches and cache-eviction policies, barriers and fences,
+ * `ldmatrix`, and the shared and global loads, stores and atomics. They are members of
+ * ir/kernel.ts's `Op`, which re-exports them; the address spaces and the execution model are
+ * ir/kernel.ts's.
  *
  * @module
  */
 
 import type { Guard, Operand, Reg } from "./kernel.ts";
+import type { CachePolicy } from "./gemm.ts";
 
 /**
  * `cp.async.{ca,cg}.shared.global [dst], [src], bytes, srcBytes`: copies
@@ -16,7 +18,9 @@ import type { Guard, Operand, Reg } from "./kernel.ts";
  * destination is zero-filled (`srcBytes` = 0 reads nothing and writes zeros).
  * The data lands in shared memory no earlier than the completion of the
  * commit group this copy belongs to ({@link WaitOp}). `dst` must be aligned to
- * `bytes`; so must `src` when `srcBytes > 0`.
+ * `bytes`; so must `src` when `srcBytes > 0`. With `policy`
+ * (`.L2::cache_hint`, the policy operand last), the L2 applies that
+ * cache-eviction policy ({@link CreatePolicyOp}) to the lines it reads.
  */
 export interface CpAsyncOp {
   /** The operation's tag. */
@@ -37,8 +41,29 @@ export interface CpAsyncOp {
   readonly src: Reg;
   /** Bytes read from `src` (the rest zero-filled). */
   readonly srcBytes: Operand;
+  /** A u64 register a {@link CreatePolicyOp} wrote: the L2 cache-eviction policy of the
+   * source's lines. A performance hint only (the simulator checks the register and ignores
+   * it). Absent: none. */
+  readonly policy?: Reg;
   /** Runs only in the lanes where the guard holds (absent: all lanes). */
   readonly guard?: Guard;
+}
+
+/**
+ * `createpolicy.fractional.L2::<priority>.b64 dst, 1.0` (sm_80, PTX ISA 7.4): writes into the
+ * u64 register `dst` an opaque 64-bit L2 cache-eviction policy that gives every line an access
+ * under it (`.L2::cache_hint` on {@link CpAsyncOp}, {@link LdgOp}, sm90's `TmaLoadOp`) the
+ * eviction priority `priority` (the fraction 1.0: all of them): `evict_first`, evicted before
+ * normal lines; `evict_last`, kept ahead of them; `evict_normal`, the normal priority. The
+ * value means nothing else: only a policy operand may read it.
+ */
+export interface CreatePolicyOp {
+  /** The operation's tag. */
+  readonly op: "createpolicy";
+  /** The u64 register that receives the policy. */
+  readonly dst: Reg;
+  /** The eviction priority of the lines accessed under the policy. */
+  readonly priority: CachePolicy;
 }
 
 /**
@@ -151,8 +176,8 @@ export interface StsOp {
   readonly guard?: Guard;
 }
 
-/** `ld.global[.cg][.v2|.v4].WIDTH {dst...}, [addr + offset]`. A guarded-off lane
- * leaves `dst` unchanged, so the lowering moves a default in first. `cache:
+/** `ld.global[.cg][.L2::cache_hint][.v2|.v4].WIDTH {dst...}, [addr + offset][, policy]`. A
+ * guarded-off lane leaves `dst` unchanged, so the lowering moves a default in first. `cache:
  * "cg"` caches in L2 only (not in the SM's L1, which is not coherent between
  * blocks): for data other blocks of the same launch wrote. */
 export interface LdgOp {
@@ -168,6 +193,10 @@ export interface LdgOp {
   readonly offset: number;
   /** `cg`: cache in L2 only. */
   readonly cache?: "cg";
+  /** A u64 register a {@link CreatePolicyOp} wrote (`.L2::cache_hint`, the policy operand
+   * last): the L2 cache-eviction policy of the lines read, as {@link CpAsyncOp.policy}.
+   * Absent: none. */
+  readonly policy?: Reg;
   /** Runs only in the lanes where the guard holds (absent: all lanes). */
   readonly guard?: Guard;
 }

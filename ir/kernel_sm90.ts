@@ -154,6 +154,10 @@ export interface MbarFenceOp {
  * With `multicast` (a cluster kernel, {@link Kernel.cluster}; `.multicast::cluster`): the box
  * lands at the same offset `dst` in the shared memory of every CTA of the cluster whose rank's
  * bit is set, and completes its bytes on the barrier at offset `bar` of each of them.
+ *
+ * With `policy` (`.L2::cache_hint` after the other qualifiers, the policy operand last, after the
+ * multicast mask): the L2 applies that cache-eviction policy (ir/kernel_memory.ts
+ * `CreatePolicyOp`) to the lines the box reads.
  */
 export interface TmaLoadOp {
   /** The operation's tag. */
@@ -168,6 +172,9 @@ export interface TmaLoadOp {
   readonly bar: Reg;
   /** The cluster's CTAs that receive the box, one bit a rank (absent: the executing CTA). */
   readonly multicast?: number;
+  /** A u64 register a `createpolicy` wrote: the L2 cache-eviction policy of the box's lines. A
+   * performance hint only (the simulator checks the register and ignores it). Absent: none. */
+  readonly policy?: Reg;
 }
 
 /** What `setmaxnreg` may ask (the PTX ISA): from `min` to `max` registers a thread, a multiple

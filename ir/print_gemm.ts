@@ -72,7 +72,9 @@ export function printEpilogueExpr(
 }
 
 /**
- * Prints a schedule's settings, `-` for those not yet chosen.
+ * Prints a schedule's settings, `-` for those not yet chosen; `scheduler`, `cluster`, `cache_a`
+ * and `cache_b` only where the schedule has them. Each pair but a `-` is the schedule line
+ * that gives it: the lines parse back to the same schedule.
  *
  * @param s The schedule.
  * @returns One line of `key value` pairs.
@@ -84,7 +86,9 @@ export function printSchedule(s: Schedule): string {
     f(s.stages)
   }, swizzle ${f(s.swizzle)}, split_k ${f(s.splitK)}${
     s.scheduler === undefined ? "" : `, scheduler ${s.scheduler}`
-  }${s.cluster === undefined ? "" : `, cluster ${clusterText(s.cluster, s.clusterAxis)}`}`;
+  }${s.cluster === undefined ? "" : `, cluster ${clusterText(s.cluster, s.clusterAxis)}`}${
+    s.cacheA === undefined ? "" : `, cache_a ${s.cacheA}`
+  }${s.cacheB === undefined ? "" : `, cache_b ${s.cacheB}`}`;
 }
 
 /** The plan lines of the decisions after gemm-mma (occupancy, workspace, staging). */

@@ -62,6 +62,16 @@ function addr(a: Reg, off: number): string {
   return off === 0 ? `[${regName(a)}]` : `[${regName(a)} + ${off}]`;
 }
 
+/** A copy's `.L2::cache_hint` qualifier where it has a cache policy. */
+function hint(p: Reg | undefined): string {
+  return p === undefined ? "" : ".L2::cache_hint";
+}
+
+/** A copy's cache-policy operand, last, where it has one. */
+function policy(p: Reg | undefined): string {
+  return p === undefined ? "" : `, ${regName(p)}`;
+}
+
 function line(o: Op): string {
   const g = "guard" in o ? guard(o.guard) : "";
   switch (o.op) {
@@ -92,9 +102,11 @@ function line(o: Op): string {
     case "unpack":
       return `${g}${regName(o.lo)}, ${regName(o.hi)} = unpack ${regName(o.src)}`;
     case "cpasync":
-      return `${g}cpasync.${o.cache}.${o.bytes}${
+      return `${g}cpasync.${o.cache}.${o.bytes}${hint(o.policy)}${
         o.prefetch !== undefined ? `.L2::${o.prefetch}B` : ""
-      } ${addr(o.dst, o.dstOffset)}, [${regName(o.src)}], ${opd(o.srcBytes)}`;
+      } ${addr(o.dst, o.dstOffset)}, [${regName(o.src)}], ${opd(o.srcBytes)}${policy(o.policy)}`;
+    case "createpolicy":
+      return `${regName(o.dst)} = createpolicy.L2::${o.priority}`;
     case "prefetch":
       return `${g}prefetch.L2${o.evictLast === true ? "::evict_last" : ""} [${regName(o.addr)}]`;
     case "commit":
@@ -110,9 +122,9 @@ function line(o: Op): string {
     case "lds":
       return `${g}${list(o.dst)} = lds.${o.width} ${addr(o.addr, o.offset)}`;
     case "ldg":
-      return `${g}${list(o.dst)} = ldg${o.cache === "cg" ? ".cg" : ""}.${o.width} ${
-        addr(o.addr, o.offset)
-      }`;
+      return `${g}${list(o.dst)} = ldg${o.cache === "cg" ? ".cg" : ""}${
+        hint(o.policy)
+      }.${o.width} ${addr(o.addr, o.offset)}${policy(o.policy)}`;
     case "atom":
       return `${g}${regName(o.dst)} = atom.add.u32 ${addr(o.addr, o.offset)}, ${opd(o.b)}`;
     case "fence":
@@ -144,9 +156,9 @@ function line(o: Op): string {
     case "mbarfence":
       return "fence.mbarrier_init";
     case "tma":
-      return `tma [${regName(o.dst)}], ${o.map}[${o.coords.map(opd).join(", ")}], bar [${
-        regName(o.bar)
-      }]`;
+      return `tma${hint(o.policy)} [${regName(o.dst)}], ${o.map}[${
+        o.coords.map(opd).join(", ")
+      }], bar [${regName(o.bar)}]${policy(o.policy)}`;
     case "setmaxnreg":
       return `setmaxnreg.${o.action} ${o.regs}`;
     case "griddep":

@@ -63,6 +63,10 @@ export type Instruction =
   | "cvt.tf32"
   /** `cvt` to and from `.bf16`. */
   | "cvt.bf16"
+  /** `createpolicy.fractional` (L2 cache-eviction policies, PTX ISA 7.4) and the
+   * `.L2::cache_hint` operand of `cp.async`, `ld.global` and, with TMA, of
+   * `cp.async.bulk.tensor`. */
+  | "createpolicy"
   /** `wgmma.mma_async` (sm_90a warpgroup MMA from shared memory), its fence, groups,
    * and `fence.proxy.async`. */
   | "wgmma"
@@ -123,6 +127,7 @@ const AMPERE_INSTRUCTIONS: ReadonlySet<Instruction> = Object.freeze(
     "ldmatrix.trans",
     "cvt.tf32",
     "cvt.bf16",
+    "createpolicy",
   ]),
 );
 

@@ -1,8 +1,9 @@
 /**
  * The kernel-IR verifier: operand types, barriers only in uniform control
  * flow, balanced cp.async groups, immediate shared-memory offsets inside the
- * buffer, MMA operands that match the MMA table. A failure is a compiler bug
- * and throws an `Error` naming the operation.
+ * buffer, MMA operands that match the MMA table, cache-policy operands that an
+ * earlier `createpolicy` wrote. A failure is a compiler bug and throws an
+ * `Error` naming the operation.
  *
  * Shortcut: register-held shared-memory addresses are not range-checked
  * statically; the simulator checks every access at run time.
@@ -17,6 +18,7 @@ import {
   type KernelParam,
   type Op,
   type Operand,
+  type Reg,
   type RegType,
   walkOps,
 } from "./kernel.ts";
@@ -24,6 +26,7 @@ import { MMA_SHAPES, type MmaShape } from "./mma_table.ts";
 import { sparseMmaByName } from "./mma_sparse.ts";
 import { targetHas } from "./target.ts";
 import { WGMMA_BY_NAME } from "./wgmma_table.ts";
+import { CACHE_POLICIES } from "./gemm.ts";
 import { printBody } from "./print_kernel.ts";
 
 function show(o: Op): string {
@@ -101,6 +104,8 @@ class Checker {
   commits = 0;
   /** Whether no cp.async was issued since the last `wait 0`. */
   waited = true;
+  /** The ids of the registers a `createpolicy` wrote so far (in program order). */
+  readonly policies = new Set<number>();
   readonly #params: ReadonlyMap<string, KernelParam>;
 
   constructor(readonly k: Kernel) {
@@ -131,6 +136,16 @@ class Checker {
     }
     if (!types.includes(x.type)) {
       this.fail(o, `${what} has type ${x.type}, expected ${types.join("|")}`);
+    }
+  }
+
+  /** Checks a copy's cache-policy operand, if any: a u64 register an earlier `createpolicy`
+   * wrote. */
+  policy(o: Op, r: Reg | undefined): void {
+    if (r === undefined) return;
+    this.is(o, r, U64, "cache policy");
+    if (!this.policies.has(r.id)) {
+      this.fail(o, `cache policy %${r.id} is not written by an earlier createpolicy`);
     }
   }
 
@@ -315,7 +330,18 @@ const CHECKS: { readonly [K in Op["op"]]: Check<K> } = {
     if (o.cache === "cg" && o.bytes !== 16) cx.fail(o, "cp.async.cg copies 16 bytes");
     cx.inSmem(o, o.dstOffset, o.bytes);
     cpasyncOperands(o, cx, []);
+    cx.policy(o, o.policy);
     cx.waited = false;
+  },
+  createpolicy: (o, cx) => {
+    if (!targetHas(cx.k.target, "createpolicy")) {
+      cx.fail(o, `createpolicy needs sm80 (target ${cx.k.target})`);
+    }
+    if (!Object.hasOwn(CACHE_POLICIES, o.priority)) {
+      cx.fail(o, `unknown eviction priority "${o.priority}"`);
+    }
+    cx.is(o, o.dst, U64, "destination");
+    cx.policies.add(o.dst.id);
   },
   prefetch: operands<"prefetch">(["addr", U64, "address"]),
   commit: (_o, cx) => {
@@ -342,7 +368,10 @@ const CHECKS: { readonly [K in Op["op"]]: Check<K> } = {
     cx.is(o, o.addr, U32, "address");
   },
   lds: access,
-  ldg: access,
+  ldg: (o, cx) => {
+    access(o, cx);
+    cx.policy(o, o.policy);
+  },
   sts: access,
   stg: access,
   mma,
@@ -387,6 +416,7 @@ const CHECKS: { readonly [K in Op["op"]]: Check<K> } = {
     cx.is(o, o.dst, U32, "shared address");
     cx.is(o, o.bar, U32, "barrier address");
     for (const c of o.coords) cx.is(o, c, COORD, "coordinate");
+    cx.policy(o, o.policy);
   },
   griddep: (o, cx) => {
     if (!targetHas(cx.k.target, "griddepcontrol")) {

@@ -54,7 +54,7 @@ Deno.test("an absent guard or cache is no field", () => {
   const a = b.reg("u64");
   assert.deepEqual(ir.when(null), undefined);
   const plain = ir.ldg("b32", [x], a, 0, ir.when(null));
-  assert.ok(!("guard" in plain) && !("cache" in plain));
+  assert.ok(!("guard" in plain) && !("cache" in plain) && !("policy" in plain));
   const cg = ir.ldg("b32", [x], a, 0, undefined, "cg");
   assert.deepEqual(Object.keys(cg), ["op", "width", "dst", "addr", "offset", "cache"]);
   const guarded = ir.cpAsync(
@@ -75,6 +75,40 @@ Deno.test("prefetch carries evict_last only when asked, before its guard", () =>
     evictLast: true,
     guard: { pred: p, negate: false },
   });
+});
+
+Deno.test("a cache policy is a createpolicy's register, a field of a copy only when given", () => {
+  const b = new KernelBuilder();
+  const x = b.reg("u32");
+  const a = b.reg("u64");
+  const pol = b.reg("u64", "policy");
+  assert.deepEqual(ir.createPolicy(pol, "evict_last"), {
+    op: "createpolicy",
+    dst: pol,
+    priority: "evict_last",
+  });
+  const hinted = ir.ldg("b32", [x], a, 0, ir.when(b.reg("pred")), undefined, pol);
+  assert.deepEqual(Object.keys(hinted), [
+    "op",
+    "width",
+    "dst",
+    "addr",
+    "offset",
+    "policy",
+    "guard",
+  ]);
+  assert.equal(hinted.policy, pol);
+  assert.ok(!("policy" in ir.tmaLoad(x, "A_map", [imm(0)], x)));
+  assert.deepEqual(ir.tmaLoad(x, "A_map", [imm(0), x], x, 3, pol), {
+    op: "tma",
+    dst: x,
+    map: "A_map",
+    coords: [imm(0), x],
+    bar: x,
+    multicast: 3,
+    policy: pol,
+  });
+  assert.ok(!("multicast" in ir.tmaLoad(x, "A_map", [imm(0)], x, undefined, pol)));
 });
 
 Deno.test("loadParam and readSreg allocate a register and emit its read", () => {

@@ -217,6 +217,8 @@ const TOKENS = [
   "sm86",
   "sm90",
   "3xtf32",
+  "evict_first",
+  "evict_last",
   ...ODD_NUMBERS.slice(0, 12),
 ];
 

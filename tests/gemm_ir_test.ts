@@ -10,7 +10,7 @@
 import assert from "node:assert/strict";
 import { check, compile, formatDiagnostics } from "../compiler.ts";
 import type { GemmKernel, TensorParam } from "../ir/gemm.ts";
-import { printGemm } from "../ir/print_gemm.ts";
+import { printGemm, printSchedule } from "../ir/print_gemm.ts";
 import { verifyGemm } from "../ir/verify_gemm.ts";
 import { examples, ROOT } from "./_examples.ts";
 import { DEFAULT_TARGET, type Target, TARGET_NAMES } from "../ir/target.ts";
@@ -502,4 +502,43 @@ Deno.test("printGemm: a negated contraction, casts and clamp print in full", () 
   assert.match(printGemm(k), /epilogue s32: D = s8\(clamp\(\(-\(acc\) \+ 1\), lo, 127\)\)/);
   assert.match(printGemm(k), /math s8 x u8 -> s32, mma s8 x u8, mode tensor, op mul/);
   assert.match(printGemm(k), /scalar lo: s32 = -128/);
+});
+
+Deno.test("printSchedule: its pairs are schedule lines that parse back to the same schedule", () => {
+  const src = (lines: string) =>
+    `kernel k {
+  A: f16[M, K] row
+  B: f16[K, N] col
+  D: f16[M, N] row
+  D[m, n] = A[m, k] * B[k, n]
+  schedule {
+${lines}
+  }
+}`;
+  const schedules = [
+    "",
+    "    cache_a evict_first",
+    "    cache_b evict_last",
+    "    threadblock 128x128x64\n    stages 4\n    cache_b evict_normal\n    cache_a evict_last",
+    "    target sm90\n    scheduler persistent\n    cluster 1x2\n    cache_b evict_first",
+    "    target sm90\n    cluster 2\n    swizzle 4\n    cache_a evict_first",
+    "    split_k 2\n    warp 64x64x32\n    mma 16x8x16\n    cache_b evict_first",
+  ];
+  for (const lines of schedules) {
+    const k = one(src(lines));
+    // The planned schedule too: the passes fill in what the source leaves out.
+    const planned = compile(src(lines), { file: "t.gemm" });
+    assert.ok(planned.ok, formatDiagnostics(planned.diagnostics, src(lines)));
+    for (const s of [k.schedule, planned.kernels[0]!.planned.schedule]) {
+      const printed = printSchedule(s).split(", ").filter((p) => !p.endsWith(" -"));
+      const target = k.target === "sm90" ? ["    target sm90"] : [];
+      const back = one(src([...printed.map((p) => `    ${p}`), ...target].join("\n")));
+      assert.deepEqual(back.schedule, s, `${lines} printed as ${printed.join(", ")}`);
+    }
+  }
+  assert.match(
+    printSchedule(one(src(schedules[3]!)).schedule),
+    /, cache_a evict_last, cache_b evict_normal$/,
+  );
+  assert.doesNotMatch(printSchedule(one(src("")).schedule), /cache/);
 });

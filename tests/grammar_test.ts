@@ -430,6 +430,8 @@ const SCHEDULE_LINES: [string, string, (g: GemmKernel) => unknown, unknown][] = 
   ["stages", "4", (g) => g.schedule.stages, 4],
   ["swizzle", "2", (g) => g.schedule.swizzle, 2],
   ["split_k", "3", (g) => g.schedule.splitK, 3],
+  ["cache_a", "evict_first", (g) => g.schedule.cacheA, "evict_first"],
+  ["cache_b", "evict_last", (g) => g.schedule.cacheB, "evict_last"],
   ["math", "f32", (g) => g.math.mode, "simt"],
   ["accumulate", "f16", (g) => g.math.acc, "f16"],
   ["target", "sm86", (g) => g.target, "sm86"],
@@ -470,6 +472,8 @@ Deno.test("grammar accepts: every schedule key in one block", () => {
     stages 3
     swizzle 4
     split_k 2
+    cache_a evict_normal
+    cache_b evict_first
     math 3xtf32
     accumulate f32
     target sm80
@@ -477,8 +481,12 @@ Deno.test("grammar accepts: every schedule key in one block", () => {
 }`;
   const [g] = checks(src);
   assert.equal(g!.math.mode, "3xtf32");
+  assert.equal(g!.schedule.cacheA, "evict_normal");
+  assert.equal(g!.schedule.cacheB, "evict_first");
   assert.deepEqual(Object.keys(g!.scheduleSpans).sort(), [
     "accumulate",
+    "cache_a",
+    "cache_b",
     "math",
     "mma",
     "split_k",

@@ -15,7 +15,8 @@ import { compile, formatDiagnostics } from "../compiler.ts";
 import type { Kernel, Op, Reg, RegType } from "../ir/kernel.ts";
 import { walkOps } from "../ir/kernel.ts";
 import { verifyKernel } from "../ir/verify_kernel.ts";
-import { printKernel } from "../ir/print_kernel.ts";
+import { printBody, printKernel } from "../ir/print_kernel.ts";
+import * as ir from "../ir/builder.ts";
 import { imm, KernelBuilder } from "../ir/builder.ts";
 
 const ROOT = new URL("../", import.meta.url);
@@ -489,4 +490,101 @@ Deno.test("KernelBuilder.retract takes back one emitted operation of the current
   assert.equal(b.retract(drop), true);
   assert.equal(b.retract(drop), false, "already gone");
   assert.deepEqual(b.body, [keep]);
+});
+
+/** The kernel IR of an f16 GEMM with `cache_b evict_first`: sm80's cp.async copies, or sm90's
+ * TMA boxes. */
+function hintedHgemm(target: "sm80" | "sm90"): Kernel {
+  const text = `kernel h {
+  A: f16[M, K] row
+  B: f16[K, N] col
+  D: f32[M, N] row
+  D[m, n] = A[m, k] * B[k, n]
+  schedule {
+    cache_b evict_first
+  }
+}`;
+  const r = compile(text, { target });
+  assert.ok(r.ok, formatDiagnostics(r.diagnostics, text));
+  return r.kernels[0]!.kernel;
+}
+
+Deno.test("kernel IR verifier: a cache policy is a u64 an earlier createpolicy wrote", () => {
+  for (const target of ["sm80", "sm90"] as const) {
+    const k = hintedHgemm(target);
+    verifyKernel(k);
+    const copy = target === "sm80" ? is("cpasync") : is("tma");
+    const hinted = (o: Op) => copy(o) && o.policy !== undefined;
+    const u32 = regOf(k, "u32");
+    const u64 = regOf(k, "u64"); // a parameter's address, no policy
+    const text = target === "sm80"
+      ? /cpasync\.cg\.16\.L2::cache_hint\.L2::128B /
+      : /tma\.L2::cache_hint /;
+    rejects(
+      edit(k, hinted, (o) => ({ ...o, policy: u32 }) as Op),
+      new RegExp(`^cache policy has type u32, expected u64: ${text.source}`),
+    );
+    rejects(
+      edit(k, hinted, (o) => ({ ...o, policy: u64 }) as Op),
+      new RegExp(
+        `^cache policy %${u64.id} is not written by an earlier createpolicy: ${text.source}`,
+      ),
+    );
+    // The createpolicy removed: its register is declared, but nothing wrote it.
+    rejects(edit(k, is("createpolicy"), () => null), /is not written by an earlier createpolicy/);
+    rejects(
+      edit(k, is("createpolicy"), (o) => ({ ...o, dst: u32 }) as Op),
+      /^destination has type u32, expected u64: %r\d+ = createpolicy\.L2::evict_first$/,
+    );
+    rejects(
+      edit(k, is("createpolicy"), (o) => ({ ...o, priority: "evict_soon" }) as unknown as Op),
+      /^unknown eviction priority "evict_soon": %rd\d+ = createpolicy\.L2::evict_soon$/,
+    );
+  }
+  // An ld.global's policy is checked alike: SIMT f32 copies a row-major A through registers.
+  const simt = compile(
+    `kernel s {
+  A: f32[M, K] row
+  B: f32[K, N] col
+  D: f32[M, N]
+  D[m, n] = A[m, k] * B[k, n]
+  schedule {
+    math f32
+    cache_a evict_first
+  }
+}`,
+  );
+  assert.ok(simt.ok, formatDiagnostics(simt.diagnostics, ""));
+  const k = simt.kernels[0]!.kernel;
+  verifyKernel(k);
+  rejects(
+    edit(k, is("ldg"), (o) => ({ ...o, policy: regOf(k, "u64") }) as Op),
+    /is not written by an earlier createpolicy: (@%p\d+ )?\{.*\} = ldg\.L2::cache_hint\.\w+ \[.*\], %rd\d+$/,
+  );
+});
+
+Deno.test("kernel IR printer: createpolicy, and a copy's hint and policy operand", () => {
+  const b = new KernelBuilder();
+  const p = b.reg("u64");
+  const s = b.reg("u32");
+  const g = b.reg("u64");
+  b.emit(ir.createPolicy(p, "evict_last"));
+  b.emit(ir.cpAsync({
+    cache: "cg",
+    prefetch: 128,
+    bytes: 16,
+    dst: s,
+    dstOffset: 32,
+    src: g,
+    srcBytes: imm(16),
+    policy: p,
+  }));
+  b.emit(ir.ldg("b32", [b.reg("b32")], g, 4, undefined, "cg", p));
+  const out: string[] = [];
+  printBody(b.body, "", out);
+  assert.deepEqual(out, [
+    "%rd0 = createpolicy.L2::evict_last",
+    "cpasync.cg.16.L2::cache_hint.L2::128B [%r1 + 32], [%rd2], 16, %rd0",
+    "{%b3} = ldg.cg.L2::cache_hint.b32 [%rd2 + 4], %rd0",
+  ]);
 });

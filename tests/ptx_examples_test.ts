@@ -302,6 +302,34 @@ const COMBOS: readonly Combo[] = [
     text: kernelOf(["A: f64[M, K] col", "B: f64[K, N] row", "D: f64[M, N] row"], GEMM),
     check: (k) => assert.equal(loads(k), "lds/lds"),
   },
+  {
+    name: "L2 cache hints on both operands (cp.async; sm90: TMA)",
+    text: kernelOf(
+      ["A: f16[M, K] row", "B: f16[K, N] col", "D: f32[M, N] row"],
+      GEMM,
+      ["cache_a evict_last", "cache_b evict_first"],
+    ),
+    check: (k) => {
+      assert.equal(k.ptx.match(/createpolicy\.fractional\.L2::evict_last\.b64 /g)?.length, 1);
+      assert.equal(k.ptx.match(/createpolicy\.fractional\.L2::evict_first\.b64 /g)?.length, 1);
+      has(
+        k,
+        k.kernel.target === "sm90" ? /tma\.L2::cache_hint / : /cpasync\.cg\.16\.L2::cache_hint/,
+      );
+    },
+  },
+  {
+    name: "L2 cache hint on a SIMT A transposed through registers (ld.global)",
+    text: kernelOf(
+      ["A: f32[M, K] row", "B: f32[K, N] col", "D: f32[M, N] row"],
+      GEMM,
+      ["math f32", "cache_a evict_first"],
+    ),
+    check: (k) => {
+      has(k, /= ldg\.L2::cache_hint\.b32 /);
+      assert.doesNotMatch(k.kernelText, /cpasync[^\n]*cache_hint/);
+    },
+  },
 ];
 
 // ---- the assembly pool -----------------------------------------------------------------------

@@ -9,6 +9,7 @@
  */
 
 import assert from "node:assert/strict";
+import * as ir from "../ir/builder.ts";
 import { imm, KernelBuilder } from "../ir/builder.ts";
 import {
   type CvtKind,
@@ -85,6 +86,7 @@ const ALL_OPS = {
   pack: true,
   unpack: true,
   cpasync: true,
+  createpolicy: true,
   prefetch: true,
   commit: true,
   wait: true,
@@ -349,6 +351,32 @@ Deno.test("ptx rendering of single operations", () => {
         srcBytes: imm(0),
       });
     }, ["cp.async.cg.shared.global [%r0+-32], [%rd1], 16, 0;"]],
+    ["createpolicy of each priority", (b) => {
+      for (const priority of ["evict_first", "evict_last", "evict_normal"] as const) {
+        b.emit(ir.createPolicy(b.reg("u64"), priority));
+      }
+    }, [
+      "createpolicy.fractional.L2::evict_first.b64 %rd0, 1.0;",
+      "createpolicy.fractional.L2::evict_last.b64 %rd1, 1.0;",
+      "createpolicy.fractional.L2::evict_normal.b64 %rd2, 1.0;",
+    ]],
+    ["cp.async and ld.global under a cache policy: .L2::cache_hint first, the policy last", (b) => {
+      const p = b.reg("u64");
+      const s = b.reg("u32");
+      const g = b.reg("u64");
+      const n = b.reg("u32");
+      b.emit(ir.createPolicy(p, "evict_first"));
+      const c = { dst: s, dstOffset: 16, src: g, srcBytes: n, policy: p } as const;
+      b.emit(ir.cpAsync({ ...c, cache: "cg", prefetch: 128, bytes: 16 }));
+      b.emit(ir.cpAsync({ ...c, cache: "ca", bytes: 4 }, ir.when(b.reg("pred"))));
+      const v = [b.reg("b32"), b.reg("b32"), b.reg("b32"), b.reg("b32")];
+      b.emit(ir.ldg("b32", v, g, 8, undefined, undefined, p));
+    }, [
+      "createpolicy.fractional.L2::evict_first.b64 %rd0, 1.0;",
+      "cp.async.cg.shared.global.L2::cache_hint.L2::128B [%r1+16], [%rd2], 16, %r3, %rd0;",
+      "@%p4 cp.async.ca.shared.global.L2::cache_hint [%r1+16], [%rd2], 4, %r3, %rd0;",
+      "ld.global.L2::cache_hint.v4.b32 {%b5, %b6, %b7, %b8}, [%rd2+8], %rd0;",
+    ]],
     ["shift of a u64 by an immediate", (b) => {
       const x = b.reg("u64");
       b.emit({ op: "bin", fn: "shr", type: "u64", dst: x, a: x, b: imm(4) });
@@ -462,6 +490,18 @@ Deno.test("ptx printer rejects IR with no PTX form", () => {
       const rs = [b.reg("f64"), b.reg("f64"), b.reg("f64"), b.reg("f64")];
       b.emit({ op: "ldg", width: "b64", dst: rs, addr: a, offset: 0 });
     }, /ld\.global\.b64: 4 registers/],
+    ["a cache policy in a 32-bit register", (b) => {
+      const r = b.reg("u32");
+      b.emit(ir.cpAsync({
+        cache: "cg",
+        bytes: 16,
+        dst: r,
+        dstOffset: 0,
+        src: b.reg("u64"),
+        srcBytes: imm(16),
+        policy: r,
+      }));
+    }, /cp\.async cache policy: register %r0 is u32, PTX takes u64 here/],
     ["b16 from a 32-bit register", (b) => {
       b.emit({ op: "sts", width: "b16", src: [b.reg("u32")], addr: b.reg("u32"), offset: 0 });
     }, /st\.shared\.b16: register %r0 is u32, PTX takes b16 here/],

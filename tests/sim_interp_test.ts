@@ -3,7 +3,10 @@
 // the errors (out-of-bounds, misaligned, non-uniform control flow) with their locations.
 
 import assert from "node:assert/strict";
+import * as ir from "../ir/builder.ts";
 import { imm } from "../ir/builder.ts";
+import type { CachePolicy } from "../ir/gemm.ts";
+import { POLICY_VALUES } from "../backends/sim/_ops.ts";
 import type { BinFn, Kernel, Reg } from "../ir/kernel.ts";
 import { ldmatrixCoord } from "../ir/mma_table.ts";
 import { printKernel } from "../ir/print_kernel.ts";
@@ -356,6 +359,75 @@ Deno.test("u64 arithmetic beyond 2^53 raises instead of losing bits", () => {
     () => simulate(k, { grid: [1, 1, 1], args: { A: { bytes: new Uint8Array(4) } } }),
     /u64 result .* is outside the simulator's exact range \[0, 2\^53\)/,
   );
+});
+
+Deno.test("createpolicy writes its priority's value; hinted copies copy as without the hint", () => {
+  /** Lane t: its three policies to Pol[3t ..], In[t] through a hinted ld.global to Out[t] and
+   * through a hinted cp.async (and shared memory) to Out2[t]. */
+  const kernel = (policyOf: (e: Emitter, policies: Reg[]) => Reg) => {
+    const e = new Emitter();
+    const tid = e.tid();
+    const policies = (Object.keys(POLICY_VALUES) as CachePolicy[]).map((priority) => {
+      const p = e.reg("u64");
+      e.emit(ir.createPolicy(p, priority));
+      return p;
+    });
+    const pol = e.addr(e.param("Pol"), tid, 24);
+    policies.forEach((p, i) => e.emit(ir.stg("b64", [p], pol, 8 * i)));
+    const src = e.addr(e.param("In"), tid, 4);
+    const v = e.reg("b32");
+    e.emit(ir.ldg("b32", [v], src, 0, undefined, undefined, policyOf(e, policies)));
+    e.emit(ir.stg("b32", [v], e.addr(e.param("Out"), tid, 4), 0));
+    const smem = e.reg("u32");
+    e.emit(ir.smemBase(smem));
+    const dst = e.bin("add", "u32", smem, e.bin("shl", "u32", tid, 2));
+    e.emit(ir.cpAsync({
+      cache: "ca",
+      bytes: 4,
+      dst,
+      dstOffset: 0,
+      src,
+      srcBytes: imm(4),
+      policy: policies[0]!,
+    }));
+    e.emit(ir.commit());
+    e.emit(ir.wait(0));
+    const w = e.reg("b32");
+    e.emit(ir.lds("b32", [w], dst, 0));
+    e.emit(ir.stg("b32", [w], e.addr(e.param("Out2"), tid, 4), 0));
+    return kernelOf(e, "policies", 64, 256, { tensors: ["Pol", "In", "Out", "Out2"] });
+  };
+  const input = new Uint32Array(64).map((_, i) => 0x9e3779b9 * (i + 1) >>> 0);
+  const run = (k: Kernel) => {
+    const pol = new BigUint64Array(3 * 64);
+    const out = new Uint32Array(64).fill(0xdeadbeef);
+    const out2 = new Uint32Array(64).fill(0xdeadbeef);
+    const bytes = (a: Uint32Array | BigUint64Array) => ({ bytes: new Uint8Array(a.buffer) });
+    const res = simulate(k, {
+      grid: [1, 1, 1],
+      args: { Pol: bytes(pol), In: bytes(input), Out: bytes(out), Out2: bytes(out2) },
+    });
+    return { res, pol, out, out2 };
+  };
+  const { res, pol, out, out2 } = run(kernel((_, ps) => ps[1]!));
+  const values = Object.values(POLICY_VALUES).map(BigInt);
+  for (let t = 0; t < 64; t++) assert.deepEqual([...pol.slice(3 * t, 3 * t + 3)], values);
+  assert.equal(new Set(values).size, 3);
+  assert.deepEqual(out, input);
+  assert.deepEqual(out2, input);
+  assert.equal(res.stats.byKind.createpolicy, 3 * 2);
+  assert.deepEqual(res.hazards, []);
+  // A policy operand no createpolicy wrote: an address, and a register never written.
+  const address = kernel((e) => e.param("In"));
+  assert.throws(
+    () => run(address),
+    (x) =>
+      x instanceof SimError &&
+      /^Cache policy register holds \d+: no createpolicy wrote it/.test(x.message) &&
+      x.where?.lane === 0 && /ldg\.L2::cache_hint/.test(x.where.op),
+  );
+  const unwritten = kernel((e) => e.reg("u64"));
+  assert.throws(() => run(unwritten), /Cache policy register holds NaN: no createpolicy wrote it/);
 });
 
 // ---------------------------------------------------------------------------------------------

@@ -97,6 +97,11 @@ Deno.test("the checker's and the parser's diagnostics suggest the name meant", (
       "  D[m, n] = A[m, k] * B[k, n] + C[m, n]\n  schedule {\n    threadblcok 128x128x32\n  }\n}",
       /Unknown schedule key "threadblcok": .*; did you mean "threadblock"\?$/,
     ],
+    [
+      "cache policy",
+      "  D[m, n] = A[m, k] * B[k, n] + C[m, n]\n  schedule {\n    cache_a evict_lats\n  }\n}",
+      /^Malformed value "evict_lats" for "cache_a": .*; did you mean "evict_last"\?$/,
+    ],
   ];
   for (const [what, tail, says] of cases) {
     const r = compile(HEAD + tail, { file: "k.gemm" });
@@ -108,4 +113,12 @@ Deno.test("the checker's and the parser's diagnostics suggest the name meant", (
   // Far from every candidate: no suggestion.
   const far = compile(HEAD + "  D[m, n] = A[m, k] * B[k, n] + zzz\n}", { file: "k.gemm" });
   assert.match(far.diagnostics[0]!.message, /^Unknown name "zzz"$/);
+  const lru = compile(
+    HEAD + "  D[m, n] = A[m, k] * B[k, n] + C[m, n]\n  schedule {\n    cache_b lru\n  }\n}",
+    { file: "k.gemm" },
+  );
+  assert.equal(
+    lru.diagnostics[0]!.message,
+    'Malformed value "lru" for "cache_b": expected evict_first, evict_last or evict_normal',
+  );
 });

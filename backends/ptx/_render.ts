@@ -46,6 +46,8 @@ export function render(o: Simple, cx: Ctx): void {
       return RENDER.unpack(o, cx);
     case "cpasync":
       return RENDER.cpasync(o, cx);
+    case "createpolicy":
+      return RENDER.createpolicy(o, cx);
     case "prefetch":
       return RENDER.prefetch(o, cx);
     case "commit":

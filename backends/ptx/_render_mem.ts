@@ -8,6 +8,7 @@
  */
 
 import type { Reg } from "../../ir/kernel.ts";
+import { CACHE_POLICIES } from "../../ir/gemm.ts";
 import { SETMAXNREG, setMaxNRegValid } from "../../ir/kernel_sm90.ts";
 import { regName } from "../../ir/print_kernel.ts";
 import { MMA_SHAPES, type MmaShape } from "../../ir/mma_table.ts";
@@ -39,14 +40,23 @@ export const MEM_RENDER: Renderers<Exclude<Simple["op"], RegOpName>> = {
     expect("cp.async shared address", "i32", o.dst);
     expect("cp.async global address", "u64", o.src);
     expect("cp.async source size", "i32", o.srcBytes);
+    const c = cacheHint("cp.async", o.policy);
     put(cx, OP_TEMPLATES.cpasync, {
       cache: o.cache,
-      hint: o.prefetch === undefined ? "" : `.L2::${o.prefetch}B`,
+      hint: c.hint + (o.prefetch === undefined ? "" : `.L2::${o.prefetch}B`),
       dst: addr(o.dst, o.dstOffset),
       src: regName(o.src),
       bytes: String(o.bytes),
       n: opd(o.srcBytes, "u32"),
+      policy: c.policy,
     });
+  },
+  createpolicy(o, cx) {
+    expect("createpolicy destination", "u64", o.dst);
+    if (!Object.hasOwn(CACHE_POLICIES, o.priority)) {
+      throw new PtxError(`createpolicy: unknown eviction priority "${o.priority}"`);
+    }
+    put(cx, OP_TEMPLATES.createpolicy, { priority: o.priority, d: regName(o.dst) });
   },
   prefetch(o, cx) {
     expect("prefetch address", "u64", o.addr);
@@ -113,12 +123,15 @@ export const MEM_RENDER: Renderers<Exclude<Simple["op"], RegOpName>> = {
   ldg(o, cx) {
     expect("ld.global address", "u64", o.addr);
     const m = memOperands("ld.global", o.width, o.dst);
+    const c = cacheHint("ld.global", o.policy);
     put(cx, OP_TEMPLATES.ldg, {
       cache: o.cache === "cg" ? ".cg" : "",
+      hint: c.hint,
       v: m.v,
       w: m.w,
       d: m.list,
       addr: addr(o.addr, o.offset),
+      policy: c.policy,
     });
   },
   atom(o, cx) {
@@ -275,6 +288,7 @@ export const MEM_RENDER: Renderers<Exclude<Simple["op"], RegOpName>> = {
       dst: regName(o.dst),
       coords: o.coords.map((c) => opd(c, "s32")).join(", "),
       bar: regName(o.bar),
+      ...cacheHint("TMA copy", o.policy),
     };
     if (o.multicast === undefined) put(cx, OP_TEMPLATES.tma, holes);
     else {
@@ -298,6 +312,17 @@ export const MEM_RENDER: Renderers<Exclude<Simple["op"], RegOpName>> = {
     put(cx, OP_TEMPLATES.setmaxnreg, { action: o.action, regs: String(o.regs) });
   },
 };
+
+/** A copy's `.L2::cache_hint` qualifier and its policy operand (`, %rdN`, last), both empty
+ * without a policy; the register checked to be a u64. */
+function cacheHint(what: string, policy: Reg | undefined): { hint: string; policy: string } {
+  if (policy === undefined) return NO_CACHE_HINT;
+  expect(`${what} cache policy`, "u64", policy);
+  return { hint: ".L2::cache_hint", policy: `, ${regName(policy)}` };
+}
+
+/** {@link cacheHint} of a copy without a policy. */
+const NO_CACHE_HINT = Object.freeze({ hint: "", policy: "" });
 
 /** One `mma` fragment operand, `{%b1, %b2, ...}`, checked against the shape. */
 function mmaFrag(

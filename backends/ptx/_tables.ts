@@ -270,7 +270,10 @@ export const OP_TEMPLATES = Object.freeze({
   selp: "selp.$t $d, $a, $b, $p",
   pack: "mov.b32 $d, {$lo, $hi}",
   unpack: "mov.b32 {$lo, $hi}, $a",
-  cpasync: "cp.async.$cache.shared.global$hint [$dst], [$src], $bytes, $n",
+  // `$hint`: `.L2::cache_hint` (before the prefetch size) where the copy has a cache policy,
+  // whose register `$policy` (`, %rdN`) ends the operands.
+  cpasync: "cp.async.$cache.shared.global$hint [$dst], [$src], $bytes, $n$policy",
+  createpolicy: "createpolicy.fractional.L2::$priority.b64 $d, 1.0",
   prefetch: "prefetch.global.L2$evict [$addr]",
   commit: "cp.async.commit_group",
   wait: "cp.async.wait_group $n",
@@ -281,7 +284,7 @@ export const OP_TEMPLATES = Object.freeze({
   ldmatrix: "ldmatrix.sync.aligned.m8n8.x$num$trans.shared.b16 $d, [$addr]",
   lds: "ld.shared$v.$w $d, [$addr]",
   sts: "st.shared$v.$w [$addr], $a",
-  ldg: "ld.global$cache$v.$w $d, [$addr]",
+  ldg: "ld.global$cache$hint$v.$w $d, [$addr]$policy",
   atom: "atom.global.add.u32 $d, [$addr], $b",
   fence: "fence.acq_rel.gpu",
   stg: "st.global$v.$w [$addr], $a",
@@ -317,12 +320,12 @@ export const OP_TEMPLATES = Object.freeze({
   tmaMap: "mov.u64 %tm0, $map",
   tmaCvta: "cvta.param.u64 %tm1, %tm0",
   tma:
-    "cp.async.bulk.tensor.$rank.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$dst], [%tm1, {$coords}], [$bar]",
+    "cp.async.bulk.tensor.$rank.shared::cluster.global.tile.mbarrier::complete_tx::bytes$hint [$dst], [%tm1, {$coords}], [$bar]$policy",
   // A multicast copy: the CTA mask in a 16-bit register of the copy's scope.
   tmaMaskScope: ".reg .b16 %tmk",
   tmaMask: "mov.b16 %tmk, $mask",
   tmaMulticast:
-    "cp.async.bulk.tensor.$rank.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [$dst], [%tm1, {$coords}], [$bar], %tmk",
+    "cp.async.bulk.tensor.$rank.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster$hint [$dst], [%tm1, {$coords}], [$bar], %tmk$policy",
   setmaxnreg: "setmaxnreg.$action.sync.aligned.u32 $regs",
   // Programmatic dependent launch (PTX ISA 7.8, sm_90).
   griddepwait: "griddepcontrol.wait",

@@ -30,6 +30,7 @@ import {
   compileBar,
   compileCommit,
   compileCpAsync,
+  compileCreatePolicy,
   compileFence,
   compileGlobal,
   compileGridDep,
@@ -144,6 +145,8 @@ class Compiler implements RoleCompiler {
         return compileAlu(M, info, mask);
       case "cpasync":
         return compileCpAsync(M, info, mask);
+      case "createpolicy":
+        return compileCreatePolicy(M, info, mask);
       case "prefetch":
         return compilePrefetch(M, info, mask);
       case "commit":

@@ -1,7 +1,7 @@
 /**
- * Memory, cp.async, barrier and ldmatrix operations of the kernel IR as
- * closures over the machine, lane by lane as ir/kernel.ts defines them, with
- * the bounds and alignment checks, the hazard tracking and the statistics.
+ * Memory, cp.async, cache-policy, barrier and ldmatrix operations of the kernel
+ * IR as closures over the machine, lane by lane as ir/kernel.ts defines them,
+ * with the bounds and alignment checks, the hazard tracking and the statistics.
  *
  * @module
  */
@@ -11,6 +11,7 @@ import type {
   BarOp,
   CommitOp,
   CpAsyncOp,
+  CreatePolicyOp,
   GridDepOp,
   LdgOp,
   LdmatrixOp,
@@ -24,6 +25,7 @@ import type {
   WaitOp,
 } from "../../ir/kernel.ts";
 import { ldmatrixCoord } from "../../ir/mma_table.ts";
+import type { CachePolicy } from "../../ir/gemm.ts";
 import { f32Bits, f32ToF16Bits } from "../../numerics/mod.ts";
 import type { Machine, Mask, OpInfo, RegArray, Run } from "./_machine.ts";
 import { PREFETCH_WHAT, SimError } from "./types.ts";
@@ -166,11 +168,14 @@ function memAccess(M: Machine, info: OpInfo, addrType: "u32" | "u64") {
 export function compileGlobal(M: Machine, info: OpInfo, mask: Mask, dir: "load" | "store"): Run {
   const { idx, n, eb, size, addr, slots, g, off, T, w } = memAccess(M, info, "u64");
   const load = dir === "load";
+  const o = info.op as LdgOp | StgOp;
+  const pol = policyView(M, info, o.op === "ldg" ? o.policy : undefined);
   return () => {
     const m = mask.m;
     let bytes = 0;
     for (let t = 0; t < T; t++) {
       if (!runs(m, g, t)) continue;
+      if (pol !== null) checkPolicy(M, idx, pol, t);
       const what = load ? "global load" : "global store";
       const ti = M.gResolve(idx, t, addr[t]! + off, size, size, what);
       const dv = M.gView[ti]!;
@@ -392,6 +397,7 @@ export function compileCpAsync(M: Machine, info: OpInfo, mask: Mask): Run {
     bad(info, `Bad cp.async size: source bytes ${sbImm} not in 0..${bytes}`);
   }
   const g = guardOf(M, info, o.guard);
+  const pol = policyView(M, info, o.policy);
   const off = o.dstOffset;
   const T = M.T;
   const la = M.laneAddr;
@@ -404,6 +410,7 @@ export function compileCpAsync(M: Machine, info: OpInfo, mask: Mask): Run {
         const t = wp * 32 + l;
         la[l] = -1;
         if (t >= T || !runs(m, g, t)) continue;
+        if (pol !== null) checkPolicy(M, idx, pol, t);
         const d = dstA[t]! + off;
         const sb = sbA === null ? sbImm : sbA[t]!;
         if (!(sb >= 0 && sb <= bytes)) {
@@ -443,6 +450,54 @@ export function compileCpAsync(M: Machine, info: OpInfo, mask: Mask): Run {
     M.globalBytesRead += gbytes;
     M.counts[idx]! += mask.warps;
   };
+}
+
+/**
+ * The value `createpolicy` writes for each eviction priority. The hardware's encoding is opaque
+ * (the PTX ISA documents none) and nothing but a copy's policy operand reads it, so these are
+ * stand-ins: distinct, exact in a u64 register (below 2^53), and unlike an address or the
+ * poison of an unwritten register (NaN), so that {@link checkPolicy} can tell a policy from
+ * anything else.
+ */
+export const POLICY_VALUES: Readonly<Record<CachePolicy, number>> = Object.freeze({
+  evict_first: 0xcac4e_0001,
+  evict_last: 0xcac4e_0002,
+  evict_normal: 0xcac4e_0003,
+});
+
+const POLICY_SET: ReadonlySet<number> = new Set(Object.values(POLICY_VALUES));
+
+/** `createpolicy`: see {@link CreatePolicyOp}. Writes the priority's {@link POLICY_VALUES}
+ * into every active lane. */
+export function compileCreatePolicy(M: Machine, info: OpInfo, mask: Mask): Run {
+  const o = info.op as CreatePolicyOp;
+  const v = POLICY_VALUES[o.priority];
+  if (v === undefined) bad(info, `Unknown eviction priority "${o.priority}"`);
+  const dst = M.view(o.dst, "u64", info.index);
+  return eachActiveLane(M, info, mask, undefined, (t) => {
+    dst[t] = v;
+  });
+}
+
+/** A copy's cache-policy register (u64), or null for a copy without one. */
+export function policyView(M: Machine, info: OpInfo, policy: Reg | undefined): RegArray | null {
+  return policy === undefined ? null : M.view(policy, "u64", info.index);
+}
+
+/**
+ * Checks that lane `t` of a copy's policy register holds a policy a `createpolicy` wrote. The
+ * hint changes nothing else: the copy moves the same bytes with it or without.
+ *
+ * @param M The machine.
+ * @param idx The copy.
+ * @param pol The policy register ({@link policyView}).
+ * @param t The lane.
+ */
+export function checkPolicy(M: Machine, idx: number, pol: RegArray, t: number): void {
+  const v = pol[t]!;
+  if (!POLICY_SET.has(v)) {
+    M.fail(idx, t, `Cache policy register holds ${v}: no createpolicy wrote it`);
+  }
 }
 
 /** `cp.async.commit_group`: see {@link CommitOp}. */

@@ -20,6 +20,9 @@
  * of each, and each destination's words tracked with its own CTA's barrier. It reads global
  * memory once (for `SimStats.globalBytesRead`); `tmaBytes` counts each destination.
  *
+ * A copy with a cache policy (`policy`, an L2 hint) checks in each issuing lane that the register
+ * holds one a `createpolicy` wrote (_ops.ts `checkPolicy`) and copies as it would without it.
+ *
  * Shortcuts: a multicast copy lands in every destination at once, when issued (the hardware
  * may land it in one CTA long before another; the barrier tracking covers what a reader may
  * see, not that order).
@@ -31,7 +34,8 @@ import type { Kernel, TmaLoadOp } from "../../ir/kernel.ts";
 import { walkOps } from "../../ir/kernel.ts";
 import { type TensorMapArgs, tensorMapArgs } from "../../ir/tensor_map.ts";
 import { remoteAddress } from "./_cluster.ts";
-import type { Machine, Mask, OpInfo, Run } from "./_machine.ts";
+import type { Machine, Mask, OpInfo, RegArray, Run } from "./_machine.ts";
+import { checkPolicy, policyView } from "./_ops.ts";
 import { SimError } from "./types.ts";
 
 function whereStatic(info: OpInfo) {
@@ -333,11 +337,15 @@ export function compileTma(M: Machine, info: OpInfo, mask: Mask): Run {
   const barV = M.view(o.bar, "u32", idx) as Uint32Array;
   const coords = o.coords.map((c) => c.kind === "reg" ? M.view(c, "s32", idx) as Int32Array : c);
   const c = new Array<number>(rank).fill(0);
-  if (o.multicast !== undefined) return compileMulticast(M, info, mask, box, dstV, barV, coords);
+  const pol = policyView(M, info, o.policy);
+  if (o.multicast !== undefined) {
+    return compileMulticast(M, info, mask, box, dstV, barV, coords, pol);
+  }
   return () => {
     const m = mask.m;
     for (let t = 0; t < M.T; t++) {
       if (m[t] === 0) continue;
+      if (pol !== null) checkPolicy(M, idx, pol, t);
       const dst = dstV[t]!;
       checkDestination(M, idx, t, dst, box);
       const mb = M.mb!;
@@ -364,6 +372,7 @@ function compileMulticast(
   dstV: Uint32Array,
   barV: Uint32Array,
   coords: readonly (Int32Array | { readonly value: number })[],
+  pol: RegArray | null,
 ): Run {
   const o = info.op as TmaLoadOp;
   const idx = info.index;
@@ -383,6 +392,7 @@ function compileMulticast(
     const m = mask.m;
     for (let t = 0; t < M.T; t++) {
       if (m[t] === 0) continue;
+      if (pol !== null) checkPolicy(M, idx, pol, t);
       const dst = dstV[t]!;
       checkDestination(M, idx, t, dst, box);
       originOf(coords, t, c);

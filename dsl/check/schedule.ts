@@ -1,14 +1,23 @@
 /**
  * The schedule block: one setting a line, each key once, each value parsed
- * (shapes `MxNxK`, positive integers, the swizzle's powers of two, the math
- * mode, the accumulator dtype, the target).
+ * (shapes `MxNxK`, positive integers, the swizzle's powers of two, the
+ * scheduler, the cluster, the operands' cache policies, the math mode, the
+ * accumulator dtype, the target).
  *
  * @module
  */
 
 import type { ScheduleLineAst } from "../ast.ts";
-import type { Schedule, ScheduleKey, Scheduler, Shape3, Span, Target } from "../../ir/gemm.ts";
-import { CLUSTER_SHAPES, SCHEDULERS } from "../../ir/gemm.ts";
+import type {
+  CachePolicy,
+  Schedule,
+  ScheduleKey,
+  Scheduler,
+  Shape3,
+  Span,
+  Target,
+} from "../../ir/gemm.ts";
+import { CACHE_POLICIES, CLUSTER_SHAPES, SCHEDULERS } from "../../ir/gemm.ts";
 import { type Dtype, isDtype } from "../../ir/dtype.ts";
 import { isTargetName, targetList } from "../../ir/target.ts";
 import { fail, lineOf, type Src } from "./scope.ts";
@@ -34,6 +43,8 @@ export const SCHEDULE_KEYS: readonly ScheduleKey[] = Object.freeze(
     "split_k",
     "scheduler",
     "cluster",
+    "cache_a",
+    "cache_b",
     "math",
     "accumulate",
     "target",
@@ -163,6 +174,10 @@ function readValue(
       if (shape.axis === "n") s.clusterAxis = "n";
       break;
     }
+    case "cache_a":
+    case "cache_b":
+      s[k === "cache_a" ? "cacheA" : "cacheB"] = cachePolicy(src, k, v, vs);
+      break;
     case "math":
       if (v !== "tf32" && v !== "3xtf32" && v !== "f32") {
         fail(src, "E0112", `Malformed value "${v}" for "math": expected tf32, 3xtf32 or f32`, vs);
@@ -182,6 +197,22 @@ function readValue(
       info.target = v;
       break;
   }
+}
+
+/** A `cache_a` / `cache_b` value: one of {@link CACHE_POLICIES}, else E0112 with the nearest. */
+function cachePolicy(src: Src, key: string, v: string, span: Span): CachePolicy {
+  const names = Object.keys(CACHE_POLICIES);
+  if (!names.includes(v)) {
+    fail(
+      src,
+      "E0112",
+      `Malformed value "${v}" for "${key}": expected ${names.slice(0, -1).join(", ")} or ${
+        names.at(-1)
+      }${didYouMean(v, names)}`,
+      span,
+    );
+  }
+  return v as CachePolicy;
 }
 
 function shape(src: Src, key: string, v: string, span: Span): Shape3 {

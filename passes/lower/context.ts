@@ -9,11 +9,12 @@
 import { imm, KernelBuilder } from "../../ir/builder.ts";
 import { type Dtype, DTYPE_INFO } from "../../ir/dtype.ts";
 import type { DimRef, GemmKernel, MatrixView, TensorParam } from "../../ir/gemm.ts";
-import { operandView } from "../../ir/gemm.ts";
+import { CACHE_KEYS, operandView } from "../../ir/gemm.ts";
 import type { BinFn, Op, Operand, Reg, RegType } from "../../ir/kernel.ts";
 import type { MmaShape } from "../../ir/mma_table.ts";
 import { plannedShape } from "../mma.ts";
 import { earlyDecisions, waitsForGrid } from "./early.ts";
+import { carriesCacheHint } from "./cache_hints.ts";
 import * as ir from "../../ir/builder.ts";
 
 /** The base-2 logarithm of a power of two (an error for any other number). */
@@ -66,6 +67,11 @@ export class LowerContext {
    * every recipe's features are looked up by name). */
   readonly features: Map<Feature, Reg>;
 
+  /** Each operand's L2 cache-eviction policy register (schedule keys `cache_a`, `cache_b`):
+   * written once a kernel by {@link emitCachePolicies}, read by the operand's copies (shared
+   * with variants and roles). */
+  readonly policies: Map<"A" | "B", Reg>;
+
   /** Programmatic dependent launch (ir/kernel_sm90.ts `GridDepOp`): whether the kernel has it,
    * and whether its `griddep.wait` and `griddep.launch` have been emitted (once a kernel each;
    * shared with variants). */
@@ -89,6 +95,7 @@ export class LowerContext {
     this.b = parent?.b ?? new KernelBuilder();
     this.params = parent?.params ?? new Map();
     this.narrowed = parent?.narrowed ?? new Map();
+    this.policies = parent?.policies ?? new Map();
     this.features = new Map(parent?.features ?? []);
     this.namedBarrier = namedBarrier ?? parent?.namedBarrier ?? 1;
   }
@@ -106,6 +113,43 @@ export class LowerContext {
     this.b.emit(ir.comment("programmatic dependent launch: the previous grid's memory from here"));
     const early = new Set(this.earlyOperands().map((r) => this.operandTensor(r)));
     this.b.emit(ir.gridDep("wait", [...early]));
+  }
+
+  /**
+   * Emits one `createpolicy` for each operand whose schedule asks for an L2 eviction priority
+   * (`cache_a`, `cache_b`) and whose copies carry it (cache_hints.ts `carriesCacheHint`), once a
+   * kernel, before any copy and outside every loop: the kernel's builders call it after the
+   * parameters. Nothing for a schedule without them.
+   */
+  emitCachePolicies(): void {
+    for (const role of ["A", "B"] as const) {
+      const priority = this.k.schedule[CACHE_KEYS[role].field];
+      if (priority === undefined || this.policies.has(role)) continue;
+      if (!carriesCacheHint(this.k, role)) continue;
+      const dst = this.b.reg("u64", `policy${role}`);
+      this.b.emit(ir.createPolicy(dst, priority));
+      this.policies.set(role, dst);
+    }
+  }
+
+  /**
+   * The L2 cache-eviction policy register of operand A's or B's copies, or undefined where the
+   * schedule asks for none or its copies carry none.
+   *
+   * @param role The operand.
+   * @returns Its policy register ({@link emitCachePolicies}).
+   * @throws Error where the schedule asks for one that is not emitted (a lowering bug).
+   */
+  cachePolicy(role: "A" | "B"): Reg | undefined {
+    if (this.k.schedule[CACHE_KEYS[role].field] === undefined) return undefined;
+    if (!carriesCacheHint(this.k, role)) return undefined;
+    const r = this.policies.get(role);
+    if (r === undefined) {
+      throw new Error(
+        `lower-kernel: kernel "${this.k.name}": ${role}'s cache policy is not emitted`,
+      );
+    }
+    return r;
   }
 
   /**

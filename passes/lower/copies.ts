@@ -28,6 +28,8 @@ interface EachCopies {
   readonly kind: "each";
   readonly copies: readonly CopyOne[];
   readonly step: Operand;
+  /** The operand's L2 cache-eviction policy (LowerContext.cachePolicy), or undefined. */
+  readonly policy: Reg | undefined;
 }
 
 /** Copies that are copy 0 moved by whole rows: one pointer for all of them. */
@@ -50,6 +52,8 @@ interface StridedCopies {
   /** Per copy, its destinations: one, or for a tile transposed through registers 4 (rows k..k+3). */
   readonly dst: readonly (readonly { base: Reg; offset: number }[])[];
   readonly valid: readonly (Reg | null)[];
+  /** The operand's L2 cache-eviction policy (LowerContext.cachePolicy), or undefined. */
+  readonly policy: Reg | undefined;
 }
 
 /** An operand's copies of one k-tile, as {@link copySetup} plans them. */
@@ -90,15 +94,18 @@ interface CopyLayout extends CopyOperand {
   /** Copy j's line and column within a round of copies, affine in the thread's features. */
   readonly rowOf: (j: number) => Affine;
   readonly colOf: (j: number) => Affine;
+  /** The operand's L2 cache-eviction policy (LowerContext.cachePolicy), or undefined. */
+  readonly policy: Reg | undefined;
 }
 
 /**
  * Sets up an operand's global -> shared copies: per copy of this thread, its
  * global pointer, bounds predicates, k index and swizzled destination (one
- * pointer for all where a round of copies covers whole rows).
+ * pointer for all where a round of copies covers whole rows), and the operand's
+ * L2 cache-eviction policy where its schedule asks for one (`cache_a`, `cache_b`).
  *
  * @param cx The lowering's context (writes its `tidHi`/`tidLo` features).
- * @param _role Which operand.
+ * @param role Which operand.
  * @param op The operand.
  * @param K The problem's K.
  * @param bz The batch index.
@@ -107,13 +114,13 @@ interface CopyLayout extends CopyOperand {
  */
 export function copySetup(
   cx: LowerContext,
-  _role: "A" | "B",
+  role: "A" | "B",
   op: CopyOperand,
   K: Operand,
   bz: Reg,
   smem: Reg,
 ): CopyPlan {
-  const lay = copyLayout(cx, op, K, bz);
+  const lay: CopyLayout = { ...copyLayout(cx, op, K, bz), policy: cx.cachePolicy(role) };
   const { dst, valid } = copyDestinations(cx, lay, smem);
   // Bytes to advance per k-tile.
   const tileK = op.line?.tileK ?? cx.k.plan.tile!.threadblock.k;
@@ -134,7 +141,12 @@ export function copySetup(
  * The operand's copy geometry; emits `tidHi`/`tidLo` (into the context's
  * features), the base pointer and the leading dimension.
  */
-function copyLayout(cx: LowerContext, op: CopyOperand, K: Operand, bz: Reg): CopyLayout {
+function copyLayout(
+  cx: LowerContext,
+  op: CopyOperand,
+  K: Operand,
+  bz: Reg,
+): Omit<CopyLayout, "policy"> {
   const { view, p, outerSize } = op;
   const t = tensorParam(cx.k, view.tensor);
   const bits = DTYPE_INFO[t.dtype].bits;
@@ -264,6 +276,7 @@ function stridedCopies(
     kIdx: cx.s32Of(kIdx0),
     dst,
     valid,
+    policy: lay.policy,
   };
 }
 
@@ -307,7 +320,7 @@ function eachCopies(
     // k index for the bounds check: as s32.
     copies.push({ ptr, okRow, valid: valid[j]!, kIdx: cx.s32Of(kIdx), dst: dst[j]![0]! });
   }
-  return { kind: "each", copies, step };
+  return { kind: "each", copies, step, policy: lay.policy };
 }
 
 /** Copy j's pointer: `ptr0 + j * stride` (ptr0 itself for j = 0). */
@@ -356,12 +369,12 @@ export function issueCopies(
       const ok = inBounds(j);
       const ptr = nthPointer(cx, c.ptr0, c.stride, j);
       if (p.viaRegisters !== true) {
-        copyOne(cx, p, ok, ptr, dstOf(d[0]!), d[0]!.offset, c.valid[j]!);
+        copyOne(cx, p, ok, ptr, dstOf(d[0]!), d[0]!.offset, c.valid[j]!, c.policy);
         return;
       }
       // Through registers: one 16-byte load, an element to each of 4 rows.
       const v = d.map(() => cx.mov("b32", imm(0)));
-      b.emit(ir.ldg("b32", v, ptr, 0, ir.when(ok)));
+      b.emit(ir.ldg("b32", v, ptr, 0, ir.when(ok), undefined, c.policy));
       v.forEach((x, e) => b.emit(ir.sts("b32", [x], dstOf(d[e]!), d[e]!.offset)));
     });
     b.emit(ir.bin("add", "u64", c.ptr0, c.ptr0, c.step));
@@ -370,7 +383,7 @@ export function issueCopies(
   for (const one of c.copies) {
     const kOk = cx.setp("lt", "s32", one.kIdx, kRem);
     const ok = cx.and(one.okRow, kOk)!;
-    copyOne(cx, p, ok, one.ptr, dstOf(one.dst), one.dst.offset, one.valid);
+    copyOne(cx, p, ok, one.ptr, dstOf(one.dst), one.dst.offset, one.valid, c.policy);
     b.emit(ir.bin("add", "u64", one.ptr, one.ptr, c.step));
   }
 }
@@ -400,7 +413,10 @@ function stridedBounds(cx: LowerContext, c: StridedCopies, kRem: Reg): (j: numbe
  * One global->shared copy: cp.async with zero-fill, or a guarded load and a
  * store. `ok` false (past M, N or K) writes zeros; `only` false (a thread
  * past the tile in a partial round of copies, whose destination lies
- * outside the tile) copies nothing.
+ * outside the tile) copies nothing. A cp.async carries the operand's cache
+ * `policy` where it has one; the load and store of a narrow copy (1 or 2
+ * bytes, an operand aligned to less than 4) carry none (a shortcut: the
+ * `cache_a` / `cache_b` keys say so).
  */
 function copyOne(
   cx: LowerContext,
@@ -410,6 +426,7 @@ function copyOne(
   dst: Reg,
   dstOffset: number,
   only: Reg | null,
+  policy: Reg | undefined,
 ): void {
   const b = cx.b;
   const guard = ir.when(only);
@@ -427,6 +444,7 @@ function copyOne(
         dstOffset,
         src,
         srcBytes: n,
+        ...(policy === undefined ? {} : { policy }),
       },
       guard,
     ));

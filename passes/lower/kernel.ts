@@ -1,6 +1,7 @@
 /**
- * The kernel's skeleton: parameters in ABI order, thread and block indices, the
- * prologue, the main loop over k-tiles, the drain, then split-K or the epilogue.
+ * The kernel's skeleton: parameters in ABI order, the operands' cache policies, thread and
+ * block indices, the prologue, the main loop over k-tiles, the drain, then split-K or the
+ * epilogue.
  *
  * @module
  */
@@ -47,6 +48,7 @@ function buildKernel(cx: LowerContext): Kernel {
   const b = cx.b;
   const tb = k.plan.tile!.threadblock;
   const kparams = emitParams(cx);
+  cx.emitCachePolicies();
   const { split, bz, tileMIdx, tileNIdx } = emitIndices(cx);
   const M = cx.dim(k.problem.m);
   const N = cx.dim(k.problem.n);
@@ -132,6 +134,7 @@ function buildPersistentKernel(cx: LowerContext): Kernel {
   const b = cx.b;
   const tb = k.plan.tile!.threadblock;
   const kparams = emitParams(cx);
+  cx.emitCachePolicies();
   emitThreadIndices(cx);
   cx.gridWaitBeforeRoles();
   const M = cx.dim(k.problem.m);
@@ -325,6 +328,7 @@ function buildGroupedKernel(cx: LowerContext): Kernel {
   const b = cx.b;
   const layout = groupLayout(cx.k);
   const kparams = emitParams(cx);
+  cx.emitCachePolicies();
   emitThreadIndices(cx);
   cx.gridWait(); // before the problem table's first load
   cx.gridLaunch();

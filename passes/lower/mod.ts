@@ -3,9 +3,11 @@
  *
  * The program it writes, per thread (CUTLASS's Ampere multistage design):
  *
- * 1. Parameters, thread/warp/lane indices, the threadblock's tile from the
- *    block index through the rasterisation swizzle; blocks past the last tile
- *    column skip the whole body (a uniform `if`).
+ * 1. Parameters, an L2 cache-eviction policy for each operand whose schedule
+ *    names one (`createpolicy`; `cache_a`, `cache_b`), thread/warp/lane
+ *    indices, the threadblock's tile from the block index through the
+ *    rasterisation swizzle; blocks past the last tile column skip the whole
+ *    body (a uniform `if`).
  * 2. Copy set-up: for each operand, each of this thread's copies per stage
  *    gets a global pointer, a bounds predicate for its M/N row, its k index
  *    within the tile, and a swizzled shared-memory offset.
@@ -50,6 +52,7 @@
  *   passes/occupancy.ts, passes/workspace.ts and passes/epilogue_staging.ts);
  * - `affine.ts`: per-thread affine recipes and swizzled shared-memory offsets;
  * - `copies.ts`: the main loop's global -> shared copies;
+ * - `cache_hints.ts`: which of an operand's copies carry its cache policy;
  * - `fragments.ts`: fragment loads (ldmatrix, ld.shared);
  * - `mma.ts`: the MMAs of a k-step (tensor-core, 3xtf32, SIMT);
  * - `split_k.ts`: the split-K reduction in the workspace gemm-workspace laid out;

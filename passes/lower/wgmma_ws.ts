@@ -311,7 +311,7 @@ interface TileBoxes {
   /** Emits stage s's address of an operand's box. */
   readonly dst: (role: "A" | "B", s: Reg) => Reg;
   /** Emits the TMA copy of an operand's box of the k-tile at `k` into `dst`, completing on
-   * `fullS`. */
+   * `fullS` (with the operand's cache policy where its schedule asks for one). */
   readonly load: (role: "A" | "B", dst: Reg, k: Reg, fullS: Reg) => void;
 }
 
@@ -364,7 +364,8 @@ function tileBoxes(cx: LowerContext, o: TileOrigin, ring: Ring): TileBoxes {
     },
     load: (role, dst, kAt, fullS) => {
       const box = boxes[role];
-      b.emit(ir.tmaLoad(dst, maps[role], [kAt, box.row, ...batchOf(role)], fullS, box.multicast));
+      const coords = [kAt, box.row, ...batchOf(role)];
+      b.emit(ir.tmaLoad(dst, maps[role], coords, fullS, box.multicast, cx.cachePolicy(role)));
     },
   };
 }

@@ -17,7 +17,9 @@ import { kernel, memRegs, OUT, SAMPLE } from "./_fixture.ts";
 
 /**
  * Memory and control: `cp.async` (`.ca` 4/8/16, `.cg` 16, source sizes as
- * registers and immediates, guarded), `commit`, `wait`, `bar`, `ldmatrix`
+ * registers and immediates, guarded, with and without a cache policy and a
+ * prefetch size), `createpolicy` of every priority, an `ld.global` under a
+ * cache policy, `commit`, `wait`, `bar`, `ldmatrix`
  * (x1/x2/x4, with and without `.trans`), `lds`/`sts`/`ldg`/`stg` for every
  * width and legal vector length, guards of both polarities, loops with
  * register and constant bounds (including a zero trip count), uniform and
@@ -76,6 +78,14 @@ interface MemFrame {
 /** The cp.async family, prefetches, barriers and every ldmatrix form, in a loop over K. */
 function memCopyLoop(b: KernelBuilder, v: MemFrame): void {
   const { k, soff, gsrc, gout, inb, nbytes } = v;
+  const [evictFirst, evictLast, evictNormal] =
+    (["evict_first", "evict_last", "evict_normal"] as const).map(
+      (priority) => {
+        const p = b.reg("u64", priority);
+        b.emit(ir.createPolicy(p, priority));
+        return p;
+      },
+    ) as [Reg, Reg, Reg];
   const kt = b.reg("u32", "kt");
   b.for(kt, imm(0), k, 1, () => {
     b.emit(ir.comment("stage a tile with cp.async"));
@@ -89,6 +99,30 @@ function memCopyLoop(b: KernelBuilder, v: MemFrame): void {
     for (const { guard, ...c } of copies) {
       b.emit(ir.cpAsync({ ...c, dst: soff, src: gsrc }, guard));
     }
+    // Under a cache policy: `.L2::cache_hint` with and without the prefetch size.
+    b.emit(ir.cpAsync({
+      cache: "cg",
+      prefetch: 128,
+      bytes: 16,
+      dst: soff,
+      dstOffset: 14336,
+      src: gsrc,
+      srcBytes: nbytes,
+      policy: evictFirst,
+    }, ir.when(inb)));
+    b.emit(ir.cpAsync({
+      cache: "ca",
+      bytes: 4,
+      dst: soff,
+      dstOffset: 14336,
+      src: gsrc,
+      srcBytes: imm(4),
+      policy: evictLast,
+    }, ir.when(inb, true)));
+    const hinted = b.reg("b32");
+    b.emit(ir.mov(hinted, imm(0)));
+    b.emit(ir.ldg("b32", [hinted], gsrc, 4, ir.when(inb), undefined, evictNormal));
+    b.emit(ir.stg("b32", [hinted], gout, 28));
     b.emit(ir.prefetch(gsrc, ir.when(inb)));
     b.emit(ir.prefetch(gsrc, undefined, true));
     b.emit(ir.commit());

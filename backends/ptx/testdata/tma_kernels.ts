@@ -2,7 +2,7 @@
  * A hand-built sm90 kernel of the warp-specialized operations (ir/kernel.ts: mbarriers, TMA
  * copies, setmaxnreg, named barriers and a warpgroup-uniform role `if`): warpgroup 1's first
  * thread copies `TMA_TEST_TILES` boxes of 64 rows x 64 f16 of `src` (through the tensor map
- * `src_tmap`) into a ring of two stages; warpgroup 0 waits for each, adds one word of its
+ * `src_tmap`) into a ring of two stages, every other one under an L2 cache policy; warpgroup 0 waits for each, adds one word of its
  * thread's row from the stage, hands the stage back, meets at named barrier 1 and stores its
  * sum to `out`. It lets the next grid launch at its start and waits for the previous one's
  * memory after its barriers' set-up (programmatic dependent launch). The PTX tests print and
@@ -79,6 +79,8 @@ export function tmaKernel(target: Target): Kernel {
   b.emit(ir.setp("ge", "u32", producer, tid, imm(128)));
   b.if(producer, "warpgroup", () => {
     b.emit(ir.setMaxNReg("dec", 40));
+    const policy = b.reg("u64", "policy");
+    b.emit(ir.createPolicy(policy, "evict_first"));
     const elected = b.reg("pred");
     b.emit(ir.setp("eq", "u32", elected, tid, imm(128)));
     b.if(elected, false, () => {
@@ -88,7 +90,9 @@ export function tmaKernel(target: Target): Kernel {
         b.emit(ir.mbarArrive(full[s]!, BOX_BYTES));
         const dst = b.reg("u32");
         b.emit(ir.bin("add", "u32", dst, smem, imm(s * BOX_BYTES)));
-        b.emit(ir.tmaLoad(dst, "src_tmap", [imm(0), imm(64 * t)], full[s]!));
+        // Every other box under an L2 cache policy.
+        const hint = t % 2 === 1 ? policy : undefined;
+        b.emit(ir.tmaLoad(dst, "src_tmap", [imm(0), imm(64 * t)], full[s]!, undefined, hint));
       }
     });
   }, () => {
