@@ -85,7 +85,9 @@
 #   runs:  f16 at M = 16, N = K = 4096: the default (16x32x256: B read in 512-byte runs of each
 #          column a k-tile) against 16x32x512 in 3 stages and 16x32x1024 in 2 (1 and 2 KB runs);
 #   copyall: the llm rows at N = K = 4096 (f16 at M = 1-256, s8 at M = 16, 128) with --pdl --copy
-#          --read (the streaming kernel of the same bytes, bench/stream_read.ts, its first GPU run).
+#          --read (the streaming kernel of the same bytes, bench/stream_read.ts, its first GPU run);
+#   cache: the schedule keys cache_a / cache_b (L2 eviction priorities, their first GPU run): f16
+#          at M = 16 and 128, N = K = 4096, B evict_first, and at M = 128 A evict_last with it.
 # Everything lands in OUT/all.tgz, packed after each step. Deno on PATH. Not part of the
 # benchmark or of CI.
 #
@@ -172,6 +174,10 @@ if has ksweep; then
 fi
 if has copyall; then
   llm_run "$W" copyall --types f16,s8 --m 1,16,64,128,256 --nk 4096x4096 --pdl --copy --read
+fi
+if has cache; then
+  llm_variants "$W" cache "f16:16:cache_b evict_first" "f16:128:cache_b evict_first" \
+    "f16:128:cache_a evict_last; cache_b evict_first"
 fi
 if has runs; then
   llm_bracketed "$W" runs f16 16 "threadblock 16x32x512; warp 16x8x512; stages 3" \
