@@ -439,7 +439,86 @@ function floors(ctx: RunContext, type: LlmType, p: LlmProblem): LlmRow["floor"] 
   return { burst: at(c?.fixed), sustained: at(c?.sustained) };
 }
 
-/** Compiles, checks and times one row (both sides, both states). */
+/** A row's kernels loaded and checked ({@link loadChecked}). */
+interface CheckedRow {
+  readonly k: ReturnType<typeof load>;
+  /** The PDL kernel on the same inputs (`--pdl`), else null. */
+  readonly kPdl: ReturnType<typeof load> | null;
+  readonly ok: boolean;
+  readonly note: string;
+  readonly registers: number;
+}
+
+/**
+ * Loads a row's kernel (and its PDL twin) on fresh input sets and checks both against the
+ * reference; the row fails if either does, and the note gives the failing one's error.
+ */
+function loadChecked(
+  cuda: Cuda,
+  ck: CompiledKernel,
+  ckPdl: CompiledKernel | null,
+  sizes: { M: number; N: number; K: number },
+  bufs: DeviceBuffer[],
+  mods: CudaModule[],
+): CheckedRow {
+  const k = load(cuda, ck, sizes, bufs);
+  mods.push(k.mod);
+  const registers = k.fn.attributes().registers;
+  const checked = verify(cuda, ck, sizes, k);
+  // The PDL kernel on the same inputs, checked as well (its D poisoned again first).
+  const loaded = ckPdl === null ? null : loadFunction(cuda, ckPdl);
+  if (loaded !== null) mods.push(loaded.mod);
+  const kPdl = loaded === null ? null : { ...k, fn: loaded.fn };
+  if (kPdl !== null) poisonOutput(ck, kPdl.dBuf);
+  const checkedPdl = kPdl === null ? null : verify(cuda, ckPdl!, sizes, kPdl);
+  const cmp = checkedPdl !== null && !checkedPdl.comparison.ok
+    ? checkedPdl.comparison
+    : checked.comparison;
+  const note = `${cmp.ok ? "ok" : "FAILED"} on ${checked.elements} sampled elements ` +
+    `(relative Frobenius error ${cmp.relFrobenius.toExponential(2)}${
+      checkedPdl === null ? "" : `; the PDL kernel ${checkedPdl.comparison.ok ? "ok" : "FAILED"}`
+    })`;
+  return { k, kPdl, ok: cmp.ok, note, registers };
+}
+
+/** A side ready to time ({@link prepare}). */
+type Prepared = ReturnType<typeof prepare>;
+
+/** The sides of a row: ours, ours+PDL (`--pdl`), cuBLAS, the copy (`--copy`), the read (`--read`). */
+interface RowSides<T> {
+  readonly ours: T;
+  readonly oursPdl: T | null;
+  readonly cublas: T | null;
+  readonly copy: T | null;
+  readonly read: T | null;
+}
+
+/**
+ * Times the prepared sides: one burst measurement over all of them (sharing its rests), then each
+ * side's sustained series and the SM clock while it runs.
+ */
+function timeSides(cuda: Cuda, probe: ClockProbe, s: RowSides<Prepared>): RowSides<SideFigures> {
+  const sides = [s.ours, s.oursPdl, s.cublas, s.copy, s.read].filter((x) => x !== null);
+  const burst = timeBurstSeries(cuda, sides.map((x) => x.series));
+  const time = (x: Prepared | null): SideFigures | null => {
+    if (x === null) return null;
+    const { launch, launches } = x.series;
+    const sus = timeSustainedSeries(cuda, x.series, x.estMs);
+    const clock = probe.during(() => {
+      for (let i = 0; i < launches; i++) launch(i);
+    }, 0.8 * launches * sus.ms * 1e6);
+    return figures(x, burst[sides.indexOf(x)]!, sus, clock);
+  };
+  return {
+    ours: time(s.ours)!,
+    oursPdl: time(s.oursPdl),
+    cublas: time(s.cublas),
+    copy: time(s.copy),
+    read: time(s.read),
+  };
+}
+
+/** Compiles, checks and times one row (every side, both states). */
 function benchRow(ctx: RunContext, type: LlmType, p: LlmProblem): LlmRow {
   const { cuda, blas, probe } = ctx;
   const shape = { shape: `${p.M}x${p.N}x${p.K}`, ...p };
@@ -451,98 +530,54 @@ function benchRow(ctx: RunContext, type: LlmType, p: LlmProblem): LlmRow {
   if (ckPdl !== null && scheduleText(ckPdl) !== scheduleText(ck)) {
     throw new Error(`--pdl: ${scheduleText(ckPdl)} is not ${scheduleText(ck)}`);
   }
-  const base = {
-    type,
-    ...p,
-    schedule: scheduleText(ck),
-    kernel: cutlassName(ck, type),
-    floor: floors(ctx, type, p),
-  };
-  const sizes = { M: p.M, N: p.N, K: p.K };
   const bufs: DeviceBuffer[] = [];
   const mods: CudaModule[] = [];
   try {
-    const k = load(cuda, ck, sizes, bufs);
-    mods.push(k.mod);
+    const { k, kPdl, ok, note, registers } = loadChecked(cuda, ck, ckPdl, p, bufs, mods);
     const sets = k.argSets.length;
-    const registers = k.fn.attributes().registers;
-    const checked = verify(cuda, ck, sizes, k);
-    // The PDL kernel on the same inputs, checked as well (its D poisoned again first).
-    const loaded = ckPdl === null ? null : loadFunction(cuda, ckPdl);
-    if (loaded !== null) mods.push(loaded.mod);
-    const kPdl = loaded === null ? null : { ...k, fn: loaded.fn };
-    if (kPdl !== null) poisonOutput(ck, kPdl.dBuf);
-    const checkedPdl = kPdl === null ? null : verify(cuda, ckPdl!, sizes, kPdl);
-    // The row fails if either kernel does; the note gives the failing one's error.
-    const cmp = checkedPdl !== null && !checkedPdl.comparison.ok
-      ? checkedPdl.comparison
-      : checked.comparison;
-    const note = `${cmp.ok ? "ok" : "FAILED"} on ${checked.elements} sampled elements ` +
-      `(relative Frobenius error ${cmp.relFrobenius.toExponential(2)}${
-        checkedPdl === null ? "" : `; the PDL kernel ${checkedPdl.comparison.ok ? "ok" : "FAILED"}`
-      })`;
-    const untimedSides = {
-      ...(ctx.pdl ? { oursPdl: null } : {}),
-      ...(ctx.copySide ? { copy: null } : {}),
-      ...(ctx.readSide ? { read: null } : {}),
+    const base = {
+      type,
+      ...p,
+      schedule: scheduleText(ck),
+      kernel: cutlassName(ck, type),
+      floor: floors(ctx, type, p),
+      sets,
+      registers,
     };
-    if (!cmp.ok) {
-      return {
-        ...base,
-        status: "FAILED",
-        note,
-        sets,
-        registers,
-        ours: null,
-        ...untimedSides,
-        cublas: null,
-      };
+    // The optional sides' keys are present exactly when their option is.
+    const shown = (t: RowSides<SideFigures | null>) => ({
+      ...(ctx.pdl ? { oursPdl: t.oursPdl } : {}),
+      cublas: t.cublas,
+      ...(ctx.copySide ? { copy: t.copy } : {}),
+      ...(ctx.readSide ? { read: t.read } : {}),
+    });
+    if (!ok) {
+      const none = { ours: null, oursPdl: null, cublas: null, copy: null, read: null };
+      return { ...base, status: "FAILED", note, ours: null, ...shown(none) };
     }
-    const ours = prepare(cuda, probe, (i) => cuda.launch(k.fn, k.config, k.argSets[i % sets]!));
-    const pdl = { pdl: true } as const;
-    const oursPdl = kPdl === null ? null : prepare(
-      cuda,
-      probe,
-      (i) => cuda.launch(kPdl.fn, k.config, k.argSets[i % sets]!, undefined, pdl),
-    );
-    const theirs = blas === null ? null : prepare(cuda, probe, (i) =>
-      blas.gemmTN(
-        type,
-        p.M,
-        p.N,
-        p.K,
-        k.aBufs[i % sets]!.ptr,
-        k.bBufs[i % sets]!.ptr,
-        k.cBuf.ptr,
-      ));
-    const copyLaunches = ctx.copySide ? copyLaunch(cuda, type, p, k.bBufs, bufs) : null;
-    const copied = copyLaunches === null ? null : prepare(cuda, probe, copyLaunches);
     const reader = ctx.readSide ? readSide(cuda, type, p, k, bufs, mods) : null;
-    const read = reader?.ok ? prepare(cuda, probe, reader.launch) : null;
-    // Ours, ours+PDL (--pdl), cuBLAS, the copy (--copy), the read (--read): one burst
-    // measurement over all, sharing its rests.
-    const sides = [ours, oursPdl, theirs, copied, read].filter((s) => s !== null);
-    const burst = timeBurstSeries(cuda, sides.map((s) => s.series));
-    const burstOf = (s: ReturnType<typeof prepare>) => burst[sides.indexOf(s)]!;
-    const side = (s: ReturnType<typeof prepare>, b: SeriesMeasurement) => {
-      const { launch, launches } = s.series;
-      const sus = timeSustainedSeries(cuda, s.series, s.estMs);
-      const clock = probe.during(() => {
-        for (let i = 0; i < launches; i++) launch(i);
-      }, 0.8 * launches * sus.ms * 1e6);
-      return figures(s, b, sus, clock);
-    };
+    const copyLaunches = ctx.copySide ? copyLaunch(cuda, type, p, k.bBufs, bufs) : null;
+    const pdl = { pdl: true } as const;
+    const timed = timeSides(cuda, probe, {
+      ours: prepare(cuda, probe, (i) => cuda.launch(k.fn, k.config, k.argSets[i % sets]!)),
+      oursPdl: kPdl === null ? null : prepare(
+        cuda,
+        probe,
+        (i) => cuda.launch(kPdl.fn, k.config, k.argSets[i % sets]!, undefined, pdl),
+      ),
+      cublas: blas === null ? null : prepare(cuda, probe, (i) => {
+        const [a, b] = [k.aBufs[i % sets]!, k.bBufs[i % sets]!];
+        blas.gemmTN(type, p.M, p.N, p.K, a.ptr, b.ptr, k.cBuf.ptr);
+      }),
+      copy: copyLaunches === null ? null : prepare(cuda, probe, copyLaunches),
+      read: reader?.ok ? prepare(cuda, probe, reader.launch) : null,
+    });
     return {
       ...base,
       status: "ok",
       note: note + (reader === null ? "" : `; the read kernel ${reader.note}`),
-      sets,
-      registers,
-      ours: side(ours, burstOf(ours)),
-      ...(ctx.pdl ? { oursPdl: oursPdl === null ? null : side(oursPdl, burstOf(oursPdl)) } : {}),
-      cublas: theirs === null ? null : side(theirs, burstOf(theirs)),
-      ...(ctx.copySide ? { copy: copied === null ? null : side(copied, burstOf(copied)) } : {}),
-      ...(ctx.readSide ? { read: read === null ? null : side(read, burstOf(read)) } : {}),
+      ours: timed.ours,
+      ...shown(timed),
     };
   } finally {
     for (const b of bufs) b.free();
