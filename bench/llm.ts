@@ -46,7 +46,10 @@
  *    sets, half written to a destination a set, {@link copyLaunch}) is timed the
  *    same way as one more side: the columns "copy µs" and "copy/floor", what one
  *    launch of those bytes reaches (bench/NOTES.md 90: 0.98 of an H100's floor
- *    at N = K = 4096, where our kernels reach 0.73).
+ *    at N = K = 4096, where our kernels reach 0.73). With `--read`, a plain
+ *    streaming kernel of the same bytes (bench/stream_read.ts, checked once a
+ *    row by the xor of every word it read) is a side too: "read µs" and
+ *    "read/floor", what a kernel launch of those bytes reaches.
  * 4. The floor, measured in the same run: the larger of the bytes of A, B and D
  *    once at the device-to-device copy bandwidth (`cuMemcpyDtoD` of 1 GiB, read
  *    + write counted, median of 10) and the FLOPs at the mma.sync ceiling of the
@@ -66,7 +69,7 @@
  * takes ~7 minutes on the H200 (~10 s a row: 3 rests, 2 loads; with 5 rests 9 rows took 117 s).
  *
  * `deno run -A bench/llm.ts [--types f16,bf16,s8] [--m 1,16,...] [--nk NxK,...] [--sizes MxNxK,...]
- * [--no-cublas] [--target sm80|sm86|sm90] [--pdl | --pdl-early] [--copy] [--schedule "LINES"]
+ * [--no-cublas] [--target sm80|sm86|sm90] [--pdl | --pdl-early] [--copy] [--read] [--schedule "LINES"]
  * [--out DIR]`, or `deno task bench --gpu --shapes llm [the same
  * options]`.
  *
@@ -189,7 +192,7 @@ export interface LlmOptions {
 
 /**
  * Reads `--types f16,bf16,s8`, `--m 1,16,...`, `--nk NxK,...`, `--sizes MxNxK,...`, `--no-cublas`, `--target T`,
- * `--pdl`, `--pdl-early`, `--copy`, `--schedule "LINES"`, `--out DIR`; other arguments are ignored (bench/main.ts
+ * `--pdl`, `--pdl-early`, `--copy`, `--read`, `--schedule "LINES"`, `--out DIR`; other arguments are ignored (bench/main.ts
  * passes its own on).
  *
  * @param args The arguments.

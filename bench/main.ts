@@ -40,7 +40,9 @@
  *    ours+PDL µs and ours+PDL/floor, and its targets' verdicts; `--pdl-early`: the
  *    same, its kernel reading B, the weights, before its wait) and `--copy` (a
  *    device-to-device copy of each row's bytes timed beside: the columns copy µs
- *    and copy/floor, what one launch of those bytes reaches); recorded in
+ *    and copy/floor, what one launch of those bytes reaches) and `--read` (a
+ *    streaming kernel of each row's bytes timed beside: read µs and read/floor,
+ *    what one kernel launch of those bytes reaches); recorded in
  *    `bench/results/llm-DATE.md` and `.json`; exits 1 without a driver or when
  *    a row fails its check. `--shapes llm,8192` runs the table, then `--gpu`
  *    at the other shapes.
@@ -54,7 +56,7 @@
  *    one of gemmc's kernels fails.
  *
  * Options: `--no-sim`, `--no-compile`, `--no-record` (do not write the
- * simulator record), `--gpu`, `--shapes llm` (with `--gpu`; `--pdl`, `--pdl-early`, `--copy` with it), `--launch`,
+ * simulator record), `--gpu`, `--shapes llm` (with `--gpu`; `--pdl`, `--pdl-early`, `--copy`, `--read` with it), `--launch`,
  * `--strided`, `--grouped`, `--sparse`, `--fp8`.
  *
  * @module
