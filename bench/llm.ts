@@ -284,7 +284,8 @@ export function selectedProblems(o: LlmOptions): { type: LlmType; p: LlmProblem 
   );
 }
 
-/** A compiled kernel's schedule: `64x256x64, warp 32x64x64, 4 stages, split_k 4`. */
+/** A compiled kernel's schedule: `64x256x64, warp 32x64x64, 4 stages, split_k 4`, and its
+ * operands' L2 eviction priorities where it has them (`, cache_b evict_first`). */
 export function scheduleText(ck: CompiledKernel): string {
   const s = ck.planned.schedule, plan = ck.planned.plan;
   const tb = plan.tile?.threadblock ?? s.threadblock;
@@ -292,7 +293,10 @@ export function scheduleText(ck: CompiledKernel): string {
   if (tb === undefined || wp === undefined) return "?";
   const stages = plan.pipeline?.stages ?? s.stages ?? "?";
   const splitK = plan.tile?.splitK ?? s.splitK ?? 1;
-  return `${tb.m}x${tb.n}x${tb.k}, warp ${wp.m}x${wp.n}x${wp.k}, ${stages} stages, split_k ${splitK}`;
+  const cache = [["cache_a", s.cacheA], ["cache_b", s.cacheB]].filter(([, v]) => v !== undefined)
+    .map(([key, v]) => `, ${key} ${v}`).join("");
+  return `${tb.m}x${tb.n}x${tb.k}, warp ${wp.m}x${wp.n}x${wp.k}, ${stages} stages, ` +
+    `split_k ${splitK}${cache}`;
 }
 
 const COPY_BYTES = 2 ** 30;

@@ -22,7 +22,7 @@
  * @module
  */
 
-import type { Shape3 } from "../ir/gemm.ts";
+import type { CachePolicy, Shape3 } from "../ir/gemm.ts";
 
 /** One candidate: the threadblock, its warp tile and its preferred stage count. */
 export interface SkinnyTile {
@@ -154,6 +154,21 @@ export interface SkinnyChoice {
   /** Blocks of the grid. */
   readonly blocks: number;
 }
+
+/**
+ * The L2 eviction priority of B's copies where a skinny tile ({@link skinnySchedule}, {@link
+ * skinnyWgmmaSchedule}) spans all of M, so that each of B's bytes is read by one block, once (the
+ * weights of a decode GEMM): `evict_first`, the `cache_b` key's default there (passes/tile.ts).
+ * Measured on an H100 (f16, N = K = 4096, the sm90 target, µs burst / sustained, default /
+ * evict_first / default again in one call; bench/NOTES.md 91): M = 16 (16x32x256, mma.sync fed by
+ * cp.async) 15.5 / 15.5, 14.8 / 14.8, 15.4 / 15.4, and with PDL 14.1, 13.0, 14.0 (0.80 to 0.86
+ * of the floor); M = 128 (128x32x64, wgmma fed by TMA) 16.6 / 16.7, 15.5 / 15.7, 16.7 / 16.8
+ * (PDL 15.3, 14.5, 15.4); A `evict_last` beside it added nothing (15.4 / 15.6). Inferred, not
+ * measured: bf16 and 8-bit operands, the other M and (N, K) of the rules, the sm80 and sm86
+ * targets (the same cp.async instructions) and the H200. Where the tile is shorter than M, each of
+ * B's bytes is read by several blocks, and no hint is given.
+ */
+export const SKINNY_STREAMED_B: CachePolicy = "evict_first";
 
 /**
  * The skinny schedule for a problem: among the candidates of M's class and

@@ -12,7 +12,7 @@
  * @module
  */
 
-import type { DimRef, GemmKernel, Shape3, TilePlan } from "../ir/gemm.ts";
+import type { CachePolicy, DimRef, GemmKernel, Shape3, TilePlan } from "../ir/gemm.ts";
 import { hasSyncCopies, knownSize, sparseMetaParam } from "../ir/gemm.ts";
 import type { Dtype } from "../ir/dtype.ts";
 import { type GemmPass, scheduleError } from "./pass.ts";
@@ -28,6 +28,7 @@ import { targetInfo } from "../ir/target.ts";
 import { stageBytes } from "./pipeline.ts";
 import { shapeText } from "../ir/print_gemm.ts";
 import {
+  SKINNY_STREAMED_B,
   type SkinnyChoice,
   type SkinnyProblem,
   skinnySchedule,
@@ -462,6 +463,8 @@ interface ChosenTile {
   readonly deepPipeline?: true;
   /** Clusters of 2 along M (TilePlan.cluster: sm90's skinny 64-row wgmma tiles). */
   readonly cluster?: 2;
+  /** B's L2 eviction priority where the schedule names none (a skinny tile spanning M). */
+  readonly cacheB?: CachePolicy;
   /** Why, in words (TilePlan.why). */
   readonly why: string;
 }
@@ -485,6 +488,24 @@ function skinnyProblem(c: TileContext): SkinnyProblem | null {
     s.splitK !== undefined
   ) return null;
   return { M: mc, N: nc, K: kc, sms: c.sms, bytes: is8 ? 1 : 2 };
+}
+
+/**
+ * A skinny tile's `why`, and B's L2 eviction priority where the tile spans M (each of B's bytes
+ * read once: passes/skinny.ts {@link SKINNY_STREAMED_B}) and the schedule names none for B.
+ */
+function streamedB(
+  k: GemmKernel,
+  sp: SkinnyProblem,
+  tb: Shape3,
+  why: string,
+): { cacheB?: CachePolicy; why: string } {
+  if (sp.M > tb.m || k.schedule.cacheB !== undefined) return { why };
+  return {
+    cacheB: SKINNY_STREAMED_B,
+    why: `${why}; the tile spans M, so B is read once: cache_b ${SKINNY_STREAMED_B} ` +
+      "(SKINNY_STREAMED_B)",
+  };
 }
 
 /**
@@ -513,16 +534,22 @@ function defaultTile(k: GemmKernel): ChosenTile {
       ...(wgSkinny.persistent ? { persistent: true as const } : {}),
       ...(wgSkinny.cluster !== undefined ? { cluster: wgSkinny.cluster } : {}),
       deepPipeline: true,
-      why: `${skinnyText(sp!)}: sm90's wgmma rule (passes/skinny.ts skinnyWgmmaSchedule), ` +
-        `${wgSkinny.rule}${wgSkinny.cluster !== undefined ? ", on clusters of 2 along M" : ""}` +
-        `${wgSkinny.persistent ? ", persistent" : ""}`,
+      ...streamedB(
+        k,
+        sp!,
+        wgSkinny.threadblock,
+        `${skinnyText(sp!)}: sm90's wgmma rule (passes/skinny.ts skinnyWgmmaSchedule), ` +
+          `${wgSkinny.rule}${wgSkinny.cluster !== undefined ? ", on clusters of 2 along M" : ""}` +
+          `${wgSkinny.persistent ? ", persistent" : ""}`,
+      ),
     };
   }
   const skinny = sp === null || wgmmaOnly(k) ? null : skinnySchedule(sp);
   if (skinny !== null) {
     const why = `${skinnyText(sp!)}: the skinny rule (passes/skinny.ts SKINNY_RULES), ` +
       `the one-wave grid of the most blocks: ${skinny.blocks}`;
-    return { tb: skinny.threadblock, smallGrid: false, splitK: skinny.splitK, skinny, why };
+    const tb = skinny.threadblock;
+    return { tb, smallGrid: false, splitK: skinny.splitK, skinny, ...streamedB(k, sp!, tb, why) };
   }
   const sm90 = wgmmaCandidate(k) ? wgmmaFallback(k, c) : { ctx: c };
   if ("tile" in sm90) return sm90.tile;
@@ -754,9 +781,18 @@ export const tilePass: GemmPass = {
       ...(chosen.cluster !== undefined ? { cluster: chosen.cluster } : {}),
       why: chosen.why,
     };
+    // B read once by a skinny tile that spans M: its copies evict_first, unless the schedule
+    // names B's priority (passes/skinny.ts SKINNY_STREAMED_B).
+    const cacheB = k.schedule.cacheB ?? chosen.cacheB;
     return {
       ...k,
-      schedule: { ...k.schedule, threadblock: tb, swizzle, splitK },
+      schedule: {
+        ...k.schedule,
+        threadblock: tb,
+        swizzle,
+        splitK,
+        ...(cacheB !== undefined ? { cacheB } : {}),
+      },
       plan: { ...k.plan, tile },
     };
   },

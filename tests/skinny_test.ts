@@ -231,3 +231,46 @@ Deno.test("gemm simulate --tune takes the skinny schedule at M = 1, 7, 33 and ag
     assert.equal(rep.hazardCount, 0, size);
   }
 });
+
+Deno.test("skinny: B's copies evict_first where the tile spans M (SKINNY_STREAMED_B), else no hint", () => {
+  const policies = (ck: ReturnType<typeof hinted>) =>
+    [...ck.ptx.matchAll(/createpolicy\.fractional\.L2::(\w+)\.b64/g)].map((m) => m[1]);
+  const cacheB = (ck: ReturnType<typeof hinted>) => ck.planned.schedule.cacheB;
+  // M = 16 (16x32x256: the tile spans M, each of B's bytes read by one block), every target.
+  for (const target of ["sm80", "sm86", "sm90"] as const) {
+    const ck = hinted(BENCH("f16"), { M: 16, N: 4096, K: 4096 }, target);
+    assert.equal(cacheB(ck), "evict_first", target);
+    assert.deepEqual(policies(ck), ["evict_first"], target);
+    assert.match(ck.planned.plan.tile!.why ?? "", /the tile spans M, so B is read once: cache_b/);
+  }
+  // s8 and bf16 inherit it (inferred, not measured).
+  for (const t of ["bf16", "s8"]) {
+    assert.equal(cacheB(hinted(BENCH(t), { M: 16, N: 14336, K: 4096 })), "evict_first", t);
+  }
+  // sm90's skinny wgmma tile at M = 128 (128x32, TMA): spans M too.
+  const wg = hinted(BENCH("f16"), { M: 128, N: 4096, K: 4096 }, "sm90");
+  assert.equal(wg.planned.plan.tile!.threadblock.m, 128);
+  assert.equal(cacheB(wg), "evict_first");
+  assert.match(wg.ptx, /cp\.async\.bulk\.tensor[^\n]*\.L2::cache_hint/);
+  // sm80's M = 128 tile is 64 rows: two blocks read each of B's bytes, no hint.
+  const two = hinted(BENCH("f16"), { M: 128, N: 4096, K: 4096 });
+  assert.equal(two.planned.plan.tile!.threadblock.m, 64);
+  assert.equal(cacheB(two), undefined);
+  assert.deepEqual(policies(two), []);
+  // Not skinny (the general default), or sizes unknown: no hint.
+  assert.equal(cacheB(hinted(BENCH("f16"), { M: 8192, N: 8192, K: 8192 })), undefined);
+  const r = compile(BENCH("f16"), { file: "sk.gemm" });
+  assert.ok(r.ok);
+  assert.equal(r.kernels[0]!.planned.schedule.cacheB, undefined);
+  assert.doesNotMatch(r.kernels[0]!.ptx, /createpolicy|cache_hint/);
+  // The schedule's own cache_b wins, and A gets nothing it did not ask for.
+  const own = hinted(BENCH("f16", "  schedule { cache_b evict_normal }\n"), {
+    M: 16,
+    N: 4096,
+    K: 4096,
+  });
+  assert.equal(cacheB(own), "evict_normal");
+  assert.equal(own.planned.schedule.cacheA, undefined);
+  assert.deepEqual(policies(own), ["evict_normal"]);
+  assert.doesNotMatch(own.planned.plan.tile!.why ?? "", /SKINNY_STREAMED_B/);
+});
