@@ -11,9 +11,11 @@
  * walks A's 16-byte vectors, then B's, grid-stride, four loads in flight a thread
  * (`ld.global.cg`, L2 only, as our kernels' `cp.async.cg`), and folds every word into a running
  * xor; then writes D's vectors (`st.global.cs`, streaming) with it; a warp's xor, reduced by
- * shuffles, goes to a word of its own with `red.global.xor`. The host checks that word against
- * the xor of every word of A and B ({@link checkStreamRead}), so a kernel that skipped a load
- * would fail.
+ * shuffles, is stored to a word of its own (one word a warp of the grid). The host checks the
+ * xor of those words against the xor of every word of A and B ({@link StreamRead.check}), so a
+ * kernel that skipped a load would fail. (The first version xor-reduced every warp's word into
+ * one with `red.global.xor`: 8,448 atomics to one address on 132 SMs cost it ~5 µs a launch,
+ * bench/NOTES.md 91.)
  *
  * Hand-written PTX: the kernel IR describes GEMMs, not this.
  *
@@ -65,8 +67,8 @@ ${label}_DONE:`;
 
 /**
  * `stream_read(a, a_vecs, b, b_vecs, d, d_vecs, out)`: reads `a_vecs` 16-byte vectors at `a`
- * and `b_vecs` at `b`, writes `d_vecs` at `d`, and xors each warp's fold of every word read
- * into the 32-bit word at `out`.
+ * and `b_vecs` at `b`, writes `d_vecs` at `d`, and stores each warp's fold of every word it
+ * read to the 32-bit word `out[warp of the grid]`.
  */
 export const STREAM_READ_PTX = `.version 8.0
 .target sm_80
@@ -114,7 +116,10 @@ ${
   @%p2 bra DONE;
   ld.param.u64 %rd20, [out];
   cvta.to.global.u64 %rd20, %rd20;
-  red.global.xor.b32 [%rd20], %r10;
+  shr.u64 %rd21, %rd1, 5;
+  shl.b64 %rd21, %rd21, 2;
+  add.u64 %rd20, %rd20, %rd21;
+  st.global.u32 [%rd20], %r10;
 DONE:
   ret;
 }
@@ -140,13 +145,13 @@ export interface StreamRead {
   /** The grid's blocks (SMs x {@link STREAM_READ_BLOCKS_PER_SM}). */
   readonly blocks: number;
   /**
-   * Runs set 0 once on a zeroed xor word and compares the word with the xor of every word of
+   * Runs set 0 once on zeroed warp words and compares their xor with the xor of every word of
    * set 0's A and B bytes, computed on the host from their download.
    */
   readonly check: () => StreamReadCheck;
 }
 
-/** {@link StreamRead.check}'s outcome: the xor the kernel folded and the host's. */
+/** {@link StreamRead.check}'s outcome: the xor the kernel's warps folded and the host's. */
 export interface StreamReadCheck {
   readonly ok: boolean;
   readonly got: number;
@@ -162,7 +167,7 @@ export function xorWords(bytes: Uint8Array, acc = 0): number {
 
 /**
  * `--read`'s side: {@link STREAM_READ_PTX} loaded into `mods` (unloaded with the row's), a
- * destination of D's bytes for each set and the xor word appended to `bufs` (freed with the
+ * destination of D's bytes for each set and the warps' words appended to `bufs` (freed with the
  * row's). Null where a byte count is not a multiple of 16 or exceeds its set's buffer.
  */
 export function streamRead(
@@ -178,11 +183,11 @@ export function streamRead(
   const mod = cuda.loadModule(STREAM_READ_PTX);
   mods.push(mod);
   const fn = mod.getFunction("stream_read");
-  const out = cuda.alloc(16);
+  const blocks = cuda.device.multiprocessors * STREAM_READ_BLOCKS_PER_SM;
+  const out = cuda.alloc((blocks * STREAM_READ_BLOCK) / 32 * 4);
   bufs.push(out);
   const dsts = sets.map(() => cuda.alloc(Math.max(16, bytes.d)));
   bufs.push(...dsts);
-  const blocks = cuda.device.multiprocessors * STREAM_READ_BLOCKS_PER_SM;
   const config = {
     grid: [blocks, 1, 1] as const,
     block: [STREAM_READ_BLOCK, 1, 1] as const,
@@ -203,7 +208,7 @@ export function streamRead(
     out.fill(0);
     cuda.launch(fn, config, args[0]!);
     cuda.synchronize();
-    const got = new Uint32Array(out.download().buffer)[0]!;
+    const got = xorWords(out.download());
     const s = sets[0]!;
     const want = xorWords(
       s.b.download(new Uint8Array(bytes.b)),
