@@ -51,6 +51,17 @@ Deno.test("LLM_SHAPES: the 42 (type, shape) rows of issue 22, each once", () => 
 
 const COPY = 4.3e12, MMA = 634e12;
 
+/** A report's table: its header's cells, the line under it, and the cells of a row by its start. */
+function table(text: string) {
+  const lines = text.split("\n");
+  const at = lines.findIndex((l) => l.startsWith("| type |"));
+  return {
+    header: lines[at]!.split(" | "),
+    separator: lines[at + 1]!,
+    row: (start: string) => lines.find((l) => l.startsWith(start))!.split(" | "),
+  };
+}
+
 Deno.test("llmFloor: ANCHORS.md's floors for the same shapes (4.3 TB/s, 634 TFLOPS)", () => {
   // M, N, K, floor µs and bound as ANCHORS.md's memory-bound table prints them.
   const table: [number, number, number, string, "HBM" | "mma"][] = [
@@ -349,8 +360,8 @@ Deno.test("llmReport with --pdl: ours+PDL's columns, target verdicts and Met lin
   };
   const info = runInfo("2026-12-03", "deno task bench --gpu --shapes llm --pdl");
   const text = llmReport({ ...info, pdl: true }, [row, failed]);
-  const lines = text.split("\n");
-  const header = lines.find((l) => l.startsWith("| type |"))!.split(" | ");
+  const t = table(text);
+  const header = t.header;
   assert.deepEqual(header.slice(6, 14), [
     "ours µs",
     "ours+PDL µs",
@@ -361,9 +372,9 @@ Deno.test("llmReport with --pdl: ours+PDL's columns, target verdicts and Met lin
     "cuBLAS/floor",
     "cuBLAS/ours",
   ]);
-  const sep = lines[lines.indexOf(lines.find((l) => l.startsWith("| type |"))!) + 1]!;
+  const sep = t.separator;
   assert.equal(sep.split("|").length, header.length + 2, "one alignment per column");
-  const cells = lines.find((l) => l.startsWith("| f16 | 16 |"))!.split(" | ");
+  const cells = t.row("| f16 | 16 |");
   assert.equal(cells.length, header.length);
   assert.equal(cells[6], "33.5 / 40.0");
   assert.equal(cells[7], "30.0 / 31.0");
@@ -372,7 +383,7 @@ Deno.test("llmReport with --pdl: ours+PDL's columns, target verdicts and Met lin
   assert.equal(cells[11], "0.91 / 0.89");
   assert.equal(cells[13], "0.99 / 0.80", "cuBLAS/ours stays ours'");
   assert.equal(cells[14], "0.85: MISSED / MISSED; +PDL: met / met |");
-  const bad = lines.find((l) => l.startsWith("| f16 | 64 |"))!.split(" | ");
+  const bad = t.row("| f16 | 64 |");
   assert.deepEqual(bad.slice(6, 8), ["- / -", "- / -"]);
   assert.ok(
     text.includes("- f16 M=16 N=14336 K=4096: >= 0.85: burst 0.819 MISSED, sustained 0.686 MISSED"),
@@ -416,19 +427,22 @@ Deno.test("bench/main.ts --pdl without --shapes llm: exit 1, one sentence", asyn
   assert.equal(out.stderr, "deno task bench --pdl: only with --gpu --shapes llm (bench/llm.ts)\n");
 });
 
-Deno.test("llmReport with --copy: the copy's time and share beside cuBLAS's; without it, none", () => {
-  const p = { M: 16, N: 4096, K: 4096 };
-  const row: LlmRow = {
-    ...okRow(p, 4),
+/** A row at M = 16, N = K = 4096 with ours, cuBLAS and the copy timed (`--copy`, `--read`). */
+function copiedRow(): LlmRow {
+  return {
+    ...okRow({ M: 16, N: 4096, K: 4096 }, 4),
     ours: side(12.6, 12.7),
     cublas: side(13.5, 13.6),
     copy: side(10.4, 10.6),
   };
+}
+
+Deno.test("llmReport with --copy: the copy's time and share beside cuBLAS's; without it, none", () => {
+  const row = copiedRow();
   const info = runInfo("2026-12-06", "deno task bench --gpu --shapes llm --copy");
   const text = llmReport({ ...info, copySide: true }, [row, { ...row, M: 64, copy: null }]);
-  const lines = text.split("\n");
-  const headerAt = lines.findIndex((l) => l.startsWith("| type |"));
-  const header = lines[headerAt]!.split(" | ");
+  const t = table(text);
+  const header = t.header;
   assert.deepEqual(header.slice(6, 13), [
     "ours µs",
     "cuBLAS µs",
@@ -438,14 +452,14 @@ Deno.test("llmReport with --copy: the copy's time and share beside cuBLAS's; wit
     "cuBLAS/floor",
     "copy/floor",
   ]);
-  assert.equal(lines[headerAt + 1]!.split("|").length, header.length + 2);
-  const cells = lines.find((l) => l.startsWith("| f16 | 16 |"))!.split(" | ");
+  assert.equal(t.separator.split("|").length, header.length + 2);
+  const cells = t.row("| f16 | 16 |");
   assert.equal(cells.length, header.length);
   const floorUs = row.floor.burst.us;
   assert.equal(cells[8], "10.4 / 10.6");
   assert.equal(cells[12], `${(floorUs / 10.4).toFixed(2)} / ${(floorUs / 10.6).toFixed(2)}`);
   assert.equal(cells[13], `${(13.5 / 12.6).toFixed(2)} / ${(13.6 / 12.7).toFixed(2)}`);
-  const none = lines.find((l) => l.startsWith("| f16 | 64 |"))!.split(" | ");
+  const none = t.row("| f16 | 64 |");
   assert.deepEqual([none[8], none[12]], ["- / -", "- / -"]);
   assert.match(text, /copy \(`--copy`\): one cuMemcpyDtoD a launch moving the row's bytes/);
   assert.match(text, /; copy: L 100, hold 1\.00 ms/);
@@ -474,23 +488,15 @@ for (const flag of ["--copy", "--read"] as const) {
 }
 
 Deno.test("llmReport with --copy --read: the read's time and share after the copy's; without it, none", () => {
-  const p = { M: 16, N: 4096, K: 4096 };
-  const row: LlmRow = {
-    ...okRow(p, 4),
-    ours: side(12.6, 12.7),
-    cublas: side(13.5, 13.6),
-    copy: side(10.4, 10.6),
-    read: side(11.1, 11.3),
-  };
+  const row: LlmRow = { ...copiedRow(), read: side(11.1, 11.3) };
   const info = runInfo("2026-12-07", "deno task bench --gpu --shapes llm --copy --read");
   const text = llmReport({ ...info, copySide: true, readSide: true }, [row, {
     ...row,
     M: 64,
     read: null,
   }]);
-  const lines = text.split("\n");
-  const headerAt = lines.findIndex((l) => l.startsWith("| type |"));
-  const header = lines[headerAt]!.split(" | ");
+  const t = table(text);
+  const header = t.header;
   assert.deepEqual(header.slice(8, 15), [
     "copy µs",
     "read µs",
@@ -500,12 +506,12 @@ Deno.test("llmReport with --copy --read: the read's time and share after the cop
     "copy/floor",
     "read/floor",
   ]);
-  const cells = lines.find((l) => l.startsWith("| f16 | 16 |"))!.split(" | ");
+  const cells = t.row("| f16 | 16 |");
   assert.equal(cells.length, header.length);
   const floorUs = row.floor.burst.us;
   assert.equal(cells[9], "11.1 / 11.3");
   assert.equal(cells[14], `${(floorUs / 11.1).toFixed(2)} / ${(floorUs / 11.3).toFixed(2)}`);
-  const none = lines.find((l) => l.startsWith("| f16 | 64 |"))!.split(" | ");
+  const none = t.row("| f16 | 64 |");
   assert.deepEqual([none[8], none[9], none[14]], ["10.4 / 10.6", "- / -", "- / -"]);
   assert.match(text, /read \(`--read`\): a streaming kernel a launch \(bench\/stream_read\.ts/);
   assert.match(text, /; read: L 100, hold 1\.00 ms/);
