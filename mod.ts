@@ -46,8 +46,8 @@ export {
   renderDiagnostic,
 } from "./dsl/diagnostics.ts";
 export type { ProgramAst } from "./dsl/ast.ts";
+export type { CachePolicy } from "./ir/cache_policy.ts";
 export type {
-  CachePolicy,
   ClusterAxis,
   DimRef,
   Epilogue,

@@ -63,7 +63,7 @@ import type {
   WgmmaOp,
   WgWaitOp,
 } from "./kernel.ts";
-import type { CachePolicy } from "./gemm.ts";
+import type { CachePolicy } from "./cache_policy.ts";
 
 /**
  * An immediate operand.

@@ -9,6 +9,7 @@
  * @module
  */
 
+import type { CachePolicy } from "./cache_policy.ts";
 import type { Target } from "./target.ts";
 import { type Dtype, DTYPE_INFO } from "./dtype.ts";
 import type { ComputeType, EpilogueFnOfArity } from "./epilogue.ts";
@@ -273,7 +274,7 @@ export interface Schedule {
    * and `2x1`): along N they take horizontally adjacent tiles and load A's box once for both. */
   readonly clusterAxis?: ClusterAxis;
   /** The L2 eviction priority of operand A's global -> shared copies (`cache_a` key;
-   * {@link CACHE_POLICIES}): every `cp.async`, TMA box and 16-byte `ld.global` of A carries it;
+   * ir/cache_policy.ts `CACHE_POLICIES`): every `cp.async`, TMA box and 16-byte `ld.global` of A carries it;
    * the synchronous 1- and 2-byte copies of an A aligned to less than 4 bytes, and a sparse A's
    * metadata words, carry none (passes/lower/cache_hints.ts). Absent: no hint at all. */
   readonly cacheA?: CachePolicy;
@@ -282,22 +283,8 @@ export interface Schedule {
   readonly cacheB?: CachePolicy;
 }
 
-/**
- * The values of the `cache_a` and `cache_b` schedule keys: the L2 eviction priority an operand's
- * global -> shared copies ask for (PTX `createpolicy.fractional.L2::<priority>.b64 policy, 1.0`,
- * sm_80, its policy passed to every `cp.async`, `ld.global` and TMA copy of the operand with
- * `.L2::cache_hint`). A performance hint only: it changes no result.
- */
-export type CachePolicy = "evict_first" | "evict_last" | "evict_normal";
-
-/** Each {@link CachePolicy}, in the order the checker lists them, with what it asks of the L2. */
-export const CACHE_POLICIES: Readonly<Record<CachePolicy, string>> = Object.freeze({
-  evict_first: "evict the operand's lines first (an operand read once, streamed)",
-  evict_last: "keep the operand's lines ahead of normal ones (an operand reused by many blocks)",
-  evict_normal: "the L2's normal priority, named explicitly",
-});
-
-/** The schedule key of each operand's {@link CachePolicy}, and its field of {@link Schedule}. */
+/** The schedule key of each operand's {@link CachePolicy} (ir/cache_policy.ts), and its field
+ * of {@link Schedule}. */
 export const CACHE_KEYS: Readonly<
   Record<"A" | "B", { readonly key: ScheduleKey; readonly field: "cacheA" | "cacheB" }>
 > = Object.freeze({

@@ -9,7 +9,7 @@
  */
 
 import type { Guard, Operand, Reg } from "./kernel.ts";
-import type { CachePolicy } from "./gemm.ts";
+import type { CachePolicy } from "./cache_policy.ts";
 
 /**
  * `cp.async.{ca,cg}.shared.global [dst], [src], bytes, srcBytes`: copies

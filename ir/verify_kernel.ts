@@ -26,7 +26,7 @@ import { MMA_SHAPES, type MmaShape } from "./mma_table.ts";
 import { sparseMmaByName } from "./mma_sparse.ts";
 import { targetHas } from "./target.ts";
 import { WGMMA_BY_NAME } from "./wgmma_table.ts";
-import { CACHE_POLICIES } from "./gemm.ts";
+import { CACHE_POLICIES } from "./cache_policy.ts";
 import { printBody } from "./print_kernel.ts";
 
 function show(o: Op): string {

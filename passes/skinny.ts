@@ -22,7 +22,8 @@
  * @module
  */
 
-import type { CachePolicy, Shape3 } from "../ir/gemm.ts";
+import type { CachePolicy } from "../ir/cache_policy.ts";
+import type { Shape3 } from "../ir/gemm.ts";
 
 /** One candidate: the threadblock, its warp tile and its preferred stage count. */
 export interface SkinnyTile {

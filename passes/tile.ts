@@ -12,7 +12,8 @@
  * @module
  */
 
-import type { CachePolicy, DimRef, GemmKernel, Shape3, TilePlan } from "../ir/gemm.ts";
+import type { DimRef, GemmKernel, Shape3, TilePlan } from "../ir/gemm.ts";
+import type { CachePolicy } from "../ir/cache_policy.ts";
 import { hasSyncCopies, knownSize, sparseMetaParam } from "../ir/gemm.ts";
 import type { Dtype } from "../ir/dtype.ts";
 import { type GemmPass, scheduleError } from "./pass.ts";

@@ -26,7 +26,7 @@ import {
 } from "../compiler.ts";
 import { simulateGemm } from "../harness/simulate_gemm.ts";
 import { simulateGrouped } from "../harness/simulate_grouped.ts";
-import type { CachePolicy } from "../ir/gemm.ts";
+import type { CachePolicy } from "../ir/cache_policy.ts";
 import { operandView } from "../ir/gemm.ts";
 import { type Kernel, type Op, opRegs, type Reg, walkOps } from "../ir/kernel.ts";
 import { runPtxas } from "../backends/ptx/ptxas.ts";

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import * as ir from "../ir/builder.ts";
 import { imm } from "../ir/builder.ts";
-import type { CachePolicy } from "../ir/gemm.ts";
+import type { CachePolicy } from "../ir/cache_policy.ts";
 import { POLICY_VALUES } from "../backends/sim/_ops.ts";
 import type { BinFn, Kernel, Reg } from "../ir/kernel.ts";
 import { ldmatrixCoord } from "../ir/mma_table.ts";

@@ -8,7 +8,7 @@
  */
 
 import type { Reg } from "../../ir/kernel.ts";
-import { CACHE_POLICIES } from "../../ir/gemm.ts";
+import { CACHE_POLICIES } from "../../ir/cache_policy.ts";
 import { SETMAXNREG, setMaxNRegValid } from "../../ir/kernel_sm90.ts";
 import { regName } from "../../ir/print_kernel.ts";
 import { MMA_SHAPES, type MmaShape } from "../../ir/mma_table.ts";

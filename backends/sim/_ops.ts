@@ -25,7 +25,7 @@ import type {
   WaitOp,
 } from "../../ir/kernel.ts";
 import { ldmatrixCoord } from "../../ir/mma_table.ts";
-import type { CachePolicy } from "../../ir/gemm.ts";
+import type { CachePolicy } from "../../ir/cache_policy.ts";
 import { f32Bits, f32ToF16Bits } from "../../numerics/mod.ts";
 import type { Machine, Mask, OpInfo, RegArray, Run } from "./_machine.ts";
 import { PREFETCH_WHAT, SimError } from "./types.ts";

@@ -8,16 +8,9 @@
  */
 
 import type { ScheduleLineAst } from "../ast.ts";
-import type {
-  CachePolicy,
-  Schedule,
-  ScheduleKey,
-  Scheduler,
-  Shape3,
-  Span,
-  Target,
-} from "../../ir/gemm.ts";
-import { CACHE_POLICIES, CLUSTER_SHAPES, SCHEDULERS } from "../../ir/gemm.ts";
+import type { Schedule, ScheduleKey, Scheduler, Shape3, Span, Target } from "../../ir/gemm.ts";
+import { CLUSTER_SHAPES, SCHEDULERS } from "../../ir/gemm.ts";
+import { CACHE_POLICIES, type CachePolicy } from "../../ir/cache_policy.ts";
 import { type Dtype, isDtype } from "../../ir/dtype.ts";
 import { isTargetName, targetList } from "../../ir/target.ts";
 import { fail, lineOf, type Src } from "./scope.ts";

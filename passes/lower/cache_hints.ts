@@ -10,13 +10,13 @@
 
 import {
   CACHE_KEYS,
-  type CachePolicy,
   type GemmKernel,
   type OperandSmem,
   operandView,
   type ScheduleKey,
   sparseMetaParam,
 } from "../../ir/gemm.ts";
+import type { CachePolicy } from "../../ir/cache_policy.ts";
 
 /** One operand whose schedule names an L2 eviction priority, and which copies carry it. */
 export interface CacheHintDecision {
