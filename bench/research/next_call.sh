@@ -87,7 +87,13 @@
 #   copyall: the llm rows at N = K = 4096 (f16 at M = 1-256, s8 at M = 16, 128) with --pdl --copy
 #          --read (the streaming kernel of the same bytes, bench/stream_read.ts, its first GPU run);
 #   cache: the schedule keys cache_a / cache_b (L2 eviction priorities, their first GPU run): f16
-#          at M = 16 and 128, N = K = 4096, B evict_first, and at M = 128 A evict_last with it.
+#          at M = 16 and 128, N = K = 4096, B evict_first, and at M = 128 A evict_last with it;
+#   read2: after NOTES 91 (call 1-2 of it ran ksweep, copyall and cache on an H100): the llm rows
+#          of f16, bf16 and s8 at M = 1-128 (N = K = 4096 and N = 14336) with --pdl --copy --read:
+#          the read kernel with a word a warp (its fixed cost, unmeasured), and the skinny
+#          evict_first default (SKINNY_STREAMED_B) on every row, bf16 and s8 for the first time;
+#   nohint: the same rows of f16 and s8 at N = K = 4096 with `cache_b evict_normal`, the
+#          default before SKINNY_STREAMED_B, for the same-run comparison.
 # Everything lands in OUT/all.tgz, packed after each step. Deno on PATH. Not part of the
 # benchmark or of CI.
 #
@@ -178,6 +184,14 @@ fi
 if has cache; then
   llm_variants "$W" cache "f16:16:cache_b evict_first" "f16:128:cache_b evict_first" \
     "f16:128:cache_a evict_last; cache_b evict_first"
+fi
+if has read2; then
+  llm_run "$W" read2 --types f16,bf16,s8 --m 1,16,64,128 --nk 4096x4096,14336x4096 --pdl --copy \
+    --read
+fi
+if has nohint; then
+  llm_run "$W" nohint --types f16,s8 --m 1,16,64,128 --nk 4096x4096 --pdl \
+    --schedule "cache_b evict_normal"
 fi
 if has runs; then
   llm_bracketed "$W" runs f16 16 "threadblock 16x32x512; warp 16x8x512; stages 3" \
