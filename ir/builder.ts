@@ -22,7 +22,6 @@ import type {
   CvtOp,
   FenceOp,
   ForOp,
-  GridDepOp,
   Guard,
   IfOp,
   Imm,
@@ -30,10 +29,6 @@ import type {
   LdmatrixOp,
   LdsOp,
   MadOp,
-  MbarArriveOp,
-  MbarFenceOp,
-  MbarInitOp,
-  MbarWaitOp,
   MemWidth,
   MmaOp,
   MovOp,
@@ -43,27 +38,24 @@ import type {
   PackOp,
   ParamOp,
   PrefetchOp,
-  ProxyFenceOp,
   Reg,
   RegType,
   SelpOp,
-  SetMaxNRegOp,
   SetpOp,
   SmemBaseOp,
   SpecialReg,
   SregOp,
   StgOp,
   StsOp,
-  TmaLoadOp,
   UnOp,
   UnpackOp,
   WaitOp,
-  WgCommitOp,
-  WgFenceOp,
-  WgmmaOp,
-  WgWaitOp,
 } from "./kernel.ts";
 import type { CachePolicy } from "./cache_policy.ts";
+
+// sm90's factories (warpgroup MMA, mbarriers, TMA, setmaxnreg, griddepcontrol), in a file of their
+// own beside ir/kernel_sm90.ts's operations, are this module's too.
+export * from "./builder_sm90.ts";
 
 /**
  * An immediate operand.
@@ -354,160 +346,6 @@ export function clusterBar(): BarOp {
  */
 export function fence(): FenceOp {
   return { op: "fence" };
-}
-
-/**
- * A warpgroup MMA (ir/kernel.ts, WgmmaOp): `d (+)= A * B`, A and B read from shared memory.
- *
- * @param shape The wgmma table row.
- * @param d The accumulators.
- * @param a A's tile address (u32, shared).
- * @param b B's tile address (u32, shared).
- * @param scaleD 1: accumulate into `d`; 0: overwrite it.
- * @returns The operation.
- */
-export function wgmma(shape: string, d: readonly Reg[], a: Reg, b: Reg, scaleD: 0 | 1): WgmmaOp {
-  return { op: "wgmma", shape, d, a, b, scaleD };
-}
-
-/**
- * `wgmma.fence.sync.aligned`.
- *
- * @returns The operation.
- */
-export function wgFence(): WgFenceOp {
-  return { op: "wgfence" };
-}
-
-/**
- * `wgmma.commit_group.sync.aligned`.
- *
- * @returns The operation.
- */
-export function wgCommit(): WgCommitOp {
-  return { op: "wgcommit" };
-}
-
-/**
- * `wgmma.wait_group.sync.aligned n`.
- *
- * @param n The groups that may stay pending.
- * @returns The operation.
- */
-export function wgWait(n: number): WgWaitOp {
-  return { op: "wgwait", n };
-}
-
-/**
- * `fence.proxy.async.shared::cta`.
- *
- * @returns The operation.
- */
-export function proxyFence(): ProxyFenceOp {
-  return { op: "proxyfence" };
-}
-
-/**
- * `mbarrier.init` of the barrier at `addr` for `count` arrivals a phase.
- *
- * @param addr The barrier's shared address (u32).
- * @param count Arrivals a phase expects.
- * @returns The operation.
- */
-export function mbarInit(addr: Reg, count: number): MbarInitOp {
-  return { op: "mbarinit", addr, count };
-}
-
-/**
- * An arrival on the barrier at `addr`, after raising its phase's transaction bytes by `tx`.
- *
- * @param addr The barrier's shared address (u32).
- * @param tx Transaction bytes the phase also waits for (absent: none).
- * @param guard The lanes that arrive (absent: all).
- * @param cta The cluster rank of the CTA whose barrier at `addr`'s offset receives the
- *   arrival (absent: the executing CTA's).
- * @returns The operation.
- */
-export function mbarArrive(addr: Reg, tx?: number, guard?: Guard, cta?: Operand): MbarArriveOp {
-  return {
-    op: "mbararrive",
-    addr,
-    ...(tx === undefined ? {} : { tx }),
-    ...(guard === undefined ? {} : { guard }),
-    ...(cta === undefined ? {} : { cta }),
-  };
-}
-
-/**
- * Waits for the phase of parity `parity` of the barrier at `addr` to complete.
- *
- * @param addr The barrier's shared address (u32).
- * @param parity The parity (u32 0 or 1).
- * @returns The operation.
- */
-export function mbarWait(addr: Reg, parity: Operand): MbarWaitOp {
-  return { op: "mbarwait", addr, parity };
-}
-
-/**
- * `fence.mbarrier_init.release.cluster`.
- *
- * @returns The operation.
- */
-export function mbarFence(): MbarFenceOp {
-  return { op: "mbarfence" };
-}
-
-/**
- * A TMA copy of the box at `coords` of tensor map `map` to `dst`, completing on `bar`.
- *
- * @param dst The box's shared address (u32).
- * @param map The `tensormap` parameter.
- * @param coords The box's origin, innermost first.
- * @param bar The barrier's shared address (u32).
- * @param multicast The cluster's CTAs that receive the box, a bit a rank (absent: this CTA).
- * @param policy A cache-eviction policy register (u64, {@link createPolicy}), if any.
- * @returns The operation.
- */
-export function tmaLoad(
-  dst: Reg,
-  map: string,
-  coords: readonly Operand[],
-  bar: Reg,
-  multicast?: number,
-  policy?: Reg,
-): TmaLoadOp {
-  return {
-    op: "tma",
-    dst,
-    map,
-    coords,
-    bar,
-    ...(multicast === undefined ? {} : { multicast }),
-    ...(policy === undefined ? {} : { policy }),
-  };
-}
-
-/**
- * `setmaxnreg.{inc,dec}.sync.aligned.u32 regs`.
- *
- * @param action Raise or lower.
- * @param regs The registers per thread.
- * @returns The operation.
- */
-export function setMaxNReg(action: "inc" | "dec", regs: number): SetMaxNRegOp {
-  return { op: "setmaxnreg", action, regs };
-}
-
-/**
- * `griddepcontrol.wait` or `griddepcontrol.launch_dependents` (see {@link GridDepOp}).
- *
- * @param action `wait` or `launch`.
- * @param early A wait's tensors read before it (compile option `pdlEarly`).
- * @returns The operation.
- */
-export function gridDep(action: "wait" | "launch", early?: readonly string[]): GridDepOp {
-  return { op: "griddep", action, ...(early !== undefined && early.length > 0 ? { early } : {}) };
 }
 
 /**
