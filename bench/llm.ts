@@ -45,8 +45,8 @@
  *    a `cuMemcpyDtoD` launch moving the row's bytes (half read from B's rotated
  *    sets, half written to a destination a set, {@link copyLaunch}) is timed the
  *    same way as one more side: the columns "copy µs" and "copy/floor", what one
- *    launch of those bytes reaches (bench/NOTES.md 90: 0.98 of an H100's floor
- *    at N = K = 4096, where our kernels reach 0.73). With `--read`, a plain
+ *    launch of those bytes reaches (bench/NOTES.md 91: 0.78 of an H100's floor
+ *    at N = K = 4096, where ours+PDL reaches 0.80). With `--read`, a plain
  *    streaming kernel of the same bytes (bench/stream_read.ts, checked once a
  *    row by the xor of every word it read) is a side too: "read µs" and
  *    "read/floor", what a kernel launch of those bytes reaches.
@@ -525,6 +525,21 @@ function timeSides(cuda: Cuda, probe: ClockProbe, s: RowSides<Prepared>): RowSid
   };
 }
 
+/** No side timed (a row that failed its check or did not run). */
+const UNTIMED: RowSides<null> = { ours: null, oursPdl: null, cublas: null, copy: null, read: null };
+
+/** A row's sides as its record holds them: an optional side's key present exactly when its
+ * option is (`--pdl`, `--copy`, `--read`). */
+function shownSides(ctx: RunContext, t: RowSides<SideFigures | null>) {
+  return {
+    ours: t.ours,
+    ...(ctx.pdl ? { oursPdl: t.oursPdl } : {}),
+    cublas: t.cublas,
+    ...(ctx.copySide ? { copy: t.copy } : {}),
+    ...(ctx.readSide ? { read: t.read } : {}),
+  };
+}
+
 /** Compiles, checks and times one row (every side, both states). */
 function benchRow(ctx: RunContext, type: LlmType, p: LlmProblem): LlmRow {
   const { cuda, blas, probe } = ctx;
@@ -551,17 +566,7 @@ function benchRow(ctx: RunContext, type: LlmType, p: LlmProblem): LlmRow {
       sets,
       registers,
     };
-    // The optional sides' keys are present exactly when their option is.
-    const shown = (t: RowSides<SideFigures | null>) => ({
-      ...(ctx.pdl ? { oursPdl: t.oursPdl } : {}),
-      cublas: t.cublas,
-      ...(ctx.copySide ? { copy: t.copy } : {}),
-      ...(ctx.readSide ? { read: t.read } : {}),
-    });
-    if (!ok) {
-      const none = { ours: null, oursPdl: null, cublas: null, copy: null, read: null };
-      return { ...base, status: "FAILED", note, ours: null, ...shown(none) };
-    }
+    if (!ok) return { ...base, status: "FAILED", note, ...shownSides(ctx, UNTIMED) };
     const reader = ctx.readSide ? readSide(cuda, type, p, k, bufs, mods) : null;
     const copyLaunches = ctx.copySide ? copyLaunch(cuda, type, p, k.bBufs, bufs) : null;
     const pdl = { pdl: true } as const;
@@ -583,8 +588,7 @@ function benchRow(ctx: RunContext, type: LlmType, p: LlmProblem): LlmRow {
       ...base,
       status: "ok",
       note: note + (reader === null ? "" : `; the read kernel ${reader.note}`),
-      ours: timed.ours,
-      ...shown(timed),
+      ...shownSides(ctx, timed),
     };
   } finally {
     for (const b of bufs) b.free();
@@ -615,11 +619,7 @@ function errorRow(ctx: RunContext, type: LlmType, p: LlmProblem, e: unknown): Ll
     kernel: "?",
     sets: 0,
     registers: 0,
-    ours: null,
-    ...(ctx.pdl ? { oursPdl: null } : {}),
-    cublas: null,
-    ...(ctx.copySide ? { copy: null } : {}),
-    ...(ctx.readSide ? { read: null } : {}),
+    ...shownSides(ctx, UNTIMED),
     floor: floors(ctx, type, p),
   };
 }

@@ -3,7 +3,8 @@
  * the threadblock and split-K with the rule of gemm-tile that chose them (TilePlan.why: the sizes
  * and SMs it weighed, and the constant whose comment holds the measurements), the stage count
  * with gemm-pipeline's reason (PipelinePlan.stagesWhy), the form of the kernel the lowering
- * builds from them, and which copies carry the operands' cache policies (`cache_a`, `cache_b`). Without `--tune` the sizes are unknown and the defaults are the general ones.
+ * builds from them, and which copies carry the operands' cache policies (`cache_a`,
+ * `cache_b`). Without `--tune` the sizes are unknown and the defaults are the general ones.
  *
  * @module
  */

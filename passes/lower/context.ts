@@ -141,10 +141,8 @@ export class LowerContext {
    * @throws Error where the schedule asks for one that is not emitted (a lowering bug).
    */
   cachePolicy(role: "A" | "B"): Reg | undefined {
-    if (this.k.schedule[CACHE_KEYS[role].field] === undefined) return undefined;
-    if (!carriesCacheHint(this.k, role)) return undefined;
     const r = this.policies.get(role);
-    if (r === undefined) {
+    if (r === undefined && carriesCacheHint(this.k, role)) {
       throw new Error(
         `lower-kernel: kernel "${this.k.name}": ${role}'s cache policy is not emitted`,
       );
