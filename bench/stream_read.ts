@@ -4,8 +4,8 @@
  * else. It pays what any kernel launch of those bytes pays (the launch, the first loads' latency,
  * the ramp of blocks onto the SMs, the tail) and no GEMM's work, so the distance from ours to it
  * is what our kernels add, and the distance from it to the floor is what a launch costs
- * (bench/NOTES.md 90: a `cuMemcpyDtoD` of the same bytes reached 0.98 of the floor, but it may
- * run on a copy engine, without a kernel's launch boundary).
+ * (a `cuMemcpyDtoD` of the same bytes may run on a copy engine, without a kernel's launch
+ * boundary; on an H100 it paid 3.1 µs a launch, bench/NOTES.md 91).
  *
  * The kernel: a grid of SMs x 8 blocks of 256 threads (2,048 threads an SM, the most an SM holds)
  * walks A's 16-byte vectors, then B's, grid-stride, four loads in flight a thread
