@@ -92,6 +92,11 @@
 #          of f16, bf16 and s8 at M = 1-128 (N = K = 4096 and N = 14336) with --pdl --copy --read:
 #          the read kernel with a word a warp (its fixed cost, unmeasured), and the skinny
 #          evict_first default (SKINNY_STREAMED_B) on every row, bf16 and s8 for the first time;
+#   m128s: after NOTES 92's model (the H200's M = 128 row bound by the bytes each SM takes in from
+#          the L2: 1.25 MB a 128x32 block): f16 at M = 128, N = K = 4096, the default against
+#          64x64x64 on clusters of 2 (1 MB a block), 128x64x64 split 2 in 9 stages (0.75 MB) and
+#          128x128x64 split 4 in 6 stages (0.5 MB), and 128x32x64 on clusters of 1x2 (A's box
+#          multicast: the same bytes into each SM, half of them read from the L2);
 #   nohint: the same rows of f16 and s8 at N = K = 4096 with `cache_b evict_normal`, the
 #          default before SKINNY_STREAMED_B, for the same-run comparison.
 # Everything lands in OUT/all.tgz, packed after each step. Deno on PATH. Not part of the
@@ -192,6 +197,11 @@ fi
 if has nohint; then
   llm_run "$W" nohint --types f16,s8 --m 1,16,64,128 --nk 4096x4096 --pdl \
     --schedule "cache_b evict_normal"
+fi
+if has m128s; then
+  llm_bracketed "$W" m128s f16 128 "threadblock 64x64x64; stages 13; cluster 2" \
+    "threadblock 128x64x64; stages 9; split_k 2" "threadblock 128x128x64; stages 6; split_k 4" \
+    "threadblock 128x32x64; stages 11; cluster 1x2"
 fi
 if has runs; then
   llm_bracketed "$W" runs f16 16 "threadblock 16x32x512; warp 16x8x512; stages 3" \
