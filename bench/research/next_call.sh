@@ -97,6 +97,8 @@
 #          64x64x64 on clusters of 2 (1 MB a block), 128x64x64 split 2 in 9 stages (0.75 MB) and
 #          128x128x64 split 4 in 6 stages (0.5 MB), and 128x32x64 on clusters of 1x2 (A's box
 #          multicast: the same bytes into each SM, half of them read from the L2);
+#   m256s: the same model at M = 256, N = K = 4096 (NOTES 92): the default 128x64x64 (1.5 MB into each
+#          SM) against 128x128x64 split 2 in 6 stages (1 MB, a fix-up of 64 KB a tile);
 #   nohint: the same rows of f16 and s8 at N = K = 4096 with `cache_b evict_normal`, the
 #          default before SKINNY_STREAMED_B, for the same-run comparison.
 # Everything lands in OUT/all.tgz, packed after each step. Deno on PATH. Not part of the
@@ -202,6 +204,9 @@ if has m128s; then
   llm_bracketed "$W" m128s f16 128 "threadblock 64x64x64; stages 13; cluster 2" \
     "threadblock 128x64x64; stages 9; split_k 2" "threadblock 128x128x64; stages 6; split_k 4" \
     "threadblock 128x32x64; stages 11; cluster 1x2"
+fi
+if has m256s; then
+  llm_bracketed "$W" m256s f16 256 "threadblock 128x128x64; stages 6; split_k 2"
 fi
 if has runs; then
   llm_bracketed "$W" runs f16 16 "threadblock 16x32x512; warp 16x8x512; stages 3" \
