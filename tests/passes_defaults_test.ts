@@ -11,7 +11,8 @@
 import assert from "node:assert/strict";
 import { check } from "../compiler.ts";
 import type { GemmKernel } from "../ir/gemm.ts";
-import { defaultSwizzle, defaultThreadblock } from "../passes/tile.ts";
+import { defaultSwizzle } from "../passes/tile.ts";
+import { defaultThreadblock } from "../passes/tile_context.ts";
 import { TARGET_NAMES, targetHas, targetInfo } from "../ir/target.ts";
 import { defaultStages } from "../passes/pipeline.ts";
 import { compileOk, F16, program, shape, smem } from "./_passes.ts";

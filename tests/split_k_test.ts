@@ -21,7 +21,7 @@ import { workspaceArgs, workspaceBytes } from "../harness/workspace.ts";
 import { kernelManifest } from "../backends/ptx/manifest.ts";
 import { gridFor } from "../ir/kernel.ts";
 import { tensorParam } from "../ir/gemm.ts";
-import { defaultSplitK } from "../passes/tile.ts";
+import { defaultSplitK } from "../passes/tile_sm80.ts";
 import { findPtxas, runPtxas } from "../backends/ptx/ptxas.ts";
 import { ptxTarget } from "../backends/ptx/print.ts";
 
