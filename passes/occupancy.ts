@@ -2,7 +2,7 @@
  * `gemm-occupancy`: how many blocks of the kernel an SM is built to hold at
  * once (the kernel IR's `minBlocksPerSm`, PTX `.minnctapersm`). gemm-tile
  * counts on it before the shared memory and registers are known
- * (passes/tile.ts `expectedBlocksPerSm`); this pass decides it from the complete
+ * (passes/tile_sm80.ts `expectedBlocksPerSm`); this pass decides it from the complete
  * tile, warp and pipeline plans.
  *
  * @module

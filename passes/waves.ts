@@ -45,7 +45,7 @@ export const WAVE_TILES_8BIT: readonly WaveTile[] = [{ m: 160, n: 256, speed: 1 
 export const WAVE_TILES_SIMT: readonly WaveTile[] = [{ m: 128, n: 64, speed: 0.956 }];
 
 /**
- * The same for sm90's 16-bit wgmma tiles against their 128x256 default (passes/tile.ts `wgmmaFallback`):
+ * The same for sm90's 16-bit wgmma tiles against their 128x256 default (passes/tile_sm90.ts `wgmmaFallback`):
  * 128x224, whose rows of 28 vectors the staged epilogue reads back by 32 lanes
  * (`StagingPlan.readLanes`). Measured on an H100 with cuBLAS in the run (bench/NOTES.md 83, f16
  * burst): 606 against 593 TFLOP/s at 5000³ and 694 against 658 at 1024x14336x4096, where the

@@ -1,5 +1,5 @@
 /**
- * sm90's default wgmma tiles over known sizes beyond the skinny rule (passes/tile.ts
+ * sm90's default wgmma tiles over known sizes beyond the skinny rule (passes/tile_sm90.ts
  * `wgmmaFallback`, issue 22/23): 128x256 wherever its grid fills more than half the SMs
  * (`WGMMA_WAVE_FILL`, bench/NOTES.md 82, 84), else 128x128 where a wave of those fills them, else the
  * sm80 target's tile; one wave of 128x128 over one wave of the default where it fills 15/16 of the

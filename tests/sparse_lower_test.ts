@@ -180,7 +180,7 @@ Deno.test("sparse default tiles: 256x128, two stages of four mma.sp k-steps (8-b
     const t86 = r86.kernels[0]!.planned.plan.tile!.threadblock;
     assert.equal(t86.k, { f16: 64, f32: 32, s8: 128 }[a], a);
   }
-  // A literal K: 256x128x256 spills 4 bytes there (passes/tile.ts sparseThreadblock).
+  // A literal K: 256x128x256 spills 4 bytes there (passes/tile_context.ts sparseThreadblock).
   const lit = compile(program("dt_lit", "s8", "s32", "8192"), {
     file: "dt.gemm",
     sizeHints: { M: 8192, N: 8192 },

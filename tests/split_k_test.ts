@@ -239,7 +239,7 @@ Deno.test("split-K defaults: skinny problems with known sizes split K (tf32; f16
     return `${tile.threadblock.m}x${tile.threadblock.n} split ${tile.splitK}`;
   };
   // 16-bit at M=256, N=4096, K=8192: 128 blocks of a 128-deep 128x64 tile
-  // (passes/tile.ts deep16; bench/NOTES.md 30); at N=8192 the 128x256 grid of 64
+  // (passes/tile_sm80.ts deep16; bench/NOTES.md 30); at N=8192 the 128x256 grid of 64
   // blocks splits K. At M <= 128 the skinny schedule (passes/skinny.ts): one wave of
   // short tiles, split only where the tiles alone leave SMs idle.
   assert.equal(plan("f16", 132, "", 4096, 256), "128x64 split 1");

@@ -20,7 +20,7 @@ import { didYouMean } from "../suggest.ts";
 /**
  * The most splits of K a schedule may ask for, checked before anything is
  * sized by it (the grid's z, the workspace, the unrolled reduction). The
- * default picks at most 8 (passes/tile.ts `defaultSplitK`); each split
+ * default picks at most 8 (passes/tile_sm80.ts `defaultSplitK`); each split
  * needs a k-tile of its own, and the last block sums the partials serially.
  */
 export const MAX_SPLIT_K: number = LIMITS.splitK.value;
