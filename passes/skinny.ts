@@ -164,10 +164,15 @@ export interface SkinnyChoice {
  * evict_first / default again in one call; bench/NOTES.md 91): M = 16 (16x32x256, mma.sync fed by
  * cp.async) 15.5 / 15.5, 14.8 / 14.8, 15.4 / 15.4, and with PDL 14.1, 13.0, 14.0 (0.80 to 0.86
  * of the floor); M = 128 (128x32x64, wgmma fed by TMA) 16.6 / 16.7, 15.5 / 15.7, 16.7 / 16.8
- * (PDL 15.3, 14.5, 15.4); A `evict_last` beside it added nothing (15.4 / 15.6). Inferred, not
- * measured: bf16 and 8-bit operands, the other M and (N, K) of the rules, the sm80 and sm86
- * targets (the same cp.async instructions) and the H200. Where the tile is shorter than M, each of
- * B's bytes is read by several blocks, and no hint is given.
+ * (PDL 15.3, 14.5, 15.4); A `evict_last` beside it added nothing (15.4 / 15.6). On the H200
+ * (NOTES 92, `cache_b evict_normal` then the default, two calls on one machine, µs burst, PDL):
+ * f16 M = 1 12.6 -> 12.0 (11.1 -> 10.6), M = 16 12.9 -> 12.2 (11.2 -> 10.7), M = 64 (64x32 wgmma)
+ * 12.8 -> 11.8 (11.2 -> 10.8), M = 128 14.7 -> 13.9 in one call (13.1 -> 13.0); s8 M = 16 8.0 ->
+ * 7.3 (6.5 -> 5.8), M = 128 9.8 -> 9.2 (8.3 -> 8.3). Where the tile is shorter than M, each of
+ * B's bytes is read by several blocks, and no hint is given, unless a cluster along M multicasts
+ * B's box to tiles that together span M (read from the L2 once: inferred, not measured). Inferred,
+ * not measured: bf16, the N = 14336 and K = 14336 rows (given it, they ran at 0.83-0.93 of the
+ * H200's floor, NOTES 92), and the sm80 and sm86 targets (the same cp.async instructions).
  */
 export const SKINNY_STREAMED_B: CachePolicy = "evict_first";
 
@@ -241,8 +246,8 @@ const WGMMA_SKINNY_TILE: Shape3 = { m: 128, n: 128, k: 64 };
 /**
  * sm90's narrower skinny tiles, in order (the first whose grid fills 3/4 of the SMs in one wave),
  * where the 128x128 tiles neither fill the SMs nor split a long K: two consumer warpgroups of 64 x
- * 64 for M above 128, one of 64 x 32 for M = 33-64, two of 64 x 32 (128x32) or one of 64 x 64 on
- * clusters for M = 65-128.
+ * 64 for M above 128, one of 64 x 32 for M = 33-64, one of 64 x 64 on clusters for M = 65-128
+ * (8-bit types: two of 64 x 32, 128x32, below K = 8192).
  * Measured with deep pipelines on an H100 (f16, `gemm run`, µs; bench/NOTES.md 73): M = 256,
  * N = K = 4096 128x64 20.7 against 25.5 for sm80's 128x64x128 (and 28.4 with 4 stages); M =
  * 128 64x64 18.0 against 20.0. The 64x64 tiles run on clusters of 2 (the two tile rows read B's
@@ -267,7 +272,13 @@ const WGMMA_SKINNY_TILE: Shape3 = { m: 128, n: 128, k: 64 };
  * K = 8192 too. bf16's pair, measured after (NOTES 88, an H100, adjacent runs): 16.3 / 16.4
  * against 16.7 / 16.7 on clusters (PDL 14.9 / 15.1 against 15.6 / 15.6). Its K = 14336 side,
  * measured after (NOTES 89, the H200, adjacent runs): the 64x64 on clusters 36.5 / 41.5 against
- * 128x32's 40.2 / 46.8 (PDL 35.3 / 43.3 against 39.3 / 47.6), as f16's.
+ * 128x32's 40.2 / 46.8 (PDL 35.3 / 43.3 against 39.3 / 47.6), as f16's. On the H200, where
+ * issue 22's targets are stated, the K = 4096 side reverses (NOTES 92, the llm table's protocol,
+ * f16 at M = 128, N = K = 4096, neither with an L2 hint): 64x64 on clusters 14.0 / 14.7 (PDL 12.6
+ * / 13.6) against 128x32's 14.7 / 15.9 (PDL 13.1 / 15.1). So 16-bit types take 64x64 on clusters
+ * at every K and give up the H100's 3% (the target table cannot tell the two 132-SM cards
+ * apart). Inferred, not measured: bf16 on the H200 at K = 4096, and the pair with B `evict_first`
+ * (which gained 128x32 0.5-0.8 µs there, NOTES 92; a cluster's two tiles span M, so both get it).
  */
 const WGMMA_SKINNY_NARROW: readonly {
   readonly tile: Shape3;
@@ -285,7 +296,6 @@ const WGMMA_SKINNY_NARROW: readonly {
   { tile: { m: 128, n: 64, k: 64 }, maxM: 256, bytes: [2] },
   { tile: { m: 64, n: 32, k: 64 }, maxM: 64, bytes: [2] },
   { tile: { m: 128, n: 32, k: 64 }, maxM: 128, bytes: [1], persistent: true, belowK: 8192 },
-  { tile: { m: 128, n: 32, k: 64 }, maxM: 128, bytes: [2], belowK: 8192 },
   { tile: { m: 64, n: 64, k: 64 }, maxM: 128, cluster: 2, bytes: [1, 2] },
 ];
 
@@ -320,7 +330,8 @@ const WGMMA_SKINNY_SPLIT_MIN_K = 8192;
  * against 37.7 at K = 14336) and lost at N = K = 4096 (20.2 against 18.1); with deep pipelines
  * on an H100 they lost at M = 16 (NOTES 74: N = K = 4096 64x32 with 18 stages 19.8 against 16.2;
  * M = 64 64x64 split 2 19.6 against 19.7).
- * At M = 65-128 below K = 8192, 128x32 comes first (16-bit: one block a tile; NOTES 86).
+ * At M = 65-128, 16-bit types take 64x64 on clusters at every K (NOTES 92: on the H200 it beat
+ * the 128x32 that NOTES 86 chose on an H100 below K = 8192).
  * 8-bit types take only the narrow tiles of M = 65-128 where they make one wave: persistent
  * 128x32x128 below K = 8192, 64x64x128 on clusters from there (NOTES 79, 85); sm80's rule
  * elsewhere. Shortcuts: the other 8-bit rows are not measured on wgmma

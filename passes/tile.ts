@@ -88,19 +88,22 @@ function skinnyProblem(c: TileContext): SkinnyProblem | null {
 }
 
 /**
- * A skinny tile's `why`, and B's L2 eviction priority where the tile spans M (each of B's bytes
- * read once: passes/skinny.ts {@link SKINNY_STREAMED_B}) and the schedule names none for B.
+ * A skinny tile's `why`, and B's L2 eviction priority where the tile spans M, or a cluster of
+ * `clusterM` tiles along M does (B's box multicast to them): each of B's bytes read from the L2
+ * once (passes/skinny.ts {@link SKINNY_STREAMED_B}), unless the schedule names a policy for B.
  */
 function streamedB(
   k: GemmKernel,
   sp: SkinnyProblem,
   tb: Shape3,
   why: string,
+  clusterM = 1,
 ): { cacheB?: CachePolicy; why: string } {
-  if (sp.M > tb.m || k.schedule.cacheB !== undefined) return { why };
+  if (sp.M > tb.m * clusterM || k.schedule.cacheB !== undefined) return { why };
+  const spans = clusterM === 1 ? "the tile spans M" : `a cluster's ${clusterM} tiles span M`;
   return {
     cacheB: SKINNY_STREAMED_B,
-    why: `${why}; the tile spans M, so B is read once: cache_b ${SKINNY_STREAMED_B} ` +
+    why: `${why}; ${spans}, so B is read once: cache_b ${SKINNY_STREAMED_B} ` +
       "(SKINNY_STREAMED_B)",
   };
 }
@@ -139,6 +142,7 @@ function defaultTile(k: GemmKernel): ChosenTile {
         `${skinnyText(sp!)}: sm90's wgmma rule (passes/skinny.ts skinnyWgmmaSchedule), ` +
           `${wgSkinny.rule}${wgSkinny.cluster !== undefined ? ", on clusters of 2 along M" : ""}` +
           `${wgSkinny.persistent ? ", persistent" : ""}`,
+        wgSkinny.cluster ?? 1,
       ),
     };
   }

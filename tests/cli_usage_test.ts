@@ -276,12 +276,27 @@ Deno.test("--pdl-early: a name the kernel still reads after its wait is a note, 
   const tune = (
     rows: number,
   ) => ["--tune", "--sms", "132", "--size", `Rows=${rows},Cols=4096,Inner=4096`];
-  // 128x32 at M = 128: W's box a fifth of the stage (passes/lower/early.ts).
-  const fifth = await compileAt("sm90", "--pdl", "--pdl-early", "W", ...tune(128));
+  // s8's 128x32x128 at M = 128: B's box a fifth of the stage (passes/lower/early.ts).
+  const fifth = await gemm(
+    "compile",
+    "examples/s8_gemm.gemm",
+    "--target",
+    "sm90",
+    "--emit",
+    "json",
+    "--pdl",
+    "--pdl-early",
+    "B",
+    "--tune",
+    "--sms",
+    "132",
+    "--size",
+    "M=128,N=4096,K=4096",
+  );
   assert.equal(fifth.code, 0, fifth.err);
   assert.match(
     fifth.err,
-    /note: --pdl-early W: kernel \w+ reads it as without the option: its box is 0\.20 of a stage, under the 0\.25/,
+    /note: --pdl-early B: kernel \w+ reads it as without the option: its box is 0\.20 of a stage, under the 0\.25/,
   );
   const third = await compileAt("sm90", "--pdl", "--pdl-early", "W", ...tune(64));
   assert.equal(third.code, 0, third.err);

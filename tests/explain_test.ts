@@ -78,7 +78,7 @@ Deno.test("explain: each of gemm-tile's rules names itself where it chose the ti
   const cases: [number, number, number, RegExp, RegExp][] = [
     [16, 4096, 4096, /^16x32x/, /M = 16, .*SKINNY_RULES/],
     [64, 4096, 4096, /^64x32x64$/, /WGMMA_SKINNY_NARROW's tile for M <= 64/],
-    [128, 4096, 4096, /^128x32x64$/, /WGMMA_SKINNY_NARROW's tile for M <= 128, K < 8192/],
+    [128, 4096, 4096, /^64x64x64$/, /WGMMA_SKINNY_NARROW's tile for M <= 128: .*on clusters/],
     [128, 4096, 14336, /^64x64x64$/, /WGMMA_SKINNY_NARROW.*on clusters of 2 along M/],
     [128, 14336, 4096, /^128x128x64$/, /128x128: its 112 tiles fill 3\/4/],
     [512, 4224, 4096, /^128x128x64$/, /WGMMA_FULL_WAVE/],
@@ -95,7 +95,7 @@ Deno.test("explain: each of gemm-tile's rules names itself where it chose the ti
   // Stages: the deep pipeline capped by what fits; the wgmma default capped at 8192³.
   assert.match(
     at(128, 4096, 4096).planned.plan.pipeline!.stagesWhy!,
-    /deep pipeline \(DEEP_PIPELINE_STAGES\) asks for 18; 11 fit in shared memory/,
+    /deep pipeline \(DEEP_PIPELINE_STAGES\) asks for 18; 13 fit in shared memory/,
   );
   assert.match(
     at(8192, 8192, 8192).planned.plan.pipeline!.stagesWhy!,
@@ -131,6 +131,7 @@ Deno.test("explain: gemm compile --emit explain prints it, with --tune for the s
   );
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stdout, /^kernel \w+ \(target sm90; .*Rows=128.*132 SMs\):$/m);
-  assert.match(r.stdout, /threadblock 128x32x64, split_k 1: .*WGMMA_SKINNY_NARROW/);
-  assert.match(r.stdout, /runs as: wgmma 64x32x16, TMA copies by a producer warpgroup/);
+  assert.match(r.stdout, /threadblock 64x64x64, split_k 1: .*WGMMA_SKINNY_NARROW/);
+  assert.match(r.stdout, /runs as: wgmma 64x64x16, TMA copies by a producer warpgroup.*clusters/);
+  assert.match(r.stdout, /a cluster's 2 tiles span M, so B is read once: cache_b evict_first/);
 });

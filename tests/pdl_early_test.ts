@@ -27,8 +27,12 @@ const SOURCE = Deno.readTextFileSync(new URL("../examples/bf16_gemm.gemm", impor
 /** bf16_gemm's roles: X [Rows, Inner] is A, W [Cols, Inner] (a column-major B) the weights. */
 const decode = (Rows: number) => ({ Rows, Cols: 4096, Inner: 4096 });
 
-function compiled(options: CompileOptions): CompiledKernel {
-  const r = compile(SOURCE, { target: "sm90", sms: 132, ...options });
+/** bf16_gemm on 128x32 tiles: the default of 8-bit types at M = 65-128 (passes/skinny.ts), a
+ * schedule line for 16-bit ones, whose box of W is a fifth of the stage. */
+const SOURCE_128X32 = SOURCE.replace(/\}\s*$/, "  schedule {\n    threadblock 128x32x64\n  }\n}\n");
+
+function compiled(options: CompileOptions, source = SOURCE): CompiledKernel {
+  const r = compile(source, { target: "sm90", sms: 132, ...options });
   assert.ok(r.ok, r.diagnostics.map((d) => d.message).join("; "));
   return r.kernels[0]!;
 }
@@ -63,11 +67,19 @@ const SUBJECTS: Subject[] = [
   },
   {
     // X's box is four fifths of this tile's stage; W's fifth is not read early (see below).
-    name: "TMA 128x32, one block a tile (M = 128), A early",
+    name: "TMA 128x32, one block a tile (M = 128, its schedule line), A early",
     hints: decode(128),
     early: ["X"],
     sizes: { Rows: 100, Cols: 136, Inner: 528 },
     form: /grid tiles 128x32/,
+    schedule: "threadblock 128x32x64",
+  },
+  {
+    name: "persistent 64x64 on clusters of 2 (M = 128, K = 4096), B evict_first",
+    hints: decode(128),
+    early: ["W"],
+    sizes: { Rows: 100, Cols: 136, Inner: 528 },
+    form: /grid tiles 64x64[^]*createpolicy\.L2::evict_first[^]*sreg nctaid\.x/,
   },
   {
     name: "persistent 64x64 on clusters of 2 (M = 128, K = 14336)",
@@ -175,8 +187,8 @@ Deno.test("pdlEarly: without it, or with pdl alone, the kernel is what it was", 
 Deno.test("pdlEarly: a TMA box under a quarter of the stage is not read early", () => {
   // 128x32 (M = 65-128): W's box is a fifth of the stage (bench/NOTES.md 86: it lost there).
   const h = { sizeHints: decode(128) };
-  const plain = compiled({ ...h, pdl: true });
-  const early = compiled({ ...h, pdl: true, pdlEarly: ["W"] });
+  const plain = compiled({ ...h, pdl: true }, SOURCE_128X32);
+  const early = compiled({ ...h, pdl: true, pdlEarly: ["W"] }, SOURCE_128X32);
   assert.match(early.kernelText, /grid tiles 128x32/);
   assert.equal(printPtx([early.kernel]), printPtx([plain.kernel]));
   assert.deepEqual(early.manifest.pdl, { early: [] });
@@ -198,7 +210,7 @@ Deno.test("pdlEarly: earlyDecisions says what the manifest lists, for every form
     ]),
     [
       "128x32, W",
-      compiled({ sizeHints: decode(128), pdl: true, pdlEarly: ["W"] }),
+      compiled({ sizeHints: decode(128), pdl: true, pdlEarly: ["W"] }, SOURCE_128X32),
       ["W"],
       /0\.20 of a stage/,
     ],

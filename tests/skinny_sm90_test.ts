@@ -40,10 +40,11 @@ Deno.test("skinny sm90: 128x128 wgmma tiles where they measured faster, else sm8
   // above M = 128, 64x64 on clusters of 2 up to it, ahead of a split K too (NOTES 76).
   assert.equal(pick(256, 4096, 4096), "128x64x64 split 1 blocks 128");
   assert.equal(pick(200, 4096, 8000), "128x64x64 split 1 blocks 128");
-  // At M = 65-128 below K = 8192, 128x32 one block a tile first (NOTES 86).
-  assert.equal(pick(128, 4096, 4096), "128x32x64 split 1 blocks 128");
-  assert.equal(pick(100, 4096, 4096), "128x32x64 split 1 blocks 128");
-  assert.equal(pick(65, 4096, 8191), "128x32x64 split 1 blocks 128");
+  // At M = 65-128, 64x64 on clusters at every K (NOTES 92, the H200; NOTES 86's 128x32 below
+  // K = 8192 was chosen on an H100).
+  assert.equal(pick(128, 4096, 4096), "64x64x64 split 1 blocks 128 cluster 2");
+  assert.equal(pick(100, 4096, 4096), "64x64x64 split 1 blocks 128 cluster 2");
+  assert.equal(pick(65, 4096, 8191), "64x64x64 split 1 blocks 128 cluster 2");
   assert.equal(pick(128, 4096, 8192), "64x64x64 split 1 blocks 128 cluster 2");
   assert.equal(pick(128, 4096, 14336), "64x64x64 split 1 blocks 128 cluster 2");
   // Where 64x64 does not fill 3/4 of the SMs in one wave, the split still serves a long K.

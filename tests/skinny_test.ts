@@ -247,11 +247,22 @@ Deno.test("skinny: B's copies evict_first where the tile spans M (SKINNY_STREAME
   for (const t of ["bf16", "s8"]) {
     assert.equal(cacheB(hinted(BENCH(t), { M: 16, N: 14336, K: 4096 })), "evict_first", t);
   }
-  // sm90's skinny wgmma tile at M = 128 (128x32, TMA): spans M too.
-  const wg = hinted(BENCH("f16"), { M: 128, N: 4096, K: 4096 }, "sm90");
+  // sm90's skinny wgmma tile at M = 128 (s8's 128x32x128, TMA): spans M too.
+  const wg = hinted(BENCH("s8"), { M: 128, N: 4096, K: 4096 }, "sm90");
   assert.equal(wg.planned.plan.tile!.threadblock.m, 128);
   assert.equal(cacheB(wg), "evict_first");
   assert.match(wg.ptx, /cp\.async\.bulk\.tensor[^\n]*\.L2::cache_hint/);
+  // 16-bit's 64x64 on clusters of 2 along M: the cluster's two tiles span M, B's box is
+  // multicast to both (read from the L2 once), so B's copies carry it and A's do not.
+  const cl = hinted(BENCH("f16"), { M: 128, N: 4096, K: 4096 }, "sm90");
+  assert.equal(cl.planned.plan.tile!.threadblock.m, 64);
+  assert.equal(cacheB(cl), "evict_first");
+  assert.match(cl.planned.plan.tile!.why ?? "", /a cluster's 2 tiles span M/);
+  const tma = [...cl.ptx.matchAll(/cp\.async\.bulk\.tensor[^\n]*/g)].map((m) => m[0]);
+  assert.ok(tma.some((t) => /multicast::cluster\.L2::cache_hint/.test(t)), tma.join("\n"));
+  assert.ok(tma.some((t) => !/cache_hint/.test(t)), tma.join("\n"));
+  // M = 200 on 128x64 tiles: two tile rows, no cluster, no hint.
+  assert.equal(cacheB(hinted(BENCH("f16"), { M: 200, N: 4096, K: 4096 }, "sm90")), undefined);
   // sm80's M = 128 tile is 64 rows: two blocks read each of B's bytes, no hint.
   const two = hinted(BENCH("f16"), { M: 128, N: 4096, K: 4096 });
   assert.equal(two.planned.plan.tile!.threadblock.m, 64);
