@@ -99,6 +99,9 @@
 #          multicast: the same bytes into each SM, half of them read from the L2);
 #   m256s: the same model at M = 256, N = K = 4096 (NOTES 92): the default 128x64x64 (1.5 MB into each
 #          SM) against 128x128x64 split 2 in 6 stages (1 MB, a fix-up of 64 KB a tile);
+#   m128v: after NOTES 92's change (16-bit M = 65-128 on 64x64 clusters, B evict_first there too):
+#          f16 and bf16 at M = 128, N = K = 4096, the default against 128x32x64 in 11 stages with
+#          `cache_b evict_first` (NOTES 92's old default), bracketed; on an H200 and an H100 alike;
 #   nohint: the same rows of f16 and s8 at N = K = 4096 with `cache_b evict_normal`, the
 #          default before SKINNY_STREAMED_B, for the same-run comparison.
 # Everything lands in OUT/all.tgz, packed after each step. Deno on PATH. Not part of the
@@ -207,6 +210,11 @@ if has m128s; then
 fi
 if has m256s; then
   llm_bracketed "$W" m256s f16 256 "threadblock 128x128x64; stages 6; split_k 2"
+fi
+if has m128v; then
+  for t in f16 bf16; do
+    llm_bracketed "$W" "m128v-$t" "$t" 128 "threadblock 128x32x64; stages 11; cache_b evict_first"
+  done
 fi
 if has runs; then
   llm_bracketed "$W" runs f16 16 "threadblock 16x32x512; warp 16x8x512; stages 3" \
