@@ -60,6 +60,15 @@ export interface CompileOptions extends SourceOptions {
    * input tensor of a compiled kernel (never its output).
    */
   readonly pdlEarly?: readonly string[];
+  /**
+   * With `pdl`: where the mma.sync main loop (sm90's cp.async-fed mma.sync kernels, the skinny
+   * tiles of M <= 32 among them) lets the next grid start. `drain` (the default): after its main
+   * loop has drained, as measured in bench/NOTES.md 71. `last-copy`: right after it issues its
+   * last copy, `stages - 1` k-tiles before the end, so that the next grid's launch, set-up and
+   * first L2 fetches overlap this grid's last k-tiles (an experiment, bench/NOTES.md 93: not yet
+   * measured). Kernels of other forms trigger where they did.
+   */
+  readonly pdlTrigger?: "drain" | "last-copy";
   /** Receives the IR after each pass (`--dump-after`). */
   readonly dump?: DumpHook;
 }
@@ -200,6 +209,7 @@ export function compile(source: string, options: CompileOptions = {}): CompileRe
         ...(options.sms === undefined ? {} : { sms: options.sms }),
         ...(options.pdl === true ? { pdl: true as const } : {}),
         ...earlyOf(gemm, options.pdlEarly),
+        ...(options.pdlTrigger === "last-copy" ? { pdlTrigger: "last-copy" as const } : {}),
       };
       const { gemm: planned, kernel } = runPipeline(
         hinted,
@@ -246,6 +256,13 @@ function earlyNamesProblem(kernels: readonly GemmKernel[], names: readonly strin
 function compileOptionProblem(options: CompileOptions): void {
   if (options.pdlEarly !== undefined && options.pdlEarly.length > 0 && options.pdl !== true) {
     throw new TypeError("Option pdlEarly needs pdl (it moves loads before griddepcontrol.wait)");
+  }
+  const trigger = options.pdlTrigger;
+  if (trigger !== undefined && trigger !== "drain" && trigger !== "last-copy") {
+    throw new TypeError(`Option pdlTrigger must be "drain" or "last-copy", got ${trigger}`);
+  }
+  if (trigger === "last-copy" && options.pdl !== true) {
+    throw new TypeError("Option pdlTrigger needs pdl (it moves griddepcontrol.launch_dependents)");
   }
   const sms = options.sms;
   if (sms !== undefined && !(Number.isInteger(sms) && sms > 0 && sms <= MAX_HINT)) {

@@ -227,6 +227,9 @@ export function cutlassName(ck: CompiledKernel, t: BlasType): string {
   }_${la}${lb}_align${a.align}${sk}${cl}`;
 }
 
+/** How a benchmark compiles ours+PDL's kernel ({@link compileSource}'s `pdl`). */
+export type PdlCompile = boolean | "early" | "last-copy";
+
 /**
  * A benchmark kernel from its source at problem `p`, at the default schedule a
  * user gets with `gemm run --tune --sms N`: the sizes as hints and the device's
@@ -239,7 +242,9 @@ export function cutlassName(ck: CompiledKernel, t: BlasType): string {
  * @param target The compile target (default: the kernel's own, sm80).
  * @param pdl Compile with programmatic dependent launch's instructions (the compile option
  *   `pdl`; default false); `"early"`: also with the compile option `pdlEarly` for B (the
- *   weights, which no kernel of the benchmark writes), whose loads then start before the wait.
+ *   weights, which no kernel of the benchmark writes), whose loads then start before the wait;
+ *   `"last-copy"`: also with the compile option `pdlTrigger: "last-copy"` (the mma.sync loop lets
+ *   the next grid start after its last copy, not after its drain).
  * @returns The compiled kernel.
  * @throws {Error} With the diagnostics when it does not compile.
  */
@@ -249,7 +254,7 @@ export function compileSource(
   p: Problem,
   sms: number,
   target?: Target,
-  pdl: boolean | "early" = false,
+  pdl: PdlCompile = false,
 ): CompiledKernel {
   const r = compile(source, {
     file,
@@ -258,6 +263,7 @@ export function compileSource(
     ...(target === undefined ? {} : { target }),
     ...(pdl !== false ? { pdl: true } : {}),
     ...(pdl === "early" ? { pdlEarly: ["B"] } : {}),
+    ...(pdl === "last-copy" ? { pdlTrigger: "last-copy" as const } : {}),
   });
   if (!r.ok) throw new Error(r.diagnostics.map((d) => d.message).join("; "));
   return r.kernels[0]!;
@@ -273,7 +279,7 @@ export function compileFor(
   t: BlasType,
   p: Problem,
   target?: Target,
-  pdl: boolean | "early" = false,
+  pdl: PdlCompile = false,
   schedule?: string,
 ): CompiledKernel {
   const sms = cuda.device.multiprocessors;

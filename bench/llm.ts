@@ -41,7 +41,11 @@
  *    the JSON rows. The checks (step 1) are ordinary launches. `--pdl-early`
  *    (implies `--pdl`): ours+PDL's kernel is also compiled with the compile
  *    option `pdlEarly` for B, the weights, which no launch of the series
- *    writes: its first stages of B are copied before the wait. With `--copy`,
+ *    writes: its first stages of B are copied before the wait. `--pdl-last-copy`
+ *    (implies `--pdl`; not with `--pdl-early`): ours+PDL's kernel is also
+ *    compiled with the compile option `pdlTrigger: "last-copy"` (its mma.sync
+ *    main loop lets the next grid start after its last copy, not after its
+ *    drain; an experiment, bench/NOTES.md 93). With `--copy`,
  *    a `cuMemcpyDtoD` launch moving the row's bytes (half read from B's rotated
  *    sets, half written to a destination a set, {@link copyLaunch}) is timed the
  *    same way as one more side: the columns "copy µs" and "copy/floor", what one
@@ -69,7 +73,7 @@
  * takes ~7 minutes on the H200 (~10 s a row: 3 rests, 2 loads; with 5 rests 9 rows took 117 s).
  *
  * `deno run -A bench/llm.ts [--types f16,bf16,s8] [--m 1,16,...] [--nk NxK,...] [--sizes MxNxK,...]
- * [--no-cublas] [--target sm80|sm86|sm90] [--pdl | --pdl-early] [--copy] [--read] [--schedule "LINES"]
+ * [--no-cublas] [--target sm80|sm86|sm90] [--pdl | --pdl-early | --pdl-last-copy] [--copy] [--read] [--schedule "LINES"]
  * [--out DIR]`, or `deno task bench --gpu --shapes llm [the same
  * options]`.
  *
@@ -86,7 +90,15 @@ import { median, timeLaunches } from "../harness/timing.ts";
 import { Cublas } from "./cublas.ts";
 import { ClockProbe } from "./clock_probe.ts";
 import { streamRead } from "./stream_read.ts";
-import { compileFor, cutlassName, load, loadFunction, poisonOutput, verify } from "./gpu_bench.ts";
+import {
+  compileFor,
+  cutlassName,
+  load,
+  loadFunction,
+  type PdlCompile,
+  poisonOutput,
+  verify,
+} from "./gpu_bench.ts";
 import {
   type Ceiling,
   ceilings,
@@ -174,6 +186,10 @@ export interface LlmOptions {
   /** `--pdl-early` (implies `--pdl`): ours+PDL's kernel also with the compile option `pdlEarly`
    * for B, the weights, whose first stages are then copied before the wait. Default false. */
   readonly pdlEarly: boolean;
+  /** `--pdl-last-copy` (implies `--pdl`; not with `--pdl-early`): ours+PDL's kernel also with the
+   * compile option `pdlTrigger: "last-copy"` (the mma.sync loop lets the next grid start after
+   * its last copy, not after its drain). Default false. */
+  readonly pdlLastCopy: boolean;
   /** `--nk 4096x4096,...`: only these (N, K) of the table (null: all). */
   readonly nk: readonly string[] | null;
   /** `--sizes MxNxK,...`: these problems instead of the table's (for every selected type; not
@@ -192,7 +208,7 @@ export interface LlmOptions {
 
 /**
  * Reads `--types f16,bf16,s8`, `--m 1,16,...`, `--nk NxK,...`, `--sizes MxNxK,...`, `--no-cublas`, `--target T`,
- * `--pdl`, `--pdl-early`, `--copy`, `--read`, `--schedule "LINES"`, `--out DIR`; other arguments are ignored (bench/main.ts
+ * `--pdl`, `--pdl-early`, `--pdl-last-copy`, `--copy`, `--read`, `--schedule "LINES"`, `--out DIR`; other arguments are ignored (bench/main.ts
  * passes its own on).
  *
  * @param args The arguments.
@@ -241,6 +257,9 @@ export function parseLlmArgs(args: readonly string[]): LlmOptions | string {
   if (schedule === "") return "--schedule needs schedule lines";
   const out = value("--out");
   if (out === "") return "--out needs a folder";
+  if (args.includes("--pdl-early") && args.includes("--pdl-last-copy")) {
+    return "--pdl-early and --pdl-last-copy are two variants of ours+PDL: one at a time";
+  }
   const target = value("--target") ?? "sm80";
   if (!isTargetName(target)) {
     return `Unknown target "${target}" in --target: expected ${targetList()}`;
@@ -251,8 +270,9 @@ export function parseLlmArgs(args: readonly string[]): LlmOptions | string {
     cublas: !args.includes("--no-cublas"),
     out: out ?? RESULTS_DIR,
     target,
-    pdl: args.includes("--pdl") || args.includes("--pdl-early"),
+    pdl: ["--pdl", "--pdl-early", "--pdl-last-copy"].some((f) => args.includes(f)),
     pdlEarly: args.includes("--pdl-early"),
+    pdlLastCopy: args.includes("--pdl-last-copy"),
     nk,
     sizes: sizes as LlmProblem[] | null,
     copy: args.includes("--copy"),
@@ -428,8 +448,9 @@ interface RunContext {
   readonly ceilings: ReadonlyMap<string, Ceiling>;
   readonly copy: CopyBandwidth;
   readonly target: Target;
-  /** Time ours+PDL too (`--pdl`), with B read early (`--pdl-early`). */
-  readonly pdl: boolean | "early";
+  /** Time ours+PDL too (`--pdl`), with B read early (`--pdl-early`) or the trigger after the last
+   * copy (`--pdl-last-copy`). */
+  readonly pdl: PdlCompile;
   /** Time the copy of each row's bytes too (`--copy`). */
   readonly copySide: boolean;
   /** Time the streaming kernel of each row's bytes too (`--read`). */
@@ -651,7 +672,11 @@ export function llmBenchMain(command: string, args: readonly string[]): boolean 
   if (o.pdl) {
     console.log(
       `# --pdl: ours timed again as programmatic dependent launches (ours+PDL${
-        o.pdlEarly ? ", B read before the wait: --pdl-early" : ""
+        o.pdlEarly
+          ? ", B read before the wait: --pdl-early"
+          : o.pdlLastCopy
+          ? ", the next grid started after the last copy: --pdl-last-copy"
+          : ""
       })${
         o.target === "sm90" ? "" : `; target ${o.target} has no griddepcontrol, so it gains nothing`
       }`,
@@ -676,6 +701,7 @@ export function llmBenchMain(command: string, args: readonly string[]): boolean 
       target: o.target,
       ...(o.pdl ? { pdl: true } : {}),
       ...(o.pdlEarly ? { pdlEarly: true } : {}),
+      ...(o.pdlLastCopy ? { pdlTrigger: "last-copy" as const } : {}),
       ...(o.schedule !== undefined ? { schedule: o.schedule } : {}),
       ...(o.copy ? { copySide: true } : {}),
       ...(o.read ? { readSide: true } : {}),
@@ -696,7 +722,7 @@ export function llmBenchMain(command: string, args: readonly string[]): boolean 
       ceilings: ceil,
       copy,
       target: o.target,
-      pdl: o.pdlEarly ? "early" : o.pdl,
+      pdl: o.pdlEarly ? "early" : o.pdlLastCopy ? "last-copy" : o.pdl,
       copySide: o.copy,
       readSide: o.read,
       ...(o.schedule !== undefined ? { schedule: o.schedule } : {}),

@@ -239,6 +239,9 @@ export interface LlmRunInfo {
   readonly pdl?: boolean;
   /** True with `--pdl-early`: ours+PDL's kernel reads B (the weights) before its wait. */
   readonly pdlEarly?: boolean;
+  /** `last-copy` with `--pdl-last-copy`: ours+PDL's kernel lets the next grid start after its
+   * last copy (the compile option `pdlTrigger`). */
+  readonly pdlTrigger?: "last-copy";
   /** `--schedule`'s lines, every kernel compiled with them (absent: the defaults). */
   readonly schedule?: string;
   /** True with `--copy`: the rows have the copy's figures ({@link LlmRow.copy}); else absent. */
@@ -446,6 +449,12 @@ function llmMethod(info: LlmRunInfo): string {
           ? " With `--pdl-early`, ours+PDL's kernel is also compiled with the compile option " +
             "`pdlEarly` for B (the weights, which the previous launch does not write): its " +
             "copies of B into the first stages start before the wait, A's after it."
+          : "") +
+        (info.pdlTrigger === "last-copy"
+          ? " With `--pdl-last-copy`, ours+PDL's kernel is also compiled with the compile " +
+            'option `pdlTrigger: "last-copy"`: its mma.sync main loop lets the next grid start ' +
+            "right after it issues its last copy, not after its drain (other kernel forms " +
+            "trigger where they do without it)."
           : "")
       : "")
   );

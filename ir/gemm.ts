@@ -275,6 +275,10 @@ export interface GemmKernel {
   /** With `pdl`: the kernel's input tensors the previous grid does not write (compile option
    * `pdlEarly`), whose loads may start before `griddepcontrol.wait`. */
   readonly pdlEarly?: readonly string[];
+  /** With `pdl`: `last-copy` moves the mma.sync main loop's `griddepcontrol.launch_dependents`
+   * from after its drain to right after its last copy is issued (compile option `pdlTrigger`;
+   * an experiment, bench/NOTES.md 93). Absent: after the drain. */
+  readonly pdlTrigger?: "last-copy";
   /** Where each given schedule line is, for diagnostics raised by passes. */
   readonly scheduleSpans: Readonly<Partial<Record<ScheduleKey, Span>>>;
   /** The kernel's name in `kernel NAME`: where a diagnostic without a schedule line points. */

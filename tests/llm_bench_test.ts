@@ -179,6 +179,10 @@ Deno.test("parseLlmArgs and selectedProblems: types, M, cuBLAS, target, errors",
   const early = parseLlmArgs(["--target", "sm90", "--pdl-early"]);
   assert.ok(typeof early === "object");
   assert.deepEqual([early.pdl, early.pdlEarly], [true, true]);
+  const last = parseLlmArgs(["--target", "sm90", "--pdl-last-copy"]);
+  assert.ok(typeof last === "object");
+  assert.deepEqual([last.pdl, last.pdlEarly, last.pdlLastCopy], [true, false, true]);
+  assert.match(String(parseLlmArgs(["--pdl-early", "--pdl-last-copy"])), /one at a time/);
   const sm90 = parseLlmArgs(["--target", "sm90"]);
   assert.ok(typeof sm90 === "object");
   assert.equal(sm90.target, "sm90");

@@ -102,6 +102,9 @@
 #   m128v: after NOTES 92's change (16-bit M = 65-128 on 64x64 clusters, B evict_first there too):
 #          f16 and bf16 at M = 128, N = K = 4096, the default against 128x32x64 in 11 stages with
 #          `cache_b evict_first` (NOTES 92's old default), bracketed; on an H200 and an H100 alike;
+#   trig:  NOTES 93's experiment: f16 and s8 at M = 1, 16 (the mma.sync skinny tiles), N = K = 4096
+#          and N = 14336, ours+PDL with the trigger after the drain (--pdl) against after the last
+#          copy (--pdl-last-copy), then --pdl again;
 #   nohint: the same rows of f16 and s8 at N = K = 4096 with `cache_b evict_normal`, the
 #          default before SKINNY_STREAMED_B, for the same-run comparison.
 # Everything lands in OUT/all.tgz, packed after each step. Deno on PATH. Not part of the
@@ -214,6 +217,11 @@ fi
 if has m128v; then
   for t in f16 bf16; do
     llm_bracketed "$W" "m128v-$t" "$t" 128 "threadblock 128x32x64; stages 11; cache_b evict_first"
+  done
+fi
+if has trig; then
+  for v in --pdl --pdl-last-copy --pdl; do
+    llm_run "$W" "trig${v#--pdl}-$SECONDS" --types f16,s8 --m 1,16 --nk 4096x4096,14336x4096 "$v"
   done
 fi
 if has runs; then

@@ -170,7 +170,7 @@ export function mainLoop(cx: LowerContext, o: TileOrigin): Reg[][][] {
     b.for(kt, from, to, 1, () => {
       for (let kk = 0; kk < KK; kk++) kStep(cx, st, kk);
     });
-  kLoops(cx, o, kCount, kLoop);
+  kLoops(cx, o, kCount, kLoop, k.pdlTrigger === "last-copy" ? S - 1 : undefined);
   b.emit(ir.wait(0));
   cx.gridLaunch();
   return acc;
@@ -236,38 +236,56 @@ function fragmentBuffers(
 }
 
 /**
- * Emits the loop over the k-tiles `[0, kCount)` by `kLoop`. An epilogue that reads a
- * matrix (C) asks the L2 for C's tile `prefetchAhead` k-tiles before the main loop ends (a
- * second copy of the loop runs those last k-tiles: a branch inside the loop body would
- * split its basic block, which cost 6% in bench/NOTES.md 3). With split-K only the last
- * split to finish reads C: it prefetches C's tile when it knows it is last, before it
- * loads the partial sums. The mma.sync and the wgmma main loops (wgmma.ts) share it.
+ * Emits the loop over the k-tiles `[0, kCount)` by `kLoop`, cut where something must be emitted
+ * a fixed number of k-tiles before the end (a second copy of the loop runs those last k-tiles: a
+ * branch inside the loop body would split its basic block, which cost 6% in bench/NOTES.md 3):
+ * - an epilogue that reads a matrix (C) asks the L2 for C's tile `prefetchAhead` k-tiles before
+ *   the main loop ends (with split-K only the last split to finish reads C: it prefetches C's tile
+ *   when it knows it is last, before it loads the partial sums);
+ * - `triggerBack`: programmatic dependent launch's trigger (`griddep.launch`) that many k-tiles
+ *   before the end, where the compile option `pdlTrigger` is `last-copy` (the mma.sync loop
+ *   passes `stages - 1`: right after its last copy is issued).
+ * The mma.sync and the wgmma main loops (wgmma.ts) share it.
  *
  * @param cx The lowering's context.
  * @param o The tile and the problem's sizes.
  * @param kCount The k-tiles this block computes.
  * @param kLoop Emits the loop over k-tiles `[from, to)`.
+ * @param triggerBack The k-tiles before the end to emit the trigger at (absent: not here).
  */
 export function kLoops(
   cx: LowerContext,
   o: TileOrigin,
   kCount: Operand,
   kLoop: (from: Operand, to: Operand) => void,
+  triggerBack?: number,
 ): void {
   const { m0, n0, M, N, bz, split } = o;
   const prefetch = split === null ? epiPrefetch(cx, m0, n0, M, N, bz) : null;
-  if (prefetch === null) {
-    kLoop(imm(0), kCount);
-    return;
+  const cuts: { back: number; note: string; name: string; emit: () => void }[] = [];
+  if (prefetch !== null) {
+    const P = prefetchAhead(cx.k.plan.tile!.threadblock.k);
+    const note = `the last ${P} k-tiles, after the L2 prefetch of C's tile`;
+    cuts.push({ back: P, note, name: "kpf", emit: prefetch });
   }
-  const P = prefetchAhead(cx.k.plan.tile!.threadblock.k);
-  cx.b.emit(ir.comment(`the last ${P} k-tiles, after the L2 prefetch of C's tile`));
-  const at: Operand = kCount.kind === "imm"
-    ? imm(Math.max(kCount.value - P, 0))
-    : cx.bin("sub", "u32", cx.bin("max", "u32", kCount, imm(P)), imm(P), "kpf");
-  if (at.kind !== "imm" || at.value > 0) kLoop(imm(0), at);
-  prefetch();
-  kLoop(at, kCount);
+  if (triggerBack !== undefined && cx.gridDep.on && !cx.gridDep.launched) {
+    const note = `the last ${triggerBack} k-tiles, after every copy is issued: the next grid ` +
+      "may start";
+    cuts.push({ back: triggerBack, note, name: "ktrig", emit: () => cx.gridLaunch() });
+  }
+  // The earliest cut first (the most k-tiles before the end).
+  cuts.sort((x, y) => y.back - x.back);
+  let from: Operand = imm(0);
+  for (const { back, note, name, emit } of cuts) {
+    cx.b.emit(ir.comment(note));
+    const at: Operand = kCount.kind === "imm"
+      ? imm(Math.max(kCount.value - back, 0))
+      : cx.bin("sub", "u32", cx.bin("max", "u32", kCount, imm(back)), imm(back), name);
+    if (at.kind !== "imm" || from.kind !== "imm" || at.value > from.value) kLoop(from, at);
+    emit();
+    from = at;
+  }
+  kLoop(from, kCount);
 }
 
 /**
