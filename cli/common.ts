@@ -57,6 +57,19 @@ export const PDL_EARLY_OPTION = {
     "promise: a tensor the previous grid writes would be read stale",
 } as const satisfies OptionSpec;
 
+/**
+ * `--pdl-trigger` of `compile`, `simulate` and `run`: the compile option `pdlTrigger` (where the
+ * mma.sync main loop lets the next grid start).
+ */
+export const PDL_TRIGGER_OPTION = {
+  name: "pdl-trigger",
+  type: "string",
+  value: "WHERE",
+  help: "With --pdl: where the mma.sync main loop lets the next grid start: drain (the\n" +
+    "default: after its drain) or last-copy (right after its last copy; an experiment,\n" +
+    "bench/NOTES.md 93)",
+} as const satisfies OptionSpec;
+
 /** `--size`, for `simulate` and `run`. */
 export const SIZE_OPTION = {
   name: "size",
@@ -348,6 +361,8 @@ export interface CompileChoice {
   readonly pdl?: boolean | undefined;
   /** `--pdl-early NAMES` (undefined: none). */
   readonly pdlEarly?: string | undefined;
+  /** `--pdl-trigger WHERE` (undefined: the default, `drain`). */
+  readonly pdlTrigger?: string | undefined;
 }
 
 /**
@@ -366,7 +381,15 @@ export function compileOptions(file: string, c: CompileChoice): CompileOptions {
     ...(c.sms !== undefined ? { sms: c.sms } : {}),
     ...(c.pdl === true ? { pdl: true } : {}),
     ...(c.pdlEarly !== undefined ? { pdlEarly: earlyNames(c) } : {}),
+    ...(c.pdlTrigger !== undefined ? { pdlTrigger: triggerOf(c) } : {}),
   };
+}
+
+/** `--pdl-trigger`'s place, refused without `--pdl` or out of its two values. */
+function triggerOf(c: CompileChoice): "drain" | "last-copy" {
+  if (c.pdl !== true) throw new UsageError("--pdl-trigger needs --pdl");
+  if (c.pdlTrigger === "drain" || c.pdlTrigger === "last-copy") return c.pdlTrigger;
+  throw new UsageError(`Unknown --pdl-trigger "${c.pdlTrigger}": expected drain or last-copy`);
 }
 
 /**

@@ -25,6 +25,7 @@ import {
   parseSms,
   PDL_COMPILE_OPTION,
   PDL_EARLY_OPTION,
+  PDL_TRIGGER_OPTION,
   readSource,
   sizesOf,
   smsOption,
@@ -137,6 +138,7 @@ const OPTIONS = [
   smsOption(`default ${defaultSmsText()}`),
   PDL_COMPILE_OPTION,
   PDL_EARLY_OPTION,
+  PDL_TRIGGER_OPTION,
   {
     name: "ptxas",
     type: "boolean",
@@ -308,6 +310,7 @@ async function run(values: Values, positionals: string[], io: CliIO): Promise<nu
       sms,
       pdl: values.pdl,
       pdlEarly: values["pdl-early"],
+      pdlTrigger: values["pdl-trigger"],
     }),
     ...(dumpAfter !== undefined
       ? {

@@ -51,6 +51,7 @@ export interface LaunchValues {
   readonly sms?: string | undefined;
   readonly pdl?: boolean | undefined;
   readonly "pdl-early"?: string | undefined;
+  readonly "pdl-trigger"?: string | undefined;
 }
 
 /**
@@ -90,6 +91,7 @@ export function prepare(
         sms,
         pdl: values.pdl,
         pdlEarly: values["pdl-early"],
+        pdlTrigger: values["pdl-trigger"],
       }),
     );
   return {

@@ -19,6 +19,7 @@ import {
   nonNegative,
   PDL_COMPILE_OPTION,
   PDL_EARLY_OPTION,
+  PDL_TRIGGER_OPTION,
   SCALAR_OPTION,
   SEED_OPTION,
   SIZE_OPTION,
@@ -50,6 +51,7 @@ const OPTIONS = [
   smsOption(`default ${defaultSmsText()}`),
   PDL_COMPILE_OPTION,
   PDL_EARLY_OPTION,
+  PDL_TRIGGER_OPTION,
   {
     name: "max-work",
     type: "string",

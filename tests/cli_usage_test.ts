@@ -270,6 +270,40 @@ Deno.test("--pdl-early: without --pdl, empty names, an output or no tensor are u
   assert.doesNotMatch(ok.err, /note/);
 });
 
+Deno.test("--pdl-trigger: last-copy moves the trigger before the drain; misuses are usage errors", async () => {
+  const file = "examples/bf16_gemm.gemm";
+  const decode = ["--tune", "--sms", "132", "--size", "Rows=16,Cols=4096,Inner=4096"];
+  for (const cmd of ["compile", "simulate"]) {
+    const size = cmd === "simulate" ? ["--size", "Rows=7,Cols=40,Inner=24"] : [];
+    for (
+      const [args, says] of [
+        [["--pdl-trigger", "last-copy"], /--pdl-trigger needs --pdl/],
+        [["--pdl", "--pdl-trigger", "soon"], /Unknown --pdl-trigger "soon": expected drain or/],
+      ] as const
+    ) {
+      const r = await gemm(cmd, file, "--target", "sm90", ...size, ...args);
+      assertUsage(r, says, `${cmd} ${args.join(" ")}`);
+    }
+  }
+  const at = async (...extra: string[]) => {
+    const r = await gemm("compile", file, "--target", "sm90", ...decode, "--pdl", ...extra);
+    assert.equal(r.code, 0, r.err);
+    return r.out.split("\n").map((l) => l.trim());
+  };
+  const drainOrder = (ptx: string[]): [number, number] => [
+    ptx.indexOf("griddepcontrol.launch_dependents;"),
+    ptx.lastIndexOf("cp.async.wait_group 0;"),
+  ];
+  const [dLaunch, dDrain] = drainOrder(await at("--emit", "ptx"));
+  assert.ok(dLaunch > dDrain && dDrain > 0, `${dLaunch} ${dDrain}`);
+  const [lLaunch, lDrain] = drainOrder(await at("--emit", "ptx", "--pdl-trigger", "last-copy"));
+  assert.ok(lLaunch > 0 && lLaunch < lDrain, `${lLaunch} ${lDrain}`);
+  assert.deepEqual(
+    await at("--emit", "ptx", "--pdl-trigger", "drain"),
+    await at("--emit", "ptx"),
+  );
+});
+
 Deno.test("--pdl-early: a name the kernel still reads after its wait is a note, with why", async () => {
   const compileAt = (target: string, ...extra: string[]) =>
     gemm("compile", "examples/bf16_gemm.gemm", "--target", target, "--emit", "json", ...extra);
