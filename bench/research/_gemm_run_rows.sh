@@ -168,7 +168,7 @@ ncu_pair() {
   IFS=x read -r M N K <<<"$s"
   mkdir -p "$dir"
   local ncu=(ncu --section SpeedOfLight --section InstructionStats
-    --section MemoryWorkloadAnalysis_Tables --metrics
+    --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables --metrics
     "${NCU_METRICS:-gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum,lts__t_sectors_op_read.sum}")
   for sched in "$@"; do
     i=$((i + 1))
@@ -184,7 +184,7 @@ ncu_pair() {
   ncu_cublas_f16 "$dir/cublas.txt" "$M" "$N" "$K" "${ncu[@]}" || echo "cublas rc $?"
   for f in "$dir"/ours*.txt "$dir/cublas.txt"; do
     echo "== $f"
-    grep -E "^  [a-zA-Z_]+.*\(|Duration|SM Frequency|DRAM Throughput|L2 Cache Throughput|Executed Instructions|Issued Instructions|dram__bytes|lts__t_|L2 Hit|Shared .*(Load|Store)|Bank" "$f" | head -40
+    grep -E "^  [a-zA-Z_]+.*\(|Duration|SM Frequency|DRAM Throughput|L2 Cache Throughput|Executed Instructions|Issued Instructions|dram__bytes|lts__t_|L2 Hit|Shared .*(Load|Store)|Bank|Mem Busy|Max Bandwidth|Mem Pipes" "$f" | head -48
   done | tee -a "$dir/summary.txt"
 }
 

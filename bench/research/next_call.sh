@@ -105,6 +105,9 @@
 #   trig:  NOTES 93's experiment: f16 and s8 at M = 1, 16 (the mma.sync skinny tiles), N = K = 4096
 #          and N = 14336, ours+PDL with the trigger after the drain (--pdl) against after the last
 #          copy (--pdl-last-copy), then --pdl again;
+#   ncu128: NOTES 92's second model (M = 128 bound by shared memory's bytes): ncu of f16 at M = 128,
+#          N = K = 4096, the default (64x64 on clusters) and 128x32x64 in 11 stages, and cuBLAS
+#          (Mem Busy, Max Bandwidth and the shared-memory rows of MemoryWorkloadAnalysis);
 #   nohint: the same rows of f16 and s8 at N = K = 4096 with `cache_b evict_normal`, the
 #          default before SKINNY_STREAMED_B, for the same-run comparison.
 # Everything lands in OUT/all.tgz, packed after each step. Deno on PATH. Not part of the
@@ -223,6 +226,10 @@ if has trig; then
   for v in --pdl --pdl-last-copy --pdl; do
     llm_run "$W" "trig${v#--pdl}-$SECONDS" --types f16,s8 --m 1,16 --nk 4096x4096,14336x4096 "$v"
   done
+fi
+if has ncu128; then
+  ncu_pair "$W/ncu128" 128x4096x4096 "" "threadblock 128x32x64\n    stages 11"
+  pack
 fi
 if has runs; then
   llm_bracketed "$W" runs f16 16 "threadblock 16x32x512; warp 16x8x512; stages 3" \
