@@ -327,7 +327,8 @@ export function sizesOf(text: string): Record<string, number> {
 
 /**
  * {@link compile}, whose refusal of an option's value (the API's TypeError `Option ...`: a
- * `--pdl-early` name that is no input tensor) is a usage error here.
+ * `--pdl-early` name that is no input tensor, a `--pdl-trigger` out of range or without `--pdl`)
+ * is a usage error here, in the flags' names.
  *
  * @param text The source.
  * @param options The compiler's options.
@@ -338,7 +339,11 @@ export function compileForCli(text: string, options: CompileOptions): CompileRes
     return compile(text, options);
   } catch (e) {
     if (!(e instanceof TypeError) || !e.message.startsWith("Option ")) throw e;
-    throw new UsageError(e.message.replace(/^Option pdlEarly/, "--pdl-early"));
+    throw new UsageError(
+      e.message.replace(/^Option pdlEarly/, "--pdl-early")
+        .replace(/^Option pdlTrigger/, "--pdl-trigger")
+        .replace(/ needs pdl /, " needs --pdl "),
+    );
   }
 }
 
@@ -381,15 +386,11 @@ export function compileOptions(file: string, c: CompileChoice): CompileOptions {
     ...(c.sms !== undefined ? { sms: c.sms } : {}),
     ...(c.pdl === true ? { pdl: true } : {}),
     ...(c.pdlEarly !== undefined ? { pdlEarly: earlyNames(c) } : {}),
-    ...(c.pdlTrigger !== undefined ? { pdlTrigger: triggerOf(c) } : {}),
+    // As given: the compiler refuses a value out of range or one without pdl (compileForCli).
+    ...(c.pdlTrigger !== undefined
+      ? { pdlTrigger: c.pdlTrigger as NonNullable<CompileOptions["pdlTrigger"]> }
+      : {}),
   };
-}
-
-/** `--pdl-trigger`'s place, refused without `--pdl` or out of its two values. */
-function triggerOf(c: CompileChoice): "drain" | "last-copy" {
-  if (c.pdl !== true) throw new UsageError("--pdl-trigger needs --pdl");
-  if (c.pdlTrigger === "drain" || c.pdlTrigger === "last-copy") return c.pdlTrigger;
-  throw new UsageError(`Unknown --pdl-trigger "${c.pdlTrigger}": expected drain or last-copy`);
 }
 
 /**

@@ -44,12 +44,6 @@ import {
 import { sm80Default } from "./tile_sm80.ts";
 import { wgmmaFallback } from "./tile_sm90.ts";
 
-// Moved beside the pass (passes/tile_context.ts, tile_sm80.ts, tile_sm90.ts) and re-exported, so
-// that an import from, or a citation of, passes/tile.ts still finds them.
-export { defaultThreadblock, mnContiguousPow2 } from "./tile_context.ts";
-export { defaultSplitK, expectedBlocksPerSm, misalignedRows } from "./tile_sm80.ts";
-export { WGMMA_FULL_WAVE, WGMMA_WAVE_FILL } from "./tile_sm90.ts";
-
 /**
  * The default rasterisation group: 8 (CUTLASS's identity swizzle with
  * groups of 8 tile columns, which kept more of A and B in L2 on the H200:

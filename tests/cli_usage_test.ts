@@ -278,7 +278,10 @@ Deno.test("--pdl-trigger: last-copy moves the trigger before the drain; misuses 
     for (
       const [args, says] of [
         [["--pdl-trigger", "last-copy"], /--pdl-trigger needs --pdl/],
-        [["--pdl", "--pdl-trigger", "soon"], /Unknown --pdl-trigger "soon": expected drain or/],
+        [
+          ["--pdl", "--pdl-trigger", "soon"],
+          /--pdl-trigger must be "drain" or "last-copy", got soon/,
+        ],
       ] as const
     ) {
       const r = await gemm(cmd, file, "--target", "sm90", ...size, ...args);
