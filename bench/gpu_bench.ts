@@ -227,8 +227,12 @@ export function cutlassName(ck: CompiledKernel, t: BlasType): string {
   }_${la}${lb}_align${a.align}${sk}${cl}`;
 }
 
-/** How a benchmark compiles ours+PDL's kernel ({@link compileSource}'s `pdl`). */
-export type PdlCompile = boolean | "early" | "last-copy";
+/**
+ * How a benchmark compiles ours+PDL's kernel ({@link compileSource}'s `pdl`): `true` with the
+ * compile option `pdl` alone; the object adds `pdlEarly` for B (`early`) and/or
+ * `pdlTrigger: "last-copy"` (`lastCopy`), which combine.
+ */
+export type PdlCompile = boolean | { readonly early?: boolean; readonly lastCopy?: boolean };
 
 /**
  * A benchmark kernel from its source at problem `p`, at the default schedule a
@@ -241,10 +245,10 @@ export type PdlCompile = boolean | "early" | "last-copy";
  * @param sms The device's SM count.
  * @param target The compile target (default: the kernel's own, sm80).
  * @param pdl Compile with programmatic dependent launch's instructions (the compile option
- *   `pdl`; default false); `"early"`: also with the compile option `pdlEarly` for B (the
+ *   `pdl`; default false); `{ early: true }`: also with the compile option `pdlEarly` for B (the
  *   weights, which no kernel of the benchmark writes), whose loads then start before the wait;
- *   `"last-copy"`: also with the compile option `pdlTrigger: "last-copy"` (the mma.sync loop lets
- *   the next grid start after its last copy, not after its drain).
+ *   `{ lastCopy: true }`: also with the compile option `pdlTrigger: "last-copy"` (the mma.sync
+ *   loop lets the next grid start after its last copy, not after its drain); both together.
  * @returns The compiled kernel.
  * @throws {Error} With the diagnostics when it does not compile.
  */
@@ -262,8 +266,10 @@ export function compileSource(
     sms,
     ...(target === undefined ? {} : { target }),
     ...(pdl !== false ? { pdl: true } : {}),
-    ...(pdl === "early" ? { pdlEarly: ["B"] } : {}),
-    ...(pdl === "last-copy" ? { pdlTrigger: "last-copy" as const } : {}),
+    ...(typeof pdl === "object" && pdl.early === true ? { pdlEarly: ["B"] } : {}),
+    ...(typeof pdl === "object" && pdl.lastCopy === true
+      ? { pdlTrigger: "last-copy" as const }
+      : {}),
   });
   if (!r.ok) throw new Error(r.diagnostics.map((d) => d.message).join("; "));
   return r.kernels[0]!;

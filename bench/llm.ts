@@ -42,7 +42,7 @@
  *    (implies `--pdl`): ours+PDL's kernel is also compiled with the compile
  *    option `pdlEarly` for B, the weights, which no launch of the series
  *    writes: its first stages of B are copied before the wait. `--pdl-last-copy`
- *    (implies `--pdl`; not with `--pdl-early`): ours+PDL's kernel is also
+ *    (implies `--pdl`; combines with `--pdl-early`): ours+PDL's kernel is also
  *    compiled with the compile option `pdlTrigger: "last-copy"` (its mma.sync
  *    main loop lets the next grid start after its last copy, not after its
  *    drain; an experiment, bench/NOTES.md 93). With `--copy`,
@@ -186,7 +186,7 @@ export interface LlmOptions {
   /** `--pdl-early` (implies `--pdl`): ours+PDL's kernel also with the compile option `pdlEarly`
    * for B, the weights, whose first stages are then copied before the wait. Default false. */
   readonly pdlEarly: boolean;
-  /** `--pdl-last-copy` (implies `--pdl`; not with `--pdl-early`): ours+PDL's kernel also with the
+  /** `--pdl-last-copy` (implies `--pdl`; combines with `--pdl-early`): ours+PDL's kernel also with the
    * compile option `pdlTrigger: "last-copy"` (the mma.sync loop lets the next grid start after
    * its last copy, not after its drain). Default false. */
   readonly pdlLastCopy: boolean;
@@ -257,9 +257,6 @@ export function parseLlmArgs(args: readonly string[]): LlmOptions | string {
   if (schedule === "") return "--schedule needs schedule lines";
   const out = value("--out");
   if (out === "") return "--out needs a folder";
-  if (args.includes("--pdl-early") && args.includes("--pdl-last-copy")) {
-    return "--pdl-early and --pdl-last-copy are two variants of ours+PDL: one at a time";
-  }
   const target = value("--target") ?? "sm80";
   if (!isTargetName(target)) {
     return `Unknown target "${target}" in --target: expected ${targetList()}`;
@@ -672,11 +669,8 @@ export function llmBenchMain(command: string, args: readonly string[]): boolean 
   if (o.pdl) {
     console.log(
       `# --pdl: ours timed again as programmatic dependent launches (ours+PDL${
-        o.pdlEarly
-          ? ", B read before the wait: --pdl-early"
-          : o.pdlLastCopy
-          ? ", the next grid started after the last copy: --pdl-last-copy"
-          : ""
+        (o.pdlEarly ? ", B read before the wait: --pdl-early" : "") +
+        (o.pdlLastCopy ? ", the next grid started after the last copy: --pdl-last-copy" : "")
       })${
         o.target === "sm90" ? "" : `; target ${o.target} has no griddepcontrol, so it gains nothing`
       }`,
@@ -722,7 +716,7 @@ export function llmBenchMain(command: string, args: readonly string[]): boolean 
       ceilings: ceil,
       copy,
       target: o.target,
-      pdl: o.pdlEarly ? "early" : o.pdlLastCopy ? "last-copy" : o.pdl,
+      pdl: o.pdlEarly || o.pdlLastCopy ? { early: o.pdlEarly, lastCopy: o.pdlLastCopy } : o.pdl,
       copySide: o.copy,
       readSide: o.read,
       ...(o.schedule !== undefined ? { schedule: o.schedule } : {}),

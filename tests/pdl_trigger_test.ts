@@ -49,6 +49,13 @@ const SUBJECTS: {
     loops: 2,
   },
   {
+    name: "bf16_gemm at a decode hint with pdlEarly for W (both options together)",
+    file: "bf16_gemm.gemm",
+    options: { sizeHints: DECODE, pdlEarly: ["W"] },
+    sizes: [{ Rows: 9, Cols: 104, Inner: 1064 }, { Rows: 3, Cols: 40, Inner: 200 }],
+    loops: 2,
+  },
+  {
     name: "hgemm (reads C: the trigger's cut and C's prefetch)",
     file: "hgemm.gemm",
     options: {},

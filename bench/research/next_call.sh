@@ -102,12 +102,13 @@
 #   m128v: after NOTES 92's change (16-bit M = 65-128 on 64x64 clusters, B evict_first there too):
 #          f16 and bf16 at M = 128, N = K = 4096, the default against 128x32x64 in 11 stages with
 #          `cache_b evict_first` (NOTES 92's old default), bracketed; on an H200 and an H100 alike;
-#   trig:  NOTES 93's experiment: f16 and s8 at M = 1, 16 (the mma.sync skinny tiles), N = K = 4096
-#          and N = 14336, ours+PDL with the trigger after the drain (--pdl) against after the last
-#          copy (--pdl-last-copy), then --pdl again;
+#   trig:  NOTES 93's experiment: f16 and s8 at M = 1, 16 (the mma.sync skinny tiles), N = K = 4096,
+#          ours+PDL with the trigger after the drain (--pdl) against after the last copy
+#          (--pdl-last-copy), B before the wait (--pdl-early), both, then --pdl again (trig1-5);
 #   ncu128: NOTES 92's second model (M = 128 bound by shared memory's bytes): ncu of f16 at M = 128,
 #          N = K = 4096, the default (64x64 on clusters) and 128x32x64 in 11 stages with the hint, and cuBLAS
 #          (Mem Busy, Max Bandwidth and the shared-memory rows of MemoryWorkloadAnalysis);
+#   allgpu: every GPU test, `deno test -A tests/gpu/` (step h200 without its llm rows);
 #   nohint: the same rows of f16 and s8 at N = K = 4096 with `cache_b evict_normal`, the
 #          default before SKINNY_STREAMED_B, for the same-run comparison.
 # Everything lands in OUT/all.tgz, packed after each step. Deno on PATH. Not part of the
@@ -167,6 +168,9 @@ if has infer87; then
   bench_sm90 "$W" i87-fw-tf32-128x256 tf32 512x4224x4096 --schedule "threadblock 128x256x32"
   pack
 fi
+if has allgpu; then
+  gpu_tests tests/gpu/
+fi
 if has h200; then
   gpu_tests tests/gpu/
   llm_rows "$W" h200-llm f16,bf16 16,64,128,256 4096x4096
@@ -223,8 +227,11 @@ if has m128v; then
   done
 fi
 if has trig; then
-  for v in --pdl --pdl-last-copy --pdl; do
-    llm_run "$W" "trig${v#--pdl}-$SECONDS" --types f16,s8 --m 1,16 --nk 4096x4096,14336x4096 "$v"
+  n=0
+  for v in --pdl --pdl-last-copy --pdl-early "--pdl-early --pdl-last-copy" --pdl; do
+    n=$((n + 1))
+    # shellcheck disable=SC2086 # $v is one or two flags
+    llm_run "$W" "trig$n" --types f16,s8 --m 1,16 --nk 4096x4096 $v
   done
 fi
 if has ncu128; then
