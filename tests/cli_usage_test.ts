@@ -338,6 +338,9 @@ Deno.test("--pdl-early: a name the kernel still reads after its wait is a note, 
   const third = await compileAt("sm90", "--pdl", "--pdl-early", "W", ...tune(64));
   assert.equal(third.code, 0, third.err);
   assert.equal(third.err, "");
+  const streamed = await compileAt("sm90", "--pdl", "--pdl-early", "W", ...tune(16));
+  assert.equal(streamed.code, 0, streamed.err);
+  assert.match(streamed.err, /note: --pdl-early W: .*its copies stream with evict_first/);
   const sm80 = await compileAt("sm80", "--pdl", "--pdl-early", "W");
   assert.match(sm80.err, /note: --pdl-early W: .*sm80 has no griddepcontrol/);
   const moe = await gemm(

@@ -21,8 +21,11 @@ import { ptxasTest } from "./_ptxas.ts";
 const EXAMPLES = new URL("../examples/", import.meta.url);
 const DECODE = { M: 16, N: 4096, K: 4096 };
 
-function compileOne(file: string, options: CompileOptions): CompiledKernel {
-  const src = Deno.readTextFileSync(new URL(file, EXAMPLES));
+function compileOne(file: string, options: CompileOptions, schedule?: string): CompiledKernel {
+  const text = Deno.readTextFileSync(new URL(file, EXAMPLES));
+  const src = schedule === undefined
+    ? text
+    : text.replace(/\}\s*$/, `  schedule {\n    ${schedule}\n  }\n}\n`);
   const r = compile(src, { file: `examples/${file}`, target: "sm90", pdl: true, ...options });
   assert.ok(r.ok, r.diagnostics.map((d) => d.message).join("; "));
   return r.kernels[0]!;
@@ -35,6 +38,8 @@ const SUBJECTS: {
   options: CompileOptions;
   sizes: Record<string, number>[];
   loops: number;
+  /** A schedule line added to the source. */
+  schedule?: string;
 }[] = [
   {
     name: "bf16_gemm at a decode hint (the skinny 16x32x256 tile)",
@@ -49,9 +54,12 @@ const SUBJECTS: {
     loops: 2,
   },
   {
+    // W at the L2's normal priority: its default evict_first keeps W after the wait
+    // (passes/lower/early.ts EARLY_STREAMED_WHY).
     name: "bf16_gemm at a decode hint with pdlEarly for W (both options together)",
     file: "bf16_gemm.gemm",
     options: { sizeHints: DECODE, pdlEarly: ["W"] },
+    schedule: "cache_b evict_normal",
     sizes: [{ Rows: 9, Cols: 104, Inner: 1064 }, { Rows: 3, Cols: 40, Inner: 200 }],
     loops: 2,
   },
@@ -84,8 +92,11 @@ function shape(ops: readonly Op[]): string[] {
 
 for (const s of SUBJECTS) {
   Deno.test(`pdlTrigger last-copy: ${s.name}: the trigger after the last copy, agrees with no hazard`, () => {
-    const ck = compileOne(s.file, { ...s.options, pdlTrigger: "last-copy" });
-    const drain = compileOne(s.file, s.options);
+    const ck = compileOne(s.file, { ...s.options, pdlTrigger: "last-copy" }, s.schedule);
+    const drain = compileOne(s.file, s.options, s.schedule);
+    if (s.options.pdlEarly !== undefined) {
+      assert.deepEqual(ck.manifest.pdl, { early: s.options.pdlEarly });
+    }
     const seq = shape(ck.kernel.body);
     const launch = seq.indexOf("launch");
     const drained = seq.lastIndexOf("drain");
@@ -110,7 +121,7 @@ for (const s of SUBJECTS) {
   });
 
   ptxasTest(`pdlTrigger last-copy: ${s.name}: ptxas assembles it without spills`, async (ptxas) => {
-    const ck = compileOne(s.file, { ...s.options, pdlTrigger: "last-copy" });
+    const ck = compileOne(s.file, { ...s.options, pdlTrigger: "last-copy" }, s.schedule);
     const r = await runPtxas(ck.ptx, { arch: "sm_90a", ptxasPath: ptxas });
     assert.ok(r.ok, r.log);
     for (const k of r.kernels) assert.equal(k.spillStoreBytes + k.spillLoadBytes, 0, k.name);

@@ -7,7 +7,7 @@
  * @module
  */
 
-import { type GemmKernel, operandView, sparseMetaParam } from "../../ir/gemm.ts";
+import { CACHE_KEYS, type GemmKernel, operandView, sparseMetaParam } from "../../ir/gemm.ts";
 import { targetHas } from "../../ir/target.ts";
 
 /**
@@ -18,9 +18,23 @@ import { targetHas } from "../../ir/target.ts";
  * 256 19.6 -> 18.5), of a half on clusters of 2 (64x64 at M = 128) 0.5 µs in burst; of a fifth
  * (128x32, the M = 65-128 tiles) it lost 0.3-0.4 µs in all four measurements. The bound between a
  * fifth and a third is not measured: a shortcut. The cp.async kernels' early copies tied (M <= 16)
- * and are kept.
+ * and are kept, except those of an operand that streams with `evict_first` ({@link
+ * EARLY_STREAMED_WHY}).
  */
 export const EARLY_MIN_STAGE_SHARE = 0.25;
+
+/**
+ * Why a cp.async kernel does not copy an operand whose copies carry `evict_first` (the skinny
+ * tiles' default for B, passes/skinny.ts `SKINNY_STREAMED_B`) before its wait. Measured on an
+ * H100 (bench/NOTES.md 94, the 16x32x256 mma.sync kernels at N = K = 4096, ours+PDL µs, one call):
+ * f16 M = 1 and 16 12.6 with the L2 prefetch `pdl` issues against 13.4 with the early copies, s8
+ * M = 16 6.8 against 7.9; NOTES 86 had measured a tie before the hint. Not measured on the H200,
+ * nor for an operand the schedule streams on its own (`cache_b evict_first`), which this rule
+ * covers by inference.
+ */
+export const EARLY_STREAMED_WHY =
+  "its copies stream with evict_first, where copies before the wait lost 0.8-1.1 µs to the L2 " +
+  "prefetch (bench/NOTES.md 94)";
 
 /** One operand the option `pdlEarly` names, and whether the kernel reads it before its wait. */
 export interface EarlyDecision {
@@ -38,8 +52,9 @@ export interface EarlyDecision {
  * The decisions for the operands of `k` that its option `pdlEarly` names (none without the
  * option): an operand is read early unless the kernel does not wait at all (no `pdl`, or a
  * target without `griddepcontrol`), it is sparse or grouped (a shortcut: their metadata and
- * problem tables keep every load after the wait), or, in a TMA kernel, its box is under
- * {@link EARLY_MIN_STAGE_SHARE} of a stage's bytes.
+ * problem tables keep every load after the wait), in a TMA kernel its box is under
+ * {@link EARLY_MIN_STAGE_SHARE} of a stage's bytes, or in a cp.async kernel its copies carry
+ * `evict_first` ({@link EARLY_STREAMED_WHY}).
  *
  * @param k The planned kernel (its pipeline chosen).
  * @returns One decision per named operand, A before B.
@@ -69,7 +84,9 @@ export function earlyDecisions(k: GemmKernel): readonly EarlyDecision[] {
     if (refusal !== undefined) return { role, tensor, early: false, why: refusal };
     const pipe = k.plan.pipeline!;
     if (pipe.tma === undefined) {
-      return { role, tensor, early: true, why: "its first stages are copied before the wait" };
+      return k.schedule[CACHE_KEYS[role].field] === "evict_first"
+        ? { role, tensor, early: false, why: EARLY_STREAMED_WHY }
+        : { role, tensor, early: true, why: "its first stages are copied before the wait" };
     }
     const share = (role === "A" ? pipe.a : pipe.b).stageBytes /
       (pipe.a.stageBytes + pipe.b.stageBytes);
