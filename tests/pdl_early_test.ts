@@ -22,6 +22,7 @@ import { printPtx } from "../backends/ptx/mod.ts";
 import { cSource } from "../backends/aot/c.ts";
 import { pythonModule } from "../backends/aot/python.ts";
 import { earlyDecisions } from "../passes/lower/early.ts";
+import { withSchedule } from "./_examples.ts";
 
 const SOURCE = Deno.readTextFileSync(new URL("../examples/bf16_gemm.gemm", import.meta.url));
 
@@ -30,7 +31,7 @@ const decode = (Rows: number) => ({ Rows, Cols: 4096, Inner: 4096 });
 
 /** bf16_gemm on 128x32 tiles: the default of 8-bit types at M = 65-128 (passes/skinny.ts), a
  * schedule line for 16-bit ones, whose box of W is a fifth of the stage. */
-const SOURCE_128X32 = SOURCE.replace(/\}\s*$/, "  schedule {\n    threadblock 128x32x64\n  }\n}\n");
+const SOURCE_128X32 = withSchedule(SOURCE, "threadblock 128x32x64");
 
 function compiled(options: CompileOptions, source = SOURCE): CompiledKernel {
   const r = compile(source, { target: "sm90", sms: 132, ...options });
@@ -114,9 +115,7 @@ const SUBJECTS: Subject[] = [
 ];
 
 function subjectKernel(s: Subject): CompiledKernel {
-  const source = s.schedule === undefined
-    ? SOURCE
-    : SOURCE.replace(/\}\s*$/, `  schedule {\n    ${s.schedule}\n  }\n}\n`);
+  const source = s.schedule === undefined ? SOURCE : withSchedule(SOURCE, s.schedule);
   const r = compile(source, {
     target: "sm90",
     sms: 132,
@@ -174,10 +173,7 @@ Deno.test("pdlEarly: a write before the wait is reported even where the wait nam
 });
 
 /** bf16_gemm with B's copies at the L2's normal priority (the skinny tiles stream it). */
-const SOURCE_NORMAL_B = SOURCE.replace(
-  /\}\s*$/,
-  "  schedule {\n    cache_b evict_normal\n  }\n}\n",
-);
+const SOURCE_NORMAL_B = withSchedule(SOURCE, "cache_b evict_normal");
 
 Deno.test("pdlEarly: without it, or with pdl alone, the kernel is what it was", () => {
   for (const hints of [decode(16), decode(64), undefined]) {
@@ -224,7 +220,7 @@ Deno.test("pdlEarly: a cp.async kernel whose copies of W stream evict_first read
   const own = (p: string) =>
     compiled(
       { ...h, pdl: true, pdlEarly: ["W"] },
-      SOURCE.replace(/\}\s*$/, `  schedule {\n    cache_b ${p}\n  }\n}\n`),
+      withSchedule(SOURCE, `cache_b ${p}`),
     ).manifest.pdl;
   assert.deepEqual(own("evict_first"), { early: [] });
   assert.deepEqual(own("evict_last"), { early: ["W"] });

@@ -17,15 +17,14 @@ import type { Op } from "../ir/kernel.ts";
 import { printPtx } from "../backends/ptx/mod.ts";
 import { runPtxas } from "../backends/ptx/ptxas.ts";
 import { ptxasTest } from "./_ptxas.ts";
+import { withSchedule } from "./_examples.ts";
 
 const EXAMPLES = new URL("../examples/", import.meta.url);
 const DECODE = { M: 16, N: 4096, K: 4096 };
 
 function compileOne(file: string, options: CompileOptions, schedule?: string): CompiledKernel {
   const text = Deno.readTextFileSync(new URL(file, EXAMPLES));
-  const src = schedule === undefined
-    ? text
-    : text.replace(/\}\s*$/, `  schedule {\n    ${schedule}\n  }\n}\n`);
+  const src = schedule === undefined ? text : withSchedule(text, schedule);
   const r = compile(src, { file: `examples/${file}`, target: "sm90", pdl: true, ...options });
   assert.ok(r.ok, r.diagnostics.map((d) => d.message).join("; "));
   return r.kernels[0]!;

@@ -23,6 +23,7 @@ import { loadKernel } from "../../backends/cuda/kernel.ts";
 import { decodeTensor, uploadTensor } from "../../harness/device_tensor.ts";
 import { roundF16 } from "../../numerics/mod.ts";
 import { Rng } from "../../numerics/random.ts";
+import { withSchedule } from "../_examples.ts";
 
 const CUDA = cudaAvailable();
 /** sm90's kernels (sm_90a) run only on sm_90 itself. */
@@ -51,9 +52,7 @@ const ROUNDS = 3;
  * wait (compile option `pdlEarly`).
  */
 function chainKernel(c: ChainCase): CompiledKernel {
-  const src = c.schedule === undefined
-    ? SOURCE
-    : SOURCE.replace(/\}\s*$/, `  schedule {\n    ${c.schedule}\n  }\n}\n`);
+  const src = c.schedule === undefined ? SOURCE : withSchedule(SOURCE, c.schedule);
   const r = compile(src, {
     target: "sm90",
     pdl: true,
