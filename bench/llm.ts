@@ -579,6 +579,9 @@ function benchRow(ctx: RunContext, type: LlmType, p: LlmProblem): LlmRow {
       type,
       ...p,
       schedule: scheduleText(ck),
+      ...(typeof ctx.pdl === "object" && ctx.pdl.early === true && ckPdl !== null
+        ? { earlyRead: ckPdl.manifest.pdl?.early ?? [] }
+        : {}),
       kernel: cutlassName(ck, type),
       floor: floors(ctx, type, p),
       sets,

@@ -189,6 +189,11 @@ export interface LlmRow extends LlmProblem {
   readonly note: string;
   /** The schedule the compiler chose (bench/llm.ts `scheduleText`). */
   readonly schedule: string;
+  /**
+   * `--pdl-early`: the tensors ours+PDL's kernel reads before its wait, as its manifest says (the
+   * compiler may decline the option: passes/lower/early.ts); absent without `--pdl-early`.
+   */
+  readonly earlyRead?: readonly string[];
   /** The CUTLASS-style name (bench/gpu_bench.ts). */
   readonly kernel: string;
   /** Input sets rotated among. */
@@ -334,7 +339,7 @@ const COLUMNS: readonly {
   { name: "M", cell: (r) => `${r.M}` },
   { name: "N", cell: (r) => `${r.N}` },
   { name: "K", cell: (r) => `${r.K}` },
-  { name: "schedule", left: true, cell: (r) => r.schedule },
+  { name: "schedule", left: true, cell: (r) => r.schedule + earlyText(r) },
   { name: "check", left: true, cell: (r) => (r.status === "ok" ? "ok" : `**${r.status}**`) },
   { name: "ours µs", cell: (_, n) => n.ours },
   { name: "ours+PDL µs", when: "pdl", cell: (_, n) => n.oursPdl },
@@ -448,7 +453,9 @@ function llmMethod(info: LlmRunInfo): string {
         (info.pdlEarly === true
           ? " With `--pdl-early`, ours+PDL's kernel is also compiled with the compile option " +
             "`pdlEarly` for B (the weights, which the previous launch does not write): its " +
-            "copies of B into the first stages start before the wait, A's after it."
+            "copies of B into the first stages start before the wait, A's after it, where the " +
+            "compiler takes the option (the schedule column says what each row's kernel reads " +
+            "before its wait; bench/NOTES.md 86, 94)."
           : "") +
         (info.pdlTrigger === "last-copy"
           ? " With `--pdl-last-copy`, ours+PDL's kernel is also compiled with the compile " +
@@ -535,11 +542,20 @@ export function progressLine(r: LlmRow): string {
     read: r.read !== undefined,
   };
   const n = namedCells(r, c);
-  return `${r.type} ${r.M}x${r.N}x${r.K} [${r.schedule}] ${r.status}: ours ${n.ours} µs, ` +
+  return `${r.type} ${r.M}x${r.N}x${r.K} [${r.schedule}${
+    earlyText(r)
+  }] ${r.status}: ours ${n.ours} µs, ` +
     `${c.pdl ? `ours+PDL ${n.oursPdl} µs, ` : ""}cuBLAS ${n.cublas} µs, ` +
     `${c.copy ? `copy ${n.copy} µs, ` : ""}${c.read ? `read ${n.read} µs, ` : ""}` +
     `floor ${n.floor}, share ${n.oursShare}` +
     `${c.pdl ? `, ours+PDL share ${n.oursPdlShare}` : ""}` +
     `${c.copy ? `, copy share ${n.copyShare}` : ""}${c.read ? `, read share ${n.readShare}` : ""}` +
     `${r.status === "ok" ? "" : ` (${r.note})`}`;
+}
+
+/** A row's `earlyRead` after its schedule: `; before the wait: B` or `; before the wait: none`
+ * with `--pdl-early`, nothing without it. */
+function earlyText(r: LlmRow): string {
+  if (r.earlyRead === undefined) return "";
+  return `; before the wait: ${r.earlyRead.length === 0 ? "none" : r.earlyRead.join(", ")}`;
 }

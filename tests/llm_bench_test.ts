@@ -424,6 +424,18 @@ Deno.test("llmReport with --pdl: ours+PDL's columns, target verdicts and Met lin
     "f16 16x14336x4096 [s] ok: ours 33.5 / 40.0 µs, cuBLAS 33.0 / 32.0 µs, " +
       "floor 27.4 / 27.4 (HBM), share 0.82 / 0.69",
   );
+  // --pdl-early: what ours+PDL's kernel reads before its wait, beside the schedule (the compiler
+  // may decline the option, so the row says what it got).
+  const early = llmReport({ ...info, pdl: true, pdlEarly: true }, [
+    { ...row, earlyRead: ["B"] },
+    { ...row, M: 1, earlyRead: [] },
+  ]);
+  assert.match(early, /\| s; before the wait: B \|/);
+  assert.match(early, /\| s; before the wait: none \|/);
+  assert.match(
+    progressLine({ ...row, earlyRead: [] }),
+    /^f16 16x14336x4096 \[s; before the wait: none\] ok/,
+  );
 });
 
 Deno.test("bench/main.ts --pdl without --shapes llm: exit 1, one sentence", async () => {
