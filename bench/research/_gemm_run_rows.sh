@@ -7,7 +7,15 @@
 # call_start NAME OUT STEPS: a call script's set-up (the *_call.sh scripts, cluster_sweep.sh):
 # a fresh work folder W=/tmp/NAME whose files `pack` puts into OUT/all.tgz, STEPS (the
 # environment's, else the given), `has STEP`, ROWS_DIR=W and the card's state.
+# call_start NAME OUT DEFAULT_STEPS: the work folder /tmp/NAME, $OUT, $STEPS (DEFAULT_STEPS unless
+# set), the card's state. With CARD=H200 (any name nvidia-smi prints), a call that got another
+# card exits 3 before any work, so that a question about one card costs no more device time on the
+# other (the device tool may give an H100 where an H200 was asked for).
 call_start() {
+  if [ -n "${CARD:-}" ] && ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q "$CARD"; then
+    echo "call_start: CARD=$CARD, got $(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1); nothing run"
+    exit 3
+  fi
   W=/tmp/$1
   OUT=$2
   STEPS="${STEPS:-$3}"

@@ -3,8 +3,10 @@
 # earlier plan of this name ran as calls 1-2 of NOTES 81). Steps tests, fill, bf16, fill2, fill3,
 # ncu and llm (M = 16, 128, 1024) ran as calls 1-3 of NOTES 84; llms8, s8v, ncu2, fill4, s8r (with its llm rows as s8r2)
 # and full as calls 1-4 of NOTES 85; f16m, early, early2, final86 as calls 1-4 of NOTES 86; s8x
-# and s8t as call 1 of NOTES 87; pdlt and infer87 as call 1 of NOTES 88. The default STEPS are what
-# NOTES 88 leaves for the next call (bf16k, then newk; on an H200 h200 instead). Steps:
+# and s8t as call 1 of NOTES 87; pdlt and infer87 as call 1 of NOTES 88; m128v, trig, allgpu and
+# ncu128 as calls 1-2 of NOTES 94 (an H100). The default STEPS are what NOTES 94 leaves for the
+# next call, on an H200 (m128v, trig; run with CARD=H200 so that another card costs nothing more
+# than its start). Steps:
 #   tests: tests/gpu/wgmma_test.ts --filter 224 (the 128x224 case with a column bias, staged rows
 #          of 28 vectors) and tests/gpu/skinny_test.ts --filter sm90;
 #   fill:  WGMMA_WAVE_FILL's unmeasured grids: f16 at 768x4096x4096 (96 blocks of 128x256) and
@@ -114,10 +116,10 @@
 # Everything lands in OUT/all.tgz, packed after each step. Deno on PATH. Not part of the
 # benchmark or of CI.
 #
-# Usage: bash bench/research/next_call.sh OUT   (STEPS: any of the steps above)
+# Usage: [CARD=H200] bash bench/research/next_call.sh OUT   (STEPS: any of the steps above)
 set -u
 . bench/research/_gemm_run_rows.sh
-call_start next_call "${1:?usage: next_call.sh OUT}" "bf16k newk"
+call_start next_call "${1:?usage: next_call.sh OUT}" "m128v trig"
 if has tests; then
   gpu_tests tests/gpu/wgmma_test.ts tests/gpu/skinny_test.ts --filter "/224|sm90/"
 fi
