@@ -53,8 +53,9 @@ export const PDL_EARLY_OPTION = {
   help: "With --pdl: these input tensors (comma-separated, e.g. an LLM's weights) are not\n" +
     "written by the grid a launch depends on, so their loads may start before\n" +
     "griddepcontrol.wait (sm90 TMA kernels fill their first stages with those whose\n" +
-    "box is at least a quarter of a stage). A\n" +
-    "promise: a tensor the previous grid writes would be read stale",
+    "box is at least a quarter of a stage; cp.async kernels copy them first unless\n" +
+    "their copies stream with evict_first; a note names each one declined and why).\n" +
+    "A promise: a tensor the previous grid writes would be read stale",
 } as const satisfies OptionSpec;
 
 /**
@@ -67,7 +68,7 @@ export const PDL_TRIGGER_OPTION = {
   value: "WHERE",
   help: "With --pdl: where the mma.sync main loop lets the next grid start: drain (the\n" +
     "default: after its drain) or last-copy (right after its last copy; an experiment,\n" +
-    "bench/NOTES.md 93)",
+    "bench/NOTES.md 93: it lost 0.1-0.4 µs on an H100, NOTES 94)",
 } as const satisfies OptionSpec;
 
 /** `--size`, for `simulate` and `run`. */
