@@ -65,8 +65,9 @@ export interface CompileOptions extends SourceOptions {
    * tiles of M <= 32 among them) lets the next grid start. `drain` (the default): after its main
    * loop has drained, as measured in bench/NOTES.md 71. `last-copy`: right after it issues its
    * last copy, `stages - 1` k-tiles before the end, so that the next grid's launch, set-up and
-   * first L2 fetches overlap this grid's last k-tiles (an experiment, bench/NOTES.md 93: not yet
-   * measured). Kernels of other forms trigger where they did.
+   * first L2 fetches overlap this grid's last k-tiles (an experiment, bench/NOTES.md 93; on an
+   * H100 it lost 0.1-0.4 µs at M <= 16, NOTES 94; the H200 has not run it). Kernels of other forms
+   * trigger where they did.
    */
   readonly pdlTrigger?: "drain" | "last-copy";
   /** Receives the IR after each pass (`--dump-after`). */

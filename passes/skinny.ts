@@ -170,9 +170,11 @@ export interface SkinnyChoice {
  * 12.8 -> 11.8 (11.2 -> 10.8), M = 128 14.7 -> 13.9 in one call (13.1 -> 13.0); s8 M = 16 8.0 ->
  * 7.3 (6.5 -> 5.8), M = 128 9.8 -> 9.2 (8.3 -> 8.3). Where the tile is shorter than M, each of
  * B's bytes is read by several blocks, and no hint is given, unless a cluster along M multicasts
- * B's box to tiles that together span M (read from the L2 once: inferred, not measured). Inferred,
- * not measured: bf16, the N = 14336 and K = 14336 rows (given it, they ran at 0.83-0.93 of the
- * H200's floor, NOTES 92), and the sm80 and sm86 targets (the same cp.async instructions).
+ * B's box to tiles that together span M (read from the L2 once). Measured after, on an H100
+ * (NOTES 94, against NOTES 90's runs without it): f16 M = 128 on 64x64 clusters 17.2 -> 15.6, and
+ * bf16 there 15.6 with it. Inferred, not measured: the clusters and bf16 on the H200, the N =
+ * 14336 and K = 14336 rows (given it, they ran at 0.83-0.93 of the H200's floor, NOTES 92), and
+ * the sm80 and sm86 targets (the same cp.async instructions).
  */
 export const SKINNY_STREAMED_B: CachePolicy = "evict_first";
 
@@ -277,8 +279,9 @@ const WGMMA_SKINNY_TILE: Shape3 = { m: 128, n: 128, k: 64 };
  * f16 at M = 128, N = K = 4096, neither with an L2 hint): 64x64 on clusters 14.0 / 14.7 (PDL 12.6
  * / 13.6) against 128x32's 14.7 / 15.9 (PDL 13.1 / 15.1). So 16-bit types take 64x64 on clusters
  * at every K and give up the H100's 3% (the target table cannot tell the two 132-SM cards
- * apart). Inferred, not measured: bf16 on the H200 at K = 4096, and the pair with B `evict_first`
- * (which gained 128x32 0.5-0.8 µs there, NOTES 92; a cluster's two tiles span M, so both get it).
+ * apart). The pair with B `evict_first` on both sides, measured after on an H100 (NOTES 94, f16 and
+ * bf16 alike): 15.6 against 128x32's 15.3 (PDL 14.7 against 14.2), the H100's 2-3.5% as
+ * predicted. Inferred, not measured: the pair with the hint, and bf16, on the H200.
  */
 const WGMMA_SKINNY_NARROW: readonly {
   readonly tile: Shape3;
