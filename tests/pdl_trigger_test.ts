@@ -141,6 +141,8 @@ Deno.test("pdlTrigger: drain, and kernels of other forms, are what they were", (
   // The TMA pipeline triggers right after its wait whatever the option says.
   const tma = compileOne("bf16_gemm.gemm", {});
   const tmaLast = compileOne("bf16_gemm.gemm", { pdlTrigger: "last-copy" });
+  assert.ok(tma.planned.plan.pipeline!.tma !== undefined);
+  assert.match(printPtx([tma.kernel]), /griddepcontrol\.launch_dependents/);
   assert.equal(printPtx([tmaLast.kernel]), printPtx([tma.kernel]));
 });
 
