@@ -10,15 +10,23 @@
 # call_start NAME OUT DEFAULT_STEPS: the work folder /tmp/NAME, $OUT, $STEPS (DEFAULT_STEPS unless
 # set), the card's state. With CARD=H200 (any name nvidia-smi prints), a call that got another
 # card exits 3 before any work, so that a question about one card costs no more device time on the
-# other (the device tool may give an H100 where an H200 was asked for).
+# other (the device tool may give an H100 where an H200 was asked for). With OTHER_STEPS set as
+# well, such a call runs OTHER_STEPS instead (questions the card it got can answer), so that the
+# start is not spent for nothing.
 call_start() {
+  STEPS="${STEPS:-$3}"
   if [ -n "${CARD:-}" ] && ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q "$CARD"; then
-    echo "call_start: CARD=$CARD, got $(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1); nothing run"
-    exit 3
+    local got
+    got=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1)
+    if [ -z "${OTHER_STEPS:-}" ]; then
+      echo "call_start: CARD=$CARD, got $got; nothing run"
+      exit 3
+    fi
+    echo "call_start: CARD=$CARD, got $got; running OTHER_STEPS ($OTHER_STEPS) instead of $STEPS"
+    STEPS=$OTHER_STEPS
   fi
   W=/tmp/$1
   OUT=$2
-  STEPS="${STEPS:-$3}"
   rm -rf "$W" && mkdir -p "$W" "$OUT"
   ROWS_DIR=$W
   card_state

@@ -6,7 +6,7 @@
 # and s8t as call 1 of NOTES 87; pdlt and infer87 as call 1 of NOTES 88; m128v, trig, allgpu and
 # ncu128 as calls 1-2 of NOTES 94 (an H100). The default STEPS are what NOTES 94 leaves for the
 # next call, on an H200 (m128v, trig; run with CARD=H200 so that another card costs nothing more
-# than its start). Steps:
+# than its start; OTHER_STEPS="ksweep runs" puts an H100 to use instead). Steps:
 #   tests: tests/gpu/wgmma_test.ts --filter 224 (the 128x224 case with a column bias, staged rows
 #          of 28 vectors) and tests/gpu/skinny_test.ts --filter sm90;
 #   fill:  WGMMA_WAVE_FILL's unmeasured grids: f16 at 768x4096x4096 (96 blocks of 128x256) and
