@@ -22,7 +22,7 @@
  * @module
  */
 
-import type { Cuda, CudaModule, DeviceBuffer } from "../backends/cuda/driver.ts";
+import type { Cuda, CudaModule, DeviceBuffer, KernelArg } from "../backends/cuda/driver.ts";
 
 /** Threads a block and blocks an SM of {@link STREAM_READ_PTX}'s grid. */
 export const STREAM_READ_BLOCK = 256, STREAM_READ_BLOCKS_PER_SM = 8;
@@ -140,8 +140,9 @@ export interface StreamReadBytes {
 
 /** `--read`'s side of a row: the launch of set `i % sets`, and the check. */
 export interface StreamRead {
-  /** Launches the kernel on input set `i % sets` (writing that set's destination). */
-  readonly launch: (i: number) => void;
+  /** Launches the kernel on input set `i % sets` (writing that set's destination); `extra`:
+   * the arguments of parameters an {@link StreamReadTrace.instrument} appended. */
+  readonly launch: (i: number, extra?: readonly KernelArg[]) => void;
   /** The grid's blocks (SMs x {@link STREAM_READ_BLOCKS_PER_SM}). */
   readonly blocks: number;
   /**
@@ -165,8 +166,15 @@ export function xorWords(bytes: Uint8Array, acc = 0): number {
   return acc >>> 0;
 }
 
+/** The kernel instrumented (bench/timeline.ts): its PTX rewritten, and the arguments of the
+ * parameters that adds for {@link StreamRead.check}'s launch. */
+export interface StreamReadTrace {
+  readonly instrument: (ptx: string) => string;
+  readonly checkArgs: readonly KernelArg[];
+}
+
 /**
- * `--read`'s side: {@link STREAM_READ_PTX} loaded into `mods` (unloaded with the row's), a
+ * `--read`'s side: {@link STREAM_READ_PTX} (rewritten by `trace`, where given) loaded into `mods` (unloaded with the row's), a
  * destination of D's bytes for each set and the warps' words appended to `bufs` (freed with the
  * row's). Null where a byte count is not a multiple of 16 or exceeds its set's buffer.
  */
@@ -176,11 +184,12 @@ export function streamRead(
   sets: readonly StreamReadSet[],
   bufs: DeviceBuffer[],
   mods: CudaModule[],
+  trace?: StreamReadTrace,
 ): StreamRead | null {
   const fits = (n: number, buf: DeviceBuffer) => n % 16 === 0 && n <= buf.bytes;
   if (sets.length === 0 || bytes.d % 16 !== 0) return null;
   if (!sets.every((s) => fits(bytes.a, s.a) && fits(bytes.b, s.b))) return null;
-  const mod = cuda.loadModule(STREAM_READ_PTX);
+  const mod = cuda.loadModule(trace ? trace.instrument(STREAM_READ_PTX) : STREAM_READ_PTX);
   mods.push(mod);
   const fn = mod.getFunction("stream_read");
   const blocks = cuda.device.multiprocessors * STREAM_READ_BLOCKS_PER_SM;
@@ -206,7 +215,7 @@ export function streamRead(
   ]);
   const check = (): StreamReadCheck => {
     out.fill(0);
-    cuda.launch(fn, config, args[0]!);
+    cuda.launch(fn, config, [...args[0]!, ...(trace?.checkArgs ?? [])]);
     cuda.synchronize();
     const got = xorWords(out.download());
     const s = sets[0]!;
@@ -216,5 +225,9 @@ export function streamRead(
     );
     return { ok: got === want, got, want };
   };
-  return { blocks, launch: (i) => cuda.launch(fn, config, args[i % sets.length]!), check };
+  return {
+    blocks,
+    launch: (i, extra = []) => cuda.launch(fn, config, [...args[i % sets.length]!, ...extra]),
+    check,
+  };
 }

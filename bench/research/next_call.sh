@@ -81,6 +81,9 @@
 #   copy:  the llm rows of f16 at M = 16 and 128, N = K = 4096 with --pdl --copy (the copy of the
 #          same bytes timed beside, bench/llm.ts `copyLaunch`; its first run on a GPU);
 #   odd:   f16 at 5000³ on the sm80 target (issue 22's 5000³ row, not run on the H200 since NOTES 77).
+#   timeline: NOTES 95: bench/timeline.ts (every block's start, wait, trigger and end, launch by
+#          launch) for f16 at M = 16 and 128 and s8 at M = 16 (N = K = 4096, with the read
+#          kernel), f16 at M = 16, N = 14336, and f16 M = 16 with the trigger after the last copy;
 #   ksweep: after NOTES 90 (a copy of the same bytes at 0.98 of the H100's floor): f16 at M = 16,
 #          N = 4096, K = 1024-16384 (bench/llm.ts --sizes) with --pdl --copy --read: each side's time
 #          against the bytes, whose slope is its streaming rate and intercept its fixed cost;
@@ -195,6 +198,19 @@ if has m16deep; then
 fi
 if has copy; then
   llm_run "$W" copy --types f16 --m 16,128 --nk 4096x4096 --pdl --copy
+fi
+if has timeline; then
+  for row in "f16 16x4096x4096 --read" "f16 128x4096x4096 --read" "s8 16x4096x4096 --read" \
+    "f16 16x14336x4096" "f16 16x4096x4096 --pdl-last-copy"; do
+    read -r t s extra <<<"$row"
+    f="$W/timeline-$t-$s${extra:+-${extra#--}}"
+    # shellcheck disable=SC2086 # $extra is one flag or none
+    timeout 120 deno run --cached-only -A bench/timeline.ts --type "$t" --size "$s" $extra \
+      --out "$f.json" >"$f.txt" 2>&1
+    echo "timeline $t $s $extra: exit $?"
+    grep -v '^#' "$f.txt" | sed 's/^/  /'
+    pack
+  done
 fi
 if has ksweep; then
   llm_run "$W" ksweep --types f16 --pdl --copy --read \

@@ -1,0 +1,162 @@
+/**
+ * bench/timeline.ts: the instrumentation of a kernel's PTX (what it adds, where, and that ptxas
+ * assembles it), and the summary of a series of block records. The GPU side (the traced series)
+ * is a research run (bench/NOTES.md 95); nothing here needs a GPU.
+ */
+
+import assert from "node:assert/strict";
+import { compile } from "../compiler.ts";
+import { runPtxas } from "../backends/ptx/ptxas.ts";
+import {
+  type BlockRecord,
+  blockRecords,
+  instrumentPtx,
+  summarizeTimeline,
+  TIMELINE_PARAM,
+  TIMELINE_SLOT_BYTES,
+} from "../bench/timeline.ts";
+import { STREAM_READ_PTX } from "../bench/stream_read.ts";
+import { ptxasTest } from "./_ptxas.ts";
+
+const KERNELS = new URL("../bench/kernels/", import.meta.url);
+
+/** The llm table's f16 kernel at a decode size, compiled with PDL for sm90. */
+function decodeKernel(M: number) {
+  const src = Deno.readTextFileSync(new URL("f16.gemm", KERNELS));
+  const r = compile(src, {
+    file: "bench/kernels/f16.gemm",
+    target: "sm90",
+    pdl: true,
+    sizeHints: { M, N: 4096, K: 4096 },
+    sms: 132,
+  });
+  assert.ok(r.ok, JSON.stringify(r.diagnostics));
+  return r.kernels[0]!;
+}
+
+/** The points a PTX text records, in order (their comments). */
+const points = (ptx: string) => [...ptx.matchAll(/gemmc timeline: (\w+)/g)].map((m) => m[1]);
+
+for (const M of [16, 128]) {
+  Deno.test(`instrumentPtx: the decode kernel at M = ${M}: a parameter, four records in order`, () => {
+    const ck = decodeKernel(M);
+    const out = instrumentPtx(ck.ptx);
+    // The parameter is the entry's last.
+    const params = out.slice(out.indexOf(".entry"), out.indexOf(")"));
+    assert.match(params, new RegExp(`\\.param \\.u64 ${TIMELINE_PARAM}\\s*$`));
+    assert.equal(out.split(TIMELINE_PARAM).length - 1, 1 + 4, "the declaration and four loads");
+    assert.deepEqual(points(out), ["start", "wait", "trigger", "end"]);
+    // start comes before the first instruction of the body, end right before ret.
+    const body = out.slice(out.indexOf("{", out.indexOf(")")));
+    const firstOp = body.split("\n").slice(1).find((l) => !/^\s*(\.reg|\/\/|$)/.test(l))!;
+    assert.match(firstOp, /gemmc timeline: start/);
+    assert.match(out, /gemmc timeline: end[\s\S]*?GEMMC_TL_SKIP_3:\n\s*}\n\s*ret;/);
+    // Nothing else changed: removing the records and the parameter gives the kernel back.
+    const stripped = out
+      .replace(/ {2}\{ \/\/ gemmc timeline[\s\S]*?GEMMC_TL_SKIP_\d+:\n {2}}\n/g, "")
+      .replace(`,\n  .param .u64 ${TIMELINE_PARAM}`, "");
+    assert.equal(stripped, ck.ptx);
+  });
+
+  ptxasTest(
+    `instrumentPtx: the decode kernel at M = ${M} assembles without spills`,
+    async (ptxas) => {
+      const r = await runPtxas(instrumentPtx(decodeKernel(M).ptx), {
+        arch: "sm_90a",
+        ptxasPath: ptxas,
+      });
+      assert.ok(r.ok, r.log);
+      for (const k of r.kernels) assert.equal(k.spillStoreBytes + k.spillLoadBytes, 0, k.name);
+    },
+  );
+}
+
+ptxasTest("instrumentPtx: the streaming read kernel (start and end) assembles", async (ptxas) => {
+  const out = instrumentPtx(STREAM_READ_PTX);
+  assert.deepEqual(points(out), ["start", "end"]);
+  const r = await runPtxas(out, { arch: "sm_80", ptxasPath: ptxas });
+  assert.ok(r.ok, r.log);
+});
+
+Deno.test("instrumentPtx: refuses two entries and a predicated ret", () => {
+  const one = ".visible .entry k(\n  .param .u64 a\n)\n{\n  .reg .b32 %r<2>;\n  ret;\n}\n";
+  assert.throws(() => instrumentPtx(one + one.replace("entry k", "entry j")), /2 \.entry/);
+  assert.throws(() => instrumentPtx(one.replace("  ret;", "  @%p1 ret;\n  ret;")), /predicated/);
+  // An entry without parameters gets the one parameter.
+  const none = instrumentPtx(".visible .entry k()\n{\n  ret;\n}\n");
+  assert.match(none, new RegExp(`\\.entry k\\(\\.param \\.u64 ${TIMELINE_PARAM}\\)`));
+});
+
+Deno.test("blockRecords: reads a block's slot as the records write it", () => {
+  const buf = new Uint8Array(2 * TIMELINE_SLOT_BYTES);
+  const v = new DataView(buf.buffer);
+  const o = TIMELINE_SLOT_BYTES;
+  [101n, 202n, 303n, 404n].forEach((x, i) => v.setBigUint64(o + 8 * i, x, true));
+  [5n, 6n, 7n, 8n].forEach((x, i) => v.setBigUint64(o + 32 + 8 * i, x, true));
+  v.setUint32(o + 64, 77, true);
+  const [b0, b1] = blockRecords(buf, 2);
+  assert.deepEqual(b0!.ns, [0n, 0n, 0n, 0n]);
+  assert.deepEqual(b1, { ns: [101n, 202n, 303n, 404n], cycles: [5n, 6n, 7n, 8n], sm: 77 });
+});
+
+/**
+ * A synthetic series: launch i's block b on SM b starts at 10000 i + 100 b ns, waits until
+ * 10000 i + 2000, triggers 6000 ns after that, and ends 500 + 100 b ns after its trigger (the last
+ * block at 10000 i + 8800); 2 cycles a ns.
+ */
+function series(launches: number, blocks: number): BlockRecord[][] {
+  return Array.from({ length: launches }, (_, i) =>
+    Array.from({ length: blocks }, (_, b) => {
+      const start = 10000 * i + 100 * b;
+      const wait = 10000 * i + 2000;
+      const trigger = wait + 6000;
+      const end = trigger + 500 + 100 * b;
+      const ns = [start, wait, trigger, end].map((x) => BigInt(x + 1_000_000)) as [
+        bigint,
+        bigint,
+        bigint,
+        bigint,
+      ];
+      return { ns, cycles: ns.map((x) => 2n * x) as typeof ns, sm: b };
+    }));
+}
+
+Deno.test("summarizeTimeline: the figures of a known series", () => {
+  const s = summarizeTimeline(series(5, 4));
+  assert.equal(s.launches, 5);
+  assert.equal(s.blocks, 4);
+  assert.equal(s.periodUs, 10);
+  // The last end 8800 ns after the first start: span 8.8, gap 10 - 8.8.
+  assert.ok(Math.abs(s.spanUs - 8.8) < 1e-9, String(s.spanUs));
+  assert.ok(Math.abs(s.gapUs - 1.2) < 1e-9, String(s.gapUs));
+  assert.ok(Math.abs(s.startSkewUs - 0.3) < 1e-9);
+  assert.ok(Math.abs(s.endSkewUs - 0.3) < 1e-9);
+  // This launch's release (10000 i + 2000) after the previous launch's last end (10000 i - 1200).
+  assert.ok(Math.abs(s.waitAfterPrevEndUs! - 3.2) < 1e-9, String(s.waitAfterPrevEndUs));
+  // This launch's first start (10000 i) after the previous launch's last trigger (10000 i - 2000).
+  assert.ok(Math.abs(s.startAfterPrevTriggerUs! - 2) < 1e-9, String(s.startAfterPrevTriggerUs));
+  // A block's wait: 2000 - 100 b, median over b = 0..3: 1850.
+  assert.ok(Math.abs(s.blockWaitUs! - 1.85) < 1e-9);
+  assert.equal(s.blockLoopUs, 6);
+  assert.ok(Math.abs(s.blockEpilogueUs! - 0.65) < 1e-9);
+  assert.ok(Math.abs(s.blockUs - 8.5) < 1e-9);
+  assert.ok(Math.abs(s.blockMaxUs - 8.5) < 1e-9);
+  assert.equal(s.timerStepNs, 100);
+  assert.equal(s.clockMHz, 2000);
+  assert.equal(s.blocksPerSmMax, 1);
+});
+
+Deno.test("summarizeTimeline: blocks sharing an SM, no wait, and refusals", () => {
+  const l = series(4, 4).map((bs) =>
+    bs.map((b) => ({ ...b, ns: [b.ns[0], 0n, 0n, b.ns[3]] as typeof b.ns, sm: 0 }))
+  );
+  const s = summarizeTimeline(l);
+  assert.equal(s.waitAfterPrevEndUs, null);
+  assert.equal(s.blockLoopUs, null);
+  assert.equal(s.startAfterPrevTriggerUs, null);
+  assert.equal(s.blocksPerSmMax, 4);
+  const missing = series(4, 2);
+  missing[2]![1] = { ...missing[2]![1]!, ns: [missing[2]![1]!.ns[0], 0n, 0n, 0n] };
+  assert.throws(() => summarizeTimeline(missing), /launch 2 has a block without its start or end/);
+  assert.throws(() => summarizeTimeline(series(2, 2)), /fewer than 3/);
+});
