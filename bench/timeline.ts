@@ -302,7 +302,14 @@ function traceSides(
   rounds: number,
   bufs: DeviceBuffer[],
 ) {
-  const out: { label: string; round: number; summary: TimelineSummary }[] = [];
+  const out: {
+    label: string;
+    round: number;
+    summary: TimelineSummary;
+    /** The last round's blocks, launch by launch: [SM, start, wait, trigger, end], ns from the
+     * series' first start (-1: not recorded). */
+    raw?: number[][][];
+  }[] = [];
   for (const s of sides) {
     const bytes = s.blocks * TIMELINE_SLOT_BYTES;
     const trace = cuda.alloc(bytes * launches);
@@ -325,7 +332,13 @@ function traceSides(
       );
       const summary = summarizeTimeline(ls);
       console.log(timelineLine(`${s.label} round ${r}`, summary));
-      out.push({ label: s.label, round: r, summary });
+      const t0 = ls.flat().reduce((m, b) => (b.ns[0] < m ? b.ns[0] : m), ls[0]![0]!.ns[0]);
+      const raw = r < rounds - 1 ? {} : {
+        raw: ls.map((l) =>
+          l.map((b) => [b.sm, ...b.ns.map((t) => (t === 0n ? -1 : Number(t - t0)))])
+        ),
+      };
+      out.push({ label: s.label, round: r, summary, ...raw });
     }
   }
   return out;
@@ -441,7 +454,7 @@ function main(args: string[]): void {
     if (o.out !== undefined) {
       Deno.writeTextFileSync(
         o.out,
-        JSON.stringify({ device: dev.name, type, size: o.size, target, results }, null, 2) + "\n",
+        JSON.stringify({ device: dev.name, type, size: o.size, target, results }) + "\n",
       );
     }
   } finally {

@@ -84,6 +84,8 @@
 #   timeline: NOTES 95: bench/timeline.ts (every block's start, wait, trigger and end, launch by
 #          launch) for f16 at M = 16 and 128 and s8 at M = 16 (N = K = 4096, with the read
 #          kernel), f16 at M = 16, N = 14336, and f16 M = 16 with the trigger after the last copy;
+#   timeline2: after call 2 of NOTES 95: f16 at M = 16, N = K = 4096 traced under the default,
+#          6 stages, split_k 2 and 16x16x256, then the default again, each with its blocks' records;
 #   ksweep: after NOTES 90 (a copy of the same bytes at 0.98 of the H100's floor): f16 at M = 16,
 #          N = 4096, K = 1024-16384 (bench/llm.ts --sizes) with --pdl --copy --read: each side's time
 #          against the bytes, whose slope is its streaming rate and intercept its fixed cost;
@@ -208,6 +210,24 @@ if has timeline; then
     timeout 120 deno run --cached-only -A bench/timeline.ts --type "$t" --size "$s" $extra \
       --out "$f.json" >"$f.txt" 2>&1
     echo "timeline $t $s $extra: exit $?"
+    grep -v '^#' "$f.txt" | sed 's/^/  /'
+    pack
+  done
+fi
+if has timeline2; then
+  # The same row's blocks under four schedules of the mma.sync skinny tile, bracketed by the
+  # default (the records of the last round of each kept whole, for the blocks' spread).
+  H="cache_b evict_first"
+  n=0
+  for sched in "" "threadblock 16x32x256; warp 16x8x256; stages 6; $H" \
+    "threadblock 16x32x256; warp 16x8x256; stages 3; split_k 2; $H" \
+    "threadblock 16x16x256; warp 16x8x256; stages 3; $H" ""; do
+    n=$((n + 1))
+    f="$W/timeline2-$n"
+    echo "$sched" >"$f.schedule"
+    timeout 120 deno run --cached-only -A bench/timeline.ts --type f16 --size 16x4096x4096 \
+      ${sched:+--schedule "$sched"} --out "$f.json" >"$f.txt" 2>&1
+    echo "timeline2-$n (${sched:-default}): exit $?"
     grep -v '^#' "$f.txt" | sed 's/^/  /'
     pack
   done
