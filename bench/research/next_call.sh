@@ -86,6 +86,9 @@
 #          kernel), f16 at M = 16, N = 14336, and f16 M = 16 with the trigger after the last copy;
 #   timeline2: after call 2 of NOTES 95: f16 at M = 16, N = K = 4096 traced under the default,
 #          6 stages, split_k 2 and 16x16x256, then the default again, each with its blocks' records;
+#   deep95: after timeline2 (6 stages ended the M = 16 blocks' tail sooner): f16 at M = 16, N = K =
+#          4096 with 4, 6 and 9 stages of 16x32x256 (B evict_first, as the default), bf16 with 6,
+#          each bracketed by the default (3 stages);
 #   ksweep: after NOTES 90 (a copy of the same bytes at 0.98 of the H100's floor): f16 at M = 16,
 #          N = 4096, K = 1024-16384 (bench/llm.ts --sizes) with --pdl --copy --read: each side's time
 #          against the bytes, whose slope is its streaming rate and intercept its fixed cost;
@@ -231,6 +234,13 @@ if has timeline2; then
     grep -v '^#' "$f.txt" | sed 's/^/  /'
     pack
   done
+fi
+if has deep95; then
+  H="cache_b evict_first"
+  llm_bracketed "$W" deep95-f16 f16 16 "threadblock 16x32x256; warp 16x8x256; stages 4; $H" \
+    "threadblock 16x32x256; warp 16x8x256; stages 6; $H" \
+    "threadblock 16x32x256; warp 16x8x256; stages 9; $H"
+  llm_bracketed "$W" deep95-bf16 bf16 16 "threadblock 16x32x256; warp 16x8x256; stages 6; $H"
 fi
 if has ksweep; then
   llm_run "$W" ksweep --types f16 --pdl --copy --read \
