@@ -51,12 +51,21 @@ export interface SkinnyClass {
  * 2 14.3-14.5 and 34.8-35.0 (K=14336) against 19.8 and 43.1. M = 128: 64x64x128
  * 17.1-17.3 against 28.2; at N=14336 128x128x64 41.2-41.8 against 46.8; at
  * K=14336 64x128x128 split 2 45.6-46.7 against 55.2, where 64x64x128 took 58.0.
+ *
+ * 16x32x256 keeps 4 stages (96 KB), not 3: bench/timeline.ts showed its blocks ending over ~2 µs
+ * at M = 16, N = K = 4096 on an H100 (the last ~1 µs after the median block), a tail in which the
+ * few blocks still streaming cannot ask HBM for more than their stages hold. With B `evict_first`
+ * (the llm table's protocol, µs burst, +PDL; NOTES 95, one bracketed call): 3 stages 14.4 (12.6),
+ * 4 stages 14.1 (12.3), 6 stages 14.2 (12.3-12.4), 9 stages 14.5 (13.4: 216 KB leave no room
+ * for the next grid's block beside this one, so PDL gains less), 3 again 14.4 (12.6); bf16 with 6
+ * stages 12.2-12.3 against 12.6. 4 stages is the deepest whose next grid's block fits beside it.
+ * Before the hint, NOTES 73 and 90 measured 3, 6 and 9 stages as a tie on the H100.
  */
 export const SKINNY_TILES_16: readonly SkinnyClass[] = [
   {
     maxM: 16,
     tiles: [
-      { m: 16, n: 32, k: 256, warp: { m: 16, n: 8 }, stages: 3, maxK: 8192 },
+      { m: 16, n: 32, k: 256, warp: { m: 16, n: 8 }, stages: 4, maxK: 8192 },
       { m: 16, n: 64, k: 128, warp: { m: 16, n: 16 }, stages: 4 },
       { m: 16, n: 128, k: 128, warp: { m: 16, n: 32 }, stages: 4 },
     ],

@@ -31,8 +31,8 @@ function pick(M: number, N: number, K: number, bytes: 1 | 2 = 2): string | null 
 
 Deno.test("skinny: the rule picks the sweep's fastest schedules on the H200 (NOTES 56)", () => {
   // M <= 16: one wave of 128 (N = 4096) or 112 (N = 14336) blocks.
-  assert.equal(pick(16, 4096, 4096), "16x32x256 warp 16x8 stages 3 split 1");
-  assert.equal(pick(1, 4096, 4096), "16x32x256 warp 16x8 stages 3 split 1");
+  assert.equal(pick(16, 4096, 4096), "16x32x256 warp 16x8 stages 4 split 1");
+  assert.equal(pick(1, 4096, 4096), "16x32x256 warp 16x8 stages 4 split 1");
   assert.equal(pick(16, 14336, 4096), "16x128x128 warp 16x32 stages 4 split 1");
   assert.equal(pick(16, 4096, 14336), "16x64x128 warp 16x16 stages 4 split 2");
   assert.equal(pick(64, 4096, 4096), "64x64x128 warp 32x32 stages 4 split 2");
@@ -125,7 +125,7 @@ Deno.test("skinny: the compiler takes the choice for hinted sizes, and names it 
   const s = ck.planned.schedule;
   assert.deepEqual(
     [s.threadblock, s.warp, s.stages, s.splitK],
-    [{ m: 16, n: 32, k: 256 }, { m: 16, n: 8, k: 256 }, 3, 1],
+    [{ m: 16, n: 32, k: 256 }, { m: 16, n: 8, k: 256 }, 4, 1],
   );
   assert.notEqual(ck.planned.plan.tile!.skinny, undefined);
 });

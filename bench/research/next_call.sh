@@ -89,6 +89,8 @@
 #   deep95: after timeline2 (6 stages ended the M = 16 blocks' tail sooner): f16 at M = 16, N = K =
 #          4096 with 4, 6 and 9 stages of 16x32x256 (B evict_first, as the default), bf16 with 6,
 #          each bracketed by the default (3 stages);
+#   four95: after deep95 (4 stages the new default of 16-bit 16x32x256): the new default against 3
+#          stages at f16 M = 1, 16, bf16 M = 16 and f16 K = 8192; the skinny and PDL GPU tests;
 #   ksweep: after NOTES 90 (a copy of the same bytes at 0.98 of the H100's floor): f16 at M = 16,
 #          N = 4096, K = 1024-16384 (bench/llm.ts --sizes) with --pdl --copy --read: each side's time
 #          against the bytes, whose slope is its streaming rate and intercept its fixed cost;
@@ -241,6 +243,18 @@ if has deep95; then
     "threadblock 16x32x256; warp 16x8x256; stages 6; $H" \
     "threadblock 16x32x256; warp 16x8x256; stages 9; $H"
   llm_bracketed "$W" deep95-bf16 bf16 16 "threadblock 16x32x256; warp 16x8x256; stages 6; $H"
+fi
+if has four95; then
+  # After the rule took 4 stages for 16x32x256 (16-bit, M <= 16): the new default against the old
+  # 3 stages, bracketed, f16 at M = 1 and 16, bf16 at M = 16; f16 at K = 8192; then the GPU tests
+  # of the skinny kernels and the PDL chains at the new default.
+  OLD3="threadblock 16x32x256; warp 16x8x256; stages 3; cache_b evict_first"
+  llm_bracketed "$W" four95-f16 f16 16 "$OLD3"
+  llm_bracketed "$W" four95-f16m1 f16 1 "$OLD3"
+  llm_bracketed "$W" four95-bf16 bf16 16 "$OLD3"
+  llm_run "$W" four95-k8192 --types f16 --sizes 16x4096x8192 --pdl
+  llm_run "$W" four95-k8192-v1 --types f16 --sizes 16x4096x8192 --pdl --schedule "$OLD3"
+  gpu_tests tests/gpu/skinny_test.ts tests/gpu/pdl_test.ts
 fi
 if has ksweep; then
   llm_run "$W" ksweep --types f16 --pdl --copy --read \
