@@ -91,6 +91,9 @@
 #          each bracketed by the default (3 stages);
 #   four95: after deep95 (4 stages the new default of 16-bit 16x32x256): the new default against 3
 #          stages at f16 M = 1, 16, bf16 M = 16 and f16 K = 8192; the skinny and PDL GPU tests;
+#   table95: the llm rows at N = K = 4096 (f16, bf16 at M = 1-256; s8 at 16, 128) with --pdl at
+#          the head (FOUR95_TESTS=0 skips four95's GPU tests);
+#   s8deep: s8 at M = 16, N = K = 4096: 16x32x256 in 8 stages (96 KB) against the default's 6;
 #   ksweep: after NOTES 90 (a copy of the same bytes at 0.98 of the H100's floor): f16 at M = 16,
 #          N = 4096, K = 1024-16384 (bench/llm.ts --sizes) with --pdl --copy --read: each side's time
 #          against the bytes, whose slope is its streaming rate and intercept its fixed cost;
@@ -254,7 +257,13 @@ if has four95; then
   llm_bracketed "$W" four95-bf16 bf16 16 "$OLD3"
   llm_run "$W" four95-k8192 --types f16 --sizes 16x4096x8192 --pdl
   llm_run "$W" four95-k8192-v1 --types f16 --sizes 16x4096x8192 --pdl --schedule "$OLD3"
-  gpu_tests tests/gpu/skinny_test.ts tests/gpu/pdl_test.ts
+  [ "${FOUR95_TESTS:-1}" = 1 ] && gpu_tests tests/gpu/skinny_test.ts tests/gpu/pdl_test.ts
+fi
+if has table95; then
+  llm_run "$W" table95 --types f16,bf16,s8 --m 1,16,64,128,256 --nk 4096x4096 --pdl
+fi
+if has s8deep; then
+  llm_bracketed "$W" s8deep s8 16 "threadblock 16x32x256; warp 16x8x256; stages 8; cache_b evict_first"
 fi
 if has ksweep; then
   llm_run "$W" ksweep --types f16 --pdl --copy --read \
