@@ -52,14 +52,16 @@ export interface SkinnyClass {
  * 17.1-17.3 against 28.2; at N=14336 128x128x64 41.2-41.8 against 46.8; at
  * K=14336 64x128x128 split 2 45.6-46.7 against 55.2, where 64x64x128 took 58.0.
  *
- * 16x32x256 keeps 4 stages (96 KB), not 3: bench/timeline.ts showed its blocks ending over ~2 µs
- * at M = 16, N = K = 4096 on an H100 (the last ~1 µs after the median block), a tail in which the
- * few blocks still streaming cannot ask HBM for more than their stages hold. With B `evict_first`
- * (the llm table's protocol, µs burst, +PDL; NOTES 95, one bracketed call): 3 stages 14.4 (12.6),
- * 4 stages 14.1 (12.3), 6 stages 14.2 (12.3-12.4), 9 stages 14.5 (13.4: 216 KB leave no room
- * for the next grid's block beside this one, so PDL gains less), 3 again 14.4 (12.6); bf16 with 6
- * stages 12.2-12.3 against 12.6. 4 stages is the deepest whose next grid's block fits beside it.
- * Before the hint, NOTES 73 and 90 measured 3, 6 and 9 stages as a tie on the H100.
+ * 16x32x256 keeps 4 stages (96 KB), not 3. bench/timeline.ts (NOTES 95, an H100, M = 16, N = K =
+ * 4096, PDL) showed the blocks' ends spread over ~2 µs, and with 6 stages every quantile of them
+ * ~0.5 µs earlier (the spread did not shrink): more bytes in flight a block, faster streaming. With
+ * B `evict_first`, the llm table's protocol (µs burst, +PDL in brackets): 3 stages 14.4 (12.6), 4
+ * stages 14.1 (12.3), 6 stages 14.2 (12.3-12.4), 9 stages 14.5 (13.4: 216 KB leave no room for
+ * the next grid's block beside this one, so PDL gains less), 3 again 14.4 (12.6); then the new
+ * default against 3 stages, bracketed: f16 M = 16 12.2-12.3 against 12.6, M = 1 12.2 against
+ * 12.5-12.6, bf16 M = 16 12.2-12.3 against 12.6, f16 K = 8192 23.2-23.3 against 23.8-23.9 (without
+ * PDL 0-0.4 µs). 4 stages is the deepest whose next grid's block fits beside it. Before the hint,
+ * NOTES 73 and 90 measured 3, 6 and 9 stages as a tie on the H100; the H200 is inferred.
  */
 export const SKINNY_TILES_16: readonly SkinnyClass[] = [
   {

@@ -91,6 +91,7 @@
 #          each bracketed by the default (3 stages);
 #   four95: after deep95 (4 stages the new default of 16-bit 16x32x256): the new default against 3
 #          stages at f16 M = 1, 16, bf16 M = 16 and f16 K = 8192; the skinny and PDL GPU tests;
+#   timeline3: the wgmma rows' blocks (f16 M = 64, 128; s8 M = 128; N = K = 4096), with records;
 #   table95: the llm rows at N = K = 4096 (f16, bf16 at M = 1-256; s8 at 16, 128) with --pdl at
 #          the head (FOUR95_TESTS=0 skips four95's GPU tests);
 #   s8deep: s8 at M = 16, N = K = 4096: 16x32x256 in 8 stages (96 KB) against the default's 6;
@@ -258,6 +259,17 @@ if has four95; then
   llm_run "$W" four95-k8192 --types f16 --sizes 16x4096x8192 --pdl
   llm_run "$W" four95-k8192-v1 --types f16 --sizes 16x4096x8192 --pdl --schedule "$OLD3"
   [ "${FOUR95_TESTS:-1}" = 1 ] && gpu_tests tests/gpu/skinny_test.ts tests/gpu/pdl_test.ts
+fi
+if has timeline3; then
+  for row in "f16 64x4096x4096" "f16 128x4096x4096" "s8 128x4096x4096"; do
+    read -r t s <<<"$row"
+    f="$W/timeline3-$t-$s"
+    timeout 120 deno run --cached-only -A bench/timeline.ts --type "$t" --size "$s" --out "$f.json" \
+      >"$f.txt" 2>&1
+    echo "timeline3 $t $s: exit $?"
+    grep -v '^#' "$f.txt" | sed 's/^/  /'
+    pack
+  done
 fi
 if has table95; then
   llm_run "$W" table95 --types f16,bf16,s8 --m 1,16,64,128,256 --nk 4096x4096 --pdl
