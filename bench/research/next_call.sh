@@ -92,6 +92,8 @@
 #   four95: after deep95 (4 stages the new default of 16-bit 16x32x256): the new default against 3
 #          stages at f16 M = 1, 16, bf16 M = 16 and f16 K = 8192; the skinny and PDL GPU tests;
 #   timeline3: the wgmma rows' blocks (f16 M = 64, 128; s8 M = 128; N = K = 4096), with records;
+#   cores95: f16 M = 128 on 64x64 clusters in 6 stages (96 KB) against the default's 13, and M = 64
+#          on 64x32 in 9 stages (108 KB) against 18: room for the next grid's block beside this one;
 #   table95: the llm rows at N = K = 4096 (f16, bf16 at M = 1-256; s8 at 16, 128) with --pdl at
 #          the head (FOUR95_TESTS=0 skips four95's GPU tests);
 #   s8deep: s8 at M = 16, N = K = 4096: 16x32x256 in 8 stages (96 KB) against the default's 6;
@@ -270,6 +272,12 @@ if has timeline3; then
     grep -v '^#' "$f.txt" | sed 's/^/  /'
     pack
   done
+fi
+if has cores95; then
+  # The wgmma rows with a pipeline shallow enough that the next grid's block fits beside this one
+  # (as 4 stages of M = 16's 16x32x256 against 9: NOTES 95), bracketed by the deep defaults.
+  llm_bracketed "$W" cores95-m128 f16 128 "threadblock 64x64x64; stages 6; cluster 2; cache_b evict_first"
+  llm_bracketed "$W" cores95-m64 f16 64 "threadblock 64x32x64; stages 9; cache_b evict_first"
 fi
 if has table95; then
   llm_run "$W" table95 --types f16,bf16,s8 --m 1,16,64,128,256 --nk 4096x4096 --pdl
