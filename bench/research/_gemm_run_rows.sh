@@ -29,6 +29,9 @@ call_start() {
   OUT=$2
   rm -rf "$W" && mkdir -p "$W" "$OUT"
   ROWS_DIR=$W
+  # A call cut off by `timeout` (TERM) still packs what its steps wrote so far (NOTES 95's call 9
+  # lost a whole GPU test run this way).
+  trap 'pack; exit 124' TERM
   card_state
 }
 pack() { tar -czf "$OUT/all.tgz" -C "$W" .; }
