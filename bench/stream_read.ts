@@ -174,9 +174,10 @@ export interface StreamReadTrace {
 }
 
 /**
- * `--read`'s side: {@link STREAM_READ_PTX} (rewritten by `trace`, where given) loaded into `mods` (unloaded with the row's), a
- * destination of D's bytes for each set and the warps' words appended to `bufs` (freed with the
- * row's). Null where a byte count is not a multiple of 16 or exceeds its set's buffer.
+ * `--read`'s side: {@link STREAM_READ_PTX} (rewritten by `trace`, where given) loaded into `mods`
+ * (unloaded with the row's), a destination of D's bytes for each set and the warps' words appended
+ * to `bufs` (freed with the row's). Null where a byte count is not a multiple of 16 or exceeds its
+ * set's buffer.
  */
 export function streamRead(
   cuda: Cuda,

@@ -351,7 +351,21 @@ function loadTraced(cuda: Cuda, ck: CompiledKernel, mods: CudaModule[]) {
   return l.fn;
 }
 
-function main(args: string[]): void {
+/** The options of `deno run -A bench/timeline.ts` (see the module's doc). */
+interface TimelineOptions {
+  readonly type: LlmType;
+  readonly size: string;
+  readonly p: LlmProblem;
+  readonly target: Target;
+  readonly schedule: string | undefined;
+  readonly launches: number;
+  readonly rounds: number;
+  readonly read: boolean;
+  readonly lastCopy: boolean;
+  readonly out: string | undefined;
+}
+
+function parseTimelineArgs(args: string[]): TimelineOptions {
   const { values: o } = parseArgs({
     args,
     options: {
@@ -368,93 +382,133 @@ function main(args: string[]): void {
   });
   const type = o.type as LlmType;
   const [M, N, K] = o.size.split("x").map(Number) as [number, number, number];
+  const [launches, rounds] = [Number(o.launches), Number(o.rounds)];
   if (!LLM_TYPES.includes(type) || ![M, N, K].every((x) => Number.isInteger(x) && x > 0)) {
     throw new Error(`bench/timeline.ts: --type ${o.type} --size ${o.size}`);
   }
   if (!isTargetName(o.target)) throw new Error(`bench/timeline.ts: --target ${o.target}`);
+  if (!(Number.isInteger(launches) && launches >= 3 && Number.isInteger(rounds) && rounds >= 1)) {
+    throw new Error(`bench/timeline.ts: --launches ${o.launches} (>= 3) --rounds ${o.rounds}`);
+  }
+  return {
+    type,
+    size: o.size,
+    p: { M, N, K },
+    target: o.target as Target,
+    schedule: o.schedule,
+    launches,
+    rounds,
+    read: o.read,
+    lastCopy: o["pdl-last-copy"],
+    out: o.out,
+  };
+}
+
+/**
+ * Ours, compiled with PDL (the same schedule as without it), instrumented, loaded on the llm
+ * table's input sets and checked against the reference, as two sides: launched the ordinary way
+ * and as programmatic dependent launches. `k` keeps the input sets (the read side uses them).
+ */
+function oursTraced(cuda: Cuda, o: TimelineOptions, bufs: DeviceBuffer[], mods: CudaModule[]) {
+  const shape = { shape: o.size, ...o.p };
+  const ck = compileFor(cuda, o.type, shape, o.target, false, o.schedule);
+  const ckPdl = compileFor(
+    cuda,
+    o.type,
+    shape,
+    o.target,
+    o.lastCopy ? { lastCopy: true } : true,
+    o.schedule,
+  );
+  const sizes = { M: o.p.M, N: o.p.N, K: o.p.K };
+  const k = load(cuda, ck, sizes, bufs);
+  mods.push(k.mod);
+  const sets = k.argSets.length;
+  const fn = loadTraced(cuda, ck, mods);
+  const fnPdl = loadTraced(cuda, ckPdl, mods);
+  const blocks = k.config.grid[0] * k.config.grid[1] * k.config.grid[2];
+  // Each instrumented kernel is checked once against the reference (its extra parameter
+  // pointing at a scratch region) before it is traced.
+  const scratch = cuda.alloc(blocks * TIMELINE_SLOT_BYTES);
+  bufs.push(scratch);
+  const scratchArg: KernelArg = { type: "u64", value: scratch.ptr };
+  for (const [label, f] of [["ours", fn], ["ours+PDL", fnPdl]] as const) {
+    poisonOutput(ck, k.dBuf);
+    const c = verify(cuda, ck, sizes, {
+      ...k,
+      fn: f,
+      argSets: [[...k.argSets[0]!, scratchArg], ...k.argSets.slice(1)],
+    });
+    console.log(
+      `# ${label} instrumented: ${c.comparison.ok ? "ok" : "FAILED"} on ` +
+        `${c.elements} sampled elements`,
+    );
+    if (!c.comparison.ok) throw new Error(`${label}: the instrumented kernel disagrees`);
+  }
+  const sides: TracedSide[] = [
+    {
+      label: "ours",
+      blocks,
+      launch: (i, r) => cuda.launch(fn, k.config, [...k.argSets[i % sets]!, r]),
+    },
+    {
+      label: "ours+PDL",
+      blocks,
+      launch: (i, r) =>
+        cuda.launch(fnPdl, k.config, [...k.argSets[i % sets]!, r], undefined, { pdl: true }),
+    },
+  ];
+  return { name: ck.kernel.name, k, sides };
+}
+
+/** The streaming read kernel of the row's bytes (bench/stream_read.ts), instrumented and
+ * checked, over `k`'s input sets. */
+function readTraced(
+  cuda: Cuda,
+  o: TimelineOptions,
+  k: { aBufs: readonly DeviceBuffer[]; bBufs: readonly DeviceBuffer[] },
+  bufs: DeviceBuffer[],
+  mods: CudaModule[],
+): TracedSide {
+  const sets = k.aBufs.map((a, i) => ({ a, b: k.bBufs[i]! }));
+  const scratch = cuda.alloc(
+    cuda.device.multiprocessors * STREAM_READ_BLOCKS_PER_SM * TIMELINE_SLOT_BYTES,
+  );
+  bufs.push(scratch);
+  const r = streamRead(cuda, operandBytes(o.type, o.p), sets, bufs, mods, {
+    instrument: instrumentPtx,
+    checkArgs: [{ type: "u64", value: scratch.ptr }],
+  });
+  if (r === null) throw new Error("--read: the row's bytes are not 16-byte vectors");
+  const c = r.check();
+  console.log(`# read instrumented: ${c.ok ? "ok" : "FAILED"}`);
+  if (!c.ok) throw new Error("the instrumented read kernel disagrees");
+  return { label: "read", blocks: r.blocks, launch: (i, reg) => r.launch(i, [reg]) };
+}
+
+function main(args: string[]): void {
+  const o = parseTimelineArgs(args);
   const avail = cudaAvailable();
   if (!avail.ok) throw new Error(`bench/timeline.ts: ${avail.why}`);
   using cuda = Cuda.open();
-  const target = o.target as Target;
-  const p: LlmProblem & { shape: string } = { shape: o.size, M, N, K };
-  const pdl = o["pdl-last-copy"] ? { lastCopy: true } : true;
-  const ck = compileFor(cuda, type, p, target, false, o.schedule);
-  const ckPdl = compileFor(cuda, type, p, target, pdl, o.schedule);
   const bufs: DeviceBuffer[] = [];
   const mods: CudaModule[] = [];
   const probe = new ClockProbe(cuda);
   const dev = cuda.device;
-  console.log(
-    `# ${dev.name} (${dev.multiprocessors} SMs, driver ${dev.driverVersionText}); ` +
-      `${type} ${o.size}, target ${target}; ${ck.kernel.name}`,
-  );
   try {
-    const sizes = { M, N, K };
-    const k = load(cuda, ck, sizes, bufs);
-    mods.push(k.mod);
-    const sets = k.argSets.length;
-    const fn = loadTraced(cuda, ck, mods);
-    const fnPdl = loadTraced(cuda, ckPdl, mods);
-    const blocks = k.config.grid[0] * k.config.grid[1] * k.config.grid[2];
-    // Each instrumented kernel is checked once against the reference (its extra parameter
-    // pointing at a scratch region) before it is traced.
-    const scratch = cuda.alloc(blocks * TIMELINE_SLOT_BYTES);
-    bufs.push(scratch);
-    const scratchArg: KernelArg = { type: "u64", value: scratch.ptr };
-    for (const [label, f] of [["ours", fn], ["ours+PDL", fnPdl]] as const) {
-      poisonOutput(ck, k.dBuf);
-      const c = verify(cuda, ck, sizes, {
-        ...k,
-        fn: f,
-        argSets: [[...k.argSets[0]!, scratchArg], ...k.argSets.slice(1)],
-      });
-      console.log(
-        `# ${label} instrumented: ${c.comparison.ok ? "ok" : "FAILED"} on ` +
-          `${c.elements} sampled elements`,
-      );
-      if (!c.comparison.ok) throw new Error(`${label}: the instrumented kernel disagrees`);
-    }
-    const sides: TracedSide[] = [
-      {
-        label: "ours",
-        blocks,
-        launch: (i, r) => cuda.launch(fn, k.config, [...k.argSets[i % sets]!, r]),
-      },
-      {
-        label: "ours+PDL",
-        blocks,
-        launch: (i, r) =>
-          cuda.launch(fnPdl, k.config, [...k.argSets[i % sets]!, r], undefined, { pdl: true }),
-      },
-    ];
-    if (o.read) {
-      const setsAB = k.aBufs.map((a, i) => ({ a, b: k.bBufs[i]! }));
-      const readScratch = cuda.alloc(
-        cuda.device.multiprocessors * STREAM_READ_BLOCKS_PER_SM * TIMELINE_SLOT_BYTES,
-      );
-      bufs.push(readScratch);
-      const r = streamRead(cuda, operandBytes(type, p), setsAB, bufs, mods, {
-        instrument: instrumentPtx,
-        checkArgs: [{ type: "u64", value: readScratch.ptr }],
-      });
-      if (r === null) throw new Error("--read: the row's bytes are not 16-byte vectors");
-      const c = r.check();
-      console.log(`# read instrumented: ${c.ok ? "ok" : "FAILED"}`);
-      if (!c.ok) throw new Error("the instrumented read kernel disagrees");
-      sides.push({ label: "read", blocks: r.blocks, launch: (i, reg) => r.launch(i, [reg]) });
-    }
-    const results = traceSides(
-      cuda,
-      probe,
-      sides,
-      Number(o.launches),
-      Number(o.rounds),
-      bufs,
+    console.log(
+      `# ${dev.name} (${dev.multiprocessors} SMs, driver ${dev.driverVersionText}); ` +
+        `${o.type} ${o.size}, target ${o.target}`,
     );
+    const ours = oursTraced(cuda, o, bufs, mods);
+    console.log(`# kernel ${ours.name}`);
+    const sides = [...ours.sides, ...(o.read ? [readTraced(cuda, o, ours.k, bufs, mods)] : [])];
+    const results = traceSides(cuda, probe, sides, o.launches, o.rounds, bufs);
     if (o.out !== undefined) {
+      const { type, size, target } = o;
       Deno.writeTextFileSync(
         o.out,
-        JSON.stringify({ device: dev.name, type, size: o.size, target, results }) + "\n",
+        JSON.stringify({ device: dev.name, type, size, target, results }) + "\n",
       );
     }
   } finally {
