@@ -4,9 +4,10 @@
 # ncu and llm (M = 16, 128, 1024) ran as calls 1-3 of NOTES 84; llms8, s8v, ncu2, fill4, s8r (with its llm rows as s8r2)
 # and full as calls 1-4 of NOTES 85; f16m, early, early2, final86 as calls 1-4 of NOTES 86; s8x
 # and s8t as call 1 of NOTES 87; pdlt and infer87 as call 1 of NOTES 88; m128v, trig, allgpu and
-# ncu128 as calls 1-2 of NOTES 94 (an H100). The default STEPS are what NOTES 94 leaves for the
-# next call, on an H200 (m128v, trig; run with CARD=H200 so that another card costs nothing more
-# than its start; OTHER_STEPS="ksweep runs" puts an H100 to use instead). Steps:
+# ncu128 as calls 1-2 of NOTES 94 (an H100); ksweep, runs, timeline, timeline2, deep95, four95,
+# s8deep, table95, timeline3 and cores95 as calls 1-8 of NOTES 95 (H100s). The default STEPS are
+# what NOTES 95 leaves for the next call, on an H200 (m128v, four95, timeline; run with CARD=H200
+# and OTHER_STEPS for what another card should do instead, e.g. allgpu). Steps:
 #   tests: tests/gpu/wgmma_test.ts --filter 224 (the 128x224 case with a column bias, staged rows
 #          of 28 vectors) and tests/gpu/skinny_test.ts --filter sm90;
 #   fill:  WGMMA_WAVE_FILL's unmeasured grids: f16 at 768x4096x4096 (96 blocks of 128x256) and
@@ -135,7 +136,7 @@
 # Usage: [CARD=H200] bash bench/research/next_call.sh OUT   (STEPS: any of the steps above)
 set -u
 . bench/research/_gemm_run_rows.sh
-call_start next_call "${1:?usage: next_call.sh OUT}" "m128v trig"
+call_start next_call "${1:?usage: next_call.sh OUT}" "m128v four95 timeline"
 if has tests; then
   gpu_tests tests/gpu/wgmma_test.ts tests/gpu/skinny_test.ts --filter "/224|sm90/"
 fi
