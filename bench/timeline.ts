@@ -37,6 +37,7 @@ import { ClockProbe } from "./clock_probe.ts";
 import { compileFor, load, loadFunction, poisonOutput, verify } from "./gpu_bench.ts";
 import { LLM_TYPES, type LlmProblem, type LlmType, operandBytes } from "./llm_report.ts";
 import { STREAM_READ_BLOCKS_PER_SM, streamRead } from "./stream_read.ts";
+import { parseSize } from "./llm.ts";
 
 /** The points a block records, in slot order. */
 export const TIMELINE_POINTS = ["start", "wait", "trigger", "end"] as const;
@@ -215,8 +216,10 @@ export function summarizeTimeline(launches: readonly (readonly BlockRecord[])[])
       throw new Error(`summarizeTimeline: launch ${i} has a block without its start or end`);
     }
   }
+  // Used only for points every block recorded (start and end always; wait and trigger where
+  // `has` says so), so no zero (not recorded) enters a minimum.
   const first = (l: readonly BlockRecord[], k: number) =>
-    l.reduce((m, b) => (b.ns[k]! !== 0n && b.ns[k]! < m ? b.ns[k]! : m), l[0]!.ns[k]!);
+    l.reduce((m, b) => (b.ns[k]! < m ? b.ns[k]! : m), l[0]!.ns[k]!);
   const last = (l: readonly BlockRecord[], k: number) =>
     l.reduce((m, b) => (b.ns[k]! > m ? b.ns[k]! : m), 0n);
   const has = (k: number) => launches.every((l) => l.every((b) => b.ns[k] !== 0n));
@@ -381,9 +384,9 @@ function parseTimelineArgs(args: string[]): TimelineOptions {
     },
   });
   const type = o.type as LlmType;
-  const [M, N, K] = o.size.split("x").map(Number) as [number, number, number];
+  const p = parseSize(o.size);
   const [launches, rounds] = [Number(o.launches), Number(o.rounds)];
-  if (!LLM_TYPES.includes(type) || ![M, N, K].every((x) => Number.isInteger(x) && x > 0)) {
+  if (!LLM_TYPES.includes(type) || p === null) {
     throw new Error(`bench/timeline.ts: --type ${o.type} --size ${o.size}`);
   }
   if (!isTargetName(o.target)) throw new Error(`bench/timeline.ts: --target ${o.target}`);
@@ -393,7 +396,7 @@ function parseTimelineArgs(args: string[]): TimelineOptions {
   return {
     type,
     size: o.size,
-    p: { M, N, K },
+    p,
     target: o.target as Target,
     schedule: o.schedule,
     launches,

@@ -32,16 +32,3 @@ export function readExample(name: string): { file: string; text: string } {
   const file = `examples/${name}.gemm`;
   return { file, text: Deno.readTextFileSync(new URL(file, ROOT)) };
 }
-
-/**
- * A one-kernel source with a schedule block of `lines` added before its closing brace (a second
- * block where it has one: the keys of both apply).
- *
- * @param src The source (one kernel, ending in its `}`).
- * @param lines Schedule lines, e.g. `cache_b evict_normal`.
- * @returns The source with the block.
- */
-export function withSchedule(src: string, ...lines: string[]): string {
-  const block = lines.map((l) => `    ${l}\n`).join("");
-  return src.replace(/\}\s*$/, `  schedule {\n${block}  }\n}\n`);
-}

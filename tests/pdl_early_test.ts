@@ -22,7 +22,7 @@ import { printPtx } from "../backends/ptx/mod.ts";
 import { cSource } from "../backends/aot/c.ts";
 import { pythonModule } from "../backends/aot/python.ts";
 import { earlyDecisions } from "../passes/lower/early.ts";
-import { withSchedule } from "./_examples.ts";
+import { withSchedule } from "../bench/gpu_bench.ts";
 
 const SOURCE = Deno.readTextFileSync(new URL("../examples/bf16_gemm.gemm", import.meta.url));
 

@@ -17,7 +17,7 @@ import type { Op } from "../ir/kernel.ts";
 import { printPtx } from "../backends/ptx/mod.ts";
 import { runPtxas } from "../backends/ptx/ptxas.ts";
 import { ptxasTest } from "./_ptxas.ts";
-import { withSchedule } from "./_examples.ts";
+import { withSchedule } from "../bench/gpu_bench.ts";
 
 const EXAMPLES = new URL("../examples/", import.meta.url);
 const DECODE = { M: 16, N: 4096, K: 4096 };

@@ -23,7 +23,7 @@ import { loadKernel } from "../../backends/cuda/kernel.ts";
 import { decodeTensor, uploadTensor } from "../../harness/device_tensor.ts";
 import { roundF16 } from "../../numerics/mod.ts";
 import { Rng } from "../../numerics/random.ts";
-import { withSchedule } from "../_examples.ts";
+import { withSchedule } from "../../bench/gpu_bench.ts";
 
 const CUDA = cudaAvailable();
 /** sm90's kernels (sm_90a) run only on sm_90 itself. */
