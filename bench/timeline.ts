@@ -16,10 +16,13 @@
  * give each SM's clock rate.
  *
  * `deno run -A bench/timeline.ts [--type f16|bf16|s8] [--size MxNxK] [--target sm80|sm86|sm90]
- * [--schedule "LINES"] [--launches N] [--rounds R] [--read] [--pdl-last-copy] [--out FILE]`:
+ * [--schedule "LINES"] [--launches N] [--rounds R] [--read] [--slices G:R,..] [--pdl-last-copy]
+ * [--out FILE]`:
  * ours (the llm table's kernel, compiled with `--pdl` and launched both ways: the ordinary launch
  * leaves `griddepcontrol` without effect), and with `--read` the streaming kernel of the same
- * bytes (bench/stream_read.ts), each checked once and then traced. A research instrument: the
+ * bytes (bench/stream_read.ts), and with `--slices` the research kernel that reads B as ours
+ * does, its columns in groups of G and its k-loop rotated by R (bench/slice_read.ts), each
+ * checked once and then traced. A research instrument: the
  * stores add one 128-byte line a block and four timer reads to thread 0; nothing of the benchmark
  * or CI runs it on a GPU (tests/timeline_test.ts tests the instrumentation and the summary).
  *
@@ -37,6 +40,7 @@ import { ClockProbe } from "./clock_probe.ts";
 import { compileFor, load, loadFunction, poisonOutput, verify } from "./gpu_bench.ts";
 import { LLM_TYPES, type LlmProblem, type LlmType, operandBytes } from "./llm_report.ts";
 import { STREAM_READ_BLOCKS_PER_SM, streamRead } from "./stream_read.ts";
+import { parseSliceVariants, SLICE_COLS, sliceRead, type SliceVariant } from "./slice_read.ts";
 import { parseSize } from "./llm.ts";
 
 /** The points a block records, in slot order. */
@@ -364,6 +368,7 @@ interface TimelineOptions {
   readonly launches: number;
   readonly rounds: number;
   readonly read: boolean;
+  readonly slices: readonly SliceVariant[];
   readonly lastCopy: boolean;
   readonly out: string | undefined;
 }
@@ -379,6 +384,7 @@ function parseTimelineArgs(args: string[]): TimelineOptions {
       launches: { type: "string", default: "40" },
       rounds: { type: "string", default: "3" },
       read: { type: "boolean", default: false },
+      slices: { type: "string" },
       "pdl-last-copy": { type: "boolean", default: false },
       out: { type: "string" },
     },
@@ -402,6 +408,7 @@ function parseTimelineArgs(args: string[]): TimelineOptions {
     launches,
     rounds,
     read: o.read,
+    slices: o.slices === undefined ? [] : parseSliceVariants(o.slices),
     lastCopy: o["pdl-last-copy"],
     out: o.out,
   };
@@ -489,6 +496,29 @@ function readTraced(
   return { label: "read", blocks: r.blocks, launch: (i, reg) => r.launch(i, [reg]) };
 }
 
+/** The slice-read kernel (bench/slice_read.ts) of each variant over `k`'s B sets, instrumented
+ * and checked. */
+function slicesTraced(
+  cuda: Cuda,
+  o: TimelineOptions,
+  k: { bBufs: readonly DeviceBuffer[] },
+  bufs: DeviceBuffer[],
+  mods: CudaModule[],
+): TracedSide[] {
+  const shape = { n: o.p.N, colBytes: operandBytes(o.type, o.p).b / o.p.N };
+  const scratch = cuda.alloc((o.p.N / SLICE_COLS) * TIMELINE_SLOT_BYTES);
+  bufs.push(scratch);
+  return o.slices.map((v) => {
+    const label = `slices G=${v.group} R=${v.rotate}`;
+    const r = sliceRead(cuda, shape, v, k.bBufs, { bufs, mods }, instrumentPtx);
+    if (r === null) throw new Error(`--slices: N = ${o.p.N}, K = ${o.p.K} do not fit the kernel`);
+    const c = r.check([{ type: "u64", value: scratch.ptr }]);
+    console.log(`# ${label} instrumented: ${c.ok ? "ok" : "FAILED"}`);
+    if (!c.ok) throw new Error(`${label}: the instrumented kernel disagrees`);
+    return { label, blocks: r.blocks, launch: (i, reg) => r.launch(i, [reg]) };
+  });
+}
+
 function main(args: string[]): void {
   const o = parseTimelineArgs(args);
   const avail = cudaAvailable();
@@ -505,7 +535,11 @@ function main(args: string[]): void {
     );
     const ours = oursTraced(cuda, o, bufs, mods);
     console.log(`# kernel ${ours.name}`);
-    const sides = [...ours.sides, ...(o.read ? [readTraced(cuda, o, ours.k, bufs, mods)] : [])];
+    const sides = [
+      ...ours.sides,
+      ...(o.read ? [readTraced(cuda, o, ours.k, bufs, mods)] : []),
+      ...slicesTraced(cuda, o, ours.k, bufs, mods),
+    ];
     const results = traceSides(cuda, probe, sides, o.launches, o.rounds, bufs);
     if (o.out !== undefined) {
       const { type, size, target } = o;

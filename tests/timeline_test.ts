@@ -16,6 +16,7 @@ import {
   TIMELINE_SLOT_BYTES,
 } from "../bench/timeline.ts";
 import { STREAM_READ_PTX } from "../bench/stream_read.ts";
+import { parseSliceVariants, SLICE_READ_PTX } from "../bench/slice_read.ts";
 import { ptxasTest } from "./_ptxas.ts";
 
 const KERNELS = new URL("../bench/kernels/", import.meta.url);
@@ -76,6 +77,28 @@ ptxasTest("instrumentPtx: the streaming read kernel (start and end) assembles", 
   assert.deepEqual(points(out), ["start", "end"]);
   const r = await runPtxas(out, { arch: "sm_80", ptxasPath: ptxas });
   assert.ok(r.ok, r.log);
+});
+
+ptxasTest(
+  "the slice-read kernel assembles, plain and instrumented, spilling nothing",
+  async (ptxas) => {
+    for (const ptx of [SLICE_READ_PTX, instrumentPtx(SLICE_READ_PTX)]) {
+      const r = await runPtxas(ptx, { arch: "sm_80", ptxasPath: ptxas });
+      assert.ok(r.ok, r.log);
+      assert.doesNotMatch(r.log, /[1-9]\d* bytes spill/);
+    }
+  },
+);
+
+Deno.test("parseSliceVariants: G:R pairs, G dividing 32", () => {
+  assert.deepEqual(parseSliceVariants("32:0, 8:0,1:7"), [
+    { group: 32, rotate: 0 },
+    { group: 8, rotate: 0 },
+    { group: 1, rotate: 7 },
+  ]);
+  for (const bad of ["3:0", "0:1", "8", "8:-1", "8:x", "64:0"]) {
+    assert.throws(() => parseSliceVariants(bad), /G:R/, bad);
+  }
 });
 
 Deno.test("instrumentPtx: refuses two entries and a predicated ret", () => {

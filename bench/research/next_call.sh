@@ -127,6 +127,10 @@
 #   ncu128: NOTES 92's second model (M = 128 bound by shared memory's bytes): ncu of f16 at M = 128,
 #          N = K = 4096, the default (64x64 on clusters) and 128x32x64 in 11 stages with the hint, and cuBLAS
 #          (Mem Busy, Max Bandwidth and the shared-memory rows of MemoryWorkloadAnalysis);
+#   slices: NOTES 96: does the M = 16 tail come from where the blocks read B? bench/timeline.ts
+#          --slices at f16 M = 16, N = 4096, K = 4096 and 8192: ours against the research kernel that
+#          reads B as ours does (bench/slice_read.ts), its columns contiguous (32:0, bracketing),
+#          in groups of 8 and 1 spread across B, and its k-loop rotated by 1 and 5 k-tiles a block;
 #   allgpu: every GPU test, `deno test -A tests/gpu/` (step h200 without its llm rows);
 #   nohint: the same rows of f16 and s8 at N = K = 4096 with `cache_b evict_normal`, the
 #          default before SKINNY_STREAMED_B, for the same-run comparison.
@@ -222,6 +226,16 @@ if has timeline; then
     timeout 120 deno run --cached-only -A bench/timeline.ts --type "$t" --size "$s" $extra \
       --out "$f.json" >"$f.txt" 2>&1
     echo "timeline $t $s $extra: exit $?"
+    grep -v '^#' "$f.txt" | sed 's/^/  /'
+    pack
+  done
+fi
+if has slices; then
+  for s in 16x4096x4096 16x4096x8192; do
+    f="$W/slices-f16-$s"
+    timeout 150 deno run --cached-only -A bench/timeline.ts --type f16 --size "$s" --rounds 3 \
+      --slices 32:0,8:0,1:0,32:1,32:5,8:1,32:0 --out "$f.json" >"$f.txt" 2>&1
+    echo "slices f16 $s: exit $?"
     grep -v '^#' "$f.txt" | sed 's/^/  /'
     pack
   done
