@@ -13,9 +13,16 @@
  * - **rotate** R: block x starts its k-loop at k-tile `(x * R) mod kTiles` and wraps, so the
  *   blocks read different k-offsets at the same moment (R = 0: all in step, as ours).
  *
+ * and two that it has, to take apart:
+ *
+ * - **a**: every block also copies A's k-tile (16 rows of `K` elements, row-major: 8 KB a stage,
+ *   4 copies a thread), the same bytes for every block at the same moment (R = 0), as ours;
+ * - **e**: B's copies carry an L2 evict_first policy (our skinny kernels' `cache_b`).
+ *
  * Every column and k-tile of B is read exactly once whatever G and R (the map is a bijection);
- * each thread folds the words it copied into an xor, and the host compares the xor of the warps'
- * words with that of B's bytes ({@link SliceRead.check}), so a kernel that skipped or repeated a
+ * each thread folds the words it copied into an xor, B's and A's apart, and the host compares the
+ * xor of the warps' B words with that of B's bytes and, block by block, the xor of its warps' A
+ * words with that of A's bytes ({@link SliceRead.check}), so a kernel that skipped or repeated a
  * load fails. The k-tile is 512 bytes a column for any type (the memory pattern of the f16
  * kernel; an s8 kernel's is 256). Hand-written PTX: the kernel IR describes GEMMs, not this.
  *
@@ -28,28 +35,48 @@ import { xorWords } from "./stream_read.ts";
 /** Threads a block (4 warps, as the 16x32x256 tile), columns a block, bytes of a column's k-tile,
  * stages. */
 export const SLICE_THREADS = 128, SLICE_COLS = 32, SLICE_KTILE_BYTES = 512, SLICE_STAGES = 4;
+/** Rows of A a block copies with the `a` flag (the decode tile's M). */
+export const SLICE_A_ROWS = 16;
 /** Bytes of one stage: every column's k-tile. */
 const STAGE_BYTES = SLICE_COLS * SLICE_KTILE_BYTES;
 /** 16-byte copies a thread a stage. */
 const COPIES = STAGE_BYTES / 16 / SLICE_THREADS;
+/** A's k-tile's place in a stage (after B's), and a stage's bytes with it. */
+const A_OFFSET = STAGE_BYTES, STAGE_STRIDE = STAGE_BYTES + SLICE_A_ROWS * SLICE_KTILE_BYTES;
 
-/** One variant: the group of adjacent columns and the rotation of the k-loop. */
+/** A's 16-byte copies a thread a stage. */
+const A_COPIES = SLICE_A_ROWS * SLICE_KTILE_BYTES / 16 / SLICE_THREADS;
+
+/** One variant: the group of adjacent columns, the rotation of the k-loop, whether A is read
+ * too and whether B's copies evict first. */
 export interface SliceVariant {
   readonly group: number;
   readonly rotate: number;
+  readonly a: boolean;
+  readonly evictFirst: boolean;
 }
 
-/** `G:R` pairs, comma-separated (e.g. `32:0,8:0,32:1`); throws on a group that does not divide
- * {@link SLICE_COLS} or a negative rotation. */
+/** `G:R[:FLAGS]` comma-separated (e.g. `32:0,8:0:a,32:1:ae`; flags `a` and `e`, see the module);
+ * throws on a group that does not divide {@link SLICE_COLS}, a negative rotation or another
+ * flag. */
 export function parseSliceVariants(text: string): SliceVariant[] {
   return text.split(",").map((v) => {
-    const m = /^(\d+):(\d+)$/.exec(v.trim());
+    const m = /^(\d+):(\d+)(?::(a|e|ae|ea))?$/.exec(v.trim());
     const group = m ? Number(m[1]) : NaN, rotate = m ? Number(m[2]) : NaN;
     if (!(group >= 1 && SLICE_COLS % group === 0 && rotate >= 0)) {
-      throw new Error(`--slices: "${v}" is not G:R with G dividing ${SLICE_COLS}, R >= 0`);
+      throw new Error(
+        `--slices: "${v}" is not G:R[:a|e|ae] with G dividing ${SLICE_COLS}, R >= 0`,
+      );
     }
-    return { group, rotate };
+    const flags = m![3] ?? "";
+    return { group, rotate, a: flags.includes("a"), evictFirst: flags.includes("e") };
   });
+}
+
+/** The label of a variant, as {@link parseSliceVariants} reads it. */
+export function sliceLabel(v: SliceVariant): string {
+  const flags = `${v.a ? "a" : ""}${v.evictFirst ? "e" : ""}`;
+  return `${v.group}:${v.rotate}${flags === "" ? "" : `:${flags}`}`;
 }
 
 /** Copy i's column within the block is `hi + 4 i` (`hi` the warp): its address in B, `%rd2x`. */
@@ -76,9 +103,10 @@ export const SLICE_READ_PTX = `.version 8.0
 .address_size 64
 .extern .shared .align 128 .b8 slice_smem[];
 .visible .entry slice_read(.param .u64 b, .param .u32 col_bytes, .param .u32 ktiles,
-  .param .u32 group, .param .u32 rotate, .param .u64 out)
+  .param .u32 group, .param .u32 rotate, .param .u64 a, .param .u32 evict_first,
+  .param .u64 out)
 {
-  .reg .pred %p<4>;
+  .reg .pred %p<8>;
   .reg .b32 %r<64>;
   .reg .b64 %rd<32>;
   mov.u32 %r1, %tid.x;
@@ -102,7 +130,19 @@ ${columnBases()}
   mov.u32 %r14, slice_smem;
   shl.b32 %r15, %r1, 4;
   add.u32 %r14, %r14, %r15;
+  // A (row r = warp + 4 i, its chunk the lane's), or none where a = 0.
+  ld.param.u64 %rd12, [a];
+  setp.ne.u64 %p5, %rd12, 0;
+  cvta.to.global.u64 %rd12, %rd12;
+  add.u64 %rd12, %rd12, %rd6;
+  mul.wide.u32 %rd13, %r4, %r8;
+  add.u64 %rd12, %rd12, %rd13;
+  mul.wide.u32 %rd14, %r8, ${SLICE_THREADS / 32};
+  ld.param.u32 %r16, [evict_first];
+  setp.ne.u32 %p6, %r16, 0;
+  createpolicy.fractional.L2::evict_first.b64 %rd15, 1.0;
   mov.b32 %r10, 0;
+  mov.b32 %r17, 0;
   mov.u32 %r30, 0;
   add.u32 %r31, %r7, ${SLICE_STAGES - 1};
 LOOP:
@@ -113,11 +153,19 @@ LOOP:
   @%p2 sub.u32 %r32, %r32, %r7;
   mul.wide.u32 %rd7, %r32, ${SLICE_KTILE_BYTES};
   and.b32 %r33, %r30, ${SLICE_STAGES - 1};
-  mad.lo.u32 %r33, %r33, ${STAGE_BYTES}, %r14;
+  mad.lo.u32 %r33, %r33, ${STAGE_STRIDE}, %r14;
 ${
   Array.from({ length: COPIES }, (_, i) =>
     `  add.u64 %rd8, %rd${20 + i}, %rd7;
-  cp.async.cg.shared.global [%r33+${i * SLICE_THREADS * 16}], [%rd8], 16;`).join("\n")
+  @%p6 cp.async.cg.shared.global.L2::cache_hint [%r33+${i * SLICE_THREADS * 16}], [%rd8], 16, %rd15;
+  @!%p6 cp.async.cg.shared.global [%r33+${i * SLICE_THREADS * 16}], [%rd8], 16;`).join("\n")
+}
+  @!%p5 bra ISSUED;
+  add.u64 %rd8, %rd12, %rd7;
+${
+  Array.from({ length: A_COPIES }, (_, i) =>
+    `  cp.async.cg.shared.global [%r33+${A_OFFSET + i * SLICE_THREADS * 16}], [%rd8], 16;
+  add.u64 %rd8, %rd8, %rd14;`).join("\n")
 }
 ISSUED:
   cp.async.commit_group;
@@ -127,7 +175,7 @@ ISSUED:
   bar.sync 0;
   sub.u32 %r34, %r30, ${SLICE_STAGES - 1};
   and.b32 %r34, %r34, ${SLICE_STAGES - 1};
-  mad.lo.u32 %r34, %r34, ${STAGE_BYTES}, %r14;
+  mad.lo.u32 %r34, %r34, ${STAGE_STRIDE}, %r14;
 ${
   Array.from({ length: COPIES }, (_, i) =>
     `  ld.shared.v4.u32 {%r40, %r41, %r42, %r43}, [%r34+${i * SLICE_THREADS * 16}];
@@ -136,6 +184,16 @@ ${
   xor.b32 %r10, %r10, %r42;
   xor.b32 %r10, %r10, %r43;`).join("\n")
 }
+  @!%p5 bra FOLDED;
+${
+  Array.from({ length: A_COPIES }, (_, i) =>
+    `  ld.shared.v4.u32 {%r40, %r41, %r42, %r43}, [%r34+${A_OFFSET + i * SLICE_THREADS * 16}];
+  xor.b32 %r17, %r17, %r40;
+  xor.b32 %r17, %r17, %r41;
+  xor.b32 %r17, %r17, %r42;
+  xor.b32 %r17, %r17, %r43;`).join("\n")
+}
+FOLDED:
   bar.sync 0;
 NEXT:
   add.u32 %r30, %r30, 1;
@@ -143,7 +201,9 @@ NEXT:
   @%p1 bra LOOP;
 ${
   [16, 8, 4, 2, 1].map((m) =>
-    `  shfl.sync.bfly.b32 %r50, %r10, ${m}, 31, -1;\n  xor.b32 %r10, %r10, %r50;`
+    [10, 17].map((r) =>
+      `  shfl.sync.bfly.b32 %r50, %r${r}, ${m}, 31, -1;\n  xor.b32 %r${r}, %r${r}, %r50;`
+    ).join("\n")
   ).join("\n")
 }
   setp.ne.u32 %p1, %r9, 0;
@@ -151,9 +211,9 @@ ${
   ld.param.u64 %rd10, [out];
   cvta.to.global.u64 %rd10, %rd10;
   mad.lo.u32 %r51, %r2, ${SLICE_THREADS / 32}, %r4;
-  mul.wide.u32 %rd11, %r51, 4;
+  mul.wide.u32 %rd11, %r51, 8;
   add.u64 %rd10, %rd10, %rd11;
-  st.global.u32 [%rd10], %r10;
+  st.global.v2.u32 [%rd10], {%r10, %r17};
 DONE:
   ret;
 }
@@ -164,34 +224,52 @@ export interface SliceRead {
   readonly blocks: number;
   /** `extra`: the arguments of parameters an instrumentation appended. */
   readonly launch: (i: number, extra?: readonly KernelArg[]) => void;
-  /** Runs set 0 once on zeroed warp words; their xor against that of set 0's B bytes. */
-  readonly check: (extra?: readonly KernelArg[]) => { ok: boolean; got: number; want: number };
+  /** Runs set 0 once on zeroed warp words: the xor of their B words against that of set 0's B
+   * bytes and (with A) each block's xor of its A words against that of A's bytes. */
+  readonly check: (extra?: readonly KernelArg[]) => SliceCheck;
+}
+
+/** {@link SliceRead.check}'s outcome (`badBlocks`: blocks whose A words disagree). */
+export interface SliceCheck {
+  readonly ok: boolean;
+  readonly got: number;
+  readonly want: number;
+  readonly badBlocks: number;
+}
+
+/** One input set: B, and A (read with the `a` flag). */
+export interface SliceSet {
+  readonly a: DeviceBuffer;
+  readonly b: DeviceBuffer;
 }
 
 /**
- * The kernel (its PTX passed through `instrument`, where given) over B's input sets, `n` columns
- * of `colBytes` each: `n / 32` blocks. Null where `n` is not a multiple of {@link SLICE_COLS}, a
- * column is not whole k-tiles, or a buffer is shorter than `n * colBytes`.
+ * The kernel (its PTX passed through `instrument`, where given) over the input sets, `n` columns
+ * of B of `colBytes` each (`n / 32` blocks) and, with the `a` flag, {@link SLICE_A_ROWS} rows of
+ * A of `colBytes` each. Null where `n` is not a multiple of {@link SLICE_COLS}, a column is not
+ * whole k-tiles, or a buffer is too short.
  */
 export function sliceRead(
   cuda: Cuda,
   shape: { readonly n: number; readonly colBytes: number },
   v: SliceVariant,
-  sets: readonly DeviceBuffer[],
+  sets: readonly SliceSet[],
   own: { readonly bufs: DeviceBuffer[]; readonly mods: CudaModule[] },
   instrument: (ptx: string) => string = (p) => p,
 ): SliceRead | null {
   const { n, colBytes } = shape;
-  const bytes = n * colBytes;
-  if (n % SLICE_COLS !== 0 || colBytes % SLICE_KTILE_BYTES !== 0) return null;
-  if (sets.length === 0 || sets.some((s) => s.bytes < bytes)) return null;
+  const [bBytes, aBytes] = [n * colBytes, SLICE_A_ROWS * colBytes];
+  if (n % SLICE_COLS !== 0 || colBytes % SLICE_KTILE_BYTES !== 0 || sets.length === 0) return null;
+  if (sets.some((s) => s.b.bytes < bBytes || (v.a && s.a.bytes < aBytes))) return null;
   const mod = cuda.loadModule(instrument(SLICE_READ_PTX));
   own.mods.push(mod);
   const fn = mod.getFunction("slice_read");
-  const smem = SLICE_STAGES * STAGE_BYTES;
+  const smem = SLICE_STAGES * STAGE_STRIDE;
   fn.setMaxDynamicSharedBytes(smem);
   const blocks = n / SLICE_COLS;
-  const out = cuda.alloc(blocks * (SLICE_THREADS / 32) * 4);
+  const warps = SLICE_THREADS / 32;
+  // Each warp's two words: its B xor, its A xor.
+  const out = cuda.alloc(blocks * warps * 8);
   own.bufs.push(out);
   const config = {
     grid: [blocks, 1, 1] as const,
@@ -199,26 +277,36 @@ export function sliceRead(
     dynamicSmemBytes: smem,
   };
   const u32 = (value: number) => ({ type: "u32" as const, value });
+  const u64 = (value: bigint) => ({ type: "u64" as const, value });
   const args = sets.map((s) => [
-    { type: "u64" as const, value: s.ptr },
+    u64(s.b.ptr),
     u32(colBytes),
     u32(colBytes / SLICE_KTILE_BYTES),
     u32(v.group),
     u32(v.rotate),
-    { type: "u64" as const, value: out.ptr },
+    u64(v.a ? s.a.ptr : 0n),
+    u32(v.evictFirst ? 1 : 0),
+    u64(out.ptr),
   ]);
   const launch = (i: number, extra: readonly KernelArg[] = []) =>
     cuda.launch(fn, config, [...args[i % sets.length]!, ...extra]);
-  return {
-    blocks,
-    launch,
-    check: (extra = []) => {
-      out.fill(0);
-      launch(0, extra);
-      cuda.synchronize();
-      const got = xorWords(out.download());
-      const want = xorWords(sets[0]!.download(new Uint8Array(bytes)));
-      return { ok: got === want, got, want };
-    },
+  const check = (extra: readonly KernelArg[] = []): SliceCheck => {
+    out.fill(0);
+    launch(0, extra);
+    cuda.synchronize();
+    const words = new Uint32Array(out.download().buffer);
+    let got = 0;
+    for (let w = 0; w < words.length; w += 2) got ^= words[w]!;
+    got >>>= 0;
+    const want = xorWords(sets[0]!.b.download(new Uint8Array(bBytes)));
+    const wantA = v.a ? xorWords(sets[0]!.a.download(new Uint8Array(aBytes))) : 0;
+    let badBlocks = 0;
+    for (let x = 0; x < blocks; x++) {
+      let a = 0;
+      for (let w = 0; w < warps; w++) a ^= words[(x * warps + w) * 2 + 1]!;
+      if (a >>> 0 !== wantA) badBlocks++;
+    }
+    return { ok: got === want && badBlocks === 0, got, want, badBlocks };
   };
+  return { blocks, launch, check };
 }

@@ -16,12 +16,13 @@
  * give each SM's clock rate.
  *
  * `deno run -A bench/timeline.ts [--type f16|bf16|s8] [--size MxNxK] [--target sm80|sm86|sm90]
- * [--schedule "LINES"] [--launches N] [--rounds R] [--read] [--slices G:R,..] [--pdl-last-copy]
+ * [--schedule "LINES"] [--launches N] [--rounds R] [--read] [--slices G:R[:ae],..] [--pdl-last-copy]
  * [--out FILE]`:
  * ours (the llm table's kernel, compiled with `--pdl` and launched both ways: the ordinary launch
  * leaves `griddepcontrol` without effect), and with `--read` the streaming kernel of the same
  * bytes (bench/stream_read.ts), and with `--slices` the research kernel that reads B as ours
- * does, its columns in groups of G and its k-loop rotated by R (bench/slice_read.ts), each
+ * does, its columns in groups of G and its k-loop rotated by R, with A read too (a) and B's
+ * copies evicting first (e) (bench/slice_read.ts), each
  * checked once and then traced. A research instrument: the
  * stores add one 128-byte line a block and four timer reads to thread 0; nothing of the benchmark
  * or CI runs it on a GPU (tests/timeline_test.ts tests the instrumentation and the summary).
@@ -40,7 +41,13 @@ import { ClockProbe } from "./clock_probe.ts";
 import { compileFor, load, loadFunction, poisonOutput, verify } from "./gpu_bench.ts";
 import { LLM_TYPES, type LlmProblem, type LlmType, operandBytes } from "./llm_report.ts";
 import { STREAM_READ_BLOCKS_PER_SM, streamRead } from "./stream_read.ts";
-import { parseSliceVariants, SLICE_COLS, sliceRead, type SliceVariant } from "./slice_read.ts";
+import {
+  parseSliceVariants,
+  SLICE_COLS,
+  sliceLabel,
+  sliceRead,
+  type SliceVariant,
+} from "./slice_read.ts";
 import { parseSize } from "./llm.ts";
 
 /** The points a block records, in slot order. */
@@ -501,19 +508,23 @@ function readTraced(
 function slicesTraced(
   cuda: Cuda,
   o: TimelineOptions,
-  k: { bBufs: readonly DeviceBuffer[] },
+  k: { aBufs: readonly DeviceBuffer[]; bBufs: readonly DeviceBuffer[] },
   bufs: DeviceBuffer[],
   mods: CudaModule[],
 ): TracedSide[] {
+  const sets = k.bBufs.map((b, i) => ({ a: k.aBufs[i]!, b }));
   const shape = { n: o.p.N, colBytes: operandBytes(o.type, o.p).b / o.p.N };
   const scratch = cuda.alloc((o.p.N / SLICE_COLS) * TIMELINE_SLOT_BYTES);
   bufs.push(scratch);
   return o.slices.map((v) => {
-    const label = `slices G=${v.group} R=${v.rotate}`;
-    const r = sliceRead(cuda, shape, v, k.bBufs, { bufs, mods }, instrumentPtx);
+    const label = `slices ${sliceLabel(v)}`;
+    const r = sliceRead(cuda, shape, v, sets, { bufs, mods }, instrumentPtx);
     if (r === null) throw new Error(`--slices: N = ${o.p.N}, K = ${o.p.K} do not fit the kernel`);
     const c = r.check([{ type: "u64", value: scratch.ptr }]);
-    console.log(`# ${label} instrumented: ${c.ok ? "ok" : "FAILED"}`);
+    console.log(
+      `# ${label} instrumented: ${c.ok ? "ok" : "FAILED"} (B's xor ${c.got} against ${c.want}; ` +
+        `${c.badBlocks} blocks' A disagree)`,
+    );
     if (!c.ok) throw new Error(`${label}: the instrumented kernel disagrees`);
     return { label, blocks: r.blocks, launch: (i, reg) => r.launch(i, [reg]) };
   });

@@ -16,7 +16,7 @@ import {
   TIMELINE_SLOT_BYTES,
 } from "../bench/timeline.ts";
 import { STREAM_READ_PTX } from "../bench/stream_read.ts";
-import { parseSliceVariants, SLICE_READ_PTX } from "../bench/slice_read.ts";
+import { parseSliceVariants, SLICE_READ_PTX, sliceLabel } from "../bench/slice_read.ts";
 import { ptxasTest } from "./_ptxas.ts";
 
 const KERNELS = new URL("../bench/kernels/", import.meta.url);
@@ -90,13 +90,16 @@ ptxasTest(
   },
 );
 
-Deno.test("parseSliceVariants: G:R pairs, G dividing 32", () => {
-  assert.deepEqual(parseSliceVariants("32:0, 8:0,1:7"), [
-    { group: 32, rotate: 0 },
-    { group: 8, rotate: 0 },
-    { group: 1, rotate: 7 },
+Deno.test("parseSliceVariants: G:R[:ae], G dividing 32, and the labels", () => {
+  const vs = parseSliceVariants("32:0, 8:0:a,1:7:ae,4:1:e");
+  assert.deepEqual(vs, [
+    { group: 32, rotate: 0, a: false, evictFirst: false },
+    { group: 8, rotate: 0, a: true, evictFirst: false },
+    { group: 1, rotate: 7, a: true, evictFirst: true },
+    { group: 4, rotate: 1, a: false, evictFirst: true },
   ]);
-  for (const bad of ["3:0", "0:1", "8", "8:-1", "8:x", "64:0"]) {
+  assert.deepEqual(vs.map(sliceLabel), ["32:0", "8:0:a", "1:7:ae", "4:1:e"]);
+  for (const bad of ["3:0", "0:1", "8", "8:-1", "8:x", "64:0", "8:0:b", "8:0:"]) {
     assert.throws(() => parseSliceVariants(bad), /G:R/, bad);
   }
 });
