@@ -17,7 +17,8 @@
  *
  * - **a**: every block also copies A's k-tile (16 rows of `K` elements, row-major: 8 KB a stage,
  *   4 copies a thread), the same bytes for every block at the same moment (R = 0), as ours;
- * - **e**: B's copies carry an L2 evict_first policy (our skinny kernels' `cache_b`).
+ * - **e**: B's copies carry an L2 evict_first policy (our skinny kernels' `cache_b`);
+ * - **s**: one k-tile fewer in flight while a block waits, as ours ({@link sliceReadPtx}).
  *
  * Every column and k-tile of B is read exactly once whatever G and R (the map is a bijection);
  * each thread folds the words it copied into an xor, B's and A's apart, and the host compares the
@@ -54,28 +55,39 @@ export interface SliceVariant {
   readonly rotate: number;
   readonly a: boolean;
   readonly evictFirst: boolean;
+  /** One k-tile fewer in flight while a block waits (as ours; {@link sliceReadPtx}). */
+  readonly shallow: boolean;
 }
 
-/** `G:R[:FLAGS]` comma-separated (e.g. `32:0,8:0:a,32:1:ae`; flags `a` and `e`, see the module);
+/** `G:R[:FLAGS]` comma-separated (e.g. `32:0,8:0:a,32:1:aes`; flags `a`, `e`, `s`, see the module);
  * throws on a group that does not divide {@link SLICE_COLS}, a negative rotation or another
  * flag. */
 export function parseSliceVariants(text: string): SliceVariant[] {
   return text.split(",").map((v) => {
-    const m = /^(\d+):(\d+)(?::(a|e|ae|ea))?$/.exec(v.trim());
+    const m = /^(\d+):(\d+)(?::([aes]+))?$/.exec(v.trim());
     const group = m ? Number(m[1]) : NaN, rotate = m ? Number(m[2]) : NaN;
-    if (!(group >= 1 && SLICE_COLS % group === 0 && rotate >= 0)) {
+    const flags = m?.[3] ?? "";
+    if (
+      !(group >= 1 && SLICE_COLS % group === 0 && rotate >= 0) ||
+      new Set(flags).size !== flags.length
+    ) {
       throw new Error(
-        `--slices: "${v}" is not G:R[:a|e|ae] with G dividing ${SLICE_COLS}, R >= 0`,
+        `--slices: "${v}" is not G:R[:FLAGS] with G dividing ${SLICE_COLS}, R >= 0, flags of a, e, s`,
       );
     }
-    const flags = m![3] ?? "";
-    return { group, rotate, a: flags.includes("a"), evictFirst: flags.includes("e") };
+    return {
+      group,
+      rotate,
+      a: flags.includes("a"),
+      evictFirst: flags.includes("e"),
+      shallow: flags.includes("s"),
+    };
   });
 }
 
 /** The label of a variant, as {@link parseSliceVariants} reads it. */
 export function sliceLabel(v: SliceVariant): string {
-  const flags = `${v.a ? "a" : ""}${v.evictFirst ? "e" : ""}`;
+  const flags = `${v.a ? "a" : ""}${v.evictFirst ? "e" : ""}${v.shallow ? "s" : ""}`;
   return `${v.group}:${v.rotate}${flags === "" ? "" : `:${flags}`}`;
 }
 
@@ -92,13 +104,17 @@ function columnBases(): string {
 }
 
 /**
- * `slice_read(b, col_bytes, ktiles, group, rotate, out)`: block x of the grid reads its
+ * `slice_read(b, col_bytes, ktiles, group, rotate, a, evict_first, out)`: block x of the grid
+ * reads its
  * {@link SLICE_COLS} columns of B (`col_bytes` apart, `ktiles` k-tiles of
  * {@link SLICE_KTILE_BYTES} each) through a ring of {@link SLICE_STAGES} stages of shared memory
  * (dynamic, `SLICE_STAGES * 16 KB`) and stores each warp's xor of the words it copied to
- * `out[warp of the grid]`.
+ * `out[warp of the grid]`. Each iteration issues k-tile j's copies, then waits for k-tile
+ * j - `lag` and folds it: `lag` k-tiles stay in flight while a block waits (3: our 4-stage
+ * kernel's count plus one, as it issues after its wait; 2: as ours, the `s` flag).
  */
-export const SLICE_READ_PTX = `.version 8.0
+export function sliceReadPtx(lag: number): string {
+  return `.version 8.0
 .target sm_80
 .address_size 64
 .extern .shared .align 128 .b8 slice_smem[];
@@ -144,7 +160,7 @@ ${columnBases()}
   mov.b32 %r10, 0;
   mov.b32 %r17, 0;
   mov.u32 %r30, 0;
-  add.u32 %r31, %r7, ${SLICE_STAGES - 1};
+  add.u32 %r31, %r7, ${lag};
 LOOP:
   setp.ge.u32 %p1, %r30, %r7;
   @%p1 bra ISSUED;
@@ -155,44 +171,44 @@ LOOP:
   and.b32 %r33, %r30, ${SLICE_STAGES - 1};
   mad.lo.u32 %r33, %r33, ${STAGE_STRIDE}, %r14;
 ${
-  Array.from({ length: COPIES }, (_, i) =>
-    `  add.u64 %rd8, %rd${20 + i}, %rd7;
+    Array.from({ length: COPIES }, (_, i) =>
+      `  add.u64 %rd8, %rd${20 + i}, %rd7;
   @%p6 cp.async.cg.shared.global.L2::cache_hint [%r33+${i * SLICE_THREADS * 16}], [%rd8], 16, %rd15;
   @!%p6 cp.async.cg.shared.global [%r33+${i * SLICE_THREADS * 16}], [%rd8], 16;`).join("\n")
-}
+  }
   @!%p5 bra ISSUED;
   add.u64 %rd8, %rd12, %rd7;
 ${
-  Array.from({ length: A_COPIES }, (_, i) =>
-    `  cp.async.cg.shared.global [%r33+${A_OFFSET + i * SLICE_THREADS * 16}], [%rd8], 16;
+    Array.from({ length: A_COPIES }, (_, i) =>
+      `  cp.async.cg.shared.global [%r33+${A_OFFSET + i * SLICE_THREADS * 16}], [%rd8], 16;
   add.u64 %rd8, %rd8, %rd14;`).join("\n")
-}
+  }
 ISSUED:
   cp.async.commit_group;
-  setp.lt.u32 %p3, %r30, ${SLICE_STAGES - 1};
+  setp.lt.u32 %p3, %r30, ${lag};
   @%p3 bra NEXT;
-  cp.async.wait_group ${SLICE_STAGES - 1};
+  cp.async.wait_group ${lag};
   bar.sync 0;
-  sub.u32 %r34, %r30, ${SLICE_STAGES - 1};
+  sub.u32 %r34, %r30, ${lag};
   and.b32 %r34, %r34, ${SLICE_STAGES - 1};
   mad.lo.u32 %r34, %r34, ${STAGE_STRIDE}, %r14;
 ${
-  Array.from({ length: COPIES }, (_, i) =>
-    `  ld.shared.v4.u32 {%r40, %r41, %r42, %r43}, [%r34+${i * SLICE_THREADS * 16}];
+    Array.from({ length: COPIES }, (_, i) =>
+      `  ld.shared.v4.u32 {%r40, %r41, %r42, %r43}, [%r34+${i * SLICE_THREADS * 16}];
   xor.b32 %r10, %r10, %r40;
   xor.b32 %r10, %r10, %r41;
   xor.b32 %r10, %r10, %r42;
   xor.b32 %r10, %r10, %r43;`).join("\n")
-}
+  }
   @!%p5 bra FOLDED;
 ${
-  Array.from({ length: A_COPIES }, (_, i) =>
-    `  ld.shared.v4.u32 {%r40, %r41, %r42, %r43}, [%r34+${A_OFFSET + i * SLICE_THREADS * 16}];
+    Array.from({ length: A_COPIES }, (_, i) =>
+      `  ld.shared.v4.u32 {%r40, %r41, %r42, %r43}, [%r34+${A_OFFSET + i * SLICE_THREADS * 16}];
   xor.b32 %r17, %r17, %r40;
   xor.b32 %r17, %r17, %r41;
   xor.b32 %r17, %r17, %r42;
   xor.b32 %r17, %r17, %r43;`).join("\n")
-}
+  }
 FOLDED:
   bar.sync 0;
 NEXT:
@@ -200,12 +216,12 @@ NEXT:
   setp.lt.u32 %p1, %r30, %r31;
   @%p1 bra LOOP;
 ${
-  [16, 8, 4, 2, 1].map((m) =>
-    [10, 17].map((r) =>
-      `  shfl.sync.bfly.b32 %r50, %r${r}, ${m}, 31, -1;\n  xor.b32 %r${r}, %r${r}, %r50;`
+    [16, 8, 4, 2, 1].map((m) =>
+      [10, 17].map((r) =>
+        `  shfl.sync.bfly.b32 %r50, %r${r}, ${m}, 31, -1;\n  xor.b32 %r${r}, %r${r}, %r50;`
+      ).join("\n")
     ).join("\n")
-  ).join("\n")
-}
+  }
   setp.ne.u32 %p1, %r9, 0;
   @%p1 bra DONE;
   ld.param.u64 %rd10, [out];
@@ -218,6 +234,10 @@ DONE:
   ret;
 }
 `;
+}
+
+/** The kernel with {@link SLICE_STAGES} - 1 k-tiles in flight while a block waits. */
+export const SLICE_READ_PTX = sliceReadPtx(SLICE_STAGES - 1);
 
 /** {@link sliceRead}'s side: the launch of input set `i % sets` and the check. */
 export interface SliceRead {
@@ -261,7 +281,7 @@ export function sliceRead(
   const [bBytes, aBytes] = [n * colBytes, SLICE_A_ROWS * colBytes];
   if (n % SLICE_COLS !== 0 || colBytes % SLICE_KTILE_BYTES !== 0 || sets.length === 0) return null;
   if (sets.some((s) => s.b.bytes < bBytes || (v.a && s.a.bytes < aBytes))) return null;
-  const mod = cuda.loadModule(instrument(SLICE_READ_PTX));
+  const mod = cuda.loadModule(instrument(sliceReadPtx(SLICE_STAGES - (v.shallow ? 2 : 1))));
   own.mods.push(mod);
   const fn = mod.getFunction("slice_read");
   const smem = SLICE_STAGES * STAGE_STRIDE;

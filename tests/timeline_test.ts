@@ -16,7 +16,12 @@ import {
   TIMELINE_SLOT_BYTES,
 } from "../bench/timeline.ts";
 import { STREAM_READ_PTX } from "../bench/stream_read.ts";
-import { parseSliceVariants, SLICE_READ_PTX, sliceLabel } from "../bench/slice_read.ts";
+import {
+  parseSliceVariants,
+  SLICE_READ_PTX,
+  sliceLabel,
+  sliceReadPtx,
+} from "../bench/slice_read.ts";
 import { ptxasTest } from "./_ptxas.ts";
 
 const KERNELS = new URL("../bench/kernels/", import.meta.url);
@@ -82,7 +87,7 @@ ptxasTest("instrumentPtx: the streaming read kernel (start and end) assembles", 
 ptxasTest(
   "the slice-read kernel assembles, plain and instrumented, spilling nothing",
   async (ptxas) => {
-    for (const ptx of [SLICE_READ_PTX, instrumentPtx(SLICE_READ_PTX)]) {
+    for (const ptx of [SLICE_READ_PTX, instrumentPtx(SLICE_READ_PTX), sliceReadPtx(2)]) {
       const r = await runPtxas(ptx, { arch: "sm_80", ptxasPath: ptxas });
       assert.ok(r.ok, r.log);
       assert.doesNotMatch(r.log, /[1-9]\d* bytes spill/);
@@ -90,16 +95,17 @@ ptxasTest(
   },
 );
 
-Deno.test("parseSliceVariants: G:R[:ae], G dividing 32, and the labels", () => {
-  const vs = parseSliceVariants("32:0, 8:0:a,1:7:ae,4:1:e");
+Deno.test("parseSliceVariants: G:R[:FLAGS], G dividing 32, and the labels", () => {
+  const vs = parseSliceVariants("32:0, 8:0:a,1:7:ea,4:1:s");
+  const no = { a: false, evictFirst: false, shallow: false };
   assert.deepEqual(vs, [
-    { group: 32, rotate: 0, a: false, evictFirst: false },
-    { group: 8, rotate: 0, a: true, evictFirst: false },
-    { group: 1, rotate: 7, a: true, evictFirst: true },
-    { group: 4, rotate: 1, a: false, evictFirst: true },
+    { group: 32, rotate: 0, ...no },
+    { group: 8, rotate: 0, ...no, a: true },
+    { group: 1, rotate: 7, ...no, a: true, evictFirst: true },
+    { group: 4, rotate: 1, ...no, shallow: true },
   ]);
-  assert.deepEqual(vs.map(sliceLabel), ["32:0", "8:0:a", "1:7:ae", "4:1:e"]);
-  for (const bad of ["3:0", "0:1", "8", "8:-1", "8:x", "64:0", "8:0:b", "8:0:"]) {
+  assert.deepEqual(vs.map(sliceLabel), ["32:0", "8:0:a", "1:7:ae", "4:1:s"]);
+  for (const bad of ["3:0", "0:1", "8", "8:-1", "8:x", "64:0", "8:0:b", "8:0:", "8:0:aa"]) {
     assert.throws(() => parseSliceVariants(bad), /G:R/, bad);
   }
 });

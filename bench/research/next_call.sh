@@ -134,7 +134,8 @@
 #   slices2: after call 2 of NOTES 96 (the pure read of B ended its blocks over 1.4 µs, ours over
 #          2.1, its slowest block 0.75 µs sooner; groups narrowed its ends, rotation did nothing):
 #          the slice kernel with A read too (a: every block the same 8 KB a stage, in step) and B
-#          evicting first (e), then A with the k-loop rotated (R = 1, 5) and with 1-column groups;
+#          evicting first (e), one k-tile fewer in flight (s, as ours), all three (ours' pattern),
+#          then that with the k-loop rotated (R = 1, 5) and with 1-column groups;
 #   allgpu: every GPU test, `deno test -A tests/gpu/` (step h200 without its llm rows);
 #   nohint: the same rows of f16 and s8 at N = K = 4096 with `cache_b evict_normal`, the
 #          default before SKINNY_STREAMED_B, for the same-run comparison.
@@ -245,8 +246,8 @@ if has slices; then
   done
 fi
 if has slices2; then
-  for row in "16x4096x4096 32:0,32:0:e,32:0:a,32:0:ae,32:1:ae,32:5:ae,1:0:ae,1:5:ae,32:0:ae" \
-    "16x4096x8192 32:0:ae,32:1:ae,32:5:ae,1:5:ae,32:0:ae"; do
+  for row in "16x4096x4096 32:0,32:0:e,32:0:s,32:0:a,32:0:aes,32:1:aes,32:5:aes,1:0:aes,1:5:aes,32:0:aes,32:0" \
+    "16x4096x8192 32:0:aes,32:1:aes,32:5:aes,1:5:aes,32:0:aes"; do
     read -r s v <<<"$row"
     f="$W/slices2-f16-$s"
     timeout 150 deno run --cached-only -A bench/timeline.ts --type f16 --size "$s" --rounds 3 \
