@@ -64,6 +64,7 @@ export const DIAGNOSTIC_CODES = {
   E0212: "a name split-K needs is taken",
   E0213: "a scheduler the kernel cannot have",
   E0214: "a cluster the kernel cannot have",
+  E0215: "a k-loop rotation the kernel cannot have",
 } as const;
 Object.freeze(DIAGNOSTIC_CODES);
 

@@ -33,6 +33,7 @@ export type ScheduleKey =
   | "cluster"
   | "cache_a"
   | "cache_b"
+  | "rotate_k"
   | "math"
   | "accumulate"
   | "target";
@@ -72,6 +73,12 @@ export interface Schedule {
   /** The L2 eviction priority of operand B's global -> shared copies (`cache_b` key), as
    * {@link cacheA}'s of A. */
   readonly cacheB?: CachePolicy;
+  /** The k-loop's rotation (`rotate_k` key; passes/lower/rotate_k.ts): block x of the grid
+   * starts at k-tile `(x * rotateK) mod kTiles` and wraps around to the k-tiles before it, so
+   * that the blocks of a wave do not all read the same k-offsets of A and B at once. 0 (or
+   * absent): every block from k-tile 0. Only the mma.sync main loop without split-K has it
+   * (E0215 elsewhere); the skinny rule's tiles take passes/skinny.ts `SKINNY_ROTATE_K`. */
+  readonly rotateK?: number;
 }
 
 /** The schedule key of each operand's {@link CachePolicy} (ir/cache_policy.ts), and its field

@@ -72,8 +72,8 @@ export function printEpilogueExpr(
 }
 
 /**
- * Prints a schedule's settings, `-` for those not yet chosen; `scheduler`, `cluster`, `cache_a`
- * and `cache_b` only where the schedule has them. Each pair but a `-` is the schedule line
+ * Prints a schedule's settings, `-` for those not yet chosen; `scheduler`, `cluster`, `cache_a`,
+ * `cache_b` and `rotate_k` only where the schedule has them. Each pair but a `-` is the schedule line
  * that gives it: the lines parse back to the same schedule.
  *
  * @param s The schedule.
@@ -88,7 +88,9 @@ export function printSchedule(s: Schedule): string {
     s.scheduler === undefined ? "" : `, scheduler ${s.scheduler}`
   }${s.cluster === undefined ? "" : `, cluster ${clusterText(s.cluster, s.clusterAxis)}`}${
     s.cacheA === undefined ? "" : `, cache_a ${s.cacheA}`
-  }${s.cacheB === undefined ? "" : `, cache_b ${s.cacheB}`}`;
+  }${s.cacheB === undefined ? "" : `, cache_b ${s.cacheB}`}${
+    s.rotateK === undefined ? "" : `, rotate_k ${s.rotateK}`
+  }`;
 }
 
 /** The plan lines of the decisions after gemm-mma (occupancy, workspace, staging). */

@@ -190,6 +190,17 @@ export interface SkinnyChoice {
 export const SKINNY_STREAMED_B: CachePolicy = "evict_first";
 
 /**
+ * The k-loop rotation (`rotate_k`, passes/lower/rotate_k.ts) of the skinny rule's mma.sync tiles
+ * without split-K (passes/tile.ts): block x starts at k-tile x mod kTiles, so that the blocks of
+ * the one wave do not read the same k-tile of A, and B at the same offset of their slices, at
+ * once. From a kernel that reads B (and A) as the f16 16x32x256 tile does and nothing else
+ * (bench/slice_read.ts, an H100, bench/NOTES.md 96): its last block ended 0.2-0.3 µs sooner at
+ * N = K = 4096 and 0.6-0.7 µs at K = 8192 rotated by 1 or 5 k-tiles a block. Measured on our
+ * kernels: see NOTES 96.
+ */
+export const SKINNY_ROTATE_K = 1;
+
+/**
  * The skinny schedule for a problem: among the candidates of M's class and
  * split-K in 1, 2, 4, 8 (each split at least 8 k-tiles), those whose grid is one
  * wave (blocks <= SMs); the most blocks, then the fewest splits, then the

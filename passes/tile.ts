@@ -20,9 +20,11 @@
 
 import type { DimRef, GemmKernel, Shape3, TilePlan } from "../ir/gemm.ts";
 import type { CachePolicy } from "../ir/cache_policy.ts";
-import { knownSize, sparseMetaParam } from "../ir/gemm.ts";
+import { knownSize, operandView, sparseMetaParam } from "../ir/gemm.ts";
+import { waitsForGrid } from "./lower/early.ts";
 import { type GemmPass, scheduleError } from "./pass.ts";
 import {
+  SKINNY_ROTATE_K,
   SKINNY_STREAMED_B,
   type SkinnyProblem,
   skinnySchedule,
@@ -145,7 +147,20 @@ function defaultTile(k: GemmKernel): ChosenTile {
     const why = `${skinnyText(sp!)}: the skinny rule (passes/skinny.ts SKINNY_RULES), ` +
       `the one-wave grid of the most blocks: ${skinny.blocks}`;
     const tb = skinny.threadblock;
-    return { tb, smallGrid: false, splitK: skinny.splitK, skinny, ...streamedB(k, sp!, tb, why) };
+    const streamed = streamedB(k, sp!, tb, why);
+    if (skinny.splitK > 1) {
+      return { tb, smallGrid: false, splitK: skinny.splitK, skinny, ...streamed };
+    }
+    return {
+      tb,
+      smallGrid: false,
+      splitK: 1,
+      skinny,
+      ...streamed,
+      rotateK: SKINNY_ROTATE_K,
+      why: `${streamed.why}; one wave: the k-loop rotated, rotate_k ${SKINNY_ROTATE_K} ` +
+        "(SKINNY_ROTATE_K)",
+    };
   }
   const sm90 = wgmmaCandidate(k) ? wgmmaFallback(k, c) : { ctx: c };
   if ("tile" in sm90) return sm90.tile;
@@ -199,6 +214,46 @@ function checkSplitK(k: GemmKernel, tb: Shape3, splitK: number): void {
       `"split_k ${splitK}" exceeds the ${kTiles} k-tiles of K=${p.k.value} (tile K ${tb.k})`,
     );
   }
+}
+
+/**
+ * The check of a k-loop rotation (`rotate_k` > 0, E0215): only the mma.sync main loop of one
+ * dense, ungrouped problem without split-K has one (passes/lower/rotate_k.ts; a split's k-tiles,
+ * a sparse A's metadata, a grouped kernel's tiles and sm90's TMA pipelines are not rotated: a
+ * shortcut).
+ */
+function checkRotation(k: GemmKernel, rotateK: number, splitK: number, wgmma: boolean): void {
+  const why = splitK > 1
+    ? `split_k ${splitK}`
+    : wgmma
+    ? "a wgmma kernel (sm90's TMA pipeline)"
+    : k.grouped
+    ? "a grouped kernel"
+    : sparseMetaParam(k) !== null
+    ? "a sparse A"
+    : null;
+  if (why === null) return;
+  scheduleError(
+    k,
+    "rotate_k",
+    "E0215",
+    `"rotate_k ${rotateK}" needs the mma.sync main loop of one dense problem without ` +
+      `split_k, not ${why}`,
+  );
+}
+
+/**
+ * Whether the option `pdlEarly` asks a cp.async kernel to copy an operand before its PDL wait
+ * that it would copy there (one whose copies do not stream `evict_first`: passes/lower/early.ts
+ * `earlyDecisions`): the skinny rule's default rotation yields to it, as the early copies do not
+ * wrap with a rotated loop (a schedule's own `rotate_k` wins instead, and the copies wait).
+ */
+function readsEarly(k: GemmKernel, cacheB: CachePolicy | undefined): boolean {
+  if (!waitsForGrid(k)) return false;
+  const policy = { A: k.schedule.cacheA, B: cacheB };
+  return (["A", "B"] as const).some((r) =>
+    k.pdlEarly?.includes(operandView(k, r).tensor) === true && policy[r] !== "evict_first"
+  );
 }
 
 /** The pass. */
@@ -257,6 +312,9 @@ export const tilePass: GemmPass = {
     // B read once by a skinny tile that spans M: its copies evict_first, unless the schedule
     // names B's priority (passes/skinny.ts SKINNY_STREAMED_B).
     const cacheB = k.schedule.cacheB ?? chosen.cacheB;
+    const rotateK = k.schedule.rotateK ??
+      (wgmma || readsEarly(k, cacheB) ? undefined : chosen.rotateK);
+    if (rotateK !== undefined && rotateK > 0) checkRotation(k, rotateK, splitK, wgmma);
     return {
       ...k,
       schedule: {
@@ -265,6 +323,7 @@ export const tilePass: GemmPass = {
         swizzle,
         splitK,
         ...(cacheB !== undefined ? { cacheB } : {}),
+        ...(rotateK !== undefined ? { rotateK } : {}),
       },
       plan: { ...k.plan, tile },
     };

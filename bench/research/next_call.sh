@@ -136,6 +136,10 @@
 #          the slice kernel with A read too (a: every block the same 8 KB a stage, in step) and B
 #          evicting first (e), one k-tile fewer in flight (s, as ours), all three (ours' pattern),
 #          then that with the k-loop rotated (R = 1, 5) and with 1-column groups;
+#   rot96: after the skinny mma.sync tiles took `rotate_k 1` (SKINNY_ROTATE_K, NOTES 96): the new
+#          default against `rotate_k 0` (the old kernel), bracketed, f16, bf16 and s8 at M = 16;
+#          f16 M = 16 at K = 8192 and 14336 both ways; the timeline of f16 M = 16 both ways; the
+#          skinny and PDL GPU tests;
 #   allgpu: every GPU test, `deno test -A tests/gpu/` (step h200 without its llm rows);
 #   nohint: the same rows of f16 and s8 at N = K = 4096 with `cache_b evict_normal`, the
 #          default before SKINNY_STREAMED_B, for the same-run comparison.
@@ -244,6 +248,24 @@ if has slices; then
     grep -v '^#' "$f.txt" | sed 's/^/  /'
     pack
   done
+fi
+if has rot96; then
+  llm_bracketed "$W" rot96-f16 f16 16 "rotate_k 0"
+  llm_bracketed "$W" rot96-bf16 bf16 16 "rotate_k 0"
+  llm_bracketed "$W" rot96-s8 s8 16 "rotate_k 0"
+  for nk in 4096x8192 4096x14336; do
+    llm_rows "$W" "rot96-$nk" f16 16 "$nk"
+    llm_rows "$W" "rot96-$nk-v1" f16 16 "$nk" "rotate_k 0"
+  done
+  for sched in "" "rotate_k 0"; do
+    f="$W/rot96-timeline${sched:+-off}"
+    timeout 120 deno run --cached-only -A bench/timeline.ts --type f16 --size 16x4096x4096 \
+      ${sched:+--schedule "$sched"} --out "$f.json" >"$f.txt" 2>&1
+    echo "rot96 timeline (${sched:-default}): exit $?"
+    grep -v '^#' "$f.txt" | sed 's/^/  /'
+    pack
+  done
+  gpu_tests tests/gpu/skinny_test.ts tests/gpu/pdl_test.ts
 fi
 if has slices2; then
   for row in "16x4096x4096 32:0,32:0:e,32:0:s,32:0:a,32:0:aes,32:1:aes,32:5:aes,1:0:aes,1:5:aes,32:0:aes,32:0" \

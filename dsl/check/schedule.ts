@@ -25,6 +25,9 @@ import { didYouMean } from "../suggest.ts";
  */
 export const MAX_SPLIT_K: number = LIMITS.splitK.value;
 
+/** The largest `rotate_k`: the rotation is computed in 32 bits as block index x rotate_k. */
+export const MAX_ROTATE_K = 65535;
+
 /** The schedule keys, in the order the README (The DSL, The schedule) lists them. */
 export const SCHEDULE_KEYS: readonly ScheduleKey[] = Object.freeze(
   [
@@ -38,6 +41,7 @@ export const SCHEDULE_KEYS: readonly ScheduleKey[] = Object.freeze(
     "cluster",
     "cache_a",
     "cache_b",
+    "rotate_k",
     "math",
     "accumulate",
     "target",
@@ -170,6 +174,17 @@ function readValue(
     case "cache_a":
     case "cache_b":
       s[k === "cache_a" ? "cacheA" : "cacheB"] = cachePolicy(src, k, v, vs);
+      break;
+    case "rotate_k":
+      if (!/^[0-9]+$/.test(v) || Number(v) > MAX_ROTATE_K) {
+        fail(
+          src,
+          "E0112",
+          `Malformed value "${v}" for "rotate_k": expected an integer from 0 to ${MAX_ROTATE_K}`,
+          vs,
+        );
+      }
+      s.rotateK = Number(v);
       break;
     case "math":
       if (v !== "tf32" && v !== "3xtf32" && v !== "f32") {

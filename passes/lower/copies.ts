@@ -549,11 +549,16 @@ export function copiesBeforeWait(
   return (["A", "B"] as const).filter((r) => !early.includes(r));
 }
 
-/** Moves a copy plan's pointers `tiles` k-tiles ahead (a split's first k-tile). */
+/** A copy plan's global pointers (each advanced by its `step` a k-tile). */
+export function copyPointers(c: CopyPlan): readonly Reg[] {
+  return c.kind === "each" ? c.copies.map((x) => x.ptr) : [c.ptr0];
+}
+
+/** Moves a copy plan's pointers `tiles` k-tiles ahead (a split's first k-tile, or a rotated
+ * k-loop's, passes/lower/rotate_k.ts). */
 export function skipTiles(cx: LowerContext, c: CopyPlan, tiles: Reg): void {
   const off = cx.bin("mul", "u64", b64(cx, tiles), c.step);
-  const ptrs = c.kind === "each" ? c.copies.map((x) => x.ptr) : [c.ptr0];
-  for (const p of ptrs) cx.b.emit(ir.bin("add", "u64", p, p, off));
+  for (const p of copyPointers(c)) cx.b.emit(ir.bin("add", "u64", p, p, off));
 }
 
 /**

@@ -36,6 +36,16 @@ export const EARLY_STREAMED_WHY =
   "its copies stream with evict_first, where copies before the wait lost 0.8-1.1 µs to the L2 " +
   "prefetch (bench/NOTES.md 94)";
 
+/**
+ * Why a cp.async kernel whose k-loop is rotated (`rotate_k`, passes/lower/rotate_k.ts) copies
+ * nothing before its wait: the rotation moves A's and B's pointers together, and an operand's
+ * copies before the wait would have to wrap on their own (a shortcut: not built). The skinny
+ * tiles that rotate by default stream B with `evict_first`, whose early copies are declined
+ * anyway ({@link EARLY_STREAMED_WHY}).
+ */
+export const EARLY_ROTATED_WHY =
+  "its k-loop is rotated (rotate_k), and copies before the wait do not wrap with it";
+
 /** One operand the option `pdlEarly` names, and whether the kernel reads it before its wait. */
 export interface EarlyDecision {
   /** The operand's role in the contraction. */
@@ -54,7 +64,7 @@ export interface EarlyDecision {
  * target without `griddepcontrol`), it is sparse or grouped (a shortcut: their metadata and
  * problem tables keep every load after the wait), in a TMA kernel its box is under
  * {@link EARLY_MIN_STAGE_SHARE} of a stage's bytes, or in a cp.async kernel its copies carry
- * `evict_first` ({@link EARLY_STREAMED_WHY}).
+ * `evict_first` ({@link EARLY_STREAMED_WHY}) or its k-loop is rotated ({@link EARLY_ROTATED_WHY}).
  *
  * @param k The planned kernel (its pipeline chosen).
  * @returns One decision per named operand, A before B.
@@ -84,8 +94,11 @@ export function earlyDecisions(k: GemmKernel): readonly EarlyDecision[] {
     if (refusal !== undefined) return { role, tensor, early: false, why: refusal };
     const pipe = k.plan.pipeline!;
     if (pipe.tma === undefined) {
-      return k.schedule[CACHE_KEYS[role].field] === "evict_first"
-        ? { role, tensor, early: false, why: EARLY_STREAMED_WHY }
+      if (k.schedule[CACHE_KEYS[role].field] === "evict_first") {
+        return { role, tensor, early: false, why: EARLY_STREAMED_WHY };
+      }
+      return (k.schedule.rotateK ?? 0) > 0
+        ? { role, tensor, early: false, why: EARLY_ROTATED_WHY }
         : { role, tensor, early: true, why: "its first stages are copied before the wait" };
     }
     const share = (role === "A" ? pipe.a : pipe.b).stageBytes /

@@ -1,6 +1,7 @@
 /**
  * The main loop: the copies' and fragments' set-up, the accumulators, the
- * prologue that fills `stages - 1` stages, the loop over k-tiles (k-steps
+ * k-loop's rotation where the schedule has one (rotate_k.ts), the prologue that fills
+ * `stages - 1` stages, the loop over k-tiles (k-steps
  * unrolled, fragments double-buffered or interleaved with the MMAs), the L2
  * prefetch of C's tile before the last k-tiles, and the drain.
  *
@@ -23,6 +24,7 @@ import {
 import { epiPrefetch, prefetchAhead } from "./epilogue_loads.ts";
 import { fragLoader, type FragPlan, fragSetup } from "./fragments.ts";
 import { type KTileSums, mmas } from "./mma.ts";
+import { type KRotation, kRotation } from "./rotate_k.ts";
 import {
   keptRemaining,
   keptValuesOperand,
@@ -119,6 +121,7 @@ export function mainLoop(cx: LowerContext, o: TileOrigin): Reg[][][] {
   const metaFrag = sparse ? metaFragSetup(cx, smem) : null;
   const { acc, kTile } = zeroAccumulators(cx);
   const { kRem, kCount } = kTileRange(cx, K, split, aCopy, bCopy, metaCopy);
+  const rot = kRotation(cx, K, kCount, [aCopy, bCopy]);
   const S = pipe.stages;
   const mTiles = acc.length;
   const writeOff = cx.mov("u32", imm(0), "wstage");
@@ -127,7 +130,7 @@ export function mainLoop(cx: LowerContext, o: TileOrigin): Reg[][][] {
   const { issue, storeMeta } = copyIssuer(
     cx,
     { A: aCopy, B: bCopy, meta: metaCopy },
-    kRem,
+    { kRem, rot },
     writeOff,
   );
 
@@ -136,7 +139,7 @@ export function mainLoop(cx: LowerContext, o: TileOrigin): Reg[][][] {
   const late = copiesBeforeWait(
     cx,
     { A: { c: aCopy, p: pipe.a }, B: { c: bCopy, p: pipe.b } },
-    kRem,
+    rot?.kRot ?? kRem,
     S - 1,
   );
   b.emit(ir.comment(`prologue: fill ${S - 1} stages`));
@@ -177,11 +180,12 @@ export function mainLoop(cx: LowerContext, o: TileOrigin): Reg[][][] {
 }
 
 /** The copies of one k-tile into the stage at `writeOff` (see {@link LoopState.issue}), and the
- * deferred stores of a sparse A's metadata words. */
+ * deferred stores of a sparse A's metadata words; `fetch`: the unrotated fetch counter, and the
+ * rotation of the k-loop where the schedule has one (rotate_k.ts). */
 function copyIssuer(
   cx: LowerContext,
   c: { readonly A: CopyPlan; readonly B: CopyPlan; readonly meta: MetaCopies | null },
-  kRem: Reg,
+  fetch: { readonly kRem: Reg; readonly rot: KRotation | null },
   writeOff: Reg,
 ): Pick<LoopState, "storeMeta"> & {
   issue: (deferMeta?: boolean, roles?: readonly ("A" | "B")[]) => void;
@@ -195,17 +199,25 @@ function copyIssuer(
     if (metaWords !== null) storeMetaWords(cx, c.meta!, metaWords);
     metaWords = null;
   };
+  const { kRem, rot } = fetch;
   const issue = (deferMeta = false, roles: readonly ("A" | "B")[] = ["A", "B"]) => {
-    if (roles.includes("A")) {
-      issueCopies(cx, c.A, pipe.a, writeOff, sparse ? keptRemaining(cx, kRem) : kRem);
+    // A rotated loop moves both operands' pointers together (early.ts keeps it from copying
+    // one of them before the PDL wait).
+    if (rot !== null && roles.length !== 2) {
+      throw new Error("lower-kernel: a rotated k-loop copies A and B together");
     }
-    if (roles.includes("B")) issueCopies(cx, c.B, pipe.b, writeOff, kRem);
+    const bound = rot === null ? kRem : rot.bound(kRem);
+    if (roles.includes("A")) {
+      issueCopies(cx, c.A, pipe.a, writeOff, sparse ? keptRemaining(cx, kRem) : bound);
+    }
+    if (roles.includes("B")) issueCopies(cx, c.B, pipe.b, writeOff, bound);
     if (c.meta !== null) {
       metaWords = loadMetaWords(cx, c.meta, writeOff, kRem);
       if (!deferMeta) storeMeta();
     }
     cx.b.emit(ir.commit());
     cx.b.emit(ir.bin("sub", "s32", kRem, kRem, imm(cx.k.plan.tile!.threadblock.k)));
+    rot?.advance();
     advanceStage(cx, writeOff, pipe.stages);
   };
   return { issue, storeMeta };

@@ -1,0 +1,139 @@
+/**
+ * The rotated k-loop (schedule key `rotate_k`, passes/lower/rotate_k.ts): parsed and refused
+ * where it cannot be (E0112, E0215); the skinny rule's default (passes/skinny.ts
+ * `SKINNY_ROTATE_K`) and `rotate_k 0` against it; and the kernels themselves in the simulator at
+ * odd sizes (M = 1, 7, 33; K not a multiple of the k-tile, K under the prologue's k-tiles, one
+ * k-tile): they agree with the reference with no hazard, integer results bit for bit with the
+ * unrotated kernel's and f32 sums in another order (so the rotation is on), and a kernel whose
+ * pointers do not wrap is caught.
+ */
+
+import assert from "node:assert/strict";
+import { compile, type CompileOptions } from "../compiler.ts";
+import { simulateGemm } from "../harness/simulate_gemm.ts";
+import { explainSchedules } from "../cli/explain.ts";
+import { SKINNY_ROTATE_K } from "../passes/skinny.ts";
+import { EARLY_ROTATED_WHY, earlyDecisions } from "../passes/lower/early.ts";
+import { walkOps } from "../ir/kernel.ts";
+import { SimError } from "../backends/sim/mod.ts";
+import { editOps } from "./_edit_ops.ts";
+
+/** A TN GEMM of `ab` operands into `d` (accumulated in `acc`) with schedule lines. */
+const GEMM = (ab: string, d: string, lines: readonly string[]) =>
+  `kernel r {\n  A: ${ab}[M, K] row\n  B: ${ab}[K, N] col\n  D: ${d}[M, N] row\n` +
+  `  D[m, n] = A[m, k] * B[k, n]\n  schedule {\n${lines.map((l) => `    ${l}\n`).join("")}  }\n}\n`;
+
+/** The decode tile (16x32x256, 4 stages) with `rotate_k R`. */
+const SKINNY = (ab: string, d: string, r: number, more: readonly string[] = []) =>
+  GEMM(ab, d, [
+    "threadblock 16x32x256",
+    "warp 16x8x256",
+    "stages 4",
+    `rotate_k ${r}`,
+    ...more,
+  ]);
+
+const one = (src: string, o: CompileOptions = {}) => compile(src, o).kernels[0]!;
+
+/** The diagnostic codes a source is refused with (none: compiled). */
+const codes = (src: string, o: CompileOptions = {}) =>
+  compile(src, o).diagnostics.map((d) => d.code);
+
+/** How many `rem` operations the kernel has (the rotation adds the one of its first k-tile). */
+function rems(src: string): number {
+  let n = 0;
+  walkOps(one(src).kernel.body, (o) => {
+    if (o.op === "bin" && o.fn === "rem") n++;
+  });
+  return n;
+}
+
+Deno.test("rotate_k: 0 to 65535 parse, another word or a larger number is E0112", () => {
+  for (const r of [0, 1, 5, 65535]) assert.deepEqual(codes(SKINNY("f16", "f32", r)), [], `${r}`);
+  const as = (v: string) => codes(SKINNY("f16", "f32", 0).replace("rotate_k 0", `rotate_k ${v}`));
+  for (const v of ["x", "65536", "1x2"]) assert.deepEqual(as(v), ["E0112"], v);
+  assert.deepEqual(as("-1"), ["E0001"]); // not a value the grammar reads
+});
+
+Deno.test("rotate_k: refused where the loop cannot rotate (E0215): split-K, wgmma, grouped", () => {
+  assert.deepEqual(codes(SKINNY("f16", "f32", 1, ["split_k 2"])), ["E0215"]);
+  assert.deepEqual(codes(SKINNY("f16", "f32", 0, ["split_k 2"])), []);
+  const wg = GEMM("f16", "f32", ["threadblock 128x128x64", "target sm90", "rotate_k 1"]);
+  assert.deepEqual(codes(wg), ["E0215"]);
+  const moe = Deno.readTextFileSync(new URL("../examples/moe.gemm", import.meta.url));
+  const grouped = moe.replace(/\n}\s*$/, "\n  schedule { rotate_k 1 }\n}\n");
+  assert.notEqual(grouped, moe);
+  assert.deepEqual(codes(grouped), ["E0215"]);
+});
+
+Deno.test("rotate_k: the skinny rule's tile rotates by SKINNY_ROTATE_K; rotate_k 0 turns it off", () => {
+  const src = GEMM("f16", "f16", []);
+  const sizes = { M: 16, N: 4096, K: 4096 };
+  const o: CompileOptions = { sizeHints: sizes, sms: 132, target: "sm90" };
+  const ck = one(src, o);
+  assert.equal(ck.planned.schedule.threadblock?.m, 16);
+  assert.equal(ck.planned.schedule.rotateK, SKINNY_ROTATE_K);
+  const text = explainSchedules(compile(src, o).kernels);
+  assert.match(text, new RegExp(`rotate_k ${SKINNY_ROTATE_K} \\(SKINNY_ROTATE_K\\)`));
+  const off = one(GEMM("f16", "f16", ["rotate_k 0"]), o);
+  assert.equal(off.planned.schedule.rotateK, 0);
+  assert.deepEqual(off.planned.schedule.threadblock, ck.planned.schedule.threadblock);
+  assert.equal(
+    rems(GEMM("f16", "f16", ["rotate_k 1"])) - rems(GEMM("f16", "f16", ["rotate_k 0"])),
+    1,
+  );
+  // Early copies under PDL are declined in a rotated loop, and kept without it.
+  const pdl: CompileOptions = { target: "sm90", pdl: true, pdlEarly: ["B"] };
+  const rotated = one(SKINNY("f16", "f32", 1), pdl);
+  assert.deepEqual(earlyDecisions(rotated.planned).map((d) => [d.early, d.why]), [
+    [false, EARLY_ROTATED_WHY],
+  ]);
+  assert.equal(earlyDecisions(one(SKINNY("f16", "f32", 0), pdl).planned)[0]!.early, true);
+});
+
+/** Odd sizes: K not a multiple of 256, K of one k-tile, K under the prologue's 3 k-tiles. */
+const SIZES = [
+  { M: 7, N: 104, K: 1008 },
+  { M: 1, N: 96, K: 208 },
+  { M: 33, N: 72, K: 592 },
+  { M: 16, N: 64, K: 2064 },
+];
+
+for (const r of [1, 3]) {
+  for (const sizes of SIZES) {
+    const at = `M=${sizes.M} N=${sizes.N} K=${sizes.K}`;
+    Deno.test(`rotate_k ${r}: f16 -> f32 and s8 -> s32 agree at ${at}, s8 bit for bit`, () => {
+      const f = simulateGemm(one(SKINNY("f16", "f32", r)), sizes, { seed: 7 });
+      assert.ok(f.ok, `f16 ${at}`);
+      assert.deepEqual(f.sim.hazards, []);
+      const s8 = simulateGemm(one(SKINNY("s8", "s32", r)), sizes, { seed: 7 });
+      const s8plain = simulateGemm(one(SKINNY("s8", "s32", 0)), sizes, { seed: 7 });
+      assert.ok(s8.ok && s8plain.ok, `s8 ${at}`);
+      assert.deepEqual(s8.sim.hazards, []);
+      assert.deepEqual(s8.output, s8plain.output);
+    });
+  }
+}
+
+Deno.test("rotate_k: f32 sums in another order than without it (the rotation is on)", () => {
+  const sizes = { M: 16, N: 64, K: 2064 };
+  const rotated = simulateGemm(one(SKINNY("f16", "f32", 1)), sizes, { seed: 3 });
+  const plain = simulateGemm(one(SKINNY("f16", "f32", 0)), sizes, { seed: 3 });
+  assert.ok(rotated.ok && plain.ok);
+  assert.notDeepEqual(rotated.output, plain.output);
+  // The same inputs, run twice: the same bytes.
+  const again = simulateGemm(one(SKINNY("f16", "f32", 1)), sizes, { seed: 3 });
+  assert.deepEqual(again.output, rotated.output);
+});
+
+Deno.test("rotate_k: a kernel whose pointers do not wrap back is caught (out of bounds)", () => {
+  const ck = one(SKINNY("s8", "s32", 1));
+  // The rotation's only u64 selects: the copy pointers moved back at the wrap.
+  const kernel = editOps(ck.kernel, (o) => (o.op === "selp" && o.type === "u64" ? [] : null));
+  assert.notDeepEqual(kernel.body, ck.kernel.body, "the mutation changed nothing");
+  // Past the last k-tile the copies run off the end of A: the simulator refuses the source.
+  assert.throws(
+    () => simulateGemm({ ...ck, kernel }, { M: 7, N: 104, K: 1008 }, { seed: 7 }),
+    (e: unknown) => e instanceof SimError && /Out-of-bounds cp\.async source/.test(e.message),
+  );
+});
