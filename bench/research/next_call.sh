@@ -139,7 +139,7 @@
 #   rot96: after the skinny mma.sync tiles took `rotate_k 1` (SKINNY_ROTATE_K, NOTES 96): the new
 #          default against `rotate_k 0` (the old kernel), bracketed, f16, bf16 and s8 at M = 16;
 #          f16 M = 16 at K = 8192 and 14336 both ways; the timeline of f16 M = 16 both ways; the
-#          skinny and PDL GPU tests;
+#          skinny GPU tests whose kernels rotate (M = 1, 7, 9);
 #   allgpu: every GPU test, `deno test -A tests/gpu/` (step h200 without its llm rows);
 #   nohint: the same rows of f16 and s8 at N = K = 4096 with `cache_b evict_normal`, the
 #          default before SKINNY_STREAMED_B, for the same-run comparison.
@@ -250,9 +250,10 @@ if has slices; then
   done
 fi
 if has rot96; then
+  # In order of worth, as the call may be cut off: f16 M = 16 bracketed, the GPU tests of the
+  # skinny kernels that rotate (M = 1, 7, 9), K = 8192 and 14336, the timeline, bf16, s8.
   llm_bracketed "$W" rot96-f16 f16 16 "rotate_k 0"
-  llm_bracketed "$W" rot96-bf16 bf16 16 "rotate_k 0"
-  llm_bracketed "$W" rot96-s8 s8 16 "rotate_k 0"
+  gpu_tests tests/gpu/skinny_test.ts --filter "/M=(1|7|9),/"
   for nk in 4096x8192 4096x14336; do
     llm_rows "$W" "rot96-$nk" f16 16 "$nk"
     llm_rows "$W" "rot96-$nk-v1" f16 16 "$nk" "rotate_k 0"
@@ -265,7 +266,8 @@ if has rot96; then
     grep -v '^#' "$f.txt" | sed 's/^/  /'
     pack
   done
-  gpu_tests tests/gpu/skinny_test.ts tests/gpu/pdl_test.ts
+  llm_bracketed "$W" rot96-bf16 bf16 16 "rotate_k 0"
+  llm_bracketed "$W" rot96-s8 s8 16 "rotate_k 0"
 fi
 if has slices2; then
   for row in "16x4096x4096 32:0,32:0:e,32:0:s,32:0:a,32:0:aes,32:1:aes,32:5:aes,1:0:aes,1:5:aes,32:0:aes,32:0" \
