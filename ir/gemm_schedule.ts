@@ -77,7 +77,7 @@ export interface Schedule {
    * starts at k-tile `(x * rotateK) mod kTiles` and wraps around to the k-tiles before it, so
    * that the blocks of a wave do not all read the same k-offsets of A and B at once. 0 (or
    * absent): every block from k-tile 0. Only the mma.sync main loop without split-K has it
-   * (E0215 elsewhere); the skinny rule's tiles take passes/skinny.ts `SKINNY_ROTATE_K`. */
+   * (E0215 elsewhere); the skinny rule's 16-bit tiles take passes/skinny.ts `SKINNY_ROTATE_K`. */
   readonly rotateK?: number;
 }
 

@@ -148,7 +148,8 @@ function defaultTile(k: GemmKernel): ChosenTile {
       `the one-wave grid of the most blocks: ${skinny.blocks}`;
     const tb = skinny.threadblock;
     const streamed = streamedB(k, sp!, tb, why);
-    if (skinny.splitK > 1) {
+    // 16-bit operands only: s8's rotated tile lost (passes/skinny.ts SKINNY_ROTATE_K).
+    if (skinny.splitK > 1 || sp!.bytes !== 2) {
       return { tb, smallGrid: false, splitK: skinny.splitK, skinny, ...streamed };
     }
     return {

@@ -226,7 +226,7 @@ export interface ChosenTile {
   /** B's L2 eviction priority where the schedule names none (a skinny tile spanning M). */
   readonly cacheB?: CachePolicy;
   /** The k-loop's rotation where the schedule names none (the skinny rule's mma.sync tiles
-   * without split-K: passes/skinny.ts `SKINNY_ROTATE_K`). */
+   * of 16-bit operands without split-K: passes/skinny.ts `SKINNY_ROTATE_K`). */
   readonly rotateK?: number;
   /** Why, in words (TilePlan.why). */
   readonly why: string;

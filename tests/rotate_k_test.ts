@@ -66,7 +66,7 @@ Deno.test("rotate_k: refused where the loop cannot rotate (E0215): split-K, wgmm
   assert.deepEqual(codes(grouped), ["E0215"]);
 });
 
-Deno.test("rotate_k: the skinny rule's tile rotates by SKINNY_ROTATE_K; rotate_k 0 turns it off", () => {
+Deno.test("rotate_k: the skinny rule's 16-bit tile rotates by SKINNY_ROTATE_K; rotate_k 0 turns it off", () => {
   const src = GEMM("f16", "f16", []);
   const sizes = { M: 16, N: 4096, K: 4096 };
   const o: CompileOptions = { sizeHints: sizes, sms: 132, target: "sm90" };
@@ -75,6 +75,11 @@ Deno.test("rotate_k: the skinny rule's tile rotates by SKINNY_ROTATE_K; rotate_k
   assert.equal(ck.planned.schedule.rotateK, SKINNY_ROTATE_K);
   const text = explainSchedules(compile(src, o).kernels);
   assert.match(text, new RegExp(`rotate_k ${SKINNY_ROTATE_K} \\(SKINNY_ROTATE_K\\)`));
+  // s8's skinny tile is not rotated (it lost on the GPU), nor is a split-K one (K = 14336).
+  const s8 = one(GEMM("s8", "s32", []), o).planned.schedule;
+  assert.ok(s8.threadblock?.m === 16 && s8.splitK === 1 && s8.rotateK === undefined);
+  const split = one(src, { ...o, sizeHints: { M: 16, N: 4096, K: 14336 } }).planned.schedule;
+  assert.ok(split.splitK! > 1 && split.rotateK === undefined);
   const off = one(GEMM("f16", "f16", ["rotate_k 0"]), o);
   assert.equal(off.planned.schedule.rotateK, 0);
   assert.deepEqual(off.planned.schedule.threadblock, ck.planned.schedule.threadblock);

@@ -5,9 +5,11 @@
 # and full as calls 1-4 of NOTES 85; f16m, early, early2, final86 as calls 1-4 of NOTES 86; s8x
 # and s8t as call 1 of NOTES 87; pdlt and infer87 as call 1 of NOTES 88; m128v, trig, allgpu and
 # ncu128 as calls 1-2 of NOTES 94 (an H100); ksweep, runs, timeline, timeline2, deep95, four95,
-# s8deep, table95, timeline3 and cores95 as calls 1-8 of NOTES 95 (H100s). The default STEPS are
-# what NOTES 95 leaves for the next call, on an H200 (m128v, four95, timeline; run with CARD=H200
-# and OTHER_STEPS for what another card should do instead, e.g. allgpu). Steps:
+# s8deep, table95, timeline3 and cores95 as calls 1-8 of NOTES 95 (H100s); allgpu, slices, slices2
+# and rot96 as calls 1-4 of NOTES 96 (H100s; rot96's K = 8192 rows were refused, --nk has no
+# 4096x8192, and ran by hand as call 5). The default STEPS are what NOTES 96 leaves for the next
+# call, on an H200 (table95 at the head, with the rotation, then m128v and timeline; run with
+# CARD=H200 and OTHER_STEPS for what another card should do instead). Steps:
 #   tests: tests/gpu/wgmma_test.ts --filter 224 (the 128x224 case with a column bias, staged rows
 #          of 28 vectors) and tests/gpu/skinny_test.ts --filter sm90;
 #   fill:  WGMMA_WAVE_FILL's unmeasured grids: f16 at 768x4096x4096 (96 blocks of 128x256) and
@@ -149,7 +151,7 @@
 # Usage: [CARD=H200] bash bench/research/next_call.sh OUT   (STEPS: any of the steps above)
 set -u
 . bench/research/_gemm_run_rows.sh
-call_start next_call "${1:?usage: next_call.sh OUT}" "m128v four95 timeline"
+call_start next_call "${1:?usage: next_call.sh OUT}" "table95 m128v timeline"
 if has tests; then
   gpu_tests tests/gpu/wgmma_test.ts tests/gpu/skinny_test.ts --filter "/224|sm90/"
 fi
@@ -254,10 +256,10 @@ if has rot96; then
   # skinny kernels that rotate (M = 1, 7, 9), K = 8192 and 14336, the timeline, bf16, s8.
   llm_bracketed "$W" rot96-f16 f16 16 "rotate_k 0"
   gpu_tests tests/gpu/skinny_test.ts --filter "/M=(1|7|9),/"
-  for nk in 4096x8192 4096x14336; do
-    llm_rows "$W" "rot96-$nk" f16 16 "$nk"
-    llm_rows "$W" "rot96-$nk-v1" f16 16 "$nk" "rotate_k 0"
-  done
+  llm_run "$W" rot96-k8192 --types f16,bf16 --sizes 16x4096x8192 --pdl
+  llm_run "$W" rot96-k8192-v1 --types f16,bf16 --sizes 16x4096x8192 --pdl --schedule "rotate_k 0"
+  llm_rows "$W" rot96-4096x14336 f16 16 4096x14336
+  llm_rows "$W" rot96-4096x14336-v1 f16 16 4096x14336 "rotate_k 0"
   for sched in "" "rotate_k 0"; do
     f="$W/rot96-timeline${sched:+-off}"
     timeout 120 deno run --cached-only -A bench/timeline.ts --type f16 --size 16x4096x4096 \
