@@ -31,7 +31,7 @@
  */
 
 import type { Cuda, CudaModule, DeviceBuffer, KernelArg } from "../backends/cuda/driver.ts";
-import { xorWords } from "./stream_read.ts";
+import { warpXorPtx, xorWords } from "./stream_read.ts";
 
 /** Threads a block (4 warps, as the 16x32x256 tile), columns a block, bytes of a column's k-tile,
  * stages. */
@@ -215,13 +215,7 @@ NEXT:
   add.u32 %r30, %r30, 1;
   setp.lt.u32 %p1, %r30, %r31;
   @%p1 bra LOOP;
-${
-    [16, 8, 4, 2, 1].map((m) =>
-      [10, 17].map((r) =>
-        `  shfl.sync.bfly.b32 %r50, %r${r}, ${m}, 31, -1;\n  xor.b32 %r${r}, %r${r}, %r50;`
-      ).join("\n")
-    ).join("\n")
-  }
+${warpXorPtx(["%r10", "%r17"], "%r50")}
   setp.ne.u32 %p1, %r9, 0;
   @%p1 bra DONE;
   ld.param.u64 %rd10, [out];

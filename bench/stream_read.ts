@@ -65,6 +65,16 @@ ${fold(11)}
 ${label}_DONE:`;
 }
 
+/** The PTX that xors each of `regs` (b32) across the warp by butterfly shuffles, through `tmp`:
+ * afterwards every lane holds the warp's xor of each. */
+export function warpXorPtx(regs: readonly string[], tmp: string): string {
+  return [16, 8, 4, 2, 1].flatMap((m) =>
+    regs.map((r) =>
+      `  shfl.sync.bfly.b32 ${tmp}, ${r}, ${m}, 31, -1;\n  xor.b32 ${r}, ${r}, ${tmp};`
+    )
+  ).join("\n");
+}
+
 /**
  * `stream_read(a, a_vecs, b, b_vecs, d, d_vecs, out)`: reads `a_vecs` 16-byte vectors at `a`
  * and `b_vecs` at `b`, writes `d_vecs` at `d`, and stores each warp's fold of every word it
@@ -106,11 +116,7 @@ D_ONE:
   add.u64 %rd12, %rd12, %rd3;
   bra D_ONE;
 D_DONE:
-${
-  [16, 8, 4, 2, 1].map((m) =>
-    `  shfl.sync.bfly.b32 %r30, %r10, ${m}, 31, -1;\n  xor.b32 %r10, %r10, %r30;`
-  ).join("\n")
-}
+${warpXorPtx(["%r10"], "%r30")}
   and.b32 %r31, %r3, 31;
   setp.ne.u32 %p2, %r31, 0;
   @%p2 bra DONE;

@@ -152,16 +152,7 @@ function defaultTile(k: GemmKernel): ChosenTile {
     if (skinny.splitK > 1 || sp!.bytes !== 2) {
       return { tb, smallGrid: false, splitK: skinny.splitK, skinny, ...streamed };
     }
-    return {
-      tb,
-      smallGrid: false,
-      splitK: 1,
-      skinny,
-      ...streamed,
-      rotateK: SKINNY_ROTATE_K,
-      why: `${streamed.why}; one wave: the k-loop rotated, rotate_k ${SKINNY_ROTATE_K} ` +
-        "(SKINNY_ROTATE_K)",
-    };
+    return { tb, smallGrid: false, splitK: 1, skinny, ...streamed, rotateK: SKINNY_ROTATE_K };
   }
   const sm90 = wgmmaCandidate(k) ? wgmmaFallback(k, c) : { ctx: c };
   if ("tile" in sm90) return sm90.tile;
@@ -257,6 +248,28 @@ function readsEarly(k: GemmKernel, cacheB: CachePolicy | undefined): boolean {
   );
 }
 
+/**
+ * The k-loop rotation: the schedule's `rotate_k`, else the default's (the skinny rule's 16-bit
+ * tiles, passes/skinny.ts `SKINNY_ROTATE_K`) unless the kernel is wgmma's or {@link readsEarly};
+ * `why` is what the tile's reason adds (nothing where the schedule gives it or no default has it).
+ */
+function rotation(
+  k: GemmKernel,
+  chosen: ChosenTile,
+  cacheB: CachePolicy | undefined,
+  wgmma: boolean,
+): { rotateK?: number; why: string } {
+  if (k.schedule.rotateK !== undefined) return { rotateK: k.schedule.rotateK, why: "" };
+  if (chosen.rotateK === undefined || wgmma) return { why: "" };
+  if (readsEarly(k, cacheB)) {
+    return { why: "; the k-loop not rotated: pdlEarly copies an operand before the wait" };
+  }
+  return {
+    rotateK: chosen.rotateK,
+    why: `; one wave: the k-loop rotated, rotate_k ${chosen.rotateK} (SKINNY_ROTATE_K)`,
+  };
+}
+
 /** The pass. */
 export const tilePass: GemmPass = {
   name: "gemm-tile",
@@ -297,6 +310,12 @@ export const tilePass: GemmPass = {
     const splitK = k.grouped ? 1 : k.schedule.splitK ?? chosen.splitK;
     checkSplitK(k, tb, splitK);
     const partial = (d: DimRef, t: number) => d.kind === "sym" || d.value % t !== 0;
+    // B read once by a skinny tile that spans M: its copies evict_first, unless the schedule
+    // names B's priority (passes/skinny.ts SKINNY_STREAMED_B).
+    const cacheB = k.schedule.cacheB ?? chosen.cacheB;
+    const rot = rotation(k, chosen, cacheB, wgmma);
+    if (rot.rotateK !== undefined && rot.rotateK > 0) checkRotation(k, rot.rotateK, splitK, wgmma);
+    const rotateK = rot.rotateK;
     const tile: TilePlan = {
       threadblock: tb,
       swizzle,
@@ -308,14 +327,8 @@ export const tilePass: GemmPass = {
       ...(wgmma ? { wgmma: true as const } : {}),
       ...(chosen.persistent ? { persistent: true as const } : {}),
       ...(chosen.cluster !== undefined ? { cluster: chosen.cluster } : {}),
-      why: chosen.why,
+      why: `${chosen.why}${rot.why}`,
     };
-    // B read once by a skinny tile that spans M: its copies evict_first, unless the schedule
-    // names B's priority (passes/skinny.ts SKINNY_STREAMED_B).
-    const cacheB = k.schedule.cacheB ?? chosen.cacheB;
-    const rotateK = k.schedule.rotateK ??
-      (wgmma || readsEarly(k, cacheB) ? undefined : chosen.rotateK);
-    if (rotateK !== undefined && rotateK > 0) checkRotation(k, rotateK, splitK, wgmma);
     return {
       ...k,
       schedule: {

@@ -80,6 +80,15 @@ Deno.test("rotate_k: the skinny rule's 16-bit tile rotates by SKINNY_ROTATE_K; r
   assert.ok(s8.threadblock?.m === 16 && s8.splitK === 1 && s8.rotateK === undefined);
   const split = one(src, { ...o, sizeHints: { M: 16, N: 4096, K: 14336 } }).planned.schedule;
   assert.ok(split.splitK! > 1 && split.rotateK === undefined);
+  // The default yields to early copies of B (cache_b evict_normal: they are not declined).
+  const early: CompileOptions = { ...o, pdl: true, pdlEarly: ["B"] };
+  const normal = GEMM("f16", "f16", ["cache_b evict_normal"]);
+  assert.equal(one(normal, early).planned.schedule.rotateK, undefined);
+  assert.match(
+    explainSchedules(compile(normal, early).kernels),
+    /the k-loop not rotated: pdlEarly/,
+  );
+  assert.equal(one(normal, o).planned.schedule.rotateK, SKINNY_ROTATE_K);
   const off = one(GEMM("f16", "f16", ["rotate_k 0"]), o);
   assert.equal(off.planned.schedule.rotateK, 0);
   assert.deepEqual(off.planned.schedule.threadblock, ck.planned.schedule.threadblock);

@@ -47,6 +47,19 @@ gpu_tests() {
   pack
 }
 
+# trace_run FILE LABEL ARGS...: bench/timeline.ts ARGS into FILE.json (summaries and the last
+# round's block records) and FILE.txt, cut off after $TRACE_TIMEOUT s (default 120); prints the
+# exit and the summary lines, then packs.
+trace_run() {
+  local f=$1 label=$2
+  shift 2
+  timeout "${TRACE_TIMEOUT:-120}" deno run --cached-only -A bench/timeline.ts "$@" \
+    --out "$f.json" >"$f.txt" 2>&1
+  echo "$label: exit $?"
+  grep -v '^#' "$f.txt" | sed 's/^/  /'
+  pack
+}
+
 # The card before the first row, into $OUT/smi.txt.
 card_state() {
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw --format=csv |

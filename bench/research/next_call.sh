@@ -232,23 +232,15 @@ if has timeline; then
   for row in "f16 16x4096x4096 --read" "f16 128x4096x4096 --read" "s8 16x4096x4096 --read" \
     "f16 16x14336x4096" "f16 16x4096x4096 --pdl-last-copy"; do
     read -r t s extra <<<"$row"
-    f="$W/timeline-$t-$s${extra:+-${extra#--}}"
     # shellcheck disable=SC2086 # $extra is one flag or none
-    timeout 120 deno run --cached-only -A bench/timeline.ts --type "$t" --size "$s" $extra \
-      --out "$f.json" >"$f.txt" 2>&1
-    echo "timeline $t $s $extra: exit $?"
-    grep -v '^#' "$f.txt" | sed 's/^/  /'
-    pack
+    trace_run "$W/timeline-$t-$s${extra:+-${extra#--}}" "timeline $t $s $extra" \
+      --type "$t" --size "$s" $extra
   done
 fi
 if has slices; then
   for s in 16x4096x4096 16x4096x8192; do
-    f="$W/slices-f16-$s"
-    timeout 150 deno run --cached-only -A bench/timeline.ts --type f16 --size "$s" --rounds 3 \
-      --slices 32:0,8:0,1:0,32:1,32:5,8:1,32:0 --out "$f.json" >"$f.txt" 2>&1
-    echo "slices f16 $s: exit $?"
-    grep -v '^#' "$f.txt" | sed 's/^/  /'
-    pack
+    TRACE_TIMEOUT=150 trace_run "$W/slices-f16-$s" "slices f16 $s" --type f16 --size "$s" \
+      --slices 32:0,8:0,1:0,32:1,32:5,8:1,32:0
   done
 fi
 if has rot96; then
@@ -261,12 +253,8 @@ if has rot96; then
   llm_rows "$W" rot96-4096x14336 f16 16 4096x14336
   llm_rows "$W" rot96-4096x14336-v1 f16 16 4096x14336 "rotate_k 0"
   for sched in "" "rotate_k 0"; do
-    f="$W/rot96-timeline${sched:+-off}"
-    timeout 120 deno run --cached-only -A bench/timeline.ts --type f16 --size 16x4096x4096 \
-      ${sched:+--schedule "$sched"} --out "$f.json" >"$f.txt" 2>&1
-    echo "rot96 timeline (${sched:-default}): exit $?"
-    grep -v '^#' "$f.txt" | sed 's/^/  /'
-    pack
+    trace_run "$W/rot96-timeline${sched:+-off}" "rot96 timeline (${sched:-default})" \
+      --type f16 --size 16x4096x4096 ${sched:+--schedule "$sched"}
   done
   llm_bracketed "$W" rot96-bf16 bf16 16 "rotate_k 0"
   llm_bracketed "$W" rot96-s8 s8 16 "rotate_k 0"
@@ -275,13 +263,9 @@ if has slices2; then
   for row in "16x4096x4096 32:0,32:0:e,32:0:s,32:0:a,32:0:aes,32:1:aes,32:5:aes,1:0:aes,1:5:aes,32:0:aes,32:0" \
     "16x4096x8192 32:0:aes,32:1:aes,32:5:aes,1:5:aes,32:0:aes"; do
     read -r s v <<<"$row"
-    f="$W/slices2-f16-$s"
-    timeout 150 deno run --cached-only -A bench/timeline.ts --type f16 --size "$s" --rounds 3 \
-      --slices "$v" --out "$f.json" >"$f.txt" 2>&1
-    echo "slices2 f16 $s: exit $?"
-    grep -v '^#' "$f.txt" | sed 's/^/  /'
-    grep 'instrumented' "$f.txt" | sed 's/^/  /'
-    pack
+    TRACE_TIMEOUT=150 trace_run "$W/slices2-f16-$s" "slices2 f16 $s" --type f16 --size "$s" \
+      --slices "$v"
+    grep 'instrumented' "$W/slices2-f16-$s.txt" | sed 's/^/  /'
   done
 fi
 if has timeline2; then
@@ -293,13 +277,9 @@ if has timeline2; then
     "threadblock 16x32x256; warp 16x8x256; stages 3; split_k 2; $H" \
     "threadblock 16x16x256; warp 16x8x256; stages 3; $H" ""; do
     n=$((n + 1))
-    f="$W/timeline2-$n"
-    echo "$sched" >"$f.schedule"
-    timeout 120 deno run --cached-only -A bench/timeline.ts --type f16 --size 16x4096x4096 \
-      ${sched:+--schedule "$sched"} --out "$f.json" >"$f.txt" 2>&1
-    echo "timeline2-$n (${sched:-default}): exit $?"
-    grep -v '^#' "$f.txt" | sed 's/^/  /'
-    pack
+    echo "$sched" >"$W/timeline2-$n.schedule"
+    trace_run "$W/timeline2-$n" "timeline2-$n (${sched:-default})" --type f16 \
+      --size 16x4096x4096 ${sched:+--schedule "$sched"}
   done
 fi
 if has deep95; then
@@ -324,12 +304,7 @@ fi
 if has timeline3; then
   for row in "f16 64x4096x4096" "f16 128x4096x4096" "s8 128x4096x4096"; do
     read -r t s <<<"$row"
-    f="$W/timeline3-$t-$s"
-    timeout 120 deno run --cached-only -A bench/timeline.ts --type "$t" --size "$s" --out "$f.json" \
-      >"$f.txt" 2>&1
-    echo "timeline3 $t $s: exit $?"
-    grep -v '^#' "$f.txt" | sed 's/^/  /'
-    pack
+    trace_run "$W/timeline3-$t-$s" "timeline3 $t $s" --type "$t" --size "$s"
   done
 fi
 if has cores95; then
