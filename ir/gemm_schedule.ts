@@ -74,10 +74,11 @@ export interface Schedule {
    * {@link cacheA}'s of A. */
   readonly cacheB?: CachePolicy;
   /** The k-loop's rotation (`rotate_k` key; passes/lower/rotate_k.ts): block x of the grid
-   * starts at k-tile `(x * rotateK) mod kTiles` and wraps around to the k-tiles before it, so
-   * that the blocks of a wave do not all read the same k-offsets of A and B at once. 0 (or
-   * absent): every block from k-tile 0. Only the mma.sync main loop without split-K has it
-   * (E0215 elsewhere); the skinny rule's 16-bit tiles take passes/skinny.ts `SKINNY_ROTATE_K`. */
+   * starts at its k-tile `(x * rotateK) mod count` (of K's, or with split-K of its split's) and
+   * wraps around to those before it, so that the blocks of a wave do not all read the same
+   * k-offsets of A and B at once. 0 (or absent): every block from its first k-tile. Only the
+   * mma.sync main loop has it (E0215 elsewhere); the skinny rule's 16-bit tiles without split-K
+   * take passes/skinny.ts `SKINNY_ROTATE_K`. */
   readonly rotateK?: number;
 }
 

@@ -210,14 +210,12 @@ function checkSplitK(k: GemmKernel, tb: Shape3, splitK: number): void {
 
 /**
  * The check of a k-loop rotation (`rotate_k` > 0, E0215): only the mma.sync main loop of one
- * dense, ungrouped problem without split-K has one (passes/lower/rotate_k.ts; a split's k-tiles,
- * a sparse A's metadata, a grouped kernel's tiles and sm90's TMA pipelines are not rotated: a
- * shortcut).
+ * dense, ungrouped problem has one, a split-K split's k-tiles among its own (passes/lower/
+ * rotate_k.ts; a sparse A's metadata, a grouped kernel's tiles and sm90's TMA pipelines are not
+ * rotated: a shortcut).
  */
-function checkRotation(k: GemmKernel, rotateK: number, splitK: number, wgmma: boolean): void {
-  const why = splitK > 1
-    ? `split_k ${splitK}`
-    : wgmma
+function checkRotation(k: GemmKernel, rotateK: number, wgmma: boolean): void {
+  const why = wgmma
     ? "a wgmma kernel (sm90's TMA pipeline)"
     : k.grouped
     ? "a grouped kernel"
@@ -229,8 +227,7 @@ function checkRotation(k: GemmKernel, rotateK: number, splitK: number, wgmma: bo
     k,
     "rotate_k",
     "E0215",
-    `"rotate_k ${rotateK}" needs the mma.sync main loop of one dense problem without ` +
-      `split_k, not ${why}`,
+    `"rotate_k ${rotateK}" needs the mma.sync main loop of one dense problem, not ${why}`,
   );
 }
 
@@ -314,7 +311,7 @@ export const tilePass: GemmPass = {
     // names B's priority (passes/skinny.ts SKINNY_STREAMED_B).
     const cacheB = k.schedule.cacheB ?? chosen.cacheB;
     const rot = rotation(k, chosen, cacheB, wgmma);
-    if (rot.rotateK !== undefined && rot.rotateK > 0) checkRotation(k, rot.rotateK, splitK, wgmma);
+    if (rot.rotateK !== undefined && rot.rotateK > 0) checkRotation(k, rot.rotateK, wgmma);
     const rotateK = rot.rotateK;
     const tile: TilePlan = {
       threadblock: tb,

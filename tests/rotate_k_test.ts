@@ -3,9 +3,9 @@
  * where it cannot be (E0112, E0215); the skinny rule's default (passes/skinny.ts
  * `SKINNY_ROTATE_K`) and `rotate_k 0` against it; and the kernels themselves in the simulator at
  * odd sizes (M = 1, 7, 33; K not a multiple of the k-tile, K under the prologue's k-tiles, one
- * k-tile): they agree with the reference with no hazard, integer results bit for bit with the
- * unrotated kernel's and f32 sums in another order (so the rotation is on), and a kernel whose
- * pointers do not wrap is caught.
+ * k-tile; split-K with a partial and an empty split): they agree with the reference with no
+ * hazard, integer results bit for bit with the unrotated kernel's and f32 sums in another order
+ * (so the rotation is on), and a kernel whose pointers do not wrap is caught.
  */
 
 import assert from "node:assert/strict";
@@ -55,9 +55,8 @@ Deno.test("rotate_k: 0 to 65535 parse, another word or a larger number is E0112"
   assert.deepEqual(as("-1"), ["E0001"]); // not a value the grammar reads
 });
 
-Deno.test("rotate_k: refused where the loop cannot rotate (E0215): split-K, wgmma, grouped", () => {
-  assert.deepEqual(codes(SKINNY("f16", "f32", 1, ["split_k 2"])), ["E0215"]);
-  assert.deepEqual(codes(SKINNY("f16", "f32", 0, ["split_k 2"])), []);
+Deno.test("rotate_k: refused where the loop cannot rotate (E0215): wgmma, grouped", () => {
+  assert.deepEqual(codes(SKINNY("f16", "f32", 1, ["split_k 2"])), []);
   const wg = GEMM("f16", "f32", ["threadblock 128x128x64", "target sm90", "rotate_k 1"]);
   assert.deepEqual(codes(wg), ["E0215"]);
   const moe = Deno.readTextFileSync(new URL("../examples/moe.gemm", import.meta.url));
@@ -127,6 +126,25 @@ for (const r of [1, 3]) {
       assert.deepEqual(s8.output, s8plain.output);
     });
   }
+}
+
+// Split-K: each split rotates among its own k-tiles; K = 1008 is 4 k-tiles, so split_k 3 gives
+// splits of 2, 2 and 0 (an empty split) and split_k 2 of 2 and 2, the last partial.
+for (const splitK of [2, 3]) {
+  Deno.test(`rotate_k 1, split_k ${splitK}: agrees at odd sizes, s8 bit for bit, f32 another order`, () => {
+    const more = [`split_k ${splitK}`];
+    for (const sizes of [{ M: 7, N: 104, K: 1008 }, { M: 1, N: 64, K: 2064 }]) {
+      const f = simulateGemm(one(SKINNY("f16", "f32", 1, more)), sizes, { seed: 5 });
+      const fPlain = simulateGemm(one(SKINNY("f16", "f32", 0, more)), sizes, { seed: 5 });
+      assert.ok(f.ok && fPlain.ok, `f16 ${JSON.stringify(sizes)}`);
+      assert.deepEqual(f.sim.hazards, []);
+      assert.notDeepEqual(f.output, fPlain.output);
+      const s8 = simulateGemm(one(SKINNY("s8", "s32", 1, more)), sizes, { seed: 5 });
+      const s8Plain = simulateGemm(one(SKINNY("s8", "s32", 0, more)), sizes, { seed: 5 });
+      assert.ok(s8.ok && s8Plain.ok, `s8 ${JSON.stringify(sizes)}`);
+      assert.deepEqual(s8.output, s8Plain.output);
+    }
+  });
 }
 
 Deno.test("rotate_k: f32 sums in another order than without it (the rotation is on)", () => {

@@ -8,7 +8,7 @@
 # s8deep, table95, timeline3 and cores95 as calls 1-8 of NOTES 95 (H100s); allgpu, slices, slices2
 # and rot96 as calls 1-4 of NOTES 96 (H100s; rot96's K = 8192 rows were refused, --nk has no
 # 4096x8192, and ran by hand as call 5). The default STEPS are what NOTES 96 leaves for the next
-# call, on an H200 (table95 at the head, with the rotation, then m128v and timeline; run with
+# call, on an H200 (table95 at the head, with the rotation, rotk14, then m128v and timeline; run with
 # CARD=H200 and OTHER_STEPS for what another card should do instead). Steps:
 #   tests: tests/gpu/wgmma_test.ts --filter 224 (the 128x224 case with a column bias, staged rows
 #          of 28 vectors) and tests/gpu/skinny_test.ts --filter sm90;
@@ -142,6 +142,8 @@
 #          default against `rotate_k 0` (the old kernel), bracketed, f16, bf16 and s8 at M = 16;
 #          f16 M = 16 at K = 8192 and 14336 both ways; the timeline of f16 M = 16 both ways; the
 #          skinny GPU tests whose kernels rotate (M = 1, 7, 9);
+#   rotk14: after NOTES 96 (rotate_k works with split-K, not measured): f16 and bf16 at M = 1 and
+#          16, N = 4096, K = 14336 (16x64x128 split 2), the default bracketing `rotate_k 1`;
 #   allgpu: every GPU test, `deno test -A tests/gpu/` (step h200 without its llm rows);
 #   nohint: the same rows of f16 and s8 at N = K = 4096 with `cache_b evict_normal`, the
 #          default before SKINNY_STREAMED_B, for the same-run comparison.
@@ -151,7 +153,7 @@
 # Usage: [CARD=H200] bash bench/research/next_call.sh OUT   (STEPS: any of the steps above)
 set -u
 . bench/research/_gemm_run_rows.sh
-call_start next_call "${1:?usage: next_call.sh OUT}" "table95 m128v timeline"
+call_start next_call "${1:?usage: next_call.sh OUT}" "table95 rotk14 m128v timeline"
 if has tests; then
   gpu_tests tests/gpu/wgmma_test.ts tests/gpu/skinny_test.ts --filter "/224|sm90/"
 fi
@@ -258,6 +260,15 @@ if has rot96; then
   done
   llm_bracketed "$W" rot96-bf16 bf16 16 "rotate_k 0"
   llm_bracketed "$W" rot96-s8 s8 16 "rotate_k 0"
+fi
+if has rotk14; then
+  for t in f16 bf16; do
+    for m in 1 16; do
+      llm_rows "$W" "rotk14-$t-m$m" "$t" "$m" 4096x14336
+      llm_rows "$W" "rotk14-$t-m$m-v1" "$t" "$m" 4096x14336 "rotate_k 1"
+      llm_rows "$W" "rotk14-$t-m$m-again" "$t" "$m" 4096x14336
+    done
+  done
 fi
 if has slices2; then
   for row in "16x4096x4096 32:0,32:0:e,32:0:s,32:0:a,32:0:aes,32:1:aes,32:5:aes,1:0:aes,1:5:aes,32:0:aes,32:0" \

@@ -120,8 +120,8 @@ export function mainLoop(cx: LowerContext, o: TileOrigin): Reg[][][] {
   const bFrag = fragSetup(cx, "B", pipe.b, mp.bLoad, smem);
   const metaFrag = sparse ? metaFragSetup(cx, smem) : null;
   const { acc, kTile } = zeroAccumulators(cx);
-  const { kRem, kCount } = kTileRange(cx, K, split, aCopy, bCopy, metaCopy);
-  const rot = kRotation(cx, K, kCount, [aCopy, bCopy]);
+  const { kRem, kCount, start } = kTileRange(cx, K, split, aCopy, bCopy, metaCopy);
+  const rot = kRotation(cx, K, { start, count: kCount }, [aCopy, bCopy]);
   const S = pipe.stages;
   const mTiles = acc.length;
   const writeOff = cx.mov("u32", imm(0), "wstage");
@@ -426,7 +426,7 @@ export function kTileSpan(
  * @param aCopy A's copies.
  * @param bCopy B's copies.
  * @param metaCopy A sparse A's metadata copies, or null.
- * @returns The k-tile count and the fetch counter.
+ * @returns The k-tile count, the fetch counter, and the first k-tile (null: 0).
  */
 export function kTileRange(
   cx: LowerContext,
@@ -435,7 +435,7 @@ export function kTileRange(
   aCopy: CopyPlan,
   bCopy: CopyPlan,
   metaCopy: MetaCopies | null,
-): { kRem: Reg; kCount: Operand } {
+): { kRem: Reg; kCount: Operand; start: Reg | null } {
   const tb = cx.k.plan.tile!.threadblock;
   const { start, kCount } = kTileSpan(cx, K, split);
   // kRem of the next tile to fetch: K - t * tileK (s32, may go negative).
@@ -447,5 +447,5 @@ export function kTileRange(
     skipTiles(cx, bCopy, start);
     if (metaCopy !== null) skipMetaTiles(cx, metaCopy, start);
   }
-  return { kRem, kCount };
+  return { kRem, kCount, start };
 }
