@@ -2,13 +2,15 @@
  * Where a launch's time goes, block by block (issue 22: the ~2-4 µs our skinny rows pay over
  * the floor at N = K = 4096, bench/NOTES.md 90-95). A kernel's PTX is instrumented
  * ({@link instrumentPtx}): thread (0,0,0) of every block stores `%globaltimer` and `%clock64`
- * at four points (its start; after `griddepcontrol.wait`; after `griddepcontrol.launch_dependents`,
- * the end of the main loop in our PDL kernels; before its `ret`) and its `%smid` into a slot of
+ * at up to six points (its start; after `griddepcontrol.wait`; after
+ * `griddepcontrol.launch_dependents`, the end of the main loop in our PDL kernels; before its
+ * `ret`; and in mma.sync kernels where the k-loop starts after the prologue and where the
+ * epilogue starts) and its `%smid` into a slot of
  * its own of a trace buffer, one buffer region a launch. A back-to-back series of launches then
  * shows, launch by launch ({@link summarizeTimeline}): the grid's span from its first block's
  * start to its last block's end, the gap to the next grid's first block (negative where PDL
  * overlaps them), the skew of the blocks' starts and ends, the wait's release after the previous
- * grid's end, and each block's main loop and epilogue.
+ * grid's end, and each block's prologue, k-loop and epilogue.
  *
  * `%globaltimer` is a global nanosecond clock whose update step the hardware chooses (the
  * summary reports the step it saw: the smallest nonzero difference between a launch's
@@ -24,7 +26,7 @@
  * does, its columns in groups of G and its k-loop rotated by R, with A read too (a) and B's
  * copies evicting first (e) (bench/slice_read.ts), each
  * checked once and then traced. A research instrument: the
- * stores add one 128-byte line a block and four timer reads to thread 0; nothing of the benchmark
+ * stores add one 128-byte line a block and a timer read a point to thread 0; nothing of the benchmark
  * or CI runs it on a GPU (tests/timeline_test.ts tests the instrumentation and the summary).
  *
  * @module
@@ -50,21 +52,30 @@ import {
 } from "./slice_read.ts";
 import { parseSize } from "./llm.ts";
 
-/** The points a block records, in slot order. */
-export const TIMELINE_POINTS = ["start", "wait", "trigger", "end"] as const;
+/**
+ * The points a block records, in slot order: start, wait, trigger and end (see
+ * {@link instrumentPtx}), then `loop` (the prologue's copies issued and waited for: the k-loop
+ * begins) and `epilogue` (the main loop drained), where the kernel's PTX has the lowering's
+ * comments for them.
+ */
+export const TIMELINE_POINTS = ["start", "wait", "trigger", "end", "loop", "epilogue"] as const;
 /** One of {@link TIMELINE_POINTS}. */
 export type TimelinePoint = typeof TIMELINE_POINTS[number];
 
 /**
- * Bytes of a block's slot: four `%globaltimer` values (u64, at 0), four `%clock64` values (u64,
- * at 32), `%smid` (u32, at 64); the rest pads the slot to a 128-byte line.
+ * Bytes of a block's slot: a `%globaltimer` value a point (u64, from 0), a `%clock64` value a
+ * point (u64, from {@link CYCLES_AT}), `%smid` (u32, at {@link SM_AT}); the rest pads the slot to
+ * a 128-byte line.
  */
 export const TIMELINE_SLOT_BYTES = 128;
+/** Where a slot's `%clock64` values and its `%smid` are. */
+const CYCLES_AT = 8 * TIMELINE_POINTS.length, SM_AT = 2 * CYCLES_AT;
 
 /** The trace buffer's parameter, appended to the entry's. */
 export const TIMELINE_PARAM = "gemmc_timeline";
 
-/** The PTX that records point `k` (0-3) for thread (0,0,0) of the block; `n` makes labels unique. */
+/** The PTX that records point `k` (an index of {@link TIMELINE_POINTS}) for thread (0,0,0) of the
+ * block; `n` makes labels unique. */
 function recordPoint(k: number, n: number): string {
   const skip = `GEMMC_TL_SKIP_${n}`;
   return [
@@ -94,8 +105,10 @@ function recordPoint(k: number, n: number): string {
     `  mul.wide.u32 %gtl_d3, %gtl_r1, ${TIMELINE_SLOT_BYTES};`,
     "  add.u64 %gtl_d2, %gtl_d2, %gtl_d3;",
     `  st.global.u64 [%gtl_d2+${8 * k}], %gtl_d0;`,
-    `  st.global.u64 [%gtl_d2+${32 + 8 * k}], %gtl_d1;`,
-    ...(k === 0 ? ["  mov.u32 %gtl_r4, %smid;", "  st.global.u32 [%gtl_d2+64], %gtl_r4;"] : []),
+    `  st.global.u64 [%gtl_d2+${CYCLES_AT + 8 * k}], %gtl_d1;`,
+    ...(k === 0
+      ? ["  mov.u32 %gtl_r4, %smid;", `  st.global.u32 [%gtl_d2+${SM_AT}], %gtl_r4;`]
+      : []),
     `${skip}:`,
     "  }",
   ].join("\n");
@@ -106,8 +119,11 @@ function recordPoint(k: number, n: number): string {
  * appended to the entry's (the trace region of the launch: {@link TIMELINE_SLOT_BYTES} a block,
  * zero-filled by the caller), `start` after the body's declarations, `wait` and `trigger` after
  * each `griddepcontrol.wait` / `griddepcontrol.launch_dependents`, `end` before each `ret` or
- * `exit`. Throws on a module of more than one entry, or a predicated `ret` / `exit` (its record
- * would need the predicate too).
+ * `exit`; `loop` before the first `// for` comment after the `// prologue` one, and `epilogue`
+ * before the first `// epilogue` comment (the kernel IR's comments, backends/ptx prints them:
+ * points the mma.sync main loop has; a kernel without them records neither). Throws on a module
+ * of more than one entry, or a predicated `ret` / `exit` (its record would need the predicate
+ * too).
  */
 export function instrumentPtx(ptx: string): string {
   const entries = ptx.match(/^\s*(\.visible\s+)?\.entry\s/gm) ?? [];
@@ -140,8 +156,18 @@ export function instrumentPtx(ptx: string): string {
   const out: string[] = [...lines.slice(0, decl)];
   let n = 0;
   out.push(recordPoint(0, n++));
+  let prologue = false, loop = false, epilogue = false;
   for (const line of lines.slice(decl)) {
     const t = line.trim();
+    if (/^\/\/ prologue\b/.test(t)) prologue = true;
+    if (prologue && !loop && /^\/\/ for\b/.test(t)) {
+      out.push(recordPoint(4, n++));
+      loop = true;
+    }
+    if (!epilogue && /^\/\/ epilogue\b/.test(t)) {
+      out.push(recordPoint(5, n++));
+      epilogue = true;
+    }
     if (/^@!?%\w+\s+(ret|exit)\s*;/.test(t)) {
       throw new Error(`instrumentPtx: a predicated "${t}" (its record would need the predicate)`);
     }
@@ -153,12 +179,16 @@ export function instrumentPtx(ptx: string): string {
   return out.join("\n");
 }
 
-/** One block's records in one launch: ns of `%globaltimer` (0 where not recorded), cycles. */
+/** One block's records in one launch, by {@link TIMELINE_POINTS}' index: ns of `%globaltimer` (0
+ * where not recorded), cycles. */
 export interface BlockRecord {
-  readonly ns: readonly [bigint, bigint, bigint, bigint];
-  readonly cycles: readonly [bigint, bigint, bigint, bigint];
+  readonly ns: PointValues;
+  readonly cycles: PointValues;
   readonly sm: number;
 }
+
+/** A value a point of {@link TIMELINE_POINTS}, in its order (as many). */
+export type PointValues = readonly [bigint, bigint, bigint, bigint, bigint, bigint];
 
 /** The records of `blocks` blocks of one launch from its trace region. */
 export function blockRecords(region: Uint8Array, blocks: number): BlockRecord[] {
@@ -166,11 +196,11 @@ export function blockRecords(region: Uint8Array, blocks: number): BlockRecord[] 
   return Array.from({ length: blocks }, (_, b) => {
     const o = b * TIMELINE_SLOT_BYTES;
     const u = (i: number) => v.getBigUint64(o + 8 * i, true);
-    return {
-      ns: [u(0), u(1), u(2), u(3)],
-      cycles: [u(4), u(5), u(6), u(7)],
-      sm: v.getUint32(o + 64, true),
+    const at = (base: number): PointValues => {
+      const [a, b, c, d, e, f] = TIMELINE_POINTS.map((_, k) => u(base / 8 + k));
+      return [a!, b!, c!, d!, e!, f!];
     };
+    return { ns: at(0), cycles: at(CYCLES_AT), sm: v.getUint32(o + SM_AT, true) };
   });
 }
 
@@ -200,6 +230,13 @@ export interface TimelineSummary {
   readonly blockLoopUs: number | null;
   /** A block's trigger to its end (null: no trigger). */
   readonly blockEpilogueUs: number | null;
+  /** A block's prologue: from its wait (else its start) to its k-loop's start (null: no `loop`
+   * point). */
+  readonly blockPrologueUs: number | null;
+  /** A block's k-loop: from its start to the epilogue's (null: no `loop` or `epilogue` point). */
+  readonly blockKLoopUs: number | null;
+  /** A block's epilogue: from its start to the block's end (null: no `epilogue` point). */
+  readonly blockAfterLoopUs: number | null;
   /** A block's start to its end. */
   readonly blockUs: number;
   /** The slowest block's start to end. */
@@ -234,7 +271,7 @@ export function summarizeTimeline(launches: readonly (readonly BlockRecord[])[])
   const last = (l: readonly BlockRecord[], k: number) =>
     l.reduce((m, b) => (b.ns[k]! > m ? b.ns[k]! : m), 0n);
   const has = (k: number) => launches.every((l) => l.every((b) => b.ns[k] !== 0n));
-  const [hasWait, hasTrigger] = [has(1), has(2)];
+  const [hasWait, hasTrigger, hasLoop, hasEpilogue] = [has(1), has(2), has(4), has(5)];
   const per = (f: (l: readonly BlockRecord[], i: number) => number, from = 0, to = 0) =>
     med(launches.slice(from, launches.length - to).map((l, i) => f(l, i + from)));
   const next = (i: number) => launches[i + 1]!;
@@ -279,6 +316,9 @@ export function summarizeTimeline(launches: readonly (readonly BlockRecord[])[])
     blockWaitUs: hasWait ? blockMed((b) => us(b.ns[1] - b.ns[0])) : null,
     blockLoopUs: hasTrigger ? blockMed((b) => us(b.ns[2] - b.ns[hasWait ? 1 : 0])) : null,
     blockEpilogueUs: hasTrigger ? blockMed((b) => us(b.ns[3] - b.ns[2])) : null,
+    blockPrologueUs: hasLoop ? blockMed((b) => us(b.ns[4] - b.ns[hasWait ? 1 : 0])) : null,
+    blockKLoopUs: hasLoop && hasEpilogue ? blockMed((b) => us(b.ns[5] - b.ns[4])) : null,
+    blockAfterLoopUs: hasEpilogue ? blockMed((b) => us(b.ns[3] - b.ns[5])) : null,
     blockUs: blockMed((b) => us(b.ns[3] - b.ns[0])),
     blockMaxUs: per((l) => Math.max(...l.map((b) => us(b.ns[3] - b.ns[0])))),
     timerStepNs: step,
@@ -295,7 +335,10 @@ export function timelineLine(label: string, s: TimelineSummary): string {
     `${f(s.waitAfterPrevEndUs)}, start after prev trigger ${
       f(s.startAfterPrevTriggerUs)
     }; a block: wait ${f(s.blockWaitUs)}, loop ${f(s.blockLoopUs)}, ` +
-    `epilogue ${f(s.blockEpilogueUs)}, all ${f(s.blockUs)} (max ${f(s.blockMaxUs)}); ` +
+    `epilogue ${f(s.blockEpilogueUs)}, all ${f(s.blockUs)} (max ${f(s.blockMaxUs)}); prologue ` +
+    `${f(s.blockPrologueUs)}, k-loop ${f(s.blockKLoopUs)}, from the epilogue ${
+      f(s.blockAfterLoopUs)
+    }; ` +
     `${s.blocks} blocks, <= ${s.blocksPerSmMax} an SM; timer step ${s.timerStepNs} ns, ` +
     `${s.clockMHz.toFixed(0)} MHz`;
 }
@@ -320,8 +363,9 @@ function traceSides(
     label: string;
     round: number;
     summary: TimelineSummary;
-    /** The last round's blocks, launch by launch: [SM, start, wait, trigger, end], ns from the
-     * series' first start (-1: not recorded). */
+    /** The last round's blocks, launch by launch: [SM, start, wait, trigger, end, loop,
+     * epilogue] (NOTES 95-96's records have the first five), ns from the series' first start
+     * (-1: not recorded). */
     raw?: number[][][];
   }[] = [];
   for (const s of sides) {

@@ -43,20 +43,32 @@ function decodeKernel(M: number) {
 /** The points a PTX text records, in order (their comments). */
 const points = (ptx: string) => [...ptx.matchAll(/gemmc timeline: (\w+)/g)].map((m) => m[1]);
 
+/** The points each decode kernel records: the mma.sync loop at M = 16 has a prologue's `loop`,
+ * the warp-specialized wgmma kernel at M = 128 not. */
+const DECODE_POINTS: Readonly<Record<number, readonly string[]>> = {
+  16: ["start", "wait", "loop", "trigger", "epilogue", "end"],
+  128: ["start", "wait", "trigger", "epilogue", "end"],
+};
+
 for (const M of [16, 128]) {
-  Deno.test(`instrumentPtx: the decode kernel at M = ${M}: a parameter, four records in order`, () => {
+  Deno.test(`instrumentPtx: the decode kernel at M = ${M}: a parameter, its records in order`, () => {
     const ck = decodeKernel(M);
     const out = instrumentPtx(ck.ptx);
     // The parameter is the entry's last.
     const params = out.slice(out.indexOf(".entry"), out.indexOf(")"));
     assert.match(params, new RegExp(`\\.param \\.u64 ${TIMELINE_PARAM}\\s*$`));
-    assert.equal(out.split(TIMELINE_PARAM).length - 1, 1 + 4, "the declaration and four loads");
-    assert.deepEqual(points(out), ["start", "wait", "trigger", "end"]);
+    const want = DECODE_POINTS[M]!;
+    assert.equal(
+      out.split(TIMELINE_PARAM).length - 1,
+      1 + want.length,
+      "the declaration, a load each",
+    );
+    assert.deepEqual(points(out), want);
     // start comes before the first instruction of the body, end right before ret.
     const body = out.slice(out.indexOf("{", out.indexOf(")")));
     const firstOp = body.split("\n").slice(1).find((l) => !/^\s*(\.reg|\/\/|$)/.test(l))!;
     assert.match(firstOp, /gemmc timeline: start/);
-    assert.match(out, /gemmc timeline: end[\s\S]*?GEMMC_TL_SKIP_3:\n\s*}\n\s*ret;/);
+    assert.match(out, /gemmc timeline: end[\s\S]*?GEMMC_TL_SKIP_\d+:\n\s*}\n\s*ret;/);
     // Nothing else changed: removing the records and the parameter gives the kernel back.
     const stripped = out
       .replace(/ {2}\{ \/\/ gemmc timeline[\s\S]*?GEMMC_TL_SKIP_\d+:\n {2}}\n/g, "")
@@ -123,18 +135,22 @@ Deno.test("blockRecords: reads a block's slot as the records write it", () => {
   const buf = new Uint8Array(2 * TIMELINE_SLOT_BYTES);
   const v = new DataView(buf.buffer);
   const o = TIMELINE_SLOT_BYTES;
-  [101n, 202n, 303n, 404n].forEach((x, i) => v.setBigUint64(o + 8 * i, x, true));
-  [5n, 6n, 7n, 8n].forEach((x, i) => v.setBigUint64(o + 32 + 8 * i, x, true));
-  v.setUint32(o + 64, 77, true);
+  // Six points: ns from 0, cycles from 48, the SM at 96.
+  const ns = [101n, 202n, 303n, 404n, 505n, 606n] as const;
+  const cycles = [5n, 6n, 7n, 8n, 9n, 10n] as const;
+  ns.forEach((x, i) => v.setBigUint64(o + 8 * i, x, true));
+  cycles.forEach((x, i) => v.setBigUint64(o + 48 + 8 * i, x, true));
+  v.setUint32(o + 96, 77, true);
   const [b0, b1] = blockRecords(buf, 2);
-  assert.deepEqual(b0!.ns, [0n, 0n, 0n, 0n]);
-  assert.deepEqual(b1, { ns: [101n, 202n, 303n, 404n], cycles: [5n, 6n, 7n, 8n], sm: 77 });
+  assert.deepEqual(b0!.ns, [0n, 0n, 0n, 0n, 0n, 0n]);
+  assert.deepEqual(b1, { ns, cycles, sm: 77 });
 });
 
 /**
  * A synthetic series: launch i's block b on SM b starts at 10000 i + 100 b ns, waits until
- * 10000 i + 2000, triggers 6000 ns after that, and ends 500 + 100 b ns after its trigger (the last
- * block at 10000 i + 8800); 2 cycles a ns.
+ * 10000 i + 2000, starts its k-loop 300 ns after that, triggers 6000 ns after the wait, reaches
+ * its epilogue 200 ns after the trigger, and ends 500 + 100 b ns after its trigger (the last block
+ * at 10000 i + 8800); 2 cycles a ns.
  */
 function series(launches: number, blocks: number): BlockRecord[][] {
   return Array.from({ length: launches }, (_, i) =>
@@ -143,13 +159,24 @@ function series(launches: number, blocks: number): BlockRecord[][] {
       const wait = 10000 * i + 2000;
       const trigger = wait + 6000;
       const end = trigger + 500 + 100 * b;
-      const ns = [start, wait, trigger, end].map((x) => BigInt(x + 1_000_000)) as [
-        bigint,
-        bigint,
-        bigint,
-        bigint,
-      ];
-      return { ns, cycles: ns.map((x) => 2n * x) as typeof ns, sm: b };
+      const at = (x: number) => BigInt(x + 1_000_000);
+      const ns = [
+        at(start),
+        at(wait),
+        at(trigger),
+        at(end),
+        at(wait + 300),
+        at(trigger + 200),
+      ] as const;
+      const cycles = [
+        2n * ns[0],
+        2n * ns[1],
+        2n * ns[2],
+        2n * ns[3],
+        2n * ns[4],
+        2n * ns[5],
+      ] as const;
+      return { ns, cycles, sm: b };
     }));
 }
 
@@ -171,6 +198,10 @@ Deno.test("summarizeTimeline: the figures of a known series", () => {
   assert.ok(Math.abs(s.blockWaitUs! - 1.85) < 1e-9);
   assert.equal(s.blockLoopUs, 6);
   assert.ok(Math.abs(s.blockEpilogueUs! - 0.65) < 1e-9);
+  // The prologue 300 ns after the wait, the k-loop to 200 ns after the trigger, the rest 300 + 100 b.
+  assert.ok(Math.abs(s.blockPrologueUs! - 0.3) < 1e-9, String(s.blockPrologueUs));
+  assert.ok(Math.abs(s.blockKLoopUs! - 5.9) < 1e-9, String(s.blockKLoopUs));
+  assert.ok(Math.abs(s.blockAfterLoopUs! - 0.45) < 1e-9, String(s.blockAfterLoopUs));
   assert.ok(Math.abs(s.blockUs - 8.5) < 1e-9);
   assert.ok(Math.abs(s.blockMaxUs - 8.5) < 1e-9);
   assert.equal(s.timerStepNs, 100);
@@ -180,15 +211,16 @@ Deno.test("summarizeTimeline: the figures of a known series", () => {
 
 Deno.test("summarizeTimeline: blocks sharing an SM, no wait, and refusals", () => {
   const l = series(4, 4).map((bs) =>
-    bs.map((b) => ({ ...b, ns: [b.ns[0], 0n, 0n, b.ns[3]] as typeof b.ns, sm: 0 }))
+    bs.map((b) => ({ ...b, ns: [b.ns[0], 0n, 0n, b.ns[3], 0n, 0n] as const, sm: 0 }))
   );
   const s = summarizeTimeline(l);
   assert.equal(s.waitAfterPrevEndUs, null);
   assert.equal(s.blockLoopUs, null);
   assert.equal(s.startAfterPrevTriggerUs, null);
+  assert.deepEqual([s.blockPrologueUs, s.blockKLoopUs, s.blockAfterLoopUs], [null, null, null]);
   assert.equal(s.blocksPerSmMax, 4);
   const missing = series(4, 2);
-  missing[2]![1] = { ...missing[2]![1]!, ns: [missing[2]![1]!.ns[0], 0n, 0n, 0n] };
+  missing[2]![1] = { ...missing[2]![1]!, ns: [missing[2]![1]!.ns[0], 0n, 0n, 0n, 0n, 0n] };
   assert.throws(() => summarizeTimeline(missing), /launch 2 has a block without its start or end/);
   assert.throws(() => summarizeTimeline(series(2, 2)), /fewer than 3/);
 });
