@@ -77,8 +77,8 @@ export interface Schedule {
    * starts at its k-tile `(x * rotateK) mod count` (of K's, or with split-K of its split's) and
    * wraps around to those before it, so that the blocks of a wave do not all read the same
    * k-offsets of A and B at once. 0 (or absent): every block from its first k-tile. Only the
-   * mma.sync main loop has it (E0215 elsewhere); the skinny rule's 16-bit tiles without split-K
-   * take passes/skinny.ts `SKINNY_ROTATE_K`. */
+   * mma.sync main loop has it (E0215 elsewhere); the skinny rule's measured 16-bit tile takes
+   * passes/skinny.ts `SKINNY_ROTATE_K` (`skinnyRotation`). */
   readonly rotateK?: number;
 }
 

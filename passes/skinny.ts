@@ -190,21 +190,41 @@ export interface SkinnyChoice {
 export const SKINNY_STREAMED_B: CachePolicy = "evict_first";
 
 /**
- * The k-loop rotation (`rotate_k`, passes/lower/rotate_k.ts) of the skinny rule's mma.sync tiles
- * of 16-bit operands without split-K (passes/tile.ts): block x starts at k-tile x mod kTiles, so
- * that the blocks of the one wave do not read the same k-tile of A, and B at the same offset of
- * their slices, at once. A kernel that reads A and B as the f16 16x32x256 tile does and nothing
- * else (bench/slice_read.ts, an H100, bench/NOTES.md 96) ended its last block 0.2-0.3 µs sooner at
- * N = K = 4096 and 0.6-0.7 µs at K = 8192 rotated by 1 or 5 k-tiles a block. Measured on our
- * kernels (NOTES 96, an H100, M = 16, N = 4096, `--target sm90`, the default bracketing `rotate_k
- * 0` in one call, µs burst, ours+PDL in brackets): f16 K = 4096 14.2-14.3 (12.3-12.4) against
- * 14.3-14.4 (12.5); bf16 14.2-14.3 (12.3-12.5) against 14.3 (12.5-12.6); f16 K = 8192 25.7
- * (23.5-23.6) against 26.0-26.1 (24.0-24.1), bf16 25.8-25.9 (23.5-23.6) against 26.1 (23.9-24.0);
- * the slowest block 0.24 µs sooner (bench/timeline.ts). s8 (16x32x256, 6 stages) lost: 7.0-7.1
- * against 6.8-6.9 with PDL, so 8-bit tiles are not rotated. Inferred, not measured: the H200
- * (where the targets are), the sm80 target's 16x64x128 on 108 SMs, and sm80's other skinny tiles.
+ * The k-loop rotation (`rotate_k`, passes/lower/rotate_k.ts) the skinny rule gives its one
+ * measured tile, {@link SKINNY_ROTATED_TILE} of 16-bit operands without split-K
+ * ({@link skinnyRotation}): block x starts at k-tile x mod kTiles, so that the blocks of the one
+ * wave do not read the same k-tile of A, and B at the same offset of their slices, at once. A
+ * kernel that reads A and B as that tile does and nothing else (bench/slice_read.ts, an H100,
+ * bench/NOTES.md 96) ended its last block 0.2-0.3 µs sooner at N = K = 4096 and 0.6-0.7 µs at
+ * K = 8192 rotated by 1 or 5 k-tiles a block. Measured on our kernels (NOTES 96, an H100, M = 16,
+ * N = 4096, `--target sm90`, the default bracketing `rotate_k 0` in one call, µs burst, ours+PDL in
+ * brackets): f16 K = 4096 14.2-14.3 (12.3-12.4) against 14.3-14.4 (12.5); bf16 14.2-14.3
+ * (12.3-12.5) against 14.3 (12.5-12.6); f16 K = 8192 25.7 (23.5-23.6) against 26.0-26.1
+ * (24.0-24.1), bf16 25.8-25.9 (23.5-23.6) against 26.1 (23.9-24.0); the slowest block 0.24 µs
+ * sooner (bench/timeline.ts). s8 on the same tile (6 stages) lost: 7.0-7.1 against 6.8-6.9 with
+ * PDL, so 8-bit tiles are not rotated; nor are the tiles not measured rotated (the A100's
+ * 16x64x128, the split-K tiles, the taller sm80 tiles): the mechanism is general, the sign is not
+ * (s8). Not measured on the H200, where the targets are.
  */
 export const SKINNY_ROTATE_K = 1;
+
+/** The one skinny tile measured rotated ({@link SKINNY_ROTATE_K}): 16x32x256, one wave of 128
+ * blocks at M <= 16 on 128 SMs or more. */
+export const SKINNY_ROTATED_TILE: Shape3 = Object.freeze({ m: 16, n: 32, k: 256 });
+
+/**
+ * The rotation the skinny rule gives its choice: {@link SKINNY_ROTATE_K} for
+ * {@link SKINNY_ROTATED_TILE} of 16-bit operands without split-K, else none.
+ *
+ * @param p The problem.
+ * @param c The skinny choice for it.
+ * @returns The `rotate_k`, or undefined.
+ */
+export function skinnyRotation(p: SkinnyProblem, c: SkinnyChoice): number | undefined {
+  const t = c.threadblock, r = SKINNY_ROTATED_TILE;
+  const measured = t.m === r.m && t.n === r.n && t.k === r.k;
+  return measured && (p.bytes ?? 2) === 2 && c.splitK === 1 ? SKINNY_ROTATE_K : undefined;
+}
 
 /**
  * The skinny schedule for a problem: among the candidates of M's class and

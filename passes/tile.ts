@@ -24,9 +24,9 @@ import { knownSize, operandView, sparseMetaParam } from "../ir/gemm.ts";
 import { waitsForGrid } from "./lower/early.ts";
 import { type GemmPass, scheduleError } from "./pass.ts";
 import {
-  SKINNY_ROTATE_K,
   SKINNY_STREAMED_B,
   type SkinnyProblem,
+  skinnyRotation,
   skinnySchedule,
   skinnyWgmmaSchedule,
 } from "./skinny.ts";
@@ -147,12 +147,15 @@ function defaultTile(k: GemmKernel): ChosenTile {
     const why = `${skinnyText(sp!)}: the skinny rule (passes/skinny.ts SKINNY_RULES), ` +
       `the one-wave grid of the most blocks: ${skinny.blocks}`;
     const tb = skinny.threadblock;
-    const streamed = streamedB(k, sp!, tb, why);
-    // 16-bit operands only: s8's rotated tile lost (passes/skinny.ts SKINNY_ROTATE_K).
-    if (skinny.splitK > 1 || sp!.bytes !== 2) {
-      return { tb, smallGrid: false, splitK: skinny.splitK, skinny, ...streamed };
-    }
-    return { tb, smallGrid: false, splitK: 1, skinny, ...streamed, rotateK: SKINNY_ROTATE_K };
+    const rotateK = skinnyRotation(sp!, skinny);
+    return {
+      tb,
+      smallGrid: false,
+      splitK: skinny.splitK,
+      skinny,
+      ...streamedB(k, sp!, tb, why),
+      ...(rotateK !== undefined ? { rotateK } : {}),
+    };
   }
   const sm90 = wgmmaCandidate(k) ? wgmmaFallback(k, c) : { ctx: c };
   if ("tile" in sm90) return sm90.tile;

@@ -225,8 +225,8 @@ export interface ChosenTile {
   readonly cluster?: 2;
   /** B's L2 eviction priority where the schedule names none (a skinny tile spanning M). */
   readonly cacheB?: CachePolicy;
-  /** The k-loop's rotation where the schedule names none (the skinny rule's mma.sync tiles
-   * of 16-bit operands without split-K: passes/skinny.ts `SKINNY_ROTATE_K`). */
+  /** The k-loop's rotation where the schedule names none (the skinny rule's measured 16-bit tile:
+   * passes/skinny.ts `skinnyRotation`). */
   readonly rotateK?: number;
   /** Why, in words (TilePlan.why). */
   readonly why: string;

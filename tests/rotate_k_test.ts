@@ -79,6 +79,10 @@ Deno.test("rotate_k: the skinny rule's 16-bit tile rotates by SKINNY_ROTATE_K; r
   assert.ok(s8.threadblock?.m === 16 && s8.splitK === 1 && s8.rotateK === undefined);
   const split = one(src, { ...o, sizeHints: { M: 16, N: 4096, K: 14336 } }).planned.schedule;
   assert.ok(split.splitK! > 1 && split.rotateK === undefined);
+  // Nor is a tile not measured rotated: the A100's 16x64x128 (108 SMs).
+  const a100 = one(src, { sizeHints: sizes, sms: 108, target: "sm80" }).planned.schedule;
+  assert.deepEqual(a100.threadblock, { m: 16, n: 64, k: 128 });
+  assert.equal(a100.rotateK, undefined);
   // The default yields to early copies of B (cache_b evict_normal: they are not declined).
   const early: CompileOptions = { ...o, pdl: true, pdlEarly: ["B"] };
   const normal = GEMM("f16", "f16", ["cache_b evict_normal"]);
