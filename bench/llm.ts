@@ -278,8 +278,7 @@ export function parseLlmArgs(args: readonly string[]): LlmOptions | string {
   };
 }
 
-/** `16x4096x1024` as a problem, or null where it is not three positive integers. */
-/** `MxNxK` (positive integers) as a problem; null where it is not one. */
+/** `MxNxK` (e.g. `16x4096x1024`, positive integers) as a problem; null where it is not one. */
 export function parseSize(text: string): LlmProblem | null {
   const parts = text.split("x");
   if (parts.length !== 3 || !parts.every((x) => /^[1-9][0-9]*$/.test(x))) return null;

@@ -20,8 +20,8 @@
 
 import type { DimRef, GemmKernel, Shape3, TilePlan } from "../ir/gemm.ts";
 import type { CachePolicy } from "../ir/cache_policy.ts";
-import { knownSize, operandView, sparseMetaParam } from "../ir/gemm.ts";
-import { waitsForGrid } from "./lower/early.ts";
+import { knownSize, sparseMetaParam } from "../ir/gemm.ts";
+import { cpAsyncCopiesEarly } from "./lower/early.ts";
 import { type GemmPass, scheduleError } from "./pass.ts";
 import {
   SKINNY_STREAMED_B,
@@ -235,33 +235,20 @@ function checkRotation(k: GemmKernel, rotateK: number, wgmma: boolean): void {
 }
 
 /**
- * Whether the option `pdlEarly` asks a cp.async kernel to copy an operand before its PDL wait
- * that it would copy there (one whose copies do not stream `evict_first`: passes/lower/early.ts
- * `earlyDecisions`): the skinny rule's default rotation yields to it, as the early copies do not
- * wrap with a rotated loop (a schedule's own `rotate_k` wins instead, and the copies wait).
- */
-function readsEarly(k: GemmKernel, cacheB: CachePolicy | undefined): boolean {
-  if (!waitsForGrid(k)) return false;
-  const policy = { A: k.schedule.cacheA, B: cacheB };
-  return (["A", "B"] as const).some((r) =>
-    k.pdlEarly?.includes(operandView(k, r).tensor) === true && policy[r] !== "evict_first"
-  );
-}
-
-/**
- * The k-loop rotation: the schedule's `rotate_k`, else the default's (the skinny rule's 16-bit
- * tiles, passes/skinny.ts `SKINNY_ROTATE_K`) unless the kernel is wgmma's or {@link readsEarly};
- * `why` is what the tile's reason adds (nothing where the schedule gives it or no default has it).
+ * The k-loop rotation: the schedule's `rotate_k`, else the default's (passes/skinny.ts
+ * `skinnyRotation`) unless `pdlEarly` would have the kernel copy an operand before its wait
+ * (passes/lower/early.ts `cpAsyncCopiesEarly`: the early copies do not wrap with a rotated loop;
+ * a schedule's own `rotate_k` wins instead, and the copies wait). `why` is what the tile's reason
+ * adds (nothing where the schedule gives it or no default has it).
  */
 function rotation(
   k: GemmKernel,
   chosen: ChosenTile,
   cacheB: CachePolicy | undefined,
-  wgmma: boolean,
 ): { rotateK?: number; why: string } {
   if (k.schedule.rotateK !== undefined) return { rotateK: k.schedule.rotateK, why: "" };
-  if (chosen.rotateK === undefined || wgmma) return { why: "" };
-  if (readsEarly(k, cacheB)) {
+  if (chosen.rotateK === undefined) return { why: "" };
+  if (cpAsyncCopiesEarly(k, cacheB)) {
     return { why: "; the k-loop not rotated: pdlEarly copies an operand before the wait" };
   }
   return {
@@ -313,9 +300,8 @@ export const tilePass: GemmPass = {
     // B read once by a skinny tile that spans M: its copies evict_first, unless the schedule
     // names B's priority (passes/skinny.ts SKINNY_STREAMED_B).
     const cacheB = k.schedule.cacheB ?? chosen.cacheB;
-    const rot = rotation(k, chosen, cacheB, wgmma);
+    const rot = rotation(k, chosen, cacheB);
     if (rot.rotateK !== undefined && rot.rotateK > 0) checkRotation(k, rot.rotateK, wgmma);
-    const rotateK = rot.rotateK;
     const tile: TilePlan = {
       threadblock: tb,
       swizzle,
@@ -337,7 +323,7 @@ export const tilePass: GemmPass = {
         swizzle,
         splitK,
         ...(cacheB !== undefined ? { cacheB } : {}),
-        ...(rotateK !== undefined ? { rotateK } : {}),
+        ...(rot.rotateK !== undefined ? { rotateK: rot.rotateK } : {}),
       },
       plan: { ...k.plan, tile },
     };

@@ -30,7 +30,8 @@ function pick(M: number, N: number, K: number, bytes: 1 | 2 = 2): string | null 
 }
 
 Deno.test("skinny: the rule picks the sweep's fastest schedules on the H200 (NOTES 56)", () => {
-  // M <= 16: one wave of 128 (N = 4096) or 112 (N = 14336) blocks.
+  // M <= 16: one wave of 128 (N = 4096) or 112 (N = 14336) blocks (16x32x256's 4 stages: NOTES
+  // 95, an H100).
   assert.equal(pick(16, 4096, 4096), "16x32x256 warp 16x8 stages 4 split 1");
   assert.equal(pick(1, 4096, 4096), "16x32x256 warp 16x8 stages 4 split 1");
   assert.equal(pick(16, 14336, 4096), "16x128x128 warp 16x32 stages 4 split 1");

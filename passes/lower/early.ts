@@ -9,6 +9,7 @@
 
 import { CACHE_KEYS, type GemmKernel, operandView, sparseMetaParam } from "../../ir/gemm.ts";
 import { targetHas } from "../../ir/target.ts";
+import type { CachePolicy } from "../../ir/cache_policy.ts";
 
 /**
  * The least share of a stage's bytes whose box a TMA kernel copies before its `griddep.wait`
@@ -86,15 +87,13 @@ export interface EarlyDecision {
  * ```
  */
 export function earlyDecisions(k: GemmKernel): readonly EarlyDecision[] {
-  const named = k.pdlEarly ?? [];
-  const roles = (["A", "B"] as const).filter((r) => named.includes(operandView(k, r).tensor));
   const refusal = kernelRefusal(k);
-  return roles.map((role) => {
+  return namedRoles(k).map((role) => {
     const tensor = operandView(k, role).tensor;
     if (refusal !== undefined) return { role, tensor, early: false, why: refusal };
     const pipe = k.plan.pipeline!;
     if (pipe.tma === undefined) {
-      if (k.schedule[CACHE_KEYS[role].field] === "evict_first") {
+      if (streamed(k.schedule[CACHE_KEYS[role].field])) {
         return { role, tensor, early: false, why: EARLY_STREAMED_WHY };
       }
       return (k.schedule.rotateK ?? 0) > 0
@@ -114,6 +113,30 @@ export function earlyDecisions(k: GemmKernel): readonly EarlyDecision[] {
       };
   });
 }
+
+/**
+ * Whether a cp.async kernel `k`, its k-loop not rotated, would copy an operand before its wait
+ * when B's copies carry `cacheB` ({@link earlyDecisions}'s cp.async rule, asked before the
+ * pipeline is planned): the tile pass's default rotation (passes/tile.ts) gives way to it.
+ *
+ * @param k The kernel (its schedule's `cache_a` as given).
+ * @param cacheB B's policy as the tile pass chose it.
+ * @returns Whether an operand would be copied early.
+ */
+export function cpAsyncCopiesEarly(k: GemmKernel, cacheB: CachePolicy | undefined): boolean {
+  const policy = { A: k.schedule.cacheA, B: cacheB };
+  return kernelRefusal(k) === undefined && namedRoles(k).some((r) => !streamed(policy[r]));
+}
+
+/** The roles whose tensors `k`'s option `pdlEarly` names, A before B. */
+function namedRoles(k: GemmKernel): ("A" | "B")[] {
+  const named = k.pdlEarly ?? [];
+  return (["A", "B"] as const).filter((r) => named.includes(operandView(k, r).tensor));
+}
+
+/** Whether an operand's copies stream with `evict_first`, so that a cp.async kernel copies none
+ * of them before its wait ({@link EARLY_STREAMED_WHY}). */
+const streamed = (p: CachePolicy | undefined) => p === "evict_first";
 
 /**
  * Whether kernel `k` waits for the grid before it (`griddepcontrol.wait`): compiled with `pdl`
