@@ -76,8 +76,9 @@ export interface Schedule {
   /** The k-loop's rotation (`rotate_k` key; passes/lower/rotate_k.ts): block x of the grid
    * starts at its k-tile `(x * rotateK) mod count` (of K's, or with split-K of its split's) and
    * wraps around to those before it, so that the blocks of a wave do not all read the same
-   * k-offsets of A and B at once. 0 (or absent): every block from its first k-tile. Only the
-   * mma.sync main loop has it (E0215 elsewhere); the skinny rule's measured 16-bit tile takes
+   * k-offsets of A and B at once. 0 (or absent): every block from its first k-tile. The
+   * mma.sync main loop and sm90's TMA producer have it (E0215 elsewhere: grouped, sparse,
+   * cp.async-fed wgmma); the skinny rule's measured 16-bit tile takes
    * passes/skinny.ts `SKINNY_ROTATE_K` (`skinnyRotation`). */
   readonly rotateK?: number;
 }

@@ -36,6 +36,7 @@ import {
   wgmmaDefaultTile,
   wgmmaOnly,
   wgmmaRowFor,
+  wgmmaTma,
 } from "./wgmma.ts";
 import {
   type ChosenTile,
@@ -212,25 +213,30 @@ function checkSplitK(k: GemmKernel, tb: Shape3, splitK: number): void {
 }
 
 /**
- * The check of a k-loop rotation (`rotate_k` > 0, E0215): only the mma.sync main loop of one
- * dense, ungrouped problem has one, a split-K split's k-tiles among its own (passes/lower/
- * rotate_k.ts; a sparse A's metadata, a grouped kernel's tiles and sm90's TMA pipelines are not
- * rotated: a shortcut).
+ * The check of a k-loop rotation (`rotate_k` > 0, E0215): the mma.sync main loop of one dense,
+ * ungrouped problem rotates, a split-K split's k-tiles among its own (passes/lower/rotate_k.ts
+ * `kRotation`), and so does sm90's warp-specialized pipeline, in its TMA producer
+ * (`tmaKSequence`); a sparse A's metadata, a grouped kernel's tiles and a wgmma kernel fed by
+ * cp.async (no TMA) are not rotated (a shortcut).
+ *
+ * @param k The kernel, its tile planned.
+ * @param rotateK The rotation.
  */
-function checkRotation(k: GemmKernel, rotateK: number, wgmma: boolean): void {
-  const why = wgmma
-    ? "a wgmma kernel (sm90's TMA pipeline)"
-    : k.grouped
+function checkRotation(k: GemmKernel, rotateK: number): void {
+  const why = k.grouped
     ? "a grouped kernel"
     : sparseMetaParam(k) !== null
     ? "a sparse A"
+    : k.plan.tile?.wgmma === true && !wgmmaTma(k)
+    ? "a wgmma kernel fed by cp.async (no TMA)"
     : null;
   if (why === null) return;
   scheduleError(
     k,
     "rotate_k",
     "E0215",
-    `"rotate_k ${rotateK}" needs the mma.sync main loop of one dense problem, not ${why}`,
+    `"rotate_k ${rotateK}" needs the mma.sync main loop of one dense problem or sm90's TMA ` +
+      `pipeline, not ${why}`,
   );
 }
 
@@ -301,7 +307,6 @@ export const tilePass: GemmPass = {
     // names B's priority (passes/skinny.ts SKINNY_STREAMED_B).
     const cacheB = k.schedule.cacheB ?? chosen.cacheB;
     const rot = rotation(k, chosen, cacheB);
-    if (rot.rotateK !== undefined && rot.rotateK > 0) checkRotation(k, rot.rotateK, wgmma);
     const tile: TilePlan = {
       threadblock: tb,
       swizzle,
@@ -315,6 +320,7 @@ export const tilePass: GemmPass = {
       ...(chosen.cluster !== undefined ? { cluster: chosen.cluster } : {}),
       why: `${chosen.why}${rot.why}`,
     };
+    if ((rot.rotateK ?? 0) > 0) checkRotation({ ...k, plan: { ...k.plan, tile } }, rot.rotateK!);
     return {
       ...k,
       schedule: {

@@ -5,7 +5,11 @@
  * odd sizes (M = 1, 7, 33; K not a multiple of the k-tile, K under the prologue's k-tiles, one
  * k-tile; split-K with a partial and an empty split): they agree with the reference with no
  * hazard, integer results bit for bit with the unrotated kernel's and f32 sums in another order
- * (so the rotation is on), and a kernel whose pointers do not wrap is caught.
+ * (so the rotation is on), and a kernel whose pointers do not wrap is caught. sm90's TMA
+ * pipelines rotate in their producer (`tmaKSequence`): one tile a block, split-K, clusters of 2
+ * along M and N, persistent, Stream-K and ping-pong blocks, and the boxes copied before the wait
+ * (`pdlEarly`), simulated the same way; a producer that does not wrap is caught (its boxes past K
+ * are zeros: a wrong result).
  */
 
 import assert from "node:assert/strict";
@@ -55,10 +59,13 @@ Deno.test("rotate_k: 0 to 65535 parse, another word or a larger number is E0112"
   assert.deepEqual(as("-1"), ["E0001"]); // not a value the grammar reads
 });
 
-Deno.test("rotate_k: refused where the loop cannot rotate (E0215): wgmma, grouped", () => {
+Deno.test("rotate_k: refused where the loop cannot rotate (E0215): cp.async wgmma, grouped", () => {
   assert.deepEqual(codes(SKINNY("f16", "f32", 1, ["split_k 2"])), []);
   const wg = GEMM("f16", "f32", ["threadblock 128x128x64", "target sm90", "rotate_k 1"]);
-  assert.deepEqual(codes(wg), ["E0215"]);
+  assert.deepEqual(codes(wg), []);
+  assert.notEqual(one(wg).planned.plan.pipeline!.tma, undefined);
+  // A aligned to 8 bytes has no tensor map: its wgmma kernel is fed by cp.async.
+  assert.deepEqual(codes(wg.replace("K] row", "K] row align 4")), ["E0215"]);
   const moe = Deno.readTextFileSync(new URL("../examples/moe.gemm", import.meta.url));
   const grouped = moe.replace(/\n}\s*$/, "\n  schedule { rotate_k 1 }\n}\n");
   assert.notEqual(grouped, moe);
@@ -172,4 +179,71 @@ Deno.test("rotate_k: a kernel whose pointers do not wrap back is caught (out of 
     () => simulateGemm({ ...ck, kernel }, { M: 7, N: 104, K: 1008 }, { seed: 7 }),
     (e: unknown) => e instanceof SimError && /Out-of-bounds cp\.async source/.test(e.message),
   );
+});
+
+/** sm90's TMA pipelines with `rotate_k R`: the schedule lines (`{K}` the k-tile: 64 for f16,
+ * 128 for s8, one 128-byte row), and sizes of several tiles with K = 592 (a partial k-tile). */
+const TMA_CASES: readonly { lines: readonly string[]; size: Record<string, number> }[] = [
+  { lines: ["threadblock 64x32x{K}", "stages 4"], size: { M: 33, N: 136, K: 592 } },
+  { lines: ["threadblock 128x64x{K}", "stages 3", "split_k 2"], size: { M: 33, N: 136, K: 592 } },
+  { lines: ["cluster 2"], size: { M: 200, N: 600, K: 592 } },
+  { lines: ["cluster 1x2"], size: { M: 200, N: 600, K: 592 } },
+  { lines: ["scheduler stream_k"], size: { M: 200, N: 600, K: 592 } },
+  { lines: ["scheduler pingpong"], size: { M: 200, N: 600, K: 592 } },
+];
+
+/** A TMA kernel of `ab` operands with the case's lines and `rotate_k r` (sm90, 132 SMs). */
+const tma = (ab: "f16" | "s8", lines: readonly string[], r: number, o: CompileOptions = {}) => {
+  const k = ab === "f16" ? "64" : "128";
+  const src = GEMM(ab, ab === "f16" ? "f32" : "s32", [
+    ...lines.map((l) => l.replace("{K}", k)),
+    `rotate_k ${r}`,
+  ]);
+  const ck = one(src, { target: "sm90", sms: 132, ...o });
+  assert.notEqual(ck.planned.plan.pipeline?.tma, undefined, `${lines} is a TMA pipeline`);
+  return ck;
+};
+
+for (const { lines, size } of TMA_CASES) {
+  Deno.test(`rotate_k on sm90's TMA pipeline (${lines.join("; ")}): agrees, s8 bit for bit, f32 another order`, () => {
+    const f = simulateGemm(tma("f16", lines, 1), size, { seed: 11 });
+    const fPlain = simulateGemm(tma("f16", lines, 0), size, { seed: 11 });
+    assert.ok(f.ok && fPlain.ok);
+    assert.deepEqual(f.sim.hazards, []);
+    assert.notDeepEqual(f.output, fPlain.output);
+    const s8 = simulateGemm(tma("s8", lines, 3), size, { seed: 11 });
+    const s8Plain = simulateGemm(tma("s8", lines, 0), size, { seed: 11 });
+    assert.ok(s8.ok && s8Plain.ok);
+    assert.deepEqual(s8.sim.hazards, []);
+    assert.deepEqual(s8.output, s8Plain.output);
+  });
+}
+
+Deno.test("rotate_k on sm90's TMA pipeline: boxes copied before the wait (pdlEarly) rotate too", () => {
+  const o: CompileOptions = { pdl: true, pdlEarly: ["A", "B"] };
+  const lines = ["threadblock 64x64x{K}", "stages 4"];
+  const ck = tma("s8", lines, 1, o);
+  assert.ok(earlyDecisions(ck.planned).every((d) => d.early), "both operands copied early");
+  const size = { M: 40, N: 200, K: 1296 };
+  const rotated = simulateGemm(ck, size, { seed: 2 });
+  const plain = simulateGemm(tma("s8", lines, 0, o), size, { seed: 2 });
+  assert.ok(rotated.ok && plain.ok);
+  assert.deepEqual(rotated.sim.hazards, []);
+  assert.deepEqual(rotated.output, plain.output);
+  const f = simulateGemm(tma("f16", lines, 1, o), size, { seed: 2 });
+  assert.ok(f.ok);
+  assert.deepEqual(f.sim.hazards, []);
+});
+
+Deno.test("rotate_k on sm90's TMA pipeline: a producer that does not wrap back is caught", () => {
+  const ck = tma("s8", ["threadblock 64x32x{K}", "stages 4"], 1);
+  // The wrap: the only select into the producer's k register ("pk").
+  const kernel = editOps(
+    ck.kernel,
+    (o) => (o.op === "selp" && o.dst.name?.startsWith("pk") === true ? [] : null),
+  );
+  assert.notDeepEqual(kernel.body, ck.kernel.body, "the mutation changed nothing");
+  // Past K the boxes are zeros: the k-tiles before the block's first are never summed.
+  const r = simulateGemm({ ...ck, kernel }, { M: 33, N: 136, K: 592 }, { seed: 7 });
+  assert.equal(r.ok, false);
 });

@@ -51,7 +51,7 @@ const EXPECTED: Readonly<Record<string, readonly [DiagnosticCode, number, number
   E0212_split_k: ["E0212", 11, 5],
   E0213_scheduler_sm80: ["E0213", 11, 5],
   E0214_cluster_sm80: ["E0214", 11, 5],
-  E0215_rotate_k_wgmma: ["E0215", 12, 5],
+  E0215_rotate_k_cp_async_wgmma: ["E0215", 13, 5],
 };
 
 /** The messages, spelled out here too so that a reviewer sees the numbers in one place. */
@@ -106,9 +106,8 @@ const MESSAGES: Readonly<Record<string, string>> = {
   E0214_cluster_sm80: `"cluster 2" needs a persistent warp-specialized sm90 kernel (target sm90, ` +
     "TMA-fed wgmma, without split_k or scheduler stream_k or tiles) whose threadblock N halves " +
     "into multiples of 8",
-  E0215_rotate_k_wgmma:
-    `"rotate_k 1" needs the mma.sync main loop of one dense problem, not a wgmma kernel (sm90's ` +
-    "TMA pipeline)",
+  E0215_rotate_k_cp_async_wgmma: `"rotate_k 1" needs the mma.sync main loop of one dense ` +
+    "problem or sm90's TMA pipeline, not a wgmma kernel fed by cp.async (no TMA)",
 };
 
 /** The pass codes; E0210 (unknown kernel) is a CLI usage error, not a diagnostic. */
@@ -206,7 +205,7 @@ Deno.test("schedule diagnostics: the caret is under the schedule line the messag
     E0212_split_k: "split_k",
     E0213_scheduler_sm80: "scheduler",
     E0214_cluster_sm80: "cluster",
-    E0215_rotate_k_wgmma: "rotate_k",
+    E0215_rotate_k_cp_async_wgmma: "rotate_k",
   };
   // Without the schedule line concerned: the kernel's name, and only it.
   const atName: Readonly<Record<string, string>> = { E0202_kernel_name_after_comment: "k" };

@@ -144,6 +144,11 @@
 #          skinny GPU tests whose kernels rotate (M = 1, 7, 9);
 #   rotk14: after NOTES 96 (rotate_k works with split-K, not measured): f16 and bf16 at M = 1 and
 #          16, N = 4096, K = 14336 (16x64x128 split 2), the default bracketing `rotate_k 1`;
+#   rot97: after NOTES 97 (sm90's TMA pipelines rotate in their producer, rotate_k.ts
+#          `tmaKSequence`): the wgmma skinny rows at N = K = 4096 (f16 M = 64 on 64x32, 128 on 64x64
+#          clusters, 256 on 128x64; bf16 M = 64; s8 M = 128 on 128x32), the default bracketing
+#          `rotate_k 1`; rotated TMA kernels at odd sizes through `gemm run` (checked against the
+#          reference); the timeline of f16 M = 64 both ways;
 #   allgpu: every GPU test, `deno test -A tests/gpu/` (step h200 without its llm rows);
 #   nohint: the same rows of f16 and s8 at N = K = 4096 with `cache_b evict_normal`, the
 #          default before SKINNY_STREAMED_B, for the same-run comparison.
@@ -268,6 +273,28 @@ if has rotk14; then
       llm_rows "$W" "rotk14-$t-m$m-v1" "$t" "$m" 4096x14336 "rotate_k 1"
       llm_rows "$W" "rotk14-$t-m$m-again" "$t" "$m" 4096x14336
     done
+  done
+fi
+if has rot97; then
+  llm_bracketed "$W" rot97-f16-m64 f16 64 "rotate_k 1"
+  llm_bracketed "$W" rot97-f16-m128 f16 128 "rotate_k 1"
+  llm_bracketed "$W" rot97-bf16-m64 bf16 64 "rotate_k 1"
+  llm_bracketed "$W" rot97-s8-m128 s8 128 "rotate_k 1"
+  llm_bracketed "$W" rot97-f16-m256 f16 256 "rotate_k 1"
+  for row in "f16 f16 threadblock+64x32x64;rotate_k+1 M=33,N=520,K=400" \
+    "f16 f16 cluster+2;rotate_k+3 M=300,N=520,K=400" \
+    "bf16 f32 cluster+1x2;rotate_k+1 M=300,N=520,K=400" \
+    "s8 s32 threadblock+128x32x128;rotate_k+1 M=97,N=520,K=1296" \
+    "f16 f16 scheduler+stream_k;rotate_k+1 M=300,N=1040,K=1000"; do
+    read -r t d sched s <<<"$row"
+    n="${sched%%;*}" && f="$W/rot97-$t-${n/+/-}.gemm"
+    printf 'kernel r {\n  A: %s[M, K] row\n  B: %s[K, N] col\n  D: %s[M, N] row\n  D[m, n] = %s(A[m, k] * B[k, n])\n  schedule {\n    target sm90\n    %s\n  }\n}\n' \
+      "$t" "$t" "$d" "$d" "$(echo "$sched" | tr '+;' ' \n')" >"$f"
+    ROWS_DIR=$W one "rot97-odd-$t-${n/+/-}" "$f" "$s" --target sm90
+  done
+  for sched in "" "rotate_k 1"; do
+    trace_run "$W/rot97-timeline-m64${sched:+-v1}" "rot97 timeline m64 (${sched:-default})" \
+      --type f16 --size 64x4096x4096 ${sched:+--schedule "$sched"}
   done
 fi
 if has slices2; then

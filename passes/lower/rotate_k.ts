@@ -27,6 +27,7 @@ import { imm } from "../../ir/builder.ts";
 import type { Operand, Reg } from "../../ir/kernel.ts";
 import { b64Op, type LowerContext } from "./context.ts";
 import { type CopyPlan, copyPointers, skipTiles } from "./copies.ts";
+import type { TileOrigin } from "./main_loop.ts";
 import * as ir from "../../ir/builder.ts";
 
 /** The rotated k-loop's fetch state ({@link kRotation}). */
@@ -68,11 +69,7 @@ export function kRotation(
   const { start, count } = span;
   b.emit(ir.comment(`rotate_k ${R}: this block's k-loop starts at k-tile (x * ${R}) % count`));
   const x = cx.bin("add", "u32", b.readSreg("ctaid.x"), b.readSreg("ctaid.y"));
-  // A split of no k-tiles rotates by 0 (its copies are all off).
-  const modulus = count.kind === "imm"
-    ? imm(Math.max(count.value, 1))
-    : cx.bin("max", "u32", count, imm(1));
-  const r0 = cx.bin("rem", "u32", cx.mulImm(x, R), modulus, "krot0");
+  const r0 = firstKTile(cx, x, R, count);
   for (const c of plans) skipTiles(cx, c, r0);
   // K - t * tileK of the span's first tile, of the rotated first tile, and of the span's end.
   const kFirst = start === null
@@ -105,6 +102,67 @@ export function kRotation(
           b.emit(ir.selp("u64", p, cx.bin("sub", "u64", p, back[i]!), p, wrap));
         }
       });
+    },
+  };
+}
+
+/** `(x * R) mod count`, the rotated loop's first k-tile; a span of no k-tiles rotates by 0. */
+function firstKTile(cx: LowerContext, x: Reg, R: number, count: Operand): Reg {
+  const modulus = count.kind === "imm"
+    ? imm(Math.max(count.value, 1))
+    : cx.bin("max", "u32", count, imm(1));
+  return cx.bin("rem", "u32", cx.mulImm(x, R), modulus, "krot0");
+}
+
+/** The k of the boxes a TMA producer copies next, and how it moves on ({@link tmaKSequence}). */
+export interface TmaKSequence {
+  /** The k (u32, elements) of the next k-tile's boxes. */
+  readonly k0: Reg;
+  /** Emits the move to the next k-tile: `tileK` on, back by the span at its end if rotated. */
+  readonly next: () => void;
+}
+
+/**
+ * The k-tiles of one tile in the order a warp-specialized producer (wgmma_ws.ts) copies them:
+ * the span's `[start, start + count)` from the first, or with `rotate_k R` from the k-tile
+ * `(x * R) mod count`, wrapping to the span's first after its last (x: the tile's place,
+ * `m0 / rows + n0 / cols`, a cluster's unit counted as one; see the module's text).
+ *
+ * @param cx The lowering's context (a TMA plan).
+ * @param o The tile.
+ * @param start The span's first k-tile (null: 0).
+ * @param count The span's k-tiles.
+ * @returns The sequence's state.
+ */
+export function tmaKSequence(
+  cx: LowerContext,
+  o: TileOrigin,
+  start: Reg | null,
+  count: Operand,
+): TmaKSequence {
+  const k = cx.k;
+  const b = cx.b;
+  const tb = k.plan.tile!.threadblock;
+  const tk = tb.k;
+  const first = start === null ? cx.mov("u32", imm(0), "pk") : cx.mulImm(start, tk, "pk");
+  const R = k.schedule.rotateK ?? 0;
+  const step = () => b.emit(ir.bin("add", "u32", first, first, imm(tk)));
+  if (R === 0) return { k0: first, next: step };
+  const tma = k.plan.pipeline!.tma!;
+  const C = tma.cluster ?? 1;
+  const [rows, cols] = tma.clusterAxis === "n" ? [tb.m, tb.n * C] : [tb.m * C, tb.n];
+  b.emit(ir.comment(`rotate_k ${R}: the producer starts at k-tile (x * ${R}) % count`));
+  const x = cx.bin("add", "u32", cx.divRem("div", o.m0, rows), cx.divRem("div", o.n0, cols));
+  const r0 = firstKTile(cx, x, R, count);
+  const spanK: Operand = count.kind === "imm" ? imm(count.value * tk) : cx.mulImm(count, tk);
+  const end = cx.bin("add", "u32", first, spanK, "pkend");
+  b.emit(ir.bin("add", "u32", first, first, cx.mulImm(r0, tk)));
+  return {
+    k0: first,
+    next: () => {
+      step();
+      const wrap = cx.setp("ge", "u32", first, end);
+      b.emit(ir.selp("u32", first, cx.bin("sub", "u32", first, spanK), first, wrap));
     },
   };
 }

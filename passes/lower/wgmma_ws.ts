@@ -42,6 +42,7 @@ import { operandView } from "../../ir/gemm.ts";
 import { operandTensorMap, WGMMA_GROUPS_IN_FLIGHT } from "../wgmma.ts";
 import type { LowerContext } from "./context.ts";
 import { kLoops, kTileSpan, type TileOrigin, zeroAccumulators } from "./main_loop.ts";
+import { tmaKSequence } from "./rotate_k.ts";
 import { wgmmaGroup, wgmmaStageBases } from "./wgmma.ts";
 import * as ir from "../../ir/builder.ts";
 
@@ -308,6 +309,8 @@ function advance(cx: LowerContext, s: Reg, ph: Reg, stages: number): void {
 interface TileBoxes {
   readonly kCount: Operand;
   readonly k0: Reg;
+  /** Emits the move of {@link k0} to the next k-tile (rotate_k.ts `tmaKSequence`). */
+  readonly next: () => void;
   /** Emits stage s's address of an operand's box. */
   readonly dst: (role: "A" | "B", s: Reg) => Reg;
   /** Emits the TMA copy of an operand's box of the k-tile at `k` into `dst`, completing on
@@ -333,7 +336,7 @@ function tileBoxes(cx: LowerContext, o: TileOrigin, ring: Ring): TileBoxes {
   const { start, kCount } = o.kSpan === undefined
     ? kTileSpan(cx, o.K, o.split)
     : { start: o.kSpan.start, kCount: o.kSpan.count };
-  const k0 = start === null ? cx.mov("u32", imm(0), "pk") : cx.mulImm(start, tb.k, "pk");
+  const { k0, next } = tmaKSequence(cx, o, start, kCount);
   // Each operand's stage base and first row; in a cluster, for the operand its CTAs share,
   // this CTA's slice of the box (rows r rows / C on), at its place in the stage, copied into
   // every CTA of the cluster.
@@ -358,6 +361,7 @@ function tileBoxes(cx: LowerContext, o: TileOrigin, ring: Ring): TileBoxes {
   return {
     kCount,
     k0,
+    next,
     dst: (role, s) => {
       const bytes = (role === "A" ? pipe.a : pipe.b).stageBytes;
       return cx.bin("add", "u32", boxes[role].base, cx.bin("mul", "u32", s, imm(bytes)));
@@ -397,7 +401,6 @@ function preloadFirstTile(
 ): Preloaded {
   const b = cx.b;
   const pipe = cx.k.plan.pipeline!;
-  const tk = cx.k.plan.tile!.threadblock.k;
   const count = cx.mov("u32", imm(0), "ppre");
   b.if(elected, false, () => {
     // A persistent block's first tile, where it has one.
@@ -415,7 +418,7 @@ function preloadFirstTile(
         const fullS = cx.bin("add", "u32", ring.full, cx.bin("shl", "u32", j, imm(3)));
         b.emit(ir.mbarArrive(fullS, pipe.a.stageBytes + pipe.b.stageBytes));
         for (const r of early) t.load(r, t.dst(r, j), t.k0, fullS);
-        b.emit(ir.bin("add", "u32", t.k0, t.k0, imm(tk)));
+        t.next();
       });
     };
     if (tiles.count === null) body();
@@ -438,7 +441,6 @@ function produce(
   const b = cx.b;
   const k = cx.k;
   const pipe = k.plan.pipeline!;
-  const tb = k.plan.tile!.threadblock;
   const { s, ph } = st;
   const t = tileBoxes(cx, o, ring);
   const { k0 } = t;
@@ -447,7 +449,7 @@ function produce(
     b.for(j, imm(0), pre.count, 1, () => {
       const fullS = cx.bin("add", "u32", ring.full, cx.bin("shl", "u32", s, imm(3)));
       for (const r of pre.late) t.load(r, t.dst(r, s), k0, fullS);
-      b.emit(ir.bin("add", "u32", k0, k0, imm(tb.k)));
+      t.next();
       advance(cx, s, ph, ring.stages);
     });
   }
@@ -463,7 +465,7 @@ function produce(
     const bDst = t.dst("B", s);
     t.load("A", aDst, k0, fullS);
     t.load("B", bDst, k0, fullS);
-    b.emit(ir.bin("add", "u32", k0, k0, imm(tb.k)));
+    t.next();
     advance(cx, s, ph, ring.stages);
   });
 }
