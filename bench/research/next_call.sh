@@ -148,7 +148,8 @@
 #          `tmaKSequence`): the wgmma skinny rows at N = K = 4096 (f16 M = 64 on 64x32, 128 on 64x64
 #          clusters, 256 on 128x64; bf16 M = 64; s8 M = 128 on 128x32), the default bracketing
 #          `rotate_k 1`; rotated TMA kernels at odd sizes through `gemm run` (checked against the
-#          reference); the timeline of f16 M = 64 both ways;
+#          reference); f16 M = 16 at N = 14336 (sm80's 16x128x128, whose blocks end over 5 µs)
+#          bracketing `rotate_k 1`; the timeline of f16 M = 64 and of that row, both ways;
 #   allgpu: every GPU test, `deno test -A tests/gpu/` (step h200 without its llm rows);
 #   nohint: the same rows of f16 and s8 at N = K = 4096 with `cache_b evict_normal`, the
 #          default before SKINNY_STREAMED_B, for the same-run comparison.
@@ -281,6 +282,10 @@ if has rot97; then
   llm_bracketed "$W" rot97-bf16-m64 bf16 64 "rotate_k 1"
   llm_bracketed "$W" rot97-s8-m128 s8 128 "rotate_k 1"
   llm_bracketed "$W" rot97-f16-m256 f16 256 "rotate_k 1"
+  # The mma.sync 16x128x128 of N = 14336 (not rotated by default; its blocks end over 5 µs).
+  llm_rows "$W" rot97-n14 f16 16 14336x4096
+  llm_rows "$W" rot97-n14-v1 f16 16 14336x4096 "rotate_k 1"
+  llm_rows "$W" rot97-n14-again f16 16 14336x4096
   for row in "f16 f16 threadblock+64x32x64;rotate_k+1 M=33,N=520,K=400" \
     "f16 f16 cluster+2;rotate_k+3 M=300,N=520,K=400" \
     "bf16 f32 cluster+1x2;rotate_k+1 M=300,N=520,K=400" \
@@ -293,8 +298,10 @@ if has rot97; then
     ROWS_DIR=$W one "rot97-odd-$t-${n/+/-}" "$f" "$s" --target sm90
   done
   for sched in "" "rotate_k 1"; do
-    trace_run "$W/rot97-timeline-m64${sched:+-v1}" "rot97 timeline m64 (${sched:-default})" \
-      --type f16 --size 64x4096x4096 ${sched:+--schedule "$sched"}
+    for s in 64x4096x4096 16x14336x4096; do
+      trace_run "$W/rot97-timeline-$s${sched:+-v1}" "rot97 timeline $s (${sched:-default})" \
+        --type f16 --size "$s" ${sched:+--schedule "$sched"}
+    done
   done
 fi
 if has slices2; then
