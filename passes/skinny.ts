@@ -202,9 +202,11 @@ export const SKINNY_STREAMED_B: CachePolicy = "evict_first";
  * (12.3-12.5) against 14.3 (12.5-12.6); f16 K = 8192 25.7 (23.5-23.6) against 26.0-26.1
  * (24.0-24.1), bf16 25.8-25.9 (23.5-23.6) against 26.1 (23.9-24.0); the slowest block 0.24 µs
  * sooner (bench/timeline.ts). s8 on the same tile (6 stages) lost: 7.0-7.1 against 6.8-6.9 with
- * PDL, so 8-bit tiles are not rotated; nor are the tiles not measured rotated (the A100's
- * 16x64x128, the split-K tiles, the taller sm80 tiles): the mechanism is general, the sign is not
- * (s8). Not measured on the H200, where the targets are.
+ * PDL, so 8-bit tiles are not rotated. The split-K tile of K = 14336 (16x64x128, split_k 2) tied
+ * rotated (NOTES 97, f16 and bf16 at M = 1 and 16: 44.0-44.4 µs, 42.4-42.7 with PDL, both ways), so
+ * it is not rotated; nor are the tiles not measured rotated (the A100's 16x64x128, the taller sm80
+ * tiles): the mechanism is general, the sign is not (s8). Not measured on the H200, where the
+ * targets are.
  */
 export const SKINNY_ROTATE_K = 1;
 
