@@ -119,9 +119,10 @@ function recordPoint(k: number, n: number): string {
  * appended to the entry's (the trace region of the launch: {@link TIMELINE_SLOT_BYTES} a block,
  * zero-filled by the caller), `start` after the body's declarations, `wait` and `trigger` after
  * each `griddepcontrol.wait` / `griddepcontrol.launch_dependents`, `end` before each `ret` or
- * `exit`; `loop` before the first `// for` comment after the `// prologue` one, and `epilogue`
- * before the first `// epilogue` comment (the kernel IR's comments, backends/ptx prints them:
- * points the mma.sync main loop has; a kernel without them records neither). Throws on a module
+ * `exit`; `loop` before the first `// for` comment after the `// prologue` one (in a kernel
+ * without a prologue, sm90's warp-specialized one, before its first `wgmma.fence`: the
+ * consumers' first k-tile has landed), and `epilogue` before the first `// epilogue` comment (the
+ * kernel IR's comments, backends/ptx prints them; a kernel without them records neither). Throws on a module
  * of more than one entry, or a predicated `ret` / `exit` (its record would need the predicate
  * too).
  */
@@ -160,7 +161,11 @@ export function instrumentPtx(ptx: string): string {
   for (const line of lines.slice(decl)) {
     const t = line.trim();
     if (/^\/\/ prologue\b/.test(t)) prologue = true;
-    if (prologue && !loop && /^\/\/ for\b/.test(t)) {
+    // The k-loop's start: after the prologue's copies (mma.sync), or in a warp-specialized
+    // kernel, whose consumers have no prologue, at their first k-tile's landing (its first
+    // wgmma.fence follows the wait on the stage's full barrier).
+    const tmaLoop = !prologue && /^wgmma\.fence\b/.test(t);
+    if (!loop && ((prologue && /^\/\/ for\b/.test(t)) || tmaLoop)) {
       out.push(recordPoint(4, n++));
       loop = true;
     }
