@@ -149,7 +149,7 @@
 #          clusters, 256 on 128x64; bf16 M = 64; s8 M = 128 on 128x32), the default bracketing
 #          `rotate_k 1`; rotated TMA kernels at odd sizes through `gemm run` (checked against the
 #          reference); f16 M = 16 at N = 14336 (sm80's 16x128x128, whose blocks end over 5 µs)
-#          bracketing `rotate_k 1`; the timeline of f16 M = 64 and of that row, both ways;
+#          bracketing `rotate_k 1`; the timeline of f16 M = 64, 128 and of that row, both ways;
 #   allgpu: every GPU test, `deno test -A tests/gpu/` (step h200 without its llm rows);
 #   nohint: the same rows of f16 and s8 at N = K = 4096 with `cache_b evict_normal`, the
 #          default before SKINNY_STREAMED_B, for the same-run comparison.
@@ -277,11 +277,9 @@ if has rotk14; then
   done
 fi
 if has rot97; then
+  # In order of worth, as the call may be cut off.
   llm_bracketed "$W" rot97-f16-m64 f16 64 "rotate_k 1"
   llm_bracketed "$W" rot97-f16-m128 f16 128 "rotate_k 1"
-  llm_bracketed "$W" rot97-bf16-m64 bf16 64 "rotate_k 1"
-  llm_bracketed "$W" rot97-s8-m128 s8 128 "rotate_k 1"
-  llm_bracketed "$W" rot97-f16-m256 f16 256 "rotate_k 1"
   # The mma.sync 16x128x128 of N = 14336 (not rotated by default; its blocks end over 5 µs).
   llm_rows "$W" rot97-n14 f16 16 14336x4096
   llm_rows "$W" rot97-n14-v1 f16 16 14336x4096 "rotate_k 1"
@@ -297,12 +295,16 @@ if has rot97; then
       "$t" "$t" "$d" "$d" "$(echo "$sched" | tr '+;' ' \n')" >"$f"
     ROWS_DIR=$W one "rot97-odd-$t-${n/+/-}" "$f" "$s" --target sm90
   done
+  pack
   for sched in "" "rotate_k 1"; do
-    for s in 64x4096x4096 16x14336x4096; do
+    for s in 64x4096x4096 128x4096x4096 16x14336x4096; do
       trace_run "$W/rot97-timeline-$s${sched:+-v1}" "rot97 timeline $s (${sched:-default})" \
         --type f16 --size "$s" ${sched:+--schedule "$sched"}
     done
   done
+  llm_bracketed "$W" rot97-bf16-m64 bf16 64 "rotate_k 1"
+  llm_bracketed "$W" rot97-s8-m128 s8 128 "rotate_k 1"
+  llm_bracketed "$W" rot97-f16-m256 f16 256 "rotate_k 1"
 fi
 if has slices2; then
   for row in "16x4096x4096 32:0,32:0:e,32:0:s,32:0:a,32:0:aes,32:1:aes,32:5:aes,1:0:aes,1:5:aes,32:0:aes,32:0" \
