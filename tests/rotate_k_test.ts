@@ -247,3 +247,14 @@ Deno.test("rotate_k on sm90's TMA pipeline: a producer that does not wrap back i
   const r = simulateGemm({ ...ck, kernel }, { M: 33, N: 136, K: 592 }, { seed: 7 });
   assert.equal(r.ok, false);
 });
+
+Deno.test("rotate_k with PDL: the L2 prefetch of B's first k-tiles before the wait stays in bounds", () => {
+  // Blocks whose rotated first k-tile is the last: the prefetch's k-tiles after it are past K.
+  const ck = one(SKINNY("s8", "s32", 1), { target: "sm90", pdl: true });
+  assert.match(ck.ptx, /prefetch\.global\.L2/);
+  for (const sizes of [{ M: 7, N: 104, K: 1008 }, { M: 7, N: 200, K: 800 }]) {
+    const r = simulateGemm(ck, sizes, { seed: 1 });
+    assert.ok(r.ok, JSON.stringify(sizes));
+    assert.deepEqual(r.sim.hazards, []);
+  }
+});
