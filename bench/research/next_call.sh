@@ -152,8 +152,8 @@
 #          bracketing `rotate_k 1`; the timeline of f16 M = 64, 128 and of that row, both ways;
 #   rotk97: after call 2 of NOTES 97 (rotate_k 1 lost on every TMA row, and s8's 256-byte k-tile rows
 #          lost on mma.sync, where f16's 512-byte ones gained): f16 at M = 64 and 128, N = K =
-#          4096, the default bracketing `rotate_k 4` and `rotate_k 8` (a block's start 512 and 1024
-#          bytes further along each row of B, where `rotate_k 1` moved it 128);
+#          4096, the default bracketing `rotate_k 4` (and 8 at M = 64): a block's start 512 (1024)
+#          bytes further along each row of B, where `rotate_k 1` moved it 128;
 #   allgpu: every GPU test, `deno test -A tests/gpu/` (step h200 without its llm rows);
 #   nohint: the same rows of f16 and s8 at N = K = 4096 with `cache_b evict_normal`, the
 #          default before SKINNY_STREAMED_B, for the same-run comparison.
@@ -311,8 +311,8 @@ if has rot97; then
   llm_bracketed "$W" rot97-f16-m256 f16 256 "rotate_k 1"
 fi
 if has rotk97; then
+  llm_bracketed "$W" rotk97-f16-m128 f16 128 "rotate_k 4"
   llm_bracketed "$W" rotk97-f16-m64 f16 64 "rotate_k 4" "rotate_k 8"
-  llm_bracketed "$W" rotk97-f16-m128 f16 128 "rotate_k 4" "rotate_k 8"
 fi
 if has slices2; then
   for row in "16x4096x4096 32:0,32:0:e,32:0:s,32:0:a,32:0:aes,32:1:aes,32:5:aes,1:0:aes,1:5:aes,32:0:aes,32:0" \
