@@ -20,6 +20,17 @@
  * nothing, as without rotation. A split of no k-tiles (split-K's last, where the splits outnumber
  * them) fetches nothing either way.
  *
+ * sm90's warp-specialized kernels (TMA, wgmma_ws.ts) rotate in their producer alone
+ * ({@link tmaKSequence}): the box of the j-th k-tile it copies is at k-tile `(j + r0) mod count`
+ * of the tile's span, and the consumers take the stages in the order they fill. The tensor map's
+ * bounds zero the part of a partial k-tile past K wherever it falls, so no bound moves with it.
+ * There x is the tile's place, `m0 / rows + n0 / cols` with a cluster's unit as the rows (or
+ * columns), so that a cluster's CTAs, which copy slices of one box into each other, copy the same
+ * k-tile, and a persistent block's tiles each rotate by their own. No default rotates a TMA
+ * pipeline: `rotate_k 1` lost on every row measured (an H100, bench/NOTES.md 97, N = K = 4096: f16
+ * M = 64 0.4 µs with PDL, M = 128 1.1 µs, s8 M = 128 1-2 µs, M = 256 5 µs; a block's k-loop grew,
+ * and at M = 128 the blocks' ends spread twice as far).
+ *
  * @module
  */
 
