@@ -7,9 +7,10 @@
 # ncu128 as calls 1-2 of NOTES 94 (an H100); ksweep, runs, timeline, timeline2, deep95, four95,
 # s8deep, table95, timeline3 and cores95 as calls 1-8 of NOTES 95 (H100s); allgpu, slices, slices2
 # and rot96 as calls 1-4 of NOTES 96 (H100s; rot96's K = 8192 rows were refused, --nk has no
-# 4096x8192, and ran by hand as call 5). The default STEPS are what NOTES 96 leaves for the next
-# call, on an H200 (table95 at the head, with the rotation, rotk14, then m128v and timeline; run with
-# CARD=H200 and OTHER_STEPS for what another card should do instead). Steps:
+# 4096x8192, and ran by hand as call 5); timeline, rotk14, rot97 and rotk97 as calls 1-3 of NOTES 97
+# (H100s). The default STEPS are what NOTES 97 leaves for the next call, on an H200 (table95 at the
+# head, ksweep for that card's fixed cost a launch, the timeline, then m128v; run with CARD=H200 and
+# OTHER_STEPS for what another card should do instead). Steps:
 #   tests: tests/gpu/wgmma_test.ts --filter 224 (the 128x224 case with a column bias, staged rows
 #          of 28 vectors) and tests/gpu/skinny_test.ts --filter sm90;
 #   fill:  WGMMA_WAVE_FILL's unmeasured grids: f16 at 768x4096x4096 (96 blocks of 128x256) and
@@ -163,7 +164,7 @@
 # Usage: [CARD=H200] bash bench/research/next_call.sh OUT   (STEPS: any of the steps above)
 set -u
 . bench/research/_gemm_run_rows.sh
-call_start next_call "${1:?usage: next_call.sh OUT}" "table95 rotk14 m128v timeline"
+call_start next_call "${1:?usage: next_call.sh OUT}" "table95 ksweep timeline m128v"
 if has tests; then
   gpu_tests tests/gpu/wgmma_test.ts tests/gpu/skinny_test.ts --filter "/224|sm90/"
 fi
