@@ -21,7 +21,6 @@
 import type { DimRef, GemmKernel, Shape3, TilePlan } from "../ir/gemm.ts";
 import type { CachePolicy } from "../ir/cache_policy.ts";
 import { knownSize, sparseMetaParam } from "../ir/gemm.ts";
-import { cpAsyncCopiesEarly } from "./lower/early.ts";
 import { type GemmPass, scheduleError } from "./pass.ts";
 import {
   SKINNY_STREAMED_B,
@@ -242,21 +241,12 @@ function checkRotation(k: GemmKernel, rotateK: number): void {
 
 /**
  * The k-loop rotation: the schedule's `rotate_k`, else the default's (passes/skinny.ts
- * `skinnyRotation`) unless `pdlEarly` would have the kernel copy an operand before its wait
- * (passes/lower/early.ts `cpAsyncCopiesEarly`: the early copies do not wrap with a rotated loop;
- * a schedule's own `rotate_k` wins instead, and the copies wait). `why` is what the tile's reason
- * adds (nothing where the schedule gives it or no default has it).
+ * `skinnyRotation`). `why` is what the tile's reason adds (nothing where the schedule gives it
+ * or no default has it).
  */
-function rotation(
-  k: GemmKernel,
-  chosen: ChosenTile,
-  cacheB: CachePolicy | undefined,
-): { rotateK?: number; why: string } {
+function rotation(k: GemmKernel, chosen: ChosenTile): { rotateK?: number; why: string } {
   if (k.schedule.rotateK !== undefined) return { rotateK: k.schedule.rotateK, why: "" };
   if (chosen.rotateK === undefined) return { why: "" };
-  if (cpAsyncCopiesEarly(k, cacheB)) {
-    return { why: "; the k-loop not rotated: pdlEarly copies an operand before the wait" };
-  }
   return {
     rotateK: chosen.rotateK,
     why: `; one wave: the k-loop rotated, rotate_k ${chosen.rotateK} (SKINNY_ROTATE_K)`,
@@ -306,7 +296,7 @@ export const tilePass: GemmPass = {
     // B read once by a skinny tile that spans M: its copies evict_first, unless the schedule
     // names B's priority (passes/skinny.ts SKINNY_STREAMED_B).
     const cacheB = k.schedule.cacheB ?? chosen.cacheB;
-    const rot = rotation(k, chosen, cacheB);
+    const rot = rotation(k, chosen);
     const tile: TilePlan = {
       threadblock: tb,
       swizzle,

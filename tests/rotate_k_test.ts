@@ -17,7 +17,7 @@ import { compile, type CompileOptions } from "../compiler.ts";
 import { simulateGemm } from "../harness/simulate_gemm.ts";
 import { explainSchedules } from "../cli/explain.ts";
 import { SKINNY_ROTATE_K } from "../passes/skinny.ts";
-import { EARLY_ROTATED_WHY, earlyDecisions } from "../passes/lower/early.ts";
+import { earlyDecisions } from "../passes/lower/early.ts";
 import { walkOps } from "../ir/kernel.ts";
 import { SimError } from "../backends/sim/mod.ts";
 import { editOps } from "./_edit_ops.ts";
@@ -90,15 +90,12 @@ Deno.test("rotate_k: the skinny rule's 16-bit tile rotates by SKINNY_ROTATE_K; r
   const a100 = one(src, { sizeHints: sizes, sms: 108, target: "sm80" }).planned.schedule;
   assert.deepEqual(a100.threadblock, { m: 16, n: 64, k: 128 });
   assert.equal(a100.rotateK, undefined);
-  // The default yields to early copies of B (cache_b evict_normal: they are not declined).
+  // Early copies of B (cache_b evict_normal: they are not declined) rotate with the loop.
   const early: CompileOptions = { ...o, pdl: true, pdlEarly: ["B"] };
   const normal = GEMM("f16", "f16", ["cache_b evict_normal"]);
-  assert.equal(one(normal, early).planned.schedule.rotateK, undefined);
-  assert.match(
-    explainSchedules(compile(normal, early).kernels),
-    /the k-loop not rotated: pdlEarly/,
-  );
-  assert.equal(one(normal, o).planned.schedule.rotateK, SKINNY_ROTATE_K);
+  const both = one(normal, early).planned;
+  assert.equal(both.schedule.rotateK, SKINNY_ROTATE_K);
+  assert.deepEqual(earlyDecisions(both).map((d) => d.early), [true]);
   const off = one(GEMM("f16", "f16", ["rotate_k 0"]), o);
   assert.equal(off.planned.schedule.rotateK, 0);
   assert.deepEqual(off.planned.schedule.threadblock, ck.planned.schedule.threadblock);
@@ -106,14 +103,31 @@ Deno.test("rotate_k: the skinny rule's 16-bit tile rotates by SKINNY_ROTATE_K; r
     rems(GEMM("f16", "f16", ["rotate_k 1"])) - rems(GEMM("f16", "f16", ["rotate_k 0"])),
     1,
   );
-  // Early copies under PDL are declined in a rotated loop, and kept without it.
-  const pdl: CompileOptions = { target: "sm90", pdl: true, pdlEarly: ["B"] };
-  const rotated = one(SKINNY("f16", "f32", 1), pdl);
-  assert.deepEqual(earlyDecisions(rotated.planned).map((d) => [d.early, d.why]), [
-    [false, EARLY_ROTATED_WHY],
-  ]);
-  assert.equal(earlyDecisions(one(SKINNY("f16", "f32", 0), pdl).planned)[0]!.early, true);
 });
+
+// Copies before the PDL wait (`pdlEarly`) follow the rotated sequence (rotate_k.ts
+// `KRotation.early`): K = 1008 is 4 k-tiles and the prologue's 3 are copied early, so blocks
+// whose first k-tile is the 2nd to 4th wrap among them; K = 208 is one k-tile (the early copies
+// past it are off). B alone and A with B, both evict_normal (evict_first ones are declined).
+for (const named of [["B"], ["A", "B"]]) {
+  Deno.test(`rotate_k with pdlEarly ${named.join("+")}: early copies wrap with the loop, s8 bit for bit`, () => {
+    const o: CompileOptions = { target: "sm90", pdl: true, pdlEarly: named };
+    const more = ["cache_a evict_normal", "cache_b evict_normal"];
+    const ck = one(SKINNY("s8", "s32", 1, more), o);
+    assert.deepEqual(earlyDecisions(ck.planned).map((d) => d.early), named.map(() => true));
+    assert.match(ck.ptx, /before the wait/);
+    for (const sizes of [{ M: 7, N: 104, K: 1008 }, { M: 1, N: 96, K: 208 }]) {
+      const r = simulateGemm(ck, sizes, { seed: 4 });
+      const plain = simulateGemm(one(SKINNY("s8", "s32", 0, more), o), sizes, { seed: 4 });
+      assert.ok(r.ok && plain.ok, JSON.stringify(sizes));
+      assert.deepEqual(r.sim.hazards, []);
+      assert.deepEqual(r.output, plain.output);
+      const f = simulateGemm(one(SKINNY("f16", "f32", 3, more), o), sizes, { seed: 4 });
+      assert.ok(f.ok, `f16 ${JSON.stringify(sizes)}`);
+      assert.deepEqual(f.sim.hazards, []);
+    }
+  });
+}
 
 /** Odd sizes: K not a multiple of 256, K of one k-tile, K under the prologue's 3 k-tiles. */
 const SIZES = [

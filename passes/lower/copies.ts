@@ -12,6 +12,7 @@ import { type MatrixView, type OperandSmem, tensorParam } from "../../ir/gemm.ts
 import type { MemWidth, Operand, Reg } from "../../ir/kernel.ts";
 import { type Affine, emitAffine, groupRecipes, scaleAffine, type SmemRecipe } from "./affine.ts";
 import { b64, bytesOfElems, lineStride, log2, type LowerContext, vectorBase } from "./context.ts";
+import type { KRotation } from "./rotate_k.ts";
 import * as ir from "../../ir/builder.ts";
 
 interface CopyOne {
@@ -524,25 +525,30 @@ export interface OperandCopies {
  *
  * @param cx The lowering's context.
  * @param ops Operands A and B.
- * @param kRem K left from the first k-tile's first element (s32; left unchanged).
+ * @param fetch `kRem`: K left from the first k-tile's first element (s32; left unchanged);
+ *   `rot`: the k-loop's rotation (rotate_k.ts), whose sequence the early copies follow, or null.
  * @param tiles The prologue's k-tiles.
  * @returns The operands the prologue still copies.
  */
 export function copiesBeforeWait(
   cx: LowerContext,
   ops: Readonly<Record<"A" | "B", OperandCopies>>,
-  kRem: Reg,
+  fetch: { readonly kRem: Reg; readonly rot: KRotation | null },
   tiles: number,
 ): readonly ("A" | "B")[] {
   if (!cx.gridDep.on) return ["A", "B"];
+  const { kRem, rot } = fetch;
   const early = tiles > 0 ? cx.earlyOperands() : [];
-  if (!early.includes("B")) prefetchKTiles(cx, ops.B.c, ops.B.p, kRem, tiles);
+  if (!early.includes("B")) prefetchKTiles(cx, ops.B.c, ops.B.p, rot?.kRot ?? kRem, tiles);
   if (early.length > 0) {
     const tk = cx.k.plan.tile!.threadblock.k;
     cx.b.emit(ir.comment(`${tiles} k-tiles of ${early.join(" and ")} before the wait`));
-    for (let s = 0; s < tiles; s++) {
+    const copy = (r: "A" | "B", s: number, bound: Reg) =>
+      issueCopies(cx, ops[r].c, ops[r].p, cx.mov("u32", imm(s)), bound);
+    if (rot !== null) rot.early(early, tiles, kRem, copy);
+    for (let s = 0; rot === null && s < tiles; s++) {
       const rem = s === 0 ? kRem : cx.bin("sub", "s32", kRem, imm(s * tk));
-      for (const r of early) issueCopies(cx, ops[r].c, ops[r].p, cx.mov("u32", imm(s)), rem);
+      for (const r of early) copy(r, s, rem);
     }
   }
   cx.gridWait();

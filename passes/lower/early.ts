@@ -37,16 +37,6 @@ export const EARLY_STREAMED_WHY =
   "its copies stream with evict_first, where copies before the wait lost 0.8-1.1 µs to the L2 " +
   "prefetch (bench/NOTES.md 94)";
 
-/**
- * Why a cp.async kernel whose k-loop is rotated (`rotate_k`, passes/lower/rotate_k.ts) copies
- * nothing before its wait: the rotation moves A's and B's pointers together, and an operand's
- * copies before the wait would have to wrap on their own (a shortcut: not built). The skinny
- * tiles that rotate by default stream B with `evict_first`, whose early copies are declined
- * anyway ({@link EARLY_STREAMED_WHY}).
- */
-export const EARLY_ROTATED_WHY =
-  "its k-loop is rotated (rotate_k), and copies before the wait do not wrap with it";
-
 /** One operand the option `pdlEarly` names, and whether the kernel reads it before its wait. */
 export interface EarlyDecision {
   /** The operand's role in the contraction. */
@@ -65,7 +55,8 @@ export interface EarlyDecision {
  * target without `griddepcontrol`), it is sparse or grouped (a shortcut: their metadata and
  * problem tables keep every load after the wait), in a TMA kernel its box is under
  * {@link EARLY_MIN_STAGE_SHARE} of a stage's bytes, or in a cp.async kernel its copies carry
- * `evict_first` ({@link EARLY_STREAMED_WHY}) or its k-loop is rotated ({@link EARLY_ROTATED_WHY}).
+ * `evict_first` ({@link EARLY_STREAMED_WHY}). A rotated cp.async loop (`rotate_k`) copies its
+ * first rotated k-tiles early (passes/lower/rotate_k.ts `KRotation.early`).
  *
  * @param k The planned kernel (its pipeline chosen).
  * @returns One decision per named operand, A before B.
@@ -96,9 +87,7 @@ export function earlyDecisions(k: GemmKernel): readonly EarlyDecision[] {
       if (streamed(k.schedule[CACHE_KEYS[role].field])) {
         return { role, tensor, early: false, why: EARLY_STREAMED_WHY };
       }
-      return (k.schedule.rotateK ?? 0) > 0
-        ? { role, tensor, early: false, why: EARLY_ROTATED_WHY }
-        : { role, tensor, early: true, why: "its first stages are copied before the wait" };
+      return { role, tensor, early: true, why: "its first stages are copied before the wait" };
     }
     const share = (role === "A" ? pipe.a : pipe.b).stageBytes /
       (pipe.a.stageBytes + pipe.b.stageBytes);
@@ -112,20 +101,6 @@ export function earlyDecisions(k: GemmKernel): readonly EarlyDecision[] {
         why: `${of}, under the ${EARLY_MIN_STAGE_SHARE} that paid (bench/NOTES.md 86)`,
       };
   });
-}
-
-/**
- * Whether a cp.async kernel `k`, its k-loop not rotated, would copy an operand before its wait
- * when B's copies carry `cacheB` ({@link earlyDecisions}'s cp.async rule, asked before the
- * pipeline is planned): the tile pass's default rotation (passes/tile.ts) gives way to it.
- *
- * @param k The kernel (its schedule's `cache_a` as given).
- * @param cacheB B's policy as the tile pass chose it.
- * @returns Whether an operand would be copied early.
- */
-export function cpAsyncCopiesEarly(k: GemmKernel, cacheB: CachePolicy | undefined): boolean {
-  const policy = { A: k.schedule.cacheA, B: cacheB };
-  return kernelRefusal(k) === undefined && namedRoles(k).some((r) => !streamed(policy[r]));
 }
 
 /** The roles whose tensors `k`'s option `pdlEarly` names, A before B. */

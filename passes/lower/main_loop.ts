@@ -139,7 +139,7 @@ export function mainLoop(cx: LowerContext, o: TileOrigin): Reg[][][] {
   const late = copiesBeforeWait(
     cx,
     { A: { c: aCopy, p: pipe.a }, B: { c: bCopy, p: pipe.b } },
-    rot?.kRot ?? kRem,
+    { kRem, rot },
     S - 1,
   );
   b.emit(ir.comment(`prologue: fill ${S - 1} stages`));
@@ -201,11 +201,6 @@ function copyIssuer(
   };
   const { kRem, rot } = fetch;
   const issue = (deferMeta = false, roles: readonly ("A" | "B")[] = ["A", "B"]) => {
-    // A rotated loop moves both operands' pointers together (early.ts keeps it from copying
-    // one of them before the PDL wait).
-    if (rot !== null && roles.length !== 2) {
-      throw new Error("lower-kernel: a rotated k-loop copies A and B together");
-    }
     const bound = rot === null ? kRem : rot.bound(kRem);
     if (roles.includes("A")) {
       issueCopies(cx, c.A, pipe.a, writeOff, sparse ? keptRemaining(cx, kRem) : bound);
@@ -217,7 +212,7 @@ function copyIssuer(
     }
     cx.b.emit(ir.commit());
     cx.b.emit(ir.bin("sub", "s32", kRem, kRem, imm(cx.k.plan.tile!.threadblock.k)));
-    rot?.advance();
+    rot?.advance(roles);
     advanceStage(cx, writeOff, pipe.stages);
   };
   return { issue, storeMeta };

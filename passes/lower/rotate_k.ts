@@ -18,7 +18,10 @@
  * the partial last k-tile stays partial wherever it falls), gated by the unrotated fetch counter
  * (`kRem > 0`), so a fetch past the block's k-tiles (the prologue's look-ahead at the end) reads
  * nothing, as without rotation. A split of no k-tiles (split-K's last, where the splits outnumber
- * them) fetches nothing either way.
+ * them) fetches nothing either way. The copies a kernel issues before its PDL wait (`pdlEarly`,
+ * copies.ts `copiesBeforeWait`) take the block's first rotated k-tiles the same way
+ * ({@link KRotation.early}), their pointers moved back at the wrap there, so the prologue's
+ * copies of the other operand move back only its own ({@link KRotation.advance}'s roles).
  *
  * sm90's warp-specialized kernels (TMA, wgmma_ws.ts) rotate in their producer alone
  * ({@link tmaKSequence}): the box of the j-th k-tile it copies is at k-tile `(j + r0) mod count`
@@ -48,8 +51,24 @@ export interface KRotation {
   /** The k bound of the next fetch's copies (s32): {@link kRot} while the block has k-tiles
    * left to fetch (`kRem > 0`, the unrotated counter), else 0. */
   readonly bound: (kRem: Reg) => Reg;
-  /** After a k-tile's copies of every operand: on to the next rotated k-tile, wrapping. */
-  readonly advance: () => void;
+  /** After a k-tile's copies of the operands `roles` (default both): on to the next rotated
+   * k-tile, wrapping; only those operands' pointers move back at the wrap (the others', copied
+   * before the wait, wrapped then: {@link KRotation.early}). */
+  readonly advance: (roles?: readonly ("A" | "B")[]) => void;
+  /**
+   * The copies before the grid's wait (compile option `pdlEarly`) of the operands `roles`:
+   * their first `tiles` rotated k-tiles into stages 0, 1, ..., each bounded by its own rotated
+   * k (0 past the block's k-tiles, by the unrotated counter `kRem`), and their pointers moved
+   * back where the sequence wraps, as {@link advance} moves them in the prologue and the loop.
+   * `copy(role, stage, bound)` issues one operand's copies of one k-tile (advancing its
+   * pointers by a k-tile).
+   */
+  readonly early: (
+    roles: readonly ("A" | "B")[],
+    tiles: number,
+    kRem: Reg,
+    copy: (role: "A" | "B", stage: number, bound: Reg) => void,
+  ) => void;
 }
 
 /**
@@ -60,14 +79,14 @@ export interface KRotation {
  * @param K The problem's K.
  * @param span The block's k-tiles: the first (null: 0; the copy plans' pointers are there) and
  *   the count (kTileSpan's).
- * @param plans The copy plans of A and B, every one of them.
+ * @param plans The copy plans of A and of B.
  * @returns The fetch state, or null without rotation.
  */
 export function kRotation(
   cx: LowerContext,
   K: Operand,
   span: { readonly start: Reg | null; readonly count: Operand },
-  plans: readonly CopyPlan[],
+  plans: readonly [a: CopyPlan, b: CopyPlan],
 ): KRotation | null {
   const R = cx.k.schedule.rotateK ?? 0;
   if (R === 0) return null;
@@ -96,23 +115,40 @@ export function kRotation(
       ? imm(count.value * c.step.value)
       : cx.bin("mul", "u64", b64Op(cx, count), b64Op(cx, c.step), "kwrap")
   );
+  const ROLES = ["A", "B"] as const;
+  /** `K - t * tileK` in `kr` (a rotated k-tile's) gated by `kRem > 0`. */
+  const boundOf = (kr: Reg, kRem: Reg) => {
+    const live = cx.setp("gt", "s32", kRem, imm(0));
+    const r = b.reg("s32", "kbound");
+    b.emit(ir.selp("s32", r, kr, imm(0), live));
+    return r;
+  };
+  /** `kr` on to the next rotated k-tile; the pointers of `roles` back at the wrap. */
+  const step = (kr: Reg, roles: readonly ("A" | "B")[]) => {
+    b.emit(ir.bin("sub", "s32", kr, kr, imm(tk)));
+    const wrap = cx.setp("le", "s32", kr, kEnd);
+    b.emit(ir.selp("s32", kr, cx.bin("add", "s32", kr, spanK), kr, wrap));
+    plans.forEach((c, i) => {
+      if (!roles.includes(ROLES[i]!)) return;
+      for (const p of copyPointers(c)) {
+        b.emit(ir.selp("u64", p, cx.bin("sub", "u64", p, back[i]!), p, wrap));
+      }
+    });
+  };
   return {
     kRot,
-    bound: (kRem) => {
-      const live = cx.setp("gt", "s32", kRem, imm(0));
-      const r = b.reg("s32", "kbound");
-      b.emit(ir.selp("s32", r, kRot, imm(0), live));
-      return r;
-    },
-    advance: () => {
-      b.emit(ir.bin("sub", "s32", kRot, kRot, imm(tk)));
-      const wrap = cx.setp("le", "s32", kRot, kEnd);
-      b.emit(ir.selp("s32", kRot, cx.bin("add", "s32", kRot, spanK), kRot, wrap));
-      plans.forEach((c, i) => {
-        for (const p of copyPointers(c)) {
-          b.emit(ir.selp("u64", p, cx.bin("sub", "u64", p, back[i]!), p, wrap));
-        }
-      });
+    bound: (kRem) => boundOf(kRot, kRem),
+    advance: (roles = ROLES) => step(kRot, roles),
+    early: (roles, tiles, kRem, copy) => {
+      // The early k-tiles' own rotated k, from the block's first; kRot itself moves with the
+      // prologue's copies of the other operands.
+      const kr = cx.mov("s32", kRot, "krotearly");
+      for (let t = 0; t < tiles; t++) {
+        const rem = t === 0 ? kRem : cx.bin("sub", "s32", kRem, imm(t * tk));
+        const bound = boundOf(kr, rem);
+        for (const r of roles) copy(r, t, bound);
+        step(kr, roles);
+      }
     },
   };
 }

@@ -124,7 +124,7 @@ export function wgmmaMainLoop(cx: LowerContext, o: TileOrigin): Reg[][][] {
     advanceStage(cx, writeOff, S);
   };
   const ahead = S - 1 - WGMMA_GROUPS_IN_FLIGHT;
-  const late = copiesBeforeWait(cx, ops, kRem, ahead);
+  const late = copiesBeforeWait(cx, ops, { kRem, rot: null }, ahead);
   b.emit(ir.comment(`prologue: fill ${ahead} stages`));
   for (let s = 0; s < ahead; s++) issue(late);
 
