@@ -293,9 +293,6 @@ export const tilePass: GemmPass = {
     const splitK = k.grouped ? 1 : k.schedule.splitK ?? chosen.splitK;
     checkSplitK(k, tb, splitK);
     const partial = (d: DimRef, t: number) => d.kind === "sym" || d.value % t !== 0;
-    // B read once by a skinny tile that spans M: its copies evict_first, unless the schedule
-    // names B's priority (passes/skinny.ts SKINNY_STREAMED_B).
-    const cacheB = k.schedule.cacheB ?? chosen.cacheB;
     const rot = rotation(k, chosen);
     const tile: TilePlan = {
       threadblock: tb,
@@ -311,6 +308,9 @@ export const tilePass: GemmPass = {
       why: `${chosen.why}${rot.why}`,
     };
     if ((rot.rotateK ?? 0) > 0) checkRotation({ ...k, plan: { ...k.plan, tile } }, rot.rotateK!);
+    // B read once by a skinny tile that spans M: its copies evict_first, unless the schedule
+    // names B's priority (passes/skinny.ts SKINNY_STREAMED_B).
+    const cacheB = k.schedule.cacheB ?? chosen.cacheB;
     return {
       ...k,
       schedule: {

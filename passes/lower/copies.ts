@@ -545,10 +545,13 @@ export function copiesBeforeWait(
     cx.b.emit(ir.comment(`${tiles} k-tiles of ${early.join(" and ")} before the wait`));
     const copy = (r: "A" | "B", s: number, bound: Reg) =>
       issueCopies(cx, ops[r].c, ops[r].p, cx.mov("u32", imm(s)), bound);
-    if (rot !== null) rot.early(early, tiles, kRem, copy);
-    for (let s = 0; rot === null && s < tiles; s++) {
-      const rem = s === 0 ? kRem : cx.bin("sub", "s32", kRem, imm(s * tk));
-      for (const r of early) copy(r, s, rem);
+    if (rot !== null) {
+      rot.early(early, tiles, kRem, copy);
+    } else {
+      for (let s = 0; s < tiles; s++) {
+        const rem = s === 0 ? kRem : cx.bin("sub", "s32", kRem, imm(s * tk));
+        for (const r of early) copy(r, s, rem);
+      }
     }
   }
   cx.gridWait();

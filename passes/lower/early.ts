@@ -9,7 +9,6 @@
 
 import { CACHE_KEYS, type GemmKernel, operandView, sparseMetaParam } from "../../ir/gemm.ts";
 import { targetHas } from "../../ir/target.ts";
-import type { CachePolicy } from "../../ir/cache_policy.ts";
 
 /**
  * The least share of a stage's bytes whose box a TMA kernel copies before its `griddep.wait`
@@ -78,16 +77,17 @@ export interface EarlyDecision {
  * ```
  */
 export function earlyDecisions(k: GemmKernel): readonly EarlyDecision[] {
+  const named = k.pdlEarly ?? [];
+  const roles = (["A", "B"] as const).filter((r) => named.includes(operandView(k, r).tensor));
   const refusal = kernelRefusal(k);
-  return namedRoles(k).map((role) => {
+  return roles.map((role) => {
     const tensor = operandView(k, role).tensor;
     if (refusal !== undefined) return { role, tensor, early: false, why: refusal };
     const pipe = k.plan.pipeline!;
     if (pipe.tma === undefined) {
-      if (streamed(k.schedule[CACHE_KEYS[role].field])) {
-        return { role, tensor, early: false, why: EARLY_STREAMED_WHY };
-      }
-      return { role, tensor, early: true, why: "its first stages are copied before the wait" };
+      return k.schedule[CACHE_KEYS[role].field] === "evict_first"
+        ? { role, tensor, early: false, why: EARLY_STREAMED_WHY }
+        : { role, tensor, early: true, why: "its first stages are copied before the wait" };
     }
     const share = (role === "A" ? pipe.a : pipe.b).stageBytes /
       (pipe.a.stageBytes + pipe.b.stageBytes);
@@ -102,16 +102,6 @@ export function earlyDecisions(k: GemmKernel): readonly EarlyDecision[] {
       };
   });
 }
-
-/** The roles whose tensors `k`'s option `pdlEarly` names, A before B. */
-function namedRoles(k: GemmKernel): ("A" | "B")[] {
-  const named = k.pdlEarly ?? [];
-  return (["A", "B"] as const).filter((r) => named.includes(operandView(k, r).tensor));
-}
-
-/** Whether an operand's copies stream with `evict_first`, so that a cp.async kernel copies none
- * of them before its wait ({@link EARLY_STREAMED_WHY}). */
-const streamed = (p: CachePolicy | undefined) => p === "evict_first";
 
 /**
  * Whether kernel `k` waits for the grid before it (`griddepcontrol.wait`): compiled with `pdl`
