@@ -12,7 +12,6 @@ import { type MatrixView, type OperandSmem, tensorParam } from "../../ir/gemm.ts
 import type { MemWidth, Operand, Reg } from "../../ir/kernel.ts";
 import { type Affine, emitAffine, groupRecipes, scaleAffine, type SmemRecipe } from "./affine.ts";
 import { b64, bytesOfElems, lineStride, log2, type LowerContext, vectorBase } from "./context.ts";
-import type { KRotation } from "./rotate_k.ts";
 import * as ir from "../../ir/builder.ts";
 
 interface CopyOne {
@@ -509,6 +508,27 @@ export function prefetchKTiles(
   }
 }
 
+/**
+ * The k-tile order of a rotated k-loop as the copies before the PDL wait follow it
+ * (rotate_k.ts `KRotation` is one).
+ */
+export interface RotatedFetch {
+  /** `K - t * tileK` of the rotated k-tile t fetched next (s32; before the prologue, the
+   * block's first). */
+  readonly kRot: Reg;
+  /** The copies before the grid's wait of the operands `roles`: their first `tiles` rotated
+   * k-tiles into stages 0, 1, ..., each bounded by its own rotated k (0 past the block's
+   * k-tiles, by the unrotated counter `kRem`), their pointers moved back where the sequence
+   * wraps (as the prologue's and the loop's copies move theirs). `copy(role, stage, bound)`
+   * issues one operand's copies of one k-tile, advancing its pointers by a k-tile. */
+  readonly early: (
+    roles: readonly ("A" | "B")[],
+    tiles: number,
+    kRem: Reg,
+    copy: (role: "A" | "B", stage: number, bound: Reg) => void,
+  ) => void;
+}
+
 /** An operand's copy plan and its shared-memory tile. */
 export interface OperandCopies {
   readonly c: CopyPlan;
@@ -533,7 +553,7 @@ export interface OperandCopies {
 export function copiesBeforeWait(
   cx: LowerContext,
   ops: Readonly<Record<"A" | "B", OperandCopies>>,
-  fetch: { readonly kRem: Reg; readonly rot: KRotation | null },
+  fetch: { readonly kRem: Reg; readonly rot: RotatedFetch | null },
   tiles: number,
 ): readonly ("A" | "B")[] {
   if (!cx.gridDep.on) return ["A", "B"];

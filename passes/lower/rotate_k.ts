@@ -40,35 +40,18 @@
 import { imm } from "../../ir/builder.ts";
 import type { Operand, Reg } from "../../ir/kernel.ts";
 import { b64Op, type LowerContext } from "./context.ts";
-import { type CopyPlan, copyPointers, skipTiles } from "./copies.ts";
-import type { TileOrigin } from "./main_loop.ts";
+import { type CopyPlan, copyPointers, type RotatedFetch, skipTiles } from "./copies.ts";
 import * as ir from "../../ir/builder.ts";
 
 /** The rotated k-loop's fetch state ({@link kRotation}). */
-export interface KRotation {
-  /** `K - t * tileK` of the rotated k-tile t fetched next (s32). */
-  readonly kRot: Reg;
+export interface KRotation extends RotatedFetch {
   /** The k bound of the next fetch's copies (s32): {@link kRot} while the block has k-tiles
    * left to fetch (`kRem > 0`, the unrotated counter), else 0. */
   readonly bound: (kRem: Reg) => Reg;
   /** After a k-tile's copies of the operands `roles` (default both): on to the next rotated
    * k-tile, wrapping; only those operands' pointers move back at the wrap (the others', copied
-   * before the wait, wrapped then: {@link KRotation.early}). */
+   * before the wait, wrapped then: {@link RotatedFetch.early}). */
   readonly advance: (roles?: readonly ("A" | "B")[]) => void;
-  /**
-   * The copies before the grid's wait (compile option `pdlEarly`) of the operands `roles`:
-   * their first `tiles` rotated k-tiles into stages 0, 1, ..., each bounded by its own rotated
-   * k (0 past the block's k-tiles, by the unrotated counter `kRem`), and their pointers moved
-   * back where the sequence wraps, as {@link advance} moves them in the prologue and the loop.
-   * `copy(role, stage, bound)` issues one operand's copies of one k-tile (advancing its
-   * pointers by a k-tile).
-   */
-  readonly early: (
-    roles: readonly ("A" | "B")[],
-    tiles: number,
-    kRem: Reg,
-    copy: (role: "A" | "B", stage: number, bound: Reg) => void,
-  ) => void;
 }
 
 /**
@@ -176,14 +159,14 @@ export interface TmaKSequence {
  * `m0 / rows + n0 / cols`, a cluster's unit counted as one; see the module's text).
  *
  * @param cx The lowering's context (a TMA plan).
- * @param o The tile.
+ * @param o The tile's first row and column.
  * @param start The span's first k-tile (null: 0).
  * @param count The span's k-tiles.
  * @returns The sequence's state.
  */
 export function tmaKSequence(
   cx: LowerContext,
-  o: TileOrigin,
+  o: { readonly m0: Reg; readonly n0: Reg },
   start: Reg | null,
   count: Operand,
 ): TmaKSequence {
