@@ -155,6 +155,13 @@
 #          lost on mma.sync, where f16's 512-byte ones gained): f16 at M = 64 and 128, N = K =
 #          4096, the default bracketing `rotate_k 4` (and 8 at M = 64): a block's start 512 (1024)
 #          bytes further along each row of B, where `rotate_k 1` moved it 128;
+#   early98: after NOTES 97's item 6 (a rotated cp.async loop copies early: with `pdlEarly` and B
+#          `evict_normal` the skinny 16x32x256 kernel is rotated and copies B before its wait, a
+#          combination never run on a GPU): the PDL chain and skinny GPU tests (pdl_test's M = 7
+#          B-early case is that kernel), then f16 and bf16 at M = 16, N = K = 4096 with --pdl-early:
+#          the default (B evict_first: rotated, no early copies) bracketing `cache_b evict_normal`
+#          (rotated, early) and `cache_b evict_normal; rotate_k 0` (early, unrotated: the kernel
+#          before item 6);
 #   allgpu: every GPU test, `deno test -A tests/gpu/` (step h200 without its llm rows);
 #   nohint: the same rows of f16 and s8 at N = K = 4096 with `cache_b evict_normal`, the
 #          default before SKINNY_STREAMED_B, for the same-run comparison.
@@ -214,6 +221,13 @@ if has infer87; then
   pack
   bench_sm90 "$W" i87-fw-tf32-128x256 tf32 512x4224x4096 --schedule "threadblock 128x256x32"
   pack
+fi
+if has early98; then
+  gpu_tests tests/gpu/pdl_test.ts tests/gpu/skinny_test.ts
+  for t in f16 bf16; do
+    LLM_PDL=--pdl-early llm_bracketed "$W" "early98-$t" "$t" 16 "cache_b evict_normal" \
+      "cache_b evict_normal; rotate_k 0"
+  done
 fi
 if has allgpu; then
   gpu_tests tests/gpu/
