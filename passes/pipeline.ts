@@ -293,6 +293,117 @@ function checkWgmmaLayout(...tiles: Omit<OperandSmem, "offset">[]): void {
   }
 }
 
+/** E0206: a schedule's stage count below what the pipeline needs. */
+function checkLeastStages(k: GemmKernel, least: number): void {
+  const given = k.schedule.stages;
+  if (given !== undefined && given < least) {
+    scheduleError(
+      k,
+      "stages",
+      "E0206",
+      `"stages ${given}": a ${wgmmaTma(k) ? "TMA" : "cp.async"} pipeline ${
+        k.plan.tile!.wgmma === true ? "feeding wgmma " : ""
+      }needs at least ${least} stages`,
+    );
+  }
+}
+
+/**
+ * The stage count: the schedule's, else the preference capped by what fits beside `reserve`
+ * bytes (at least `least`), with why; E0204 where it is over the budget.
+ */
+function stageCount(
+  k: GemmKernel,
+  perStage: number,
+  least: number,
+  reserve: number,
+): { readonly stages: number; readonly why: string } {
+  const budget = targetInfo(k.target).smemPerBlock;
+  const given = k.schedule.stages;
+  const fit = Math.floor((budget - reserve) / perStage);
+  // At least 2 when the schedule is silent, so that an over-budget tile is
+  // reported with the figure of the smallest pipeline (2 stages).
+  const pref = stagePreference(k);
+  const stages = given ?? Math.max(least, Math.min(pref.stages, fit));
+  if (stages < least || stages * perStage > budget) {
+    const need = stages * perStage;
+    const hint = fit >= 2
+      ? `use stages ${fit} or fewer`
+      : `use a smaller threadblock tile (2 stages need ${2 * perStage} bytes)`;
+    scheduleError(
+      k,
+      ["stages", "threadblock"],
+      "E0204",
+      `Shared memory over the budget: ${stages} stages x ${perStage} bytes = ${need} bytes > ` +
+        `${budget} bytes on ${k.target}; ${hint}`,
+    );
+  }
+  const why = given !== undefined
+    ? "given by the schedule"
+    : stages < pref.stages
+    ? `${pref.why} asks for ${pref.stages}; ${fit} fit in shared memory`
+    : pref.why;
+  return { stages, why };
+}
+
+/** What a persistent TMA kernel keeps beside its stages and barriers. */
+interface PersistentRoom {
+  readonly persistent: boolean;
+  readonly streamK: boolean;
+  readonly pingPong: boolean;
+  /** Stream-K's flag word, or ping-pong's two turn barriers (16 bytes), after the barriers. */
+  readonly flagBytes: number;
+  /** The staged epilogue's bytes (ping-pong: a 128-byte aligned region each) and the flags. */
+  readonly reserve: number;
+}
+
+/** A persistent kernel keeps room for the staged epilogue beside the stages. */
+function persistentRoom(k: GemmKernel, persistent: boolean): PersistentRoom {
+  const pingPong = persistent && wgmmaPingPong(k);
+  const streamK = persistent && wgmmaStreamK(k);
+  const flagBytes = streamK || pingPong ? 16 : 0;
+  const staging = persistent ? persistentStagingBytes(k) : 0;
+  const reserve = (pingPong ? 2 * Math.ceil(staging / 128) * 128 : staging) + flagBytes;
+  return { persistent, streamK, pingPong, flagBytes, reserve };
+}
+
+/** A TMA pipeline's part of the plan: its barriers, warp roles, cluster and persistent regions. */
+function tmaPlan(
+  k: GemmKernel,
+  cluster: number,
+  stages: number,
+  perStage: number,
+  room: PersistentRoom,
+): NonNullable<PipelinePlan["tma"]> {
+  const threads = k.plan.warp!.threads;
+  const consumers = room.pingPong ? 2 * threads : threads;
+  // The barriers end where the stages and their two 8-byte mbarriers do.
+  const barriersEnd = stages * (perStage + TMA_BARRIER_BYTES);
+  return {
+    barrierOffset: stages * perStage,
+    producerThreads: TMA_PRODUCER_THREADS,
+    producerRegs: tmaProducerRegs(k),
+    consumerRegs: tmaConsumerRegs(k.target, consumers, tmaProducerRegs(k)),
+    ...(cluster > 1 ? { cluster } : {}),
+    ...(cluster > 1 && wgmmaClusterAxis(k) === "n" ? { clusterAxis: "n" as const } : {}),
+    ...(room.persistent
+      ? {
+        persistent: {
+          // The staging region (if any) from the next 128 bytes after the barriers and
+          // Stream-K's flag.
+          stagingOffset: Math.ceil((barriersEnd + room.flagBytes) / 128) * 128,
+          ...(room.streamK ? { streamK: { flagOffset: barriersEnd } } : {}),
+          // The staging regions' stride is gemm-epilogue-staging's (0: none).
+          ...(room.pingPong ? { pingPong: { stagingBytes: 0, turnOffset: barriersEnd } } : {}),
+        },
+      }
+      : {}),
+  };
+}
+
+/** Two 8-byte mbarriers a stage after the stages (a TMA pipeline). */
+const TMA_BARRIER_BYTES = 16;
+
 /** The pass. */
 export const pipelinePass: GemmPass = {
   name: "gemm-pipeline",
@@ -310,8 +421,6 @@ export const pipelinePass: GemmPass = {
       requireInstruction(k.target, "cp.async", "gemm-pipeline's copies");
     }
     const perStage = stageBytes(k, tb);
-    const budget = targetInfo(k.target).smemPerBlock;
-    const given = k.schedule.stages;
     // A wgmma pipeline keeps a stage more: the one the previous k-tile's wgmmas still read
     // (passes/wgmma.ts WGMMA_GROUPS_IN_FLIGHT).
     const wgmma = k.plan.tile!.wgmma === true;
@@ -319,98 +428,26 @@ export const pipelinePass: GemmPass = {
     // it needs no stage more (passes/wgmma.ts wgmmaTma).
     const tma = wgmmaTma(k);
     const least = 2 + (wgmma && !tma ? WGMMA_GROUPS_IN_FLIGHT : 0);
-    // Two 8-byte mbarriers a stage after the stages (a TMA pipeline).
-    const barrierBytes = tma ? 16 : 0;
-    if (given !== undefined && given < least) {
-      scheduleError(
-        k,
-        "stages",
-        "E0206",
-        `"stages ${given}": a ${tma ? "TMA" : "cp.async"} pipeline ${
-          wgmma ? "feeding wgmma " : ""
-        }needs at least ${least} stages`,
-      );
-    }
+    const barrierBytes = tma ? TMA_BARRIER_BYTES : 0;
+    checkLeastStages(k, least);
     if (wgmma) checkWgmmaLayout(a, b);
-    // A persistent kernel keeps room for the staged epilogue beside the stages.
-    // (Asked of every kernel: a `scheduler` line it cannot honour is refused there.)
+    // (Both asked of every kernel: a `scheduler` or `cluster` line it cannot honour is refused
+    // there.)
     const persistent = wgmmaPersistent(k);
-    // (Asked of every kernel too: a `cluster` line it cannot honour is refused there.)
     const cluster = wgmmaCluster(k);
-    // Ping-pong: two consumer warpgroups, a staging region each (128-byte aligned).
-    const pingPong = persistent && wgmmaPingPong(k);
-    const streamK = persistent && wgmmaStreamK(k);
-    // Stream-K's flag word, or ping-pong's two turn barriers (16 bytes) after the barriers.
-    const flagBytes = streamK || pingPong ? 16 : 0;
-    const staging = persistent ? persistentStagingBytes(k) : 0;
-    const reserve = (pingPong ? 2 * Math.ceil(staging / 128) * 128 : staging) + flagBytes;
-    const consumers = pingPong ? 2 * threads : threads;
-    const fit = Math.floor((budget - reserve) / (perStage + barrierBytes));
-    // At least 2 when the schedule is silent, so that an over-budget tile is
-    // reported with the figure of the smallest pipeline (2 stages).
-    const pref = stagePreference(k);
-    const stages = given ?? Math.max(least, Math.min(pref.stages, fit));
-    const stagesWhy = given !== undefined
-      ? "given by the schedule"
-      : stages < pref.stages
-      ? `${pref.why} asks for ${pref.stages}; ${fit} fit in shared memory`
-      : pref.why;
-    if (stages < least || stages * (perStage + barrierBytes) > budget) {
-      const need = stages * (perStage + barrierBytes);
-      const hint = fit >= 2
-        ? `use stages ${fit} or fewer`
-        : `use a smaller threadblock tile (2 stages need ${2 * (perStage + barrierBytes)} bytes)`;
-      scheduleError(
-        k,
-        ["stages", "threadblock"],
-        "E0204",
-        `Shared memory over the budget: ${stages} stages x ${
-          perStage + barrierBytes
-        } bytes = ${need} bytes > ` +
-          `${budget} bytes on ${k.target}; ${hint}`,
-      );
-    }
+    const room = persistentRoom(k, persistent);
+    const { stages, why } = stageCount(k, perStage + barrierBytes, least, room.reserve);
     const pipe: PipelinePlan = {
       stages,
-      stagesWhy,
+      stagesWhy: why,
       a: { ...a, offset: 0 },
       b: { ...b, offset: stages * a.stageBytes },
       ...(meta === null
         ? {}
         : { meta: { ...meta, offset: stages * (a.stageBytes + b.stageBytes) } }),
-      smemBytes: stages * (perStage + barrierBytes) + flagBytes,
+      smemBytes: stages * (perStage + barrierBytes) + room.flagBytes,
       waitDepth: stages - least,
-      ...(tma
-        ? {
-          tma: {
-            barrierOffset: stages * perStage,
-            producerThreads: TMA_PRODUCER_THREADS,
-            producerRegs: tmaProducerRegs(k),
-            consumerRegs: tmaConsumerRegs(k.target, consumers, tmaProducerRegs(k)),
-            ...(cluster > 1 ? { cluster } : {}),
-            ...(cluster > 1 && wgmmaClusterAxis(k) === "n" ? { clusterAxis: "n" as const } : {}),
-            // The staging region (if any) from the next 128 bytes after the barriers and
-            // Stream-K's flag.
-            ...(persistent
-              ? {
-                persistent: {
-                  stagingOffset: Math.ceil((stages * (perStage + barrierBytes) + flagBytes) / 128) *
-                    128,
-                  ...(streamK
-                    ? { streamK: { flagOffset: stages * (perStage + barrierBytes) } }
-                    : {}),
-                  ...(pingPong
-                    ? {
-                      // The staging regions' stride is gemm-epilogue-staging's (0: none).
-                      pingPong: { stagingBytes: 0, turnOffset: stages * (perStage + barrierBytes) },
-                    }
-                    : {}),
-                },
-              }
-              : {}),
-          },
-        }
-        : {}),
+      ...(tma ? { tma: tmaPlan(k, cluster, stages, perStage, room) } : {}),
     };
     return { ...k, schedule: { ...k.schedule, stages }, plan: { ...k.plan, pipeline: pipe } };
   },
