@@ -162,6 +162,9 @@
 #          the default (B evict_first: rotated, no early copies) bracketing `cache_b evict_normal`
 #          (rotated, early) and `cache_b evict_normal; rotate_k 0` (early, unrotated: the kernel
 #          before item 6);
+#   deep98: on an H200 (its HBM streams 1.4x the H100's bytes a µs, so it may need more in flight,
+#          NOTES 95): f16 and bf16 at M = 16, N = K = 4096, the default (4 stages, the deepest whose
+#          next grid's block fits beside it) bracketing `stages 6` (144 KB a block);
 #   allgpu: every GPU test, `deno test -A tests/gpu/` (step h200 without its llm rows);
 #   nohint: the same rows of f16 and s8 at N = K = 4096 with `cache_b evict_normal`, the
 #          default before SKINNY_STREAMED_B, for the same-run comparison.
@@ -419,6 +422,11 @@ fi
 if has m128v; then
   for t in f16 bf16; do
     llm_bracketed "$W" "m128v-$t" "$t" 128 "threadblock 128x32x64; stages 11; cache_b evict_first"
+  done
+fi
+if has deep98; then
+  for t in f16 bf16; do
+    llm_bracketed "$W" "deep98-$t" "$t" 16 "stages 6"
   done
 fi
 if has trig; then
