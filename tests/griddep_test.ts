@@ -4,9 +4,10 @@
  * (`griddep.wait`) before any thread's first global access and lets the next grid launch once
  * (`griddep.launch`) after it: after the main loop's drain in the mma.sync and cp.async wgmma
  * main loops (which also ask the L2 for B's first k-tiles before the wait), right after the
- * wait in the TMA, persistent and grouped kernels. Checked on real lowered kernels
- * of every kernel form (mma.sync, split-K, the TMA pipeline one block a tile and persistent,
- * grouped, byte copies): the simulator agrees with no hazard at odd sizes, and a mutant whose
+ * wait in the TMA, persistent and grouped kernels, a TMA pipeline's barrier set-up (mbarrier
+ * inits, the block's or cluster's barrier) before the wait. Checked on real lowered kernels
+ * of every kernel form (mma.sync, split-K, the TMA pipeline one block a tile, persistent and on
+ * clusters, grouped, byte copies): the simulator agrees with no hazard at odd sizes, and a mutant whose
  * wait comes after the kernel's global accesses is reported (`global-before-griddep-wait`), as
  * is one whose prefetches lost their bounds guards. Other targets, and sm90 without `pdl`
  * (the default), get none of it: their PTX is what it was before.
@@ -42,6 +43,9 @@ interface Subject {
   readonly strippedSizes?: Record<string, number>;
   /** Whether the trigger comes after the main loop (else right after the wait). */
   readonly triggerAfterLoop: boolean;
+  /** A TMA pipeline: its barriers' set-up (mbarrier inits, then the block's or the cluster's
+   * barrier) comes before the wait, overlapping the previous grid's tail. */
+  readonly setupBeforeWait?: boolean;
 }
 
 const DECODE = { M: 16, N: 4096, K: 4096 };
@@ -76,6 +80,7 @@ const SUBJECTS: Subject[] = [
     sizes: { M: 33, N: 136, K: 200 },
     prefetch: false,
     triggerAfterLoop: false,
+    setupBeforeWait: true,
   },
   {
     name: "splitk (TMA pipeline, split-K workspace)",
@@ -83,6 +88,20 @@ const SUBJECTS: Subject[] = [
     sizes: { M: 33, N: 72, K: 520 },
     prefetch: false,
     triggerAfterLoop: false,
+    setupBeforeWait: true,
+  },
+  {
+    name: "bf16_gemm at M = 128 (TMA pipeline on clusters of 2)",
+    ck: () =>
+      compileOne("bf16_gemm.gemm", {
+        target: "sm90",
+        sizeHints: { M: 128, N: 4096, K: 4096 },
+        pdl: true,
+      }),
+    sizes: { M: 100, N: 136, K: 200 },
+    prefetch: false,
+    triggerAfterLoop: false,
+    setupBeforeWait: true,
   },
   {
     name: "align1 (byte copies: no prefetch)",
@@ -124,6 +143,12 @@ for (const s of SUBJECTS) {
     assert.equal(copiesBetween, s.triggerAfterLoop);
     assert.equal(ops.filter(isWait).length, 1);
     assert.equal(ops.filter((o) => o.op === "griddep").length, 2);
+    // A TMA pipeline's barrier set-up before the wait: the inits, then a barrier publishing them.
+    if (s.setupBeforeWait === true) {
+      const inits = ops.flatMap((o, i) => (o.op === "mbarinit" ? [i] : []));
+      assert.ok(inits.length > 0 && inits.at(-1)! < wait, `inits at ${inits}, wait at ${wait}`);
+      assert.ok(ops.slice(inits.at(-1)!, wait).some((o) => o.op === "bar"));
+    }
     // Prefetches before the wait, in program order: B's first k-tiles.
     const text = ck.kernelText;
     const before = text.slice(0, text.indexOf("griddep.wait"));

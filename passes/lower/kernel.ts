@@ -64,10 +64,7 @@ function buildKernel(cx: LowerContext): Kernel {
     const ix = { split, tileMIdx, tileNIdx, tilesN };
     const finish = (acc: Reg[][][]) => tileEnd(cx, { acc, m0, n0, M, N, bz, smem }, ix);
     if (k.plan.pipeline!.tma !== undefined) {
-      // Every role waits before the producer's first TMA copy (a shortcut: no L2 prefetch of
-      // B's first boxes before the wait, as the mma.sync main loop has), or, with operands
-      // read early, each role before its own first global access (wgmma_ws.ts).
-      cx.gridWaitBeforeRoles();
+      // The wait comes after the barriers' set-up (wgmma_ws.ts `warpSpecializedTiles`).
       warpSpecializedTile(cx, origin, finish);
     } else finish(tileMainLoop(cx, origin));
   });
@@ -136,7 +133,7 @@ function buildPersistentKernel(cx: LowerContext): Kernel {
   const kparams = emitParams(cx);
   cx.emitCachePolicies();
   emitThreadIndices(cx);
-  cx.gridWaitBeforeRoles();
+  // The wait comes after the barriers' set-up (wgmma_ws.ts `warpSpecializedTiles`).
   const M = cx.dim(k.problem.m);
   const N = cx.dim(k.problem.n);
   const K = cx.dim(k.problem.k);

@@ -142,6 +142,12 @@ export function warpSpecializedTiles(
     b.emit(ir.mbarFence());
   });
   b.emit(cluster > 1 ? ir.clusterBar() : ir.bar());
+  // Every role waits here, before the producer's first TMA copy (a shortcut: no L2 prefetch of
+  // B's first boxes before the wait, as the mma.sync main loop has), or, with operands read
+  // early, each role before its own first global access. The barriers' set-up above touches
+  // only this CTA's (and its peers') shared memory, so it runs before the wait: under PDL it
+  // overlaps the previous grid's tail, the cluster barrier's round trip among it.
+  cx.gridWaitBeforeRoles();
   const producer = cx.setp("ge", "u32", tid, imm(consumerThreads));
   /** Emits `body` for each of the block's tiles. */
   const eachTile = (body: (o: TileOrigin) => void) => {
