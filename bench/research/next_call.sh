@@ -165,6 +165,10 @@
 #   deep98: on an H200 (its HBM streams 1.4x the H100's bytes a µs, so it may need more in flight,
 #          NOTES 95): f16 and bf16 at M = 16, N = K = 4096, the default (4 stages, the deepest whose
 #          next grid's block fits beside it) bracketing `stages 6` (144 KB a block);
+#   wait98: after NOTES 98's item 3 (a TMA pipeline's barrier set-up, the cluster barrier among it,
+#          moved before griddepcontrol.wait): the llm rows with --pdl of f16 at M = 64, 128, 256
+#          and s8 at M = 128 (N = K = 4096), the head bracketing the tree before the change
+#          (.device/base98, carried: `git archive 7a72633` without tests, docs and results);
 #   allgpu: every GPU test, `deno test -A tests/gpu/` (step h200 without its llm rows);
 #   nohint: the same rows of f16 and s8 at N = K = 4096 with `cache_b evict_normal`, the
 #          default before SKINNY_STREAMED_B, for the same-run comparison.
@@ -395,6 +399,20 @@ fi
 if has ksweep; then
   llm_run "$W" ksweep --types f16 --pdl --copy --read \
     --sizes 16x4096x1024,16x4096x2048,16x4096x4096,16x4096x8192,16x4096x16384
+fi
+if has wait98; then
+  base=.device/base98
+  [ -e "$base/node_modules" ] || ln -s "$PWD/node_modules" "$base/node_modules"
+  for side in head base head-again; do
+    for tm in f16:64,128,256 s8:128; do
+      if [ "$side" = base ]; then
+        (cd "$base" && llm_run "$W" "wait98-$side-${tm%%:*}" --types "${tm%%:*}" --m "${tm#*:}" \
+          --nk 4096x4096 --pdl)
+      else
+        llm_run "$W" "wait98-$side-${tm%%:*}" --types "${tm%%:*}" --m "${tm#*:}" --nk 4096x4096 --pdl
+      fi
+    done
+  done
 fi
 if has copyall; then
   llm_run "$W" copyall --types f16,s8 --m 1,16,64,128,256 --nk 4096x4096 --pdl --copy --read
