@@ -271,6 +271,7 @@ export type {
   StgOp,
   StsOp,
   TmaLoadOp,
+  TmapPrefetchOp,
   UnOp,
   UnpackOp,
   WaitOp,

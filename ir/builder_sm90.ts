@@ -19,6 +19,7 @@ import type {
   Reg,
   SetMaxNRegOp,
   TmaLoadOp,
+  TmapPrefetchOp,
   WgCommitOp,
   WgFenceOp,
   WgmmaOp,
@@ -164,6 +165,16 @@ export function tmaLoad(
  * @param regs The registers per thread.
  * @returns The operation.
  */
+/**
+ * `prefetch.tensormap` of a tensor map parameter (ir/kernel_sm90.ts, TmapPrefetchOp).
+ *
+ * @param map The `tensormap` parameter's name.
+ * @returns The operation.
+ */
+export function tmapPrefetch(map: string): TmapPrefetchOp {
+  return { op: "tmapprefetch", map };
+}
+
 export function setMaxNReg(action: "inc" | "dec", regs: number): SetMaxNRegOp {
   return { op: "setmaxnreg", action, regs };
 }

@@ -37,6 +37,7 @@ import type {
   ProxyFenceOp,
   SetMaxNRegOp,
   TmaLoadOp,
+  TmapPrefetchOp,
   WgCommitOp,
   WgFenceOp,
   WgmmaOp,
@@ -498,6 +499,7 @@ export type Op =
   | MbarWaitOp
   | MbarFenceOp
   | TmaLoadOp
+  | TmapPrefetchOp
   | SetMaxNRegOp
   | GridDepOp
   | ForOp
@@ -668,6 +670,8 @@ export function opRegs(o: Op): { reads: Reg[]; writes: Reg[] } {
     case "mbarwait":
       reads.push(o.addr);
       pushReg(reads, o.parity);
+      return { reads, writes: [] };
+    case "tmapprefetch":
       return { reads, writes: [] };
     case "tma":
       reads.push(o.dst, o.bar);

@@ -177,6 +177,19 @@ export interface TmaLoadOp {
   readonly policy?: Reg;
 }
 
+/**
+ * `prefetch.tensormap [map]` (sm90; the map's generic address, as {@link TmaLoadOp} takes it):
+ * brings the tensor map parameter `map`'s descriptor into the cache the TMA unit reads it from,
+ * so that the block's first TMA copy does not wait for it. A performance hint only: it reads no
+ * tensor (not a global access: it may come before `griddep.wait`) and changes no result.
+ */
+export interface TmapPrefetchOp {
+  /** The operation's tag. */
+  readonly op: "tmapprefetch";
+  /** The `tensormap` parameter's name. */
+  readonly map: string;
+}
+
 /** What `setmaxnreg` may ask (the PTX ISA): from `min` to `max` registers a thread, a multiple
  * of `step`. */
 export const SETMAXNREG = Object.freeze({ min: 24, max: 256, step: 8 });

@@ -159,6 +159,8 @@ function line(o: Op): string {
       return `tma${hint(o.policy)} [${regName(o.dst)}], ${o.map}[${
         o.coords.map(opd).join(", ")
       }], bar [${regName(o.bar)}]${policy(o.policy)}`;
+    case "tmapprefetch":
+      return `prefetch.tensormap ${o.map}`;
     case "setmaxnreg":
       return `setmaxnreg.${o.action} ${o.regs}`;
     case "griddep":

@@ -418,6 +418,13 @@ const CHECKS: { readonly [K in Op["op"]]: Check<K> } = {
     for (const c of o.coords) cx.is(o, c, COORD, "coordinate");
     cx.policy(o, o.policy);
   },
+  tmapprefetch: (o, cx) => {
+    hopperOp(o, cx, "prefetch.tensormap");
+    const p = cx.param(o, o.map);
+    if (p.kind !== "tensormap" || p.tmap === undefined) {
+      cx.fail(o, `"${o.map}" is not a tensor-map parameter`);
+    }
+  },
   griddep: (o, cx) => {
     if (!targetHas(cx.k.target, "griddepcontrol")) {
       cx.fail(o, `griddepcontrol needs sm90 (target ${cx.k.target})`);

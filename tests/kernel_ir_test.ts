@@ -289,6 +289,28 @@ Deno.test("kernel IR verifier: an unknown parameter", () => {
   );
 });
 
+Deno.test("kernel IR verifier: a tensor map's prefetch names a tensor-map parameter on sm90", () => {
+  const src = Deno.readTextFileSync(new URL("examples/bf16_gemm.gemm", ROOT));
+  const r = compile(src, { target: "sm90" });
+  assert.ok(r.ok);
+  const k = r.kernels[0]!.kernel;
+  const prefetches: string[] = [];
+  walkOps(k.body, (o) => {
+    if (o.op === "tmapprefetch") prefetches.push(o.map);
+  });
+  // The TMA pipeline asks for both operands' descriptors.
+  assert.equal(prefetches.length, 2);
+  verifyKernel(k);
+  rejects(
+    edit(k, is("tmapprefetch"), () => ({ op: "tmapprefetch", map: "X" })),
+    /^"X" is not a tensor-map parameter: prefetch\.tensormap X$/,
+  );
+  rejects(
+    edit(HGEMM, is("bar"), () => ({ op: "tmapprefetch", map: "A" })),
+    /^prefetch\.tensormap needs sm90 \(target sm80\): prefetch\.tensormap A$/,
+  );
+});
+
 Deno.test("kernel IR verifier: an unknown MMA shape", () => {
   rejects(
     edit(HGEMM, is("mma"), (o) => ({ ...o, shape: "m16n8k99.f16.f32" }) as Op),

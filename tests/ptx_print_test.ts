@@ -109,6 +109,7 @@ const ALL_OPS = {
   mbarwait: true,
   mbarfence: true,
   tma: true,
+  tmapprefetch: true,
   setmaxnreg: true,
   griddep: true,
   for: true,

@@ -92,6 +92,8 @@ export function render(o: Simple, cx: Ctx): void {
       return RENDER.mbarfence(o, cx);
     case "tma":
       return RENDER.tma(o, cx);
+    case "tmapprefetch":
+      return RENDER.tmapprefetch(o, cx);
     case "setmaxnreg":
       return RENDER.setmaxnreg(o, cx);
     case "griddep":

@@ -265,6 +265,18 @@ export const MEM_RENDER: Renderers<Exclude<Simple["op"], RegOpName>> = {
     putLine(cx, "}", NO_HOLES);
   },
   mbarfence: (_o, cx) => put(cx, OP_TEMPLATES.mbarfence, NO_HOLES),
+  tmapprefetch(o, cx) {
+    const p = cx.params.get(o.map);
+    if (p === undefined || p.kind !== "tensormap" || p.tmap === undefined) {
+      throw new PtxError(`Prefetch of "${o.map}": not a tensor-map parameter`);
+    }
+    putLine(cx, "{", NO_HOLES);
+    put(cx, OP_TEMPLATES.tmaScope, NO_HOLES);
+    put(cx, OP_TEMPLATES.tmaMap, { map: paramSymbol(p) });
+    put(cx, OP_TEMPLATES.tmaCvta, NO_HOLES);
+    put(cx, OP_TEMPLATES.tmapPrefetch, NO_HOLES);
+    putLine(cx, "}", NO_HOLES);
+  },
   tma(o, cx) {
     const p = cx.params.get(o.map);
     if (p === undefined || p.kind !== "tensormap" || p.tmap === undefined) {

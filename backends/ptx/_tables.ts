@@ -326,6 +326,8 @@ export const OP_TEMPLATES = Object.freeze({
   tmaMask: "mov.b16 %tmk, $mask",
   tmaMulticast:
     "cp.async.bulk.tensor.$rank.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster$hint [$dst], [%tm1, {$coords}], [$bar], %tmk$policy",
+  // A tensor map's prefetch: its generic address as a TMA copy takes it, in a scope of its own.
+  tmapPrefetch: "prefetch.tensormap [%tm1]",
   setmaxnreg: "setmaxnreg.$action.sync.aligned.u32 $regs",
   // Programmatic dependent launch (PTX ISA 7.8, sm_90).
   griddepwait: "griddepcontrol.wait",

@@ -40,7 +40,7 @@ import {
   compileWait,
 } from "./_ops.ts";
 import { compileRoles, isRoleIf, type RoleCompiler } from "./_roles.ts";
-import { compileTma } from "./_tma.ts";
+import { compileTma, compileTmapPrefetch } from "./_tma.ts";
 import { compileProxyFence, compileWgmma, compileWgSync, guardAccumulators } from "./_wgmma.ts";
 import { type RoleSchedule, SimError } from "./types.ts";
 
@@ -208,6 +208,8 @@ class Compiler implements RoleCompiler {
         return compileMbarFence(M, info, mask);
       case "tma":
         return compileTma(M, info, mask);
+      case "tmapprefetch":
+        return compileTmapPrefetch(M, info, mask);
       case "setmaxnreg":
         return compileSetMaxNReg(M, info, mask);
       case "griddep":

@@ -30,7 +30,7 @@
  * @module
  */
 
-import type { Kernel, TmaLoadOp } from "../../ir/kernel.ts";
+import type { Kernel, TmaLoadOp, TmapPrefetchOp } from "../../ir/kernel.ts";
 import { walkOps } from "../../ir/kernel.ts";
 import { type TensorMapArgs, tensorMapArgs } from "../../ir/tensor_map.ts";
 import { remoteAddress } from "./_cluster.ts";
@@ -325,6 +325,18 @@ function checkDestination(M: Machine, idx: number, t: number, dst: number, box: 
     );
   }
   M.sCheck(idx, t, dst, box.bytes, 1, "TMA destination");
+}
+
+/** `tmapprefetch`: see {@link TmapPrefetchOp}. A hint: only its tensor map is checked. */
+export function compileTmapPrefetch(M: Machine, info: OpInfo, mask: Mask): Run {
+  const o = info.op as TmapPrefetchOp;
+  const idx = info.index;
+  if (M.tma?.maps.get(o.map) === undefined) {
+    throw new SimError(`No tensor map parameter "${o.map}"`, whereStatic(info));
+  }
+  return () => {
+    M.counts[idx]! += mask.warps;
+  };
 }
 
 /** `tma`: see {@link TmaLoadOp}. One copy per active lane. */

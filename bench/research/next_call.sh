@@ -169,6 +169,9 @@
 #          moved before griddepcontrol.wait): the llm rows with --pdl of f16 at M = 64, 128, 256
 #          and s8 at M = 128 (N = K = 4096), the head bracketing the tree before the change
 #          (.device/base98, carried: `git archive 7a72633` without tests, docs and results);
+#   tmap98: after NOTES 98's item 4 (a TMA pipeline asks for its tensor maps' descriptors,
+#          `prefetch.tensormap`, before its barriers' set-up): the same rows, the head bracketing
+#          the tree before it (.device/base98b: `git archive 9c6faf4`, as base98);
 #   allgpu: every GPU test, `deno test -A tests/gpu/` (step h200 without its llm rows);
 #   nohint: the same rows of f16 and s8 at N = K = 4096 with `cache_b evict_normal`, the
 #          default before SKINNY_STREAMED_B, for the same-run comparison.
@@ -400,19 +403,27 @@ if has ksweep; then
   llm_run "$W" ksweep --types f16 --pdl --copy --read \
     --sizes 16x4096x1024,16x4096x2048,16x4096x4096,16x4096x8192,16x4096x16384
 fi
-if has wait98; then
-  base=.device/base98
+# tree_bracket PREFIX BASE: the llm rows with --pdl of f16 at M = 64, 128, 256 and s8 at M = 128 (N =
+# K = 4096), this tree bracketing the tree BASE (carried), into W/PREFIX-{head,base,head-again}-TYPE.
+tree_bracket() {
+  local prefix=$1 base=$2 side tm
   [ -e "$base/node_modules" ] || ln -s "$PWD/node_modules" "$base/node_modules"
   for side in head base head-again; do
     for tm in f16:64,128,256 s8:128; do
       if [ "$side" = base ]; then
-        (cd "$base" && llm_run "$W" "wait98-$side-${tm%%:*}" --types "${tm%%:*}" --m "${tm#*:}" \
+        (cd "$base" && llm_run "$W" "$prefix-$side-${tm%%:*}" --types "${tm%%:*}" --m "${tm#*:}" \
           --nk 4096x4096 --pdl)
       else
-        llm_run "$W" "wait98-$side-${tm%%:*}" --types "${tm%%:*}" --m "${tm#*:}" --nk 4096x4096 --pdl
+        llm_run "$W" "$prefix-$side-${tm%%:*}" --types "${tm%%:*}" --m "${tm#*:}" --nk 4096x4096 --pdl
       fi
     done
   done
+}
+if has wait98; then
+  tree_bracket wait98 .device/base98
+fi
+if has tmap98; then
+  tree_bracket tmap98 .device/base98b
 fi
 if has copyall; then
   llm_run "$W" copyall --types f16,s8 --m 1,16,64,128,256 --nk 4096x4096 --pdl --copy --read

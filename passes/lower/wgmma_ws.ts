@@ -130,6 +130,9 @@ export function warpSpecializedTiles(
   const consumerThreads = (pingPong ? 2 : 1) * cx.threads;
   b.emit(ir.comment(`${S} stages: full and empty barriers`));
   b.if(cx.setp("eq", "u32", tid, imm(0)), false, () => {
+    // The tensor maps' descriptors asked for first, so that the first copies find them (and,
+    // under PDL, fetched before the wait, while the previous grid still runs).
+    for (const role of ["A", "B"] as const) b.emit(ir.tmapPrefetch(mapName(cx, role)));
     for (let s = 0; s < S; s++) {
       b.emit(ir.mbarInit(at(cx, full, 8 * s), 1));
       b.emit(ir.mbarInit(at(cx, empty, 8 * s), consumerWarps * cluster));

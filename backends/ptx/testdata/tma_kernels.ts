@@ -69,6 +69,7 @@ export function tmaKernel(target: Target): Kernel {
   const first = b.reg("pred");
   b.emit(ir.setp("eq", "u32", first, tid, imm(0)));
   b.if(first, false, () => {
+    b.emit(ir.tmapPrefetch("src_tmap"));
     for (const f of full) b.emit(ir.mbarInit(f, 1));
     for (const e of empty) b.emit(ir.mbarInit(e, 4));
     b.emit(ir.mbarFence());
