@@ -172,6 +172,8 @@
 #   tmap98: after NOTES 98's item 4 (a TMA pipeline asks for its tensor maps' descriptors,
 #          `prefetch.tensormap`, before its barriers' set-up): the same rows, the head bracketing
 #          the tree before it (.device/base98b: `git archive 9c6faf4`, as base98);
+#   gpu98: the GPU tests of the TMA kernels (tests/gpu/wgmma_test.ts) and the PDL chains, after
+#          items 3 and 4;
 #   allgpu: every GPU test, `deno test -A tests/gpu/` (step h200 without its llm rows);
 #   nohint: the same rows of f16 and s8 at N = K = 4096 with `cache_b evict_normal`, the
 #          default before SKINNY_STREAMED_B, for the same-run comparison.
@@ -424,6 +426,9 @@ if has wait98; then
 fi
 if has tmap98; then
   tree_bracket tmap98 .device/base98b
+fi
+if has gpu98; then
+  gpu_tests tests/gpu/pdl_test.ts tests/gpu/wgmma_test.ts
 fi
 if has copyall; then
   llm_run "$W" copyall --types f16,s8 --m 1,16,64,128,256 --nk 4096x4096 --pdl --copy --read
