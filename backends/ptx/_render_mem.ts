@@ -8,6 +8,7 @@
  */
 
 import type { Reg } from "../../ir/kernel.ts";
+import type { TensorMapSpec } from "../../ir/tensor_map.ts";
 import { CACHE_POLICIES } from "../../ir/cache_policy.ts";
 import { SETMAXNREG, setMaxNRegValid } from "../../ir/kernel_sm90.ts";
 import { regName } from "../../ir/print_kernel.ts";
@@ -25,11 +26,30 @@ import {
   regList,
   uniformVector,
 } from "./_operands.ts";
-import { put, putLine, type Renderers, type Simple } from "./_context.ts";
+import { type Ctx, put, putLine, type Renderers, type Simple } from "./_context.ts";
 import { WGMMA_BY_NAME, wgmmaDescriptorWords, wgmmaOperands } from "../../ir/wgmma_table.ts";
 import { paramSymbol, type RegOpName } from "./_render_regs.ts";
 
 const MMA_BY_NAME: ReadonlyMap<string, MmaShape> = new Map(MMA_SHAPES.map((s) => [s.name, s]));
+
+/**
+ * Opens a scope whose `%tm1` holds the generic address of tensor map parameter `name` (the form
+ * TMA copies and `prefetch.tensormap` take; the caller closes the scope).
+ *
+ * @param what The operation, for the error where `name` is no tensor map.
+ * @returns The map.
+ */
+function openMapScope(cx: Ctx, name: string, what: string): TensorMapSpec {
+  const p = cx.params.get(name);
+  if (p === undefined || p.kind !== "tensormap" || p.tmap === undefined) {
+    throw new PtxError(`${what} of "${name}": not a tensor-map parameter`);
+  }
+  putLine(cx, "{", NO_HOLES);
+  put(cx, OP_TEMPLATES.tmaScope, NO_HOLES);
+  put(cx, OP_TEMPLATES.tmaMap, { map: paramSymbol(p) });
+  put(cx, OP_TEMPLATES.tmaCvta, NO_HOLES);
+  return p.tmap;
+}
 
 /** The renderer of each memory, synchronisation and `mma` operation. */
 export const MEM_RENDER: Renderers<Exclude<Simple["op"], RegOpName>> = {
@@ -266,23 +286,12 @@ export const MEM_RENDER: Renderers<Exclude<Simple["op"], RegOpName>> = {
   },
   mbarfence: (_o, cx) => put(cx, OP_TEMPLATES.mbarfence, NO_HOLES),
   tmapprefetch(o, cx) {
-    const p = cx.params.get(o.map);
-    if (p === undefined || p.kind !== "tensormap" || p.tmap === undefined) {
-      throw new PtxError(`Prefetch of "${o.map}": not a tensor-map parameter`);
-    }
-    putLine(cx, "{", NO_HOLES);
-    put(cx, OP_TEMPLATES.tmaScope, NO_HOLES);
-    put(cx, OP_TEMPLATES.tmaMap, { map: paramSymbol(p) });
-    put(cx, OP_TEMPLATES.tmaCvta, NO_HOLES);
+    openMapScope(cx, o.map, "Prefetch");
     put(cx, OP_TEMPLATES.tmapPrefetch, NO_HOLES);
     putLine(cx, "}", NO_HOLES);
   },
   tma(o, cx) {
-    const p = cx.params.get(o.map);
-    if (p === undefined || p.kind !== "tensormap" || p.tmap === undefined) {
-      throw new PtxError(`TMA copy of "${o.map}": not a tensor-map parameter`);
-    }
-    const rank = p.tmap.dims.length;
+    const rank = openMapScope(cx, o.map, "TMA copy").dims.length;
     if (o.coords.length !== rank || rank < 1 || rank > 5) {
       throw new PtxError(
         `TMA copy of "${o.map}": ${o.coords.length} coordinates, the map has ${rank}`,
@@ -291,10 +300,6 @@ export const MEM_RENDER: Renderers<Exclude<Simple["op"], RegOpName>> = {
     expect("TMA shared address", "i32", o.dst);
     expect("TMA barrier", "i32", o.bar);
     expect("TMA coordinates", "i32", ...o.coords);
-    putLine(cx, "{", NO_HOLES);
-    put(cx, OP_TEMPLATES.tmaScope, NO_HOLES);
-    put(cx, OP_TEMPLATES.tmaMap, { map: paramSymbol(p) });
-    put(cx, OP_TEMPLATES.tmaCvta, NO_HOLES);
     const holes = {
       rank: `${rank}d`,
       dst: regName(o.dst),
