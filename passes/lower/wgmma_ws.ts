@@ -131,7 +131,8 @@ export function warpSpecializedTiles(
   b.emit(ir.comment(`${S} stages: full and empty barriers`));
   b.if(cx.setp("eq", "u32", tid, imm(0)), false, () => {
     // The tensor maps' descriptors asked for first, so that the first copies find them (and,
-    // under PDL, fetched before the wait, while the previous grid still runs).
+    // under PDL, fetched before the wait, while the previous grid still runs). Measured as a
+    // tie on an H100's decode rows (bench/NOTES.md 98): kept as CUTLASS does, its worth unshown.
     for (const role of ["A", "B"] as const) b.emit(ir.tmapPrefetch(mapName(cx, role)));
     for (let s = 0; s < S; s++) {
       b.emit(ir.mbarInit(at(cx, full, 8 * s), 1));
