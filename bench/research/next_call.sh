@@ -8,9 +8,10 @@
 # s8deep, table95, timeline3 and cores95 as calls 1-8 of NOTES 95 (H100s); allgpu, slices, slices2
 # and rot96 as calls 1-4 of NOTES 96 (H100s; rot96's K = 8192 rows were refused, --nk has no
 # 4096x8192, and ran by hand as call 5); timeline, rotk14, rot97 and rotk97 as calls 1-3 of NOTES 97
-# (H100s). The default STEPS are what NOTES 97 leaves for the next call, on an H200 (table95 at the
-# head, ksweep for that card's fixed cost a launch, the timeline, then m128v; run with CARD=H200 and
-# OTHER_STEPS for what another card should do instead). Steps:
+# (H100s); early98, allgpu, wait98, tmap98 and gpu98 as calls 1-5 of NOTES 98 (H100s). The default
+# STEPS are what NOTES 98 leaves for the next call, on an H200 (table95 at the head, ksweep for that
+# card's fixed cost a launch, m128v, deep98; run with CARD=H200 and OTHER_STEPS for what another
+# card should do instead, loop98 on an H100). Steps:
 #   tests: tests/gpu/wgmma_test.ts --filter 224 (the 128x224 case with a column bias, staged rows
 #          of 28 vectors) and tests/gpu/skinny_test.ts --filter sm90;
 #   fill:  WGMMA_WAVE_FILL's unmeasured grids: f16 at 768x4096x4096 (96 blocks of 128x256) and
@@ -174,6 +175,10 @@
 #          the tree before it (.device/base98b: `git archive 9c6faf4`, as base98);
 #   gpu98: the GPU tests of the TMA kernels (tests/gpu/wgmma_test.ts) and the PDL chains, after
 #          items 3 and 4;
+#   loop98: after NOTES 98's item 3 (f16 M = 128 with PDL 0.7 µs faster once the set-up moved
+#          before the wait, twice what was predicted): the timeline of f16 at M = 128, N = K = 4096
+#          (its `loop` point: a block's first k-tile) on the head and on .device/base98 (the tree
+#          before), head first and again;
 #   allgpu: every GPU test, `deno test -A tests/gpu/` (step h200 without its llm rows);
 #   nohint: the same rows of f16 and s8 at N = K = 4096 with `cache_b evict_normal`, the
 #          default before SKINNY_STREAMED_B, for the same-run comparison.
@@ -183,7 +188,7 @@
 # Usage: [CARD=H200] bash bench/research/next_call.sh OUT   (STEPS: any of the steps above)
 set -u
 . bench/research/_gemm_run_rows.sh
-call_start next_call "${1:?usage: next_call.sh OUT}" "table95 ksweep timeline m128v"
+call_start next_call "${1:?usage: next_call.sh OUT}" "table95 ksweep m128v deep98"
 if has tests; then
   gpu_tests tests/gpu/wgmma_test.ts tests/gpu/skinny_test.ts --filter "/224|sm90/"
 fi
@@ -426,6 +431,12 @@ if has wait98; then
 fi
 if has tmap98; then
   tree_bracket tmap98 .device/base98b
+fi
+if has loop98; then
+  [ -e .device/base98/node_modules ] || ln -s "$PWD/node_modules" .device/base98/node_modules
+  trace_run "$W/loop98-head" "loop98 head" --type f16 --size 128x4096x4096
+  (cd .device/base98 && trace_run "$W/loop98-base" "loop98 base" --type f16 --size 128x4096x4096)
+  trace_run "$W/loop98-head-again" "loop98 head again" --type f16 --size 128x4096x4096
 fi
 if has gpu98; then
   gpu_tests tests/gpu/pdl_test.ts tests/gpu/wgmma_test.ts
