@@ -656,6 +656,7 @@ export function opRegs(o: Op): { reads: Reg[]; writes: Reg[] } {
     case "wgwait":
     case "proxyfence":
     case "mbarfence":
+    case "tmapprefetch":
     case "setmaxnreg":
     case "griddep":
     case "comment":
@@ -670,8 +671,6 @@ export function opRegs(o: Op): { reads: Reg[]; writes: Reg[] } {
     case "mbarwait":
       reads.push(o.addr);
       pushReg(reads, o.parity);
-      return { reads, writes: [] };
-    case "tmapprefetch":
       return { reads, writes: [] };
     case "tma":
       reads.push(o.dst, o.bar);

@@ -401,7 +401,7 @@ export const CLUSTER_RING = Object.freeze({ rows: 8, stages: 2, threads: 96, col
  * @returns The kernel (parameters A, B, D, K and the maps A_map, B_map).
  */
 export function clusterRingKernel(mutant: ClusterMutant = "none"): Kernel {
-  const { rows, stages, threads, cols } = CLUSTER_RING;
+  const { rows, stages, cols } = CLUSTER_RING;
   const rowBytes = cols * 4;
   const box = rows * rowBytes;
   const stage = 2 * box;
@@ -490,6 +490,12 @@ export function clusterRingKernel(mutant: ClusterMutant = "none"): Kernel {
     e.emit(ir.namedBar(1, 64));
   });
   e.emit(ir.clusterBar());
+  return clusterRingOf(mutant, e, barBase + 16 * stages);
+}
+
+/** The cluster ring kernel's record around its emitted body: its parameters and maps. */
+function clusterRingOf(mutant: ClusterMutant, e: Emitter, smemBytes: number): Kernel {
+  const { rows, threads, cols } = CLUSTER_RING;
   const spec = (tensor: string, boxRows: number): KernelParam["tmap"] => ({
     tensor,
     dataType: "float32",
@@ -513,7 +519,7 @@ export function clusterRingKernel(mutant: ClusterMutant = "none"): Kernel {
       { name: "B_map", kind: "tensormap", ptx: "tmap", tmap: spec("B", rows)! },
     ],
     threads,
-    dynamicSmemBytes: barBase + 16 * stages,
+    dynamicSmemBytes: smemBytes,
     cluster: 2,
     grid: { tileM: 1, tileN: 1, swizzle: 1, splitK: 1, m: 1, n: 1, batch: null },
     regs: e.regs,
