@@ -11,7 +11,7 @@
 # (H100s); early98, allgpu, wait98, tmap98 and gpu98 as calls 1-5 of NOTES 98 (H100s). The default
 # STEPS are what NOTES 98 leaves for the next call, on an H200 (table95 at the head, ksweep for that
 # card's fixed cost a launch, m128v, deep98; run with CARD=H200 and OTHER_STEPS for what another
-# card should do instead, loop98 on an H100). Steps:
+# card should do instead, loop98 and power98 on an H100). Steps:
 #   tests: tests/gpu/wgmma_test.ts --filter 224 (the 128x224 case with a column bias, staged rows
 #          of 28 vectors) and tests/gpu/skinny_test.ts --filter sm90;
 #   fill:  WGMMA_WAVE_FILL's unmeasured grids: f16 at 768x4096x4096 (96 blocks of 128x256) and
@@ -179,6 +179,10 @@
 #          before the wait, twice what was predicted): the timeline of f16 at M = 128, N = K = 4096
 #          (its `loop` point: a block's first k-tile) on the head and on .device/base98 (the tree
 #          before), head first and again;
+#   power98: NOTES 98's item 5 (with PDL, M = 128 and 256 run their sustained series 15-20% below
+#          the clock they hold without it): f16 at M = 64, 128, 256 (N = K = 4096, --pdl) with
+#          nvidia-smi logging the power draw and SM clock every 50 ms beside the run
+#          (power98-smi.csv; the llm log's row order is ours, ours+PDL, cuBLAS in each state);
 #   allgpu: every GPU test, `deno test -A tests/gpu/` (step h200 without its llm rows);
 #   nohint: the same rows of f16 and s8 at N = K = 4096 with `cache_b evict_normal`, the
 #          default before SKINNY_STREAMED_B, for the same-run comparison.
@@ -437,6 +441,14 @@ if has loop98; then
   trace_run "$W/loop98-head" "loop98 head" --type f16 --size 128x4096x4096
   (cd .device/base98 && trace_run "$W/loop98-base" "loop98 base" --type f16 --size 128x4096x4096)
   trace_run "$W/loop98-head-again" "loop98 head again" --type f16 --size 128x4096x4096
+fi
+if has power98; then
+  nvidia-smi --query-gpu=timestamp,power.draw,clocks.sm,temperature.gpu --format=csv -lms 50 \
+    >"$W/power98-smi.csv" 2>&1 &
+  smi=$!
+  llm_run "$W" power98 --types f16 --m 64,128,256 --nk 4096x4096 --pdl
+  kill "$smi" 2>/dev/null
+  pack
 fi
 if has gpu98; then
   gpu_tests tests/gpu/pdl_test.ts tests/gpu/wgmma_test.ts
