@@ -293,6 +293,9 @@ function checkWgmmaLayout(...tiles: Omit<OperandSmem, "offset">[]): void {
   }
 }
 
+/** Two 8-byte mbarriers a stage after the stages (a TMA pipeline). */
+const TMA_BARRIER_BYTES = 16;
+
 /** E0206: a schedule's stage count below what the pipeline needs. */
 function checkLeastStages(k: GemmKernel, least: number): void {
   const given = k.schedule.stages;
@@ -400,9 +403,6 @@ function tmaPlan(
       : {}),
   };
 }
-
-/** Two 8-byte mbarriers a stage after the stages (a TMA pipeline). */
-const TMA_BARRIER_BYTES = 16;
 
 /** The pass. */
 export const pipelinePass: GemmPass = {

@@ -90,13 +90,17 @@ tune_row() {
   for v in "$@"; do one "$v" "$dir/var_f16_$v.gemm" "$s" "${SMALL[@]}"; done
 }
 
+# base_tree DIR: another tree of this project (an older commit's, carried to the device) made
+# runnable from here: this checkout's node_modules beside it.
+base_tree() { [ -e "$1/node_modules" ] || ln -s "$PWD/node_modules" "$1/node_modules"; }
+
 # llm_tree TREE DIR TYPES MS: the llm table on sm90 with --pdl from TREE (".", or another commit's
 # files carried in .devcarry, their node_modules linked to this one's) into DIR, its log in
 # DIR.log; prints the exit, the seconds and the rows.
 llm_tree() {
   local tree=$1 dir=$2 types=$3 ms=$4 t0=$SECONDS
   mkdir -p "$dir"
-  [ -e "$tree/node_modules" ] || ln -s "$PWD/node_modules" "$tree/node_modules"
+  base_tree "$tree"
   (cd "$tree" && deno run --cached-only -A bench/main.ts --no-sim --no-compile --gpu --shapes llm \
     --target sm90 --types "$types" --m "$ms" --pdl --out "$dir") >"$dir.log" 2>&1
   echo "llm $tree: exit $? ($((SECONDS - t0)) s)"

@@ -418,7 +418,7 @@ fi
 # K = 4096), this tree bracketing the tree BASE (carried), into W/PREFIX-{head,base,head-again}-TYPE.
 tree_bracket() {
   local prefix=$1 base=$2 side tm
-  [ -e "$base/node_modules" ] || ln -s "$PWD/node_modules" "$base/node_modules"
+  base_tree "$base"
   for side in head base head-again; do
     for tm in f16:64,128,256 s8:128; do
       if [ "$side" = base ]; then
@@ -437,7 +437,7 @@ if has tmap98; then
   tree_bracket tmap98 .device/base98b
 fi
 if has loop98; then
-  [ -e .device/base98/node_modules ] || ln -s "$PWD/node_modules" .device/base98/node_modules
+  base_tree .device/base98
   trace_run "$W/loop98-head" "loop98 head" --type f16 --size 128x4096x4096
   (cd .device/base98 && trace_run "$W/loop98-base" "loop98 base" --type f16 --size 128x4096x4096)
   trace_run "$W/loop98-head-again" "loop98 head again" --type f16 --size 128x4096x4096

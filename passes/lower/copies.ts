@@ -516,17 +516,17 @@ export interface RotatedFetch {
   /** `K - t * tileK` of the rotated k-tile t fetched next (s32; before the prologue, the
    * block's first). */
   readonly kRot: Reg;
-  /** The copies before the grid's wait of the operands `roles`: their first `tiles` rotated
-   * k-tiles into stages 0, 1, ..., each bounded by its own rotated k (0 past the block's
-   * k-tiles, by the unrotated counter `kRem`), their pointers moved back where the sequence
-   * wraps (as the prologue's and the loop's copies move theirs). `copy(role, stage, bound)`
-   * issues one operand's copies of one k-tile, advancing its pointers by a k-tile. */
-  readonly early: (
-    roles: readonly ("A" | "B")[],
-    tiles: number,
-    kRem: Reg,
-    copy: (role: "A" | "B", stage: number, bound: Reg) => void,
-  ) => void;
+  /** The sequence the copies before the grid's wait of the operands `roles` follow: the block's
+   * first rotated k-tiles in turn, from its first, apart from {@link kRot} (which moves with the
+   * prologue's copies of the other operands). */
+  readonly early: (roles: readonly ("A" | "B")[]) => {
+    /** The k bound of the current k-tile's copies: its own rotated k, 0 where the unrotated
+     * counter `kRem` says the block has no k-tile left. */
+    readonly bound: (kRem: Reg) => Reg;
+    /** On to the next k-tile, `roles`' pointers moved back where the sequence wraps (as the
+     * prologue's and the loop's copies move theirs). */
+    readonly next: () => void;
+  };
 }
 
 /** An operand's copy plan and its shared-memory tile. */
@@ -563,15 +563,12 @@ export function copiesBeforeWait(
   if (early.length > 0) {
     const tk = cx.k.plan.tile!.threadblock.k;
     cx.b.emit(ir.comment(`${tiles} k-tiles of ${early.join(" and ")} before the wait`));
-    const copy = (r: "A" | "B", s: number, bound: Reg) =>
-      issueCopies(cx, ops[r].c, ops[r].p, cx.mov("u32", imm(s)), bound);
-    if (rot !== null) {
-      rot.early(early, tiles, kRem, copy);
-    } else {
-      for (let s = 0; s < tiles; s++) {
-        const rem = s === 0 ? kRem : cx.bin("sub", "s32", kRem, imm(s * tk));
-        for (const r of early) copy(r, s, rem);
-      }
+    const seq = rot?.early(early) ?? null;
+    for (let s = 0; s < tiles; s++) {
+      const rem = s === 0 ? kRem : cx.bin("sub", "s32", kRem, imm(s * tk));
+      const bound = seq === null ? rem : seq.bound(rem);
+      for (const r of early) issueCopies(cx, ops[r].c, ops[r].p, cx.mov("u32", imm(s)), bound);
+      seq?.next();
     }
   }
   cx.gridWait();

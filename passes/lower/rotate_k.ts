@@ -122,16 +122,10 @@ export function kRotation(
     kRot,
     bound: (kRem) => boundOf(kRot, kRem),
     advance: (roles = ROLES) => step(kRot, roles),
-    early: (roles, tiles, kRem, copy) => {
-      // The early k-tiles' own rotated k, from the block's first; kRot itself moves with the
-      // prologue's copies of the other operands.
+    early: (roles) => {
+      // The early k-tiles' own rotated k, from the block's first.
       const kr = cx.mov("s32", kRot, "krotearly");
-      for (let t = 0; t < tiles; t++) {
-        const rem = t === 0 ? kRem : cx.bin("sub", "s32", kRem, imm(t * tk));
-        const bound = boundOf(kr, rem);
-        for (const r of roles) copy(r, t, bound);
-        step(kr, roles);
-      }
+      return { bound: (kRem) => boundOf(kr, kRem), next: () => step(kr, roles) };
     },
   };
 }
