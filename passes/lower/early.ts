@@ -19,7 +19,9 @@ import { targetHas } from "../../ir/target.ts";
  * (128x32, the M = 65-128 tiles) it lost 0.3-0.4 µs in all four measurements. The bound between a
  * fifth and a third is not measured: a shortcut. The cp.async kernels' early copies tied (M <= 16)
  * and are kept, except those of an operand that streams with `evict_first` ({@link
- * EARLY_STREAMED_WHY}).
+ * EARLY_STREAMED_WHY}). With B `evict_normal` so that it is copied early, the rotated 16x32x256
+ * kernel read 1.4-1.5 µs slower with PDL than the default, which streams B and copies nothing early
+ * (NOTES 98; the hint and the copies together, not apart).
  */
 export const EARLY_MIN_STAGE_SHARE = 0.25;
 
