@@ -66,9 +66,9 @@ export interface Schedule {
    * and `2x1`): along N they take horizontally adjacent tiles and load A's box once for both. */
   readonly clusterAxis?: ClusterAxis;
   /** The L2 eviction priority of operand A's global -> shared copies (`cache_a` key;
-   * ir/cache_policy.ts `CACHE_POLICIES`): every `cp.async`, TMA box and 16-byte `ld.global` of A carries it;
-   * the synchronous 1- and 2-byte copies of an A aligned to less than 4 bytes, and a sparse A's
-   * metadata words, carry none (passes/lower/cache_hints.ts). Absent: no hint at all. */
+   * ir/cache_policy.ts `CACHE_POLICIES`): every `cp.async`, TMA box and `ld.global` of A carries
+   * it, the 1- and 2-byte loads of an A aligned to less than 4 bytes and a sparse A's metadata
+   * words included (passes/lower/cache_hints.ts). Absent: no hint at all. */
   readonly cacheA?: CachePolicy;
   /** The L2 eviction priority of operand B's global -> shared copies (`cache_b` key), as
    * {@link cacheA}'s of A. */

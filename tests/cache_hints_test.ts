@@ -1,13 +1,15 @@
 /**
  * L2 cache-eviction hints for the operands' copies (schedule keys `cache_a`, `cache_b`;
  * passes/lower/cache_hints.ts). On real lowered kernels of every kernel form that copies A and B
- * (mma.sync, split-K, grouped, sparse, SIMT through registers, cp.async before the PDL wait; on
+ * (mma.sync, split-K, grouped, sparse, SIMT through registers, synchronous 2-byte copies of
+ * operands aligned to one element, cp.async before the PDL wait; on
  * sm90 the TMA pipeline one block a tile and persistent, clusters along M and N, Stream-K,
  * ping-pong, boxes before the PDL wait, and the grouped cp.async wgmma loop):
  *
  * - one `createpolicy` a hinted operand, of its priority, at the kernel's top level (before any
  *   copy, outside every loop and branch);
- * - every copy of a hinted operand (`cp.async`, TMA box, 16-byte `ld.global`) carries that
+ * - every copy of a hinted operand (`cp.async`, TMA box, 16-, 2- or 1-byte `ld.global`, a sparse
+ *   A's metadata words) carries that
  *   operand's policy register, and no copy of the other operand, nor any other load, carries one
  *   (an operand's copies are told apart by the tensor their source address is computed from);
  * - the simulator agrees with the reference at odd sizes with no hazard, and bit for bit with the
@@ -27,11 +29,10 @@ import {
 import { simulateGemm } from "../harness/simulate_gemm.ts";
 import { simulateGrouped } from "../harness/simulate_grouped.ts";
 import type { CachePolicy } from "../ir/cache_policy.ts";
-import { operandView } from "../ir/gemm.ts";
+import { operandView, sparseMetaParam } from "../ir/gemm.ts";
 import { type Kernel, type Op, opRegs, type Reg, walkOps } from "../ir/kernel.ts";
 import { runPtxas } from "../backends/ptx/ptxas.ts";
 import { ptxTarget } from "../backends/ptx/print.ts";
-import { cacheHintDecisions } from "../passes/lower/cache_hints.ts";
 import { explainSchedules } from "../cli/explain.ts";
 import { SimError, type SimResult } from "../backends/sim/mod.ts";
 import { ptxasTest } from "./_ptxas.ts";
@@ -93,6 +94,13 @@ const SUBJECTS: readonly Subject[] = [
     options: {},
     sizes: { M: 33, N: 72, K: 208 },
     is: (ck) => ck.planned.plan.pipeline!.meta !== undefined,
+  },
+  {
+    name: "sm80, operands aligned to 1 element (synchronous 2-byte loads and stores)",
+    src: example("align1"),
+    options: {},
+    sizes: { M: 33, N: 71, K: 203 },
+    is: (ck) => !ck.planned.plan.pipeline!.a.async && !ck.planned.plan.pipeline!.b.async,
   },
   {
     name: "sm80 SIMT, A transposed through registers",
@@ -242,8 +250,11 @@ interface Copy {
 
 function copies(ck: CompiledKernel): Copy[] {
   const k = ck.kernel;
+  // A sparse A's metadata words are A's copies too.
+  const meta = sparseMetaParam(ck.planned)?.name;
   const roleOf = (tensors: ReadonlySet<string>): "A" | "B" | null => {
-    const a = tensors.has(operandView(ck.planned, "A").tensor);
+    const a = tensors.has(operandView(ck.planned, "A").tensor) ||
+      (meta !== undefined && tensors.has(meta));
     const b = tensors.has(operandView(ck.planned, "B").tensor);
     assert.ok(!(a && b), "a copy whose source is computed from both operands");
     return a ? "A" : b ? "B" : null;
@@ -288,10 +299,8 @@ function assertHinted(ck: CompiledKernel, hints: Hints): void {
     const want = hints[role];
     const p = want === undefined ? undefined : ps.find((x) => x.priority === want);
     if (want !== undefined) assert.ok(p !== undefined, `no createpolicy ${want} for ${role}`);
-    // A sparse A's metadata words (its _meta tensor, no operand) and 4-byte loads carry none.
-    const carriers = mine.filter((c) => c.op.op !== "ldg" || c.op.dst.length === 4);
-    assert.ok(carriers.length > 0);
-    for (const c of carriers) assert.equal(c.policy, p?.dst, `${role}'s copy`);
+    // Every copy of the operand, a sparse A's metadata words and 1- or 2-byte loads included.
+    for (const c of mine) assert.equal(c.policy, p?.dst, `${role}'s copy ${JSON.stringify(c.op)}`);
   }
   for (const c of cs.filter((x) => x.role === null)) assert.equal(c.policy, undefined);
   // Distinct policies for distinct operands.
@@ -371,28 +380,32 @@ Deno.test("cache hints: the PTX: .L2::cache_hint before the prefetch size, the p
   assert.match(simt, /ld\.global\.L2::cache_hint\.v4\.b32 \{[^}]*\}, \[%rd\d+\], %rd\d+;/);
 });
 
-Deno.test("cache hints: an operand aligned to less than 4 bytes carries none, and explain says so", () => {
-  const src = example("align1");
-  const ck = compile(hinted(src, BOTH), { file: "align1.gemm" }).kernels[0]!;
-  assert.equal(ck.planned.plan.pipeline!.a.async, false);
-  assert.equal(policies(ck.kernel).length, 0);
-  assert.doesNotMatch(ck.ptx, /createpolicy|cache_hint/);
-  const why = cacheHintDecisions(ck.planned);
-  assert.deepEqual(why.map((d) => [d.key, d.carried]), [["cache_a", false], ["cache_b", false]]);
+Deno.test("cache hints: an operand aligned to less than 4 bytes, a sparse A's metadata: their loads carry it, and explain says so", () => {
+  const ck = compiled(SUBJECTS.find((x) => x.name.includes("aligned to 1"))!, BOTH);
+  // Each 2-byte load of A and of B with its own operand's policy, the policy operand last.
+  const pol = (p: string) =>
+    new RegExp(`createpolicy\\.fractional\\.L2::${p}\\.b64 (%rd\\d+), 1\\.0;`).exec(ck.ptx)![1]!;
+  for (const p of [pol("evict_last"), pol("evict_first")]) {
+    assert.match(
+      ck.ptx,
+      new RegExp(`ld\\.global\\.L2::cache_hint\\.b16 %h\\d+, \\[%rd\\d+\\], \\${p};`),
+    );
+  }
+  assert.doesNotMatch(ck.ptx, /ld\.global\.b16/, "a 2-byte load without the hint");
   assert.match(
     explainSchedules([ck]),
-    /cache_a evict_last \(A, operand A\): none: its \d-byte copies are synchronous/,
+    /cache_a evict_last \(A, operand A\): its 2-byte ld\.global loads \(aligned to less than 4 bytes\) carry it/,
   );
-  // The sparse A's metadata words: said where the kernel is explained.
   const sparse = compiled(SUBJECTS.find((x) => x.name.includes("sparse"))!, BOTH);
   assert.match(
     explainSchedules([sparse]),
-    /cache_a evict_last \(W, operand A\): its 16-byte cp\.async copies carry it \(the metadata words of W_meta do not\)/,
+    /cache_a evict_last \(W, operand A\): its 16-byte cp\.async copies carry it \(so do the metadata words of W_meta\)/,
   );
   assert.match(
     explainSchedules([sparse]),
     /cache_b evict_first \(X, operand B\): its 16-byte cp\.async copies carry it$/m,
   );
+  assert.match(sparse.ptx, /ld\.global\.L2::cache_hint\.b32 %b\d+, \[%rd\d+(\+\d+)?\], %rd\d+;/);
 });
 
 Deno.test("cache hints: a copy whose policy no createpolicy wrote is a simulator error", () => {

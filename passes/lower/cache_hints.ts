@@ -28,28 +28,25 @@ export interface CacheHintDecision {
   readonly tensor: string;
   /** The priority the schedule asks for. */
   readonly priority: CachePolicy;
-  /** Whether its global -> shared copies carry the policy. */
-  readonly carried: boolean;
-  /** Which copies carry it, or why none does, in words. */
+  /** Which copies carry it, in words. */
   readonly why: string;
 }
 
-/** How an operand's copies travel, as far as a cache hint is concerned. */
-function copyKind(k: GemmKernel, p: OperandSmem): string | null {
+/** Which of an operand's global -> shared copies carry the hint: every kind does. */
+function copyKind(k: GemmKernel, p: OperandSmem): string {
   if (k.plan.pipeline!.tma !== undefined) return "its TMA boxes carry it";
   if (p.async) return `its ${p.copyBytes}-byte cp.async copies carry it`;
   if (p.viaRegisters === true) {
     return "its 16-byte ld.global loads (transposed through registers) carry it";
   }
-  return null;
+  return `its ${p.copyBytes}-byte ld.global loads (aligned to less than 4 bytes) carry it`;
 }
 
 /**
  * The decisions for the operands of `k` whose schedule names a priority (none without `cache_a`
- * or `cache_b`): TMA boxes, `cp.async` copies and the 16-byte loads of a tile transposed through
- * registers carry the policy; the synchronous copies of an operand aligned to less than 4 bytes
- * (a 1- or 2-byte `ld.global` and `st.shared` each) do not, a shortcut; nor do a sparse A's
- * metadata words (4-byte loads of its `_meta` tensor).
+ * or `cache_b`): TMA boxes, `cp.async` copies, the 16-byte loads of a tile transposed through
+ * registers, the 1- and 2-byte loads of an operand aligned to less than 4 bytes and a sparse A's
+ * metadata words (4-byte loads of its `_meta` tensor) all carry the policy.
  *
  * @param k The planned kernel (after gemm-pipeline).
  * @returns One decision a hinted operand, A's first.
@@ -78,7 +75,6 @@ export function cacheHintDecisions(k: GemmKernel): CacheHintDecision[] {
     const priority = k.schedule[field];
     if (priority === undefined) continue;
     const p = role === "A" ? pipe.a : pipe.b;
-    const how = copyKind(k, p);
     const meta = role === "A" ? sparseMetaParam(k) : null;
     const tensor = operandView(k, role).tensor;
     out.push({
@@ -86,11 +82,7 @@ export function cacheHintDecisions(k: GemmKernel): CacheHintDecision[] {
       key,
       tensor,
       priority,
-      carried: how !== null,
-      why: how === null
-        ? `none: its ${p.copyBytes}-byte copies are synchronous loads and stores (aligned to ` +
-          "less than 4 bytes), which carry no hint (a shortcut)"
-        : how + (meta === null ? "" : ` (the metadata words of ${meta.name} do not)`),
+      why: copyKind(k, p) + (meta === null ? "" : ` (so do the metadata words of ${meta.name})`),
     });
   }
   return out;
@@ -102,8 +94,8 @@ export function cacheHintDecisions(k: GemmKernel): CacheHintDecision[] {
  *
  * @param k The planned kernel.
  * @param role The operand.
- * @returns False where the schedule asks for none or its copies cannot carry it.
+ * @returns False where the schedule asks for none (every kind of copy carries one it asks for).
  */
 export function carriesCacheHint(k: GemmKernel, role: "A" | "B"): boolean {
-  return cacheHintDecisions(k).some((d) => d.role === role && d.carried);
+  return cacheHintDecisions(k).some((d) => d.role === role);
 }

@@ -414,9 +414,8 @@ function stridedBounds(cx: LowerContext, c: StridedCopies, kRem: Reg): (j: numbe
  * store. `ok` false (past M, N or K) writes zeros; `only` false (a thread
  * past the tile in a partial round of copies, whose destination lies
  * outside the tile) copies nothing. A cp.async carries the operand's cache
- * `policy` where it has one; the load and store of a narrow copy (1 or 2
- * bytes, an operand aligned to less than 4) carry none (a shortcut: the
- * `cache_a` / `cache_b` keys say so).
+ * `policy` where it has one, and so does the load of a narrow copy (1 or 2
+ * bytes, an operand aligned to less than 4: `ld.global.L2::cache_hint`).
  */
 function copyOne(
   cx: LowerContext,
@@ -451,7 +450,7 @@ function copyOne(
   } else {
     const width: MemWidth = p.copyBytes === 2 ? "b16" : "b8";
     const v = cx.mov(width === "b16" ? "b16" : "u32", imm(0));
-    b.emit(ir.ldg(width, [v], src, 0, ir.when(ok)));
+    b.emit(ir.ldg(width, [v], src, 0, ir.when(ok), undefined, policy));
     b.emit(ir.sts(width, [v], dst, dstOffset, guard));
   }
 }

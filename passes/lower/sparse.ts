@@ -242,6 +242,8 @@ export function loadMetaWords(cx: LowerContext, c: MetaCopies, stage: Reg, kRem:
     cx.setp("lt", "s32", cx.bin("add", "s32", c.word, imm(1)), wordsLeft),
   ];
   const dst = cx.bin("add", "u32", c.dst, cx.bin("mul", "u32", stage, imm(meta.stageBytes)));
+  // The words belong to A: they carry A's cache policy (`cache_a`) where it has one.
+  const policy = cx.cachePolicy("A");
   const words = c.valid.map((valid, j) =>
     [0, 8].flatMap((r) => {
       const rows = j * c.dRows + r;
@@ -249,7 +251,7 @@ export function loadMetaWords(cx: LowerContext, c: MetaCopies, stage: Reg, kRem:
       const [p, o] = rowsAhead(cx, c.ptr, c.ld, rows);
       return kOk.map((k, x) => {
         const w = cx.mov("b32", c.fill);
-        b.emit(ir.ldg("b32", [w], p, o + 4 * x, ir.when(cx.and(rowOk, k)!)));
+        b.emit(ir.ldg("b32", [w], p, o + 4 * x, ir.when(cx.and(rowOk, k)!), undefined, policy));
         return w;
       });
     })
