@@ -353,5 +353,8 @@ Deno.test("--pdl-early: a name the kernel still reads after its wait is a note, 
     "W",
   );
   assert.equal(moe.code, 0, moe.err);
-  assert.match(moe.err, /note: --pdl-early W: .*a grouped kernel reads every input after the wait/);
+  assert.match(
+    moe.err,
+    /note: --pdl-early W: .*a grouped kernel reads its problem table, and so every input, after the wait/,
+  );
 });

@@ -532,6 +532,9 @@ export interface RotatedFetch {
 export interface OperandCopies {
   readonly c: CopyPlan;
   readonly p: OperandSmem;
+  /** The bound of its copies from K left (absent: K left itself; a sparse A's kept values:
+   * half of it, passes/lower/sparse.ts `keptRemaining`). */
+  readonly remaining?: (kRem: Reg) => Reg;
 }
 
 /**
@@ -566,7 +569,10 @@ export function copiesBeforeWait(
     for (let s = 0; s < tiles; s++) {
       const rem = s === 0 ? kRem : cx.bin("sub", "s32", kRem, imm(s * tk));
       const bound = seq === null ? rem : seq.bound(rem);
-      for (const r of early) issueCopies(cx, ops[r].c, ops[r].p, cx.mov("u32", imm(s)), bound);
+      for (const r of early) {
+        const { c, p, remaining } = ops[r];
+        issueCopies(cx, c, p, cx.mov("u32", imm(s)), remaining?.(bound) ?? bound);
+      }
       seq?.next();
     }
   }

@@ -7,7 +7,7 @@
  * @module
  */
 
-import { CACHE_KEYS, type GemmKernel, operandView, sparseMetaParam } from "../../ir/gemm.ts";
+import { CACHE_KEYS, type GemmKernel, operandView } from "../../ir/gemm.ts";
 import { targetHas } from "../../ir/target.ts";
 
 /**
@@ -53,11 +53,14 @@ export interface EarlyDecision {
 /**
  * The decisions for the operands of `k` that its option `pdlEarly` names (none without the
  * option): an operand is read early unless the kernel does not wait at all (no `pdl`, or a
- * target without `griddepcontrol`), it is sparse or grouped (a shortcut: their metadata and
- * problem tables keep every load after the wait), in a TMA kernel its box is under
+ * target without `griddepcontrol`), it is grouped (its problem table, which the grid before may
+ * write, keeps every load after the wait), in a TMA kernel its box is under
  * {@link EARLY_MIN_STAGE_SHARE} of a stage's bytes, or in a cp.async kernel its copies carry
  * `evict_first` ({@link EARLY_STREAMED_WHY}). A rotated cp.async loop (`rotate_k`) copies its
- * first rotated k-tiles early (passes/lower/rotate_k.ts `KRotation.early`).
+ * first rotated k-tiles early (passes/lower/rotate_k.ts `KRotation.early`). A sparse A read early
+ * copies its kept values before the wait and its metadata words after it, in the prologue (a
+ * shortcut: the words are a sixteenth of A's bytes, and the prologue's copies of a stage issue
+ * them with A's).
  *
  * @param k The planned kernel (its pipeline chosen).
  * @returns One decision per named operand, A before B.
@@ -125,10 +128,10 @@ function kernelRefusal(k: GemmKernel): string | undefined {
       : `${k.target} has no griddepcontrol: the kernel does not wait`;
   }
   if (k.grouped === true) {
-    return "a grouped kernel reads every input after the wait (a shortcut)";
-  }
-  if (sparseMetaParam(k) !== null) {
-    return "a sparse kernel reads every input after the wait (a shortcut)";
+    // Its copies' addresses and sizes come from the problem table, which a grid before it may
+    // write (an MoE's routing counts the rows of each expert): the table, and so every input,
+    // is read after the wait.
+    return "a grouped kernel reads its problem table, and so every input, after the wait";
   }
   return undefined;
 }

@@ -19,6 +19,7 @@ import {
   type CopyPlan,
   copySetup,
   issueCopies,
+  type OperandCopies,
   skipTiles,
 } from "./copies.ts";
 import { epiPrefetch, prefetchAhead } from "./epilogue_loads.ts";
@@ -114,6 +115,11 @@ export function mainLoop(cx: LowerContext, o: TileOrigin): Reg[][][] {
   );
   const bCopy = copies("B", { view: k.problem.b, p: pipe.b, x0: n0, outerSize: N });
   const metaCopy = sparse ? metaCopySetup(cx, m0, M, K, bz, smem) : null;
+  // A sparse A's copies are bounded by its kept values left: half of K left.
+  const ops: Readonly<Record<"A" | "B", OperandCopies>> = {
+    A: { c: aCopy, p: pipe.a, ...(sparse ? { remaining: (r: Reg) => keptRemaining(cx, r) } : {}) },
+    B: { c: bCopy, p: pipe.b },
+  };
 
   // Fragment address set-up.
   const aFrag = fragSetup(cx, "A", pipe.a, mp.aLoad, smem);
@@ -127,21 +133,11 @@ export function mainLoop(cx: LowerContext, o: TileOrigin): Reg[][][] {
   const writeOff = cx.mov("u32", imm(0), "wstage");
   const readOff = cx.mov("u32", imm(0), "rstage");
 
-  const { issue, storeMeta } = copyIssuer(
-    cx,
-    { A: aCopy, B: bCopy, meta: metaCopy },
-    { kRem, rot },
-    writeOff,
-  );
+  const { issue, storeMeta } = copyIssuer(cx, { ...ops, meta: metaCopy }, { kRem, rot }, writeOff);
 
   // Before the previous grid's memory is ours: the L2 fetches B's first k-tiles meanwhile (or
   // the operands read early are copied).
-  const late = copiesBeforeWait(
-    cx,
-    { A: { c: aCopy, p: pipe.a }, B: { c: bCopy, p: pipe.b } },
-    { kRem, rot },
-    S - 1,
-  );
+  const late = copiesBeforeWait(cx, ops, { kRem, rot }, S - 1);
   b.emit(ir.comment(`prologue: fill ${S - 1} stages`));
   for (let s = 0; s < S - 1; s++) issue(false, late);
   b.emit(ir.wait(pipe.waitDepth));
@@ -184,14 +180,12 @@ export function mainLoop(cx: LowerContext, o: TileOrigin): Reg[][][] {
  * rotation of the k-loop where the schedule has one (rotate_k.ts). */
 function copyIssuer(
   cx: LowerContext,
-  c: { readonly A: CopyPlan; readonly B: CopyPlan; readonly meta: MetaCopies | null },
+  c: Readonly<Record<"A" | "B", OperandCopies>> & { readonly meta: MetaCopies | null },
   fetch: { readonly kRem: Reg; readonly rot: KRotation | null },
   writeOff: Reg,
 ): Pick<LoopState, "storeMeta"> & {
   issue: (deferMeta?: boolean, roles?: readonly ("A" | "B")[]) => void;
 } {
-  const pipe = cx.k.plan.pipeline!;
-  const sparse = sparseShape(cx) !== null;
   // A sparse A's metadata words of the k-tile in flight, loaded by issue(true) and
   // stored by storeMeta() before the iteration's barrier (passes/lower/sparse.ts).
   let metaWords: MetaWords | null = null;
@@ -202,10 +196,10 @@ function copyIssuer(
   const { kRem, rot } = fetch;
   const issue = (deferMeta = false, roles: readonly ("A" | "B")[] = ["A", "B"]) => {
     const bound = rot === null ? kRem : rot.bound(kRem);
-    if (roles.includes("A")) {
-      issueCopies(cx, c.A, pipe.a, writeOff, sparse ? keptRemaining(cx, kRem) : bound);
+    for (const r of roles) {
+      const { c: plan, p, remaining } = c[r];
+      issueCopies(cx, plan, p, writeOff, remaining?.(bound) ?? bound);
     }
-    if (roles.includes("B")) issueCopies(cx, c.B, pipe.b, writeOff, bound);
     if (c.meta !== null) {
       metaWords = loadMetaWords(cx, c.meta, writeOff, kRem);
       if (!deferMeta) storeMeta();
@@ -213,7 +207,7 @@ function copyIssuer(
     cx.b.emit(ir.commit());
     cx.b.emit(ir.bin("sub", "s32", kRem, kRem, imm(cx.k.plan.tile!.threadblock.k)));
     rot?.advance(roles);
-    advanceStage(cx, writeOff, pipe.stages);
+    advanceStage(cx, writeOff, cx.k.plan.pipeline!.stages);
   };
   return { issue, storeMeta };
 }
