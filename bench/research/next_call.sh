@@ -11,7 +11,7 @@
 # (H100s); early98, allgpu, wait98, tmap98 and gpu98 as calls 1-5 of NOTES 98 (H100s). The default
 # STEPS are what NOTES 98 leaves for the next call, on an H200 (table95 at the head, ksweep for that
 # card's fixed cost a launch, m128v, deep98; run with CARD=H200 and OTHER_STEPS for what another
-# card should do instead, loop98 and power98 on an H100). Steps:
+# card should do instead, sparse99, loop98 and power98 on an H100). Steps:
 #   tests: tests/gpu/wgmma_test.ts --filter 224 (the 128x224 case with a column bias, staged rows
 #          of 28 vectors) and tests/gpu/skinny_test.ts --filter sm90;
 #   fill:  WGMMA_WAVE_FILL's unmeasured grids: f16 at 768x4096x4096 (96 blocks of 128x256) and
@@ -183,6 +183,11 @@
 #          the clock they hold without it): f16 at M = 64, 128, 256 (N = K = 4096, --pdl) with
 #          nvidia-smi logging the power draw and SM clock every 50 ms beside the run
 #          (power98-smi.csv; the llm log's row order is ours, ours+PDL, cuBLAS in each state);
+#   sparse99: after NOTES 99's two completions (no timing): the sparse GPU tests, among them the
+#          sm90 kernels with pdl and A, B or both read before the wait (one launch each, against the
+#          reference and the simulator); examples/align1.gemm with cache_a / cache_b (its 2-byte
+#          loads now carry the policy) at an odd size on sm80 and sm90, checked against the
+#          simulator;
 #   allgpu: every GPU test, `deno test -A tests/gpu/` (step h200 without its llm rows);
 #   nohint: the same rows of f16 and s8 at N = K = 4096 with `cache_b evict_normal`, the
 #          default before SKINNY_STREAMED_B, for the same-run comparison.
@@ -448,6 +453,15 @@ if has power98; then
   smi=$!
   llm_run "$W" power98 --types f16 --m 64,128,256 --nk 4096x4096 --pdl
   kill "$smi" 2>/dev/null
+  pack
+fi
+if has sparse99; then
+  gpu_tests tests/gpu/sparse_test.ts
+  f="$W/align1_hinted.gemm"
+  sed 's/^kernel hgemm_any {$/kernel hgemm_any {\n  schedule {\n    cache_a evict_last\n    cache_b evict_first\n  }/' \
+    examples/align1.gemm >"$f"
+  one align1-hinted "$f" M=333,N=271,K=203 --check sim
+  one align1-hinted-sm90 "$f" M=333,N=271,K=203 --check sim --target sm90
   pack
 fi
 if has gpu98; then

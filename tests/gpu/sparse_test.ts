@@ -10,9 +10,9 @@
  */
 
 import assert from "node:assert/strict";
-import { compile } from "../../compiler.ts";
+import { compile, type CompileOptions } from "../../compiler.ts";
 import { runGemm } from "../../harness/run_gemm.ts";
-import { cudaAvailable } from "../../backends/cuda/driver.ts";
+import { Cuda, cudaAvailable } from "../../backends/cuda/driver.ts";
 import { program, sparseSizes, TYPES } from "../_sparse.ts";
 
 const CUDA = cudaAvailable();
@@ -23,8 +23,13 @@ function gpuTest(name: string, fn: () => void | Promise<void>): void {
   Deno.test({ name: `${name}${SKIP}`, ignore: !CUDA.ok, fn });
 }
 
-function runAndCheck(src: string, sizes: Record<string, number>, integer: boolean): void {
-  const r = compile(src, { file: "sparse.gemm" });
+function runAndCheck(
+  src: string,
+  sizes: Record<string, number>,
+  integer: boolean,
+  options: CompileOptions = {},
+): void {
+  const r = compile(src, { file: "sparse.gemm", ...options });
   assert.ok(r.ok, r.diagnostics.map((d) => d.message).join("; "));
   const ck = r.kernels[0]!;
   const rep = runGemm(ck, sizes, { seed: 21, iters: 0, check: "sim", scalars: { alpha: 0.75 } });
@@ -68,3 +73,30 @@ gpuTest("sparse on the GPU: batched f16, runtime K", () => {
     "  D: f32[L, M, N]\n  D[l, m, n] = A[l, m, k] * B[l, k, n]\n}\n";
   runAndCheck(src, { L: 3, M: 130, N: 72, K: 208 }, false);
 });
+
+/** sm90's kernels (sm_90a) run only on sm_90 itself. */
+const HOPPER = CUDA.ok && (() => {
+  using cuda = Cuda.open();
+  return cuda.device.arch === "sm_90";
+})();
+
+// The compile option pdlEarly (passes/lower/early.ts): the named operand's kept values or X
+// copied before griddepcontrol.wait, the metadata words after it. One launch (no grid before
+// it, so the wait returns at once): the early copies' bounds and stages against the reference
+// and the simulator, odd sizes (M, N past the tile, K past the k-tile).
+for (const early of [["A"], ["B"], ["A", "B"]]) {
+  Deno.test({
+    name: `sparse on the GPU: sm90 f16 with pdl, ${early.join(" and ")} before the wait` +
+      (HOPPER ? "" : CUDA.ok ? " (skipped: not an sm_90 GPU)" : SKIP),
+    ignore: !HOPPER,
+    fn: () => {
+      const src = program("gpu_early", "f16", "f32", "208");
+      runAndCheck(src, { M: 70, N: 100 }, false, {
+        target: "sm90",
+        sms: 132,
+        pdl: true,
+        pdlEarly: early,
+      });
+    },
+  });
+}
