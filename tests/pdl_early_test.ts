@@ -256,7 +256,11 @@ Deno.test("pdlEarly: earlyDecisions says what the manifest lists, for every form
     const d = earlyDecisions(k.planned);
     assert.deepEqual(d.map((x) => x.tensor).sort(), [...named].sort(), name);
     const early = d.filter((x) => x.early).map((x) => x.tensor).sort();
-    assert.deepEqual(early, [...(k.manifest.pdl?.early ?? [])].sort(), name);
+    // The manifest lists a sparse A's metadata words with it (W_meta with W).
+    const listed = (k.manifest.pdl?.early ?? []).filter((t) =>
+      t !== "W_meta" || !early.includes("W")
+    );
+    assert.deepEqual(early, [...listed].sort(), name);
     for (const x of d) assert.match(x.why, why, name);
   }
   // sm80: no wait at all, so no manifest pdl, and the decision says why.
@@ -276,11 +280,16 @@ function one(src: string): CompiledKernel {
 const SPARSE = Deno.readTextFileSync(new URL("../examples/sparse.gemm", import.meta.url));
 
 for (const early of [["W"], ["X"], ["W", "X"]]) {
-  Deno.test(`pdlEarly: a sparse kernel reads ${early.join(" and ")} early, W_meta after the wait`, () => {
+  // W's metadata words (W_meta) travel with its kept values.
+  const listed = early.includes("W") ? [...early, "W_meta"] : early;
+  Deno.test(`pdlEarly: a sparse kernel reads ${listed.join(", ")} before the wait`, () => {
     const r = compile(SPARSE, { target: "sm90", pdl: true, pdlEarly: early });
     assert.ok(r.ok, r.diagnostics.map((d) => d.message).join("; "));
     const ck = r.kernels[0]!;
-    assert.deepEqual(ck.manifest.pdl, { early });
+    assert.deepEqual(ck.manifest.pdl, { early: listed });
+    // The words are loaded (ld.global) before the wait exactly where W is read early.
+    const beforeWait = ck.kernelText.slice(0, ck.kernelText.indexOf("griddep.wait"));
+    assert.equal(/= ldg\.b32/.test(beforeWait), early.includes("W"));
     const text = ck.kernelText;
     const roles = early.map((t) => (t === "W" ? "A" : "B")).join(" and ");
     const copies = text.indexOf(`k-tiles of ${roles} before the wait`);
@@ -290,16 +299,21 @@ for (const early of [["W"], ["X"], ["W", "X"]]) {
       const rep = simulateGemm(ck, sizes, { seed: 43 });
       assert.deepEqual(rep.sim.hazards, []);
       assert.ok(rep.ok);
-      // Without the wait's early list, the early copies are reported; the metadata words,
-      // read after the wait, never are.
-      const body = mapOps(
-        ck.kernel.body,
-        (o) => (isWait(o) ? { op: "griddep", action: "wait" } : o),
-      );
-      const bare = simulateGemm({ ...ck, kernel: { ...ck.kernel, body } }, sizes, { seed: 43 });
-      const h = bare.sim.hazards.filter((x) => x.kind === "global-before-griddep-wait");
-      assert.ok(h.length > 0, JSON.stringify(bare.sim.hazards.map((x) => x.kind)));
-      for (const x of h) assert.match(x.op, /\bcpasync\b/);
+      // Without the wait's early list the early copies are reported; without W_meta in it, the
+      // words' loads.
+      const without = (drop: (t: string) => boolean) => {
+        const wait: Op = { op: "griddep", action: "wait", early: listed.filter((t) => !drop(t)) };
+        const body = mapOps(ck.kernel.body, (o) => (isWait(o) ? wait : o));
+        const rep = simulateGemm({ ...ck, kernel: { ...ck.kernel, body } }, sizes, { seed: 43 });
+        return rep.sim.hazards.filter((x) => x.kind === "global-before-griddep-wait");
+      };
+      const bare = without(() => true);
+      assert.ok(bare.some((x) => /\bcpasync\b/.test(x.op)), JSON.stringify(bare.map((x) => x.op)));
+      if (early.includes("W")) {
+        const noMeta = without((t) => t === "W_meta");
+        assert.ok(noMeta.length > 0, "the words' loads before the wait are not reported");
+        for (const x of noMeta) assert.match(x.op, /\bldg\b/);
+      }
     }
   });
 

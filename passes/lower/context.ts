@@ -9,7 +9,7 @@
 import { imm, KernelBuilder } from "../../ir/builder.ts";
 import { type Dtype, DTYPE_INFO } from "../../ir/dtype.ts";
 import type { DimRef, GemmKernel, MatrixView, TensorParam } from "../../ir/gemm.ts";
-import { CACHE_KEYS, operandView } from "../../ir/gemm.ts";
+import { CACHE_KEYS, operandView, sparseMetaParam } from "../../ir/gemm.ts";
 import type { BinFn, Op, Operand, Reg, RegType } from "../../ir/kernel.ts";
 import type { MmaShape } from "../../ir/mma_table.ts";
 import { plannedShape } from "../mma.ts";
@@ -111,8 +111,7 @@ export class LowerContext {
     if (!this.gridDep.on || (this.gridDep.waited && !again)) return;
     this.gridDep.waited = true;
     this.b.emit(ir.comment("programmatic dependent launch: the previous grid's memory from here"));
-    const early = new Set(this.earlyOperands().map((r) => this.operandTensor(r)));
-    this.b.emit(ir.gridDep("wait", [...early]));
+    this.b.emit(ir.gridDep("wait", this.earlyTensors()));
   }
 
   /**
@@ -156,6 +155,20 @@ export class LowerContext {
    */
   earlyOperands(): readonly ("A" | "B")[] {
     return earlyDecisions(this.k).filter((d) => d.early).map((d) => d.role);
+  }
+
+  /**
+   * The tensor parameters the kernel reads before its `griddep.wait` ({@link earlyOperands}'
+   * tensors; a sparse A's metadata travels with its kept values): the wait's `early` list, which
+   * the simulator checks each read before the wait against and the manifest's `pdl.early` copies.
+   */
+  earlyTensors(): string[] {
+    const roles = this.earlyOperands();
+    const meta = roles.includes("A") ? sparseMetaParam(this.k) : null;
+    return [
+      ...new Set(roles.map((r) => this.operandTensor(r))),
+      ...(meta === null ? [] : [meta.name]),
+    ];
   }
 
   /** The tensor parameter of operand A or B. */

@@ -535,13 +535,17 @@ export interface OperandCopies {
   /** The bound of its copies from K left (absent: K left itself; a sparse A's kept values:
    * half of it, passes/lower/sparse.ts `keptRemaining`). */
   readonly remaining?: (kRem: Reg) => Reg;
+  /** Copies the operand's metadata words of the k-tile at `kRem` into stage `stage` (a sparse
+   * A's, passes/lower/sparse.ts; absent: none). */
+  readonly meta?: (stage: Reg, kRem: Reg) => void;
 }
 
 /**
  * What a cp.async main loop emits before its prologue under programmatic dependent launch
  * (nothing without it): the copies of the operands read early (`LowerContext.earlyOperands`,
  * compile option `pdlEarly`) into the prologue's `tiles` stages, each advancing its own
- * pointers as the prologue would; an L2 prefetch of B's first `tiles` k-tiles where B is not
+ * pointers as the prologue would (a sparse A's metadata words with its kept values: the
+ * unrotated `kRem`, as sparse kernels do not rotate); an L2 prefetch of B's first `tiles` k-tiles where B is not
  * among them; then the wait. The early copies join the prologue's first commit group (a group
  * takes every copy issued before its commit), so the loop's `cp.async.wait_group` covers them.
  *
@@ -570,8 +574,10 @@ export function copiesBeforeWait(
       const rem = s === 0 ? kRem : cx.bin("sub", "s32", kRem, imm(s * tk));
       const bound = seq === null ? rem : seq.bound(rem);
       for (const r of early) {
-        const { c, p, remaining } = ops[r];
-        issueCopies(cx, c, p, cx.mov("u32", imm(s)), remaining?.(bound) ?? bound);
+        const { c, p, remaining, meta } = ops[r];
+        const stage = cx.mov("u32", imm(s));
+        issueCopies(cx, c, p, stage, remaining?.(bound) ?? bound);
+        meta?.(stage, rem);
       }
       seq?.next();
     }

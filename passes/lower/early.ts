@@ -58,9 +58,7 @@ export interface EarlyDecision {
  * {@link EARLY_MIN_STAGE_SHARE} of a stage's bytes, or in a cp.async kernel its copies carry
  * `evict_first` ({@link EARLY_STREAMED_WHY}). A rotated cp.async loop (`rotate_k`) copies its
  * first rotated k-tiles early (passes/lower/rotate_k.ts `KRotation.early`). A sparse A read early
- * copies its kept values before the wait and its metadata words after it, in the prologue (a
- * shortcut: the words are a sixteenth of A's bytes, and the prologue's copies of a stage issue
- * them with A's).
+ * copies its metadata words with its kept values (the wait's and the manifest's list name both).
  *
  * @param k The planned kernel (its pipeline chosen).
  * @returns One decision per named operand, A before B.

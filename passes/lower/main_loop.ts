@@ -115,9 +115,15 @@ export function mainLoop(cx: LowerContext, o: TileOrigin): Reg[][][] {
   );
   const bCopy = copies("B", { view: k.problem.b, p: pipe.b, x0: n0, outerSize: N });
   const metaCopy = sparse ? metaCopySetup(cx, m0, M, K, bz, smem) : null;
-  // A sparse A's copies are bounded by its kept values left: half of K left.
+  // A sparse A's copies are bounded by its kept values left (half of K left), and its metadata
+  // words travel with them (before the PDL wait too, where A is read early).
+  const sparseA = metaCopy === null ? {} : {
+    remaining: (r: Reg) => keptRemaining(cx, r),
+    meta: (stage: Reg, r: Reg) =>
+      storeMetaWords(cx, metaCopy, loadMetaWords(cx, metaCopy, stage, r)),
+  };
   const ops: Readonly<Record<"A" | "B", OperandCopies>> = {
-    A: { c: aCopy, p: pipe.a, ...(sparse ? { remaining: (r: Reg) => keptRemaining(cx, r) } : {}) },
+    A: { c: aCopy, p: pipe.a, ...sparseA },
     B: { c: bCopy, p: pipe.b },
   };
 
@@ -200,7 +206,7 @@ function copyIssuer(
       const { c: plan, p, remaining } = c[r];
       issueCopies(cx, plan, p, writeOff, remaining?.(bound) ?? bound);
     }
-    if (c.meta !== null) {
+    if (c.meta !== null && roles.includes("A")) {
       metaWords = loadMetaWords(cx, c.meta, writeOff, kRem);
       if (!deferMeta) storeMeta();
     }

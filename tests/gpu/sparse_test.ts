@@ -80,8 +80,8 @@ const HOPPER = CUDA.ok && (() => {
   return cuda.device.arch === "sm_90";
 })();
 
-// The compile option pdlEarly (passes/lower/early.ts): the named operand's kept values or X
-// copied before griddepcontrol.wait, the metadata words after it. One launch (no grid before
+// The compile option pdlEarly (passes/lower/early.ts): the named operand (A's kept values with
+// its metadata words, or B) copied before griddepcontrol.wait. One launch (no grid before
 // it, so the wait returns at once): the early copies' bounds and stages against the reference
 // and the simulator, odd sizes (M, N past the tile, K past the k-tile).
 for (const early of [["A"], ["B"], ["A", "B"]]) {
