@@ -7,7 +7,7 @@
  * @module
  */
 
-import { CACHE_KEYS, type GemmKernel, operandView } from "../../ir/gemm.ts";
+import { CACHE_KEYS, type GemmKernel, operandView, sparseMetaParam } from "../../ir/gemm.ts";
 import { targetHas } from "../../ir/target.ts";
 
 /**
@@ -88,9 +88,11 @@ export function earlyDecisions(k: GemmKernel): readonly EarlyDecision[] {
     if (refusal !== undefined) return { role, tensor, early: false, why: refusal };
     const pipe = k.plan.pipeline!;
     if (pipe.tma === undefined) {
+      const meta = role === "A" ? sparseMetaParam(k) : null;
+      const words = meta === null ? "" : ` (its metadata words, ${meta.name}, with them)`;
       return k.schedule[CACHE_KEYS[role].field] === "evict_first"
         ? { role, tensor, early: false, why: EARLY_STREAMED_WHY }
-        : { role, tensor, early: true, why: "its first stages are copied before the wait" };
+        : { role, tensor, early: true, why: `its first stages are copied before the wait${words}` };
     }
     const share = (role === "A" ? pipe.a : pipe.b).stageBytes /
       (pipe.a.stageBytes + pipe.b.stageBytes);
