@@ -544,10 +544,11 @@ export interface OperandCopies {
  * What a cp.async main loop emits before its prologue under programmatic dependent launch
  * (nothing without it): the copies of the operands read early (`LowerContext.earlyOperands`,
  * compile option `pdlEarly`) into the prologue's `tiles` stages, each advancing its own
- * pointers as the prologue would (a sparse A's metadata words with its kept values: the
- * unrotated `kRem`, as sparse kernels do not rotate); an L2 prefetch of B's first `tiles` k-tiles where B is not
- * among them; then the wait. The early copies join the prologue's first commit group (a group
- * takes every copy issued before its commit), so the loop's `cp.async.wait_group` covers them.
+ * pointers as the prologue would (a sparse A's metadata words with its kept values, bounded by
+ * the unrotated `kRem`: sparse kernels do not rotate); an L2 prefetch of B's first `tiles`
+ * k-tiles where B is not among them; then the wait. The early copies join the prologue's first
+ * commit group (a group takes every copy issued before its commit), so the loop's
+ * `cp.async.wait_group` covers them.
  *
  * @param cx The lowering's context.
  * @param ops Operands A and B.

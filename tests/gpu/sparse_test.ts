@@ -5,8 +5,9 @@
  * sparse inputs (kept values and canonical metadata, harness/inputs.ts) with D
  * poisoned. Each must agree with the reference (the decompressed A's product), write
  * every element of D, and agree with the simulator on the whole grid (integers bit
- * for bit). Where no CUDA driver loads these tests are listed as ignored,
- * "(skipped: no CUDA driver)".
+ * for bit). On an sm_90 GPU, the sm90 kernels compiled with `pdl` that read A (with its
+ * metadata), B or both before their wait (compile option `pdlEarly`). Where no CUDA driver loads
+ * these tests are listed as ignored, "(skipped: no CUDA driver)"; the sm90 ones elsewhere too.
  */
 
 import assert from "node:assert/strict";
