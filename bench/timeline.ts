@@ -2,15 +2,15 @@
  * Where a launch's time goes, block by block (issue 22: the ~2-4 µs our skinny rows pay over
  * the floor at N = K = 4096, bench/NOTES.md 90-95). A kernel's PTX is instrumented
  * ({@link instrumentPtx}): thread (0,0,0) of every block stores `%globaltimer` and `%clock64`
- * at up to six points (its start; after `griddepcontrol.wait`; after
+ * at up to seven points (its start; after `griddepcontrol.wait`; after
  * `griddepcontrol.launch_dependents`, the end of the main loop in our PDL kernels; before its
- * `ret`; and in mma.sync kernels where the k-loop starts after the prologue and where the
- * epilogue starts) and its `%smid` into a slot of
+ * `ret`; where the k-loop starts after the prologue and where the epilogue starts; in sm90's
+ * pipelines, after the barrier that closes their mbarrier set-up) and its `%smid` into a slot of
  * its own of a trace buffer, one buffer region a launch. A back-to-back series of launches then
  * shows, launch by launch ({@link summarizeTimeline}): the grid's span from its first block's
  * start to its last block's end, the gap to the next grid's first block (negative where PDL
  * overlaps them), the skew of the blocks' starts and ends, the wait's release after the previous
- * grid's end, and each block's prologue, k-loop and epilogue.
+ * grid's end, and each block's prologue, k-loop and epilogue, and the set-up from its start.
  *
  * `%globaltimer` is a global nanosecond clock whose update step the hardware chooses (the
  * summary reports the step it saw: the smallest nonzero difference between a launch's
@@ -56,9 +56,18 @@ import { parseSize } from "./llm.ts";
  * The points a block records, in slot order: start, wait, trigger and end (see
  * {@link instrumentPtx}), then `loop` (the prologue's copies issued and waited for: the k-loop
  * begins) and `epilogue` (the main loop drained), where the kernel's PTX has the lowering's
- * comments for them.
+ * comments for them, and `setup` (an mbarrier pipeline's barriers initialized and the block's or
+ * cluster's barrier after them passed) where it has them.
  */
-export const TIMELINE_POINTS = ["start", "wait", "trigger", "end", "loop", "epilogue"] as const;
+export const TIMELINE_POINTS = [
+  "start",
+  "wait",
+  "trigger",
+  "end",
+  "loop",
+  "epilogue",
+  "setup",
+] as const;
 /** One of {@link TIMELINE_POINTS}. */
 export type TimelinePoint = typeof TIMELINE_POINTS[number];
 
@@ -122,7 +131,9 @@ function recordPoint(k: number, n: number): string {
  * `exit`; `loop` before the first `// for` comment after the `// prologue` one (in a kernel
  * without a prologue, sm90's warp-specialized one, before its first `wgmma.fence`: the
  * consumers' first k-tile has landed), and `epilogue` before the first `// epilogue` comment (the
- * kernel IR's comments, backends/ptx prints them; a kernel without them records neither). Throws on a module
+ * kernel IR's comments, backends/ptx prints them; a kernel without them records neither); `setup`
+ * after the first `barrier.cluster.wait` or `bar.sync` that follows an `mbarrier.init` (sm90's
+ * pipelines: the set-up that every block runs before its first copy). Throws on a module
  * of more than one entry, or a predicated `ret` / `exit` (its record would need the predicate
  * too).
  */
@@ -157,7 +168,7 @@ export function instrumentPtx(ptx: string): string {
   const out: string[] = [...lines.slice(0, decl)];
   let n = 0;
   out.push(recordPoint(0, n++));
-  let prologue = false, loop = false, epilogue = false;
+  let prologue = false, loop = false, epilogue = false, inits = false, setup = false;
   for (const line of lines.slice(decl)) {
     const t = line.trim();
     if (/^\/\/ prologue\b/.test(t)) prologue = true;
@@ -179,6 +190,11 @@ export function instrumentPtx(ptx: string): string {
     if (/^(ret|exit)\s*;/.test(t)) out.push(recordPoint(3, n++));
     out.push(line);
     if (/^griddepcontrol\.wait\s*;/.test(t)) out.push(recordPoint(1, n++));
+    if (/^mbarrier\.init\b/.test(t) || /^@%\w+\s+mbarrier\.init\b/.test(t)) inits = true;
+    if (inits && !setup && /^(barrier\.cluster\.wait|bar\.sync|barrier\.sync)\b/.test(t)) {
+      out.push(recordPoint(6, n++));
+      setup = true;
+    }
     if (/^griddepcontrol\.launch_dependents\s*;/.test(t)) out.push(recordPoint(2, n++));
   }
   return out.join("\n");
@@ -193,7 +209,7 @@ export interface BlockRecord {
 }
 
 /** A value a point of {@link TIMELINE_POINTS}, in its order (as many). */
-export type PointValues = readonly [bigint, bigint, bigint, bigint, bigint, bigint];
+export type PointValues = readonly [bigint, bigint, bigint, bigint, bigint, bigint, bigint];
 
 /** The records of `blocks` blocks of one launch from its trace region. */
 export function blockRecords(region: Uint8Array, blocks: number): BlockRecord[] {
@@ -202,8 +218,8 @@ export function blockRecords(region: Uint8Array, blocks: number): BlockRecord[] 
     const o = b * TIMELINE_SLOT_BYTES;
     const u = (i: number) => v.getBigUint64(o + 8 * i, true);
     const at = (base: number): PointValues => {
-      const [a, b, c, d, e, f] = TIMELINE_POINTS.map((_, k) => u(base / 8 + k));
-      return [a!, b!, c!, d!, e!, f!];
+      const [a, b, c, d, e, f, g] = TIMELINE_POINTS.map((_, k) => u(base / 8 + k));
+      return [a!, b!, c!, d!, e!, f!, g!];
     };
     return { ns: at(0), cycles: at(CYCLES_AT), sm: v.getUint32(o + SM_AT, true) };
   });
@@ -242,6 +258,8 @@ export interface TimelineSummary {
   readonly blockKLoopUs: number | null;
   /** A block's epilogue: from its start to the block's end (null: no `epilogue` point). */
   readonly blockAfterLoopUs: number | null;
+  /** A block's start to its set-up's barrier passed (null: no `setup` point). */
+  readonly blockSetupUs: number | null;
   /** A block's start to its end. */
   readonly blockUs: number;
   /** The slowest block's start to end. */
@@ -276,7 +294,7 @@ export function summarizeTimeline(launches: readonly (readonly BlockRecord[])[])
   const last = (l: readonly BlockRecord[], k: number) =>
     l.reduce((m, b) => (b.ns[k]! > m ? b.ns[k]! : m), 0n);
   const has = (k: number) => launches.every((l) => l.every((b) => b.ns[k] !== 0n));
-  const [hasWait, hasTrigger, hasLoop, hasEpilogue] = [has(1), has(2), has(4), has(5)];
+  const [hasWait, hasTrigger, hasLoop, hasEpilogue, hasSetup] = [1, 2, 4, 5, 6].map(has);
   const per = (f: (l: readonly BlockRecord[], i: number) => number, from = 0, to = 0) =>
     med(launches.slice(from, launches.length - to).map((l, i) => f(l, i + from)));
   const next = (i: number) => launches[i + 1]!;
@@ -324,6 +342,7 @@ export function summarizeTimeline(launches: readonly (readonly BlockRecord[])[])
     blockPrologueUs: hasLoop ? blockMed((b) => us(b.ns[4] - b.ns[hasWait ? 1 : 0])) : null,
     blockKLoopUs: hasLoop && hasEpilogue ? blockMed((b) => us(b.ns[5] - b.ns[4])) : null,
     blockAfterLoopUs: hasEpilogue ? blockMed((b) => us(b.ns[3] - b.ns[5])) : null,
+    blockSetupUs: hasSetup ? blockMed((b) => us(b.ns[6] - b.ns[0])) : null,
     blockUs: blockMed((b) => us(b.ns[3] - b.ns[0])),
     blockMaxUs: per((l) => Math.max(...l.map((b) => us(b.ns[3] - b.ns[0])))),
     timerStepNs: step,
@@ -343,7 +362,7 @@ export function timelineLine(label: string, s: TimelineSummary): string {
     `epilogue ${f(s.blockEpilogueUs)}, all ${f(s.blockUs)} (max ${f(s.blockMaxUs)}); prologue ` +
     `${f(s.blockPrologueUs)}, k-loop ${f(s.blockKLoopUs)}, from the epilogue ${
       f(s.blockAfterLoopUs)
-    }; ` +
+    }, set-up ${f(s.blockSetupUs)}; ` +
     `${s.blocks} blocks, <= ${s.blocksPerSmMax} an SM; timer step ${s.timerStepNs} ns, ` +
     `${s.clockMHz.toFixed(0)} MHz`;
 }

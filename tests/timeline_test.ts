@@ -45,10 +45,11 @@ const points = (ptx: string) => [...ptx.matchAll(/gemmc timeline: (\w+)/g)].map(
 
 /** The points each decode kernel records: the mma.sync loop at M = 16 its `loop` after its
  * prologue, the warp-specialized wgmma kernel at M = 128 (whose consumers trigger right after
- * their wait) at its first `wgmma.fence`. */
+ * their wait) at its first `wgmma.fence`, and its `setup` after the cluster barrier that follows
+ * its mbarrier inits (before the wait: NOTES 98). */
 const DECODE_POINTS: Readonly<Record<number, readonly string[]>> = {
   16: ["start", "wait", "loop", "trigger", "epilogue", "end"],
-  128: ["start", "wait", "trigger", "loop", "epilogue", "end"],
+  128: ["start", "setup", "wait", "trigger", "loop", "epilogue", "end"],
 };
 
 for (const M of [16, 128]) {
@@ -138,14 +139,14 @@ Deno.test("blockRecords: reads a block's slot as the records write it", () => {
   const buf = new Uint8Array(2 * TIMELINE_SLOT_BYTES);
   const v = new DataView(buf.buffer);
   const o = TIMELINE_SLOT_BYTES;
-  // Six points: ns from 0, cycles from 48, the SM at 96.
-  const ns = [101n, 202n, 303n, 404n, 505n, 606n] as const;
-  const cycles = [5n, 6n, 7n, 8n, 9n, 10n] as const;
+  // Seven points: ns from 0, cycles from 56, the SM at 112.
+  const ns = [101n, 202n, 303n, 404n, 505n, 606n, 707n] as const;
+  const cycles = [5n, 6n, 7n, 8n, 9n, 10n, 11n] as const;
   ns.forEach((x, i) => v.setBigUint64(o + 8 * i, x, true));
-  cycles.forEach((x, i) => v.setBigUint64(o + 48 + 8 * i, x, true));
-  v.setUint32(o + 96, 77, true);
+  cycles.forEach((x, i) => v.setBigUint64(o + 56 + 8 * i, x, true));
+  v.setUint32(o + 112, 77, true);
   const [b0, b1] = blockRecords(buf, 2);
-  assert.deepEqual(b0!.ns, [0n, 0n, 0n, 0n, 0n, 0n]);
+  assert.deepEqual(b0!.ns, [0n, 0n, 0n, 0n, 0n, 0n, 0n]);
   assert.deepEqual(b1, { ns, cycles, sm: 77 });
 });
 
@@ -153,7 +154,7 @@ Deno.test("blockRecords: reads a block's slot as the records write it", () => {
  * A synthetic series: launch i's block b on SM b starts at 10000 i + 100 b ns, waits until
  * 10000 i + 2000, starts its k-loop 300 ns after that, triggers 6000 ns after the wait, reaches
  * its epilogue 200 ns after the trigger, and ends 500 + 100 b ns after its trigger (the last block
- * at 10000 i + 8800); 2 cycles a ns.
+ * at 10000 i + 8800); its set-up passes 700 ns after its start; 2 cycles a ns.
  */
 function series(launches: number, blocks: number): BlockRecord[][] {
   return Array.from({ length: launches }, (_, i) =>
@@ -170,6 +171,7 @@ function series(launches: number, blocks: number): BlockRecord[][] {
         at(end),
         at(wait + 300),
         at(trigger + 200),
+        at(start + 700),
       ] as const;
       const cycles = [
         2n * ns[0],
@@ -178,6 +180,7 @@ function series(launches: number, blocks: number): BlockRecord[][] {
         2n * ns[3],
         2n * ns[4],
         2n * ns[5],
+        2n * ns[6],
       ] as const;
       return { ns, cycles, sm: b };
     }));
@@ -205,6 +208,7 @@ Deno.test("summarizeTimeline: the figures of a known series", () => {
   assert.ok(Math.abs(s.blockPrologueUs! - 0.3) < 1e-9, String(s.blockPrologueUs));
   assert.ok(Math.abs(s.blockKLoopUs! - 5.9) < 1e-9, String(s.blockKLoopUs));
   assert.ok(Math.abs(s.blockAfterLoopUs! - 0.45) < 1e-9, String(s.blockAfterLoopUs));
+  assert.ok(Math.abs(s.blockSetupUs! - 0.7) < 1e-9, String(s.blockSetupUs));
   assert.ok(Math.abs(s.blockUs - 8.5) < 1e-9);
   assert.ok(Math.abs(s.blockMaxUs - 8.5) < 1e-9);
   assert.equal(s.timerStepNs, 100);
@@ -214,16 +218,19 @@ Deno.test("summarizeTimeline: the figures of a known series", () => {
 
 Deno.test("summarizeTimeline: blocks sharing an SM, no wait, and refusals", () => {
   const l = series(4, 4).map((bs) =>
-    bs.map((b) => ({ ...b, ns: [b.ns[0], 0n, 0n, b.ns[3], 0n, 0n] as const, sm: 0 }))
+    bs.map((b) => ({ ...b, ns: [b.ns[0], 0n, 0n, b.ns[3], 0n, 0n, 0n] as const, sm: 0 }))
   );
   const s = summarizeTimeline(l);
   assert.equal(s.waitAfterPrevEndUs, null);
   assert.equal(s.blockLoopUs, null);
   assert.equal(s.startAfterPrevTriggerUs, null);
-  assert.deepEqual([s.blockPrologueUs, s.blockKLoopUs, s.blockAfterLoopUs], [null, null, null]);
+  assert.deepEqual(
+    [s.blockPrologueUs, s.blockKLoopUs, s.blockAfterLoopUs, s.blockSetupUs],
+    [null, null, null, null],
+  );
   assert.equal(s.blocksPerSmMax, 4);
   const missing = series(4, 2);
-  missing[2]![1] = { ...missing[2]![1]!, ns: [missing[2]![1]!.ns[0], 0n, 0n, 0n, 0n, 0n] };
+  missing[2]![1] = { ...missing[2]![1]!, ns: [missing[2]![1]!.ns[0], 0n, 0n, 0n, 0n, 0n, 0n] };
   assert.throws(() => summarizeTimeline(missing), /launch 2 has a block without its start or end/);
   assert.throws(() => summarizeTimeline(series(2, 2)), /fewer than 3/);
 });

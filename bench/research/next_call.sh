@@ -183,6 +183,9 @@
 #          the clock they hold without it): f16 at M = 64, 128, 256 (N = K = 4096, --pdl) with
 #          nvidia-smi logging the power draw and SM clock every 50 ms beside the run
 #          (power98-smi.csv; the llm log's row order is ours, ours+PDL, cuBLAS in each state);
+#   setup99: NOTES 99 item 4's lead: the timeline's new `setup` point (a block's start to the
+#          barrier after its mbarrier inits) for f16 at M = 128 (clusters of 2), 64 and 256
+#          (N = K = 4096), to split the ~1.1 µs of set-up a block pays before its first copy;
 #   sparse99: after NOTES 99's two completions (no timing): the sparse GPU tests, among them the
 #          sm90 kernels with pdl and A, B or both read before the wait (one launch each, against the
 #          reference and the simulator); examples/align1.gemm with cache_a / cache_b (its 2-byte
@@ -454,6 +457,12 @@ if has power98; then
   llm_run "$W" power98 --types f16 --m 64,128,256 --nk 4096x4096 --pdl
   kill "$smi" 2>/dev/null
   pack
+fi
+if has setup99; then
+  # The set-up's share of a block's start (NOTES 99 item 4's lead), ordinary and PDL launches.
+  trace_run "$W/setup99-f16-m128" "setup99 f16 M=128" --type f16 --size 128x4096x4096
+  trace_run "$W/setup99-f16-m64" "setup99 f16 M=64" --type f16 --size 64x4096x4096
+  trace_run "$W/setup99-f16-m256" "setup99 f16 M=256" --type f16 --size 256x4096x4096
 fi
 if has sparse99; then
   gpu_tests tests/gpu/sparse_test.ts
