@@ -159,13 +159,6 @@ export function tmaLoad(
 }
 
 /**
- * `setmaxnreg.{inc,dec}.sync.aligned.u32 regs`.
- *
- * @param action Raise or lower.
- * @param regs The registers per thread.
- * @returns The operation.
- */
-/**
  * `prefetch.tensormap` of a tensor map parameter (ir/kernel_sm90.ts, TmapPrefetchOp).
  *
  * @param map The `tensormap` parameter's name.
@@ -175,6 +168,13 @@ export function tmapPrefetch(map: string): TmapPrefetchOp {
   return { op: "tmapprefetch", map };
 }
 
+/**
+ * `setmaxnreg.{inc,dec}.sync.aligned.u32 regs`.
+ *
+ * @param action Raise or lower.
+ * @param regs The registers per thread.
+ * @returns The operation.
+ */
 export function setMaxNReg(action: "inc" | "dec", regs: number): SetMaxNRegOp {
   return { op: "setmaxnreg", action, regs };
 }
