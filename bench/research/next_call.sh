@@ -186,6 +186,14 @@
 #   setup99: NOTES 99 item 4's lead: the timeline's new `setup` point (a block's start to the
 #          barrier after its mbarrier inits) for f16 at M = 128 (clusters of 2), 64 and 256
 #          (N = K = 4096), to split the ~1.1 µs of set-up a block pays before its first copy;
+#   probe100: the set-up's steps taken apart (bench/research/probes/setup_cost.cu): S stages'
+#          mbarrier.inits by one thread, their fence (gemmc's fence.mbarrier_init.release.cluster
+#          or fence.proxy.async), the cluster's or the block's barrier, in SM cycles, at S = 4, 9,
+#          13, 18, on clusters of 2 and without;
+#   init100: after the first warp's lanes took over the barriers' set-up from one thread (NOTES
+#          100): the timeline of f16 at M = 128 and 64 (N = K = 4096) on the head and on
+#          .device/base99 (3b44b24, the tree before), then the llm rows of f16 at M = 64, 128,
+#          256 with --pdl, head / base / head;
 #   sparse99: after NOTES 99's two completions (no timing): the sparse GPU tests, among them the
 #          sm90 kernels with pdl and A, B or both read before the wait (one launch each, against the
 #          reference and the simulator); examples/align1.gemm with cache_a / cache_b (its 2-byte
@@ -457,6 +465,30 @@ if has power98; then
   llm_run "$W" power98 --types f16 --m 64,128,256 --nk 4096x4096 --pdl
   kill "$smi" 2>/dev/null
   pack
+fi
+if has probe100; then
+  # Each step of the set-up on its own (bench/research/probes/setup_cost.cu), in SM cycles.
+  nvcc -arch=sm_90a -O2 -o /tmp/setup_cost bench/research/probes/setup_cost.cu &&
+    /tmp/setup_cost 2>&1 | tee "$W/probe100.txt"
+  pack
+fi
+if has init100; then
+  # The first warp's lanes set the barriers up (the head) against one thread (.device/base99,
+  # 3b44b24): the timeline of f16 at M = 128 and 64, then the llm rows head / base / head.
+  base_tree .device/base99
+  for m in 128 64; do
+    trace_run "$W/init100-head-m$m" "init100 head M=$m" --type f16 --size "${m}x4096x4096"
+    (cd .device/base99 && trace_run "$W/init100-base-m$m" "init100 base M=$m" --type f16 \
+      --size "${m}x4096x4096")
+  done
+  for side in head base head-again; do
+    if [ "$side" = base ]; then
+      (cd .device/base99 && llm_run "$W" "init100-$side" --types f16 --m 64,128,256 \
+        --nk 4096x4096 --pdl)
+    else
+      llm_run "$W" "init100-$side" --types f16 --m 64,128,256 --nk 4096x4096 --pdl
+    fi
+  done
 fi
 if has setup99; then
   # The set-up's share of a block's start (NOTES 99 item 4's lead), ordinary and PDL launches.
