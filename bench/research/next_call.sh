@@ -8,10 +8,13 @@
 # s8deep, table95, timeline3 and cores95 as calls 1-8 of NOTES 95 (H100s); allgpu, slices, slices2
 # and rot96 as calls 1-4 of NOTES 96 (H100s; rot96's K = 8192 rows were refused, --nk has no
 # 4096x8192, and ran by hand as call 5); timeline, rotk14, rot97 and rotk97 as calls 1-3 of NOTES 97
-# (H100s); early98, allgpu, wait98, tmap98 and gpu98 as calls 1-5 of NOTES 98 (H100s). The default
-# STEPS are what NOTES 98 leaves for the next call, on an H200 (table95 at the head, ksweep for that
-# card's fixed cost a launch, m128v, deep98; run with CARD=H200 and OTHER_STEPS for what another
-# card should do instead, sparse99, loop98 and power98 on an H100). Steps:
+# (H100s); early98, allgpu, wait98, tmap98 and gpu98 as calls 1-5 of NOTES 98 (H100s); sparse99,
+# loop98, power98 and allgpu as calls 1-3 of NOTES 99 (an H100). NOTES 100 found no machine. The
+# default STEPS are what NOTES 100 leaves for the next call, on an H200 (table95 at the head,
+# probe100 and init100 for the set-up, then ksweep for that card's fixed cost a launch, m128v,
+# deep98; run with CARD=H200 and OTHER_STEPS for what another card should do instead: probe100,
+# init100, early100, setup99). Each step's time is not known before it runs: with `timeout 560`
+# the steps late in the script's order may be cut (what ran is packed). Steps:
 #   tests: tests/gpu/wgmma_test.ts --filter 224 (the 128x224 case with a column bias, staged rows
 #          of 28 vectors) and tests/gpu/skinny_test.ts --filter sm90;
 #   fill:  WGMMA_WAVE_FILL's unmeasured grids: f16 at 768x4096x4096 (96 blocks of 128x256) and
@@ -194,6 +197,9 @@
 #          100): the timeline of f16 at M = 128 and 64 (N = K = 4096) on the head and on
 #          .device/base99 (3b44b24, the tree before), then the llm rows of f16 at M = 64, 128,
 #          256 with --pdl, head / base / head;
+#   early100: the TMA rows with B read before the wait: f16 at M = 64, 128, 256 (N = K = 4096),
+#          --pdl, --pdl-early, --pdl again (NOTES 94 left them unmeasured since the hint, and
+#          NOTES 98 moved the barriers' set-up before the wait);
 #   sparse99: after NOTES 99's two completions (no timing): the sparse GPU tests, among them the
 #          sm90 kernels with pdl and A, B or both read before the wait (one launch each, against the
 #          reference and the simulator); examples/align1.gemm with cache_a / cache_b (its 2-byte
@@ -208,7 +214,7 @@
 # Usage: [CARD=H200] bash bench/research/next_call.sh OUT   (STEPS: any of the steps above)
 set -u
 . bench/research/_gemm_run_rows.sh
-call_start next_call "${1:?usage: next_call.sh OUT}" "table95 ksweep m128v deep98"
+call_start next_call "${1:?usage: next_call.sh OUT}" "table95 probe100 init100 ksweep m128v deep98"
 if has tests; then
   gpu_tests tests/gpu/wgmma_test.ts tests/gpu/skinny_test.ts --filter "/224|sm90/"
 fi
@@ -488,6 +494,14 @@ if has init100; then
     else
       llm_run "$W" "init100-$side" --types f16 --m 64,128,256 --nk 4096x4096 --pdl
     fi
+  done
+fi
+if has early100; then
+  # B (the weights) read before the wait on the TMA rows, unmeasured since the set-up moved before
+  # the wait (NOTES 98) and B took evict_first (NOTES 94): --pdl, --pdl-early, --pdl, adjacent.
+  for v in pdl pdl-early pdl-again; do
+    flag=--${v%-again}
+    llm_run "$W" "early100-$v" --types f16 --m 64,128,256 --nk 4096x4096 "$flag"
   done
 fi
 if has setup99; then
