@@ -5,7 +5,8 @@
 // %clock64 after each step, so each step's cost is in SM cycles, the clock read beside it:
 //
 //   init:  S x 2 mbarrier.init (full: 1 arrival; empty: 4 or 8), by the one thread or (a warp's
-//          inits) by its warp's lanes, stage l's two by lane l
+//          inits) by its warp's lanes, stage l's two by lane l: their issue (the clock read does
+//          not wait for them to land; the fence does, so what they cost beyond issue is there)
 //   fence: fence.mbarrier_init.release.cluster (gemmc's), or fence.proxy.async.shared::cta
 //   bar:   barrier.cluster.arrive.release + wait.acquire (clusters), or bar.sync 0
 //
