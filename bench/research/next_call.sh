@@ -192,7 +192,9 @@
 #   probe100: the set-up's steps taken apart (bench/research/probes/setup_cost.cu): S stages'
 #          mbarrier.inits by one thread, their fence (gemmc's fence.mbarrier_init.release.cluster
 #          or fence.proxy.async), the cluster's or the block's barrier, in SM cycles, at S = 4, 9,
-#          13, 18, on clusters of 2 and without;
+#          13, 18, on clusters of 2 and without; then probes/first_box.cu: a block's start to its
+#          first stage landed (S bulk copies of 8 KB a block from DRAM), the copies issued after
+#          the set-up's barrier (as gemmc does) or before it (NOTES 100 item 3's lead);
 #   init100: after the first warp's lanes took over the barriers' set-up from one thread (NOTES
 #          100): the timeline of f16 at M = 128 and 64 (N = K = 4096) on the head and on
 #          .device/base99 (3b44b24, the tree before), then the llm rows of f16 at M = 64, 128,
@@ -476,6 +478,9 @@ if has probe100; then
   # Each step of the set-up on its own (bench/research/probes/setup_cost.cu), in SM cycles.
   nvcc -arch=sm_90a -O2 -o /tmp/setup_cost bench/research/probes/setup_cost.cu &&
     /tmp/setup_cost 2>&1 | tee "$W/probe100.txt"
+  # And what the first boxes before the barrier would gain (probes/first_box.cu).
+  nvcc -arch=sm_90a -O2 -o /tmp/first_box bench/research/probes/first_box.cu &&
+    /tmp/first_box 2>&1 | tee "$W/probe100-first-box.txt"
   pack
 fi
 if has init100; then
