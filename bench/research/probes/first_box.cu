@@ -6,7 +6,7 @@
 // bulk copies of BOX bytes each (`cp.async.bulk`, one a stage, each completing on its stage's
 // barrier) from a region of global memory no launch before has read (so from DRAM, as a decode
 // GEMM's weights come); the block's first thread (a consumer) waits for stage 0. Each block reads
-// its own S x BOX bytes, so a launch of 132 blocks asks for S x BOX x 132 bytes at once, as the
+// its own S x BOX bytes, so a launch of 128 blocks asks for S x BOX x 128 bytes at once, as the
 // decode rows' prologues do. Medians over blocks and 20 launches (3 warm-ups first), in SM cycles
 // (%clock64 from the block's start) and at the clock the driver reports. Not part of the benchmark
 // or of CI.
@@ -78,6 +78,7 @@ __global__ void firstBox(const char* src, int stages, Times* out) {
       issued = clk() - t0;
     }
   }
+  __syncwarp();  // the .aligned barriers below want every thread of the warp at them
   if (CLUSTER) {
     asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
     asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
@@ -103,6 +104,7 @@ __global__ void firstBox(const char* src, int stages, Times* out) {
       }
     }
   }
+  __syncwarp();  // the .aligned barriers below want every thread of the warp at them
   if (CLUSTER) {
     asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
     asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
@@ -173,7 +175,9 @@ int main() {
   cudaGetDeviceProperties(&p, 0);
   printf("%s, %d SMs, clock rate %d MHz (ns below at that clock); %u-byte stages\n", p.name,
          p.multiProcessorCount, mhz, BOX);
-  const int blocks = 2 * (p.multiProcessorCount / 2);
+  // 128 blocks (64 clusters of 2), as the decode rows' grids: all of them resident at once (NOTES
+  // 87: not every GPC takes as many clusters as its SMs would say).
+  const int blocks = 128;
   const size_t srcBytes = static_cast<size_t>(2) << 30;
   char* src;
   if (cudaMalloc(&src, srcBytes) != cudaSuccess) {
