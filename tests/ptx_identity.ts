@@ -7,6 +7,7 @@
  * every case whose PTX or manifest differs.
  *
  *     deno run -A tests/ptx_identity.ts record FILE [--root DIR] [--fuzz N] [--seed S]
+ *       [--targets LIST] [--pdl] [--cut-setup]
  *     deno run -A tests/ptx_identity.ts compare FILE [--show N]
  *
  * `--root DIR`: compile with the checkout at DIR (its `compiler.ts`), to record
@@ -14,10 +15,17 @@
  * bench/kernels/, bench/research/probes/ and tests/testdata/ (the ones that compile),
  * every backquoted program without interpolation in tests/*.ts, the sweep's
  * inline programs (tests/_programs.ts) and N fuzz programs (tests/fuzz.ts,
- * seed S), each on sm80 and sm86, with no hints and with each of the sweep's
+ * seed S), each on sm80 and sm86 (`--targets`), with no hints and with each of the sweep's
  * shapes as hints on 108 and 132 SMs (fuzz programs: their own hints).
  * `--show N` prints the sources of the first N differing cases (compile them
  * with `gemm compile --emit ptx` on both commits to see the difference).
+ *
+ * `--targets LIST` (record): other targets than sm80,sm86, e.g. `sm90`; `--pdl` (record):
+ * every case compiled with programmatic dependent launch; `--cut-setup` (record): the sm90
+ * pipelines' barrier set-up (from its comment, `S stages: full and empty barriers`, to the
+ * barrier after it) left out and register and label numbers masked before hashing, so that a
+ * change to the set-up alone compares as identical (bench/NOTES.md 100). A record keeps its
+ * options, and `compare` applies them.
  *
  * @module
  */
@@ -38,7 +46,7 @@ interface CompileLike {
 
 interface Case {
   readonly src: string;
-  readonly target: "sm80" | "sm86";
+  readonly target: string;
   readonly hints?: Record<string, number>;
   readonly sms?: number;
 }
@@ -48,6 +56,10 @@ interface Record_ {
   readonly sources: Record<string, string>;
   /** key -> "ptxHash manifestHash" or "rejected". */
   readonly cases: Record<string, string>;
+  /** Every case compiled with `pdl` (`--pdl`). */
+  readonly pdl?: boolean;
+  /** The set-up cut out before hashing (`--cut-setup`). */
+  readonly cutSetup?: boolean;
 }
 
 const { values, positionals } = parseArgs({
@@ -58,16 +70,37 @@ const { values, positionals } = parseArgs({
     fuzz: { type: "string", default: "500" },
     seed: { type: "string", default: "18018" },
     show: { type: "string", default: "3" },
+    targets: { type: "string", default: "sm80,sm86" },
+    pdl: { type: "boolean", default: false },
+    "cut-setup": { type: "boolean", default: false },
   },
 });
 const [verb, file] = positionals;
 if ((verb !== "record" && verb !== "compare") || file === undefined) {
-  console.error("usage: ptx_identity.ts record|compare FILE [--root DIR] [--fuzz N] [--seed S]");
+  console.error(
+    "usage: ptx_identity.ts record|compare FILE [--root DIR] [--fuzz N] [--seed S] " +
+      "[--targets LIST] [--pdl] [--cut-setup] [--show N]",
+  );
   Deno.exit(2);
 }
 
 const here = new URL("..", import.meta.url).pathname;
 const root = values.root ?? here;
+
+const TARGETS = values.targets.split(",");
+
+/** The PTX with an sm90 pipeline's barrier set-up cut out and register and label numbers
+ * masked (`--cut-setup`). */
+function withoutSetup(ptx: string): string {
+  const i = ptx.indexOf("stages: full and empty barriers");
+  let s = ptx;
+  if (i >= 0) {
+    const rest = ptx.slice(i);
+    const m = /\n\s*(bar\.sync 0;|barrier\.cluster\.arrive)/.exec(rest);
+    s = ptx.slice(0, i) + (m === null ? "" : rest.slice(m.index));
+  }
+  return s.replace(/%[a-z]+<\d+>/g, "%R<>").replace(/%[a-z]+\d+/g, "%R").replace(/\$L_\d+/g, "$L");
+}
 
 function hash(s: string): string {
   return createHash("sha256").update(s).digest("hex").slice(0, 20);
@@ -130,7 +163,7 @@ function corpus(): { sources: Record<string, string>; cases: Map<string, Case> }
     }
   }
   for (const id of Object.keys(sources)) {
-    for (const target of ["sm80", "sm86"] as const) {
+    for (const target of TARGETS) {
       hintSets.forEach((hints, j) => {
         const sms = smsOf[j];
         const key = `${id}|${target}|${hints ? `${hints.M}x${hints.N}x${hints.K}` : "-"}|${
@@ -150,7 +183,7 @@ function corpus(): { sources: Record<string, string>; cases: Map<string, Case> }
     const c = draw(r, 4 * 2 ** 20);
     const id = `fuzz#${i}`;
     sources[id] = c.source;
-    for (const target of ["sm80", "sm86"] as const) {
+    for (const target of TARGETS) {
       cases.set(`${id}|${target}|${JSON.stringify(c.hints ?? null)}|${c.sms ?? "-"}`, {
         src: c.source,
         target,
@@ -162,15 +195,21 @@ function corpus(): { sources: Record<string, string>; cases: Map<string, Case> }
   return { sources, cases };
 }
 
-function outcome(cc: CompileLike, c: Case): { tag: string; ptx: string } {
+function outcome(
+  cc: CompileLike,
+  c: Case,
+  o: { readonly pdl?: boolean; readonly cutSetup?: boolean },
+): { tag: string; ptx: string } {
   const r = cc.compile(c.src, {
     file: "identity.gemm",
     target: c.target,
+    ...(o.pdl === true ? { pdl: true } : {}),
     ...(c.hints ? { sizeHints: c.hints } : {}),
     ...(c.sms ? { sms: c.sms } : {}),
   });
   if (!r.ok) return { tag: "rejected", ptx: "" };
-  const ptx = r.kernels.map((k) => cc.ptxModule([k])).join("\n");
+  const cut = (ptx: string) => (o.cutSetup === true ? withoutSetup(ptx) : ptx);
+  const ptx = r.kernels.map((k) => cut(cc.ptxModule([k]))).join("\n");
   const manifests = JSON.stringify(r.kernels.map((k) => k.manifest));
   return { tag: `${hash(ptx)} ${hash(manifests)}`, ptx };
 }
@@ -179,7 +218,7 @@ function outcome(cc: CompileLike, c: Case): { tag: string; ptx: string } {
 function casesOf(rec: Record_): Map<string, Case> {
   const out = new Map<string, Case>();
   for (const key of Object.keys(rec.cases)) {
-    const [id, target, h, sms] = key.split("|") as [string, "sm80" | "sm86", string, string];
+    const [id, target, h, sms] = key.split("|") as [string, string, string, string];
     let hints: Record<string, number> | undefined;
     if (h.startsWith("{")) hints = JSON.parse(h);
     else if (h !== "-" && h !== "null") {
@@ -205,9 +244,13 @@ if (verb === "record") {
     commit: new TextDecoder().decode(git.stdout).trim(),
     sources,
     cases: {},
+    ...(values.pdl ? { pdl: true } : {}),
+    ...(values["cut-setup"] ? { cutSetup: true } : {}),
   };
   const t0 = performance.now();
-  for (const [key, c] of cases) (rec.cases as Record<string, string>)[key] = outcome(cc, c).tag;
+  for (const [key, c] of cases) {
+    (rec.cases as Record<string, string>)[key] = outcome(cc, c, rec).tag;
+  }
   Deno.writeTextFileSync(file, JSON.stringify(rec, null, 0) + "\n");
   const tags = Object.values(rec.cases);
   const distinct = new Set(tags.filter((t) => t !== "rejected").map((t) => t.split(" ")[0]));
@@ -222,7 +265,7 @@ if (verb === "record") {
   const diffs: string[] = [];
   let shown = 0;
   for (const [key, c] of cases) {
-    const now = outcome(cc, c);
+    const now = outcome(cc, c, rec);
     const was = rec.cases[key]!;
     if (now.tag === was) continue;
     diffs.push(`${key}: was ${was}, now ${now.tag}`);

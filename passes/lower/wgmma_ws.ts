@@ -30,10 +30,10 @@
  * barrier not yet initialised) and one before the end (no CTA may leave while a peer still
  * copies into it or arrives on its barriers) bracket the roles.
  *
- * The set-up is the first warp's: lane l initialises stage l's two barriers (and l + 32's,
- * ...), so that S stages take two warp instructions where one thread took 2 S (bench/NOTES.md
- * 100: ~1.1 µs of set-up sat on a block's path at f16 M = 128; the inits' share of it is
- * predicted, not measured), and each lane fences its own inits.
+ * The set-up is the first warp's: lane l initialises stage l's two barriers, so that S stages
+ * take two warp instructions where one thread took 2 S (bench/NOTES.md 100: ~1.1 µs of set-up
+ * sat on a block's path at f16 M = 128; the inits' share of it is predicted, not measured), and
+ * each lane fences its own inits.
  *
  * Shortcuts (issue 23): the producer's other 127 threads idle; a persistent block's tiles are a
  * static round (no dynamic tile counter: bench/NOTES.md 65); clusters only of 2, along M or N.
@@ -148,18 +148,17 @@ export function warpSpecializedTiles(
         for (const w of [0, 1]) b.emit(ir.mbarInit(at(cx, smem, turns + 8 * w), consumerWarps));
       }
     });
-    // The lanes set the stages' barriers up side by side: one warp instruction for 32 stages'
-    // full (or empty) barriers, where one thread took one instruction a barrier.
-    for (let r = 0; r * 32 < S; r++) {
-      const st = r === 0 ? lane : cx.bin("add", "u32", lane, imm(32 * r));
-      const init = () => {
-        const off = cx.bin("shl", "u32", st, imm(3));
-        b.emit(ir.mbarInit(cx.bin("add", "u32", full, off), 1));
-        b.emit(ir.mbarInit(cx.bin("add", "u32", empty, off), consumerWarps * cluster));
-      };
-      if ((r + 1) * 32 <= S) init();
-      else b.if(cx.setp("lt", "u32", st, imm(S)), false, init);
-    }
+    // Lane l sets stage l's barriers up: one warp instruction for every stage's full (or
+    // empty) barrier, where one thread took one a barrier. A stage holds at least A's box of 64
+    // rows of 128 bytes (8 KB), so no ring in 227 KB has more stages than a warp has lanes.
+    if (S > 32) throw new Error(`lower-kernel: ${S} stages, more than a warp's lanes`);
+    const init = () => {
+      const off = cx.bin("shl", "u32", lane, imm(3));
+      b.emit(ir.mbarInit(cx.bin("add", "u32", full, off), 1));
+      b.emit(ir.mbarInit(cx.bin("add", "u32", empty, off), consumerWarps * cluster));
+    };
+    if (S === 32) init();
+    else b.if(cx.setp("lt", "u32", lane, imm(S)), false, init);
     b.emit(ir.mbarFence());
   });
   b.emit(cluster > 1 ? ir.clusterBar() : ir.bar());

@@ -13,25 +13,13 @@
 //
 // Build and run (on the device): nvcc -arch=sm_90a -O2 -o /tmp/first_box first_box.cu &&
 // /tmp/first_box
-#include <cuda_runtime.h>
-#include <algorithm>
-#include <cstdio>
-#include <vector>
+#include "_probe.cuh"
 
-constexpr int THREADS = 256;
-constexpr int INIT_THREAD = 128;
-constexpr int MAX_STAGES = 18;
 constexpr unsigned BOX = 8192;  // bytes a stage: a 64-row box of 128-byte rows
 
 struct Times {
   long long issued, barrier, landed;
 };
-
-__device__ __forceinline__ long long clk() {
-  long long c;
-  asm volatile("mov.u64 %0, %%clock64;" : "=l"(c)::"memory");
-  return c;
-}
 
 /** Whether the barrier at `bar` has completed the phase of `parity`. */
 __device__ __forceinline__ bool done(unsigned bar, unsigned parity) {
@@ -78,13 +66,7 @@ __global__ void firstBox(const char* src, int stages, Times* out) {
       issued = clk() - t0;
     }
   }
-  __syncwarp();  // the .aligned barriers below want every thread of the warp at them
-  if (CLUSTER) {
-    asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
-    asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
-  } else {
-    asm volatile("bar.sync 0;" ::: "memory");
-  }
+  meet<CLUSTER>();
   const long long barrier = clk() - t0;
   if (tid == INIT_THREAD && !EARLY) {
     issue(smem, barBase, mine, stages);
@@ -104,80 +86,45 @@ __global__ void firstBox(const char* src, int stages, Times* out) {
       }
     }
   }
-  __syncwarp();  // the .aligned barriers below want every thread of the warp at them
-  if (CLUSTER) {
-    asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
-    asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
-  }
+  if (CLUSTER) meet<true>();
 }
 
 /** The next region of the source buffer a launch reads (past every region read before). */
 static size_t nextRegion = 0;
 
-static long long median(std::vector<long long> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 template <bool CLUSTER, bool EARLY>
-static void run(const char* name, char* src, size_t srcBytes, int stages, int blocks, int mhz) {
-  Times* d;
-  cudaMalloc(&d, blocks * sizeof(Times));
+static void run(const char* name, char* src, size_t srcBytes, int stages, int mhz) {
   const int smemBytes = MAX_STAGES * BOX;
   cudaFuncSetAttribute(firstBox<CLUSTER, EARLY>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                        smemBytes);
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(blocks);
-  cfg.blockDim = dim3(THREADS);
-  cfg.dynamicSmemBytes = smemBytes;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = CLUSTER ? 2 : 1;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
+  ProbeLaunch l(CLUSTER, smemBytes);
   // Each launch reads a region no launch of this run has read: past the L2 by a stride of 64 MB.
-  const size_t perLaunch = static_cast<size_t>(blocks) * MAX_STAGES * BOX;
+  const size_t perLaunch = static_cast<size_t>(PROBE_BLOCKS) * MAX_STAGES * BOX;
   const size_t stride = std::max<size_t>(perLaunch, 64u << 20);
   std::vector<long long> issued, barrier, landed;
-  std::vector<Times> h(blocks);
-  for (int r = 0; r < 23; r++) {
-    if (nextRegion + perLaunch > srcBytes) nextRegion = 0;
-    cudaLaunchKernelEx(&cfg, firstBox<CLUSTER, EARLY>, static_cast<const char*>(src + nextRegion),
-                       stages, d);
-    nextRegion += stride;
-    cudaDeviceSynchronize();
-    if (r < 3) continue;
-    cudaMemcpy(h.data(), d, blocks * sizeof(Times), cudaMemcpyDeviceToHost);
-    for (const Times& t : h) {
-      issued.push_back(t.issued);
-      barrier.push_back(t.barrier);
-      landed.push_back(t.landed);
-    }
-  }
-  cudaError_t e = cudaGetLastError();
+  const cudaError_t e = probeSeries<Times>(
+      [&](int, Times* d) {
+        if (nextRegion + perLaunch > srcBytes) nextRegion = 0;
+        cudaLaunchKernelEx(&l.cfg, firstBox<CLUSTER, EARLY>,
+                           static_cast<const char*>(src + nextRegion), stages, d);
+        nextRegion += stride;
+      },
+      [&](const Times& t) {
+        issued.push_back(t.issued);
+        barrier.push_back(t.barrier);
+        landed.push_back(t.landed);
+      });
   const double ns = 1000.0 / mhz;
-  const long long i = median(issued), b = median(barrier), l = median(landed);
+  const long long i = median(issued), b = median(barrier), l0 = median(landed);
   printf(
       "%-38s stages %2d: barrier passed %5lld cyc (%4.0f ns)  copies issued %5lld (%4.0f)"
       "  stage 0 landed %5lld (%4.0f)  %s\n",
-      name, stages, b, b * ns, i, i * ns, l, l * ns,
+      name, stages, b, b * ns, i, i * ns, l0, l0 * ns,
       e == cudaSuccess ? "ok" : cudaGetErrorString(e));
-  cudaFree(d);
 }
 
 int main() {
-  int mhz = 0;
-  cudaDeviceGetAttribute(&mhz, cudaDevAttrClockRate, 0);
-  mhz /= 1000;
-  cudaDeviceProp p;
-  cudaGetDeviceProperties(&p, 0);
-  printf("%s, %d SMs, clock rate %d MHz (ns below at that clock); %u-byte stages\n", p.name,
-         p.multiProcessorCount, mhz, BOX);
-  // 128 blocks (64 clusters of 2), as the decode rows' grids: all of them resident at once (NOTES
-  // 87: not every GPC takes as many clusters as its SMs would say).
-  const int blocks = 128;
+  const int mhz = probeCard("8192-byte stages");
   const size_t srcBytes = static_cast<size_t>(2) << 30;
   char* src;
   if (cudaMalloc(&src, srcBytes) != cudaSuccess) {
@@ -186,10 +133,10 @@ int main() {
   }
   cudaMemset(src, 1, srcBytes);
   for (int stages : {4, 9, 13, 18}) {
-    run<true, false>("cluster 2, copies after the barrier", src, srcBytes, stages, blocks, mhz);
-    run<true, true>("cluster 2, copies before the barrier", src, srcBytes, stages, blocks, mhz);
-    run<false, false>("no cluster, copies after the barrier", src, srcBytes, stages, blocks, mhz);
-    run<false, true>("no cluster, copies before the barrier", src, srcBytes, stages, blocks, mhz);
+    run<true, false>("cluster 2, copies after the barrier", src, srcBytes, stages, mhz);
+    run<true, true>("cluster 2, copies before the barrier", src, srcBytes, stages, mhz);
+    run<false, false>("no cluster, copies after the barrier", src, srcBytes, stages, mhz);
+    run<false, true>("no cluster, copies before the barrier", src, srcBytes, stages, mhz);
   }
   cudaFree(src);
   return 0;

@@ -17,24 +17,11 @@
 //
 // Build and run (on the device): nvcc -arch=sm_90a -O2 -o /tmp/setup_cost setup_cost.cu &&
 // /tmp/setup_cost
-#include <cuda_runtime.h>
-#include <algorithm>
-#include <cstdio>
-#include <vector>
-
-constexpr int THREADS = 256;
-constexpr int INIT_THREAD = 128;
-constexpr int MAX_STAGES = 18;
+#include "_probe.cuh"
 
 struct Times {
   long long init, fence, bar, consumerWait;
 };
-
-__device__ __forceinline__ long long clk() {
-  long long c;
-  asm volatile("mov.u64 %0, %%clock64;" : "=l"(c)::"memory");
-  return c;
-}
 
 template <bool CLUSTER, bool PROXY_FENCE, bool PARALLEL>
 __global__ void setup(int stages, Times* out) {
@@ -60,13 +47,7 @@ __global__ void setup(int stages, Times* out) {
     t2 = clk();
   }
   const long long arrive = clk();
-  __syncwarp();  // the .aligned barriers below want every thread of the warp at them
-  if (CLUSTER) {
-    asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
-    asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
-  } else {
-    asm volatile("bar.sync 0;" ::: "memory");
-  }
+  meet<CLUSTER>();
   const long long t3 = clk();
   const unsigned block = blockIdx.x;
   if (tid == INIT_THREAD) {
@@ -77,40 +58,20 @@ __global__ void setup(int stages, Times* out) {
   if (tid == 0) out[block].consumerWait = t3 - arrive;
 }
 
-static long long median(std::vector<long long> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 template <bool CLUSTER, bool PROXY_FENCE, bool PARALLEL = false>
-static void run(const char* name, int stages, int blocks, int mhz) {
-  Times* d;
-  cudaMalloc(&d, blocks * sizeof(Times));
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(blocks);
-  cfg.blockDim = dim3(THREADS);
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = CLUSTER ? 2 : 1;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
+static void run(const char* name, int stages, int mhz) {
+  ProbeLaunch l(CLUSTER, 0);
   std::vector<long long> init, fence, bar, wait;
-  std::vector<Times> h(blocks);
-  for (int r = 0; r < 23; r++) {
-    cudaLaunchKernelEx(&cfg, setup<CLUSTER, PROXY_FENCE, PARALLEL>, stages, d);
-    cudaDeviceSynchronize();
-    if (r < 3) continue;
-    cudaMemcpy(h.data(), d, blocks * sizeof(Times), cudaMemcpyDeviceToHost);
-    for (const Times& t : h) {
-      init.push_back(t.init);
-      fence.push_back(t.fence);
-      bar.push_back(t.bar);
-      wait.push_back(t.consumerWait);
-    }
-  }
-  cudaError_t e = cudaGetLastError();
+  const cudaError_t e = probeSeries<Times>(
+      [&](int, Times* d) {
+        cudaLaunchKernelEx(&l.cfg, setup<CLUSTER, PROXY_FENCE, PARALLEL>, stages, d);
+      },
+      [&](const Times& t) {
+        init.push_back(t.init);
+        fence.push_back(t.fence);
+        bar.push_back(t.bar);
+        wait.push_back(t.consumerWait);
+      });
   const double ns = 1000.0 / mhz;
   const long long i = median(init), f = median(fence), b = median(bar), w = median(wait);
   printf(
@@ -118,27 +79,17 @@ static void run(const char* name, int stages, int blocks, int mhz) {
       "  consumer's wait %5lld (%4.0f)  %s\n",
       name, stages, i, i * ns, f, f * ns, b, b * ns, w, w * ns,
       e == cudaSuccess ? "ok" : cudaGetErrorString(e));
-  cudaFree(d);
 }
 
 int main() {
-  int mhz = 0;
-  cudaDeviceGetAttribute(&mhz, cudaDevAttrClockRate, 0);
-  mhz /= 1000;
-  cudaDeviceProp p;
-  cudaGetDeviceProperties(&p, 0);
-  printf("%s, %d SMs, clock rate %d MHz (ns below at that clock)\n", p.name, p.multiProcessorCount,
-         mhz);
-  // 128 blocks (64 clusters of 2), as the decode rows' grids: all of them resident at once (NOTES
-  // 87: not every GPC takes as many clusters as its SMs would say).
-  const int blocks = 128;
+  const int mhz = probeCard("the set-up's steps");
   for (int stages : {4, 9, 13, 18}) {
-    run<true, false>("cluster 2, fence.mbarrier_init", stages, blocks, mhz);
-    run<true, true>("cluster 2, fence.proxy.async", stages, blocks, mhz);
-    run<false, false>("no cluster, fence.mbarrier_init", stages, blocks, mhz);
-    run<false, true>("no cluster, fence.proxy.async", stages, blocks, mhz);
-    run<true, false, true>("cluster 2, a warp's inits", stages, blocks, mhz);
-    run<false, false, true>("no cluster, a warp's inits", stages, blocks, mhz);
+    run<true, false>("cluster 2, fence.mbarrier_init", stages, mhz);
+    run<true, true>("cluster 2, fence.proxy.async", stages, mhz);
+    run<false, false>("no cluster, fence.mbarrier_init", stages, mhz);
+    run<false, true>("no cluster, fence.proxy.async", stages, mhz);
+    run<true, false, true>("cluster 2, a warp's inits", stages, mhz);
+    run<false, false, true>("no cluster, a warp's inits", stages, mhz);
   }
   return 0;
 }
