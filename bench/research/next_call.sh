@@ -199,6 +199,10 @@
 #          100): the timeline of f16 at M = 128 and 64 (N = K = 4096) on the head and on
 #          .device/base99 (3b44b24, the tree before), then the llm rows of f16 at M = 64, 128,
 #          256 with --pdl, head / base / head;
+#   n112:  the one-wave grid at N = 14336 (M = 16, K = 4096) of 128 blocks (16x112) against the
+#          skinny rule's 112 (16x128): s8 (0.80 of the floor on the H200 in NOTES 89, 0.84 with
+#          PDL; the target 0.85) and f16, default / 16x112 with 7 warps of 16x16 / with 2 warps of
+#          16x56 / default again (B evict_first on every side, as the default);
 #   early100: the TMA rows with B read before the wait: f16 at M = 64, 128, 256 (N = K = 4096),
 #          --pdl, --pdl-early, --pdl again (NOTES 94 left them unmeasured since the hint, and
 #          NOTES 98 moved the barriers' set-up before the wait);
@@ -430,6 +434,17 @@ if has cores95; then
 fi
 if has table95; then
   llm_run "$W" table95 --types f16,bf16,s8 --m 1,16,64,128,256 --nk 4096x4096 --pdl
+fi
+if has n112; then
+  for tk in s8:256 f16:128; do
+    t=${tk%%:*} k=${tk#*:}
+    llm_rows "$W" "n112-$t-default" "$t" 16 14336x4096
+    for w in 16 56; do
+      llm_rows "$W" "n112-$t-w$w" "$t" 16 14336x4096 \
+        "threadblock 16x112x$k; warp 16x${w}x$k; stages 4; cache_b evict_first"
+    done
+    llm_rows "$W" "n112-$t-default-again" "$t" 16 14336x4096
+  done
 fi
 if has s8deep; then
   llm_bracketed "$W" s8deep s8 16 "threadblock 16x32x256; warp 16x8x256; stages 8; cache_b evict_first"
