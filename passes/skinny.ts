@@ -62,6 +62,12 @@ export interface SkinnyClass {
  * 12.5-12.6, bf16 M = 16 12.2-12.3 against 12.6, f16 K = 8192 23.2-23.3 against 23.8-23.9 (without
  * PDL 0-0.4 µs). 4 stages is the deepest whose next grid's block fits beside it. Before the hint,
  * NOTES 73 and 90 measured 3, 6 and 9 stages as a tie on the H100; the H200 is inferred.
+ *
+ * 16x112x128 on two warps of 16x56 gives N = 14336 a wave of 128 blocks where 16x128 gave 112
+ * (NOTES 101, an H100, M = 16, K = 4096, µs burst, PDL in brackets, 16x128 / 16x112 / 16x128 in
+ * one call): f16 41.7 (38.4), 41.0 (38.0), 41.6 (38.4); s8 (16x112x256 below) 22.7 (19.6), 22.4
+ * (19.3), 22.8 (19.6). Seven warps of 16x16 on the same tile tied 16x128 (41.4, 22.6). The H200 is
+ * inferred.
  */
 export const SKINNY_TILES_16: readonly SkinnyClass[] = [
   {
@@ -69,6 +75,7 @@ export const SKINNY_TILES_16: readonly SkinnyClass[] = [
     tiles: [
       { m: 16, n: 32, k: 256, warp: { m: 16, n: 8 }, stages: 4, maxK: 8192 },
       { m: 16, n: 64, k: 128, warp: { m: 16, n: 16 }, stages: 4 },
+      { m: 16, n: 112, k: 128, warp: { m: 16, n: 56 }, stages: 4 },
       { m: 16, n: 128, k: 128, warp: { m: 16, n: 32 }, stages: 4 },
     ],
   },
@@ -111,6 +118,7 @@ export const SKINNY_TILES_8: readonly SkinnyClass[] = [
     tiles: [
       { m: 16, n: 32, k: 256, warp: { m: 16, n: 8 }, stages: 6 },
       { m: 16, n: 64, k: 256, warp: { m: 16, n: 16 }, stages: 4 },
+      { m: 16, n: 112, k: 256, warp: { m: 16, n: 56 }, stages: 4 },
       { m: 16, n: 128, k: 256, warp: { m: 16, n: 32 }, stages: 4 },
     ],
   },

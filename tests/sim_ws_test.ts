@@ -23,7 +23,6 @@ import { compareOutput } from "../harness/compare.ts";
 import { simArgs } from "../harness/simulate_gemm.ts";
 import { workspaceArgs } from "../harness/workspace.ts";
 import { alignmentViolations } from "../harness/sizes.ts";
-import { allOps } from "./_kernel_ops.ts";
 
 const SCHEDULES: readonly RoleSchedule[] = ["producer-first", "consumer-first", "alternate"];
 
@@ -232,53 +231,11 @@ const MUTANTS: readonly Mutant[] = [
     error: /^Named barrier 1 expects 384 threads but 256 reach it \(threads from 0 on\)/,
   },
   {
-    // The first warp's lanes set the stages up, lane l stage l's two barriers: a lane's
-    // second init dropped leaves every empty barrier uninitialised.
-    name: "the lanes' empty-barrier inits dropped",
-    kernel: (k) => {
-      let seen = 0;
-      return edit(k, (o) => (o.op === "mbarinit" && o.count > 1 && seen++ === 0 ? [] : null));
-    },
-    error: /^.*of the mbarrier at shared 0x300[0-9a-f]{2}, which is not initialised/,
-  },
-  {
-    // Only lanes below S - 1 initialise (the bound one short): the last stage's barriers stay
-    // uninitialised, and the first copy into that stage is refused.
-    name: "the lanes' stage bound one short",
-    kernel: (k) =>
-      edit(
-        k,
-        (o) =>
-          o.op === "setp" && o.cmp === "lt" && o.b.kind === "imm" && o.b.value === stagesOf(HGEMM)
-            ? [{ ...o, b: ir.imm(stagesOf(HGEMM) - 1) }]
-            : null,
-      ),
-    error: /^.*of the mbarrier at shared 0x300[0-9a-f]{2}, which is not initialised/,
-  },
-  {
     name: "fence.mbarrier_init dropped",
     kernel: (k) => edit(k, (o) => (o.op === "mbarfence" ? [] : null)),
     hazards: ["unpublished-mbarrier"],
   },
 ];
-
-/** A compiled TMA kernel's pipeline stages. */
-function stagesOf(ck: CompiledKernel): number {
-  return ck.planned.plan.pipeline!.stages;
-}
-
-Deno.test("sm90 warp-specialized set-up: the first warp's lanes, one init of each kind a lane", () => {
-  for (const ck of [HGEMM, S8, F16ACC]) {
-    const ops = allOps(ck.kernel.body);
-    const inits = ops.filter((o) => o.op === "mbarinit");
-    const S = stagesOf(ck);
-    assert.ok(S > 2 && S <= 32, `${ck.name}: ${S} stages`);
-    // Two warp instructions (full and empty) where one thread took 2 S.
-    assert.deepEqual(inits.map((o) => o.op === "mbarinit" && o.count), [1, 8], ck.name);
-    // Every lane fences its own inits.
-    assert.equal(ops.filter((o) => o.op === "mbarfence").length, 1, ck.name);
-  }
-});
 
 for (const m of MUTANTS) {
   const ck = m.ck ?? HGEMM;

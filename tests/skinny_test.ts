@@ -30,11 +30,13 @@ function pick(M: number, N: number, K: number, bytes: 1 | 2 = 2): string | null 
 }
 
 Deno.test("skinny: the rule picks the sweep's fastest schedules on the H200 (NOTES 56)", () => {
-  // M <= 16: one wave of 128 (N = 4096) or 112 (N = 14336) blocks (16x32x256's 4 stages: NOTES
-  // 95, an H100).
+  // M <= 16: one wave of 128 blocks (N = 4096; 16x32x256's 4 stages: NOTES 95, an H100; N =
+  // 14336 on 16x112, where 16x128 gave 112: NOTES 101, an H100).
   assert.equal(pick(16, 4096, 4096), "16x32x256 warp 16x8 stages 4 split 1");
   assert.equal(pick(1, 4096, 4096), "16x32x256 warp 16x8 stages 4 split 1");
-  assert.equal(pick(16, 14336, 4096), "16x128x128 warp 16x32 stages 4 split 1");
+  assert.equal(pick(16, 14336, 4096), "16x112x128 warp 16x56 stages 4 split 1");
+  // Past 132 tiles of 112 columns (N > 14784) 16x128 is again the one wave of the most blocks.
+  assert.equal(pick(16, 16384, 4096), "16x128x128 warp 16x32 stages 4 split 1");
   assert.equal(pick(16, 4096, 14336), "16x64x128 warp 16x16 stages 4 split 2");
   assert.equal(pick(64, 4096, 4096), "64x64x128 warp 32x32 stages 4 split 2");
   assert.equal(pick(64, 14336, 4096), "64x128x128 warp 32x64 stages 3 split 1");
@@ -45,7 +47,7 @@ Deno.test("skinny: the rule picks the sweep's fastest schedules on the H200 (NOT
 
 Deno.test("skinny: 8-bit operands take the 8-bit sweep's fastest schedules (NOTES 60)", () => {
   assert.equal(pick(16, 4096, 4096, 1), "16x32x256 warp 16x8 stages 6 split 1");
-  assert.equal(pick(16, 14336, 4096, 1), "16x128x256 warp 16x32 stages 4 split 1");
+  assert.equal(pick(16, 14336, 4096, 1), "16x112x256 warp 16x56 stages 4 split 1");
   assert.equal(pick(16, 4096, 14336, 1), "16x32x256 warp 16x8 stages 6 split 1");
   assert.equal(pick(128, 4096, 4096, 1), "64x64x256 warp 32x32 stages 4 split 1");
   assert.equal(pick(128, 14336, 4096, 1), "128x112x128 warp 64x56 stages 4 split 1");
@@ -68,8 +70,8 @@ Deno.test("skinny: 8-bit operands take the 8-bit sweep's fastest schedules (NOTE
       p.plan.tile!.skinny ? " skinny" : ""
     }`;
   };
-  assert.equal(tile("s8", "s32"), "128x256 skinny");
-  assert.equal(tile("u8", "s32"), "128x256 skinny");
+  assert.equal(tile("s8", "s32"), "112x256 skinny");
+  assert.equal(tile("u8", "s32"), "112x256 skinny");
   assert.ok(!tile("s4", "s32").endsWith("skinny"));
 });
 

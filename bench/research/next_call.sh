@@ -202,7 +202,9 @@
 #   n112:  the one-wave grid at N = 14336 (M = 16, K = 4096) of 128 blocks (16x112) against the
 #          skinny rule's 112 (16x128): s8 (0.80 of the floor on the H200 in NOTES 89, 0.84 with
 #          PDL; the target 0.85) and f16, default / 16x112 with 7 warps of 16x16 / with 2 warps of
-#          16x56 / default again (B evict_first on every side, as the default);
+#          16x56 / default again (B evict_first on every side, as the default); ran as call 1 of
+#          NOTES 101 (an H100), after which 16x112 on 2 warps became the default;
+#   n112b: the same rows after that: the default (16x112) / the old 16x128 / the default again;
 #   early100: the TMA rows with B read before the wait: f16 at M = 64, 128, 256 (N = K = 4096),
 #          --pdl, --pdl-early, --pdl again (NOTES 94 left them unmeasured since the hint, and
 #          NOTES 98 moved the barriers' set-up before the wait);
@@ -444,6 +446,15 @@ if has n112; then
         "threadblock 16x112x$k; warp 16x${w}x$k; stages 4; cache_b evict_first"
     done
     llm_rows "$W" "n112-$t-default-again" "$t" 16 14336x4096
+  done
+fi
+if has n112b; then
+  for tk in s8:256 f16:128; do
+    t=${tk%%:*} k=${tk#*:}
+    llm_rows "$W" "n112b-$t-default" "$t" 16 14336x4096
+    llm_rows "$W" "n112b-$t-w32" "$t" 16 14336x4096 \
+      "threadblock 16x128x$k; warp 16x32x$k; stages 4; cache_b evict_first"
+    llm_rows "$W" "n112b-$t-default-again" "$t" 16 14336x4096
   done
 fi
 if has s8deep; then

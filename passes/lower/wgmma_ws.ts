@@ -30,10 +30,10 @@
  * barrier not yet initialised) and one before the end (no CTA may leave while a peer still
  * copies into it or arrives on its barriers) bracket the roles.
  *
- * The set-up is the first warp's: lane l initialises stage l's two barriers, so that S stages
- * take two warp instructions where one thread took 2 S (bench/NOTES.md 100: ~1.1 µs of set-up
- * sat on a block's path at f16 M = 128; the inits' share of it is predicted, not measured), and
- * each lane fences its own inits.
+ * The set-up is thread 0's: 2 S `mbarrier.init`s, one after another. The first warp's lanes
+ * doing them instead (lane l stage l's two) was measured slower (bench/NOTES.md 101, an H100: a
+ * warp's inits 1,756 cycles at 13 stages against one thread's 677; a block's set-up 1.28 µs
+ * against 0.42 at f16 M = 64, the launch 1.0 µs longer), and reverted.
  *
  * Shortcuts (issue 23): the producer's other 127 threads idle; a persistent block's tiles are a
  * static round (no dynamic tile counter: bench/NOTES.md 65); clusters only of 2, along M or N.
@@ -133,32 +133,21 @@ export function warpSpecializedTiles(
   const consumerWarps = cx.threads / 32;
   const pingPong = tma.persistent?.pingPong !== undefined;
   const consumerThreads = (pingPong ? 2 : 1) * cx.threads;
-  b.emit(ir.comment(`${S} stages: full and empty barriers, lane l of the first warp stage l's`));
-  b.if(cx.setp("lt", "u32", tid, imm(32)), false, () => {
-    const lane = cx.bin("and", "u32", tid, imm(31), "lane");
-    b.if(cx.setp("eq", "u32", lane, imm(0)), false, () => {
-      // The tensor maps' descriptors asked for first, so that the first copies find them
-      // (and, under PDL, fetched before the wait, while the previous grid still runs).
-      // Measured as a tie on an H100's decode rows (bench/NOTES.md 98): kept as CUTLASS
-      // does, its worth unshown.
-      for (const role of ["A", "B"] as const) b.emit(ir.tmapPrefetch(mapName(cx, role)));
-      // A ping-pong kernel's turn barriers: one a consumer warpgroup, its 4 warps arriving.
-      const turns = tma.persistent?.pingPong?.turnOffset;
-      if (turns !== undefined) {
-        for (const w of [0, 1]) b.emit(ir.mbarInit(at(cx, smem, turns + 8 * w), consumerWarps));
-      }
-    });
-    // Lane l sets stage l's barriers up: one warp instruction for every stage's full (or
-    // empty) barrier, where one thread took one a barrier. A stage holds at least A's box of 64
-    // rows of 128 bytes (8 KB), so no ring in 227 KB has more stages than a warp has lanes.
-    if (S > 32) throw new Error(`lower-kernel: ${S} stages, more than a warp's lanes`);
-    const init = () => {
-      const off = cx.bin("shl", "u32", lane, imm(3));
-      b.emit(ir.mbarInit(cx.bin("add", "u32", full, off), 1));
-      b.emit(ir.mbarInit(cx.bin("add", "u32", empty, off), consumerWarps * cluster));
-    };
-    if (S === 32) init();
-    else b.if(cx.setp("lt", "u32", lane, imm(S)), false, init);
+  b.emit(ir.comment(`${S} stages: full and empty barriers`));
+  b.if(cx.setp("eq", "u32", tid, imm(0)), false, () => {
+    // The tensor maps' descriptors asked for first, so that the first copies find them (and,
+    // under PDL, fetched before the wait, while the previous grid still runs). Measured as a
+    // tie on an H100's decode rows (bench/NOTES.md 98): kept as CUTLASS does, its worth unshown.
+    for (const role of ["A", "B"] as const) b.emit(ir.tmapPrefetch(mapName(cx, role)));
+    for (let s = 0; s < S; s++) {
+      b.emit(ir.mbarInit(at(cx, full, 8 * s), 1));
+      b.emit(ir.mbarInit(at(cx, empty, 8 * s), consumerWarps * cluster));
+    }
+    // A ping-pong kernel's turn barriers: one a consumer warpgroup, its 4 warps arriving.
+    const turns = tma.persistent?.pingPong?.turnOffset;
+    if (turns !== undefined) {
+      for (const w of [0, 1]) b.emit(ir.mbarInit(at(cx, smem, turns + 8 * w), consumerWarps));
+    }
     b.emit(ir.mbarFence());
   });
   b.emit(cluster > 1 ? ir.clusterBar() : ir.bar());
