@@ -9,11 +9,12 @@
 # and rot96 as calls 1-4 of NOTES 96 (H100s; rot96's K = 8192 rows were refused, --nk has no
 # 4096x8192, and ran by hand as call 5); timeline, rotk14, rot97 and rotk97 as calls 1-3 of NOTES 97
 # (H100s); early98, allgpu, wait98, tmap98 and gpu98 as calls 1-5 of NOTES 98 (H100s); sparse99,
-# loop98, power98 and allgpu as calls 1-3 of NOTES 99 (an H100). NOTES 100 found no machine. The
-# default STEPS are what NOTES 100 leaves for the next call, on an H200 (table95 at the head,
-# probe100 and init100 for the set-up, then ksweep for that card's fixed cost a launch, m128v,
-# deep98; run with CARD=H200 and OTHER_STEPS for what another card should do instead: probe100,
-# init100, early100, setup99). Each step's time is not known before it runs: with `timeout 560`
+# loop98, power98 and allgpu as calls 1-3 of NOTES 99 (an H100). NOTES 100 found no machine;
+# probe100, n112, init100, early100 and setup99 ran as call 1 of NOTES 101 (an H100). The default
+# STEPS are what NOTES 101 leaves for the next call, on an H200 (table95 at the head, n112b for the
+# new 16x112 tiles, then ksweep for that card's fixed cost a launch, deep98; run with CARD=H200 and
+# OTHER_STEPS for what another card should do instead: allgpu). Each step's time is not known
+# before it runs: with `timeout 560`
 # the steps late in the script's order may be cut (what ran is packed). Steps:
 #   tests: tests/gpu/wgmma_test.ts --filter 224 (the 128x224 case with a column bias, staged rows
 #          of 28 vectors) and tests/gpu/skinny_test.ts --filter sm90;
@@ -222,7 +223,7 @@
 # Usage: [CARD=H200] bash bench/research/next_call.sh OUT   (STEPS: any of the steps above)
 set -u
 . bench/research/_gemm_run_rows.sh
-call_start next_call "${1:?usage: next_call.sh OUT}" "table95 probe100 init100 ksweep m128v deep98"
+call_start next_call "${1:?usage: next_call.sh OUT}" "table95 n112b ksweep deep98"
 if has tests; then
   gpu_tests tests/gpu/wgmma_test.ts tests/gpu/skinny_test.ts --filter "/224|sm90/"
 fi
