@@ -34,6 +34,8 @@ export interface SkinnyTile {
   readonly stages: number;
   /** Only for K up to this (32x32 warps lose to larger ones on long K: NOTES 56). */
   readonly maxK?: number;
+  /** Only without split-K (the tile measured only so: 16x112, NOTES 101). */
+  readonly unsplit?: boolean;
 }
 
 /** The candidates of problems up to `maxM` rows. */
@@ -67,7 +69,10 @@ export interface SkinnyClass {
  * (NOTES 101, an H100, M = 16, K = 4096, µs burst, PDL in brackets, 16x128 / 16x112 / 16x128 in
  * one call): f16 41.7 (38.4), 41.0 (38.0), 41.6 (38.4); s8 (16x112x256 below) 22.7 (19.6), 22.4
  * (19.3), 22.8 (19.6). Seven warps of 16x16 on the same tile tied 16x128 (41.4, 22.6). The H200 is
- * inferred.
+ * inferred, and so is every other N where 16x112 makes more blocks than 16x128 in one wave (about
+ * 9,000-14,784 on 132 SMs, 8,700-12,096 on 108): the rule's own principle, measured at N = 14336.
+ * It is never split (`unsplit`): at N = K = 4096 on 108 SMs it would otherwise take 74 blocks of
+ * 16x112 split 2 from 16x64's 64, a split not measured.
  */
 export const SKINNY_TILES_16: readonly SkinnyClass[] = [
   {
@@ -75,7 +80,7 @@ export const SKINNY_TILES_16: readonly SkinnyClass[] = [
     tiles: [
       { m: 16, n: 32, k: 256, warp: { m: 16, n: 8 }, stages: 4, maxK: 8192 },
       { m: 16, n: 64, k: 128, warp: { m: 16, n: 16 }, stages: 4 },
-      { m: 16, n: 112, k: 128, warp: { m: 16, n: 56 }, stages: 4 },
+      { m: 16, n: 112, k: 128, warp: { m: 16, n: 56 }, stages: 4, unsplit: true },
       { m: 16, n: 128, k: 128, warp: { m: 16, n: 32 }, stages: 4 },
     ],
   },
@@ -118,7 +123,7 @@ export const SKINNY_TILES_8: readonly SkinnyClass[] = [
     tiles: [
       { m: 16, n: 32, k: 256, warp: { m: 16, n: 8 }, stages: 6 },
       { m: 16, n: 64, k: 256, warp: { m: 16, n: 16 }, stages: 4 },
-      { m: 16, n: 112, k: 256, warp: { m: 16, n: 56 }, stages: 4 },
+      { m: 16, n: 112, k: 256, warp: { m: 16, n: 56 }, stages: 4, unsplit: true },
       { m: 16, n: 128, k: 256, warp: { m: 16, n: 32 }, stages: 4 },
     ],
   },
@@ -238,7 +243,8 @@ export function skinnyRotation(p: SkinnyProblem, c: SkinnyChoice): number | unde
 
 /**
  * The skinny schedule for a problem: among the candidates of M's class and
- * split-K in 1, 2, 4, 8 (each split at least 8 k-tiles), those whose grid is one
+ * split-K in 1, 2, 4, 8 (each split at least 8 k-tiles; 1 for a candidate marked
+ * `unsplit`), those whose grid is one
  * wave (blocks <= SMs); the most blocks, then the fewest splits, then the
  * candidates' order. Null when M is above 128, N or K below 2048, or no candidate
  * fits in one wave (a wide N): the general default then.
@@ -263,7 +269,7 @@ export function skinnySchedule(p: SkinnyProblem): SkinnyChoice | null {
     const tiles = Math.ceil(p.M / t.m) * Math.ceil(p.N / t.n);
     const kTiles = Math.ceil(p.K / t.k);
     for (const s of rule.splits) {
-      if (s > 1 && kTiles / s < MIN_KTILES_PER_SPLIT) break;
+      if (s > 1 && (t.unsplit || kTiles / s < MIN_KTILES_PER_SPLIT)) break;
       const blocks = tiles * s;
       if (blocks > p.sms) break;
       const better = best === null || blocks > best.blocks ||
