@@ -70,7 +70,7 @@ export interface SkinnyClass {
  * one call): f16 41.7 (38.4), 41.0 (38.0), 41.6 (38.4); s8 (16x112x256 below) 22.7 (19.6), 22.4
  * (19.3), 22.8 (19.6). Seven warps of 16x16 on the same tile tied 16x128 (41.4, 22.6). The H200 is
  * inferred, and so is every other N where 16x112 makes more blocks than 16x128 in one wave (about
- * 9,000-14,784 on 132 SMs, 8,700-12,096 on 108): the rule's own principle, measured at N = 14336.
+ * 8,449-14,784 on 132 SMs, 6,913-12,096 on 108): the rule's own principle, measured at N = 14336.
  * It is never split (`unsplit`): at N = K = 4096 on 108 SMs it would otherwise take 74 blocks of
  * 16x112 split 2 from 16x64's 64, a split not measured.
  */
