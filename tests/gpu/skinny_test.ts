@@ -1,9 +1,9 @@
 /**
- * The skinny schedules (passes/skinny.ts, issue 22) on the GPU: `gemm run --tune`
- * at odd sizes that make the rule choose each family (16-row tiles with and
- * without split-K, 64- and 128-row tiles; s8's 16x32x256 and 128x112x128) agrees with the reference and the
- * simulator; a split-K choice launched again and again on the same inputs writes
- * the same bytes every time. Listed as skipped without a CUDA driver.
+ * The skinny schedules (passes/skinny.ts, issue 22) on the GPU: `gemm run --tune` at odd sizes
+ * that make the rule choose each family (16-row tiles with and without split-K, 16x112, 64- and
+ * 128-row tiles; s8's 16x32x256, 16x112x256 and 128x112x128) agrees with the reference and the
+ * simulator; a split-K choice launched again and again on the same inputs writes the same bytes
+ * every time. Listed as skipped without a CUDA driver.
  *
  * @module
  */
@@ -46,6 +46,10 @@ const RUNS: readonly { type: string; size: string; expect: RegExp; target?: "sm9
   { type: "f16", size: "M=128,N=4000,K=14336", expect: /64x128x128/ },
   { type: "s8", size: "M=9,N=4096,K=4112", expect: /16x32x256/ },
   { type: "s8", size: "M=100,N=14336,K=4096", expect: /128x112x128/ },
+  // 16x112 on two warps of 16x56 where it makes more blocks in one wave than 16x128 (NOTES 101);
+  // N and K short of a tile.
+  { type: "f16", size: "M=9,N=14328,K=4104", expect: /16x112x128/ },
+  { type: "s8", size: "M=5,N=14320,K=4112", expect: /16x112x256/ },
   // sm90's wgmma tiles (passes/skinny.ts skinnyWgmmaSchedule): unsplit at a wide N, split 4
   // at a long K; K not a multiple of 64.
   sm90("bf16", "M=100,N=14336,K=4096", /128x128x64 split 1/),
