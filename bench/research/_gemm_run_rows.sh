@@ -132,7 +132,8 @@ llm_run() {
   pack
 }
 
-# llm_variants DIR PREFIX TYPE:M:SCHEDULE...: one llm row a variant (N = K = 4096), TYPE at M
+# llm_variants DIR PREFIX TYPE:M:SCHEDULE...: one llm row a variant (N x K: LLM_NK, default
+# 4096x4096), TYPE at M
 # with SCHEDULE's lines, into DIR/PREFIX1, DIR/PREFIX2, ..., each packed (llm_rows).
 llm_variants() {
   local dir=$1 prefix=$2 n=0 v r
@@ -140,22 +141,22 @@ llm_variants() {
   for v in "$@"; do
     n=$((n + 1))
     r=${v#*:}
-    llm_rows "$dir" "$prefix$n" "${v%%:*}" "${r%%:*}" 4096x4096 "${r#*:}"
+    llm_rows "$dir" "$prefix$n" "${v%%:*}" "${r%%:*}" "${LLM_NK:-4096x4096}" "${r#*:}"
   done
 }
 
-# llm_bracketed DIR PREFIX TYPE M SCHEDULE...: TYPE's llm row at M (N = K = 4096) at the default,
+# llm_bracketed DIR PREFIX TYPE M SCHEDULE...: TYPE's llm row at M (LLM_NK) at the default,
 # then with each SCHEDULE's lines, then at the default again (the variants between two baselines of
 # the same call), into DIR/PREFIX-default, DIR/PREFIX-v1, ..., DIR/PREFIX-default-again, packed after
 # each (llm_rows).
 llm_bracketed() {
   local dir=$1 prefix=$2 type=$3 m=$4 v
   shift 4
-  llm_rows "$dir" "$prefix-default" "$type" "$m" 4096x4096
+  llm_rows "$dir" "$prefix-default" "$type" "$m" "${LLM_NK:-4096x4096}"
   local variants=()
   for v in "$@"; do variants+=("$type:$m:$v"); done
   llm_variants "$dir" "$prefix-v" "${variants[@]}"
-  llm_rows "$dir" "$prefix-default-again" "$type" "$m" 4096x4096
+  llm_rows "$dir" "$prefix-default-again" "$type" "$m" "${LLM_NK:-4096x4096}"
 }
 
 # bench_sm90 DIR LABEL TYPES SHAPES [bench options...]: the sm90 benchmark (two states, cuBLAS in

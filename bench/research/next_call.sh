@@ -204,7 +204,8 @@
 #          skinny rule's 112 (16x128): s8 (0.80 of the floor on the H200 in NOTES 89, 0.84 with
 #          PDL; the target 0.85) and f16, default / 16x112 with 7 warps of 16x16 / with 2 warps of
 #          16x56 / default again (B evict_first on every side, as the default); ran as call 1 of
-#          NOTES 101 (an H100), after which 16x112 on 2 warps became the default;
+#          NOTES 101 (an H100), after which 16x112 on 2 warps became the default (it ran before
+#          the step used llm_bracketed: its variants are named -w16 and -w56 there, not -v1, -v2);
 #   n112b: the same rows after that: the default (16x112) / the old 16x128 / the default again;
 #   early100: the TMA rows with B read before the wait: f16 at M = 64, 128, 256 (N = K = 4096),
 #          --pdl, --pdl-early, --pdl again (NOTES 94 left them unmeasured since the hint, and
@@ -441,21 +442,16 @@ fi
 if has n112; then
   for tk in s8:256 f16:128; do
     t=${tk%%:*} k=${tk#*:}
-    llm_rows "$W" "n112-$t-default" "$t" 16 14336x4096
-    for w in 16 56; do
-      llm_rows "$W" "n112-$t-w$w" "$t" 16 14336x4096 \
-        "threadblock 16x112x$k; warp 16x${w}x$k; stages 4; cache_b evict_first"
-    done
-    llm_rows "$W" "n112-$t-default-again" "$t" 16 14336x4096
+    LLM_NK=14336x4096 llm_bracketed "$W" "n112-$t" "$t" 16 \
+      "threadblock 16x112x$k; warp 16x16x$k; stages 4; cache_b evict_first" \
+      "threadblock 16x112x$k; warp 16x56x$k; stages 4; cache_b evict_first"
   done
 fi
 if has n112b; then
   for tk in s8:256 f16:128; do
     t=${tk%%:*} k=${tk#*:}
-    llm_rows "$W" "n112b-$t-default" "$t" 16 14336x4096
-    llm_rows "$W" "n112b-$t-w32" "$t" 16 14336x4096 \
+    LLM_NK=14336x4096 llm_bracketed "$W" "n112b-$t" "$t" 16 \
       "threadblock 16x128x$k; warp 16x32x$k; stages 4; cache_b evict_first"
-    llm_rows "$W" "n112b-$t-default-again" "$t" 16 14336x4096
   done
 fi
 if has s8deep; then
