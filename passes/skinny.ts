@@ -105,8 +105,8 @@ export const SKINNY_TILES_16: readonly SkinnyClass[] = [
  * The 8-bit candidates (s8, u8 operands), with what they measured (s8 -> s32, µs,
  * a CUDA graph of 20 launches over 4 input sets; bench/NOTES.md 60). M <= 16: at
  * N = K = 4096 16x32x512 (128 blocks) 6.9 against the general default's 10.4; at
- * N = 14336 16x128x256 (112 blocks) 16.4 against 18.0; at K = 14336 16x32x512 18.2
- * against 29.1 (16x64x256 split 2: 18.4). M = 128: 64x64x256 is the general default
+ * N = 14336 16x128x256 (112 blocks) 16.4 against 18.0 (16x112x256 since NOTES 101, as the 16-bit
+ * 16x112 above); at K = 14336 16x32x512 18.2 against 29.1 (16x64x256 split 2: 18.4). M = 128: 64x64x256 is the general default
  * at N = 4096 (10.5, and 28.3 at K = 14336); at N = 14336 128x112x128 (128 blocks)
  * 23.0 against 29.4; at N = 8192 the general default's 128x64x256 (128 blocks, the
  * main benchmark's skinny s8 row, bench/NOTES.md 23) stays. No split-K for 8-bit
